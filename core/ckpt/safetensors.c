@@ -1,0 +1,1 @@
+#include "ckpt/safetensors.h"

@@ -1,0 +1,70 @@
+/*
+** core/ckpt/safetensors.h — reading and writing safetensors files.
+**
+** Format: 8-byte little-endian header length N, N bytes of JSON
+** {"name": {"dtype": "F32", "shape": [..], "data_offsets": [begin, end]},
+**  ..., "__metadata__": {"key": "value", ...}}, then the data. Offsets are
+** relative to the end of the header. The JSON is built and parsed with cJSON.
+**
+** Writing streams: the writer is given every tensor's name, dtype and shape
+** up front, writes the header, then takes each tensor's bytes in order, so
+** a large model never needs to be in host memory at once. The file is
+** written under a temporary name and renamed by tsl_st_writer_finish after
+** fsync; tsl_st_writer_abort removes it.
+**
+** Reading validates the whole file before any tensor is used: header length
+** within the file, JSON well-formed, every dtype known, every offset range
+** inside the data area with end - begin = numel · dtype size, ranges not
+** overlapping, and the file size equal to 8 + N + the end of the last range.
+** Any failure is a TESSEL_E_IO error that names the file and the problem
+** ("truncated: 1234 bytes, header says 5678").
+*/
+#ifndef TSL_SAFETENSORS_H
+#define TSL_SAFETENSORS_H
+
+#include <stdint.h>
+#include "common/status.h"
+
+#define TSL_ST_MAX_DIMS 4
+
+typedef struct tsl_st_desc {
+  const char *name;
+  tessel_dtype dtype; /* TESSEL_F32, TESSEL_BF16, TESSEL_F16, TESSEL_I32, TESSEL_F64, TESSEL_U8 */
+  int ndim;
+  int64_t shape[TSL_ST_MAX_DIMS];
+} tsl_st_desc;
+
+typedef struct tsl_st_writer tsl_st_writer;
+
+/* Begin a file with n tensors; metadata is n_meta key/value string pairs
+** (keys[i], values[i]); may be 0. */
+tsl_status tsl_st_writer_begin(const char *path, const tsl_st_desc *descs, int n,
+                               const char *const *meta_keys, const char *const *meta_values,
+                               int n_meta, tsl_st_writer **out);
+/* Append the bytes of tensor `index`; tensors must come in order 0..n-1 and
+** `bytes` must equal the tensor's size. May be called several times per
+** tensor to stream it in pieces. */
+tsl_status tsl_st_writer_put(tsl_st_writer *w, int index, const void *data, uint64_t bytes);
+/* Check every tensor was fully written, fsync, rename into place. */
+tsl_status tsl_st_writer_finish(tsl_st_writer *w);
+void tsl_st_writer_abort(tsl_st_writer *w);
+
+typedef struct tsl_st_file tsl_st_file;
+
+tsl_status tsl_st_open(const char *path, tsl_st_file **out);
+void tsl_st_close(tsl_st_file *f);
+int tsl_st_count(const tsl_st_file *f);
+/* The i-th tensor in file order (by data offset). */
+const tsl_st_desc *tsl_st_desc_at(const tsl_st_file *f, int i);
+/* Index of the named tensor or -1. */
+int tsl_st_find(const tsl_st_file *f, const char *name);
+/* Pointer to tensor i's bytes (memory-mapped; valid until close). */
+const void *tsl_st_data(const tsl_st_file *f, int i, uint64_t *bytes);
+/* A __metadata__ value, or NULL. */
+const char *tsl_st_meta(const tsl_st_file *f, const char *key);
+
+/* Bytes per element of a dtype, and its safetensors name ("F32"...). */
+int tsl_dtype_size(tessel_dtype dtype);
+const char *tsl_dtype_name(tessel_dtype dtype);
+
+#endif

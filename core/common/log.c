@@ -1,0 +1,33 @@
+/* core/common/log.c */
+#include "log.h"
+
+#include <stdio.h>
+
+static int log_rank = 0, log_world = 1, log_level = TESSEL_LOG_INFO;
+
+void tsl_log_set_rank(int rank, int world) {
+  log_rank = rank;
+  log_world = world;
+}
+
+void tsl_log_set_level(int level) { log_level = level; }
+
+int tsl_log_level(void) { return log_level; }
+
+void tsl_vlog(int level, const char *fmt, va_list ap) {
+  static const char *const tags[] = {"error: ", "warning: ", "", "debug: "};
+  if (level > log_level) return;
+  if (level >= TESSEL_LOG_INFO && log_rank != 0) return;
+  if (log_world > 1 && level <= TESSEL_LOG_WARN) fprintf(stderr, "[rank %d] ", log_rank);
+  fputs(tags[level < 0 ? 0 : level > 3 ? 3 : level], stderr);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  fflush(stderr);
+}
+
+void tsl_log(int level, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  tsl_vlog(level, fmt, ap);
+  va_end(ap);
+}

@@ -1,0 +1,65 @@
+/* core/common/status.c — the rank's error slot. */
+#include "status.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define TSL_ERROR_CAP 8192
+static char error_buf[TSL_ERROR_CAP];
+
+tsl_status tsl_verror(tsl_status status, const char *fmt, va_list ap) {
+  vsnprintf(error_buf, sizeof error_buf, fmt, ap);
+  return status;
+}
+
+tsl_status tsl_error(tsl_status status, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  tsl_verror(status, fmt, ap);
+  va_end(ap);
+  return status;
+}
+
+tsl_status tsl_error_wrap(tsl_status status, const char *fmt, ...) {
+  char prefix[1024], old[TSL_ERROR_CAP];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(prefix, sizeof prefix, fmt, ap);
+  va_end(ap);
+  memcpy(old, error_buf, sizeof old);
+  /* truncation is acceptable: the message is for people */
+  size_t n = strlen(prefix);
+  if (n + 2 >= sizeof error_buf) n = sizeof error_buf - 3;
+  memcpy(error_buf, prefix, n);
+  memcpy(error_buf + n, ": ", 2);
+  size_t room = sizeof error_buf - n - 3;
+  size_t m = strnlen(old, room);
+  memcpy(error_buf + n + 2, old, m);
+  error_buf[n + 2 + m] = '\0';
+  return status;
+}
+
+const char *tsl_error_message(void) { return error_buf; }
+
+void tsl_error_clear(void) { error_buf[0] = '\0'; }
+
+const char *tsl_status_name(tsl_status status) {
+  switch (status) {
+    case TESSEL_OK: return "ok";
+    case TESSEL_E_CONFIG: return "config error";
+    case TESSEL_E_NOMEM: return "out of memory";
+    case TESSEL_E_UNSUPPORTED: return "unsupported";
+    case TESSEL_E_VERSION: return "version mismatch";
+    case TESSEL_E_COMM: return "communication error";
+    case TESSEL_E_DEVICE: return "device error";
+    case TESSEL_E_IO: return "I/O error";
+    case TESSEL_E_INTERNAL: return "internal error";
+    case TESSEL_E_NUMERIC: return "numeric error";
+    default: return "error";
+  }
+}
+
+int tsl_status_exit_code(tsl_status status) {
+  if (status >= 0) return 0;
+  return status == TESSEL_E_CONFIG ? 2 : 1;
+}

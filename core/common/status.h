@@ -1,0 +1,45 @@
+/*
+** core/common/status.h — errors as values.
+**
+** Every core function that can fail returns a tsl_status (0 or a negative
+** TESSEL_E_* kind) and leaves a human-readable message in this rank's error
+** slot. Callers that add context wrap the message with tsl_error_wrap, so the
+** final report reads from the outside in:
+**   "loading plugin 'ddp': /x/libtessel-ddp.so: undefined symbol: foo".
+** The driver is single-threaded; kernels never touch the error slot.
+*/
+#ifndef TSL_STATUS_H
+#define TSL_STATUS_H
+
+#include <stdarg.h>
+#include "tessel/plugin.h"
+
+typedef tessel_status tsl_status;
+
+#if defined(__GNUC__)
+#define TSL_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#define TSL_PRINTF(f, a)
+#endif
+
+/* Set the error message and return `status` (so `return tsl_error(...)`). */
+tsl_status tsl_error(tsl_status status, const char *fmt, ...) TSL_PRINTF(2, 3);
+tsl_status tsl_verror(tsl_status status, const char *fmt, va_list ap);
+/* Prefix the current message with "<context>: " and return `status`. */
+tsl_status tsl_error_wrap(tsl_status status, const char *fmt, ...) TSL_PRINTF(2, 3);
+/* The current message ("" when none). */
+const char *tsl_error_message(void);
+void tsl_error_clear(void);
+/* Short name of a status kind, e.g. "config error". */
+const char *tsl_status_name(tsl_status status);
+/* Process exit code for a status: 0 ok, 2 usage/config, 1 otherwise. */
+int tsl_status_exit_code(tsl_status status);
+
+/* Propagate a failure: `TSL_TRY(st, call)` jumps to `fail` when call < 0. */
+#define TSL_TRY(st, call)    \
+  do {                       \
+    if (((st) = (call)) < 0) \
+      goto fail;             \
+  } while (0)
+
+#endif

@@ -1,0 +1,235 @@
+/* core/common/util.c */
+#include "util.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+char *tsl_strdup(const char *s) {
+  char *d = strdup(s ? s : "");
+  if (!d) tsl_error(TESSEL_E_NOMEM, "out of host memory copying a string");
+  return d;
+}
+
+char *tsl_asprintf(const char *fmt, ...) {
+  char *out = NULL;
+  va_list ap;
+  va_start(ap, fmt);
+  if (vasprintf(&out, fmt, ap) < 0) {
+    out = NULL;
+    tsl_error(TESSEL_E_NOMEM, "out of host memory formatting a string");
+  }
+  va_end(ap);
+  return out;
+}
+
+int tsl_edit_distance(const char *a, const char *b) {
+  size_t la = strlen(a), lb = strlen(b);
+  if (la > 63 || lb > 63) return 1000;
+  int prev[64], cur[64];
+  for (size_t j = 0; j <= lb; j++) prev[j] = (int)j;
+  for (size_t i = 1; i <= la; i++) {
+    cur[0] = (int)i;
+    for (size_t j = 1; j <= lb; j++) {
+      int sub = prev[j - 1] + (tolower((unsigned char)a[i - 1]) != tolower((unsigned char)b[j - 1]));
+      int del = prev[j] + 1, ins = cur[j - 1] + 1;
+      cur[j] = TSL_MIN(sub, TSL_MIN(del, ins));
+    }
+    memcpy(prev, cur, sizeof(int) * (lb + 1));
+  }
+  return prev[lb];
+}
+
+const char *tsl_closest(const char *word, const char *const *candidates, int n) {
+  const char *best = NULL;
+  int best_d = 1000;
+  for (int i = 0; i < n; i++) {
+    int d = tsl_edit_distance(word, candidates[i]);
+    if (d < best_d) {
+      best_d = d;
+      best = candidates[i];
+    }
+  }
+  /* close enough: at most a third of the word, and never the whole word */
+  int limit = TSL_MAX(1, (int)strlen(word) / 3);
+  return best && best_d <= limit + 1 && best_d < (int)strlen(word) ? best : NULL;
+}
+
+int tsl_parse_size(const char *s, uint64_t *out) {
+  static const struct { const char *unit; double mult; } units[] = {
+      {"", 1.0},          {"B", 1.0},          {"K", 1024.0},       {"KiB", 1024.0},
+      {"KB", 1e3},        {"M", 1048576.0},    {"MiB", 1048576.0},  {"MB", 1e6},
+      {"G", 1073741824.0}, {"GiB", 1073741824.0}, {"GB", 1e9},       {"T", 1099511627776.0},
+      {"TiB", 1099511627776.0}, {"TB", 1e12}};
+  char *end = NULL;
+  errno = 0;
+  while (isspace((unsigned char)*s)) s++;
+  if (*s == '-' || *s == '\0') return -1;
+  double v = strtod(s, &end);
+  if (errno || end == s || v < 0) return -1;
+  while (isspace((unsigned char)*end)) end++;
+  for (size_t i = 0; i < TSL_ARRAY_LEN(units); i++) {
+    if (strcmp(end, units[i].unit) == 0) {
+      double bytes = v * units[i].mult;
+      if (bytes > 1.8e19) return -1;
+      *out = (uint64_t)(bytes + 0.5);
+      return 0;
+    }
+  }
+  return -1;
+}
+
+char *tsl_format_bytes(uint64_t bytes, char *buf, size_t cap) {
+  static const char *const names[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = (double)bytes;
+  int u = 0;
+  while (v >= 1024.0 && u < 4) {
+    v /= 1024.0;
+    u++;
+  }
+  if (u == 0)
+    snprintf(buf, cap, "%llu B", (unsigned long long)bytes);
+  else
+    snprintf(buf, cap, "%.2f %s", v, names[u]);
+  return buf;
+}
+
+uint64_t tsl_hash_bytes(const void *data, size_t n, uint64_t seed) {
+  const unsigned char *p = data;
+  uint64_t h = 1469598103934665603ull ^ seed;
+  for (size_t i = 0; i < n; i++) {
+    h ^= p[i];
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+uint64_t tsl_hash_str(const char *s, uint64_t seed) { return tsl_hash_bytes(s, strlen(s), seed); }
+
+uint64_t tsl_mix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+double tsl_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+tsl_status tsl_write_all(int fd, const void *buf, size_t n, const char *path) {
+  const char *p = buf;
+  while (n > 0) {
+    ssize_t w = write(fd, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return tsl_error(TESSEL_E_IO, "%s: write failed: %s", path, w < 0 ? strerror(errno) : "no progress");
+    p += w;
+    n -= (size_t)w;
+  }
+  return TESSEL_OK;
+}
+
+tsl_status tsl_read_all(int fd, void *buf, size_t n, const char *path) {
+  char *p = buf;
+  while (n > 0) {
+    ssize_t r = read(fd, p, n);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return tsl_error(TESSEL_E_IO, "%s: read failed: %s", path, strerror(errno));
+    if (r == 0) return tsl_error(TESSEL_E_IO, "%s: file is shorter than expected (truncated?)", path);
+    p += r;
+    n -= (size_t)r;
+  }
+  return TESSEL_OK;
+}
+
+tsl_status tsl_fsync_path(const char *path) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return tsl_error(TESSEL_E_IO, "%s: cannot open to sync: %s", path, strerror(errno));
+  int rc = fsync(fd);
+  int err = errno;
+  close(fd);
+  if (rc != 0 && err != EINVAL)
+    return tsl_error(TESSEL_E_IO, "%s: fsync failed: %s", path, strerror(err));
+  return TESSEL_OK;
+}
+
+tsl_status tsl_mkdir_p(const char *path) {
+  char buf[4096];
+  size_t n = strlen(path);
+  if (n == 0 || n >= sizeof buf) return tsl_error(TESSEL_E_IO, "bad directory path '%s'", path);
+  memcpy(buf, path, n + 1);
+  for (size_t i = 1; i <= n; i++) {
+    if (buf[i] == '/' || buf[i] == '\0') {
+      char c = buf[i];
+      buf[i] = '\0';
+      if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+        return tsl_error(TESSEL_E_IO, "%s: cannot create directory: %s", buf, strerror(errno));
+      buf[i] = c;
+    }
+  }
+  return TESSEL_OK;
+}
+
+tsl_status tsl_read_file(const char *path, char **out, size_t *len) {
+  tsl_status st = TESSEL_OK;
+  char *buf = NULL;
+  struct stat sb;
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return tsl_error(TESSEL_E_IO, "%s: cannot open: %s", path, strerror(errno));
+  if (fstat(fd, &sb) != 0) {
+    st = tsl_error(TESSEL_E_IO, "%s: cannot stat: %s", path, strerror(errno));
+    goto fail;
+  }
+  buf = malloc((size_t)sb.st_size + 1);
+  if (!buf) {
+    st = tsl_error(TESSEL_E_NOMEM, "%s: out of host memory reading %lld bytes", path, (long long)sb.st_size);
+    goto fail;
+  }
+  TSL_TRY(st, tsl_read_all(fd, buf, (size_t)sb.st_size, path));
+  buf[sb.st_size] = '\0';
+  *out = buf;
+  if (len) *len = (size_t)sb.st_size;
+  close(fd);
+  return TESSEL_OK;
+fail:
+  free(buf);
+  close(fd);
+  return st;
+}
+
+static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
+  (void)sb;
+  (void)flag;
+  (void)ftw;
+  return remove(path);
+}
+
+tsl_status tsl_remove_tree(const char *path) {
+  if (!tsl_path_exists(path)) return TESSEL_OK;
+  if (nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS) != 0)
+    return tsl_error(TESSEL_E_IO, "%s: cannot remove: %s", path, strerror(errno));
+  return TESSEL_OK;
+}
+
+int tsl_path_exists(const char *path) {
+  struct stat sb;
+  return stat(path, &sb) == 0;
+}
+
+char *tsl_dirname(const char *path) {
+  const char *slash = strrchr(path, '/');
+  if (!slash) return tsl_strdup(".");
+  if (slash == path) return tsl_strdup("/");
+  char *d = tsl_strdup(path);
+  if (d) d[slash - path] = '\0';
+  return d;
+}

@@ -1,0 +1,55 @@
+/*
+** core/common/util.h — small helpers shared across the core: strings,
+** sizes, hashing, time and files.
+*/
+#ifndef TSL_UTIL_H
+#define TSL_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include "status.h"
+
+#define TSL_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+#define TSL_MIN(a, b) ((a) < (b) ? (a) : (b))
+#define TSL_MAX(a, b) ((a) > (b) ? (a) : (b))
+
+/* Heap string copy; NULL on allocation failure (with the error set). */
+char *tsl_strdup(const char *s);
+/* printf into a fresh heap string. */
+char *tsl_asprintf(const char *fmt, ...) TSL_PRINTF(1, 2);
+
+/* Levenshtein distance, for "did you mean" suggestions. */
+int tsl_edit_distance(const char *a, const char *b);
+/* The candidate closest to `word` if it is close enough to suggest. */
+const char *tsl_closest(const char *word, const char *const *candidates, int n);
+
+/* Parse "512", "64KiB", "25MiB", "1.5GiB", "2GB" into bytes. 0 on success,
+** -1 on a malformed string or a negative value. */
+int tsl_parse_size(const char *s, uint64_t *out);
+/* Format bytes as "1.50 MiB" into buf. Returns buf. */
+char *tsl_format_bytes(uint64_t bytes, char *buf, size_t cap);
+
+/* 64-bit FNV-1a over bytes and strings. */
+uint64_t tsl_hash_bytes(const void *data, size_t n, uint64_t seed);
+uint64_t tsl_hash_str(const char *s, uint64_t seed);
+/* splitmix64 finaliser: a bijective mix of one 64-bit word. */
+uint64_t tsl_mix64(uint64_t x);
+
+/* Monotonic seconds. */
+double tsl_now(void);
+
+/* Files. Each returns 0 or TESSEL_E_IO with the error set (path, errno). */
+tsl_status tsl_write_all(int fd, const void *buf, size_t n, const char *path);
+tsl_status tsl_read_all(int fd, void *buf, size_t n, const char *path);
+tsl_status tsl_fsync_path(const char *path);
+tsl_status tsl_mkdir_p(const char *path);
+/* Read a whole file into a NUL-terminated heap buffer. */
+tsl_status tsl_read_file(const char *path, char **out, size_t *len);
+/* Remove a directory tree (used for temporary checkpoint directories). */
+tsl_status tsl_remove_tree(const char *path);
+int tsl_path_exists(const char *path);
+/* Directory part of a path, as a heap string ("." when none). */
+char *tsl_dirname(const char *path);
+
+#endif

@@ -1,0 +1,33 @@
+/*
+** core/data/prepare.h — `tessel data prepare`: text files to token shards.
+**
+** The vocabulary is byte-level (256 tokens: token = byte value), so any text
+** file is training data and no tokenizer file is needed. From each input
+** file the last `val_fraction` of its bytes goes to validation, the rest to
+** training; files are concatenated in the order given. Output:
+** DIR/train_000000.bin, DIR/train_000001.bin, … and DIR/val_000000.bin, …,
+** each at most `shard_tokens` tokens.
+*/
+#ifndef TSL_PREPARE_H
+#define TSL_PREPARE_H
+
+#include <stdint.h>
+#include "common/status.h"
+
+typedef struct tsl_prepare_opts {
+  double val_fraction;   /* in [0, 0.5]; default 0.1 */
+  uint64_t shard_tokens; /* default 100M, at most TSL_SHARD_MAX_TOKENS */
+} tsl_prepare_opts;
+
+typedef struct tsl_prepare_report {
+  int files;
+  uint64_t train_tokens, val_tokens;
+  int train_shards, val_shards;
+} tsl_prepare_report;
+
+/* Inputs may be files or shell globs; a glob matching nothing and a missing
+** file are TESSEL_E_IO errors naming them. Creates out_dir if needed. */
+tsl_status tsl_data_prepare(const char *const *inputs, int n_inputs, const char *out_dir,
+                            const tsl_prepare_opts *opts, tsl_prepare_report *report);
+
+#endif

@@ -1,0 +1,38 @@
+/*
+** core/data/shard.h — token shards in llm.c's format.
+**
+** A shard is a 1024-byte header of 256 little-endian int32 — [0] magic
+** 20240520, [1] version 1, [2] token count — followed by that many uint16
+** tokens. Files are memory-mapped read-only; offsets are 64-bit throughout.
+*/
+#ifndef TSL_SHARD_H
+#define TSL_SHARD_H
+
+#include <stdint.h>
+#include "common/status.h"
+
+#define TSL_SHARD_MAGIC 20240520
+#define TSL_SHARD_VERSION 1
+#define TSL_SHARD_HEADER_BYTES 1024
+#define TSL_SHARD_MAX_TOKENS 2147483647ull /* the header holds an int32 count */
+
+typedef struct tsl_shard {
+  char *path;
+  const uint16_t *tokens; /* mapped; valid until tsl_shard_close */
+  uint64_t count;
+  void *map;
+  uint64_t map_bytes;
+} tsl_shard;
+
+/* Write tokens as a shard, atomically (temporary file, fsync, rename).
+** TESSEL_E_CONFIG when count exceeds TSL_SHARD_MAX_TOKENS. */
+tsl_status tsl_shard_write(const char *path, const uint16_t *tokens, uint64_t count);
+
+/* Open and validate a shard: magic, version, file size = header + 2·count,
+** and (when vocab_size > 0) every token < vocab_size. Each failure is a
+** TESSEL_E_IO/TESSEL_E_VERSION/TESSEL_E_CONFIG error naming the file and
+** what is wrong (expected vs found). */
+tsl_status tsl_shard_open(const char *path, int vocab_size, tsl_shard *out);
+void tsl_shard_close(tsl_shard *s);
+
+#endif

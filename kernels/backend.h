@@ -1,0 +1,194 @@
+/*
+** kernels/backend.h — the device backend interface.
+**
+** One table per backend (ggml style): the CPU backend is built into
+** libtessel; the CUDA backend is a separate shared object, libtessel-cuda.so,
+** that the core loads at run time through the entry symbol
+** TSL_BACKEND_ENTRY_NAME. The core is the only caller; plugins reach these
+** kernels through the host API, which adds groups and accounting.
+**
+** Conventions, shared by every kernel:
+**  - pointers are device memory; `act` buffers are in the backend's
+**    act_dtype (fp32 on the CPU, bf16 on CUDA), parameters' gradients,
+**    master weights, optimizer state and layer-norm statistics are fp32;
+**  - row-major everywhere; shapes are written [rows, cols] in the comments;
+**  - forward kernels overwrite their outputs; backward kernels overwrite
+**    activation gradients and ACCUMULATE (+=) parameter gradients, so
+**    gradient accumulation over micro-batches needs no extra pass;
+**  - every kernel is ordered on `stream` and returns 0 or a negative
+**    tessel_status; on the CPU backend streams are NULL and calls complete
+**    before they return.
+*/
+#ifndef TSL_BACKEND_H
+#define TSL_BACKEND_H
+
+#include <stdint.h>
+#include "tessel/plugin.h"
+
+#define TSL_BACKEND_VERSION 1
+#define TSL_BACKEND_ENTRY_NAME "tessel_backend_v1"
+
+typedef struct tsl_backend tsl_backend;
+typedef struct tsl_stream tsl_stream; /* backend-defined; NULL on the CPU */
+typedef struct tsl_event tsl_event;
+
+typedef struct tsl_backend_opts {
+  uint32_t size;
+  int threads;      /* CPU threads for kernels; 0 = all cores          */
+  int device_index; /* which GPU, chosen by local rank                 */
+  void (*log)(int level, const char *fmt, ...);
+} tsl_backend_opts;
+
+typedef enum { TSL_COPY_H2D = 0, TSL_COPY_D2H = 1, TSL_COPY_D2D = 2, TSL_COPY_H2H = 3 } tsl_copy_kind;
+
+struct tsl_backend {
+  uint32_t size;
+  uint32_t version;       /* TSL_BACKEND_VERSION */
+  const char *name;       /* "cpu", "cuda" */
+  tessel_dtype act_dtype; /* dtype of activations and working weights */
+  void *ctx;              /* backend state, passed back as `be` */
+
+  /* ---- lifecycle and device ---- */
+  int (*init)(tsl_backend *be, const tsl_backend_opts *opts);
+  void (*shutdown)(tsl_backend *be);
+  /* Bytes of device memory free right now (UINT64_MAX when unbounded). */
+  uint64_t (*device_free_bytes)(tsl_backend *be);
+  /* One line naming the device, e.g. "AMD EPYC, 2 threads, OpenBLAS 0.3.21". */
+  const char *(*describe)(tsl_backend *be);
+
+  /* ---- memory ---- */
+  int (*device_alloc)(tsl_backend *be, uint64_t bytes, void **out);
+  void (*device_free)(tsl_backend *be, void *p);
+  int (*host_alloc)(tsl_backend *be, uint64_t bytes, void **out); /* pinned under CUDA */
+  void (*host_free)(tsl_backend *be, void *p);
+  int (*copy)(tsl_backend *be, void *dst, const void *src, uint64_t bytes, tsl_copy_kind,
+              tsl_stream *s);
+  int (*memset_zero)(tsl_backend *be, void *dst, uint64_t bytes, tsl_stream *s);
+
+  /* ---- streams and events (CPU: all NULL-safe no-ops) ---- */
+  int (*stream_create)(tsl_backend *be, tsl_stream **out);
+  void (*stream_destroy)(tsl_backend *be, tsl_stream *s);
+  int (*stream_sync)(tsl_backend *be, tsl_stream *s);
+  int (*event_record)(tsl_backend *be, tsl_stream *s, tsl_event **out);
+  int (*event_wait)(tsl_backend *be, tsl_stream *waiter, tsl_event *e);
+  void (*event_free)(tsl_backend *be, tsl_event *e);
+
+  /* ---- dense algebra ---- */
+  /* C[m,n] = alpha * op(A) op(B) + beta * C; A, B in act dtype; C in c_dtype
+  ** (act dtype or fp32). op(A) is [m,k], op(B) is [k,n]; lda/ldb/ldc are the
+  ** row strides of A, B, C as stored. */
+  int (*gemm)(tsl_backend *be, tsl_stream *s, int trans_a, int trans_b, int64_t m, int64_t n,
+              int64_t k, float alpha, const void *a, int64_t lda, const void *b, int64_t ldb,
+              float beta, void *c, int64_t ldc, tessel_dtype c_dtype);
+  /* out[rows,oc] = inp[rows,ic] · w[ic,oc] + bias[oc] (bias may be NULL) */
+  int (*linear_forward)(tsl_backend *be, tsl_stream *s, void *out, const void *inp, const void *w,
+                        const void *bias, int64_t rows, int64_t ic, int64_t oc);
+  /* dinp[rows,ic] = dout · wᵀ (skipped if NULL); dw[ic,oc] += inpᵀ · dout;
+  ** db[oc] += Σ_rows dout (skipped if NULL) */
+  int (*linear_backward)(tsl_backend *be, tsl_stream *s, void *dinp, float *dw, float *db,
+                         const void *dout, const void *inp, const void *w, int64_t rows,
+                         int64_t ic, int64_t oc);
+
+  /* ---- layer norm ----
+  ** One-pass version for a whole hidden dimension, and a split version for
+  ** a hidden dimension cut across ranks: `stats` kernels produce per-row
+  ** partial sums that the core all-reduces between the two halves. */
+  /* out = (inp - mean) * rstd * w + b over cols; mean, rstd: [rows] */
+  int (*layernorm_forward)(tsl_backend *be, tsl_stream *s, void *out, float *mean, float *rstd,
+                           const void *inp, const void *w, const void *b, int64_t rows,
+                           int64_t cols);
+  /* dinp = (overwrite), dw += , db += */
+  int (*layernorm_backward)(tsl_backend *be, tsl_stream *s, void *dinp, float *dw, float *db,
+                            const void *dout, const void *inp, const void *w, const float *mean,
+                            const float *rstd, int64_t rows, int64_t cols);
+  /* sums[rows,2] = (Σx, Σx²) over this rank's cols */
+  int (*layernorm_stats)(tsl_backend *be, tsl_stream *s, double *sums, const void *inp,
+                         int64_t rows, int64_t cols);
+  /* mean/rstd from the reduced sums over total_cols, then normalise */
+  int (*layernorm_apply)(tsl_backend *be, tsl_stream *s, void *out, float *mean, float *rstd,
+                         const double *sums, const void *inp, const void *w, const void *b,
+                         int64_t rows, int64_t cols, int64_t total_cols);
+  /* sums[rows,2] = (Σ dout·w, Σ dout·w·x̂) over this rank's cols; dw, db += */
+  int (*layernorm_backward_stats)(tsl_backend *be, tsl_stream *s, double *sums, float *dw,
+                                  float *db, const void *dout, const void *inp, const void *w,
+                                  const float *mean, const float *rstd, int64_t rows, int64_t cols);
+  /* dinp from the reduced sums over total_cols */
+  int (*layernorm_backward_apply)(tsl_backend *be, tsl_stream *s, void *dinp, const double *sums,
+                                  const void *dout, const void *inp, const void *w,
+                                  const float *mean, const float *rstd, int64_t rows, int64_t cols,
+                                  int64_t total_cols);
+
+  /* ---- attention ----
+  ** qkv [B, T, 3·NH·hs] with q, k, v as three contiguous NH·hs-wide column
+  ** blocks; out [B, T, NH·hs]; att [B, NH, T, T] the causal softmax (upper
+  ** triangle zero), saved for backward. Backward overwrites dqkv. */
+  int (*attention_forward)(tsl_backend *be, tsl_stream *s, void *out, void *att, const void *qkv,
+                           int64_t batch, int64_t seq, int64_t heads, int64_t head_size);
+  int (*attention_backward)(tsl_backend *be, tsl_stream *s, void *dqkv, const void *dout,
+                            const void *qkv, const void *att, int64_t batch, int64_t seq,
+                            int64_t heads, int64_t head_size);
+
+  /* ---- elementwise ---- */
+  int (*gelu_forward)(tsl_backend *be, tsl_stream *s, void *out, const void *inp, int64_t n);
+  /* dinp = gelu'(inp) · dout (overwrite) */
+  int (*gelu_backward)(tsl_backend *be, tsl_stream *s, void *dinp, const void *inp,
+                       const void *dout, int64_t n);
+  int (*add)(tsl_backend *be, tsl_stream *s, void *out, const void *a, const void *b, int64_t n);
+  /* y += alpha·x in dtype */
+  int (*axpy)(tsl_backend *be, tsl_stream *s, tessel_dtype dtype, void *y, float alpha,
+              const void *x, int64_t n);
+  int (*scale)(tsl_backend *be, tsl_stream *s, tessel_dtype dtype, void *x, float alpha, int64_t n);
+  /* convert n elements between dtypes (fp32 master ↔ act dtype) */
+  int (*convert)(tsl_backend *be, tsl_stream *s, void *dst, tessel_dtype dst_dtype,
+                 const void *src, tessel_dtype src_dtype, int64_t n);
+
+  /* ---- embedding ---- */
+  /* out[b,t,:] = wte[tok - v0] if v0 <= tok < v0+vn else 0 */
+  int (*embed_tokens_forward)(tsl_backend *be, tsl_stream *s, void *out, const int32_t *tokens,
+                              const void *wte, int64_t rows, int64_t width, int64_t vocab_begin,
+                              int64_t vocab);
+  /* out[b,t,:] += wpe[t] */
+  int (*embed_positions_forward)(tsl_backend *be, tsl_stream *s, void *out, const void *wpe,
+                                 int64_t batch, int64_t seq, int64_t width);
+  /* dwte[tok - v0] += dout[b,t] for tokens in range */
+  int (*embed_tokens_backward)(tsl_backend *be, tsl_stream *s, float *dwte, const void *dout,
+                               const int32_t *tokens, int64_t rows, int64_t width,
+                               int64_t vocab_begin, int64_t vocab);
+  /* dwpe[t] += Σ_b dout[b,t] */
+  int (*embed_positions_backward)(tsl_backend *be, tsl_stream *s, float *dwpe, const void *dout,
+                                  int64_t batch, int64_t seq, int64_t width);
+
+  /* ---- softmax cross-entropy over a (possibly split) vocabulary ----
+  ** Three phases so that a split vocabulary only needs two small
+  ** all-reduces between them: rowmax (reduce MAX), sums (reduce SUM), finish. */
+  /* rowmax[rows] = max_j logits[r, j] */
+  int (*ce_rowmax)(tsl_backend *be, tsl_stream *s, float *rowmax, const void *logits,
+                   int64_t rows, int64_t vocab);
+  /* sums[rows,2] = (Σ_j exp(l - rowmax), l[target] if target in range else 0) */
+  int (*ce_sums)(tsl_backend *be, tsl_stream *s, double *sums, const void *logits,
+                 const float *rowmax, const int32_t *targets, int64_t rows, int64_t vocab_begin,
+                 int64_t vocab);
+  /* losses[r] = log Σ + rowmax - l[target]; if dscale != 0 the logits are
+  ** overwritten with (softmax - onehot) · dscale */
+  int (*ce_finish)(tsl_backend *be, tsl_stream *s, float *losses, void *logits,
+                   const float *rowmax, const double *sums, const int32_t *targets, int64_t rows,
+                   int64_t vocab_begin, int64_t vocab, float dscale);
+
+  /* ---- optimizer and reductions ---- */
+  /* AdamW with bias correction at 1-based `step`; grad multiplied by
+  ** grad_scale; decoupled weight decay; writes `work` (act dtype) from the
+  ** updated master unless work == master. */
+  int (*adamw)(tsl_backend *be, tsl_stream *s, float *master, void *work, const float *grad,
+               float *m, float *v, int64_t n, float lr, float beta1, float beta2, float eps,
+               float weight_decay, float grad_scale, int64_t step);
+  /* *out += Σ x² (fp32 x, fp64 accumulation); out in device memory */
+  int (*sumsq)(tsl_backend *be, tsl_stream *s, double *out, const float *x, int64_t n);
+};
+
+/* The CPU backend, always built in. */
+const tsl_backend *tsl_cpu_backend(void);
+
+/* Signature of a loadable backend's entry symbol. */
+typedef const tsl_backend *(*tsl_backend_entry_fn)(uint32_t version);
+
+#endif /* TSL_BACKEND_H */
