@@ -8,8 +8,18 @@
 ** start that keeps the window inside one shard. So any rank can build any
 ** slice of any step's batch, and a resumed run sees exactly the batches it
 ** would have seen.
-** Validation windows are fixed: window k is tokens [k·T, k·T + T + 1) of the
-** concatenated validation shards (never crossing a shard), in order.
+**
+** Precisely: with W = the sum over shards of max(0, n − T) (the starts
+** whose window of T+1 tokens stays in the shard), sequence i of step s
+** starts at global start u mod W, where
+**   u = mix(mix(mix(seed) ^ s) ^ i),   mix = tsl_mix64,
+** and global starts enumerate shard by shard. Changing this changes every
+** run's data order.
+**
+** Validation windows are fixed: each shard contributes floor((n − 1) / T)
+** windows, shard by shard; the j-th window of a shard is its tokens
+** [j·T, j·T + T + 1) — consecutive windows overlap by one token, as inputs
+** and targets do.
 */
 #ifndef TSL_DATASET_H
 #define TSL_DATASET_H
@@ -20,8 +30,9 @@
 typedef struct tsl_dataset tsl_dataset;
 
 /* Open every shard matching `glob_pattern`; no match is a TESSEL_E_IO error
-** naming the pattern. Shards must hold at least seq_len + 1 tokens in total
-** within one shard; tokens must be < vocab_size. */
+** naming the pattern. At least one shard must hold seq_len + 1 tokens
+** (otherwise TESSEL_E_CONFIG); every token must be < vocab_size (checked
+** when vocab_size > 0; see tsl_shard_open). seq_len >= 1. */
 tsl_status tsl_dataset_open(const char *glob_pattern, int vocab_size, int seq_len,
                             tsl_dataset **out);
 void tsl_dataset_close(tsl_dataset *ds);
@@ -32,7 +43,8 @@ int tsl_dataset_shards(const tsl_dataset *ds);
 uint64_t tsl_dataset_windows(const tsl_dataset *ds);
 
 /* Fill inputs/targets [count, seq_len] (host memory) with sequences
-** first..first+count-1 of the global training batch at `step`. */
+** first..first+count-1 of the global training batch at `step`; targets are
+** the inputs shifted by one token. */
 void tsl_dataset_train_batch(const tsl_dataset *ds, uint64_t seed, int64_t step, int64_t first,
                              int count, int32_t *inputs, int32_t *targets);
 /* Fill inputs/targets with validation windows first..first+count-1

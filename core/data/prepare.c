@@ -1,1 +1,238 @@
+/*
+** core/data/prepare.c — text files to byte-level token shards.
+**
+** Every input is stat'ed first, so each file's train/val split point and the
+** number of shards are known before anything is written. Then each split is
+** produced in its own pass over the files, reading only that split's byte
+** ranges in small chunks into one shard-sized token buffer: memory stays at
+** one shard's worth however large the corpus is.
+*/
 #include "data/prepare.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <glob.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/util.h"
+#include "data/shard.h"
+
+#define PREPARE_CHUNK_BYTES (1u << 16)
+/* Shard names carry six digits; more shards would break name order. */
+#define PREPARE_MAX_SHARDS 1000000ull
+
+typedef struct input_file {
+  char *path;
+  uint64_t size;      /* bytes when stat'ed */
+  uint64_t val_bytes; /* the last val_bytes go to validation */
+} input_file;
+
+typedef struct input_list {
+  input_file *v;
+  int n, cap;
+} input_list;
+
+/* Accumulates one split's tokens and writes DIR/<split>_NNNNNN.bin whenever
+** the buffer holds a full shard. */
+typedef struct shard_sink {
+  const char *dir, *split;
+  uint16_t *buf;
+  uint64_t cap, len;
+  int shards;
+} shard_sink;
+
+static void input_list_free(input_list *l) {
+  for (int i = 0; i < l->n; i++) free(l->v[i].path);
+  free(l->v);
+  memset(l, 0, sizeof *l);
+}
+
+static tsl_status input_list_add(input_list *l, const char *path) {
+  struct stat sb;
+  if (stat(path, &sb) != 0)
+    return tsl_error(TESSEL_E_IO, "%s: cannot open: %s", path, strerror(errno));
+  if (!S_ISREG(sb.st_mode)) return tsl_error(TESSEL_E_IO, "%s: not a regular file", path);
+  if (l->n == l->cap) {
+    int cap = l->cap ? 2 * l->cap : 16;
+    input_file *v = realloc(l->v, (size_t)cap * sizeof *v);
+    if (!v) return tsl_error(TESSEL_E_NOMEM, "out of host memory listing input files");
+    l->v = v;
+    l->cap = cap;
+  }
+  input_file *f = &l->v[l->n];
+  f->path = tsl_strdup(path);
+  if (!f->path) return TESSEL_E_NOMEM;
+  f->size = (uint64_t)sb.st_size;
+  f->val_bytes = 0;
+  l->n++;
+  return TESSEL_OK;
+}
+
+/* An input that exists is a file even if its name has glob characters;
+** otherwise a pattern is expanded (sorted) and a plain name is missing. */
+static tsl_status expand_input(input_list *l, const char *input) {
+  if (tsl_path_exists(input) || !strpbrk(input, "*?[")) return input_list_add(l, input);
+
+  glob_t g;
+  int rc = glob(input, 0, NULL, &g);
+  if (rc == GLOB_NOMATCH) {
+    globfree(&g);
+    return tsl_error(TESSEL_E_IO, "input '%s' matches no files", input);
+  }
+  if (rc != 0) {
+    globfree(&g);
+    return tsl_error(TESSEL_E_IO, "input '%s': cannot expand the pattern", input);
+  }
+  tsl_status st = TESSEL_OK;
+  for (size_t i = 0; i < g.gl_pathc && st == TESSEL_OK; i++) st = input_list_add(l, g.gl_pathv[i]);
+  globfree(&g);
+  return st;
+}
+
+static char *shard_path(const char *dir, const char *split, int index) {
+  return tsl_asprintf("%s/%s_%06d.bin", dir, split, index);
+}
+
+static tsl_status sink_flush(shard_sink *s) {
+  if (s->len == 0) return TESSEL_OK;
+  char *path = shard_path(s->dir, s->split, s->shards);
+  if (!path) return TESSEL_E_NOMEM;
+  tsl_status st = tsl_shard_write(path, s->buf, s->len);
+  free(path);
+  if (st < 0) return st;
+  s->shards++;
+  s->len = 0;
+  return TESSEL_OK;
+}
+
+/* Append bytes [lo, hi) of one file to the sink, a chunk at a time. */
+static tsl_status sink_file_range(shard_sink *s, const input_file *f, uint64_t lo, uint64_t hi,
+                                  unsigned char *chunk) {
+  tsl_status st = TESSEL_OK;
+  if (lo == hi) return TESSEL_OK;
+  int fd = open(f->path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return tsl_error(TESSEL_E_IO, "%s: cannot open: %s", f->path, strerror(errno));
+  if (lseek(fd, (off_t)lo, SEEK_SET) < 0) {
+    st = tsl_error(TESSEL_E_IO, "%s: cannot seek: %s", f->path, strerror(errno));
+    goto done;
+  }
+  for (uint64_t off = lo; off < hi;) {
+    uint64_t k = TSL_MIN(TSL_MIN((uint64_t)PREPARE_CHUNK_BYTES, hi - off), s->cap - s->len);
+    /* a file that shrank since it was stat'ed fails here as truncated */
+    if ((st = tsl_read_all(fd, chunk, (size_t)k, f->path)) < 0) goto done;
+    for (uint64_t j = 0; j < k; j++) s->buf[s->len + j] = chunk[j];
+    s->len += k;
+    off += k;
+    if (s->len == s->cap && (st = sink_flush(s)) < 0) goto done;
+  }
+done:
+  close(fd);
+  return st;
+}
+
+/* Write one split (val = 0: train, 1: validation) of every file. */
+static tsl_status write_split(const input_list *l, int val, shard_sink *s, unsigned char *chunk) {
+  tsl_status st = TESSEL_OK;
+  for (int i = 0; i < l->n; i++) {
+    const input_file *f = &l->v[i];
+    uint64_t cut = f->size - f->val_bytes;
+    TSL_TRY(st, sink_file_range(s, f, val ? cut : 0, val ? f->size : cut, chunk));
+  }
+  TSL_TRY(st, sink_flush(s));
+fail:
+  return st;
+}
+
+/* A rerun that makes fewer shards must not leave the old run's tail behind,
+** or a glob over the directory would mix the two corpora. */
+static tsl_status remove_stale_shards(const char *dir, const char *split, int from) {
+  for (int i = from;; i++) {
+    char *path = shard_path(dir, split, i);
+    if (!path) return TESSEL_E_NOMEM;
+    int rc = unlink(path), err = errno;
+    if (rc != 0 && err != ENOENT) {
+      tsl_error(TESSEL_E_IO, "%s: cannot remove a stale shard: %s", path, strerror(err));
+      free(path);
+      return TESSEL_E_IO;
+    }
+    free(path);
+    if (rc != 0) return TESSEL_OK;
+  }
+}
+
+static uint64_t shards_for(uint64_t tokens, uint64_t shard_tokens) {
+  return (tokens + shard_tokens - 1) / shard_tokens;
+}
+
+tsl_status tsl_data_prepare(const char *const *inputs, int n_inputs, const char *out_dir,
+                            const tsl_prepare_opts *opts, tsl_prepare_report *report) {
+  static const tsl_prepare_opts defaults = {.val_fraction = 0.1, .shard_tokens = 100000000ull};
+  tsl_status st = TESSEL_OK;
+  input_list files = {0};
+  unsigned char *chunk = NULL;
+  uint16_t *buf = NULL;
+  uint64_t train = 0, val = 0;
+  shard_sink sinks[2] = {{.dir = out_dir, .split = "train"}, {.dir = out_dir, .split = "val"}};
+
+  if (!opts) opts = &defaults;
+  if (!(opts->val_fraction >= 0.0 && opts->val_fraction <= 0.5))
+    return tsl_error(TESSEL_E_CONFIG, "val_fraction %g is outside [0, 0.5]", opts->val_fraction);
+  if (opts->shard_tokens == 0 || opts->shard_tokens > TSL_SHARD_MAX_TOKENS)
+    return tsl_error(TESSEL_E_CONFIG, "shard_tokens %llu is outside [1, %llu]",
+                     (unsigned long long)opts->shard_tokens, TSL_SHARD_MAX_TOKENS);
+  if (n_inputs <= 0) return tsl_error(TESSEL_E_CONFIG, "no input files given");
+
+  for (int i = 0; i < n_inputs; i++) TSL_TRY(st, expand_input(&files, inputs[i]));
+  for (int i = 0; i < files.n; i++) {
+    input_file *f = &files.v[i];
+    f->val_bytes = (uint64_t)floor((double)f->size * opts->val_fraction);
+    train += f->size - f->val_bytes;
+    val += f->val_bytes;
+  }
+  if (train + val == 0) {
+    st = tsl_error(TESSEL_E_IO, "empty input: %s%s holds no bytes", files.v[0].path,
+                   files.n > 1 ? " and every other input file" : "");
+    goto fail;
+  }
+  if (shards_for(train, opts->shard_tokens) > PREPARE_MAX_SHARDS) {
+    st = tsl_error(TESSEL_E_CONFIG, "%llu training tokens at shard_tokens = %llu make more than "
+                   "%llu shards; raise shard_tokens", (unsigned long long)train,
+                   (unsigned long long)opts->shard_tokens, PREPARE_MAX_SHARDS);
+    goto fail;
+  }
+  TSL_TRY(st, tsl_mkdir_p(out_dir));
+
+  uint64_t cap = TSL_MIN(opts->shard_tokens, train);
+  chunk = malloc(PREPARE_CHUNK_BYTES);
+  buf = malloc((size_t)cap * sizeof *buf);
+  if (!chunk || !buf) {
+    st = tsl_error(TESSEL_E_NOMEM, "out of host memory for a %llu-token shard buffer",
+                   (unsigned long long)cap);
+    goto fail;
+  }
+  for (int split = 0; split < 2; split++) {
+    shard_sink *s = &sinks[split];
+    s->buf = buf;
+    s->cap = TSL_MIN(opts->shard_tokens, split ? val : train);
+    if (s->cap > 0) TSL_TRY(st, write_split(&files, split, s, chunk));
+    TSL_TRY(st, remove_stale_shards(out_dir, s->split, s->shards));
+  }
+
+  if (report) {
+    report->files = files.n;
+    report->train_tokens = train;
+    report->val_tokens = val;
+    report->train_shards = sinks[0].shards;
+    report->val_shards = sinks[1].shards;
+  }
+fail:
+  free(buf);
+  free(chunk);
+  input_list_free(&files);
+  return st;
+}

@@ -4,9 +4,14 @@
 ** The vocabulary is byte-level (256 tokens: token = byte value), so any text
 ** file is training data and no tokenizer file is needed. From each input
 ** file the last `val_fraction` of its bytes goes to validation, the rest to
-** training; files are concatenated in the order given. Output:
-** DIR/train_000000.bin, DIR/train_000001.bin, … and DIR/val_000000.bin, …,
-** each at most `shard_tokens` tokens.
+** training; files are concatenated in the order given (a glob's matches in
+** name order). The split point of a file of n bytes is n - floor(n ·
+** val_fraction). Output: DIR/train_000000.bin, DIR/train_000001.bin, … and
+** DIR/val_000000.bin, …, each at most `shard_tokens` tokens and all but the
+** last of a split exactly that many; val_fraction 0 writes no val shards.
+** Shards of an earlier run numbered past this run's are removed, so a glob
+** over DIR sees only this run's. Files are streamed: memory use is one
+** shard's worth of tokens.
 */
 #ifndef TSL_PREPARE_H
 #define TSL_PREPARE_H
@@ -25,8 +30,11 @@ typedef struct tsl_prepare_report {
   int train_shards, val_shards;
 } tsl_prepare_report;
 
-/* Inputs may be files or shell globs; a glob matching nothing and a missing
-** file are TESSEL_E_IO errors naming them. Creates out_dir if needed. */
+/* Inputs may be files or shell globs; a glob matching nothing, a missing
+** file and input that is empty altogether are TESSEL_E_IO errors naming them;
+** options out of range are TESSEL_E_CONFIG. Creates out_dir if needed.
+** opts may be NULL for the defaults; report, when not NULL, is filled on
+** success. */
 tsl_status tsl_data_prepare(const char *const *inputs, int n_inputs, const char *out_dir,
                             const tsl_prepare_opts *opts, tsl_prepare_report *report);
 

@@ -24,14 +24,18 @@ typedef struct tsl_shard {
   uint64_t map_bytes;
 } tsl_shard;
 
-/* Write tokens as a shard, atomically (temporary file, fsync, rename).
-** TESSEL_E_CONFIG when count exceeds TSL_SHARD_MAX_TOKENS. */
+/* Write tokens as a shard, atomically (path.tmp.<pid>, fsync, rename, fsync
+** of the directory). TESSEL_E_CONFIG when count exceeds TSL_SHARD_MAX_TOKENS;
+** tokens may be NULL when count is 0. */
 tsl_status tsl_shard_write(const char *path, const uint16_t *tokens, uint64_t count);
 
 /* Open and validate a shard: magic, version, file size = header + 2·count,
-** and (when vocab_size > 0) every token < vocab_size. Each failure is a
-** TESSEL_E_IO/TESSEL_E_VERSION/TESSEL_E_CONFIG error naming the file and
-** what is wrong (expected vs found). */
+** and (when vocab_size > 0) every token < vocab_size. Each failure names the
+** file and what is wrong (expected vs found): TESSEL_E_IO when the file
+** cannot be read, is not a shard (magic) or its size disagrees with the
+** header; TESSEL_E_VERSION for another format version; TESSEL_E_CONFIG for a
+** token >= vocab_size (the shard was made for a larger vocabulary). On
+** failure *out is zeroed and needs no close. */
 tsl_status tsl_shard_open(const char *path, int vocab_size, tsl_shard *out);
 void tsl_shard_close(tsl_shard *s);
 

@@ -131,16 +131,23 @@ typedef struct tessel_tier_stats {
 /* A plugin arranges the world's ranks on a mesh of named axes; the last axis
 ** varies fastest (rank = sum coord[i] * stride[i]). The core checks that the
 ** product of the sizes equals the world size and builds one communicator per
-** requested axis set. `data_axes` is a bit mask of the axes over which ranks
-** read different samples; the data-parallel degree is the product of their
-** sizes and each such rank takes its slice of the global batch. */
+** axis set. `data_axes` is a bit mask of the axes over which ranks read
+** different samples; the data-parallel degree is the product of their sizes
+** and each such rank takes its slice of the global batch.
+** Communicators are created collectively, on every rank at once, before
+** `setup`: one per single axis, one for `data_axes`, one for the whole
+** world, and one per extra axis set listed in `groups` (e.g. the x·z plane
+** of 2.5D). Asking for any other set later is an error, never a hang. */
 #define TESSEL_MESH_MAX_AXES 8
+#define TESSEL_MESH_MAX_GROUPS 16
 typedef struct tessel_mesh {
   uint32_t size;
   int32_t naxes;
   const char *names[TESSEL_MESH_MAX_AXES];
   int32_t sizes[TESSEL_MESH_MAX_AXES];
   uint32_t data_axes;
+  int32_t n_groups;
+  uint32_t groups[TESSEL_MESH_MAX_GROUPS];
 } tessel_mesh;
 
 /* ----------------------------------------------------------------- model */
@@ -226,7 +233,7 @@ typedef struct tessel_param_view {
 ** core allocates activation buffers from it. Defaults (all zero from the
 ** plugin) mean the single-process layout: rows = inner_rows = B*T,
 ** width = C, heads = H, qkv_width = 3C, attn_width = C, fc_width = 4C,
-** vocab_begin = 0, vocab = V, batch = B, loss_owner = 1. */
+** vocab_begin = 0, vocab = V, batch = B, every unit on this rank. */
 typedef struct tessel_geometry {
   uint32_t size;
   int64_t rows;        /* residual-stream rows (tokens) on this rank          */
@@ -239,7 +246,7 @@ typedef struct tessel_geometry {
   int64_t fc_width;    /* columns of the c_fc output                           */
   int64_t vocab_begin; /* first vocabulary row of wte held here                */
   int64_t vocab;       /* vocabulary rows held here                            */
-  int32_t loss_owner;  /* 1 if this rank's per-row losses count in the mean   */
+  int32_t loss_replica; /* 1: another rank already counts these rows' losses  */
   int32_t act_slots;   /* activation sets kept at once (pipeline in-flight)    */
   int32_t unit_first;  /* first unit that runs on this rank                    */
   int32_t unit_last;   /* last unit that runs on this rank                     */
@@ -388,7 +395,8 @@ typedef struct tessel_stream_api {
 typedef struct tessel_comm_api {
   uint32_t size;
   /* The communicator over the ranks that differ only in the axes of `axes`
-  ** (a bit mask over the mesh axes). Groups are built once, on first use. */
+  ** (a bit mask over the mesh axes; 0 = this rank alone). Only the sets
+  ** described at tessel_mesh exist. */
   tessel_status (*group)(tessel_host *, uint32_t axes, tessel_group **out);
   int (*rank)(tessel_host *, const tessel_group *);
   int (*nranks)(tessel_host *, const tessel_group *);

@@ -1,0 +1,17 @@
+/*
+** core/ckpt/export.h — a checkpoint as a Hugging Face GPT-2 model.
+**
+** Writes OUT (safetensors, metadata format=pt) with every parameter under
+** "transformer." + its name, fp32, in GPT-2's Conv1D [in, out] orientation
+** (the one tessel trains in), the LM head tied to wte as GPT-2 does, and a
+** config.json beside it, so that GPT2LMHeadModel.from_pretrained(dir) loads
+** the directory.
+*/
+#ifndef TSL_EXPORT_H
+#define TSL_EXPORT_H
+
+#include "common/status.h"
+
+tsl_status tsl_export_hf(const char *ckpt_dir, const char *out_path);
+
+#endif

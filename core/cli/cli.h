@@ -1,0 +1,37 @@
+/*
+** core/cli/cli.h — the `tessel` command line.
+**
+** Each command is a table entry with its summary, its usage text and its
+** function; `tessel help CMD` and `tessel CMD --help` print the usage.
+** Exit codes: 0 success, 1 runtime failure, 2 usage or configuration error.
+*/
+#ifndef TSL_CLI_H
+#define TSL_CLI_H
+
+#include "common/status.h"
+
+#define TSL_EXIT_OK 0
+#define TSL_EXIT_FAILURE 1
+#define TSL_EXIT_USAGE 2
+
+typedef struct tsl_command {
+  const char *name;
+  const char *summary;
+  const char *usage; /* full help text */
+  int (*run)(int argc, char **argv); /* argv[0] is the command name */
+} tsl_command;
+
+extern const tsl_command tsl_cmd_run, tsl_cmd_check, tsl_cmd_plugins, tsl_cmd_data, tsl_cmd_sample, tsl_cmd_export,
+    tsl_cmd_bench, tsl_cmd_launch;
+
+/* Print "tessel CMD: message" and the usage line; returns TSL_EXIT_USAGE. */
+int tsl_usage_error(const tsl_command *cmd, const char *fmt, ...) TSL_PRINTF(2, 3);
+/* If argv asks for help, print the command's usage and return 1. */
+int tsl_wants_help(const tsl_command *cmd, int argc, char **argv);
+/* Print the current error and return the exit code for `st`. */
+int tsl_fail(tsl_status st);
+/* Parse a whole non-negative integer / number; -1 on junk. */
+int tsl_parse_count(const char *s, long long *out);
+int tsl_parse_number(const char *s, double *out);
+
+#endif

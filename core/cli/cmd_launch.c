@@ -1,0 +1,51 @@
+/* core/cli/cmd_launch.c — `tessel launch -n N CONFIG`: mpirun with the right flags. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+
+static int launch(int argc, char **argv);
+
+const tsl_command tsl_cmd_launch = {
+    "launch", "run on N local ranks through mpirun: tessel launch -n N CONFIG [RUN ARGS]",
+    "usage: tessel launch -n N CONFIG [--set KEY=VALUE]... [--resume DIR]\n\n"
+    "Starts `tessel run CONFIG ...` on N ranks of this machine with mpirun, adding --oversubscribe when N\n"
+    "exceeds the cores and --allow-run-as-root when run as root. For several machines use mpirun or srun\n"
+    "directly: `mpirun -n 64 --hostfile HOSTS tessel run CONFIG`.\n\n"
+    "  -n N   number of ranks\n",
+    launch};
+
+static int launch(int argc, char **argv) {
+  long long n = 0;
+  if (argc < 4 || strcmp(argv[1], "-n") != 0 || tsl_parse_count(argv[2], &n) != 0 || n < 1 || n > 4096)
+    return tsl_usage_error(&tsl_cmd_launch, "expected -n N CONFIG");
+  char self[4096], count[32];
+  ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (len <= 0) {
+    fprintf(stderr, "error: cannot find the tessel executable: %s\n", strerror(errno));
+    return TSL_EXIT_FAILURE;
+  }
+  self[len] = '\0';
+  snprintf(count, sizeof count, "%lld", n);
+  char **args = calloc((size_t)argc + 16, sizeof(char *));
+  if (!args) return TSL_EXIT_FAILURE;
+  int k = 0;
+  args[k++] = "mpirun";
+  args[k++] = "-n";
+  args[k++] = count;
+  if (n > sysconf(_SC_NPROCESSORS_ONLN)) args[k++] = "--oversubscribe";
+  if (geteuid() == 0) args[k++] = "--allow-run-as-root";
+  /* ranks set their own thread counts; let the OS place them */
+  args[k++] = "--bind-to";
+  args[k++] = "none";
+  args[k++] = self;
+  args[k++] = "run";
+  for (int i = 3; i < argc; i++) args[k++] = argv[i];
+  execvp("mpirun", args);
+  fprintf(stderr, "error: cannot start mpirun: %s (install openmpi-bin)\n", strerror(errno));
+  free(args);
+  return TSL_EXIT_FAILURE;
+}

@@ -1,0 +1,55 @@
+/* core/cli/cmd_run.c — `tessel run CONFIG`. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cli/cli.h"
+#include "plugin/host.h"
+#include "runtime/build.h"
+#include "train/trainer.h"
+
+#define MAX_SETS 256
+
+static int run(int argc, char **argv);
+
+const tsl_command tsl_cmd_run = {
+    "run", "train the model a config describes (under mpirun/srun for several ranks)",
+    "usage: tessel run CONFIG [--set KEY=VALUE]... [--resume CKPT_DIR]\n\n"
+    "Trains as CONFIG says. Without a launcher it is one process; under `mpirun -n N` or `srun` each\n"
+    "process is a rank (or use `tessel launch -n N CONFIG`). Rank 0 prints the log.\n\n"
+    "  --set KEY=VALUE   override a config key, e.g. --set model.layers=6 (repeatable)\n"
+    "  --resume DIR      resume from this checkpoint directory instead of checkpoint.resume\n\n"
+    "exit status: 0 success, 1 runtime failure, 2 usage or configuration error\n",
+    run};
+
+static int run(int argc, char **argv) {
+  static const struct option opts[] = {{"set", required_argument, 0, 's'}, {"resume", required_argument, 0, 'r'}, {0, 0, 0, 0}};
+  const char *sets[MAX_SETS];
+  int n_sets = 0, c;
+  tsl_train_opts topts = {0};
+  optind = 0;
+  while ((c = getopt_long(argc, argv, "s:r:", opts, NULL)) != -1) {
+    if (c == 's' && n_sets < MAX_SETS) sets[n_sets++] = optarg;
+    else if (c == 'r') topts.resume_dir = optarg;
+    else return tsl_usage_error(&tsl_cmd_run, "bad option");
+  }
+  if (optind != argc - 1) return tsl_usage_error(&tsl_cmd_run, "expected one CONFIG file");
+  const char *config = argv[optind];
+
+  tsl_runtime rt = {0};
+  tsl_status st = tsl_world_init(&argc, &argv, &rt.world);
+  if (st < 0) return tsl_fail(st);
+  topts.world_abort = rt.world.size > 1;
+  st = tsl_runtime_configure(&rt, config, sets, n_sets);
+  if (st >= 0) st = tsl_strategy_start(&rt, rt.world.size);
+  if (st >= 0) st = tsl_cfg_check_unknown(tsl_config_root(rt.config));
+  st = tsl_world_agree(&rt.world, st);
+  if (st >= 0) st = tsl_world_agree(&rt.world, tsl_strategy_check_agreement(&rt));
+  if (st >= 0) st = tsl_world_agree(&rt.world, tsl_runtime_devices(&rt));
+  if (st >= 0) st = tsl_world_agree(&rt.world, tsl_runtime_comm(&rt));
+  if (st >= 0) st = tsl_train(&rt, &topts);
+  int code = tsl_status_exit_code(st);
+  tsl_runtime_destroy(&rt);
+  tsl_world_finalize(&rt.world);
+  return code;
+}

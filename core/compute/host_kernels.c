@@ -1,0 +1,145 @@
+/* core/compute/host_kernels.c — tessel_kernel_api: the kernels a plugin
+** composes its layer primitives from. Thin: each entry checks that devices
+** exist and forwards to the backend or to compute.c. */
+#include "compute/compute.h"
+
+#define BE(h) (&(h)->rt->be)
+#define S(s) ((tsl_stream *)(s))
+
+static tsl_status ready(tessel_host *h) {
+  if (h->rt->be_ready) return TESSEL_OK;
+  return tsl_error(TESSEL_E_UNSUPPORTED, "kernels are not available before the run has built its devices");
+}
+
+#define READY(h)                               \
+  do {                                         \
+    tsl_status ready_st_ = ready(h);           \
+    if (ready_st_ < 0) return ready_st_;       \
+  } while (0)
+
+static tsl_status k_gemm(tessel_host *h, tessel_stream *s, int ta, int tb, int64_t m, int64_t n, int64_t k,
+                         float alpha, const void *a, const void *b, float beta, void *c, tessel_dtype c_dtype) {
+  READY(h);
+  /* packed row-major operands: the leading dimension is the stored row length */
+  return BE(h)->gemm(BE(h), S(s), ta, tb, m, n, k, alpha, a, ta ? m : k, b, tb ? k : n, beta, c, n, c_dtype);
+}
+
+static tsl_status k_linear_forward(tessel_host *h, tessel_stream *s, void *out, const void *inp, const void *w,
+                                   const void *bias, int64_t rows, int64_t ic, int64_t oc) {
+  READY(h);
+  return BE(h)->linear_forward(BE(h), S(s), out, inp, w, bias, rows, ic, oc);
+}
+
+static tsl_status k_linear_backward(tessel_host *h, tessel_stream *s, void *dinp, float *dw, float *db,
+                                    const void *dout, const void *inp, const void *w, int64_t rows, int64_t ic,
+                                    int64_t oc) {
+  READY(h);
+  return BE(h)->linear_backward(BE(h), S(s), dinp, dw, db, dout, inp, w, rows, ic, oc);
+}
+
+static tsl_status k_layernorm_forward(tessel_host *h, tessel_stream *s, tessel_group *g, void *out, float *mean,
+                                      float *rstd, const void *inp, const void *w, const void *b, int64_t rows,
+                                      int64_t cols, int64_t total_cols) {
+  READY(h);
+  return tsl_layernorm_forward(h->rt, S(s), g, out, mean, rstd, inp, w, b, rows, cols, total_cols);
+}
+
+static tsl_status k_layernorm_backward(tessel_host *h, tessel_stream *s, tessel_group *g, void *dinp, float *dw,
+                                       float *db, const void *dout, const void *inp, const void *w, const float *mean,
+                                       const float *rstd, int64_t rows, int64_t cols, int64_t total_cols) {
+  READY(h);
+  return tsl_layernorm_backward(h->rt, S(s), g, dinp, dw, db, dout, inp, w, mean, rstd, rows, cols, total_cols);
+}
+
+static tsl_status k_attention_forward(tessel_host *h, tessel_stream *s, const tessel_attention_args *a) {
+  READY(h);
+  return BE(h)->attention_forward(BE(h), S(s), a->out, a->att, a->qkv, a->batch, a->seq, a->heads, a->head_size);
+}
+
+static tsl_status k_attention_backward(tessel_host *h, tessel_stream *s, const tessel_attention_args *a) {
+  READY(h);
+  return BE(h)->attention_backward(BE(h), S(s), a->dqkv, a->dout, a->qkv, a->att, a->batch, a->seq, a->heads,
+                                   a->head_size);
+}
+
+static tsl_status k_gelu_forward(tessel_host *h, tessel_stream *s, void *out, const void *inp, int64_t n) {
+  READY(h);
+  return BE(h)->gelu_forward(BE(h), S(s), out, inp, n);
+}
+
+static tsl_status k_gelu_backward(tessel_host *h, tessel_stream *s, void *dinp, const void *inp, const void *dout,
+                                  int64_t n) {
+  READY(h);
+  return BE(h)->gelu_backward(BE(h), S(s), dinp, inp, dout, n);
+}
+
+static tsl_status k_add(tessel_host *h, tessel_stream *s, void *out, const void *a, const void *b, int64_t n) {
+  READY(h);
+  return BE(h)->add(BE(h), S(s), out, a, b, n);
+}
+
+static tsl_status k_axpy(tessel_host *h, tessel_stream *s, tessel_dtype dt, void *y, float alpha, const void *x,
+                         int64_t n) {
+  READY(h);
+  return BE(h)->axpy(BE(h), S(s), dt, y, alpha, x, n);
+}
+
+static tsl_status k_scale(tessel_host *h, tessel_stream *s, tessel_dtype dt, void *x, float alpha, int64_t n) {
+  READY(h);
+  return BE(h)->scale(BE(h), S(s), dt, x, alpha, n);
+}
+
+static tsl_status k_embedding_forward(tessel_host *h, tessel_stream *s, tessel_group *g, void *out,
+                                      const int32_t *tokens, const void *wte, const void *wpe, int64_t batch,
+                                      int64_t seq, int64_t width, int64_t vocab_begin, int64_t vocab) {
+  READY(h);
+  return tsl_embedding_forward(h->rt, S(s), g, out, tokens, wte, wpe, batch, seq, width, vocab_begin, vocab);
+}
+
+static tsl_status k_embedding_backward(tessel_host *h, tessel_stream *s, float *dwte, float *dwpe, const void *dout,
+                                       const int32_t *tokens, int64_t batch, int64_t seq, int64_t width,
+                                       int64_t vocab_begin, int64_t vocab) {
+  READY(h);
+  return tsl_embedding_backward(h->rt, S(s), dwte, dwpe, dout, tokens, batch, seq, width, vocab_begin, vocab);
+}
+
+static tsl_status k_cross_entropy(tessel_host *h, tessel_stream *s, tessel_group *g, float *losses, void *logits,
+                                  const int32_t *targets, int64_t rows, int64_t vocab_begin, int64_t vocab,
+                                  float dlogits_scale) {
+  READY(h);
+  return tsl_cross_entropy(h->rt, S(s), g, losses, logits, targets, rows, vocab_begin, vocab, dlogits_scale);
+}
+
+static tsl_status k_adamw(tessel_host *h, tessel_stream *s, float *master, void *work, const float *grad, float *m,
+                          float *v, int64_t n, float lr, float b1, float b2, float eps, float wd, float grad_scale,
+                          int64_t step) {
+  READY(h);
+  return BE(h)->adamw(BE(h), S(s), master, work, grad, m, v, n, lr, b1, b2, eps, wd, grad_scale, step);
+}
+
+static tsl_status k_sumsq(tessel_host *h, tessel_stream *s, double *out, const float *x, int64_t n) {
+  READY(h);
+  return BE(h)->sumsq(BE(h), S(s), out, x, n);
+}
+
+const tessel_kernel_api *tsl_host_kernels(void) {
+  static const tessel_kernel_api api = {.size = sizeof(tessel_kernel_api),
+                                        .gemm = k_gemm,
+                                        .linear_forward = k_linear_forward,
+                                        .linear_backward = k_linear_backward,
+                                        .layernorm_forward = k_layernorm_forward,
+                                        .layernorm_backward = k_layernorm_backward,
+                                        .attention_forward = k_attention_forward,
+                                        .attention_backward = k_attention_backward,
+                                        .gelu_forward = k_gelu_forward,
+                                        .gelu_backward = k_gelu_backward,
+                                        .add = k_add,
+                                        .axpy = k_axpy,
+                                        .scale = k_scale,
+                                        .embedding_forward = k_embedding_forward,
+                                        .embedding_backward = k_embedding_backward,
+                                        .cross_entropy = k_cross_entropy,
+                                        .adamw = k_adamw,
+                                        .sumsq = k_sumsq};
+  return &api;
+}

@@ -1,0 +1,84 @@
+/*
+** core/config/config.h — YAML configuration with exact error positions.
+**
+** A config file is parsed with libyaml into a tree of nodes; every node
+** remembers the file, line and column it came from, so every error reads
+** "FILE:LINE:COL: path.to.key: message" (exit status 2).
+**
+** Composition:
+**   base: other.yaml   at the top of a file inherits other.yaml (relative to
+**                      the including file); maps merge key by key, anything
+**                      else is replaced. Values keep the position of the file
+**                      they came from, so errors point into the right file.
+**   --set a.b=VALUE    overrides any key from the command line; VALUE is
+**                      YAML ("6", "[2, 2]", "true"). Its position reads
+**                      "--set=a.b=VALUE:1:COL".
+**
+** The getters are the schema. Reading a key declares it (present or not);
+** a key that is absent yields the default, which is recorded in the tree so
+** that the resolved configuration prints in full. After a component has read
+** its section, tsl_cfg_check_unknown reports every key it never read, with
+** the closest declared key as a suggestion. Plugins read their own section
+** through the same getters (see tessel_cfg_api), so their option errors get
+** exact positions too.
+*/
+#ifndef TSL_CONFIG_H
+#define TSL_CONFIG_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include "common/status.h"
+
+typedef struct tessel_cfg tsl_cfg;
+typedef struct tsl_config tsl_config;
+
+/* Load `path`, resolve `base:` chains, apply the n_sets "--set" overrides
+** ("a.b.c=value"). Errors are TESSEL_E_CONFIG (syntax, duplicate keys, a
+** bad --set) or TESSEL_E_IO (unreadable file), with positions. */
+tsl_status tsl_config_load(const char *path, const char *const *sets, int n_sets, tsl_config **out);
+void tsl_config_free(tsl_config *cfg);
+/* The root map. */
+tsl_cfg *tsl_config_root(const tsl_config *cfg);
+/* The file it was loaded from. */
+const char *tsl_config_path(const tsl_config *cfg);
+
+/* ---- getters; `node` may be NULL (a missing section): defaults apply ---- */
+/* A map (or list) under key: *out = NULL when absent; a scalar there is an
+** error. With `required`, absence is an error at the parent. */
+tsl_status tsl_cfg_section(tsl_cfg *node, const char *key, int required, tsl_cfg **out);
+int tsl_cfg_has(tsl_cfg *node, const char *key);
+tsl_status tsl_cfg_int(tsl_cfg *node, const char *key, int64_t dflt, int64_t min, int64_t max,
+                       int64_t *out);
+tsl_status tsl_cfg_float(tsl_cfg *node, const char *key, double dflt, double min, double max,
+                         double *out);
+tsl_status tsl_cfg_bool(tsl_cfg *node, const char *key, int dflt, int *out);
+tsl_status tsl_cfg_size(tsl_cfg *node, const char *key, uint64_t dflt, uint64_t *out);
+/* dflt may be NULL: then absence leaves *out NULL and records nothing. */
+tsl_status tsl_cfg_string(tsl_cfg *node, const char *key, const char *dflt, const char **out);
+tsl_status tsl_cfg_enum(tsl_cfg *node, const char *key, const char *const *choices, int dflt,
+                        int *out);
+tsl_status tsl_cfg_int_list(tsl_cfg *node, const char *key, int64_t *out, int cap, int *n);
+/* A list of strings; *out points into the tree (NULL-free array of n). */
+tsl_status tsl_cfg_string_list(tsl_cfg *node, const char *key, const char ***out, int *n);
+/* Require a key to be present (before reading it with a getter). */
+tsl_status tsl_cfg_require(tsl_cfg *node, const char *key);
+
+/* Report the first key under `node` (recursively, through maps that were
+** read) that no getter asked for. */
+tsl_status tsl_cfg_check_unknown(tsl_cfg *node);
+
+/* A TESSEL_E_CONFIG error at `key` of `node` (or at node when the key is
+** NULL or absent): "FILE:LINE:COL: path.key: <message>". */
+tsl_status tsl_cfg_error(tsl_cfg *node, const char *key, const char *fmt, ...) TSL_PRINTF(3, 4);
+tsl_status tsl_cfg_verror(tsl_cfg *node, const char *key, const char *fmt, va_list ap);
+
+/* The dotted path of a node ("model", "plugin.stage_layers"). */
+const char *tsl_cfg_path(const tsl_cfg *node);
+
+/* Write the resolved configuration (with defaults) as YAML. */
+tsl_status tsl_config_emit(const tsl_config *cfg, FILE *out);
+/* Hash of a section's resolved values, independent of key order and of
+** where they came from. NULL section = the whole configuration. */
+uint64_t tsl_cfg_hash(const tsl_cfg *node);
+
+#endif

@@ -1,0 +1,396 @@
+/* core/config/get.c — typed getters, defaults, unknown keys, errors. */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/util.h"
+#include "node.h"
+
+static const char *kind_name(tsl_node_kind k) {
+  switch (k) {
+    case TSL_NODE_MAP: return "a section (map)";
+    case TSL_NODE_LIST: return "a list";
+    case TSL_NODE_NULL: return "nothing";
+    default: return "a value";
+  }
+}
+
+tsl_status tsl_cfg_verror(tsl_cfg *node, const char *key, const char *fmt, va_list ap) {
+  char msg[2048];
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  if (!node) return tsl_error(TESSEL_E_CONFIG, "%s%s%s", key ? key : "", key ? ": " : "", msg);
+  tsl_entry *e = key ? tsl_node_find(node, key) : NULL;
+  tsl_mark m = e && !e->value->is_default ? e->value->mark : node->mark;
+  char *path = e ? tsl_strdup(e->value->path) : key ? tsl_node_child_path(node->path, key) : tsl_strdup(node->path);
+  tsl_status st = tsl_error(TESSEL_E_CONFIG, "%s:%d:%d: %s%s%s", m.file, m.line, m.col,
+                            path && *path ? path : "", path && *path ? ": " : "", msg);
+  free(path);
+  return st;
+}
+
+tsl_status tsl_cfg_error(tsl_cfg *node, const char *key, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  tsl_status st = tsl_cfg_verror(node, key, fmt, ap);
+  va_end(ap);
+  return st;
+}
+
+const char *tsl_cfg_path(const tsl_cfg *node) { return node ? node->path : ""; }
+
+/* Record that a getter asked for `key` in `map`. */
+static tsl_status declare(tsl_cfg *map, const char *key) {
+  map->visited = 1;
+  tsl_entry *e = tsl_node_find(map, key);
+  if (e) e->asked = 1;
+  for (int i = 0; i < map->n_asked; i++)
+    if (strcmp(map->asked[i], key) == 0) return TESSEL_OK;
+  if (map->n_asked == map->cap_asked) {
+    int cap = map->cap_asked ? map->cap_asked * 2 : 16;
+    char **p = realloc(map->asked, sizeof(char *) * (size_t)cap);
+    if (!p) return tsl_error(TESSEL_E_NOMEM, "out of host memory reading the configuration");
+    map->asked = p;
+    map->cap_asked = cap;
+  }
+  if (!(map->asked[map->n_asked] = tsl_strdup(key))) return TESSEL_E_NOMEM;
+  map->n_asked++;
+  return TESSEL_OK;
+}
+
+/* Add a synthesised value for a defaulted key, so the resolved config shows it. */
+static tsl_status record_default(tsl_cfg *map, const char *key, tsl_node_kind kind, const char *text) {
+  char *path = tsl_node_child_path(map->path, key);
+  tsl_cfg *v = path ? tsl_node_new(kind, map->mark, path) : NULL;
+  free(path);
+  if (!v) return TESSEL_E_NOMEM;
+  v->is_default = 1;
+  if (text && !(v->scalar = tsl_strdup(text))) {
+    tsl_node_free(v);
+    return TESSEL_E_NOMEM;
+  }
+  tsl_status st = tsl_node_map_put(map, key, map->mark, v);
+  if (st < 0) {
+    tsl_node_free(v);
+    return st;
+  }
+  map->entries[map->n_entries - 1].asked = 1;
+  return TESSEL_OK;
+}
+
+/* Look up a scalar: *v = NULL when absent; wrong kinds are errors. */
+static tsl_status scalar_of(tsl_cfg *map, const char *key, const char *what, tsl_cfg **v) {
+  tsl_status st;
+  *v = NULL;
+  if (!map) return TESSEL_OK;
+  if (map->kind != TSL_NODE_MAP) return tsl_cfg_error(map, NULL, "expected a section (map)");
+  TSL_TRY(st, declare(map, key));
+  tsl_entry *e = tsl_node_find(map, key);
+  if (!e) return TESSEL_OK;
+  if (e->value->kind != TSL_NODE_SCALAR)
+    return tsl_cfg_error(map, key, "expected %s, got %s", what, kind_name(e->value->kind));
+  *v = e->value;
+  return TESSEL_OK;
+fail:
+  return st;
+}
+
+static int parse_int(const char *s, int64_t *out) {
+  char *end;
+  errno = 0;
+  long long v = strtoll(s, &end, 10);
+  if (errno || end == s || *end) return -1;
+  *out = v;
+  return 0;
+}
+
+static int parse_float(const char *s, double *out) {
+  char *end;
+  errno = 0;
+  double v = strtod(s, &end);
+  if (errno || end == s || *end || !isfinite(v)) return -1;
+  *out = v;
+  return 0;
+}
+
+static tsl_status range_error_int(tsl_cfg *map, const char *key, int64_t v, int64_t min, int64_t max) {
+  if (min == INT64_MIN) return tsl_cfg_error(map, key, "must be at most %" PRId64 ", got %" PRId64, max, v);
+  if (max == INT64_MAX) return tsl_cfg_error(map, key, "must be at least %" PRId64 ", got %" PRId64, min, v);
+  return tsl_cfg_error(map, key, "must be between %" PRId64 " and %" PRId64 ", got %" PRId64, min, max, v);
+}
+
+tsl_status tsl_cfg_int(tsl_cfg *map, const char *key, int64_t dflt, int64_t min, int64_t max,
+                       int64_t *out) {
+  tsl_cfg *v;
+  tsl_status st = scalar_of(map, key, "an integer", &v);
+  if (st < 0) return st;
+  if (!v) {
+    *out = dflt;
+    if (!map) return TESSEL_OK;
+    char text[32];
+    snprintf(text, sizeof text, "%" PRId64, dflt);
+    return record_default(map, key, TSL_NODE_SCALAR, text);
+  }
+  int64_t x;
+  if (v->quoted || parse_int(v->scalar, &x) != 0)
+    return tsl_cfg_error(map, key, "expected an integer, got '%s'", v->scalar);
+  if (x < min || x > max) return range_error_int(map, key, x, min, max);
+  *out = x;
+  return TESSEL_OK;
+}
+
+/* Shortest "%g" form that reads back as the same double. */
+static void format_double(double x, char *buf, size_t cap) {
+  for (int prec = 6; prec <= 17; prec++) {
+    snprintf(buf, cap, "%.*g", prec, x);
+    if (strtod(buf, NULL) == x) return;
+  }
+}
+
+tsl_status tsl_cfg_float(tsl_cfg *map, const char *key, double dflt, double min, double max,
+                         double *out) {
+  tsl_cfg *v;
+  tsl_status st = scalar_of(map, key, "a number", &v);
+  if (st < 0) return st;
+  if (!v) {
+    *out = dflt;
+    if (!map) return TESSEL_OK;
+    char text[40];
+    format_double(dflt, text, sizeof text);
+    return record_default(map, key, TSL_NODE_SCALAR, text);
+  }
+  double x;
+  if (v->quoted || parse_float(v->scalar, &x) != 0)
+    return tsl_cfg_error(map, key, "expected a number, got '%s'", v->scalar);
+  if (x < min || x > max) {
+    char lo[40], hi[40];
+    format_double(min, lo, sizeof lo);
+    format_double(max, hi, sizeof hi);
+    if (isinf(max)) return tsl_cfg_error(map, key, "must be at least %s, got %s", lo, v->scalar);
+    if (isinf(min)) return tsl_cfg_error(map, key, "must be at most %s, got %s", hi, v->scalar);
+    return tsl_cfg_error(map, key, "must be between %s and %s, got %s", lo, hi, v->scalar);
+  }
+  *out = x;
+  return TESSEL_OK;
+}
+
+tsl_status tsl_cfg_bool(tsl_cfg *map, const char *key, int dflt, int *out) {
+  static const char *const yes[] = {"true", "True", "TRUE", "yes", "Yes", "on", "On"};
+  static const char *const no[] = {"false", "False", "FALSE", "no", "No", "off", "Off"};
+  tsl_cfg *v;
+  tsl_status st = scalar_of(map, key, "true or false", &v);
+  if (st < 0) return st;
+  if (!v) {
+    *out = dflt;
+    return map ? record_default(map, key, TSL_NODE_SCALAR, dflt ? "true" : "false") : TESSEL_OK;
+  }
+  for (size_t i = 0; !v->quoted && i < TSL_ARRAY_LEN(yes); i++) {
+    if (!strcmp(v->scalar, yes[i])) return (*out = 1), TESSEL_OK;
+    if (!strcmp(v->scalar, no[i])) return (*out = 0), TESSEL_OK;
+  }
+  return tsl_cfg_error(map, key, "expected true or false, got '%s'", v->scalar);
+}
+
+tsl_status tsl_cfg_size(tsl_cfg *map, const char *key, uint64_t dflt, uint64_t *out) {
+  tsl_cfg *v;
+  tsl_status st = scalar_of(map, key, "a size", &v);
+  if (st < 0) return st;
+  if (!v) {
+    *out = dflt;
+    if (!map) return TESSEL_OK;
+    char text[32];
+    snprintf(text, sizeof text, "%" PRIu64, dflt);
+    return record_default(map, key, TSL_NODE_SCALAR, text);
+  }
+  if (tsl_parse_size(v->scalar, out) != 0)
+    return tsl_cfg_error(map, key, "expected a size such as 4096, 64KiB, 25MiB or 2GB, got '%s'%s",
+                         v->scalar, v->scalar[0] == '-' ? " (sizes cannot be negative)" : "");
+  return TESSEL_OK;
+}
+
+tsl_status tsl_cfg_string(tsl_cfg *map, const char *key, const char *dflt, const char **out) {
+  tsl_cfg *v;
+  tsl_status st = scalar_of(map, key, "a string", &v);
+  if (st < 0) return st;
+  if (!v) {
+    *out = dflt;
+    if (!map || !dflt) return TESSEL_OK;
+    TSL_TRY(st, record_default(map, key, TSL_NODE_SCALAR, dflt));
+    *out = tsl_node_find(map, key)->value->scalar;
+    return TESSEL_OK;
+  }
+  *out = v->scalar;
+  return TESSEL_OK;
+fail:
+  return st;
+}
+
+tsl_status tsl_cfg_enum(tsl_cfg *map, const char *key, const char *const *choices, int dflt, int *out) {
+  const char *s;
+  tsl_status st = tsl_cfg_string(map, key, choices[dflt], &s);
+  if (st < 0) return st;
+  int n = 0;
+  for (; choices[n]; n++)
+    if (!strcmp(s, choices[n])) return (*out = n), TESSEL_OK;
+  char list[512] = "";
+  for (int i = 0; i < n; i++) {
+    strncat(list, i ? ", " : "", sizeof list - strlen(list) - 1);
+    strncat(list, choices[i], sizeof list - strlen(list) - 1);
+  }
+  const char *near = tsl_closest(s, choices, n);
+  if (near) return tsl_cfg_error(map, key, "'%s' is not one of %s (did you mean '%s'?)", s, list, near);
+  return tsl_cfg_error(map, key, "'%s' is not one of %s", s, list);
+}
+
+/* Look up a list; a single scalar counts as a list of one. */
+static tsl_status list_of(tsl_cfg *map, const char *key, const char *what, tsl_cfg **v) {
+  tsl_status st;
+  *v = NULL;
+  if (!map) return TESSEL_OK;
+  TSL_TRY(st, declare(map, key));
+  tsl_entry *e = tsl_node_find(map, key);
+  if (!e) return TESSEL_OK;
+  if (e->value->kind != TSL_NODE_LIST && e->value->kind != TSL_NODE_SCALAR)
+    return tsl_cfg_error(map, key, "expected %s, got %s", what, kind_name(e->value->kind));
+  *v = e->value;
+  return TESSEL_OK;
+fail:
+  return st;
+}
+
+tsl_status tsl_cfg_int_list(tsl_cfg *map, const char *key, int64_t *out, int cap, int *n) {
+  tsl_cfg *v;
+  tsl_status st = list_of(map, key, "a list of integers", &v);
+  *n = 0;
+  if (st < 0 || !v) return st;
+  int count = v->kind == TSL_NODE_LIST ? v->n_items : 1;
+  if (count > cap) return tsl_cfg_error(map, key, "at most %d values, got %d", cap, count);
+  for (int i = 0; i < count; i++) {
+    tsl_cfg *item = v->kind == TSL_NODE_LIST ? v->items[i] : v;
+    if (item->kind != TSL_NODE_SCALAR || item->quoted || parse_int(item->scalar, &out[i]) != 0)
+      return tsl_error(TESSEL_E_CONFIG, "%s:%d:%d: %s: expected an integer, got %s", item->mark.file,
+                       item->mark.line, item->mark.col, item->path,
+                       item->kind == TSL_NODE_SCALAR ? item->scalar : kind_name(item->kind));
+  }
+  *n = count;
+  return TESSEL_OK;
+}
+
+tsl_status tsl_cfg_string_list(tsl_cfg *map, const char *key, const char ***out, int *n) {
+  tsl_cfg *v;
+  tsl_status st = list_of(map, key, "a list of strings", &v);
+  *out = NULL;
+  *n = 0;
+  if (st < 0 || !v) return st;
+  if (v->kind == TSL_NODE_SCALAR) {
+    *out = (const char **)&v->scalar;
+    *n = 1;
+    return TESSEL_OK;
+  }
+  if (!v->strings) {
+    v->strings = calloc((size_t)v->n_items + 1, sizeof(char *));
+    if (!v->strings) return tsl_error(TESSEL_E_NOMEM, "out of host memory reading %s", v->path);
+  }
+  for (int i = 0; i < v->n_items; i++) {
+    tsl_cfg *item = v->items[i];
+    if (item->kind != TSL_NODE_SCALAR)
+      return tsl_error(TESSEL_E_CONFIG, "%s:%d:%d: %s: expected a string, got %s", item->mark.file,
+                       item->mark.line, item->mark.col, item->path, kind_name(item->kind));
+    v->strings[i] = item->scalar;
+  }
+  *out = v->strings;
+  *n = v->n_items;
+  return TESSEL_OK;
+}
+
+int tsl_cfg_has(tsl_cfg *map, const char *key) {
+  if (!map || map->kind != TSL_NODE_MAP) return 0;
+  if (declare(map, key) < 0) return 0;
+  tsl_entry *e = tsl_node_find(map, key);
+  return e && !e->value->is_default;
+}
+
+/* A present key that no getter asked for and that looks like `key`: when
+** `key` is missing, that is most likely it, misspelt. */
+static tsl_entry *misspelling_of(tsl_cfg *map, const char *key) {
+  const char *cand[1] = {key};
+  for (int i = 0; map && i < map->n_entries; i++)
+    if (!map->entries[i].asked && tsl_closest(map->entries[i].key, cand, 1)) return &map->entries[i];
+  return NULL;
+}
+
+static tsl_status misspelt(tsl_cfg *map, const tsl_entry *e, const char *key) {
+  return tsl_error(TESSEL_E_CONFIG, "%s:%d:%d: unknown %s '%s'%s%s (did you mean '%s'?)", e->key_mark.file,
+                   e->key_mark.line, e->key_mark.col, map->path[0] ? "key" : "section", e->key,
+                   map->path[0] ? " in " : "", map->path, key);
+}
+
+tsl_status tsl_cfg_require(tsl_cfg *map, const char *key) {
+  if (tsl_cfg_has(map, key)) return TESSEL_OK;
+  tsl_entry *e = misspelling_of(map, key);
+  if (e) return misspelt(map, e, key);
+  return tsl_cfg_error(map, NULL, "missing required key '%s'", key);
+}
+
+tsl_status tsl_cfg_section(tsl_cfg *map, const char *key, int required, tsl_cfg **out) {
+  tsl_status st;
+  *out = NULL;
+  if (!map) return TESSEL_OK;
+  if (required && !tsl_cfg_has(map, key)) {
+    tsl_entry *e = misspelling_of(map, key);
+    if (e) return misspelt(map, e, key);
+    if (!map->path[0])
+      return tsl_error(TESSEL_E_CONFIG, "%s:%d:%d: missing required section '%s:'", map->mark.file,
+                       map->mark.line, map->mark.col, key);
+    return tsl_cfg_error(map, NULL, "missing required section '%s:'", key);
+  }
+  TSL_TRY(st, declare(map, key));
+  tsl_entry *e = tsl_node_find(map, key);
+  if (e && e->value->kind == TSL_NODE_NULL) { /* "key:" with nothing: an empty section */
+    tsl_cfg *empty = tsl_node_new(TSL_NODE_MAP, e->value->mark, e->value->path);
+    if (!empty) return TESSEL_E_NOMEM;
+    tsl_node_free(e->value);
+    e->value = empty;
+  }
+  if (!e) {
+    TSL_TRY(st, record_default(map, key, TSL_NODE_MAP, NULL));
+    e = tsl_node_find(map, key);
+  }
+  if (e->value->kind == TSL_NODE_SCALAR)
+    return tsl_cfg_error(map, key, "expected a section (map), got the value '%s'", e->value->scalar);
+  e->value->visited = 1;
+  *out = e->value;
+  return TESSEL_OK;
+fail:
+  return st;
+}
+
+tsl_status tsl_cfg_check_unknown(tsl_cfg *node) {
+  if (!node || node->kind != TSL_NODE_MAP) return TESSEL_OK;
+  for (int i = 0; i < node->n_entries; i++) {
+    tsl_entry *e = &node->entries[i];
+    if (e->asked) {
+      if (e->value->kind == TSL_NODE_MAP && e->value->visited) {
+        tsl_status st = tsl_cfg_check_unknown(e->value);
+        if (st < 0) return st;
+      }
+      continue;
+    }
+    const char *what = node->path[0] ? "key" : "section";
+    const char *near = tsl_closest(e->key, (const char *const *)node->asked, node->n_asked);
+    char known[1024] = "";
+    for (int k = 0; k < node->n_asked; k++) {
+      strncat(known, k ? ", " : "", sizeof known - strlen(known) - 1);
+      strncat(known, node->asked[k], sizeof known - strlen(known) - 1);
+    }
+    if (near)
+      return tsl_error(TESSEL_E_CONFIG, "%s:%d:%d: unknown %s '%s'%s%s (did you mean '%s'?)",
+                       e->key_mark.file, e->key_mark.line, e->key_mark.col, what, e->key,
+                       node->path[0] ? " in " : "", node->path, near);
+    return tsl_error(TESSEL_E_CONFIG, "%s:%d:%d: unknown %s '%s'%s%s (known: %s)", e->key_mark.file,
+                     e->key_mark.line, e->key_mark.col, what, e->key, node->path[0] ? " in " : "",
+                     node->path, known);
+  }
+  return TESSEL_OK;
+}

@@ -1,0 +1,211 @@
+/* core/plugin/loader.c */
+#include "loader.h"
+
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/util.h"
+
+#ifndef TESSEL_BUILD_PLUGIN_DIR
+#error "TESSEL_BUILD_PLUGIN_DIR must be defined by the build"
+#endif
+#ifndef TESSEL_PLUGIN_SUBDIR
+#error "TESSEL_PLUGIN_SUBDIR must be defined by the build"
+#endif
+
+/* The smallest table a 1.x plugin can have: everything through `mesh`. */
+#define TSL_STRATEGY_MIN_SIZE (offsetof(tessel_strategy, mesh) + sizeof(((tessel_strategy *)0)->mesh))
+
+/* The installed plugin directory: beside the libtessel (or program) that
+** contains this code, so a relocated install still finds its plugins. */
+static char *installed_dir(void) {
+  Dl_info info;
+  if (!dladdr((void *)installed_dir, &info) || !info.dli_fname) return NULL;
+  char *dir = tsl_dirname(info.dli_fname);
+  char *out = dir ? tsl_asprintf("%s/%s", dir, TESSEL_PLUGIN_SUBDIR) : NULL;
+  free(dir);
+  return out;
+}
+
+int tsl_plugin_search_dirs(char **dirs, int cap) {
+  int n = 0;
+  const char *env = getenv("TESSEL_PLUGIN_PATH");
+  if (env && *env) {
+    char *copy = tsl_strdup(env), *save = NULL;
+    for (char *d = copy ? strtok_r(copy, ":", &save) : NULL; d && n < cap; d = strtok_r(NULL, ":", &save))
+      if (*d) dirs[n++] = tsl_strdup(d);
+    free(copy);
+  }
+  char *inst = installed_dir();
+  if (inst && n < cap) dirs[n++] = inst;
+  else free(inst);
+  if (n < cap) dirs[n++] = tsl_strdup(TESSEL_BUILD_PLUGIN_DIR);
+  return n;
+}
+
+tsl_status tsl_plugin_locate(const char *name, const char *path, char **out) {
+  if (path) {
+    if (!tsl_path_exists(path))
+      return tsl_error(TESSEL_E_CONFIG, "plugin file %s does not exist (plugin.path)", path);
+    *out = tsl_strdup(path);
+    return *out ? TESSEL_OK : TESSEL_E_NOMEM;
+  }
+  char *dirs[32], tried[4096] = "";
+  int n = tsl_plugin_search_dirs(dirs, 32);
+  tsl_status st = TESSEL_E_CONFIG;
+  *out = NULL;
+  for (int i = 0; i < n; i++) {
+    char *cand = dirs[i] ? tsl_asprintf("%s/libtessel-%s.so", dirs[i], name) : NULL;
+    if (cand && !*out && tsl_path_exists(cand)) {
+      *out = cand;
+      st = TESSEL_OK;
+      continue;
+    }
+    if (cand) {
+      strncat(tried, "\n  ", sizeof tried - strlen(tried) - 1);
+      strncat(tried, cand, sizeof tried - strlen(tried) - 1);
+    }
+    free(cand);
+  }
+  for (int i = 0; i < n; i++) free(dirs[i]);
+  if (st == TESSEL_OK) return st;
+  return tsl_error(TESSEL_E_CONFIG,
+                   "strategy plugin '%s' was not found. Looked for:%s\n"
+                   "Check the name (`tessel plugins` lists what is installed), set plugin.path to the "
+                   "library, or add its directory to TESSEL_PLUGIN_PATH.",
+                   name, tried);
+}
+
+/* NAME from ".../libtessel-NAME.so", or NULL when the file is not named so. */
+static char *name_from_path(const char *path) {
+  const char *base = strrchr(path, '/');
+  base = base ? base + 1 : path;
+  size_t n = strlen(base);
+  if (strncmp(base, "libtessel-", 10) != 0 || n <= 13 || strcmp(base + n - 3, ".so") != 0) return NULL;
+  return strndup(base + 10, n - 13);
+}
+
+/* Look for an entry symbol of another major version, to explain a mismatch. */
+static int other_major(void *handle) {
+  char sym[64];
+  for (int major = 2; major < 16; major++) {
+    snprintf(sym, sizeof sym, "tessel_strategy_v%d", major);
+    if (dlsym(handle, sym)) return major;
+  }
+  return 0;
+}
+
+static uint64_t file_fingerprint(const char *path, const tessel_strategy *vt, uint32_t size) {
+  char *bytes = NULL;
+  size_t len = 0;
+  uint64_t h = tsl_hash_str(vt->name ? vt->name : "", vt->abi_version ^ ((uint64_t)size << 32));
+  h = tsl_hash_str(vt->version ? vt->version : "", h);
+  if (tsl_read_file(path, &bytes, &len) == TESSEL_OK) h = tsl_hash_bytes(bytes, len, h);
+  free(bytes);
+  return h;
+}
+
+tsl_status tsl_plugin_open(const char *path, tsl_plugin **out) {
+  tsl_status st = TESSEL_OK;
+  tsl_plugin *p = calloc(1, sizeof *p);
+  if (!p) return tsl_error(TESSEL_E_NOMEM, "out of host memory loading %s", path);
+  p->path = tsl_strdup(path);
+  p->name = name_from_path(path);
+  if (!p->path) {
+    st = TESSEL_E_NOMEM;
+    goto fail;
+  }
+  if (!p->name) {
+    st = tsl_error(TESSEL_E_CONFIG, "%s: strategy plugin files are named libtessel-<name>.so", path);
+    goto fail;
+  }
+  p->handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (!p->handle) {
+    const char *why = dlerror();
+    st = tsl_error(TESSEL_E_IO,
+                   "%s is not a loadable shared object: %s\n"
+                   "Rebuild the plugin for this machine, or check that the libraries it needs are installed.",
+                   path, why ? why : "unknown dlopen error");
+    goto fail;
+  }
+  tessel_strategy_entry_fn entry = (tessel_strategy_entry_fn)dlsym(p->handle, TESSEL_STRATEGY_ENTRY_NAME);
+  if (!entry) {
+    int major = other_major(p->handle);
+    if (major)
+      st = tsl_error(TESSEL_E_VERSION,
+                     "%s was built for plugin ABI major %d (it exports tessel_strategy_v%d); this "
+                     "tessel speaks ABI %u.%u. Rebuild the plugin against this tessel's plugin.h.",
+                     path, major, major, TESSEL_ABI_MAJOR(TESSEL_ABI_VERSION), TESSEL_ABI_MINOR(TESSEL_ABI_VERSION));
+    else
+      st = tsl_error(TESSEL_E_VERSION,
+                     "%s does not export the entry symbol %s, so it is not a tessel strategy plugin "
+                     "(or it was built without TESSEL_EXPORT on its entry function).",
+                     path, TESSEL_STRATEGY_ENTRY_NAME);
+    goto fail;
+  }
+  const tessel_strategy *t = entry(TESSEL_ABI_VERSION);
+  if (!t) {
+    st = tsl_error(TESSEL_E_VERSION, "%s: its entry point returned no strategy table for ABI %u.%u",
+                   path, TESSEL_ABI_MAJOR(TESSEL_ABI_VERSION), TESSEL_ABI_MINOR(TESSEL_ABI_VERSION));
+    goto fail;
+  }
+  if (t->size < TSL_STRATEGY_MIN_SIZE) {
+    st = tsl_error(TESSEL_E_VERSION,
+                   "%s: its strategy table is %u bytes, smaller than the %zu bytes every ABI %u.x "
+                   "plugin must provide; the plugin is corrupt or was built against a broken header.",
+                   path, t->size, TSL_STRATEGY_MIN_SIZE, TESSEL_ABI_MAJOR(TESSEL_ABI_VERSION));
+    goto fail;
+  }
+  if (TESSEL_ABI_MAJOR(t->abi_version) != TESSEL_ABI_MAJOR(TESSEL_ABI_VERSION)) {
+    st = tsl_error(TESSEL_E_VERSION,
+                   "%s was built for plugin ABI %u.%u; this tessel speaks ABI %u.%u. Rebuild the plugin "
+                   "against this tessel's plugin.h.",
+                   path, TESSEL_ABI_MAJOR(t->abi_version), TESSEL_ABI_MINOR(t->abi_version),
+                   TESSEL_ABI_MAJOR(TESSEL_ABI_VERSION), TESSEL_ABI_MINOR(TESSEL_ABI_VERSION));
+    goto fail;
+  }
+  p->table_size = t->size;
+  memcpy(&p->vt, t, TSL_MIN((size_t)t->size, sizeof p->vt));
+  p->vt.size = (uint32_t)sizeof p->vt;
+  if (!p->vt.name || strcmp(p->vt.name, p->name) != 0) {
+    st = tsl_error(TESSEL_E_VERSION,
+                   "%s calls itself '%s' but its file name says '%s'; a strategy named NAME must be "
+                   "installed as libtessel-NAME.so.",
+                   path, p->vt.name ? p->vt.name : "(no name)", p->name);
+    goto fail;
+  }
+  if (!p->vt.create || !p->vt.mesh) {
+    st = tsl_error(TESSEL_E_VERSION, "%s: the strategy table lacks the required hook '%s'", path,
+                   !p->vt.create ? "create" : "mesh");
+    goto fail;
+  }
+  p->fingerprint = file_fingerprint(path, &p->vt, p->table_size);
+  *out = p;
+  return TESSEL_OK;
+fail:
+  tsl_plugin_free(p);
+  return st;
+}
+
+void tsl_plugin_free(tsl_plugin *p) {
+  if (!p) return;
+  free(p->path);
+  free(p->name);
+  free(p);
+}
+
+const char *tsl_plugin_caps_string(uint64_t caps, char *buf, size_t cap) {
+  static const struct { uint64_t bit; const char *name; } names[] = {
+      {TESSEL_CAP_DATA_PARALLEL, "data-parallel"},   {TESSEL_CAP_TENSOR_PARALLEL, "tensor-parallel"},
+      {TESSEL_CAP_PIPELINE, "pipeline"},             {TESSEL_CAP_SHARDED_STATE, "sharded-state"},
+      {TESSEL_CAP_OFFLOAD, "offload"},               {TESSEL_CAP_OWNS_OPTIMIZER, "owns-optimizer"}};
+  buf[0] = '\0';
+  for (size_t i = 0; i < TSL_ARRAY_LEN(names); i++) {
+    if (!(caps & names[i].bit)) continue;
+    if (buf[0]) strncat(buf, ",", cap - strlen(buf) - 1);
+    strncat(buf, names[i].name, cap - strlen(buf) - 1);
+  }
+  if (!buf[0]) snprintf(buf, cap, "-");
+  return buf;
+}

@@ -1,0 +1,46 @@
+/*
+** core/plugin/loader.h — finding, opening and validating strategy plugins.
+**
+** A strategy NAME lives in a file libtessel-NAME.so. The loader looks, in
+** order, at: the config's plugin.path; each directory of TESSEL_PLUGIN_PATH
+** (colon-separated); the installed plugin directory (lib/tessel/plugins
+** beside the libtessel that is running); the build tree's plugin directory.
+** It opens the file with dlopen(RTLD_NOW | RTLD_LOCAL) and never closes it,
+** resolves the one entry symbol, and validates the table before any hook
+** runs. Every failure is one paragraph that says what was tried and what to
+** do; none of them crashes.
+*/
+#ifndef TSL_LOADER_H
+#define TSL_LOADER_H
+
+#include <stdint.h>
+#include "common/status.h"
+#include "config/config.h"
+
+typedef struct tsl_plugin {
+  char *path;           /* the file that was loaded */
+  char *name;           /* NAME from the file name */
+  void *handle;         /* dlopen handle, never closed */
+  tessel_strategy vt;   /* the plugin's table, copied min(size, sizeof) over zeros */
+  uint32_t table_size;  /* the size the plugin declared */
+  uint64_t fingerprint; /* name, version, ABI and the file's bytes */
+} tsl_plugin;
+
+/* Resolve the file for a strategy: `path` (the config's plugin.path) wins;
+** otherwise search for libtessel-<name>.so. On failure the message lists
+** every path tried. *out is a heap string. */
+tsl_status tsl_plugin_locate(const char *name, const char *path, char **out);
+
+/* Open and validate. On success *out is owned by the caller (free with
+** tsl_plugin_free, which never unloads the code). */
+tsl_status tsl_plugin_open(const char *path, tsl_plugin **out);
+void tsl_plugin_free(tsl_plugin *p);
+
+/* The directories searched, in order, excluding an explicit path. Returns
+** how many were written (at most cap); strings are heap-allocated. */
+int tsl_plugin_search_dirs(char **dirs, int cap);
+
+/* Comma-separated names of the capability bits, into buf. */
+const char *tsl_plugin_caps_string(uint64_t caps, char *buf, size_t cap);
+
+#endif

@@ -1,0 +1,135 @@
+/* core/plugin/strategy.c — starting the configured strategy. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "common/util.h"
+#include "plugin/host.h"
+
+/* Frame a hook's failure: config errors keep (or get) the position of the
+** plugin section; others name the strategy and the hook. */
+static tsl_status hook_error(tsl_runtime *rt, tsl_status st, const char *hook) {
+  const char *msg = tsl_error_message();
+  if (st == TESSEL_E_CONFIG) {
+    if (tsl_has_position(msg)) return st;
+    char copy[4096];
+    snprintf(copy, sizeof copy, "%s", msg[0] ? msg : "invalid options");
+    return tsl_cfg_error(rt->settings.plugin.section, NULL, "%s", copy);
+  }
+  if (!msg[0]) tsl_error(st, "%s", tsl_status_name(st));
+  return tsl_error_wrap(st, "strategy '%s' failed in %s", rt->plugin->name, hook);
+}
+
+static tsl_status check_mesh(tsl_runtime *rt, int world_size) {
+  const tessel_mesh *m = &rt->mesh;
+  const char *who = rt->plugin->name;
+  if (m->naxes < 1 || m->naxes > TESSEL_MESH_MAX_AXES)
+    return tsl_error(TESSEL_E_INTERNAL, "strategy '%s' declared a mesh of %d axes (1..%d allowed)", who, m->naxes,
+                     TESSEL_MESH_MAX_AXES);
+  char shape[256] = "";
+  long long product = 1;
+  for (int a = 0; a < m->naxes; a++) {
+    if (m->sizes[a] < 1)
+      return tsl_error(TESSEL_E_INTERNAL, "strategy '%s' declared axis %d with size %d", who, a, m->sizes[a]);
+    product *= m->sizes[a];
+    char part[64];
+    snprintf(part, sizeof part, "%s%s %d", a ? " × " : "", m->names[a] ? m->names[a] : "axis", m->sizes[a]);
+    strncat(shape, part, sizeof shape - strlen(shape) - 1);
+  }
+  if (product != world_size)
+    return tsl_cfg_error(rt->settings.plugin.section, NULL, "the mesh %s = %lld does not match the world size %d",
+                         shape, product, world_size);
+  if (m->n_groups < 0 || m->n_groups > TESSEL_MESH_MAX_GROUPS)
+    return tsl_error(TESSEL_E_INTERNAL, "strategy '%s' listed %d extra groups (at most %d)", who, m->n_groups,
+                     TESSEL_MESH_MAX_GROUPS);
+  return TESSEL_OK;
+}
+
+tsl_status tsl_strategy_start(tsl_runtime *rt, int world_size) {
+  tsl_status st;
+  const tsl_settings *s = &rt->settings;
+  char *path = NULL;
+  rt->host.rt = rt;
+  if (!s->plugin.name && !s->plugin.path) {
+    if (world_size > 1)
+      return tsl_error(TESSEL_E_CONFIG,
+                       "%s: this run has %d ranks but no strategy: add a plugin section, e.g. `plugin: {name: ddp}`",
+                       tsl_config_path(rt->config), world_size);
+    rt->mesh = (tessel_mesh){.size = sizeof rt->mesh, .naxes = 1, .names = {"dp"}, .sizes = {1}, .data_axes = 1};
+    return TESSEL_OK;
+  }
+  TSL_TRY(st, tsl_plugin_locate(s->plugin.name, s->plugin.path, &path));
+  TSL_TRY(st, tsl_plugin_open(path, &rt->plugin));
+  if (s->plugin.name && strcmp(s->plugin.name, rt->plugin->name) != 0) {
+    st = tsl_cfg_error(s->plugin.section, "name", "names strategy '%s', but plugin.path is %s ('%s')", s->plugin.name,
+                       path, rt->plugin->name);
+    goto fail;
+  }
+  tsl_error_clear();
+  st = rt->plugin->vt.create(tsl_host_api(), &rt->host, (const tessel_cfg *)s->plugin.section, &rt->inst);
+  if (st < 0) {
+    st = hook_error(rt, st, "create");
+    goto fail;
+  }
+  TSL_TRY(st, tsl_cfg_check_unknown(s->plugin.section));
+  rt->mesh = (tessel_mesh){.size = sizeof rt->mesh};
+  tsl_error_clear();
+  st = rt->plugin->vt.mesh(rt->inst, world_size, &rt->mesh);
+  if (st < 0) {
+    st = hook_error(rt, st, "mesh");
+    goto fail;
+  }
+  TSL_TRY(st, check_mesh(rt, world_size));
+  free(path);
+  return TESSEL_OK;
+fail:
+  free(path);
+  return st;
+}
+
+void tsl_strategy_stop(tsl_runtime *rt) {
+  if (rt->plugin && rt->inst && rt->plugin->vt.destroy) rt->plugin->vt.destroy(rt->inst);
+  rt->inst = NULL;
+  tsl_plugin_free(rt->plugin);
+  rt->plugin = NULL;
+}
+
+tsl_status tsl_strategy_check_agreement(tsl_runtime *rt) {
+  enum { CAP = 512 };
+  tsl_status st = TESSEL_OK;
+  const tsl_world *w = &rt->world;
+  if (w->size == 1) return TESSEL_OK;
+  uint64_t *prints = calloc((size_t)w->size, sizeof *prints);
+  char *labels = calloc((size_t)w->size, CAP);
+  char mine[CAP];
+  if (!prints || !labels) {
+    st = tsl_error(TESSEL_E_NOMEM, "out of host memory comparing plugin builds");
+    goto done;
+  }
+  const tsl_plugin *p = rt->plugin;
+  snprintf(mine, sizeof mine, "%s (version %s, build %016llx)", p ? p->path : "no plugin",
+           p && p->vt.version ? p->vt.version : "-", p ? (unsigned long long)p->fingerprint : 0ull);
+  TSL_TRY(st, tsl_world_allgather_u64(w, p ? p->fingerprint : 0, prints));
+  TSL_TRY(st, tsl_world_allgather_str(w, mine, labels, CAP));
+  int differ = 0;
+  for (int r = 1; r < w->size; r++) differ |= prints[r] != prints[0];
+  if (!differ) goto done;
+  char report[8192] = "";
+  for (int r = 0; r < w->size && strlen(report) < sizeof report - CAP - 32; r++) {
+    char line[CAP + 32];
+    snprintf(line, sizeof line, "\n  rank %d%s: %s", r, prints[r] != prints[0] ? " (differs from rank 0)" : "",
+             labels + (size_t)r * CAP);
+    strncat(report, line, sizeof report - strlen(report) - 1);
+  }
+  st = tsl_error(TESSEL_E_VERSION,
+                 "ranks loaded different builds of the strategy plugin:%s\n"
+                 "Every rank must load the same file: install the same plugin on every machine or point "
+                 "plugin.path / TESSEL_PLUGIN_PATH at one shared copy.",
+                 report);
+fail:
+done:
+  free(prints);
+  free(labels);
+  return st;
+}

@@ -1,0 +1,114 @@
+/* core/runtime/build.c */
+#include "runtime/build.h"
+
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/util.h"
+#include "model/gpt.h"
+#include "plugin/host.h"
+
+tsl_status tsl_runtime_configure(tsl_runtime *rt, const char *path, const char *const *sets, int n_sets) {
+  tsl_status st = tsl_config_load(path, sets, n_sets, &rt->config);
+  if (st < 0) return st;
+  st = tsl_settings_read(rt->config, &rt->settings);
+  if (st < 0) return st;
+  tsl_log_set_level(rt->settings.log.level);
+  return TESSEL_OK;
+}
+
+/* Directory of the running libtessel (where an installed CUDA backend sits). */
+static char *library_dir(void) {
+  Dl_info info;
+  if (!dladdr((void *)library_dir, &info) || !info.dli_fname) return NULL;
+  return tsl_dirname(info.dli_fname);
+}
+
+/* Find and load libtessel-cuda.so: beside libtessel, then in the build tree. */
+static tsl_status load_cuda_backend(tsl_runtime *rt) {
+  char *dir = library_dir();
+  char *candidates[2] = {dir ? tsl_asprintf("%s/libtessel-cuda.so", dir) : NULL,
+                         tsl_strdup(TESSEL_BUILD_CUDA_DIR "/libtessel-cuda.so")};
+  char tried[2048] = "";
+  tsl_status st = TESSEL_E_CONFIG;
+  for (int i = 0; i < 2 && st < 0; i++) {
+    if (!candidates[i]) continue;
+    strncat(tried, "\n  ", sizeof tried - strlen(tried) - 1);
+    strncat(tried, candidates[i], sizeof tried - strlen(tried) - 1);
+    if (!tsl_path_exists(candidates[i])) continue;
+    void *h = dlopen(candidates[i], RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+      st = tsl_error(TESSEL_E_DEVICE, "device.kind is cuda, but %s cannot be loaded: %s (is the NVIDIA driver installed?)",
+                     candidates[i], dlerror());
+      break;
+    }
+    tsl_backend_entry_fn entry = (tsl_backend_entry_fn)dlsym(h, TSL_BACKEND_ENTRY_NAME);
+    const tsl_backend *be = entry ? entry(TSL_BACKEND_VERSION) : NULL;
+    if (!be || be->version != TSL_BACKEND_VERSION) {
+      st = tsl_error(TESSEL_E_VERSION, "%s is not a backend for this tessel (backend interface %d expected)",
+                     candidates[i], TSL_BACKEND_VERSION);
+      break;
+    }
+    memcpy(&rt->be, be, TSL_MIN((size_t)be->size, sizeof rt->be));
+    st = TESSEL_OK;
+  }
+  if (st == TESSEL_E_CONFIG) {
+    tsl_cfg *device = NULL;
+    tsl_cfg_section(tsl_config_root(rt->config), "device", 0, &device);
+    st = tsl_cfg_error(device, "kind",
+                       "cuda needs the CUDA backend libtessel-cuda.so, which this build does not have. Looked for:%s\n"
+                       "Build tessel where nvcc is available (TESSEL_CUDA=AUTO or ON), or use `kind: cpu`.",
+                       tried);
+  }
+  free(dir);
+  free(candidates[0]);
+  free(candidates[1]);
+  return st;
+}
+
+tsl_status tsl_runtime_devices(tsl_runtime *rt) {
+  tsl_status st;
+  const tsl_settings *s = &rt->settings;
+  if (s->device.kind == TSL_DEVICE_CUDA) {
+    TSL_TRY(st, load_cuda_backend(rt));
+  } else {
+    rt->be = *tsl_cpu_backend();
+  }
+  /* ranks sharing a machine share its cores, instead of each taking all */
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  rt->threads = s->device.threads ? s->device.threads : (int)TSL_MAX(1, cores / TSL_MAX(1, rt->world.local_size));
+  tsl_backend_opts opts = {.size = sizeof opts, .threads = rt->threads, .device_index = rt->world.local_rank,
+                           .log = tsl_log};
+  tsl_error_clear();
+  st = rt->be.init(&rt->be, &opts);
+  if (st < 0) return tsl_error_wrap(st, "starting the %s backend on rank %d", rt->be.name, rt->world.rank);
+  rt->be_ready = 1;
+  TSL_TRY(st, tsl_ledger_init(&rt->ledger, &rt->be, s->device.memory_limit, NULL));
+  if ((st = rt->be.stream_create(&rt->be, &rt->compute)) < 0 || (st = rt->be.stream_create(&rt->be, &rt->comm_stream)) < 0)
+    return tsl_error_wrap(st, "creating streams");
+  return TESSEL_OK;
+fail:
+  return st;
+}
+
+tsl_status tsl_runtime_comm(tsl_runtime *rt) { return tsl_comm_create(&rt->world, &rt->mesh, &rt->comm); }
+
+void tsl_runtime_destroy(tsl_runtime *rt) {
+  tsl_model_destroy(rt->model);
+  tsl_strategy_stop(rt);
+  tsl_comm_destroy(rt->comm);
+  rt->comm = NULL;
+  if (rt->be_ready) {
+    if (rt->scratch) tsl_mem_free(&rt->ledger, TESSEL_TIER_DEVICE, rt->scratch);
+    rt->be.stream_destroy(&rt->be, rt->compute);
+    rt->be.stream_destroy(&rt->be, rt->comm_stream);
+    tsl_ledger_destroy(&rt->ledger);
+    rt->be.shutdown(&rt->be);
+    rt->be_ready = 0;
+  }
+  tsl_config_free(rt->config);
+  rt->config = NULL;
+}

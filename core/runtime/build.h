@@ -1,0 +1,19 @@
+/*
+** core/runtime/build.h — building a runtime in stages (see runtime.h).
+*/
+#ifndef TSL_BUILD_H
+#define TSL_BUILD_H
+
+#include "runtime/runtime.h"
+
+/* Load the configuration (with --set overrides) and read the core's
+** settings from it; sets the log level. */
+tsl_status tsl_runtime_configure(tsl_runtime *rt, const char *path, const char *const *sets, int n_sets);
+/* Select and start the device backend, the memory ledger and the streams. */
+tsl_status tsl_runtime_devices(tsl_runtime *rt);
+/* Build the communicators of the strategy's mesh (collective). */
+tsl_status tsl_runtime_comm(tsl_runtime *rt);
+/* Release everything the runtime holds, in reverse order. */
+void tsl_runtime_destroy(tsl_runtime *rt);
+
+#endif

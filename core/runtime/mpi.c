@@ -1,0 +1,138 @@
+/* core/runtime/mpi.c */
+#include "mpi.h"
+
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+
+static tsl_status mpi_check(int rc, const char *what) {
+  if (rc == MPI_SUCCESS) return TESSEL_OK;
+  char msg[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  MPI_Error_string(rc, msg, &len);
+  return tsl_error(TESSEL_E_COMM, "%s failed: %s", what, msg);
+}
+
+tsl_status tsl_world_init(int *argc, char ***argv, tsl_world *w) {
+  int provided, inited = 0;
+  memset(w, 0, sizeof *w);
+  MPI_Initialized(&inited);
+  if (!inited) {
+    tsl_status st = mpi_check(MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided), "MPI_Init");
+    if (st < 0) return st;
+    w->active = 1;
+  }
+  /* errors come back as codes, so a failing collective is reported, not fatal */
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  MPI_Comm_rank(MPI_COMM_WORLD, &w->rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &w->size);
+  MPI_Comm local;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, w->rank, MPI_INFO_NULL, &local);
+  MPI_Comm_rank(local, &w->local_rank);
+  MPI_Comm_size(local, &w->local_size);
+  MPI_Comm_free(&local);
+  tsl_log_set_rank(w->rank, w->size);
+  return TESSEL_OK;
+}
+
+void tsl_world_finalize(tsl_world *w) {
+  if (w->active) MPI_Finalize();
+  w->active = 0;
+}
+
+void tsl_world_single(tsl_world *w, int size) {
+  memset(w, 0, sizeof *w);
+  w->size = size;
+  w->local_size = 1;
+}
+
+void tsl_world_print_error(const tsl_world *w, tsl_status st) { tsl_print_error(w->rank, w->size, st); }
+
+/* Every rank's status, gathered; NULL (after aborting) is impossible. */
+static int *gather_status(const tsl_world *w, tsl_status mine) {
+  int *all = calloc((size_t)w->size, sizeof(int));
+  if (!all || MPI_Allgather(&mine, 1, MPI_INT, all, 1, MPI_INT, MPI_COMM_WORLD) != MPI_SUCCESS) {
+    /* cannot agree: fail loudly rather than risk a hang */
+    free(all);
+    tsl_world_abort(w, mine < 0 ? mine : TESSEL_E_COMM);
+  }
+  return all;
+}
+
+tsl_status tsl_world_first_failure(const tsl_world *w, tsl_status mine) {
+  if (!w->active || w->size == 1) return mine;
+  int *all = gather_status(w, mine);
+  tsl_status first = mine;
+  for (int r = 0; r < w->size && first >= 0; r++) {
+    if (all[r] < 0) {
+      first = tsl_error(all[r], "rank %d failed (%s); see its message", r, tsl_status_name(all[r]));
+    }
+  }
+  free(all);
+  return first;
+}
+
+tsl_status tsl_world_agree(const tsl_world *w, tsl_status mine) {
+  if (!w->active || w->size == 1) {
+    if (mine < 0) tsl_world_print_error(w, mine);
+    return mine;
+  }
+  int *all = gather_status(w, mine);
+  tsl_status first = TESSEL_OK;
+  for (int r = 0; r < w->size && first == TESSEL_OK; r++) first = all[r] < 0 ? all[r] : TESSEL_OK;
+  /* rank 0 speaks for every rank that failed the same way */
+  if (mine < 0 && (w->rank == 0 || all[0] >= 0 || all[0] != mine)) tsl_world_print_error(w, mine);
+  free(all);
+  return first;
+}
+
+void tsl_world_abort(const tsl_world *w, tsl_status st) {
+  tsl_world_print_error(w, st);
+  int code = tsl_status_exit_code(st);
+  if (w->active && w->size > 1) MPI_Abort(MPI_COMM_WORLD, code);
+  exit(code);
+}
+
+tsl_status tsl_world_allgather_u64(const tsl_world *w, uint64_t mine, uint64_t *out) {
+  if (!w->active) {
+    out[0] = mine;
+    return TESSEL_OK;
+  }
+  return mpi_check(MPI_Allgather(&mine, 1, MPI_UINT64_T, out, 1, MPI_UINT64_T, MPI_COMM_WORLD),
+                   "MPI_Allgather");
+}
+
+tsl_status tsl_world_allgather_str(const tsl_world *w, const char *mine, char *out, int cap) {
+  char *buf = calloc(1, (size_t)cap);
+  if (!buf) return tsl_error(TESSEL_E_NOMEM, "out of host memory");
+  snprintf(buf, (size_t)cap, "%s", mine);
+  tsl_status st = TESSEL_OK;
+  if (!w->active)
+    memcpy(out, buf, (size_t)cap);
+  else
+    st = mpi_check(MPI_Allgather(buf, cap, MPI_CHAR, out, cap, MPI_CHAR, MPI_COMM_WORLD), "MPI_Allgather");
+  free(buf);
+  return st;
+}
+
+static tsl_status world_reduce(const tsl_world *w, double *values, int n, MPI_Op op) {
+  if (!w->active || w->size == 1) return TESSEL_OK;
+  return mpi_check(MPI_Allreduce(MPI_IN_PLACE, values, n, MPI_DOUBLE, op, MPI_COMM_WORLD), "MPI_Allreduce");
+}
+
+tsl_status tsl_world_sum(const tsl_world *w, double *values, int n) { return world_reduce(w, values, n, MPI_SUM); }
+
+tsl_status tsl_world_max(const tsl_world *w, double *values, int n) { return world_reduce(w, values, n, MPI_MAX); }
+
+tsl_status tsl_world_barrier(const tsl_world *w) {
+  if (!w->active || w->size == 1) return TESSEL_OK;
+  return mpi_check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
+}
+
+tsl_status tsl_world_bcast(const tsl_world *w, void *buf, int bytes) {
+  if (!w->active || w->size == 1) return TESSEL_OK;
+  return mpi_check(MPI_Bcast(buf, bytes, MPI_BYTE, 0, MPI_COMM_WORLD), "MPI_Bcast");
+}

@@ -1,0 +1,54 @@
+/*
+** core/runtime/mpi.h — processes. tessel always runs under MPI: without a
+** launcher it is a singleton world of one rank; under mpirun or srun each
+** process is a rank. Failure policy: an error that every rank reaches at
+** the same point (a bad config) is printed once; an error on some ranks is
+** printed by each failing rank with its rank number; an error in the middle
+** of a step aborts the whole job (MPI_Abort), so no rank is left waiting.
+*/
+#ifndef TSL_MPI_H
+#define TSL_MPI_H
+
+#include <stdint.h>
+#include "common/status.h"
+
+typedef struct tsl_world {
+  int rank, size;
+  int local_rank, local_size; /* among ranks on this machine: picks the GPU */
+  int active;                 /* MPI was initialised by us */
+} tsl_world;
+
+tsl_status tsl_world_init(int *argc, char ***argv, tsl_world *w);
+void tsl_world_finalize(tsl_world *w);
+/* A world of one rank without MPI, for commands that never communicate. */
+void tsl_world_single(tsl_world *w, int size);
+
+/* Collective: every rank passes its status; returns the first failing
+** status of any rank (or 0). Ranks that failed print their error as the
+** policy above says; ranks that did not fail print nothing. */
+tsl_status tsl_world_agree(const tsl_world *w, tsl_status mine);
+
+/* Collective, printing nothing: the first failing status of any rank (or
+** 0). A rank that did not fail itself gets an error message naming the
+** rank that did. */
+tsl_status tsl_world_first_failure(const tsl_world *w, tsl_status mine);
+
+/* Print this rank's error and terminate every rank with `code`. */
+void tsl_world_abort(const tsl_world *w, tsl_status st) __attribute__((noreturn));
+
+/* Gather one uint64 from every rank into out[size] (collective). */
+tsl_status tsl_world_allgather_u64(const tsl_world *w, uint64_t mine, uint64_t *out);
+/* Gather a string of at most cap bytes from every rank into out[size*cap]. */
+tsl_status tsl_world_allgather_str(const tsl_world *w, const char *mine, char *out, int cap);
+/* Sum / max of doubles across the world (collective). */
+tsl_status tsl_world_sum(const tsl_world *w, double *values, int n);
+tsl_status tsl_world_max(const tsl_world *w, double *values, int n);
+tsl_status tsl_world_barrier(const tsl_world *w);
+/* Broadcast bytes from rank 0. */
+tsl_status tsl_world_bcast(const tsl_world *w, void *buf, int bytes);
+
+/* Print the current error as this rank's failure (with "[rank r]" when the
+** world has more than one rank). */
+void tsl_world_print_error(const tsl_world *w, tsl_status st);
+
+#endif

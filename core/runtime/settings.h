@@ -1,0 +1,79 @@
+/*
+** core/runtime/settings.h — the core's view of a configuration.
+**
+** tsl_settings_read walks the config's sections with the typed getters, so
+** this file is the core's schema: every key the core understands, its type,
+** default and range. docs/config.md documents the same keys. The plugin
+** section is left to the plugin; the loader checks it after `create`.
+*/
+#ifndef TSL_SETTINGS_H
+#define TSL_SETTINGS_H
+
+#include <stdint.h>
+#include "config/config.h"
+
+typedef enum { TSL_DEVICE_CPU = 0, TSL_DEVICE_CUDA = 1 } tsl_device_kind;
+typedef enum { TSL_DECAY_COSINE = 0, TSL_DECAY_LINEAR = 1, TSL_DECAY_CONSTANT = 2 } tsl_decay;
+typedef enum { TSL_RESUME_AUTO = 0, TSL_RESUME_NEVER = 1 } tsl_resume;
+typedef enum { TSL_PROGRESS_AUTO = 0, TSL_PROGRESS_ALWAYS = 1, TSL_PROGRESS_NEVER = 2 } tsl_progress;
+
+typedef struct tsl_settings {
+  struct {
+    int layers, heads, channels, seq_len, vocab_size;
+  } model;
+  struct {
+    const char *train, *val;  /* shard globs */
+    const char **text;        /* text files to prepare into `dir` */
+    int n_text;
+    const char *dir;
+    double val_fraction;
+  } data;
+  struct {
+    int64_t steps;
+    int batch_size;        /* sequences per optimizer step, all ranks together */
+    int micro_batch_size;  /* sequences per micro-batch on one data rank (0: derived) */
+    uint64_t seed;
+    int64_t eval_every, eval_batches;
+    int sample_tokens;
+    const char *sample_prompt;
+    double sample_temperature;
+    int sample_top_k;
+  } train;
+  struct {
+    double lr, min_lr, beta1, beta2, eps, weight_decay, grad_clip;
+    int64_t warmup_steps;
+    tsl_decay decay;
+  } optim;
+  struct {
+    tsl_device_kind kind;
+    int threads;
+    uint64_t memory_limit; /* 0: the device's own capacity */
+    double peak_tflops;    /* 0: use the measured value from `tessel bench peak` */
+  } device;
+  struct {
+    const char *name; /* NULL: no plugin */
+    const char *path;
+    tsl_cfg *section;
+  } plugin;
+  struct {
+    const char *dir;
+    int64_t every;
+    int keep;
+    tsl_resume resume;
+  } ckpt;
+  struct {
+    const char *dir;
+    const char *metrics;
+    int64_t every;
+    tsl_progress progress;
+    int level;
+  } log;
+  char name[256]; /* run name: the config's file name without extension */
+} tsl_settings;
+
+/* Read and validate every core section. Paths in the config are used as
+** written (relative to the working directory). Strings in `s` live as long
+** as `cfg`. */
+tsl_status tsl_settings_read(tsl_config *cfg, tsl_settings *s);
+
+#endif

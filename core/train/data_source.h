@@ -1,0 +1,35 @@
+/*
+** core/train/data_source.h — the run's training and validation data.
+**
+** When the config lists `data.text`, rank 0 prepares byte-level shards into
+** data.dir first — only if the sources changed since the last preparation
+** (a stamp in data.dir records their names, sizes and times) — and the
+** other ranks wait. Batch functions hand each data-parallel rank its slice
+** of the global batch: sequence j of micro-batch k on data rank r is
+** sequence k·(D·b) + r·b + j of the step's global batch (D data ranks, b
+** sequences per micro-batch), so the set of sequences in a step never
+** depends on the strategy or the world size.
+*/
+#ifndef TSL_DATA_SOURCE_H
+#define TSL_DATA_SOURCE_H
+
+#include "data/dataset.h"
+#include "runtime/runtime.h"
+
+typedef struct tsl_data_source {
+  tsl_dataset *train, *val;
+  uint64_t seed;
+  int data_rank, data_ranks, micro_batch, batch_size;
+  int64_t step;       /* the step the training batch function serves */
+  int64_t eval_batch; /* the evaluation batch the eval function serves */
+} tsl_data_source;
+
+/* Prepare (if configured) and open the datasets. Collective. */
+tsl_status tsl_data_open(tsl_runtime *rt, tsl_data_source *d);
+void tsl_data_close(tsl_data_source *d);
+
+/* tsl_batch_fn implementations over a tsl_data_source. */
+tsl_status tsl_data_train_batch(void *ctx, int micro, int32_t *inputs, int32_t *targets);
+tsl_status tsl_data_eval_batch(void *ctx, int micro, int32_t *inputs, int32_t *targets);
+
+#endif

@@ -1,0 +1,123 @@
+/* core/train/sample.c */
+#include "train/sample.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ckpt/gather.h"
+#include "common/util.h"
+#include "model/gpt.h"
+
+typedef struct context {
+  int32_t *tokens;
+  int len, cap, seq_len;
+} context;
+
+/* Batch source: the last seq_len tokens of the context, zero-padded; the
+** padding sits after the last real token, which causal attention ignores. */
+static tsl_status context_batch(void *ctx, int micro, int32_t *inputs, int32_t *targets) {
+  const context *c = ctx;
+  (void)micro;
+  int n = TSL_MIN(c->len, c->seq_len), first = c->len - n;
+  for (int t = 0; t < c->seq_len; t++) {
+    inputs[t] = t < n ? c->tokens[first + t] : 0;
+    targets[t] = 0;
+  }
+  return TESSEL_OK;
+}
+
+/* Draw a token from logits with temperature and top-k, from uniform u. */
+static int draw(const float *logits, int V, double temperature, int top_k, double u) {
+  int best = 0;
+  for (int v = 1; v < V; v++)
+    if (logits[v] > logits[best]) best = v;
+  if (temperature <= 0) return best;
+  /* the k-th largest logit is the cut-off (all of them when top_k is 0) */
+  float cut = -INFINITY;
+  if (top_k > 0 && top_k < V) {
+    float *sorted = malloc(sizeof(float) * (size_t)V);
+    if (!sorted) return best;
+    memcpy(sorted, logits, sizeof(float) * (size_t)V);
+    for (int i = 0; i < top_k; i++) { /* partial selection: top_k is small */
+      int mx = i;
+      for (int j = i + 1; j < V; j++)
+        if (sorted[j] > sorted[mx]) mx = j;
+      float t = sorted[i];
+      sorted[i] = sorted[mx];
+      sorted[mx] = t;
+    }
+    cut = sorted[top_k - 1];
+    free(sorted);
+  }
+  double total = 0;
+  for (int v = 0; v < V; v++)
+    if (logits[v] >= cut) total += exp(((double)logits[v] - logits[best]) / temperature);
+  double target = u * total, acc = 0;
+  for (int v = 0; v < V; v++) {
+    if (logits[v] < cut) continue;
+    acc += exp(((double)logits[v] - logits[best]) / temperature);
+    if (acc >= target) return v;
+  }
+  return best;
+}
+
+tsl_status tsl_sample(const tsl_settings *s, tsl_tensor_fn src, void *src_ctx, const tsl_sample_opts *o, FILE *out) {
+  tsl_status st;
+  tsl_runtime rt;
+  tsl_model *m = NULL;
+  float *whole = NULL, *row = NULL;
+  context ctx = {.seq_len = s->model.seq_len};
+  int V = s->model.vocab_size;
+  memset(&rt, 0, sizeof rt);
+  rt.settings = *s;
+  tsl_world_single(&rt.world, 1);
+  rt.be = *tsl_cpu_backend();
+  tsl_backend_opts bo = {.size = sizeof bo, .threads = o->threads};
+  TSL_TRY(st, rt.be.init(&rt.be, &bo));
+  rt.be_ready = 1;
+  TSL_TRY(st, tsl_ledger_init(&rt.ledger, &rt.be, 0, NULL));
+  tessel_model_dims dims = {.size = sizeof dims, .layers = s->model.layers, .heads = s->model.heads,
+                            .channels = s->model.channels, .seq_len = s->model.seq_len, .vocab_size = V,
+                            .micro_batch = 1, .micro_steps = 1, .data_ranks = 1};
+  TSL_TRY(st, tsl_model_create(&rt, &dims, s->train.seed, &m));
+  uint64_t most = 0;
+  for (int i = 0; i < m->params.n; i++) most = TSL_MAX(most, m->params.p[i].local_numel);
+  whole = malloc(most * sizeof(float));
+  row = malloc((size_t)V * sizeof(float));
+  ctx.cap = (int)strlen(o->prompt) + o->tokens + 1;
+  ctx.tokens = malloc(sizeof(int32_t) * (size_t)ctx.cap);
+  if (!whole || !row || !ctx.tokens) {
+    st = tsl_error(TESSEL_E_NOMEM, "out of host memory for sampling");
+    goto fail;
+  }
+  for (int i = 0; i < m->params.n; i++) {
+    TSL_TRY(st, src(src_ctx, &m->params.p[i], whole));
+    TSL_TRY(st, tsl_scatter_state(m, i, TESSEL_STATE_PARAM, whole));
+  }
+  for (const unsigned char *p = (const unsigned char *)o->prompt; *p; p++) ctx.tokens[ctx.len++] = *p % V;
+  if (ctx.len == 0) ctx.tokens[ctx.len++] = '\n' % V;
+  m->batch = context_batch;
+  m->batch_ctx = &ctx;
+  for (int k = 0; k < o->tokens; k++) {
+    TSL_TRY(st, tsl_model_eval_step(m, 1));
+    int last = TSL_MIN(ctx.len, ctx.seq_len) - 1;
+    TSL_TRY(st, tsl_mem_copy(&rt.ledger, TESSEL_TIER_HOST, row, 0, TESSEL_TIER_DEVICE, m->logits,
+                             (uint64_t)last * (uint64_t)V * sizeof(float), (uint64_t)V * sizeof(float), NULL));
+    double u = (double)(tsl_mix64(o->seed ^ tsl_mix64((uint64_t)k)) >> 11) / 9007199254740992.0;
+    int tok = draw(row, V, o->temperature, o->top_k, u);
+    ctx.tokens[ctx.len++] = tok;
+    fputc(tok & 0xff, out);
+  }
+  fflush(out);
+fail:
+  free(whole);
+  free(row);
+  free(ctx.tokens);
+  tsl_model_destroy(m);
+  if (rt.be_ready) {
+    tsl_ledger_destroy(&rt.ledger);
+    rt.be.shutdown(&rt.be);
+  }
+  return st;
+}

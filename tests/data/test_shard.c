@@ -1,0 +1,166 @@
+/* tests/data/test_shard.c — token shard writing, mapping and validation. */
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "data/shard.h"
+#include "scratch.h"
+
+/* A shard with an arbitrary header, for the error paths. */
+static void write_raw_shard(const char *path, int32_t magic, int32_t version, int32_t count,
+                            const uint16_t *tokens, size_t ntok) {
+  unsigned char buf[TSL_SHARD_HEADER_BYTES + 2 * 64] = {0};
+  int32_t fields[3] = {magic, version, count};
+  REQUIRE(ntok <= 64);
+  memcpy(buf, fields, sizeof fields); /* the test host is little-endian, like the format */
+  memcpy(buf + TSL_SHARD_HEADER_BYTES, tokens, 2 * ntok);
+  scratch_write(path, buf, TSL_SHARD_HEADER_BYTES + 2 * ntok);
+}
+
+static void test_round_trip(void) {
+  char path[1024];
+  uint16_t tokens[1000];
+  tsl_shard s;
+  for (int i = 0; i < 1000; i++) tokens[i] = (uint16_t)(i * 7919u);
+  tokens[999] = 65535;
+  scratch_path(path, "round.bin");
+  REQUIRE(tsl_shard_write(path, tokens, 1000) == TESSEL_OK);
+  CHECK_EQ_INT(scratch_temp_files(path), 0);
+  REQUIRE(tsl_shard_open(path, 0, &s) == TESSEL_OK);
+  CHECK_EQ_INT(s.count, 1000);
+  CHECK_EQ_INT(s.map_bytes, TSL_SHARD_HEADER_BYTES + 2000);
+  CHECK(memcmp(s.tokens, tokens, sizeof tokens) == 0);
+  CHECK(strcmp(s.path, path) == 0);
+  tsl_shard_close(&s);
+  /* the largest vocabulary a uint16 token can need accepts every token */
+  REQUIRE(tsl_shard_open(path, 65536, &s) == TESSEL_OK);
+  tsl_shard_close(&s);
+}
+
+static void test_empty_shard(void) {
+  char path[1024];
+  tsl_shard s;
+  scratch_path(path, "empty.bin");
+  REQUIRE(tsl_shard_write(path, NULL, 0) == TESSEL_OK);
+  REQUIRE(tsl_shard_open(path, 256, &s) == TESSEL_OK);
+  CHECK_EQ_INT(s.count, 0);
+  tsl_shard_close(&s);
+}
+
+static void test_overwrite_is_atomic_replace(void) {
+  char path[1024];
+  uint16_t a[3] = {1, 2, 3}, b[2] = {9, 8};
+  tsl_shard s;
+  scratch_path(path, "replace.bin");
+  REQUIRE(tsl_shard_write(path, a, 3) == TESSEL_OK);
+  REQUIRE(tsl_shard_write(path, b, 2) == TESSEL_OK);
+  REQUIRE(tsl_shard_open(path, 0, &s) == TESSEL_OK);
+  CHECK_EQ_INT(s.count, 2);
+  CHECK_EQ_INT(s.tokens[0], 9);
+  tsl_shard_close(&s);
+}
+
+static void test_too_many_tokens(void) {
+  char path[1024];
+  scratch_path(path, "huge.bin");
+  CHECK_EQ_INT(tsl_shard_write(path, NULL, TSL_SHARD_MAX_TOKENS + 1), TESSEL_E_CONFIG);
+  CHECK_STR_CONTAINS(tsl_error_message(), path);
+  CHECK(!tsl_path_exists(path));
+}
+
+static void test_bad_magic(void) {
+  char path[1024];
+  uint16_t t[2] = {1, 2};
+  tsl_shard s;
+  scratch_path(path, "magic.bin");
+  write_raw_shard(path, 12345, 1, 2, t, 2);
+  CHECK_EQ_INT(tsl_shard_open(path, 0, &s), TESSEL_E_IO);
+  CHECK_STR_CONTAINS(tsl_error_message(), path);
+  CHECK_STR_CONTAINS(tsl_error_message(), "not a tessel/llm.c token shard");
+  CHECK_STR_CONTAINS(tsl_error_message(), "expected 20240520, found 12345");
+  CHECK(s.map == NULL && s.path == NULL);
+}
+
+static void test_wrong_version(void) {
+  char path[1024];
+  uint16_t t[2] = {1, 2};
+  tsl_shard s;
+  scratch_path(path, "version.bin");
+  write_raw_shard(path, TSL_SHARD_MAGIC, 7, 2, t, 2);
+  CHECK_EQ_INT(tsl_shard_open(path, 0, &s), TESSEL_E_VERSION);
+  CHECK_STR_CONTAINS(tsl_error_message(), path);
+  CHECK_STR_CONTAINS(tsl_error_message(), "version 7, expected 1");
+}
+
+static void test_truncated(void) {
+  char path[1024], want[128];
+  uint16_t t[10] = {0};
+  tsl_shard s;
+  scratch_path(path, "short.bin");
+  /* header promises 10 tokens, the file holds 9 */
+  write_raw_shard(path, TSL_SHARD_MAGIC, 1, 10, t, 9);
+  CHECK_EQ_INT(tsl_shard_open(path, 0, &s), TESSEL_E_IO);
+  CHECK_STR_CONTAINS(tsl_error_message(), path);
+  snprintf(want, sizeof want, "truncated: %d bytes, header says 10 tokens = %d bytes",
+           TSL_SHARD_HEADER_BYTES + 18, TSL_SHARD_HEADER_BYTES + 20);
+  CHECK_STR_CONTAINS(tsl_error_message(), want);
+
+  /* shorter than the header itself */
+  scratch_write(path, "tiny", 4);
+  CHECK_EQ_INT(tsl_shard_open(path, 0, &s), TESSEL_E_IO);
+  CHECK_STR_CONTAINS(tsl_error_message(), path);
+  CHECK_STR_CONTAINS(tsl_error_message(), "truncated: 4 bytes");
+}
+
+static void test_trailing_bytes(void) {
+  char path[1024];
+  uint16_t t[4] = {0};
+  tsl_shard s;
+  scratch_path(path, "long.bin");
+  write_raw_shard(path, TSL_SHARD_MAGIC, 1, 3, t, 4);
+  CHECK_EQ_INT(tsl_shard_open(path, 0, &s), TESSEL_E_IO);
+  CHECK_STR_CONTAINS(tsl_error_message(), path);
+  CHECK_STR_CONTAINS(tsl_error_message(), "header says 3 tokens");
+}
+
+static void test_token_beyond_vocab(void) {
+  char path[1024];
+  uint16_t t[8] = {1, 2, 3, 4, 5, 300, 6, 400};
+  tsl_shard s;
+  scratch_path(path, "vocab.bin");
+  REQUIRE(tsl_shard_write(path, t, 8) == TESSEL_OK);
+  CHECK_EQ_INT(tsl_shard_open(path, 256, &s), TESSEL_E_CONFIG);
+  CHECK_STR_CONTAINS(tsl_error_message(), path);
+  CHECK_STR_CONTAINS(tsl_error_message(), "token 300 at offset 5");
+  CHECK_STR_CONTAINS(tsl_error_message(), "model.vocab_size = 256");
+  CHECK_STR_CONTAINS(tsl_error_message(), "larger vocabulary than model.vocab_size");
+  /* a vocabulary of exactly max token + 1 is enough */
+  REQUIRE(tsl_shard_open(path, 401, &s) == TESSEL_OK);
+  tsl_shard_close(&s);
+}
+
+static void test_missing_file(void) {
+  char path[1024];
+  tsl_shard s;
+  scratch_path(path, "does-not-exist.bin");
+  CHECK_EQ_INT(tsl_shard_open(path, 0, &s), TESSEL_E_IO);
+  CHECK_STR_CONTAINS(tsl_error_message(), path);
+  CHECK_STR_CONTAINS(tsl_error_message(), strerror(ENOENT));
+}
+
+int main(void) {
+  scratch_init("test_shard");
+  RUN(test_round_trip);
+  RUN(test_empty_shard);
+  RUN(test_overwrite_is_atomic_replace);
+  RUN(test_too_many_tokens);
+  RUN(test_bad_magic);
+  RUN(test_wrong_version);
+  RUN(test_truncated);
+  RUN(test_trailing_bytes);
+  RUN(test_token_beyond_vocab);
+  RUN(test_missing_file);
+  scratch_cleanup();
+  return HARNESS_EXIT();
+}
