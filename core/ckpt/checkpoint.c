@@ -195,12 +195,15 @@ static int list_steps(const char *dir, int64_t **out) {
   return n;
 }
 
-static tsl_status prune(const char *dir, int keep) {
+/* Remove all but the newest `keep` step directories, never the one just
+** written (a run restarted from an older checkpoint saves older steps). */
+static tsl_status prune(const char *dir, int keep, int64_t just_saved) {
   int64_t *steps;
   char path[4096];
   tsl_status st = TESSEL_OK;
   int n = list_steps(dir, &steps);
   for (int i = keep; keep > 0 && i < n && st >= 0; i++) {
+    if (steps[i] == just_saved) continue;
     snprintf(path, sizeof path, "%s/step_%08lld", dir, (long long)steps[i]);
     st = tsl_remove_tree(path);
   }
@@ -230,7 +233,7 @@ static tsl_status finish_dir(tsl_model *m, const char *tmp, const char *final, i
     return tsl_error(TESSEL_E_IO, "%s: cannot rename into place: %s", final, strerror(errno));
   }
   TSL_TRY(st, tsl_fsync_path(s->ckpt.dir));
-  TSL_TRY(st, prune(s->ckpt.dir, s->ckpt.keep));
+  TSL_TRY(st, prune(s->ckpt.dir, s->ckpt.keep, step));
   return TESSEL_OK;
 fail:
   return st;

@@ -65,6 +65,7 @@ static tsl_status read_train(tsl_cfg *root, tsl_settings *s) {
   TSL_TRY(st, tsl_cfg_section(root, "train", 1, &t));
   TSL_TRY(st, tsl_cfg_require(t, "steps"));
   TSL_TRY(st, tsl_cfg_int(t, "steps", 0, 1, I64_MAX, &steps));
+  TSL_TRY(st, tsl_cfg_int(t, "stop_after", 0, 0, I64_MAX, &s->train.stop_after));
   TSL_TRY(st, tsl_cfg_int(t, "batch_size", 8, 1, 1 << 24, &batch));
   TSL_TRY(st, tsl_cfg_int(t, "micro_batch_size", 0, 0, 1 << 24, &micro));
   TSL_TRY(st, tsl_cfg_int(t, "seed", 1337, 0, I64_MAX, &seed));

@@ -30,6 +30,7 @@ typedef struct tsl_settings {
   } data;
   struct {
     int64_t steps;
+    int64_t stop_after;    /* leave after this many steps of one invocation (0: never) */
     int batch_size;        /* sequences per optimizer step, all ranks together */
     int micro_batch_size;  /* sequences per micro-batch on one data rank (0: derived) */
     uint64_t seed;

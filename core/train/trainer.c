@@ -224,16 +224,23 @@ static tsl_status loop(trainer *t) {
   tsl_status st = TESSEL_OK;
   int saved_last = 0;
   double val = NAN;
-  for (int64_t step = t->start_step + 1; step <= s->train.steps; step++) {
+  int64_t last = s->train.steps;
+  if (s->train.stop_after && t->start_step + s->train.stop_after < last) last = t->start_step + s->train.stop_after;
+  for (int64_t step = t->start_step + 1; step <= last; step++) {
     tsl_step_report r = {.step = step, .steps = s->train.steps, .val_loss = NAN};
     TSL_TRY(st, one_step(t, step, &r));
-    int last = step == s->train.steps;
-    if (t->data.val && ((s->train.eval_every && step % s->train.eval_every == 0) || last))
+    int final = step == s->train.steps;
+    if (t->data.val && ((s->train.eval_every && step % s->train.eval_every == 0) || final))
       TSL_TRY(st, evaluate(t, &r.val_loss));
     TSL_TRY(st, tsl_report_step(&t->report, rt, &r));
-    saved_last = (s->ckpt.every && step % s->ckpt.every == 0) || last;
+    saved_last = (s->ckpt.every && step % s->ckpt.every == 0) || step == last;
     if (saved_last) TSL_TRY(st, save(t, step));
     val = r.val_loss;
+  }
+  if (last < s->train.steps) {
+    tsl_report_line(&t->report, "stopped after %lld steps as train.stop_after asks; run the same command to go on",
+                    (long long)s->train.stop_after);
+    return TESSEL_OK;
   }
   if (!saved_last && t->start_step < s->train.steps) TSL_TRY(st, save(t, s->train.steps));
   if (!isnan(val)) tsl_report_line(&t->report, "validation loss %.4f", val);

@@ -630,6 +630,10 @@ typedef struct tessel_strategy {
 ** NULL when this plugin cannot serve that major version. */
 typedef const tessel_strategy *(*tessel_strategy_entry_fn)(uint32_t core_abi);
 
+/* What a plugin defines (and nothing else exported):
+**   TESSEL_EXPORT const tessel_strategy *TESSEL_STRATEGY_ENTRY(uint32_t core_abi) { ... } */
+TESSEL_EXPORT const tessel_strategy *TESSEL_STRATEGY_ENTRY(uint32_t core_abi);
+
 #ifdef __cplusplus
 }
 #endif

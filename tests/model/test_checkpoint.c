@@ -1,0 +1,253 @@
+/*
+** tests/model/test_checkpoint.c — checkpoints and export.
+**
+** A saved and restored model is bit-identical (parameters and both AdamW
+** moments); a truncated, altered or incomplete checkpoint is refused with
+** the file and the problem named; a model of other dimensions is refused;
+** the export has GPT-2's names, shapes and dtype.
+*/
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ckpt/checkpoint.h"
+#include "ckpt/export.h"
+#include "common/util.h"
+#include "fixture.h"
+#include "harness.h"
+#include "optim/optim.h"
+
+enum { L = 2, H = 2, C = 16, T = 8, V = 32 };
+
+static char dir[1024];
+
+static tsl_status counting_batch(void *ctx, int micro, int32_t *inputs, int32_t *targets) {
+  (void)ctx;
+  for (int i = 0; i < 2 * T; i++) {
+    inputs[i] = (i * 5 + micro) % V;
+    targets[i] = (i * 3 + 1) % V;
+  }
+  return TESSEL_OK;
+}
+
+/* A runtime whose config sends checkpoints to `dir`, with a model trained
+** for `steps` AdamW steps. */
+static tsl_model *trained(tsl_runtime *rt, int steps, int channels) {
+  static int runs = 0;
+  char cfg_path[1200];
+  runs++;
+  snprintf(cfg_path, sizeof cfg_path, "%s/run-%d.yaml", dir, runs);
+  FILE *f = fopen(cfg_path, "w");
+  if (!f) return NULL;
+  fprintf(f,
+          "model: {layers: %d, heads: %d, channels: %d, seq_len: %d, vocab_size: %d}\n"
+          "data: {train: none/*.bin}\ntrain: {steps: 10}\ncheckpoint: {dir: %s/ckpt-%d, keep: 2}\n",
+          L, H, channels, T, V, dir, runs);
+  fclose(f);
+  if (fixture_runtime(rt, L, H, channels, T, V) != 0) return NULL;
+  if (tsl_config_load(cfg_path, NULL, 0, &rt->config) < 0 || tsl_settings_read(rt->config, &rt->settings) < 0)
+    return NULL;
+  tessel_model_dims d = fixture_dims(rt, 2, 1);
+  tsl_model *m;
+  if (tsl_model_create(rt, &d, 7, &m) < 0) return NULL;
+  m->batch = counting_batch;
+  for (int s = 1; s <= steps; s++) {
+    double norm;
+    if (tsl_model_train_step(m) < 0 || tsl_grad_norm(m, &norm) < 0 ||
+        tsl_optimizer_step(m, s, 1e-2, tsl_clip_scale(norm, 1.0)) < 0)
+      return NULL;
+  }
+  return m;
+}
+
+static void release(tsl_runtime *rt) {
+  fixture_release(rt);
+  tsl_config_free(rt->config);
+}
+
+static tsl_status save(tsl_model *m, int64_t step, char **path) {
+  tsl_layouts t;
+  tsl_status st = tsl_layouts_share(m, &t);
+  if (st >= 0) st = tsl_ckpt_save(m, &t, step, path);
+  tsl_layouts_free(&t);
+  return st;
+}
+
+static void test_round_trip_is_bit_exact(void) {
+  tsl_runtime a, b;
+  char *path = NULL;
+  tsl_model *ma = trained(&a, 3, C);
+  REQUIRE(ma);
+  REQUIRE(save(ma, 3, &path) == TESSEL_OK);
+  tsl_model *mb = trained(&b, 0, C);
+  REQUIRE(mb);
+  tsl_ckpt ck;
+  REQUIRE(tsl_ckpt_open(path, &ck) == TESSEL_OK);
+  CHECK_EQ_INT(ck.step, 3);
+  REQUIRE(tsl_ckpt_restore(mb, &ck) == TESSEL_OK);
+  size_t bytes = sizeof(float) * ma->params.core_numel;
+  CHECK(memcmp(ma->params.master, mb->params.master, bytes) == 0);
+  CHECK(memcmp(ma->params.m, mb->params.m, bytes) == 0);
+  CHECK(memcmp(ma->params.v, mb->params.v, bytes) == 0);
+  /* and the two models go on identically: same gradient bits next step */
+  REQUIRE(tsl_model_train_step(ma) == TESSEL_OK && tsl_model_train_step(mb) == TESSEL_OK);
+  CHECK(memcmp(ma->params.grad, mb->params.grad, bytes) == 0);
+  tsl_ckpt_close(&ck);
+  free(path);
+  release(&a);
+  release(&b);
+}
+
+static void test_keeps_only_the_newest(void) {
+  tsl_runtime a;
+  char *path = NULL, p[1200];
+  tsl_model *m = trained(&a, 1, C);
+  REQUIRE(m);
+  for (int s = 1; s <= 3; s++) {
+    REQUIRE(save(m, s, &path) == TESSEL_OK);
+    free(path);
+  }
+  int64_t latest = 0;
+  REQUIRE(tsl_ckpt_latest(a.settings.ckpt.dir, &path, &latest) == TESSEL_OK);
+  CHECK_EQ_INT(latest, 3);
+  free(path);
+  snprintf(p, sizeof p, "%s/step_00000001", a.settings.ckpt.dir);
+  CHECK(!tsl_path_exists(p)); /* keep: 2 */
+  snprintf(p, sizeof p, "%s/step_00000002", a.settings.ckpt.dir);
+  CHECK(tsl_path_exists(p));
+  release(&a);
+}
+
+/* Copy a checkpoint directory so each corruption starts from a good one. */
+static void copy_ckpt(const char *from, const char *to) {
+  char cmd[4096];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s' && cp -r '%s' '%s'", to, from, to);
+  REQUIRE(system(cmd) == 0);
+}
+
+static void test_damaged_checkpoints_are_refused(void) {
+  tsl_runtime a;
+  char *good = NULL, bad[1200], file[1300];
+  tsl_model *m = trained(&a, 1, C);
+  REQUIRE(m && save(m, 1, &good) == TESSEL_OK);
+  tsl_ckpt ck;
+  snprintf(bad, sizeof bad, "%s/bad", dir);
+
+  copy_ckpt(good, bad); /* truncated: the last 100 bytes lost */
+  snprintf(file, sizeof file, "%s/model.safetensors", bad);
+  FILE *f = fopen(file, "r+");
+  REQUIRE(f && fseek(f, 0, SEEK_END) == 0);
+  long size = ftell(f);
+  fclose(f);
+  REQUIRE(truncate(file, size - 100) == 0);
+  CHECK_EQ_INT(tsl_ckpt_open(bad, &ck), TESSEL_E_IO);
+  CHECK_STR_CONTAINS(tsl_error_message(), "truncated");
+  CHECK_STR_CONTAINS(tsl_error_message(), "model.safetensors");
+
+  copy_ckpt(good, bad); /* one byte flipped inside the optimizer state */
+  snprintf(file, sizeof file, "%s/optimizer.safetensors", bad);
+  f = fopen(file, "r+");
+  REQUIRE(f && fseek(f, -7, SEEK_END) == 0);
+  int c = fgetc(f);
+  fseek(f, -7, SEEK_END);
+  fputc(c ^ 0x40, f);
+  fclose(f);
+  CHECK_EQ_INT(tsl_ckpt_open(bad, &ck), TESSEL_E_IO);
+  CHECK_STR_CONTAINS(tsl_error_message(), "corrupt");
+  CHECK_STR_CONTAINS(tsl_error_message(), "optimizer.safetensors");
+
+  copy_ckpt(good, bad); /* no description */
+  snprintf(file, sizeof file, "%s/trainer.json", bad);
+  REQUIRE(unlink(file) == 0);
+  CHECK_EQ_INT(tsl_ckpt_open(bad, &ck), TESSEL_E_IO);
+  CHECK_STR_CONTAINS(tsl_error_message(), "trainer.json");
+
+  snprintf(file, sizeof file, "%s/nowhere", dir);
+  CHECK_EQ_INT(tsl_ckpt_open(file, &ck), TESSEL_E_IO);
+  CHECK_STR_CONTAINS(tsl_error_message(), "no such checkpoint");
+  free(good);
+  release(&a);
+}
+
+static void test_other_dimensions_are_refused(void) {
+  tsl_runtime a, b;
+  char *path = NULL;
+  tsl_model *m = trained(&a, 1, C);
+  REQUIRE(m && save(m, 1, &path) == TESSEL_OK);
+  tsl_model *wide = trained(&b, 0, 2 * C);
+  REQUIRE(wide);
+  tsl_ckpt ck;
+  REQUIRE(tsl_ckpt_open(path, &ck) == TESSEL_OK);
+  CHECK_EQ_INT(tsl_ckpt_restore(wide, &ck), TESSEL_E_CONFIG);
+  CHECK_STR_CONTAINS(tsl_error_message(), "channels 16");
+  tsl_ckpt_close(&ck);
+  free(path);
+  release(&a);
+  release(&b);
+}
+
+static void test_export_has_gpt2_layout(void) {
+  tsl_runtime a;
+  char *path = NULL, out[1200], cfg[1200];
+  tsl_model *m = trained(&a, 1, C);
+  REQUIRE(m && save(m, 1, &path) == TESSEL_OK);
+  snprintf(out, sizeof out, "%s/hf/model.safetensors", dir);
+  REQUIRE(tsl_mkdir_p(strcat(strcpy(cfg, dir), "/hf")) == TESSEL_OK);
+  REQUIRE(tsl_export_hf(path, out) == TESSEL_OK);
+  tsl_st_file *f;
+  REQUIRE(tsl_st_open(out, &f) == TESSEL_OK);
+  CHECK_EQ_INT(tsl_st_count(f), 4 + 12 * L);
+  CHECK(tsl_st_meta(f, "format") && !strcmp(tsl_st_meta(f, "format"), "pt"));
+  static const struct { const char *name; int64_t r, c; } expect[] = {
+      {"transformer.wte.weight", V, C},           {"transformer.wpe.weight", T, C},
+      {"transformer.h.0.ln_1.weight", C, 0},      {"transformer.h.1.attn.c_attn.weight", C, 3 * C},
+      {"transformer.h.1.attn.c_attn.bias", 3 * C, 0}, {"transformer.h.0.attn.c_proj.weight", C, C},
+      {"transformer.h.0.mlp.c_fc.weight", C, 4 * C}, {"transformer.h.1.mlp.c_proj.weight", 4 * C, C},
+      {"transformer.h.1.mlp.c_proj.bias", C, 0},  {"transformer.ln_f.bias", C, 0}};
+  for (size_t i = 0; i < sizeof expect / sizeof *expect; i++) {
+    int k = tsl_st_find(f, expect[i].name);
+    CHECK(k >= 0);
+    if (k < 0) continue;
+    const tsl_st_desc *d = tsl_st_desc_at(f, k);
+    CHECK_EQ_INT(d->dtype, TESSEL_F32);
+    CHECK_EQ_INT(d->ndim, expect[i].c ? 2 : 1);
+    CHECK_EQ_INT(d->shape[0], expect[i].r);
+    if (expect[i].c) CHECK_EQ_INT(d->shape[1], expect[i].c);
+  }
+  CHECK(tsl_st_find(f, "transformer.h.2.ln_1.weight") < 0);
+  /* the exported bytes are the checkpoint's */
+  uint64_t n;
+  const float *wte = tsl_st_data(f, tsl_st_find(f, "transformer.wte.weight"), &n);
+  float *local = malloc(n);
+  REQUIRE(local && n == sizeof(float) * V * C);
+  memcpy(local, m->params.p[0].master, n);
+  CHECK(memcmp(wte, local, n) == 0);
+  free(local);
+  tsl_st_close(f);
+  char *text;
+  snprintf(cfg, sizeof cfg, "%s/hf/config.json", dir);
+  REQUIRE(tsl_read_file(cfg, &text, NULL) == TESSEL_OK);
+  cJSON *j = cJSON_Parse(text);
+  CHECK(cJSON_GetObjectItem(j, "n_layer") && cJSON_GetObjectItem(j, "n_layer")->valueint == L);
+  CHECK(cJSON_GetObjectItem(j, "n_embd") && cJSON_GetObjectItem(j, "n_embd")->valueint == C);
+  CHECK(cJSON_GetObjectItem(j, "model_type") && !strcmp(cJSON_GetObjectItem(j, "model_type")->valuestring, "gpt2"));
+  cJSON_Delete(j);
+  free(text);
+  free(path);
+  release(&a);
+}
+
+int main(void) {
+  const char *tmp = getenv("TESSEL_TEST_TMP");
+  snprintf(dir, sizeof dir, "%s/checkpoint-%d", tmp ? tmp : "/tmp", (int)getpid());
+  if (tsl_mkdir_p(dir) < 0) return 1;
+  RUN(test_round_trip_is_bit_exact);
+  RUN(test_keeps_only_the_newest);
+  RUN(test_damaged_checkpoints_are_refused);
+  RUN(test_other_dimensions_are_refused);
+  RUN(test_export_has_gpt2_layout);
+  tsl_remove_tree(dir);
+  return HARNESS_EXIT();
+}
