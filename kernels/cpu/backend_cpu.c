@@ -1,1 +1,149 @@
-#include "backend.h"
+/*
+** kernels/cpu/backend_cpu.c — the CPU backend's table, lifecycle, memory
+** and (no-op) streams.
+**
+** Device memory is ordinary heap memory: the core applies the configured
+** `device.memory_limit` itself, so this backend reports no bound. Every
+** call is synchronous, so streams and events are NULL.
+*/
+#include <cblas.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu.h"
+
+typedef struct cpu_ctx {
+  char description[192];
+} cpu_ctx;
+
+/* opts->threads (> 0) sets the OpenMP team size; 0 leaves OpenMP's default
+** (all cores, or OMP_NUM_THREADS). That team runs every kernel, sgemm
+** included: OpenBLAS itself is set to one thread and called once per team
+** member on its own block (see matmul.c for why one pool, not two). */
+static int cpu_init(tsl_backend *be, const tsl_backend_opts *opts) {
+  if (opts && TESSEL_HAS(opts, tsl_backend_opts, threads) && opts->threads > 0)
+    omp_set_num_threads(opts->threads);
+  openblas_set_num_threads(1);
+  cpu_ctx *ctx = calloc(1, sizeof *ctx);
+  if (!ctx) return TESSEL_E_NOMEM;
+  /* openblas_get_config() reads "OpenBLAS 0.3.21 DYNAMIC_ARCH ...": keep
+  ** the version, the second word. */
+  char version[32] = "?";
+  const char *config = openblas_get_config();
+  if (config) sscanf(config, "%*s %31s", version);
+  const char *core = openblas_get_corename();
+  int threads = omp_get_max_threads();
+  snprintf(ctx->description, sizeof ctx->description, "cpu: %d thread%s, OpenBLAS %s (%s)", threads,
+           threads == 1 ? "" : "s", version, core ? core : "?");
+  be->ctx = ctx;
+  return TESSEL_OK;
+}
+
+static void cpu_shutdown(tsl_backend *be) {
+  free(be->ctx);
+  be->ctx = NULL;
+}
+
+static uint64_t cpu_device_free_bytes(tsl_backend *be) { return UINT64_MAX; }
+
+static const char *cpu_describe(tsl_backend *be) {
+  const cpu_ctx *ctx = be->ctx;
+  return ctx ? ctx->description : "cpu";
+}
+
+/* Zero-filled, 64-byte aligned (one cache line, one AVX-512 vector), never
+** NULL on success, even for 0 bytes. */
+static int cpu_alloc(tsl_backend *be, uint64_t bytes, void **out) {
+  *out = NULL;
+  if (bytes > SIZE_MAX - 64) return TESSEL_E_NOMEM;
+  size_t size = bytes ? ((size_t)bytes + 63) & ~(size_t)63 : 64;
+  void *p = aligned_alloc(64, size);
+  if (!p) return TESSEL_E_NOMEM;
+  memset(p, 0, size);
+  *out = p;
+  return TESSEL_OK;
+}
+
+static void cpu_free(tsl_backend *be, void *p) { free(p); }
+
+static int cpu_copy(tsl_backend *be, void *dst, const void *src, uint64_t bytes, tsl_copy_kind kind,
+                    tsl_stream *s) {
+  if (bytes && dst != src) memcpy(dst, src, bytes);
+  return TESSEL_OK;
+}
+
+static int cpu_memset_zero(tsl_backend *be, void *dst, uint64_t bytes, tsl_stream *s) {
+  if (bytes) memset(dst, 0, bytes);
+  return TESSEL_OK;
+}
+
+static int cpu_stream_create(tsl_backend *be, tsl_stream **out) {
+  *out = NULL;
+  return TESSEL_OK;
+}
+
+static void cpu_stream_destroy(tsl_backend *be, tsl_stream *s) {}
+
+static int cpu_stream_sync(tsl_backend *be, tsl_stream *s) { return TESSEL_OK; }
+
+static int cpu_event_record(tsl_backend *be, tsl_stream *s, tsl_event **out) {
+  *out = NULL;
+  return TESSEL_OK;
+}
+
+static int cpu_event_wait(tsl_backend *be, tsl_stream *waiter, tsl_event *e) { return TESSEL_OK; }
+
+static void cpu_event_free(tsl_backend *be, tsl_event *e) {}
+
+static const tsl_backend cpu_backend = {
+    .size = sizeof(tsl_backend),
+    .version = TSL_BACKEND_VERSION,
+    .name = "cpu",
+    .act_dtype = TESSEL_F32,
+    .init = cpu_init,
+    .shutdown = cpu_shutdown,
+    .device_free_bytes = cpu_device_free_bytes,
+    .describe = cpu_describe,
+    .device_alloc = cpu_alloc,
+    .device_free = cpu_free,
+    .host_alloc = cpu_alloc,
+    .host_free = cpu_free,
+    .copy = cpu_copy,
+    .memset_zero = cpu_memset_zero,
+    .stream_create = cpu_stream_create,
+    .stream_destroy = cpu_stream_destroy,
+    .stream_sync = cpu_stream_sync,
+    .event_record = cpu_event_record,
+    .event_wait = cpu_event_wait,
+    .event_free = cpu_event_free,
+    .gemm = tsl_cpu_gemm,
+    .linear_forward = tsl_cpu_linear_forward,
+    .linear_backward = tsl_cpu_linear_backward,
+    .layernorm_forward = tsl_cpu_layernorm_forward,
+    .layernorm_backward = tsl_cpu_layernorm_backward,
+    .layernorm_stats = tsl_cpu_layernorm_stats,
+    .layernorm_apply = tsl_cpu_layernorm_apply,
+    .layernorm_backward_stats = tsl_cpu_layernorm_backward_stats,
+    .layernorm_backward_apply = tsl_cpu_layernorm_backward_apply,
+    .attention_forward = tsl_cpu_attention_forward,
+    .attention_backward = tsl_cpu_attention_backward,
+    .gelu_forward = tsl_cpu_gelu_forward,
+    .gelu_backward = tsl_cpu_gelu_backward,
+    .add = tsl_cpu_add,
+    .axpy = tsl_cpu_axpy,
+    .scale = tsl_cpu_scale,
+    .convert = tsl_cpu_convert,
+    .embed_tokens_forward = tsl_cpu_embed_tokens_forward,
+    .embed_positions_forward = tsl_cpu_embed_positions_forward,
+    .embed_tokens_backward = tsl_cpu_embed_tokens_backward,
+    .embed_positions_backward = tsl_cpu_embed_positions_backward,
+    .ce_rowmax = tsl_cpu_ce_rowmax,
+    .ce_sums = tsl_cpu_ce_sums,
+    .ce_finish = tsl_cpu_ce_finish,
+    .adamw = tsl_cpu_adamw,
+    .sumsq = tsl_cpu_sumsq,
+};
+
+const tsl_backend *tsl_cpu_backend(void) { return &cpu_backend; }

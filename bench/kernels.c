@@ -1,0 +1,306 @@
+/*
+** bench/kernels.c — speed of the CPU backend's kernels.
+**
+** Prints the sgemm ceiling (best GFLOP/s over square sizes 512, 1024 and
+** 2048), then the time per call of every kernel, forward and backward, at
+** the "small" model's shapes: B=4, T=64, C=256, NH=4 (hs=64), V=256, so
+** rows = B·T = 256, and finally one whole transformer block (forward then
+** backward) built from those kernels, as training runs them back to back.
+**
+** GFLOP/s counts the arithmetic a kernel must do: 2·m·n·k for products
+** (attention only over the causal triangle), and for the memory-bound
+** kernels a nominal count per element given beside each row; GB/s counts
+** each input read and output written once. Times are the best of several
+** repeats of a loop long enough to dwarf the clock.
+**
+** Usage: bench_kernels [threads]   (default: OMP_NUM_THREADS or all cores)
+*/
+#include <cblas.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend.h"
+#include "common/util.h"
+
+enum { B = 4, T = 64, C = 256, NH = 4, HS = C / NH, V = 256, ROWS = B * T, NPARAM = 1 << 20 };
+
+/* Every buffer the kernels at the small shapes touch. */
+typedef struct bench {
+  tsl_backend *be;
+  float *x, *ln, *qkv, *att, *atty, *fch, *fcg, *logits, *dlogits;
+  float *d_x, *d_ln, *d_qkv, *d_atty, *d_fch, *d_fcg;
+  float *w_qkv, *w_proj, *w_fc, *w_fcp, *b_qkv, *b_proj, *b_fc, *b_fcp, *lnw, *lnb, *wte, *wpe;
+  float *g_qkv, *g_proj, *g_fc, *g_fcp, *gb_qkv, *gb_proj, *gb_fc, *gb_fcp, *g_lnw, *g_lnb;
+  float *g_wte, *g_wpe, *mean, *rstd, *rowmax, *losses;
+  float *master, *grad, *m, *v;
+  double *sums, *sumsq;
+  int32_t *tokens;
+} bench;
+
+typedef int (*bench_fn)(bench *);
+
+static float *buffer(int64_t n, uint64_t *seed) {
+  float *p = aligned_alloc(64, (size_t)((n + 15) & ~(int64_t)15) * sizeof(float));
+  if (!p) {
+    fprintf(stderr, "bench: out of memory\n");
+    exit(1);
+  }
+  for (int64_t i = 0; i < n; i++) {
+    *seed = *seed * 6364136223846793005ull + 1442695040888963407ull;
+    p[i] = (float)((*seed >> 40) * (1.0 / 16777216.0)) - 0.5f;
+  }
+  return p;
+}
+
+/* Seconds per call of fn: best of `repeats` timed loops, each sized to
+** last at least 20 ms. */
+static double time_call(bench_fn fn, bench *b, int repeats) {
+  if (fn(b) != 0) {
+    fprintf(stderr, "bench: kernel failed\n");
+    exit(1);
+  }
+  int iters = 1;
+  for (;;) {
+    double t0 = tsl_now();
+    for (int i = 0; i < iters; i++) fn(b);
+    if (tsl_now() - t0 > 0.02) break;
+    iters *= 2;
+  }
+  double best = 1e30;
+  for (int r = 0; r < repeats; r++) {
+    double t0 = tsl_now();
+    for (int i = 0; i < iters; i++) fn(b);
+    best = TSL_MIN(best, (tsl_now() - t0) / iters);
+  }
+  return best;
+}
+
+/* bytes = 0: no GB/s column (a mix of kernels) */
+static void report(const char *name, const char *shape, double sec, double flops, double bytes) {
+  printf("%-24s %-26s %9.1f us %8.2f GFLOP/s", name, shape, sec * 1e6, flops / sec * 1e-9);
+  if (bytes > 0) printf(" %7.2f GB/s", bytes / sec * 1e-9);
+  printf("\n");
+}
+
+/* ---- the sgemm ceiling ---- */
+
+/* Best GFLOP/s of an n×n×n product over 5 runs after a warm-up, through
+** the backend's gemm (the whole team, as the kernels use it) or through a
+** bare cblas_sgemm (one thread: the backend sets OpenBLAS to one). */
+static double square_gflops(tsl_backend *be, int n, int through_backend) {
+  uint64_t seed = 1;
+  float *a = buffer((int64_t)n * n, &seed), *bm = buffer((int64_t)n * n, &seed);
+  float *c = buffer((int64_t)n * n, &seed);
+  double top = 0.0;
+  for (int r = 0; r < 6; r++) {
+    double t0 = tsl_now();
+    if (through_backend)
+      be->gemm(be, NULL, 0, 0, n, n, n, 1.0f, a, n, bm, n, 0.0f, c, n, TESSEL_F32);
+    else
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a, n, bm, n, 0.0f, c,
+                  n);
+    double gf = 2.0 * n * n * (double)n / (tsl_now() - t0) * 1e-9;
+    if (r > 0) top = TSL_MAX(top, gf);
+  }
+  free(a), free(bm), free(c);
+  return top;
+}
+
+static void sgemm_ceiling(tsl_backend *be) {
+  const int sizes[] = {512, 1024, 2048};
+  double best = 0.0;
+  printf("sgemm ceiling (square, best of 5):   backend gemm   cblas, 1 thread\n");
+  for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+    double team = square_gflops(be, sizes[i], 1), one = square_gflops(be, sizes[i], 0);
+    printf("  %4d:                              %7.1f GFLOP/s %7.1f GFLOP/s\n", sizes[i], team,
+           one);
+    best = TSL_MAX(best, team);
+  }
+  printf("  ceiling: %.1f GFLOP/s\n\n", best);
+}
+
+/* ---- one function per timed call ---- */
+
+#define LIN_FWD(name, out, inp, w, bias, ic, oc)                                            \
+  static int name(bench *b) {                                                               \
+    return b->be->linear_forward(b->be, NULL, b->out, b->inp, b->w, b->bias, ROWS, ic, oc); \
+  }
+#define LIN_BWD(name, dinp, dw, db, dout, inp, w, ic, oc)                                          \
+  static int name(bench *b) {                                                                      \
+    return b->be->linear_backward(b->be, NULL, b->dinp, b->dw, b->db, b->dout, b->inp, b->w, ROWS, \
+                                  ic, oc);                                                         \
+  }
+LIN_FWD(qkv_fwd, qkv, ln, w_qkv, b_qkv, C, 3 * C)
+LIN_BWD(qkv_bwd, d_ln, g_qkv, gb_qkv, d_qkv, ln, w_qkv, C, 3 * C)
+LIN_FWD(proj_fwd, x, atty, w_proj, b_proj, C, C)
+LIN_BWD(proj_bwd, d_atty, g_proj, gb_proj, d_x, atty, w_proj, C, C)
+LIN_FWD(fc_fwd, fch, ln, w_fc, b_fc, C, 4 * C)
+LIN_BWD(fc_bwd, d_ln, g_fc, gb_fc, d_fch, ln, w_fc, C, 4 * C)
+LIN_FWD(fcp_fwd, x, fcg, w_fcp, b_fcp, 4 * C, C)
+LIN_BWD(fcp_bwd, d_fcg, g_fcp, gb_fcp, d_x, fcg, w_fcp, 4 * C, C)
+
+/* the tied lm head: logits = ln · wteᵀ; backward d_ln = dlogits · wte,
+** dwte += dlogitsᵀ · ln */
+static int head_fwd(bench *b) {
+  return b->be->gemm(b->be, NULL, 0, 1, ROWS, V, C, 1.0f, b->ln, C, b->wte, C, 0.0f, b->logits, V,
+                     TESSEL_F32);
+}
+static int head_bwd(bench *b) {
+  int st = b->be->gemm(b->be, NULL, 0, 0, ROWS, C, V, 1.0f, b->dlogits, V, b->wte, C, 0.0f, b->d_ln,
+                       C, TESSEL_F32);
+  return st ? st
+            : b->be->gemm(b->be, NULL, 1, 0, V, C, ROWS, 1.0f, b->dlogits, V, b->ln, C, 1.0f,
+                          b->g_wte, C, TESSEL_F32);
+}
+static int ln_fwd(bench *b) {
+  return b->be->layernorm_forward(b->be, NULL, b->ln, b->mean, b->rstd, b->x, b->lnw, b->lnb, ROWS,
+                                  C);
+}
+static int ln_bwd(bench *b) {
+  return b->be->layernorm_backward(b->be, NULL, b->d_x, b->g_lnw, b->g_lnb, b->d_ln, b->x, b->lnw,
+                                   b->mean, b->rstd, ROWS, C);
+}
+static int attn_fwd(bench *b) {
+  return b->be->attention_forward(b->be, NULL, b->atty, b->att, b->qkv, B, T, NH, HS);
+}
+static int attn_bwd(bench *b) {
+  return b->be->attention_backward(b->be, NULL, b->d_qkv, b->d_atty, b->qkv, b->att, B, T, NH, HS);
+}
+static int gelu_fwd(bench *b) {
+  return b->be->gelu_forward(b->be, NULL, b->fcg, b->fch, ROWS * 4 * C);
+}
+static int gelu_bwd(bench *b) {
+  return b->be->gelu_backward(b->be, NULL, b->d_fch, b->fch, b->d_fcg, ROWS * 4 * C);
+}
+static int residual(bench *b) { return b->be->add(b->be, NULL, b->x, b->x, b->atty, ROWS * C); }
+static int embed_fwd(bench *b) {
+  int st = b->be->embed_tokens_forward(b->be, NULL, b->x, b->tokens, b->wte, ROWS, C, 0, V);
+  return st ? st : b->be->embed_positions_forward(b->be, NULL, b->x, b->wpe, B, T, C);
+}
+static int embed_bwd(bench *b) {
+  int st = b->be->embed_tokens_backward(b->be, NULL, b->g_wte, b->d_x, b->tokens, ROWS, C, 0, V);
+  return st ? st : b->be->embed_positions_backward(b->be, NULL, b->g_wpe, b->d_x, B, T, C);
+}
+/* the three cross-entropy phases, with the gradient (dscale != 0) */
+static int ce(bench *b) {
+  memcpy(b->dlogits, b->logits, sizeof(float) * ROWS * V);
+  int st = b->be->ce_rowmax(b->be, NULL, b->rowmax, b->dlogits, ROWS, V);
+  if (!st) st = b->be->ce_sums(b->be, NULL, b->sums, b->dlogits, b->rowmax, b->tokens, ROWS, 0, V);
+  if (!st)
+    st = b->be->ce_finish(b->be, NULL, b->losses, b->dlogits, b->rowmax, b->sums, b->tokens, ROWS,
+                          0, V, 1.0f / ROWS);
+  return st;
+}
+static int adamw(bench *b) {
+  return b->be->adamw(b->be, NULL, b->master, b->master, b->grad, b->m, b->v, NPARAM, 1e-4f, 0.9f,
+                      0.95f, 1e-8f, 0.1f, 1.0f, 10);
+}
+static int sumsq(bench *b) { return b->be->sumsq(b->be, NULL, b->sumsq, b->grad, NPARAM); }
+
+/* one transformer block, forward then backward, as training calls it */
+static int block(bench *b) {
+  const bench_fn steps[] = {ln_fwd, qkv_fwd,  attn_fwd, proj_fwd, residual, ln_fwd,
+                            fc_fwd, gelu_fwd, fcp_fwd,  residual, fcp_bwd,  gelu_bwd,
+                            fc_bwd, ln_bwd,   proj_bwd, attn_bwd, qkv_bwd,  ln_bwd};
+  for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
+    int st = steps[i](b);
+    if (st) return st;
+  }
+  return 0;
+}
+
+static void setup(bench *b, tsl_backend *be) {
+  uint64_t seed = 7;
+  memset(b, 0, sizeof *b);
+  b->be = be;
+  float **bufs[][2] = {{&b->x, &b->d_x}, {&b->ln, &b->d_ln}, {&b->atty, &b->d_atty}};
+  for (size_t i = 0; i < 3; i++)
+    *bufs[i][0] = buffer(ROWS * C, &seed), *bufs[i][1] = buffer(ROWS * C, &seed);
+  b->qkv = buffer(ROWS * 3 * C, &seed), b->d_qkv = buffer(ROWS * 3 * C, &seed);
+  b->fch = buffer(ROWS * 4 * C, &seed), b->d_fch = buffer(ROWS * 4 * C, &seed);
+  b->fcg = buffer(ROWS * 4 * C, &seed), b->d_fcg = buffer(ROWS * 4 * C, &seed);
+  b->att = buffer((int64_t)B * NH * T * T, &seed);
+  b->logits = buffer(ROWS * V, &seed), b->dlogits = buffer(ROWS * V, &seed);
+  b->w_qkv = buffer(C * 3 * C, &seed), b->g_qkv = buffer(C * 3 * C, &seed);
+  b->w_proj = buffer(C * C, &seed), b->g_proj = buffer(C * C, &seed);
+  b->w_fc = buffer(C * 4 * C, &seed), b->g_fc = buffer(C * 4 * C, &seed);
+  b->w_fcp = buffer(4 * C * C, &seed), b->g_fcp = buffer(4 * C * C, &seed);
+  b->b_qkv = buffer(3 * C, &seed), b->gb_qkv = buffer(3 * C, &seed);
+  b->b_proj = buffer(C, &seed), b->gb_proj = buffer(C, &seed);
+  b->b_fc = buffer(4 * C, &seed), b->gb_fc = buffer(4 * C, &seed);
+  b->b_fcp = buffer(C, &seed), b->gb_fcp = buffer(C, &seed);
+  b->lnw = buffer(C, &seed), b->lnb = buffer(C, &seed);
+  b->g_lnw = buffer(C, &seed), b->g_lnb = buffer(C, &seed);
+  b->wte = buffer(V * C, &seed), b->g_wte = buffer(V * C, &seed);
+  b->wpe = buffer(T * C, &seed), b->g_wpe = buffer(T * C, &seed);
+  b->mean = buffer(ROWS, &seed), b->rstd = buffer(ROWS, &seed);
+  b->rowmax = buffer(ROWS, &seed), b->losses = buffer(ROWS, &seed);
+  b->master = buffer(NPARAM, &seed), b->grad = buffer(NPARAM, &seed);
+  b->m = buffer(NPARAM, &seed), b->v = buffer(NPARAM, &seed);
+  for (int64_t i = 0; i < NPARAM; i++) b->v[i] = b->v[i] * b->v[i];
+  b->sums = calloc(2 * ROWS, sizeof(double));
+  b->sumsq = calloc(1, sizeof(double));
+  b->tokens = calloc(ROWS, sizeof(int32_t));
+  if (!b->sums || !b->sumsq || !b->tokens) exit(1);
+  for (int i = 0; i < ROWS; i++) b->tokens[i] = (int32_t)((i * 7919) % V);
+  /* a real forward so that att holds a causal softmax for the backward */
+  if (ln_fwd(b) || qkv_fwd(b) || attn_fwd(b) || head_fwd(b)) exit(1);
+}
+
+int main(int argc, char **argv) {
+  tsl_backend be = *tsl_cpu_backend();
+  tsl_backend_opts opts = {.size = sizeof opts, .threads = argc > 1 ? atoi(argv[1]) : 0};
+  if (be.init(&be, &opts) != 0) return 1;
+  printf("%s\n\n", be.describe(&be));
+  sgemm_ceiling(&be);
+
+  bench b;
+  setup(&b, &be);
+  const double f = 4.0; /* bytes per float */
+  const double lin[][2] = {{C, 3 * C}, {C, C}, {C, 4 * C}, {4 * C, C}};
+  const bench_fn lin_fwd[] = {qkv_fwd, proj_fwd, fc_fwd, fcp_fwd};
+  const bench_fn lin_bwd[] = {qkv_bwd, proj_bwd, fc_bwd, fcp_bwd};
+  const char *lin_name[] = {"linear qkv", "linear attn_proj", "linear fc", "linear fc_proj"};
+  const int reps = 7;
+  printf("kernels at B=%d T=%d C=%d NH=%d hs=%d V=%d (rows=%d):\n", B, T, C, NH, HS, V, ROWS);
+  for (int i = 0; i < 4; i++) {
+    char shape[64];
+    const double ic = lin[i][0], oc = lin[i][1], mnk = (double)ROWS * ic * oc;
+    snprintf(shape, sizeof shape, "%dx%d -> %d", ROWS, (int)ic, (int)oc);
+    report(lin_name[i], shape, time_call(lin_fwd[i], &b, reps), 2 * mnk,
+           f * (ROWS * ic + ic * oc + ROWS * oc));
+    report("  backward", "dinp, dw, db", time_call(lin_bwd[i], &b, reps), 4 * mnk,
+           f * (2 * ROWS * ic + 3 * ic * oc + ROWS * oc));
+  }
+  const double hmnk = (double)ROWS * V * C;
+  report("lm head (gemm B^T)", "256x256 . 256x256^T", time_call(head_fwd, &b, reps), 2 * hmnk,
+         f * (ROWS * C + V * C + ROWS * V));
+  report("  backward", "d_ln, dwte (2 gemms)", time_call(head_bwd, &b, reps), 4 * hmnk,
+         f * (2 * ROWS * V + 2 * ROWS * C + 2 * V * C));
+  const double tri = (double)B * NH * T * (T + 1) / 2; /* causal (t, t2) pairs */
+  report("attention", "causal, B*NH=16", time_call(attn_fwd, &b, reps), 4 * HS * tri,
+         f * (ROWS * 3 * C + (double)B * NH * T * T + ROWS * C));
+  report("  backward", "O(T^2 hs)", time_call(attn_bwd, &b, reps), 8 * HS * tri,
+         f * (2 * ROWS * 3 * C + (double)B * NH * T * T + ROWS * C));
+  const double n_ln = ROWS * C, n_fc = ROWS * 4 * C;
+  report("layernorm (8 flop/el)", "256x256", time_call(ln_fwd, &b, reps), 8 * n_ln, f * 2 * n_ln);
+  report("  backward (14 flop/el)", "dinp, dw, db", time_call(ln_bwd, &b, reps), 14 * n_ln,
+         f * 4 * n_ln);
+  report("gelu (20 flop/el)", "256x1024", time_call(gelu_fwd, &b, reps), 20 * n_fc, f * 2 * n_fc);
+  report("  backward (28 flop/el)", "256x1024", time_call(gelu_bwd, &b, reps), 28 * n_fc,
+         f * 3 * n_fc);
+  report("residual add (1 flop/el)", "256x256", time_call(residual, &b, reps), n_ln, f * 3 * n_ln);
+  report("embedding", "tokens + positions", time_call(embed_fwd, &b, reps), n_ln, f * 3 * n_ln);
+  report("  backward", "dwte, dwpe", time_call(embed_bwd, &b, reps), 2 * n_ln, f * 5 * n_ln);
+  report("cross-entropy (20 fl/el)", "256x256, loss+grad", time_call(ce, &b, reps), 20.0 * ROWS * V,
+         f * 3 * ROWS * V);
+  report("adamw (18 flop/el)", "1M params", time_call(adamw, &b, reps), 18.0 * NPARAM,
+         f * 7 * NPARAM);
+  report("sumsq (2 flop/el)", "1M", time_call(sumsq, &b, reps), 2.0 * NPARAM, f * NPARAM);
+  const double block_flops =
+      3 * 2 * ROWS * (double)(C * 3 * C + C * C + 2 * C * 4 * C) + 12 * HS * tri;
+  report("one block fwd+bwd", "18 kernel calls", time_call(block, &b, reps), block_flops, 0.0);
+  be.shutdown(&be);
+  return 0;
+}

@@ -1,0 +1,85 @@
+/*
+** kernels/cpu/crossentropy.c — softmax cross-entropy over a vocabulary that
+** may be split by columns across ranks.
+**
+** logits [rows, vocab] hold this rank's columns [vocab_begin, vocab_begin +
+** vocab); targets are global token ids. Three phases so that a split only
+** needs two small all-reduces between them (MAX of rowmax, SUM of sums);
+** without a split the phases compute the ordinary loss and gradient.
+*/
+#include "cpu.h"
+
+/* rowmax[rows] = max_j logits[r, j] */
+int tsl_cpu_ce_rowmax(tsl_backend *be, tsl_stream *s, float *rowmax, const void *logits,
+                      int64_t rows, int64_t vocab) {
+  if (rows < 0 || vocab < 0) return TESSEL_E_INTERNAL;
+  const float *l = logits;
+#pragma omp parallel for schedule(static)
+  for (int64_t r = 0; r < rows; r++) {
+    const float *row = l + r * vocab;
+    float mx = -INFINITY;
+#pragma omp simd reduction(max : mx)
+    for (int64_t j = 0; j < vocab; j++) mx = row[j] > mx ? row[j] : mx;
+    rowmax[r] = mx;
+  }
+  return TESSEL_OK;
+}
+
+enum { EXP_CHUNK = 256 };
+
+/* Σ_j exp(row[j] − mx) over n columns: the exponentials in fp32, the sum in
+** fp64. Done in chunks through a buffer because GCC will not vectorise
+** tsl_cpu_expf and a float-to-double reduction in one loop. */
+static double sum_exp(const float *row, float mx, int64_t n) {
+  float e[EXP_CHUNK];
+  double sum = 0.0;
+  for (int64_t j0 = 0; j0 < n; j0 += EXP_CHUNK) {
+    const int64_t m = TSL_MIN(EXP_CHUNK, n - j0);
+#pragma omp simd
+    for (int64_t j = 0; j < m; j++) e[j] = tsl_cpu_expf(row[j0 + j] - mx);
+#pragma omp simd reduction(+ : sum)
+    for (int64_t j = 0; j < m; j++) sum += e[j];
+  }
+  return sum;
+}
+
+/* sums[rows,2] = (Σ_j exp(l − rowmax), l[target − v0] if the target is in
+** this rank's range else 0). The sum is fp64 so that adding ranks'
+** partial sums loses nothing. */
+int tsl_cpu_ce_sums(tsl_backend *be, tsl_stream *s, double *sums, const void *logits,
+                    const float *rowmax, const int32_t *targets, int64_t rows, int64_t vocab_begin,
+                    int64_t vocab) {
+  if (rows < 0 || vocab < 0) return TESSEL_E_INTERNAL;
+  const float *l = logits;
+#pragma omp parallel for schedule(static)
+  for (int64_t r = 0; r < rows; r++) {
+    const float *row = l + r * vocab;
+    int64_t t = (int64_t)targets[r] - vocab_begin;
+    sums[2 * r] = sum_exp(row, rowmax[r], vocab);
+    sums[2 * r + 1] = t >= 0 && t < vocab ? row[t] : 0.0;
+  }
+  return TESSEL_OK;
+}
+
+/* losses[r] = log Σ + rowmax − l_target from the reduced sums; if dscale is
+** not 0, logits[r, j] = (softmax_j − [j is the target])·dscale. */
+int tsl_cpu_ce_finish(tsl_backend *be, tsl_stream *s, float *losses, void *logits,
+                      const float *rowmax, const double *sums, const int32_t *targets, int64_t rows,
+                      int64_t vocab_begin, int64_t vocab, float dscale) {
+  if (rows < 0 || vocab < 0) return TESSEL_E_INTERNAL;
+  float *l = logits;
+#pragma omp parallel for schedule(static)
+  for (int64_t r = 0; r < rows; r++) {
+    const double sum = sums[2 * r];
+    const float mx = rowmax[r];
+    losses[r] = (float)(log(sum) + (double)mx - sums[2 * r + 1]);
+    if (dscale == 0.0f) continue;
+    float *row = l + r * vocab;
+    const float k = (float)((double)dscale / sum);
+#pragma omp simd
+    for (int64_t j = 0; j < vocab; j++) row[j] = tsl_cpu_expf(row[j] - mx) * k;
+    int64_t t = (int64_t)targets[r] - vocab_begin;
+    if (t >= 0 && t < vocab) row[t] -= dscale;
+  }
+  return TESSEL_OK;
+}

@@ -1,0 +1,164 @@
+/*
+** kernels/cpu/matmul.c — dense products through OpenBLAS: the general gemm
+** and the linear layer, whose weights are [in, out] (the Hugging Face Conv1D
+** layout), so the forward is inp · w with no transpose.
+**
+** One thread pool. Debian's OpenBLAS is the pthread build: its threads and
+** OpenMP's are two pools, and each spins for a while after its work ends.
+** Training alternates sgemm with OpenMP kernels, so each pool's spinning
+** threads steal the cores the other needs; measured on 2 cores, a 256×256
+** ×768 sgemm after an OpenMP loop took 4.0 ms instead of 0.52 ms. So
+** OpenBLAS runs single-threaded (backend_cpu.c) and every product is cut
+** into one block of C per OpenMP thread, each block one sgemm call: 0.61 ms
+** in the same alternation.
+*/
+#include <cblas.h>
+#include <limits.h>
+#include <omp.h>
+
+#include "cpu.h"
+
+/* cblas takes sizes as blasint, a 32-bit int in Debian's OpenBLAS. A
+** negative size is a caller bug; one past INT_MAX cannot be expressed. */
+static int blas_size(int64_t v) {
+  if (v < 0) return TESSEL_E_INTERNAL;
+  return v > INT_MAX ? TESSEL_E_UNSUPPORTED : TESSEL_OK;
+}
+
+/* C[m,n] = beta·C when the product is empty (k = 0): BLAS would reject the
+** zero leading dimensions such a call usually carries. beta = 0 writes
+** zeros even over NaN, as sgemm does. */
+static void scale_c(float *c, int64_t m, int64_t n, int64_t ldc, float beta) {
+  if (beta == 1.0f) return;
+  for (int64_t i = 0; i < m; i++) {
+    float *row = c + i * ldc;
+    if (beta == 0.0f)
+      memset(row, 0, (size_t)n * sizeof(float));
+    else
+      for (int64_t j = 0; j < n; j++) row[j] *= beta;
+  }
+}
+
+/* Products below this many multiply-adds run on the calling thread: the
+** team's wake-up would cost more than the split saves. */
+#define SPLIT_MIN_MACS (64.0 * 64.0 * 64.0)
+
+/* One sgemm on the calling thread; sizes already checked to fit blasint. */
+void tsl_cpu_sgemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                   const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c,
+                   int64_t ldc) {
+  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+              trans_b ? CblasTrans : CblasNoTrans, (int)m, (int)n, (int)k, alpha, a, (int)lda, b,
+              (int)ldb, beta, c, (int)ldc);
+}
+
+/* The sgemm on the [m,n] block of C at (r0, c0): the matching rows of
+** op(A) and columns of op(B), whatever their storage order. */
+static void sgemm_block(int trans_a, int trans_b, int64_t r0, int64_t m, int64_t c0, int64_t n,
+                        int64_t k, float alpha, const float *a, int64_t lda, const float *b,
+                        int64_t ldb, float beta, float *c, int64_t ldc) {
+  const float *ab = trans_a ? a + r0 : a + r0 * lda;
+  const float *bb = trans_b ? b + c0 * ldb : b + c0;
+  tsl_cpu_sgemm(trans_a, trans_b, m, n, k, alpha, ab, lda, bb, ldb, beta, c + r0 * ldc + c0, ldc);
+}
+
+/* C = alpha·op(A)·op(B) + beta·C, with C cut into one block per thread:
+** whole rows when C has enough of them (measured faster than columns for
+** the linear layers' shapes), else whole columns. Blocks start on
+** multiples of 16, so that split by columns no two threads write the same
+** cache line of C. */
+static void sgemm_team(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                       const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
+                       float *c, int64_t ldc) {
+  int parts = (double)m * (double)n * (double)k < SPLIT_MIN_MACS ? 1 : omp_get_max_threads();
+  const int by_rows = m >= 16 * (int64_t)parts || m >= n;
+  const int64_t extent = by_rows ? m : n;
+  if ((extent + 15) / 16 < parts) parts = (int)((extent + 15) / 16);
+  if (parts <= 1) {
+    sgemm_block(trans_a, trans_b, 0, m, 0, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    return;
+  }
+#pragma omp parallel num_threads(parts)
+  {
+    const int64_t nt = omp_get_num_threads(), t = omp_get_thread_num();
+    const int64_t per = ((extent + nt - 1) / nt + 15) & ~(int64_t)15;
+    const int64_t lo = TSL_MIN(t * per, extent), hi = TSL_MIN(lo + per, extent);
+    if (hi > lo) {
+      if (by_rows)
+        sgemm_block(trans_a, trans_b, lo, hi - lo, 0, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+      else
+        sgemm_block(trans_a, trans_b, 0, m, lo, hi - lo, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    }
+  }
+}
+
+/* C[m,n] = alpha·op(A)·op(B) + beta·C, all fp32 row-major; op(A) is [m,k],
+** op(B) is [k,n]. Leading dimensions are checked here so that a bad call
+** returns TESSEL_E_INTERNAL instead of OpenBLAS printing and doing nothing. */
+int tsl_cpu_gemm(tsl_backend *be, tsl_stream *s, int trans_a, int trans_b, int64_t m, int64_t n,
+                 int64_t k, float alpha, const void *a, int64_t lda, const void *b, int64_t ldb,
+                 float beta, void *c, int64_t ldc, tessel_dtype c_dtype) {
+  if (c_dtype != TESSEL_F32) return TESSEL_E_UNSUPPORTED;
+  const int64_t sizes[] = {m, n, k, lda, ldb, ldc};
+  for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+    int st = blas_size(sizes[i]);
+    if (st) return st;
+  }
+  if (m == 0 || n == 0) return TESSEL_OK;
+  if (ldc < n) return TESSEL_E_INTERNAL;
+  if (k == 0) {
+    scale_c(c, m, n, ldc, beta);
+    return TESSEL_OK;
+  }
+  if (lda < (trans_a ? m : k) || ldb < (trans_b ? k : n)) return TESSEL_E_INTERNAL;
+  sgemm_team(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  return TESSEL_OK;
+}
+
+/* out[rows,oc] = inp[rows,ic] · w[ic,oc] + bias[oc]. The bias is broadcast
+** into out first and the product added onto it (beta = 1): no second pass
+** over out after the product. */
+int tsl_cpu_linear_forward(tsl_backend *be, tsl_stream *s, void *out, const void *inp,
+                           const void *w, const void *bias, int64_t rows, int64_t ic, int64_t oc) {
+  if (rows < 0 || oc < 0) return TESSEL_E_INTERNAL;
+  float *o = out;
+  if (bias) {
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < rows; r++) memcpy(o + r * oc, bias, (size_t)oc * sizeof(float));
+  }
+  return tsl_cpu_gemm(be, s, 0, 0, rows, oc, ic, 1.0f, inp, ic, w, oc, bias ? 1.0f : 0.0f, out, oc,
+                      TESSEL_F32);
+}
+
+/* dinp[rows,ic] = dout[rows,oc] · wᵀ (overwrite, skipped if NULL);
+** dw[ic,oc] += inpᵀ · dout; db[oc] += Σ_rows dout (skipped if NULL). */
+int tsl_cpu_linear_backward(tsl_backend *be, tsl_stream *s, void *dinp, float *dw, float *db,
+                            const void *dout, const void *inp, const void *w, int64_t rows,
+                            int64_t ic, int64_t oc) {
+  int st;
+  if (dinp && (st = tsl_cpu_gemm(be, s, 0, 1, rows, ic, oc, 1.0f, dout, oc, w, oc, 0.0f, dinp, ic,
+                                 TESSEL_F32)))
+    return st;
+  if ((st = tsl_cpu_gemm(be, s, 1, 0, ic, oc, rows, 1.0f, inp, ic, dout, oc, 1.0f, dw, oc,
+                         TESSEL_F32)))
+    return st;
+  if (db) tsl_cpu_column_sums(db, dout, rows, oc);
+  return TESSEL_OK;
+}
+
+/* Each thread owns blocks of TSL_CPU_COLUMN_BLOCK columns and walks every row, so
+** reads stay contiguous within a row, nothing is shared, and the order of
+** the additions (hence the result) is the same for any thread count. */
+void tsl_cpu_column_sums(float *db, const float *x, int64_t rows, int64_t cols) {
+#pragma omp parallel for schedule(static)
+  for (int64_t c0 = 0; c0 < cols; c0 += TSL_CPU_COLUMN_BLOCK) {
+    int64_t width = TSL_MIN(TSL_CPU_COLUMN_BLOCK, cols - c0);
+    float acc[TSL_CPU_COLUMN_BLOCK] = {0};
+    for (int64_t r = 0; r < rows; r++) {
+      const float *row = x + r * cols + c0;
+#pragma omp simd
+      for (int64_t j = 0; j < width; j++) acc[j] += row[j];
+    }
+    for (int64_t j = 0; j < width; j++) db[c0 + j] += acc[j];
+  }
+}
