@@ -35,7 +35,7 @@ void tsl_log(int level, const char *fmt, ...) {
 
 int tsl_has_position(const char *msg) {
   regex_t re;
-  if (regcomp(&re, "^[^ ]+:[0-9]+:[0-9]+: ", REG_EXTENDED | REG_NOSUB) != 0) return 0;
+  if (regcomp(&re, "^[^\n]+:[0-9]+:[0-9]+: ", REG_EXTENDED | REG_NOSUB) != 0) return 0;
   int found = regexec(&re, msg, 0, NULL, 0) == 0;
   regfree(&re);
   return found;

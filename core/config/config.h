@@ -47,6 +47,8 @@ const char *tsl_config_path(const tsl_config *cfg);
 ** error. With `required`, absence is an error at the parent. */
 tsl_status tsl_cfg_section(tsl_cfg *node, const char *key, int required, tsl_cfg **out);
 int tsl_cfg_has(tsl_cfg *node, const char *key);
+/* A section with no keys (written `key:`, `key: null` or `key: {}`). */
+int tsl_cfg_is_empty(const tsl_cfg *node);
 tsl_status tsl_cfg_int(tsl_cfg *node, const char *key, int64_t dflt, int64_t min, int64_t max,
                        int64_t *out);
 tsl_status tsl_cfg_float(tsl_cfg *node, const char *key, double dflt, double min, double max,

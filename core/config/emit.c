@@ -6,6 +6,16 @@
 #include "common/util.h"
 #include "node.h"
 
+/* A plain scalar that YAML reads back as null ("", "~", "null"). A parsed
+** file never holds one (those become null nodes), but a getter's default
+** can; it must be quoted to read back as the same string. */
+static int reads_as_null(const char *text) {
+  static const char *const nulls[] = {"", "~", "null", "Null", "NULL"};
+  for (size_t i = 0; i < TSL_ARRAY_LEN(nulls); i++)
+    if (!strcmp(text, nulls[i])) return 1;
+  return 0;
+}
+
 static int emit_scalar(yaml_emitter_t *em, const char *text, int quoted) {
   yaml_event_t ev;
   yaml_scalar_event_initialize(&ev, NULL, NULL, (yaml_char_t *)text, (int)strlen(text), !quoted, 1,
@@ -16,7 +26,7 @@ static int emit_scalar(yaml_emitter_t *em, const char *text, int quoted) {
 static int emit_node(yaml_emitter_t *em, const tsl_cfg *n) {
   yaml_event_t ev;
   switch (n->kind) {
-    case TSL_NODE_SCALAR: return emit_scalar(em, n->scalar, n->quoted);
+    case TSL_NODE_SCALAR: return emit_scalar(em, n->scalar, n->quoted || reads_as_null(n->scalar));
     case TSL_NODE_NULL: return emit_scalar(em, "null", 0);
     case TSL_NODE_LIST:
       yaml_sequence_start_event_initialize(&ev, NULL, NULL, 1, YAML_FLOW_SEQUENCE_STYLE);
@@ -64,10 +74,13 @@ static int entry_cmp(const void *a, const void *b) {
   return strcmp((*(const tsl_entry *const *)a)->key, (*(const tsl_entry *const *)b)->key);
 }
 
-/* Keys are hashed in sorted order so that key order does not matter. */
+/* Keys are hashed in sorted order so that key order does not matter. The
+** number of children goes in before them: without it, {b: {x: 1}, y: 2}
+** and {b: {x: 1, y: 2}} would hash alike. */
 static uint64_t hash_node(const tsl_cfg *n, uint64_t h) {
   h = tsl_mix64(h ^ (uint64_t)n->kind);
   if (n->kind == TSL_NODE_SCALAR) return tsl_hash_str(n->scalar, h);
+  h = tsl_mix64(h ^ (uint64_t)(n->kind == TSL_NODE_LIST ? n->n_items : n->n_entries));
   if (n->kind == TSL_NODE_LIST) {
     for (int i = 0; i < n->n_items; i++) h = hash_node(n->items[i], h);
     return h;

@@ -96,6 +96,12 @@ fail:
   return st;
 }
 
+/* Quotes make a value a string, so "7" is not a number; a message that
+** showed only '7' would not say why it was refused. */
+static const char *quoted_note(const tsl_cfg *v) {
+  return v->kind == TSL_NODE_SCALAR && v->quoted ? "the quoted string " : "";
+}
+
 static int parse_int(const char *s, int64_t *out) {
   char *end;
   errno = 0;
@@ -134,7 +140,7 @@ tsl_status tsl_cfg_int(tsl_cfg *map, const char *key, int64_t dflt, int64_t min,
   }
   int64_t x;
   if (v->quoted || parse_int(v->scalar, &x) != 0)
-    return tsl_cfg_error(map, key, "expected an integer, got '%s'", v->scalar);
+    return tsl_cfg_error(map, key, "expected an integer, got %s'%s'", quoted_note(v), v->scalar);
   if (x < min || x > max) return range_error_int(map, key, x, min, max);
   *out = x;
   return TESSEL_OK;
@@ -162,7 +168,7 @@ tsl_status tsl_cfg_float(tsl_cfg *map, const char *key, double dflt, double min,
   }
   double x;
   if (v->quoted || parse_float(v->scalar, &x) != 0)
-    return tsl_cfg_error(map, key, "expected a number, got '%s'", v->scalar);
+    return tsl_cfg_error(map, key, "expected a number, got %s'%s'", quoted_note(v), v->scalar);
   if (x < min || x > max) {
     char lo[40], hi[40];
     format_double(min, lo, sizeof lo);
@@ -189,7 +195,7 @@ tsl_status tsl_cfg_bool(tsl_cfg *map, const char *key, int dflt, int *out) {
     if (!strcmp(v->scalar, yes[i])) return (*out = 1), TESSEL_OK;
     if (!strcmp(v->scalar, no[i])) return (*out = 0), TESSEL_OK;
   }
-  return tsl_cfg_error(map, key, "expected true or false, got '%s'", v->scalar);
+  return tsl_cfg_error(map, key, "expected true or false, got %s'%s'", quoted_note(v), v->scalar);
 }
 
 tsl_status tsl_cfg_size(tsl_cfg *map, const char *key, uint64_t dflt, uint64_t *out) {
@@ -269,8 +275,8 @@ tsl_status tsl_cfg_int_list(tsl_cfg *map, const char *key, int64_t *out, int cap
   for (int i = 0; i < count; i++) {
     tsl_cfg *item = v->kind == TSL_NODE_LIST ? v->items[i] : v;
     if (item->kind != TSL_NODE_SCALAR || item->quoted || parse_int(item->scalar, &out[i]) != 0)
-      return tsl_error(TESSEL_E_CONFIG, "%s:%d:%d: %s: expected an integer, got %s", item->mark.file,
-                       item->mark.line, item->mark.col, item->path,
+      return tsl_error(TESSEL_E_CONFIG, "%s:%d:%d: %s: expected an integer, got %s%s", item->mark.file,
+                       item->mark.line, item->mark.col, item->path, quoted_note(item),
                        item->kind == TSL_NODE_SCALAR ? item->scalar : kind_name(item->kind));
   }
   *n = count;
@@ -324,6 +330,13 @@ static tsl_status misspelt(tsl_cfg *map, const tsl_entry *e, const char *key) {
   return tsl_error(TESSEL_E_CONFIG, "%s:%d:%d: unknown %s '%s'%s%s (did you mean '%s'?)", e->key_mark.file,
                    e->key_mark.line, e->key_mark.col, map->path[0] ? "key" : "section", e->key,
                    map->path[0] ? " in " : "", map->path, key);
+}
+
+int tsl_cfg_is_empty(const tsl_cfg *node) {
+  if (!node || node->kind == TSL_NODE_NULL) return 1;
+  for (int i = 0; i < node->n_entries; i++)
+    if (!node->entries[i].value->is_default) return 0;
+  return node->n_items == 0;
 }
 
 tsl_status tsl_cfg_require(tsl_cfg *map, const char *key) {

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/log.h"
 #include "common/util.h"
 #include "node.h"
 
@@ -98,10 +99,19 @@ static tsl_status load_file(tsl_config *cfg, const char *path, int depth, char *
       st = TESSEL_E_NOMEM;
       goto fail;
     }
+    /* a base that is not there is a mistake in this file, not an I/O failure */
+    if (!tsl_path_exists(base_path)) {
+      st = tsl_error(TESSEL_E_CONFIG, "%s:%d:%d: base: no such config file '%s' (looked for %s)",
+                     base_node->mark.file, base_node->mark.line, base_node->mark.col, base_node->scalar,
+                     base_path);
+      goto fail;
+    }
     st = load_file(cfg, base_path, depth + 1, chain, &base_root);
     if (st < 0) {
-      tsl_error_wrap(st, "%s:%d:%d: in base '%s'", base_node->mark.file, base_node->mark.line,
-                     base_node->mark.col, base_node->scalar);
+      /* an error inside the base already points into it; others get the base: line */
+      if (!tsl_has_position(tsl_error_message()))
+        tsl_error_wrap(st, "%s:%d:%d: in base '%s'", base_node->mark.file, base_node->mark.line,
+                       base_node->mark.col, base_node->scalar);
       goto fail;
     }
     TSL_TRY(st, merge_into(base_root, root));
@@ -128,8 +138,9 @@ static tsl_status apply_set(tsl_config *cfg, const char *arg) {
   char *keypath = NULL, *label = tsl_asprintf("--set=%s", arg);
   tsl_cfg *value = NULL;
   if (!label) return TESSEL_E_NOMEM;
+  /* column 7 is the key path, just after "--set=" */
   if (!eq || eq == arg) {
-    st = tsl_error(TESSEL_E_CONFIG, "%s: expected KEY.PATH=VALUE, e.g. --set model.layers=6", label);
+    st = tsl_error(TESSEL_E_CONFIG, "%s:1:7: expected KEY.PATH=VALUE, e.g. --set model.layers=6", label);
     goto fail;
   }
   keypath = strndup(arg, (size_t)(eq - arg));
@@ -139,8 +150,9 @@ static tsl_status apply_set(tsl_config *cfg, const char *arg) {
   }
   /* the value's column inside the label "--set=KEY=VALUE" */
   TSL_TRY(st, tsl_parse_yaml(cfg, eq + 1, strlen(eq + 1), label, 0, (int)(eq - arg) + 7, &value));
-  if (!value) {
-    value = tsl_node_new(TSL_NODE_NULL, (tsl_mark){tsl_config_intern_file(cfg, label), 1, 1}, "");
+  if (!value) { /* "KEY=" with nothing: a null, positioned where the value would be */
+    tsl_mark vm = {tsl_config_intern_file(cfg, label), 1, (int)(eq - arg) + 8};
+    value = tsl_node_new(TSL_NODE_NULL, vm, "");
     if (!value) {
       st = TESSEL_E_NOMEM;
       goto fail;
@@ -152,7 +164,7 @@ static tsl_status apply_set(tsl_config *cfg, const char *arg) {
     dot = strchr(s, '.');
     if (dot) *dot = '\0';
     if (!*s || np == (int)TSL_ARRAY_LEN(parts)) {
-      st = tsl_error(TESSEL_E_CONFIG, "%s: malformed key path (expected e.g. model.layers)", label);
+      st = tsl_error(TESSEL_E_CONFIG, "%s:1:7: malformed key path (expected e.g. model.layers)", label);
       goto fail;
     }
     parts[np++] = s;

@@ -11,9 +11,17 @@ typedef struct parser {
   tsl_config *cfg;
   const char *file; /* interned */
   int line_offset, col_offset;
+  size_t end_line, end_col; /* 0-based position just past the last character */
 } parser;
 
 static tsl_mark mark_of(const parser *p, yaml_mark_t m) {
+  /* libyaml puts the end of a text that lacks a final newline on a line of
+  ** its own, after the text; point just past the last character instead, so
+  ** that errors in a one-line --set value stay on that line. */
+  if (m.line > p->end_line) {
+    m.line = p->end_line;
+    m.column = p->end_col;
+  }
   tsl_mark k = {p->file, (int)m.line + 1 + p->line_offset, (int)m.column + 1};
   if (m.line == 0) k.col += p->col_offset;
   return k;
@@ -197,6 +205,14 @@ fail:
 tsl_status tsl_parse_yaml(tsl_config *cfg, const char *text, size_t len, const char *file,
                           int line_offset, int col_offset, tsl_cfg **out) {
   parser p = {.cfg = cfg, .line_offset = line_offset, .col_offset = col_offset};
+  for (size_t i = 0; i < len; i++) {
+    if (text[i] == '\n') {
+      p.end_line++;
+      p.end_col = 0;
+    } else if (((unsigned char)text[i] & 0xC0) != 0x80) { /* columns count characters, not bytes */
+      p.end_col++;
+    }
+  }
   p.file = tsl_config_intern_file(cfg, file);
   if (!p.file) return TESSEL_E_NOMEM;
   if (!yaml_parser_initialize(&p.yaml))

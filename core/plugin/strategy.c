@@ -53,13 +53,19 @@ tsl_status tsl_strategy_start(tsl_runtime *rt, int world_size) {
   rt->host.rt = rt;
   if (!s->plugin.name && !s->plugin.path) {
     if (world_size > 1)
-      return tsl_error(TESSEL_E_CONFIG,
-                       "%s: this run has %d ranks but no strategy: add a plugin section, e.g. `plugin: {name: ddp}`",
-                       tsl_config_path(rt->config), world_size);
+      return tsl_cfg_error(tsl_config_root(rt->config), NULL,
+                           "this run has %d ranks but no strategy: add a plugin section, e.g. `plugin: {name: ddp}`",
+                           world_size);
     rt->mesh = (tessel_mesh){.size = sizeof rt->mesh, .naxes = 1, .names = {"dp"}, .sizes = {1}, .data_axes = 1};
     return TESSEL_OK;
   }
-  TSL_TRY(st, tsl_plugin_locate(s->plugin.name, s->plugin.path, &path));
+  st = tsl_plugin_locate(s->plugin.name, s->plugin.path, &path);
+  if (st == TESSEL_E_CONFIG) { /* point at the key that named it */
+    char msg[4096];
+    snprintf(msg, sizeof msg, "%s", tsl_error_message());
+    st = tsl_cfg_error(s->plugin.section, s->plugin.path ? "path" : "name", "%s", msg);
+  }
+  if (st < 0) goto fail;
   TSL_TRY(st, tsl_plugin_open(path, &rt->plugin));
   if (s->plugin.name && strcmp(s->plugin.name, rt->plugin->name) != 0) {
     st = tsl_cfg_error(s->plugin.section, "name", "names strategy '%s', but plugin.path is %s ('%s')", s->plugin.name,

@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# tests/cli/check_configs.sh — `tessel check` on the shipped and the broken configs.
+#
+# usage: check_configs.sh TESSEL SOURCE_DIR
+#
+# (a) Every configs/*.yaml must check cleanly (exit 0). A config that needs
+#     more than one rank says so in a comment: `# check-world: N`.
+# (b) Every tests/configs/bad/*.yaml must fail with exit status exactly 2 and
+#     a first line of stderr that starts with FILE:LINE:COL: and contains the
+#     expected text. Each one states its expectation in header comments:
+#       # expect: LINE:COL: <text in the message>   (FILE is the config itself)
+#       # expect: --set=K=V:1:COL: <text>           (a position in a --set argument)
+#       # expect-file: NAME                         (FILE is NAME beside the config,
+#                                                    for errors inside a base file)
+#       # args: --set model.layers=abc              (extra arguments, split on spaces)
+#     A crash (status >= 128) or a sanitizer report is a failure.
+#
+# TESSEL_TEST_WRAPPER, when set, runs tessel under a command, e.g.
+#   TESSEL_TEST_WRAPPER="valgrind -q --leak-check=full --error-exitcode=99"
+set -u
+
+tessel=${1:?usage: check_configs.sh TESSEL SOURCE_DIR}
+src=${2:?usage: check_configs.sh TESSEL SOURCE_DIR}
+cd "$src" || exit 1
+tmp=$(mktemp -d "${TESSEL_TEST_TMP:-/tmp}/check_configs.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+wrapper=${TESSEL_TEST_WRAPPER:-}
+
+failures=0
+checked=0
+
+fail() {
+  echo "FAIL $1"
+  shift
+  for line in "$@"; do echo "  $line"; done
+  failures=$((failures + 1))
+}
+
+# The value of a `# KEY: value` header comment in file $1, or empty.
+header() { sed -n "s/^# $2: //p" "$1" | head -n 1; }
+
+crashed() { # status, stderr file
+  [ "$1" -ge 128 ] || grep -qE 'Sanitizer|runtime error:|Segmentation fault|core dumped' "$2"
+}
+
+# (a) the shipped configs
+shopt -s nullglob
+good=(configs/*.yaml)
+[ ${#good[@]} -gt 0 ] || fail "configs/" "no configs/*.yaml to check"
+for cfg in "${good[@]}"; do
+  world=$(header "$cfg" check-world)
+  $wrapper "$tessel" check --quiet --world "${world:-1}" "$cfg" >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+  checked=$((checked + 1))
+  if [ $rc -ne 0 ]; then
+    fail "$cfg (--world ${world:-1})" "expected exit 0, got $rc:" "$(head -n 5 "$tmp/err")"
+  fi
+done
+
+# (b) the broken ones
+bad=(tests/configs/bad/*.yaml)
+[ ${#bad[@]} -ge 20 ] || fail "tests/configs/bad/" "expected at least 20 broken configs, found ${#bad[@]}"
+for cfg in "${bad[@]}"; do
+  expect=$(header "$cfg" expect)
+  file=$(header "$cfg" expect-file)
+  args=$(header "$cfg" args)
+  file=${file:+$(dirname "$cfg")/$file}
+  file=${file:-$cfg}
+  # split "POSITION: TEXT"; POSITION is LINE:COL, or a whole label such as --set=...:1:COL
+  if [[ $expect =~ ^([0-9]+:[0-9]+):\ (.*)$ ]]; then
+    prefix="$file:${BASH_REMATCH[1]}: "
+    text=${BASH_REMATCH[2]}
+  elif [[ $expect =~ ^([^\ ]*:[0-9]+:[0-9]+):\ (.*)$ ]]; then
+    prefix="${BASH_REMATCH[1]}: "
+    text=${BASH_REMATCH[2]}
+  else
+    fail "$cfg" "no '# expect: LINE:COL: text' header (got '$expect')"
+    continue
+  fi
+  read -r -a argv <<<"$args" # split on spaces, without globbing "[2,"
+  $wrapper "$tessel" check --quiet "${argv[@]}" "$cfg" >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+  checked=$((checked + 1))
+  first=$(head -n 1 "$tmp/err")
+  if crashed $rc "$tmp/err"; then
+    fail "$cfg${args:+ ($args)}" "crashed with status $rc:" "$(head -n 20 "$tmp/err")"
+    continue
+  fi
+  problems=()
+  [ $rc -eq 2 ] || problems+=("expected exit status 2, got $rc")
+  [[ $first == "$prefix"* ]] || problems+=("expected the first line of stderr to start with the position")
+  [[ $first == *"$text"* ]] || problems+=("expected the first line of stderr to contain the text")
+  if [ ${#problems[@]} -gt 0 ]; then
+    fail "$cfg${args:+ ($args)}" "${problems[@]}" "- expected: $prefix...$text..." "+ got:      $first"
+  fi
+done
+
+echo "$checked config(s) checked, $failures failure(s)"
+[ $failures -eq 0 ]

@@ -1,0 +1,92 @@
+/*
+** tests/plugins/good.c — `testgood`, the smallest real strategy.
+**
+** Plain data parallelism: one mesh axis "dp" over every rank, every
+** parameter replicated (no layout hook), and at the end of each step each
+** gradient summed over the data ranks (the core's loss scale already divides
+** by their number). It reads one option, `greeting_count` (an integer ≥ 1,
+** default 1), through the host's config getters so that the loader tests can
+** provoke option errors and unknown-key reports in a plugin section.
+**
+** The same source is built twice, with TESTGOOD_VERSION "1.0" and "2.0", so
+** that two ranks can be made to load different builds.
+*/
+#include <stdint.h>
+#include <stdlib.h>
+
+#include <tessel/plugin.h>
+
+#ifndef TESTGOOD_VERSION
+#error "TESTGOOD_VERSION must be defined by the build"
+#endif
+
+typedef struct testgood {
+  const tessel_host_api *api;
+  tessel_host *host;
+  int64_t greeting_count;
+} testgood;
+
+static tessel_status tg_create(const tessel_host_api *api, tessel_host *host, const tessel_cfg *section,
+                               void **inst) {
+  int64_t count = 0;
+  tessel_status st = api->cfg->get_int(host, section, "greeting_count", 1, 1, INT64_MAX, &count);
+  if (st < 0) return st;
+  testgood *t = calloc(1, sizeof *t);
+  if (!t) return api->set_error(host, TESSEL_E_NOMEM, "testgood: out of host memory");
+  t->api = api;
+  t->host = host;
+  t->greeting_count = count;
+  api->log(host, TESSEL_LOG_DEBUG, "hello x%lld", (long long)count);
+  *inst = t;
+  return TESSEL_OK;
+}
+
+static void tg_destroy(void *inst) { free(inst); }
+
+static tessel_status tg_mesh(void *inst, int world_size, tessel_mesh *out) {
+  testgood *t = inst;
+  if (world_size < 1)
+    return t->api->set_error(t->host, TESSEL_E_INTERNAL, "testgood: world size %d", world_size);
+  out->naxes = 1;
+  out->names[0] = "dp";
+  out->sizes[0] = world_size;
+  out->data_axes = 1u;
+  out->n_groups = 0;
+  return TESSEL_OK;
+}
+
+/* Sum every gradient over the data ranks, in place. */
+static tessel_status tg_grads_finish(void *inst) {
+  testgood *t = inst;
+  const tessel_host_api *api = t->api;
+  if (api->world_size(t->host) == 1) return TESSEL_OK;
+  tessel_group *dp = NULL;
+  tessel_status st = api->comm->group(t->host, 1u, &dp);
+  if (st < 0) return st;
+  int n = api->model->param_count(t->host);
+  for (int i = 0; i < n; i++) {
+    tessel_param_view v = {.size = sizeof v};
+    if ((st = api->model->view(t->host, i, &v)) < 0) return st;
+    if (!v.grad || !v.local_numel) continue;
+    st = api->comm->all_reduce(t->host, dp, v.grad, v.grad, v.local_numel, TESSEL_F32, TESSEL_SUM, NULL);
+    if (st < 0) return st;
+  }
+  return TESSEL_OK;
+}
+
+static const tessel_strategy table = {
+    .size = sizeof(tessel_strategy),
+    .abi_version = TESSEL_ABI_VERSION,
+    .name = "testgood",
+    .version = TESTGOOD_VERSION,
+    .description = "test strategy: every parameter replicated over one data-parallel axis",
+    .caps = TESSEL_CAP_DATA_PARALLEL,
+    .create = tg_create,
+    .destroy = tg_destroy,
+    .mesh = tg_mesh,
+    .grads_finish = tg_grads_finish,
+};
+
+TESSEL_EXPORT const tessel_strategy *TESSEL_STRATEGY_ENTRY(uint32_t core_abi) {
+  return TESSEL_ABI_MAJOR(core_abi) == TESSEL_ABI_MAJOR(TESSEL_ABI_VERSION) ? &table : NULL;
+}

@@ -1,0 +1,254 @@
+#!/bin/sh
+# tests/plugins/loader_errors.sh — every way a strategy plugin can fail to
+# load, each provoked by a deliberately broken test plugin, must end in one
+# clear paragraph and a defined exit status, never a crash.
+#
+# usage: loader_errors.sh TESSEL TEST_PLUGIN_DIR SCRATCH_DIR
+#   TESSEL           the built `tessel` program
+#   TEST_PLUGIN_DIR  ${CMAKE_BINARY_DIR}/test-plugins (one directory per case)
+#   SCRATCH_DIR      emptied and used for configs and captured output
+#
+# Exit statuses asserted (core/plugin/loader.c, common/status.c): a plugin
+# that cannot be found or an option error is a configuration error (2); a
+# file that is there but broken, or a hook that fails for its own reasons,
+# is a runtime failure (1).
+set -u
+
+TESSEL=$1
+PLUGINS=$2
+TMP=$3
+
+case $TESSEL in /*) ;; *) echo "TESSEL must be an absolute path, got $TESSEL" >&2; exit 1 ;; esac
+[ -x "$TESSEL" ] || { echo "$TESSEL is not an executable" >&2; exit 1; }
+
+rm -rf "$TMP"
+mkdir -p "$TMP" || exit 1
+cd "$TMP" || exit 1
+# The search must see only what each case sets.
+unset TESSEL_PLUGIN_PATH
+
+failures=0
+case_name=""
+
+fail() {
+  echo "FAIL [$case_name]: $*" >&2
+  failures=$((failures + 1))
+}
+
+# cfg NAME LINE...: write NAME.yaml with the core sections (lines 1-3), then
+# `plugin:` on line 4 and the given lines indented under it from line 5 on.
+# Prints the config's absolute path.
+cfg() {
+  f="$TMP/$1.yaml"
+  shift
+  {
+    echo 'model: {layers: 1, heads: 1, channels: 8, seq_len: 8}'
+    echo 'data: {train: "none/*.bin"}'
+    echo 'train: {steps: 1}'
+    echo 'plugin:'
+    for line in "$@"; do echo "  $line"; done
+  } >"$f"
+  echo "$f"
+}
+
+# run CASE CMD...: run a command, keeping its status and output.
+run() {
+  case_name=$1
+  shift
+  "$@" >"$TMP/$case_name.out" 2>"$TMP/$case_name.err"
+  status=$?
+  out="$TMP/$case_name.out"
+  err="$TMP/$case_name.err"
+}
+
+show() {
+  echo "--- [$case_name] status $status; stderr:" >&2
+  cat "$err" >&2
+  echo "--- stdout:" >&2
+  cat "$out" >&2
+}
+
+# A failure: the expected status (so no signal), nothing on stdout, and the
+# message one paragraph (non-empty, no blank line).
+expect_failure() {
+  if [ "$status" -ge 128 ]; then
+    fail "crashed or was killed (status $status)"
+  elif [ "$status" -ne "$1" ]; then
+    fail "exit status $status, expected $1"
+  fi
+  [ -s "$out" ] && fail "printed on stdout although the check failed"
+  [ -s "$err" ] || fail "printed no error message"
+  grep -q '^[[:space:]]*$' "$err" && fail "the message is more than one paragraph (it has a blank line)"
+}
+
+# expect_err TEXT...: each fixed string appears in the error output.
+expect_err() {
+  for text in "$@"; do
+    grep -qF -- "$text" "$err" || fail "the message lacks: $text"
+  done
+}
+
+check_case() { # CASE CONFIG [ENV=VALUE...] runs `tessel check CONFIG`
+  c=$1
+  config=$2
+  shift 2
+  run "$c" env "$@" "$TESSEL" check "$config"
+}
+
+# ---------------------------------------------------------------- controls
+
+# The good plugin loads, reads its option and arranges any world.
+config=$(cfg good "path: $PLUGINS/good-v1/libtessel-testgood.so" "greeting_count: 3")
+check_case good "$config"
+[ "$status" -eq 0 ] || fail "a valid config with testgood failed (status $status)"
+expect_err "strategy testgood, mesh dp 1"
+grep -q '^  greeting_count: 3$' "$out" || fail "the resolved config lacks plugin.greeting_count: 3"
+[ "$status" -eq 0 ] || show
+
+run good_world4 "$TESSEL" check --world 4 "$config"
+[ "$status" -eq 0 ] || fail "testgood failed for a world of 4 (status $status)"
+expect_err "strategy testgood, mesh dp 4"
+
+# By name through TESSEL_PLUGIN_PATH; the option's default is filled in.
+config=$(cfg good_by_name "name: testgood")
+check_case good_by_name "$config" TESSEL_PLUGIN_PATH="$PLUGINS/good-v1"
+[ "$status" -eq 0 ] || { fail "testgood was not found by name (status $status)"; show; }
+grep -q '^  greeting_count: 1$' "$out" || fail "the resolved config lacks the default greeting_count: 1"
+
+# Only the entry symbol is exported, and the plugin does not link the core.
+case_name=exports
+syms=$(nm -D --defined-only "$PLUGINS/good-v1/libtessel-testgood.so" | awk '{print $NF}' | grep -v '^_')
+[ "$syms" = "tessel_strategy_v1" ] || fail "testgood exports [$syms], expected only tessel_strategy_v1"
+needed=$(readelf -d "$PLUGINS/good-v1/libtessel-testgood.so" | grep NEEDED)
+echo "$needed" | grep -q 'libtessel' && fail "testgood links the core: $needed"
+# nosym is a real shared object that exports an entry under the wrong name.
+syms=$(nm -D --defined-only "$PLUGINS/nosym/libtessel-nosym.so" | awk '{print $NF}' | grep -v '^_')
+[ "$syms" = "tessel_strategy_entry" ] || fail "nosym exports [$syms], expected only tessel_strategy_entry"
+
+# --------------------------------------------------------------- not found
+
+before=$failures
+mkdir -p "$TMP/dirA" "$TMP/dirB"
+config=$(cfg not_found "name: absent")
+check_case not_found "$config" TESSEL_PLUGIN_PATH="$TMP/dirA:$TMP/dirB"
+expect_failure 2
+expect_err "strategy plugin 'absent' was not found" "$TMP/dirA/libtessel-absent.so" "$TMP/dirB/libtessel-absent.so" \
+  "TESSEL_PLUGIN_PATH"
+# Every path tried, in search order: both TESSEL_PLUGIN_PATH directories,
+# the installed plugin directory, the build tree.
+tried=$(grep -c '/libtessel-absent\.so$' "$err")
+[ "$tried" -eq 4 ] || fail "the message lists $tried paths, expected 4 (2 from TESSEL_PLUGIN_PATH, installed, build tree)"
+first=$(grep -m1 '/libtessel-absent\.so$' "$err")
+[ "$first" = "  $TMP/dirA/libtessel-absent.so" ] || fail "the first path listed is '$first', expected dirA's"
+[ "$failures" -eq "$before" ] || show
+
+config=$(cfg not_found_path "path: $TMP/dirA/libtessel-gone.so")
+check_case not_found_path "$config"
+expect_failure 2
+expect_err "$TMP/dirA/libtessel-gone.so" "plugin.path"
+
+# ------------------------------------------------------------ broken files
+
+# broken CASE STATUS TEXT...: `plugin.path` at the case's library; the
+# message must name the file and carry each TEXT.
+broken() {
+  b=$1
+  want=$2
+  shift 2
+  lib=$(ls "$PLUGINS/$b"/libtessel-*.so)
+  config=$(cfg "$b" "path: $lib")
+  before=$failures
+  check_case "$b" "$config"
+  expect_failure "$want"
+  expect_err "$lib" "$@"
+  [ "$failures" -eq "$before" ] || show
+}
+
+broken notso 1 "is not a loadable shared object"
+grep -qE 'invalid ELF header|file too short|Exec format error' "$err" || fail "the dlerror text is missing"
+broken nosym 1 "does not export the entry symbol tessel_strategy_v1"
+broken abi2 1 "plugin ABI major 2" "tessel_strategy_v2" "this tessel speaks ABI 1.0"
+broken abifield 1 "built for plugin ABI 2.0" "this tessel speaks ABI 1.0"
+broken small 1 "strategy table is 16 bytes"
+broken misnamed 1 "calls itself 'somethingelse'" "file name says 'misnamed'"
+broken nomesh 1 "lacks the required hook 'mesh'"
+
+# ------------------------------------------------------------ create hooks
+
+before=$failures
+config=$(cfg createfail "path: $PLUGINS/createfail/libtessel-createfail.so")
+check_case createfail "$config"
+expect_failure 1
+expect_err "strategy 'createfail' failed in create" "createfail: the frobnicator is missing"
+[ "$failures" -eq "$before" ] || show
+
+# Line 5 is `  path: ...`, line 6 `  mode: medium`: the error is located at
+# the value of mode (column 9), as every config getter locates bad values.
+before=$failures
+config=$(cfg createcfg "path: $PLUGINS/createcfg/libtessel-createcfg.so" "mode: medium")
+check_case createcfg "$config"
+expect_failure 2
+expect_err "$config:6:9: plugin.mode: mode must be fast or slow"
+[ "$failures" -eq "$before" ] || show
+
+# --------------------------------------------------- a plugin's own options
+
+before=$failures
+config=$(cfg option_range "name: testgood" "greeting_count: 0")
+check_case option_range "$config" TESSEL_PLUGIN_PATH="$PLUGINS/good-v1"
+expect_failure 2
+expect_err "$config:6:19: plugin.greeting_count: must be at least 1, got 0"
+
+config=$(cfg option_type "name: testgood" "greeting_count: many")
+check_case option_type "$config" TESSEL_PLUGIN_PATH="$PLUGINS/good-v1"
+expect_failure 2
+expect_err "$config:6:19: plugin.greeting_count:"
+
+config=$(cfg option_unknown "name: testgood" "greting_count: 3")
+check_case option_unknown "$config" TESSEL_PLUGIN_PATH="$PLUGINS/good-v1"
+expect_failure 2
+expect_err "$config:6:3: unknown key 'greting_count' in plugin (did you mean 'greeting_count'?)"
+[ "$failures" -eq "$before" ] || show
+
+# ---------------------------------------------------------- tessel plugins
+
+# Good, broken and shadowed plugins side by side.
+before=$failures
+run plugins env TESSEL_PLUGIN_PATH="$PLUGINS/good-v1:$PLUGINS/notso:$PLUGINS/good-v2" "$TESSEL" plugins
+[ "$status" -eq 0 ] || fail "tessel plugins failed (status $status)"
+grep -q '^NAME  *VERSION  *ABI  *CAPABILITIES' "$out" || fail "no header line"
+# testgood 1.0: name, version, ABI, capabilities and description, then its path.
+row=$(grep -A1 -E '^testgood +1\.0 +1\.0 +data-parallel +test strategy: every parameter replicated over one data-parallel axis$' "$out")
+[ -n "$row" ] || fail "testgood 1.0 is not listed with version, ABI 1.0, capabilities and description"
+echo "$row" | sed -n 2p | grep -qxF "  $PLUGINS/good-v1/libtessel-testgood.so" || fail "testgood 1.0's path is not listed"
+# The broken file: listed with the reason instead of a crash.
+row=$(grep -A1 -F "$PLUGINS/notso/libtessel-notso.so" "$out" | head -2)
+echo "$row" | head -1 | grep -q '^?' || fail "notso is not listed as an unloadable file"
+echo "$row" | sed -n 2p | grep -q '^  cannot load: .*is not a loadable shared object' || fail "notso's reason is missing"
+# The second testgood, later in the search order, is shadowed.
+row=$(grep -A1 -E '^testgood +2\.0 ' "$out")
+echo "$row" | sed -n 2p | grep -qF "$PLUGINS/good-v2/libtessel-testgood.so  (shadowed by an earlier one of the same name)" ||
+  fail "testgood 2.0 is not listed as shadowed"
+[ "$failures" -eq "$before" ] || show
+
+# Every broken case in one listing: each reported, none fatal. createfail and
+# createcfg load fine (listing never runs create).
+before=$failures
+path=""
+for b in notso nosym abi2 abifield small misnamed nomesh createfail createcfg; do path="$path${path:+:}$PLUGINS/$b"; done
+run plugins_broken env TESSEL_PLUGIN_PATH="$path" "$TESSEL" plugins
+[ "$status" -eq 0 ] || fail "tessel plugins failed (status $status)"
+n=$(grep -c '^  cannot load: ' "$out")
+[ "$n" -eq 7 ] || fail "$n files reported as unloadable, expected 7"
+for b in notso nosym abi2 abifield small misnamed nomesh; do
+  grep -A1 -F "$PLUGINS/$b/libtessel-$b.so" "$out" | grep -q '^  cannot load: ' || fail "$b is not reported with its error"
+done
+grep -qE '^createfail +1\.0 +1\.0 ' "$out" || fail "createfail is not listed as loadable"
+grep -qE '^createcfg +1\.0 +1\.0 ' "$out" || fail "createcfg is not listed as loadable"
+[ "$failures" -eq "$before" ] || show
+
+if [ "$failures" -ne 0 ]; then
+  echo "$failures failure(s)" >&2
+  exit 1
+fi
+echo "all loader error cases passed"
