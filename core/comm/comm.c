@@ -9,6 +9,7 @@
 #include "common/util.h"
 
 #define TSL_MAX_WORK 1024
+#define TSL_CORE_AXES 0xffffffffu /* no mesh has 32 axes, so no plugin can ask for it */
 
 struct tessel_group {
   MPI_Comm comm;
@@ -77,6 +78,22 @@ static tsl_status add_group(tsl_comm *c, uint32_t axes) {
   return TESSEL_OK;
 }
 
+/* The core's own communicator over the world (groups[0]), for its per-step
+** scalars, so that what the strategy's groups count is the strategy's alone. */
+static tsl_status add_core_group(tsl_comm *c) {
+  tessel_group *g = &c->groups[c->n_groups];
+  memset(g, 0, sizeof *g);
+  g->axes = TSL_CORE_AXES;
+  snprintf(g->name, sizeof g->name, "core");
+  tsl_status st = mpi_status(MPI_Comm_dup(MPI_COMM_WORLD, &g->comm), "MPI_Comm_dup", g);
+  if (st < 0) return st;
+  MPI_Comm_set_errhandler(g->comm, MPI_ERRORS_RETURN);
+  MPI_Comm_rank(g->comm, &g->rank);
+  MPI_Comm_size(g->comm, &g->size);
+  c->n_groups++;
+  return TESSEL_OK;
+}
+
 tsl_status tsl_comm_create(const tsl_world *w, const tessel_mesh *mesh, tsl_comm **out) {
   tsl_status st;
   tsl_comm *c = calloc(1, sizeof *c);
@@ -90,16 +107,16 @@ tsl_status tsl_comm_create(const tsl_world *w, const tessel_mesh *mesh, tsl_comm
     rem /= mesh->sizes[a];
     snprintf(c->names[a], sizeof c->names[a], "%s", mesh->names[a] ? mesh->names[a] : "axis");
   }
-  uint32_t all = (c->naxes >= 32) ? 0xffffffffu : ((1u << c->naxes) - 1);
+  uint32_t all = (1u << c->naxes) - 1;
+  TSL_TRY(st, add_core_group(c));
   TSL_TRY(st, add_group(c, all));
   for (int a = 0; a < c->naxes; a++) TSL_TRY(st, add_group(c, 1u << a));
   TSL_TRY(st, add_group(c, c->data_axes));
   for (int i = 0; i < mesh->n_groups; i++) TSL_TRY(st, add_group(c, mesh->groups[i] & all));
-  if (c->groups[0].size != w->size) {
-    st = tsl_error(TESSEL_E_INTERNAL, "mesh groups cover %d ranks, the world has %d", c->groups[0].size, w->size);
+  if (c->groups[1].size != w->size) {
+    st = tsl_error(TESSEL_E_INTERNAL, "mesh groups cover %d ranks, the world has %d", c->groups[1].size, w->size);
     goto fail;
   }
-  snprintf(c->groups[0].name, sizeof c->groups[0].name, "world");
   *out = c;
   return TESSEL_OK;
 fail:
@@ -290,6 +307,10 @@ tsl_status tsl_recv(tsl_comm *c, tessel_group *g, void *buf, uint64_t n, tessel_
 tsl_status tsl_barrier(tsl_comm *c, tessel_group *g) {
   (void)c;
   return mpi_status(MPI_Barrier(g->comm), "barrier", g);
+}
+
+tsl_status tsl_comm_world_reduce(tsl_comm *c, double *values, int n, tessel_redop op) {
+  return tsl_all_reduce(c, &c->groups[0], values, values, (uint64_t)n, TESSEL_F64, op, NULL);
 }
 
 tsl_status tsl_work_wait(tsl_comm *c, tessel_work *w) {

@@ -29,8 +29,10 @@ typedef struct tsl_comm_counts {
   uint64_t calls, payload, bus;
 } tsl_comm_counts;
 
-/* Build the mesh's groups: one per axis, the data axes, the world and each
-** extra set in mesh->groups. Collective over the world. */
+/* Build the mesh's groups: one per axis, the data axes, all axes together
+** (named after them, e.g. "dp" or "dp+pp+tp") and each extra set in
+** mesh->groups; plus "core", the core's own copy of the world for its
+** per-step scalars. Collective over the world. */
 tsl_status tsl_comm_create(const tsl_world *w, const tessel_mesh *mesh, tsl_comm **out);
 void tsl_comm_destroy(tsl_comm *c);
 
@@ -60,6 +62,9 @@ tsl_status tsl_send(tsl_comm *c, tessel_group *g, const void *buf, uint64_t coun
 tsl_status tsl_recv(tsl_comm *c, tessel_group *g, void *buf, uint64_t count, tessel_dtype dt,
                     int peer, tessel_work **work);
 tsl_status tsl_barrier(tsl_comm *c, tessel_group *g);
+/* Reduce n doubles in host memory over the whole world, counted under the
+** "core" group: the core's per-step scalars (loss sums, memory peaks). */
+tsl_status tsl_comm_world_reduce(tsl_comm *c, double *values, int n, tessel_redop op);
 tsl_status tsl_work_wait(tsl_comm *c, tessel_work *w);
 tsl_status tsl_work_test(tsl_comm *c, tessel_work *w, int *done);
 /* Let outstanding non-blocking transfers progress (MPI progresses only

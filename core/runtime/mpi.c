@@ -118,15 +118,6 @@ tsl_status tsl_world_allgather_str(const tsl_world *w, const char *mine, char *o
   return st;
 }
 
-static tsl_status world_reduce(const tsl_world *w, double *values, int n, MPI_Op op) {
-  if (!w->active || w->size == 1) return TESSEL_OK;
-  return mpi_check(MPI_Allreduce(MPI_IN_PLACE, values, n, MPI_DOUBLE, op, MPI_COMM_WORLD), "MPI_Allreduce");
-}
-
-tsl_status tsl_world_sum(const tsl_world *w, double *values, int n) { return world_reduce(w, values, n, MPI_SUM); }
-
-tsl_status tsl_world_max(const tsl_world *w, double *values, int n) { return world_reduce(w, values, n, MPI_MAX); }
-
 tsl_status tsl_world_barrier(const tsl_world *w) {
   if (!w->active || w->size == 1) return TESSEL_OK;
   return mpi_check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");

@@ -40,9 +40,6 @@ void tsl_world_abort(const tsl_world *w, tsl_status st) __attribute__((noreturn)
 tsl_status tsl_world_allgather_u64(const tsl_world *w, uint64_t mine, uint64_t *out);
 /* Gather a string of at most cap bytes from every rank into out[size*cap]. */
 tsl_status tsl_world_allgather_str(const tsl_world *w, const char *mine, char *out, int cap);
-/* Sum / max of doubles across the world (collective). */
-tsl_status tsl_world_sum(const tsl_world *w, double *values, int n);
-tsl_status tsl_world_max(const tsl_world *w, double *values, int n);
 tsl_status tsl_world_barrier(const tsl_world *w);
 /* Broadcast bytes from rank 0. */
 tsl_status tsl_world_bcast(const tsl_world *w, void *buf, int bytes);

@@ -138,6 +138,8 @@ static tsl_status read_plugin(tsl_cfg *root, tsl_settings *s) {
   tsl_cfg *p;
   if (!tsl_cfg_has(root, "plugin")) return TESSEL_OK;
   TSL_TRY(st, tsl_cfg_section(root, "plugin", 0, &p));
+  /* `plugin: null` (or --set plugin=null) runs without a strategy */
+  if (tsl_cfg_is_empty(p)) return TESSEL_OK;
   TSL_TRY(st, tsl_cfg_string(p, "path", NULL, &s->plugin.path));
   TSL_TRY(st, tsl_cfg_string(p, "name", NULL, &s->plugin.name));
   if (!s->plugin.name && !s->plugin.path)

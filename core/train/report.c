@@ -95,7 +95,7 @@ tsl_status tsl_report_memory(const tsl_runtime *rt, tsl_step_report *s) {
     tsl_mem_stats(&rt->ledger, (tessel_tier)t, &s->tier[t]);
     peaks[t] = (double)s->tier[t].peak;
   }
-  tsl_status st = tsl_world_max(&rt->world, peaks, TESSEL_TIER_COUNT);
+  tsl_status st = tsl_comm_world_reduce(rt->comm, peaks, TESSEL_TIER_COUNT, TESSEL_MAX);
   for (int t = 0; t < TESSEL_TIER_COUNT; t++) s->tier[t].peak = (uint64_t)peaks[t];
   return st;
 }

@@ -95,7 +95,7 @@ fail:
 static tsl_status global_loss(trainer *t, int micro_steps, double *loss) {
   double v[2];
   tsl_status st = tsl_model_loss_sum(t->model, micro_steps, &v[0], &v[1]);
-  if (st >= 0) st = tsl_world_sum(&t->rt->world, v, 2);
+  if (st >= 0) st = tsl_comm_world_reduce(t->rt->comm, v, 2, TESSEL_SUM);
   *loss = v[1] > 0 ? v[0] / v[1] : NAN;
   return st;
 }
@@ -115,7 +115,7 @@ static tsl_status evaluate(trainer *t, double *val_loss) {
     count += v[1];
   }
   double v[2] = {sum, count};
-  TSL_TRY(st, tsl_world_sum(&t->rt->world, v, 2));
+  TSL_TRY(st, tsl_comm_world_reduce(t->rt->comm, v, 2, TESSEL_SUM));
   *val_loss = v[0] / v[1];
   return TESSEL_OK;
 fail:

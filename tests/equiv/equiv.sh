@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# The strategy equivalence driver, reused by every strategy's tests.
+#
+#   equiv.sh TESSEL SRC TMP NAME CONFIG RANKS TOL [--set KEY=VALUE]...
+#
+# Trains CONFIG twice for the same steps, model, data and seed: once as one
+# process with no strategy (plugin: null) and once under `tessel launch -n
+# RANKS` with the config's strategy; then compares the per-step losses of the
+# two metrics files. Passes when every step's |a - b| / |a| <= TOL. Leaves
+# both metrics files in TMP/NAME.* only on failure. Prints the largest
+# relative difference either way.
+#
+# Why a tolerance and not bitwise: a strategy changes the order in which
+# fp32 sums are taken (a gradient summed over ranks, a split dot product),
+# which rounds differently; AdamW then carries those differences on. Over 20
+# steps of the small models used here they stay near 1e-7..1e-6 relative;
+# 1e-5 leaves an order of magnitude of room while any real divergence (a
+# gradient counted twice, a missed shard) shows at 1e-2 or more.
+set -euo pipefail
+TESSEL=$1; SRC=$2; TMP=$3; NAME=$4; CONFIG=$5; RANKS=$6; TOL=$7
+shift 7
+WORK=$TMP/$NAME.$$
+rm -rf "$WORK"
+mkdir -p "$WORK"
+cd "$SRC"
+
+common=(--set train.steps=20 --set train.sample_tokens=0 --set train.eval_every=0 --set checkpoint.resume=never
+        --set log.progress=never --set data.dir="$WORK/data" --set device.threads=1 "$@")
+losses() { sed -n 's/.*"loss":\([^,]*\),.*/\1/p' "$1"; }
+
+if ! "$TESSEL" run "$CONFIG" --set plugin=null --set log.dir="$WORK/ref" "${common[@]}" >"$WORK/ref.log" 2>&1; then
+  cat "$WORK/ref.log" >&2
+  echo "FAIL: the single-process reference run failed" >&2
+  exit 1
+fi
+if ! timeout 600 "$TESSEL" launch -n "$RANKS" "$CONFIG" --set log.dir="$WORK/run" "${common[@]}" \
+     >"$WORK/run.log" 2>&1; then
+  cat "$WORK/run.log" >&2
+  echo "FAIL: the $RANKS-rank run failed" >&2
+  exit 1
+fi
+losses "$WORK/ref/metrics.jsonl" >"$WORK/a"
+losses "$WORK/run/metrics.jsonl" >"$WORK/b"
+n=$(wc -l <"$WORK/a")
+[ "$n" -eq 20 ] && [ "$(wc -l <"$WORK/b")" -eq 20 ] || { echo "FAIL: expected 20 steps, got $n and $(wc -l <"$WORK/b")" >&2; exit 1; }
+if paste "$WORK/a" "$WORK/b" | awk -v tol="$TOL" '
+     { d = ($1 - $2) / $1; if (d < 0) d = -d; if (d > worst) { worst = d; at = NR } }
+     END { printf "largest relative loss difference %.3g at step %d (tolerance %g)\n", worst, at, tol; exit !(worst <= tol) }'; then
+  rm -rf "$WORK"
+else
+  paste "$WORK/a" "$WORK/b" >&2
+  echo "FAIL: $RANKS ranks diverge from one process; files kept in $WORK" >&2
+  exit 1
+fi
