@@ -199,7 +199,8 @@ static void count(tessel_group *g, uint64_t payload, double factor) {
   g->total.bus += bus;
 }
 
-/* A slot for a non-blocking request, or NULL for a blocking call. */
+/* A slot for a non-blocking request, or the caller's local request for a
+** blocking call. */
 static tsl_status work_slot(tsl_comm *c, tessel_work **work, MPI_Request **req, MPI_Request *local) {
   *req = local;
   if (!work) return TESSEL_OK;
@@ -214,94 +215,113 @@ static tsl_status work_slot(tsl_comm *c, tessel_work **work, MPI_Request **req, 
   return tsl_error(TESSEL_E_INTERNAL, "more than %d collectives outstanding; wait for some first", TSL_MAX_WORK);
 }
 
-/* Finish: wait now when blocking, else hand the request to the caller. */
-static tsl_status finish(tsl_comm *c, tessel_group *g, int rc, const char *what, tessel_work **work,
-                         MPI_Request *req) {
-  tsl_status st = mpi_status(rc, what, g);
+typedef enum { ALL_REDUCE, REDUCE_SCATTER, ALL_GATHER, BROADCAST, REDUCE, SEND, RECV } coll_kind;
+
+typedef struct coll {
+  coll_kind kind;
+  const char *name;
+  const void *send;
+  void *recv;
+  uint64_t n; /* elements per rank's block, as each call's contract counts them */
+  tessel_dtype dt;
+  tessel_redop op;
+  int peer; /* root or peer */
+} coll;
+
+/* Count a collective, post it to MPI, and wait for it unless the caller
+** asked for a handle. One place for the bookkeeping of every kind. */
+static tsl_status post(tsl_comm *c, tessel_group *g, const coll *k, tessel_work **work) {
+  MPI_Op mop = MPI_SUM;
+  MPI_Request local, *req;
+  tsl_status st = TESSEL_OK;
+  int reducing = k->kind == ALL_REDUCE || k->kind == REDUCE_SCATTER || k->kind == REDUCE;
+  if ((reducing && (st = mpi_op(k->dt, k->op, &mop)) < 0) || (st = work_slot(c, work, &req, &local)) < 0) return st;
+  uint64_t block = k->n * (uint64_t)type_size(k->dt), whole = block * (uint64_t)g->size;
+  double ring = (double)(g->size - 1) / g->size;
+  MPI_Datatype t = mpi_type(k->dt);
+  int n = (int)k->n, rc;
+  switch (k->kind) {
+    case ALL_REDUCE:
+      count(g, block, 2.0 * ring);
+      rc = MPI_Iallreduce(k->send == k->recv ? MPI_IN_PLACE : k->send, k->recv, n, t, mop, g->comm, req);
+      break;
+    case REDUCE_SCATTER:
+      count(g, whole, ring);
+      rc = MPI_Ireduce_scatter_block(k->send, k->recv, n, t, mop, g->comm, req);
+      break;
+    case ALL_GATHER:
+      count(g, whole, ring);
+      /* in place when the send block already sits at this rank's slot of recv */
+      rc = MPI_Iallgather((const char *)k->recv + (uint64_t)g->rank * block == k->send ? MPI_IN_PLACE : k->send, n, t,
+                          k->recv, n, t, g->comm, req);
+      break;
+    case BROADCAST:
+      count(g, block, 1.0);
+      rc = MPI_Ibcast(k->recv, n, t, k->peer, g->comm, req);
+      break;
+    case REDUCE:
+      count(g, block, 1.0);
+      rc = MPI_Ireduce(g->rank == k->peer && k->send == k->recv ? MPI_IN_PLACE : k->send, k->recv, n, t, mop, k->peer,
+                       g->comm, req);
+      break;
+    case SEND:
+      count(g, block, 1.0);
+      rc = MPI_Isend(k->send, n, t, k->peer, 0, g->comm, req);
+      break;
+    default:
+      count(g, block, 1.0);
+      rc = MPI_Irecv(k->recv, n, t, k->peer, 0, g->comm, req);
+      break;
+  }
+  st = mpi_status(rc, k->name, g);
   if (st < 0) {
     if (work) (*work)->in_use = 0;
     return st;
   }
   if (work) return TESSEL_OK;
-  return mpi_status(MPI_Wait(req, MPI_STATUS_IGNORE), what, g);
+  return mpi_status(MPI_Wait(req, MPI_STATUS_IGNORE), k->name, g);
 }
 
-#define TSL_INPLACE(send, recv) ((send) == (recv) ? MPI_IN_PLACE : (send))
-
-tsl_status tsl_all_reduce(tsl_comm *c, tessel_group *g, const void *send, void *recv, uint64_t n,
-                          tessel_dtype dt, tessel_redop op, tessel_work **work) {
-  MPI_Op mop = MPI_SUM;
-  MPI_Request local, *req;
-  tsl_status st = mpi_op(dt, op, &mop);
-  if (st < 0 || (st = work_slot(c, work, &req, &local)) < 0) return st;
-  count(g, n * (uint64_t)type_size(dt), 2.0 * (g->size - 1) / g->size);
-  int rc = MPI_Iallreduce(TSL_INPLACE(send, recv), recv, (int)n, mpi_type(dt), mop, g->comm, req);
-  return finish(c, g, rc, "all-reduce", work, req);
+tsl_status tsl_all_reduce(tsl_comm *c, tessel_group *g, const void *send, void *recv, uint64_t n, tessel_dtype dt,
+                          tessel_redop op, tessel_work **work) {
+  coll k = {ALL_REDUCE, "all-reduce", send, recv, n, dt, op, 0};
+  return post(c, g, &k, work);
 }
 
 tsl_status tsl_reduce_scatter(tsl_comm *c, tessel_group *g, const void *send, void *recv, uint64_t n,
                               tessel_dtype dt, tessel_redop op, tessel_work **work) {
-  MPI_Op mop = MPI_SUM;
-  MPI_Request local, *req;
-  tsl_status st = mpi_op(dt, op, &mop);
-  if (st < 0 || (st = work_slot(c, work, &req, &local)) < 0) return st;
-  count(g, n * (uint64_t)g->size * (uint64_t)type_size(dt), (double)(g->size - 1) / g->size);
-  int rc = MPI_Ireduce_scatter_block(send, recv, (int)n, mpi_type(dt), mop, g->comm, req);
-  return finish(c, g, rc, "reduce-scatter", work, req);
+  coll k = {REDUCE_SCATTER, "reduce-scatter", send, recv, n, dt, op, 0};
+  return post(c, g, &k, work);
 }
 
-tsl_status tsl_all_gather(tsl_comm *c, tessel_group *g, const void *send, void *recv, uint64_t n,
-                          tessel_dtype dt, tessel_work **work) {
-  MPI_Request local, *req;
-  tsl_status st = work_slot(c, work, &req, &local);
-  if (st < 0) return st;
-  count(g, n * (uint64_t)g->size * (uint64_t)type_size(dt), (double)(g->size - 1) / g->size);
-  /* in place when the send block already sits at this rank's slot of recv */
-  const void *src = (const char *)recv + (uint64_t)g->rank * n * (uint64_t)type_size(dt) == send ? MPI_IN_PLACE : send;
-  int rc = MPI_Iallgather(src, (int)n, mpi_type(dt), recv, (int)n, mpi_type(dt), g->comm, req);
-  return finish(c, g, rc, "all-gather", work, req);
+tsl_status tsl_all_gather(tsl_comm *c, tessel_group *g, const void *send, void *recv, uint64_t n, tessel_dtype dt,
+                          tessel_work **work) {
+  coll k = {ALL_GATHER, "all-gather", send, recv, n, dt, TESSEL_SUM, 0};
+  return post(c, g, &k, work);
 }
 
 tsl_status tsl_broadcast(tsl_comm *c, tessel_group *g, void *buf, uint64_t n, tessel_dtype dt, int root,
                          tessel_work **work) {
-  MPI_Request local, *req;
-  tsl_status st = work_slot(c, work, &req, &local);
-  if (st < 0) return st;
-  count(g, n * (uint64_t)type_size(dt), 1.0);
-  int rc = MPI_Ibcast(buf, (int)n, mpi_type(dt), root, g->comm, req);
-  return finish(c, g, rc, "broadcast", work, req);
+  coll k = {BROADCAST, "broadcast", buf, buf, n, dt, TESSEL_SUM, root};
+  return post(c, g, &k, work);
 }
 
-tsl_status tsl_reduce(tsl_comm *c, tessel_group *g, const void *send, void *recv, uint64_t n,
-                      tessel_dtype dt, tessel_redop op, int root, tessel_work **work) {
-  MPI_Op mop = MPI_SUM;
-  MPI_Request local, *req;
-  tsl_status st = mpi_op(dt, op, &mop);
-  if (st < 0 || (st = work_slot(c, work, &req, &local)) < 0) return st;
-  count(g, n * (uint64_t)type_size(dt), 1.0);
-  const void *src = g->rank == root && send == recv ? MPI_IN_PLACE : send;
-  int rc = MPI_Ireduce(src, recv, (int)n, mpi_type(dt), mop, root, g->comm, req);
-  return finish(c, g, rc, "reduce", work, req);
+tsl_status tsl_reduce(tsl_comm *c, tessel_group *g, const void *send, void *recv, uint64_t n, tessel_dtype dt,
+                      tessel_redop op, int root, tessel_work **work) {
+  coll k = {REDUCE, "reduce", send, recv, n, dt, op, root};
+  return post(c, g, &k, work);
 }
 
 tsl_status tsl_send(tsl_comm *c, tessel_group *g, const void *buf, uint64_t n, tessel_dtype dt, int peer,
                     tessel_work **work) {
-  MPI_Request local, *req;
-  tsl_status st = work_slot(c, work, &req, &local);
-  if (st < 0) return st;
-  count(g, n * (uint64_t)type_size(dt), 1.0);
-  int rc = MPI_Isend(buf, (int)n, mpi_type(dt), peer, 0, g->comm, req);
-  return finish(c, g, rc, "send", work, req);
+  coll k = {SEND, "send", buf, NULL, n, dt, TESSEL_SUM, peer};
+  return post(c, g, &k, work);
 }
 
 tsl_status tsl_recv(tsl_comm *c, tessel_group *g, void *buf, uint64_t n, tessel_dtype dt, int peer,
                     tessel_work **work) {
-  MPI_Request local, *req;
-  tsl_status st = work_slot(c, work, &req, &local);
-  if (st < 0) return st;
-  count(g, n * (uint64_t)type_size(dt), 1.0);
-  int rc = MPI_Irecv(buf, (int)n, mpi_type(dt), peer, 0, g->comm, req);
-  return finish(c, g, rc, "recv", work, req);
+  coll k = {RECV, "recv", NULL, buf, n, dt, TESSEL_SUM, peer};
+  return post(c, g, &k, work);
 }
 
 tsl_status tsl_barrier(tsl_comm *c, tessel_group *g) {

@@ -442,21 +442,25 @@ static tsl_status head_backward(tsl_model *m, const tessel_op_ctx *c, tsl_slot *
   return OP(m, layernorm_backward, c, &ln);
 }
 
-static tsl_status check_unit(const tsl_model *m, int micro, int slot, int unit) {
+/* Check that a unit of a micro-batch can run here and describe it for the
+** layer primitives. */
+static tsl_status unit_begin(const tsl_model *m, int micro, int slot, int unit, tessel_op_ctx *c) {
   if (unit < 0 || unit >= m->dims.units || !on_rank(m, unit) || slot < 0 || slot >= m->n_slots || micro < 0 ||
       micro >= m->dims.micro_steps)
     return tsl_error(TESSEL_E_INTERNAL, "unit %d, micro-batch %d, slot %d is not on this rank (units %d..%d, %d slots, %d micro-batches)",
                      unit, micro, slot, m->geo.unit_first, m->geo.unit_last, m->n_slots, m->dims.micro_steps);
+  int L = m->dims.layers;
+  *c = (tessel_op_ctx){.size = sizeof *c, .unit = unit, .layer = unit >= 1 && unit <= L ? unit - 1 : -1,
+                       .micro = micro, .slot = slot, .stream = (tessel_stream *)m->rt->compute};
   return TESSEL_OK;
 }
 
 tsl_status tsl_model_forward(tsl_model *m, int micro, int slot, int unit) {
   tsl_status st;
-  TSL_TRY(st, check_unit(m, micro, slot, unit));
+  tessel_op_ctx c;
+  TSL_TRY(st, unit_begin(m, micro, slot, unit, &c));
   tsl_slot *s = &m->slots[slot];
   int L = m->dims.layers;
-  tessel_op_ctx c = {.size = sizeof c, .unit = unit, .layer = unit >= 1 && unit <= L ? unit - 1 : -1,
-                     .micro = micro, .slot = slot, .stream = (tessel_stream *)m->rt->compute};
   HOOK(st, m, before_forward, unit, micro);
   if (unit == 0 || unit == L + 1) TSL_TRY(st, load_batch(m, s, micro));
   if (unit == 0) {
@@ -478,11 +482,10 @@ fail:
 
 tsl_status tsl_model_backward(tsl_model *m, int micro, int slot, int unit) {
   tsl_status st;
-  TSL_TRY(st, check_unit(m, micro, slot, unit));
+  tessel_op_ctx c;
+  TSL_TRY(st, unit_begin(m, micro, slot, unit, &c));
   tsl_slot *s = &m->slots[slot];
   int L = m->dims.layers;
-  tessel_op_ctx c = {.size = sizeof c, .unit = unit, .layer = unit >= 1 && unit <= L ? unit - 1 : -1,
-                     .micro = micro, .slot = slot, .stream = (tessel_stream *)m->rt->compute};
   HOOK(st, m, before_backward, unit, micro);
   if (unit == L + 1) {
     TSL_TRY(st, head_backward(m, &c, s));
