@@ -42,6 +42,17 @@ tsl_status tsl_ledger_init(tsl_ledger *l, tsl_backend *be, uint64_t device_capac
   return TESSEL_OK;
 }
 
+tsl_status tsl_ledger_set_nvme_dir(tsl_ledger *l, const char *dir) {
+  tsl_status st = tsl_mkdir_p(dir);
+  if (st < 0) return tsl_error_wrap(st, "nvme tier");
+  char *copy = tsl_strdup(dir);
+  if (!copy) return TESSEL_E_NOMEM;
+  free(l->nvme_dir);
+  l->nvme_dir = copy;
+  l->tier[TESSEL_TIER_NVME].capacity = UINT64_MAX;
+  return TESSEL_OK;
+}
+
 static tsl_alloc_rec *find_rec(const tsl_ledger *l, tessel_tier tier, const void *ptr, int *index) {
   for (int i = l->n_recs - 1; i >= 0; i--) {
     if (l->recs[i].ptr == ptr && l->recs[i].tier == tier) {

@@ -55,6 +55,8 @@ tsl_status tsl_mem_copy(tsl_ledger *l, tessel_tier dst_tier, void *dst, uint64_t
                         tessel_tier src_tier, const void *src, uint64_t src_off, uint64_t bytes,
                         tsl_stream *s);
 void tsl_mem_stats(const tsl_ledger *l, tessel_tier tier, tessel_tier_stats *out);
+/* Enable the NVMe tier with its files in dir (created if needed). */
+tsl_status tsl_ledger_set_nvme_dir(tsl_ledger *l, const char *dir);
 /* Start a new peak window (per step) and clear the copy counters. */
 void tsl_ledger_new_window(tsl_ledger *l);
 const char *tsl_tier_name(tessel_tier tier);

@@ -474,6 +474,7 @@ tsl_status tsl_model_forward(tsl_model *m, int micro, int slot, int unit) {
     TSL_TRY(st, head_forward(m, &c, s, micro));
   }
   HOOK(st, m, after_forward, unit, micro);
+  if (unit < m->geo.unit_last) HOOK(st, m, prefetch, unit + 1, 0);
   if (m->rt->comm) tsl_comm_progress(m->rt->comm);
   return TESSEL_OK;
 fail:
@@ -498,6 +499,7 @@ tsl_status tsl_model_backward(tsl_model *m, int micro, int slot, int unit) {
     TSL_TRY(st, OP(m, embedding_backward, &c, &e));
   }
   HOOK(st, m, after_backward, unit, micro);
+  if (unit > m->geo.unit_first) HOOK(st, m, prefetch, unit - 1, 1);
   if (m->rt->comm) tsl_comm_progress(m->rt->comm);
   return TESSEL_OK;
 fail:
@@ -546,6 +548,10 @@ tsl_status tsl_model_eval_step(tsl_model *m, int micro_steps) {
   tsl_status st;
   m->serial++;
   m->training = 0;
+  if (m->rt->plugin && m->rt->plugin->vt.eval_step) {
+    HOOK(st, m, eval_step, micro_steps);
+    return TESSEL_OK;
+  }
   for (int mb = 0; mb < micro_steps; mb++)
     for (int u = m->geo.unit_first; u <= m->geo.unit_last; u++) TSL_TRY(st, tsl_model_forward(m, mb, 0, u));
   return TESSEL_OK;

@@ -139,8 +139,17 @@ static tsl_status mem_stats(tessel_host *h, tessel_tier tier, tessel_tier_stats 
   return TESSEL_OK;
 }
 
-static const tessel_mem_api mem_api = {
-    .size = sizeof(tessel_mem_api), .alloc = mem_alloc, .free = mem_free, .copy = mem_copy, .stats = mem_stats};
+static tsl_status mem_set_nvme_dir(tessel_host *h, const char *dir) {
+  if (!RT(h)->be_ready) return not_ready("the nvme tier");
+  return tsl_ledger_set_nvme_dir(&RT(h)->ledger, dir);
+}
+
+static const tessel_mem_api mem_api = {.size = sizeof(tessel_mem_api),
+                                       .alloc = mem_alloc,
+                                       .free = mem_free,
+                                       .copy = mem_copy,
+                                       .stats = mem_stats,
+                                       .set_nvme_dir = mem_set_nvme_dir};
 
 /* ---- streams ---- */
 

@@ -377,6 +377,9 @@ typedef struct tessel_mem_api {
                         tessel_tier src_tier, const void *src, uint64_t src_off, uint64_t bytes,
                         tessel_stream *stream);
   tessel_status (*stats)(tessel_host *, tessel_tier, tessel_tier_stats *out);
+  /* Put the NVMe tier's files in `dir` (created if needed); call before
+  ** allocating on that tier. */
+  tessel_status (*set_nvme_dir)(tessel_host *, const char *dir);
 } tessel_mem_api;
 
 typedef struct tessel_stream_api {
@@ -544,15 +547,6 @@ typedef struct tessel_host_api {
 #define TESSEL_CAP_OFFLOAD (1ull << 4)         /* places state on host or NVMe     */
 #define TESSEL_CAP_OWNS_OPTIMIZER (1ull << 5)
 
-/* What the core reports when it asks where a chunk should live. */
-typedef struct tessel_place_query {
-  uint32_t size;
-  int32_t chunk;
-  uint64_t bytes;
-  int32_t next_use;      /* units until next use; -1 = not in this step */
-  tessel_tier_stats device, host;
-} tessel_place_query;
-
 /* One optimizer step's hyper-parameters. */
 typedef struct tessel_optim_step {
   uint32_t size;
@@ -569,8 +563,8 @@ typedef enum { TESSEL_STATE_PARAM = 0, TESSEL_STATE_ADAM_M = 1, TESSEL_STATE_ADA
 **   create → mesh → layout (per parameter) → geometry → [core allocates,
 **   initialises, builds groups] → setup → per step: set_grad_sync,
 **   train_step or the default schedule (before/after_forward,
-**   before/after_backward around each unit), grads_finish, grad_norm,
-**   optimizer_step → … → destroy.
+**   before/after_backward and prefetch around each unit), grads_finish,
+**   grad_norm, optimizer_step → … → destroy; eval_step for validation.
 ** Checkpoints may be written or read between steps (state_read/state_write).
 */
 typedef struct tessel_strategy {
@@ -600,6 +594,9 @@ typedef struct tessel_strategy {
 
   /* schedule; NULL: forward all units then backward all, per micro-batch */
   tessel_status (*train_step)(void *inst, int micro_steps);
+  /* forward only, for validation; NULL: forward all units per micro-batch.
+  ** A pipeline needs it: its stages pass activations to each other. */
+  tessel_status (*eval_step)(void *inst, int micro_steps);
 
   /* communication */
   tessel_status (*before_forward)(void *inst, int unit, int micro);
@@ -616,9 +613,12 @@ typedef struct tessel_strategy {
   /* Requires TESSEL_CAP_OWNS_OPTIMIZER; NULL: core AdamW on local storage. */
   tessel_status (*optimizer_step)(void *inst, const tessel_optim_step *);
 
-  /* memory placement */
-  tessel_status (*place)(void *inst, const tessel_place_query *, tessel_tier *out);
-  tessel_status (*prefetch)(void *inst, int next_unit);
+  /* memory placement: a hint, called after each unit's compute with the
+  ** unit that comes next in this direction (forward: unit + 1, backward:
+  ** unit - 1), so state can start moving while the current unit's
+  ** communication finishes. Placement itself is the plugin's decision,
+  ** made with mem->stats. */
+  tessel_status (*prefetch)(void *inst, int next_unit, int backward);
 
   /* checkpoint: move this rank's part (as its layout describes) of one
   ** parameter's state to or from a host buffer. NULL: core storage. */
