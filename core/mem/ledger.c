@@ -237,7 +237,10 @@ void tsl_mem_stats(const tsl_ledger *l, tessel_tier tier, tessel_tier_stats *out
   out->capacity = a->capacity;
   out->in_use = a->in_use;
   out->peak = a->peak;
-  out->model = a->by_kind[TESSEL_MEM_PARAM] + a->by_kind[TESSEL_MEM_GRAD] + a->by_kind[TESSEL_MEM_OPTIM];
+  out->params = a->by_kind[TESSEL_MEM_PARAM];
+  out->grads = a->by_kind[TESSEL_MEM_GRAD];
+  out->optim = a->by_kind[TESSEL_MEM_OPTIM];
+  out->model = out->params + out->grads + out->optim;
   out->non_model = a->in_use - out->model;
   out->bytes_in = a->bytes_in;
   out->bytes_out = a->bytes_out;

@@ -185,8 +185,12 @@ tsl_status tsl_params_allocate(tsl_runtime *rt, tsl_params *ps) {
   uint64_t bytes = n * sizeof(float);
   TSL_TRY(st, tsl_mem_alloc(&rt->ledger, TESSEL_TIER_DEVICE, TESSEL_MEM_PARAM, bytes, "parameters (fp32)", (void **)&ps->master));
   TSL_TRY(st, tsl_mem_alloc(&rt->ledger, TESSEL_TIER_DEVICE, TESSEL_MEM_GRAD, bytes, "gradients", (void **)&ps->grad));
-  TSL_TRY(st, tsl_mem_alloc(&rt->ledger, TESSEL_TIER_DEVICE, TESSEL_MEM_OPTIM, bytes, "AdamW first moments", (void **)&ps->m));
-  TSL_TRY(st, tsl_mem_alloc(&rt->ledger, TESSEL_TIER_DEVICE, TESSEL_MEM_OPTIM, bytes, "AdamW second moments", (void **)&ps->v));
+  /* a strategy that owns the optimizer keeps its own (e.g. sharded) state */
+  int core_optim = !(rt->plugin && (rt->plugin->vt.caps & TESSEL_CAP_OWNS_OPTIMIZER));
+  if (core_optim) {
+    TSL_TRY(st, tsl_mem_alloc(&rt->ledger, TESSEL_TIER_DEVICE, TESSEL_MEM_OPTIM, bytes, "AdamW first moments", (void **)&ps->m));
+    TSL_TRY(st, tsl_mem_alloc(&rt->ledger, TESSEL_TIER_DEVICE, TESSEL_MEM_OPTIM, bytes, "AdamW second moments", (void **)&ps->v));
+  }
   /* 16-bit working weights beside the fp32 master, unless compute is fp32 */
   int esize = rt->be.act_dtype == TESSEL_F32 ? 4 : 2;
   if (esize == 4)
@@ -199,8 +203,8 @@ tsl_status tsl_params_allocate(tsl_runtime *rt, tsl_params *ps) {
     if (p->layout.store != TESSEL_STORE_CORE || p->layout.kind == TESSEL_LAYOUT_ABSENT) continue;
     p->master = ps->master + p->offset;
     p->grad = ps->grad + p->offset;
-    p->m = ps->m + p->offset;
-    p->v = ps->v + p->offset;
+    p->m = ps->m ? ps->m + p->offset : NULL;
+    p->v = ps->v ? ps->v + p->offset : NULL;
     p->data = (char *)ps->work + p->offset * (uint64_t)esize;
   }
   return TESSEL_OK;

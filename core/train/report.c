@@ -142,6 +142,9 @@ static cJSON *tier_json(const tessel_tier_stats *t) {
   cJSON_AddNumberToObject(o, "peak", (double)t->peak);
   cJSON_AddNumberToObject(o, "in_use", (double)t->in_use);
   cJSON_AddNumberToObject(o, "model", (double)t->model);
+  cJSON_AddNumberToObject(o, "params", (double)t->params);
+  cJSON_AddNumberToObject(o, "grads", (double)t->grads);
+  cJSON_AddNumberToObject(o, "optim", (double)t->optim);
   cJSON_AddNumberToObject(o, "bytes_in", (double)t->bytes_in);
   cJSON_AddNumberToObject(o, "bytes_out", (double)t->bytes_out);
   if (t->capacity != UINT64_MAX) cJSON_AddNumberToObject(o, "capacity", (double)t->capacity);

@@ -124,6 +124,7 @@ typedef struct tessel_tier_stats {
   uint64_t non_model;  /* in_use that is ACT or SCRATCH                   */
   uint64_t bytes_in;   /* copied into this tier since the last reset_peak */
   uint64_t bytes_out;  /* copied out of this tier since then              */
+  uint64_t params, grads, optim; /* in_use split of `model` by kind         */
 } tessel_tier_stats;
 
 /* ------------------------------------------------------------------ mesh */
