@@ -4,9 +4,7 @@
 #include <stdlib.h>
 
 #include "cli/cli.h"
-#include "plugin/host.h"
-#include "runtime/build.h"
-#include "train/trainer.h"
+#include "train/run.h"
 
 #define MAX_SETS 256
 
@@ -34,22 +32,11 @@ static int run(int argc, char **argv) {
     else return tsl_usage_error(&tsl_cmd_run, "bad option");
   }
   if (optind != argc - 1) return tsl_usage_error(&tsl_cmd_run, "expected one CONFIG file");
-  const char *config = argv[optind];
 
-  tsl_runtime rt = {0};
-  tsl_status st = tsl_world_init(&argc, &argv, &rt.world);
+  tsl_world world;
+  tsl_status st = tsl_world_init(&argc, &argv, &world);
   if (st < 0) return tsl_fail(st);
-  topts.world_abort = rt.world.size > 1;
-  st = tsl_runtime_configure(&rt, config, sets, n_sets);
-  if (st >= 0) st = tsl_strategy_start(&rt, rt.world.size);
-  if (st >= 0) st = tsl_cfg_check_unknown(tsl_config_root(rt.config));
-  st = tsl_world_agree(&rt.world, st);
-  if (st >= 0) st = tsl_world_agree(&rt.world, tsl_strategy_check_agreement(&rt));
-  if (st >= 0) st = tsl_world_agree(&rt.world, tsl_runtime_devices(&rt));
-  if (st >= 0) st = tsl_world_agree(&rt.world, tsl_runtime_comm(&rt));
-  if (st >= 0) st = tsl_train(&rt, &topts);
-  int code = tsl_status_exit_code(st);
-  tsl_runtime_destroy(&rt);
-  tsl_world_finalize(&rt.world);
-  return code;
+  st = tsl_run_config(&world, argv[optind], sets, n_sets, &topts);
+  tsl_world_finalize(&world);
+  return tsl_status_exit_code(st);
 }

@@ -2,6 +2,7 @@
 #include "loader.h"
 
 #include <dlfcn.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,8 +22,9 @@
 ** contains this code, so a relocated install still finds its plugins. */
 static char *installed_dir(void) {
   Dl_info info;
+  char real[4096];
   if (!dladdr((void *)installed_dir, &info) || !info.dli_fname) return NULL;
-  char *dir = tsl_dirname(info.dli_fname);
+  char *dir = tsl_dirname(realpath(info.dli_fname, real) ? real : info.dli_fname);
   char *out = dir ? tsl_asprintf("%s/%s", dir, TESSEL_PLUGIN_SUBDIR) : NULL;
   free(dir);
   return out;

@@ -1,0 +1,23 @@
+/* core/train/run.c */
+#include "train/run.h"
+
+#include "plugin/host.h"
+#include "runtime/build.h"
+
+tsl_status tsl_run_config(const tsl_world *w, const char *config, const char *const *sets, int n_sets,
+                          const tsl_train_opts *opts) {
+  tsl_runtime rt = {0};
+  rt.world = *w;
+  tsl_train_opts o = *opts;
+  o.world_abort = w->size > 1;
+  tsl_status st = tsl_runtime_configure(&rt, config, sets, n_sets);
+  if (st >= 0) st = tsl_strategy_start(&rt, rt.world.size);
+  if (st >= 0) st = tsl_cfg_check_unknown(tsl_config_root(rt.config));
+  st = tsl_world_agree(&rt.world, st);
+  if (st >= 0) st = tsl_world_agree(&rt.world, tsl_strategy_check_agreement(&rt));
+  if (st >= 0) st = tsl_world_agree(&rt.world, tsl_runtime_devices(&rt));
+  if (st >= 0) st = tsl_world_agree(&rt.world, tsl_runtime_comm(&rt));
+  if (st >= 0) st = tsl_train(&rt, &o);
+  tsl_runtime_destroy(&rt);
+  return st;
+}

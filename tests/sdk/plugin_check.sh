@@ -1,0 +1,30 @@
+# `tessel plugin-check` passes every built-in plugin and fails each broken
+# plugin of the loader tests, naming the reason.
+set -uo pipefail
+TESSEL=$1; PLUGINS=$2; BROKEN=$3
+fail() { echo "FAIL: $*" >&2; exit 1; }
+n=0
+for so in "$PLUGINS"/libtessel-*.so; do
+  out=$("$TESSEL" plugin-check "$so" 2>&1) || { echo "$out" >&2; fail "plugin-check rejects the built-in $so"; }
+  echo "$out" | grep -q "^result: ok" || fail "no ok verdict for $so"
+  n=$((n + 1))
+done
+[ $n -ge 1 ] || fail "no built-in plugins found in $PLUGINS"
+expect() { # CASE, reason the report must give
+  local so
+  so=$(ls "$BROKEN/$1"/libtessel-*.so 2>/dev/null | head -1)
+  [ -n "$so" ] || fail "test plugin $1 not built"
+  out=$("$TESSEL" plugin-check "$so" 2>&1)
+  rc=$?
+  [ $rc -eq 1 ] || { echo "$out" >&2; fail "$1: exit status $rc, expected 1"; }
+  echo "$out" | grep -q "^  FAIL" && echo "$out" | grep -q "$2" || { echo "$out" >&2; fail "$1: no FAIL line saying '$2'"; }
+}
+expect notso "not an ELF file"
+expect nosym "the entry symbol is not exported"
+expect abi2 "the entry symbol is not exported"
+expect abifield "built for plugin ABI 2.0"
+expect small "strategy table is 16 bytes"
+expect misnamed "calls itself 'somethingelse'"
+expect nomesh "lacks the required hook 'mesh'"
+expect createfail "trains 2 steps"
+echo "ok: plugin-check passes $n built-in plugin(s) and fails 8 broken ones with their reasons"
