@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/spawn.h"
 
 static int launch(int argc, char **argv);
 
@@ -22,30 +23,13 @@ static int launch(int argc, char **argv) {
   long long n = 0;
   if (argc < 4 || strcmp(argv[1], "-n") != 0 || tsl_parse_count(argv[2], &n) != 0 || n < 1 || n > 4096)
     return tsl_usage_error(&tsl_cmd_launch, "expected -n N CONFIG");
-  char self[4096], count[32];
-  ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
-  if (len <= 0) {
+  char **args = tsl_run_argv((int)n, 1, argv + 3, argc - 3);
+  if (!args) {
     fprintf(stderr, "error: cannot find the tessel executable: %s\n", strerror(errno));
     return TSL_EXIT_FAILURE;
   }
-  self[len] = '\0';
-  snprintf(count, sizeof count, "%lld", n);
-  char **args = calloc((size_t)argc + 16, sizeof(char *));
-  if (!args) return TSL_EXIT_FAILURE;
-  int k = 0;
-  args[k++] = "mpirun";
-  args[k++] = "-n";
-  args[k++] = count;
-  if (n > sysconf(_SC_NPROCESSORS_ONLN)) args[k++] = "--oversubscribe";
-  if (geteuid() == 0) args[k++] = "--allow-run-as-root";
-  /* ranks set their own thread counts; let the OS place them */
-  args[k++] = "--bind-to";
-  args[k++] = "none";
-  args[k++] = self;
-  args[k++] = "run";
-  for (int i = 3; i < argc; i++) args[k++] = argv[i];
-  execvp("mpirun", args);
+  execvp(args[0], args);
   fprintf(stderr, "error: cannot start mpirun: %s (install openmpi-bin)\n", strerror(errno));
-  free(args);
+  tsl_spawn_argv_free(args);
   return TSL_EXIT_FAILURE;
 }

@@ -1,0 +1,104 @@
+/* core/cli/cmd_compare.c — `tessel compare A.yaml B.yaml ...`. */
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "common/util.h"
+#include "compare/compare.h"
+
+#define MAX_SETS 64
+
+static int compare(int argc, char **argv);
+
+const tsl_command tsl_cmd_compare = {
+    "compare", "run several configs (strategies) on the same model and data; compare loss, speed, memory, traffic",
+    "usage: tessel compare A.yaml[@RANKS] B.yaml[@RANKS]... [--steps N] [-n RANKS] [--out DIR]\n"
+    "                      [--tolerance T] [--warmup K] [--set KEY=VALUE]... [--allow-different-models]\n\n"
+    "Trains each configuration for N steps — through mpirun when it runs on more than one rank — and\n"
+    "compares them: final loss; the largest per-step loss difference against the first, with a verdict\n"
+    "(equivalent when every step's relative difference is at most T); tokens/s (median, min–max after\n"
+    "warm-up); step time; MFU; peak memory per tier and rank; payload and bus bytes per step per\n"
+    "communicator; and which configuration is fastest and which needs the least device memory.\n"
+    "Writes DIR/report.md with the same tables and the differences between the resolved configs, and\n"
+    "loss, throughput and memory charts (PNG, with gnuplot when installed). The configurations must\n"
+    "train the same model on the same data with the same seed and batch. A configuration that fails is\n"
+    "reported as failed, with its error; the others still run.\n\n"
+    "  --steps N                 steps per run (default 20)\n"
+    "  -n RANKS                  ranks for every config without its own @RANKS (default 1)\n"
+    "  --out DIR                 report folder (default runs/compare)\n"
+    "  --tolerance T             relative loss difference still called equivalent (default 1e-5: fp32\n"
+    "                            sums in another order, carried by AdamW over tens of steps)\n"
+    "  --warmup K                steps left out of throughput figures (default: a tenth, at least 1)\n"
+    "  --set KEY=VALUE           override a key in every config (repeatable)\n"
+    "  --allow-different-models  compare configs whose model, data, seed or batch differ\n\n"
+    "exit status: 0 when every run completed, 1 when any failed (the report still lists it), 2 usage or\n"
+    "configs that do not train the same model\n",
+    compare};
+
+/* "file.yaml@4" -> file.yaml on 4 ranks; no suffix -> dflt. */
+static int parse_target(char *arg, int dflt, tsl_cmp_run *run) {
+  char *at = strrchr(arg, '@');
+  long long ranks = dflt;
+  if (at && at[1]) {
+    if (tsl_parse_count(at + 1, &ranks) != 0 || ranks < 1 || ranks > 4096) return -1;
+    *at = '\0';
+  }
+  run->config = arg;
+  run->ranks = (int)ranks;
+  return 0;
+}
+
+static int compare(int argc, char **argv) {
+  static const struct option opts[] = {{"steps", required_argument, 0, 'S'},    {"out", required_argument, 0, 'o'},
+                                       {"tolerance", required_argument, 0, 't'}, {"warmup", required_argument, 0, 'w'},
+                                       {"set", required_argument, 0, 's'},
+                                       {"allow-different-models", no_argument, 0, 'a'},
+                                       {0, 0, 0, 0}};
+  const char *sets[MAX_SETS];
+  tsl_compare c = {.steps = 20, .tolerance = 1e-5, .warmup = -1, .sets = sets};
+  long long ranks = 1, v;
+  int opt;
+  snprintf(c.out, sizeof c.out, "runs/compare");
+  optind = 0;
+  while ((opt = getopt_long(argc, argv, "n:o:", opts, NULL)) != -1) {
+    int ok = 1;
+    switch (opt) {
+      case 'S': ok = tsl_parse_count(optarg, &v) == 0 && v >= 1 && (c.steps = v, 1); break;
+      case 'n': ok = tsl_parse_count(optarg, &ranks) == 0 && ranks >= 1 && ranks <= 4096; break;
+      case 'o': snprintf(c.out, sizeof c.out, "%s", optarg); break;
+      case 't': ok = tsl_parse_number(optarg, &c.tolerance) == 0 && c.tolerance >= 0; break;
+      case 'w': ok = tsl_parse_count(optarg, &v) == 0 && (c.warmup = (int)v, 1); break;
+      case 's': ok = c.n_sets < MAX_SETS && (sets[c.n_sets++] = optarg, 1); break;
+      case 'a': c.allow_different = 1; break;
+      default: ok = 0;
+    }
+    if (!ok) return tsl_usage_error(&tsl_cmd_compare, "bad option or value");
+  }
+  c.n_runs = argc - optind;
+  if (c.n_runs < 2) return tsl_usage_error(&tsl_cmd_compare, "give at least two configs to compare");
+  if (c.warmup < 0) c.warmup = (int)TSL_MAX(1, c.steps / 10);
+  if (c.warmup >= c.steps) return tsl_usage_error(&tsl_cmd_compare, "--warmup must be below --steps");
+  c.runs = calloc((size_t)c.n_runs, sizeof *c.runs);
+  if (!c.runs) return TSL_EXIT_FAILURE;
+  for (int r = 0; r < c.n_runs; r++)
+    if (parse_target(argv[optind + r], (int)ranks, &c.runs[r]) != 0) {
+      free(c.runs);
+      return tsl_usage_error(&tsl_cmd_compare, "bad rank count in '%s' (CONFIG@RANKS)", argv[optind + r]);
+    }
+  tsl_status st = tsl_compare_plan(&c);
+  if (st >= 0) st = tsl_mkdir_p(c.out);
+  int failed = 0;
+  if (st >= 0) {
+    tsl_compare_run_all(&c);
+    st = tsl_compare_measure(&c);
+    if (st >= 0) st = tsl_compare_report(&c, stdout);
+    for (int r = 0; r < c.n_runs; r++) failed |= c.runs[r].failed;
+  }
+  tsl_compare_free(&c);
+  free(c.runs);
+  if (st < 0) return tsl_fail(st);
+  return failed ? TSL_EXIT_FAILURE : TSL_EXIT_OK;
+}

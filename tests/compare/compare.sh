@@ -1,0 +1,63 @@
+# tessel compare on real runs: every strategy given is judged equivalent to
+# the first, the report and charts exist, and report.md's numbers are the
+# runs' metrics; a broken config is a failed row with its error, and the
+# other runs still complete.
+#   compare.sh TESSEL SRC TMP CONFIG@RANKS...
+set -uo pipefail
+TESSEL=$1; SRC=$2; TMP=$3; shift 3
+WORK=$TMP/compare.$$
+rm -rf "$WORK"; mkdir -p "$WORK"; cd "$SRC"
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+cat >"$WORK/broken.yaml" <<YAML
+base: $SRC/configs/ddp.yaml
+plugin: {name: ddp, bucket_size: 0}
+YAML
+common=(--steps 12 --set model.layers=2 --set device.threads=1 --set data.dir="$WORK/data" --set log.every=100)
+
+"$TESSEL" compare configs/quickstart.yaml "$@" --out "$WORK/good" "${common[@]}" >"$WORK/good.out" 2>&1 \
+  || { cat "$WORK/good.out" >&2; fail "the comparison failed"; }
+R=$WORK/good/report.md
+[ -s "$R" ] || fail "no report.md"
+rows=$(grep -c '^| [a-z0-9_]*@[0-9]* | [0-9]* | ok |' "$R")
+[ "$rows" -eq $(($# + 1)) ] || fail "report.md has $rows ok rows, expected $(($# + 1))"
+[ "$(grep -c 'equivalent (' "$R")" -eq $# ] || { cat "$R" >&2; fail "not every strategy is equivalent to one process"; }
+grep -q 'DIFFERS' "$R" && fail "a run differs"
+if command -v gnuplot >/dev/null; then
+  for png in loss throughput memory; do
+    [ -s "$WORK/good/$png.png" ] || fail "chart $png.png missing"
+  done
+else
+  grep -q "Charts were skipped: gnuplot is not installed" "$R" || fail "no line saying charts were skipped"
+fi
+grep -q '^### .* vs quickstart@1' "$R" || fail "no configuration diff"
+
+# the numbers in report.md are the metrics files'
+i=0
+for label in quickstart@1 $(for a in "$@"; do b=${a##*/}; echo "${b%%.yaml*}@${a##*@}"; done); do
+  i=$((i + 1))
+  m=$WORK/good/$i-$label/metrics.jsonl
+  [ -f "$m" ] || fail "no metrics for $label"
+  loss=$(tail -1 "$m" | sed -n 's/.*"loss":\([^,]*\),.*/\1/p')
+  want=$(awk -v x="$loss" 'BEGIN { printf "%.6f", x }')
+  grep -q "^| $label | [0-9]* | ok | $want |" "$R" || fail "$label: final loss $want not in report.md"
+  peak=$(sed -n 's/.*"device":{"peak":\([0-9]*\).*/\1/p' "$m" | sort -n | tail -1)
+  grep "^| $label |" "$R" | head -1 | grep -q "| $peak (" || fail "$label: device peak $peak not in report.md"
+  for g in $(grep -o '"comm":{.*}' "$m" | tail -1 | grep -o '"[a-z+]*":{"calls"' | cut -d'"' -f2); do
+    [ "$g" = core ] && continue
+    # the report shows the mean over steps 2..12; strategies send the same every step
+    p=$(tail -1 "$m" | grep -o "\"$g\":{[^}]*}" | sed -n 's/.*"payload_bytes":\([0-9]*\).*/\1/p')
+    grep -q "^| $label | $g | $p (" "$R" || fail "$label: $g payload $p bytes/step not in report.md"
+  done
+done
+
+"$TESSEL" compare configs/ddp.yaml@2 "$WORK/broken.yaml@2" configs/quickstart.yaml --out "$WORK/bad" "${common[@]}" \
+  >"$WORK/bad.out" 2>&1
+rc=$?
+[ $rc -eq 1 ] || { cat "$WORK/bad.out" >&2; fail "exit status $rc with a broken config, expected 1"; }
+B=$WORK/bad/report.md
+grep -q '^| broken@2 | 2 | FAILED |' "$B" || fail "no failed row for the broken config"
+grep -q 'broken@2 failed:.*bucket_size: must be positive' "$B" || fail "the broken config's error is not in the report"
+[ "$(grep -c '| ok |' "$B")" -eq 2 ] || fail "the other runs did not complete"
+rm -rf "$WORK"
+echo "ok: $# strateg(ies) equivalent to one process; report, charts and numbers check out; a broken config is a failed row"
