@@ -32,6 +32,8 @@ int tsl_wants_help(const tsl_command *cmd, int argc, char **argv);
 int tsl_fail(tsl_status st);
 /* Parse a whole non-negative integer / number; -1 on junk. */
 int tsl_parse_count(const char *s, long long *out);
+/* An integer option in [lo, hi] into an int; 1 when valid, 0 otherwise. */
+int tsl_option_int(const char *s, long long lo, long long hi, int *out);
 int tsl_parse_number(const char *s, double *out);
 
 #endif

@@ -66,12 +66,18 @@ static int compare(int argc, char **argv) {
   while ((opt = getopt_long(argc, argv, "n:o:", opts, NULL)) != -1) {
     int ok = 1;
     switch (opt) {
-      case 'S': ok = tsl_parse_count(optarg, &v) == 0 && v >= 1 && (c.steps = v, 1); break;
+      case 'S':
+        ok = tsl_parse_count(optarg, &v) == 0 && v >= 1;
+        c.steps = v;
+        break;
       case 'n': ok = tsl_parse_count(optarg, &ranks) == 0 && ranks >= 1 && ranks <= 4096; break;
       case 'o': snprintf(c.out, sizeof c.out, "%s", optarg); break;
       case 't': ok = tsl_parse_number(optarg, &c.tolerance) == 0 && c.tolerance >= 0; break;
-      case 'w': ok = tsl_parse_count(optarg, &v) == 0 && (c.warmup = (int)v, 1); break;
-      case 's': ok = c.n_sets < MAX_SETS && (sets[c.n_sets++] = optarg, 1); break;
+      case 'w': ok = tsl_option_int(optarg, 0, 1 << 30, &c.warmup); break;
+      case 's':
+        ok = c.n_sets < MAX_SETS;
+        if (ok) sets[c.n_sets++] = optarg;
+        break;
       case 'a': c.allow_different = 1; break;
       default: ok = 0;
     }

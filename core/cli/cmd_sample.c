@@ -45,11 +45,14 @@ static int sample(int argc, char **argv) {
     int ok = 1;
     switch (c) {
       case 'p': o.prompt = optarg; break;
-      case 'n': ok = tsl_parse_count(optarg, &v) == 0 && (o.tokens = (int)v, v <= 1 << 20); break;
+      case 'n': ok = tsl_option_int(optarg, 0, 1 << 20, &o.tokens); break;
       case 't': ok = tsl_parse_number(optarg, &o.temperature) == 0 && o.temperature >= 0; break;
-      case 'k': ok = tsl_parse_count(optarg, &v) == 0 && (o.top_k = (int)v, v <= 1 << 24); break;
-      case 's': ok = tsl_parse_count(optarg, &v) == 0 && (o.seed = (uint64_t)v, 1); break;
-      case 'j': ok = tsl_parse_count(optarg, &v) == 0 && (o.threads = (int)v, v <= 4096); break;
+      case 'k': ok = tsl_option_int(optarg, 0, 1 << 24, &o.top_k); break;
+      case 's':
+        ok = tsl_parse_count(optarg, &v) == 0;
+        o.seed = (uint64_t)v;
+        break;
+      case 'j': ok = tsl_option_int(optarg, 0, 4096, &o.threads); break;
       default: ok = 0;
     }
     if (!ok) return tsl_usage_error(&tsl_cmd_sample, "bad option or value");

@@ -54,3 +54,10 @@ int tsl_parse_number(const char *s, double *out) {
   *out = v;
   return 0;
 }
+
+int tsl_option_int(const char *s, long long lo, long long hi, int *out) {
+  long long v;
+  if (tsl_parse_count(s, &v) != 0 || v < lo || v > hi) return 0;
+  *out = (int)v;
+  return 1;
+}

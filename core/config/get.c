@@ -192,8 +192,10 @@ tsl_status tsl_cfg_bool(tsl_cfg *map, const char *key, int dflt, int *out) {
     return map ? record_default(map, key, TSL_NODE_SCALAR, dflt ? "true" : "false") : TESSEL_OK;
   }
   for (size_t i = 0; !v->quoted && i < TSL_ARRAY_LEN(yes); i++) {
-    if (!strcmp(v->scalar, yes[i])) return (*out = 1), TESSEL_OK;
-    if (!strcmp(v->scalar, no[i])) return (*out = 0), TESSEL_OK;
+    if (!strcmp(v->scalar, yes[i]) || !strcmp(v->scalar, no[i])) {
+      *out = !strcmp(v->scalar, yes[i]);
+      return TESSEL_OK;
+    }
   }
   return tsl_cfg_error(map, key, "expected true or false, got %s'%s'", quoted_note(v), v->scalar);
 }
@@ -237,8 +239,12 @@ tsl_status tsl_cfg_enum(tsl_cfg *map, const char *key, const char *const *choice
   tsl_status st = tsl_cfg_string(map, key, choices[dflt], &s);
   if (st < 0) return st;
   int n = 0;
-  for (; choices[n]; n++)
-    if (!strcmp(s, choices[n])) return (*out = n), TESSEL_OK;
+  for (; choices[n]; n++) {
+    if (!strcmp(s, choices[n])) {
+      *out = n;
+      return TESSEL_OK;
+    }
+  }
   char list[512] = "";
   for (int i = 0; i < n; i++) {
     strncat(list, i ? ", " : "", sizeof list - strlen(list) - 1);
