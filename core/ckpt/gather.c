@@ -86,13 +86,17 @@ static tsl_status param_as(tsl_model *m, const tsl_layouts *t, int r, int i, tsl
   return TESSEL_OK;
 }
 
+/* Does the strategy keep this state of parameter p itself? */
+static int plugin_owned(const tsl_runtime *rt, const tsl_param *p, tessel_state which) {
+  return p->layout.store == TESSEL_STORE_PLUGIN ||
+         (which != TESSEL_STATE_PARAM && rt->plugin && (rt->plugin->vt.caps & TESSEL_CAP_OWNS_OPTIMIZER));
+}
+
 /* This rank's local part of a state into host memory. */
 static tsl_status read_local(tsl_model *m, int i, tessel_state which, float *host) {
   tsl_runtime *rt = m->rt;
   tsl_param *p = &m->params.p[i];
-  int plugin_owned = p->layout.store == TESSEL_STORE_PLUGIN ||
-                     (which != TESSEL_STATE_PARAM && rt->plugin && (rt->plugin->vt.caps & TESSEL_CAP_OWNS_OPTIMIZER));
-  if (plugin_owned) {
+  if (plugin_owned(rt, p, which)) {
     if (!rt->plugin->vt.state_read)
       return tsl_error(TESSEL_E_INTERNAL, "strategy '%s' keeps %s itself but has no state_read hook", rt->plugin->name,
                        p->name);
@@ -119,8 +123,14 @@ tsl_status tsl_gather_state(tsl_model *m, const tsl_layouts *t, int i, tessel_st
   }
   part = malloc(TSL_MAX(most, 1) * sizeof(float));
   if (!part) return tsl_error(TESSEL_E_NOMEM, "out of host memory gathering %s", m->params.p[i].name);
-  if (w->rank == 0 && supplies(t, 0, i)) {
-    TSL_TRY(st, read_local(m, i, which, part));
+  /* State a strategy keeps may be spread over the replicas of a part (ZeRO
+  ** moments over data-parallel ranks) and put together by a collective
+  ** inside its state_read: so every rank that holds a part reads it, in
+  ** this same parameter order on all ranks, and only the suppliers send. */
+  int mine = supplies(t, w->rank, i);
+  int held = t->all[(size_t)w->rank * t->n + i].kind != TESSEL_LAYOUT_ABSENT;
+  if (mine || (held && plugin_owned(m->rt, &m->params.p[i], which))) TSL_TRY(st, read_local(m, i, which, part));
+  if (w->rank == 0 && mine) {
     param_as(m, t, 0, i, &as);
     tsl_param_insert(&as, part, global);
   }
@@ -128,7 +138,6 @@ tsl_status tsl_gather_state(tsl_model *m, const tsl_layouts *t, int i, tessel_st
     if (!supplies(t, r, i)) continue;
     param_as(m, t, r, i, &as);
     if (w->rank == r) {
-      TSL_TRY(st, read_local(m, i, which, part));
       if (MPI_Send(part, (int)as.local_numel, MPI_FLOAT, 0, i, MPI_COMM_WORLD) != MPI_SUCCESS)
         st = tsl_error(TESSEL_E_COMM, "sending %s to rank 0 for a checkpoint failed", as.name);
     } else if (w->rank == 0) {
@@ -152,9 +161,7 @@ tsl_status tsl_scatter_state(tsl_model *m, int i, tessel_state which, const floa
   float *part = malloc(p->local_numel * sizeof(float));
   if (!part) return tsl_error(TESSEL_E_NOMEM, "out of host memory loading %s", p->name);
   tsl_param_extract(p, global, part);
-  int plugin_owned = p->layout.store == TESSEL_STORE_PLUGIN ||
-                     (which != TESSEL_STATE_PARAM && rt->plugin && (rt->plugin->vt.caps & TESSEL_CAP_OWNS_OPTIMIZER));
-  if (plugin_owned) {
+  if (plugin_owned(rt, p, which)) {
     if (!rt->plugin->vt.state_write) {
       st = tsl_error(TESSEL_E_INTERNAL, "strategy '%s' keeps %s itself but has no state_write hook", rt->plugin->name,
                      p->name);

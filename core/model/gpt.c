@@ -64,6 +64,7 @@ static tsl_status geometry(tsl_model *m) {
   if (m->rt->plugin && m->rt->plugin->vt.geometry) {
     tsl_error_clear();
     tsl_status st = m->rt->plugin->vt.geometry(m->rt->inst, &g);
+    if (st == TESSEL_E_CONFIG && tsl_has_position(tsl_error_message())) return st; /* it points at the option */
     if (st < 0) return tsl_error_wrap(st, "%s.geometry", m->rt->plugin->name);
   }
   int64_t BT = (int64_t)d->micro_batch * d->seq_len, C = d->channels;

@@ -622,7 +622,10 @@ typedef struct tessel_strategy {
   tessel_status (*prefetch)(void *inst, int next_unit, int backward);
 
   /* checkpoint: move this rank's part (as its layout describes) of one
-  ** parameter's state to or from a host buffer. NULL: core storage. */
+  ** parameter's state to or from a host buffer. NULL: core storage. Both
+  ** run on every rank that holds a part, one parameter at a time in the
+  ** same order on all ranks, so state_read may assemble its part with a
+  ** collective over the ranks that share it (ZeRO's sliced moments). */
   tessel_status (*state_read)(void *inst, int param, tessel_state, float *host_dst);
   tessel_status (*state_write)(void *inst, int param, tessel_state, const float *host_src);
 } tessel_strategy;
