@@ -22,7 +22,9 @@
 
 typedef struct tsl_cmp_group {
   char name[64];
-  double payload, bus; /* bytes per step, mean over the measured steps */
+  double payload, bus; /* bytes per step: the median over the measured steps
+                          (a validation step sends more; it is not typical) */
+  double *payload_steps, *bus_steps; /* per measured step, 0 where silent */
 } tsl_cmp_group;
 
 typedef struct tsl_cmp_run {

@@ -28,19 +28,27 @@ static double median(const double *v, int n) {
   return m;
 }
 
-static tsl_cmp_group *group_named(tsl_cmp_run *run, const char *name) {
+static tsl_cmp_group *group_named(tsl_cmp_run *run, const char *name, int64_t steps) {
   for (int i = 0; i < run->n_groups; i++)
     if (!strcmp(run->groups[i].name, name)) return &run->groups[i];
   if (run->n_groups == TSL_CMP_MAX_GROUPS) return NULL;
-  tsl_cmp_group *g = &run->groups[run->n_groups++];
+  tsl_cmp_group *g = &run->groups[run->n_groups];
   memset(g, 0, sizeof *g);
+  g->payload_steps = calloc((size_t)steps, sizeof(double));
+  g->bus_steps = calloc((size_t)steps, sizeof(double));
+  if (!g->payload_steps || !g->bus_steps) {
+    free(g->payload_steps);
+    free(g->bus_steps);
+    return NULL;
+  }
   snprintf(g->name, sizeof g->name, "%s", name);
+  run->n_groups++;
   return g;
 }
 
 /* One metrics line: per-step series, memory peaks, and (after warm-up)
-** traffic summed for the mean. */
-static void take_line(tsl_cmp_run *run, const cJSON *o, int measured) {
+** traffic per communicator. */
+static void take_line(tsl_cmp_run *run, const cJSON *o, int measured, int64_t steps, int warmup) {
   int i = run->n_steps++;
   run->loss[i] = number(o, "loss");
   run->tps[i] = number(o, "tokens_per_s");
@@ -53,10 +61,10 @@ static void take_line(tsl_cmp_run *run, const cJSON *o, int measured) {
   }
   const cJSON *comm = cJSON_GetObjectItemCaseSensitive(o, "comm"), *g;
   cJSON_ArrayForEach(g, comm) {
-    tsl_cmp_group *acc = measured ? group_named(run, g->string) : NULL;
+    tsl_cmp_group *acc = measured ? group_named(run, g->string, steps) : NULL;
     if (!acc) continue;
-    acc->payload += number(g, "payload_bytes");
-    acc->bus += number(g, "bus_bytes");
+    acc->payload_steps[i - warmup] = number(g, "payload_bytes");
+    acc->bus_steps[i - warmup] = number(g, "bus_bytes");
   }
 }
 
@@ -81,7 +89,7 @@ static tsl_status read_run(tsl_compare *c, tsl_cmp_run *run) {
     int measured = run->n_steps >= c->warmup;
     double m = number(o, "mfu");
     if (measured && !isnan(m)) mfu[n_mfu++] = m;
-    take_line(run, o, measured);
+    take_line(run, o, measured, c->steps, c->warmup);
     cJSON_Delete(o);
   }
   free(text);
@@ -96,9 +104,9 @@ static tsl_status read_run(tsl_compare *c, tsl_cmp_run *run) {
     run->tps_min = fmin(run->tps_min, run->tps[i]);
     run->tps_max = fmax(run->tps_max, run->tps[i]);
   }
-  for (int g = 0; g < run->n_groups && kept > 0; g++) {
-    run->groups[g].payload /= kept;
-    run->groups[g].bus /= kept;
+  for (int g = 0; g < run->n_groups; g++) {
+    run->groups[g].payload = median(run->groups[g].payload_steps, kept);
+    run->groups[g].bus = median(run->groups[g].bus_steps, kept);
   }
   free(mfu);
   if (run->n_steps < c->steps)

@@ -96,5 +96,9 @@ void tsl_compare_free(tsl_compare *c) {
     free(c->runs[r].loss);
     free(c->runs[r].tps);
     free(c->runs[r].step_s);
+    for (int g = 0; g < c->runs[r].n_groups; g++) {
+      free(c->runs[r].groups[g].payload_steps);
+      free(c->runs[r].groups[g].bus_steps);
+    }
   }
 }

@@ -183,7 +183,7 @@ tsl_status tsl_compare_report(tsl_compare *c, FILE *out) {
               "step time are medians over steps %d–%lld (warm-up: the first %d step(s)); \"vs first\" is the largest "
               "per-step relative loss difference against the first configuration that ran, called equivalent up to "
               "%g. Memory peaks are per rank, the largest over ranks and steps; bytes per step are rank 0's, the "
-              "mean over the measured steps.\n\n",
+              "median over the measured steps.\n\n",
           c->n_runs, (long long)c->steps, c->warmup + 1, (long long)c->steps, c->warmup, c->tolerance);
   tsl_table_print_markdown(&runs, md);
   fprintf(md, "\n");
