@@ -1,0 +1,108 @@
+/* plugins/tp3d/plugin.c — options, the mesh and the strategy table. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "tp3d.h"
+
+static tessel_status create(const tessel_host_api *api, tessel_host *host, const tessel_cfg *section, void **out) {
+  tp3d *t = calloc(1, sizeof *t);
+  if (!t) return api->set_error(host, TESSEL_E_NOMEM, "tp3d: out of host memory");
+  tessel_status st = tp_base_create(&t->b, api, host, section, "tp3d");
+  if (st < 0) {
+    free(t);
+    return st;
+  }
+  *out = t;
+  return TESSEL_OK;
+}
+
+static void destroy(void *inst) {
+  tp3d *t = inst;
+  tp3d_free_buffers(t);
+  tp_base_free(&t->b);
+  free(t);
+}
+
+static int icbrt(int n) {
+  int r = (int)cbrt((double)n);
+  while (r * r * r > n) r--;
+  while ((r + 1) * (r + 1) * (r + 1) <= n) r++;
+  return r;
+}
+
+static tessel_status mesh(void *inst, int world, tessel_mesh *m) {
+  tp3d *t = inst;
+  const tessel_cfg_api *cfg = t->b.api->cfg;
+  tessel_host *h = t->b.host;
+  const tessel_cfg *sec = t->b.section;
+  const char *tp_key = tp_shape_key(&t->b);
+  int tp = 0;
+  tessel_status st = tp_resolve_tp(&t->b, world, &tp);
+  if (st < 0) return st;
+  int q = icbrt(tp);
+  if (q * q * q != tp)
+    return cfg->error_at(h, sec, tp_key, "tp3d needs q³ ranks: %d is not a cube; try %d or %d", tp, q * q * q,
+                         (q + 1) * (q + 1) * (q + 1));
+  if (world % tp != 0)
+    return cfg->error_at(h, sec, tp_key, "tp %d (a %d×%d×%d cube) does not divide the world size %d", tp, q, q, q, world);
+  t->q = q;
+  t->dp = world / tp;
+  m->naxes = TP3D_AXES;
+  m->names[AX_DP] = "dp";
+  m->names[AX_K] = "k";
+  m->names[AX_I] = "i";
+  m->names[AX_J] = "j";
+  m->sizes[AX_DP] = t->dp;
+  m->sizes[AX_K] = m->sizes[AX_I] = m->sizes[AX_J] = q;
+  m->data_axes = 1u << AX_DP;
+  tp_base_set_mesh(&t->b, m, t->b.api->world_rank(h));
+  t->ck = t->b.coord[AX_K];
+  t->ci = t->b.coord[AX_I];
+  t->cj = t->b.coord[AX_J];
+  /* the axis sets gradients are summed over (see tp3d_replicated) */
+  static const tp_role kinds[] = {TP_QKV_W, TP_QKV_B, TP_PROJ_B};
+  for (size_t r = 0; r < sizeof kinds / sizeof kinds[0] && st >= 0; r++)
+    st = tp_mesh_need_group(&t->b, m, tp3d_replicated(kinds[r]));
+  return st;
+}
+
+static tessel_status setup(void *inst) {
+  tp3d *t = inst;
+  const tessel_host_api *api = t->b.api;
+  tessel_status st;
+  if ((st = tp_base_setup(&t->b, t->rows)) < 0) return st;
+  if ((st = api->comm->group(t->b.host, 1u << AX_K, &t->g_k)) < 0 ||
+      (st = api->comm->group(t->b.host, 1u << AX_I, &t->g_i)) < 0 ||
+      (st = api->comm->group(t->b.host, 1u << AX_J, &t->g_j)) < 0)
+    return st;
+  if ((st = tp3d_alloc_buffers(t)) < 0 || (st = tp_grads_plan(&t->b, tp3d_replicated)) < 0) return st;
+  api->log(t->b.host, TESSEL_LOG_INFO, "dp %d × %d×%d×%d cube: rank at k %d, i %d, j %d; %lld rows of %lld channels per "
+           "rank; %d gradient bucket(s)",
+           t->dp, t->q, t->q, t->q, t->ck, t->ci, t->cj, (long long)t->rows,
+           (long long)(t->b.dims.channels / t->q), t->b.grads.n_buckets);
+  return TESSEL_OK;
+}
+
+static const tessel_strategy strategy = {
+    .size = sizeof(tessel_strategy),
+    .abi_version = TESSEL_ABI_VERSION,
+    .name = "tp3d",
+    .version = "1.0.0",
+    .description = "3D tensor parallel on a q×q×q cube (all-gather, GEMM, reduce-scatter per linear) × data parallel",
+    .caps = TESSEL_CAP_DATA_PARALLEL | TESSEL_CAP_TENSOR_PARALLEL,
+    .create = create,
+    .destroy = destroy,
+    .mesh = mesh,
+    .layout = tp3d_layout,
+    .geometry = tp3d_geometry,
+    .setup = setup,
+    .layer_ops = &tp3d_layer_ops,
+    .after_backward = tp_after_backward,
+    .set_grad_sync = tp_set_grad_sync,
+    .grads_finish = tp_grads_finish,
+    .grad_norm = tp_grad_norm,
+};
+
+TESSEL_EXPORT const tessel_strategy *TESSEL_STRATEGY_ENTRY(uint32_t core_abi) {
+  return TESSEL_ABI_MAJOR(core_abi) == TESSEL_ABI_MAJOR(TESSEL_ABI_VERSION) ? &strategy : NULL;
+}
