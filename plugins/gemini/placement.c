@@ -1,0 +1,219 @@
+/*
+** plugins/gemini/placement.c — which tier holds what, and what the device keeps.
+**
+** static: the fractions, applied over chunk memory in chunk order (a chunk
+** goes to the host while less than the fraction has gone before it):
+**   offload_optim_frac  master, gradient and moments on the host;
+**   offload_param_frac  of those, no device copy of the parameter shard
+**                       (gathers read the host master);
+**   nvme_optim_frac     of those, the moments on the NVMe tier;
+**   shard_param_frac    the share of chunks released after every use; the
+**                       last (1 − frac) — those used latest in forward and
+**                       earliest in backward — stay gathered from their
+**                       forward until their gradient is reduced, which saves
+**                       the backward all-gather (ZeRO-2-like).
+** Each unit's chunks are released after it unless the next unit uses them.
+**
+** auto: every chunk starts on the host (its moments on NVMe for
+** nvme_optim_frac). The first step is a warm-up that releases after every
+** use and records the device's non-model bytes around every unit. From
+** then on the budget for model data is device.memory_limit × steady_ratio
+** minus the largest non-model reading; gathered chunks stay on the device
+** until a unit needs room, and then the one whose next use is furthest
+** away goes first (Belady). If a step that never evicts would leave room,
+** chunks' optimizer state moves to the device, first chunk first, while it
+** keeps fitting.
+**
+** In tessel activations are allocated once by the core before training,
+** and the only non-model memory that grows later is the core's reduction
+** scratch (first step); so "measuring non-model memory" is reading the
+** ledger: exact at setup, and checked around every unit of the warm-up.
+*/
+#include <stdio.h>
+
+#include "gemini.h"
+
+const char *gm_bytes(uint64_t bytes, char buf[32]) {
+  if (bytes == UINT64_MAX) snprintf(buf, 32, "unbounded");
+  else if (bytes >= (1ull << 20)) snprintf(buf, 32, "%.2f MiB", (double)bytes / (1 << 20));
+  else snprintf(buf, 32, "%.1f KiB", (double)bytes / 1024);
+  return buf;
+}
+
+tessel_status gm_max_over_dp(gemini *g, double *v, int n) {
+  const tessel_host_api *api = g->api;
+  uint64_t bytes = sizeof *v * (uint64_t)n;
+  tessel_status st;
+  if (g->world == 1) return TESSEL_OK;
+  if ((st = api->mem->copy(g->host, TESSEL_TIER_DEVICE, g->norm, 0, TESSEL_TIER_HOST, v, 0, bytes, NULL)) < 0 ||
+      (st = api->comm->all_reduce(g->host, g->dp, g->norm, g->norm, (uint64_t)n, TESSEL_F64, TESSEL_MAX, NULL)) < 0 ||
+      (st = api->mem->copy(g->host, TESSEL_TIER_HOST, v, 0, TESSEL_TIER_DEVICE, g->norm, 0, bytes, NULL)) < 0)
+    return st;
+  return api->stream->sync(g->host, api->stream->compute(g->host));
+}
+
+void gm_place(gemini *g) {
+  uint64_t total = 0, before = 0;
+  for (int k = 0; k < g->cs.nc; k++) total += g->cs.c[k].size;
+  int fixed = g->o.placement == GM_STATIC;
+  double optim = fixed ? g->o.offload_optim_frac : 1.0, param = fixed ? g->o.offload_param_frac : 1.0;
+  double keep = fixed ? 1.0 - g->o.shard_param_frac : 0.0;
+  for (int k = 0; k < g->cs.nc; k++) {
+    gm_chunk *c = &g->cs.c[k];
+    double at = (double)before;
+    c->otier = at < optim * (double)total ? TESSEL_TIER_HOST : TESSEL_TIER_DEVICE;
+    c->param_dev = c->otier == TESSEL_TIER_HOST && !(at < param * (double)total);
+    c->nvme = c->otier == TESSEL_TIER_HOST && at < g->o.nvme_optim_frac * (double)total;
+    before += c->size;
+    c->keep = (double)(total - before) < keep * (double)total;
+  }
+}
+
+uint64_t gm_budget(const gemini *g) {
+  if (g->cap == UINT64_MAX) return UINT64_MAX;
+  uint64_t limit = g->o.placement == GM_AUTO ? (uint64_t)((double)g->cap * g->o.steady_ratio) : g->cap;
+  return limit > g->nonmodel ? limit - g->nonmodel : 0;
+}
+
+tessel_status gm_make_room(gemini *g, int pos, uint64_t demand) {
+  uint64_t budget = gm_budget(g);
+  tessel_status st;
+  if (g->policy != GM_CACHE || g->dev_bytes + demand <= budget) return TESSEL_OK;
+  for (int k = 0; k < g->cs.nc; k++) /* finished gradients leave first: no traffic lost */
+    if (g->cs.c[k].reducing && (st = gm_reduce_complete(g, k)) < 0) return st;
+  while (g->dev_bytes + demand > budget) {
+    int victim = -1, far = -1;
+    for (int k = 0; k < g->cs.nc; k++) {
+      if (!g->cs.c[k].gathered || gm_uses(g, g->sch, pos, k)) continue;
+      int next = gm_next_use(g, g->sch, pos, k);
+      if (next >= far) {
+        far = next;
+        victim = k;
+      }
+    }
+    if (victim < 0) {
+      char a[32], b[32], c[32], d[32];
+      return g->api->set_error(g->host, TESSEL_E_NOMEM,
+                               "gemini: unit %d needs %s more on the device, which holds %s of model data, and "
+                               "placement auto's budget is %s (device.memory_limit × steady_ratio − %s non-model)",
+                               g->sch->v[pos].unit, gm_bytes(demand, a), gm_bytes(g->dev_bytes, b), gm_bytes(budget, c),
+                               gm_bytes(g->nonmodel, d));
+    }
+    if ((st = gm_release(g, victim)) < 0) return st;
+  }
+  return TESSEL_OK;
+}
+
+tessel_status gm_prefetch_ahead(gemini *g, int pos) {
+  const gm_schedule *s = g->sch;
+  tessel_status st;
+  if (g->prefetch <= 0 || !s || pos + 1 >= s->n) return TESSEL_OK;
+  int next = pos + 1, fetched = 0;
+  const gm_unit *u = &g->units[s->v[next].unit];
+  /* the next visit's own needs come first */
+  uint64_t need = 0, budget = gm_budget(g);
+  for (int i = 0; i < u->nc; i++) {
+    const gm_chunk *c = &g->cs.c[u->chunks[i]];
+    need += (c->gathered ? 0 : 4 * c->size) + (s->v[next].grads && !c->grad_live ? 4 * c->size : 0);
+  }
+  /* what does not fit is gathered by the visit itself, after making room */
+  if (budget != UINT64_MAX && g->dev_bytes + need > budget) return TESSEL_OK;
+  uint64_t room = budget == UINT64_MAX ? UINT64_MAX : budget - g->dev_bytes - need;
+  for (int q = next; q < s->n && fetched < g->prefetch; q++) {
+    const gm_unit *w = &g->units[s->v[q].unit];
+    for (int i = 0; i < w->nc && fetched < g->prefetch; i++) {
+      int k = w->chunks[i];
+      if (g->cs.c[k].gathered) continue;
+      uint64_t extra = q == next ? 0 : 4 * g->cs.c[k].size;
+      if (extra > room) return TESSEL_OK; /* in order of use, or not at all */
+      if (room != UINT64_MAX) room -= extra;
+      if ((st = gm_gather(g, k, s->v[q].backward)) < 0) return st;
+      fetched++;
+    }
+  }
+  return TESSEL_OK;
+}
+
+uint64_t gm_core_scratch(const gemini *g) {
+  uint64_t rows = (uint64_t)g->dims.micro_batch * (uint64_t)g->dims.seq_len;
+  return ((4 * rows + 7) & ~7ull) + 16 * rows;
+}
+
+tessel_status gm_check_fit(gemini *g) {
+  tessel_status st;
+  gm_sim least, planned;
+  char a[32], b[32], c[32], d[32], e[32];
+  if (g->cap == UINT64_MAX) return TESSEL_OK;
+  int automatic = g->o.placement == GM_AUTO;
+  uint64_t limit = automatic ? (uint64_t)((double)g->cap * g->o.steady_ratio) : g->cap;
+  uint64_t other = g->nonmodel;
+  if ((st = gm_simulate(g, GM_RELEASE, 0, 1, 0, &least)) < 0) return st;
+  if (other + least.peak > limit)
+    return g->api->set_error(
+        g->host, TESSEL_E_NOMEM,
+        "gemini: this model cannot train on this device even with every chunk offloaded: a step needs at least %s "
+        "on the device (%s of activations and scratch, %s for the chunks of the largest unit and their gradients), "
+        "and %s%s is available. Raise device.memory_limit, lower train.micro_batch_size or set a smaller "
+        "plugin.chunk_size.",
+        gm_bytes(other + least.peak, a), gm_bytes(other, b), gm_bytes(least.peak, c), gm_bytes(limit, d),
+        automatic ? " (device.memory_limit × steady_ratio)" : "");
+  if (automatic) return TESSEL_OK;
+  if ((st = gm_simulate(g, GM_RELEASE, g->o.prefetch, 0, 0, &planned)) < 0) return st;
+  if (other + planned.peak > limit)
+    return g->api->set_error(g->host, TESSEL_E_NOMEM,
+                             "gemini: static placement needs %s on the device (%s of activations and scratch, %s of "
+                             "chunks), and the device has %s. With everything offloaded a step needs %s: raise "
+                             "offload_optim_frac and offload_param_frac, or use placement: auto.",
+                             gm_bytes(other + planned.peak, a), gm_bytes(other, b), gm_bytes(planned.peak, c),
+                             gm_bytes(limit, d), gm_bytes(other + least.peak, e));
+  return TESSEL_OK;
+}
+
+void gm_warmup_sample(gemini *g, int unit) {
+  tessel_tier_stats s = {.size = sizeof s};
+  if (!g->warmup || g->dry || g->api->mem->stats(g->host, TESSEL_TIER_DEVICE, &s) < 0) return;
+  if (s.non_model > g->warm_unit[unit]) g->warm_unit[unit] = s.non_model;
+}
+
+/* The budget takes the largest reading of any unit: non-model memory only
+** grows in tessel (the core's scratch, once), so in later steps every
+** unit sees what the last one of the warm-up saw. */
+tessel_status gm_warmup_end(gemini *g) {
+  tessel_status st;
+  gm_sim all, steady;
+  char a[32], b[32], c[32];
+  double measured = 0;
+  for (int u = 0; u < g->nunits; u++) {
+    g->api->log(g->host, TESSEL_LOG_DEBUG, "warm-up: %s of non-model device memory around unit %d",
+                gm_bytes(g->warm_unit[u], a), u);
+    if ((double)g->warm_unit[u] > measured) measured = (double)g->warm_unit[u];
+  }
+  if ((st = gm_max_over_dp(g, &measured, 1)) < 0) return st;
+  g->warmup = 0;
+  g->nonmodel = (uint64_t)measured;
+  g->policy = GM_CACHE;
+  g->prefetch = g->o.prefetch;
+  uint64_t budget = gm_budget(g), extra = 0;
+  int promoted = 0;
+  /* optimizer state moves to the device only into room that a step which
+  ** never evicts a chunk leaves free */
+  if ((st = gm_simulate(g, GM_CACHE, g->prefetch, 0, 1, &all)) < 0) return st;
+  for (int k = 0; k < g->cs.nc; k++) {
+    gm_chunk *ch = &g->cs.c[k];
+    uint64_t bytes = 16 * ch->shard; /* master, gradient, m, v */
+    if (ch->otier != TESSEL_TIER_HOST || ch->nvme) continue;
+    if (budget != UINT64_MAX && all.peak + extra + bytes > budget) break;
+    if ((st = gm_store_promote(g, k)) < 0) return st;
+    extra += bytes;
+    promoted++;
+  }
+  if ((st = gm_simulate(g, GM_CACHE, g->prefetch, 0, 0, &steady)) < 0) return st;
+  g->api->log(g->host, TESSEL_LOG_INFO,
+              "auto placement after the warm-up: non-model %s on the device, budget %s for model data; optimizer "
+              "state of %d of %d chunk(s) moved to the device; steady step: model data peak %s, all-gather %llu + "
+              "%llu B, reduce-scatter %llu B per rank (payload)",
+              gm_bytes(g->nonmodel, a), gm_bytes(budget, b), promoted, g->cs.nc, gm_bytes(steady.peak, c),
+              (unsigned long long)steady.ag_bytes[0], (unsigned long long)steady.ag_bytes[1],
+              (unsigned long long)steady.rs_bytes);
+  return TESSEL_OK;
+}

@@ -1,0 +1,130 @@
+/*
+** plugins/gemini/schedule.c — which chunks each unit needs, and when.
+**
+** gemini leaves the schedule to the core (no train_step hook), so a step's
+** order of units is known before it runs: per micro-batch forward 0..U-1
+** then backward U-1..0, and evaluation is forward only. Knowing it, a
+** chunk's next use is a table lookup — what the release rule, the
+** furthest-next-use eviction and the prefetch read.
+*/
+#include <stdlib.h>
+#include <string.h>
+
+#include "gemini.h"
+
+static tessel_status nomem(gemini *g) {
+  return g->api->set_error(g->host, TESSEL_E_NOMEM, "gemini: out of host memory for the unit tables");
+}
+
+/* Unit u's parameters and their chunks (ascending, each once). */
+static tessel_status build_unit(gemini *g, int u) {
+  gm_unit *x = &g->units[u];
+  int n = g->api->model->unit_params(g->host, u, NULL, 0);
+  x->tensors = calloc((size_t)(n > 0 ? n : 1), sizeof *x->tensors);
+  x->chunks = calloc((size_t)(n > 0 ? n : 1), sizeof *x->chunks);
+  if (!x->tensors || !x->chunks) return nomem(g);
+  x->nt = g->api->model->unit_params(g->host, u, x->tensors, n);
+  for (int i = 0; i < x->nt; i++) {
+    int t = x->tensors[i];
+    if (t < 0 || t >= g->cs.nt)
+      return g->api->set_error(g->host, TESSEL_E_INTERNAL, "gemini: unit %d uses parameter %d of %d", u, t, g->cs.nt);
+    int c = g->cs.t[t].chunk, at = x->nc;
+    while (at > 0 && x->chunks[at - 1] > c) at--;
+    if (at > 0 && x->chunks[at - 1] == c) continue;
+    memmove(x->chunks + at + 1, x->chunks + at, sizeof *x->chunks * (size_t)(x->nc - at));
+    x->chunks[at] = c;
+    x->nc++;
+  }
+  return TESSEL_OK;
+}
+
+tessel_status gm_units_build(gemini *g) {
+  tessel_status st;
+  g->nunits = g->dims.units;
+  if (!(g->units = calloc((size_t)g->nunits, sizeof *g->units))) return nomem(g);
+  for (int t = 0; t < g->cs.nt; t++) g->cs.t[t].ready_unit = -1;
+  /* a gradient is final after the backward of the lowest unit using it */
+  for (int u = 0; u < g->nunits; u++) {
+    if ((st = build_unit(g, u)) < 0) return st;
+    for (int i = 0; i < g->units[u].nt; i++) {
+      gm_tensor *t = &g->cs.t[g->units[u].tensors[i]];
+      if (t->ready_unit < 0) t->ready_unit = u;
+    }
+  }
+  int U = g->nunits;
+  for (int k = 0; k < g->cs.nc; k++) {
+    gm_chunk *c = &g->cs.c[k];
+    int ready = U;
+    for (int t = c->first; t < c->first + c->count; t++) {
+      if (g->cs.t[t].ready_unit < 0)
+        return g->api->set_error(g->host, TESSEL_E_INTERNAL,
+                                 "gemini: no unit uses %s, so its gradient would never be reduced", g->cs.t[t].name);
+      if (g->cs.t[t].ready_unit < ready) ready = g->cs.t[t].ready_unit;
+    }
+    c->reduce_at = U + (U - 1 - ready); /* its backward visit within a micro-batch */
+  }
+  return TESSEL_OK;
+}
+
+int gm_uses(const gemini *g, const gm_schedule *s, int pos, int chunk) {
+  const gm_unit *u = &g->units[s->v[pos].unit];
+  for (int i = 0; i < u->nc; i++)
+    if (u->chunks[i] == chunk) return 1;
+  return 0;
+}
+
+int gm_next_use(const gemini *g, const gm_schedule *s, int pos, int chunk) {
+  return s->next[(size_t)pos * (size_t)g->cs.nc + (size_t)chunk];
+}
+
+int gm_position(const gm_schedule *s, int unit, int micro, int backward) {
+  int training = s->per_micro == 2 * s->units;
+  if (unit < 0 || unit >= s->units || micro < 0 || micro >= s->n / s->per_micro || (backward && !training)) return -1;
+  int pos = micro * s->per_micro + (backward ? s->per_micro - 1 - unit : unit);
+  const gm_visit *v = &s->v[pos];
+  return v->unit == unit && v->backward == backward && v->micro == micro ? pos : -1;
+}
+
+static tessel_status build(gemini *g, gm_schedule *s, int training) {
+  int U = g->nunits, M = g->dims.micro_steps, nc = g->cs.nc;
+  s->units = U;
+  s->per_micro = training ? 2 * U : U;
+  s->n = M * s->per_micro;
+  s->v = calloc((size_t)s->n, sizeof *s->v);
+  s->next = malloc(sizeof *s->next * (size_t)s->n * (size_t)nc);
+  if (!s->v || !s->next) return nomem(g);
+  for (int p = 0; p < s->n; p++) {
+    int m = p / s->per_micro, k = p % s->per_micro, back = k >= U;
+    int unit = back ? s->per_micro - 1 - k : k;
+    s->v[p] = (gm_visit){unit, back, m, training && (back || unit == U - 1)};
+  }
+  for (int c = 0; c < nc; c++) {
+    int next = s->n;
+    for (int p = s->n - 1; p >= 0; p--) {
+      s->next[(size_t)p * (size_t)nc + (size_t)c] = next;
+      if (gm_uses(g, s, p, c)) next = p;
+    }
+  }
+  return TESSEL_OK;
+}
+
+tessel_status gm_schedules_build(gemini *g) {
+  tessel_status st = build(g, &g->train, 1);
+  return st < 0 ? st : build(g, &g->eval, 0);
+}
+
+void gm_schedules_free(gemini *g) {
+  gm_schedule *all[2] = {&g->train, &g->eval};
+  for (int i = 0; i < 2; i++) {
+    free(all[i]->v);
+    free(all[i]->next);
+    memset(all[i], 0, sizeof *all[i]);
+  }
+  for (int u = 0; g->units && u < g->nunits; u++) {
+    free(g->units[u].tensors);
+    free(g->units[u].chunks);
+  }
+  free(g->units);
+  g->units = NULL;
+  g->nunits = 0;
+}

@@ -1,0 +1,58 @@
+/*
+** plugins/gemini/state.c — checkpoints: this rank's FLAT part of a tensor.
+**
+** The layout gemini gives every parameter is FLAT: the elements of the
+** tensor that lie in this rank's shard of its chunk. The core assembles
+** logical tensors from those parts (and cuts them out again on load), so a
+** gemini checkpoint loads under any strategy and world size and back. The
+** part is one contiguous run of the shard, wherever the shard lives.
+*/
+#include "gemini.h"
+
+/* Where parameter `param`'s part of `which` lives: tier, buffer, element
+** offset and length. */
+static tessel_status locate(gemini *g, int param, tessel_state which, tessel_tier *tier, float **base, uint64_t *off,
+                            uint64_t *n) {
+  if (!g->cs.c || param < 0 || param >= g->cs.nt)
+    return g->api->set_error(g->host, TESSEL_E_INTERNAL, "gemini: no parameter %d in the chunks", param);
+  const gm_tensor *t = &g->cs.t[param];
+  gm_chunk *c = &g->cs.c[t->chunk];
+  uint64_t begin, end;
+  gm_tensor_part(&g->cs, param, g->rank, &begin, &end);
+  *n = end - begin;
+  *off = t->offset + begin - (uint64_t)g->rank * c->shard;
+  *tier = which == TESSEL_STATE_PARAM || !c->nvme ? c->otier : TESSEL_TIER_NVME;
+  *base = which == TESSEL_STATE_PARAM ? c->master : which == TESSEL_STATE_ADAM_M ? c->m : c->v;
+  return TESSEL_OK;
+}
+
+tessel_status gm_state_read(void *inst, int param, tessel_state which, float *host_dst) {
+  gemini *g = inst;
+  const tessel_host_api *api = g->api;
+  tessel_tier tier = TESSEL_TIER_HOST;
+  float *base = NULL;
+  uint64_t off = 0, n = 0;
+  tessel_status st = locate(g, param, which, &tier, &base, &off, &n);
+  if (st < 0 || n == 0) return st;
+  if ((st = api->mem->copy(g->host, TESSEL_TIER_HOST, host_dst, 0, tier, base, 4 * off, 4 * n, NULL)) < 0) return st;
+  return api->stream->sync(g->host, api->stream->compute(g->host));
+}
+
+tessel_status gm_state_write(void *inst, int param, tessel_state which, const float *host_src) {
+  gemini *g = inst;
+  const tessel_host_api *api = g->api;
+  tessel_tier tier = TESSEL_TIER_HOST;
+  float *base = NULL;
+  uint64_t off = 0, n = 0;
+  tessel_status st = locate(g, param, which, &tier, &base, &off, &n);
+  if (st < 0 || n == 0) return st;
+  gm_chunk *c = &g->cs.c[g->cs.t[param].chunk];
+  /* a gathered copy would hold the old values */
+  if (which == TESSEL_STATE_PARAM && c->gathered && (st = gm_release(g, g->cs.t[param].chunk)) < 0) return st;
+  if ((st = api->mem->copy(g->host, tier, base, 4 * off, TESSEL_TIER_HOST, host_src, 0, 4 * n, NULL)) < 0) return st;
+  if (which == TESSEL_STATE_PARAM && c->param_dev &&
+      (st = api->mem->copy(g->host, TESSEL_TIER_DEVICE, c->pshard, 4 * off, TESSEL_TIER_HOST, host_src, 0, 4 * n,
+                           NULL)) < 0)
+    return st;
+  return api->stream->sync(g->host, api->stream->compute(g->host));
+}
