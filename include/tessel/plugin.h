@@ -638,6 +638,13 @@ typedef const tessel_strategy *(*tessel_strategy_entry_fn)(uint32_t core_abi);
 **   TESSEL_EXPORT const tessel_strategy *TESSEL_STRATEGY_ENTRY(uint32_t core_abi) { ... } */
 TESSEL_EXPORT const tessel_strategy *TESSEL_STRATEGY_ENTRY(uint32_t core_abi);
 
+/* The usual entry point: serve `table` to any core of this major version.
+** A plugin that supports several majors writes the function itself. */
+#define TESSEL_STRATEGY_DEFINE(table)                                                  \
+  TESSEL_EXPORT const tessel_strategy *TESSEL_STRATEGY_ENTRY(uint32_t core_abi) {      \
+    return TESSEL_ABI_MAJOR(core_abi) == TESSEL_ABI_MAJOR(TESSEL_ABI_VERSION) ? &(table) : NULL; \
+  }
+
 #ifdef __cplusplus
 }
 #endif

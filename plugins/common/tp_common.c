@@ -152,3 +152,16 @@ tessel_status tp_wait_all(tp_base *b, tessel_work **works, int n) {
   }
   return first;
 }
+
+tessel_status tp_layernorm_forward(tp_base *b, tessel_group *g, int parts, const tessel_op_ctx *c,
+                                   const tessel_layernorm_args *a) {
+  return b->api->kernels->layernorm_forward(b->host, c->stream, g, a->out, a->mean, a->rstd, a->inp, a->w->data,
+                                            a->b->data, a->rows, a->cols, a->cols * parts);
+}
+
+tessel_status tp_layernorm_backward(tp_base *b, tessel_group *g, int parts, const tessel_op_ctx *c,
+                                    const tessel_layernorm_args *a) {
+  return b->api->kernels->layernorm_backward(b->host, c->stream, g, a->dinp, a->w->grad, a->b->grad, a->dout,
+                                             a->inp, a->w->data, a->mean, a->rstd, a->rows, a->cols,
+                                             a->cols * parts);
+}

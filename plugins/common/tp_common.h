@@ -114,6 +114,13 @@ tessel_status tp_bias_grad(tp_base *b, tessel_stream *s, float *dbias, const voi
 ** failure is returned, but all are waited for. */
 tessel_status tp_wait_all(tp_base *b, tessel_work **works, int n);
 
+/* Layer norm over a hidden dimension cut into `parts` over group g (the
+** statistics are reduced over g). */
+tessel_status tp_layernorm_forward(tp_base *b, tessel_group *g, int parts, const tessel_op_ctx *c,
+                                   const tessel_layernorm_args *a);
+tessel_status tp_layernorm_backward(tp_base *b, tessel_group *g, int parts, const tessel_op_ctx *c,
+                                    const tessel_layernorm_args *a);
+
 /* tp_grads.c. Plan the buckets: `replicated(role)` is the mask of every
 ** axis a parameter of that role is replicated along (dp included);
 ** gradients are summed over its real axes. Needs the groups of those masks

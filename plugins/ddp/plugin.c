@@ -57,6 +57,4 @@ static const tessel_strategy strategy = {
     .grads_finish = ddp_grads_finish,
 };
 
-TESSEL_EXPORT const tessel_strategy *TESSEL_STRATEGY_ENTRY(uint32_t core_abi) {
-  return TESSEL_ABI_MAJOR(core_abi) == TESSEL_ABI_MAJOR(TESSEL_ABI_VERSION) ? &strategy : NULL;
-}
+TESSEL_STRATEGY_DEFINE(strategy)

@@ -74,15 +74,12 @@ static tessel_status linear_backward(void *inst, const tessel_op_ctx *c, const t
 
 static tessel_status layernorm_forward(void *inst, const tessel_op_ctx *c, const tessel_layernorm_args *a) {
   tp2d *t = inst;
-  return t->b.api->kernels->layernorm_forward(t->b.host, c->stream, t->g_col, a->out, a->mean, a->rstd, a->inp,
-                                              a->w->data, a->b->data, a->rows, a->cols, a->cols * t->q);
+  return tp_layernorm_forward(&t->b, t->g_col, t->q, c, a);
 }
 
 static tessel_status layernorm_backward(void *inst, const tessel_op_ctx *c, const tessel_layernorm_args *a) {
   tp2d *t = inst;
-  return t->b.api->kernels->layernorm_backward(t->b.host, c->stream, t->g_col, a->dinp, a->w->grad, a->b->grad,
-                                               a->dout, a->inp, a->w->data, a->mean, a->rstd, a->rows, a->cols,
-                                               a->cols * t->q);
+  return tp_layernorm_backward(&t->b, t->g_col, t->q, c, a);
 }
 
 /* The tokens of this depth layer's sequences (every rank of a data replica

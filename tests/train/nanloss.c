@@ -76,6 +76,4 @@ static const tessel_strategy strategy = {
     .layer_ops = &ops,
 };
 
-TESSEL_EXPORT const tessel_strategy *TESSEL_STRATEGY_ENTRY(uint32_t core_abi) {
-  return TESSEL_ABI_MAJOR(core_abi) == 1 ? &strategy : NULL;
-}
+TESSEL_STRATEGY_DEFINE(strategy)
