@@ -37,9 +37,47 @@ typedef struct tsl_backend_opts {
   int threads;      /* CPU threads for kernels; 0 = all cores          */
   int device_index; /* which GPU, chosen by local rank                 */
   void (*log)(int level, const char *fmt, ...);
+  int rank;         /* world rank, for the backend's error messages     */
 } tsl_backend_opts;
 
 typedef enum { TSL_COPY_H2D = 0, TSL_COPY_D2H = 1, TSL_COPY_D2D = 2, TSL_COPY_H2H = 3 } tsl_copy_kind;
+
+/* ---- device communication (the optional section at the end of the table) ---- */
+
+typedef struct tsl_dcomm tsl_dcomm; /* a device communicator over one group of ranks */
+
+typedef enum {
+  TSL_COLL_ALL_REDUCE = 0,
+  TSL_COLL_REDUCE_SCATTER,
+  TSL_COLL_ALL_GATHER,
+  TSL_COLL_BROADCAST,
+  TSL_COLL_REDUCE,
+  TSL_COLL_SEND,
+  TSL_COLL_RECV
+} tsl_coll_kind;
+
+/* One collective. `count` is in elements of `dtype` per rank's block, as the
+** core's comm calls count them: the whole vector of an all-reduce, broadcast,
+** reduce, send or recv; the received elements per rank of a reduce-scatter
+** (send holds count × group size); the sent elements per rank of an
+** all-gather (recv holds count × group size). `peer` is the root of a
+** broadcast or reduce and the other rank of a send or recv. In place as
+** MPI and NCCL define it: send == recv, or, for reduce-scatter and
+** all-gather, the block at this rank's offset of the larger buffer. */
+typedef struct tsl_coll {
+  tsl_coll_kind kind;
+  const void *send;
+  void *recv;
+  uint64_t count;
+  tessel_dtype dtype;
+  tessel_redop op;
+  int peer;
+} tsl_coll;
+
+/* Broadcast `bytes` of host memory from the group's rank 0 to its other
+** ranks; returns 0 or a negative status. The core passes one that runs over
+** the group's MPI communicator, so a backend bootstraps without linking MPI. */
+typedef int (*tsl_bcast_fn)(void *arg, void *buf, int bytes);
 
 struct tsl_backend {
   uint32_t size;
@@ -183,6 +221,36 @@ struct tsl_backend {
                float weight_decay, float grad_scale, int64_t step);
   /* *out += Σ x² (fp32 x, fp64 accumulation); out in device memory */
   int (*sumsq)(tsl_backend *be, tsl_stream *s, double *out, const float *x, int64_t n);
+
+  /* ---- optional: appended in interface 1, NULL on the CPU backend ----
+  ** A reader copies min(size, sizeof) of the table, so a backend built
+  ** before these members existed reads them as NULL. */
+
+  /* The last failure as one line naming the call, file:line, rank and
+  ** device ("" when none); valid even after a failed init, so the core can
+  ** say why a device did not start. */
+  const char *(*last_error)(tsl_backend *be);
+  /* 1 when everything recorded before e has completed, 0 when not yet,
+  ** negative on error. */
+  int (*event_query)(tsl_backend *be, tsl_event *e);
+
+  /* Device communication. When dcomm_create is set, the core gives every
+  ** group of two or more ranks a device communicator and runs collectives
+  ** whose buffers are device memory through it, on its communication
+  ** stream; host buffers stay on MPI. */
+  /* 1 when p is device memory (collectives on it go to the device engine) */
+  int (*is_device_memory)(tsl_backend *be, const void *p);
+  /* Collective over the group: this rank is `rank` of `size`; bootstrap
+  ** data (NCCL's unique id) goes from rank 0 through `bcast`. */
+  int (*dcomm_create)(tsl_backend *be, int rank, int size, tsl_bcast_fn bcast, void *bcast_arg,
+                      tsl_dcomm **out);
+  void (*dcomm_destroy)(tsl_backend *be, tsl_dcomm *c);
+  /* Enqueue one collective on stream s (asynchronous, like a kernel). */
+  int (*dcomm_post)(tsl_backend *be, tsl_dcomm *c, const tsl_coll *op, tsl_stream *s);
+  /* begin = 1 opens a group of collectives that are launched together when
+  ** it closes (begin = 0): sends and receives that two ranks post to each
+  ** other must be in one group, or each waits for the other. */
+  int (*dcomm_group)(tsl_backend *be, int begin);
 };
 
 /* The CPU backend, always built in. */

@@ -1,4 +1,5 @@
-/* core/comm/comm.c — groups, counting, and the MPI engine. */
+/* core/comm/comm.c — groups, counting, the MPI engine, and the routing of
+** device buffers to the backend's device engine (see comm.h). */
 #include "comm.h"
 
 #include <mpi.h>
@@ -17,11 +18,16 @@ struct tessel_group {
   int rank, size;
   char name[64];
   tsl_comm_counts step, total;
+  tsl_dcomm *dcomm; /* device communicator (groups of 2+ ranks, device engine only) */
+  int owns_dcomm;   /* 0 when shared with an earlier group of the same ranks */
 };
 
 struct tessel_work {
   MPI_Request req;
   int in_use;
+  int device;      /* a device collective: done when `done` is */
+  int batched;     /* a device send/receive in the open batch (no event yet) */
+  tsl_event *done; /* recorded on the comm stream after it; NULL: nothing to wait for */
 };
 
 struct tsl_comm {
@@ -32,6 +38,8 @@ struct tsl_comm {
   tessel_group groups[TSL_COMM_MAX_GROUPS];
   int n_groups;
   tessel_work works[TSL_MAX_WORK];
+  tsl_comm_device dev; /* dev.be NULL: MPI only */
+  int batch_open;      /* an open group of non-blocking device sends/receives */
 };
 
 static tsl_status mpi_status(int rc, const char *what, const tessel_group *g) {
@@ -94,7 +102,48 @@ static tsl_status add_core_group(tsl_comm *c) {
   return TESSEL_OK;
 }
 
-tsl_status tsl_comm_create(const tsl_world *w, const tessel_mesh *mesh, tsl_comm **out) {
+/* ---- the device engine ---- */
+
+static int has_device_engine(const tsl_backend *be) {
+  return be && be->dcomm_create && be->dcomm_destroy && be->dcomm_post && be->dcomm_group && be->is_device_memory &&
+         be->event_query && be->last_error;
+}
+
+/* The backend's bootstrap broadcast, over the group's MPI communicator. */
+static int bcast_group(void *arg, void *buf, int bytes) {
+  tessel_group *g = arg;
+  return MPI_Bcast(buf, bytes, MPI_BYTE, 0, g->comm) == MPI_SUCCESS ? TESSEL_OK : TESSEL_E_COMM;
+}
+
+static tsl_status device_error(const tsl_comm *c, tsl_status st, const char *what, const tessel_group *g) {
+  return tsl_error(st, "%s on group '%s' failed: %s", what, g ? g->name : "world", c->dev.be->last_error(c->dev.be));
+}
+
+/* One device communicator per group of two or more ranks, made in group
+** order on every rank (each is collective over its group); a group with the
+** same ranks as an earlier one shares that one's. The core's own group
+** (groups[0]) carries host scalars only and stays on MPI. */
+static tsl_status add_device_comms(tsl_comm *c) {
+  tsl_backend *be = c->dev.be;
+  for (int i = 1; i < c->n_groups; i++) {
+    tessel_group *g = &c->groups[i];
+    if (g->size == 1) continue;
+    for (int j = 1; j < i && !g->dcomm; j++) {
+      int same = MPI_UNEQUAL;
+      if (c->groups[j].dcomm && MPI_Comm_compare(g->comm, c->groups[j].comm, &same) == MPI_SUCCESS &&
+          (same == MPI_IDENT || same == MPI_CONGRUENT))
+        g->dcomm = c->groups[j].dcomm;
+    }
+    if (g->dcomm) continue;
+    int rc = be->dcomm_create(be, g->rank, g->size, bcast_group, g, &g->dcomm);
+    if (rc < 0) return device_error(c, rc, "creating the device communicator", g);
+    g->owns_dcomm = 1;
+  }
+  return TESSEL_OK;
+}
+
+tsl_status tsl_comm_create(const tsl_world *w, const tessel_mesh *mesh, const tsl_comm_device *dev,
+                           tsl_comm **out) {
   tsl_status st;
   tsl_comm *c = calloc(1, sizeof *c);
   if (!c) return tsl_error(TESSEL_E_NOMEM, "out of host memory building communicators");
@@ -117,6 +166,10 @@ tsl_status tsl_comm_create(const tsl_world *w, const tessel_mesh *mesh, tsl_comm
     st = tsl_error(TESSEL_E_INTERNAL, "mesh groups cover %d ranks, the world has %d", c->groups[1].size, w->size);
     goto fail;
   }
+  if (dev && has_device_engine(dev->be)) {
+    c->dev = *dev;
+    TSL_TRY(st, add_device_comms(c));
+  }
   *out = c;
   return TESSEL_OK;
 fail:
@@ -126,9 +179,17 @@ fail:
 
 void tsl_comm_destroy(tsl_comm *c) {
   if (!c) return;
-  for (int i = 0; i < TSL_MAX_WORK; i++)
-    if (c->works[i].in_use) MPI_Cancel(&c->works[i].req);
-  for (int i = 0; i < c->n_groups; i++) MPI_Comm_free(&c->groups[i].comm);
+  tsl_backend *be = c->dev.be;
+  if (be && c->batch_open) be->dcomm_group(be, 0);
+  for (int i = 0; i < TSL_MAX_WORK; i++) {
+    tessel_work *w = &c->works[i];
+    if (w->in_use && w->device) be->event_free(be, w->done);
+    else if (w->in_use) MPI_Cancel(&w->req);
+  }
+  for (int i = 0; i < c->n_groups; i++) {
+    if (c->groups[i].owns_dcomm) be->dcomm_destroy(be, c->groups[i].dcomm);
+    MPI_Comm_free(&c->groups[i].comm);
+  }
   free(c);
 }
 
@@ -199,26 +260,34 @@ static void count(tessel_group *g, uint64_t payload, double factor) {
   g->total.bus += bus;
 }
 
-/* A slot for a non-blocking request, or the caller's local request for a
-** blocking call. */
-static tsl_status work_slot(tsl_comm *c, tessel_work **work, MPI_Request **req, MPI_Request *local) {
-  *req = local;
-  if (!work) return TESSEL_OK;
+/* A free handle for a non-blocking collective. */
+static tsl_status take_work(tsl_comm *c, tessel_work **out) {
   for (int i = 0; i < TSL_MAX_WORK; i++) {
-    if (!c->works[i].in_use) {
-      c->works[i].in_use = 1;
-      *work = &c->works[i];
-      *req = &c->works[i].req;
+    tessel_work *w = &c->works[i];
+    if (!w->in_use) {
+      memset(w, 0, sizeof *w);
+      w->in_use = 1;
+      *out = w;
       return TESSEL_OK;
     }
   }
   return tsl_error(TESSEL_E_INTERNAL, "more than %d collectives outstanding; wait for some first", TSL_MAX_WORK);
 }
 
-typedef enum { ALL_REDUCE, REDUCE_SCATTER, ALL_GATHER, BROADCAST, REDUCE, SEND, RECV } coll_kind;
+/* A slot for a non-blocking request, or the caller's local request for a
+** blocking call. */
+static tsl_status work_slot(tsl_comm *c, tessel_work **work, MPI_Request **req, MPI_Request *local) {
+  *req = local;
+  if (!work) return TESSEL_OK;
+  tsl_status st = take_work(c, work);
+  if (st >= 0) *req = &(*work)->req;
+  return st;
+}
 
+/* The kinds are the backend's (kernels/backend.h), so a device collective
+** passes through unchanged. */
 typedef struct coll {
-  coll_kind kind;
+  tsl_coll_kind kind;
   const char *name;
   const void *send;
   void *recv;
@@ -228,48 +297,161 @@ typedef struct coll {
   int peer; /* root or peer */
 } coll;
 
-/* Count a collective, post it to MPI, and wait for it unless the caller
-** asked for a handle. One place for the bookkeeping of every kind. */
+/* Count a collective by the conventions of comm.h: payload is the caller's
+** buffer, bus what a ring moves per rank. */
+static void account(tessel_group *g, const coll *k) {
+  uint64_t block = k->n * (uint64_t)type_size(k->dt), whole = block * (uint64_t)g->size;
+  double ring = (double)(g->size - 1) / g->size;
+  switch (k->kind) {
+    case TSL_COLL_ALL_REDUCE: count(g, block, 2.0 * ring); break;
+    case TSL_COLL_REDUCE_SCATTER:
+    case TSL_COLL_ALL_GATHER: count(g, whole, ring); break;
+    default: count(g, block, 1.0); break;
+  }
+}
+
+/* Launch the open batch of device sends and receives together; each of
+** them then gets its own completion event. */
+static tsl_status flush(tsl_comm *c) {
+  if (!c->batch_open) return TESSEL_OK;
+  tsl_backend *be = c->dev.be;
+  c->batch_open = 0;
+  tsl_status st = be->dcomm_group(be, 0);
+  for (int i = 0; i < TSL_MAX_WORK; i++) {
+    tessel_work *w = &c->works[i];
+    if (!w->in_use || !w->batched) continue;
+    w->batched = 0;
+    if (st >= 0) st = be->event_record(be, c->dev.comm, &w->done);
+  }
+  return st < 0 ? device_error(c, st, "launching the batched sends and receives", NULL) : TESSEL_OK;
+}
+
+/* Device buffers go to the device engine, host buffers to MPI; a mix is a
+** caller error (MPI cannot read device memory here). */
+static tsl_status route(const tsl_comm *c, const tessel_group *g, const coll *k, int *device) {
+  tsl_backend *be = c->dev.be;
+  *device = 0;
+  if (!be) return TESSEL_OK;
+  int ds = k->send && be->is_device_memory(be, k->send), dr = k->recv && be->is_device_memory(be, k->recv);
+  if ((ds && k->recv && !dr) || (dr && k->send && !ds))
+    return tsl_error(TESSEL_E_UNSUPPORTED, "%s on group '%s': one buffer is device memory and the other is not",
+                     k->name, g->name);
+  *device = ds || dr;
+  return TESSEL_OK;
+}
+
+/* A one-rank group needs no device communicator: the collective is a copy
+** from send to recv, or nothing, ordered on the compute stream. */
+static tsl_status post_local(tsl_comm *c, tessel_group *g, const coll *k, tessel_work **work) {
+  tsl_backend *be = c->dev.be;
+  tessel_work *w = NULL;
+  tsl_status st;
+  if (k->kind == TSL_COLL_SEND || k->kind == TSL_COLL_RECV)
+    return tsl_error(TESSEL_E_UNSUPPORTED, "%s within the one-rank group '%s'", k->name, g->name);
+  if (work && (st = take_work(c, &w)) < 0) return st;
+  account(g, k);
+  if (k->send != k->recv &&
+      (st = be->copy(be, k->recv, k->send, k->n * (uint64_t)type_size(k->dt), TSL_COPY_D2D, c->dev.compute)) < 0) {
+    if (w) w->in_use = 0;
+    return device_error(c, st, k->name, g);
+  }
+  if (w) {
+    w->device = 1;
+    *work = w;
+  }
+  return TESSEL_OK;
+}
+
+/* A device collective: on the comm stream after the compute stream's queued
+** work (which wrote the send buffer, or may still read the receive buffer);
+** then either a handle with an event recorded after it, or, for a blocking
+** call, the compute stream waits for that event. A non-blocking send or
+** receive joins the open batch instead (see flush). */
+static tsl_status post_device(tsl_comm *c, tessel_group *g, const coll *k, tessel_work **work) {
+  tsl_backend *be = c->dev.be;
+  const int batch = work && (k->kind == TSL_COLL_SEND || k->kind == TSL_COLL_RECV);
+  tessel_work *w = NULL;
+  tsl_event *ev = NULL;
+  tsl_status st;
+  if (!batch && (st = flush(c)) < 0) return st;
+  if (g->size == 1) return post_local(c, g, k, work);
+  if (!g->dcomm) return tsl_error(TESSEL_E_INTERNAL, "group '%s' has no device communicator", g->name);
+  if (work && (st = take_work(c, &w)) < 0) return st;
+  account(g, k);
+  tsl_coll op = {k->kind, k->send, k->recv, k->n, k->dt, k->op, k->peer};
+  if ((st = be->event_record(be, c->dev.compute, &ev)) < 0) goto fail;
+  st = be->event_wait(be, c->dev.comm, ev);
+  be->event_free(be, ev);
+  if (st < 0) goto fail;
+  if (batch && !c->batch_open) {
+    if ((st = be->dcomm_group(be, 1)) < 0) goto fail;
+    c->batch_open = 1;
+  }
+  if ((st = be->dcomm_post(be, g->dcomm, &op, c->dev.comm)) < 0) goto fail;
+  if (batch) {
+    w->device = w->batched = 1;
+    *work = w;
+    return TESSEL_OK;
+  }
+  if ((st = be->event_record(be, c->dev.comm, &ev)) < 0) goto fail;
+  if (w) {
+    w->device = 1;
+    w->done = ev;
+    *work = w;
+    return TESSEL_OK;
+  }
+  st = be->event_wait(be, c->dev.compute, ev);
+  be->event_free(be, ev);
+  if (st >= 0) return TESSEL_OK;
+fail:
+  if (w) w->in_use = 0;
+  return device_error(c, st, k->name, g);
+}
+
+/* Count a collective, post it to its engine, and (MPI) wait for it unless
+** the caller asked for a handle. One place for the bookkeeping of every
+** kind. */
 static tsl_status post(tsl_comm *c, tessel_group *g, const coll *k, tessel_work **work) {
   MPI_Op mop = MPI_SUM;
   MPI_Request local, *req;
-  tsl_status st = TESSEL_OK;
-  int reducing = k->kind == ALL_REDUCE || k->kind == REDUCE_SCATTER || k->kind == REDUCE;
+  int device;
+  tsl_status st = route(c, g, k, &device);
+  if (st < 0) return st;
+  if (device) return post_device(c, g, k, work);
+  if ((st = flush(c)) < 0) return st;
+  /* MPI reads the buffers as soon as it is called: kernels already queued
+  ** that write them (e.g. an update of pinned host state) must be done */
+  if (c->dev.be && (st = c->dev.be->stream_sync(c->dev.be, c->dev.compute)) < 0)
+    return device_error(c, st, "waiting for the compute stream before an MPI collective", g);
+  int reducing = k->kind == TSL_COLL_ALL_REDUCE || k->kind == TSL_COLL_REDUCE_SCATTER || k->kind == TSL_COLL_REDUCE;
   if ((reducing && (st = mpi_op(k->dt, k->op, &mop)) < 0) || (st = work_slot(c, work, &req, &local)) < 0) return st;
-  uint64_t block = k->n * (uint64_t)type_size(k->dt), whole = block * (uint64_t)g->size;
-  double ring = (double)(g->size - 1) / g->size;
+  uint64_t block = k->n * (uint64_t)type_size(k->dt);
   MPI_Datatype t = mpi_type(k->dt);
   int n = (int)k->n, rc;
+  account(g, k);
   switch (k->kind) {
-    case ALL_REDUCE:
-      count(g, block, 2.0 * ring);
+    case TSL_COLL_ALL_REDUCE:
       rc = MPI_Iallreduce(k->send == k->recv ? MPI_IN_PLACE : k->send, k->recv, n, t, mop, g->comm, req);
       break;
-    case REDUCE_SCATTER:
-      count(g, whole, ring);
+    case TSL_COLL_REDUCE_SCATTER:
       rc = MPI_Ireduce_scatter_block(k->send, k->recv, n, t, mop, g->comm, req);
       break;
-    case ALL_GATHER:
-      count(g, whole, ring);
+    case TSL_COLL_ALL_GATHER:
       /* in place when the send block already sits at this rank's slot of recv */
       rc = MPI_Iallgather((const char *)k->recv + (uint64_t)g->rank * block == k->send ? MPI_IN_PLACE : k->send, n, t,
                           k->recv, n, t, g->comm, req);
       break;
-    case BROADCAST:
-      count(g, block, 1.0);
+    case TSL_COLL_BROADCAST:
       rc = MPI_Ibcast(k->recv, n, t, k->peer, g->comm, req);
       break;
-    case REDUCE:
-      count(g, block, 1.0);
+    case TSL_COLL_REDUCE:
       rc = MPI_Ireduce(g->rank == k->peer && k->send == k->recv ? MPI_IN_PLACE : k->send, k->recv, n, t, mop, k->peer,
                        g->comm, req);
       break;
-    case SEND:
-      count(g, block, 1.0);
+    case TSL_COLL_SEND:
       rc = MPI_Isend(k->send, n, t, k->peer, 0, g->comm, req);
       break;
     default:
-      count(g, block, 1.0);
       rc = MPI_Irecv(k->recv, n, t, k->peer, 0, g->comm, req);
       break;
   }
@@ -284,66 +466,89 @@ static tsl_status post(tsl_comm *c, tessel_group *g, const coll *k, tessel_work 
 
 tsl_status tsl_all_reduce(tsl_comm *c, tessel_group *g, const void *send, void *recv, uint64_t n, tessel_dtype dt,
                           tessel_redop op, tessel_work **work) {
-  coll k = {ALL_REDUCE, "all-reduce", send, recv, n, dt, op, 0};
+  coll k = {TSL_COLL_ALL_REDUCE, "all-reduce", send, recv, n, dt, op, 0};
   return post(c, g, &k, work);
 }
 
 tsl_status tsl_reduce_scatter(tsl_comm *c, tessel_group *g, const void *send, void *recv, uint64_t n,
                               tessel_dtype dt, tessel_redop op, tessel_work **work) {
-  coll k = {REDUCE_SCATTER, "reduce-scatter", send, recv, n, dt, op, 0};
+  coll k = {TSL_COLL_REDUCE_SCATTER, "reduce-scatter", send, recv, n, dt, op, 0};
   return post(c, g, &k, work);
 }
 
 tsl_status tsl_all_gather(tsl_comm *c, tessel_group *g, const void *send, void *recv, uint64_t n, tessel_dtype dt,
                           tessel_work **work) {
-  coll k = {ALL_GATHER, "all-gather", send, recv, n, dt, TESSEL_SUM, 0};
+  coll k = {TSL_COLL_ALL_GATHER, "all-gather", send, recv, n, dt, TESSEL_SUM, 0};
   return post(c, g, &k, work);
 }
 
 tsl_status tsl_broadcast(tsl_comm *c, tessel_group *g, void *buf, uint64_t n, tessel_dtype dt, int root,
                          tessel_work **work) {
-  coll k = {BROADCAST, "broadcast", buf, buf, n, dt, TESSEL_SUM, root};
+  coll k = {TSL_COLL_BROADCAST, "broadcast", buf, buf, n, dt, TESSEL_SUM, root};
   return post(c, g, &k, work);
 }
 
 tsl_status tsl_reduce(tsl_comm *c, tessel_group *g, const void *send, void *recv, uint64_t n, tessel_dtype dt,
                       tessel_redop op, int root, tessel_work **work) {
-  coll k = {REDUCE, "reduce", send, recv, n, dt, op, root};
+  coll k = {TSL_COLL_REDUCE, "reduce", send, recv, n, dt, op, root};
   return post(c, g, &k, work);
 }
 
 tsl_status tsl_send(tsl_comm *c, tessel_group *g, const void *buf, uint64_t n, tessel_dtype dt, int peer,
                     tessel_work **work) {
-  coll k = {SEND, "send", buf, NULL, n, dt, TESSEL_SUM, peer};
+  coll k = {TSL_COLL_SEND, "send", buf, NULL, n, dt, TESSEL_SUM, peer};
   return post(c, g, &k, work);
 }
 
 tsl_status tsl_recv(tsl_comm *c, tessel_group *g, void *buf, uint64_t n, tessel_dtype dt, int peer,
                     tessel_work **work) {
-  coll k = {RECV, "recv", NULL, buf, n, dt, TESSEL_SUM, peer};
+  coll k = {TSL_COLL_RECV, "recv", NULL, buf, n, dt, TESSEL_SUM, peer};
   return post(c, g, &k, work);
 }
 
 tsl_status tsl_barrier(tsl_comm *c, tessel_group *g) {
-  (void)c;
-  return mpi_status(MPI_Barrier(g->comm), "barrier", g);
+  tsl_status st = flush(c);
+  return st < 0 ? st : mpi_status(MPI_Barrier(g->comm), "barrier", g);
 }
 
 tsl_status tsl_comm_world_reduce(tsl_comm *c, double *values, int n, tessel_redop op) {
   return tsl_all_reduce(c, &c->groups[0], values, values, (uint64_t)n, TESSEL_F64, op, NULL);
 }
 
+/* A device collective is done for the compute stream once it waits for
+** the collective's event: later kernels see the result, the host goes on. */
+static tsl_status device_wait(tsl_comm *c, tessel_work *w) {
+  tsl_backend *be = c->dev.be;
+  tsl_status st = w->batched ? flush(c) : TESSEL_OK;
+  if (st >= 0 && w->done && (st = be->event_wait(be, c->dev.compute, w->done)) < 0)
+    st = device_error(c, st, "wait", NULL);
+  be->event_free(be, w->done);
+  w->done = NULL;
+  w->in_use = 0;
+  return st;
+}
+
 tsl_status tsl_work_wait(tsl_comm *c, tessel_work *w) {
-  (void)c;
   if (!w || !w->in_use) return tsl_error(TESSEL_E_INTERNAL, "waiting on a collective that is not outstanding");
+  if (w->device) return device_wait(c, w);
   int rc = MPI_Wait(&w->req, MPI_STATUS_IGNORE);
   w->in_use = 0;
   return mpi_status(rc, "wait", NULL);
 }
 
 tsl_status tsl_work_test(tsl_comm *c, tessel_work *w, int *done) {
-  (void)c;
   if (!w || !w->in_use) return tsl_error(TESSEL_E_INTERNAL, "testing a collective that is not outstanding");
+  if (w->device) {
+    tsl_backend *be = c->dev.be;
+    tsl_status st = w->batched ? flush(c) : TESSEL_OK;
+    int q = st < 0 ? st : w->done ? be->event_query(be, w->done) : 1;
+    *done = q == 1;
+    if (q < 0) {
+      device_wait(c, w);
+      return st < 0 ? st : device_error(c, q, "test", NULL);
+    }
+    return q == 1 ? device_wait(c, w) : TESSEL_OK;
+  }
   int rc = MPI_Test(&w->req, done, MPI_STATUS_IGNORE);
   if (rc != MPI_SUCCESS || *done) w->in_use = 0;
   return mpi_status(rc, "test", NULL);

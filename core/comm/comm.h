@@ -11,13 +11,22 @@
 **   bus bytes:     what each rank actually moves on the wire for a ring
 **                  algorithm: payload × 2(n−1)/n for all-reduce, × (n−1)/n
 **                  for all-gather and reduce-scatter, × 1 for the others.
-** The engine today is MPI on host-addressable buffers (the CPU backend);
-** the CUDA backend adds NCCL on device buffers behind the same calls.
+** Two engines behind the same calls and the same counters: MPI for host
+** buffers (every buffer of the CPU backend), and the backend's device engine
+** (NCCL under CUDA) for device buffers when the backend has one. A device
+** collective runs on the communication stream, ordered after the work
+** already queued on the compute stream (an event recorded there); "waiting"
+** for it, or a blocking call, makes the compute stream wait for an event
+** recorded after it, so the host does not block and later kernels see the
+** result. Non-blocking device sends and receives are batched into one
+** launch that starts at the next other communication call or wait, so two
+** ranks sending to each other before receiving cannot block each other.
 */
 #ifndef TSL_COMM_H
 #define TSL_COMM_H
 
 #include <stdint.h>
+#include "backend.h"
 #include "common/status.h"
 #include "runtime/mpi.h"
 
@@ -29,11 +38,20 @@ typedef struct tsl_comm_counts {
   uint64_t calls, payload, bus;
 } tsl_comm_counts;
 
+/* The device engine's context: the backend and the two streams. */
+typedef struct tsl_comm_device {
+  tsl_backend *be;
+  tsl_stream *compute, *comm;
+} tsl_comm_device;
+
 /* Build the mesh's groups: one per axis, the data axes, all axes together
 ** (named after them, e.g. "dp" or "dp+pp+tp") and each extra set in
 ** mesh->groups; plus "core", the core's own copy of the world for its
-** per-step scalars. Collective over the world. */
-tsl_status tsl_comm_create(const tsl_world *w, const tessel_mesh *mesh, tsl_comm **out);
+** per-step scalars. With `dev` whose backend has a device engine, every
+** group of two or more ranks also gets a device communicator (groups with
+** the same ranks share one). Collective over the world. */
+tsl_status tsl_comm_create(const tsl_world *w, const tessel_mesh *mesh, const tsl_comm_device *dev,
+                           tsl_comm **out);
 void tsl_comm_destroy(tsl_comm *c);
 
 /* The group over `axes`, or an error naming the missing axis set. */
@@ -46,7 +64,9 @@ int tsl_comm_coord(const tsl_comm *c, int axis);
 int tsl_comm_data_rank(const tsl_comm *c);
 int tsl_comm_data_size(const tsl_comm *c);
 
-/* Collectives; `work` NULL = wait before returning. */
+/* Collectives; `work` NULL = complete before returning (a device
+** collective: complete before anything queued later on the compute
+** stream). */
 tsl_status tsl_all_reduce(tsl_comm *c, tessel_group *g, const void *send, void *recv, uint64_t count,
                           tessel_dtype dt, tessel_redop op, tessel_work **work);
 tsl_status tsl_reduce_scatter(tsl_comm *c, tessel_group *g, const void *send, void *recv,

@@ -31,15 +31,11 @@ tsl_status tsl_scratch(tsl_runtime *rt, uint64_t bytes, void **out) {
   return TESSEL_OK;
 }
 
-/* Sum per-row statistics over a group (the stream's results must be ready
-** before MPI reads them). */
-static tsl_status group_sum(tsl_runtime *rt, tsl_stream *s, tessel_group *g, void *buf, uint64_t n,
-                            tessel_dtype dt, tessel_redop op) {
-  tsl_status st;
-  KCALL(st, rt, stream_sync, s);
+/* Reduce per-row statistics over a group (the comm front end orders it
+** after the kernels that produced them). */
+static tsl_status group_sum(tsl_runtime *rt, tessel_group *g, void *buf, uint64_t n, tessel_dtype dt,
+                            tessel_redop op) {
   return tsl_all_reduce(rt->comm, g, buf, buf, n, dt, op, NULL);
-fail:
-  return st;
 }
 
 tsl_status tsl_layernorm_forward(tsl_runtime *rt, tsl_stream *s, tessel_group *g, void *out, float *mean,
@@ -53,7 +49,7 @@ tsl_status tsl_layernorm_forward(tsl_runtime *rt, tsl_stream *s, tessel_group *g
   }
   TSL_TRY(st, tsl_scratch(rt, sizeof(double) * 2 * (uint64_t)rows, (void **)&sums));
   KCALL(st, rt, layernorm_stats, s, sums, inp, rows, cols);
-  TSL_TRY(st, group_sum(rt, s, g, sums, 2 * (uint64_t)rows, TESSEL_F64, TESSEL_SUM));
+  TSL_TRY(st, group_sum(rt, g, sums, 2 * (uint64_t)rows, TESSEL_F64, TESSEL_SUM));
   KCALL(st, rt, layernorm_apply, s, out, mean, rstd, sums, inp, w, b, rows, cols, total_cols);
   return TESSEL_OK;
 fail:
@@ -72,7 +68,7 @@ tsl_status tsl_layernorm_backward(tsl_runtime *rt, tsl_stream *s, tessel_group *
   }
   TSL_TRY(st, tsl_scratch(rt, sizeof(double) * 2 * (uint64_t)rows, (void **)&sums));
   KCALL(st, rt, layernorm_backward_stats, s, sums, dw, db, dout, inp, w, mean, rstd, rows, cols);
-  TSL_TRY(st, group_sum(rt, s, g, sums, 2 * (uint64_t)rows, TESSEL_F64, TESSEL_SUM));
+  TSL_TRY(st, group_sum(rt, g, sums, 2 * (uint64_t)rows, TESSEL_F64, TESSEL_SUM));
   KCALL(st, rt, layernorm_backward_apply, s, dinp, sums, dout, inp, w, mean, rstd, rows, cols, total_cols);
   return TESSEL_OK;
 fail:
@@ -86,7 +82,7 @@ tsl_status tsl_embedding_forward(tsl_runtime *rt, tsl_stream *s, tessel_group *g
   int64_t rows = batch * seq;
   KCALL(st, rt, embed_tokens_forward, s, out, tokens, wte, rows, width, vocab_begin, vocab);
   if (g && tsl_group_size(g) > 1)
-    TSL_TRY(st, group_sum(rt, s, g, out, (uint64_t)(rows * width), rt->be.act_dtype, TESSEL_SUM));
+    TSL_TRY(st, group_sum(rt, g, out, (uint64_t)(rows * width), rt->be.act_dtype, TESSEL_SUM));
   if (wpe) KCALL(st, rt, embed_positions_forward, s, out, wpe, batch, seq, width);
   return TESSEL_OK;
 fail:
@@ -116,9 +112,9 @@ tsl_status tsl_cross_entropy(tsl_runtime *rt, tsl_stream *s, tessel_group *g, fl
   float *rowmax = (float *)scratch;
   double *sums = (double *)(scratch + max_bytes);
   KCALL(st, rt, ce_rowmax, s, rowmax, logits, rows, vocab);
-  if (split) TSL_TRY(st, group_sum(rt, s, g, rowmax, (uint64_t)rows, TESSEL_F32, TESSEL_MAX));
+  if (split) TSL_TRY(st, group_sum(rt, g, rowmax, (uint64_t)rows, TESSEL_F32, TESSEL_MAX));
   KCALL(st, rt, ce_sums, s, sums, logits, rowmax, targets, rows, vocab_begin, vocab);
-  if (split) TSL_TRY(st, group_sum(rt, s, g, sums, 2 * (uint64_t)rows, TESSEL_F64, TESSEL_SUM));
+  if (split) TSL_TRY(st, group_sum(rt, g, sums, 2 * (uint64_t)rows, TESSEL_F64, TESSEL_SUM));
   KCALL(st, rt, ce_finish, s, losses, logits, rowmax, sums, targets, rows, vocab_begin, vocab, dlogits_scale);
   return TESSEL_OK;
 fail:

@@ -201,48 +201,35 @@ static int comm_rank(tessel_host *h, const tessel_group *g) { (void)h; return ts
 static int comm_nranks(tessel_host *h, const tessel_group *g) { (void)h; return tsl_group_size(g); }
 static int comm_coord(tessel_host *h, int axis) { return RT(h)->comm ? tsl_comm_coord(RT(h)->comm, axis) : 0; }
 
-/* Collectives read device buffers through MPI: the compute stream must
-** have finished writing them. */
-static tsl_status comm_fence(tessel_host *h) {
-  tsl_backend *be = &RT(h)->be;
-  return be->stream_sync(be, RT(h)->compute);
-}
-
 static tsl_status comm_all_reduce(tessel_host *h, tessel_group *g, const void *s, void *r, uint64_t n, tessel_dtype dt,
                                   tessel_redop op, tessel_work **w) {
   COMM_READY(h);
-  tsl_status st = comm_fence(h);
-  return st < 0 ? st : tsl_all_reduce(RT(h)->comm, g, s, r, n, dt, op, w);
+  return tsl_all_reduce(RT(h)->comm, g, s, r, n, dt, op, w);
 }
 static tsl_status comm_reduce_scatter(tessel_host *h, tessel_group *g, const void *s, void *r, uint64_t n,
                                       tessel_dtype dt, tessel_redop op, tessel_work **w) {
   COMM_READY(h);
-  tsl_status st = comm_fence(h);
-  return st < 0 ? st : tsl_reduce_scatter(RT(h)->comm, g, s, r, n, dt, op, w);
+  return tsl_reduce_scatter(RT(h)->comm, g, s, r, n, dt, op, w);
 }
 static tsl_status comm_all_gather(tessel_host *h, tessel_group *g, const void *s, void *r, uint64_t n, tessel_dtype dt,
                                   tessel_work **w) {
   COMM_READY(h);
-  tsl_status st = comm_fence(h);
-  return st < 0 ? st : tsl_all_gather(RT(h)->comm, g, s, r, n, dt, w);
+  return tsl_all_gather(RT(h)->comm, g, s, r, n, dt, w);
 }
 static tsl_status comm_broadcast(tessel_host *h, tessel_group *g, void *b, uint64_t n, tessel_dtype dt, int root,
                                  tessel_work **w) {
   COMM_READY(h);
-  tsl_status st = comm_fence(h);
-  return st < 0 ? st : tsl_broadcast(RT(h)->comm, g, b, n, dt, root, w);
+  return tsl_broadcast(RT(h)->comm, g, b, n, dt, root, w);
 }
 static tsl_status comm_reduce(tessel_host *h, tessel_group *g, const void *s, void *r, uint64_t n, tessel_dtype dt,
                               tessel_redop op, int root, tessel_work **w) {
   COMM_READY(h);
-  tsl_status st = comm_fence(h);
-  return st < 0 ? st : tsl_reduce(RT(h)->comm, g, s, r, n, dt, op, root, w);
+  return tsl_reduce(RT(h)->comm, g, s, r, n, dt, op, root, w);
 }
 static tsl_status comm_send(tessel_host *h, tessel_group *g, const void *b, uint64_t n, tessel_dtype dt, int peer,
                             tessel_work **w) {
   COMM_READY(h);
-  tsl_status st = comm_fence(h);
-  return st < 0 ? st : tsl_send(RT(h)->comm, g, b, n, dt, peer, w);
+  return tsl_send(RT(h)->comm, g, b, n, dt, peer, w);
 }
 static tsl_status comm_recv(tessel_host *h, tessel_group *g, void *b, uint64_t n, tessel_dtype dt, int peer,
                             tessel_work **w) {

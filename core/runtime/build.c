@@ -81,9 +81,12 @@ tsl_status tsl_runtime_devices(tsl_runtime *rt) {
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   rt->threads = s->device.threads ? s->device.threads : (int)TSL_MAX(1, cores / TSL_MAX(1, rt->world.local_size));
   tsl_backend_opts opts = {.size = sizeof opts, .threads = rt->threads, .device_index = rt->world.local_rank,
-                           .log = tsl_log};
+                           .log = tsl_log, .rank = rt->world.rank};
   tsl_error_clear();
   st = rt->be.init(&rt->be, &opts);
+  if (st < 0 && rt->be.last_error) /* a loaded backend says why itself */
+    return tsl_error(st, "starting the %s backend on rank %d: %s", rt->be.name, rt->world.rank,
+                     rt->be.last_error(&rt->be));
   if (st < 0) return tsl_error_wrap(st, "starting the %s backend on rank %d", rt->be.name, rt->world.rank);
   rt->be_ready = 1;
   TSL_TRY(st, tsl_ledger_init(&rt->ledger, &rt->be, s->device.memory_limit, NULL));
@@ -94,7 +97,12 @@ fail:
   return st;
 }
 
-tsl_status tsl_runtime_comm(tsl_runtime *rt) { return tsl_comm_create(&rt->world, &rt->mesh, &rt->comm); }
+/* Collectives on device buffers run on the communication stream, after the
+** compute stream's work (comm.h). */
+tsl_status tsl_runtime_comm(tsl_runtime *rt) {
+  tsl_comm_device dev = {.be = &rt->be, .compute = rt->compute, .comm = rt->comm_stream};
+  return tsl_comm_create(&rt->world, &rt->mesh, rt->be_ready ? &dev : NULL, &rt->comm);
+}
 
 void tsl_runtime_destroy(tsl_runtime *rt) {
   tsl_model_destroy(rt->model);

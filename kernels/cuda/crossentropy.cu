@@ -1,0 +1,98 @@
+/*
+** kernels/cuda/crossentropy.cu — softmax cross-entropy over a vocabulary
+** that may be split by columns across ranks, in the three phases of
+** kernels/backend.h (rowmax, sums, finish) so a split needs only two small
+** all-reduces between them.
+**
+** One block of 256 threads per row: threads stride over the row's vocab
+** columns, then a fixed shuffle-and-shared-memory tree combines them. The
+** exponentials are fp32 and their sum fp64 (as on the CPU), so adding the
+** ranks' partial sums loses nothing. The gradient is written over the bf16
+** logits in the same pass that reads them.
+**
+** Shapes: logits [rows, vocab] bf16 holding global columns
+** [vocab_begin, vocab_begin + vocab); targets [rows] int32 (global ids);
+** rowmax, losses [rows] fp32; sums [rows, 2] fp64.
+*/
+#include "device.cuh"
+
+/* rowmax[r] = max_j logits[r, j] */
+static __global__ void rowmax_kernel(float *rowmax, const bf16 *logits, int64_t vocab) {
+  __shared__ float shared[32];
+  const bf16 *row = logits + (int64_t)blockIdx.x * vocab;
+  float mx = -CUDART_INF_F;
+  for (int64_t j = threadIdx.x; j < vocab; j += blockDim.x) mx = fmaxf(mx, ld_bf16(row + j));
+  mx = block_max(mx, shared);
+  if (threadIdx.x == 0) rowmax[blockIdx.x] = mx;
+}
+
+/* sums[r] = (Σ_j exp(l − rowmax), l[target − v0] if in range else 0) */
+static __global__ void sums_kernel(double *sums, const bf16 *logits, const float *rowmax, const int32_t *targets,
+                                   int64_t v0, int64_t vocab) {
+  __shared__ double shared[32];
+  const int64_t r = blockIdx.x;
+  const bf16 *row = logits + r * vocab;
+  const float mx = rowmax[r];
+  double acc = 0.0;
+  for (int64_t j = threadIdx.x; j < vocab; j += blockDim.x) acc += expf(ld_bf16(row + j) - mx);
+  acc = block_sum(acc, shared);
+  if (threadIdx.x == 0) {
+    const int64_t t = (int64_t)targets[r] - v0;
+    sums[2 * r] = acc;
+    sums[2 * r + 1] = t >= 0 && t < vocab ? (double)ld_bf16(row + t) : 0.0;
+  }
+}
+
+/* losses[r] = log Σ + rowmax − l_target; with dscale != 0 the row becomes
+** (softmax − onehot)·dscale, each element rounded once. */
+static __global__ void finish_kernel(float *losses, bf16 *logits, const float *rowmax, const double *sums,
+                                     const int32_t *targets, int64_t v0, int64_t vocab, float dscale) {
+  const int64_t r = blockIdx.x;
+  const double sum = sums[2 * r];
+  const float mx = rowmax[r];
+  if (threadIdx.x == 0) losses[r] = (float)(log(sum) + (double)mx - sums[2 * r + 1]);
+  if (dscale == 0.0f) return;
+  bf16 *row = logits + r * vocab;
+  const float k = (float)((double)dscale / sum);
+  const int64_t t = (int64_t)targets[r] - v0;
+  for (int64_t j = threadIdx.x; j < vocab; j += blockDim.x)
+    st_bf16(row + j, expf(ld_bf16(row + j) - mx) * k - (j == t ? dscale : 0.0f));
+}
+
+/* One block per row: gridDim.x holds up to 2^31 − 1 of them. */
+static int check_rows(const char *what, int64_t rows, int64_t vocab) {
+  if (rows < 0 || vocab < 0)
+    return TSL_CUDA_FAIL(TESSEL_E_INTERNAL, "%s: bad shape (rows %lld, vocab %lld)", what, (long long)rows,
+                         (long long)vocab);
+  if (rows > INT32_MAX) return TSL_CUDA_FAIL(TESSEL_E_UNSUPPORTED, "%s: %lld rows", what, (long long)rows);
+  return TESSEL_OK;
+}
+
+extern "C" int tsl_cuda_ce_rowmax(tsl_backend *be, tsl_stream *s, float *rowmax, const void *logits, int64_t rows,
+                                  int64_t vocab) {
+  int rc = check_rows("cross-entropy rowmax", rows, vocab);
+  if (rc < 0 || rows == 0) return rc;
+  return TSL_CU((rowmax_kernel<<<(unsigned)rows, TSL_THREADS, 0, tsl_cuda_stream(be, s)->s>>>(
+                     rowmax, (const bf16 *)logits, vocab),
+                 cudaGetLastError()));
+}
+
+extern "C" int tsl_cuda_ce_sums(tsl_backend *be, tsl_stream *s, double *sums, const void *logits,
+                                const float *rowmax, const int32_t *targets, int64_t rows, int64_t vocab_begin,
+                                int64_t vocab) {
+  int rc = check_rows("cross-entropy sums", rows, vocab);
+  if (rc < 0 || rows == 0) return rc;
+  return TSL_CU((sums_kernel<<<(unsigned)rows, TSL_THREADS, 0, tsl_cuda_stream(be, s)->s>>>(
+                     sums, (const bf16 *)logits, rowmax, targets, vocab_begin, vocab),
+                 cudaGetLastError()));
+}
+
+extern "C" int tsl_cuda_ce_finish(tsl_backend *be, tsl_stream *s, float *losses, void *logits, const float *rowmax,
+                                  const double *sums, const int32_t *targets, int64_t rows, int64_t vocab_begin,
+                                  int64_t vocab, float dscale) {
+  int rc = check_rows("cross-entropy finish", rows, vocab);
+  if (rc < 0 || rows == 0) return rc;
+  return TSL_CU((finish_kernel<<<(unsigned)rows, TSL_THREADS, 0, tsl_cuda_stream(be, s)->s>>>(
+                     losses, (bf16 *)logits, rowmax, sums, targets, vocab_begin, vocab, dscale),
+                 cudaGetLastError()));
+}

@@ -1,0 +1,72 @@
+/*
+** kernels/cuda/device.cuh — what the .cu files share: bf16 conversions,
+** deterministic warp and block reductions, and launch geometry.
+**
+** Determinism: every reduction here combines values in a fixed order (a
+** shuffle tree, then a fixed walk over warps), so a kernel gives the same
+** bits on every run with the same sizes. No floating-point atomics anywhere
+** in this backend.
+*/
+#ifndef TSL_CUDA_DEVICE_CUH
+#define TSL_CUDA_DEVICE_CUH
+
+#include <cuda_bf16.h>
+#include <math_constants.h>
+#include <stdint.h>
+
+#include "tsl_cuda.h"
+
+typedef __nv_bfloat16 bf16;
+
+__device__ __forceinline__ float ld_bf16(const bf16 *p) { return __bfloat162float(*p); }
+__device__ __forceinline__ void st_bf16(bf16 *p, float v) { *p = __float2bfloat16_rn(v); }
+
+template <typename T>
+__device__ __forceinline__ T warp_sum(T v) {
+  for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
+  return v;
+}
+
+__device__ __forceinline__ float warp_max(float v) {
+  for (int off = 16; off > 0; off >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, off));
+  return v;
+}
+
+/* Sum over the block (blockDim.x a multiple of 32, at most 1024); every
+** thread gets the total. `shared` holds 32 values. */
+template <typename T>
+__device__ T block_sum(T v, T *shared) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+  v = warp_sum(v);
+  __syncthreads(); /* shared may still be read from a previous call */
+  if (lane == 0) shared[warp] = v;
+  __syncthreads();
+  v = lane < warps ? shared[lane] : T(0);
+  return warp_sum(v);
+}
+
+__device__ __forceinline__ float block_max(float v, float *shared) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+  v = warp_max(v);
+  __syncthreads();
+  if (lane == 0) shared[warp] = v;
+  __syncthreads();
+  v = lane < warps ? shared[lane] : -CUDART_INF_F;
+  return warp_max(v);
+}
+
+/* Flat element loops: 256 threads, grid-stride, at most this many blocks
+** (enough to fill any GPU; the loop covers the rest). */
+enum { TSL_THREADS = 256, TSL_MAX_BLOCKS = 65536 };
+
+static inline unsigned tsl_blocks(int64_t n, int64_t per_block) {
+  const int64_t most = TSL_MAX_BLOCKS, b = (n + per_block - 1) / per_block;
+  return (unsigned)(b < 1 ? 1 : b > most ? most : b);
+}
+
+/* for (i = first index of this thread; i < n; i += all threads) */
+#define TSL_GRID_LOOP(i, n)                                                          \
+  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n);         \
+       i += (int64_t)gridDim.x * blockDim.x)
+
+#endif

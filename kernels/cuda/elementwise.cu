@@ -1,0 +1,158 @@
+/*
+** kernels/cuda/elementwise.cu — GELU, add, axpy, scale, dtype conversion
+** and the two matrix fills the products need, over flat arrays.
+**
+** bf16 in and out, arithmetic in fp32: each result is rounded once, to
+** nearest even, when it is stored. Formulas follow kernels/cpu/elementwise.c
+** so the two backends differ only by that rounding (and expf's last ulp).
+*/
+#include "device.cuh"
+
+#define GELU_K 0.7978845608028654f /* √(2/π) */
+#define GELU_C 0.044715f
+
+/* x·σ(2u), u = √(2/π)(x + 0.044715x³): GELU's tanh form without the
+** cancellation of 1 + tanh u (see the CPU version). */
+static __global__ void gelu_forward_kernel(bf16 *out, const bf16 *inp, int64_t n) {
+  TSL_GRID_LOOP(i, n) {
+    float x = ld_bf16(inp + i);
+    float u = GELU_K * (x + GELU_C * x * x * x);
+    st_bf16(out + i, x / (1.0f + expf(-2.0f * u)));
+  }
+}
+
+/* dinp = gelu'(x)·dout, x clamped to ±10 where the second term is below
+** 1e-35 (keeps e·s² finite). */
+static __global__ void gelu_backward_kernel(bf16 *dinp, const bf16 *inp, const bf16 *dout, int64_t n) {
+  TSL_GRID_LOOP(i, n) {
+    float x = fminf(fmaxf(ld_bf16(inp + i), -10.0f), 10.0f);
+    float x2 = x * x;
+    float u = GELU_K * (x + GELU_C * x2 * x);
+    float du = GELU_K * (1.0f + 3.0f * GELU_C * x2);
+    float e = expf(-2.0f * u);
+    float sg = 1.0f / (1.0f + e);
+    st_bf16(dinp + i, (sg + 2.0f * x * (e * sg * sg) * du) * ld_bf16(dout + i));
+  }
+}
+
+static __global__ void add_kernel(bf16 *out, const bf16 *a, const bf16 *b, int64_t n) {
+  TSL_GRID_LOOP(i, n) st_bf16(out + i, ld_bf16(a + i) + ld_bf16(b + i));
+}
+
+static __global__ void axpy_f32_kernel(float *y, float alpha, const float *x, int64_t n) {
+  TSL_GRID_LOOP(i, n) y[i] += alpha * x[i];
+}
+
+static __global__ void axpy_bf16_kernel(bf16 *y, float alpha, const bf16 *x, int64_t n) {
+  TSL_GRID_LOOP(i, n) st_bf16(y + i, ld_bf16(y + i) + alpha * ld_bf16(x + i));
+}
+
+static __global__ void scale_f32_kernel(float *x, float alpha, int64_t n) {
+  TSL_GRID_LOOP(i, n) x[i] *= alpha;
+}
+
+static __global__ void scale_bf16_kernel(bf16 *x, float alpha, int64_t n) {
+  TSL_GRID_LOOP(i, n) st_bf16(x + i, alpha * ld_bf16(x + i));
+}
+
+static __global__ void f32_to_bf16_kernel(bf16 *y, const float *x, int64_t n) {
+  TSL_GRID_LOOP(i, n) st_bf16(y + i, x[i]);
+}
+
+static __global__ void bf16_to_f32_kernel(float *y, const bf16 *x, int64_t n) {
+  TSL_GRID_LOOP(i, n) y[i] = ld_bf16(x + i);
+}
+
+/* c[r, j] = beta·c[r, j] over m rows of n (row stride ldc); beta 0 writes
+** zeros, even over NaN, as BLAS does. */
+template <typename T>
+static __global__ void scale_matrix_kernel(T *c, int64_t m, int64_t n, int64_t ldc, float beta) {
+  TSL_GRID_LOOP(i, m * n) {
+    T *p = c + (i / n) * ldc + i % n;
+    *p = beta == 0.0f ? T(0.0f) : T(beta * float(*p));
+  }
+}
+
+/* out[r, j] = v[j] */
+static __global__ void broadcast_rows_kernel(bf16 *out, const bf16 *v, int64_t rows, int64_t cols) {
+  TSL_GRID_LOOP(i, rows * cols) out[i] = v[i % cols];
+}
+
+#define LAUNCH(kernel, n, s, ...) \
+  TSL_CU((kernel<<<tsl_blocks((n), TSL_THREADS), TSL_THREADS, 0, (s)>>>(__VA_ARGS__), cudaGetLastError()))
+
+static int bad_size(const char *what, int64_t n) {
+  return TSL_CUDA_FAIL(TESSEL_E_INTERNAL, "%s: negative size %lld", what, (long long)n);
+}
+
+extern "C" int tsl_cuda_gelu_forward(tsl_backend *be, tsl_stream *s, void *out, const void *inp, int64_t n) {
+  if (n <= 0) return n < 0 ? bad_size("gelu forward", n) : TESSEL_OK;
+  return LAUNCH(gelu_forward_kernel, n, tsl_cuda_stream(be, s)->s, (bf16 *)out, (const bf16 *)inp, n);
+}
+
+extern "C" int tsl_cuda_gelu_backward(tsl_backend *be, tsl_stream *s, void *dinp, const void *inp, const void *dout,
+                                      int64_t n) {
+  if (n <= 0) return n < 0 ? bad_size("gelu backward", n) : TESSEL_OK;
+  return LAUNCH(gelu_backward_kernel, n, tsl_cuda_stream(be, s)->s, (bf16 *)dinp, (const bf16 *)inp,
+                (const bf16 *)dout, n);
+}
+
+extern "C" int tsl_cuda_add(tsl_backend *be, tsl_stream *s, void *out, const void *a, const void *b, int64_t n) {
+  if (n <= 0) return n < 0 ? bad_size("add", n) : TESSEL_OK;
+  return LAUNCH(add_kernel, n, tsl_cuda_stream(be, s)->s, (bf16 *)out, (const bf16 *)a, (const bf16 *)b, n);
+}
+
+/* y += alpha·x in fp32 (gradients, masters) or bf16 (the residual gradient) */
+extern "C" int tsl_cuda_axpy(tsl_backend *be, tsl_stream *s, tessel_dtype dtype, void *y, float alpha,
+                             const void *x, int64_t n) {
+  if (dtype != TESSEL_F32 && dtype != TESSEL_BF16)
+    return TSL_CUDA_FAIL(TESSEL_E_UNSUPPORTED, "axpy: dtype %d (fp32 or bf16 only)", (int)dtype);
+  if (n <= 0) return n < 0 ? bad_size("axpy", n) : TESSEL_OK;
+  cudaStream_t st = tsl_cuda_stream(be, s)->s;
+  if (dtype == TESSEL_F32) return LAUNCH(axpy_f32_kernel, n, st, (float *)y, alpha, (const float *)x, n);
+  return LAUNCH(axpy_bf16_kernel, n, st, (bf16 *)y, alpha, (const bf16 *)x, n);
+}
+
+extern "C" int tsl_cuda_scale(tsl_backend *be, tsl_stream *s, tessel_dtype dtype, void *x, float alpha, int64_t n) {
+  if (dtype != TESSEL_F32 && dtype != TESSEL_BF16)
+    return TSL_CUDA_FAIL(TESSEL_E_UNSUPPORTED, "scale: dtype %d (fp32 or bf16 only)", (int)dtype);
+  if (n <= 0) return n < 0 ? bad_size("scale", n) : TESSEL_OK;
+  cudaStream_t st = tsl_cuda_stream(be, s)->s;
+  if (dtype == TESSEL_F32) return LAUNCH(scale_f32_kernel, n, st, (float *)x, alpha, n);
+  return LAUNCH(scale_bf16_kernel, n, st, (bf16 *)x, alpha, n);
+}
+
+/* fp32 ↔ bf16 (round to nearest even; NaN stays NaN), or a copy when the
+** dtypes agree. */
+extern "C" int tsl_cuda_convert(tsl_backend *be, tsl_stream *s, void *dst, tessel_dtype dst_dtype, const void *src,
+                                tessel_dtype src_dtype, int64_t n) {
+  if (n < 0) return bad_size("convert", n);
+  cudaStream_t st = tsl_cuda_stream(be, s)->s;
+  if (src_dtype == dst_dtype && (src_dtype == TESSEL_F32 || src_dtype == TESSEL_BF16)) {
+    size_t bytes = (size_t)n * (src_dtype == TESSEL_F32 ? 4 : 2);
+    if (n == 0 || dst == src) return TESSEL_OK;
+    return TSL_CU(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, st));
+  }
+  if (n == 0) return TESSEL_OK;
+  if (src_dtype == TESSEL_F32 && dst_dtype == TESSEL_BF16)
+    return LAUNCH(f32_to_bf16_kernel, n, st, (bf16 *)dst, (const float *)src, n);
+  if (src_dtype == TESSEL_BF16 && dst_dtype == TESSEL_F32)
+    return LAUNCH(bf16_to_f32_kernel, n, st, (float *)dst, (const bf16 *)src, n);
+  return TSL_CUDA_FAIL(TESSEL_E_UNSUPPORTED, "convert: dtype %d to %d (fp32 and bf16 only)", (int)src_dtype,
+                       (int)dst_dtype);
+}
+
+extern "C" int tsl_cuda_scale_matrix(tsl_backend *be, tsl_stream *s, void *c, tessel_dtype c_dtype, int64_t m,
+                                     int64_t n, int64_t ldc, float beta) {
+  if (m <= 0 || n <= 0 || beta == 1.0f) return TESSEL_OK;
+  cudaStream_t st = tsl_cuda_stream(be, s)->s;
+  if (c_dtype == TESSEL_F32) return LAUNCH(scale_matrix_kernel<float>, m * n, st, (float *)c, m, n, ldc, beta);
+  return LAUNCH(scale_matrix_kernel<bf16>, m * n, st, (bf16 *)c, m, n, ldc, beta);
+}
+
+extern "C" int tsl_cuda_broadcast_rows(tsl_backend *be, tsl_stream *s, void *out, const void *v, int64_t rows,
+                                       int64_t cols) {
+  if (rows <= 0 || cols <= 0) return TESSEL_OK;
+  return LAUNCH(broadcast_rows_kernel, rows * cols, tsl_cuda_stream(be, s)->s, (bf16 *)out, (const bf16 *)v, rows,
+                cols);
+}

@@ -1,0 +1,214 @@
+/*
+** kernels/cuda/layernorm.cu — layer norm over the last dimension (eps 1e-5,
+** biased variance), whole or with the hidden dimension cut across ranks.
+**
+** The structure of kernels/cpu/layernorm.c: per-row helpers for the sums
+** and for the normalisation; the one-pass kernels call both, the split ones
+** one each, with the caller's all-reduce in between. One warp owns a row
+** (8 rows per block of 256 threads): lanes stride over the columns, a
+** shuffle tree adds their sums. Row sums are fp64, as on the CPU, because
+** the split form computes var = E[x²] − mean² and fp32 would lose it to
+** cancellation. The weight and bias gradients are column sums over all
+** rows (colsum.cuh: deterministic, no atomics), taken before the input
+** gradient is written in case the caller made dinp alias dout.
+**
+** Shapes: inp, out, dout, dinp [rows, cols] bf16; w, b [cols] bf16;
+** mean, rstd [rows] fp32; sums [rows, 2] fp64; dw, db [cols] fp32.
+*/
+#include "colsum.cuh"
+
+#define LN_EPS 1e-5
+enum { LN_ROWS_PER_BLOCK = TSL_THREADS / 32 };
+
+/* The row of this warp; a warp past the last row leaves, all lanes alike. */
+#define WARP_ROW(row, lane, rows)                                                    \
+  const int64_t row = (int64_t)blockIdx.x * LN_ROWS_PER_BLOCK + (threadIdx.x >> 5); \
+  const int lane = threadIdx.x & 31;                                                \
+  if (row >= (rows)) return
+
+/* (Σx, Σx²) over one row's cols, in every lane */
+static __device__ double2 row_sums(const bf16 *x, int64_t cols, int lane) {
+  double s1 = 0.0, s2 = 0.0;
+  for (int64_t c = lane; c < cols; c += 32) {
+    double v = ld_bf16(x + c);
+    s1 += v;
+    s2 += v * v;
+  }
+  return make_double2(warp_sum(s1), warp_sum(s2));
+}
+
+/* mean, rstd from the sums over `total` columns; out = (x − mean)·rstd·w + b */
+static __device__ void row_apply(bf16 *out, float *mean, float *rstd, double s1, double s2, const bf16 *x,
+                                 const bf16 *w, const bf16 *b, int64_t cols, int64_t total, int lane) {
+  double mu = s1 / (double)total;
+  double var = s2 / (double)total - mu * mu;
+  if (var < 0.0) var = 0.0; /* a constant row can round to just below zero */
+  const float m = (float)mu, rs = (float)(1.0 / sqrt(var + LN_EPS));
+  for (int64_t c = lane; c < cols; c += 32) st_bf16(out + c, (ld_bf16(x + c) - m) * rs * ld_bf16(w + c) + ld_bf16(b + c));
+  if (lane == 0) {
+    *mean = m;
+    *rstd = rs;
+  }
+}
+
+/* (Σg, Σg·x̂), g = dout·w, x̂ = (x − mean)·rstd, in every lane */
+static __device__ double2 row_backward_sums(const bf16 *dout, const bf16 *x, const bf16 *w, float mean, float rstd,
+                                            int64_t cols, int lane) {
+  double sg = 0.0, sgx = 0.0;
+  for (int64_t c = lane; c < cols; c += 32) {
+    float g = ld_bf16(dout + c) * ld_bf16(w + c);
+    float xhat = (ld_bf16(x + c) - mean) * rstd;
+    sg += g;
+    sgx += (double)g * xhat;
+  }
+  return make_double2(warp_sum(sg), warp_sum(sgx));
+}
+
+/* dinp = rstd·(g − Σg/total − x̂·Σ(g·x̂)/total) */
+static __device__ void row_backward_apply(bf16 *dinp, double sg, double sgx, const bf16 *dout, const bf16 *x,
+                                          const bf16 *w, float mean, float rstd, int64_t cols, int64_t total,
+                                          int lane) {
+  const float mean_g = (float)(sg / (double)total), mean_gx = (float)(sgx / (double)total);
+  for (int64_t c = lane; c < cols; c += 32) {
+    float xhat = (ld_bf16(x + c) - mean) * rstd;
+    st_bf16(dinp + c, rstd * (ld_bf16(dout + c) * ld_bf16(w + c) - mean_g - xhat * mean_gx));
+  }
+}
+
+static __global__ void ln_forward_kernel(bf16 *out, float *mean, float *rstd, const bf16 *inp, const bf16 *w,
+                                         const bf16 *b, int64_t rows, int64_t cols) {
+  WARP_ROW(row, lane, rows);
+  const bf16 *x = inp + row * cols;
+  double2 s = row_sums(x, cols, lane);
+  row_apply(out + row * cols, mean + row, rstd + row, s.x, s.y, x, w, b, cols, cols, lane);
+}
+
+static __global__ void ln_stats_kernel(double *sums, const bf16 *inp, int64_t rows, int64_t cols) {
+  WARP_ROW(row, lane, rows);
+  double2 s = row_sums(inp + row * cols, cols, lane);
+  if (lane == 0) {
+    sums[2 * row] = s.x;
+    sums[2 * row + 1] = s.y;
+  }
+}
+
+static __global__ void ln_apply_kernel(bf16 *out, float *mean, float *rstd, const double *sums, const bf16 *inp,
+                                       const bf16 *w, const bf16 *b, int64_t rows, int64_t cols, int64_t total) {
+  WARP_ROW(row, lane, rows);
+  row_apply(out + row * cols, mean + row, rstd + row, sums[2 * row], sums[2 * row + 1], inp + row * cols, w, b, cols,
+            total, lane);
+}
+
+static __global__ void ln_backward_kernel(bf16 *dinp, const bf16 *dout, const bf16 *inp, const bf16 *w,
+                                          const float *mean, const float *rstd, int64_t rows, int64_t cols) {
+  WARP_ROW(row, lane, rows);
+  const int64_t o = row * cols;
+  double2 s = row_backward_sums(dout + o, inp + o, w, mean[row], rstd[row], cols, lane);
+  row_backward_apply(dinp + o, s.x, s.y, dout + o, inp + o, w, mean[row], rstd[row], cols, cols, lane);
+}
+
+static __global__ void ln_backward_stats_kernel(double *sums, const bf16 *dout, const bf16 *inp, const bf16 *w,
+                                                const float *mean, const float *rstd, int64_t rows, int64_t cols) {
+  WARP_ROW(row, lane, rows);
+  const int64_t o = row * cols;
+  double2 s = row_backward_sums(dout + o, inp + o, w, mean[row], rstd[row], cols, lane);
+  if (lane == 0) {
+    sums[2 * row] = s.x;
+    sums[2 * row + 1] = s.y;
+  }
+}
+
+static __global__ void ln_backward_apply_kernel(bf16 *dinp, const double *sums, const bf16 *dout, const bf16 *inp,
+                                                const bf16 *w, const float *mean, const float *rstd, int64_t rows,
+                                                int64_t cols, int64_t total) {
+  WARP_ROW(row, lane, rows);
+  const int64_t o = row * cols;
+  row_backward_apply(dinp + o, sums[2 * row], sums[2 * row + 1], dout + o, inp + o, w, mean[row], rstd[row], cols,
+                     total, lane);
+}
+
+/* dw[c] += Σ_r dout·x̂, db[c] += Σ_r dout */
+struct ln_param_term {
+  const bf16 *dout, *x;
+  const float *mean, *rstd;
+  int64_t cols;
+  __device__ void operator()(int64_t r, int64_t c, float *acc) const {
+    const float d = ld_bf16(dout + r * cols + c);
+    acc[0] += d * ((ld_bf16(x + r * cols + c) - mean[r]) * rstd[r]);
+    acc[1] += d;
+  }
+};
+
+static int param_grads(tsl_backend *be, tsl_stream *s, float *dw, float *db, const void *dout, const void *inp,
+                       const float *mean, const float *rstd, int64_t rows, int64_t cols) {
+  colsum_out<2> out = {{dw, db}};
+  ln_param_term term = {(const bf16 *)dout, (const bf16 *)inp, mean, rstd, cols};
+  return tsl_cuda_colsum<2>(be, s, out, term, rows, cols);
+}
+
+#define ROW_LAUNCH(kernel, rows, s, ...)                                                                     \
+  TSL_CU((kernel<<<(unsigned)(((rows) + LN_ROWS_PER_BLOCK - 1) / LN_ROWS_PER_BLOCK), TSL_THREADS, 0,         \
+                   tsl_cuda_stream(be, s)->s>>>(__VA_ARGS__),                                                \
+          cudaGetLastError()))
+
+static int bad_shape(const char *what, int64_t rows, int64_t cols, int64_t total) {
+  return TSL_CUDA_FAIL(TESSEL_E_INTERNAL, "%s: bad shape (rows %lld, cols %lld, total cols %lld)", what,
+                       (long long)rows, (long long)cols, (long long)total);
+}
+
+extern "C" int tsl_cuda_layernorm_forward(tsl_backend *be, tsl_stream *s, void *out, float *mean, float *rstd,
+                                          const void *inp, const void *w, const void *b, int64_t rows, int64_t cols) {
+  if (rows < 0 || cols <= 0) return bad_shape("layernorm forward", rows, cols, cols);
+  if (rows == 0) return TESSEL_OK;
+  return ROW_LAUNCH(ln_forward_kernel, rows, s, (bf16 *)out, mean, rstd, (const bf16 *)inp, (const bf16 *)w,
+                    (const bf16 *)b, rows, cols);
+}
+
+extern "C" int tsl_cuda_layernorm_backward(tsl_backend *be, tsl_stream *s, void *dinp, float *dw, float *db,
+                                           const void *dout, const void *inp, const void *w, const float *mean,
+                                           const float *rstd, int64_t rows, int64_t cols) {
+  if (rows < 0 || cols <= 0) return bad_shape("layernorm backward", rows, cols, cols);
+  if (rows == 0) return TESSEL_OK;
+  int rc = param_grads(be, s, dw, db, dout, inp, mean, rstd, rows, cols);
+  if (rc < 0) return rc;
+  return ROW_LAUNCH(ln_backward_kernel, rows, s, (bf16 *)dinp, (const bf16 *)dout, (const bf16 *)inp,
+                    (const bf16 *)w, mean, rstd, rows, cols);
+}
+
+extern "C" int tsl_cuda_layernorm_stats(tsl_backend *be, tsl_stream *s, double *sums, const void *inp, int64_t rows,
+                                        int64_t cols) {
+  if (rows < 0 || cols < 0) return bad_shape("layernorm stats", rows, cols, cols);
+  if (rows == 0) return TESSEL_OK;
+  return ROW_LAUNCH(ln_stats_kernel, rows, s, sums, (const bf16 *)inp, rows, cols);
+}
+
+extern "C" int tsl_cuda_layernorm_apply(tsl_backend *be, tsl_stream *s, void *out, float *mean, float *rstd,
+                                        const double *sums, const void *inp, const void *w, const void *b,
+                                        int64_t rows, int64_t cols, int64_t total_cols) {
+  if (rows < 0 || cols < 0 || total_cols < cols || total_cols <= 0)
+    return bad_shape("layernorm apply", rows, cols, total_cols);
+  if (rows == 0) return TESSEL_OK;
+  return ROW_LAUNCH(ln_apply_kernel, rows, s, (bf16 *)out, mean, rstd, sums, (const bf16 *)inp, (const bf16 *)w,
+                    (const bf16 *)b, rows, cols, total_cols);
+}
+
+extern "C" int tsl_cuda_layernorm_backward_stats(tsl_backend *be, tsl_stream *s, double *sums, float *dw, float *db,
+                                                 const void *dout, const void *inp, const void *w, const float *mean,
+                                                 const float *rstd, int64_t rows, int64_t cols) {
+  if (rows < 0 || cols < 0) return bad_shape("layernorm backward stats", rows, cols, cols);
+  if (rows == 0) return TESSEL_OK;
+  int rc = param_grads(be, s, dw, db, dout, inp, mean, rstd, rows, cols);
+  if (rc < 0) return rc;
+  return ROW_LAUNCH(ln_backward_stats_kernel, rows, s, sums, (const bf16 *)dout, (const bf16 *)inp, (const bf16 *)w,
+                    mean, rstd, rows, cols);
+}
+
+extern "C" int tsl_cuda_layernorm_backward_apply(tsl_backend *be, tsl_stream *s, void *dinp, const double *sums,
+                                                 const void *dout, const void *inp, const void *w, const float *mean,
+                                                 const float *rstd, int64_t rows, int64_t cols, int64_t total_cols) {
+  if (rows < 0 || cols < 0 || total_cols < cols || total_cols <= 0)
+    return bad_shape("layernorm backward apply", rows, cols, total_cols);
+  if (rows == 0) return TESSEL_OK;
+  return ROW_LAUNCH(ln_backward_apply_kernel, rows, s, (bf16 *)dinp, sums, (const bf16 *)dout, (const bf16 *)inp,
+                    (const bf16 *)w, mean, rstd, rows, cols, total_cols);
+}

@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# The GPU training equivalence test for one strategy:
+#
+#   train_equiv.sh TESSEL SRC TMP PROBE PLUGIN
+#
+# Trains the strategy's config (configs/PLUGIN.yaml; configs/quickstart.yaml
+# for "none") for 20 steps twice on the same model, data and seed: once as
+# one CPU process without a strategy (fp32 throughout: the reference), once
+# with device.kind: cuda under the strategy, on as many ranks as this
+# machine's GPUs allow (one GPU per rank, at least one; the strategy's
+# options are fitted to that many ranks). Passes when every step's loss is
+# finite and |cpu - cuda| / |cpu| <= 2e-2. Exits 77 (skipped) without a GPU.
+#
+# Why 2e-2. The CUDA run keeps weights and activations in bf16 (8
+# significant bits: each rounding errs by up to 2^-9 = 2e-3 relative) and
+# accumulates in fp32; those roundings are unbiased and the loss averages
+# them over every token of the batch (16 x 64 here), so the step-1 losses
+# differ by about 1e-3. Twenty AdamW steps at the warm-up's small learning
+# rates (<= 8e-4) carry that forward without amplifying it much; the gap
+# stays at a few 1e-3. A broken kernel, a lost or doubled gradient, or a
+# collective that reads a buffer before it is written moves the loss by
+# 1e-1 or more within a few steps, or makes it NaN.
+set -euo pipefail
+TESSEL=$1; SRC=$2; TMP=$3; PROBE=$4; PLUGIN=$5
+TOL=2e-2
+
+if ! probe=$("$PROBE" 2>/dev/null); then
+  echo "skipped: no CUDA device on this machine"
+  exit 77
+fi
+gpus=${probe%% *}
+echo "GPUs: $probe"
+
+config=configs/$PLUGIN.yaml
+ranks=1
+opts=()
+case $PLUGIN in
+  none) config=configs/quickstart.yaml ;;
+  ddp | gemini)
+    # the data-parallel degree must divide the batch of 16
+    for n in 4 2 1; do
+      if [ "$gpus" -ge "$n" ]; then ranks=$n; break; fi
+    done ;;
+  hybrid)
+    # tp x pp x dp, 2 sequences per micro-batch, 16 / dp per data rank
+    if [ "$gpus" -ge 8 ]; then ranks=8
+    elif [ "$gpus" -ge 4 ]; then ranks=4; opts=(plugin.tp=2 plugin.pp=2 plugin.num_microbatches=8)
+    elif [ "$gpus" -ge 2 ]; then ranks=2; opts=(plugin.tp=2 plugin.pp=1 plugin.num_microbatches=8)
+    else opts=(plugin.tp=1 plugin.pp=1 plugin.num_microbatches=8 plugin.sequence_parallel=false)
+    fi ;;
+  tp2d) if [ "$gpus" -ge 4 ]; then ranks=4; else opts=(plugin.tp=1); fi ;;
+  tp3d) if [ "$gpus" -ge 8 ]; then ranks=8; else opts=(plugin.tp=1); fi ;;
+  *) echo "unknown strategy $PLUGIN" >&2; exit 2 ;;
+esac
+
+WORK=$TMP/gpu_train_$PLUGIN.$$
+rm -rf "$WORK"
+mkdir -p "$WORK"
+cd "$SRC"
+common=(--set train.steps=20 --set train.sample_tokens=0 --set train.eval_every=0 --set checkpoint.resume=never
+        --set checkpoint.every=0 --set log.progress=never --set data.dir="$WORK/data")
+sets=()
+for o in "${opts[@]}"; do sets+=(--set "$o"); done
+losses() { sed -n 's/.*"loss":\([^,]*\),.*/\1/p' "$1"; }
+
+if ! "$TESSEL" run "$config" --set plugin=null --set device.kind=cpu --set device.threads=2 --set log.dir="$WORK/cpu" \
+     "${common[@]}" >"$WORK/cpu.log" 2>&1; then
+  cat "$WORK/cpu.log" >&2
+  echo "FAIL: the CPU reference run failed" >&2
+  exit 1
+fi
+if [ "$ranks" -eq 1 ]; then
+  run=("$TESSEL" run)
+else
+  run=("$TESSEL" launch -n "$ranks")
+fi
+if ! timeout 600 "${run[@]}" "$config" --set device.kind=cuda --set log.dir="$WORK/cuda" "${common[@]}" \
+     "${sets[@]}" >"$WORK/cuda.log" 2>&1; then
+  cat "$WORK/cuda.log" >&2
+  echo "FAIL: the CUDA run ($PLUGIN, $ranks rank(s)) failed" >&2
+  exit 1
+fi
+grep -m1 "backend" "$WORK/cuda.log" || true
+losses "$WORK/cpu/metrics.jsonl" >"$WORK/a"
+losses "$WORK/cuda/metrics.jsonl" >"$WORK/b"
+n=$(wc -l <"$WORK/a")
+[ "$n" -eq 20 ] && [ "$(wc -l <"$WORK/b")" -eq 20 ] || { echo "FAIL: expected 20 steps, got $n and $(wc -l <"$WORK/b")" >&2; exit 1; }
+if paste "$WORK/a" "$WORK/b" | awk -v tol="$TOL" -v what="$PLUGIN on $ranks GPU rank(s)" '
+     { if ($2 !~ /^-?[0-9]/) bad = 1
+       d = ($1 - $2) / $1; if (d < 0) d = -d; if (d > worst) { worst = d; at = NR } }
+     END { printf "%s: largest relative loss difference to the CPU %.3g at step %d (tolerance %g)\n", what, worst, at, tol
+           exit !(worst <= tol && !bad) }'; then
+  rm -rf "$WORK"
+else
+  paste "$WORK/a" "$WORK/b" >&2
+  echo "FAIL: the CUDA run diverges from the CPU; files kept in $WORK" >&2
+  exit 1
+fi
