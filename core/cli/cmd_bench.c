@@ -18,8 +18,9 @@ const tsl_command tsl_cmd_bench = {
     "usage: tessel bench peak [--threads N]\n\n"
     "Measures the sustained single-precision GEMM rate of the CPU backend (the best of several square\n"
     "sizes and repeats) and records it, so that runs without device.peak_tflops report MFU against it.\n"
-    "The record lives in $XDG_CACHE_HOME/tessel/peak.json (or ~/.cache/tessel/peak.json).\n\n"
-    "  --threads N   threads to measure with (default: all cores); runs match it by thread count\n",
+    "The record lives in $XDG_CACHE_HOME/tessel/peak.json (or ~/.cache/tessel/peak.json); a run whose\n"
+    "ranks use another number of threads is credited the same rate per thread.\n\n"
+    "  --threads N   threads to measure with (default: all cores)\n",
     bench};
 
 /* Best GFLOP/s of C = A·B at n×n over `repeats` timed runs after a warm-up. */

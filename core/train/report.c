@@ -18,7 +18,7 @@ char *tsl_peak_cache_path(void) {
   return tsl_asprintf("%s/.cache/tessel/peak.json", home && *home ? home : "/tmp");
 }
 
-double tsl_peak_flops(const tsl_settings *s, int threads) {
+double tsl_peak_flops(const tsl_settings *s, double cores) {
   if (s->device.peak_tflops > 0) return s->device.peak_tflops * 1e12;
   char *path = tsl_peak_cache_path(), *text = NULL;
   double peak = 0;
@@ -26,9 +26,11 @@ double tsl_peak_flops(const tsl_settings *s, int threads) {
     cJSON *root = cJSON_Parse(text);
     cJSON *g = cJSON_GetObjectItemCaseSensitive(root, "gflops"), *t = cJSON_GetObjectItemCaseSensitive(root, "threads");
     cJSON *be = cJSON_GetObjectItemCaseSensitive(root, "backend");
-    if (cJSON_IsNumber(g) && cJSON_IsNumber(t) && cJSON_IsString(be) && (int)t->valuedouble == threads &&
+    /* measured with some number of threads; a rank gets the same rate per
+    ** core it can use (GEMM scales close to linearly in cores) */
+    if (cJSON_IsNumber(g) && cJSON_IsNumber(t) && t->valuedouble >= 1 && cJSON_IsString(be) &&
         strcmp(be->valuestring, s->device.kind == TSL_DEVICE_CUDA ? "cuda" : "cpu") == 0)
-      peak = g->valuedouble * 1e9;
+      peak = g->valuedouble * 1e9 * cores / t->valuedouble;
     cJSON_Delete(root);
   }
   tsl_error_clear();

@@ -39,9 +39,11 @@ tsl_status tsl_report_step(tsl_reporter *r, const tsl_runtime *rt, const tsl_ste
 /* A line of text for people, clearing the progress bar first (rank 0). */
 void tsl_report_line(tsl_reporter *r, const char *fmt, ...) TSL_PRINTF(2, 3);
 
-/* Peak FLOP/s of one device for MFU: device.peak_tflops, else what
-** `tessel bench peak` measured on this machine, else 0 (unknown). */
-double tsl_peak_flops(const tsl_settings *s, int threads);
+/* Peak FLOP/s of one rank for MFU: device.peak_tflops, else what `tessel
+** bench peak` measured on this machine, per thread, times the cores the
+** rank can use (`cores`: its threads, or its share of the machine's cores
+** when more threads than cores are running), else 0 (unknown). */
+double tsl_peak_flops(const tsl_settings *s, double cores);
 /* Where `tessel bench peak` keeps its measurement. */
 char *tsl_peak_cache_path(void);
 

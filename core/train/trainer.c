@@ -50,7 +50,9 @@ static tsl_status setup(trainer *t) {
   TSL_TRY(st, tsl_layouts_share(t->model, &t->layouts));
   t->flops_per_token = 6.0 * (double)t->model->params.total_numel +
                        12.0 * s->model.layers * (double)s->model.seq_len * s->model.channels;
-  t->peak_flops = tsl_peak_flops(s, rt->threads);
+  /* ranks oversubscribing a machine share its cores; MFU is against those */
+  double share = (double)sysconf(_SC_NPROCESSORS_ONLN) / TSL_MAX(1, rt->world.local_size);
+  t->peak_flops = tsl_peak_flops(s, TSL_MIN((double)rt->threads, share));
   return TESSEL_OK;
 fail:
   return st;
