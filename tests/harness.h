@@ -1,8 +1,8 @@
 /*
 ** tests/harness.h — a minimal test harness.
 **
-** A test file defines functions `static void test_xxx(void)` and lists them
-** in main with RUN(test_xxx). CHECK* record a failure with file:line and the
+** A test file defines functions `static void test_name(void)` and lists them
+** in main with RUN(test_name). CHECK* record a failure with file:line and the
 ** values involved and let the test continue; REQUIRE* stop the test.
 ** Tolerances are always stated by the caller, with the reason beside them.
 ** main returns non-zero when anything failed, which ctest reports.

