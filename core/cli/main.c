@@ -16,8 +16,8 @@ static void overview(FILE *out) {
           "tessel %s — train GPT-style language models across devices from one YAML file\n\n"
           "usage: tessel COMMAND [ARGS...]\n\ncommands:\n",
           tessel_version());
-  for (size_t i = 0; i < TSL_ARRAY_LEN(commands); i++) fprintf(out, "  %-9s %s\n", commands[i]->name, commands[i]->summary);
-  fprintf(out, "  %-9s %s\n  %-9s %s\n", "version", "print the version", "help", "help for a command: tessel help CMD");
+  for (size_t i = 0; i < TSL_ARRAY_LEN(commands); i++) fprintf(out, "  %-12s %s\n", commands[i]->name, commands[i]->summary);
+  fprintf(out, "  %-12s %s\n  %-12s %s\n", "version", "print the version", "help", "help for a command: tessel help CMD");
   fprintf(out, "\nexit status: 0 success, 1 runtime failure, 2 usage or configuration error\n");
 }
 
