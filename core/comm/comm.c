@@ -60,6 +60,18 @@ static void group_name(const tsl_comm *c, uint32_t axes, char *buf, size_t cap) 
   }
 }
 
+/* Take the next group slot once MPI has made its communicator (rc is the
+** MPI call's result): errors come back as codes, and rank and size cached. */
+static tsl_status adopt_group(tsl_comm *c, tessel_group *g, int rc, const char *what) {
+  tsl_status st = mpi_status(rc, what, g);
+  if (st < 0) return st;
+  MPI_Comm_set_errhandler(g->comm, MPI_ERRORS_RETURN);
+  MPI_Comm_rank(g->comm, &g->rank);
+  MPI_Comm_size(g->comm, &g->size);
+  c->n_groups++;
+  return TESSEL_OK;
+}
+
 /* Split the world into the groups over `axes`: ranks that agree on every
 ** other axis share a communicator, ordered by their coordinates on `axes`. */
 static tsl_status add_group(tsl_comm *c, uint32_t axes) {
@@ -77,13 +89,7 @@ static tsl_status add_group(tsl_comm *c, uint32_t axes) {
   memset(g, 0, sizeof *g);
   g->axes = axes;
   group_name(c, axes, g->name, sizeof g->name);
-  tsl_status st = mpi_status(MPI_Comm_split(MPI_COMM_WORLD, color, key, &g->comm), "MPI_Comm_split", g);
-  if (st < 0) return st;
-  MPI_Comm_set_errhandler(g->comm, MPI_ERRORS_RETURN);
-  MPI_Comm_rank(g->comm, &g->rank);
-  MPI_Comm_size(g->comm, &g->size);
-  c->n_groups++;
-  return TESSEL_OK;
+  return adopt_group(c, g, MPI_Comm_split(MPI_COMM_WORLD, color, key, &g->comm), "MPI_Comm_split");
 }
 
 /* The core's own communicator over the world (groups[0]), for its per-step
@@ -93,13 +99,7 @@ static tsl_status add_core_group(tsl_comm *c) {
   memset(g, 0, sizeof *g);
   g->axes = TSL_CORE_AXES;
   snprintf(g->name, sizeof g->name, "core");
-  tsl_status st = mpi_status(MPI_Comm_dup(MPI_COMM_WORLD, &g->comm), "MPI_Comm_dup", g);
-  if (st < 0) return st;
-  MPI_Comm_set_errhandler(g->comm, MPI_ERRORS_RETURN);
-  MPI_Comm_rank(g->comm, &g->rank);
-  MPI_Comm_size(g->comm, &g->size);
-  c->n_groups++;
-  return TESSEL_OK;
+  return adopt_group(c, g, MPI_Comm_dup(MPI_COMM_WORLD, &g->comm), "MPI_Comm_dup");
 }
 
 /* ---- the device engine ---- */

@@ -1,7 +1,6 @@
 /* core/common/log.c */
 #include "log.h"
 
-#include <regex.h>
 #include <stdio.h>
 
 static int log_rank = 0, log_world = 1, log_level = TESSEL_LOG_INFO;
@@ -31,14 +30,6 @@ void tsl_log(int level, const char *fmt, ...) {
   va_start(ap, fmt);
   tsl_vlog(level, fmt, ap);
   va_end(ap);
-}
-
-int tsl_has_position(const char *msg) {
-  regex_t re;
-  if (regcomp(&re, "^[^\n]+:[0-9]+:[0-9]+: ", REG_EXTENDED | REG_NOSUB) != 0) return 0;
-  int found = regexec(&re, msg, 0, NULL, 0) == 0;
-  regfree(&re);
-  return found;
 }
 
 void tsl_print_error(int rank, int world, tsl_status st) {

@@ -23,8 +23,6 @@ void tsl_vlog(int level, const char *fmt, va_list ap);
 ** (so config errors read like compiler errors); "[rank r] " in front when
 ** the world has more than one rank. */
 void tsl_print_error(int rank, int world, tsl_status st);
-/* Does a message start with a FILE:LINE:COL: position? */
-int tsl_has_position(const char *msg);
 
 #define tsl_info(...) tsl_log(TESSEL_LOG_INFO, __VA_ARGS__)
 #define tsl_warn(...) tsl_log(TESSEL_LOG_WARN, __VA_ARGS__)

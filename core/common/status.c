@@ -1,6 +1,7 @@
 /* core/common/status.c — the rank's error slot. */
 #include "status.h"
 
+#include <regex.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -22,6 +23,7 @@ tsl_status tsl_error(tsl_status status, const char *fmt, ...) {
 
 tsl_status tsl_error_wrap(tsl_status status, const char *fmt, ...) {
   char prefix[1024], old[TSL_ERROR_CAP];
+  if (tsl_has_position(error_buf)) return status;
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(prefix, sizeof prefix, fmt, ap);
@@ -37,6 +39,14 @@ tsl_status tsl_error_wrap(tsl_status status, const char *fmt, ...) {
   memcpy(error_buf + n + 2, old, m);
   error_buf[n + 2 + m] = '\0';
   return status;
+}
+
+int tsl_has_position(const char *msg) {
+  regex_t re;
+  if (regcomp(&re, "^[^\n]+:[0-9]+:[0-9]+: ", REG_EXTENDED | REG_NOSUB) != 0) return 0;
+  int found = regexec(&re, msg, 0, NULL, 0) == 0;
+  regfree(&re);
+  return found;
 }
 
 const char *tsl_error_message(void) { return error_buf; }

@@ -25,11 +25,16 @@ typedef tessel_status tsl_status;
 /* Set the error message and return `status` (so `return tsl_error(...)`). */
 tsl_status tsl_error(tsl_status status, const char *fmt, ...) TSL_PRINTF(2, 3);
 tsl_status tsl_verror(tsl_status status, const char *fmt, va_list ap);
-/* Prefix the current message with "<context>: " and return `status`. */
+/* Prefix the current message with "<context>: " and return `status` —
+** unless the message starts with a FILE:LINE:COL position: then it already
+** says where the mistake is, and that must stay first on the line (like a
+** compiler's), so it is left as it is. */
 tsl_status tsl_error_wrap(tsl_status status, const char *fmt, ...) TSL_PRINTF(2, 3);
 /* The current message ("" when none). */
 const char *tsl_error_message(void);
 void tsl_error_clear(void);
+/* Does a message start with a FILE:LINE:COL: position? */
+int tsl_has_position(const char *msg);
 /* Short name of a status kind, e.g. "config error". */
 const char *tsl_status_name(tsl_status status);
 /* Process exit code for a status: 0 ok, 2 usage/config, 1 otherwise. */

@@ -108,10 +108,10 @@ static tsl_status load_file(tsl_config *cfg, const char *path, int depth, char *
     }
     st = load_file(cfg, base_path, depth + 1, chain, &base_root);
     if (st < 0) {
-      /* an error inside the base already points into it; others get the base: line */
-      if (!tsl_has_position(tsl_error_message()))
-        tsl_error_wrap(st, "%s:%d:%d: in base '%s'", base_node->mark.file, base_node->mark.line,
-                       base_node->mark.col, base_node->scalar);
+      /* an error inside the base already points into it (and so stays as
+      ** it is); others get the base: line */
+      tsl_error_wrap(st, "%s:%d:%d: in base '%s'", base_node->mark.file, base_node->mark.line,
+                     base_node->mark.col, base_node->scalar);
       goto fail;
     }
     TSL_TRY(st, merge_into(base_root, root));

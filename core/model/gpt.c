@@ -64,7 +64,6 @@ static tsl_status geometry(tsl_model *m) {
   if (m->rt->plugin && m->rt->plugin->vt.geometry) {
     tsl_error_clear();
     tsl_status st = m->rt->plugin->vt.geometry(m->rt->inst, &g);
-    if (st == TESSEL_E_CONFIG && tsl_has_position(tsl_error_message())) return st; /* it points at the option */
     if (st < 0) return tsl_error_wrap(st, "%s.geometry", m->rt->plugin->name);
   }
   int64_t BT = (int64_t)d->micro_batch * d->seq_len, C = d->channels;
@@ -191,7 +190,9 @@ static tsl_status allocate_buffers(tsl_model *m) {
   size_t tokens = (size_t)m->dims.micro_batch * (size_t)m->dims.seq_len;
   m->host_inputs = malloc(tokens * sizeof(int32_t));
   m->host_targets = malloc(tokens * sizeof(int32_t));
-  if (!m->host_inputs || !m->host_targets) return tsl_error(TESSEL_E_NOMEM, "out of host memory for batch staging");
+  m->host_losses = malloc((size_t)m->dims.micro_steps * (size_t)m->geo.rows * sizeof(float));
+  if (!m->host_inputs || !m->host_targets || !m->host_losses)
+    return tsl_error(TESSEL_E_NOMEM, "out of host memory for batch staging");
   return TESSEL_OK;
 fail:
   return st;
@@ -258,6 +259,7 @@ void tsl_model_destroy(tsl_model *m) {
   free(m->slots);
   free(m->host_inputs);
   free(m->host_targets);
+  free(m->host_losses);
   if (rt->model == m) rt->model = NULL;
   free(m);
 }
@@ -565,20 +567,14 @@ tsl_status tsl_model_loss_sum(tsl_model *m, int micro_steps, double *sum, double
   *sum = *count = 0;
   if (!on_rank(m, m->dims.layers + 1) || m->geo.loss_replica) return TESSEL_OK;
   uint64_t n = (uint64_t)micro_steps * (uint64_t)m->geo.rows;
-  float *host = malloc(n * sizeof(float));
-  if (!host) return tsl_error(TESSEL_E_NOMEM, "out of host memory reading losses");
-  TSL_TRY(st, tsl_mem_copy(&m->rt->ledger, TESSEL_TIER_HOST, host, 0, TESSEL_TIER_DEVICE, m->losses, 0,
-                           n * sizeof(float), m->rt->compute));
+  st = tsl_mem_copy(&m->rt->ledger, TESSEL_TIER_HOST, m->host_losses, 0, TESSEL_TIER_DEVICE, m->losses, 0,
+                    n * sizeof(float), m->rt->compute);
+  if (st < 0) return st;
   int rc = m->rt->be.stream_sync(&m->rt->be, m->rt->compute);
-  if (rc < 0) {
-    st = tsl_error_wrap(rc, "reading losses");
-    goto fail;
-  }
-  for (uint64_t i = 0; i < n; i++) *sum += host[i];
+  if (rc < 0) return tsl_error_wrap(rc, "reading losses");
+  for (uint64_t i = 0; i < n; i++) *sum += m->host_losses[i];
   *count = (double)n;
-fail:
-  free(host);
-  return st;
+  return TESSEL_OK;
 }
 
 tsl_status tsl_model_dims_for(const tsl_runtime *rt, tessel_model_dims *d) {

@@ -49,6 +49,7 @@ struct tsl_model {
   void *dres, *dtmp, *dln, *dfc, *dfc_gelu, *datty, *dqkv, *dlnf, *logits;
   float *losses;                        /* [micro_steps * rows] per-token losses */
   int32_t *host_inputs, *host_targets; /* staging for the batch function */
+  float *host_losses;                   /* staging for reading losses back */
   tsl_batch_fn batch;
   void *batch_ctx;
   int training;          /* head computes dlogits and backward runs */

@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/log.h"
 #include "common/util.h"
 
 /* One registration: name, shape, unit, flags, groups and init. */
@@ -161,8 +160,6 @@ tsl_status tsl_params_layout(tsl_runtime *rt, tsl_params *ps) {
     if (rt->plugin && rt->plugin->vt.layout) {
       tsl_error_clear();
       st = rt->plugin->vt.layout(rt->inst, &p->info, &l);
-      /* an option error already points at its FILE:LINE:COL: keep that first */
-      if (st == TESSEL_E_CONFIG && tsl_has_position(tsl_error_message())) return st;
       if (st < 0) return tsl_error_wrap(st, "%s.layout(%s)", rt->plugin->name, p->name);
     }
     p->layout = l;

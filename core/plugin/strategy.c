@@ -7,12 +7,12 @@
 #include "common/util.h"
 #include "plugin/host.h"
 
-/* Frame a hook's failure: config errors keep (or get) the position of the
-** plugin section; others name the strategy and the hook. */
+/* Frame a hook's failure: a config error without a position gets the
+** plugin section's; others name the strategy and the hook (a positioned
+** message stays as it is: see tsl_error_wrap). */
 static tsl_status hook_error(tsl_runtime *rt, tsl_status st, const char *hook) {
   const char *msg = tsl_error_message();
-  if (st == TESSEL_E_CONFIG) {
-    if (tsl_has_position(msg)) return st;
+  if (st == TESSEL_E_CONFIG && !tsl_has_position(msg)) {
     char copy[4096];
     snprintf(copy, sizeof copy, "%s", msg[0] ? msg : "invalid options");
     return tsl_cfg_error(rt->settings.plugin.section, NULL, "%s", copy);

@@ -104,6 +104,19 @@ tsl_status tsl_runtime_comm(tsl_runtime *rt) {
   return tsl_comm_create(&rt->world, &rt->mesh, rt->be_ready ? &dev : NULL, &rt->comm);
 }
 
+tsl_status tsl_runtime_local(tsl_runtime *rt, const tsl_settings *s, int threads) {
+  memset(rt, 0, sizeof *rt);
+  rt->settings = *s;
+  tsl_world_single(&rt->world, 1);
+  rt->be = *tsl_cpu_backend();
+  rt->threads = threads;
+  tsl_backend_opts opts = {.size = sizeof opts, .threads = threads, .log = tsl_log};
+  tsl_status st = rt->be.init(&rt->be, &opts);
+  if (st < 0) return tsl_error_wrap(st, "starting the cpu backend");
+  rt->be_ready = 1;
+  return tsl_ledger_init(&rt->ledger, &rt->be, 0, NULL);
+}
+
 void tsl_runtime_destroy(tsl_runtime *rt) {
   tsl_model_destroy(rt->model);
   tsl_strategy_stop(rt);

@@ -13,6 +13,10 @@ tsl_status tsl_runtime_configure(tsl_runtime *rt, const char *path, const char *
 tsl_status tsl_runtime_devices(tsl_runtime *rt);
 /* Build the communicators of the strategy's mesh (collective). */
 tsl_status tsl_runtime_comm(tsl_runtime *rt);
+/* A private one-rank runtime on the CPU backend with an unbounded device
+** tier and no strategy, for work beside a run (sampling) and for tests;
+** `s` supplies the model and seed. Release with tsl_runtime_destroy. */
+tsl_status tsl_runtime_local(tsl_runtime *rt, const tsl_settings *s, int threads);
 /* Release everything the runtime holds, in reverse order. */
 void tsl_runtime_destroy(tsl_runtime *rt);
 

@@ -8,6 +8,7 @@
 #include "ckpt/gather.h"
 #include "common/util.h"
 #include "model/gpt.h"
+#include "runtime/build.h"
 
 typedef struct context {
   int32_t *tokens;
@@ -69,14 +70,7 @@ tsl_status tsl_sample(const tsl_settings *s, tsl_tensor_fn src, void *src_ctx, c
   float *whole = NULL, *row = NULL;
   context ctx = {.seq_len = s->model.seq_len};
   int V = s->model.vocab_size;
-  memset(&rt, 0, sizeof rt);
-  rt.settings = *s;
-  tsl_world_single(&rt.world, 1);
-  rt.be = *tsl_cpu_backend();
-  tsl_backend_opts bo = {.size = sizeof bo, .threads = o->threads};
-  TSL_TRY(st, rt.be.init(&rt.be, &bo));
-  rt.be_ready = 1;
-  TSL_TRY(st, tsl_ledger_init(&rt.ledger, &rt.be, 0, NULL));
+  TSL_TRY(st, tsl_runtime_local(&rt, s, o->threads));
   tessel_model_dims dims = {.size = sizeof dims, .layers = s->model.layers, .heads = s->model.heads,
                             .channels = s->model.channels, .seq_len = s->model.seq_len, .vocab_size = V,
                             .micro_batch = 1, .micro_steps = 1, .data_ranks = 1};
@@ -114,10 +108,6 @@ fail:
   free(whole);
   free(row);
   free(ctx.tokens);
-  tsl_model_destroy(m);
-  if (rt.be_ready) {
-    tsl_ledger_destroy(&rt.ledger);
-    rt.be.shutdown(&rt.be);
-  }
+  tsl_runtime_destroy(&rt); /* the model too */
   return st;
 }

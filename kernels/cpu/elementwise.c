@@ -2,6 +2,7 @@
 ** kernels/cpu/elementwise.c — GELU, add, axpy, scale and dtype conversion
 ** over flat arrays of n elements.
 */
+#include "bf16.h"
 #include "cpu.h"
 
 #define GELU_K 0.7978845608028654f /* √(2/π) */
@@ -83,23 +84,6 @@ int tsl_cpu_scale(tsl_backend *be, tsl_stream *s, tessel_dtype dtype, void *x, f
   return TESSEL_OK;
 }
 
-/* fp32 → bf16, rounding to nearest even; NaN stays a (quiet) NaN rather
-** than rounding into infinity. */
-static inline uint16_t f32_to_bf16(float f) {
-  uint32_t u;
-  memcpy(&u, &f, sizeof u);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u);
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return (uint16_t)(u >> 16);
-}
-
-static inline float bf16_to_f32(uint16_t h) {
-  uint32_t u = (uint32_t)h << 16;
-  float f;
-  memcpy(&f, &u, sizeof f);
-  return f;
-}
-
 /* dst = src converted: fp32 → fp32 (a copy), fp32 ↔ bf16; anything else is
 ** TESSEL_E_UNSUPPORTED. */
 int tsl_cpu_convert(tsl_backend *be, tsl_stream *s, void *dst, tessel_dtype dst_dtype,
@@ -111,12 +95,12 @@ int tsl_cpu_convert(tsl_backend *be, tsl_stream *s, void *dst, tessel_dtype dst_
     const float *x = src;
     uint16_t *y = dst;
 #pragma omp parallel for simd schedule(static) if (n >= TSL_CPU_PARALLEL_MIN)
-    for (int64_t i = 0; i < n; i++) y[i] = f32_to_bf16(x[i]);
+    for (int64_t i = 0; i < n; i++) y[i] = tsl_f32_to_bf16(x[i]);
   } else if (src_dtype == TESSEL_BF16 && dst_dtype == TESSEL_F32) {
     const uint16_t *x = src;
     float *y = dst;
 #pragma omp parallel for simd schedule(static) if (n >= TSL_CPU_PARALLEL_MIN)
-    for (int64_t i = 0; i < n; i++) y[i] = bf16_to_f32(x[i]);
+    for (int64_t i = 0; i < n; i++) y[i] = tsl_bf16_to_f32(x[i]);
   } else {
     return TESSEL_E_UNSUPPORTED;
   }

@@ -34,30 +34,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bf16.h"
 #include "kernels/kernel_test.h"
 
 #define GT_SKIP 77
 #define GT_BF16 (1.0 / 256.0) /* 2^-8: one bf16 ulp, relative */
 
-/* fp32 → bf16 bits, round to nearest even (the CPU backend's rule) */
-static inline uint16_t gt_to_bf16(float f) {
-  uint32_t u;
-  memcpy(&u, &f, sizeof u);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u);
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return (uint16_t)(u >> 16);
-}
-
-static inline float gt_from_bf16(uint16_t h) {
-  uint32_t u = (uint32_t)h << 16;
-  float f;
-  memcpy(&f, &u, sizeof f);
-  return f;
-}
-
 /* x[i] := the bf16 value nearest x[i] */
 static inline void gt_round(float *x, int64_t n) {
-  for (int64_t i = 0; i < n; i++) x[i] = gt_from_bf16(gt_to_bf16(x[i]));
+  for (int64_t i = 0; i < n; i++) x[i] = tsl_bf16_to_f32(tsl_f32_to_bf16(x[i]));
 }
 
 /* n random bf16-representable values in [lo, hi) */
@@ -148,7 +133,7 @@ static inline float *gt_up_f32(const float *x, int64_t n) {
 
 static inline void *gt_up_bf16(const float *x, int64_t n) {
   uint16_t *h = kt_xalloc((size_t)n * 2);
-  for (int64_t i = 0; i < n; i++) h[i] = gt_to_bf16(x[i]);
+  for (int64_t i = 0; i < n; i++) h[i] = tsl_f32_to_bf16(x[i]);
   void *d = gt_alloc((uint64_t)n * 2);
   gt_copy(d, h, (uint64_t)n * 2, TSL_COPY_H2D);
   free(h);
@@ -172,7 +157,7 @@ static inline float *gt_down_bf16(const void *d, int64_t n) {
   uint16_t *raw = kt_xalloc((size_t)n * 2);
   gt_copy(raw, d, (uint64_t)n * 2, TSL_COPY_D2H);
   float *h = kt_floats(n);
-  for (int64_t i = 0; i < n; i++) h[i] = gt_from_bf16(raw[i]);
+  for (int64_t i = 0; i < n; i++) h[i] = tsl_bf16_to_f32(raw[i]);
   free(raw);
   return h;
 }

@@ -36,7 +36,7 @@ static void test_collectives(void) {
     for (int64_t i = 0; i < n; i++) {
       if (es == 8) ((double *)host)[i] = x[i];
       else if (es == 4) ((float *)host)[i] = x[i];
-      else ((uint16_t *)host)[i] = gt_to_bf16(x[i]);
+      else ((uint16_t *)host)[i] = tsl_f32_to_bf16(x[i]);
     }
     void *src = gt_alloc(n * es), *dst = gt_alloc(n * es), *back = kt_xalloc((size_t)(n * es));
     gt_copy(src, host, n * es, TSL_COPY_H2D);

@@ -8,22 +8,18 @@
 #include <string.h>
 
 #include "model/gpt.h"
+#include "runtime/build.h"
 
 /* Fills rt for a one-rank CPU run of the given model; returns 0 on success. */
 static int fixture_runtime(tsl_runtime *rt, int layers, int heads, int channels, int seq_len, int vocab) {
-  memset(rt, 0, sizeof *rt);
-  tsl_world_single(&rt->world, 1);
-  rt->settings.model.layers = layers;
-  rt->settings.model.heads = heads;
-  rt->settings.model.channels = channels;
-  rt->settings.model.seq_len = seq_len;
-  rt->settings.model.vocab_size = vocab;
-  rt->settings.train.seed = 1234;
-  rt->be = *tsl_cpu_backend();
-  tsl_backend_opts o = {.size = sizeof o, .threads = 2};
-  if (rt->be.init(&rt->be, &o) < 0) return -1;
-  rt->be_ready = 1;
-  return tsl_ledger_init(&rt->ledger, &rt->be, 0, NULL) < 0 ? -1 : 0;
+  tsl_settings s = {0};
+  s.model.layers = layers;
+  s.model.heads = heads;
+  s.model.channels = channels;
+  s.model.seq_len = seq_len;
+  s.model.vocab_size = vocab;
+  s.train.seed = 1234;
+  return tsl_runtime_local(rt, &s, 2) < 0 ? -1 : 0;
 }
 
 static tessel_model_dims fixture_dims(const tsl_runtime *rt, int micro_batch, int micro_steps) {
@@ -35,11 +31,6 @@ static tessel_model_dims fixture_dims(const tsl_runtime *rt, int micro_batch, in
   return d;
 }
 
-static void fixture_release(tsl_runtime *rt) {
-  tsl_model_destroy(rt->model);
-  if (rt->scratch) tsl_mem_free(&rt->ledger, TESSEL_TIER_DEVICE, rt->scratch);
-  tsl_ledger_destroy(&rt->ledger);
-  rt->be.shutdown(&rt->be);
-}
+static void fixture_release(tsl_runtime *rt) { tsl_runtime_destroy(rt); }
 
 #endif

@@ -62,11 +62,6 @@ static tsl_model *trained(tsl_runtime *rt, int steps, int channels) {
   return m;
 }
 
-static void release(tsl_runtime *rt) {
-  fixture_release(rt);
-  tsl_config_free(rt->config);
-}
-
 static tsl_status save(tsl_model *m, int64_t step, char **path) {
   tsl_layouts t;
   tsl_status st = tsl_layouts_share(m, &t);
@@ -96,8 +91,8 @@ static void test_round_trip_is_bit_exact(void) {
   CHECK(memcmp(ma->params.grad, mb->params.grad, bytes) == 0);
   tsl_ckpt_close(&ck);
   free(path);
-  release(&a);
-  release(&b);
+  fixture_release(&a);
+  fixture_release(&b);
 }
 
 static void test_keeps_only_the_newest(void) {
@@ -117,7 +112,7 @@ static void test_keeps_only_the_newest(void) {
   CHECK(!tsl_path_exists(p)); /* keep: 2 */
   snprintf(p, sizeof p, "%s/step_00000002", a.settings.ckpt.dir);
   CHECK(tsl_path_exists(p));
-  release(&a);
+  fixture_release(&a);
 }
 
 /* Copy a checkpoint directory so each corruption starts from a good one. */
@@ -168,7 +163,7 @@ static void test_damaged_checkpoints_are_refused(void) {
   CHECK_EQ_INT(tsl_ckpt_open(file, &ck), TESSEL_E_IO);
   CHECK_STR_CONTAINS(tsl_error_message(), "no such checkpoint");
   free(good);
-  release(&a);
+  fixture_release(&a);
 }
 
 static void test_other_dimensions_are_refused(void) {
@@ -184,8 +179,8 @@ static void test_other_dimensions_are_refused(void) {
   CHECK_STR_CONTAINS(tsl_error_message(), "channels 16");
   tsl_ckpt_close(&ck);
   free(path);
-  release(&a);
-  release(&b);
+  fixture_release(&a);
+  fixture_release(&b);
 }
 
 static void test_export_has_gpt2_layout(void) {
@@ -236,7 +231,7 @@ static void test_export_has_gpt2_layout(void) {
   cJSON_Delete(j);
   free(text);
   free(path);
-  release(&a);
+  fixture_release(&a);
 }
 
 int main(void) {
