@@ -53,14 +53,16 @@ typedef enum {
   TSL_COLL_BROADCAST,
   TSL_COLL_REDUCE,
   TSL_COLL_SEND,
-  TSL_COLL_RECV
+  TSL_COLL_RECV,
+  TSL_COLL_ALL_TO_ALL
 } tsl_coll_kind;
 
 /* One collective. `count` is in elements of `dtype` per rank's block, as the
 ** core's comm calls count them: the whole vector of an all-reduce, broadcast,
 ** reduce, send or recv; the received elements per rank of a reduce-scatter
 ** (send holds count × group size); the sent elements per rank of an
-** all-gather (recv holds count × group size). `peer` is the root of a
+** all-gather (recv holds count × group size); the block sent to each rank
+** of an all-to-all (send and recv hold count × group size). `peer` is the root of a
 ** broadcast or reduce and the other rank of a send or recv. In place as
 ** MPI and NCCL define it: send == recv, or, for reduce-scatter and
 ** all-gather, the block at this rank's offset of the larger buffer. */
@@ -198,19 +200,21 @@ struct tsl_backend {
 
   /* ---- softmax cross-entropy over a (possibly split) vocabulary ----
   ** Three phases so that a split vocabulary only needs two small
-  ** all-reduces between them: rowmax (reduce MAX), sums (reduce SUM), finish. */
-  /* rowmax[rows] = max_j logits[r, j] */
+  ** all-reduces between them: rowmax (reduce MAX), sums (reduce SUM), finish.
+  ** Only the first `valid` of the `vocab` columns are vocabulary; the rest
+  ** pad the table, are left out of the softmax and get a zero gradient. */
+  /* rowmax[rows] = max_{j < valid} logits[r, j] */
   int (*ce_rowmax)(tsl_backend *be, tsl_stream *s, float *rowmax, const void *logits,
-                   int64_t rows, int64_t vocab);
-  /* sums[rows,2] = (Σ_j exp(l - rowmax), l[target] if target in range else 0) */
+                   int64_t rows, int64_t vocab, int64_t valid);
+  /* sums[rows,2] = (Σ_{j<valid} exp(l - rowmax), l[target] if target in range else 0) */
   int (*ce_sums)(tsl_backend *be, tsl_stream *s, double *sums, const void *logits,
                  const float *rowmax, const int32_t *targets, int64_t rows, int64_t vocab_begin,
-                 int64_t vocab);
+                 int64_t vocab, int64_t valid);
   /* losses[r] = log Σ + rowmax - l[target]; if dscale != 0 the logits are
-  ** overwritten with (softmax - onehot) · dscale */
+  ** overwritten with (softmax - onehot) · dscale (0 past `valid`) */
   int (*ce_finish)(tsl_backend *be, tsl_stream *s, float *losses, void *logits,
                    const float *rowmax, const double *sums, const int32_t *targets, int64_t rows,
-                   int64_t vocab_begin, int64_t vocab, float dscale);
+                   int64_t vocab_begin, int64_t vocab, int64_t valid, float dscale);
 
   /* ---- optimizer and reductions ---- */
   /* AdamW with bias correction at 1-based `step`; grad multiplied by

@@ -16,13 +16,79 @@
 #include "common/atomic_file.h"
 #include "common/log.h"
 #include "common/util.h"
+#include "optim/optim.h"
 
-static const char *const ckpt_files[] = {"model.safetensors", "optimizer.safetensors", "config.yaml"};
-#define N_FILES 3
+static const char *const ckpt_files[] = {"model.safetensors", "optimizer.safetensors", "private.safetensors",
+                                         "config.yaml"};
+#define N_FILES 4
 
 uint64_t tsl_model_hash(const tsl_settings *s) {
-  int dims[5] = {s->model.layers, s->model.heads, s->model.channels, s->model.seq_len, s->model.vocab_size};
+  double dims[11] = {s->model.arch,     s->model.layers, s->model.heads,      s->model.kv_heads,
+                     s->model.channels, s->model.ffn,    s->model.seq_len,    s->model.vocab_size,
+                     s->model.rope_theta, s->model.norm_eps, s->model.tie_embeddings};
   return tsl_hash_bytes(dims, sizeof dims, 0x6d6f64656cull);
+}
+
+/* The file tensor of one state: its name, and the logical tensor's rows as
+** saved (a padded vocabulary's extra rows are not) and their layout
+** (Hugging Face's [out, in] for nn.Linear weights). */
+static void tensor_name(const tsl_param *p, const char *suffix, char *out, size_t cap) {
+  snprintf(out, cap, "%s%s%s", p->name, suffix[0] ? "." : "", suffix);
+}
+
+static void file_shape(const tsl_param *p, int64_t shape[2]) {
+  shape[0] = p->hf_transposed ? p->info.shape[1] : p->real_rows;
+  shape[1] = p->hf_transposed ? p->info.shape[0] : p->info.shape[1];
+}
+
+/* In-memory [rows, cols] ↔ file layout: a transpose for HF's linears. */
+static void to_file(const tsl_param *p, const float *mem, float *file) {
+  int64_t r = p->info.shape[0], c = p->info.shape[1];
+  if (!p->hf_transposed) {
+    memcpy(file, mem, (size_t)(p->real_rows * c) * sizeof(float));
+    return;
+  }
+  for (int64_t i = 0; i < r; i++)
+    for (int64_t j = 0; j < c; j++) file[j * r + i] = mem[i * c + j];
+}
+
+static void from_file(const tsl_param *p, const float *file, float *mem) {
+  int64_t r = p->info.shape[0], c = p->info.shape[1];
+  if (!p->hf_transposed) {
+    memcpy(mem, file, (size_t)(p->real_rows * c) * sizeof(float));
+    memset(mem + p->real_rows * c, 0, (size_t)((r - p->real_rows) * c) * sizeof(float));
+    return;
+  }
+  for (int64_t i = 0; i < r; i++)
+    for (int64_t j = 0; j < c; j++) mem[i * c + j] = file[j * r + i];
+}
+
+/* The checkpoint name suffix of an optimizer slot: PyTorch's for AdamW. */
+static const char *slot_suffix(const char *slot) {
+  return strcmp(slot, "m") == 0 ? "exp_avg" : strcmp(slot, "v") == 0 ? "exp_avg_sq" : slot;
+}
+
+/* The states one file holds: every parameter's master weights, or each of
+** its optimizer slots, or each of the strategy's private slots. */
+typedef enum { FILE_MODEL = 0, FILE_OPTIMIZER = 1, FILE_PRIVATE = 2 } file_kind;
+
+static int states_per_param(tsl_model *m, file_kind kind) {
+  tessel_optimizer_info oi;
+  tsl_optimizer_describe(&tsl_model_runtime(m)->settings, &oi);
+  return kind == FILE_MODEL ? 1 : kind == FILE_OPTIMIZER ? oi.n_slots : tsl_model_state(m)->n_priv;
+}
+
+static tessel_state_ref state_at(file_kind kind, int k) {
+  return kind == FILE_MODEL ? (tessel_state_ref){TESSEL_STATE_MASTER, 0}
+         : kind == FILE_OPTIMIZER ? (tessel_state_ref){TESSEL_STATE_SLOT, k}
+                                  : (tessel_state_ref){TESSEL_STATE_PRIVATE, k};
+}
+
+static const char *state_suffix(tsl_model *m, file_kind kind, int k) {
+  tessel_optimizer_info oi;
+  tsl_optimizer_describe(&tsl_model_runtime(m)->settings, &oi);
+  return kind == FILE_MODEL ? "" : kind == FILE_OPTIMIZER ? slot_suffix(oi.slot_names[k])
+                                                         : tsl_model_state(m)->priv[k].name;
 }
 
 /* CRC-32 (zlib) and size of a file. */
@@ -51,43 +117,45 @@ static tsl_status file_crc(const char *path, uint32_t *crc, uint64_t *bytes) {
 
 /* ---- writing ---- */
 
-/* Stream every parameter's `which` state into a safetensors file (rank 0
-** writes; every rank takes part in the gathers). A write error on rank 0 is
-** remembered in *wst and the gathers go on, so no rank is left waiting. */
-static tsl_status write_states(tsl_model *m, const tsl_layouts *t, const char *path, int optimizer, tsl_status *wst) {
+/* Stream one file's states into safetensors (rank 0 writes; every rank
+** takes part in the gathers). A write error on rank 0 is remembered in
+** *wst and the gathers go on, so no rank is left waiting. */
+static tsl_status write_states(tsl_model *m, const char *path, file_kind kind, tsl_status *wst) {
   tsl_status st = TESSEL_OK;
-  int rank = m->rt->world.rank, n = m->params.n, nt = optimizer ? 2 * n : n;
-  tsl_st_desc *descs = calloc((size_t)nt, sizeof *descs);
-  char (*names)[96] = calloc((size_t)nt, sizeof *names);
-  float *global = NULL;
+  tsl_params *ps = tsl_model_params(m);
+  int rank = tsl_model_runtime(m)->world.rank, per = states_per_param(m, kind), nt = ps->n * per;
+  tsl_st_desc *descs = calloc((size_t)nt + 1, sizeof *descs);
+  char (*names)[160] = calloc((size_t)nt + 1, sizeof *names);
+  float *global = NULL, *file = NULL;
   tsl_st_writer *w = NULL;
-  uint64_t most = 0;
+  uint64_t most = 1;
   if (!descs || !names) {
     st = tsl_error(TESSEL_E_NOMEM, "out of host memory writing a checkpoint");
     goto done;
   }
   for (int k = 0; k < nt; k++) {
-    const tsl_param *p = &m->params.p[optimizer ? k / 2 : k];
-    snprintf(names[k], sizeof names[k], "%s%s", p->name, !optimizer ? "" : k % 2 ? ".exp_avg_sq" : ".exp_avg");
-    descs[k] = (tsl_st_desc){.name = names[k], .dtype = TESSEL_F32, .ndim = p->info.ndim,
-                             .shape = {p->info.shape[0], p->info.shape[1]}};
+    const tsl_param *p = &ps->p[k / per];
+    tensor_name(p, state_suffix(m, kind, k % per), names[k], sizeof names[k]);
+    descs[k] = (tsl_st_desc){.name = names[k], .dtype = TESSEL_F32, .ndim = p->info.ndim};
+    file_shape(p, descs[k].shape);
     most = TSL_MAX(most, (uint64_t)p->info.shape[0] * (uint64_t)p->info.shape[1]);
   }
   if (rank == 0) {
     global = malloc(most * sizeof(float));
-    if (!global) *wst = tsl_error(TESSEL_E_NOMEM, "out of host memory writing a checkpoint");
+    file = malloc(most * sizeof(float));
+    if (!global || !file) *wst = tsl_error(TESSEL_E_NOMEM, "out of host memory writing a checkpoint");
     static const char *const keys[] = {"format"};
     static const char *const values[] = {"tessel"};
     if (*wst >= 0) *wst = tsl_st_writer_begin(path, descs, nt, keys, values, 1, &w);
   }
   for (int k = 0; k < nt; k++) {
-    int i = optimizer ? k / 2 : k;
-    tessel_state which = !optimizer ? TESSEL_STATE_PARAM : k % 2 ? TESSEL_STATE_ADAM_V : TESSEL_STATE_ADAM_M;
-    st = tsl_gather_state(m, t, i, which, *wst >= 0 ? global : NULL);
+    const tsl_param *p = &ps->p[k / per];
+    st = tsl_gather_state(m, k / per, state_at(kind, k % per), *wst >= 0 ? global : NULL);
     if (st < 0) goto done;
-    const tsl_param *p = &m->params.p[i];
-    if (rank == 0 && *wst >= 0)
-      *wst = tsl_st_writer_put(w, k, global, (uint64_t)p->info.shape[0] * (uint64_t)p->info.shape[1] * sizeof(float));
+    if (rank == 0 && *wst >= 0) {
+      to_file(p, global, file);
+      *wst = tsl_st_writer_put(w, k, file, (uint64_t)descs[k].shape[0] * (uint64_t)descs[k].shape[1] * sizeof(float));
+    }
   }
   if (rank == 0 && w) {
     if (*wst >= 0)
@@ -97,6 +165,7 @@ static tsl_status write_states(tsl_model *m, const tsl_layouts *t, const char *p
   }
 done:
   free(global);
+  free(file);
   free(descs);
   free(names);
   return st;
@@ -112,14 +181,14 @@ static tsl_status write_config(const tsl_runtime *rt, const char *path) {
 }
 
 static tsl_status write_trainer_json(const tsl_model *m, const char *dir, int64_t step) {
-  const tsl_runtime *rt = m->rt;
+  const tsl_runtime *rt = tsl_model_runtime(m);
   const tsl_settings *s = &rt->settings;
   tsl_status st = TESSEL_OK;
   char hex[32], path[4096];
   cJSON *root = cJSON_CreateObject(), *model = cJSON_AddObjectToObject(root, "model");
   cJSON *files = cJSON_AddObjectToObject(root, "files"), *plugin = cJSON_AddObjectToObject(root, "plugin");
   cJSON_AddStringToObject(root, "format", "tessel-checkpoint");
-  cJSON_AddNumberToObject(root, "version", 1);
+  cJSON_AddNumberToObject(root, "version", 2);
   cJSON_AddNumberToObject(root, "step", (double)step);
   snprintf(hex, sizeof hex, "%016" PRIx64, s->train.seed);
   cJSON_AddStringToObject(root, "seed", hex);
@@ -127,11 +196,17 @@ static tsl_status write_trainer_json(const tsl_model *m, const char *dir, int64_
   ** step's batch is all a resumed run needs to know */
   cJSON_AddNumberToObject(root, "next_data_step", (double)(step + 1));
   cJSON_AddNumberToObject(root, "world_size", rt->world.size);
+  cJSON_AddStringToObject(model, "arch", s->model.arch == TSL_ARCH_LLAMA ? "llama" : "gpt2");
   cJSON_AddNumberToObject(model, "layers", s->model.layers);
   cJSON_AddNumberToObject(model, "heads", s->model.heads);
+  cJSON_AddNumberToObject(model, "kv_heads", s->model.kv_heads);
   cJSON_AddNumberToObject(model, "channels", s->model.channels);
+  cJSON_AddNumberToObject(model, "ffn", s->model.ffn);
   cJSON_AddNumberToObject(model, "seq_len", s->model.seq_len);
   cJSON_AddNumberToObject(model, "vocab_size", s->model.vocab_size);
+  cJSON_AddNumberToObject(model, "rope_theta", s->model.rope_theta);
+  cJSON_AddNumberToObject(model, "norm_eps", s->model.norm_eps);
+  cJSON_AddBoolToObject(model, "tie_embeddings", s->model.tie_embeddings);
   snprintf(hex, sizeof hex, "%016" PRIx64, tsl_model_hash(s));
   cJSON_AddStringToObject(root, "model_hash", hex);
   snprintf(hex, sizeof hex, "%016" PRIx64, tsl_cfg_hash(tsl_config_root(rt->config)));
@@ -214,10 +289,10 @@ static tsl_status prune(const char *dir, int keep, int64_t just_saved) {
 /* Rank 0's file work for one checkpoint: everything but the gathers. */
 static tsl_status finish_dir(tsl_model *m, const char *tmp, const char *final, int64_t step) {
   tsl_status st;
-  const tsl_settings *s = &m->rt->settings;
+  const tsl_settings *s = &tsl_model_runtime(m)->settings;
   char path[4096];
   snprintf(path, sizeof path, "%s/config.yaml", tmp);
-  TSL_TRY(st, write_config(m->rt, path));
+  TSL_TRY(st, write_config(tsl_model_runtime(m), path));
   TSL_TRY(st, write_trainer_json(m, tmp, step));
   TSL_TRY(st, tsl_fsync_path(tmp));
   if (tsl_path_exists(final)) { /* the same step saved again, e.g. after a resume */
@@ -239,8 +314,8 @@ fail:
   return st;
 }
 
-tsl_status tsl_ckpt_save(tsl_model *m, const tsl_layouts *t, int64_t step, char **saved) {
-  tsl_runtime *rt = m->rt;
+tsl_status tsl_ckpt_save(tsl_model *m, int64_t step, char **saved) {
+  tsl_runtime *rt = tsl_model_runtime(m);
   const char *dir = rt->settings.ckpt.dir;
   char tmp[4096], final[4096], path[4096];
   tsl_status st = TESSEL_OK, wst = TESSEL_OK;
@@ -251,10 +326,10 @@ tsl_status tsl_ckpt_save(tsl_model *m, const tsl_layouts *t, int64_t step, char 
     if (wst >= 0) wst = tsl_remove_tree(tmp);
     if (wst >= 0) wst = tsl_mkdir_p(tmp);
   }
-  snprintf(path, sizeof path, "%s/model.safetensors", tmp);
-  TSL_TRY(st, write_states(m, t, path, 0, &wst));
-  snprintf(path, sizeof path, "%s/optimizer.safetensors", tmp);
-  TSL_TRY(st, write_states(m, t, path, 1, &wst));
+  for (file_kind k = FILE_MODEL; k <= FILE_PRIVATE; k++) {
+    snprintf(path, sizeof path, "%s/%s", tmp, ckpt_files[k]);
+    TSL_TRY(st, write_states(m, path, k, &wst));
+  }
   if (rt->world.rank == 0) {
     if (wst >= 0) wst = finish_dir(m, tmp, final, step);
     if (wst < 0) tsl_remove_tree(tmp);
@@ -291,9 +366,11 @@ static tsl_status json_int(const char *file, cJSON *obj, const char *key, int64_
   return TESSEL_OK;
 }
 
-static tsl_status check_files(const char *dir, const char *json_path, cJSON *files) {
+/* The recorded files: a version-1 checkpoint has no private.safetensors. */
+static tsl_status check_files(const char *dir, const char *json_path, cJSON *files, int n_files) {
   char path[4096];
   for (int f = 0; f < N_FILES; f++) {
+    if (n_files < N_FILES && f == FILE_PRIVATE) continue;
     cJSON *e = cJSON_GetObjectItemCaseSensitive(files, ckpt_files[f]);
     cJSON *bytes = cJSON_GetObjectItemCaseSensitive(e, "bytes"), *crc = cJSON_GetObjectItemCaseSensitive(e, "crc32");
     if (!cJSON_IsNumber(bytes) || !cJSON_IsString(crc))
@@ -313,6 +390,41 @@ static tsl_status check_files(const char *dir, const char *json_path, cJSON *fil
   return TESSEL_OK;
 }
 
+static tsl_status json_num(const char *file, cJSON *obj, const char *key, double dflt, double *out) {
+  cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+  if (!v) {
+    *out = dflt;
+    return TESSEL_OK;
+  }
+  if (!cJSON_IsNumber(v) && !cJSON_IsBool(v)) return tsl_error(TESSEL_E_IO, "%s: model.%s is not a number", file, key);
+  *out = cJSON_IsBool(v) ? cJSON_IsTrue(v) : v->valuedouble;
+  return TESSEL_OK;
+}
+
+/* The model section; a version-1 checkpoint (GPT-2 only) lacks the newer
+** keys, which then take GPT-2's values. */
+static tsl_status read_model(const char *file, cJSON *model, tsl_model_settings *out) {
+  tsl_status st;
+  int64_t v[5];
+  static const char *const dims[] = {"layers", "heads", "channels", "seq_len", "vocab_size"};
+  memset(out, 0, sizeof *out);
+  for (int i = 0; i < 5; i++) TSL_TRY(st, json_int(file, model, dims[i], &v[i]));
+  out->layers = (int)v[0], out->heads = (int)v[1], out->channels = (int)v[2], out->seq_len = (int)v[3];
+  out->vocab_size = (int)v[4];
+  cJSON *arch = cJSON_GetObjectItemCaseSensitive(model, "arch");
+  out->arch = cJSON_IsString(arch) && strcmp(arch->valuestring, "llama") == 0 ? TSL_ARCH_LLAMA : TSL_ARCH_GPT2;
+  double kv, ffn, tie;
+  TSL_TRY(st, json_num(file, model, "kv_heads", out->heads, &kv));
+  TSL_TRY(st, json_num(file, model, "ffn", 4.0 * out->channels, &ffn));
+  TSL_TRY(st, json_num(file, model, "rope_theta", 10000.0, &out->rope_theta));
+  TSL_TRY(st, json_num(file, model, "norm_eps", 1e-5, &out->norm_eps));
+  TSL_TRY(st, json_num(file, model, "tie_embeddings", out->arch == TSL_ARCH_GPT2, &tie));
+  out->kv_heads = (int)kv, out->ffn = (int)ffn, out->tie_embeddings = tie != 0;
+  return TESSEL_OK;
+fail:
+  return st;
+}
+
 tsl_status tsl_ckpt_open(const char *dir, tsl_ckpt *c) {
   tsl_status st;
   char path[4096], *text = NULL;
@@ -327,27 +439,26 @@ tsl_status tsl_ckpt_open(const char *dir, tsl_ckpt *c) {
     st = tsl_error(TESSEL_E_IO, "%s: not a tessel checkpoint description (bad or truncated JSON)", path);
     goto fail;
   }
-  int64_t version = 0, v[5];
+  int64_t version = 0;
   TSL_TRY(st, json_int(path, root, "version", &version));
-  if (version != 1) {
-    st = tsl_error(TESSEL_E_VERSION, "%s: checkpoint format version %lld; this tessel reads version 1", path, (long long)version);
+  if (version != 1 && version != 2) {
+    st = tsl_error(TESSEL_E_VERSION, "%s: checkpoint format version %lld; this tessel reads versions 1 and 2", path,
+                   (long long)version);
     goto fail;
   }
   TSL_TRY(st, json_int(path, root, "step", &c->step));
-  cJSON *model = cJSON_GetObjectItemCaseSensitive(root, "model");
-  static const char *const dims[] = {"layers", "heads", "channels", "seq_len", "vocab_size"};
-  for (int i = 0; i < 5; i++) TSL_TRY(st, json_int(path, model, dims[i], &v[i]));
-  c->layers = (int)v[0], c->heads = (int)v[1], c->channels = (int)v[2], c->seq_len = (int)v[3], c->vocab_size = (int)v[4];
+  TSL_TRY(st, read_model(path, cJSON_GetObjectItemCaseSensitive(root, "model"), &c->arch));
   cJSON *seed = cJSON_GetObjectItemCaseSensitive(root, "seed");
   c->seed = cJSON_IsString(seed) ? strtoull(seed->valuestring, NULL, 16) : 0;
   cJSON *plugin = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(root, "plugin"), "name");
   snprintf(c->plugin, sizeof c->plugin, "%s", cJSON_IsString(plugin) ? plugin->valuestring : "none");
-  TSL_TRY(st, check_files(dir, path, cJSON_GetObjectItemCaseSensitive(root, "files")));
+  TSL_TRY(st, check_files(dir, path, cJSON_GetObjectItemCaseSensitive(root, "files"), version == 1 ? N_FILES - 1 : N_FILES));
   c->path = tsl_strdup(dir);
-  snprintf(path, sizeof path, "%s/model.safetensors", dir);
-  TSL_TRY(st, tsl_st_open(path, &c->model));
-  snprintf(path, sizeof path, "%s/optimizer.safetensors", dir);
-  TSL_TRY(st, tsl_st_open(path, &c->optim));
+  tsl_st_file **opened[3] = {&c->model, &c->optim, &c->priv};
+  for (int f = 0; f < (version == 1 ? 2 : 3); f++) {
+    snprintf(path, sizeof path, "%s/%s", dir, ckpt_files[f]);
+    TSL_TRY(st, tsl_st_open(path, opened[f]));
+  }
   cJSON_Delete(root);
   free(text);
   return TESSEL_OK;
@@ -361,6 +472,7 @@ fail:
 void tsl_ckpt_close(tsl_ckpt *c) {
   if (c->model) tsl_st_close(c->model);
   if (c->optim) tsl_st_close(c->optim);
+  if (c->priv) tsl_st_close(c->priv);
   free(c->path);
   memset(c, 0, sizeof *c);
 }
@@ -379,35 +491,67 @@ static tsl_status find_tensor(const char *what, tsl_st_file *f, const char *name
   return TESSEL_OK;
 }
 
-tsl_status tsl_ckpt_tensor(const tsl_ckpt *c, const char *name, int64_t rows, int64_t cols, const float **out) {
-  return find_tensor(c->path, c->model, name, rows, cols, out);
+tsl_status tsl_ckpt_param(const tsl_ckpt *c, const tsl_param *p, float *whole) {
+  int64_t shape[2];
+  const float *data;
+  file_shape(p, shape);
+  tsl_status st = find_tensor(c->path, c->model, p->name, shape[0], shape[1], &data);
+  if (st >= 0) from_file(p, data, whole);
+  return st;
+}
+
+/* Does the checkpoint's model equal the configured one? */
+static int same_model(const tsl_model_settings *a, const tsl_model_settings *b) {
+  return a->arch == b->arch && a->layers == b->layers && a->heads == b->heads && a->kv_heads == b->kv_heads &&
+         a->channels == b->channels && a->ffn == b->ffn && a->seq_len == b->seq_len && a->vocab_size == b->vocab_size &&
+         a->rope_theta == b->rope_theta && a->norm_eps == b->norm_eps && a->tie_embeddings == b->tie_embeddings;
+}
+
+static void describe_model(const tsl_model_settings *a, char *buf, size_t cap) {
+  snprintf(buf, cap, "%s with layers %d, heads %d, kv_heads %d, channels %d, ffn %d, seq_len %d, vocab_size %d",
+           a->arch == TSL_ARCH_LLAMA ? "llama" : "gpt2", a->layers, a->heads, a->kv_heads, a->channels, a->ffn,
+           a->seq_len, a->vocab_size);
+}
+
+/* Load one state of one parameter from a file tensor. `optional`: a missing
+** tensor leaves the state as it is (a private slot the checkpoint lacks). */
+static tsl_status load_state(tsl_model *m, const tsl_ckpt *c, tsl_st_file *f, int i, tessel_state_ref ref,
+                             const char *suffix, float *mem, int optional) {
+  const tsl_param *p = &tsl_model_params(m)->p[i];
+  char name[160];
+  int64_t shape[2];
+  const float *data;
+  tensor_name(p, suffix, name, sizeof name);
+  file_shape(p, shape);
+  if (optional && (!f || tsl_st_find(f, name) < 0)) return TESSEL_OK;
+  tsl_status st = find_tensor(c->path, f, name, shape[0], shape[1], &data);
+  if (st < 0) return st;
+  from_file(p, data, mem);
+  return tsl_scatter_state(m, i, ref, mem);
 }
 
 tsl_status tsl_ckpt_restore(tsl_model *m, const tsl_ckpt *c) {
-  tsl_status st;
-  const tessel_model_dims *d = &m->dims;
-  if (c->layers != d->layers || c->heads != d->heads || c->channels != d->channels || c->seq_len != d->seq_len ||
-      c->vocab_size != d->vocab_size)
-    return tsl_error(TESSEL_E_CONFIG,
-                     "checkpoint %s holds a model with layers %d, heads %d, channels %d, seq_len %d, vocab_size %d; "
-                     "the config asks for %d, %d, %d, %d, %d",
-                     c->path, c->layers, c->heads, c->channels, c->seq_len, c->vocab_size, d->layers, d->heads,
-                     d->channels, d->seq_len, d->vocab_size);
-  char name[128];
-  for (int i = 0; i < m->params.n; i++) {
-    const tsl_param *p = &m->params.p[i];
-    const float *data;
-    int64_t r = p->info.shape[0], cl = p->info.shape[1];
-    TSL_TRY(st, find_tensor(c->path, c->model, p->name, r, cl, &data));
-    TSL_TRY(st, tsl_scatter_state(m, i, TESSEL_STATE_PARAM, data));
-    snprintf(name, sizeof name, "%s.exp_avg", p->name);
-    TSL_TRY(st, find_tensor(c->path, c->optim, name, r, cl, &data));
-    TSL_TRY(st, tsl_scatter_state(m, i, TESSEL_STATE_ADAM_M, data));
-    snprintf(name, sizeof name, "%s.exp_avg_sq", p->name);
-    TSL_TRY(st, find_tensor(c->path, c->optim, name, r, cl, &data));
-    TSL_TRY(st, tsl_scatter_state(m, i, TESSEL_STATE_ADAM_V, data));
+  tsl_status st = TESSEL_OK;
+  tsl_params *ps = tsl_model_params(m);
+  const tsl_model_settings *want = &tsl_model_runtime(m)->settings.model;
+  if (!same_model(&c->arch, want)) {
+    char have[256], asked[256];
+    describe_model(&c->arch, have, sizeof have);
+    describe_model(want, asked, sizeof asked);
+    return tsl_error(TESSEL_E_CONFIG, "checkpoint %s holds a %s model; the config asks for %s", c->path, have, asked);
   }
-  return TESSEL_OK;
-fail:
+  uint64_t most = 1;
+  for (int i = 0; i < ps->n; i++) most = TSL_MAX(most, (uint64_t)ps->p[i].info.shape[0] * (uint64_t)ps->p[i].info.shape[1]);
+  float *mem = malloc(most * sizeof(float));
+  if (!mem) return tsl_error(TESSEL_E_NOMEM, "out of host memory restoring a checkpoint");
+  int slots = states_per_param(m, FILE_OPTIMIZER), privs = states_per_param(m, FILE_PRIVATE);
+  for (int i = 0; i < ps->n && st >= 0; i++) {
+    st = load_state(m, c, c->model, i, state_at(FILE_MODEL, 0), "", mem, 0);
+    for (int k = 0; k < slots && st >= 0; k++)
+      st = load_state(m, c, c->optim, i, state_at(FILE_OPTIMIZER, k), state_suffix(m, FILE_OPTIMIZER, k), mem, 0);
+    for (int k = 0; k < privs && st >= 0; k++)
+      st = load_state(m, c, c->priv, i, state_at(FILE_PRIVATE, k), state_suffix(m, FILE_PRIVATE, k), mem, 1);
+  }
+  free(mem);
   return st;
 }

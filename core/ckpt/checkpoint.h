@@ -24,14 +24,14 @@ typedef struct tsl_ckpt {
   char *path;
   int64_t step;
   uint64_t seed, model_hash;
-  int layers, heads, channels, seq_len, vocab_size;
+  tsl_model_settings arch;   /* the model it holds */
   char plugin[64];
-  tsl_st_file *model, *optim;
+  tsl_st_file *model, *optim, *priv; /* priv NULL in a version-1 checkpoint */
 } tsl_ckpt;
 
 /* Collective: write the checkpoint for `step` under settings.ckpt.dir and
 ** prune to settings.ckpt.keep. *saved (optional) gets the directory. */
-tsl_status tsl_ckpt_save(tsl_model *m, const tsl_layouts *t, int64_t step, char **saved);
+tsl_status tsl_ckpt_save(tsl_model *m, int64_t step, char **saved);
 
 /* The newest step_ directory under dir: *path NULL (and OK) when none. */
 tsl_status tsl_ckpt_latest(const char *dir, char **path, int64_t *step);
@@ -44,8 +44,10 @@ void tsl_ckpt_close(tsl_ckpt *c);
 ** The model's dimensions must match the checkpoint's. */
 tsl_status tsl_ckpt_restore(tsl_model *m, const tsl_ckpt *c);
 
-/* The whole fp32 tensor of a parameter (memory-mapped), checking its shape. */
-tsl_status tsl_ckpt_tensor(const tsl_ckpt *c, const char *name, int64_t rows, int64_t cols, const float **out);
+/* Parameter p's master weights as the model holds them in memory (a
+** padded vocabulary's rows zero, linears [in, out]), checking the file
+** tensor's shape. */
+tsl_status tsl_ckpt_param(const tsl_ckpt *c, const tsl_param *p, float *whole);
 
 /* Hash of the model section of a configuration, as stored in trainer.json. */
 uint64_t tsl_model_hash(const tsl_settings *s);

@@ -1,35 +1,28 @@
 /*
 ** core/ckpt/gather.h — logical tensors from whatever parts ranks hold.
 **
-** A checkpoint stores every parameter whole, under its global name, however
-** the strategy spread it. To write one, rank 0 assembles each tensor from
-** the parts: its own, plus the part of every rank whose layout covers
-** elements no lower rank has already supplied (a replica is sent once, by
-** its lowest rank, and a fully replicated tensor not at all). To read one,
-** each rank cuts its own part out of the logical tensor — so a checkpoint
-** written under one strategy and world size loads under any other. The
-** checkpoint directory must be visible to every rank (a shared filesystem).
+** A checkpoint stores every parameter's state whole, under its global name,
+** however the strategy spread it. To write one, rank 0 assembles each
+** tensor from the parts: its own, plus the part of every rank whose layout
+** covers elements no lower rank has already supplied (a replica is sent
+** once, by its lowest rank, and a fully replicated tensor not at all). To
+** read one, each rank cuts its own part out of the logical tensor — so a
+** checkpoint written under one strategy and world size loads under any
+** other. The checkpoint directory must be visible to every rank (a shared
+** filesystem).
 */
 #ifndef TSL_GATHER_H
 #define TSL_GATHER_H
 
-#include "model/gpt.h"
+#include "model/model.h"
 
-typedef struct tsl_layouts {
-  tessel_layout *all; /* [world][n_params] */
-  int world, n;
-} tsl_layouts;
-
-/* Collective: exchange every rank's layouts. */
-tsl_status tsl_layouts_share(tsl_model *m, tsl_layouts *out);
-void tsl_layouts_free(tsl_layouts *t);
-
-/* Collective: assemble parameter `index`'s state into `global` (the whole
-** tensor, host memory) on rank 0; other ranks pass NULL. */
-tsl_status tsl_gather_state(tsl_model *m, const tsl_layouts *t, int index, tessel_state which, float *global);
+/* Collective: assemble parameter `index`'s state `ref` (MASTER, SLOT i,
+** PRIVATE i) into `global` (the whole tensor, host memory) on rank 0; other
+** ranks pass NULL. */
+tsl_status tsl_gather_state(tsl_model *m, int index, tessel_state_ref ref, float *global);
 
 /* This rank's part of parameter `index` from the whole tensor `global`
-** (host memory, every rank), into its storage (or the strategy's). */
-tsl_status tsl_scatter_state(tsl_model *m, int index, tessel_state which, const float *global);
+** (host memory, every rank), into the core's storage or the strategy's. */
+tsl_status tsl_scatter_state(tsl_model *m, int index, tessel_state_ref ref, const float *global);
 
 #endif

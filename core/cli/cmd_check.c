@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "model/gpt.h"
+#include "model/model.h"
 #include "plugin/host.h"
 #include "runtime/build.h"
 

@@ -23,14 +23,8 @@ const tsl_command tsl_cmd_sample = {
     "  --threads N         CPU threads (default: all)\n",
     sample};
 
-/* Copy a parameter's whole tensor out of the checkpoint. */
-static tsl_status from_checkpoint(void *ctx, const tsl_param *p, float *whole) {
-  const float *data;
-  tsl_status st = tsl_ckpt_tensor(ctx, p->name, p->info.shape[0], p->info.shape[1], &data);
-  if (st < 0) return st;
-  memcpy(whole, data, sizeof(float) * (size_t)(p->info.shape[0] * p->info.shape[1]));
-  return TESSEL_OK;
-}
+/* A parameter's whole tensor out of the checkpoint. */
+static tsl_status from_checkpoint(void *ctx, const tsl_param *p, float *whole) { return tsl_ckpt_param(ctx, p, whole); }
 
 static int sample(int argc, char **argv) {
   static const struct option opts[] = {{"prompt", required_argument, 0, 'p'},     {"tokens", required_argument, 0, 'n'},
@@ -61,9 +55,7 @@ static int sample(int argc, char **argv) {
   tsl_ckpt ck;
   tsl_status st = tsl_ckpt_open(argv[optind], &ck);
   if (st < 0) return tsl_fail(st);
-  tsl_settings s = {0};
-  s.model.layers = ck.layers, s.model.heads = ck.heads, s.model.channels = ck.channels;
-  s.model.seq_len = ck.seq_len, s.model.vocab_size = ck.vocab_size;
+  tsl_settings s = {.model = ck.arch};
   s.train.seed = ck.seed;
   fputs(o.prompt, stdout);
   st = tsl_sample(&s, from_checkpoint, &ck, &o, stdout);

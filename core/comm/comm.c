@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "comm/mpi_reduce.h"
 #include "common/util.h"
 
 #define TSL_MAX_WORK 1024
@@ -24,6 +25,7 @@ struct tessel_group {
 
 struct tessel_work {
   MPI_Request req;
+  tsl_mpi_reduce *red; /* an MPI reduction in rank order (mpi_reduce.h) */
   int in_use;
   int device;      /* a device collective: done when `done` is */
   int batched;     /* a device send/receive in the open batch (no event yet) */
@@ -184,6 +186,7 @@ void tsl_comm_destroy(tsl_comm *c) {
   for (int i = 0; i < TSL_MAX_WORK; i++) {
     tessel_work *w = &c->works[i];
     if (w->in_use && w->device) be->event_free(be, w->done);
+    else if (w->in_use && w->red) tsl_mpi_reduce_cancel(w->red);
     else if (w->in_use) MPI_Cancel(&w->req);
   }
   for (int i = 0; i < c->n_groups; i++) {
@@ -238,17 +241,7 @@ static MPI_Datatype mpi_type(tessel_dtype dt) {
   return MPI_BYTE;
 }
 
-static int type_size(tessel_dtype dt) {
-  static const int sizes[] = {4, 2, 2, 4, 8, 1};
-  return (unsigned)dt < 6 ? sizes[dt] : 1;
-}
-
-static tsl_status mpi_op(tessel_dtype dt, tessel_redop op, MPI_Op *out) {
-  if (dt == TESSEL_BF16 || dt == TESSEL_F16 || dt == TESSEL_U8)
-    return tsl_error(TESSEL_E_UNSUPPORTED, "the MPI engine cannot reduce 16-bit or byte data");
-  *out = op == TESSEL_MAX ? MPI_MAX : op == TESSEL_MIN ? MPI_MIN : MPI_SUM;
-  return TESSEL_OK;
-}
+static int type_size(tessel_dtype dt) { return (int)tessel_dtype_size(dt); }
 
 static void count(tessel_group *g, uint64_t payload, double factor) {
   uint64_t bus = (uint64_t)((double)payload * factor + 0.5);
@@ -305,7 +298,9 @@ static void account(tessel_group *g, const coll *k) {
   switch (k->kind) {
     case TSL_COLL_ALL_REDUCE: count(g, block, 2.0 * ring); break;
     case TSL_COLL_REDUCE_SCATTER:
-    case TSL_COLL_ALL_GATHER: count(g, whole, ring); break;
+    case TSL_COLL_ALL_GATHER:
+    case TSL_COLL_ALL_TO_ALL: count(g, whole, ring); break;
+    case TSL_COLL_RECV: count(g, 0, 1.0); break; /* a transfer counts once, at its sender */
     default: count(g, block, 1.0); break;
   }
 }
@@ -408,11 +403,31 @@ fail:
   return device_error(c, st, k->name, g);
 }
 
+/* A reduction on MPI: rank-ordered, through mpi_reduce.c. */
+static tsl_status post_mpi_reduce(tsl_comm *c, tessel_group *g, const coll *k, tessel_work **work) {
+  tsl_mpi_reduce *red;
+  tessel_work *w = NULL;
+  tsl_status st = tsl_mpi_reduce_supported(k->dt, k->op);
+  if (st < 0 || (work && (st = take_work(c, &w)) < 0)) return st < 0 ? tsl_error_wrap(st, "%s on group '%s'", k->name, g->name) : st;
+  account(g, k);
+  st = tsl_mpi_reduce_start(g->comm, k->kind, k->send, k->recv, k->n, k->dt, k->op, k->peer, &red);
+  if (st < 0) {
+    if (w) w->in_use = 0;
+    return tsl_error_wrap(st, "%s on group '%s'", k->name, g->name);
+  }
+  if (!w) {
+    st = tsl_mpi_reduce_wait(red);
+    return st < 0 ? tsl_error_wrap(st, "%s on group '%s'", k->name, g->name) : TESSEL_OK;
+  }
+  w->red = red;
+  *work = w;
+  return TESSEL_OK;
+}
+
 /* Count a collective, post it to its engine, and (MPI) wait for it unless
 ** the caller asked for a handle. One place for the bookkeeping of every
 ** kind. */
 static tsl_status post(tsl_comm *c, tessel_group *g, const coll *k, tessel_work **work) {
-  MPI_Op mop = MPI_SUM;
   MPI_Request local, *req;
   int device;
   tsl_status st = route(c, g, k, &device);
@@ -423,30 +438,24 @@ static tsl_status post(tsl_comm *c, tessel_group *g, const coll *k, tessel_work 
   ** that write them (e.g. an update of pinned host state) must be done */
   if (c->dev.be && (st = c->dev.be->stream_sync(c->dev.be, c->dev.compute)) < 0)
     return device_error(c, st, "waiting for the compute stream before an MPI collective", g);
-  int reducing = k->kind == TSL_COLL_ALL_REDUCE || k->kind == TSL_COLL_REDUCE_SCATTER || k->kind == TSL_COLL_REDUCE;
-  if ((reducing && (st = mpi_op(k->dt, k->op, &mop)) < 0) || (st = work_slot(c, work, &req, &local)) < 0) return st;
+  if (k->kind == TSL_COLL_ALL_REDUCE || k->kind == TSL_COLL_REDUCE_SCATTER || k->kind == TSL_COLL_REDUCE)
+    return post_mpi_reduce(c, g, k, work);
+  if ((st = work_slot(c, work, &req, &local)) < 0) return st;
   uint64_t block = k->n * (uint64_t)type_size(k->dt);
   MPI_Datatype t = mpi_type(k->dt);
   int n = (int)k->n, rc;
   account(g, k);
   switch (k->kind) {
-    case TSL_COLL_ALL_REDUCE:
-      rc = MPI_Iallreduce(k->send == k->recv ? MPI_IN_PLACE : k->send, k->recv, n, t, mop, g->comm, req);
-      break;
-    case TSL_COLL_REDUCE_SCATTER:
-      rc = MPI_Ireduce_scatter_block(k->send, k->recv, n, t, mop, g->comm, req);
-      break;
     case TSL_COLL_ALL_GATHER:
       /* in place when the send block already sits at this rank's slot of recv */
       rc = MPI_Iallgather((const char *)k->recv + (uint64_t)g->rank * block == k->send ? MPI_IN_PLACE : k->send, n, t,
                           k->recv, n, t, g->comm, req);
       break;
+    case TSL_COLL_ALL_TO_ALL:
+      rc = MPI_Ialltoall(k->send, n, t, k->recv, n, t, g->comm, req);
+      break;
     case TSL_COLL_BROADCAST:
       rc = MPI_Ibcast(k->recv, n, t, k->peer, g->comm, req);
-      break;
-    case TSL_COLL_REDUCE:
-      rc = MPI_Ireduce(g->rank == k->peer && k->send == k->recv ? MPI_IN_PLACE : k->send, k->recv, n, t, mop, k->peer,
-                       g->comm, req);
       break;
     case TSL_COLL_SEND:
       rc = MPI_Isend(k->send, n, t, k->peer, 0, g->comm, req);
@@ -479,6 +488,13 @@ tsl_status tsl_reduce_scatter(tsl_comm *c, tessel_group *g, const void *send, vo
 tsl_status tsl_all_gather(tsl_comm *c, tessel_group *g, const void *send, void *recv, uint64_t n, tessel_dtype dt,
                           tessel_work **work) {
   coll k = {TSL_COLL_ALL_GATHER, "all-gather", send, recv, n, dt, TESSEL_SUM, 0};
+  return post(c, g, &k, work);
+}
+
+tsl_status tsl_all_to_all(tsl_comm *c, tessel_group *g, const void *send, void *recv, uint64_t n, tessel_dtype dt,
+                          tessel_work **work) {
+  if (send == recv) return tsl_error(TESSEL_E_INTERNAL, "all-to-all on group '%s' in place (use two buffers)", g->name);
+  coll k = {TSL_COLL_ALL_TO_ALL, "all-to-all", send, recv, n, dt, TESSEL_SUM, 0};
   return post(c, g, &k, work);
 }
 
@@ -531,6 +547,12 @@ static tsl_status device_wait(tsl_comm *c, tessel_work *w) {
 tsl_status tsl_work_wait(tsl_comm *c, tessel_work *w) {
   if (!w || !w->in_use) return tsl_error(TESSEL_E_INTERNAL, "waiting on a collective that is not outstanding");
   if (w->device) return device_wait(c, w);
+  if (w->red) {
+    tsl_status st = tsl_mpi_reduce_wait(w->red);
+    w->red = NULL;
+    w->in_use = 0;
+    return st;
+  }
   int rc = MPI_Wait(&w->req, MPI_STATUS_IGNORE);
   w->in_use = 0;
   return mpi_status(rc, "wait", NULL);
@@ -549,14 +571,26 @@ tsl_status tsl_work_test(tsl_comm *c, tessel_work *w, int *done) {
     }
     return q == 1 ? device_wait(c, w) : TESSEL_OK;
   }
+  if (w->red) {
+    tsl_status st = tsl_mpi_reduce_test(w->red, done);
+    if (st < 0 || *done) {
+      w->red = NULL;
+      w->in_use = 0;
+    }
+    return st;
+  }
   int rc = MPI_Test(&w->req, done, MPI_STATUS_IGNORE);
   if (rc != MPI_SUCCESS || *done) w->in_use = 0;
   return mpi_status(rc, "test", NULL);
 }
 
+/* Reductions move to their gather phase as soon as their exchange is done;
+** a failure is kept and reported by the wait. */
 void tsl_comm_progress(tsl_comm *c) {
   int flag;
   MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, c->groups[0].comm, &flag, MPI_STATUS_IGNORE);
+  for (int i = 0; i < TSL_MAX_WORK; i++)
+    if (c->works[i].in_use && c->works[i].red) tsl_mpi_reduce_advance(c->works[i].red);
 }
 
 int tsl_comm_group_count(const tsl_comm *c) { return c->n_groups; }

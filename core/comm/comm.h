@@ -73,6 +73,9 @@ tsl_status tsl_reduce_scatter(tsl_comm *c, tessel_group *g, const void *send, vo
                               uint64_t recv_count, tessel_dtype dt, tessel_redop op, tessel_work **work);
 tsl_status tsl_all_gather(tsl_comm *c, tessel_group *g, const void *send, void *recv,
                           uint64_t send_count, tessel_dtype dt, tessel_work **work);
+/* Block j (count elements) of send to group rank j; block i of recv from rank i. */
+tsl_status tsl_all_to_all(tsl_comm *c, tessel_group *g, const void *send, void *recv, uint64_t count,
+                          tessel_dtype dt, tessel_work **work);
 tsl_status tsl_broadcast(tsl_comm *c, tessel_group *g, void *buf, uint64_t count, tessel_dtype dt,
                          int root, tessel_work **work);
 tsl_status tsl_reduce(tsl_comm *c, tessel_group *g, const void *send, void *recv, uint64_t count,

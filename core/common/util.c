@@ -233,3 +233,21 @@ char *tsl_dirname(const char *path) {
   if (d) d[slash - path] = '\0';
   return d;
 }
+
+tsl_status tsl_copy_out(void *dst, const void *src, size_t src_size) {
+  uint32_t reader;
+  memcpy(&reader, dst, sizeof reader);
+  if (reader < sizeof(uint32_t))
+    return tsl_error(TESSEL_E_VERSION, "a struct passed to the core has size %u: set .size = sizeof before the call",
+                     reader);
+  size_t n = reader < src_size ? reader : src_size;
+  memcpy((char *)dst + sizeof reader, (const char *)src + sizeof reader, n - sizeof reader);
+  return TESSEL_OK;
+}
+
+void tsl_copy_in(void *dst, size_t dst_size, const void *src) {
+  uint32_t writer;
+  memcpy(&writer, src, sizeof writer);
+  memset(dst, 0, dst_size);
+  memcpy(dst, src, writer < dst_size ? writer : dst_size);
+}

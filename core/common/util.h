@@ -36,6 +36,15 @@ uint64_t tsl_hash_str(const char *s, uint64_t seed);
 /* splitmix64 finaliser: a bijective mix of one 64-bit word. */
 uint64_t tsl_mix64(uint64_t x);
 
+/* Copy a struct the core filled into one the other side allocated (both
+** begin with `uint32_t size`): at most dst->size bytes — the size its reader
+** was compiled with — and dst->size kept. A zero dst->size is an error (the
+** caller forgot to set it). */
+tsl_status tsl_copy_out(void *dst, const void *src, size_t src_size);
+/* Read a struct or table the other side filled (src->size bytes) into
+** zeroed storage of the core's size. */
+void tsl_copy_in(void *dst, size_t dst_size, const void *src);
+
 /* Monotonic seconds. */
 double tsl_now(void);
 

@@ -38,63 +38,158 @@ static tsl_status group_sum(tsl_runtime *rt, tessel_group *g, void *buf, uint64_
   return tsl_all_reduce(rt->comm, g, buf, buf, n, dt, op, NULL);
 }
 
-tsl_status tsl_layernorm_forward(tsl_runtime *rt, tsl_stream *s, tessel_group *g, void *out, float *mean,
-                                 float *rstd, const void *inp, const void *w, const void *b, int64_t rows,
-                                 int64_t cols, int64_t total_cols) {
+static tsl_status layernorm_forward(tsl_runtime *rt, tsl_stream *s, tessel_group *g, const tessel_norm_args *a,
+                                    int64_t total) {
   tsl_status st;
   double *sums;
+  const void *b = a->b ? a->b->data : NULL;
   if (!g || tsl_group_size(g) == 1) {
-    KCALL(st, rt, layernorm_forward, s, out, mean, rstd, inp, w, b, rows, cols);
+    KCALL(st, rt, layernorm_forward, s, a->out, a->mean, a->rstd, a->inp, a->w->data, b, a->rows, a->cols);
     return TESSEL_OK;
   }
-  TSL_TRY(st, tsl_scratch(rt, sizeof(double) * 2 * (uint64_t)rows, (void **)&sums));
-  KCALL(st, rt, layernorm_stats, s, sums, inp, rows, cols);
-  TSL_TRY(st, group_sum(rt, g, sums, 2 * (uint64_t)rows, TESSEL_F64, TESSEL_SUM));
-  KCALL(st, rt, layernorm_apply, s, out, mean, rstd, sums, inp, w, b, rows, cols, total_cols);
+  TSL_TRY(st, tsl_scratch(rt, sizeof(double) * 2 * (uint64_t)a->rows, (void **)&sums));
+  KCALL(st, rt, layernorm_stats, s, sums, a->inp, a->rows, a->cols);
+  TSL_TRY(st, group_sum(rt, g, sums, 2 * (uint64_t)a->rows, TESSEL_F64, TESSEL_SUM));
+  KCALL(st, rt, layernorm_apply, s, a->out, a->mean, a->rstd, sums, a->inp, a->w->data, b, a->rows, a->cols, total);
   return TESSEL_OK;
 fail:
   return st;
 }
 
-tsl_status tsl_layernorm_backward(tsl_runtime *rt, tsl_stream *s, tessel_group *g, void *dinp, float *dw,
-                                  float *db, const void *dout, const void *inp, const void *w,
-                                  const float *mean, const float *rstd, int64_t rows, int64_t cols,
-                                  int64_t total_cols) {
+static tsl_status layernorm_backward(tsl_runtime *rt, tsl_stream *s, tessel_group *g, const tessel_norm_args *a,
+                                     int64_t total) {
+  tsl_status st;
+  double *sums;
+  float *db = a->b ? a->b->grad : NULL;
+  if (!g || tsl_group_size(g) == 1) {
+    KCALL(st, rt, layernorm_backward, s, a->dinp, a->w->grad, db, a->dout, a->inp, a->w->data, a->mean, a->rstd,
+          a->rows, a->cols);
+    return TESSEL_OK;
+  }
+  TSL_TRY(st, tsl_scratch(rt, sizeof(double) * 2 * (uint64_t)a->rows, (void **)&sums));
+  KCALL(st, rt, layernorm_backward_stats, s, sums, a->w->grad, db, a->dout, a->inp, a->w->data, a->mean, a->rstd,
+        a->rows, a->cols);
+  TSL_TRY(st, group_sum(rt, g, sums, 2 * (uint64_t)a->rows, TESSEL_F64, TESSEL_SUM));
+  KCALL(st, rt, layernorm_backward_apply, s, a->dinp, sums, a->dout, a->inp, a->w->data, a->mean, a->rstd, a->rows,
+        a->cols, total);
+  return TESSEL_OK;
+fail:
+  return st;
+}
+
+static tsl_status rmsnorm_forward(tsl_runtime *rt, tsl_stream *s, tessel_group *g, const tessel_norm_args *a,
+                                  int64_t total) {
   tsl_status st;
   double *sums;
   if (!g || tsl_group_size(g) == 1) {
-    KCALL(st, rt, layernorm_backward, s, dinp, dw, db, dout, inp, w, mean, rstd, rows, cols);
+    KCALL(st, rt, rmsnorm_forward, s, a->out, a->rstd, a->inp, a->w->data, a->rows, a->cols, a->eps);
     return TESSEL_OK;
   }
-  TSL_TRY(st, tsl_scratch(rt, sizeof(double) * 2 * (uint64_t)rows, (void **)&sums));
-  KCALL(st, rt, layernorm_backward_stats, s, sums, dw, db, dout, inp, w, mean, rstd, rows, cols);
-  TSL_TRY(st, group_sum(rt, g, sums, 2 * (uint64_t)rows, TESSEL_F64, TESSEL_SUM));
-  KCALL(st, rt, layernorm_backward_apply, s, dinp, sums, dout, inp, w, mean, rstd, rows, cols, total_cols);
+  TSL_TRY(st, tsl_scratch(rt, sizeof(double) * (uint64_t)a->rows, (void **)&sums));
+  KCALL(st, rt, rmsnorm_stats, s, sums, a->inp, a->rows, a->cols);
+  TSL_TRY(st, group_sum(rt, g, sums, (uint64_t)a->rows, TESSEL_F64, TESSEL_SUM));
+  KCALL(st, rt, rmsnorm_apply, s, a->out, a->rstd, sums, a->inp, a->w->data, a->rows, a->cols, total, a->eps);
+  return TESSEL_OK;
+fail:
+  return st;
+}
+
+static tsl_status rmsnorm_backward(tsl_runtime *rt, tsl_stream *s, tessel_group *g, const tessel_norm_args *a,
+                                   int64_t total) {
+  tsl_status st;
+  double *sums;
+  if (!g || tsl_group_size(g) == 1) {
+    KCALL(st, rt, rmsnorm_backward, s, a->dinp, a->w->grad, a->dout, a->inp, a->w->data, a->rstd, a->rows, a->cols);
+    return TESSEL_OK;
+  }
+  TSL_TRY(st, tsl_scratch(rt, sizeof(double) * (uint64_t)a->rows, (void **)&sums));
+  KCALL(st, rt, rmsnorm_backward_stats, s, sums, a->w->grad, a->dout, a->inp, a->w->data, a->rstd, a->rows, a->cols);
+  TSL_TRY(st, group_sum(rt, g, sums, (uint64_t)a->rows, TESSEL_F64, TESSEL_SUM));
+  KCALL(st, rt, rmsnorm_backward_apply, s, a->dinp, sums, a->dout, a->inp, a->w->data, a->rstd, a->rows, a->cols,
+        total);
+  return TESSEL_OK;
+fail:
+  return st;
+}
+
+tsl_status tsl_norm_forward(tsl_runtime *rt, tsl_stream *s, tessel_group *g, const tessel_norm_args *a,
+                            int64_t total_cols) {
+  return a->variant == TESSEL_NORM_RMS ? rmsnorm_forward(rt, s, g, a, total_cols)
+                                       : layernorm_forward(rt, s, g, a, total_cols);
+}
+
+tsl_status tsl_norm_backward(tsl_runtime *rt, tsl_stream *s, tessel_group *g, const tessel_norm_args *a,
+                             int64_t total_cols) {
+  return a->variant == TESSEL_NORM_RMS ? rmsnorm_backward(rt, s, g, a, total_cols)
+                                       : layernorm_backward(rt, s, g, a, total_cols);
+}
+
+static tsl_attn_shape attn_shape(const tessel_attention_args *a) {
+  return (tsl_attn_shape){a->batch, a->seq, a->heads, a->kv_heads, a->head_size, a->ldq, a->ldk, a->ldv};
+}
+
+tsl_status tsl_attention_forward(tsl_runtime *rt, tsl_stream *s, const tessel_attention_args *a) {
+  tsl_status st;
+  tsl_attn_shape sh = attn_shape(a);
+  KCALL(st, rt, attention_forward, s, a->out, a->lse, a->q, a->k, a->v, &sh);
+  return TESSEL_OK;
+fail:
+  return st;
+}
+
+tsl_status tsl_attention_backward(tsl_runtime *rt, tsl_stream *s, const tessel_attention_args *a) {
+  tsl_status st;
+  tsl_attn_shape sh = attn_shape(a);
+  KCALL(st, rt, attention_backward, s, a->dq, a->dk, a->dv, a->dout, a->out, a->lse, a->q, a->k, a->v, &sh);
+  return TESSEL_OK;
+fail:
+  return st;
+}
+
+tsl_status tsl_activation_forward(tsl_runtime *rt, tsl_stream *s, int variant, void *out, const void *a,
+                                  const void *b, int64_t n) {
+  tsl_status st;
+  if (variant == TESSEL_ACT_SWIGLU)
+    KCALL(st, rt, swiglu_forward, s, out, a, b, n);
+  else
+    KCALL(st, rt, gelu_forward, s, out, a, n);
+  return TESSEL_OK;
+fail:
+  return st;
+}
+
+tsl_status tsl_activation_backward(tsl_runtime *rt, tsl_stream *s, int variant, void *da, void *db,
+                                   const void *dout, const void *a, const void *b, int64_t n) {
+  tsl_status st;
+  if (variant == TESSEL_ACT_SWIGLU)
+    KCALL(st, rt, swiglu_backward, s, da, db, dout, a, b, n);
+  else
+    KCALL(st, rt, gelu_backward, s, da, a, dout, n);
   return TESSEL_OK;
 fail:
   return st;
 }
 
 tsl_status tsl_embedding_forward(tsl_runtime *rt, tsl_stream *s, tessel_group *g, void *out,
-                                 const int32_t *tokens, const void *wte, const void *wpe, int64_t batch,
+                                 const int32_t *tokens, const void *table, const void *positions, int64_t batch,
                                  int64_t seq, int64_t width, int64_t vocab_begin, int64_t vocab) {
   tsl_status st;
   int64_t rows = batch * seq;
-  KCALL(st, rt, embed_tokens_forward, s, out, tokens, wte, rows, width, vocab_begin, vocab);
+  KCALL(st, rt, embed_tokens_forward, s, out, tokens, table, rows, width, vocab_begin, vocab);
   if (g && tsl_group_size(g) > 1)
     TSL_TRY(st, group_sum(rt, g, out, (uint64_t)(rows * width), rt->be.act_dtype, TESSEL_SUM));
-  if (wpe) KCALL(st, rt, embed_positions_forward, s, out, wpe, batch, seq, width);
+  if (positions) KCALL(st, rt, embed_positions_forward, s, out, positions, batch, seq, width);
   return TESSEL_OK;
 fail:
   return st;
 }
 
-tsl_status tsl_embedding_backward(tsl_runtime *rt, tsl_stream *s, float *dwte, float *dwpe, const void *dout,
-                                  const int32_t *tokens, int64_t batch, int64_t seq, int64_t width,
-                                  int64_t vocab_begin, int64_t vocab) {
+tsl_status tsl_embedding_backward(tsl_runtime *rt, tsl_stream *s, float *dtable, float *dpositions,
+                                  const void *dout, const int32_t *tokens, int64_t batch, int64_t seq,
+                                  int64_t width, int64_t vocab_begin, int64_t vocab) {
   tsl_status st;
-  KCALL(st, rt, embed_tokens_backward, s, dwte, dout, tokens, batch * seq, width, vocab_begin, vocab);
-  if (dwpe) KCALL(st, rt, embed_positions_backward, s, dwpe, dout, batch, seq, width);
+  KCALL(st, rt, embed_tokens_backward, s, dtable, dout, tokens, batch * seq, width, vocab_begin, vocab);
+  if (dpositions) KCALL(st, rt, embed_positions_backward, s, dpositions, dout, batch, seq, width);
   return TESSEL_OK;
 fail:
   return st;
@@ -111,12 +206,24 @@ tsl_status tsl_cross_entropy(tsl_runtime *rt, tsl_stream *s, tessel_group *g, fl
   TSL_TRY(st, tsl_scratch(rt, max_bytes + 2 * sizeof(double) * (uint64_t)rows, (void **)&scratch));
   float *rowmax = (float *)scratch;
   double *sums = (double *)(scratch + max_bytes);
-  KCALL(st, rt, ce_rowmax, s, rowmax, logits, rows, vocab);
+  /* columns of this slice at and past the real vocabulary are padding */
+  int64_t limit = rt->vocab_valid ? rt->vocab_valid : vocab_begin + vocab;
+  int64_t valid = TSL_MAX(0, TSL_MIN(vocab, limit - vocab_begin));
+  KCALL(st, rt, ce_rowmax, s, rowmax, logits, rows, vocab, valid);
   if (split) TSL_TRY(st, group_sum(rt, g, rowmax, (uint64_t)rows, TESSEL_F32, TESSEL_MAX));
-  KCALL(st, rt, ce_sums, s, sums, logits, rowmax, targets, rows, vocab_begin, vocab);
+  KCALL(st, rt, ce_sums, s, sums, logits, rowmax, targets, rows, vocab_begin, vocab, valid);
   if (split) TSL_TRY(st, group_sum(rt, g, sums, 2 * (uint64_t)rows, TESSEL_F64, TESSEL_SUM));
-  KCALL(st, rt, ce_finish, s, losses, logits, rowmax, sums, targets, rows, vocab_begin, vocab, dlogits_scale);
+  KCALL(st, rt, ce_finish, s, losses, logits, rowmax, sums, targets, rows, vocab_begin, vocab, valid, dlogits_scale);
   return TESSEL_OK;
 fail:
   return st;
+}
+
+tsl_status tsl_optim_update(tsl_runtime *rt, tsl_stream *s, const tessel_optim_update *u, const tessel_optim_step *hp) {
+  const tsl_settings *cfg = &rt->settings;
+  float wd = u->no_decay ? 0.0f : (float)cfg->optim.weight_decay;
+  int rc = rt->be.adamw(&rt->be, s, u->master, u->work, u->grad, u->slots[0], u->slots[1], u->n, hp->lr,
+                        (float)cfg->optim.beta1, (float)cfg->optim.beta2, (float)cfg->optim.eps, wd, hp->grad_scale,
+                        hp->step);
+  return rc < 0 ? tsl_error_wrap(rc, "AdamW") : TESSEL_OK;
 }

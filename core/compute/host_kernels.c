@@ -1,6 +1,7 @@
 /* core/compute/host_kernels.c — tessel_kernel_api: the kernels a plugin
 ** composes its layer primitives from. Thin: each entry checks that devices
 ** exist and forwards to the backend or to compute.c. */
+#include "common/util.h"
 #include "compute/compute.h"
 
 #define BE(h) (&(h)->rt->be)
@@ -37,40 +38,44 @@ static tsl_status k_linear_backward(tessel_host *h, tessel_stream *s, void *dinp
   return BE(h)->linear_backward(BE(h), S(s), dinp, dw, db, dout, inp, w, rows, ic, oc);
 }
 
-static tsl_status k_layernorm_forward(tessel_host *h, tessel_stream *s, tessel_group *g, void *out, float *mean,
-                                      float *rstd, const void *inp, const void *w, const void *b, int64_t rows,
-                                      int64_t cols, int64_t total_cols) {
+static tsl_status k_norm_forward(tessel_host *h, tessel_stream *s, tessel_group *g, const tessel_norm_args *a,
+                                 int64_t total_cols) {
   READY(h);
-  return tsl_layernorm_forward(h->rt, S(s), g, out, mean, rstd, inp, w, b, rows, cols, total_cols);
+  return tsl_norm_forward(h->rt, S(s), g, a, total_cols);
 }
 
-static tsl_status k_layernorm_backward(tessel_host *h, tessel_stream *s, tessel_group *g, void *dinp, float *dw,
-                                       float *db, const void *dout, const void *inp, const void *w, const float *mean,
-                                       const float *rstd, int64_t rows, int64_t cols, int64_t total_cols) {
+static tsl_status k_norm_backward(tessel_host *h, tessel_stream *s, tessel_group *g, const tessel_norm_args *a,
+                                  int64_t total_cols) {
   READY(h);
-  return tsl_layernorm_backward(h->rt, S(s), g, dinp, dw, db, dout, inp, w, mean, rstd, rows, cols, total_cols);
+  return tsl_norm_backward(h->rt, S(s), g, a, total_cols);
 }
 
 static tsl_status k_attention_forward(tessel_host *h, tessel_stream *s, const tessel_attention_args *a) {
   READY(h);
-  return BE(h)->attention_forward(BE(h), S(s), a->out, a->att, a->qkv, a->batch, a->seq, a->heads, a->head_size);
+  return tsl_attention_forward(h->rt, S(s), a);
 }
 
 static tsl_status k_attention_backward(tessel_host *h, tessel_stream *s, const tessel_attention_args *a) {
   READY(h);
-  return BE(h)->attention_backward(BE(h), S(s), a->dqkv, a->dout, a->qkv, a->att, a->batch, a->seq, a->heads,
-                                   a->head_size);
+  return tsl_attention_backward(h->rt, S(s), a);
 }
 
-static tsl_status k_gelu_forward(tessel_host *h, tessel_stream *s, void *out, const void *inp, int64_t n) {
+static tsl_status k_rotary(tessel_host *h, tessel_stream *s, void *x, int64_t batch, int64_t seq, int64_t heads,
+                           int64_t head_size, int64_t ld, int64_t pos_offset, float theta, int inverse) {
   READY(h);
-  return BE(h)->gelu_forward(BE(h), S(s), out, inp, n);
+  return BE(h)->rope(BE(h), S(s), x, batch, seq, heads, head_size, ld, pos_offset, theta, inverse);
 }
 
-static tsl_status k_gelu_backward(tessel_host *h, tessel_stream *s, void *dinp, const void *inp, const void *dout,
-                                  int64_t n) {
+static tsl_status k_activation_forward(tessel_host *h, tessel_stream *s, int variant, void *out, const void *a,
+                                       const void *b, int64_t n) {
   READY(h);
-  return BE(h)->gelu_backward(BE(h), S(s), dinp, inp, dout, n);
+  return tsl_activation_forward(h->rt, S(s), variant, out, a, b, n);
+}
+
+static tsl_status k_activation_backward(tessel_host *h, tessel_stream *s, int variant, void *da, void *db,
+                                        const void *dout, const void *a, const void *b, int64_t n) {
+  READY(h);
+  return tsl_activation_backward(h->rt, S(s), variant, da, db, dout, a, b, n);
 }
 
 static tsl_status k_add(tessel_host *h, tessel_stream *s, void *out, const void *a, const void *b, int64_t n) {
@@ -89,18 +94,24 @@ static tsl_status k_scale(tessel_host *h, tessel_stream *s, tessel_dtype dt, voi
   return BE(h)->scale(BE(h), S(s), dt, x, alpha, n);
 }
 
-static tsl_status k_embedding_forward(tessel_host *h, tessel_stream *s, tessel_group *g, void *out,
-                                      const int32_t *tokens, const void *wte, const void *wpe, int64_t batch,
-                                      int64_t seq, int64_t width, int64_t vocab_begin, int64_t vocab) {
+static tsl_status k_convert(tessel_host *h, tessel_stream *s, void *dst, tessel_dtype dst_dtype, const void *src,
+                            tessel_dtype src_dtype, int64_t n) {
   READY(h);
-  return tsl_embedding_forward(h->rt, S(s), g, out, tokens, wte, wpe, batch, seq, width, vocab_begin, vocab);
+  return BE(h)->convert(BE(h), S(s), dst, dst_dtype, src, src_dtype, n);
 }
 
-static tsl_status k_embedding_backward(tessel_host *h, tessel_stream *s, float *dwte, float *dwpe, const void *dout,
-                                       const int32_t *tokens, int64_t batch, int64_t seq, int64_t width,
-                                       int64_t vocab_begin, int64_t vocab) {
+static tsl_status k_embedding_forward(tessel_host *h, tessel_stream *s, tessel_group *g, void *out,
+                                      const int32_t *tokens, const void *table, const void *positions, int64_t batch,
+                                      int64_t seq, int64_t width, int64_t vocab_begin, int64_t vocab) {
   READY(h);
-  return tsl_embedding_backward(h->rt, S(s), dwte, dwpe, dout, tokens, batch, seq, width, vocab_begin, vocab);
+  return tsl_embedding_forward(h->rt, S(s), g, out, tokens, table, positions, batch, seq, width, vocab_begin, vocab);
+}
+
+static tsl_status k_embedding_backward(tessel_host *h, tessel_stream *s, float *dtable, float *dpositions,
+                                       const void *dout, const int32_t *tokens, int64_t batch, int64_t seq,
+                                       int64_t width, int64_t vocab_begin, int64_t vocab) {
+  READY(h);
+  return tsl_embedding_backward(h->rt, S(s), dtable, dpositions, dout, tokens, batch, seq, width, vocab_begin, vocab);
 }
 
 static tsl_status k_cross_entropy(tessel_host *h, tessel_stream *s, tessel_group *g, float *losses, void *logits,
@@ -110,11 +121,15 @@ static tsl_status k_cross_entropy(tessel_host *h, tessel_stream *s, tessel_group
   return tsl_cross_entropy(h->rt, S(s), g, losses, logits, targets, rows, vocab_begin, vocab, dlogits_scale);
 }
 
-static tsl_status k_adamw(tessel_host *h, tessel_stream *s, float *master, void *work, const float *grad, float *m,
-                          float *v, int64_t n, float lr, float b1, float b2, float eps, float wd, float grad_scale,
-                          int64_t step) {
+static tsl_status k_optimizer_update(tessel_host *h, tessel_stream *s, const tessel_optim_update *u,
+                                     const tessel_optim_step *hp) {
   READY(h);
-  return BE(h)->adamw(BE(h), S(s), master, work, grad, m, v, n, lr, b1, b2, eps, wd, grad_scale, step);
+  tessel_optim_update uu;
+  tessel_optim_step hh;
+  tsl_copy_in(&uu, sizeof uu, u);
+  tsl_copy_in(&hh, sizeof hh, hp);
+  if (!uu.work) uu.work = uu.master;
+  return tsl_optim_update(h->rt, S(s), &uu, &hh);
 }
 
 static tsl_status k_sumsq(tessel_host *h, tessel_stream *s, double *out, const float *x, int64_t n) {
@@ -127,19 +142,21 @@ const tessel_kernel_api *tsl_host_kernels(void) {
                                         .gemm = k_gemm,
                                         .linear_forward = k_linear_forward,
                                         .linear_backward = k_linear_backward,
-                                        .layernorm_forward = k_layernorm_forward,
-                                        .layernorm_backward = k_layernorm_backward,
+                                        .norm_forward = k_norm_forward,
+                                        .norm_backward = k_norm_backward,
                                         .attention_forward = k_attention_forward,
                                         .attention_backward = k_attention_backward,
-                                        .gelu_forward = k_gelu_forward,
-                                        .gelu_backward = k_gelu_backward,
+                                        .rotary = k_rotary,
+                                        .activation_forward = k_activation_forward,
+                                        .activation_backward = k_activation_backward,
                                         .add = k_add,
                                         .axpy = k_axpy,
                                         .scale = k_scale,
+                                        .convert = k_convert,
                                         .embedding_forward = k_embedding_forward,
                                         .embedding_backward = k_embedding_backward,
                                         .cross_entropy = k_cross_entropy,
-                                        .adamw = k_adamw,
+                                        .optimizer_update = k_optimizer_update,
                                         .sumsq = k_sumsq};
   return &api;
 }

@@ -1,55 +1,80 @@
-/* core/model/host_model.c — tessel_model_api: the model as a plugin sees it. */
+/* core/model/host_model.c — tessel_model_api: the model as a plugin sees it.
+** Every struct is copied out with the reader's size (tsl_copy_out). */
 #include <string.h>
 
-#include "model/gpt.h"
+#include "common/util.h"
+#include "model/internal.h"
 #include "plugin/host.h"
 
 static tsl_status no_model(void) {
-  return tsl_error(TESSEL_E_UNSUPPORTED, "the model does not exist yet (it is built after the mesh and layouts)");
+  return tsl_error(TESSEL_E_UNSUPPORTED, "the model does not exist yet (it is built after the mesh)");
 }
 
-#define MODEL(h, m)                          \
-  tsl_model *m = (h)->rt->model;             \
+#define MODEL(h, m)              \
+  tsl_model *m = (h)->rt->model; \
   if (!m) return no_model()
 
-static int in_range(const tsl_model *m, int index) { return index >= 0 && index < m->params.n; }
+static tsl_status check_index(const tsl_model *m, int index) {
+  if (index >= 0 && index < m->params.n) return TESSEL_OK;
+  return tsl_error(TESSEL_E_INTERNAL, "no parameter with index %d (the model has %d)", index, m->params.n);
+}
 
-static tsl_status bad_index(int index) {
-  return tsl_error(TESSEL_E_INTERNAL, "no parameter with index %d", index);
+static tsl_status check_unit(const tsl_model *m, int unit) {
+  if (unit >= 0 && unit < m->dims.units) return TESSEL_OK;
+  return tsl_error(TESSEL_E_INTERNAL, "no unit %d (the model has %d)", unit, m->dims.units);
 }
 
 static tsl_status m_dims(tessel_host *h, tessel_model_dims *out) {
   MODEL(h, m);
-  *out = m->dims;
+  return tsl_copy_out(out, &m->dims, sizeof m->dims);
+}
+
+static tsl_status m_param_count(tessel_host *h, int *out) {
+  MODEL(h, m);
+  *out = m->params.n;
   return TESSEL_OK;
 }
 
-static int m_param_count(tessel_host *h) { return h->rt->model ? h->rt->model->params.n : 0; }
-
 static tsl_status m_param_info(tessel_host *h, int index, tessel_param_info *out) {
   MODEL(h, m);
-  if (!in_range(m, index)) return bad_index(index);
-  *out = m->params.p[index].info;
-  return TESSEL_OK;
+  tsl_status st = check_index(m, index);
+  return st < 0 ? st : tsl_copy_out(out, &m->params.p[index].info, sizeof(tessel_param_info));
 }
 
 static tsl_status m_param_layout(tessel_host *h, int index, tessel_layout *out) {
   MODEL(h, m);
-  if (!in_range(m, index)) return bad_index(index);
-  *out = m->params.p[index].layout;
-  return TESSEL_OK;
+  tsl_status st = check_index(m, index);
+  return st < 0 ? st : tsl_copy_out(out, &m->params.p[index].layout, sizeof(tessel_layout));
+}
+
+static tsl_status m_unit_info(tessel_host *h, int unit, tessel_unit_info *out) {
+  MODEL(h, m);
+  tsl_status st = check_unit(m, unit);
+  return st < 0 ? st : tsl_copy_out(out, tsl_model_unit(m, unit), sizeof(tessel_unit_info));
+}
+
+static tsl_status m_unit_op(tessel_host *h, int unit, int op, tessel_op *out) {
+  MODEL(h, m);
+  tsl_status st = check_unit(m, unit);
+  if (st < 0) return st;
+  if (op < 0 || op >= tsl_model_unit(m, unit)->n_ops)
+    return tsl_error(TESSEL_E_INTERNAL, "unit %d has no op %d", unit, op);
+  return tsl_copy_out(out, tsl_model_op(m, unit, op), sizeof(tessel_op));
 }
 
 static tsl_status m_view(tessel_host *h, int index, tessel_param_view *out) {
   MODEL(h, m);
-  if (!in_range(m, index)) return bad_index(index);
-  tsl_model_view(m, index, out);
-  return TESSEL_OK;
+  tsl_status st = check_index(m, index);
+  if (st < 0) return st;
+  tessel_param_view v;
+  tsl_model_view(m, index, &v);
+  return tsl_copy_out(out, &v, sizeof v);
 }
 
 static tsl_status m_bind(tessel_host *h, int index, void *data, float *grad, float *master) {
   MODEL(h, m);
-  if (!in_range(m, index)) return bad_index(index);
+  tsl_status st = check_index(m, index);
+  if (st < 0) return st;
   tsl_param *p = &m->params.p[index];
   if (p->layout.store != TESSEL_STORE_PLUGIN)
     return tsl_error(TESSEL_E_INTERNAL, "bind(%s): the core stores this parameter; only STORE_PLUGIN ones can be bound",
@@ -62,7 +87,8 @@ static tsl_status m_bind(tessel_host *h, int index, void *data, float *grad, flo
 
 static tsl_status m_init_flat(tessel_host *h, int index, uint64_t begin, uint64_t end, float *dst) {
   MODEL(h, m);
-  if (!in_range(m, index)) return bad_index(index);
+  tsl_status st = check_index(m, index);
+  if (st < 0) return st;
   const tsl_param *p = &m->params.p[index];
   uint64_t numel = (uint64_t)p->info.shape[0] * (uint64_t)p->info.shape[1];
   if (begin > end || end > numel)
@@ -74,15 +100,11 @@ static tsl_status m_init_flat(tessel_host *h, int index, uint64_t begin, uint64_
   for (uint64_t at = begin; at < end; at += CHUNK) {
     uint64_t n = end - at < CHUNK ? end - at : CHUNK;
     tsl_param_init_values(p, rt->settings.train.seed, at, at + n, buf);
-    tsl_status st = tsl_mem_copy(&rt->ledger, TESSEL_TIER_DEVICE, dst, (at - begin) * sizeof(float), TESSEL_TIER_HOST,
-                                 buf, 0, n * sizeof(float), rt->compute);
+    st = tsl_mem_copy(&rt->ledger, TESSEL_TIER_DEVICE, dst, (at - begin) * sizeof(float), TESSEL_TIER_HOST, buf, 0,
+                      n * sizeof(float), rt->compute);
     if (st < 0 || (st = rt->be.stream_sync(&rt->be, rt->compute)) < 0) return st;
   }
   return TESSEL_OK;
-}
-
-static int m_unit_params(tessel_host *h, int unit, int *out, int cap) {
-  return h->rt->model ? tsl_model_unit_params(h->rt->model, unit, out, cap) : 0;
 }
 
 static tsl_status m_forward(tessel_host *h, int micro, int slot, int unit) {
@@ -106,10 +128,11 @@ const tessel_model_api *tsl_host_model(void) {
                                        .param_count = m_param_count,
                                        .param_info = m_param_info,
                                        .param_layout = m_param_layout,
+                                       .unit_info = m_unit_info,
+                                       .unit_op = m_unit_op,
                                        .view = m_view,
                                        .bind = m_bind,
                                        .init_flat = m_init_flat,
-                                       .unit_params = m_unit_params,
                                        .forward = m_forward,
                                        .backward = m_backward,
                                        .boundary = m_boundary};

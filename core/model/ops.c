@@ -1,9 +1,9 @@
-/* core/model/ops.c — the core's local versions of the five layer primitives.
+/* core/model/ops.c — the core's local versions of the layer primitives.
 **
 ** These are what a run without tensor parallelism uses, and what a
-** strategy's own primitives fall back on for the local part of the math. */
+** strategy's own primitives leave to the core. */
 #include "compute/compute.h"
-#include "model/gpt.h"
+#include "model/internal.h"
 
 static tsl_status be_status(int rc, const char *what) {
   return rc < 0 ? tsl_error_wrap(rc, "%s", what) : TESSEL_OK;
@@ -24,54 +24,47 @@ tsl_status tsl_op_linear_backward(tsl_model *m, const tessel_op_ctx *c, const te
                    "linear backward");
 }
 
-tsl_status tsl_op_layernorm_forward(tsl_model *m, const tessel_op_ctx *c, const tessel_layernorm_args *a) {
-  return tsl_layernorm_forward(m->rt, (tsl_stream *)c->stream, NULL, a->out, a->mean, a->rstd, a->inp,
-                               a->w->data, a->b->data, a->rows, a->cols, a->cols);
+tsl_status tsl_op_norm_forward(tsl_model *m, const tessel_op_ctx *c, const tessel_norm_args *a) {
+  return tsl_norm_forward(m->rt, (tsl_stream *)c->stream, NULL, a, a->cols);
 }
 
-tsl_status tsl_op_layernorm_backward(tsl_model *m, const tessel_op_ctx *c, const tessel_layernorm_args *a) {
-  return tsl_layernorm_backward(m->rt, (tsl_stream *)c->stream, NULL, a->dinp, a->w->grad, a->b->grad, a->dout,
-                                a->inp, a->w->data, a->mean, a->rstd, a->rows, a->cols, a->cols);
+tsl_status tsl_op_norm_backward(tsl_model *m, const tessel_op_ctx *c, const tessel_norm_args *a) {
+  return tsl_norm_backward(m->rt, (tsl_stream *)c->stream, NULL, a, a->cols);
 }
 
 tsl_status tsl_op_attention_forward(tsl_model *m, const tessel_op_ctx *c, const tessel_attention_args *a) {
-  tsl_backend *be = &m->rt->be;
-  return be_status(be->attention_forward(be, (tsl_stream *)c->stream, a->out, a->att, a->qkv, a->batch, a->seq,
-                                         a->heads, a->head_size),
-                   "attention forward");
+  return tsl_attention_forward(m->rt, (tsl_stream *)c->stream, a);
 }
 
 tsl_status tsl_op_attention_backward(tsl_model *m, const tessel_op_ctx *c, const tessel_attention_args *a) {
-  tsl_backend *be = &m->rt->be;
-  return be_status(be->attention_backward(be, (tsl_stream *)c->stream, a->dqkv, a->dout, a->qkv, a->att,
-                                          a->batch, a->seq, a->heads, a->head_size),
-                   "attention backward");
+  return tsl_attention_backward(m->rt, (tsl_stream *)c->stream, a);
 }
 
 tsl_status tsl_op_embedding_forward(tsl_model *m, const tessel_op_ctx *c, const tessel_embedding_args *a) {
-  return tsl_embedding_forward(m->rt, (tsl_stream *)c->stream, NULL, a->out, a->tokens, a->wte->data,
-                               a->wpe->data, a->batch, a->seq, m->dims.channels, 0, m->dims.vocab_size);
+  return tsl_embedding_forward(m->rt, (tsl_stream *)c->stream, NULL, a->out, a->tokens, a->table->data,
+                               a->positions ? a->positions->data : NULL, a->batch, a->seq, m->geo.width, 0,
+                               m->dims.dim[TESSEL_DIM_VOCAB]);
 }
 
 tsl_status tsl_op_embedding_backward(tsl_model *m, const tessel_op_ctx *c, const tessel_embedding_args *a) {
-  return tsl_embedding_backward(m->rt, (tsl_stream *)c->stream, a->wte->grad, a->wpe->grad, a->dout, a->tokens,
-                                a->batch, a->seq, m->dims.channels, 0, m->dims.vocab_size);
+  return tsl_embedding_backward(m->rt, (tsl_stream *)c->stream, a->table->grad, a->positions ? a->positions->grad : NULL,
+                                a->dout, a->tokens, a->batch, a->seq, m->geo.width, 0, m->dims.dim[TESSEL_DIM_VOCAB]);
 }
 
-/* logits = inp · wteᵀ; cross-entropy; in training dinp = dlogits · wte and
-** dwte += dlogitsᵀ · inp, with dlogits written over the logits. */
+/* logits = inp · Wᵀ; cross-entropy; in training dinp = dlogits · W and
+** dW += dlogitsᵀ · inp, with dlogits written over the logits. */
 tsl_status tsl_op_head(tsl_model *m, const tessel_op_ctx *c, const tessel_head_args *a) {
   tsl_status st;
   tsl_backend *be = &m->rt->be;
   tsl_stream *s = (tsl_stream *)c->stream;
-  int64_t V = m->dims.vocab_size, C = a->width, R = a->rows;
-  TSL_TRY(st, be_status(be->gemm(be, s, 0, 1, R, V, C, 1.0f, a->inp, C, a->wte->data, C, 0.0f, a->logits, V,
+  int64_t V = m->dims.dim[TESSEL_DIM_VOCAB], C = a->width, R = a->rows;
+  TSL_TRY(st, be_status(be->gemm(be, s, 0, 1, R, V, C, 1.0f, a->inp, C, a->weight->data, C, 0.0f, a->logits, V,
                                  be->act_dtype), "head logits"));
   TSL_TRY(st, tsl_cross_entropy(m->rt, s, NULL, a->losses, a->logits, a->targets, R, 0, V, a->dinp ? a->dloss : 0.0f));
   if (!a->dinp) return TESSEL_OK;
-  TSL_TRY(st, be_status(be->gemm(be, s, 0, 0, R, C, V, 1.0f, a->logits, V, a->wte->data, C, 0.0f, a->dinp, C,
+  TSL_TRY(st, be_status(be->gemm(be, s, 0, 0, R, C, V, 1.0f, a->logits, V, a->weight->data, C, 0.0f, a->dinp, C,
                                  be->act_dtype), "head input gradient"));
-  TSL_TRY(st, be_status(be->gemm(be, s, 1, 0, V, C, R, 1.0f, a->logits, V, a->inp, C, 1.0f, a->wte->grad, C,
+  TSL_TRY(st, be_status(be->gemm(be, s, 1, 0, V, C, R, 1.0f, a->logits, V, a->inp, C, 1.0f, a->weight->grad, C,
                                  TESSEL_F32), "head weight gradient"));
   return TESSEL_OK;
 fail:

@@ -8,64 +8,97 @@
 
 #include "common/util.h"
 
-/* One registration: name, shape, unit, flags, groups and init. */
-static tsl_status add(tsl_params *ps, int cap, const char *name, int ndim, int64_t d0, int64_t d1, int unit,
-                      uint32_t flags, int groups, double std, float value) {
-  if (ps->n == cap) return tsl_error(TESSEL_E_INTERNAL, "parameter table overflow");
+int64_t tsl_padded_vocab(int64_t vocab, int tensor_parallel) {
+  int64_t m = tensor_parallel ? 128 : 64;
+  return (vocab + m - 1) / m * m;
+}
+
+void tsl_model_dim_sizes(const tsl_settings *s, int tensor_parallel, int64_t dim[TESSEL_DIM_COUNT]) {
+  memset(dim, 0, TESSEL_DIM_COUNT * sizeof dim[0]);
+  dim[TESSEL_DIM_HIDDEN] = s->model.channels;
+  dim[TESSEL_DIM_HEADS] = s->model.heads;
+  dim[TESSEL_DIM_KV_HEADS] = s->model.kv_heads;
+  dim[TESSEL_DIM_HEAD_SIZE] = s->model.channels / s->model.heads;
+  dim[TESSEL_DIM_FFN] = s->model.ffn;
+  dim[TESSEL_DIM_VOCAB] = tsl_padded_vocab(s->model.vocab_size, tensor_parallel);
+  dim[TESSEL_DIM_POSITIONS] = s->model.seq_len;
+}
+
+int64_t tsl_dim_extent(const int64_t dim[TESSEL_DIM_COUNT], tessel_dim d) {
+  if (d == TESSEL_DIM_HEADS || d == TESSEL_DIM_KV_HEADS) return dim[d] * dim[TESSEL_DIM_HEAD_SIZE];
+  return (unsigned)d < TESSEL_DIM_COUNT ? dim[d] : 0;
+}
+
+/* One parameter from its declaration in unit u (layer l of the blocks). */
+static void declare(tsl_params *ps, const tsl_param_decl *d, const int64_t dim[TESSEL_DIM_COUNT], int64_t vocab_valid,
+                    int u, int l, int hf_linear_transposed) {
   tsl_param *p = &ps->p[ps->n];
   memset(p, 0, sizeof *p);
-  snprintf(p->name, sizeof p->name, "%s", name);
-  p->info.size = sizeof p->info;
-  p->info.index = ps->n;
-  p->info.name = p->name;
-  p->info.ndim = ndim;
-  p->info.shape[0] = d0;
-  p->info.shape[1] = ndim == 2 ? d1 : 1;
-  p->info.unit = unit;
-  p->info.flags = flags | (ndim == 1 ? TESSEL_PARAM_NO_DECAY : 0);
-  p->info.groups = groups;
-  p->init_std = std;
-  p->init_value = value;
-  ps->total_numel += (uint64_t)d0 * (uint64_t)(ndim == 2 ? d1 : 1);
+  snprintf(p->name, sizeof p->name, d->name, l);
+  tessel_param_info *in = &p->info;
+  in->size = sizeof *in;
+  in->index = ps->n;
+  in->name = p->name;
+  in->role = d->role;
+  in->ndim = d->ndim;
+  in->segments = d->segments > 1 ? d->segments : 1;
+  for (int k = 0; k < d->ndim; k++) in->dims[k] = d->dims[k];
+  int64_t last = 0;
+  for (int k = 0; k < in->segments; k++) {
+    in->segment_dims[k] = d->segments > 1 ? d->segment_dims[k] : d->dims[d->ndim - 1];
+    p->run_width[k] = tsl_dim_extent(dim, in->segment_dims[k]);
+    last += p->run_width[k];
+  }
+  if (d->segments > 1) in->dims[d->ndim - 1] = in->segment_dims[0];
+  in->shape[0] = d->ndim == 2 ? tsl_dim_extent(dim, d->dims[0]) : last;
+  in->shape[1] = d->ndim == 2 ? last : 1;
+  in->flags = d->ndim == 1 ? TESSEL_PARAM_NO_DECAY : 0;
+  in->first_unit = in->last_unit = u;
+  p->init = d->init;
+  p->hf_transposed = hf_linear_transposed && (d->role == TESSEL_ROLE_LINEAR_IN || d->role == TESSEL_ROLE_LINEAR_OUT);
+  p->real_rows = d->ndim == 2 && d->dims[0] == TESSEL_DIM_VOCAB ? vocab_valid : in->shape[0];
+  p->offset = TESSEL_NO_OFFSET;
+  ps->total_numel += (uint64_t)in->shape[0] * (uint64_t)in->shape[1];
   ps->n++;
+}
+
+tsl_status tsl_params_register(tsl_params *ps, const tsl_arch *a, int layers, const int64_t dim[TESSEL_DIM_COUNT],
+                               int64_t vocab_valid, int hf_linear_transposed) {
+  memset(ps, 0, sizeof *ps);
+  int cap = a->embed.n_params + layers * a->block.n_params + a->head.n_params;
+  ps->p = calloc((size_t)cap, sizeof *ps->p);
+  if (!ps->p) return tsl_error(TESSEL_E_NOMEM, "out of host memory for the parameter table");
+  ps->block_params = a->block.n_params;
+  for (int u = 0; u <= layers + 1; u++) {
+    const tsl_unit_decl *ud = tsl_arch_unit(a, layers, u);
+    if (u <= 1 || u == layers + 1) ps->unit_base[u == 0 ? 0 : u == 1 ? 1 : 2] = ps->n;
+    for (int k = 0; k < ud->n_params; k++)
+      declare(ps, &ud->params[k], dim, vocab_valid, u, u - 1, hf_linear_transposed);
+  }
+  double scaled = a->init_std / sqrt(2.0 * layers);
+  for (int i = 0; i < ps->n; i++) {
+    tsl_param *p = &ps->p[i];
+    p->init_std = p->init == TSL_INIT_NORMAL ? a->init_std : p->init == TSL_INIT_NORMAL_SCALED ? scaled : 0.0;
+  }
+  if (a->tied) {
+    tessel_param_info *table = &ps->p[ps->unit_base[0]].info;
+    table->flags |= TESSEL_PARAM_TIED;
+    table->last_unit = layers + 1;
+  }
   return TESSEL_OK;
 }
 
-tsl_status tsl_params_register(tsl_params *ps, int L, int C, int T, int V) {
-  tsl_status st;
-  int cap = 4 + 12 * L;
-  char name[64];
-  memset(ps, 0, sizeof *ps);
-  ps->p = calloc((size_t)cap, sizeof *ps->p);
-  if (!ps->p) return tsl_error(TESSEL_E_NOMEM, "out of host memory for the parameter table");
-  double proj_std = 0.02 / sqrt(2.0 * L);
-  TSL_TRY(st, add(ps, cap, "wte.weight", 2, V, C, 0, TESSEL_PARAM_TIED, 1, 0.02, 0));
-  TSL_TRY(st, add(ps, cap, "wpe.weight", 2, T, C, 0, 0, 1, 0.02, 0));
-  for (int l = 0; l < L; l++) {
-    static const struct {
-      const char *suffix;
-      int ndim, rows, cols, groups, kind; /* rows/cols in units of C; kind: 0 normal, 1 proj, 2 zero, 3 one */
-    } blk[] = {
-        {"ln_1.weight", 1, 1, 0, 1, 3},      {"ln_1.bias", 1, 1, 0, 1, 2},
-        {"attn.c_attn.weight", 2, 1, 3, 3, 0}, {"attn.c_attn.bias", 1, 3, 0, 3, 2},
-        {"attn.c_proj.weight", 2, 1, 1, 1, 1}, {"attn.c_proj.bias", 1, 1, 0, 1, 2},
-        {"ln_2.weight", 1, 1, 0, 1, 3},      {"ln_2.bias", 1, 1, 0, 1, 2},
-        {"mlp.c_fc.weight", 2, 1, 4, 1, 0},  {"mlp.c_fc.bias", 1, 4, 0, 1, 2},
-        {"mlp.c_proj.weight", 2, 4, 1, 1, 1}, {"mlp.c_proj.bias", 1, 1, 0, 1, 2}};
-    for (size_t k = 0; k < TSL_ARRAY_LEN(blk); k++) {
-      snprintf(name, sizeof name, "h.%d.%s", l, blk[k].suffix);
-      double std = blk[k].kind == 0 ? 0.02 : blk[k].kind == 1 ? proj_std : 0.0;
-      TSL_TRY(st, add(ps, cap, name, blk[k].ndim, (int64_t)blk[k].rows * C, (int64_t)blk[k].cols * C, l + 1, 0,
-                      blk[k].groups, std, blk[k].kind == 3 ? 1.0f : 0.0f));
-    }
-  }
-  TSL_TRY(st, add(ps, cap, "ln_f.weight", 1, C, 0, L + 1, 0, 1, 0.0, 1.0f));
-  TSL_TRY(st, add(ps, cap, "ln_f.bias", 1, C, 0, L + 1, 0, 1, 0.0, 0.0f));
-  return TESSEL_OK;
-fail:
+void tsl_params_free(tsl_params *ps) {
   free(ps->p);
-  ps->p = NULL;
-  return st;
+  memset(ps, 0, sizeof *ps);
+}
+
+int tsl_params_index(const tsl_params *ps, int layers, int unit, int w) {
+  if (w == TSL_TIED_TABLE) return ps->unit_base[0];
+  if (w < 0) return -1;
+  if (unit == 0) return ps->unit_base[0] + w;
+  if (unit == layers + 1) return ps->unit_base[2] + w;
+  return ps->unit_base[1] + (unit - 1) * ps->block_params + w;
 }
 
 int tsl_params_find(const tsl_params *ps, const char *name) {
@@ -76,58 +109,78 @@ int tsl_params_find(const tsl_params *ps, const char *name) {
 
 /* ---- layouts ---- */
 
-/* Split geometry of one dimension: `groups` segments of `seg` elements, each
-** cut into `parts`; this rank holds piece `index` of every segment. */
+/* How one dimension is cut: runs laid end to end (several only on a
+** segmented last dimension), each cut into `parts`, this rank holding piece
+** `index` of every run. */
 typedef struct dim_split {
-  int64_t groups, seg, parts, index;
+  int runs;
+  const int64_t *width;
+  int64_t whole, parts, index;
 } dim_split;
 
-static dim_split split_of(const tsl_param *p, int dim) {
-  int64_t extent = p->info.shape[dim];
-  int64_t groups = dim == p->info.ndim - 1 ? p->info.groups : 1;
-  dim_split s = {groups, extent / groups, 1, 0};
-  if (p->layout.kind != TESSEL_LAYOUT_SPLIT) return s;
-  for (int i = 0; i < p->layout.nsplit; i++) {
-    if (p->layout.split[i].dim == dim) {
-      s.parts = p->layout.split[i].parts;
-      s.index = p->layout.split[i].index;
-    }
-  }
+static dim_split split_of(const tsl_param *p, const tessel_layout *l, int dim) {
+  int segmented = dim == p->info.ndim - 1;
+  dim_split s = {.runs = segmented ? p->info.segments : 1, .width = segmented ? p->run_width : NULL,
+                 .whole = p->info.shape[dim], .parts = 1, .index = 0};
+  if (l->kind == TESSEL_LAYOUT_SPLIT)
+    for (int i = 0; i < l->nsplit; i++)
+      if (l->split[i].dim == dim) {
+        s.parts = l->split[i].parts;
+        s.index = l->split[i].index;
+      }
   return s;
 }
 
+static int64_t run_width(dim_split s, int r) { return s.width ? s.width[r] : s.whole; }
+
 /* Global coordinate of local coordinate x along one dimension. */
 static int64_t global_coord(dim_split s, int64_t x) {
-  int64_t piece = s.seg / s.parts;
-  return (x / piece) * s.seg + s.index * piece + x % piece;
+  int64_t global_start = 0;
+  for (int r = 0; r < s.runs; r++) {
+    int64_t piece = run_width(s, r) / s.parts;
+    if (x < piece) return global_start + s.index * piece + x;
+    x -= piece;
+    global_start += run_width(s, r);
+  }
+  return -1;
 }
 
 uint64_t tsl_param_global_index(const tsl_param *p, uint64_t k) {
-  if (p->layout.kind == TESSEL_LAYOUT_FLAT) return p->layout.flat_begin + k;
-  if (p->layout.kind != TESSEL_LAYOUT_SPLIT) return k;
-  if (p->info.ndim == 1) return (uint64_t)global_coord(split_of(p, 0), (int64_t)k);
+  const tessel_layout *l = &p->layout;
+  if (l->kind == TESSEL_LAYOUT_FLAT) return l->flat_begin + k;
+  if (l->kind != TESSEL_LAYOUT_SPLIT) return k;
+  if (p->info.ndim == 1) return (uint64_t)global_coord(split_of(p, l, 0), (int64_t)k);
   int64_t cols = p->local_shape[1];
-  int64_t r = global_coord(split_of(p, 0), (int64_t)k / cols);
-  int64_t c = global_coord(split_of(p, 1), (int64_t)k % cols);
+  int64_t r = global_coord(split_of(p, l, 0), (int64_t)k / cols);
+  int64_t c = global_coord(split_of(p, l, 1), (int64_t)k % cols);
   return (uint64_t)(r * p->info.shape[1] + c);
+}
+
+void tsl_param_local_shape(const tsl_param *p, const tessel_layout *l, int64_t out[2]) {
+  out[0] = p->info.shape[0];
+  out[1] = p->info.shape[1];
+  if (l->kind == TESSEL_LAYOUT_ABSENT) {
+    out[0] = out[1] = 0;
+  } else if (l->kind == TESSEL_LAYOUT_FLAT) {
+    out[0] = 1;
+    out[1] = (int64_t)(l->flat_end - l->flat_begin);
+  } else if (l->kind == TESSEL_LAYOUT_SPLIT) {
+    for (int i = 0; i < l->nsplit; i++) out[l->split[i].dim] /= l->split[i].parts;
+  }
 }
 
 static tsl_status check_layout(const tsl_runtime *rt, tsl_param *p) {
   const tessel_layout *l = &p->layout;
   const char *who = rt->plugin ? rt->plugin->name : "core";
   uint64_t numel = (uint64_t)p->info.shape[0] * (uint64_t)p->info.shape[1];
-  p->local_shape[0] = p->info.shape[0];
-  p->local_shape[1] = p->info.shape[1];
   switch (l->kind) {
-    case TESSEL_LAYOUT_REPLICATED: break;
-    case TESSEL_LAYOUT_ABSENT: p->local_shape[0] = p->local_shape[1] = 0; break;
+    case TESSEL_LAYOUT_REPLICATED:
+    case TESSEL_LAYOUT_ABSENT: break;
     case TESSEL_LAYOUT_FLAT:
       if (l->flat_begin > l->flat_end || l->flat_end > numel)
         return tsl_error(TESSEL_E_INTERNAL, "%s: flat range [%llu, %llu) of %s is outside its %llu elements", who,
                          (unsigned long long)l->flat_begin, (unsigned long long)l->flat_end, p->name,
                          (unsigned long long)numel);
-      p->local_shape[0] = 1;
-      p->local_shape[1] = (int64_t)(l->flat_end - l->flat_begin);
       break;
     case TESSEL_LAYOUT_SPLIT:
       if (l->nsplit < 1 || l->nsplit > 2)
@@ -137,91 +190,43 @@ static tsl_status check_layout(const tsl_runtime *rt, tsl_param *p) {
         const tessel_split *s = &l->split[i];
         if (s->dim < 0 || s->dim >= p->info.ndim || (l->nsplit == 2 && l->split[0].dim == l->split[1].dim))
           return tsl_error(TESSEL_E_INTERNAL, "%s: %s has no dimension %d to split", who, p->name, s->dim);
-        dim_split d = split_of(p, s->dim);
-        if (s->parts < 1 || s->index < 0 || s->index >= s->parts || d.seg % s->parts != 0)
-          return tsl_error(TESSEL_E_INTERNAL,
-                           "%s: cannot give %s piece %d of %d along dimension %d (%lld = %lld groups of %lld)",
-                           who, p->name, s->index, s->parts, s->dim, (long long)p->info.shape[s->dim],
-                           (long long)d.groups, (long long)d.seg);
-        p->local_shape[s->dim] = p->info.shape[s->dim] / s->parts;
+        dim_split d = split_of(p, l, s->dim);
+        int whole = s->parts >= 1 && s->index >= 0 && s->index < s->parts;
+        for (int r = 0; r < d.runs && whole; r++) whole = run_width(d, r) % s->parts == 0;
+        if (!whole)
+          return tsl_error(TESSEL_E_INTERNAL, "%s: cannot give %s piece %d of %d along dimension %d (%lld elements in %d run(s))",
+                           who, p->name, s->index, s->parts, s->dim, (long long)p->info.shape[s->dim], d.runs);
       }
       break;
     default: return tsl_error(TESSEL_E_INTERNAL, "%s: unknown layout kind %d for %s", who, (int)l->kind, p->name);
   }
+  tsl_param_local_shape(p, l, p->local_shape);
   p->local_numel = (uint64_t)p->local_shape[0] * (uint64_t)p->local_shape[1];
   return TESSEL_OK;
 }
 
 tsl_status tsl_params_layout(tsl_runtime *rt, tsl_params *ps) {
   tsl_status st;
+  ps->core_numel = 0;
   for (int i = 0; i < ps->n; i++) {
     tsl_param *p = &ps->p[i];
     tessel_layout l = {.size = sizeof l, .kind = TESSEL_LAYOUT_REPLICATED, .store = TESSEL_STORE_CORE};
     if (rt->plugin && rt->plugin->vt.layout) {
-      tsl_error_clear();
+      tsl_hook_enter(rt);
       st = rt->plugin->vt.layout(rt->inst, &p->info, &l);
-      if (st < 0) return tsl_error_wrap(st, "%s.layout(%s)", rt->plugin->name, p->name);
+      if (st < 0) return tsl_hook_failed(rt, st, "layout(%s)", p->name);
     }
     p->layout = l;
     TSL_TRY(st, check_layout(rt, p));
+    p->offset = TESSEL_NO_OFFSET;
+    if (l.store == TESSEL_STORE_CORE && l.kind != TESSEL_LAYOUT_ABSENT) {
+      p->offset = ps->core_numel;
+      ps->core_numel += p->local_numel;
+    }
   }
   return TESSEL_OK;
 fail:
   return st;
-}
-
-/* ---- storage ---- */
-
-tsl_status tsl_params_allocate(tsl_runtime *rt, tsl_params *ps) {
-  tsl_status st;
-  uint64_t n = 0;
-  for (int i = 0; i < ps->n; i++) {
-    tsl_param *p = &ps->p[i];
-    if (p->layout.store != TESSEL_STORE_CORE || p->layout.kind == TESSEL_LAYOUT_ABSENT) continue;
-    p->offset = n;
-    n += p->local_numel;
-  }
-  ps->core_numel = n;
-  uint64_t bytes = n * sizeof(float);
-  TSL_TRY(st, tsl_mem_alloc(&rt->ledger, TESSEL_TIER_DEVICE, TESSEL_MEM_PARAM, bytes, "parameters (fp32)", (void **)&ps->master));
-  TSL_TRY(st, tsl_mem_alloc(&rt->ledger, TESSEL_TIER_DEVICE, TESSEL_MEM_GRAD, bytes, "gradients", (void **)&ps->grad));
-  /* a strategy that owns the optimizer keeps its own (e.g. sharded) state */
-  int core_optim = !(rt->plugin && (rt->plugin->vt.caps & TESSEL_CAP_OWNS_OPTIMIZER));
-  if (core_optim) {
-    TSL_TRY(st, tsl_mem_alloc(&rt->ledger, TESSEL_TIER_DEVICE, TESSEL_MEM_OPTIM, bytes, "AdamW first moments", (void **)&ps->m));
-    TSL_TRY(st, tsl_mem_alloc(&rt->ledger, TESSEL_TIER_DEVICE, TESSEL_MEM_OPTIM, bytes, "AdamW second moments", (void **)&ps->v));
-  }
-  /* 16-bit working weights beside the fp32 master, unless compute is fp32 */
-  int esize = rt->be.act_dtype == TESSEL_F32 ? 4 : 2;
-  if (esize == 4)
-    ps->work = ps->master;
-  else
-    TSL_TRY(st, tsl_mem_alloc(&rt->ledger, TESSEL_TIER_DEVICE, TESSEL_MEM_PARAM, n * (uint64_t)esize,
-                              "parameters (working copy)", &ps->work));
-  for (int i = 0; i < ps->n; i++) {
-    tsl_param *p = &ps->p[i];
-    if (p->layout.store != TESSEL_STORE_CORE || p->layout.kind == TESSEL_LAYOUT_ABSENT) continue;
-    p->master = ps->master + p->offset;
-    p->grad = ps->grad + p->offset;
-    p->m = ps->m ? ps->m + p->offset : NULL;
-    p->v = ps->v ? ps->v + p->offset : NULL;
-    p->data = (char *)ps->work + p->offset * (uint64_t)esize;
-  }
-  return TESSEL_OK;
-fail:
-  return st;
-}
-
-void tsl_params_free(tsl_runtime *rt, tsl_params *ps) {
-  if (rt->be_ready) {
-    if (ps->work != ps->master) tsl_mem_free(&rt->ledger, TESSEL_TIER_DEVICE, ps->work);
-    tsl_mem_free(&rt->ledger, TESSEL_TIER_DEVICE, ps->master);
-    tsl_mem_free(&rt->ledger, TESSEL_TIER_DEVICE, ps->grad);
-    tsl_mem_free(&rt->ledger, TESSEL_TIER_DEVICE, ps->m);
-    tsl_mem_free(&rt->ledger, TESSEL_TIER_DEVICE, ps->v);
-  }
-  free(ps->p);
-  memset(ps, 0, sizeof *ps);
 }
 
 /* ---- initialisation ---- */
@@ -236,7 +241,9 @@ static double normal_at(uint64_t key, uint64_t index) {
 }
 
 static float init_at(const tsl_param *p, uint64_t key, uint64_t g) {
-  return p->init_std > 0 ? (float)(p->init_std * normal_at(key, g)) : p->init_value;
+  if (g >= (uint64_t)p->real_rows * (uint64_t)p->info.shape[1]) return 0.0f; /* a padded vocabulary's rows */
+  if (p->init == TSL_INIT_ONE) return 1.0f;
+  return p->init_std > 0 ? (float)(p->init_std * normal_at(key, g)) : 0.0f;
 }
 
 void tsl_param_init_values(const tsl_param *p, uint64_t seed, uint64_t begin, uint64_t end, float *out) {
@@ -247,29 +254,6 @@ void tsl_param_init_values(const tsl_param *p, uint64_t seed, uint64_t begin, ui
 void tsl_param_init_local(const tsl_param *p, uint64_t seed, float *out) {
   uint64_t key = tsl_hash_str(p->name, seed);
   for (uint64_t k = 0; k < p->local_numel; k++) out[k] = init_at(p, key, tsl_param_global_index(p, k));
-}
-
-tsl_status tsl_params_init(tsl_runtime *rt, tsl_params *ps, uint64_t seed) {
-  tsl_status st = TESSEL_OK;
-  uint64_t largest = 0;
-  for (int i = 0; i < ps->n; i++)
-    if (ps->p[i].master) largest = TSL_MAX(largest, ps->p[i].local_numel);
-  float *host = malloc(TSL_MAX(largest, 1) * sizeof(float));
-  if (!host) return tsl_error(TESSEL_E_NOMEM, "out of host memory initialising parameters");
-  for (int i = 0; i < ps->n; i++) {
-    tsl_param *p = &ps->p[i];
-    if (!p->master) continue;
-    tsl_param_init_local(p, seed, host);
-    TSL_TRY(st, tsl_mem_copy(&rt->ledger, TESSEL_TIER_DEVICE, p->master, 0, TESSEL_TIER_HOST, host, 0,
-                             p->local_numel * sizeof(float), rt->compute));
-    TSL_TRY(st, rt->be.stream_sync(&rt->be, rt->compute));
-  }
-  if (ps->work != ps->master)
-    st = rt->be.convert(&rt->be, rt->compute, ps->work, rt->be.act_dtype, ps->master, TESSEL_F32,
-                        (int64_t)ps->core_numel);
-fail:
-  free(host);
-  return st;
 }
 
 void tsl_param_extract(const tsl_param *p, const float *global, float *local) {

@@ -1,70 +1,84 @@
 /*
-** core/model/params.h — the GPT-2 parameters: names, shapes, layouts,
-** storage and initialisation.
+** core/model/params.h — the parameters: names, roles, shapes, layouts and
+** initialisation.
 **
-** Parameters are registered in the order the model uses them, under their
-** Hugging Face GPT-2 names (wte.weight, wpe.weight, h.{i}.ln_1.weight, ...,
-** ln_f.bias) with their global shapes; weights are [in, out] like HF's
-** Conv1D. The strategy's layout says which part of each tensor this rank
-** keeps. Core-stored parts live in flat buffers (master, grad, m, v and, on
-** a backend whose activations are not fp32, the working copy), laid out in
-** registration order with no padding, so the gradients of consecutive
-** parameters are contiguous: a bucket is a range, not a copy.
+** Parameters are registered from the architecture's description (arch.h),
+** unit by unit, in the order the model uses them, under their Hugging Face
+** names with their global shapes and declared roles. The strategy's layout
+** says which part of each tensor this rank keeps. Where the parts live —
+** the flat core buffers, placed on tiers — is core/state's business; a
+** parameter records its offset into them.
 **
-** Initialisation is GPT-2's — N(0, 0.02) for weights and embeddings,
-** N(0, 0.02/√(2L)) for the two residual projections, zeros for biases,
-** ones/zeros for layer norms — and layout-independent: element k of a
-** tensor is a function of (seed, name, k) alone, so any shard initialises
-** its own slice and every strategy starts from the same model.
+** Initialisation is layout-independent: element k of a tensor is a function
+** of (seed, name, k) alone, so any shard initialises its own slice and every
+** strategy starts from the same model.
 */
 #ifndef TSL_PARAMS_H
 #define TSL_PARAMS_H
 
 #include <stdint.h>
+#include "model/arch.h"
 #include "runtime/runtime.h"
 
 typedef struct tsl_param {
   tessel_param_info info;
-  char name[64];
+  char name[96];
   tessel_layout layout;
   int64_t local_shape[2];
   uint64_t local_numel;
-  uint64_t offset; /* element offset in the flat core buffers */
-  void *data;      /* working copy (act dtype); == master on fp32 backends */
-  float *master, *grad, *m, *v;
-  double init_std; /* 0: constant init_value */
-  float init_value;
+  uint64_t offset; /* element offset in the flat core storage, or TESSEL_NO_OFFSET */
+  void *data;      /* working copy (act dtype) compute reads */
+  float *master, *grad;
+  int64_t run_width[TESSEL_MAX_SEGMENTS]; /* widths of the last dimension's runs */
+  tsl_init init;
+  double init_std;
+  int hf_transposed; /* Hugging Face stores it [out, in] (nn.Linear) */
+  int64_t real_rows;  /* rows that exist in checkpoints: a padded vocabulary's
+                         extra rows start at zero, stay there, and are not saved */
 } tsl_param;
 
 typedef struct tsl_params {
   tsl_param *p;
   int n;
-  uint64_t core_numel;  /* local elements stored by the core */
+  int unit_base[3];     /* first parameter of the embedding, block 0, head */
+  int block_params;     /* parameters per block */
   uint64_t total_numel; /* elements of the whole (logical) model */
-  float *master, *grad, *m, *v;
-  void *work;
+  uint64_t core_numel;  /* local elements in flat core storage */
 } tsl_params;
 
-/* Register the GPT-2 parameters for the given dimensions. */
-tsl_status tsl_params_register(tsl_params *ps, int layers, int channels, int seq_len, int vocab);
-void tsl_params_free(tsl_runtime *rt, tsl_params *ps);
+/* The global size of every dimension role for these settings; the
+** vocabulary is padded (see tsl_padded_vocab). */
+void tsl_model_dim_sizes(const tsl_settings *s, int tensor_parallel, int64_t dim[TESSEL_DIM_COUNT]);
+/* model.vocab_size rounded up to a multiple of 64 (128 under tensor
+** parallelism), so GEMMs over the vocabulary run on aligned widths and the
+** vocabulary splits evenly; the extra rows are never a target and their
+** logits are masked. */
+int64_t tsl_padded_vocab(int64_t vocab, int tensor_parallel);
+/* Elements along a tensor dimension of role `d` (heads count head_size each). */
+int64_t tsl_dim_extent(const int64_t dim[TESSEL_DIM_COUNT], tessel_dim d);
 
-/* Ask the strategy for each layout (NULL hook: replicated) and validate it. */
+/* Register every parameter of the architecture (vocab_valid: the real
+** vocabulary inside dim[VOCAB]). */
+tsl_status tsl_params_register(tsl_params *ps, const tsl_arch *a, int layers, const int64_t dim[TESSEL_DIM_COUNT],
+                               int64_t vocab_valid, int hf_linear_transposed);
+void tsl_params_free(tsl_params *ps);
+
+/* The parameter index of unit u's local parameter w (or TSL_TIED_TABLE). */
+int tsl_params_index(const tsl_params *ps, int layers, int unit, int w);
+
+/* Ask the strategy for each layout (NULL hook: replicated) and validate it;
+** then give every CORE-stored part its flat offset. */
 tsl_status tsl_params_layout(tsl_runtime *rt, tsl_params *ps);
 
-/* Allocate the core-stored parts in the device tier and point views at them. */
-tsl_status tsl_params_allocate(tsl_runtime *rt, tsl_params *ps);
-
-/* Initialise every core-stored part (master, and the working copy). */
-tsl_status tsl_params_init(tsl_runtime *rt, tsl_params *ps, uint64_t seed);
-
-/* Initial values of global elements [begin, end) of parameter i, on the host. */
+/* Initial values of global elements [begin, end) of a parameter, and of its
+** local part (local_numel values), on the host. */
 void tsl_param_init_values(const tsl_param *p, uint64_t seed, uint64_t begin, uint64_t end, float *out);
-/* Initial values of parameter p's local part, on the host (local_numel). */
 void tsl_param_init_local(const tsl_param *p, uint64_t seed, float *out);
 
 /* Global flat index of local element k under the parameter's layout. */
 uint64_t tsl_param_global_index(const tsl_param *p, uint64_t k);
+/* The local shape a layout gives a parameter (0×0 when absent). */
+void tsl_param_local_shape(const tsl_param *p, const tessel_layout *l, int64_t out[2]);
 
 /* Copy between a parameter's local part and a host buffer holding the
 ** whole logical tensor: extract (global -> local) or insert (local -> global). */

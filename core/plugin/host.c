@@ -1,4 +1,7 @@
-/* core/plugin/host.c — tessel_host_api: what a plugin may ask of the core. */
+/* core/plugin/host.c — tessel_host_api: what a plugin may ask of the core:
+** log and errors, the world, configuration, memory and streams (the
+** communication, kernel, model and state tables live beside the modules
+** they serve). */
 #include "host.h"
 
 #include <stdarg.h>
@@ -17,7 +20,41 @@ static tsl_status not_ready(const char *what) {
                                          "(not during `tessel check` or the create/mesh/layout hooks)", what);
 }
 
-/* ---- log, errors, world ---- */
+static const char *plugin_name(const tsl_runtime *rt) { return rt->plugin ? rt->plugin->name : "plugin"; }
+
+/* ---- hooks and errors ---- */
+
+void tsl_hook_enter(tsl_runtime *rt) {
+  tessel_host *h = &rt->host;
+  pthread_mutex_lock(&h->lock);
+  h->err[0] = '\0';
+  h->err_status = 0;
+  pthread_mutex_unlock(&h->lock);
+  tsl_error_clear();
+}
+
+tsl_status tsl_hook_failed(tsl_runtime *rt, tsl_status st, const char *hook_fmt, ...) {
+  tessel_host *h = &rt->host;
+  char hook[256], msg[4096];
+  va_list ap;
+  va_start(ap, hook_fmt);
+  vsnprintf(hook, sizeof hook, hook_fmt, ap);
+  va_end(ap);
+  pthread_mutex_lock(&h->lock);
+  snprintf(msg, sizeof msg, "%s", h->err[0] ? h->err : tsl_error_message());
+  pthread_mutex_unlock(&h->lock);
+  if (!msg[0]) snprintf(msg, sizeof msg, "%s", tsl_status_name(st));
+  if (st == TESSEL_E_CONFIG && !tsl_has_position(msg) && rt->settings.plugin.section)
+    return tsl_cfg_error(rt->settings.plugin.section, NULL, "%s", msg);
+  tsl_error(st, "%s", msg);
+  if (rt->world.size > 1)
+    return tsl_error_wrap(st, "strategy '%s' failed in %s on rank %d", plugin_name(rt), hook, rt->world.rank);
+  return tsl_error_wrap(st, "strategy '%s' failed in %s", plugin_name(rt), hook);
+}
+
+tsl_status tsl_hook_status(tsl_runtime *rt, tsl_status st, const char *hook) {
+  return st < 0 ? tsl_hook_failed(rt, st, "%s", hook) : st;
+}
 
 static void host_log(tessel_host *h, int level, const char *fmt, ...) {
   char msg[2048];
@@ -25,33 +62,42 @@ static void host_log(tessel_host *h, int level, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  tsl_log(level, "%s: %s", RT(h)->plugin ? RT(h)->plugin->name : "plugin", msg);
+  tsl_log(level, "%s: %s", plugin_name(RT(h)), msg);
 }
 
 static tsl_status host_set_error(tessel_host *h, tessel_status st, const char *fmt, ...) {
-  (void)h;
   va_list ap;
   va_start(ap, fmt);
-  tsl_verror(st, fmt, ap);
+  pthread_mutex_lock(&h->lock);
+  vsnprintf(h->err, sizeof h->err, fmt, ap);
+  h->err_status = st;
+  pthread_mutex_unlock(&h->lock);
   va_end(ap);
   return st;
 }
 
-static int host_world_size(tessel_host *h) { return RT(h)->world.size; }
-static int host_world_rank(tessel_host *h) { return RT(h)->world.rank; }
+static tsl_status host_world(tessel_host *h, int *rank, int *size) {
+  if (rank) *rank = RT(h)->world.rank;
+  if (size) *size = RT(h)->world.size;
+  return TESSEL_OK;
+}
 
 /* ---- configuration ---- */
 
-static const tessel_cfg *cfg_child(tessel_host *h, const tessel_cfg *node, const char *key) {
+static tsl_status cfg_child(tessel_host *h, const tessel_cfg *node, const char *key, const tessel_cfg **out) {
   (void)h;
-  tsl_cfg *out = NULL;
-  if (!tsl_cfg_has((tsl_cfg *)node, key)) return NULL;
-  return tsl_cfg_section((tsl_cfg *)node, key, 0, &out) < 0 ? NULL : out;
+  tsl_cfg *child = NULL;
+  *out = NULL;
+  if (!tsl_cfg_has((tsl_cfg *)node, key)) return TESSEL_OK;
+  tsl_status st = tsl_cfg_section((tsl_cfg *)node, key, 0, &child);
+  *out = (const tessel_cfg *)child;
+  return st;
 }
 
-static int cfg_has(tessel_host *h, const tessel_cfg *node, const char *key) {
+static tsl_status cfg_has(tessel_host *h, const tessel_cfg *node, const char *key, int *out) {
   (void)h;
-  return tsl_cfg_has((tsl_cfg *)node, key);
+  *out = tsl_cfg_has((tsl_cfg *)node, key);
+  return TESSEL_OK;
 }
 
 static tsl_status cfg_int(tessel_host *h, const tessel_cfg *n, const char *key, int64_t dflt, int64_t min, int64_t max,
@@ -89,7 +135,10 @@ static tsl_status cfg_enum(tessel_host *h, const tessel_cfg *n, const char *key,
 
 static tsl_status cfg_int_list(tessel_host *h, const tessel_cfg *n, const char *key, int64_t *out, int cap, int *count) {
   (void)h;
-  return tsl_cfg_int_list((tsl_cfg *)n, key, out, cap, count);
+  tsl_status st = tsl_cfg_int_list((tsl_cfg *)n, key, out, cap, count);
+  if (st >= 0 && *count > cap)
+    return tsl_cfg_error((tsl_cfg *)n, key, "lists %d values; at most %d are allowed here", *count, cap);
+  return st;
 }
 
 static tsl_status cfg_error_at(tessel_host *h, const tessel_cfg *n, const char *key, const char *fmt, ...) {
@@ -123,8 +172,9 @@ static tsl_status mem_alloc(tessel_host *h, tessel_tier tier, tessel_mem_kind ki
   return tsl_mem_alloc(&RT(h)->ledger, tier, kind, bytes, name, out);
 }
 
-static void mem_free(tessel_host *h, tessel_tier tier, void *ptr) {
-  if (RT(h)->be_ready) tsl_mem_free(&RT(h)->ledger, tier, ptr);
+static tsl_status mem_free(tessel_host *h, tessel_tier tier, void *ptr) {
+  if (ptr && RT(h)->be_ready) tsl_mem_free(&RT(h)->ledger, tier, ptr);
+  return TESSEL_OK;
 }
 
 static tsl_status mem_copy(tessel_host *h, tessel_tier dt, void *dst, uint64_t doff, tessel_tier st, const void *src,
@@ -135,8 +185,9 @@ static tsl_status mem_copy(tessel_host *h, tessel_tier dt, void *dst, uint64_t d
 
 static tsl_status mem_stats(tessel_host *h, tessel_tier tier, tessel_tier_stats *out) {
   if (!RT(h)->be_ready) return not_ready("memory statistics");
-  tsl_mem_stats(&RT(h)->ledger, tier, out);
-  return TESSEL_OK;
+  tessel_tier_stats full;
+  tsl_mem_stats(&RT(h)->ledger, tier, &full);
+  return tsl_copy_out(out, &full, sizeof full);
 }
 
 static tsl_status mem_set_nvme_dir(tessel_host *h, const char *dir) {
@@ -153,8 +204,15 @@ static const tessel_mem_api mem_api = {.size = sizeof(tessel_mem_api),
 
 /* ---- streams ---- */
 
-static tessel_stream *stream_compute(tessel_host *h) { return (tessel_stream *)RT(h)->compute; }
-static tessel_stream *stream_comm(tessel_host *h) { return (tessel_stream *)RT(h)->comm_stream; }
+static tsl_status stream_compute(tessel_host *h, tessel_stream **out) {
+  *out = (tessel_stream *)RT(h)->compute;
+  return RT(h)->be_ready ? TESSEL_OK : not_ready("streams");
+}
+
+static tsl_status stream_comm(tessel_host *h, tessel_stream **out) {
+  *out = (tessel_stream *)RT(h)->comm_stream;
+  return RT(h)->be_ready ? TESSEL_OK : not_ready("streams");
+}
 
 static tsl_status stream_record(tessel_host *h, tessel_stream *s, tessel_event **out) {
   if (!RT(h)->be_ready) return not_ready("stream events");
@@ -174,8 +232,9 @@ static tsl_status stream_sync(tessel_host *h, tessel_stream *s) {
   return be->stream_sync(be, (tsl_stream *)s);
 }
 
-static void stream_event_free(tessel_host *h, tessel_event *e) {
+static tsl_status stream_event_free(tessel_host *h, tessel_event *e) {
   if (RT(h)->be_ready) RT(h)->be.event_free(&RT(h)->be, (tsl_event *)e);
+  return TESSEL_OK;
 }
 
 static const tessel_stream_api stream_api = {.size = sizeof(tessel_stream_api),
@@ -186,85 +245,6 @@ static const tessel_stream_api stream_api = {.size = sizeof(tessel_stream_api),
                                              .sync = stream_sync,
                                              .event_free = stream_event_free};
 
-/* ---- communication ---- */
-
-#define COMM_READY(h)                                               \
-  do {                                                              \
-    if (!RT(h)->comm) return not_ready("communication");            \
-  } while (0)
-
-static tsl_status comm_group(tessel_host *h, uint32_t axes, tessel_group **out) {
-  COMM_READY(h);
-  return tsl_comm_group(RT(h)->comm, axes, out);
-}
-static int comm_rank(tessel_host *h, const tessel_group *g) { (void)h; return tsl_group_rank(g); }
-static int comm_nranks(tessel_host *h, const tessel_group *g) { (void)h; return tsl_group_size(g); }
-static int comm_coord(tessel_host *h, int axis) { return RT(h)->comm ? tsl_comm_coord(RT(h)->comm, axis) : 0; }
-
-static tsl_status comm_all_reduce(tessel_host *h, tessel_group *g, const void *s, void *r, uint64_t n, tessel_dtype dt,
-                                  tessel_redop op, tessel_work **w) {
-  COMM_READY(h);
-  return tsl_all_reduce(RT(h)->comm, g, s, r, n, dt, op, w);
-}
-static tsl_status comm_reduce_scatter(tessel_host *h, tessel_group *g, const void *s, void *r, uint64_t n,
-                                      tessel_dtype dt, tessel_redop op, tessel_work **w) {
-  COMM_READY(h);
-  return tsl_reduce_scatter(RT(h)->comm, g, s, r, n, dt, op, w);
-}
-static tsl_status comm_all_gather(tessel_host *h, tessel_group *g, const void *s, void *r, uint64_t n, tessel_dtype dt,
-                                  tessel_work **w) {
-  COMM_READY(h);
-  return tsl_all_gather(RT(h)->comm, g, s, r, n, dt, w);
-}
-static tsl_status comm_broadcast(tessel_host *h, tessel_group *g, void *b, uint64_t n, tessel_dtype dt, int root,
-                                 tessel_work **w) {
-  COMM_READY(h);
-  return tsl_broadcast(RT(h)->comm, g, b, n, dt, root, w);
-}
-static tsl_status comm_reduce(tessel_host *h, tessel_group *g, const void *s, void *r, uint64_t n, tessel_dtype dt,
-                              tessel_redop op, int root, tessel_work **w) {
-  COMM_READY(h);
-  return tsl_reduce(RT(h)->comm, g, s, r, n, dt, op, root, w);
-}
-static tsl_status comm_send(tessel_host *h, tessel_group *g, const void *b, uint64_t n, tessel_dtype dt, int peer,
-                            tessel_work **w) {
-  COMM_READY(h);
-  return tsl_send(RT(h)->comm, g, b, n, dt, peer, w);
-}
-static tsl_status comm_recv(tessel_host *h, tessel_group *g, void *b, uint64_t n, tessel_dtype dt, int peer,
-                            tessel_work **w) {
-  COMM_READY(h);
-  return tsl_recv(RT(h)->comm, g, b, n, dt, peer, w);
-}
-static tsl_status comm_barrier(tessel_host *h, tessel_group *g) {
-  COMM_READY(h);
-  return tsl_barrier(RT(h)->comm, g);
-}
-static tsl_status comm_wait(tessel_host *h, tessel_work *w) {
-  COMM_READY(h);
-  return tsl_work_wait(RT(h)->comm, w);
-}
-static tsl_status comm_test(tessel_host *h, tessel_work *w, int *done) {
-  COMM_READY(h);
-  return tsl_work_test(RT(h)->comm, w, done);
-}
-
-static const tessel_comm_api comm_api = {.size = sizeof(tessel_comm_api),
-                                         .group = comm_group,
-                                         .rank = comm_rank,
-                                         .nranks = comm_nranks,
-                                         .coord = comm_coord,
-                                         .all_reduce = comm_all_reduce,
-                                         .reduce_scatter = comm_reduce_scatter,
-                                         .all_gather = comm_all_gather,
-                                         .broadcast = comm_broadcast,
-                                         .reduce = comm_reduce,
-                                         .send = comm_send,
-                                         .recv = comm_recv,
-                                         .barrier = comm_barrier,
-                                         .wait = comm_wait,
-                                         .test = comm_test};
-
 const tessel_host_api *tsl_host_api(void) {
   static tessel_host_api api;
   if (!api.size) {
@@ -273,14 +253,14 @@ const tessel_host_api *tsl_host_api(void) {
                             .core_version = TESSEL_VERSION_STRING,
                             .log = host_log,
                             .set_error = host_set_error,
-                            .world_size = host_world_size,
-                            .world_rank = host_world_rank,
+                            .world = host_world,
                             .cfg = &cfg_api,
                             .mem = &mem_api,
                             .stream = &stream_api,
-                            .comm = &comm_api,
+                            .comm = tsl_host_comm(),
                             .kernels = tsl_host_kernels(),
-                            .model = tsl_host_model()};
+                            .model = tsl_host_model(),
+                            .state = tsl_host_state()};
   }
   return &api;
 }

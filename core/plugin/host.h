@@ -23,5 +23,17 @@ tsl_status tsl_strategy_check_agreement(tsl_runtime *rt);
 
 /* Host tables of other modules. */
 const tessel_model_api *tsl_host_model(void);
+const tessel_comm_api *tsl_host_comm(void);
+const tessel_state_api *tsl_host_state(void);
+
+/* Calling a hook. Before it: tsl_hook_enter clears the instance's error
+** buffer and the core's message. After a failure: tsl_hook_failed frames
+** the plugin's message (or, when it set none, the message of the host call
+** that failed) as "strategy 'NAME' failed in HOOK on rank R: ..."; a
+** configuration error without a position gets the plugin section's.
+** tsl_hook_status does the same for a status that may be success. */
+void tsl_hook_enter(tsl_runtime *rt);
+tsl_status tsl_hook_failed(tsl_runtime *rt, tsl_status st, const char *hook_fmt, ...) TSL_PRINTF(3, 4);
+tsl_status tsl_hook_status(tsl_runtime *rt, tsl_status st, const char *hook);
 
 #endif

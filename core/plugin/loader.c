@@ -91,7 +91,8 @@ static char *name_from_path(const char *path) {
 /* Look for an entry symbol of another major version, to explain a mismatch. */
 static int other_major(void *handle) {
   char sym[64];
-  for (int major = 2; major < 16; major++) {
+  for (int major = 1; major < 16; major++) {
+    if ((uint32_t)major == TESSEL_ABI_MAJOR(TESSEL_ABI_VERSION)) continue;
     snprintf(sym, sizeof sym, "tessel_strategy_v%d", major);
     if (dlsym(handle, sym)) return major;
   }
@@ -136,9 +137,11 @@ tsl_status tsl_plugin_open(const char *path, tsl_plugin **out) {
     int major = other_major(p->handle);
     if (major)
       st = tsl_error(TESSEL_E_VERSION,
-                     "%s was built for plugin ABI major %d (it exports tessel_strategy_v%d); this "
-                     "tessel speaks ABI %u.%u. Rebuild the plugin against this tessel's plugin.h.",
-                     path, major, major, TESSEL_ABI_MAJOR(TESSEL_ABI_VERSION), TESSEL_ABI_MINOR(TESSEL_ABI_VERSION));
+                     "%s was built for plugin ABI %d.x (it exports tessel_strategy_v%d); this tessel "
+                     "speaks plugin ABI %u.%u and loads only tessel_strategy_v%u. Port the plugin to ABI %u "
+                     "(docs/plugin-guide.md) and rebuild it against this tessel's plugin.h.",
+                     path, major, major, TESSEL_ABI_MAJOR(TESSEL_ABI_VERSION), TESSEL_ABI_MINOR(TESSEL_ABI_VERSION),
+                     TESSEL_ABI_MAJOR(TESSEL_ABI_VERSION), TESSEL_ABI_MAJOR(TESSEL_ABI_VERSION));
     else
       st = tsl_error(TESSEL_E_VERSION,
                      "%s does not export the entry symbol %s, so it is not a tessel strategy plugin "
@@ -168,7 +171,7 @@ tsl_status tsl_plugin_open(const char *path, tsl_plugin **out) {
     goto fail;
   }
   p->table_size = t->size;
-  memcpy(&p->vt, t, TSL_MIN((size_t)t->size, sizeof p->vt));
+  tsl_copy_in(&p->vt, sizeof p->vt, t);
   p->vt.size = (uint32_t)sizeof p->vt;
   if (!p->vt.name || strcmp(p->vt.name, p->name) != 0) {
     st = tsl_error(TESSEL_E_VERSION,
@@ -201,7 +204,8 @@ const char *tsl_plugin_caps_string(uint64_t caps, char *buf, size_t cap) {
   static const struct { uint64_t bit; const char *name; } names[] = {
       {TESSEL_CAP_DATA_PARALLEL, "data-parallel"},   {TESSEL_CAP_TENSOR_PARALLEL, "tensor-parallel"},
       {TESSEL_CAP_PIPELINE, "pipeline"},             {TESSEL_CAP_SHARDED_STATE, "sharded-state"},
-      {TESSEL_CAP_OFFLOAD, "offload"},               {TESSEL_CAP_OWNS_OPTIMIZER, "owns-optimizer"}};
+      {TESSEL_CAP_OFFLOAD, "offload"},               {TESSEL_CAP_OWNS_OPTIMIZER, "owns-optimizer"},
+      {TESSEL_CAP_FP32_ACTIVATIONS, "fp32-activations"}, {TESSEL_CAP_LOSSY, "lossy"}};
   buf[0] = '\0';
   for (size_t i = 0; i < TSL_ARRAY_LEN(names); i++) {
     if (!(caps & names[i].bit)) continue;

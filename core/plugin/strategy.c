@@ -7,18 +7,17 @@
 #include "common/util.h"
 #include "plugin/host.h"
 
-/* Frame a hook's failure: a config error without a position gets the
-** plugin section's; others name the strategy and the hook (a positioned
-** message stays as it is: see tsl_error_wrap). */
-static tsl_status hook_error(tsl_runtime *rt, tsl_status st, const char *hook) {
-  const char *msg = tsl_error_message();
-  if (st == TESSEL_E_CONFIG && !tsl_has_position(msg)) {
-    char copy[4096];
-    snprintf(copy, sizeof copy, "%s", msg[0] ? msg : "invalid options");
-    return tsl_cfg_error(rt->settings.plugin.section, NULL, "%s", copy);
-  }
-  if (!msg[0]) tsl_error(st, "%s", tsl_status_name(st));
-  return tsl_error_wrap(st, "strategy '%s' failed in %s", rt->plugin->name, hook);
+/* A capability the core enforces: a strategy that needs fp32 activations
+** cannot run on a backend that computes in 16 bits. */
+static tsl_status check_caps(tsl_runtime *rt) {
+  if (!(rt->plugin->vt.caps & TESSEL_CAP_FP32_ACTIVATIONS) || rt->settings.device.kind != TSL_DEVICE_CUDA)
+    return TESSEL_OK;
+  tsl_cfg *device = NULL;
+  tsl_cfg_section(tsl_config_root(rt->config), "device", 0, &device);
+  return tsl_cfg_error(device, "kind",
+                       "strategy '%s' needs fp32 activations (it declares TESSEL_CAP_FP32_ACTIVATIONS), and the cuda "
+                       "backend computes in bf16: use `kind: cpu`, or another strategy",
+                       rt->plugin->name);
 }
 
 static tsl_status check_mesh(tsl_runtime *rt, int world_size) {
@@ -51,6 +50,7 @@ tsl_status tsl_strategy_start(tsl_runtime *rt, int world_size) {
   const tsl_settings *s = &rt->settings;
   char *path = NULL;
   rt->host.rt = rt;
+  pthread_mutex_init(&rt->host.lock, NULL);
   if (!s->plugin.name && !s->plugin.path) {
     if (world_size > 1)
       return tsl_cfg_error(tsl_config_root(rt->config), NULL,
@@ -72,18 +72,19 @@ tsl_status tsl_strategy_start(tsl_runtime *rt, int world_size) {
                        path, rt->plugin->name);
     goto fail;
   }
-  tsl_error_clear();
+  TSL_TRY(st, check_caps(rt));
+  tsl_hook_enter(rt);
   st = rt->plugin->vt.create(tsl_host_api(), &rt->host, (const tessel_cfg *)s->plugin.section, &rt->inst);
   if (st < 0) {
-    st = hook_error(rt, st, "create");
+    st = tsl_hook_failed(rt, st, "create");
     goto fail;
   }
   TSL_TRY(st, tsl_cfg_check_unknown(s->plugin.section));
   rt->mesh = (tessel_mesh){.size = sizeof rt->mesh};
-  tsl_error_clear();
+  tsl_hook_enter(rt);
   st = rt->plugin->vt.mesh(rt->inst, world_size, &rt->mesh);
   if (st < 0) {
-    st = hook_error(rt, st, "mesh");
+    st = tsl_hook_failed(rt, st, "mesh");
     goto fail;
   }
   TSL_TRY(st, check_mesh(rt, world_size));

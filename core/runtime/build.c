@@ -8,7 +8,7 @@
 
 #include "common/log.h"
 #include "common/util.h"
-#include "model/gpt.h"
+#include "model/model.h"
 #include "plugin/host.h"
 
 tsl_status tsl_runtime_configure(tsl_runtime *rt, const char *path, const char *const *sets, int n_sets) {
@@ -89,7 +89,7 @@ tsl_status tsl_runtime_devices(tsl_runtime *rt) {
                      rt->be.last_error(&rt->be));
   if (st < 0) return tsl_error_wrap(st, "starting the %s backend on rank %d", rt->be.name, rt->world.rank);
   rt->be_ready = 1;
-  TSL_TRY(st, tsl_ledger_init(&rt->ledger, &rt->be, s->device.memory_limit, NULL));
+  TSL_TRY(st, tsl_ledger_init(&rt->ledger, &rt->be, s->device.memory_limit, s->device.nvme_dir));
   if ((st = rt->be.stream_create(&rt->be, &rt->compute)) < 0 || (st = rt->be.stream_create(&rt->be, &rt->comm_stream)) < 0)
     return tsl_error_wrap(st, "creating streams");
   return TESSEL_OK;

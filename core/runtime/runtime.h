@@ -11,6 +11,8 @@
 #ifndef TSL_RUNTIME_H
 #define TSL_RUNTIME_H
 
+#include <pthread.h>
+
 #include "backend.h"
 #include "comm/comm.h"
 #include "config/config.h"
@@ -21,8 +23,13 @@
 
 typedef struct tsl_model tsl_model;
 
+/* The handle a plugin instance holds. Its error buffer is its own, and
+** log/set_error may be called from the plugin's threads. */
 struct tessel_host {
   struct tsl_runtime *rt;
+  pthread_mutex_t lock;
+  tessel_status err_status;
+  char err[4096];
 };
 
 typedef struct tsl_runtime {
@@ -48,6 +55,7 @@ typedef struct tsl_runtime {
   uint64_t scratch_bytes;
 
   tsl_model *model;
+  int64_t vocab_valid;   /* the real vocabulary, for masking padded logits (0: none) */
 } tsl_runtime;
 
 #endif

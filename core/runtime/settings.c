@@ -9,23 +9,58 @@
 
 #define I64_MAX INT64_MAX
 
+/* 8/3 · C rounded up to a multiple of 64: SwiGLU's three matrices then hold
+** about as many weights as a 4·C GELU MLP's two. */
+static int64_t swiglu_ffn(int64_t channels) { return (8 * channels / 3 + 63) / 64 * 64; }
+
+/* Keys that only the Llama family has; GPT-2 refuses them by name. */
+static tsl_status refuse_for_gpt2(tsl_cfg *m, const char *key, const char *why) {
+  if (!tsl_cfg_has(m, key)) return TESSEL_OK;
+  return tsl_cfg_error(m, key, "GPT-2 has no %s (arch: llama has)", why);
+}
+
 static tsl_status read_model(tsl_cfg *root, tsl_settings *s) {
   tsl_status st;
   tsl_cfg *m;
-  int64_t v[5];
+  int64_t v[5], kv, ffn;
+  int arch;
   static const char *const keys[] = {"layers", "heads", "channels", "seq_len"};
+  static const char *const archs[] = {"gpt2", "llama", NULL};
   TSL_TRY(st, tsl_cfg_section(root, "model", 1, &m));
+  s->model.section = m;
+  TSL_TRY(st, tsl_cfg_enum(m, "arch", archs, TSL_ARCH_GPT2, &arch));
   for (int i = 0; i < 4; i++) {
     TSL_TRY(st, tsl_cfg_require(m, keys[i]));
     TSL_TRY(st, tsl_cfg_int(m, keys[i], 0, 1, 1 << 20, &v[i]));
   }
   TSL_TRY(st, tsl_cfg_int(m, "vocab_size", 256, 2, 1 << 24, &v[4]));
   if (v[2] % v[1] != 0)
-    return tsl_cfg_error(m, "channels", "%lld channels do not split into %lld heads",
+    return tsl_cfg_error(m, "channels", "%lld channels do not split into %lld heads of equal size",
                          (long long)v[2], (long long)v[1]);
+  if (arch == TSL_ARCH_GPT2) {
+    TSL_TRY(st, refuse_for_gpt2(m, "kv_heads", "grouped-query attention (kv_heads)"));
+    TSL_TRY(st, refuse_for_gpt2(m, "rope_theta", "rotary positions (rope_theta)"));
+    TSL_TRY(st, refuse_for_gpt2(m, "tie_embeddings", "untied head (tie_embeddings); its head is always wte"));
+    TSL_TRY(st, refuse_for_gpt2(m, "norm_eps", "configurable norm epsilon; its layer norms use 1e-5"));
+  }
+  TSL_TRY(st, tsl_cfg_int(m, "kv_heads", v[1], 1, 1 << 20, &kv));
+  if (v[1] % kv != 0)
+    return tsl_cfg_error(m, "kv_heads", "%lld query heads do not share %lld key/value heads evenly (kv_heads must "
+                         "divide heads: %lld for multi-head, 1 for multi-query attention)",
+                         (long long)v[1], (long long)kv, (long long)v[1]);
+  TSL_TRY(st, tsl_cfg_int(m, "ffn", arch == TSL_ARCH_LLAMA ? swiglu_ffn(v[2]) : 4 * v[2], 1, 1 << 24, &ffn));
+  TSL_TRY(st, tsl_cfg_float(m, "rope_theta", 10000.0, 1.0, 1e12, &s->model.rope_theta));
+  TSL_TRY(st, tsl_cfg_float(m, "norm_eps", 1e-5, 1e-12, 1.0, &s->model.norm_eps));
+  TSL_TRY(st, tsl_cfg_bool(m, "tie_embeddings", arch == TSL_ARCH_GPT2, &s->model.tie_embeddings));
+  if (arch == TSL_ARCH_LLAMA && (v[2] / v[1]) % 2 != 0)
+    return tsl_cfg_error(m, "heads", "heads of %lld channels (%lld / %lld): rotary positions rotate pairs, so the "
+                         "head size must be even", (long long)(v[2] / v[1]), (long long)v[2], (long long)v[1]);
+  s->model.arch = (tsl_arch_kind)arch;
   s->model.layers = (int)v[0];
   s->model.heads = (int)v[1];
+  s->model.kv_heads = (int)kv;
   s->model.channels = (int)v[2];
+  s->model.ffn = (int)ffn;
   s->model.seq_len = (int)v[3];
   s->model.vocab_size = (int)v[4];
   return TESSEL_OK;
@@ -126,6 +161,7 @@ static tsl_status read_device(tsl_cfg *root, tsl_settings *s) {
   TSL_TRY(st, tsl_cfg_int(d, "threads", 0, 0, 4096, &threads));
   TSL_TRY(st, tsl_cfg_size(d, "memory_limit", 0, &s->device.memory_limit));
   TSL_TRY(st, tsl_cfg_float(d, "peak_tflops", 0.0, 0.0, 1e6, &s->device.peak_tflops));
+  TSL_TRY(st, tsl_cfg_string(d, "nvme_dir", NULL, &s->device.nvme_dir));
   s->device.kind = (tsl_device_kind)kind;
   s->device.threads = (int)threads;
   return TESSEL_OK;

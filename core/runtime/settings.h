@@ -13,14 +13,23 @@
 #include "config/config.h"
 
 typedef enum { TSL_DEVICE_CPU = 0, TSL_DEVICE_CUDA = 1 } tsl_device_kind;
+typedef enum { TSL_ARCH_GPT2 = 0, TSL_ARCH_LLAMA = 1 } tsl_arch_kind;
 typedef enum { TSL_DECAY_COSINE = 0, TSL_DECAY_LINEAR = 1, TSL_DECAY_CONSTANT = 2 } tsl_decay;
 typedef enum { TSL_RESUME_AUTO = 0, TSL_RESUME_NEVER = 1 } tsl_resume;
 typedef enum { TSL_PROGRESS_AUTO = 0, TSL_PROGRESS_ALWAYS = 1, TSL_PROGRESS_NEVER = 2 } tsl_progress;
 
+/* The model's family and sizes (also what a checkpoint records). */
+typedef struct tsl_model_settings {
+  tsl_arch_kind arch;
+  int layers, heads, kv_heads, channels, ffn, seq_len;
+  int vocab_size;        /* the tokenizer's vocabulary */
+  double rope_theta, norm_eps;
+  int tie_embeddings;
+  tsl_cfg *section;      /* for errors about the model's shape (NULL from a checkpoint) */
+} tsl_model_settings;
+
 typedef struct tsl_settings {
-  struct {
-    int layers, heads, channels, seq_len, vocab_size;
-  } model;
+  tsl_model_settings model;
   struct {
     const char *train, *val;  /* shard globs */
     const char **text;        /* text files to prepare into `dir` */
@@ -50,6 +59,7 @@ typedef struct tsl_settings {
     int threads;
     uint64_t memory_limit; /* 0: the device's own capacity */
     double peak_tflops;    /* 0: use the measured value from `tessel bench peak` */
+    const char *nvme_dir;  /* files of the NVMe tier (NULL: no NVMe tier) */
   } device;
   struct {
     const char *name; /* NULL: no plugin */

@@ -7,7 +7,7 @@
 
 #include "ckpt/gather.h"
 #include "common/util.h"
-#include "model/gpt.h"
+#include "model/model.h"
 #include "runtime/build.h"
 
 typedef struct context {
@@ -71,12 +71,12 @@ tsl_status tsl_sample(const tsl_settings *s, tsl_tensor_fn src, void *src_ctx, c
   context ctx = {.seq_len = s->model.seq_len};
   int V = s->model.vocab_size;
   TSL_TRY(st, tsl_runtime_local(&rt, s, o->threads));
-  tessel_model_dims dims = {.size = sizeof dims, .layers = s->model.layers, .heads = s->model.heads,
-                            .channels = s->model.channels, .seq_len = s->model.seq_len, .vocab_size = V,
-                            .micro_batch = 1, .micro_steps = 1, .data_ranks = 1};
+  tessel_model_dims dims;
+  tsl_model_dims_single(&rt, &dims);
   TSL_TRY(st, tsl_model_create(&rt, &dims, s->train.seed, &m));
+  const tsl_params *ps = tsl_model_params(m);
   uint64_t most = 0;
-  for (int i = 0; i < m->params.n; i++) most = TSL_MAX(most, m->params.p[i].local_numel);
+  for (int i = 0; i < ps->n; i++) most = TSL_MAX(most, ps->p[i].local_numel);
   whole = malloc(most * sizeof(float));
   row = malloc((size_t)V * sizeof(float));
   ctx.cap = (int)strlen(o->prompt) + o->tokens + 1;
@@ -85,19 +85,22 @@ tsl_status tsl_sample(const tsl_settings *s, tsl_tensor_fn src, void *src_ctx, c
     st = tsl_error(TESSEL_E_NOMEM, "out of host memory for sampling");
     goto fail;
   }
-  for (int i = 0; i < m->params.n; i++) {
-    TSL_TRY(st, src(src_ctx, &m->params.p[i], whole));
-    TSL_TRY(st, tsl_scatter_state(m, i, TESSEL_STATE_PARAM, whole));
+  for (int i = 0; i < ps->n; i++) {
+    TSL_TRY(st, src(src_ctx, &ps->p[i], whole));
+    TSL_TRY(st, tsl_scatter_state(m, i, (tessel_state_ref){TESSEL_STATE_MASTER, 0}, whole));
   }
   for (const unsigned char *p = (const unsigned char *)o->prompt; *p; p++) ctx.tokens[ctx.len++] = *p % V;
   if (ctx.len == 0) ctx.tokens[ctx.len++] = '\n' % V;
-  m->batch = context_batch;
-  m->batch_ctx = &ctx;
+  tsl_model_set_batch(m, context_batch, &ctx);
   for (int k = 0; k < o->tokens; k++) {
+    const void *logits;
+    int64_t rows, stride;
     TSL_TRY(st, tsl_model_eval_step(m, 1));
+    TSL_TRY(st, tsl_model_logits(m, &logits, &rows, &stride));
     int last = TSL_MIN(ctx.len, ctx.seq_len) - 1;
-    TSL_TRY(st, tsl_mem_copy(&rt.ledger, TESSEL_TIER_HOST, row, 0, TESSEL_TIER_DEVICE, m->logits,
-                             (uint64_t)last * (uint64_t)V * sizeof(float), (uint64_t)V * sizeof(float), NULL));
+    /* only the real vocabulary's columns: a padded table's are never drawn */
+    TSL_TRY(st, tsl_mem_copy(&rt.ledger, TESSEL_TIER_HOST, row, 0, TESSEL_TIER_DEVICE, logits,
+                             (uint64_t)last * (uint64_t)stride * sizeof(float), (uint64_t)V * sizeof(float), NULL));
     double u = (double)(tsl_mix64(o->seed ^ tsl_mix64((uint64_t)k)) >> 11) / 9007199254740992.0;
     int tok = draw(row, V, o->temperature, o->top_k, u);
     ctx.tokens[ctx.len++] = tok;

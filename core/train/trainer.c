@@ -10,7 +10,7 @@
 #include "ckpt/checkpoint.h"
 #include "common/log.h"
 #include "common/util.h"
-#include "model/gpt.h"
+#include "model/model.h"
 #include "optim/optim.h"
 #include "train/data_source.h"
 #include "train/report.h"
@@ -21,7 +21,6 @@ typedef struct trainer {
   const tsl_train_opts *opts;
   tsl_data_source data;
   tsl_model *model;
-  tsl_layouts layouts;
   tsl_reporter report;
   int64_t start_step;
   char *last_ckpt;
@@ -39,16 +38,7 @@ static tsl_status setup(trainer *t) {
   t->data.data_ranks = dims.data_ranks;
   t->data.micro_batch = dims.micro_batch;
   TSL_TRY(st, tsl_model_create(rt, &dims, s->train.seed, &t->model));
-  if (rt->plugin && rt->plugin->vt.setup) {
-    tsl_error_clear();
-    st = rt->plugin->vt.setup(rt->inst);
-    if (st < 0) {
-      tsl_error_wrap(st, "%s.setup", rt->plugin->name);
-      goto fail;
-    }
-  }
-  TSL_TRY(st, tsl_layouts_share(t->model, &t->layouts));
-  t->flops_per_token = 6.0 * (double)t->model->params.total_numel +
+  t->flops_per_token = 6.0 * (double)tsl_model_params(t->model)->total_numel +
                        12.0 * s->model.layers * (double)s->model.seq_len * s->model.channels;
   /* ranks oversubscribing a machine share its cores; MFU is against those */
   double share = (double)sysconf(_SC_NPROCESSORS_ONLN) / TSL_MAX(1, rt->world.local_size);
@@ -106,13 +96,13 @@ static tsl_status evaluate(trainer *t, double *val_loss) {
   tsl_status st;
   double sum = 0, count = 0;
   tsl_model *m = t->model;
-  m->batch = tsl_data_eval_batch;
-  m->batch_ctx = &t->data;
+  int micro_steps = tsl_model_dims(m)->micro_steps;
+  tsl_model_set_batch(m, tsl_data_eval_batch, &t->data);
   for (int64_t e = 0; e < t->rt->settings.train.eval_batches; e++) {
     double v[2];
     t->data.eval_batch = e;
-    TSL_TRY(st, tsl_model_eval_step(m, m->dims.micro_steps));
-    TSL_TRY(st, tsl_model_loss_sum(m, m->dims.micro_steps, &v[0], &v[1]));
+    TSL_TRY(st, tsl_model_eval_step(m, micro_steps));
+    TSL_TRY(st, tsl_model_loss_sum(m, micro_steps, &v[0], &v[1]));
     sum += v[0];
     count += v[1];
   }
@@ -126,7 +116,7 @@ fail:
 
 static tsl_status save(trainer *t, int64_t step) {
   char *path = NULL;
-  tsl_status st = tsl_ckpt_save(t->model, &t->layouts, step, &path);
+  tsl_status st = tsl_ckpt_save(t->model, step, &path);
   if (st < 0) return st;
   free(t->last_ckpt);
   t->last_ckpt = path;
@@ -143,10 +133,9 @@ static tsl_status one_step(trainer *t, int64_t step, tsl_step_report *r) {
   if (rt->comm) tsl_comm_new_step(rt->comm);
   double t0 = tsl_now();
   t->data.step = step;
-  m->batch = tsl_data_train_batch;
-  m->batch_ctx = &t->data;
+  tsl_model_set_batch(m, tsl_data_train_batch, &t->data);
   TSL_TRY(st, tsl_model_train_step(m));
-  TSL_TRY(st, global_loss(t, m->dims.micro_steps, &r->loss));
+  TSL_TRY(st, global_loss(t, tsl_model_dims(m)->micro_steps, &r->loss));
   if (!isfinite(r->loss))
     return tsl_error(TESSEL_E_NUMERIC,
                      "the loss became %s at step %lld, so the run stopped before applying that step. The last good "
@@ -169,12 +158,14 @@ fail:
 static void print_header(trainer *t) {
   tsl_runtime *rt = t->rt;
   const tsl_settings *s = &rt->settings;
-  const tessel_model_dims *d = &t->model->dims;
+  const tessel_model_dims *d = tsl_model_dims(t->model);
   tsl_info("tessel %s | %s | world %d | backend %s", TESSEL_VERSION_STRING,
            rt->plugin ? rt->plugin->name : "no strategy plugin", rt->world.size, rt->be.describe(&rt->be));
-  tsl_info("model: %d layers, %d heads, %d channels, seq_len %d, vocab %d = %.2fM parameters", s->model.layers,
-           s->model.heads, s->model.channels, s->model.seq_len, s->model.vocab_size,
-           (double)t->model->params.total_numel / 1e6);
+  tsl_info("model: %s, %d layers, %d heads (%d key/value), %d channels, ffn %d, seq_len %d, vocab %d = %.2fM "
+           "parameters",
+           s->model.arch == TSL_ARCH_LLAMA ? "llama" : "gpt2", s->model.layers, s->model.heads, s->model.kv_heads,
+           s->model.channels, s->model.ffn, s->model.seq_len, s->model.vocab_size,
+           (double)tsl_model_params(t->model)->total_numel / 1e6);
   tsl_info("batch: %d sequences × %d tokens per step = %d data rank(s) × %d micro-batch(es) of %d", s->train.batch_size,
            s->model.seq_len, d->data_ranks, d->micro_steps, d->micro_batch);
 }
@@ -193,17 +184,17 @@ static tsl_status gathered_tensor(void *ctx, const tsl_param *p, float *whole) {
 static tsl_status final_sample(trainer *t) {
   tsl_runtime *rt = t->rt;
   const tsl_settings *s = &rt->settings;
-  tsl_model *m = t->model;
+  const tsl_params *ps = tsl_model_params(t->model);
   tsl_status st = TESSEL_OK;
-  gathered g = {calloc((size_t)m->params.n, sizeof(float *))};
+  gathered g = {calloc((size_t)ps->n, sizeof(float *))};
   if (!g.whole) return tsl_error(TESSEL_E_NOMEM, "out of host memory for sampling");
-  for (int i = 0; i < m->params.n && st >= 0; i++) {
-    const tsl_param *p = &m->params.p[i];
+  for (int i = 0; i < ps->n && st >= 0; i++) {
+    const tsl_param *p = &ps->p[i];
     if (rt->world.rank == 0 && !(g.whole[i] = malloc(sizeof(float) * (size_t)(p->info.shape[0] * p->info.shape[1])))) {
       st = tsl_error(TESSEL_E_NOMEM, "out of host memory for sampling");
       break;
     }
-    st = tsl_gather_state(m, &t->layouts, i, TESSEL_STATE_PARAM, g.whole[i]);
+    st = tsl_gather_state(t->model, i, (tessel_state_ref){TESSEL_STATE_MASTER, 0}, g.whole[i]);
   }
   if (st >= 0 && rt->world.rank == 0) {
     tsl_sample_opts o = {.prompt = s->train.sample_prompt, .tokens = s->train.sample_tokens,
@@ -215,7 +206,7 @@ static tsl_status final_sample(trainer *t) {
     fputc('\n', stdout);
     fflush(stdout);
   }
-  for (int i = 0; i < m->params.n; i++) free(g.whole[i]);
+  for (int i = 0; i < ps->n; i++) free(g.whole[i]);
   free(g.whole);
   return st;
 }
@@ -266,7 +257,6 @@ tsl_status tsl_train(tsl_runtime *rt, const tsl_train_opts *opts) {
     if (st < 0) tsl_world_print_error(&rt->world, st);
   }
   tsl_reporter_close(&t.report);
-  tsl_layouts_free(&t.layouts);
   tsl_data_close(&t.data);
   free(t.last_ckpt);
   return st;

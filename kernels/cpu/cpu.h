@@ -138,13 +138,13 @@ int tsl_cpu_embed_positions_backward(tsl_backend *be, tsl_stream *s, float *dwpe
 /* ---- cross-entropy (crossentropy.c) ---- */
 
 int tsl_cpu_ce_rowmax(tsl_backend *be, tsl_stream *s, float *rowmax, const void *logits,
-                      int64_t rows, int64_t vocab);
+                      int64_t rows, int64_t vocab, int64_t valid);
 int tsl_cpu_ce_sums(tsl_backend *be, tsl_stream *s, double *sums, const void *logits,
                     const float *rowmax, const int32_t *targets, int64_t rows, int64_t vocab_begin,
-                    int64_t vocab);
+                    int64_t vocab, int64_t valid);
 int tsl_cpu_ce_finish(tsl_backend *be, tsl_stream *s, float *losses, void *logits,
                       const float *rowmax, const double *sums, const int32_t *targets, int64_t rows,
-                      int64_t vocab_begin, int64_t vocab, float dscale);
+                      int64_t vocab_begin, int64_t vocab, int64_t valid, float dscale);
 
 /* ---- optimizer and reductions (adamw.c) ---- */
 

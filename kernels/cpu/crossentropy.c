@@ -6,20 +6,22 @@
 ** vocab); targets are global token ids. Three phases so that a split only
 ** needs two small all-reduces between them (MAX of rowmax, SUM of sums);
 ** without a split the phases compute the ordinary loss and gradient.
+** Only the first `valid` columns are vocabulary: the rest pad the table to
+** an aligned width, take no part in the softmax and get a zero gradient.
 */
 #include "cpu.h"
 
-/* rowmax[rows] = max_j logits[r, j] */
+/* rowmax[rows] = max_{j < valid} logits[r, j] */
 int tsl_cpu_ce_rowmax(tsl_backend *be, tsl_stream *s, float *rowmax, const void *logits,
-                      int64_t rows, int64_t vocab) {
-  if (rows < 0 || vocab < 0) return TESSEL_E_INTERNAL;
+                      int64_t rows, int64_t vocab, int64_t valid) {
+  if (rows < 0 || vocab < 0 || valid < 0 || valid > vocab) return TESSEL_E_INTERNAL;
   const float *l = logits;
 #pragma omp parallel for schedule(static)
   for (int64_t r = 0; r < rows; r++) {
     const float *row = l + r * vocab;
     float mx = -INFINITY;
 #pragma omp simd reduction(max : mx)
-    for (int64_t j = 0; j < vocab; j++) mx = row[j] > mx ? row[j] : mx;
+    for (int64_t j = 0; j < valid; j++) mx = row[j] > mx ? row[j] : mx;
     rowmax[r] = mx;
   }
   return TESSEL_OK;
@@ -48,15 +50,15 @@ static double sum_exp(const float *row, float mx, int64_t n) {
 ** partial sums loses nothing. */
 int tsl_cpu_ce_sums(tsl_backend *be, tsl_stream *s, double *sums, const void *logits,
                     const float *rowmax, const int32_t *targets, int64_t rows, int64_t vocab_begin,
-                    int64_t vocab) {
-  if (rows < 0 || vocab < 0) return TESSEL_E_INTERNAL;
+                    int64_t vocab, int64_t valid) {
+  if (rows < 0 || vocab < 0 || valid < 0 || valid > vocab) return TESSEL_E_INTERNAL;
   const float *l = logits;
 #pragma omp parallel for schedule(static)
   for (int64_t r = 0; r < rows; r++) {
     const float *row = l + r * vocab;
     int64_t t = (int64_t)targets[r] - vocab_begin;
-    sums[2 * r] = sum_exp(row, rowmax[r], vocab);
-    sums[2 * r + 1] = t >= 0 && t < vocab ? row[t] : 0.0;
+    sums[2 * r] = valid ? sum_exp(row, rowmax[r], valid) : 0.0;
+    sums[2 * r + 1] = t >= 0 && t < valid ? row[t] : 0.0;
   }
   return TESSEL_OK;
 }
@@ -65,8 +67,8 @@ int tsl_cpu_ce_sums(tsl_backend *be, tsl_stream *s, double *sums, const void *lo
 ** not 0, logits[r, j] = (softmax_j − [j is the target])·dscale. */
 int tsl_cpu_ce_finish(tsl_backend *be, tsl_stream *s, float *losses, void *logits,
                       const float *rowmax, const double *sums, const int32_t *targets, int64_t rows,
-                      int64_t vocab_begin, int64_t vocab, float dscale) {
-  if (rows < 0 || vocab < 0) return TESSEL_E_INTERNAL;
+                      int64_t vocab_begin, int64_t vocab, int64_t valid, float dscale) {
+  if (rows < 0 || vocab < 0 || valid < 0 || valid > vocab) return TESSEL_E_INTERNAL;
   float *l = logits;
 #pragma omp parallel for schedule(static)
   for (int64_t r = 0; r < rows; r++) {
@@ -77,9 +79,10 @@ int tsl_cpu_ce_finish(tsl_backend *be, tsl_stream *s, float *losses, void *logit
     float *row = l + r * vocab;
     const float k = (float)((double)dscale / sum);
 #pragma omp simd
-    for (int64_t j = 0; j < vocab; j++) row[j] = tsl_cpu_expf(row[j] - mx) * k;
+    for (int64_t j = 0; j < valid; j++) row[j] = tsl_cpu_expf(row[j] - mx) * k;
+    for (int64_t j = valid; j < vocab; j++) row[j] = 0.0f;
     int64_t t = (int64_t)targets[r] - vocab_begin;
-    if (t >= 0 && t < vocab) row[t] -= dscale;
+    if (t >= 0 && t < valid) row[t] -= dscale;
   }
   return TESSEL_OK;
 }

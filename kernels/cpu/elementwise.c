@@ -84,8 +84,8 @@ int tsl_cpu_scale(tsl_backend *be, tsl_stream *s, tessel_dtype dtype, void *x, f
   return TESSEL_OK;
 }
 
-/* dst = src converted: fp32 → fp32 (a copy), fp32 ↔ bf16; anything else is
-** TESSEL_E_UNSUPPORTED. */
+/* dst = src converted: fp32 → fp32 (a copy), fp32 ↔ bf16, fp32 ↔ fp16;
+** anything else is TESSEL_E_UNSUPPORTED. */
 int tsl_cpu_convert(tsl_backend *be, tsl_stream *s, void *dst, tessel_dtype dst_dtype,
                     const void *src, tessel_dtype src_dtype, int64_t n) {
   if (n < 0) return TESSEL_E_INTERNAL;
@@ -101,6 +101,16 @@ int tsl_cpu_convert(tsl_backend *be, tsl_stream *s, void *dst, tessel_dtype dst_
     float *y = dst;
 #pragma omp parallel for simd schedule(static) if (n >= TSL_CPU_PARALLEL_MIN)
     for (int64_t i = 0; i < n; i++) y[i] = tsl_bf16_to_f32(x[i]);
+  } else if (src_dtype == TESSEL_F32 && dst_dtype == TESSEL_F16) {
+    const float *x = src;
+    uint16_t *y = dst;
+#pragma omp parallel for schedule(static) if (n >= TSL_CPU_PARALLEL_MIN)
+    for (int64_t i = 0; i < n; i++) y[i] = tsl_f32_to_f16(x[i]);
+  } else if (src_dtype == TESSEL_F16 && dst_dtype == TESSEL_F32) {
+    const uint16_t *x = src;
+    float *y = dst;
+#pragma omp parallel for schedule(static) if (n >= TSL_CPU_PARALLEL_MIN)
+    for (int64_t i = 0; i < n; i++) y[i] = tsl_f16_to_f32(x[i]);
   } else {
     return TESSEL_E_UNSUPPORTED;
   }

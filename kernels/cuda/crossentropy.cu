@@ -12,41 +12,44 @@
 **
 ** Shapes: logits [rows, vocab] bf16 holding global columns
 ** [vocab_begin, vocab_begin + vocab); targets [rows] int32 (global ids);
-** rowmax, losses [rows] fp32; sums [rows, 2] fp64.
+** rowmax, losses [rows] fp32; sums [rows, 2] fp64. Only the first `valid`
+** columns are vocabulary: the rest pad the table, are left out of the
+** softmax and get a zero gradient.
 */
 #include "device.cuh"
 
-/* rowmax[r] = max_j logits[r, j] */
-static __global__ void rowmax_kernel(float *rowmax, const bf16 *logits, int64_t vocab) {
+/* rowmax[r] = max_{j < valid} logits[r, j] */
+static __global__ void rowmax_kernel(float *rowmax, const bf16 *logits, int64_t vocab, int64_t valid) {
   __shared__ float shared[32];
   const bf16 *row = logits + (int64_t)blockIdx.x * vocab;
   float mx = -CUDART_INF_F;
-  for (int64_t j = threadIdx.x; j < vocab; j += blockDim.x) mx = fmaxf(mx, ld_bf16(row + j));
+  for (int64_t j = threadIdx.x; j < valid; j += blockDim.x) mx = fmaxf(mx, ld_bf16(row + j));
   mx = block_max(mx, shared);
   if (threadIdx.x == 0) rowmax[blockIdx.x] = mx;
 }
 
-/* sums[r] = (Σ_j exp(l − rowmax), l[target − v0] if in range else 0) */
+/* sums[r] = (Σ_{j<valid} exp(l − rowmax), l[target − v0] if in range else 0) */
 static __global__ void sums_kernel(double *sums, const bf16 *logits, const float *rowmax, const int32_t *targets,
-                                   int64_t v0, int64_t vocab) {
+                                   int64_t v0, int64_t vocab, int64_t valid) {
   __shared__ double shared[32];
   const int64_t r = blockIdx.x;
   const bf16 *row = logits + r * vocab;
   const float mx = rowmax[r];
   double acc = 0.0;
-  for (int64_t j = threadIdx.x; j < vocab; j += blockDim.x) acc += expf(ld_bf16(row + j) - mx);
+  for (int64_t j = threadIdx.x; j < valid; j += blockDim.x) acc += expf(ld_bf16(row + j) - mx);
   acc = block_sum(acc, shared);
   if (threadIdx.x == 0) {
     const int64_t t = (int64_t)targets[r] - v0;
     sums[2 * r] = acc;
-    sums[2 * r + 1] = t >= 0 && t < vocab ? (double)ld_bf16(row + t) : 0.0;
+    sums[2 * r + 1] = t >= 0 && t < valid ? (double)ld_bf16(row + t) : 0.0;
   }
 }
 
 /* losses[r] = log Σ + rowmax − l_target; with dscale != 0 the row becomes
 ** (softmax − onehot)·dscale, each element rounded once. */
 static __global__ void finish_kernel(float *losses, bf16 *logits, const float *rowmax, const double *sums,
-                                     const int32_t *targets, int64_t v0, int64_t vocab, float dscale) {
+                                     const int32_t *targets, int64_t v0, int64_t vocab, int64_t valid,
+                                     float dscale) {
   const int64_t r = blockIdx.x;
   const double sum = sums[2 * r];
   const float mx = rowmax[r];
@@ -56,12 +59,12 @@ static __global__ void finish_kernel(float *losses, bf16 *logits, const float *r
   const float k = (float)((double)dscale / sum);
   const int64_t t = (int64_t)targets[r] - v0;
   for (int64_t j = threadIdx.x; j < vocab; j += blockDim.x)
-    st_bf16(row + j, expf(ld_bf16(row + j) - mx) * k - (j == t ? dscale : 0.0f));
+    st_bf16(row + j, j < valid ? expf(ld_bf16(row + j) - mx) * k - (j == t ? dscale : 0.0f) : 0.0f);
 }
 
 /* One block per row: gridDim.x holds up to 2^31 − 1 of them. */
-static int check_rows(const char *what, int64_t rows, int64_t vocab) {
-  if (rows < 0 || vocab < 0)
+static int check_rows(const char *what, int64_t rows, int64_t vocab, int64_t valid) {
+  if (rows < 0 || vocab < 0 || valid < 0 || valid > vocab)
     return TSL_CUDA_FAIL(TESSEL_E_INTERNAL, "%s: bad shape (rows %lld, vocab %lld)", what, (long long)rows,
                          (long long)vocab);
   if (rows > INT32_MAX) return TSL_CUDA_FAIL(TESSEL_E_UNSUPPORTED, "%s: %lld rows", what, (long long)rows);
@@ -69,30 +72,30 @@ static int check_rows(const char *what, int64_t rows, int64_t vocab) {
 }
 
 extern "C" int tsl_cuda_ce_rowmax(tsl_backend *be, tsl_stream *s, float *rowmax, const void *logits, int64_t rows,
-                                  int64_t vocab) {
-  int rc = check_rows("cross-entropy rowmax", rows, vocab);
+                                  int64_t vocab, int64_t valid) {
+  int rc = check_rows("cross-entropy rowmax", rows, vocab, valid);
   if (rc < 0 || rows == 0) return rc;
   return TSL_CU((rowmax_kernel<<<(unsigned)rows, TSL_THREADS, 0, tsl_cuda_stream(be, s)->s>>>(
-                     rowmax, (const bf16 *)logits, vocab),
+                     rowmax, (const bf16 *)logits, vocab, valid),
                  cudaGetLastError()));
 }
 
 extern "C" int tsl_cuda_ce_sums(tsl_backend *be, tsl_stream *s, double *sums, const void *logits,
                                 const float *rowmax, const int32_t *targets, int64_t rows, int64_t vocab_begin,
-                                int64_t vocab) {
-  int rc = check_rows("cross-entropy sums", rows, vocab);
+                                int64_t vocab, int64_t valid) {
+  int rc = check_rows("cross-entropy sums", rows, vocab, valid);
   if (rc < 0 || rows == 0) return rc;
   return TSL_CU((sums_kernel<<<(unsigned)rows, TSL_THREADS, 0, tsl_cuda_stream(be, s)->s>>>(
-                     sums, (const bf16 *)logits, rowmax, targets, vocab_begin, vocab),
+                     sums, (const bf16 *)logits, rowmax, targets, vocab_begin, vocab, valid),
                  cudaGetLastError()));
 }
 
 extern "C" int tsl_cuda_ce_finish(tsl_backend *be, tsl_stream *s, float *losses, void *logits, const float *rowmax,
                                   const double *sums, const int32_t *targets, int64_t rows, int64_t vocab_begin,
-                                  int64_t vocab, float dscale) {
-  int rc = check_rows("cross-entropy finish", rows, vocab);
+                                  int64_t vocab, int64_t valid, float dscale) {
+  int rc = check_rows("cross-entropy finish", rows, vocab, valid);
   if (rc < 0 || rows == 0) return rc;
   return TSL_CU((finish_kernel<<<(unsigned)rows, TSL_THREADS, 0, tsl_cuda_stream(be, s)->s>>>(
-                     losses, (bf16 *)logits, rowmax, sums, targets, vocab_begin, vocab, dscale),
+                     losses, (bf16 *)logits, rowmax, sums, targets, vocab_begin, vocab, valid, dscale),
                  cudaGetLastError()));
 }

@@ -79,6 +79,20 @@ static ncclRedOp_t nccl_op(tessel_redop op) {
   return op == TESSEL_MAX ? ncclMax : op == TESSEL_MIN ? ncclMin : ncclSum;
 }
 
+/* NCCL has no all-to-all: one send and one receive per peer, launched
+** together in a group. */
+static int all_to_all(tsl_dcomm *c, const tsl_coll *op, size_t n, ncclDataType_t t, cudaStream_t st) {
+  int size = 0, rc = TSL_NCCL(ncclCommCount(c->comm, &size));
+  size_t bytes = n * tessel_dtype_size(op->dtype);
+  if (rc < 0 || (rc = TSL_NCCL(ncclGroupStart())) < 0) return rc;
+  for (int peer = 0; peer < size && rc >= 0; peer++) {
+    rc = TSL_NCCL(ncclSend((const char *)op->send + (size_t)peer * bytes, n, t, peer, c->comm, st));
+    if (rc >= 0) rc = TSL_NCCL(ncclRecv((char *)op->recv + (size_t)peer * bytes, n, t, peer, c->comm, st));
+  }
+  int end = TSL_NCCL(ncclGroupEnd());
+  return rc < 0 ? rc : end;
+}
+
 /* Counts are per rank's block, as tsl_coll documents, which is how NCCL
 ** counts too (reduce-scatter: recvcount, all-gather: sendcount). */
 int tsl_cuda_dcomm_post(tsl_backend *be, tsl_dcomm *c, const tsl_coll *op, tsl_stream *s) {
@@ -96,6 +110,7 @@ int tsl_cuda_dcomm_post(tsl_backend *be, tsl_dcomm *c, const tsl_coll *op, tsl_s
     case TSL_COLL_REDUCE: return TSL_NCCL(ncclReduce(op->send, op->recv, n, t, rop, op->peer, c->comm, st));
     case TSL_COLL_SEND: return TSL_NCCL(ncclSend(op->send, n, t, op->peer, c->comm, st));
     case TSL_COLL_RECV: return TSL_NCCL(ncclRecv(op->recv, n, t, op->peer, c->comm, st));
+    case TSL_COLL_ALL_TO_ALL: return all_to_all(c, op, n, t, st);
   }
   return TSL_CUDA_FAIL(TESSEL_E_INTERNAL, "unknown collective kind %d", (int)op->kind);
 }

@@ -226,13 +226,13 @@ int tsl_cuda_embed_positions_backward(tsl_backend *be, tsl_stream *s, float *dwp
                                       const void *dout, int64_t batch, int64_t seq, int64_t width);
 
 int tsl_cuda_ce_rowmax(tsl_backend *be, tsl_stream *s, float *rowmax, const void *logits,
-                       int64_t rows, int64_t vocab);
+                       int64_t rows, int64_t vocab, int64_t valid);
 int tsl_cuda_ce_sums(tsl_backend *be, tsl_stream *s, double *sums, const void *logits,
                      const float *rowmax, const int32_t *targets, int64_t rows,
-                     int64_t vocab_begin, int64_t vocab);
+                     int64_t vocab_begin, int64_t vocab, int64_t valid);
 int tsl_cuda_ce_finish(tsl_backend *be, tsl_stream *s, float *losses, void *logits,
                        const float *rowmax, const double *sums, const int32_t *targets,
-                       int64_t rows, int64_t vocab_begin, int64_t vocab, float dscale);
+                       int64_t rows, int64_t vocab_begin, int64_t vocab, int64_t valid, float dscale);
 
 int tsl_cuda_adamw(tsl_backend *be, tsl_stream *s, float *master, void *work, const float *grad,
                    float *m, float *v, int64_t n, float lr, float beta1, float beta2, float eps,

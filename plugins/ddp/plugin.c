@@ -1,17 +1,14 @@
-/* plugins/ddp/plugin.c — the strategy table, options and mesh. */
+/* plugins/ddp/plugin.c — data parallelism: the strategy table, its options,
+** its mesh and its three communication hooks. */
 #include <stdlib.h>
 
 #include "ddp.h"
 
 static tessel_status create(const tessel_host_api *api, tessel_host *host, const tessel_cfg *section, void **out) {
   ddp *d = calloc(1, sizeof *d);
-  if (!d) return api->set_error(host, TESSEL_E_NOMEM, "ddp: out of host memory");
-  d->api = api;
-  d->host = host;
-  d->sync = 1;
-  tessel_status st = api->cfg->get_size(host, section, "bucket_size", 25u << 20, &d->bucket_bytes);
-  if (st >= 0 && d->bucket_bytes == 0)
-    st = api->cfg->error_at(host, section, "bucket_size", "must be positive (a size such as 25MiB)");
+  if (!d) return api->set_error(host, TESSEL_E_NOMEM, "out of host memory");
+  d->x = (tessel_sdk){api, host, section};
+  tessel_status st = tessel_opt_positive_size(&d->x, "bucket_size", 25u << 20, &d->bucket_bytes);
   if (st < 0) {
     free(d);
     return st;
@@ -21,8 +18,9 @@ static tessel_status create(const tessel_host_api *api, tessel_host *host, const
 }
 
 static void destroy(void *inst) {
-  ddp_free_buckets(inst);
-  free(inst);
+  ddp *d = inst;
+  tessel_buckets_free(&d->buckets);
+  free(d);
 }
 
 /* One axis: every rank is a data-parallel replica. */
@@ -35,26 +33,48 @@ static tessel_status mesh(void *inst, int world_size, tessel_mesh *m) {
   return TESSEL_OK;
 }
 
+static int every_gradient(void *ctx, const tessel_param_info *p) {
+  (void)ctx;
+  (void)p;
+  return 0;
+}
+
 static tessel_status setup(void *inst) {
   ddp *d = inst;
-  tessel_status st = d->api->comm->group(d->host, 1u << 0, &d->dp);
-  return st < 0 ? st : ddp_plan_buckets(d);
+  TESSEL_TRY(d->x.api->comm->group(d->x.host, 1u << 0, &d->dp));
+  TESSEL_TRY(tessel_buckets_plan(&d->buckets, &d->x, d->bucket_bytes, every_gradient, NULL));
+  d->x.api->log(d->x.host, TESSEL_LOG_INFO, "%d gradient bucket(s) of up to %llu bytes", d->buckets.n,
+                (unsigned long long)d->bucket_bytes);
+  return TESSEL_OK;
 }
+
+static tessel_status all_reduce(void *ctx, tessel_bucket *b) {
+  ddp *d = ctx;
+  return d->x.api->comm->all_reduce(d->x.host, d->dp, b->range, b->range, b->count, TESSEL_F32, TESSEL_SUM, &b->work);
+}
+
+/* After backward of `unit`, every bucket whose gradients are now final
+** starts its all-reduce. */
+static tessel_status after_backward(void *inst, int unit, int micro) {
+  ddp *d = inst;
+  return tessel_buckets_ready(&d->buckets, unit, micro, all_reduce, d);
+}
+
+static tessel_status grads_finish(void *inst) { return tessel_buckets_finish(&((ddp *)inst)->buckets); }
 
 static const tessel_strategy strategy = {
     .size = sizeof(tessel_strategy),
     .abi_version = TESSEL_ABI_VERSION,
     .name = "ddp",
-    .version = "1.0.0",
+    .version = "2.0.0",
     .description = "data parallel: replicated model, bucketed gradient all-reduce overlapping backward",
     .caps = TESSEL_CAP_DATA_PARALLEL,
     .create = create,
     .destroy = destroy,
     .mesh = mesh,
     .setup = setup,
-    .after_backward = ddp_after_backward,
-    .set_grad_sync = ddp_set_grad_sync,
-    .grads_finish = ddp_grads_finish,
+    .after_backward = after_backward,
+    .grads_finish = grads_finish,
 };
 
 TESSEL_STRATEGY_DEFINE(strategy)

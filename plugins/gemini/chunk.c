@@ -56,7 +56,7 @@ void gm_tensor_part(const gm_chunks *cs, int t, int rank, uint64_t *begin, uint6
 static tessel_status segments(gm_chunks *cs, int k, int rank) {
   gm_chunk *c = &cs->c[k];
   c->segs = calloc((size_t)c->count, sizeof *c->segs);
-  if (!c->segs) return cs->api->set_error(cs->host, TESSEL_E_NOMEM, "gemini: out of host memory for chunk segments");
+  if (!c->segs) return cs->api->set_error(cs->host, TESSEL_E_NOMEM, "out of host memory for chunk segments");
   for (int t = c->first; t < c->first + c->count; t++) {
     uint64_t b, e;
     gm_tensor_part(cs, t, rank, &b, &e);
@@ -80,13 +80,13 @@ tessel_status gm_chunks_build(gm_chunks *cs, const tessel_host_api *api, tessel_
   uint64_t *sizes = malloc(sizeof *sizes * (size_t)n), total;
   int *chunk = malloc(sizeof *chunk * (size_t)n);
   if (!numel || !offset || !sizes || !chunk) {
-    st = api->set_error(host, TESSEL_E_NOMEM, "gemini: out of host memory packing chunks");
+    st = api->set_error(host, TESSEL_E_NOMEM, "out of host memory packing chunks");
     goto done;
   }
   for (int i = 0; i < n; i++) numel[i] = tensors[i].numel;
   cs->nc = gm_pack(numel, n, chunk_elems, cs->align, chunk, offset, sizes, &total);
   if (!(cs->c = calloc((size_t)cs->nc, sizeof *cs->c))) {
-    st = api->set_error(host, TESSEL_E_NOMEM, "gemini: out of host memory for %d chunks", cs->nc);
+    st = api->set_error(host, TESSEL_E_NOMEM, "out of host memory for %d chunks", cs->nc);
     goto done;
   }
   for (int k = 0; k < cs->nc; k++) {
@@ -142,7 +142,7 @@ static int allowed(gm_state from, gm_state to) {
 tessel_status gm_set_state(gm_chunks *cs, int t, gm_state to) {
   gm_tensor *x = &cs->t[t];
   if (!allowed(x->state, to))
-    return cs->api->set_error(cs->host, TESSEL_E_INTERNAL, "gemini: tensor %s (chunk %d) cannot go from %s to %s",
+    return cs->api->set_error(cs->host, TESSEL_E_INTERNAL, "tensor %s (chunk %d) cannot go from %s to %s",
                               x->name, x->chunk, gm_state_name(x->state), gm_state_name(to));
   gm_chunk *c = &cs->c[x->chunk];
   c->in_state[x->state]--;

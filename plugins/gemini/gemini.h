@@ -23,7 +23,7 @@
 #ifndef GEMINI_H
 #define GEMINI_H
 
-#include "tessel/plugin.h"
+#include "tessel/sdk.h"
 
 /* ------------------------------------------------------------ options */
 
@@ -165,6 +165,7 @@ typedef enum {
 typedef struct gemini {
   const tessel_host_api *api;
   tessel_host *host;
+  tessel_stream *s;       /* the compute stream (from setup on) */
   gm_opts o;
   int world, rank;
   tessel_group *dp;
@@ -235,10 +236,6 @@ const char *gm_bytes(uint64_t bytes, char buf[32]); /* "12.50 MiB" */
 tessel_status gm_max_over_dp(gemini *g, double *v, int n); /* each v[i]: the largest of any rank (n <= 2) */
 void gm_place(gemini *g);                    /* the initial placement from the options */
 uint64_t gm_budget(const gemini *g);         /* room for model data on the device */
-/* The reduction scratch the core grows during the first step (the
-** cross-entropy's row maxima and sums, core/compute/compute.c), counted in
-** advance so that plans made at setup also hold for step 1. */
-uint64_t gm_core_scratch(const gemini *g);
 tessel_status gm_make_room(gemini *g, int pos, uint64_t demand);
 tessel_status gm_prefetch_ahead(gemini *g, int pos);
 tessel_status gm_check_fit(gemini *g);       /* stop before step 1 when a step cannot fit */
@@ -250,7 +247,7 @@ tessel_status gm_before_forward(void *inst, int unit, int micro);
 tessel_status gm_after_forward(void *inst, int unit, int micro);
 tessel_status gm_before_backward(void *inst, int unit, int micro);
 tessel_status gm_after_backward(void *inst, int unit, int micro);
-tessel_status gm_prefetch_hook(void *inst, int next_unit, int backward);
+tessel_status gm_prefetch_hook(void *inst, int next_unit, tessel_phase phase);
 tessel_status gm_set_grad_sync(void *inst, int on);
 tessel_status gm_grads_finish(void *inst);
 /* A training step simulated dry: the current placement, the given policy and prefetch. */
@@ -267,7 +264,7 @@ tessel_status gm_grad_norm(void *inst, double *sumsq);
 tessel_status gm_optimizer_step(void *inst, const tessel_optim_step *hp);
 
 /* state.c */
-tessel_status gm_state_read(void *inst, int param, tessel_state which, float *host_dst);
-tessel_status gm_state_write(void *inst, int param, tessel_state which, const float *host_src);
+tessel_status gm_state_read(void *inst, int param, tessel_state_ref which, float *host_dst);
+tessel_status gm_state_write(void *inst, int param, tessel_state_ref which, const float *host_src);
 
 #endif

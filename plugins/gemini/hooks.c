@@ -103,7 +103,7 @@ static tessel_status visit_after(gemini *g, int p) {
 static tessel_status finish(gemini *g) {
   tessel_status st;
   if (g->pos != g->train.n - 1)
-    return g->api->set_error(g->host, TESSEL_E_INTERNAL, "gemini: the step ended after visit %d of %d", g->pos + 1,
+    return g->api->set_error(g->host, TESSEL_E_INTERNAL, "the step ended after visit %d of %d", g->pos + 1,
                              g->train.n);
   for (int k = 0; k < g->cs.nc; k++)
     if ((st = gm_reduce_complete(g, k)) < 0) return st;
@@ -111,7 +111,7 @@ static tessel_status finish(gemini *g) {
     const gm_tensor *x = &g->cs.t[t];
     if (x->state != GM_FREE && x->state != GM_HOLD)
       return g->api->set_error(g->host, TESSEL_E_INTERNAL,
-                               "gemini: the gradient of %s was never reduced: it is %s at the end of the step", x->name,
+                               "the gradient of %s was never reduced: it is %s at the end of the step", x->name,
                                gm_state_name(x->state));
   }
   g->training = 0;
@@ -131,7 +131,7 @@ static tessel_status check_visit(gemini *g, int unit, int micro, int backward, i
   if (p < 0 || p != expect) {
     const gm_visit *e = g->sch && expect >= 0 && expect < g->sch->n ? &g->sch->v[expect] : NULL;
     return g->api->set_error(g->host, TESSEL_E_INTERNAL,
-                             "gemini: %s unit %d of micro-batch %d came out of the order gemini plans for (%s "
+                             "%s unit %d of micro-batch %d came out of the order gemini plans for (%s "
                              "expected %s unit %d of micro-batch %d)",
                              backward ? "backward" : "forward", unit, micro, g->training ? "training" : "evaluation",
                              e ? (e->backward ? "backward" : "forward") : "no", e ? e->unit : -1, e ? e->micro : -1);
@@ -160,12 +160,12 @@ tessel_status gm_before_backward(void *inst, int unit, int micro) { return befor
 tessel_status gm_after_backward(void *inst, int unit, int micro) { return after(inst, unit, micro, 1); }
 
 /* The core's hint names the next unit; gemini already knows it, and looks
-** further ahead than one unit. */
-tessel_status gm_prefetch_hook(void *inst, int next_unit, int backward) {
+** further ahead than one unit. Before the optimizer step it has nothing to
+** fetch: each chunk's state is updated where it lives. */
+tessel_status gm_prefetch_hook(void *inst, int next_unit, tessel_phase phase) {
   gemini *g = inst;
   (void)next_unit;
-  (void)backward;
-  return gm_prefetch_ahead(g, g->pos);
+  return phase == TESSEL_PHASE_OPTIMIZER ? TESSEL_OK : gm_prefetch_ahead(g, g->pos);
 }
 
 /* Called before every micro-batch of a training step; the first one opens
@@ -184,7 +184,7 @@ tessel_status gm_set_grad_sync(void *inst, int on) {
 tessel_status gm_grads_finish(void *inst) {
   gemini *g = inst;
   if (!g->training)
-    return g->api->set_error(g->host, TESSEL_E_INTERNAL, "gemini: grads_finish without a training step in progress");
+    return g->api->set_error(g->host, TESSEL_E_INTERNAL, "grads_finish without a training step in progress");
   return finish(g);
 }
 
@@ -199,7 +199,7 @@ tessel_status gm_simulate(gemini *g, gm_policy policy, int prefetch, int all_off
   s.cs.t = malloc(sizeof *s.cs.t * (size_t)g->cs.nt);
   s.cs.c = malloc(sizeof *s.cs.c * (size_t)g->cs.nc);
   if (!s.cs.t || !s.cs.c) {
-    st = g->api->set_error(g->host, TESSEL_E_NOMEM, "gemini: out of host memory simulating a step");
+    st = g->api->set_error(g->host, TESSEL_E_NOMEM, "out of host memory simulating a step");
     goto done;
   }
   memcpy(s.cs.t, g->cs.t, sizeof *s.cs.t * (size_t)g->cs.nt);

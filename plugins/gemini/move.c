@@ -16,7 +16,7 @@
 #include "gemini.h"
 
 static tessel_status internal(gemini *g, const char *what, int k) {
-  return g->api->set_error(g->host, TESSEL_E_INTERNAL, "gemini: %s (chunk %d)", what, k);
+  return g->api->set_error(g->host, TESSEL_E_INTERNAL, "%s (chunk %d)", what, k);
 }
 
 /* Where a gather reads this rank's parameter shard from. */
@@ -41,7 +41,7 @@ tessel_status gm_gather(gemini *g, int k, int backward) {
   for (int t = c->first; t < c->first + c->count; t++) {
     gm_state s = g->cs.t[t].state;
     if (s == GM_HOLD || s == GM_COMPUTE)
-      return api->set_error(g->host, TESSEL_E_INTERNAL, "gemini: tensor %s is %s while its chunk %d is not gathered",
+      return api->set_error(g->host, TESSEL_E_INTERNAL, "tensor %s is %s while its chunk %d is not gathered",
                             g->cs.t[t].name, gm_state_name(s), k);
     /* a gradient in progress lives in the gradient buffer: its state stays */
     if (s == GM_FREE && (st = gm_set_state(&g->cs, t, GM_HOLD)) < 0) return st;
@@ -113,7 +113,7 @@ tessel_status gm_grad_buffer(gemini *g, int k) {
 ** host: the device values come over first. */
 static tessel_status accumulate(gemini *g, gm_chunk *c, const float *src) {
   const tessel_host_api *api = g->api;
-  tessel_stream *s = api->stream->compute(g->host);
+  tessel_stream *s = g->s;
   uint64_t bytes = 4 * c->shard;
   tessel_status st;
   int first = !c->acc;

@@ -14,7 +14,7 @@
 tessel_status gm_grad_norm(void *inst, double *sumsq) {
   gemini *g = inst;
   const tessel_host_api *api = g->api;
-  tessel_stream *s = api->stream->compute(g->host);
+  tessel_stream *s = g->s;
   const double zero = 0.0;
   tessel_status st =
       api->mem->copy(g->host, TESSEL_TIER_DEVICE, g->norm, 0, TESSEL_TIER_HOST, &zero, 0, sizeof zero, NULL);
@@ -38,7 +38,7 @@ static tessel_status moments(gemini *g, gm_chunk *c, int to_nvme) {
   uint64_t bytes = 4 * c->shard;
   tessel_status st;
   if (to_nvme) {
-    if ((st = api->stream->sync(g->host, api->stream->compute(g->host))) < 0 ||
+    if ((st = api->stream->sync(g->host, g->s)) < 0 ||
         (st = api->mem->copy(g->host, TESSEL_TIER_NVME, c->m, 0, TESSEL_TIER_HOST, stage_m, 0, bytes, NULL)) < 0)
       return st;
     return api->mem->copy(g->host, TESSEL_TIER_NVME, c->v, 0, TESSEL_TIER_HOST, stage_v, 0, bytes, NULL);
@@ -50,11 +50,11 @@ static tessel_status moments(gemini *g, gm_chunk *c, int to_nvme) {
 
 static tessel_status step_chunk(gemini *g, int k, const tessel_optim_step *hp) {
   const tessel_host_api *api = g->api;
-  tessel_stream *s = api->stream->compute(g->host);
+  tessel_stream *s = g->s;
   gm_chunk *c = &g->cs.c[k];
   tessel_status st;
   if (!c->acc)
-    return api->set_error(g->host, TESSEL_E_INTERNAL, "gemini: chunk %d has no gradient for this step", k);
+    return api->set_error(g->host, TESSEL_E_INTERNAL, "chunk %d has no gradient for this step", k);
   c->acc = 0; /* the next step's first micro-batch overwrites the shard */
   if (c->nsegs == 0) return TESSEL_OK;
   float *m = c->m, *v = c->v;
@@ -65,12 +65,11 @@ static tessel_status step_chunk(gemini *g, int k, const tessel_optim_step *hp) {
   }
   for (int i = 0; i < c->nsegs; i++) {
     const gm_segment *seg = &c->segs[i];
-    float wd = (g->cs.t[seg->tensor].flags & TESSEL_PARAM_NO_DECAY) ? 0.0f : hp->weight_decay;
     float *p = c->master + seg->shard_off;
-    if ((st = api->kernels->adamw(g->host, s, p, p, c->gshard + seg->shard_off, m + seg->shard_off, v + seg->shard_off,
-                                  (int64_t)seg->n, hp->lr, hp->beta1, hp->beta2, hp->eps, wd, hp->grad_scale,
-                                  hp->step)) < 0)
-      return st;
+    tessel_optim_update u = {.size = sizeof u, .master = p, .work = p, .grad = c->gshard + seg->shard_off,
+                             .slots = {m + seg->shard_off, v + seg->shard_off}, .n = (int64_t)seg->n,
+                             .no_decay = (g->cs.t[seg->tensor].flags & TESSEL_PARAM_NO_DECAY) != 0};
+    TESSEL_TRY(api->kernels->optimizer_update(g->host, s, &u, hp));
   }
   if (c->nvme && (st = moments(g, c, 1)) < 0) return st;
   if (c->param_dev)
@@ -83,7 +82,7 @@ tessel_status gm_optimizer_step(void *inst, const tessel_optim_step *hp) {
   /* gathered copies would be stale after the update */
   tessel_status st = gm_release_all(g);
   for (int k = 0; k < g->cs.nc && st >= 0; k++) st = step_chunk(g, k, hp);
-  if (st >= 0) st = g->api->stream->sync(g->host, g->api->stream->compute(g->host));
+  if (st >= 0) st = g->api->stream->sync(g->host, g->g->s);
   if (st >= 0 && g->warmup) st = gm_warmup_end(g);
   return st;
 }

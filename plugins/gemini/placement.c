@@ -49,7 +49,7 @@ tessel_status gm_max_over_dp(gemini *g, double *v, int n) {
       (st = api->comm->all_reduce(g->host, g->dp, g->norm, g->norm, (uint64_t)n, TESSEL_F64, TESSEL_MAX, NULL)) < 0 ||
       (st = api->mem->copy(g->host, TESSEL_TIER_HOST, v, 0, TESSEL_TIER_DEVICE, g->norm, 0, bytes, NULL)) < 0)
     return st;
-  return api->stream->sync(g->host, api->stream->compute(g->host));
+  return api->stream->sync(g->host, g->s);
 }
 
 void gm_place(gemini *g) {
@@ -94,7 +94,7 @@ tessel_status gm_make_room(gemini *g, int pos, uint64_t demand) {
     if (victim < 0) {
       char a[32], b[32], c[32], d[32];
       return g->api->set_error(g->host, TESSEL_E_NOMEM,
-                               "gemini: unit %d needs %s more on the device, which holds %s of model data, and "
+                               "unit %d needs %s more on the device, which holds %s of model data, and "
                                "placement auto's budget is %s (device.memory_limit × steady_ratio − %s non-model)",
                                g->sch->v[pos].unit, gm_bytes(demand, a), gm_bytes(g->dev_bytes, b), gm_bytes(budget, c),
                                gm_bytes(g->nonmodel, d));
@@ -134,11 +134,6 @@ tessel_status gm_prefetch_ahead(gemini *g, int pos) {
   return TESSEL_OK;
 }
 
-uint64_t gm_core_scratch(const gemini *g) {
-  uint64_t rows = (uint64_t)g->dims.micro_batch * (uint64_t)g->dims.seq_len;
-  return ((4 * rows + 7) & ~7ull) + 16 * rows;
-}
-
 tessel_status gm_check_fit(gemini *g) {
   tessel_status st;
   gm_sim least, planned;
@@ -151,7 +146,7 @@ tessel_status gm_check_fit(gemini *g) {
   if (other + least.peak > limit)
     return g->api->set_error(
         g->host, TESSEL_E_NOMEM,
-        "gemini: this model cannot train on this device even with every chunk offloaded: a step needs at least %s "
+        "this model cannot train on this device even with every chunk offloaded: a step needs at least %s "
         "on the device (%s of activations and scratch, %s for the chunks of the largest unit and their gradients), "
         "and %s%s is available. Raise device.memory_limit, lower train.micro_batch_size or set a smaller "
         "plugin.chunk_size.",
@@ -161,7 +156,7 @@ tessel_status gm_check_fit(gemini *g) {
   if ((st = gm_simulate(g, GM_RELEASE, g->o.prefetch, 0, 0, &planned)) < 0) return st;
   if (other + planned.peak > limit)
     return g->api->set_error(g->host, TESSEL_E_NOMEM,
-                             "gemini: static placement needs %s on the device (%s of activations and scratch, %s of "
+                             "static placement needs %s on the device (%s of activations and scratch, %s of "
                              "chunks), and the device has %s. With everything offloaded a step needs %s: raise "
                              "offload_optim_frac and offload_param_frac, or use placement: auto.",
                              gm_bytes(other + planned.peak, a), gm_bytes(other, b), gm_bytes(planned.peak, c),

@@ -6,6 +6,12 @@
 
 static const char *const static_only[] = {"shard_param_frac", "offload_optim_frac", "offload_param_frac"};
 
+/* Is the key in the section? */
+static int has(gemini *g, const tessel_cfg *sec, const char *key) {
+  int present = 0;
+  return g->api->cfg->has(g->host, sec, key, &present) >= 0 && present;
+}
+
 static tessel_status options(gemini *g, const tessel_cfg *sec) {
   const tessel_cfg_api *cfg = g->api->cfg;
   tessel_host *h = g->host;
@@ -26,17 +32,17 @@ static tessel_status options(gemini *g, const tessel_cfg *sec) {
     return st;
   o->placement = (gm_placement)placement;
   o->prefetch = (int)prefetch;
-  if (cfg->has(h, sec, "chunk_size") && o->chunk_bytes == 0)
+  if (has(g, sec, "chunk_size") && o->chunk_bytes == 0)
     return cfg->error_at(h, sec, "chunk_size",
                          "must be positive (a size such as 1MiB; leave it out to search for one)");
   if (o->steady_ratio <= 0.0) return cfg->error_at(h, sec, "steady_ratio", "must be above 0, got %g", o->steady_ratio);
   if (o->placement == GM_AUTO) {
     for (size_t i = 0; i < sizeof static_only / sizeof *static_only; i++)
-      if (cfg->has(h, sec, static_only[i]))
+      if (has(g, sec, static_only[i]))
         return cfg->error_at(h, sec, static_only[i],
                              "applies to placement: static only (placement: auto places chunks itself)");
   } else {
-    if (cfg->has(h, sec, "steady_ratio"))
+    if (has(g, sec, "steady_ratio"))
       return cfg->error_at(h, sec, "steady_ratio", "applies to placement: auto only");
     if (o->offload_param_frac > o->offload_optim_frac)
       return cfg->error_at(h, sec, "offload_param_frac",
@@ -56,7 +62,7 @@ static tessel_status options(gemini *g, const tessel_cfg *sec) {
 
 static tessel_status create(const tessel_host_api *api, tessel_host *host, const tessel_cfg *section, void **out) {
   gemini *g = calloc(1, sizeof *g);
-  if (!g) return api->set_error(host, TESSEL_E_NOMEM, "gemini: out of host memory");
+  if (!g) return api->set_error(host, TESSEL_E_NOMEM, "out of host memory");
   g->api = api;
   g->host = host;
   g->pos = -1;
@@ -93,22 +99,23 @@ static tessel_status mesh(void *inst, int world_size, tessel_mesh *m) {
 ** (layouts need them, and the model exists from then on). */
 static tessel_status plan(gemini *g) {
   const tessel_model_api *model = g->api->model;
-  int n = model->param_count(g->host);
+  int n;
+  TESSEL_TRY(model->param_count(g->host, &n));
+  TESSEL_TRY(g->api->world(g->host, &g->rank, NULL));
   tessel_status st = TESSEL_OK;
   gm_tensor *t = calloc((size_t)n, sizeof *t);
   uint64_t *numel = calloc((size_t)n, sizeof *numel);
   if (!t || !numel) {
-    st = g->api->set_error(g->host, TESSEL_E_NOMEM, "gemini: out of host memory for %d tensors", n);
+    st = g->api->set_error(g->host, TESSEL_E_NOMEM, "out of host memory for %d tensors", n);
     goto fail;
   }
   for (int i = 0; i < n; i++) {
     tessel_param_info info = {.size = sizeof info};
     if ((st = model->param_info(g->host, i, &info)) < 0) goto fail;
-    t[i] = (gm_tensor){.param = i, .name = info.name, .flags = info.flags,
+    t[i] = (gm_tensor){.param = i, .name = info.name, .flags = info.flags, .ready_unit = info.first_unit,
                        .numel = (uint64_t)info.shape[0] * (uint64_t)(info.ndim == 2 ? info.shape[1] : 1)};
     numel[i] = t[i].numel;
   }
-  g->rank = g->api->world_rank(g->host);
   uint64_t align = gm_align(g->world), elems;
   if (g->o.chunk_bytes) {
     elems = (g->o.chunk_bytes + 3) / 4;
@@ -132,7 +139,7 @@ static tessel_status layout(void *inst, const tessel_param_info *info, tessel_la
   tessel_status st;
   if (!g->planned && (st = plan(g)) < 0) return st;
   if (info->index < 0 || info->index >= g->cs.nt)
-    return g->api->set_error(g->host, TESSEL_E_INTERNAL, "gemini: parameter %d is not in the chunks", info->index);
+    return g->api->set_error(g->host, TESSEL_E_INTERNAL, "parameter %d is not in the chunks", info->index);
   uint64_t begin, end;
   gm_tensor_part(&g->cs, info->index, g->rank, &begin, &end);
   out->kind = TESSEL_LAYOUT_FLAT;
@@ -203,15 +210,14 @@ static tessel_status setup(void *inst) {
   tessel_status st;
   gm_sim first;
   tessel_tier_stats dev = {.size = sizeof dev};
+  int dp_rank, dp_size;
   g->dims.size = sizeof g->dims;
-  if ((st = api->model->dims(g->host, &g->dims)) < 0) return st;
-  if (g->dims.act_dtype != TESSEL_F32)
-    return api->set_error(g->host, TESSEL_E_UNSUPPORTED,
-                          "gemini keeps parameters and gradients in fp32 chunks and gathers them as they are; this "
-                          "backend computes in 16 bits, which gemini does not support yet");
-  if ((st = api->comm->group(g->host, 1u << 0, &g->dp)) < 0) return st;
-  if (api->comm->nranks(g->host, g->dp) != g->world || api->comm->rank(g->host, g->dp) != g->rank)
-    return api->set_error(g->host, TESSEL_E_INTERNAL, "gemini: the dp group is not the world it planned for");
+  TESSEL_TRY(api->model->dims(g->host, &g->dims));
+  TESSEL_TRY(api->stream->compute(g->host, &g->s));
+  TESSEL_TRY(api->comm->group(g->host, 1u << 0, &g->dp));
+  TESSEL_TRY(api->comm->group_info(g->host, g->dp, &dp_rank, &dp_size));
+  if (dp_size != g->world || dp_rank != g->rank)
+    return api->set_error(g->host, TESSEL_E_INTERNAL, "the dp group is not the world it planned for");
   if ((st = gm_units_build(g)) < 0 || (st = gm_schedules_build(g)) < 0) return st;
   if ((st = api->mem->alloc(g->host, TESSEL_TIER_DEVICE, TESSEL_MEM_SCRATCH, 2 * sizeof(double), "gemini reductions",
                             (void **)&g->norm)) < 0 ||
@@ -221,7 +227,7 @@ static tessel_status setup(void *inst) {
   ** device of any rank (as -capacity; an unbounded device counts as none) */
   double shared[2] = {(double)dev.non_model, dev.capacity == UINT64_MAX ? -1e30 : -(double)dev.capacity};
   if ((st = gm_max_over_dp(g, shared, 2)) < 0) return st;
-  g->nonmodel = (uint64_t)shared[0] + gm_core_scratch(g);
+  g->nonmodel = (uint64_t)shared[0];
   g->cap = shared[1] <= -1e30 ? UINT64_MAX : (uint64_t)-shared[1];
   gm_place(g);
   log_layout(g);
@@ -232,7 +238,7 @@ static tessel_status setup(void *inst) {
   if (g->o.nvme_optim_frac > 0 && (st = api->mem->set_nvme_dir(g->host, g->o.nvme_dir)) < 0) return st;
   if ((st = gm_store_create(g)) < 0) return st;
   if (automatic && !(g->warm_unit = calloc((size_t)g->nunits, sizeof *g->warm_unit)))
-    return api->set_error(g->host, TESSEL_E_NOMEM, "gemini: out of host memory for the warm-up readings");
+    return api->set_error(g->host, TESSEL_E_NOMEM, "out of host memory for the warm-up readings");
   g->policy = GM_RELEASE;
   g->prefetch = automatic ? 0 : g->o.prefetch;
   g->warmup = automatic;
@@ -243,9 +249,10 @@ static const tessel_strategy strategy = {
     .size = sizeof(tessel_strategy),
     .abi_version = TESSEL_ABI_VERSION,
     .name = "gemini",
-    .version = "1.0.0",
+    .version = "2.0.0",
     .description = "chunk-based ZeRO-3: parameters, gradients and AdamW state in chunks over device, host and NVMe",
-    .caps = TESSEL_CAP_DATA_PARALLEL | TESSEL_CAP_SHARDED_STATE | TESSEL_CAP_OFFLOAD | TESSEL_CAP_OWNS_OPTIMIZER,
+    .caps = TESSEL_CAP_DATA_PARALLEL | TESSEL_CAP_SHARDED_STATE | TESSEL_CAP_OFFLOAD | TESSEL_CAP_OWNS_OPTIMIZER |
+            TESSEL_CAP_FP32_ACTIVATIONS,
     .create = create,
     .destroy = destroy,
     .mesh = mesh,

@@ -13,54 +13,52 @@
 #include "gemini.h"
 
 static tessel_status nomem(gemini *g) {
-  return g->api->set_error(g->host, TESSEL_E_NOMEM, "gemini: out of host memory for the unit tables");
+  return g->api->set_error(g->host, TESSEL_E_NOMEM, "out of host memory for the unit tables");
 }
 
-/* Unit u's parameters and their chunks (ascending, each once). */
+/* Add parameter t to unit x (each once) and its chunk (ascending, each once). */
+static tessel_status add_tensor(gemini *g, gm_unit *x, int u, int t) {
+  if (t < 0 || t >= g->cs.nt)
+    return g->api->set_error(g->host, TESSEL_E_INTERNAL, "unit %d uses parameter %d of %d", u, t, g->cs.nt);
+  for (int i = 0; i < x->nt; i++)
+    if (x->tensors[i] == t) return TESSEL_OK;
+  x->tensors[x->nt++] = t;
+  int c = g->cs.t[t].chunk, at = x->nc;
+  while (at > 0 && x->chunks[at - 1] > c) at--;
+  if (at > 0 && x->chunks[at - 1] == c) return TESSEL_OK;
+  memmove(x->chunks + at + 1, x->chunks + at, sizeof *x->chunks * (size_t)(x->nc - at));
+  x->chunks[at] = c;
+  x->nc++;
+  return TESSEL_OK;
+}
+
+/* Unit u's parameters (the weights and biases of its ops) and their chunks. */
 static tessel_status build_unit(gemini *g, int u) {
   gm_unit *x = &g->units[u];
-  int n = g->api->model->unit_params(g->host, u, NULL, 0);
-  x->tensors = calloc((size_t)(n > 0 ? n : 1), sizeof *x->tensors);
-  x->chunks = calloc((size_t)(n > 0 ? n : 1), sizeof *x->chunks);
+  tessel_unit_info info = {.size = sizeof info};
+  TESSEL_TRY(g->api->model->unit_info(g->host, u, &info));
+  x->tensors = calloc((size_t)(2 * info.n_ops + 1), sizeof *x->tensors);
+  x->chunks = calloc((size_t)(2 * info.n_ops + 1), sizeof *x->chunks);
   if (!x->tensors || !x->chunks) return nomem(g);
-  x->nt = g->api->model->unit_params(g->host, u, x->tensors, n);
-  for (int i = 0; i < x->nt; i++) {
-    int t = x->tensors[i];
-    if (t < 0 || t >= g->cs.nt)
-      return g->api->set_error(g->host, TESSEL_E_INTERNAL, "gemini: unit %d uses parameter %d of %d", u, t, g->cs.nt);
-    int c = g->cs.t[t].chunk, at = x->nc;
-    while (at > 0 && x->chunks[at - 1] > c) at--;
-    if (at > 0 && x->chunks[at - 1] == c) continue;
-    memmove(x->chunks + at + 1, x->chunks + at, sizeof *x->chunks * (size_t)(x->nc - at));
-    x->chunks[at] = c;
-    x->nc++;
+  for (int k = 0; k < info.n_ops; k++) {
+    tessel_op op = {.size = sizeof op};
+    TESSEL_TRY(g->api->model->unit_op(g->host, u, k, &op));
+    if (op.weight >= 0) TESSEL_TRY(add_tensor(g, x, u, op.weight));
+    if (op.bias >= 0) TESSEL_TRY(add_tensor(g, x, u, op.bias));
   }
   return TESSEL_OK;
 }
 
 tessel_status gm_units_build(gemini *g) {
-  tessel_status st;
   g->nunits = g->dims.units;
   if (!(g->units = calloc((size_t)g->nunits, sizeof *g->units))) return nomem(g);
-  for (int t = 0; t < g->cs.nt; t++) g->cs.t[t].ready_unit = -1;
-  /* a gradient is final after the backward of the lowest unit using it */
-  for (int u = 0; u < g->nunits; u++) {
-    if ((st = build_unit(g, u)) < 0) return st;
-    for (int i = 0; i < g->units[u].nt; i++) {
-      gm_tensor *t = &g->cs.t[g->units[u].tensors[i]];
-      if (t->ready_unit < 0) t->ready_unit = u;
-    }
-  }
+  for (int u = 0; u < g->nunits; u++) TESSEL_TRY(build_unit(g, u));
   int U = g->nunits;
   for (int k = 0; k < g->cs.nc; k++) {
     gm_chunk *c = &g->cs.c[k];
     int ready = U;
-    for (int t = c->first; t < c->first + c->count; t++) {
-      if (g->cs.t[t].ready_unit < 0)
-        return g->api->set_error(g->host, TESSEL_E_INTERNAL,
-                                 "gemini: no unit uses %s, so its gradient would never be reduced", g->cs.t[t].name);
+    for (int t = c->first; t < c->first + c->count; t++)
       if (g->cs.t[t].ready_unit < ready) ready = g->cs.t[t].ready_unit;
-    }
     c->reduce_at = U + (U - 1 - ready); /* its backward visit within a micro-batch */
   }
   return TESSEL_OK;

@@ -10,23 +10,25 @@
 #include "gemini.h"
 
 /* Where parameter `param`'s part of `which` lives: tier, buffer, element
-** offset and length. */
-static tessel_status locate(gemini *g, int param, tessel_state which, tessel_tier *tier, float **base, uint64_t *off,
-                            uint64_t *n) {
-  if (!g->cs.c || param < 0 || param >= g->cs.nt)
-    return g->api->set_error(g->host, TESSEL_E_INTERNAL, "gemini: no parameter %d in the chunks", param);
+** offset and length. AdamW's slots: 0 is m, 1 is v. */
+static tessel_status locate(gemini *g, int param, tessel_state_ref which, tessel_tier *tier, float **base,
+                            uint64_t *off, uint64_t *n) {
+  int slot = which.kind == TESSEL_STATE_SLOT ? which.index : -1;
+  if (!g->cs.c || param < 0 || param >= g->cs.nt || (which.kind != TESSEL_STATE_MASTER && slot != 0 && slot != 1))
+    return g->api->set_error(g->host, TESSEL_E_INTERNAL, "no state kind %d/%d of parameter %d in the chunks",
+                             (int)which.kind, which.index, param);
   const gm_tensor *t = &g->cs.t[param];
   gm_chunk *c = &g->cs.c[t->chunk];
   uint64_t begin, end;
   gm_tensor_part(&g->cs, param, g->rank, &begin, &end);
   *n = end - begin;
   *off = t->offset + begin - (uint64_t)g->rank * c->shard;
-  *tier = which == TESSEL_STATE_PARAM || !c->nvme ? c->otier : TESSEL_TIER_NVME;
-  *base = which == TESSEL_STATE_PARAM ? c->master : which == TESSEL_STATE_ADAM_M ? c->m : c->v;
+  *tier = slot < 0 || !c->nvme ? c->otier : TESSEL_TIER_NVME;
+  *base = slot < 0 ? c->master : slot == 0 ? c->m : c->v;
   return TESSEL_OK;
 }
 
-tessel_status gm_state_read(void *inst, int param, tessel_state which, float *host_dst) {
+tessel_status gm_state_read(void *inst, int param, tessel_state_ref which, float *host_dst) {
   gemini *g = inst;
   const tessel_host_api *api = g->api;
   tessel_tier tier = TESSEL_TIER_HOST;
@@ -35,10 +37,10 @@ tessel_status gm_state_read(void *inst, int param, tessel_state which, float *ho
   tessel_status st = locate(g, param, which, &tier, &base, &off, &n);
   if (st < 0 || n == 0) return st;
   if ((st = api->mem->copy(g->host, TESSEL_TIER_HOST, host_dst, 0, tier, base, 4 * off, 4 * n, NULL)) < 0) return st;
-  return api->stream->sync(g->host, api->stream->compute(g->host));
+  return api->stream->sync(g->host, g->s);
 }
 
-tessel_status gm_state_write(void *inst, int param, tessel_state which, const float *host_src) {
+tessel_status gm_state_write(void *inst, int param, tessel_state_ref which, const float *host_src) {
   gemini *g = inst;
   const tessel_host_api *api = g->api;
   tessel_tier tier = TESSEL_TIER_HOST;
@@ -48,11 +50,11 @@ tessel_status gm_state_write(void *inst, int param, tessel_state which, const fl
   if (st < 0 || n == 0) return st;
   gm_chunk *c = &g->cs.c[g->cs.t[param].chunk];
   /* a gathered copy would hold the old values */
-  if (which == TESSEL_STATE_PARAM && c->gathered && (st = gm_release(g, g->cs.t[param].chunk)) < 0) return st;
+  if (which.kind == TESSEL_STATE_MASTER && c->gathered && (st = gm_release(g, g->cs.t[param].chunk)) < 0) return st;
   if ((st = api->mem->copy(g->host, tier, base, 4 * off, TESSEL_TIER_HOST, host_src, 0, 4 * n, NULL)) < 0) return st;
-  if (which == TESSEL_STATE_PARAM && c->param_dev &&
+  if (which.kind == TESSEL_STATE_MASTER && c->param_dev &&
       (st = api->mem->copy(g->host, TESSEL_TIER_DEVICE, c->pshard, 4 * off, TESSEL_TIER_HOST, host_src, 0, 4 * n,
                            NULL)) < 0)
     return st;
-  return api->stream->sync(g->host, api->stream->compute(g->host));
+  return api->stream->sync(g->host, g->s);
 }

@@ -81,7 +81,7 @@ tessel_status gm_take(gemini *g, tessel_mem_kind kind, uint64_t bytes, int zero,
     /* A reused buffer held finite values: a gradient or parameters of
     ** this run, which stops at the first non-finite loss or gradient. */
     if (!zero) return TESSEL_OK;
-    return g->api->kernels->scale(g->host, g->api->stream->compute(g->host), TESSEL_F32, *out, 0.0f,
+    return g->api->kernels->scale(g->host, g->g->s, TESSEL_F32, *out, 0.0f,
                                   (int64_t)(bytes / 4));
   }
   uint64_t high = g->dev_bytes + bytes > g->dev_peak ? g->dev_bytes + bytes : g->dev_peak;
@@ -182,7 +182,7 @@ tessel_status gm_store_create(gemini *g) {
                             (void **)&stage)) < 0)
     return st;
   for (int k = 0; k < g->cs.nc && st >= 0; k++) st = init_chunk(g, k, stage);
-  if (st >= 0) st = api->stream->sync(g->host, api->stream->compute(g->host));
+  if (st >= 0) st = api->stream->sync(g->host, g->s);
   api->mem->free(g->host, TESSEL_TIER_DEVICE, stage);
   if (st < 0) return st;
   /* host staging: NVMe moments (m and v halves), or a gradient added into a

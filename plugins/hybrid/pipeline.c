@@ -20,14 +20,14 @@ static int slot_of(const hybrid *h, int micro) { return micro % h->slots; }
 static tessel_status forward(hybrid *h, int micro) {
   tessel_status st = TESSEL_OK;
   for (int u = h->unit_first; u <= h->unit_last && st >= 0; u++)
-    st = h->api->model->forward(h->host, micro, slot_of(h, micro), u);
+    st = h->x.api->model->forward(h->x.host, micro, slot_of(h, micro), u);
   return st;
 }
 
 static tessel_status backward(hybrid *h, int micro) {
   tessel_status st = TESSEL_OK;
   for (int u = h->unit_last; u >= h->unit_first && st >= 0; u--)
-    st = h->api->model->backward(h->host, micro, slot_of(h, micro), u);
+    st = h->x.api->model->backward(h->x.host, micro, slot_of(h, micro), u);
   return st;
 }
 
@@ -37,11 +37,11 @@ static tessel_status post(hybrid *h, int sending, int slot, int unit, int gradie
                           int *n) {
   void *act, *grad;
   uint64_t count;
-  tessel_status st = h->api->model->boundary(h->host, slot, unit, &act, &grad, &count);
+  tessel_status st = h->x.api->model->boundary(h->x.host, slot, unit, &act, &grad, &count);
   if (st < 0) return st;
   void *buf = gradient ? grad : act;
-  st = sending ? h->api->comm->send(h->host, h->g_pp, buf, count, h->dims.act_dtype, peer, &work[*n])
-               : h->api->comm->recv(h->host, h->g_pp, buf, count, h->dims.act_dtype, peer, &work[*n]);
+  st = sending ? h->x.api->comm->send(h->x.host, h->g_pp, buf, count, h->dims.act_dtype, peer, &work[*n])
+               : h->x.api->comm->recv(h->x.host, h->g_pp, buf, count, h->dims.act_dtype, peer, &work[*n]);
   if (st >= 0) (*n)++;
   return st;
 }
@@ -62,7 +62,7 @@ static tessel_status p2p(hybrid *h, int send_act, int send_grad, int recv_act, i
   if (st >= 0 && recv_act >= 0 && !first) st = post(h, 0, slot_of(h, recv_act), in, 0, prev, work, &n);
   if (st >= 0 && recv_grad && !last) st = post(h, 0, 0, out, 1, next, work, &n);
   for (int i = 0; i < n; i++) {
-    tessel_status w = h->api->comm->wait(h->host, work[i]);
+    tessel_status w = h->x.api->comm->wait(h->x.host, work[i]);
     if (w < 0 && st >= 0) st = w;
   }
   return st;

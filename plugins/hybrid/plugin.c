@@ -3,26 +3,17 @@
 
 #include "hybrid.h"
 
-/* Read an optional positive integer: 0 when the key is absent. */
-static tessel_status optional_int(hybrid *h, const char *key, int64_t max, int *out) {
-  int64_t v = 0;
-  tessel_status st = TESSEL_OK;
-  if (h->api->cfg->has(h->host, h->section, key)) st = h->api->cfg->get_int(h->host, h->section, key, 1, 1, max, &v);
-  *out = (int)v;
-  return st;
-}
-
 static tessel_status read_stage_layers(hybrid *h) {
-  const tessel_cfg_api *cfg = h->api->cfg;
+  const tessel_cfg_api *cfg = h->x.api->cfg;
   int64_t list[HYBRID_MAX_STAGES];
-  tessel_status st = cfg->get_int_list(h->host, h->section, "stage_layers", list, HYBRID_MAX_STAGES, &h->n_stage_layers);
+  tessel_status st = cfg->get_int_list(h->x.host, h->x.section, "stage_layers", list, HYBRID_MAX_STAGES, &h->n_stage_layers);
   if (st < 0 || h->n_stage_layers == 0) return st;
   if (h->n_stage_layers != h->pp)
-    return cfg->error_at(h->host, h->section, "stage_layers", "lists %d stage(s), but pp is %d: give one layer count per stage",
+    return cfg->error_at(h->x.host, h->x.section, "stage_layers", "lists %d stage(s), but pp is %d: give one layer count per stage",
                          h->n_stage_layers, h->pp);
   for (int s = 0; s < h->n_stage_layers; s++) {
     if (list[s] < 1 || list[s] > 1 << 20)
-      return cfg->error_at(h->host, h->section, "stage_layers", "stage %d has %lld layers; every stage needs at least one",
+      return cfg->error_at(h->x.host, h->x.section, "stage_layers", "stage %d has %lld layers; every stage needs at least one",
                            s, (long long)list[s]);
     h->stage_layers[s] = (int)list[s];
   }
@@ -30,30 +21,25 @@ static tessel_status read_stage_layers(hybrid *h) {
 }
 
 static tessel_status read_options(hybrid *h) {
-  const tessel_cfg_api *cfg = h->api->cfg;
+  const tessel_cfg_api *cfg = h->x.api->cfg;
   int64_t tp, pp, zero;
-  tessel_status st;
-  if ((st = cfg->get_int(h->host, h->section, "tp", 1, 1, 1 << 16, &tp)) < 0) return st;
-  if ((st = cfg->get_int(h->host, h->section, "pp", 1, 1, HYBRID_MAX_STAGES, &pp)) < 0) return st;
+  TESSEL_TRY(cfg->get_int(h->x.host, h->x.section, "tp", 1, 1, 1 << 16, &tp));
+  TESSEL_TRY(cfg->get_int(h->x.host, h->x.section, "pp", 1, 1, HYBRID_MAX_STAGES, &pp));
   h->tp = (int)tp;
   h->pp = (int)pp;
-  if ((st = optional_int(h, "dp", 1 << 20, &h->dp)) < 0) return st;
-  if ((st = cfg->get_bool(h->host, h->section, "sequence_parallel", 0, &h->sp)) < 0) return st;
-  if ((st = cfg->get_int(h->host, h->section, "zero_stage", 0, 0, 2, &zero)) < 0) return st;
+  TESSEL_TRY(tessel_opt_count(&h->x, "dp", 1 << 20, &h->dp));
+  TESSEL_TRY(cfg->get_bool(h->x.host, h->x.section, "sequence_parallel", 0, &h->sp));
+  TESSEL_TRY(cfg->get_int(h->x.host, h->x.section, "zero_stage", 0, 0, 2, &zero));
   h->zero = (int)zero;
-  if ((st = optional_int(h, "num_microbatches", 1 << 20, &h->microbatches)) < 0) return st;
-  if ((st = cfg->get_size(h->host, h->section, "bucket_size", 25u << 20, &h->bucket_bytes)) < 0) return st;
-  if (h->bucket_bytes == 0)
-    return cfg->error_at(h->host, h->section, "bucket_size", "must be positive (a size such as 25MiB)");
+  TESSEL_TRY(tessel_opt_count(&h->x, "num_microbatches", 1 << 20, &h->microbatches));
+  TESSEL_TRY(tessel_opt_positive_size(&h->x, "bucket_size", 25u << 20, &h->bucket_bytes));
   return read_stage_layers(h);
 }
 
 static tessel_status create(const tessel_host_api *api, tessel_host *host, const tessel_cfg *section, void **out) {
   hybrid *h = calloc(1, sizeof *h);
-  if (!h) return api->set_error(host, TESSEL_E_NOMEM, "hybrid: out of host memory");
-  h->api = api;
-  h->host = host;
-  h->section = section;
+  if (!h) return api->set_error(host, TESSEL_E_NOMEM, "out of host memory");
+  h->x = (tessel_sdk){api, host, section};
   tessel_status st = read_options(h);
   if (st < 0) {
     free(h);
@@ -64,24 +50,32 @@ static tessel_status create(const tessel_host_api *api, tessel_host *host, const
 }
 
 static void destroy(void *inst) {
-  hybrid_free_storage(inst);
-  free(inst);
+  hybrid *h = inst;
+  hybrid_free_grads(h);
+  void *scratch[] = {h->gathered, h->partial, h->head_logits, h->head_losses};
+  for (size_t i = 0; i < sizeof scratch / sizeof scratch[0]; i++)
+    if (scratch[i]) h->x.api->mem->free(h->x.host, TESSEL_TIER_DEVICE, scratch[i]);
+  free(h);
 }
 
 /* dp × pp × tp, tp fastest. An explicit dp must make the product the world
 ** size; otherwise dp is what tp × pp leaves. */
 static tessel_status mesh(void *inst, int world_size, tessel_mesh *m) {
   hybrid *h = inst;
-  const tessel_cfg_api *cfg = h->api->cfg;
+  const tessel_cfg_api *cfg = h->x.api->cfg;
   long long model = (long long)h->tp * h->pp;
+  int has_tp;
   if (h->dp && model * h->dp != world_size)
-    return cfg->error_at(h->host, h->section, "dp", "tp %d × pp %d × dp %d = %lld ≠ world size %d", h->tp, h->pp, h->dp,
+    return cfg->error_at(h->x.host, h->x.section, "dp", "tp %d × pp %d × dp %d = %lld ≠ world size %d", h->tp, h->pp, h->dp,
                          model * h->dp, world_size);
-  if (!h->dp && world_size % model != 0)
-    return cfg->error_at(h->host, h->section, cfg->has(h->host, h->section, "tp") ? "tp" : "pp",
+  if (!h->dp && world_size % model != 0) {
+    TESSEL_TRY(cfg->has(h->x.host, h->x.section, "tp", &has_tp));
+    return cfg->error_at(h->x.host, h->x.section, has_tp ? "tp" : "pp",
                          "tp %d × pp %d = %lld does not divide the world size %d", h->tp, h->pp, model, world_size);
+  }
   if (!h->dp) h->dp = (int)(world_size / model);
-  int rank = h->api->world_rank(h->host);
+  int rank;
+  TESSEL_TRY(h->x.api->world(h->x.host, &rank, NULL));
   h->tp_rank = rank % h->tp;
   h->stage = rank / h->tp % h->pp;
   h->dp_rank = rank / h->tp / h->pp;
@@ -96,20 +90,51 @@ static tessel_status mesh(void *inst, int world_size, tessel_mesh *m) {
   return TESSEL_OK;
 }
 
+/* ZeRO: the optimizer slots (stage 1) and the reduced gradients (stage 2)
+** sharded over dp, in chunks of bucket_size. */
+static tessel_status place(void *inst, tessel_state_ref what, tessel_placement *out) {
+  hybrid *h = inst;
+  int shard = h->dp > 1 && ((what.kind == TESSEL_STATE_SLOT && h->zero >= 1) ||
+                            (what.kind == TESSEL_STATE_GRAD && h->zero == 2));
+  if (shard) {
+    out->shard_axes = 1u << AXIS_DP;
+    out->chunk_bytes = h->bucket_bytes;
+  }
+  return TESSEL_OK;
+}
+
+static tessel_status alloc(hybrid *h, uint64_t bytes, const char *name, void **out) {
+  *out = NULL;
+  if (bytes == 0) return TESSEL_OK;
+  return h->x.api->mem->alloc(h->x.host, TESSEL_TIER_DEVICE, TESSEL_MEM_SCRATCH, bytes, name, out);
+}
+
+/* Scratch the tensor-parallel primitives need: a gathered and a not yet
+** reduced [B·T, C], and the head's logits and losses under SP. */
+static tessel_status alloc_scratch(hybrid *h) {
+  const tessel_model_dims *d = &h->dims;
+  uint64_t tokens = (uint64_t)d->micro_batch * (uint64_t)d->seq_len, C = (uint64_t)d->dim[TESSEL_DIM_HIDDEN];
+  int last = h->stage == h->pp - 1, tp = h->tp > 1;
+  TESSEL_TRY(alloc(h, tp ? tokens * C * h->act_size : 0, "tensor-parallel gather", &h->gathered));
+  TESSEL_TRY(alloc(h, tp ? tokens * C * h->act_size : 0, "tensor-parallel partial sums", &h->partial));
+  TESSEL_TRY(alloc(h, h->sp && last ? tokens * (uint64_t)h->vocab * h->act_size : 0, "head logits (sequence parallel)",
+                   &h->head_logits));
+  return alloc(h, h->sp && last ? tokens * sizeof(float) : 0, "head losses (sequence parallel)",
+               (void **)&h->head_losses);
+}
+
 static tessel_status setup(void *inst) {
   hybrid *h = inst;
-  const tessel_comm_api *comm = h->api->comm;
-  tessel_status st;
-  if ((st = comm->group(h->host, 1u << AXIS_TP, &h->g_tp)) < 0 || (st = comm->group(h->host, 1u << AXIS_PP, &h->g_pp)) < 0 ||
-      (st = comm->group(h->host, 1u << AXIS_DP, &h->g_dp)) < 0 ||
-      (st = comm->group(h->host, (1u << AXIS_DP) | (1u << AXIS_PP) | (1u << AXIS_TP), &h->g_all)) < 0)
-    return st;
-  if ((st = hybrid_setup_storage(h)) < 0 || (st = hybrid_plan_buckets(h)) < 0) return st;
-  h->api->log(h->host, TESSEL_LOG_INFO,
-              "dp %d × pp %d × tp %d%s, ZeRO stage %d: stage %d runs units %d..%d with %d activation slot(s); "
-              "%llu local parameter elements, AdamW moments for %llu",
-              h->dp, h->pp, h->tp, h->sp ? " (sequence parallel)" : "", h->zero, h->stage, h->unit_first, h->unit_last,
-              h->slots, (unsigned long long)h->numel, (unsigned long long)h->moments);
+  const tessel_comm_api *comm = h->x.api->comm;
+  TESSEL_TRY(comm->group(h->x.host, 1u << AXIS_TP, &h->g_tp));
+  TESSEL_TRY(comm->group(h->x.host, 1u << AXIS_PP, &h->g_pp));
+  TESSEL_TRY(comm->group(h->x.host, 1u << AXIS_DP, &h->g_dp));
+  TESSEL_TRY(alloc_scratch(h));
+  TESSEL_TRY(hybrid_setup_grads(h));
+  h->x.api->log(h->x.host, TESSEL_LOG_INFO,
+                "dp %d × pp %d × tp %d%s, ZeRO stage %d: stage %d runs units %d..%d with %d activation slot(s)", h->dp,
+                h->pp, h->tp, h->sp ? " (sequence parallel)" : "", h->zero, h->stage, h->unit_first, h->unit_last,
+                h->slots);
   return TESSEL_OK;
 }
 
@@ -117,25 +142,21 @@ static const tessel_strategy strategy = {
     .size = sizeof(tessel_strategy),
     .abi_version = TESSEL_ABI_VERSION,
     .name = "hybrid",
-    .version = "1.0.0",
+    .version = "2.0.0",
     .description = "1D tensor parallel (Megatron) x sequence parallel x 1F1B pipeline x ZeRO-1/2 data parallel",
-    .caps = TESSEL_CAP_DATA_PARALLEL | TESSEL_CAP_TENSOR_PARALLEL | TESSEL_CAP_PIPELINE | TESSEL_CAP_SHARDED_STATE |
-            TESSEL_CAP_OWNS_OPTIMIZER,
+    .caps = TESSEL_CAP_DATA_PARALLEL | TESSEL_CAP_TENSOR_PARALLEL | TESSEL_CAP_PIPELINE | TESSEL_CAP_SHARDED_STATE,
     .create = create,
     .destroy = destroy,
     .mesh = mesh,
     .layout = hybrid_layout,
     .geometry = hybrid_geometry,
+    .place = place,
     .setup = setup,
     .layer_ops = &hybrid_layer_ops,
     .train_step = hybrid_train_step,
     .eval_step = hybrid_eval_step,
     .after_backward = hybrid_after_backward,
     .grads_finish = hybrid_grads_finish,
-    .grad_norm = hybrid_grad_norm,
-    .optimizer_step = hybrid_optimizer_step,
-    .state_read = hybrid_state_read,
-    .state_write = hybrid_state_write,
 };
 
 TESSEL_STRATEGY_DEFINE(strategy)

@@ -7,9 +7,9 @@
 
 static tessel_status create(const tessel_host_api *api, tessel_host *host, const tessel_cfg *section, void **out) {
   tp2d *t = calloc(1, sizeof *t);
-  if (!t) return api->set_error(host, TESSEL_E_NOMEM, "tp2d: out of host memory");
+  if (!t) return api->set_error(host, TESSEL_E_NOMEM, "out of host memory");
   int64_t depth = 1;
-  tessel_status st = tp_base_create(&t->b, api, host, section, "tp2d");
+  tessel_status st = tp_base_create(&t->b, api, host, section, tp2d_replicated);
   if (st >= 0) st = api->cfg->get_int(host, section, "depth", 1, 1, 1 << 10, &depth);
   if (st < 0) {
     free(t);
@@ -37,7 +37,7 @@ static int isqrt(int n) {
 /* tp / depth is not a square: name the squares around it and, when one
 ** exists, a depth that would make it one. */
 static tessel_status not_square(tp2d *t, int tp) {
-  const tessel_cfg_api *cfg = t->b.api->cfg;
+  const tessel_cfg_api *cfg = t->b.x.api->cfg;
   int per = tp / t->depth, r = isqrt(per);
   char alt[96] = "";
   for (int d = 2; d <= tp; d++) {
@@ -49,9 +49,9 @@ static tessel_status not_square(tp2d *t, int tp) {
   }
   const char *key = tp_shape_key(&t->b);
   if (t->depth == 1)
-    return cfg->error_at(t->b.host, t->b.section, key, "tp2d needs q² ranks per depth layer: %d is not a square; try %d or %d%s",
+    return cfg->error_at(t->b.x.host, t->b.x.section, key, "tp2d needs q² ranks per depth layer: %d is not a square; try %d or %d%s",
                          tp, r * r, (r + 1) * (r + 1), alt);
-  return cfg->error_at(t->b.host, t->b.section, key,
+  return cfg->error_at(t->b.x.host, t->b.x.section, key,
                        "tp2d needs q² ranks per depth layer: tp %d over depth %d is %d per layer, not a square; try tp %d "
                        "or %d%s",
                        tp, t->depth, per, r * r * t->depth, (r + 1) * (r + 1) * t->depth, alt);
@@ -59,16 +59,16 @@ static tessel_status not_square(tp2d *t, int tp) {
 
 /* tp = depth · q², and the world a whole number of such groups. */
 static tessel_status resolve(tp2d *t, int world, int *tp_out) {
-  const tessel_cfg_api *cfg = t->b.api->cfg;
+  const tessel_cfg_api *cfg = t->b.x.api->cfg;
   int tp;
   tessel_status st = tp_resolve_tp(&t->b, world, &tp);
   if (st < 0) return st;
   if (tp % t->depth != 0)
-    return cfg->error_at(t->b.host, t->b.section, "depth", "depth %d does not divide tp %d: tp = depth · q²", t->depth, tp);
+    return cfg->error_at(t->b.x.host, t->b.x.section, "depth", "depth %d does not divide tp %d: tp = depth · q²", t->depth, tp);
   int q = isqrt(tp / t->depth);
   if (q * q != tp / t->depth) return not_square(t, tp);
   if (world % tp != 0)
-    return cfg->error_at(t->b.host, t->b.section, tp_shape_key(&t->b),
+    return cfg->error_at(t->b.x.host, t->b.x.section, tp_shape_key(&t->b),
                          "tp %d (depth %d × %d×%d grid) does not divide the world size %d", tp, t->depth, q, q, world);
   *tp_out = tp;
   return TESSEL_OK;
@@ -91,28 +91,24 @@ static tessel_status mesh(void *inst, int world_size, tessel_mesh *m) {
   m->sizes[AX_ROW] = t->q;
   m->sizes[AX_COL] = t->q;
   m->data_axes = 1u << AX_DP;
-  tp_base_set_mesh(&t->b, m, t->b.api->world_rank(t->b.host));
+  TESSEL_TRY(tp_base_set_mesh(&t->b, m));
   t->dep = t->b.coord[AX_DEPTH];
   t->row = t->b.coord[AX_ROW];
   t->col = t->b.coord[AX_COL];
-  /* the axis sets gradients are summed over (see tp2d_replicated) */
-  if ((st = tp_mesh_need_group(&t->b, m, tp2d_replicated(TP_QKV_W))) < 0) return st;
-  return tp_mesh_need_group(&t->b, m, tp2d_replicated(TP_QKV_B));
+  return TESSEL_OK;
 }
 
 static tessel_status setup(void *inst) {
   tp2d *t = inst;
-  const tessel_host_api *api = t->b.api;
-  tessel_status st;
-  if ((st = tp_base_setup(&t->b, t->m)) < 0) return st;
-  if ((st = api->comm->group(t->b.host, 1u << AX_ROW, &t->g_row)) < 0 ||
-      (st = api->comm->group(t->b.host, 1u << AX_COL, &t->g_col)) < 0)
-    return st;
-  if ((st = tp2d_alloc_buffers(t)) < 0 || (st = tp_grads_plan(&t->b, tp2d_replicated)) < 0) return st;
-  api->log(t->b.host, TESSEL_LOG_INFO, "dp %d × depth %d × %d×%d grid: rank at depth %d, row %d, col %d; %lld rows of %lld "
+  const tessel_host_api *api = t->b.x.api;
+  TESSEL_TRY(tp_base_setup(&t->b, t->m));
+  TESSEL_TRY(api->comm->group(t->b.x.host, 1u << AX_ROW, &t->g_row));
+  TESSEL_TRY(api->comm->group(t->b.x.host, 1u << AX_COL, &t->g_col));
+  TESSEL_TRY(tp2d_alloc_buffers(t));
+  api->log(t->b.x.host, TESSEL_LOG_INFO, "dp %d × depth %d × %d×%d grid: rank at depth %d, row %d, col %d; %lld rows of %lld "
            "channels per rank; %d gradient bucket(s)",
            t->dp, t->depth, t->q, t->q, t->dep, t->row, t->col, (long long)t->m,
-           (long long)(t->b.dims.channels / t->q), t->b.grads.n_buckets);
+           (long long)(t->b.dims.dim[TESSEL_DIM_HIDDEN] / t->q), t->b.grads.n);
   return TESSEL_OK;
 }
 
@@ -120,7 +116,7 @@ static const tessel_strategy strategy = {
     .size = sizeof(tessel_strategy),
     .abi_version = TESSEL_ABI_VERSION,
     .name = "tp2d",
-    .version = "1.0.0",
+    .version = "2.0.0",
     .description = "2D tensor parallel (SUMMA/Optimus) on a q×q grid, 2.5D (Tesseract) with depth, × data parallel",
     .caps = TESSEL_CAP_DATA_PARALLEL | TESSEL_CAP_TENSOR_PARALLEL,
     .create = create,
@@ -131,9 +127,7 @@ static const tessel_strategy strategy = {
     .setup = setup,
     .layer_ops = &tp2d_layer_ops,
     .after_backward = tp_after_backward,
-    .set_grad_sync = tp_set_grad_sync,
     .grads_finish = tp_grads_finish,
-    .grad_norm = tp_grad_norm,
 };
 
 TESSEL_STRATEGY_DEFINE(strategy)

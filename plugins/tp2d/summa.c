@@ -18,7 +18,7 @@ static tessel_status bcast(tp2d *t, tessel_group *g, int me, int root, const voi
                            const void **use, tessel_work **w) {
   void *p = me == root ? (void *)own : buf;
   *use = p;
-  return t->b.api->comm->broadcast(t->b.host, g, p, count, t->b.act, root, w);
+  return t->b.x.api->comm->broadcast(t->b.x.host, g, p, count, t->b.act, root, w);
 }
 
 /* works: [0..1] the two A slots, [2..3] the two B slots, [4..5] two reduces */
@@ -26,7 +26,7 @@ enum { W_A = 0, W_B = 2, W_R = 4, W_N = 6 };
 
 tessel_status tp2d_summa_ab(tp2d *t, tessel_stream *s, const void *a, const void *b, void *c, int64_t m, int64_t ka,
                             int64_t n) {
-  const tessel_host_api *api = t->b.api;
+  const tessel_host_api *api = t->b.x.api;
   const void *ua[2] = {0}, *ub[2] = {0};
   tessel_work *w[W_N] = {0};
   tessel_status st = TESSEL_OK;
@@ -39,7 +39,7 @@ tessel_status tp2d_summa_ab(tp2d *t, tessel_stream *s, const void *a, const void
     if (st < 0 || k == 0) continue;
     int prev = (k - 1) & 1;
     if ((st = tp_wait_all(&t->b, &w[W_A + prev], 1)) < 0 || (st = tp_wait_all(&t->b, &w[W_B + prev], 1)) < 0) break;
-    st = api->kernels->gemm(t->b.host, s, 0, 0, m, n, ka, 1.0f, ua[prev], ub[prev], k > 1 ? 1.0f : 0.0f, c, t->b.act);
+    st = api->kernels->gemm(t->b.x.host, s, 0, 0, m, n, ka, 1.0f, ua[prev], ub[prev], k > 1 ? 1.0f : 0.0f, c, t->b.act);
   }
   tessel_status drained = tp_wait_all(&t->b, w, W_N);
   return st < 0 ? st : drained;
@@ -47,7 +47,7 @@ tessel_status tp2d_summa_ab(tp2d *t, tessel_stream *s, const void *a, const void
 
 tessel_status tp2d_summa_abt(tp2d *t, tessel_stream *s, const void *a, const void *b, void *c, int64_t m, int64_t na,
                              int64_t kb) {
-  const tessel_host_api *api = t->b.api;
+  const tessel_host_api *api = t->b.x.api;
   const void *ub[2] = {0};
   tessel_work *w[W_N] = {0};
   tessel_status st = TESSEL_OK;
@@ -61,9 +61,9 @@ tessel_status tp2d_summa_abt(tp2d *t, tessel_stream *s, const void *a, const voi
     /* this partial's buffer (and work slot) was last used two steps back */
     if ((st = tp_wait_all(&t->b, &w[W_B + prev], 1)) < 0 || (st = tp_wait_all(&t->b, &w[W_R + prev], 1)) < 0) break;
     void *dst = step == t->col ? c : t->pact[prev];
-    st = api->kernels->gemm(t->b.host, s, 0, 1, m, kb, na, 1.0f, a, ub[prev], 0.0f, dst, t->b.act);
+    st = api->kernels->gemm(t->b.x.host, s, 0, 1, m, kb, na, 1.0f, a, ub[prev], 0.0f, dst, t->b.act);
     if (st >= 0)
-      st = api->comm->reduce(t->b.host, t->g_col, dst, c, (uint64_t)(m * kb), t->b.act, TESSEL_SUM, step, &w[W_R + prev]);
+      st = api->comm->reduce(t->b.x.host, t->g_col, dst, c, (uint64_t)(m * kb), t->b.act, TESSEL_SUM, step, &w[W_R + prev]);
   }
   tessel_status drained = tp_wait_all(&t->b, w, W_N);
   return st < 0 ? st : drained;
@@ -71,7 +71,7 @@ tessel_status tp2d_summa_abt(tp2d *t, tessel_stream *s, const void *a, const voi
 
 tessel_status tp2d_summa_atb(tp2d *t, tessel_stream *s, const void *a, const void *b, float *c, int64_t ma, int64_t ka,
                              int64_t nb) {
-  const tessel_host_api *api = t->b.api;
+  const tessel_host_api *api = t->b.x.api;
   const void *ua[2] = {0};
   tessel_work *w[W_N] = {0};
   tessel_status st = TESSEL_OK;
@@ -85,9 +85,9 @@ tessel_status tp2d_summa_atb(tp2d *t, tessel_stream *s, const void *a, const voi
     if ((st = tp_wait_all(&t->b, &w[W_A + prev], 1)) < 0 || (st = tp_wait_all(&t->b, &w[W_R + prev], 1)) < 0) break;
     /* the owner adds its partial to the gradient it already holds */
     float *dst = owner ? c : t->pf32[prev];
-    st = api->kernels->gemm(t->b.host, s, 1, 0, ka, nb, ma, 1.0f, ua[prev], b, owner ? 1.0f : 0.0f, dst, TESSEL_F32);
+    st = api->kernels->gemm(t->b.x.host, s, 1, 0, ka, nb, ma, 1.0f, ua[prev], b, owner ? 1.0f : 0.0f, dst, TESSEL_F32);
     if (st >= 0)
-      st = api->comm->reduce(t->b.host, t->g_row, dst, c, (uint64_t)(ka * nb), TESSEL_F32, TESSEL_SUM, step,
+      st = api->comm->reduce(t->b.x.host, t->g_row, dst, c, (uint64_t)(ka * nb), TESSEL_F32, TESSEL_SUM, step,
                              &w[W_R + prev]);
   }
   tessel_status drained = tp_wait_all(&t->b, w, W_N);

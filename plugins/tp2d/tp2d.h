@@ -56,7 +56,7 @@ typedef struct tp2d {
 /* layout.c */
 tessel_status tp2d_layout(void *inst, const tessel_param_info *p, tessel_layout *out);
 tessel_status tp2d_geometry(void *inst, tessel_geometry *g);
-uint32_t tp2d_replicated(tp_role role);
+uint32_t tp2d_replicated(tessel_param_role role);
 
 /* summa.c: the three SUMMA forms over the grid of this depth layer. Blocks
 ** are packed row-major; "mine" is this rank's block of each operand. */

@@ -11,38 +11,38 @@
 #include "tp3d.h"
 
 tessel_status tp3d_mm_forward(tp3d *t, tessel_stream *s, const tp3d_mm *mm, const void *x, const void *w, void *y) {
-  const tessel_host_api *api = t->b.api;
+  const tessel_host_api *api = t->b.x.api;
   int64_t q = t->q, rows = mm->rows, k = mm->k, n = mm->n;
   tessel_work *work[2] = {0};
-  tessel_status st = api->comm->all_gather(t->b.host, mm->in, x, mm->xg, (uint64_t)(rows * k), t->b.act, &work[0]);
-  if (st >= 0) st = api->comm->all_gather(t->b.host, t->g_k, w, mm->wg, (uint64_t)(k * n / q), t->b.act, &work[1]);
+  tessel_status st = api->comm->all_gather(t->b.x.host, mm->in, x, mm->xg, (uint64_t)(rows * k), t->b.act, &work[0]);
+  if (st >= 0) st = api->comm->all_gather(t->b.x.host, t->g_k, w, mm->wg, (uint64_t)(k * n / q), t->b.act, &work[1]);
   tessel_status waited = tp_wait_all(&t->b, work, 2);
   if (st < 0 || (st = waited) < 0) return st;
-  st = api->kernels->gemm(t->b.host, s, 0, mm->wt, q * rows, n, k, 1.0f, mm->xg, mm->wg, 0.0f, t->ypart, t->b.act);
+  st = api->kernels->gemm(t->b.x.host, s, 0, mm->wt, q * rows, n, k, 1.0f, mm->xg, mm->wg, 0.0f, t->ypart, t->b.act);
   if (st < 0) return st;
-  return api->comm->reduce_scatter(t->b.host, mm->out, t->ypart, y, (uint64_t)(rows * n), t->b.act, TESSEL_SUM, NULL);
+  return api->comm->reduce_scatter(t->b.x.host, mm->out, t->ypart, y, (uint64_t)(rows * n), t->b.act, TESSEL_SUM, NULL);
 }
 
 tessel_status tp3d_mm_backward(tp3d *t, tessel_stream *s, const tp3d_mm *mm, const void *dy, void *dx, float *dw_grad) {
-  const tessel_host_api *api = t->b.api;
+  const tessel_host_api *api = t->b.x.api;
   int64_t q = t->q, rows = mm->rows, k = mm->k, n = mm->n, share = k * n / q;
   tessel_work *work[2] = {0};
-  tessel_status st = api->comm->all_gather(t->b.host, mm->out, dy, t->dyg, (uint64_t)(rows * n), t->b.act, NULL);
+  tessel_status st = api->comm->all_gather(t->b.x.host, mm->out, dy, t->dyg, (uint64_t)(rows * n), t->b.act, NULL);
   /* dX = dY·Wᵀ: W is gathered as [k, n], or as [n, k] when stored transposed */
   if (st >= 0 && dx) {
-    st = api->kernels->gemm(t->b.host, s, 0, !mm->wt, q * rows, k, n, 1.0f, t->dyg, mm->wg, 0.0f, t->dxpart, t->b.act);
+    st = api->kernels->gemm(t->b.x.host, s, 0, !mm->wt, q * rows, k, n, 1.0f, t->dyg, mm->wg, 0.0f, t->dxpart, t->b.act);
     if (st >= 0)
-      st = api->comm->reduce_scatter(t->b.host, mm->in, t->dxpart, dx, (uint64_t)(rows * k), t->b.act, TESSEL_SUM,
+      st = api->comm->reduce_scatter(t->b.x.host, mm->in, t->dxpart, dx, (uint64_t)(rows * k), t->b.act, TESSEL_SUM,
                                      &work[0]);
   }
   /* dW = Xᵀ·dY, or its transpose dYᵀ·X for a transposed weight, in fp32 */
   if (st >= 0)
-    st = mm->wt ? api->kernels->gemm(t->b.host, s, 1, 0, n, k, q * rows, 1.0f, t->dyg, mm->xg, 0.0f, t->dwpart, TESSEL_F32)
-                : api->kernels->gemm(t->b.host, s, 1, 0, k, n, q * rows, 1.0f, mm->xg, t->dyg, 0.0f, t->dwpart, TESSEL_F32);
+    st = mm->wt ? api->kernels->gemm(t->b.x.host, s, 1, 0, n, k, q * rows, 1.0f, t->dyg, mm->xg, 0.0f, t->dwpart, TESSEL_F32)
+                : api->kernels->gemm(t->b.x.host, s, 1, 0, k, n, q * rows, 1.0f, mm->xg, t->dyg, 0.0f, t->dwpart, TESSEL_F32);
   if (st >= 0)
-    st = api->comm->reduce_scatter(t->b.host, t->g_k, t->dwpart, t->dwshare, (uint64_t)share, TESSEL_F32, TESSEL_SUM,
+    st = api->comm->reduce_scatter(t->b.x.host, t->g_k, t->dwpart, t->dwshare, (uint64_t)share, TESSEL_F32, TESSEL_SUM,
                                    &work[1]);
   tessel_status waited = tp_wait_all(&t->b, work, 2);
   if (st < 0 || (st = waited) < 0) return st;
-  return api->kernels->axpy(t->b.host, s, TESSEL_F32, dw_grad, 1.0f, t->dwshare, share);
+  return api->kernels->axpy(t->b.x.host, s, TESSEL_F32, dw_grad, 1.0f, t->dwshare, share);
 }

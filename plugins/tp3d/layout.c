@@ -2,53 +2,52 @@
 ** that the model and batch split over the cube. */
 #include "tp3d.h"
 
-/* Sequences split q² ways (rows block k, sub-block i or j), heads q ways
-** (whole heads per column block), channels and the vocabulary q² ways (the
-** weights' K dimension and wte's vocabulary are cut in q² pieces). */
+/* Sequences split q² ways (rows block k, sub-block i or j); query heads,
+** key/value heads and the MLP q ways (whole heads per column block); the
+** hidden width and the (padded) vocabulary q² ways (the weights' K dimension
+** and the table's rows are cut in q² pieces). */
 static tessel_status validate(tp3d *t) {
-  const tessel_cfg_api *cfg = t->b.api->cfg;
+  const tessel_cfg_api *cfg = t->b.x.api->cfg;
   tessel_model_dims d = {.size = sizeof d};
-  tessel_status st = t->b.api->model->dims(t->b.host, &d);
-  if (st < 0) return st;
+  TESSEL_TRY(t->b.x.api->model->dims(t->b.x.host, &d));
   int q = t->q, q2 = q * q, tp = q2 * q;
   const char *key = tp_shape_key(&t->b);
   if (d.micro_batch % q2 != 0)
-    return cfg->error_at(t->b.host, t->b.section, key,
+    return cfg->error_at(t->b.x.host, t->b.x.section, key,
                          "each data rank's micro-batch of %d sequences must split q² = %d ways over the %d×%d×%d cube "
                          "(tp %d): make train.batch_size (or micro_batch_size) a multiple of %d per data rank",
                          d.micro_batch, q2, q, q, q, tp, q2);
-  if (d.heads % q != 0)
-    return cfg->error_at(t->b.host, t->b.section, key,
-                         "model.heads = %d does not split over q = %d (tp %d): each block of columns keeps whole heads",
-                         d.heads, q, tp);
-  if (d.channels % q2 != 0)
-    return cfg->error_at(t->b.host, t->b.section, key,
-                         "model.channels = %d does not split q² = %d ways (tp %d): weights are cut in q² along their "
-                         "input dimension",
-                         d.channels, q2, tp);
-  if (d.vocab_size % q2 != 0)
-    return cfg->error_at(t->b.host, t->b.section, key,
-                         "model.vocab_size = %d does not split q² = %d ways (tp %d): wte is cut in q² along the "
-                         "vocabulary",
-                         d.vocab_size, q2, tp);
+  static const struct {
+    tessel_dim dim;
+    int by_q2;
+    const char *what;
+  } cuts[] = {{TESSEL_DIM_HEADS, 0, "query heads (model.heads)"},
+              {TESSEL_DIM_KV_HEADS, 0, "key/value heads (model.kv_heads)"},
+              {TESSEL_DIM_FFN, 1, "MLP columns (model.ffn)"},
+              {TESSEL_DIM_HIDDEN, 1, "channels (model.channels)"},
+              {TESSEL_DIM_VOCAB, 1, "vocabulary rows (model.vocab_size, padded)"}};
+  for (size_t i = 0; i < sizeof cuts / sizeof cuts[0]; i++) {
+    int parts = cuts[i].by_q2 ? q2 : q;
+    if (d.dim[cuts[i].dim] % parts != 0)
+      return cfg->error_at(t->b.x.host, t->b.x.section, key,
+                           "the model's %lld %s do not split %d ways over the %d×%d×%d cube (tp %d)",
+                           (long long)d.dim[cuts[i].dim], cuts[i].what, parts, q, q, q, tp);
+  }
   t->b.dims = d;
   t->rows = (int64_t)(d.micro_batch / q2) * d.seq_len;
   return TESSEL_OK;
 }
 
 /* Replicated along: biases the two axes other than their output axis,
-** layer norms and wpe k and i (they follow the channels, cut along j),
-** weights and wte none; everything along dp. */
-uint32_t tp3d_replicated(tp_role role) {
+** norms and positions k and i (they follow the channels, cut along j),
+** weights and tables none; everything along dp. */
+uint32_t tp3d_replicated(tessel_param_role role) {
   uint32_t dp = 1u << AX_DP;
   switch (role) {
-    case TP_QKV_B:
-    case TP_FC_B: return dp | (1u << AX_K) | (1u << AX_J);
-    case TP_PROJ_B:
-    case TP_FCP_B:
-    case TP_LN_W:
-    case TP_LN_B:
-    case TP_WPE: return dp | (1u << AX_K) | (1u << AX_I);
+    case TESSEL_ROLE_BIAS_IN: return dp | (1u << AX_K) | (1u << AX_J);
+    case TESSEL_ROLE_BIAS_OUT:
+    case TESSEL_ROLE_NORM:
+    case TESSEL_ROLE_POSITIONS: return dp | (1u << AX_K) | (1u << AX_I);
     default: return dp;
   }
 }
@@ -60,45 +59,42 @@ static void split(tessel_layout *out, int dim, int parts, int index) {
 
 tessel_status tp3d_layout(void *inst, const tessel_param_info *p, tessel_layout *out) {
   tp3d *t = inst;
-  tessel_status st = validate(t);
-  if (st < 0) return st;
+  TESSEL_TRY(validate(t));
   int q = t->q;
-  switch (tp_param_role(p->name)) {
-    case TP_QKV_W: /* gather along i: K block j (sub-block k), N block i */
-    case TP_FC_W:
+  switch (p->role) {
+    case TESSEL_ROLE_LINEAR_IN: /* gather along i: K block j (sub-block k), N block i */
       split(out, 0, q * q, t->cj * q + t->ck);
       split(out, 1, q, t->ci);
       return TESSEL_OK;
-    case TP_PROJ_W: /* gather along j: K block i (sub-block k), N block j */
-    case TP_FCP_W:
-    case TP_WTE: /* [V, C]: the head's weight transposed, vocabulary block i */
+    case TESSEL_ROLE_LINEAR_OUT: /* gather along j: K block i (sub-block k), N block j */
+    case TESSEL_ROLE_EMBEDDING:  /* [V, C]: the head's weight transposed, vocabulary block i */
+    case TESSEL_ROLE_HEAD:
       split(out, 0, q * q, t->ci * q + t->ck);
       split(out, 1, q, t->cj);
       return TESSEL_OK;
-    case TP_QKV_B:
-    case TP_FC_B: split(out, 0, q, t->ci); return TESSEL_OK;
-    case TP_WPE: split(out, 1, q, t->cj); return TESSEL_OK;
-    case TP_UNKNOWN:
-      return t->b.api->set_error(t->b.host, TESSEL_E_INTERNAL, "tp3d: no layout for parameter %s", p->name);
-    default: split(out, 0, q, t->cj); return TESSEL_OK; /* gather-j biases, layer norms: channel block j */
+    case TESSEL_ROLE_BIAS_IN: split(out, 0, q, t->ci); return TESSEL_OK;
+    case TESSEL_ROLE_POSITIONS: split(out, 1, q, t->cj); return TESSEL_OK;
+    case TESSEL_ROLE_BIAS_OUT:
+    case TESSEL_ROLE_NORM: split(out, 0, q, t->cj); return TESSEL_OK; /* channel block j */
+    default:
+      return t->b.x.api->set_error(t->b.x.host, TESSEL_E_UNSUPPORTED, "no 3D layout for %s, a parameter without a role",
+                                   p->name);
   }
 }
 
 tessel_status tp3d_geometry(void *inst, tessel_geometry *g) {
   tp3d *t = inst;
-  tessel_status st = validate(t);
-  if (st < 0) return st;
+  TESSEL_TRY(validate(t));
   const tessel_model_dims *d = &t->b.dims;
-  int64_t C = d->channels, q = t->q;
+  int64_t q = t->q;
   g->rows = g->inner_rows = t->rows;
   g->batch = d->micro_batch / (q * q);
-  g->width = C / q;
-  g->heads = d->heads / q;
-  g->qkv_width = 3 * C / q;
-  g->attn_width = C / q;
-  g->fc_width = 4 * C / q;
-  g->vocab_begin = t->ci * (d->vocab_size / q);
-  g->vocab = d->vocab_size / q;
+  g->width = d->dim[TESSEL_DIM_HIDDEN] / q;
+  g->heads = d->dim[TESSEL_DIM_HEADS] / q;
+  g->kv_heads = d->dim[TESSEL_DIM_KV_HEADS] / q;
+  g->ffn = d->dim[TESSEL_DIM_FFN] / q;
+  g->vocab_begin = t->ci * (d->dim[TESSEL_DIM_VOCAB] / q);
+  g->vocab = d->dim[TESSEL_DIM_VOCAB] / q;
   g->loss_replica = t->ci != 0; /* the ranks along i share their rows' losses */
   return TESSEL_OK;
 }

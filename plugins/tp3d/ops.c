@@ -1,18 +1,21 @@
 /* plugins/tp3d/ops.c — the layer primitives on the cube.
 **
-** linear     the 3D product (cube.c): c_attn and c_fc gather along i and
-**            scatter along j, attn.c_proj and mlp.c_proj the other way round;
+** linear     the 3D product (cube.c): linears into the heads or the MLP
+**            (TESSEL_ROLE_LINEAR_IN) gather along i and scatter along j, those
+**            back to the hidden width the other way round;
 **            the bias (a block of the output axis) is added to each rank's
 **            own rows;
-** layernorm  the core kernel with its statistics summed along j (the
+** norm       the core kernel with its statistics summed along j (the
 **            residual stream's channels are cut along j);
-** attention  the core's, local: after c_attn a rank holds whole sequences
-**            (rows block k, sub-block j) and whole heads (block i);
-** embedding  wte is all-gathered along k into vocabulary block i × channel
+** attention  the core's, local (rotary positions too): after the q, k, v
+**            linears a rank holds whole sequences (rows block k, sub-block
+**            j) and whole heads (block i);
+** embedding  the table is all-gathered along k into vocabulary block i × channel
 **            block j; every rank looks up the tokens of rows block k in its
 **            vocabulary range, and a reduce-scatter along i sums the ranges
 **            and cuts the rows into the residual stream's sub-blocks;
-** head       logits = x·wteᵀ as a gather-i product with wte as the weight
+** head       logits = x·Wᵀ as a gather-i product with the LM head (or the
+**            tied table) as the weight
 **            stored transposed: rank (k,i,j) gets the logits of rows (k, j)
 **            for vocabulary block i, and the vocabulary-split cross-entropy
 **            reduces along i; its backward is the product's backward. */
@@ -20,52 +23,81 @@
 
 #include "tp3d.h"
 
-/* The four linears of a block, in the order their saved operands are kept. */
-static int linear_index(tessel_block_weight which) {
-  switch (which) {
-    case TESSEL_W_QKV: return 0;
-    case TESSEL_W_ATTN_PROJ: return 1;
-    case TESSEL_W_FC: return 2;
-    default: return 3;
-  }
+static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
+
+/* Bytes one block linear keeps from forward to backward: its gathered
+** input [q·rows, K/q] and weight [K/q, N/q] for a global weight [K, N]. */
+static uint64_t kept_bytes(const tp3d *t, const tessel_param_info *w) {
+  int64_t q = t->q;
+  return (uint64_t)(t->rows * w->shape[0] + w->shape[0] * w->shape[1] / (q * q)) * t->b.es;
 }
 
-/* K and N of each linear, in channels. */
-static const int k_of[4] = {1, 1, 1, 4}, n_of[4] = {3, 1, 4, 1};
+/* The linears of a block (every block has the same ops), each with the
+** operands it keeps per layer. */
+static tessel_status plan_saved(tp3d *t, uint64_t *per_layer) {
+  const tessel_host_api *api = t->b.x.api;
+  tessel_unit_info u = {.size = sizeof u};
+  TESSEL_TRY(api->model->unit_info(t->b.x.host, 1, &u));
+  t->linear_slot = calloc((size_t)u.n_ops, sizeof *t->linear_slot);
+  if (!t->linear_slot) return api->set_error(t->b.x.host, TESSEL_E_NOMEM, "out of host memory");
+  *per_layer = 0;
+  for (int k = 0; k < u.n_ops; k++) {
+    tessel_op op = {.size = sizeof op};
+    tessel_param_info w = {.size = sizeof w};
+    TESSEL_TRY(api->model->unit_op(t->b.x.host, 1, k, &op));
+    t->linear_slot[k] = -1;
+    if (op.kind != TESSEL_OP_LINEAR) continue;
+    TESSEL_TRY(api->model->param_info(t->b.x.host, op.weight, &w));
+    t->linear_slot[k] = t->n_linears++;
+    *per_layer += kept_bytes(t, &w);
+  }
+  return TESSEL_OK;
+}
 
-static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
+/* Carve each layer's kept operands, linear after linear, from the arena. */
+static tessel_status carve_saved(tp3d *t) {
+  const tessel_host_api *api = t->b.x.api;
+  int L = t->b.dims.layers;
+  tessel_unit_info u = {.size = sizeof u};
+  TESSEL_TRY(api->model->unit_info(t->b.x.host, 1, &u));
+  t->saved = calloc((size_t)(L * t->n_linears) + 1, sizeof *t->saved);
+  if (!t->saved) return api->set_error(t->b.x.host, TESSEL_E_NOMEM, "out of host memory");
+  char *at = t->saved_arena;
+  for (int l = 0; l < L; l++)
+    for (int k = 0; k < u.n_ops; k++) {
+      if (t->linear_slot[k] < 0) continue;
+      tessel_op op = {.size = sizeof op};
+      tessel_param_info w = {.size = sizeof w};
+      TESSEL_TRY(api->model->unit_op(t->b.x.host, 1, k, &op));
+      TESSEL_TRY(api->model->param_info(t->b.x.host, op.weight, &w));
+      tp3d_saved *kept = &t->saved[l * t->n_linears + t->linear_slot[k]];
+      kept->xg = at;
+      kept->wg = at + (uint64_t)(t->rows * w.shape[0]) * t->b.es;
+      at += kept_bytes(t, &w);
+    }
+  return TESSEL_OK;
+}
 
 tessel_status tp3d_alloc_buffers(tp3d *t) {
   tp_base *b = &t->b;
-  int64_t C = b->dims.channels, V = b->dims.vocab_size, q = t->q, L = b->dims.layers, rows = t->rows;
-  uint64_t es = b->es;
-  /* kept per block: the gathered input (rows·K) and weight (K·N/q²) of each linear */
-  uint64_t per_layer = 0;
-  for (int l = 0; l < 4; l++) per_layer += (uint64_t)(rows * k_of[l] * C + k_of[l] * n_of[l] * C * C / (q * q)) * es;
-  tessel_status st = tp_alloc(b, TESSEL_MEM_ACT, per_layer * (uint64_t)L, "gathered operands kept for backward",
-                              &t->saved_arena);
-  if (st >= 0 && !(t->saved = calloc((size_t)(L * 4), sizeof *t->saved)))
-    st = b->api->set_error(b->host, TESSEL_E_NOMEM, "tp3d: out of host memory");
-  char *at = t->saved_arena;
-  for (int64_t i = 0; st >= 0 && i < L * 4; i++) {
-    int l = (int)(i % 4);
-    t->saved[i].xg = at;
-    at += (uint64_t)(rows * k_of[l] * C) * es;
-    t->saved[i].wg = at;
-    at += (uint64_t)(k_of[l] * n_of[l] * C * C / (q * q)) * es;
-  }
-  uint64_t wide = (uint64_t)(rows * max64(4 * C, V)), wmax = (uint64_t)(max64(4 * C * C, V * C) / (q * q));
-  if (st >= 0) st = tp_alloc(b, TESSEL_MEM_SCRATCH, (uint64_t)(rows * C) * es, "gathered head input", &t->xg);
-  if (st >= 0) st = tp_alloc(b, TESSEL_MEM_SCRATCH, (uint64_t)(V * C / (q * q)) * es, "gathered wte", &t->wg);
-  if (st >= 0) st = tp_alloc(b, TESSEL_MEM_SCRATCH, wide * es, "partial products", &t->ypart);
-  if (st >= 0) st = tp_alloc(b, TESSEL_MEM_SCRATCH, wide * es, "gathered output gradients", &t->dyg);
-  if (st >= 0) st = tp_alloc(b, TESSEL_MEM_SCRATCH, (uint64_t)(rows * 4 * C) * es, "input-gradient partials", &t->dxpart);
-  if (st >= 0)
-    st = tp_alloc(b, TESSEL_MEM_SCRATCH, wmax * sizeof(float), "weight-gradient partials", (void **)&t->dwpart);
-  if (st >= 0)
-    st = tp_alloc(b, TESSEL_MEM_SCRATCH, wmax / (uint64_t)q * sizeof(float), "weight-gradient shares",
+  const int64_t *dim = b->dims.dim;
+  int64_t C = dim[TESSEL_DIM_HIDDEN], V = dim[TESSEL_DIM_VOCAB], q = t->q, L = b->dims.layers, rows = t->rows;
+  int64_t qkv = (dim[TESSEL_DIM_HEADS] + 2 * dim[TESSEL_DIM_KV_HEADS]) * dim[TESSEL_DIM_HEAD_SIZE];
+  int64_t widest = max64(max64(dim[TESSEL_DIM_FFN], qkv), max64(V, C));
+  uint64_t es = b->es, per_layer;
+  TESSEL_TRY(plan_saved(t, &per_layer));
+  TESSEL_TRY(tp_alloc(b, TESSEL_MEM_ACT, per_layer * (uint64_t)L, "gathered operands kept for backward",
+                      &t->saved_arena));
+  TESSEL_TRY(carve_saved(t));
+  uint64_t wide = (uint64_t)(rows * widest), wmax = (uint64_t)(C * widest / (q * q));
+  TESSEL_TRY(tp_alloc(b, TESSEL_MEM_SCRATCH, (uint64_t)(rows * C) * es, "gathered head input", &t->xg));
+  TESSEL_TRY(tp_alloc(b, TESSEL_MEM_SCRATCH, (uint64_t)(V * C / (q * q)) * es, "gathered table", &t->wg));
+  TESSEL_TRY(tp_alloc(b, TESSEL_MEM_SCRATCH, wide * es, "partial products", &t->ypart));
+  TESSEL_TRY(tp_alloc(b, TESSEL_MEM_SCRATCH, wide * es, "gathered output gradients", &t->dyg));
+  TESSEL_TRY(tp_alloc(b, TESSEL_MEM_SCRATCH, wide * es, "input-gradient partials", &t->dxpart));
+  TESSEL_TRY(tp_alloc(b, TESSEL_MEM_SCRATCH, wmax * sizeof(float), "weight-gradient partials", (void **)&t->dwpart));
+  return tp_alloc(b, TESSEL_MEM_SCRATCH, wmax / (uint64_t)q * sizeof(float), "weight-gradient shares",
                   (void **)&t->dwshare);
-  return st;
 }
 
 void tp3d_free_buffers(tp3d *t) {
@@ -78,18 +110,19 @@ void tp3d_free_buffers(tp3d *t) {
   tp_free(&t->b, t->dwpart);
   tp_free(&t->b, t->dwshare);
   free(t->saved);
+  free(t->linear_slot);
 }
 
 /* The product of one block linear, with its kept operands. */
 static tessel_status linear_mm(tp3d *t, const tessel_op_ctx *c, const tessel_linear_args *a, tp3d_mm *mm) {
-  int idx = linear_index(a->which), gather_i = idx == 0 || idx == 2;
-  if (c->layer < 0 || c->layer >= t->b.dims.layers || a->w->local_shape[0] * t->q != a->inp_cols ||
-      a->w->local_shape[1] != a->out_cols)
-    return t->b.api->set_error(t->b.host, TESSEL_E_INTERNAL,
-                               "tp3d: linear of layer %d with a %lldx%lld weight piece for %lld -> %lld columns", c->layer,
-                               (long long)a->w->local_shape[0], (long long)a->w->local_shape[1],
-                               (long long)a->inp_cols, (long long)a->out_cols);
-  const tp3d_saved *kept = &t->saved[c->layer * 4 + idx];
+  int layer = c->unit - 1, gather_i = a->role == TESSEL_ROLE_LINEAR_IN;
+  if (layer < 0 || layer >= t->b.dims.layers || t->linear_slot[c->op->index] < 0 ||
+      a->w->local_shape[0] * t->q != a->inp_cols || a->w->local_shape[1] != a->out_cols)
+    return t->b.x.api->set_error(t->b.x.host, TESSEL_E_INTERNAL,
+                                 "linear of unit %d with a %lldx%lld weight piece for %lld -> %lld columns", c->unit,
+                                 (long long)a->w->local_shape[0], (long long)a->w->local_shape[1],
+                                 (long long)a->inp_cols, (long long)a->out_cols);
+  const tp3d_saved *kept = &t->saved[layer * t->n_linears + t->linear_slot[c->op->index]];
   *mm = (tp3d_mm){.in = gather_i ? t->g_i : t->g_j, .out = gather_i ? t->g_j : t->g_i, .rows = a->inp_rows,
                   .k = a->inp_cols, .n = a->out_cols, .xg = kept->xg, .wg = kept->wg};
   return TESSEL_OK;
@@ -114,14 +147,14 @@ static tessel_status linear_backward(void *inst, const tessel_op_ctx *c, const t
   return st;
 }
 
-static tessel_status layernorm_forward(void *inst, const tessel_op_ctx *c, const tessel_layernorm_args *a) {
+static tessel_status norm_forward(void *inst, const tessel_op_ctx *c, const tessel_norm_args *a) {
   tp3d *t = inst;
-  return tp_layernorm_forward(&t->b, t->g_j, t->q, c, a);
+  return tp_norm_forward(&t->b, t->g_j, t->q, c, a);
 }
 
-static tessel_status layernorm_backward(void *inst, const tessel_op_ctx *c, const tessel_layernorm_args *a) {
+static tessel_status norm_backward(void *inst, const tessel_op_ctx *c, const tessel_norm_args *a) {
   tp3d *t = inst;
-  return tp_layernorm_backward(&t->b, t->g_j, t->q, c, a);
+  return tp_norm_backward(&t->b, t->g_j, t->q, c, a);
 }
 
 /* Tokens of rows block k: the core hands every rank the whole micro-batch. */
@@ -131,61 +164,61 @@ static const int32_t *block_tokens(const tp3d *t, const int32_t *tokens) {
 
 static tessel_status embedding_forward(void *inst, const tessel_op_ctx *c, const tessel_embedding_args *a) {
   tp3d *t = inst;
-  const tessel_host_api *api = t->b.api;
-  int64_t q = t->q, width = t->b.dims.channels / q, vocab = t->b.dims.vocab_size / q;
-  tessel_status st = api->comm->all_gather(t->b.host, t->g_k, a->wte->data, t->wg, (uint64_t)(vocab * width / q),
+  const tessel_host_api *api = t->b.x.api;
+  int64_t q = t->q, width = t->b.dims.dim[TESSEL_DIM_HIDDEN] / q, vocab = t->b.dims.dim[TESSEL_DIM_VOCAB] / q;
+  tessel_status st = api->comm->all_gather(t->b.x.host, t->g_k, a->table->data, t->wg, (uint64_t)(vocab * width / q),
                                            t->b.act, NULL);
-  /* wpe is added once per rows block: by i = 0, before the sum */
+  /* positions are added once per rows block: by i = 0, before the sum */
   if (st >= 0)
-    st = api->kernels->embedding_forward(t->b.host, c->stream, NULL, t->ypart, block_tokens(t, a->tokens), t->wg,
-                                         t->ci == 0 ? a->wpe->data : NULL, a->batch / q, a->seq, width, t->ci * vocab,
-                                         vocab);
+    st = api->kernels->embedding_forward(t->b.x.host, c->stream, NULL, t->ypart, block_tokens(t, a->tokens), t->wg,
+                                         t->ci == 0 && a->positions ? a->positions->data : NULL, a->batch / q, a->seq,
+                                         width, t->ci * vocab, vocab);
   if (st < 0) return st;
-  return api->comm->reduce_scatter(t->b.host, t->g_i, t->ypart, a->out, (uint64_t)(t->rows * width), t->b.act,
+  return api->comm->reduce_scatter(t->b.x.host, t->g_i, t->ypart, a->out, (uint64_t)(t->rows * width), t->b.act,
                                    TESSEL_SUM, NULL);
 }
 
 static tessel_status embedding_backward(void *inst, const tessel_op_ctx *c, const tessel_embedding_args *a) {
   tp3d *t = inst;
-  const tessel_host_api *api = t->b.api;
-  int64_t q = t->q, width = t->b.dims.channels / q, vocab = t->b.dims.vocab_size / q, share = vocab * width / q;
+  const tessel_host_api *api = t->b.x.api;
+  int64_t q = t->q, width = t->b.dims.dim[TESSEL_DIM_HIDDEN] / q, vocab = t->b.dims.dim[TESSEL_DIM_VOCAB] / q, share = vocab * width / q;
   tessel_stream *s = c->stream;
-  tessel_status st = api->comm->all_gather(t->b.host, t->g_i, a->dout, t->dyg, (uint64_t)(t->rows * width), t->b.act,
+  tessel_status st = api->comm->all_gather(t->b.x.host, t->g_i, a->dout, t->dyg, (uint64_t)(t->rows * width), t->b.act,
                                            NULL);
-  /* the gathered gradient covers rows block k: one dwpe per block, from i = 0 */
-  if (st >= 0) st = api->kernels->scale(t->b.host, s, TESSEL_F32, t->dwpart, 0.0f, vocab * width);
+  /* the gathered gradient covers rows block k: one positions gradient per block, from i = 0 */
+  if (st >= 0) st = api->kernels->scale(t->b.x.host, s, TESSEL_F32, t->dwpart, 0.0f, vocab * width);
   if (st >= 0)
-    st = api->kernels->embedding_backward(t->b.host, s, t->dwpart, t->ci == 0 ? a->wpe->grad : NULL, t->dyg,
+    st = api->kernels->embedding_backward(t->b.x.host, s, t->dwpart, t->ci == 0 && a->positions ? a->positions->grad : NULL, t->dyg,
                                           block_tokens(t, a->tokens), a->batch / q, a->seq, width, t->ci * vocab, vocab);
   if (st >= 0)
-    st = api->comm->reduce_scatter(t->b.host, t->g_k, t->dwpart, t->dwshare, (uint64_t)share, TESSEL_F32, TESSEL_SUM,
+    st = api->comm->reduce_scatter(t->b.x.host, t->g_k, t->dwpart, t->dwshare, (uint64_t)share, TESSEL_F32, TESSEL_SUM,
                                    NULL);
   if (st < 0) return st;
-  return api->kernels->axpy(t->b.host, s, TESSEL_F32, a->wte->grad, 1.0f, t->dwshare, share);
+  return api->kernels->axpy(t->b.x.host, s, TESSEL_F32, a->table->grad, 1.0f, t->dwshare, share);
 }
 
 static tessel_status head(void *inst, const tessel_op_ctx *c, const tessel_head_args *a) {
   tp3d *t = inst;
-  const tessel_host_api *api = t->b.api;
-  int64_t vocab = t->b.dims.vocab_size / t->q;
+  const tessel_host_api *api = t->b.x.api;
+  int64_t vocab = t->b.dims.dim[TESSEL_DIM_VOCAB] / t->q;
   tp3d_mm mm = {.in = t->g_i, .out = t->g_j, .rows = a->rows, .k = a->width, .n = vocab, .wt = 1, .xg = t->xg,
                 .wg = t->wg};
   const int32_t *targets = a->targets + (int64_t)(t->ck * t->q + t->cj) * a->rows;
-  tessel_status st = tp3d_mm_forward(t, c->stream, &mm, a->inp, a->wte->data, a->logits);
+  tessel_status st = tp3d_mm_forward(t, c->stream, &mm, a->inp, a->weight->data, a->logits);
   if (st >= 0)
-    st = api->kernels->cross_entropy(t->b.host, c->stream, t->g_i, a->losses, a->logits, targets, a->rows,
+    st = api->kernels->cross_entropy(t->b.x.host, c->stream, t->g_i, a->losses, a->logits, targets, a->rows,
                                      t->ci * vocab, vocab, a->dinp ? a->dloss : 0.0f);
   if (st < 0 || !a->dinp) return st;
   /* the logits now hold dlogits */
-  return tp3d_mm_backward(t, c->stream, &mm, a->logits, a->dinp, a->wte->grad);
+  return tp3d_mm_backward(t, c->stream, &mm, a->logits, a->dinp, a->weight->grad);
 }
 
 const tessel_layer_ops tp3d_layer_ops = {
     .size = sizeof(tessel_layer_ops),
     .linear_forward = linear_forward,
     .linear_backward = linear_backward,
-    .layernorm_forward = layernorm_forward,
-    .layernorm_backward = layernorm_backward,
+    .norm_forward = norm_forward,
+    .norm_backward = norm_backward,
     .embedding_forward = embedding_forward,
     .embedding_backward = embedding_backward,
     .head = head,

@@ -6,8 +6,8 @@
 
 static tessel_status create(const tessel_host_api *api, tessel_host *host, const tessel_cfg *section, void **out) {
   tp3d *t = calloc(1, sizeof *t);
-  if (!t) return api->set_error(host, TESSEL_E_NOMEM, "tp3d: out of host memory");
-  tessel_status st = tp_base_create(&t->b, api, host, section, "tp3d");
+  if (!t) return api->set_error(host, TESSEL_E_NOMEM, "out of host memory");
+  tessel_status st = tp_base_create(&t->b, api, host, section, tp3d_replicated);
   if (st < 0) {
     free(t);
     return st;
@@ -32,9 +32,9 @@ static int icbrt(int n) {
 
 static tessel_status mesh(void *inst, int world, tessel_mesh *m) {
   tp3d *t = inst;
-  const tessel_cfg_api *cfg = t->b.api->cfg;
-  tessel_host *h = t->b.host;
-  const tessel_cfg *sec = t->b.section;
+  const tessel_cfg_api *cfg = t->b.x.api->cfg;
+  tessel_host *h = t->b.x.host;
+  const tessel_cfg *sec = t->b.x.section;
   const char *tp_key = tp_shape_key(&t->b);
   int tp = 0;
   tessel_status st = tp_resolve_tp(&t->b, world, &tp);
@@ -55,31 +55,25 @@ static tessel_status mesh(void *inst, int world, tessel_mesh *m) {
   m->sizes[AX_DP] = t->dp;
   m->sizes[AX_K] = m->sizes[AX_I] = m->sizes[AX_J] = q;
   m->data_axes = 1u << AX_DP;
-  tp_base_set_mesh(&t->b, m, t->b.api->world_rank(h));
+  TESSEL_TRY(tp_base_set_mesh(&t->b, m));
   t->ck = t->b.coord[AX_K];
   t->ci = t->b.coord[AX_I];
   t->cj = t->b.coord[AX_J];
-  /* the axis sets gradients are summed over (see tp3d_replicated) */
-  static const tp_role kinds[] = {TP_QKV_W, TP_QKV_B, TP_PROJ_B};
-  for (size_t r = 0; r < sizeof kinds / sizeof kinds[0] && st >= 0; r++)
-    st = tp_mesh_need_group(&t->b, m, tp3d_replicated(kinds[r]));
-  return st;
+  return TESSEL_OK;
 }
 
 static tessel_status setup(void *inst) {
   tp3d *t = inst;
-  const tessel_host_api *api = t->b.api;
-  tessel_status st;
-  if ((st = tp_base_setup(&t->b, t->rows)) < 0) return st;
-  if ((st = api->comm->group(t->b.host, 1u << AX_K, &t->g_k)) < 0 ||
-      (st = api->comm->group(t->b.host, 1u << AX_I, &t->g_i)) < 0 ||
-      (st = api->comm->group(t->b.host, 1u << AX_J, &t->g_j)) < 0)
-    return st;
-  if ((st = tp3d_alloc_buffers(t)) < 0 || (st = tp_grads_plan(&t->b, tp3d_replicated)) < 0) return st;
-  api->log(t->b.host, TESSEL_LOG_INFO, "dp %d × %d×%d×%d cube: rank at k %d, i %d, j %d; %lld rows of %lld channels per "
+  const tessel_host_api *api = t->b.x.api;
+  TESSEL_TRY(tp_base_setup(&t->b, t->rows));
+  TESSEL_TRY(api->comm->group(t->b.x.host, 1u << AX_K, &t->g_k));
+  TESSEL_TRY(api->comm->group(t->b.x.host, 1u << AX_I, &t->g_i));
+  TESSEL_TRY(api->comm->group(t->b.x.host, 1u << AX_J, &t->g_j));
+  TESSEL_TRY(tp3d_alloc_buffers(t));
+  api->log(t->b.x.host, TESSEL_LOG_INFO, "dp %d × %d×%d×%d cube: rank at k %d, i %d, j %d; %lld rows of %lld channels per "
            "rank; %d gradient bucket(s)",
            t->dp, t->q, t->q, t->q, t->ck, t->ci, t->cj, (long long)t->rows,
-           (long long)(t->b.dims.channels / t->q), t->b.grads.n_buckets);
+           (long long)(t->b.dims.dim[TESSEL_DIM_HIDDEN] / t->q), t->b.grads.n);
   return TESSEL_OK;
 }
 
@@ -87,7 +81,7 @@ static const tessel_strategy strategy = {
     .size = sizeof(tessel_strategy),
     .abi_version = TESSEL_ABI_VERSION,
     .name = "tp3d",
-    .version = "1.0.0",
+    .version = "2.0.0",
     .description = "3D tensor parallel on a q×q×q cube (all-gather, GEMM, reduce-scatter per linear) × data parallel",
     .caps = TESSEL_CAP_DATA_PARALLEL | TESSEL_CAP_TENSOR_PARALLEL,
     .create = create,
@@ -98,9 +92,7 @@ static const tessel_strategy strategy = {
     .setup = setup,
     .layer_ops = &tp3d_layer_ops,
     .after_backward = tp_after_backward,
-    .set_grad_sync = tp_set_grad_sync,
     .grads_finish = tp_grads_finish,
-    .grad_norm = tp_grad_norm,
 };
 
 TESSEL_STRATEGY_DEFINE(strategy)

@@ -61,7 +61,9 @@ typedef struct tp3d {
   int ck, ci, cj;                  /* this rank's cube coordinates */
   tessel_group *g_k, *g_i, *g_j;
   int64_t rows;                    /* local rows: (B/q²)·T */
-  tp3d_saved *saved;               /* [layers][4]: c_attn, attn.c_proj, c_fc, mlp.c_proj */
+  tp3d_saved *saved;               /* [layers][linears per block], in op order */
+  int *linear_slot;                /* per op of a block: its index among the block's linears, -1 */
+  int n_linears;
   void *saved_arena;
   /* transient: the head's and embedding's gathered operands, partial
   ** products before a reduce-scatter, gathered output gradients, fp32
@@ -73,7 +75,7 @@ typedef struct tp3d {
 /* layout.c */
 tessel_status tp3d_layout(void *inst, const tessel_param_info *p, tessel_layout *out);
 tessel_status tp3d_geometry(void *inst, tessel_geometry *g);
-uint32_t tp3d_replicated(tp_role role);
+uint32_t tp3d_replicated(tessel_param_role role);
 
 /* cube.c */
 tessel_status tp3d_mm_forward(tp3d *t, tessel_stream *s, const tp3d_mm *mm, const void *x, const void *w, void *y);

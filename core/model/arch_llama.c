@@ -1,0 +1,112 @@
+/* core/model/arch_llama.c — the Llama family as data (Hugging Face
+** LlamaForCausalLM names: Llama 2/3, Mistral, Qwen2-style, SmolLM, TinyLlama).
+**
+**   embedding  h = embed_tokens[tokens]                    (no position table)
+**   block      a = x + o_proj(attention(rope(q_proj(n)), rope(k_proj(n)), v_proj(n))),
+**                  n = input_layernorm(x)                  (RMS norm, GQA)
+**              y = a + down_proj(silu(gate_proj(m)) · up_proj(m)),
+**                  m = post_attention_layernorm(a)
+**   head       logits = norm(x) · lm_headᵀ (untied unless tie_embeddings)
+** Weights are stored [in, out]; Hugging Face's nn.Linear keeps [out, in], so
+** checkpoints and exports transpose them. Every weight starts N(0, 0.02),
+** as transformers initialises LlamaForCausalLM. */
+#include "model/arch.h"
+
+enum { B_IN_NORM, B_Q, B_K, B_V, B_O, B_POST_NORM, B_GATE, B_UP, B_DOWN };
+enum { A_N1 = 2, A_Q, A_K, A_V, A_ATTY, A_O, A_RES, A_N2, A_GATE, A_UP, A_H, A_DOWN };
+
+#define NORM_P(n) {n, TESSEL_ROLE_NORM, 1, {TESSEL_DIM_HIDDEN}, 0, {0}, TSL_INIT_ONE}
+#define LIN_IN(n, out) {n, TESSEL_ROLE_LINEAR_IN, 2, {TESSEL_DIM_HIDDEN, out}, 0, {0}, TSL_INIT_NORMAL}
+#define LIN_OUT(n, in) {n, TESSEL_ROLE_LINEAR_OUT, 2, {in, TESSEL_DIM_HIDDEN}, 0, {0}, TSL_INIT_NORMAL}
+#define ACT(n, rows, col) {n, rows, 1, {col}, -1, 0, 0}
+#define STREAM(n) {n, TSL_ROWS_RESID, 1, {TESSEL_DIM_HIDDEN}, -1, 0, 1}
+#define OP(k, v, w, b, i0, i1, i2, o0, o1) {k, v, w, b, {i0, i1, i2}, {o0, o1}}
+
+static const tsl_unit_decl embed = {
+    .kind = TESSEL_UNIT_EMBEDDING,
+    .n_params = 1,
+    .params = {{"model.embed_tokens.weight", TESSEL_ROLE_EMBEDDING, 2, {TESSEL_DIM_VOCAB, TESSEL_DIM_HIDDEN}, 0, {0},
+                TSL_INIT_NORMAL}},
+    .n_acts = 2,
+    .acts = {STREAM("input"), STREAM("embedding")},
+    .n_ops = 1,
+    .ops = {OP(TESSEL_OP_EMBEDDING, 0, 0, -1, -1, -1, -1, TSL_ACT_OUT, -1)},
+};
+
+static const tsl_unit_decl block = {
+    .kind = TESSEL_UNIT_BLOCK,
+    .n_params = 9,
+    .params =
+        {
+            NORM_P("model.layers.%d.input_layernorm.weight"),
+            LIN_IN("model.layers.%d.self_attn.q_proj.weight", TESSEL_DIM_HEADS),
+            LIN_IN("model.layers.%d.self_attn.k_proj.weight", TESSEL_DIM_KV_HEADS),
+            LIN_IN("model.layers.%d.self_attn.v_proj.weight", TESSEL_DIM_KV_HEADS),
+            LIN_OUT("model.layers.%d.self_attn.o_proj.weight", TESSEL_DIM_HEADS),
+            NORM_P("model.layers.%d.post_attention_layernorm.weight"),
+            LIN_IN("model.layers.%d.mlp.gate_proj.weight", TESSEL_DIM_FFN),
+            LIN_IN("model.layers.%d.mlp.up_proj.weight", TESSEL_DIM_FFN),
+            LIN_OUT("model.layers.%d.mlp.down_proj.weight", TESSEL_DIM_FFN),
+        },
+    .n_acts = 14,
+    .acts =
+        {
+            STREAM("input"),
+            STREAM("output"),
+            ACT("input_layernorm", TSL_ROWS_RESID, TESSEL_DIM_HIDDEN),
+            ACT("q", TSL_ROWS_INNER, TESSEL_DIM_HEADS),
+            ACT("k", TSL_ROWS_INNER, TESSEL_DIM_KV_HEADS),
+            ACT("v", TSL_ROWS_INNER, TESSEL_DIM_KV_HEADS),
+            ACT("attention", TSL_ROWS_INNER, TESSEL_DIM_HEADS),
+            ACT("o_proj", TSL_ROWS_RESID, TESSEL_DIM_HIDDEN),
+            STREAM("residual"),
+            ACT("post_attention_layernorm", TSL_ROWS_RESID, TESSEL_DIM_HIDDEN),
+            ACT("gate", TSL_ROWS_INNER, TESSEL_DIM_FFN),
+            ACT("up", TSL_ROWS_INNER, TESSEL_DIM_FFN),
+            ACT("swiglu", TSL_ROWS_INNER, TESSEL_DIM_FFN),
+            ACT("down_proj", TSL_ROWS_RESID, TESSEL_DIM_HIDDEN),
+        },
+    .n_ops = 14,
+    .ops =
+        {
+            OP(TESSEL_OP_NORM, TESSEL_NORM_RMS, B_IN_NORM, -1, TSL_ACT_IN, -1, -1, A_N1, -1),
+            OP(TESSEL_OP_LINEAR, 0, B_Q, -1, A_N1, -1, -1, A_Q, -1),
+            OP(TESSEL_OP_LINEAR, 0, B_K, -1, A_N1, -1, -1, A_K, -1),
+            OP(TESSEL_OP_LINEAR, 0, B_V, -1, A_N1, -1, -1, A_V, -1),
+            OP(TESSEL_OP_ROTARY, 0, -1, -1, A_Q, A_K, -1, A_Q, A_K),
+            OP(TESSEL_OP_ATTENTION, 0, -1, -1, A_Q, A_K, A_V, A_ATTY, -1),
+            OP(TESSEL_OP_LINEAR, 0, B_O, -1, A_ATTY, -1, -1, A_O, -1),
+            OP(TESSEL_OP_RESIDUAL, 0, -1, -1, TSL_ACT_IN, A_O, -1, A_RES, -1),
+            OP(TESSEL_OP_NORM, TESSEL_NORM_RMS, B_POST_NORM, -1, A_RES, -1, -1, A_N2, -1),
+            OP(TESSEL_OP_LINEAR, 0, B_GATE, -1, A_N2, -1, -1, A_GATE, -1),
+            OP(TESSEL_OP_LINEAR, 0, B_UP, -1, A_N2, -1, -1, A_UP, -1),
+            OP(TESSEL_OP_ACTIVATION, TESSEL_ACT_SWIGLU, -1, -1, A_GATE, A_UP, -1, A_H, -1),
+            OP(TESSEL_OP_LINEAR, 0, B_DOWN, -1, A_H, -1, -1, A_DOWN, -1),
+            OP(TESSEL_OP_RESIDUAL, 0, -1, -1, A_RES, A_DOWN, -1, TSL_ACT_OUT, -1),
+        },
+};
+
+static const tsl_unit_decl head_untied = {
+    .kind = TESSEL_UNIT_HEAD,
+    .n_params = 2,
+    .params = {NORM_P("model.norm.weight"),
+               {"lm_head.weight", TESSEL_ROLE_HEAD, 2, {TESSEL_DIM_VOCAB, TESSEL_DIM_HIDDEN}, 0, {0}, TSL_INIT_NORMAL}},
+    .n_acts = 3,
+    .acts = {STREAM("input"), STREAM("output"), ACT("norm", TSL_ROWS_RESID, TESSEL_DIM_HIDDEN)},
+    .n_ops = 2,
+    .ops =
+        {
+            OP(TESSEL_OP_NORM, TESSEL_NORM_RMS, 0, -1, TSL_ACT_IN, -1, -1, 2, -1),
+            OP(TESSEL_OP_HEAD, 0, 1, -1, 2, -1, -1, -1, -1),
+        },
+};
+
+void tsl_arch_llama(const tsl_settings *s, tsl_arch *out) {
+  *out = (tsl_arch){.name = "llama", .embed = embed, .block = block, .head = head_untied,
+                    .tied = s->model.tie_embeddings, .norm_eps = (float)s->model.norm_eps,
+                    .rope_theta = (float)s->model.rope_theta, .init_std = 0.02};
+  if (out->tied) {
+    out->head.n_params = 1;
+    out->head.ops[1].weight = TSL_TIED_TABLE;
+  }
+}

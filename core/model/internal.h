@@ -1,0 +1,90 @@
+/*
+** core/model/internal.h — the model's private state, shared by the files
+** of core/model only.
+*/
+#ifndef TSL_MODEL_INTERNAL_H
+#define TSL_MODEL_INTERNAL_H
+
+#include "model/model.h"
+
+/* A unit as the interpreter runs it. */
+typedef struct tsl_unit {
+  const tsl_unit_decl *decl;
+  tessel_unit_info info;
+  tessel_op ops[TSL_UNIT_MAX_OPS];       /* public form, global parameter indices */
+  int kind_index;                       /* 0 embedding, 1 block, 2 head: which grad set */
+} tsl_unit;
+
+/* One unit's activations in one slot. */
+typedef struct tsl_unit_acts {
+  void *buf[TSL_UNIT_MAX_ACTS];          /* NULL for views and absent stream ends */
+  float *saved[TSL_UNIT_MAX_OPS][2];     /* norm: mean, rstd; attention: lse */
+} tsl_unit_acts;
+
+typedef struct tsl_slot {
+  void *arena;            /* one allocation holding everything below */
+  void **resid;           /* [units + 1]: stream entering unit u; NULL when not on this rank */
+  tsl_unit_acts *units;   /* [units] */
+  int32_t *tokens, *targets; /* device, [micro_batch * seq_len] */
+  int64_t loaded_step;    /* which (step, micro) the tokens are for */
+  int loaded_micro;
+} tsl_slot;
+
+/* The gradient buffers of one unit kind, shared by every unit of that kind. */
+typedef struct tsl_grad_set {
+  void *buf[TSL_UNIT_MAX_ACTS];
+} tsl_grad_set;
+
+struct tsl_model {
+  tsl_runtime *rt;
+  tsl_arch arch;
+  tessel_model_dims dims;
+  tsl_params params;
+  tsl_state state;
+  tsl_layouts layouts;
+  tessel_geometry geo;
+  tessel_layer_ops plugin_ops; /* zero-filled copy: NULL = core version */
+  tsl_unit *units;             /* [dims.units] */
+  tsl_slot *slots;
+  int n_slots;
+  void *grad_arena;
+  tsl_grad_set grads[3];       /* embedding, block, head */
+  void *dres, *dtmp, *logits;
+  float *losses;                        /* [micro_steps * rows] per-token losses */
+  int32_t *host_inputs, *host_targets; /* staging for the batch function */
+  float *host_losses;                   /* staging for reading losses back */
+  tsl_batch_fn batch;
+  void *batch_ctx;
+  int training;          /* head computes dlogits and backward runs */
+  int64_t step_serial;   /* bumped per step or evaluation batch */
+  float dloss;           /* 1 / tokens in the global batch */
+};
+
+/* acts.c: sizes and storage of activations and their gradients. */
+int64_t tsl_act_rows(const tsl_model *m, const tsl_act_decl *a);
+int64_t tsl_act_width(const tsl_model *m, const tsl_unit_decl *u, int act);
+/* The activation's storage (a view resolves into its parent) and its row
+** stride in elements. */
+void *tsl_act_ptr(const tsl_model *m, int slot, int unit, int act, int64_t *ld);
+/* The gradient buffer of an activation, for the unit being run backward. */
+void *tsl_act_grad(const tsl_model *m, int unit, int act, int64_t *ld);
+int tsl_act_on_rank(const tsl_model *m, int unit);
+tsl_status tsl_acts_allocate(tsl_model *m);
+void tsl_acts_free(tsl_model *m);
+
+/* exec.c: one unit's ops forward and backward. */
+tsl_status tsl_exec_forward(tsl_model *m, const tessel_op_ctx *c, int slot, int unit, int micro);
+tsl_status tsl_exec_backward(tsl_model *m, const tessel_op_ctx *c, int slot, int unit);
+
+/* ops.c: the core's versions of the layer primitives. */
+tsl_status tsl_op_linear_forward(tsl_model *m, const tessel_op_ctx *c, const tessel_linear_args *a);
+tsl_status tsl_op_linear_backward(tsl_model *m, const tessel_op_ctx *c, const tessel_linear_args *a);
+tsl_status tsl_op_norm_forward(tsl_model *m, const tessel_op_ctx *c, const tessel_norm_args *a);
+tsl_status tsl_op_norm_backward(tsl_model *m, const tessel_op_ctx *c, const tessel_norm_args *a);
+tsl_status tsl_op_attention_forward(tsl_model *m, const tessel_op_ctx *c, const tessel_attention_args *a);
+tsl_status tsl_op_attention_backward(tsl_model *m, const tessel_op_ctx *c, const tessel_attention_args *a);
+tsl_status tsl_op_embedding_forward(tsl_model *m, const tessel_op_ctx *c, const tessel_embedding_args *a);
+tsl_status tsl_op_embedding_backward(tsl_model *m, const tessel_op_ctx *c, const tessel_embedding_args *a);
+tsl_status tsl_op_head(tsl_model *m, const tessel_op_ctx *c, const tessel_head_args *a);
+
+#endif

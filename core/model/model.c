@@ -1,0 +1,376 @@
+/* core/model/model.c — building the model, units with their hooks, steps. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "common/util.h"
+#include "compute/compute.h"
+#include "model/internal.h"
+#include "optim/optim.h"
+#include "plugin/host.h"
+
+/* Run a strategy hook if it has one; its failure is framed by the core. */
+#define HOOK(st, m, hook, ...)                                                           \
+  do {                                                                                   \
+    if ((m)->rt->plugin && (m)->rt->plugin->vt.hook) {                                   \
+      tsl_hook_enter((m)->rt);                                                           \
+      if (((st) = (m)->rt->plugin->vt.hook((m)->rt->inst, ##__VA_ARGS__)) < 0) {         \
+        (st) = tsl_hook_failed((m)->rt, st, #hook);                                      \
+        goto fail;                                                                       \
+      }                                                                                  \
+    }                                                                                    \
+  } while (0)
+
+/* ---- accessors ---- */
+
+tsl_runtime *tsl_model_runtime(const tsl_model *m) { return m->rt; }
+const tessel_model_dims *tsl_model_dims(const tsl_model *m) { return &m->dims; }
+const tessel_geometry *tsl_model_geometry(const tsl_model *m) { return &m->geo; }
+const tsl_arch *tsl_model_arch(const tsl_model *m) { return &m->arch; }
+tsl_params *tsl_model_params(tsl_model *m) { return &m->params; }
+tsl_state *tsl_model_state(tsl_model *m) { return &m->state; }
+const tsl_layouts *tsl_model_layouts(const tsl_model *m) { return &m->layouts; }
+const tessel_unit_info *tsl_model_unit(const tsl_model *m, int unit) { return &m->units[unit].info; }
+const tessel_op *tsl_model_op(const tsl_model *m, int unit, int op) { return &m->units[unit].ops[op]; }
+
+void tsl_model_set_batch(tsl_model *m, tsl_batch_fn fn, void *ctx) {
+  m->batch = fn;
+  m->batch_ctx = ctx;
+}
+
+void tsl_model_view(const tsl_model *m, int index, tessel_param_view *out) {
+  const tsl_param *p = &m->params.p[index];
+  *out = (tessel_param_view){.size = sizeof *out, .data = p->data, .grad = p->grad, .master = p->master,
+                             .local_shape = {p->local_shape[0], p->local_shape[1]}, .local_numel = p->local_numel,
+                             .flat_offset = p->offset};
+}
+
+int tsl_model_unit_params(const tsl_model *m, int unit, int *out, int cap) {
+  int n = 0;
+  const tsl_unit *u = &m->units[unit];
+  for (int k = 0; k < u->info.n_ops; k++) {
+    int w[2] = {u->ops[k].weight, u->ops[k].bias};
+    for (int j = 0; j < 2; j++) {
+      if (w[j] < 0) continue;
+      int seen = 0;
+      for (int i = 0; i < n && i < cap; i++) seen |= out[i] == w[j];
+      if (seen) continue;
+      if (n < cap) out[n] = w[j];
+      n++;
+    }
+  }
+  return n;
+}
+
+/* ---- dimensions, geometry, units ---- */
+
+void tsl_model_dims_single(const tsl_runtime *rt, tessel_model_dims *d) {
+  const tsl_settings *s = &rt->settings;
+  *d = (tessel_model_dims){.size = sizeof *d, .layers = s->model.layers, .units = s->model.layers + 2,
+                           .seq_len = s->model.seq_len, .micro_batch = 1, .micro_steps = 1, .data_ranks = 1,
+                           .act_dtype = rt->be_ready ? rt->be.act_dtype : TESSEL_F32,
+                           .vocab_valid = s->model.vocab_size};
+  int tp = rt->plugin && (rt->plugin->vt.caps & TESSEL_CAP_TENSOR_PARALLEL);
+  tsl_model_dim_sizes(s, tp, d->dim);
+}
+
+tsl_status tsl_model_dims_for(const tsl_runtime *rt, tessel_model_dims *d) {
+  const tsl_settings *s = &rt->settings;
+  tsl_cfg *train = NULL;
+  tsl_cfg_section(tsl_config_root(rt->config), "train", 0, &train);
+  int D = 1, B = s->train.batch_size;
+  for (int a = 0; a < rt->mesh.naxes; a++)
+    if (rt->mesh.data_axes & (1u << a)) D *= rt->mesh.sizes[a];
+  if (B % D != 0)
+    return tsl_cfg_error(train, "batch_size", "%d sequences do not split evenly over %d data-parallel ranks", B, D);
+  int micro = s->train.micro_batch_size ? s->train.micro_batch_size : B / D;
+  if ((B / D) % micro != 0)
+    return tsl_cfg_error(train, "micro_batch_size",
+                         "each of the %d data-parallel ranks gets %d sequences per step, not a multiple of %d", D, B / D,
+                         micro);
+  tsl_model_dims_single(rt, d);
+  d->micro_batch = micro;
+  d->micro_steps = B / D / micro;
+  d->data_ranks = D;
+  return TESSEL_OK;
+}
+
+static tsl_status geometry(tsl_model *m) {
+  const tessel_model_dims *d = &m->dims;
+  tessel_geometry g = {.size = sizeof g};
+  if (m->rt->plugin && m->rt->plugin->vt.geometry) {
+    tsl_hook_enter(m->rt);
+    tsl_status st = m->rt->plugin->vt.geometry(m->rt->inst, &g);
+    if (st < 0) return tsl_hook_failed(m->rt, st, "geometry");
+  }
+  int64_t BT = (int64_t)d->micro_batch * d->seq_len;
+  if (!g.rows) g.rows = BT;
+  if (!g.width) g.width = d->dim[TESSEL_DIM_HIDDEN];
+  if (!g.inner_rows) g.inner_rows = BT;
+  if (!g.batch) g.batch = d->micro_batch;
+  if (!g.heads) g.heads = d->dim[TESSEL_DIM_HEADS];
+  if (!g.kv_heads) g.kv_heads = g.heads * d->dim[TESSEL_DIM_KV_HEADS] / d->dim[TESSEL_DIM_HEADS];
+  if (!g.ffn) g.ffn = d->dim[TESSEL_DIM_FFN];
+  if (!g.vocab) g.vocab = d->dim[TESSEL_DIM_VOCAB];
+  if (!g.act_slots) g.act_slots = 1;
+  if (!g.unit_last && !g.unit_first) g.unit_last = d->units - 1;
+  if (g.batch * d->seq_len != g.inner_rows || g.heads < 1 || g.kv_heads < 1 || g.heads % g.kv_heads != 0 ||
+      g.unit_first < 0 || g.unit_last >= d->units || g.unit_first > g.unit_last || g.act_slots < 1 ||
+      g.vocab_begin < 0 || g.vocab_begin + g.vocab > d->dim[TESSEL_DIM_VOCAB])
+    return tsl_error(TESSEL_E_INTERNAL,
+                     "%s: inconsistent geometry (inner_rows %lld, batch %lld × seq %d, heads %lld, kv_heads %lld, "
+                     "vocabulary rows %lld..%lld of %lld, units %d..%d of %d)",
+                     m->rt->plugin ? m->rt->plugin->name : "core", (long long)g.inner_rows, (long long)g.batch,
+                     d->seq_len, (long long)g.heads, (long long)g.kv_heads, (long long)g.vocab_begin,
+                     (long long)(g.vocab_begin + g.vocab), (long long)d->dim[TESSEL_DIM_VOCAB], g.unit_first,
+                     g.unit_last, d->units);
+  m->geo = g;
+  return TESSEL_OK;
+}
+
+/* Each unit's ops in their public form: global parameter indices. */
+static tsl_status build_units(tsl_model *m) {
+  int L = m->dims.layers, U = m->dims.units;
+  m->units = calloc((size_t)U, sizeof *m->units);
+  if (!m->units) return tsl_error(TESSEL_E_NOMEM, "out of host memory for the units");
+  for (int u = 0; u < U; u++) {
+    tsl_unit *un = &m->units[u];
+    un->decl = tsl_arch_unit(&m->arch, L, u);
+    un->kind_index = u == 0 ? 0 : u == L + 1 ? 2 : 1;
+    un->info = (tessel_unit_info){.size = sizeof un->info, .kind = un->decl->kind,
+                                  .layer = un->decl->kind == TESSEL_UNIT_BLOCK ? u - 1 : -1,
+                                  .n_ops = un->decl->n_ops};
+    for (int k = 0; k < un->decl->n_ops; k++) {
+      const tsl_op_decl *od = &un->decl->ops[k];
+      un->ops[k] = (tessel_op){.size = sizeof un->ops[k], .kind = od->kind, .index = k, .variant = od->variant,
+                               .weight = tsl_params_index(&m->params, L, u, od->weight),
+                               .bias = tsl_params_index(&m->params, L, u, od->bias), .eps = m->arch.norm_eps,
+                               .theta = m->arch.rope_theta};
+    }
+  }
+  return TESSEL_OK;
+}
+
+/* ---- building ---- */
+
+tsl_status tsl_model_plan(tsl_runtime *rt, const tessel_model_dims *dims, tsl_model **out) {
+  tsl_status st;
+  tsl_model *m = calloc(1, sizeof *m);
+  if (!m) return tsl_error(TESSEL_E_NOMEM, "out of host memory for the model");
+  m->rt = rt;
+  rt->model = m;
+  rt->vocab_valid = dims->vocab_valid;
+  m->dims = *dims;
+  m->dims.size = sizeof m->dims;
+  m->dims.act_dtype = rt->be_ready ? rt->be.act_dtype : TESSEL_F32;
+  m->dloss = 1.0f / ((float)dims->micro_batch * (float)dims->micro_steps * (float)dims->data_ranks * (float)dims->seq_len);
+  if (rt->plugin && rt->plugin->vt.layer_ops) {
+    const tessel_layer_ops *ops = rt->plugin->vt.layer_ops;
+    memcpy(&m->plugin_ops, ops, TSL_MIN((size_t)ops->size, sizeof m->plugin_ops));
+  }
+  TSL_TRY(st, tsl_arch_for(&rt->settings, &m->arch));
+  TSL_TRY(st, tsl_params_register(&m->params, &m->arch, dims->layers, m->dims.dim, dims->vocab_valid,
+                                  rt->settings.model.arch == TSL_ARCH_LLAMA));
+  TSL_TRY(st, build_units(m));
+  TSL_TRY(st, tsl_params_layout(rt, &m->params));
+  TSL_TRY(st, geometry(m));
+  tessel_optimizer_info oi;
+  tsl_optimizer_describe(&rt->settings, &oi);
+  int core_optim = !(rt->plugin && (rt->plugin->vt.caps & TESSEL_CAP_OWNS_OPTIMIZER));
+  TSL_TRY(st, tsl_state_plan(rt, &m->state, m->dims.units, core_optim ? oi.n_slots : 0, oi.slot_names));
+  *out = m;
+  return TESSEL_OK;
+fail:
+  tsl_model_destroy(m);
+  return st;
+}
+
+/* The reduction scratch the core's kernels need (cross-entropy row maxima
+** and sums, split-norm statistics, the gradient norm), taken now so that a
+** strategy that plans memory at setup sees it in the ledger. */
+static tsl_status reserve_scratch(tsl_model *m) {
+  uint64_t rows = (uint64_t)TSL_MAX(m->geo.rows, m->geo.inner_rows);
+  uint64_t ce = ((rows * sizeof(float) + 7) & ~7ull) + 2 * sizeof(double) * rows;
+  void *p;
+  return tsl_scratch(m->rt, TSL_MAX(ce, 2 * sizeof(double) * rows), &p);
+}
+
+tsl_status tsl_model_materialize(tsl_model *m, uint64_t seed) {
+  tsl_status st;
+  tessel_layout *mine = calloc((size_t)m->params.n + 1, sizeof *mine);
+  if (!mine) return tsl_error(TESSEL_E_NOMEM, "out of host memory for layouts");
+  for (int i = 0; i < m->params.n; i++) mine[i] = m->params.p[i].layout;
+  st = tsl_layouts_share(&m->rt->world, mine, m->params.n, &m->layouts);
+  free(mine);
+  TSL_TRY(st, st);
+  TSL_TRY(st, tsl_state_allocate(&m->state, &m->params));
+  TSL_TRY(st, tsl_state_init(&m->state, &m->params, seed));
+  TSL_TRY(st, tsl_acts_allocate(m));
+  TSL_TRY(st, reserve_scratch(m));
+  HOOK(st, m, setup);
+  return TESSEL_OK;
+fail:
+  return st;
+}
+
+tsl_status tsl_model_create(tsl_runtime *rt, const tessel_model_dims *dims, uint64_t seed, tsl_model **out) {
+  tsl_model *m;
+  tsl_status st = tsl_model_plan(rt, dims, &m);
+  if (st < 0) return st;
+  st = tsl_model_materialize(m, seed);
+  if (st < 0) {
+    tsl_model_destroy(m);
+    return st;
+  }
+  *out = m;
+  return TESSEL_OK;
+}
+
+void tsl_model_destroy(tsl_model *m) {
+  if (!m) return;
+  tsl_runtime *rt = m->rt;
+  tsl_acts_free(m);
+  tsl_state_free(&m->state);
+  tsl_layouts_free(&m->layouts);
+  tsl_params_free(&m->params);
+  free(m->units);
+  if (rt->model == m) rt->model = NULL;
+  free(m);
+}
+
+/* ---- units ---- */
+
+/* Make sure the slot holds micro-batch `micro` of the current step. */
+static tsl_status load_batch(tsl_model *m, tsl_slot *s, int micro) {
+  tsl_status st;
+  if (s->loaded_step == m->step_serial && s->loaded_micro == micro) return TESSEL_OK;
+  if (!m->batch) return tsl_error(TESSEL_E_INTERNAL, "the model has no batch source");
+  uint64_t bytes = (uint64_t)m->dims.micro_batch * (uint64_t)m->dims.seq_len * sizeof(int32_t);
+  TSL_TRY(st, m->batch(m->batch_ctx, micro, m->host_inputs, m->host_targets));
+  TSL_TRY(st, tsl_mem_copy(&m->rt->ledger, TESSEL_TIER_DEVICE, s->tokens, 0, TESSEL_TIER_HOST, m->host_inputs, 0, bytes, m->rt->compute));
+  TSL_TRY(st, tsl_mem_copy(&m->rt->ledger, TESSEL_TIER_DEVICE, s->targets, 0, TESSEL_TIER_HOST, m->host_targets, 0, bytes, m->rt->compute));
+  s->loaded_step = m->step_serial;
+  s->loaded_micro = micro;
+  return TESSEL_OK;
+fail:
+  return st;
+}
+
+/* Check that a unit of a micro-batch can run here and describe it for the
+** layer primitives. */
+static tsl_status unit_begin(const tsl_model *m, int micro, int slot, int unit, tessel_op_ctx *c) {
+  if (unit < 0 || unit >= m->dims.units || !tsl_act_on_rank(m, unit) || slot < 0 || slot >= m->n_slots || micro < 0 ||
+      micro >= m->dims.micro_steps)
+    return tsl_error(TESSEL_E_INTERNAL, "unit %d, micro-batch %d, slot %d is not on this rank (units %d..%d, %d slots, %d micro-batches)",
+                     unit, micro, slot, m->geo.unit_first, m->geo.unit_last, m->n_slots, m->dims.micro_steps);
+  *c = (tessel_op_ctx){.size = sizeof *c, .unit = unit, .micro = micro, .slot = slot,
+                       .stream = (tessel_stream *)m->rt->compute};
+  return TESSEL_OK;
+}
+
+tsl_status tsl_model_forward(tsl_model *m, int micro, int slot, int unit) {
+  tsl_status st;
+  tessel_op_ctx c;
+  TSL_TRY(st, unit_begin(m, micro, slot, unit, &c));
+  HOOK(st, m, before_forward, unit, micro);
+  tessel_unit_kind kind = m->units[unit].info.kind;
+  if (kind != TESSEL_UNIT_BLOCK) TSL_TRY(st, load_batch(m, &m->slots[slot], micro));
+  TSL_TRY(st, tsl_exec_forward(m, &c, slot, unit, micro));
+  HOOK(st, m, after_forward, unit, micro);
+  if (unit < m->geo.unit_last) HOOK(st, m, prefetch, unit + 1, TESSEL_PHASE_FORWARD);
+  if (m->rt->comm) tsl_comm_progress(m->rt->comm);
+  return TESSEL_OK;
+fail:
+  return st;
+}
+
+tsl_status tsl_model_backward(tsl_model *m, int micro, int slot, int unit) {
+  tsl_status st;
+  tessel_op_ctx c;
+  TSL_TRY(st, unit_begin(m, micro, slot, unit, &c));
+  HOOK(st, m, before_backward, unit, micro);
+  TSL_TRY(st, tsl_exec_backward(m, &c, slot, unit));
+  HOOK(st, m, after_backward, unit, micro);
+  if (unit > m->geo.unit_first) HOOK(st, m, prefetch, unit - 1, TESSEL_PHASE_BACKWARD);
+  if (m->rt->comm) tsl_comm_progress(m->rt->comm);
+  return TESSEL_OK;
+fail:
+  return st;
+}
+
+tsl_status tsl_model_boundary(tsl_model *m, int slot, int unit, void **act, void **grad, uint64_t *count) {
+  if (slot < 0 || slot >= m->n_slots || unit < 1 || unit >= m->dims.units || !m->slots[slot].resid[unit])
+    return tsl_error(TESSEL_E_INTERNAL, "no boundary buffer for unit %d in slot %d on this rank", unit, slot);
+  *act = m->slots[slot].resid[unit];
+  *grad = m->dres;
+  *count = (uint64_t)(m->geo.rows * m->geo.width);
+  return TESSEL_OK;
+}
+
+/* ---- steps ---- */
+
+static tsl_status zero_grads(tsl_model *m) {
+  tsl_backend *be = &m->rt->be;
+  if (!m->state.numel) return TESSEL_OK;
+  int rc = be->memset_zero(be, m->state.grad, m->state.numel * sizeof(float), m->rt->compute);
+  return rc < 0 ? tsl_error_wrap(rc, "zeroing gradients") : TESSEL_OK;
+}
+
+tsl_status tsl_model_train_step(tsl_model *m) {
+  tsl_status st;
+  int micro_steps = m->dims.micro_steps;
+  m->step_serial++;
+  m->training = 1;
+  TSL_TRY(st, zero_grads(m));
+  if (m->rt->plugin && m->rt->plugin->vt.train_step) {
+    HOOK(st, m, train_step, micro_steps);
+  } else {
+    for (int mb = 0; mb < micro_steps; mb++) {
+      HOOK(st, m, set_grad_sync, mb == micro_steps - 1);
+      for (int u = m->geo.unit_first; u <= m->geo.unit_last; u++) TSL_TRY(st, tsl_model_forward(m, mb, 0, u));
+      for (int u = m->geo.unit_last; u >= m->geo.unit_first; u--) TSL_TRY(st, tsl_model_backward(m, mb, 0, u));
+    }
+  }
+  HOOK(st, m, grads_finish);
+  return TESSEL_OK;
+fail:
+  return st;
+}
+
+tsl_status tsl_model_eval_step(tsl_model *m, int micro_steps) {
+  tsl_status st;
+  m->step_serial++;
+  m->training = 0;
+  if (m->rt->plugin && m->rt->plugin->vt.eval_step) {
+    HOOK(st, m, eval_step, micro_steps);
+    return TESSEL_OK;
+  }
+  for (int mb = 0; mb < micro_steps; mb++)
+    for (int u = m->geo.unit_first; u <= m->geo.unit_last; u++) TSL_TRY(st, tsl_model_forward(m, mb, 0, u));
+  return TESSEL_OK;
+fail:
+  return st;
+}
+
+tsl_status tsl_model_loss_sum(tsl_model *m, int micro_steps, double *sum, double *count) {
+  tsl_status st;
+  *sum = *count = 0;
+  if (!tsl_act_on_rank(m, m->dims.units - 1) || m->geo.loss_replica) return TESSEL_OK;
+  uint64_t n = (uint64_t)micro_steps * (uint64_t)m->geo.rows;
+  st = tsl_mem_copy(&m->rt->ledger, TESSEL_TIER_HOST, m->host_losses, 0, TESSEL_TIER_DEVICE, m->losses, 0,
+                    n * sizeof(float), m->rt->compute);
+  if (st < 0) return st;
+  int rc = m->rt->be.stream_sync(&m->rt->be, m->rt->compute);
+  if (rc < 0) return tsl_error_wrap(rc, "reading losses");
+  for (uint64_t i = 0; i < n; i++) *sum += m->host_losses[i];
+  *count = (double)n;
+  return TESSEL_OK;
+}
+
+tsl_status tsl_model_logits(tsl_model *m, const void **logits, int64_t *rows, int64_t *vocab) {
+  if (!m->logits) return tsl_error(TESSEL_E_INTERNAL, "the head does not run on this rank");
+  *logits = m->logits;
+  *rows = m->geo.rows;
+  *vocab = m->geo.vocab;
+  return TESSEL_OK;
+}

@@ -1,0 +1,81 @@
+/*
+** core/model/model.h — the model: a chain of units run on micro-batches.
+**
+** Unit 0 is the embedding, units 1..L the blocks, unit L+1 the head (final
+** norm, LM head, loss). Each unit is a list of ops from the architecture's
+** description (arch.h), run by one interpreter with the strategy's hooks
+** around every unit and its layer primitives (or the core's) inside.
+** Activation buffers are sized from the strategy's geometry, one set per
+** slot (a pipeline keeps several micro-batches in flight); gradient buffers
+** are one set, reused unit after unit. The residual stream entering unit u
+** is one buffer per slot, the boundary a pipeline stage sends and receives;
+** its gradient is one buffer updated in place as backward walks down.
+**
+** The struct is private to core/model: other modules use these calls.
+*/
+#ifndef TSL_MODEL_H
+#define TSL_MODEL_H
+
+#include "model/params.h"
+#include "state/layouts.h"
+#include "state/state.h"
+
+typedef struct tsl_model tsl_model;
+
+/* Fill host buffers inputs/targets [micro_batch, seq_len] for micro-batch
+** `micro` of the current step (or evaluation batch). */
+typedef tsl_status (*tsl_batch_fn)(void *ctx, int micro, int32_t *inputs, int32_t *targets);
+
+/* Model dimensions for the settings and the mesh: the global batch split
+** over the mesh's data-parallel ranks and micro-batches (config errors at
+** train.batch_size / train.micro_batch_size when it does not split). */
+tsl_status tsl_model_dims_for(const tsl_runtime *rt, tessel_model_dims *out);
+/* The same for one sequence on one rank (sampling, export). */
+void tsl_model_dims_single(const tsl_runtime *rt, tessel_model_dims *out);
+
+/* The two halves of building a model: plan registers the parameters and
+** asks the strategy for layouts, geometry and placements (no device
+** memory; what `tessel check` validates); materialize allocates and
+** initialises with `seed`. create does both. */
+tsl_status tsl_model_plan(tsl_runtime *rt, const tessel_model_dims *dims, tsl_model **out);
+tsl_status tsl_model_materialize(tsl_model *m, uint64_t seed);
+tsl_status tsl_model_create(tsl_runtime *rt, const tessel_model_dims *dims, uint64_t seed, tsl_model **out);
+void tsl_model_destroy(tsl_model *m);
+
+void tsl_model_set_batch(tsl_model *m, tsl_batch_fn fn, void *ctx);
+
+/* One unit of one micro-batch, with the strategy's hooks around it. */
+tsl_status tsl_model_forward(tsl_model *m, int micro, int slot, int unit);
+tsl_status tsl_model_backward(tsl_model *m, int micro, int slot, int unit);
+tsl_status tsl_model_boundary(tsl_model *m, int slot, int unit, void **act, void **grad, uint64_t *count);
+
+/* A training step's forward and backward over all micro-batches: the
+** strategy's train_step, or forward-all-then-backward-all per micro-batch.
+** Zeroes core-stored gradients first; ends with grads_finish. */
+tsl_status tsl_model_train_step(tsl_model *m);
+/* Forward only, over `micro_steps` evaluation micro-batches. */
+tsl_status tsl_model_eval_step(tsl_model *m, int micro_steps);
+/* Sum and count of the per-token losses this rank owns, over the micro-
+** batches of the last step (reads device memory: synchronises). */
+tsl_status tsl_model_loss_sum(tsl_model *m, int micro_steps, double *sum, double *count);
+/* The logits of the last evaluation micro-batch's rows on this rank (the
+** head's vocabulary slice), for sampling: [rows, vocab] in act dtype. */
+tsl_status tsl_model_logits(tsl_model *m, const void **logits, int64_t *rows, int64_t *vocab);
+
+/* Accessors. */
+tsl_runtime *tsl_model_runtime(const tsl_model *m);
+const tessel_model_dims *tsl_model_dims(const tsl_model *m);
+const tessel_geometry *tsl_model_geometry(const tsl_model *m);
+const tsl_arch *tsl_model_arch(const tsl_model *m);
+tsl_params *tsl_model_params(tsl_model *m);
+tsl_state *tsl_model_state(tsl_model *m);
+const tsl_layouts *tsl_model_layouts(const tsl_model *m);
+/* A parameter's local storage as compute uses it. */
+void tsl_model_view(const tsl_model *m, int index, tessel_param_view *out);
+/* The unit's public description, and its op i with global parameter indices. */
+const tessel_unit_info *tsl_model_unit(const tsl_model *m, int unit);
+const tessel_op *tsl_model_op(const tsl_model *m, int unit, int op);
+/* Parameters a unit uses (each once), written to out (at most cap); returns how many. */
+int tsl_model_unit_params(const tsl_model *m, int unit, int *out, int cap);
+
+#endif

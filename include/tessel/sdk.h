@@ -1,0 +1,124 @@
+/*
+** tessel/sdk.h — the strategy SDK's support library.
+**
+** Machinery every data-, tensor- or pipeline-parallel strategy needs and
+** none should write again: error chaining, option helpers, mesh
+** coordinates and extra groups, and gradient buckets that launch their
+** collective as soon as backward has made them final. It is a small static
+** library (libtessel-sdk.a, installed beside plugin.h) compiled into the
+** plugin; it uses only plugin.h's host API and libc, so a plugin built with
+** it still links nothing of tessel's.
+**
+** Contract of every call: it returns a tessel_status and reports detail
+** through the host's set_error, like a hook would, so a hook can return the
+** status as it is.
+*/
+#ifndef TESSEL_SDK_H
+#define TESSEL_SDK_H
+
+#include "tessel/plugin.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Return from the enclosing function when `expr` fails. */
+#define TESSEL_TRY(expr)                         \
+  do {                                           \
+    tessel_status tessel_try_st_ = (expr);       \
+    if (tessel_try_st_ < 0) return tessel_try_st_; \
+  } while (0)
+
+/* Assign `expr` to st and jump to the enclosing function's `fail:` label
+** when it fails (for functions that clean up). */
+#define TESSEL_CHECK(st, expr) \
+  do {                         \
+    if (((st) = (expr)) < 0)   \
+      goto fail;               \
+  } while (0)
+
+/* What every helper needs: the host table, the instance's handle and the
+** plugin's config section. A plugin keeps one in its instance. */
+typedef struct tessel_sdk {
+  const tessel_host_api *api;
+  tessel_host *host;
+  const tessel_cfg *section;
+} tessel_sdk;
+
+/* ---------------------------------------------------------------- options */
+
+/* An optional integer in [1, max]: *out 0 when the key is absent. */
+tessel_status tessel_opt_count(const tessel_sdk *x, const char *key, int64_t max, int *out);
+/* A size (units allowed) that must be positive; `dflt` when absent. */
+tessel_status tessel_opt_positive_size(const tessel_sdk *x, const char *key, uint64_t dflt, uint64_t *out);
+
+/* ------------------------------------------------------------------- mesh */
+
+/* Rank `rank`'s coordinate on each axis of `m` (the last axis fastest). */
+void tessel_mesh_coords(const tessel_mesh *m, int rank, int coord[TESSEL_MESH_MAX_AXES]);
+/* The axes of `mask` longer than one rank: those a collective really spans. */
+uint32_t tessel_mesh_real_axes(const tessel_mesh *m, uint32_t mask);
+/* List `mask` (reduced to its real axes) among the mesh's extra groups when
+** it has two axes or more and is not listed yet. */
+tessel_status tessel_mesh_add_group(const tessel_sdk *x, tessel_mesh *m, uint32_t mask);
+
+/* ------------------------------------------------------ gradient buckets */
+
+/* A bucket: gradients of parameters that finish together and travel in one
+** collective. `range` is what the collective works on in place: a stretch
+** of the flat gradient buffer, or — when its parameters are not adjacent
+** there — a staging copy the SDK packs before launch and unpacks after. */
+typedef struct tessel_bucket {
+  int key;          /* the class the plan's key function gave its parameters */
+  int ready_unit;   /* final once backward has finished this unit       */
+  uint64_t begin;   /* its stretch of the flat buffer (contiguous ones)  */
+  uint64_t count;   /* fp32 elements                                      */
+  float *range;
+  int shard_tail;   /* a shard plan's last < n elements, owned by all     */
+  int first, n;     /* its parameters: params[first .. first + n)         */
+  int packed;
+  tessel_work *work;
+  int launched;
+} tessel_bucket;
+
+typedef struct tessel_buckets {
+  tessel_sdk x;
+  tessel_bucket *b;
+  int n;
+  int *params;        /* parameter indices, bucket after bucket          */
+  uint64_t *offsets;  /* their flat offsets and sizes, same order        */
+  uint64_t *numels;
+  float *grad;        /* the flat gradient buffer                         */
+  float *stage;       /* staging for packed buckets (device)              */
+  int micro_steps;    /* buckets launch in the last micro-batch only      */
+} tessel_buckets;
+
+/* The class of a parameter for bucketing, or −1 to leave it out. */
+typedef int (*tessel_bucket_key_fn)(void *ctx, const tessel_param_info *p);
+
+/* Buckets of at most max_bytes of core-stored gradients, parameters taken
+** last to first (the order backward finishes them), never mixing keys.
+** Call in `setup`. */
+tessel_status tessel_buckets_plan(tessel_buckets *bs, const tessel_sdk *x, uint64_t max_bytes,
+                                  tessel_bucket_key_fn key, void *ctx);
+/* Buckets that follow the partition of sharded gradients (plugin.h,
+** tessel_placement): one per chunk — reduce-scatter it in place and each
+** rank's piece is its reduced share — and, when there is one, a last bucket
+** for the tail (shard_tail set: all-reduce it). Call in `setup`. */
+tessel_status tessel_buckets_plan_shards(tessel_buckets *bs, const tessel_sdk *x);
+
+/* Launch one bucket's collective, asynchronously (b->work). */
+typedef tessel_status (*tessel_bucket_launch_fn)(void *ctx, tessel_bucket *b);
+/* After backward of `unit` on micro-batch `micro`: in the last micro-batch,
+** launch every bucket whose gradients are now final, in bucket order. */
+tessel_status tessel_buckets_ready(tessel_buckets *bs, int unit, int micro, tessel_bucket_launch_fn launch,
+                                   void *ctx);
+/* Wait for every launched bucket and unpack the packed ones; a bucket that
+** never launched is an error naming its parameters. Ready for the next step. */
+tessel_status tessel_buckets_finish(tessel_buckets *bs);
+void tessel_buckets_free(tessel_buckets *bs);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TESSEL_SDK_H */

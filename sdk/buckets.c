@@ -1,0 +1,207 @@
+/* sdk/buckets.c — gradient buckets: which gradients travel together, when
+** they are final, packing the ones that are not adjacent, and finishing.
+**
+** A parameter's gradient is final once the last micro-batch's backward has
+** passed the lowest unit that uses it (tessel_param_info.first_unit); a
+** bucket is final once all of its parameters' are. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "tessel/sdk.h"
+
+static tessel_status nomem(const tessel_sdk *x) {
+  return x->api->set_error(x->host, TESSEL_E_NOMEM, "out of host memory for gradient buckets");
+}
+
+/* The flat gradient buffer and the step's micro-batch count. */
+static tessel_status begin_plan(tessel_buckets *bs, const tessel_sdk *x, int *count) {
+  tessel_model_dims d = {.size = sizeof d};
+  uint64_t numel;
+  void *grad;
+  memset(bs, 0, sizeof *bs);
+  bs->x = *x;
+  TESSEL_TRY(x->api->model->dims(x->host, &d));
+  TESSEL_TRY(x->api->model->param_count(x->host, count));
+  TESSEL_TRY(x->api->state->flat(x->host, (tessel_state_ref){TESSEL_STATE_GRAD, 0}, &grad, &numel));
+  bs->grad = grad;
+  bs->micro_steps = d.micro_steps;
+  bs->b = calloc((size_t)*count + 2, sizeof *bs->b);
+  bs->params = calloc((size_t)*count + 1, sizeof *bs->params);
+  bs->offsets = calloc((size_t)*count + 1, sizeof *bs->offsets);
+  bs->numels = calloc((size_t)*count + 1, sizeof *bs->numels);
+  if (!bs->b || !bs->params || !bs->offsets || !bs->numels) return nomem(x);
+  return TESSEL_OK;
+}
+
+/* Staging for packed buckets, and each bucket's range. */
+static tessel_status finish_plan(tessel_buckets *bs) {
+  const tessel_sdk *x = &bs->x;
+  uint64_t staged = 0;
+  for (int i = 0; i < bs->n; i++)
+    if (bs->b[i].packed) staged += bs->b[i].count;
+  if (staged)
+    TESSEL_TRY(x->api->mem->alloc(x->host, TESSEL_TIER_DEVICE, TESSEL_MEM_SCRATCH, staged * sizeof(float),
+                                  "gradient bucket staging", (void **)&bs->stage));
+  for (int i = 0, at = 0; i < bs->n; i++) {
+    tessel_bucket *b = &bs->b[i];
+    b->range = b->packed ? bs->stage + at : bs->grad + b->begin;
+    if (b->packed) at += (int)b->count;
+  }
+  return TESSEL_OK;
+}
+
+tessel_status tessel_buckets_plan(tessel_buckets *bs, const tessel_sdk *x, uint64_t max_bytes,
+                                  tessel_bucket_key_fn key, void *ctx) {
+  int count;
+  TESSEL_TRY(begin_plan(bs, x, &count));
+  /* each bucket is a run of bs->params: list the parameters (last to
+  ** first) with their keys, then cut each key's run into buckets */
+  int *keys = calloc((size_t)count + 1, sizeof *keys), *order = calloc((size_t)count + 1, sizeof *order);
+  tessel_param_info *infos = calloc((size_t)count + 1, sizeof *infos);
+  uint64_t *off = calloc((size_t)count + 1, sizeof *off), *num = calloc((size_t)count + 1, sizeof *num);
+  tessel_status st = !keys || !order || !infos || !off || !num ? nomem(x) : TESSEL_OK;
+  int listed = 0;
+  for (int i = count - 1; i >= 0 && st >= 0; i--) {
+    tessel_param_view v = {.size = sizeof v};
+    infos[i].size = sizeof infos[i];
+    if ((st = x->api->model->param_info(x->host, i, &infos[i])) < 0 || (st = x->api->model->view(x->host, i, &v)) < 0)
+      break;
+    keys[i] = v.flat_offset == TESSEL_NO_OFFSET || v.local_numel == 0 ? -1 : key(ctx, &infos[i]);
+    off[i] = v.flat_offset;
+    num[i] = v.local_numel;
+    if (keys[i] >= 0) order[listed++] = i;
+  }
+  /* group by key, in order of each key's first appearance (last to first):
+  ** each pass takes one key's parameters and keeps the others' in order */
+  for (int slots = 0; listed > 0 && st >= 0;) {
+    int k = keys[order[0]], rest = 0;
+    tessel_bucket *b = NULL;
+    for (int j = 0; j < listed; j++) {
+      int i = order[j];
+      if (keys[i] != k) {
+        order[rest++] = i;
+        continue;
+      }
+      if (!b || b->count * sizeof(float) >= max_bytes) {
+        b = &bs->b[bs->n++];
+        *b = (tessel_bucket){.key = k, .ready_unit = infos[i].first_unit, .begin = off[i], .first = slots};
+      }
+      /* backward order: each next parameter must end where the bucket begins */
+      if (b->n && off[i] + num[i] != b->begin) b->packed = 1;
+      if (off[i] < b->begin) b->begin = off[i];
+      b->count += num[i];
+      if (infos[i].first_unit < b->ready_unit) b->ready_unit = infos[i].first_unit;
+      bs->params[slots] = i;
+      bs->offsets[slots] = off[i];
+      bs->numels[slots] = num[i];
+      slots++;
+      b->n++;
+    }
+    listed = rest;
+  }
+  free(keys);
+  free(order);
+  free(infos);
+  free(off);
+  free(num);
+  return st < 0 ? st : finish_plan(bs);
+}
+
+tessel_status tessel_buckets_plan_shards(tessel_buckets *bs, const tessel_sdk *x) {
+  int count, n_pieces, rank, size;
+  tessel_placement p = {.size = sizeof p};
+  tessel_group *g;
+  tessel_range pieces[1];
+  const tessel_state_ref grad = {TESSEL_STATE_GRAD, 0};
+  TESSEL_TRY(begin_plan(bs, x, &count));
+  TESSEL_TRY(x->api->state->placement(x->host, grad, &p));
+  if (!p.shard_axes)
+    return x->api->set_error(x->host, TESSEL_E_INTERNAL, "shard buckets for gradients that are not sharded");
+  TESSEL_TRY(x->api->comm->group(x->host, p.shard_axes, &g));
+  TESSEL_TRY(x->api->comm->group_info(x->host, g, &rank, &size));
+  TESSEL_TRY(x->api->state->pieces(x->host, grad, pieces, 0, &n_pieces));
+  tessel_range *r = calloc((size_t)n_pieces + 1, sizeof *r);
+  if (!r) return nomem(x);
+  tessel_status st = x->api->state->pieces(x->host, grad, r, n_pieces, &n_pieces);
+  uint64_t numel, covered = 0;
+  void *flat;
+  if (st >= 0) st = x->api->state->flat(x->host, grad, &flat, &numel);
+  for (int k = 0; k + 1 < n_pieces; k++) covered += (r[k].end - r[k].begin) * (uint64_t)size;
+  /* the last piece is the tail when chunks before it and it cover the space */
+  int tail = n_pieces > 0 && size > 1 && covered + (r[n_pieces - 1].end - r[n_pieces - 1].begin) == numel;
+  for (int k = 0; k < n_pieces && st >= 0; k++) {
+    uint64_t w = r[k].end - r[k].begin;
+    tessel_bucket *b = &bs->b[bs->n++];
+    int is_tail = tail && k == n_pieces - 1;
+    *b = (tessel_bucket){.key = 0, .ready_unit = 1 << 30, .begin = is_tail ? r[k].begin : r[k].begin - (uint64_t)rank * w,
+                         .count = is_tail ? w : w * (uint64_t)size, .shard_tail = is_tail};
+    for (int i = 0; i < count && st >= 0; i++) {
+      tessel_param_info in = {.size = sizeof in};
+      tessel_param_view v = {.size = sizeof v};
+      if ((st = x->api->model->param_info(x->host, i, &in)) < 0 || (st = x->api->model->view(x->host, i, &v)) < 0) break;
+      if (v.flat_offset == TESSEL_NO_OFFSET || v.flat_offset >= b->begin + b->count ||
+          v.flat_offset + v.local_numel <= b->begin)
+        continue;
+      if (in.first_unit < b->ready_unit) b->ready_unit = in.first_unit;
+    }
+  }
+  free(r);
+  return st < 0 ? st : finish_plan(bs);
+}
+
+/* Copy a packed bucket's gradients between their places and the staging. */
+static tessel_status pack(tessel_buckets *bs, tessel_bucket *b, int to_stage) {
+  const tessel_sdk *x = &bs->x;
+  uint64_t at = 0, f = sizeof(float);
+  for (int j = b->first; j < b->first + b->n; j++) {
+    uint64_t src = bs->offsets[j] * f, dst = (uint64_t)(b->range - bs->stage + (int64_t)at) * f;
+    TESSEL_TRY(to_stage ? x->api->mem->copy(x->host, TESSEL_TIER_DEVICE, bs->stage, dst, TESSEL_TIER_DEVICE, bs->grad,
+                                            src, bs->numels[j] * f, NULL)
+                        : x->api->mem->copy(x->host, TESSEL_TIER_DEVICE, bs->grad, src, TESSEL_TIER_DEVICE, bs->stage,
+                                            dst, bs->numels[j] * f, NULL));
+    at += bs->numels[j];
+  }
+  return TESSEL_OK;
+}
+
+tessel_status tessel_buckets_ready(tessel_buckets *bs, int unit, int micro, tessel_bucket_launch_fn launch,
+                                   void *ctx) {
+  if (micro != bs->micro_steps - 1) return TESSEL_OK;
+  for (int i = 0; i < bs->n; i++) {
+    tessel_bucket *b = &bs->b[i];
+    if (b->launched || b->ready_unit < unit) continue;
+    if (b->packed) TESSEL_TRY(pack(bs, b, 1));
+    TESSEL_TRY(launch(ctx, b));
+    b->launched = 1;
+  }
+  return TESSEL_OK;
+}
+
+tessel_status tessel_buckets_finish(tessel_buckets *bs) {
+  const tessel_sdk *x = &bs->x;
+  tessel_status first = TESSEL_OK;
+  for (int i = 0; i < bs->n; i++) {
+    tessel_bucket *b = &bs->b[i];
+    tessel_status st = TESSEL_OK;
+    if (b->launched && b->work) st = x->api->comm->wait(x->host, b->work);
+    if (st >= 0 && b->launched && b->packed) st = pack(bs, b, 0);
+    if (st >= 0 && !b->launched)
+      st = x->api->set_error(x->host, TESSEL_E_INTERNAL,
+                             "gradient bucket %d (%d parameter(s), from index %d) was never reduced: its gradients "
+                             "were not final after any backward unit of the last micro-batch",
+                             i, b->n, b->n ? bs->params[b->first] : -1);
+    if (st < 0 && first >= 0) first = st;
+    b->launched = 0;
+    b->work = NULL;
+  }
+  return first;
+}
+
+void tessel_buckets_free(tessel_buckets *bs) {
+  if (bs->stage) bs->x.api->mem->free(bs->x.host, TESSEL_TIER_DEVICE, bs->stage);
+  free(bs->b);
+  free(bs->params);
+  free(bs->offsets);
+  free(bs->numels);
+  memset(bs, 0, sizeof *bs);
+}
