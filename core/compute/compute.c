@@ -120,3 +120,38 @@ tsl_status tsl_cross_entropy(tsl_runtime *rt, tsl_stream *s, tessel_group *g, fl
 fail:
   return st;
 }
+
+/* The fused c_attn output qkv [batch·T, 3C] (C = heads·hs on this rank) as
+** the backend's q, k, v: three C-wide column blocks of rows 3C apart. */
+static tsl_attn_shape fused_qkv_shape(const tessel_attention_args *a) {
+  const int64_t C = a->heads * a->head_size;
+  tsl_attn_shape sh = {.batch = a->batch, .seq = a->seq, .heads = a->heads, .kv_heads = a->heads,
+                       .head_size = a->head_size, .ldq = 3 * C, .ldk = 3 * C, .ldv = 3 * C};
+  return sh;
+}
+
+static uint64_t act_bytes(const tsl_runtime *rt) { return rt->be.act_dtype == TESSEL_F32 ? 4 : 2; }
+
+tsl_status tsl_attention_forward(tsl_runtime *rt, tsl_stream *s, const tessel_attention_args *a) {
+  tsl_status st;
+  const tsl_attn_shape sh = fused_qkv_shape(a);
+  const char *q = a->qkv;
+  const uint64_t C = (uint64_t)sh.heads * (uint64_t)sh.head_size * act_bytes(rt);
+  KCALL(st, rt, attention_forward, s, a->out, a->lse, q, q + C, q + 2 * C, &sh);
+  return TESSEL_OK;
+fail:
+  return st;
+}
+
+tsl_status tsl_attention_backward(tsl_runtime *rt, tsl_stream *s, const tessel_attention_args *a) {
+  tsl_status st;
+  const tsl_attn_shape sh = fused_qkv_shape(a);
+  const char *q = a->qkv;
+  char *dq = a->dqkv;
+  const uint64_t C = (uint64_t)sh.heads * (uint64_t)sh.head_size * act_bytes(rt);
+  KCALL(st, rt, attention_backward, s, dq, dq + C, dq + 2 * C, a->dout, a->out, a->lse, q, q + C, q + 2 * C,
+        &sh);
+  return TESSEL_OK;
+fail:
+  return st;
+}

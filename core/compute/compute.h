@@ -20,6 +20,11 @@ tsl_status tsl_layernorm_backward(tsl_runtime *rt, tsl_stream *s, tessel_group *
                                   float *db, const void *dout, const void *inp, const void *w,
                                   const float *mean, const float *rstd, int64_t rows, int64_t cols,
                                   int64_t total_cols);
+/* Causal attention over GPT-2's fused qkv (q, k, v as three column blocks
+** of a->qkv); a->lse holds the saved log-sum-exp, a->out the output, which
+** the backward reads too. */
+tsl_status tsl_attention_forward(tsl_runtime *rt, tsl_stream *s, const tessel_attention_args *a);
+tsl_status tsl_attention_backward(tsl_runtime *rt, tsl_stream *s, const tessel_attention_args *a);
 tsl_status tsl_embedding_forward(tsl_runtime *rt, tsl_stream *s, tessel_group *g, void *out,
                                  const int32_t *tokens, const void *wte, const void *wpe, int64_t batch,
                                  int64_t seq, int64_t width, int64_t vocab_begin, int64_t vocab);

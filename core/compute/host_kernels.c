@@ -53,13 +53,12 @@ static tsl_status k_layernorm_backward(tessel_host *h, tessel_stream *s, tessel_
 
 static tsl_status k_attention_forward(tessel_host *h, tessel_stream *s, const tessel_attention_args *a) {
   READY(h);
-  return BE(h)->attention_forward(BE(h), S(s), a->out, a->att, a->qkv, a->batch, a->seq, a->heads, a->head_size);
+  return tsl_attention_forward(h->rt, S(s), a);
 }
 
 static tsl_status k_attention_backward(tessel_host *h, tessel_stream *s, const tessel_attention_args *a) {
   READY(h);
-  return BE(h)->attention_backward(BE(h), S(s), a->dqkv, a->dout, a->qkv, a->att, a->batch, a->seq, a->heads,
-                                   a->head_size);
+  return tsl_attention_backward(h->rt, S(s), a);
 }
 
 static tsl_status k_gelu_forward(tessel_host *h, tessel_stream *s, void *out, const void *inp, int64_t n) {

@@ -126,7 +126,7 @@ static void carve_slot(tsl_model *m, carver *c, tsl_slot *s) {
     a->ln1_mean = carve(c, stats);
     a->ln1_rstd = carve(c, stats);
     a->qkv = carve(c, (uint64_t)(g->inner_rows * g->qkv_width) * es);
-    a->att = carve(c, (uint64_t)g->batch * (uint64_t)g->heads * T * T * es);
+    a->lse = carve(c, (uint64_t)g->batch * (uint64_t)g->heads * T * sizeof(float));
     a->atty = carve(c, (uint64_t)(g->inner_rows * g->attn_width) * es);
     a->attproj = carve(c, res);
     a->res2 = carve(c, res);
@@ -323,7 +323,8 @@ static tessel_layernorm_args ln_args(const tsl_model *m, const tessel_param_view
 }
 
 static tessel_attention_args attn_args(const tsl_model *m, const tsl_block_acts *acts) {
-  tessel_attention_args a = {.size = sizeof a, .qkv = acts->qkv, .att = acts->att, .batch = m->geo.batch,
+  tessel_attention_args a = {.size = sizeof a, .qkv = acts->qkv, .out = acts->atty, .lse = acts->lse,
+                             .batch = m->geo.batch,
                              .seq = m->dims.seq_len, .heads = m->geo.heads,
                              .head_size = m->dims.channels / m->dims.heads};
   return a;
@@ -345,7 +346,6 @@ static tsl_status block_forward(tsl_model *m, const tessel_op_ctx *c, tsl_slot *
   lin.inp = a->ln1, lin.out = a->qkv;
   TSL_TRY(st, OP(m, linear_forward, c, &lin));
   tessel_attention_args at = attn_args(m, a);
-  at.out = a->atty;
   TSL_TRY(st, OP(m, attention_forward, c, &at));
   lin = linear_args(m, TESSEL_W_ATTN_PROJ, &v.w[P_PROJ_W], &v.w[P_PROJ_B]);
   lin.inp = a->atty, lin.out = a->attproj;

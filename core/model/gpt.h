@@ -23,8 +23,9 @@
 typedef tsl_status (*tsl_batch_fn)(void *ctx, int micro, int32_t *inputs, int32_t *targets);
 
 typedef struct tsl_block_acts {
-  void *ln1, *qkv, *att, *atty, *attproj, *res2, *ln2, *fch, *fch_gelu, *fcproj;
+  void *ln1, *qkv, *atty, *attproj, *res2, *ln2, *fch, *fch_gelu, *fcproj;
   float *ln1_mean, *ln1_rstd, *ln2_mean, *ln2_rstd;
+  float *lse; /* attention's log-sum-exp [batch, heads, T] */
 } tsl_block_acts;
 
 typedef struct tsl_slot {

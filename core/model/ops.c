@@ -35,17 +35,11 @@ tsl_status tsl_op_layernorm_backward(tsl_model *m, const tessel_op_ctx *c, const
 }
 
 tsl_status tsl_op_attention_forward(tsl_model *m, const tessel_op_ctx *c, const tessel_attention_args *a) {
-  tsl_backend *be = &m->rt->be;
-  return be_status(be->attention_forward(be, (tsl_stream *)c->stream, a->out, a->att, a->qkv, a->batch, a->seq,
-                                         a->heads, a->head_size),
-                   "attention forward");
+  return tsl_attention_forward(m->rt, (tsl_stream *)c->stream, a);
 }
 
 tsl_status tsl_op_attention_backward(tsl_model *m, const tessel_op_ctx *c, const tessel_attention_args *a) {
-  tsl_backend *be = &m->rt->be;
-  return be_status(be->attention_backward(be, (tsl_stream *)c->stream, a->dqkv, a->dout, a->qkv, a->att,
-                                          a->batch, a->seq, a->heads, a->head_size),
-                   "attention backward");
+  return tsl_attention_backward(m->rt, (tsl_stream *)c->stream, a);
 }
 
 tsl_status tsl_op_embedding_forward(tsl_model *m, const tessel_op_ctx *c, const tessel_embedding_args *a) {

@@ -288,7 +288,8 @@ typedef struct tessel_layernorm_args {
 typedef struct tessel_attention_args {
   uint32_t size;
   const void *qkv; void *out;    /* qkv [batch, T, qkv_width], out [batch, T, attn_width] */
-  void *att;                     /* [batch, heads, T, T] softmax, saved         */
+  float *lse;                    /* [batch, heads, T] fp32 log-sum-exp, saved; the
+                                    backward reads out and lse                  */
   const void *dout; void *dqkv;
   int64_t batch, seq, heads, head_size;
 } tessel_attention_args;
