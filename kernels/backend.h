@@ -10,7 +10,8 @@
 ** Conventions, shared by every kernel:
 **  - pointers are device memory; `act` buffers are in the backend's
 **    act_dtype (fp32 on the CPU, bf16 on CUDA), parameters' gradients,
-**    master weights, optimizer state and layer-norm statistics are fp32;
+**    master weights, optimizer state and the statistics of the norms and of
+**    attention (mean, rstd, lse) are fp32;
 **  - row-major everywhere; shapes are written [rows, cols] in the comments;
 **  - forward kernels overwrite their outputs; backward kernels overwrite
 **    activation gradients and ACCUMULATE (+=) parameter gradients, so
@@ -25,7 +26,9 @@
 #include <stdint.h>
 #include "tessel/plugin.h"
 
-#define TSL_BACKEND_VERSION 1
+/* 2: attention without stored probabilities (q, k, v strides, grouped
+** kv heads, lse); RMS norm, rotary embedding and SwiGLU kernels. */
+#define TSL_BACKEND_VERSION 2
 #define TSL_BACKEND_ENTRY_NAME "tessel_backend_v1"
 
 typedef struct tsl_backend tsl_backend;
@@ -39,6 +42,11 @@ typedef struct tsl_backend_opts {
   void (*log)(int level, const char *fmt, ...);
   int rank;         /* world rank, for the backend's error messages     */
 } tsl_backend_opts;
+
+/* The shape of one attention call (see attention_forward). */
+typedef struct tsl_attn_shape {
+  int64_t batch, seq, heads, kv_heads, head_size, ldq, ldk, ldv;
+} tsl_attn_shape;
 
 typedef enum { TSL_COPY_H2D = 0, TSL_COPY_D2H = 1, TSL_COPY_D2D = 2, TSL_COPY_H2H = 3 } tsl_copy_kind;
 
@@ -158,15 +166,61 @@ struct tsl_backend {
                                   const float *mean, const float *rstd, int64_t rows, int64_t cols,
                                   int64_t total_cols);
 
+  /* ---- RMS norm ----
+  ** The layer norm's two forms without the mean and the bias: one pass for
+  ** a whole hidden dimension, and a split form whose `stats` kernels give
+  ** per-row partial sums that the core all-reduces between the phases. */
+  /* out = inp · rstd · w over cols, rstd = 1/√(mean(inp²) + eps): [rows] */
+  int (*rmsnorm_forward)(tsl_backend *be, tsl_stream *s, void *out, float *rstd, const void *inp,
+                         const void *w, int64_t rows, int64_t cols, float eps);
+  /* dinp (overwrite), dw += */
+  int (*rmsnorm_backward)(tsl_backend *be, tsl_stream *s, void *dinp, float *dw, const void *dout,
+                          const void *inp, const void *w, const float *rstd, int64_t rows,
+                          int64_t cols);
+  /* sums[rows] = Σx² over this rank's cols */
+  int (*rmsnorm_stats)(tsl_backend *be, tsl_stream *s, double *sums, const void *inp, int64_t rows,
+                       int64_t cols);
+  /* rstd from the reduced sums over total_cols, then normalise */
+  int (*rmsnorm_apply)(tsl_backend *be, tsl_stream *s, void *out, float *rstd, const double *sums,
+                       const void *inp, const void *w, int64_t rows, int64_t cols,
+                       int64_t total_cols, float eps);
+  /* sums[rows] = Σ dout·w·x over this rank's cols; dw += */
+  int (*rmsnorm_backward_stats)(tsl_backend *be, tsl_stream *s, double *sums, float *dw,
+                                const void *dout, const void *inp, const void *w,
+                                const float *rstd, int64_t rows, int64_t cols);
+  /* dinp from the reduced sums over total_cols */
+  int (*rmsnorm_backward_apply)(tsl_backend *be, tsl_stream *s, void *dinp, const double *sums,
+                                const void *dout, const void *inp, const void *w,
+                                const float *rstd, int64_t rows, int64_t cols,
+                                int64_t total_cols);
+
   /* ---- attention ----
-  ** qkv [B, T, 3·NH·hs] with q, k, v as three contiguous NH·hs-wide column
-  ** blocks; out [B, T, NH·hs]; att [B, NH, T, T] the causal softmax (upper
-  ** triangle zero), saved for backward. Backward overwrites dqkv. */
-  int (*attention_forward)(tsl_backend *be, tsl_stream *s, void *out, void *att, const void *qkv,
-                           int64_t batch, int64_t seq, int64_t heads, int64_t head_size);
-  int (*attention_backward)(tsl_backend *be, tsl_stream *s, void *dqkv, const void *dout,
-                            const void *qkv, const void *att, int64_t batch, int64_t seq,
-                            int64_t heads, int64_t head_size);
+  ** Causal and grouped-query, by the FlashAttention algorithm: the forward
+  ** walks key blocks with an online softmax and saves only each row's
+  ** log-sum-exp; the backward recomputes the probabilities block by block
+  ** from q, k and lse. Memory is O(B·heads·T), never T×T.
+  ** q [B, T, heads, hs] with rows (one time step) ldq elements apart; k, v
+  ** [B, T, kv_heads, hs] with row strides ldk, ldv; query head h reads kv
+  ** head h / (heads / kv_heads); scores are scaled by 1/√hs. out
+  ** [B, T, heads·hs] contiguous; lse [B, heads, T] fp32, the log-sum-exp of
+  ** each row's scaled scores, saved for backward. GPT-2's fused c_attn
+  ** output [rows, 3C] is q = qkv, k = qkv + C, v = qkv + 2C with ld 3C. */
+  int (*attention_forward)(tsl_backend *be, tsl_stream *s, void *out, float *lse, const void *q,
+                           const void *k, const void *v, const tsl_attn_shape *sh);
+  /* dq, dk, dv overwritten, with the strides of q, k, v; D = rowsum(dout·out)
+  ** is computed internally */
+  int (*attention_backward)(tsl_backend *be, tsl_stream *s, void *dq, void *dk, void *dv,
+                            const void *dout, const void *out, const float *lse, const void *q,
+                            const void *k, const void *v, const tsl_attn_shape *sh);
+
+  /* ---- rotary position embedding ----
+  ** In place on x [B, T, heads, hs] (rows ld elements apart), Hugging
+  ** Face's rotate-half convention: for i < hs/2 the pair (x_i, x_{i+hs/2})
+  ** turns by a = pos·inv_freq_i, pos = t + pos_offset, inv_freq_i =
+  ** 1/theta^(2i/hs), angle and its cos/sin in fp32 as transformers computes
+  ** them. inverse = 1 turns by −a: the backward of the rotation. */
+  int (*rope)(tsl_backend *be, tsl_stream *s, void *x, int64_t batch, int64_t seq, int64_t heads,
+              int64_t head_size, int64_t ld, int64_t pos_offset, float theta, int inverse);
 
   /* ---- elementwise ---- */
   int (*gelu_forward)(tsl_backend *be, tsl_stream *s, void *out, const void *inp, int64_t n);
@@ -181,6 +235,12 @@ struct tsl_backend {
   /* convert n elements between dtypes (fp32 master ↔ act dtype) */
   int (*convert)(tsl_backend *be, tsl_stream *s, void *dst, tessel_dtype dst_dtype,
                  const void *src, tessel_dtype src_dtype, int64_t n);
+  /* out = silu(gate) · up, silu(x) = x·σ(x) */
+  int (*swiglu_forward)(tsl_backend *be, tsl_stream *s, void *out, const void *gate,
+                        const void *up, int64_t n);
+  /* dgate = dout·up·silu'(gate), dup = dout·silu(gate) (both overwritten) */
+  int (*swiglu_backward)(tsl_backend *be, tsl_stream *s, void *dgate, void *dup, const void *dout,
+                         const void *gate, const void *up, int64_t n);
 
   /* ---- embedding ---- */
   /* out[b,t,:] = wte[tok - v0] if v0 <= tok < v0+vn else 0 */

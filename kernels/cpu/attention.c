@@ -1,30 +1,32 @@
 /*
-** kernels/cpu/attention.c — causal multi-head self-attention.
+** kernels/cpu/attention.c — causal grouped-query attention by the
+** FlashAttention algorithm: no T×T matrix is ever stored.
 **
-** qkv [B, T, 3·C] (C = NH·hs) holds q, k and v as three C-wide column
-** blocks, head h in hs consecutive columns of each block; out [B, T, C];
-** att [B, NH, T, T] keeps the softmax probabilities for backward, with the
-** upper triangle (t2 > t) exactly 0.
+** Forward, per block of query rows: walk the key blocks up to the diagonal,
+** S = q·kᵀ/√hs by sgemm, then an online softmax per row (running max m and
+** sum l, the output rows rescaled by e^(m_old − m_new) when the max grows),
+** and O += P·v by sgemm; at the end O /= l and lse = m + log l is saved. The
+** backward recomputes P = e^(S − lse) per block and forms
+**   dV += Pᵀ·dO,  dP = dO·vᵀ,  dS = P ⊙ (dP − D)/√hs,  dQ += dS·k,  dK += dSᵀ·q
+** with D = rowsum(dO ⊙ O). Memory: lse [B, H, T] plus per-thread blocks.
 **
-** Work is split over (sequence, head) pairs, which touch disjoint parts of
-** every output: no races, no reductions across threads. Within a pair the
-** products are single-threaded sgemm calls (OpenBLAS runs one thread per
-** call, see matmul.c, so the team's calls run side by side) over blocks of
-** query rows: the block [t0, t1) only meets keys [0, t1), so blocks above
-** the diagonal are never computed. Measured on 2 cores, forward/backward
-** in µs, best of 7:
+** Grouped queries. The g = heads/kv_heads query heads that share a kv head
+** are packed into one block (rows ordered time step, then head) before the
+** products, so each key block is multiplied once for the whole group, and
+** dK, dV sum over the group's heads inside the sgemm. Packing also turns
+** strided q rows (GPT-2's fused qkv) into a contiguous operand.
 **
-**   B, T, NH, hs      hand loops      sgemm per head   sgemm per block
-**   4, 64, 4, 64        144 / 193        152 / 218        127 / 163  (16 rows)
-**   4, 256, 12, 64     4484 / 8536      6100 / 11373     4826 / 7638 (32 rows)
-**   1, 1024, 12, 64   16024 / 30575    24063 / 44815    16739 / 27470 (64 rows)
+** Parallel work. The forward runs over (sequence, kv head, query block)
+** triples, which write disjoint rows of out and lse. The backward runs over
+** (sequence, kv head) pairs: a thread owns the kv head's dk and dv rows and
+** the dq rows of its query heads, so nothing is shared and no reduction
+** crosses threads; the result does not depend on the thread count.
+** Products are single-threaded sgemm calls (OpenBLAS runs one thread per
+** call, see matmul.c), so the team's calls run side by side.
 **
-** Hand loops: kᵀ in scratch so that a row of scores is a vectorised sum of
-** its rows, and the dq/dk/dv updates as vectorised axpys. Per head: full
-** T×T products, then masked. Per block: this file. Smaller blocks waste
-** less of the diagonal, larger ones amortise sgemm's packing; the block
-** sizes above were the best of 16, 32 and 64 at each T (32 and 64 were
-** within noise of each other at T = 256).
+** Block sizes were chosen by bench/kernels.c (bench/README.md has the
+** numbers): QUERY_ROWS packed rows (time steps × group heads) per query
+** block, KEY_BLOCK keys per key block.
 */
 #include <limits.h>
 #include <omp.h>
@@ -32,135 +34,226 @@
 
 #include "cpu.h"
 
-/* query rows per block, from the measurements above */
-static int64_t query_block(int64_t T) { return T <= 64 ? 16 : T <= 256 ? 32 : 64; }
+enum { QUERY_ROWS = 64, KEY_BLOCK = 128 };
 
-/* p[0..n) = softmax(p[0..n)) in place */
-static void softmax_row(float *p, int64_t n) {
-  float mx = -INFINITY;
-#pragma omp simd reduction(max : mx)
-  for (int64_t j = 0; j < n; j++) mx = p[j] > mx ? p[j] : mx;
-  float sum = 0.0f;
-#pragma omp simd reduction(+ : sum)
-  for (int64_t j = 0; j < n; j++) {
-    p[j] = tsl_cpu_expf(p[j] - mx);
-    sum += p[j];
-  }
-  float inv = 1.0f / sum;
-#pragma omp simd
-  for (int64_t j = 0; j < n; j++) p[j] *= inv;
-}
+/* The operands of one call, resolved to floats, with the derived sizes. */
+typedef struct attn {
+  const float *q, *k, *v, *out, *dout, *lse_in;
+  float *o, *lse, *dq, *dk, *dv;
+  int64_t B, T, H, KV, hs, g, ldq, ldk, ldv, qb, kb;
+  float scale;
+} attn;
 
-/* ds[0..n) = scale·p·(dp − Σ p·dp) in place over ds = dp: the softmax
-** backward of one row, O(n) rather than llm.c's O(n²) Jacobian loop. */
-static void softmax_backward_row(float *ds, const float *p, int64_t n, float scale) {
-  float dot = 0.0f;
-#pragma omp simd reduction(+ : dot)
-  for (int64_t j = 0; j < n; j++) dot += p[j] * ds[j];
-#pragma omp simd
-  for (int64_t j = 0; j < n; j++) ds[j] = p[j] * (ds[j] - dot) * scale;
-}
+/* Time steps per query block: QUERY_ROWS packed rows, at least one step. */
+static int64_t query_steps(int64_t g) { return g >= QUERY_ROWS ? 1 : QUERY_ROWS / g; }
 
-/* One (sequence, head). q, k, v point at this head's first row in their
-** blocks of qkv, rows ld floats apart; out likewise with rows ldo apart;
-** att is this head's [T, T]. */
-static void head_forward(float *out, int64_t ldo, float *att, const float *q, const float *k,
-                         const float *v, int64_t ld, int64_t T, int64_t hs) {
-  const float scale = 1.0f / sqrtf((float)hs);
-  const int64_t qb = query_block(T);
-  for (int64_t t0 = 0; t0 < T; t0 += qb) {
-    const int64_t t1 = TSL_MIN(t0 + qb, T), m = t1 - t0;
-    float *a = att + t0 * T;
-    /* att[t0:t1, 0:t1] = scale · q[t0:t1] · k[0:t1]ᵀ */
-    tsl_cpu_sgemm(0, 1, m, t1, hs, scale, q + t0 * ld, ld, k, ld, 0.0f, a, T);
-    for (int64_t t = t0; t < t1; t++) {
-      float *p = att + t * T;
-      softmax_row(p, t + 1);
-      memset(p + t + 1, 0, (size_t)(T - t - 1) * sizeof(float));
-    }
-    /* out[t0:t1] = att[t0:t1, 0:t1] · v[0:t1] */
-    tsl_cpu_sgemm(0, 0, m, hs, t1, 1.0f, a, T, v, ld, 0.0f, out + t0 * ldo, ldo);
-  }
-}
-
-/* One (sequence, head): dq, dk, dv point at this head's first row in their
-** blocks of dqkv (rows ld apart, overwritten); ds is scratch
-** [query_block(T), T]. Query blocks run last to first: the last one reaches
-** every key, so its dk and dv products (beta = 0) initialise all rows and
-** the earlier blocks accumulate onto them. */
-static void head_backward(float *dq, float *dk, float *dv, const float *dout, int64_t ldo,
-                          const float *att, const float *q, const float *k, const float *v,
-                          int64_t ld, int64_t T, int64_t hs, float *ds) {
-  const float scale = 1.0f / sqrtf((float)hs);
-  const int64_t qb = query_block(T), blocks = (T + qb - 1) / qb;
-  for (int64_t blk = blocks - 1; blk >= 0; blk--) {
-    const int64_t t0 = blk * qb, t1 = TSL_MIN(t0 + qb, T), m = t1 - t0;
-    const float beta = blk == blocks - 1 ? 0.0f : 1.0f;
-    const float *a = att + t0 * T, *d = dout + t0 * ldo;
-    /* ds[m, t1] = dout[t0:t1] · v[0:t1]ᵀ; dv[0:t1] += att[t0:t1, 0:t1]ᵀ · dout[t0:t1] */
-    tsl_cpu_sgemm(0, 1, m, t1, hs, 1.0f, d, ldo, v, ld, 0.0f, ds, t1);
-    tsl_cpu_sgemm(1, 0, t1, hs, m, 1.0f, a, T, d, ldo, beta, dv, ld);
-    for (int64_t t = t0; t < t1; t++) {
-      float *row = ds + (t - t0) * t1;
-      softmax_backward_row(row, att + t * T, t + 1, scale);
-      memset(row + t + 1, 0, (size_t)(t1 - t - 1) * sizeof(float));
-    }
-    /* dq[t0:t1] = ds · k[0:t1]; dk[0:t1] += dsᵀ · q[t0:t1] (scale is in ds) */
-    tsl_cpu_sgemm(0, 0, m, hs, t1, 1.0f, ds, t1, k, ld, 0.0f, dq + t0 * ld, ld);
-    tsl_cpu_sgemm(1, 0, t1, hs, m, 1.0f, ds, t1, q + t0 * ld, ld, beta, dk, ld);
-  }
-}
-
-/* Negative sizes are caller bugs; rows wider than an int cannot be passed
-** to sgemm. */
-static int check_shape(int64_t batch, int64_t seq, int64_t heads, int64_t head_size) {
-  if (batch < 0 || seq < 0 || heads < 0 || head_size <= 0) return TESSEL_E_INTERNAL;
-  if (seq > INT_MAX || heads > INT_MAX / 3 / head_size) return TESSEL_E_UNSUPPORTED;
+/* Negative or inconsistent shapes are caller bugs; sizes past an int cannot
+** be passed to sgemm. */
+static int check_shape(const tsl_attn_shape *sh) {
+  if (!sh || sh->batch < 0 || sh->seq < 0 || sh->heads < 0 || sh->kv_heads <= 0 ||
+      sh->head_size <= 0 || sh->heads % sh->kv_heads)
+    return TESSEL_E_INTERNAL;
+  if (sh->ldq < sh->heads * sh->head_size || sh->ldk < sh->kv_heads * sh->head_size ||
+      sh->ldv < sh->kv_heads * sh->head_size)
+    return TESSEL_E_INTERNAL;
+  if (sh->seq > INT_MAX || sh->ldq > INT_MAX || sh->ldk > INT_MAX || sh->ldv > INT_MAX ||
+      sh->heads > INT_MAX / QUERY_ROWS / sh->head_size)
+    return TESSEL_E_UNSUPPORTED;
   return TESSEL_OK;
 }
 
-/* out[B,T,C], att[B,NH,T,T] from qkv[B,T,3C] */
-int tsl_cpu_attention_forward(tsl_backend *be, tsl_stream *s, void *out, void *att, const void *qkv,
-                              int64_t batch, int64_t seq, int64_t heads, int64_t head_size) {
-  int st = check_shape(batch, seq, heads, head_size);
-  if (st) return st;
-  const int64_t T = seq, hs = head_size, C = heads * hs, pairs = batch * heads;
-  const float *x = qkv;
-  float *o = out, *a = att;
-#pragma omp parallel for schedule(static)
-  for (int64_t bh = 0; bh < pairs; bh++) {
-    const int64_t b = bh / heads, h = bh % heads;
-    const float *q = x + b * T * 3 * C + h * hs;
-    head_forward(o + b * T * C + h * hs, C, a + bh * T * T, q, q + C, q + 2 * C, 3 * C, T, hs);
-  }
-  return TESSEL_OK;
+static attn attn_of(const tsl_attn_shape *sh) {
+  attn a = {.B = sh->batch, .T = sh->seq, .H = sh->heads, .KV = sh->kv_heads,
+            .hs = sh->head_size, .ldq = sh->ldq, .ldk = sh->ldk, .ldv = sh->ldv};
+  a.g = a.H / a.KV;
+  a.qb = query_steps(a.g);
+  a.kb = KEY_BLOCK;
+  a.scale = 1.0f / sqrtf((float)a.hs);
+  return a;
 }
 
-/* dqkv[B,T,3C] (overwrite) from dout[B,T,C], qkv and the saved att */
-int tsl_cpu_attention_backward(tsl_backend *be, tsl_stream *s, void *dqkv, const void *dout,
-                               const void *qkv, const void *att, int64_t batch, int64_t seq,
-                               int64_t heads, int64_t head_size) {
-  int st = check_shape(batch, seq, heads, head_size);
+/* dst[(t − t0)·g·hs ..] = the group's g·hs contiguous values of row t, for
+** t in [t0, t1); rows of src are ld apart. */
+static void pack_rows(float *dst, const float *src, int64_t ld, int64_t t0, int64_t t1,
+                      int64_t width) {
+  for (int64_t t = t0; t < t1; t++)
+    memcpy(dst + (t - t0) * width, src + t * ld, (size_t)width * sizeof(float));
+}
+
+/* Valid keys of packed row r in the key block starting at s0: keys s <= t
+** where t = t0 + r/g; may be <= 0. */
+static int64_t valid_keys(int64_t r, int64_t g, int64_t t0, int64_t s0, int64_t n) {
+  return TSL_MIN(n, t0 + r / g - s0 + 1);
+}
+
+/* One row of the online softmax over a key block: p[0..n) holds the scaled
+** scores and becomes e^(s − m_new) (0 beyond the nv valid keys); the running
+** max and sum are updated and the row's output accumulator o[0..hs)
+** rescaled to the new max. */
+static void online_row(float *p, int64_t n, int64_t nv, float *mx, float *sum, float *o,
+                       int64_t hs) {
+  if (nv <= 0) {
+    memset(p, 0, (size_t)n * sizeof(float));
+    return;
+  }
+  float bm = -INFINITY;
+#pragma omp simd reduction(max : bm)
+  for (int64_t j = 0; j < nv; j++) bm = p[j] > bm ? p[j] : bm;
+  const float mn = *mx > bm ? *mx : bm;
+  const float alpha = tsl_cpu_expf(*mx - mn); /* 0 on the first block (m = −inf) */
+  float l = 0.0f;
+#pragma omp simd reduction(+ : l)
+  for (int64_t j = 0; j < nv; j++) {
+    p[j] = tsl_cpu_expf(p[j] - mn);
+    l += p[j];
+  }
+  memset(p + nv, 0, (size_t)(n - nv) * sizeof(float));
+  if (alpha != 1.0f) {
+#pragma omp simd
+    for (int64_t i = 0; i < hs; i++) o[i] *= alpha;
+  }
+  *sum = *sum * alpha + l;
+  *mx = mn;
+}
+
+/* Forward of one (sequence, kv head, query block); scratch holds
+** M·(2·hs + kb + 2) floats for M = qb·g packed rows. */
+static void block_forward(const attn *a, int64_t b, int64_t kvh, int64_t t0, float *scratch) {
+  const int64_t g = a->g, hs = a->hs, T = a->T, gw = g * hs, C = a->H * hs;
+  const int64_t t1 = TSL_MIN(t0 + a->qb, T), M = (t1 - t0) * g;
+  float *qp = scratch, *op = qp + M * hs, *sc = op + M * hs, *mx = sc + M * a->kb, *sum = mx + M;
+  const float *q0 = a->q + b * T * a->ldq + kvh * gw;
+  const float *k0 = a->k + b * T * a->ldk + kvh * hs, *v0 = a->v + b * T * a->ldv + kvh * hs;
+  pack_rows(qp, q0, a->ldq, t0, t1, gw);
+  memset(op, 0, (size_t)(M * hs) * sizeof(float));
+  for (int64_t r = 0; r < M; r++) mx[r] = -INFINITY, sum[r] = 0.0f;
+  for (int64_t s0 = 0; s0 < t1; s0 += a->kb) {
+    const int64_t n = TSL_MIN(a->kb, t1 - s0);
+    /* sc[M, n] = scale · qp · k[s0:s0+n]ᵀ */
+    tsl_cpu_sgemm(0, 1, M, n, hs, a->scale, qp, hs, k0 + s0 * a->ldk, a->ldk, 0.0f, sc, n);
+    for (int64_t r = 0; r < M; r++)
+      online_row(sc + r * n, n, valid_keys(r, g, t0, s0, n), mx + r, sum + r, op + r * hs, hs);
+    /* op[M, hs] += p · v[s0:s0+n] */
+    tsl_cpu_sgemm(0, 0, M, hs, n, 1.0f, sc, n, v0 + s0 * a->ldv, a->ldv, 1.0f, op, hs);
+  }
+  for (int64_t r = 0; r < M; r++) {
+    const int64_t t = t0 + r / g, h = kvh * g + r % g;
+    const float inv = 1.0f / sum[r];
+    float *o = a->o + (b * T + t) * C + h * hs;
+#pragma omp simd
+    for (int64_t i = 0; i < hs; i++) o[i] = op[r * hs + i] * inv;
+    a->lse[(b * a->H + h) * T + t] = mx[r] + logf(sum[r]);
+  }
+}
+
+/* Per-thread scratch, rounded up to whole cache lines so that neighbouring
+** threads never write to the same line; NULL when out of memory. */
+static float *thread_scratch(int64_t per_thread, int64_t *stride) {
+  *stride = (per_thread + 15) & ~(int64_t)15;
+  return aligned_alloc(64, (size_t)(*stride * omp_get_max_threads()) * sizeof(float));
+}
+
+/* out [B, T, H·hs], lse [B, H, T] from q, k, v */
+int tsl_cpu_attention_forward(tsl_backend *be, tsl_stream *s, void *out, float *lse, const void *q,
+                              const void *k, const void *v, const tsl_attn_shape *sh) {
+  int st = check_shape(sh);
   if (st) return st;
-  const int64_t T = seq, hs = head_size, C = heads * hs, pairs = batch * heads;
-  if (pairs == 0 || T == 0) return TESSEL_OK;
-  /* each thread's ds, rounded up to whole cache lines so that neighbouring
-  ** threads never write to the same line */
-  const int64_t per_thread = (query_block(T) * T + 15) & ~(int64_t)15;
-  float *scratch = aligned_alloc(64, (size_t)(per_thread * omp_get_max_threads()) * sizeof(float));
+  attn a = attn_of(sh);
+  if (a.B == 0 || a.T == 0 || a.H == 0) return TESSEL_OK;
+  a.q = q, a.k = k, a.v = v, a.o = out, a.lse = lse;
+  const int64_t M = a.qb * a.g, blocks = (a.T + a.qb - 1) / a.qb, units = a.B * a.KV * blocks;
+  int64_t stride;
+  float *scratch = thread_scratch(M * (2 * a.hs + a.kb + 2), &stride);
   if (!scratch) return TESSEL_E_NOMEM;
-  const float *x = qkv, *d = dout, *a = att;
-  float *dx = dqkv;
 #pragma omp parallel
   {
-    float *ds = scratch + per_thread * omp_get_thread_num();
+    float *mine = scratch + stride * omp_get_thread_num();
+    /* later query blocks meet more keys: hand them out first, one at a time */
+#pragma omp for schedule(dynamic)
+    for (int64_t u = 0; u < units; u++) {
+      const int64_t pairs = a.B * a.KV, blk = blocks - 1 - u / pairs, pair = u % pairs;
+      block_forward(&a, pair / a.KV, pair % a.KV, blk * a.qb, mine);
+    }
+  }
+  free(scratch);
+  return TESSEL_OK;
+}
+
+/* Backward of one query block of one (sequence, kv head), accumulating into
+** the kv head's dk, dv rows (already initialised) and writing the block's
+** dq rows. scratch holds M·(3·hs + 2·kb + 2) floats. */
+static void block_backward(const attn *a, int64_t b, int64_t kvh, int64_t t0, float *scratch) {
+  const int64_t g = a->g, hs = a->hs, T = a->T, gw = g * hs, C = a->H * hs, kb = a->kb;
+  const int64_t t1 = TSL_MIN(t0 + a->qb, T), M = (t1 - t0) * g;
+  float *qp = scratch, *dop = qp + M * hs, *dqp = dop + M * hs, *p = dqp + M * hs;
+  float *dp = p + M * kb, *lse = dp + M * kb, *dsum = lse + M;
+  const float *k0 = a->k + b * T * a->ldk + kvh * hs, *v0 = a->v + b * T * a->ldv + kvh * hs;
+  float *dk0 = a->dk + b * T * a->ldk + kvh * hs, *dv0 = a->dv + b * T * a->ldv + kvh * hs;
+  pack_rows(qp, a->q + b * T * a->ldq + kvh * gw, a->ldq, t0, t1, gw);
+  pack_rows(dop, a->dout + b * T * C + kvh * gw, C, t0, t1, gw);
+  memset(dqp, 0, (size_t)(M * hs) * sizeof(float));
+  for (int64_t r = 0; r < M; r++) {
+    const int64_t t = t0 + r / g, h = kvh * g + r % g;
+    const float *o = a->out + (b * T + t) * C + h * hs, *d = dop + r * hs;
+    float dot = 0.0f;
+#pragma omp simd reduction(+ : dot)
+    for (int64_t i = 0; i < hs; i++) dot += d[i] * o[i];
+    dsum[r] = dot;
+    lse[r] = a->lse_in[(b * a->H + h) * T + t];
+  }
+  for (int64_t s0 = 0; s0 < t1; s0 += kb) {
+    const int64_t n = TSL_MIN(kb, t1 - s0);
+    const float *kb0 = k0 + s0 * a->ldk, *vb0 = v0 + s0 * a->ldv;
+    /* p = e^(scale · qp · kᵀ − lse), 0 above the diagonal */
+    tsl_cpu_sgemm(0, 1, M, n, hs, a->scale, qp, hs, kb0, a->ldk, 0.0f, p, n);
+    /* dp = dop · vᵀ */
+    tsl_cpu_sgemm(0, 1, M, n, hs, 1.0f, dop, hs, vb0, a->ldv, 0.0f, dp, n);
+    for (int64_t r = 0; r < M; r++) {
+      const int64_t nv = TSL_MAX(valid_keys(r, g, t0, s0, n), 0);
+      float *pr = p + r * n, *dr = dp + r * n;
+      const float m = lse[r], dd = dsum[r], sc = a->scale;
+#pragma omp simd
+      for (int64_t j = 0; j < nv; j++) {
+        pr[j] = tsl_cpu_expf(pr[j] - m);
+        dr[j] = pr[j] * (dr[j] - dd) * sc;
+      }
+      memset(pr + nv, 0, (size_t)(n - nv) * sizeof(float));
+      memset(dr + nv, 0, (size_t)(n - nv) * sizeof(float));
+    }
+    /* dv += pᵀ · dop; dqp += ds · k; dk += dsᵀ · qp (ds is in dp) */
+    tsl_cpu_sgemm(1, 0, n, hs, M, 1.0f, p, n, dop, hs, 1.0f, dv0 + s0 * a->ldv, a->ldv);
+    tsl_cpu_sgemm(0, 0, M, hs, n, 1.0f, dp, n, kb0, a->ldk, 1.0f, dqp, hs);
+    tsl_cpu_sgemm(1, 0, n, hs, M, 1.0f, dp, n, qp, hs, 1.0f, dk0 + s0 * a->ldk, a->ldk);
+  }
+  for (int64_t t = t0; t < t1; t++)
+    memcpy(a->dq + (b * T + t) * a->ldq + kvh * gw, dqp + (t - t0) * gw, (size_t)gw * sizeof(float));
+}
+
+/* dq, dk, dv (overwritten) from dout, out, lse and q, k, v */
+int tsl_cpu_attention_backward(tsl_backend *be, tsl_stream *s, void *dq, void *dk, void *dv,
+                               const void *dout, const void *out, const float *lse, const void *q,
+                               const void *k, const void *v, const tsl_attn_shape *sh) {
+  int st = check_shape(sh);
+  if (st) return st;
+  attn a = attn_of(sh);
+  if (a.B == 0 || a.T == 0 || a.H == 0) return TESSEL_OK;
+  a.q = q, a.k = k, a.v = v, a.out = out, a.dout = dout, a.lse_in = lse;
+  a.dq = dq, a.dk = dk, a.dv = dv;
+  const int64_t M = a.qb * a.g, pairs = a.B * a.KV;
+  int64_t stride;
+  float *scratch = thread_scratch(M * (3 * a.hs + 2 * a.kb + 2), &stride);
+  if (!scratch) return TESSEL_E_NOMEM;
+#pragma omp parallel
+  {
+    float *mine = scratch + stride * omp_get_thread_num();
 #pragma omp for schedule(static)
-    for (int64_t bh = 0; bh < pairs; bh++) {
-      const int64_t b = bh / heads, h = bh % heads, off = b * T * 3 * C + h * hs;
-      const float *q = x + off;
-      float *dq = dx + off;
-      head_backward(dq, dq + C, dq + 2 * C, d + b * T * C + h * hs, C, a + bh * T * T, q, q + C,
-                    q + 2 * C, 3 * C, T, hs, ds);
+    for (int64_t u = 0; u < pairs; u++) {
+      const int64_t b = u / a.KV, kvh = u % a.KV;
+      for (int64_t t = 0; t < a.T; t++) {
+        memset(a.dk + (b * a.T + t) * a.ldk + kvh * a.hs, 0, (size_t)a.hs * sizeof(float));
+        memset(a.dv + (b * a.T + t) * a.ldv + kvh * a.hs, 0, (size_t)a.hs * sizeof(float));
+      }
+      for (int64_t t0 = 0; t0 < a.T; t0 += a.qb) block_backward(&a, b, kvh, t0, mine);
     }
   }
   free(scratch);

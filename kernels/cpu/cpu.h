@@ -101,13 +101,39 @@ int tsl_cpu_layernorm_backward_apply(tsl_backend *be, tsl_stream *s, void *dinp,
                                      const float *mean, const float *rstd, int64_t rows,
                                      int64_t cols, int64_t total_cols);
 
+/* ---- RMS norm (rmsnorm.c) ---- */
+
+int tsl_cpu_rmsnorm_forward(tsl_backend *be, tsl_stream *s, void *out, float *rstd,
+                            const void *inp, const void *w, int64_t rows, int64_t cols, float eps);
+int tsl_cpu_rmsnorm_backward(tsl_backend *be, tsl_stream *s, void *dinp, float *dw,
+                             const void *dout, const void *inp, const void *w, const float *rstd,
+                             int64_t rows, int64_t cols);
+int tsl_cpu_rmsnorm_stats(tsl_backend *be, tsl_stream *s, double *sums, const void *inp,
+                          int64_t rows, int64_t cols);
+int tsl_cpu_rmsnorm_apply(tsl_backend *be, tsl_stream *s, void *out, float *rstd,
+                          const double *sums, const void *inp, const void *w, int64_t rows,
+                          int64_t cols, int64_t total_cols, float eps);
+int tsl_cpu_rmsnorm_backward_stats(tsl_backend *be, tsl_stream *s, double *sums, float *dw,
+                                   const void *dout, const void *inp, const void *w,
+                                   const float *rstd, int64_t rows, int64_t cols);
+int tsl_cpu_rmsnorm_backward_apply(tsl_backend *be, tsl_stream *s, void *dinp, const double *sums,
+                                   const void *dout, const void *inp, const void *w,
+                                   const float *rstd, int64_t rows, int64_t cols,
+                                   int64_t total_cols);
+
 /* ---- attention (attention.c) ---- */
 
-int tsl_cpu_attention_forward(tsl_backend *be, tsl_stream *s, void *out, void *att, const void *qkv,
-                              int64_t batch, int64_t seq, int64_t heads, int64_t head_size);
-int tsl_cpu_attention_backward(tsl_backend *be, tsl_stream *s, void *dqkv, const void *dout,
-                               const void *qkv, const void *att, int64_t batch, int64_t seq,
-                               int64_t heads, int64_t head_size);
+int tsl_cpu_attention_forward(tsl_backend *be, tsl_stream *s, void *out, float *lse, const void *q,
+                              const void *k, const void *v, const tsl_attn_shape *sh);
+int tsl_cpu_attention_backward(tsl_backend *be, tsl_stream *s, void *dq, void *dk, void *dv,
+                               const void *dout, const void *out, const float *lse, const void *q,
+                               const void *k, const void *v, const tsl_attn_shape *sh);
+
+/* ---- rotary position embedding (rope.c) ---- */
+
+int tsl_cpu_rope(tsl_backend *be, tsl_stream *s, void *x, int64_t batch, int64_t seq,
+                 int64_t heads, int64_t head_size, int64_t ld, int64_t pos_offset, float theta,
+                 int inverse);
 
 /* ---- elementwise (elementwise.c) ---- */
 
@@ -121,6 +147,10 @@ int tsl_cpu_scale(tsl_backend *be, tsl_stream *s, tessel_dtype dtype, void *x, f
                   int64_t n);
 int tsl_cpu_convert(tsl_backend *be, tsl_stream *s, void *dst, tessel_dtype dst_dtype,
                     const void *src, tessel_dtype src_dtype, int64_t n);
+int tsl_cpu_swiglu_forward(tsl_backend *be, tsl_stream *s, void *out, const void *gate,
+                           const void *up, int64_t n);
+int tsl_cpu_swiglu_backward(tsl_backend *be, tsl_stream *s, void *dgate, void *dup,
+                            const void *dout, const void *gate, const void *up, int64_t n);
 
 /* ---- embedding (embedding.c) ---- */
 

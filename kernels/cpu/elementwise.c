@@ -1,6 +1,6 @@
 /*
-** kernels/cpu/elementwise.c — GELU, add, axpy, scale and dtype conversion
-** over flat arrays of n elements.
+** kernels/cpu/elementwise.c — GELU, add, axpy, scale, dtype conversion and
+** SwiGLU over flat arrays of n elements.
 */
 #include "bf16.h"
 #include "cpu.h"
@@ -113,6 +113,40 @@ int tsl_cpu_convert(tsl_backend *be, tsl_stream *s, void *dst, tessel_dtype dst_
     for (int64_t i = 0; i < n; i++) y[i] = tsl_f16_to_f32(x[i]);
   } else {
     return TESSEL_E_UNSUPPORTED;
+  }
+  return TESSEL_OK;
+}
+
+/* out = silu(gate)·up, silu(x) = x·σ(x) = x / (1 + e^(−x)); for x below
+** about −88 e^(−x) overflows to inf and silu is −0, its limit. */
+int tsl_cpu_swiglu_forward(tsl_backend *be, tsl_stream *s, void *out, const void *gate,
+                           const void *up, int64_t n) {
+  if (n < 0) return TESSEL_E_INTERNAL;
+  float *o = out;
+  const float *g = gate, *u = up;
+#pragma omp parallel for simd schedule(static) if (n >= TSL_CPU_PARALLEL_MIN)
+  for (int64_t i = 0; i < n; i++) o[i] = g[i] / (1.0f + tsl_cpu_expf(-g[i])) * u[i];
+  return TESSEL_OK;
+}
+
+/* dgate = dout·up·silu'(gate), dup = dout·silu(gate) (both overwritten).
+** With e = e^(−x) and σ = 1/(1 + e), silu'(x) = σ + x·σ(1 − σ) and
+** σ(1 − σ) = e·σ², which keeps its precision where 1 − σ would cancel.
+** Below x = −80 silu and its derivative are under 1e-33 in magnitude:
+** x is clamped there to keep e·σ² finite (never inf·0), and silu is taken
+** as its limit −0. */
+int tsl_cpu_swiglu_backward(tsl_backend *be, tsl_stream *s, void *dgate, void *dup,
+                            const void *dout, const void *gate, const void *up, int64_t n) {
+  if (n < 0) return TESSEL_E_INTERNAL;
+  float *dg = dgate, *du = dup;
+  const float *d = dout, *g = gate, *u = up;
+#pragma omp parallel for simd schedule(static) if (n >= TSL_CPU_PARALLEL_MIN)
+  for (int64_t i = 0; i < n; i++) {
+    const float x = g[i] < -80.0f ? -80.0f : g[i];
+    const float e = tsl_cpu_expf(-x), sg = 1.0f / (1.0f + e);
+    const float di = d[i], ui = u[i];
+    du[i] = di * (g[i] >= -80.0f ? g[i] * sg : -0.0f);
+    dg[i] = di * ui * (sg + x * (e * sg * sg));
   }
   return TESSEL_OK;
 }

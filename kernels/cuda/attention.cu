@@ -1,147 +1,462 @@
 /*
-** kernels/cuda/attention.cu — causal multi-head self-attention as batched
-** cuBLASLt products around fused causal-softmax kernels.
+** kernels/cuda/attention.cu — causal grouped-query attention by the
+** FlashAttention-2 algorithm, on tensor cores (WMMA, bf16 in, fp32
+** accumulate), without a T×T matrix in memory.
 **
-** Layout (kernels/backend.h): qkv [B, T, 3C] with q, k, v as three C-wide
-** column blocks, head h in columns h·hs .. h·hs+hs−1 of each (C = NH·hs);
-** out [B, T, C]; att [B, NH, T, T] bf16, the softmax probabilities saved
-** for backward with the upper triangle (t2 > t) exactly 0.
+** Layout (kernels/backend.h): q [B, T, H, hs] rows ldq apart; k, v
+** [B, T, KV, hs] rows ldk, ldv apart; query head h reads kv head h/(H/KV);
+** out [B, T, H·hs]; lse [B, H, T] fp32.
 **
-** The products read q, k, v and write out and dqkv in place, with no
-** permuted copies: for one head, the B sequences' [T, hs] slices sit at a
-** fixed stride (T·3C elements), so each product is one strided batch over
-** the B sequences; the heads are a loop (NH calls per product). The
-** scores are written straight into att (bf16) and the softmax turns them
-** into probabilities in place: a warp per row, max, Σexp in fp32, then
-** normalised, masked, and rounded once to bf16. Full T×T products are
-** computed and the upper triangle masked, as llm.c's non-cuDNN path does:
-** O(T²) memory and work, like the CPU backend.
+** Tiles of 64 query rows by 64 keys, four warps per block, each warp owning
+** 16 rows of every tile it computes. The head dimension is padded with
+** zeros to HP = 16, 32, 64 or 128 (a template parameter, so accumulators
+** stay in registers); larger heads are refused.
 **
-** Backward, per head, with dS a [B, T, T] bf16 scratch:
-**   dv = attᵀ · dout            dS = dout · vᵀ
-**   dS = att ⊙ (dS − rowsum(att ⊙ dS)) / √hs      (masked, in place)
-**   dq = dS · k                 dk = dSᵀ · q
-** each written over its block of dqkv (beta 0), so dqkv is overwritten.
+** Forward: one block per (64 query rows, head, sequence). For each key
+** tile up to the diagonal: S = q·kᵀ (WMMA into shared fp32), an online
+** softmax per row in fp32 (running max and sum; the output rows rescaled
+** when the max grows), P rounded to bf16, O += P·v (WMMA, fp32 in shared
+** memory). At the end out = O/l in bf16 and lse = m + log l.
+**
+** Backward, three kernels and no atomics, so every run gives the same bits:
+**   D = rowsum(dO ⊙ O)                          one warp per row
+**   dq: one block per (64 query rows, head): for each key tile up to the
+**       diagonal, P = e^(S − lse), dP = dO·vᵀ, dS = P ⊙ (dP − D)/√hs
+**       (bf16), dq += dS·k in registers
+**   dk, dv: one block per (64 keys, kv head): for each query head of the
+**       group and each query tile from the diagonal on, Pᵀ and dSᵀ as
+**       above, dv += Pᵀ·dO, dk += dSᵀ·q in registers; the group's sum is
+**       formed inside the block.
+** Where bf16 rounds: the inputs, P before P·v, dS and P before the gradient
+** products, and each output once (tests/gpu/test_cuda_attention.c derives
+** its tolerances from these).
 */
 #include <math.h>
+#include <mma.h>
 
 #include "device.cuh"
 
-/* In place over rows of att viewed [rows, T]: row r is query t = r mod T. */
-static __global__ void causal_softmax_kernel(bf16 *att, int64_t rows, int64_t T) {
+using namespace nvcuda;
+
+enum { BR = 64, BC = 64, AT_THREADS = 128, LDS = BC + 4, LDP = BC + 8, MAX_HEAD = 128 };
+
+typedef wmma::fragment<wmma::matrix_a, 16, 16, 16, bf16, wmma::row_major> frag_a;
+typedef wmma::fragment<wmma::matrix_b, 16, 16, 16, bf16, wmma::row_major> frag_b;
+typedef wmma::fragment<wmma::matrix_b, 16, 16, 16, bf16, wmma::col_major> frag_bt;
+typedef wmma::fragment<wmma::accumulator, 16, 16, 16, float> frag_c;
+
+/* The sizes every kernel needs. */
+struct attn_params {
+  int64_t T, H, KV, hs, ldq, ldk, ldv;
+  int64_t g; /* query heads per kv head */
+  float scale;
+};
+
+/* Bump allocator over shared memory (base NULL: sizing on the host); every
+** region starts on 128 bytes, more than WMMA's 32-byte alignment. */
+struct carver {
+  char *base;
+  size_t used;
+  template <typename T>
+  __host__ __device__ T *take(size_t count) {
+    T *p = (T *)(base + used);
+    used += (count * sizeof(T) + 127) & ~(size_t)127;
+    return p;
+  }
+};
+
+/* rows [row0, row0 + rows) of a [T, stride] bf16 tensor, columns [0, hs),
+** into dst [rows, ld]; zeros past T and from hs up to hp */
+static __device__ void load_tile(bf16 *dst, int ld, const bf16 *src, int64_t stride, int64_t row0, int64_t T,
+                                 int64_t hs, int hp, int rows) {
+  for (int e = threadIdx.x; e < rows * hp; e += blockDim.x) {
+    const int r = e / hp, c = e % hp;
+    const int64_t t = row0 + r;
+    dst[r * ld + c] = t < T && c < hs ? src[t * stride + c] : __float2bfloat16(0.0f);
+  }
+}
+
+/* acc += A·Bᵀ over kt steps of 16: A rows at a (ld lda), B rows at b (ld ldb) */
+static __device__ __forceinline__ void mma_abt(frag_c &acc, const bf16 *a, int lda, const bf16 *b, int ldb, int kt) {
+  frag_a fa;
+  frag_bt fb;
+  for (int kk = 0; kk < kt; kk++) {
+    wmma::load_matrix_sync(fa, a + kk * 16, lda);
+    wmma::load_matrix_sync(fb, b + kk * 16, ldb);
+    wmma::mma_sync(acc, fa, fb, acc);
+  }
+}
+
+/* acc += A·B over kt steps of 16: A rows at a (ld lda), B rows at b (ld ldb) */
+static __device__ __forceinline__ void mma_ab(frag_c &acc, const bf16 *a, int lda, const bf16 *b, int ldb, int kt) {
+  frag_a fa;
+  frag_b fb;
+  for (int kk = 0; kk < kt; kk++) {
+    wmma::load_matrix_sync(fa, a + kk * 16, lda);
+    wmma::load_matrix_sync(fb, b + (size_t)kk * 16 * ldb, ldb);
+    wmma::mma_sync(acc, fa, fb, acc);
+  }
+}
+
+/* c[16, 16·nt] = A·Bᵀ for one warp's 16 rows, stored to shared fp32 */
+static __device__ void scores_abt(float *c, int ldc, const bf16 *a, int lda, const bf16 *b, int ldb, int kt, int nt) {
+  for (int nf = 0; nf < nt; nf++) {
+    frag_c acc;
+    wmma::fill_fragment(acc, 0.0f);
+    mma_abt(acc, a, lda, b + (size_t)nf * 16 * ldb, ldb, kt);
+    wmma::store_matrix_sync(c + nf * 16, acc, ldc, wmma::mem_row_major);
+  }
+}
+
+/* Shared memory of the forward for head size padded to HP. */
+template <int HP>
+struct fwd_smem {
+  bf16 *q, *k, *v, *p;
+  float *s, *o, *m, *l, *alpha;
+  __host__ __device__ static size_t carve(char *base, fwd_smem *out) {
+    carver c = {base, 0};
+    fwd_smem t;
+    t.q = c.take<bf16>(BR * (HP + 8)), t.k = c.take<bf16>(BC * (HP + 8)), t.v = c.take<bf16>(BC * (HP + 8));
+    t.p = c.take<bf16>(BR * LDP), t.s = c.take<float>(BR * LDS), t.o = c.take<float>(BR * (HP + 4));
+    t.m = c.take<float>(BR), t.l = c.take<float>(BR), t.alpha = c.take<float>(BR);
+    if (out) *out = t;
+    return c.used;
+  }
+};
+
+/* One row of the online softmax over a key tile, by one warp: scores from
+** s (row of the tile, unscaled), P to p in bf16; the row's running max and
+** sum updated and the factor for its output rows left in alpha. */
+static __device__ void online_row(const float *s, bf16 *p, float *m, float *l, float *alpha, int64_t t, int64_t s0,
+                                  int64_t T, float scale, int lane) {
+  float sv[BC / 32], mx = -CUDART_INF_F;
+  bool ok[BC / 32];
+  for (int u = 0; u < BC / 32; u++) {
+    const int j = lane + 32 * u;
+    ok[u] = s0 + j <= t && t < T;
+    sv[u] = ok[u] ? s[j] * scale : -CUDART_INF_F;
+    mx = fmaxf(mx, sv[u]);
+  }
+  mx = warp_max(mx);
+  const float mold = *m, mn = fmaxf(mold, mx);
+  const bool any = mn != -CUDART_INF_F;
+  float sum = 0.0f;
+  for (int u = 0; u < BC / 32; u++) {
+    const float pv = ok[u] && any ? expf(sv[u] - mn) : 0.0f;
+    sum += pv;
+    p[lane + 32 * u] = __float2bfloat16(pv);
+  }
+  sum = warp_sum(sum);
+  const float a = any ? expf(mold - mn) : 1.0f; /* 0 on the first tile (mold = −inf) */
+  __syncwarp();                                  /* every lane has read *m */
+  if (lane == 0) *m = mn, *l = *l * a + sum, *alpha = a;
+}
+
+template <int HP>
+static __global__ void __launch_bounds__(AT_THREADS)
+    flash_forward_kernel(bf16 *out, float *lse, const bf16 *q, const bf16 *k, const bf16 *v, attn_params p) {
+  constexpr int LDH = HP + 8, LDO = HP + 4, NF = HP / 16;
+  extern __shared__ __align__(128) unsigned char smem_raw[];
+  fwd_smem<HP> sm;
+  fwd_smem<HP>::carve((char *)smem_raw, &sm);
+  const int64_t b = blockIdx.z, h = blockIdx.y, t0 = (int64_t)blockIdx.x * BR, kvh = h / p.g;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, r0 = warp * 16;
+  load_tile(sm.q, LDH, q + b * p.T * p.ldq + h * p.hs, p.ldq, t0, p.T, p.hs, HP, BR);
+  for (int e = threadIdx.x; e < BR * LDO; e += blockDim.x) sm.o[e] = 0.0f;
+  for (int e = threadIdx.x; e < BR; e += blockDim.x) sm.m[e] = -CUDART_INF_F, sm.l[e] = 0.0f;
+  const int64_t kend = t0 + BR < p.T ? t0 + BR : p.T;
+  for (int64_t s0 = 0; s0 < kend; s0 += BC) {
+    __syncthreads(); /* every warp is done with the previous k, v tiles */
+    load_tile(sm.k, LDH, k + b * p.T * p.ldk + kvh * p.hs, p.ldk, s0, p.T, p.hs, HP, BC);
+    load_tile(sm.v, LDH, v + b * p.T * p.ldv + kvh * p.hs, p.ldv, s0, p.T, p.hs, HP, BC);
+    __syncthreads();
+    scores_abt(sm.s + r0 * LDS, LDS, sm.q + r0 * LDH, LDH, sm.k, LDH, NF, BC / 16);
+    __syncwarp();
+    for (int i = 0; i < 16; i++) {
+      const int r = r0 + i;
+      online_row(sm.s + r * LDS, sm.p + r * LDP, sm.m + r, sm.l + r, sm.alpha + r, t0 + r, s0, p.T, p.scale, lane);
+    }
+    __syncwarp();
+    for (int e = lane; e < 16 * HP; e += 32) sm.o[(r0 + e / HP) * LDO + e % HP] *= sm.alpha[r0 + e / HP];
+    __syncwarp();
+    for (int nf = 0; nf < NF; nf++) {
+      frag_c acc;
+      wmma::load_matrix_sync(acc, sm.o + r0 * LDO + nf * 16, LDO, wmma::mem_row_major);
+      mma_ab(acc, sm.p + r0 * LDP, LDP, sm.v + nf * 16, LDH, BC / 16);
+      wmma::store_matrix_sync(sm.o + r0 * LDO + nf * 16, acc, LDO, wmma::mem_row_major);
+    }
+    __syncwarp();
+  }
+  const int64_t C = p.H * p.hs;
+  for (int64_t e = lane; e < 16 * p.hs; e += 32) {
+    const int r = r0 + (int)(e / p.hs);
+    const int64_t col = e % p.hs, t = t0 + r;
+    if (t < p.T) out[(b * p.T + t) * C + h * p.hs + col] = __float2bfloat16(sm.o[r * LDO + col] / sm.l[r]);
+  }
+  if (lane < 16 && t0 + r0 + lane < p.T)
+    lse[(b * p.H + h) * p.T + t0 + r0 + lane] = sm.m[r0 + lane] + logf(sm.l[r0 + lane]);
+}
+
+/* D[b, h, t] = Σ_i dout·out over one row of head h, one warp per row */
+static __global__ void attn_rowdot_kernel(float *D, const bf16 *dout, const bf16 *out, int64_t rows, int64_t T,
+                                          int64_t H, int64_t hs) {
   const int64_t row = (int64_t)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
   const int lane = threadIdx.x & 31;
   if (row >= rows) return;
-  bf16 *p = att + row * T;
-  const int64_t t = row % T;
-  float mx = -CUDART_INF_F;
-  for (int64_t j = lane; j <= t; j += 32) mx = fmaxf(mx, ld_bf16(p + j));
-  mx = warp_max(mx);
-  float sum = 0.0f;
-  for (int64_t j = lane; j <= t; j += 32) sum += expf(ld_bf16(p + j) - mx);
-  const float inv = 1.0f / warp_sum(sum);
-  for (int64_t j = lane; j < T; j += 32) st_bf16(p + j, j <= t ? expf(ld_bf16(p + j) - mx) * inv : 0.0f);
-}
-
-/* One head's softmax backward, in place over ds [B, T, T]:
-** ds = att·(ds − Σ att·ds)·scale for t2 <= t, 0 above; att rows are those
-** of the same head, sequence b at att + b·att_stride. */
-static __global__ void causal_softmax_backward_kernel(bf16 *ds, const bf16 *att, int64_t batch, int64_t att_stride,
-                                                      int64_t T, float scale) {
-  const int64_t row = (int64_t)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
-  const int lane = threadIdx.x & 31;
-  if (row >= batch * T) return;
-  const int64_t b = row / T, t = row % T;
-  bf16 *d = ds + row * T;
-  const bf16 *a = att + b * att_stride + t * T;
   float dot = 0.0f;
-  for (int64_t j = lane; j <= t; j += 32) dot += ld_bf16(a + j) * ld_bf16(d + j);
+  for (int64_t i = lane; i < hs; i += 32) dot += ld_bf16(dout + row * hs + i) * ld_bf16(out + row * hs + i);
   dot = warp_sum(dot);
-  for (int64_t j = lane; j < T; j += 32) st_bf16(d + j, j <= t ? ld_bf16(a + j) * (ld_bf16(d + j) - dot) * scale : 0.0f);
+  const int64_t bt = row / H, h = row % H, b = bt / T, t = bt % T;
+  if (lane == 0) D[(b * H + h) * T + t] = dot;
 }
 
-enum { ROWS_PER_BLOCK = TSL_THREADS / 32 };
+/* Shared memory of the dq kernel: k and v adjacent, so that the pair can
+** hold the fp32 result [BR, HP + 4] at the end. */
+template <int HP>
+struct dq_smem {
+  bf16 *q, *dout, *k, *v, *ds;
+  float *s, *dp, *lse, *d;
+  __host__ __device__ static size_t carve(char *base, dq_smem *out) {
+    carver c = {base, 0};
+    dq_smem t;
+    t.q = c.take<bf16>(BR * (HP + 8)), t.dout = c.take<bf16>(BR * (HP + 8));
+    t.k = c.take<bf16>(BC * (HP + 8)), t.v = c.take<bf16>(BC * (HP + 8));
+    t.ds = c.take<bf16>(BR * LDP), t.s = c.take<float>(BR * LDS), t.dp = c.take<float>(BR * LDS);
+    t.lse = c.take<float>(BR), t.d = c.take<float>(BR);
+    if (out) *out = t;
+    return c.used;
+  }
+};
 
-static int causal_softmax(tsl_backend *be, tsl_stream *s, void *att, int64_t rows, int64_t seq) {
-  if (rows <= 0) return TESSEL_OK;
-  unsigned blocks = (unsigned)((rows + ROWS_PER_BLOCK - 1) / ROWS_PER_BLOCK);
-  return TSL_CU((causal_softmax_kernel<<<blocks, TSL_THREADS, 0, tsl_cuda_stream(be, s)->s>>>((bf16 *)att, rows, seq),
-                 cudaGetLastError()));
+/* per-row statistics of rows [t0, t0 + BR) of head h: lse and D (0 past T) */
+static __device__ void load_row_stats(float *lse_s, float *d_s, const float *lse, const float *D, int64_t base,
+                                      int64_t t0, int64_t T) {
+  for (int e = threadIdx.x; e < BR; e += blockDim.x) {
+    const bool in = t0 + e < T;
+    lse_s[e] = in ? lse[base + t0 + e] : 0.0f;
+    d_s[e] = in ? D[base + t0 + e] : 0.0f;
+  }
 }
 
-static int causal_softmax_backward(tsl_backend *be, tsl_stream *s, void *ds, const void *att, int64_t batch,
-                                   int64_t att_batch_stride, int64_t seq, float scale) {
-  if (batch <= 0 || seq <= 0) return TESSEL_OK;
-  unsigned blocks = (unsigned)((batch * seq + ROWS_PER_BLOCK - 1) / ROWS_PER_BLOCK);
-  return TSL_CU((causal_softmax_backward_kernel<<<blocks, TSL_THREADS, 0, tsl_cuda_stream(be, s)->s>>>(
-                     (bf16 *)ds, (const bf16 *)att, batch, att_batch_stride, seq, scale),
-                 cudaGetLastError()));
+/* the fp32 results of one warp's 16 rows in stage [16·4 rows, HP + 4], to
+** the bf16 rows dst + t·ld for t = row0 + r < T, columns [0, hs) */
+static __device__ void write_rows(bf16 *dst, int64_t ld, const float *stage, int lds, int64_t row0, int r0,
+                                  int64_t T, int64_t hs, int lane) {
+  for (int64_t e = lane; e < 16 * hs; e += 32) {
+    const int r = r0 + (int)(e / hs);
+    const int64_t col = e % hs, t = row0 + r;
+    if (t < T) dst[t * ld + col] = __float2bfloat16(stage[r * lds + col]);
+  }
 }
 
-static int check_shape(int64_t batch, int64_t seq, int64_t heads, int64_t head_size) {
-  if (batch < 0 || seq < 0 || heads < 0 || head_size <= 0)
-    return TSL_CUDA_FAIL(TESSEL_E_INTERNAL, "attention: bad shape (batch %lld, seq %lld, heads %lld, head size %lld)",
-                         (long long)batch, (long long)seq, (long long)heads, (long long)head_size);
-  if (batch > INT32_MAX) return TSL_CUDA_FAIL(TESSEL_E_UNSUPPORTED, "attention: batch %lld too large", (long long)batch);
+template <int HP>
+static __global__ void __launch_bounds__(AT_THREADS)
+    flash_dq_kernel(bf16 *dq, const bf16 *dout, const float *lse, const float *D, const bf16 *q, const bf16 *k,
+                    const bf16 *v, attn_params p) {
+  constexpr int LDH = HP + 8, NF = HP / 16;
+  extern __shared__ __align__(128) unsigned char smem_raw[];
+  dq_smem<HP> sm;
+  dq_smem<HP>::carve((char *)smem_raw, &sm);
+  const int64_t b = blockIdx.z, h = blockIdx.y, t0 = (int64_t)blockIdx.x * BR, kvh = h / p.g;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, r0 = warp * 16;
+  load_tile(sm.q, LDH, q + b * p.T * p.ldq + h * p.hs, p.ldq, t0, p.T, p.hs, HP, BR);
+  load_tile(sm.dout, LDH, dout + b * p.T * p.H * p.hs + h * p.hs, p.H * p.hs, t0, p.T, p.hs, HP, BR);
+  load_row_stats(sm.lse, sm.d, lse, D, (b * p.H + h) * p.T, t0, p.T);
+  frag_c acc[NF];
+  for (int nf = 0; nf < NF; nf++) wmma::fill_fragment(acc[nf], 0.0f);
+  const int64_t kend = t0 + BR < p.T ? t0 + BR : p.T;
+  for (int64_t s0 = 0; s0 < kend; s0 += BC) {
+    __syncthreads();
+    load_tile(sm.k, LDH, k + b * p.T * p.ldk + kvh * p.hs, p.ldk, s0, p.T, p.hs, HP, BC);
+    load_tile(sm.v, LDH, v + b * p.T * p.ldv + kvh * p.hs, p.ldv, s0, p.T, p.hs, HP, BC);
+    __syncthreads();
+    scores_abt(sm.s + r0 * LDS, LDS, sm.q + r0 * LDH, LDH, sm.k, LDH, NF, BC / 16);
+    scores_abt(sm.dp + r0 * LDS, LDS, sm.dout + r0 * LDH, LDH, sm.v, LDH, NF, BC / 16);
+    __syncwarp();
+    for (int e = lane; e < 16 * BC; e += 32) {
+      const int r = r0 + e / BC, j = e % BC;
+      const int64_t t = t0 + r;
+      const bool ok = s0 + j <= t && t < p.T;
+      const float pv = ok ? expf(sm.s[r * LDS + j] * p.scale - sm.lse[r]) : 0.0f;
+      sm.ds[r * LDP + j] = __float2bfloat16(pv * (sm.dp[r * LDS + j] - sm.d[r]) * p.scale);
+    }
+    __syncwarp();
+    for (int nf = 0; nf < NF; nf++) mma_ab(acc[nf], sm.ds + r0 * LDP, LDP, sm.k + nf * 16, LDH, BC / 16);
+  }
+  __syncthreads(); /* k and v become the output stage */
+  float *stage = (float *)sm.k;
+  for (int nf = 0; nf < NF; nf++)
+    wmma::store_matrix_sync(stage + r0 * (HP + 4) + nf * 16, acc[nf], HP + 4, wmma::mem_row_major);
+  __syncwarp();
+  write_rows(dq + b * p.T * p.ldq + h * p.hs, p.ldq, stage, HP + 4, t0, r0, p.T, p.hs, lane);
+}
+
+/* Shared memory of the dk/dv kernel: q and dout adjacent (the output stage). */
+template <int HP>
+struct dkv_smem {
+  bf16 *k, *v, *q, *dout, *pt, *dst;
+  float *st, *dpt, *lse, *d;
+  __host__ __device__ static size_t carve(char *base, dkv_smem *out) {
+    carver c = {base, 0};
+    dkv_smem t;
+    t.k = c.take<bf16>(BC * (HP + 8)), t.v = c.take<bf16>(BC * (HP + 8));
+    t.q = c.take<bf16>(BR * (HP + 8)), t.dout = c.take<bf16>(BR * (HP + 8));
+    t.pt = c.take<bf16>(BC * LDP), t.dst = c.take<bf16>(BC * LDP);
+    t.st = c.take<float>(BC * LDS), t.dpt = c.take<float>(BC * LDS);
+    t.lse = c.take<float>(BR), t.d = c.take<float>(BR);
+    if (out) *out = t;
+    return c.used;
+  }
+};
+
+template <int HP>
+static __global__ void __launch_bounds__(AT_THREADS)
+    flash_dkdv_kernel(bf16 *dk, bf16 *dv, const bf16 *dout, const float *lse, const float *D, const bf16 *q,
+                      const bf16 *k, const bf16 *v, attn_params p) {
+  constexpr int LDH = HP + 8, NF = HP / 16;
+  extern __shared__ __align__(128) unsigned char smem_raw[];
+  dkv_smem<HP> sm;
+  dkv_smem<HP>::carve((char *)smem_raw, &sm);
+  const int64_t b = blockIdx.z, kvh = blockIdx.y, s0 = (int64_t)blockIdx.x * BC;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, r0 = warp * 16;
+  load_tile(sm.k, LDH, k + b * p.T * p.ldk + kvh * p.hs, p.ldk, s0, p.T, p.hs, HP, BC);
+  load_tile(sm.v, LDH, v + b * p.T * p.ldv + kvh * p.hs, p.ldv, s0, p.T, p.hs, HP, BC);
+  frag_c dka[NF], dva[NF];
+  for (int nf = 0; nf < NF; nf++) wmma::fill_fragment(dka[nf], 0.0f), wmma::fill_fragment(dva[nf], 0.0f);
+  for (int64_t hh = 0; hh < p.g; hh++) {
+    const int64_t h = kvh * p.g + hh;
+    for (int64_t t0 = s0 / BR * BR; t0 < p.T; t0 += BR) {
+      __syncthreads();
+      load_tile(sm.q, LDH, q + b * p.T * p.ldq + h * p.hs, p.ldq, t0, p.T, p.hs, HP, BR);
+      load_tile(sm.dout, LDH, dout + b * p.T * p.H * p.hs + h * p.hs, p.H * p.hs, t0, p.T, p.hs, HP, BR);
+      load_row_stats(sm.lse, sm.d, lse, D, (b * p.H + h) * p.T, t0, p.T);
+      __syncthreads();
+      /* Sᵀ = k·qᵀ and dPᵀ = v·dOᵀ for this warp's 16 keys */
+      scores_abt(sm.st + r0 * LDS, LDS, sm.k + r0 * LDH, LDH, sm.q, LDH, NF, BR / 16);
+      scores_abt(sm.dpt + r0 * LDS, LDS, sm.v + r0 * LDH, LDH, sm.dout, LDH, NF, BR / 16);
+      __syncwarp();
+      for (int e = lane; e < 16 * BR; e += 32) {
+        const int i = r0 + e / BR, j = e % BR;
+        const int64_t s = s0 + i, t = t0 + j;
+        const bool ok = s <= t && t < p.T;
+        const float pv = ok ? expf(sm.st[i * LDS + j] * p.scale - sm.lse[j]) : 0.0f;
+        sm.pt[i * LDP + j] = __float2bfloat16(pv);
+        sm.dst[i * LDP + j] = __float2bfloat16(pv * (sm.dpt[i * LDS + j] - sm.d[j]) * p.scale);
+      }
+      __syncwarp();
+      for (int nf = 0; nf < NF; nf++) {
+        mma_ab(dva[nf], sm.pt + r0 * LDP, LDP, sm.dout + nf * 16, LDH, BR / 16);
+        mma_ab(dka[nf], sm.dst + r0 * LDP, LDP, sm.q + nf * 16, LDH, BR / 16);
+      }
+    }
+  }
+  __syncthreads(); /* q and dout become the output stage */
+  float *stage = (float *)sm.q;
+  for (int nf = 0; nf < NF; nf++)
+    wmma::store_matrix_sync(stage + r0 * (HP + 4) + nf * 16, dka[nf], HP + 4, wmma::mem_row_major);
+  __syncwarp();
+  write_rows(dk + b * p.T * p.ldk + kvh * p.hs, p.ldk, stage, HP + 4, s0, r0, p.T, p.hs, lane);
+  __syncwarp();
+  for (int nf = 0; nf < NF; nf++)
+    wmma::store_matrix_sync(stage + r0 * (HP + 4) + nf * 16, dva[nf], HP + 4, wmma::mem_row_major);
+  __syncwarp();
+  write_rows(dv + b * p.T * p.ldv + kvh * p.hs, p.ldv, stage, HP + 4, s0, r0, p.T, p.hs, lane);
+}
+
+static int check_shape(const tsl_attn_shape *sh) {
+  if (!sh || sh->batch < 0 || sh->seq < 0 || sh->heads < 0 || sh->kv_heads <= 0 || sh->head_size <= 0 ||
+      sh->heads % sh->kv_heads || sh->ldq < sh->heads * sh->head_size ||
+      sh->ldk < sh->kv_heads * sh->head_size || sh->ldv < sh->kv_heads * sh->head_size)
+    return TSL_CUDA_FAIL(TESSEL_E_INTERNAL,
+                         "attention: bad shape (batch %lld, seq %lld, heads %lld, kv heads %lld, head size %lld, "
+                         "row strides %lld, %lld, %lld)",
+                         sh ? (long long)sh->batch : 0, sh ? (long long)sh->seq : 0, sh ? (long long)sh->heads : 0,
+                         sh ? (long long)sh->kv_heads : 0, sh ? (long long)sh->head_size : 0,
+                         sh ? (long long)sh->ldq : 0, sh ? (long long)sh->ldk : 0, sh ? (long long)sh->ldv : 0);
+  if (sh->head_size > MAX_HEAD)
+    return TSL_CUDA_FAIL(TESSEL_E_UNSUPPORTED, "attention: head size %lld is above the CUDA kernels' %d",
+                         (long long)sh->head_size, MAX_HEAD);
+  if (sh->batch > 65535 || sh->heads > 65535 || (sh->seq + BR - 1) / BR > INT32_MAX)
+    return TSL_CUDA_FAIL(TESSEL_E_UNSUPPORTED, "attention: batch %lld or heads %lld above 65535, or seq %lld too long",
+                         (long long)sh->batch, (long long)sh->heads, (long long)sh->seq);
   return TESSEL_OK;
 }
 
-/* One strided batch over the B sequences (row-major, see matmul.c). */
-static int batched(tsl_backend *be, tsl_stream *s, int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha,
-                   const bf16 *a, int64_t lda, int64_t sa, const bf16 *b, int64_t ldb, int64_t sb, bf16 *c,
-                   int64_t ldc, int64_t sc, int64_t batch) {
-  tsl_cuda_mm mm = {ta, tb, m, n, k, alpha, 0.0f, a, lda, sa, b, ldb, sb, c, ldc, sc, batch, TESSEL_BF16, NULL};
-  return tsl_cuda_matmul(be, s, &mm);
+static attn_params params_of(const tsl_attn_shape *sh) {
+  attn_params p = {sh->seq, sh->heads, sh->kv_heads, sh->head_size, sh->ldq, sh->ldk, sh->ldv,
+                   sh->heads / sh->kv_heads, 1.0f / sqrtf((float)sh->head_size)};
+  return p;
 }
 
-/* out [B, T, C] and att [B, NH, T, T] from qkv [B, T, 3C] */
-extern "C" int tsl_cuda_attention_forward(tsl_backend *be, tsl_stream *s, void *out, void *att, const void *qkv,
-                                          int64_t batch, int64_t seq, int64_t heads, int64_t head_size) {
-  int rc = check_shape(batch, seq, heads, head_size);
-  if (rc < 0 || batch == 0 || seq == 0 || heads == 0) return rc;
-  const int64_t T = seq, hs = head_size, C = heads * hs, TT = T * T;
-  const float scale = 1.0f / sqrtf((float)hs);
-  const bf16 *x = (const bf16 *)qkv;
-  bf16 *o = (bf16 *)out, *a = (bf16 *)att;
-  /* att[b, h] = scale · q[b, :, h] · k[b, :, h]ᵀ   [T, T] */
-  for (int64_t h = 0; h < heads && rc >= 0; h++)
-    rc = batched(be, s, 0, 1, T, T, hs, scale, x + h * hs, 3 * C, T * 3 * C, x + C + h * hs, 3 * C, T * 3 * C,
-                 a + h * TT, T, heads * TT, batch);
-  if (rc >= 0) rc = causal_softmax(be, s, att, batch * heads * T, T);
-  /* out[b, :, h] = att[b, h] · v[b, :, h]   [T, hs] */
-  for (int64_t h = 0; h < heads && rc >= 0; h++)
-    rc = batched(be, s, 0, 0, T, hs, T, 1.0f, a + h * TT, T, heads * TT, x + 2 * C + h * hs, 3 * C, T * 3 * C,
-                 o + h * hs, C, T * C, batch);
-  return rc;
-}
-
-/* dqkv [B, T, 3C] (overwritten) from dout [B, T, C], qkv and the saved att */
-extern "C" int tsl_cuda_attention_backward(tsl_backend *be, tsl_stream *s, void *dqkv, const void *dout,
-                                           const void *qkv, const void *att, int64_t batch, int64_t seq,
-                                           int64_t heads, int64_t head_size) {
-  int rc = check_shape(batch, seq, heads, head_size);
-  if (rc < 0 || batch == 0 || seq == 0 || heads == 0) return rc;
-  const int64_t T = seq, hs = head_size, C = heads * hs, TT = T * T;
-  const float scale = 1.0f / sqrtf((float)hs);
-  const bf16 *x = (const bf16 *)qkv, *d = (const bf16 *)dout, *a = (const bf16 *)att;
-  bf16 *dx = (bf16 *)dqkv, *ds;
-  if ((rc = tsl_cuda_scratch(be, tsl_cuda_stream(be, s), (size_t)(batch * TT) * sizeof(bf16), (void **)&ds)) < 0)
-    return rc;
-  for (int64_t h = 0; h < heads && rc >= 0; h++) {
-    const bf16 *ah = a + h * TT, *dh = d + h * hs, *q = x + h * hs, *k = x + C + h * hs, *v = x + 2 * C + h * hs;
-    /* dv = attᵀ · dout   [T, hs] */
-    rc = batched(be, s, 1, 0, T, hs, T, 1.0f, ah, T, heads * TT, dh, C, T * C, dx + 2 * C + h * hs, 3 * C,
-                 T * 3 * C, batch);
-    /* dS = dout · vᵀ   [T, T] */
-    if (rc >= 0) rc = batched(be, s, 0, 1, T, T, hs, 1.0f, dh, C, T * C, v, 3 * C, T * 3 * C, ds, T, TT, batch);
-    if (rc >= 0) rc = causal_softmax_backward(be, s, ds, ah, batch, heads * TT, T, scale);
-    /* dq = dS · k   [T, hs] */
-    if (rc >= 0)
-      rc = batched(be, s, 0, 0, T, hs, T, 1.0f, ds, T, TT, k, 3 * C, T * 3 * C, dx + h * hs, 3 * C, T * 3 * C, batch);
-    /* dk = dSᵀ · q   [T, hs] */
-    if (rc >= 0)
-      rc = batched(be, s, 1, 0, T, hs, T, 1.0f, ds, T, TT, q, 3 * C, T * 3 * C, dx + C + h * hs, 3 * C, T * 3 * C,
-                   batch);
+/* The launches for one padded head size. */
+template <int HP>
+struct flash {
+  static int forward(cudaStream_t st, bf16 *out, float *lse, const bf16 *q, const bf16 *k, const bf16 *v,
+                     const tsl_attn_shape *sh) {
+    const size_t bytes = fwd_smem<HP>::carve(NULL, NULL);
+    const dim3 grid((unsigned)((sh->seq + BR - 1) / BR), (unsigned)sh->heads, (unsigned)sh->batch);
+    int rc = TSL_CU(cudaFuncSetAttribute(flash_forward_kernel<HP>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         (int)bytes));
+    if (rc < 0) return rc;
+    return TSL_CU((flash_forward_kernel<HP><<<grid, AT_THREADS, bytes, st>>>(out, lse, q, k, v, params_of(sh)),
+                   cudaGetLastError()));
   }
-  return rc;
+  static int backward(cudaStream_t st, bf16 *dq, bf16 *dk, bf16 *dv, const bf16 *dout, const float *lse,
+                      const float *D, const bf16 *q, const bf16 *k, const bf16 *v, const tsl_attn_shape *sh) {
+    const attn_params p = params_of(sh);
+    const size_t dq_bytes = dq_smem<HP>::carve(NULL, NULL), kv_bytes = dkv_smem<HP>::carve(NULL, NULL);
+    int rc = TSL_CU(cudaFuncSetAttribute(flash_dq_kernel<HP>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         (int)dq_bytes));
+    if (rc >= 0)
+      rc = TSL_CU(cudaFuncSetAttribute(flash_dkdv_kernel<HP>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       (int)kv_bytes));
+    if (rc < 0) return rc;
+    const unsigned tiles = (unsigned)((sh->seq + BR - 1) / BR);
+    rc = TSL_CU((flash_dq_kernel<HP><<<dim3(tiles, (unsigned)sh->heads, (unsigned)sh->batch), AT_THREADS, dq_bytes,
+                                       st>>>(dq, dout, lse, D, q, k, v, p),
+                 cudaGetLastError()));
+    if (rc < 0) return rc;
+    return TSL_CU((flash_dkdv_kernel<HP><<<dim3(tiles, (unsigned)sh->kv_heads, (unsigned)sh->batch), AT_THREADS,
+                                           kv_bytes, st>>>(dk, dv, dout, lse, D, q, k, v, p),
+                   cudaGetLastError()));
+  }
+};
+
+/* out [B, T, H·hs], lse [B, H, T] from q, k, v */
+extern "C" int tsl_cuda_attention_forward(tsl_backend *be, tsl_stream *s, void *out, float *lse, const void *q,
+                                          const void *k, const void *v, const tsl_attn_shape *sh) {
+  int rc = check_shape(sh);
+  if (rc < 0 || sh->batch == 0 || sh->seq == 0 || sh->heads == 0) return rc;
+  cudaStream_t st = tsl_cuda_stream(be, s)->s;
+  bf16 *o = (bf16 *)out;
+  const bf16 *qq = (const bf16 *)q, *kk = (const bf16 *)k, *vv = (const bf16 *)v;
+  const int64_t hs = sh->head_size;
+  if (hs <= 16) return flash<16>::forward(st, o, lse, qq, kk, vv, sh);
+  if (hs <= 32) return flash<32>::forward(st, o, lse, qq, kk, vv, sh);
+  if (hs <= 64) return flash<64>::forward(st, o, lse, qq, kk, vv, sh);
+  return flash<128>::forward(st, o, lse, qq, kk, vv, sh);
+}
+
+/* dq, dk, dv (overwritten) from dout, out, lse and q, k, v */
+extern "C" int tsl_cuda_attention_backward(tsl_backend *be, tsl_stream *s, void *dq, void *dk, void *dv,
+                                           const void *dout, const void *out, const float *lse, const void *q,
+                                           const void *k, const void *v, const tsl_attn_shape *sh) {
+  int rc = check_shape(sh);
+  if (rc < 0 || sh->batch == 0 || sh->seq == 0 || sh->heads == 0) return rc;
+  struct tsl_stream *ts = tsl_cuda_stream(be, s);
+  const int64_t rows = sh->batch * sh->seq * sh->heads;
+  float *D;
+  if ((rc = tsl_cuda_scratch(be, ts, (size_t)rows * sizeof(float), (void **)&D)) < 0) return rc;
+  const unsigned blocks = (unsigned)((rows + AT_THREADS / 32 - 1) / (AT_THREADS / 32));
+  rc = TSL_CU((attn_rowdot_kernel<<<blocks, AT_THREADS, 0, ts->s>>>(D, (const bf16 *)dout, (const bf16 *)out, rows,
+                                                                     sh->seq, sh->heads, sh->head_size),
+               cudaGetLastError()));
+  if (rc < 0) return rc;
+  bf16 *a = (bf16 *)dq, *b = (bf16 *)dk, *c = (bf16 *)dv;
+  const bf16 *d = (const bf16 *)dout, *qq = (const bf16 *)q, *kk = (const bf16 *)k, *vv = (const bf16 *)v;
+  const int64_t hs = sh->head_size;
+  if (hs <= 16) return flash<16>::backward(ts->s, a, b, c, d, lse, D, qq, kk, vv, sh);
+  if (hs <= 32) return flash<32>::backward(ts->s, a, b, c, d, lse, D, qq, kk, vv, sh);
+  if (hs <= 64) return flash<64>::backward(ts->s, a, b, c, d, lse, D, qq, kk, vv, sh);
+  return flash<128>::backward(ts->s, a, b, c, d, lse, D, qq, kk, vv, sh);
 }

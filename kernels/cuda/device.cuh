@@ -64,6 +64,22 @@ static inline unsigned tsl_blocks(int64_t n, int64_t per_block) {
   return (unsigned)(b < 1 ? 1 : b > most ? most : b);
 }
 
+/* Row kernels with one warp per row, TSL_WARP_ROWS rows per block: the row
+** of this warp and its lane; a warp past the last row leaves, all lanes
+** alike. */
+enum { TSL_WARP_ROWS = TSL_THREADS / 32 };
+#define TSL_WARP_ROW(row, lane, rows)                                                \
+  const int64_t row = (int64_t)blockIdx.x * TSL_WARP_ROWS + (threadIdx.x >> 5);     \
+  const int lane = threadIdx.x & 31;                                                \
+  if (row >= (rows)) return
+
+/* Launch a one-warp-per-row kernel over `rows` rows on tsl_stream s,
+** checked; needs `be` in scope. */
+#define TSL_ROW_LAUNCH(kernel, rows, s, ...)                                                \
+  TSL_CU((kernel<<<(unsigned)(((rows) + TSL_WARP_ROWS - 1) / TSL_WARP_ROWS), TSL_THREADS, 0, \
+                   tsl_cuda_stream(be, s)->s>>>(__VA_ARGS__),                                \
+          cudaGetLastError()))
+
 /* for (i = first index of this thread; i < n; i += all threads) */
 #define TSL_GRID_LOOP(i, n)                                                          \
   for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n);         \

@@ -1,6 +1,6 @@
 /*
-** kernels/cuda/elementwise.cu — GELU, add, axpy, scale, dtype conversion
-** and the two matrix fills the products need, over flat arrays.
+** kernels/cuda/elementwise.cu — GELU, SwiGLU, add, axpy, scale, dtype
+** conversion and the two matrix fills the products need, over flat arrays.
 **
 ** bf16 in and out, arithmetic in fp32: each result is rounded once, to
 ** nearest even, when it is stored. Formulas follow kernels/cpu/elementwise.c
@@ -61,6 +61,26 @@ static __global__ void f32_to_bf16_kernel(bf16 *y, const float *x, int64_t n) {
 
 static __global__ void bf16_to_f32_kernel(float *y, const bf16 *x, int64_t n) {
   TSL_GRID_LOOP(i, n) y[i] = ld_bf16(x + i);
+}
+
+/* out = silu(gate)·up, silu(x) = x/(1 + e^(−x)) (−0 where e^(−x) overflows) */
+static __global__ void swiglu_forward_kernel(bf16 *out, const bf16 *gate, const bf16 *up, int64_t n) {
+  TSL_GRID_LOOP(i, n) {
+    const float g = ld_bf16(gate + i);
+    st_bf16(out + i, g / (1.0f + expf(-g)) * ld_bf16(up + i));
+  }
+}
+
+/* dgate = dout·up·silu'(gate), dup = dout·silu(gate); silu' = σ + x·e·σ²
+** with x clamped at −80 (see the CPU version) */
+static __global__ void swiglu_backward_kernel(bf16 *dgate, bf16 *dup, const bf16 *dout, const bf16 *gate,
+                                              const bf16 *up, int64_t n) {
+  TSL_GRID_LOOP(i, n) {
+    const float g = ld_bf16(gate + i), x = fmaxf(g, -80.0f), d = ld_bf16(dout + i);
+    const float e = expf(-x), sg = 1.0f / (1.0f + e);
+    st_bf16(dup + i, d * (g >= -80.0f ? g * sg : -0.0f));
+    st_bf16(dgate + i, d * ld_bf16(up + i) * (sg + x * (e * sg * sg)));
+  }
 }
 
 /* c[r, j] = beta·c[r, j] over m rows of n (row stride ldc); beta 0 writes
@@ -140,6 +160,20 @@ extern "C" int tsl_cuda_convert(tsl_backend *be, tsl_stream *s, void *dst, tesse
     return LAUNCH(bf16_to_f32_kernel, n, st, (float *)dst, (const bf16 *)src, n);
   return TSL_CUDA_FAIL(TESSEL_E_UNSUPPORTED, "convert: dtype %d to %d (fp32 and bf16 only)", (int)src_dtype,
                        (int)dst_dtype);
+}
+
+extern "C" int tsl_cuda_swiglu_forward(tsl_backend *be, tsl_stream *s, void *out, const void *gate, const void *up,
+                                       int64_t n) {
+  if (n <= 0) return n < 0 ? bad_size("swiglu forward", n) : TESSEL_OK;
+  return LAUNCH(swiglu_forward_kernel, n, tsl_cuda_stream(be, s)->s, (bf16 *)out, (const bf16 *)gate,
+                (const bf16 *)up, n);
+}
+
+extern "C" int tsl_cuda_swiglu_backward(tsl_backend *be, tsl_stream *s, void *dgate, void *dup, const void *dout,
+                                        const void *gate, const void *up, int64_t n) {
+  if (n <= 0) return n < 0 ? bad_size("swiglu backward", n) : TESSEL_OK;
+  return LAUNCH(swiglu_backward_kernel, n, tsl_cuda_stream(be, s)->s, (bf16 *)dgate, (bf16 *)dup, (const bf16 *)dout,
+                (const bf16 *)gate, (const bf16 *)up, n);
 }
 
 extern "C" int tsl_cuda_scale_matrix(tsl_backend *be, tsl_stream *s, void *c, tessel_dtype c_dtype, int64_t m,

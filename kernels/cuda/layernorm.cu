@@ -18,13 +18,6 @@
 #include "colsum.cuh"
 
 #define LN_EPS 1e-5
-enum { LN_ROWS_PER_BLOCK = TSL_THREADS / 32 };
-
-/* The row of this warp; a warp past the last row leaves, all lanes alike. */
-#define WARP_ROW(row, lane, rows)                                                    \
-  const int64_t row = (int64_t)blockIdx.x * LN_ROWS_PER_BLOCK + (threadIdx.x >> 5); \
-  const int lane = threadIdx.x & 31;                                                \
-  if (row >= (rows)) return
 
 /* (Σx, Σx²) over one row's cols, in every lane */
 static __device__ double2 row_sums(const bf16 *x, int64_t cols, int lane) {
@@ -77,14 +70,14 @@ static __device__ void row_backward_apply(bf16 *dinp, double sg, double sgx, con
 
 static __global__ void ln_forward_kernel(bf16 *out, float *mean, float *rstd, const bf16 *inp, const bf16 *w,
                                          const bf16 *b, int64_t rows, int64_t cols) {
-  WARP_ROW(row, lane, rows);
+  TSL_WARP_ROW(row, lane, rows);
   const bf16 *x = inp + row * cols;
   double2 s = row_sums(x, cols, lane);
   row_apply(out + row * cols, mean + row, rstd + row, s.x, s.y, x, w, b, cols, cols, lane);
 }
 
 static __global__ void ln_stats_kernel(double *sums, const bf16 *inp, int64_t rows, int64_t cols) {
-  WARP_ROW(row, lane, rows);
+  TSL_WARP_ROW(row, lane, rows);
   double2 s = row_sums(inp + row * cols, cols, lane);
   if (lane == 0) {
     sums[2 * row] = s.x;
@@ -94,14 +87,14 @@ static __global__ void ln_stats_kernel(double *sums, const bf16 *inp, int64_t ro
 
 static __global__ void ln_apply_kernel(bf16 *out, float *mean, float *rstd, const double *sums, const bf16 *inp,
                                        const bf16 *w, const bf16 *b, int64_t rows, int64_t cols, int64_t total) {
-  WARP_ROW(row, lane, rows);
+  TSL_WARP_ROW(row, lane, rows);
   row_apply(out + row * cols, mean + row, rstd + row, sums[2 * row], sums[2 * row + 1], inp + row * cols, w, b, cols,
             total, lane);
 }
 
 static __global__ void ln_backward_kernel(bf16 *dinp, const bf16 *dout, const bf16 *inp, const bf16 *w,
                                           const float *mean, const float *rstd, int64_t rows, int64_t cols) {
-  WARP_ROW(row, lane, rows);
+  TSL_WARP_ROW(row, lane, rows);
   const int64_t o = row * cols;
   double2 s = row_backward_sums(dout + o, inp + o, w, mean[row], rstd[row], cols, lane);
   row_backward_apply(dinp + o, s.x, s.y, dout + o, inp + o, w, mean[row], rstd[row], cols, cols, lane);
@@ -109,7 +102,7 @@ static __global__ void ln_backward_kernel(bf16 *dinp, const bf16 *dout, const bf
 
 static __global__ void ln_backward_stats_kernel(double *sums, const bf16 *dout, const bf16 *inp, const bf16 *w,
                                                 const float *mean, const float *rstd, int64_t rows, int64_t cols) {
-  WARP_ROW(row, lane, rows);
+  TSL_WARP_ROW(row, lane, rows);
   const int64_t o = row * cols;
   double2 s = row_backward_sums(dout + o, inp + o, w, mean[row], rstd[row], cols, lane);
   if (lane == 0) {
@@ -121,7 +114,7 @@ static __global__ void ln_backward_stats_kernel(double *sums, const bf16 *dout, 
 static __global__ void ln_backward_apply_kernel(bf16 *dinp, const double *sums, const bf16 *dout, const bf16 *inp,
                                                 const bf16 *w, const float *mean, const float *rstd, int64_t rows,
                                                 int64_t cols, int64_t total) {
-  WARP_ROW(row, lane, rows);
+  TSL_WARP_ROW(row, lane, rows);
   const int64_t o = row * cols;
   row_backward_apply(dinp + o, sums[2 * row], sums[2 * row + 1], dout + o, inp + o, w, mean[row], rstd[row], cols,
                      total, lane);
@@ -146,11 +139,6 @@ static int param_grads(tsl_backend *be, tsl_stream *s, float *dw, float *db, con
   return tsl_cuda_colsum<2>(be, s, out, term, rows, cols);
 }
 
-#define ROW_LAUNCH(kernel, rows, s, ...)                                                                     \
-  TSL_CU((kernel<<<(unsigned)(((rows) + LN_ROWS_PER_BLOCK - 1) / LN_ROWS_PER_BLOCK), TSL_THREADS, 0,         \
-                   tsl_cuda_stream(be, s)->s>>>(__VA_ARGS__),                                                \
-          cudaGetLastError()))
-
 static int bad_shape(const char *what, int64_t rows, int64_t cols, int64_t total) {
   return TSL_CUDA_FAIL(TESSEL_E_INTERNAL, "%s: bad shape (rows %lld, cols %lld, total cols %lld)", what,
                        (long long)rows, (long long)cols, (long long)total);
@@ -160,7 +148,7 @@ extern "C" int tsl_cuda_layernorm_forward(tsl_backend *be, tsl_stream *s, void *
                                           const void *inp, const void *w, const void *b, int64_t rows, int64_t cols) {
   if (rows < 0 || cols <= 0) return bad_shape("layernorm forward", rows, cols, cols);
   if (rows == 0) return TESSEL_OK;
-  return ROW_LAUNCH(ln_forward_kernel, rows, s, (bf16 *)out, mean, rstd, (const bf16 *)inp, (const bf16 *)w,
+  return TSL_ROW_LAUNCH(ln_forward_kernel, rows, s, (bf16 *)out, mean, rstd, (const bf16 *)inp, (const bf16 *)w,
                     (const bf16 *)b, rows, cols);
 }
 
@@ -171,7 +159,7 @@ extern "C" int tsl_cuda_layernorm_backward(tsl_backend *be, tsl_stream *s, void 
   if (rows == 0) return TESSEL_OK;
   int rc = param_grads(be, s, dw, db, dout, inp, mean, rstd, rows, cols);
   if (rc < 0) return rc;
-  return ROW_LAUNCH(ln_backward_kernel, rows, s, (bf16 *)dinp, (const bf16 *)dout, (const bf16 *)inp,
+  return TSL_ROW_LAUNCH(ln_backward_kernel, rows, s, (bf16 *)dinp, (const bf16 *)dout, (const bf16 *)inp,
                     (const bf16 *)w, mean, rstd, rows, cols);
 }
 
@@ -179,7 +167,7 @@ extern "C" int tsl_cuda_layernorm_stats(tsl_backend *be, tsl_stream *s, double *
                                         int64_t cols) {
   if (rows < 0 || cols < 0) return bad_shape("layernorm stats", rows, cols, cols);
   if (rows == 0) return TESSEL_OK;
-  return ROW_LAUNCH(ln_stats_kernel, rows, s, sums, (const bf16 *)inp, rows, cols);
+  return TSL_ROW_LAUNCH(ln_stats_kernel, rows, s, sums, (const bf16 *)inp, rows, cols);
 }
 
 extern "C" int tsl_cuda_layernorm_apply(tsl_backend *be, tsl_stream *s, void *out, float *mean, float *rstd,
@@ -188,7 +176,7 @@ extern "C" int tsl_cuda_layernorm_apply(tsl_backend *be, tsl_stream *s, void *ou
   if (rows < 0 || cols < 0 || total_cols < cols || total_cols <= 0)
     return bad_shape("layernorm apply", rows, cols, total_cols);
   if (rows == 0) return TESSEL_OK;
-  return ROW_LAUNCH(ln_apply_kernel, rows, s, (bf16 *)out, mean, rstd, sums, (const bf16 *)inp, (const bf16 *)w,
+  return TSL_ROW_LAUNCH(ln_apply_kernel, rows, s, (bf16 *)out, mean, rstd, sums, (const bf16 *)inp, (const bf16 *)w,
                     (const bf16 *)b, rows, cols, total_cols);
 }
 
@@ -199,7 +187,7 @@ extern "C" int tsl_cuda_layernorm_backward_stats(tsl_backend *be, tsl_stream *s,
   if (rows == 0) return TESSEL_OK;
   int rc = param_grads(be, s, dw, db, dout, inp, mean, rstd, rows, cols);
   if (rc < 0) return rc;
-  return ROW_LAUNCH(ln_backward_stats_kernel, rows, s, sums, (const bf16 *)dout, (const bf16 *)inp, (const bf16 *)w,
+  return TSL_ROW_LAUNCH(ln_backward_stats_kernel, rows, s, sums, (const bf16 *)dout, (const bf16 *)inp, (const bf16 *)w,
                     mean, rstd, rows, cols);
 }
 
@@ -209,6 +197,6 @@ extern "C" int tsl_cuda_layernorm_backward_apply(tsl_backend *be, tsl_stream *s,
   if (rows < 0 || cols < 0 || total_cols < cols || total_cols <= 0)
     return bad_shape("layernorm backward apply", rows, cols, total_cols);
   if (rows == 0) return TESSEL_OK;
-  return ROW_LAUNCH(ln_backward_apply_kernel, rows, s, (bf16 *)dinp, sums, (const bf16 *)dout, (const bf16 *)inp,
+  return TSL_ROW_LAUNCH(ln_backward_apply_kernel, rows, s, (bf16 *)dinp, sums, (const bf16 *)dout, (const bf16 *)inp,
                     (const bf16 *)w, mean, rstd, rows, cols, total_cols);
 }

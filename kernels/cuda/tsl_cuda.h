@@ -5,10 +5,9 @@
 ** NCCL call goes through, and the functions the files of this directory
 ** share. Included by the C host files and the CUDA (.cu) files alike.
 **
-** Dtypes: `act` buffers (activations, working weights, attention
-** probabilities, logits) are bf16; gradients of parameters, master weights,
-** AdamW moments and layer-norm statistics are fp32; cross-entropy and
-** layer-norm row sums are fp64 (see kernels/backend.h).
+** Dtypes: `act` buffers (activations, working weights, logits) are bf16; gradients of parameters, master weights, AdamW moments
+** and the norms' and attention's statistics (mean, rstd, lse) are fp32;
+** cross-entropy and norm row sums are fp64 (see kernels/backend.h).
 **
 ** Streams. A tsl_stream wraps a cudaStream_t created *blocking* (the
 ** default flags), so work on the legacy default stream is ordered after
@@ -196,12 +195,34 @@ int tsl_cuda_layernorm_backward_apply(tsl_backend *be, tsl_stream *s, void *dinp
                                       const void *w, const float *mean, const float *rstd,
                                       int64_t rows, int64_t cols, int64_t total_cols);
 
-int tsl_cuda_attention_forward(tsl_backend *be, tsl_stream *s, void *out, void *att,
-                               const void *qkv, int64_t batch, int64_t seq, int64_t heads,
-                               int64_t head_size);
-int tsl_cuda_attention_backward(tsl_backend *be, tsl_stream *s, void *dqkv, const void *dout,
-                                const void *qkv, const void *att, int64_t batch, int64_t seq,
-                                int64_t heads, int64_t head_size);
+int tsl_cuda_rmsnorm_forward(tsl_backend *be, tsl_stream *s, void *out, float *rstd,
+                             const void *inp, const void *w, int64_t rows, int64_t cols, float eps);
+int tsl_cuda_rmsnorm_backward(tsl_backend *be, tsl_stream *s, void *dinp, float *dw,
+                              const void *dout, const void *inp, const void *w, const float *rstd,
+                              int64_t rows, int64_t cols);
+int tsl_cuda_rmsnorm_stats(tsl_backend *be, tsl_stream *s, double *sums, const void *inp,
+                           int64_t rows, int64_t cols);
+int tsl_cuda_rmsnorm_apply(tsl_backend *be, tsl_stream *s, void *out, float *rstd,
+                           const double *sums, const void *inp, const void *w, int64_t rows,
+                           int64_t cols, int64_t total_cols, float eps);
+int tsl_cuda_rmsnorm_backward_stats(tsl_backend *be, tsl_stream *s, double *sums, float *dw,
+                                    const void *dout, const void *inp, const void *w,
+                                    const float *rstd, int64_t rows, int64_t cols);
+int tsl_cuda_rmsnorm_backward_apply(tsl_backend *be, tsl_stream *s, void *dinp,
+                                    const double *sums, const void *dout, const void *inp,
+                                    const void *w, const float *rstd, int64_t rows, int64_t cols,
+                                    int64_t total_cols);
+
+int tsl_cuda_attention_forward(tsl_backend *be, tsl_stream *s, void *out, float *lse,
+                               const void *q, const void *k, const void *v,
+                               const tsl_attn_shape *sh);
+int tsl_cuda_attention_backward(tsl_backend *be, tsl_stream *s, void *dq, void *dk, void *dv,
+                                const void *dout, const void *out, const float *lse,
+                                const void *q, const void *k, const void *v,
+                                const tsl_attn_shape *sh);
+int tsl_cuda_rope(tsl_backend *be, tsl_stream *s, void *x, int64_t batch, int64_t seq,
+                  int64_t heads, int64_t head_size, int64_t ld, int64_t pos_offset, float theta,
+                  int inverse);
 
 int tsl_cuda_gelu_forward(tsl_backend *be, tsl_stream *s, void *out, const void *inp, int64_t n);
 int tsl_cuda_gelu_backward(tsl_backend *be, tsl_stream *s, void *dinp, const void *inp,
@@ -213,6 +234,10 @@ int tsl_cuda_scale(tsl_backend *be, tsl_stream *s, tessel_dtype dtype, void *x, 
                    int64_t n);
 int tsl_cuda_convert(tsl_backend *be, tsl_stream *s, void *dst, tessel_dtype dst_dtype,
                      const void *src, tessel_dtype src_dtype, int64_t n);
+int tsl_cuda_swiglu_forward(tsl_backend *be, tsl_stream *s, void *out, const void *gate,
+                            const void *up, int64_t n);
+int tsl_cuda_swiglu_backward(tsl_backend *be, tsl_stream *s, void *dgate, void *dup,
+                             const void *dout, const void *gate, const void *up, int64_t n);
 
 int tsl_cuda_embed_tokens_forward(tsl_backend *be, tsl_stream *s, void *out, const int32_t *tokens,
                                   const void *wte, int64_t rows, int64_t width, int64_t vocab_begin,

@@ -1,6 +1,6 @@
 /*
-** tests/gpu/test_cuda_elementwise.c — GELU, add, axpy, scale and dtype
-** conversion against the CPU backend.
+** tests/gpu/test_cuda_elementwise.c — GELU, SwiGLU, add, axpy, scale and
+** dtype conversion against the CPU backend.
 **
 ** Tolerances. Each bf16 result is computed in fp32 from the same bf16
 ** inputs and rounded once: within 2^-9·|ref| of the CPU's fp32 value, plus
@@ -42,6 +42,32 @@ static void test_gelu(void) {
     gt_check("gelu backward", gdx, dx, NULL, n, 1e-6, GT_BF16 + 1e-6, 0.0);
     gt_free(d_x), gt_free(d_dy), gt_free(d_y), gt_free(d_dx);
     free(x), free(dy), free(y), free(dx), free(gy), free(gdx);
+  }
+}
+
+/* SwiGLU: out = silu(gate)·up, and both gradients; each result one bf16
+** rounding of an fp32 formula on the same inputs (the header's tolerance).
+** dgate's silu' = σ + x·e·σ² has terms that cancel near x = −1.28, so its
+** floor is 1e-6 of |dout·up| as for GELU. */
+static void test_swiglu(void) {
+  tsl_backend *be = gt_cuda(), *cpu = kt_backend();
+  uint64_t rng = 44;
+  for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+    const int64_t n = sizes[i];
+    float *g = gelu_inputs(&rng, n), *u = gt_random(&rng, n, -2, 2), *dy = gt_random(&rng, n, -1, 1);
+    float *y = kt_floats(n), *dg = kt_floats(n), *du = kt_floats(n);
+    CHECK_EQ_INT(cpu->swiglu_forward(cpu, NULL, y, g, u, n), 0);
+    CHECK_EQ_INT(cpu->swiglu_backward(cpu, NULL, dg, du, dy, g, u, n), 0);
+    void *d_g = gt_up_bf16(g, n), *d_u = gt_up_bf16(u, n), *d_dy = gt_up_bf16(dy, n);
+    void *d_y = gt_alloc((uint64_t)n * 2), *d_dg = gt_alloc((uint64_t)n * 2), *d_du = gt_alloc((uint64_t)n * 2);
+    GT_OK(be->swiglu_forward(be, gt_s, d_y, d_g, d_u, n));
+    GT_OK(be->swiglu_backward(be, gt_s, d_dg, d_du, d_dy, d_g, d_u, n));
+    float *gy = gt_down_bf16(d_y, n), *gdg = gt_down_bf16(d_dg, n), *gdu = gt_down_bf16(d_du, n);
+    gt_check("swiglu", gy, y, NULL, n, 1e-7, GT_BF16 + 1e-6, 0.0);
+    gt_check("swiglu dup", gdu, du, NULL, n, 1e-7, GT_BF16 + 1e-6, 0.0);
+    gt_check("swiglu dgate", gdg, dg, NULL, n, 4e-6, GT_BF16 + 1e-6, 0.0);
+    gt_free(d_g), gt_free(d_u), gt_free(d_dy), gt_free(d_y), gt_free(d_dg), gt_free(d_du);
+    free(g), free(u), free(dy), free(y), free(dg), free(du), free(gy), free(gdg), free(gdu);
   }
 }
 
@@ -130,6 +156,7 @@ static void test_convert(void) {
 int main(void) {
   gt_cuda();
   RUN(test_gelu);
+  RUN(test_swiglu);
   RUN(test_add_axpy_scale);
   RUN(test_convert);
   return HARNESS_EXIT();

@@ -1,227 +1,458 @@
 /*
-** tests/kernels/test_cpu_attention.c — causal multi-head attention against
-** a double reference and against central differences.
+** tests/kernels/test_cpu_attention.c — causal grouped-query attention (the
+** FlashAttention kernels) against a double-precision reference, against
+** central differences, and for the properties the layout promises.
 **
-** Tolerances come from running each formula on absolute values ("mag"):
-** an fp32 evaluation with at most N roundings along any path is within
-** about N·u·mag of exact. A score is a dot product over hs terms, so its
-** absolute error is ~(hs + 2)·u·|s|mag; softmax turns an absolute score
-** error δ into a relative probability error of ~2δ, plus (T + 6)·u from
-** exp (2 ulp), the row sum and the division. The output sums T products
-** more. The backward chains dp (hs terms), the row dot (T terms) and the
-** gradient sums (T terms): (hs + 2T + 10)·u·mag. Everything is checked at
-** twice those bounds.
+** Cases: heads 4 with kv_heads 4, 2 and 1 (MHA, GQA, MQA); q, k, v inside
+** one fused row (GPT-2's c_attn output, generalised to GQA), in separate
+** contiguous buffers, and in separate buffers with padded rows; lengths
+** that end inside a query block and a key block, up to T = 1024.
+**
+** Tolerances. Each check has two parts.
+**  1. A bound derived from where fp32 rounds (u = 2^-24), relative to the
+**     magnitude of the terms summed ("mag", computed by the reference):
+**     a score is a dot product of hs terms, error (hs + 2)·u·smag; the
+**     softmax turns a score error δ into a relative probability error 2δ,
+**     plus T·u for the running sum and a few ulp per key block for exp and
+**     the rescaling (T/64 + 8 u covers both block sizes); the output sums T
+**     products more. The backward chains dp (hs terms), D = dO·O (hs terms)
+**     and the gradient sums (T terms). Checked at twice the bound.
+**  2. Issue #20's requirement: every element within 1e-5 of the magnitude
+**     of its sum (|got − ref| <= 1e-5·mag, mag = Σ|terms|), and the array
+**     as a whole within 1e-5 relative (‖got − ref‖₂ <= 1e-5·‖ref‖₂).
+** The reference is double precision from the same fp32 inputs, so its own
+** error (~T·2^-53) is negligible against both.
 */
+#include <omp.h>
+
 #include "kernel_test.h"
 
-typedef struct attn_shape {
-  int64_t B, T, NH, hs;
-} attn_shape;
+enum { FUSED, SEPARATE, PADDED };
 
-/* odd sizes, the model's, and lengths that cut into query blocks of each
-** size the kernel picks (16, 32, 64 rows) with a partial last block */
-static const attn_shape shapes[] = {{2, 5, 3, 3},   {1, 1, 1, 1},   {3, 17, 2, 8},
-                                    {1, 70, 2, 16}, {1, 300, 1, 8}, {4, 64, 4, 64}};
+typedef struct acase {
+  int64_t B, T, H, KV, hs;
+  int layout;
+} acase;
 
-#define QKV(x, s, b, t) ((x) + ((b) * (s).T + (t)) * 3 * (s).NH * (s).hs)
+static const acase cases[] = {
+    {2, 5, 4, 1, 3, PADDED},    {1, 1, 4, 2, 8, SEPARATE},  {2, 37, 4, 2, 16, FUSED},
+    {3, 70, 4, 1, 8, PADDED},   {1, 300, 4, 4, 32, FUSED},  {2, 129, 4, 2, 64, SEPARATE},
+    {1, 200, 4, 1, 64, FUSED},  {1, 1024, 4, 4, 32, FUSED}, {1, 1024, 4, 2, 16, PADDED},
+    {1, 1024, 4, 1, 32, SEPARATE},
+};
 
-/* out [B,T,C], att [B,NH,T,T] in double, with their bounds' magnitudes */
-static void ref_forward(double *out, double *mag_out, double *att, double *mag_att,
-                        const double *qkv, attn_shape s) {
-  const int64_t C = s.NH * s.hs;
-  const double scale = 1.0 / sqrt((double)s.hs);
-  double *sc = kt_doubles(s.T), *sc_mag = kt_doubles(s.T);
-  for (int64_t b = 0; b < s.B; b++)
-    for (int64_t h = 0; h < s.NH; h++)
-      for (int64_t t = 0; t < s.T; t++) {
-        const double *q = QKV(qkv, s, b, t) + h * s.hs;
-        double mx = -INFINITY, worst_mag = 0.0, sum = 0.0;
-        for (int64_t j = 0; j <= t; j++) {
-          const double *k = QKV(qkv, s, b, j) + C + h * s.hs;
-          sc[j] = sc_mag[j] = 0.0;
-          for (int64_t i = 0; i < s.hs; i++) sc[j] += q[i] * k[i], sc_mag[j] += fabs(q[i] * k[i]);
-          sc[j] *= scale;
-          mx = fmax(mx, sc[j]);
-          worst_mag = fmax(worst_mag, sc_mag[j] * scale);
+/* q, k, v (or their gradients) in the case's layout */
+typedef struct qkv {
+  float *q, *k, *v, *store[3];
+  int64_t ldq, ldk, ldv, count[3];
+} qkv;
+
+/* Storage for the case's layout, every element NaN (so that a kernel must
+** overwrite what it owns, and padding that stays NaN was never written). */
+static qkv qkv_alloc(const acase *c) {
+  qkv x = {0};
+  const int64_t rows = c->B * c->T, qw = c->H * c->hs, kw = c->KV * c->hs;
+  if (c->layout == FUSED) {
+    const int64_t w = qw + 2 * kw;
+    x.count[0] = rows * w;
+    x.store[0] = kt_floats(x.count[0]);
+    x.q = x.store[0], x.k = x.q + qw, x.v = x.k + kw;
+    x.ldq = x.ldk = x.ldv = w;
+  } else {
+    const int64_t pad = c->layout == PADDED;
+    x.ldq = qw + 5 * pad, x.ldk = kw + 3 * pad, x.ldv = kw + 7 * pad;
+    const int64_t ld[3] = {x.ldq, x.ldk, x.ldv};
+    for (int i = 0; i < 3; i++) x.count[i] = rows * ld[i], x.store[i] = kt_floats(x.count[i]);
+    x.q = x.store[0], x.k = x.store[1], x.v = x.store[2];
+  }
+  for (int i = 0; i < 3; i++) kt_fill(x.store[i], x.count[i], NAN);
+  return x;
+}
+
+static void qkv_free(qkv *x) {
+  for (int i = 0; i < 3; i++) free(x->store[i]);
+}
+
+static tsl_attn_shape shape_of(const acase *c, const qkv *x) {
+  tsl_attn_shape sh = {c->B, c->T, c->H, c->KV, c->hs, x->ldq, x->ldk, x->ldv};
+  return sh;
+}
+
+/* element i of head h at (b, t) in a tensor whose rows are ld apart */
+#define AT(p, ld, c, b, t, h, i) ((p)[((b) * (c)->T + (t)) * (ld) + (h) * (c)->hs + (i)])
+
+/* q, k, v uniform in [-2, 2) at every position the layout uses */
+static void qkv_random(qkv *x, const acase *c, uint64_t *rng) {
+  for (int64_t b = 0; b < c->B; b++)
+    for (int64_t t = 0; t < c->T; t++)
+      for (int64_t i = 0; i < c->hs; i++) {
+        for (int64_t h = 0; h < c->H; h++) AT(x->q, x->ldq, c, b, t, h, i) = kt_uniform(rng, -2, 2);
+        for (int64_t h = 0; h < c->KV; h++) {
+          AT(x->k, x->ldk, c, b, t, h, i) = kt_uniform(rng, -2, 2);
+          AT(x->v, x->ldv, c, b, t, h, i) = kt_uniform(rng, -2, 2);
         }
-        double *p = att + ((b * s.NH + h) * s.T + t) * s.T;
-        for (int64_t j = 0; j < s.T; j++) p[j] = j <= t ? exp(sc[j] - mx) : 0.0;
-        for (int64_t j = 0; j <= t; j++) sum += p[j];
-        for (int64_t j = 0; j <= t; j++) p[j] /= sum;
-        /* relative error of each p, in units of u */
-        const double p_err = 2.0 * (s.hs + 2) * worst_mag + (s.T + 6);
-        for (int64_t j = 0; j < s.T; j++)
-          mag_att[((b * s.NH + h) * s.T + t) * s.T + j] = p_err * p[j];
-        for (int64_t i = 0; i < s.hs; i++) {
+      }
+}
+
+/* The gradient part of a layout, gathered into dense [B, T, heads, hs]. */
+static float *gather(const float *p, int64_t ld, const acase *c, int64_t heads) {
+  float *d = kt_floats(c->B * c->T * heads * c->hs);
+  for (int64_t r = 0; r < c->B * c->T; r++)
+    memcpy(d + r * heads * c->hs, p + r * ld, (size_t)(heads * c->hs) * sizeof(float));
+  return d;
+}
+
+/* number of NaNs left in positions a kernel must write (q, k, v parts) and
+** of non-NaN values in padding it must not touch */
+static int64_t layout_violations(const qkv *x, const acase *c) {
+  int64_t bad = 0;
+  const float *parts[3] = {x->q, x->k, x->v};
+  const int64_t ld[3] = {x->ldq, x->ldk, x->ldv}, heads[3] = {c->H, c->KV, c->KV};
+  for (int p = 0; p < 3; p++)
+    for (int64_t r = 0; r < c->B * c->T; r++)
+      for (int64_t j = 0; j < ld[p]; j++) {
+        const int owned = j < heads[p] * c->hs;
+        if (c->layout == FUSED && !owned) continue; /* the fused row's other parts */
+        bad += owned ? isnan(parts[p][r * ld[p] + j]) : !isnan(parts[p][r * ld[p] + j]);
+      }
+  return bad;
+}
+
+/* Reference results: each value, the magnitude of the sum that forms it
+** (Σ|terms|) and the derived bound on an fp32 kernel's error. */
+typedef struct result {
+  double *val, *mag, *bound;
+  int64_t n;
+} result;
+
+static result result_alloc(int64_t n) {
+  result r = {kt_doubles(n), kt_doubles(n), kt_doubles(n), n};
+  return r;
+}
+
+static void result_free(result *r) { free(r->val), free(r->mag), free(r->bound); }
+
+/* scaled scores of query (b, t, h) against keys 0..t into s, Σ|q·k|·scale
+** into smag; returns the row max */
+static double scores(double *s, double *smag, const qkv *x, const acase *c, int64_t b, int64_t t,
+                     int64_t h) {
+  const double scale = 1.0 / sqrt((double)c->hs);
+  const int64_t kvh = h / (c->H / c->KV);
+  double mx = -INFINITY;
+  for (int64_t j = 0; j <= t; j++) {
+    double dot = 0.0, mag = 0.0;
+    for (int64_t i = 0; i < c->hs; i++) {
+      double qk = (double)AT(x->q, x->ldq, c, b, t, h, i) * AT(x->k, x->ldk, c, b, j, kvh, i);
+      dot += qk, mag += fabs(qk);
+    }
+    s[j] = dot * scale, smag[j] = mag * scale;
+    mx = fmax(mx, s[j]);
+  }
+  return mx;
+}
+
+/* Probabilities p[0..t] of query (b, t, h), its lse, the largest score
+** magnitude, and the bound on a probability's relative error in units of
+** u: twice the score error, the running sum, exp and rescaling per block. */
+static double probabilities(double *p, double *smag, double *lse, double *worst, const qkv *x,
+                            const acase *c, int64_t b, int64_t t, int64_t h) {
+  const double mx = scores(p, smag, x, c, b, t, h);
+  double sum = 0.0;
+  *worst = 0.0;
+  for (int64_t j = 0; j <= t; j++) p[j] = exp(p[j] - mx), sum += p[j], *worst = fmax(*worst, smag[j]);
+  for (int64_t j = 0; j <= t; j++) p[j] /= sum;
+  *lse = mx + log(sum);
+  return 2.0 * (c->hs + 2) * *worst + c->T + c->T / 16.0 + 8;
+}
+
+/* out [B, T, H·hs] and lse [B, H, T] */
+static void ref_forward(result *out, result *lse, const qkv *x, const acase *c) {
+  const int64_t C = c->H * c->hs, g = c->H / c->KV;
+  double *p = kt_doubles(c->T), *smag = kt_doubles(c->T);
+  for (int64_t b = 0; b < c->B; b++)
+    for (int64_t h = 0; h < c->H; h++)
+      for (int64_t t = 0; t < c->T; t++) {
+        double l, worst;
+        const double p_err = probabilities(p, smag, &l, &worst, x, c, b, t, h);
+        const int64_t row = (b * c->H + h) * c->T + t;
+        lse->val[row] = l;
+        lse->mag[row] = 1.0 + fabs(l);
+        /* the max score's error, log of the sum (T terms), lse's rounding */
+        lse->bound[row] = KT_U * ((c->hs + 2) * worst + c->T + 8 + fabs(l));
+        for (int64_t i = 0; i < c->hs; i++) {
           double o = 0.0, m = 0.0;
           for (int64_t j = 0; j <= t; j++) {
-            double v = QKV(qkv, s, b, j)[2 * C + h * s.hs + i];
+            const double v = AT(x->v, x->ldv, c, b, j, h / g, i);
             o += p[j] * v, m += p[j] * fabs(v);
           }
-          out[(b * s.T + t) * C + h * s.hs + i] = o;
-          mag_out[(b * s.T + t) * C + h * s.hs + i] = (p_err + s.T + 2) * m;
+          const int64_t e = (b * c->T + t) * C + h * c->hs + i;
+          out->val[e] = o, out->mag[e] = m, out->bound[e] = (p_err + c->T + 4) * KT_U * m;
         }
       }
-  free(sc), free(sc_mag);
+  free(p), free(smag);
 }
 
-/* dqkv and its mag in double from the kernel's att (taken as exact) */
-static void ref_backward(double *dqkv, double *mag, const double *dout, const double *qkv,
-                         const float *att, attn_shape s) {
-  const int64_t C = s.NH * s.hs;
-  const double scale = 1.0 / sqrt((double)s.hs);
-  memset(dqkv, 0, (size_t)(s.B * s.T * 3 * C) * sizeof(double));
-  memset(mag, 0, (size_t)(s.B * s.T * 3 * C) * sizeof(double));
-  double *dp = kt_doubles(s.T), *dp_mag = kt_doubles(s.T);
-  for (int64_t b = 0; b < s.B; b++)
-    for (int64_t h = 0; h < s.NH; h++)
-      for (int64_t t = 0; t < s.T; t++) {
-        const float *p = att + ((b * s.NH + h) * s.T + t) * s.T;
-        const double *dot = dout + (b * s.T + t) * C + h * s.hs, *q = QKV(qkv, s, b, t) + h * s.hs;
+static void result_zero(result *r) {
+  memset(r->val, 0, (size_t)r->n * sizeof(double));
+  memset(r->mag, 0, (size_t)r->n * sizeof(double));
+  memset(r->bound, 0, (size_t)r->n * sizeof(double));
+}
+
+/* Gradients of L = Σ dout·out in double, dense: dq [B, T, H, hs], dk and
+** dv [B, T, KV, hs]. ds = p·(dp − D)/√hs; its magnitude counts the terms
+** before dp − D cancels. */
+static void ref_backward(result *dq, result *dk, result *dv, const qkv *x, const float *dout,
+                         const acase *c) {
+  const int64_t C = c->H * c->hs, g = c->H / c->KV, hs = c->hs;
+  const double scale = 1.0 / sqrt((double)hs);
+  result_zero(dq), result_zero(dk), result_zero(dv);
+  double *p = kt_doubles(c->T), *smag = kt_doubles(c->T), *dp = kt_doubles(c->T);
+  double *dp_mag = kt_doubles(c->T);
+  for (int64_t b = 0; b < c->B; b++)
+    for (int64_t h = 0; h < c->H; h++)
+      for (int64_t t = 0; t < c->T; t++) {
+        double l, worst;
+        /* p is recomputed from the saved lse, whose error joins the score's */
+        const double p_err = probabilities(p, smag, &l, &worst, x, c, b, t, h) +
+                             (c->hs + 2) * worst + c->T + fabs(l) + 12;
+        const int64_t kvh = h / g;
+        const float *d = dout + (b * c->T + t) * C + h * hs;
         double dsum = 0.0, dsum_mag = 0.0;
         for (int64_t j = 0; j <= t; j++) {
-          const double *v = QKV(qkv, s, b, j) + 2 * C + h * s.hs;
           dp[j] = dp_mag[j] = 0.0;
-          for (int64_t i = 0; i < s.hs; i++)
-            dp[j] += dot[i] * v[i], dp_mag[j] += fabs(dot[i] * v[i]);
+          for (int64_t i = 0; i < hs; i++) {
+            const double term = d[i] * (double)AT(x->v, x->ldv, c, b, j, kvh, i);
+            dp[j] += term, dp_mag[j] += fabs(term);
+          }
           dsum += p[j] * dp[j], dsum_mag += p[j] * dp_mag[j];
         }
-        double *dq = QKV(dqkv, s, b, t) + h * s.hs, *mq = QKV(mag, s, b, t) + h * s.hs;
+        const int64_t qr = (b * c->T + t) * C + h * hs;
         for (int64_t j = 0; j <= t; j++) {
-          double ds = p[j] * (dp[j] - dsum) * scale, ds_mag = p[j] * (dp_mag[j] + dsum_mag) * scale;
-          const double *k = QKV(qkv, s, b, j) + C + h * s.hs;
-          double *dk = QKV(dqkv, s, b, j) + C + h * s.hs, *mk = QKV(mag, s, b, j) + C + h * s.hs;
-          double *dv = dk + C, *mv = mk + C;
-          for (int64_t i = 0; i < s.hs; i++) {
-            dq[i] += ds * k[i], mq[i] += ds_mag * fabs(k[i]);
-            dk[i] += ds * q[i], mk[i] += ds_mag * fabs(q[i]);
-            dv[i] += p[j] * dot[i], mv[i] += p[j] * fabs(dot[i]);
+          const double ds = p[j] * (dp[j] - dsum) * scale;
+          const double ds_mag = p[j] * scale * (dp_mag[j] + dsum_mag);
+          /* dp sums hs terms; D = dO·O sums hs terms of outputs that carry
+          ** the forward's (p_err + T)·u */
+          const double ds_err = p_err * fabs(ds) + p[j] * scale *
+                                (((double)hs + 4) * dp_mag[j] + (2.0 * hs + p_err + c->T + 8) * dsum_mag);
+          const int64_t kr = ((b * c->T + j) * c->KV + kvh) * hs;
+          for (int64_t i = 0; i < hs; i++) {
+            const double qi = AT(x->q, x->ldq, c, b, t, h, i), ki = AT(x->k, x->ldk, c, b, j, kvh, i);
+            const double di = d[i];
+            dq->val[qr + i] += ds * ki, dq->mag[qr + i] += ds_mag * fabs(ki);
+            dq->bound[qr + i] += KT_U * (ds_err * fabs(ki) + (c->T + 2) * fabs(ds * ki));
+            dk->val[kr + i] += ds * qi, dk->mag[kr + i] += ds_mag * fabs(qi);
+            dk->bound[kr + i] += KT_U * (ds_err * fabs(qi) + (c->T * g + 2) * fabs(ds * qi));
+            dv->val[kr + i] += p[j] * di, dv->mag[kr + i] += p[j] * fabs(di);
+            dv->bound[kr + i] += KT_U * (p_err + c->T * g + 2) * p[j] * fabs(di);
           }
         }
       }
-  free(dp), free(dp_mag);
+  free(p), free(smag), free(dp), free(dp_mag);
 }
 
-static int64_t qkv_count(attn_shape s) { return s.B * s.T * 3 * s.NH * s.hs; }
-static int64_t out_count(attn_shape s) { return s.B * s.T * s.NH * s.hs; }
-static int64_t att_count(attn_shape s) { return s.B * s.NH * s.T * s.T; }
+/* The three checks of the header: |got − ref| <= 2·bound, <= 1e-5·mag,
+** and ‖got − ref‖₂ <= 1e-5·‖ref‖₂. */
+static void check_result(const char *what, const acase *c, const float *got, const result *r) {
+  const int before = harness_failures;
+  CHECK_ARRAY_BOUND(got, r->val, r->bound, r->n, 2.0);
+  CHECK_ARRAY_BOUND(got, r->val, r->mag, r->n, 1e-5);
+  double err2 = 0.0, ref2 = 0.0;
+  for (int64_t i = 0; i < r->n; i++) {
+    const double e = (double)got[i] - r->val[i];
+    err2 += e * e, ref2 += r->val[i] * r->val[i];
+  }
+  /* an identically zero result (dq, dk at T = 1) has only the elementwise checks */
+  if (ref2 > 0.0) CHECK_CLOSE(sqrt(err2), 0.0, 1e-5 * sqrt(ref2), 0.0);
+  if (harness_failures != before)
+    fprintf(stderr, "  %s: B %lld T %lld H %lld KV %lld hs %lld layout %d\n", what, (long long)c->B,
+            (long long)c->T, (long long)c->H, (long long)c->KV, (long long)c->hs, c->layout);
+}
 
-/* out and att against the reference; att above the diagonal exactly 0 (it
-** starts as NaN) and each row a distribution summing to 1 */
+/* fresh inputs for the case, and the kernel's forward on them */
+static qkv forward_case(const acase *c, uint64_t *rng, float **out, float **lse) {
+  tsl_backend *be = kt_backend();
+  qkv x = qkv_alloc(c);
+  qkv_random(&x, c, rng);
+  const tsl_attn_shape sh = shape_of(c, &x);
+  const int64_t no = c->B * c->T * c->H * c->hs, nl = c->B * c->H * c->T;
+  *out = kt_floats(no), *lse = kt_floats(nl);
+  kt_fill(*out, no, NAN), kt_fill(*lse, nl, NAN);
+  CHECK_EQ_INT(be->attention_forward(be, NULL, *out, *lse, x.q, x.k, x.v, &sh), 0);
+  return x;
+}
+
 static void test_forward(void) {
-  tsl_backend *be = kt_backend();
   uint64_t rng = 21;
-  for (size_t c = 0; c < sizeof shapes / sizeof shapes[0]; c++) {
-    attn_shape s = shapes[c];
-    float *qkv = kt_random(&rng, qkv_count(s), -2, 2), *out = kt_floats(out_count(s));
-    float *att = kt_floats(att_count(s));
-    double *wide = kt_widen(qkv, qkv_count(s)), *ref = kt_doubles(out_count(s));
-    double *mag = kt_doubles(out_count(s)), *ref_att = kt_doubles(att_count(s));
-    double *mag_att = kt_doubles(att_count(s));
-    ref_forward(ref, mag, ref_att, mag_att, wide, s);
-    kt_fill(out, out_count(s), NAN), kt_fill(att, att_count(s), NAN);
-    CHECK_EQ_INT(be->attention_forward(be, NULL, out, att, qkv, s.B, s.T, s.NH, s.hs), 0);
-    CHECK_ARRAY_BOUND(out, ref, mag, out_count(s), 2 * KT_U);
-    CHECK_ARRAY_BOUND(att, ref_att, mag_att, att_count(s), 2 * KT_U);
-    int64_t above_nonzero = 0, worst_row = 0;
-    double worst = 0.0;
-    for (int64_t row = 0; row < s.B * s.NH * s.T; row++) {
-      int64_t t = row % s.T;
-      double sum = 0.0;
-      for (int64_t j = 0; j < s.T; j++) {
-        float p = att[row * s.T + j];
-        if (j > t)
-          above_nonzero += !(p == 0.0f);
-        else
-          sum += p;
-      }
-      if (fabs(sum - 1.0) > worst) worst = fabs(sum - 1.0), worst_row = row;
-    }
-    CHECK_EQ_INT(above_nonzero, 0);
-    /* Σp = 1 up to each p's rounding and the sum's: (2T + 8)·u */
-    if (worst > (2.0 * s.T + 8) * KT_U) fprintf(stderr, "  row %lld\n", (long long)worst_row);
-    CHECK_CLOSE(worst, 0.0, (2.0 * s.T + 8) * KT_U, 0.0);
-    free(qkv), free(out), free(att), free(wide), free(ref), free(mag), free(ref_att), free(mag_att);
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    const acase *c = &cases[i];
+    float *out, *lse;
+    qkv x = forward_case(c, &rng, &out, &lse);
+    result ro = result_alloc(c->B * c->T * c->H * c->hs), rl = result_alloc(c->B * c->H * c->T);
+    ref_forward(&ro, &rl, &x, c);
+    check_result("out", c, out, &ro);
+    check_result("lse", c, lse, &rl);
+    qkv_free(&x), free(out), free(lse), result_free(&ro), result_free(&rl);
   }
 }
 
-/* dqkv (prefilled with NaN: it must be overwritten, in all three blocks)
-** against the reference */
-static void test_backward(void) {
+/* the kernel's dq, dk, dv on fresh NaN-filled storage */
+static qkv backward_case(const acase *c, const qkv *x, const float *dout, const float *out,
+                         const float *lse) {
   tsl_backend *be = kt_backend();
+  qkv d = qkv_alloc(c);
+  const tsl_attn_shape sh = shape_of(c, x);
+  CHECK_EQ_INT(be->attention_backward(be, NULL, d.q, d.k, d.v, dout, out, lse, x->q, x->k, x->v, &sh), 0);
+  return d;
+}
+
+/* dq, dk, dv against the reference, twice in a row (nothing accumulates);
+** every element they own overwritten, padding never written */
+static void test_backward(void) {
   uint64_t rng = 22;
-  for (size_t c = 0; c < sizeof shapes / sizeof shapes[0]; c++) {
-    attn_shape s = shapes[c];
-    float *qkv = kt_random(&rng, qkv_count(s), -2, 2), *out = kt_floats(out_count(s));
-    float *att = kt_floats(att_count(s)), *dout = kt_random(&rng, out_count(s), -1, 1);
-    float *dqkv = kt_floats(qkv_count(s));
-    CHECK_EQ_INT(be->attention_forward(be, NULL, out, att, qkv, s.B, s.T, s.NH, s.hs), 0);
-    double *wide = kt_widen(qkv, qkv_count(s)), *wide_dout = kt_widen(dout, out_count(s));
-    double *ref = kt_doubles(qkv_count(s)), *mag = kt_doubles(qkv_count(s));
-    ref_backward(ref, mag, wide_dout, wide, att, s);
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    const acase *c = &cases[i];
+    const int64_t nq = c->B * c->T * c->H * c->hs, nk = c->B * c->T * c->KV * c->hs;
+    float *out, *lse;
+    qkv x = forward_case(c, &rng, &out, &lse);
+    float *dout = kt_random(&rng, nq, -1, 1);
+    result rq = result_alloc(nq), rk = result_alloc(nk), rv = result_alloc(nk);
+    ref_backward(&rq, &rk, &rv, &x, dout, c);
     for (int call = 0; call < 2; call++) {
-      kt_fill(dqkv, qkv_count(s), NAN);
-      CHECK_EQ_INT(be->attention_backward(be, NULL, dqkv, dout, qkv, att, s.B, s.T, s.NH, s.hs), 0);
-      CHECK_ARRAY_BOUND(dqkv, ref, mag, qkv_count(s), 2.0 * (s.hs + 2 * s.T + 10) * KT_U);
+      qkv d = backward_case(c, &x, dout, out, lse);
+      CHECK_EQ_INT(layout_violations(&d, c), 0);
+      float *gq = gather(d.q, d.ldq, c, c->H), *gk = gather(d.k, d.ldk, c, c->KV);
+      float *gv = gather(d.v, d.ldv, c, c->KV);
+      check_result("dq", c, gq, &rq), check_result("dk", c, gk, &rk), check_result("dv", c, gv, &rv);
+      free(gq), free(gk), free(gv), qkv_free(&d);
     }
-    free(qkv), free(out), free(att), free(dout), free(dqkv), free(wide), free(wide_dout), free(ref),
-        free(mag);
+    qkv_free(&x), free(out), free(lse), free(dout);
+    result_free(&rq), result_free(&rk), result_free(&rv);
   }
 }
 
-/* L = Σ dout·attention(qkv) in double */
-static double ref_loss(const double *qkv, const double *dout, attn_shape s) {
-  double *out = kt_doubles(out_count(s)), *mag = kt_doubles(out_count(s));
-  double *att = kt_doubles(att_count(s)), *mag_att = kt_doubles(att_count(s)), loss = 0.0;
-  ref_forward(out, mag, att, mag_att, qkv, s);
-  for (int64_t i = 0; i < out_count(s); i++) loss += dout[i] * out[i];
-  free(out), free(mag), free(att), free(mag_att);
+/* L = Σ dout·attention(q, k, v) in double */
+static double ref_loss(const qkv *x, const float *dout, const acase *c) {
+  const int64_t n = c->B * c->T * c->H * c->hs;
+  result out = result_alloc(n), lse = result_alloc(c->B * c->H * c->T);
+  ref_forward(&out, &lse, x, c);
+  double loss = 0.0;
+  for (int64_t i = 0; i < n; i++) loss += dout[i] * out.val[i];
+  result_free(&out), result_free(&lse);
   return loss;
 }
 
-/* The backward against numerical derivatives of the forward, so that the
-** gradient formula is checked independently of ref_backward. The kernel
-** is fp32 (error ~1e-6 here), the central difference errs by ~1e-10; a
-** wrong term is off by O(0.1). */
+/* The backward against central differences of the double forward, so the
+** gradient formula (the GQA sums over a kv head's query heads included)
+** is checked independently of ref_backward. Each input moves by the fp32
+** steps nearest ±2^-10 and the quotient divides by the step actually
+** taken. Truncation error ~h²·|L'''| ≈ 1e-6, the kernel's fp32 error
+** ~1e-6; a wrong term or head mapping is off by O(0.1). */
 static void test_backward_matches_finite_differences(void) {
-  tsl_backend *be = kt_backend();
   uint64_t rng = 23;
-  const attn_shape s = {2, 4, 2, 3};
-  const int64_t n = qkv_count(s);
-  float *qkv = kt_random(&rng, n, -2, 2), *out = kt_floats(out_count(s));
-  float *att = kt_floats(att_count(s)), *dout = kt_random(&rng, out_count(s), -1, 1);
-  float *dqkv = kt_floats(n);
-  CHECK_EQ_INT(be->attention_forward(be, NULL, out, att, qkv, s.B, s.T, s.NH, s.hs), 0);
-  CHECK_EQ_INT(be->attention_backward(be, NULL, dqkv, dout, qkv, att, s.B, s.T, s.NH, s.hs), 0);
-  double *x = kt_widen(qkv, n), *d = kt_widen(dout, out_count(s)), *fd = kt_doubles(n);
-  const double h = 1e-6;
-  for (int64_t i = 0; i < n; i++) {
-    double keep = x[i];
-    x[i] = keep + h;
-    double up = ref_loss(x, d, s);
-    x[i] = keep - h;
-    double down = ref_loss(x, d, s);
-    x[i] = keep;
-    fd[i] = (up - down) / (2 * h);
-  }
-  CHECK_ARRAY_CLOSE(dqkv, fd, n, 1e-5, 1e-4);
-  free(qkv), free(out), free(att), free(dout), free(dqkv), free(x), free(d), free(fd);
+  const acase c = {2, 5, 4, 2, 3, PADDED};
+  float *out, *lse;
+  qkv x = forward_case(&c, &rng, &out, &lse);
+  float *dout = kt_random(&rng, c.B * c.T * c.H * c.hs, -1, 1);
+  qkv d = backward_case(&c, &x, dout, out, lse);
+  float *parts[3] = {x.q, x.k, x.v}, *grads[3] = {d.q, d.k, d.v};
+  const int64_t ld[3] = {x.ldq, x.ldk, x.ldv}, heads[3] = {c.H, c.KV, c.KV};
+  for (int p = 0; p < 3; p++)
+    for (int64_t r = 0; r < c.B * c.T; r++)
+      for (int64_t j = 0; j < heads[p] * c.hs; j++) {
+        float *e = parts[p] + r * ld[p] + j, keep = *e;
+        const float hi = keep + 1.0f / 1024, lo = keep - 1.0f / 1024;
+        *e = hi;
+        const double up = ref_loss(&x, dout, &c);
+        *e = lo;
+        const double down = ref_loss(&x, dout, &c);
+        *e = keep;
+        const double fd = (up - down) / ((double)hi - lo);
+        CHECK_CLOSE(grads[p][r * ld[p] + j], fd, 1e-4, 1e-3);
+      }
+  qkv_free(&x), qkv_free(&d), free(out), free(lse), free(dout);
 }
 
-/* batch = 0 or T = 0: nothing to do, and nothing written */
-static void test_empty(void) {
+/* Causality: changing the keys and values after step t leaves every output
+** and lse at steps <= t bit for bit unchanged. */
+static void test_causal_mask(void) {
   tsl_backend *be = kt_backend();
-  float sentinel[4] = {7, 7, 7, 7};
-  CHECK_EQ_INT(be->attention_forward(be, NULL, sentinel, sentinel, sentinel, 0, 4, 2, 2), 0);
-  CHECK_EQ_INT(be->attention_backward(be, NULL, sentinel, sentinel, sentinel, sentinel, 2, 0, 2, 2),
-               0);
-  CHECK(sentinel[0] == 7.0f && sentinel[3] == 7.0f);
+  uint64_t rng = 24;
+  const acase c = {2, 150, 4, 2, 16, FUSED};
+  const int64_t cut = 77, C = c.H * c.hs;
+  float *out, *lse, *out2 = kt_floats(c.B * c.T * C), *lse2 = kt_floats(c.B * c.H * c.T);
+  qkv x = forward_case(&c, &rng, &out, &lse);
+  for (int64_t b = 0; b < c.B; b++)
+    for (int64_t t = cut + 1; t < c.T; t++)
+      for (int64_t i = 0; i < c.KV * c.hs; i++) {
+        x.k[(b * c.T + t) * x.ldk + i] = kt_uniform(&rng, -4, 4);
+        x.v[(b * c.T + t) * x.ldv + i] = kt_uniform(&rng, -4, 4);
+      }
+  const tsl_attn_shape sh = shape_of(&c, &x);
+  CHECK_EQ_INT(be->attention_forward(be, NULL, out2, lse2, x.q, x.k, x.v, &sh), 0);
+  int64_t changed = 0;
+  for (int64_t b = 0; b < c.B; b++)
+    for (int64_t t = 0; t <= cut; t++) {
+      for (int64_t i = 0; i < C; i++) changed += out[(b * c.T + t) * C + i] != out2[(b * c.T + t) * C + i];
+      for (int64_t h = 0; h < c.H; h++) changed += lse[(b * c.H + h) * c.T + t] != lse2[(b * c.H + h) * c.T + t];
+    }
+  CHECK_EQ_INT(changed, 0);
+  qkv_free(&x), free(out), free(lse), free(out2), free(lse2);
+}
+
+/* The work split does not depend on the thread count, so 1 and 2 threads
+** give the same bits, forward and backward. */
+static void test_thread_count_invariant(void) {
+  const acase c = {3, 97, 4, 2, 16, SEPARATE};
+  const int64_t nq = c.B * c.T * c.H * c.hs, nk = c.B * c.T * c.KV * c.hs;
+  float *res[2][4];
+  for (int run = 0; run < 2; run++) {
+    uint64_t rng = 25;
+    omp_set_num_threads(run + 1);
+    float *out, *lse;
+    qkv x = forward_case(&c, &rng, &out, &lse);
+    float *dout = kt_random(&rng, nq, -1, 1);
+    qkv d = backward_case(&c, &x, dout, out, lse);
+    res[run][0] = out, res[run][1] = gather(d.q, d.ldq, &c, c.H);
+    res[run][2] = gather(d.k, d.ldk, &c, c.KV), res[run][3] = gather(d.v, d.ldv, &c, c.KV);
+    qkv_free(&x), qkv_free(&d), free(lse), free(dout);
+  }
+  omp_set_num_threads(2);
+  const int64_t counts[4] = {nq, nq, nk, nk};
+  for (int i = 0; i < 4; i++) {
+    CHECK_ARRAY_EQ(res[0][i], res[1][i], counts[i]);
+    free(res[0][i]), free(res[1][i]);
+  }
+}
+
+/* batch = 0 or T = 0: nothing to do and nothing written; inconsistent
+** shapes are refused before anything is written */
+static void test_empty_and_bad_shapes(void) {
+  tsl_backend *be = kt_backend();
+  float x[4] = {7, 7, 7, 7}, lse[4] = {7, 7, 7, 7};
+  tsl_attn_shape sh = {0, 4, 2, 2, 2, 4, 4, 4};
+  CHECK_EQ_INT(be->attention_forward(be, NULL, x, lse, x, x, x, &sh), 0);
+  sh.batch = 2, sh.seq = 0;
+  CHECK_EQ_INT(be->attention_backward(be, NULL, x, x, x, x, x, lse, x, x, x, &sh), 0);
+  const tsl_attn_shape bad[] = {
+      {1, 1, 3, 2, 2, 6, 4, 4}, /* kv_heads does not divide heads */
+      {1, 1, 2, 0, 2, 4, 4, 4}, /* no kv heads */
+      {1, 1, 2, 1, 2, 3, 2, 2}, /* q rows narrower than heads·hs */
+      {1, 1, 2, 1, 2, 4, 1, 2}, /* k rows narrower than kv_heads·hs */
+      {1, 1, 2, 1, 0, 4, 2, 2}, /* head size 0 */
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    CHECK(be->attention_forward(be, NULL, x, lse, x, x, x, &bad[i]) < 0);
+    CHECK(be->attention_backward(be, NULL, x, x, x, x, x, lse, x, x, x, &bad[i]) < 0);
+  }
+  CHECK(x[0] == 7.0f && x[3] == 7.0f && lse[0] == 7.0f && lse[3] == 7.0f);
 }
 
 int main(void) {
   RUN(test_forward);
   RUN(test_backward);
   RUN(test_backward_matches_finite_differences);
-  RUN(test_empty);
+  RUN(test_causal_mask);
+  RUN(test_thread_count_invariant);
+  RUN(test_empty_and_bad_shapes);
   return HARNESS_EXIT();
 }

@@ -40,14 +40,23 @@ static void test_table_identity(void) {
                        (const void *)t->layernorm_apply,
                        (const void *)t->layernorm_backward_stats,
                        (const void *)t->layernorm_backward_apply,
+                       (const void *)t->rmsnorm_forward,
+                       (const void *)t->rmsnorm_backward,
+                       (const void *)t->rmsnorm_stats,
+                       (const void *)t->rmsnorm_apply,
+                       (const void *)t->rmsnorm_backward_stats,
+                       (const void *)t->rmsnorm_backward_apply,
                        (const void *)t->attention_forward,
                        (const void *)t->attention_backward,
+                       (const void *)t->rope,
                        (const void *)t->gelu_forward,
                        (const void *)t->gelu_backward,
                        (const void *)t->add,
                        (const void *)t->axpy,
                        (const void *)t->scale,
                        (const void *)t->convert,
+                       (const void *)t->swiglu_forward,
+                       (const void *)t->swiglu_backward,
                        (const void *)t->embed_tokens_forward,
                        (const void *)t->embed_positions_forward,
                        (const void *)t->embed_tokens_backward,
@@ -183,7 +192,11 @@ static void test_bad_arguments(void) {
   CHECK_EQ_INT(be->convert(be, NULL, c, TESSEL_F32, a, TESSEL_I32, 4), TESSEL_E_UNSUPPORTED);
   CHECK_EQ_INT(be->convert(be, NULL, c, TESSEL_F16, a, TESSEL_F32, 4), TESSEL_E_UNSUPPORTED);
   CHECK(c[0] == 9.0f && c[3] == 9.0f);
-  CHECK(be->attention_forward(be, NULL, c, c, a, 1, 1, 1, 0) < 0);
+  const tsl_attn_shape no_head_size = {1, 1, 1, 1, 0, 1, 1, 1};
+  CHECK(be->attention_forward(be, NULL, c, c, a, a, a, &no_head_size) < 0);
+  CHECK(be->rmsnorm_forward(be, NULL, c, c, a, a, 1, 0, 1e-5f) < 0);
+  CHECK(be->rope(be, NULL, c, 1, 1, 1, 3, 3, 0, 10000.0f, 0) < 0); /* odd head size */
+  CHECK(be->swiglu_forward(be, NULL, c, a, a, -1) < 0);
   CHECK(be->layernorm_forward(be, NULL, c, c, c, a, a, a, 1, 0) < 0);
   CHECK(be->gelu_forward(be, NULL, c, a, -1) < 0);
   CHECK(be->adamw(be, NULL, c, c, a, c, c, 4, 1e-3f, 0.9f, 0.999f, 1e-8f, 0.0f, 1.0f, 0) < 0);

@@ -210,6 +210,77 @@ static void test_convert(void) {
   free(h), free(h2), free(f), free(copy);
 }
 
+/* SwiGLU inputs: a grid over the range where silu bends, plus random
+** points, with up in [-2, 2) */
+static void swiglu_inputs(int64_t *n, float **gate, float **up) {
+  uint64_t rng = 61;
+  const int64_t grid = 4001, extra = 40001;
+  *n = grid + extra;
+  *gate = kt_floats(*n);
+  for (int64_t i = 0; i < grid; i++) (*gate)[i] = (float)(-20.0 + i * 1e-2);
+  for (int64_t i = 0; i < extra; i++) (*gate)[grid + i] = kt_uniform(&rng, -8, 8);
+  *up = kt_random(&rng, *n, -2, 2);
+}
+
+/* silu(x) = x·σ(x), and σ */
+static double ref_sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
+
+/* forward: exp (1 ulp, whose relative error σ passes on at most whole),
+** 1 + e, the division and the product by up: 5u of |ref|, checked at 2×;
+** backward: σ + x·e·σ² takes a few more roundings on each term, 8u of
+** (σ + |x|·e·σ²)·|dout·up| for dgate, 5u of |dout·silu| for dup */
+static void test_swiglu(void) {
+  tsl_backend *be = kt_backend();
+  uint64_t rng = 62;
+  int64_t n;
+  float *gate, *up;
+  swiglu_inputs(&n, &gate, &up);
+  float *dout = kt_random(&rng, n, -1, 1), *out = kt_floats(n), *dg = kt_floats(n), *du = kt_floats(n);
+  double *ref = kt_doubles(n), *mag = kt_doubles(n), *rdg = kt_doubles(n), *mdg = kt_doubles(n);
+  double *rdu = kt_doubles(n), *mdu = kt_doubles(n);
+  for (int64_t i = 0; i < n; i++) {
+    const double x = gate[i], s = ref_sigmoid(x), e = exp(-x);
+    ref[i] = x * s * up[i], mag[i] = 5 * fabs(ref[i]) + 1e-37 / KT_U;
+    rdu[i] = dout[i] * x * s, mdu[i] = 5 * fabs(rdu[i]) + 1e-37 / KT_U;
+    rdg[i] = (double)dout[i] * up[i] * (s + x * e * s * s);
+    mdg[i] = 8 * fabs((double)dout[i] * up[i]) * (s + fabs(x) * e * s * s) + 1e-37 / KT_U;
+  }
+  kt_fill(out, n, NAN), kt_fill(dg, n, NAN), kt_fill(du, n, NAN);
+  CHECK_EQ_INT(be->swiglu_forward(be, NULL, out, gate, up, n), 0);
+  CHECK_ARRAY_BOUND(out, ref, mag, n, 2 * KT_U);
+  CHECK_EQ_INT(be->swiglu_backward(be, NULL, dg, du, dout, gate, up, n), 0);
+  CHECK_ARRAY_BOUND(du, rdu, mdu, n, 2 * KT_U);
+  CHECK_ARRAY_BOUND(dg, rdg, mdg, n, 2 * KT_U);
+
+  /* large |x|: silu is x or −0, its derivative 1 or 0, never NaN */
+  float big[5] = {1e4f, -1e4f, 1e20f, -1e20f, -INFINITY}, ones[5] = {1, 1, 1, 1, 1}, o[5], g[5], u[5];
+  CHECK_EQ_INT(be->swiglu_forward(be, NULL, o, big, ones, 5), 0);
+  CHECK(o[0] == 1e4f && o[1] == 0.0f && o[2] == 1e20f && o[3] == 0.0f);
+  CHECK_EQ_INT(be->swiglu_backward(be, NULL, g, u, ones, big, ones, 5), 0);
+  CHECK(g[0] == 1.0f && g[2] == 1.0f);
+  CHECK(fabsf(g[1]) < 1e-30f && fabsf(g[3]) < 1e-30f && fabsf(g[4]) < 1e-30f);
+  CHECK(u[0] == 1e4f && u[1] == 0.0f);
+  free(gate), free(up), free(dout), free(out), free(dg), free(du), free(ref), free(mag), free(rdg),
+      free(mdg), free(rdu), free(mdu);
+}
+
+/* silu' against central differences of the double silu, so the formula
+** is checked independently of the reference above: the kernel errs by
+** ~1e-7, the quotient by ~1e-10, a wrong term by O(0.1). */
+static void test_swiglu_grad_matches_finite_differences(void) {
+  tsl_backend *be = kt_backend();
+  float x[161], ones[161], g[161], u[161];
+  double fd[161];
+  for (int i = 0; i < 161; i++) {
+    x[i] = (float)(-8.0 + 0.1 * i);
+    ones[i] = 1.0f;
+    const double a = x[i] + 1e-6, b = x[i] - 1e-6;
+    fd[i] = (a * ref_sigmoid(a) - b * ref_sigmoid(b)) / 2e-6;
+  }
+  CHECK_EQ_INT(be->swiglu_backward(be, NULL, g, u, ones, x, ones, 161), 0);
+  CHECK_ARRAY_CLOSE(g, fd, 161, 1e-6, 1e-5);
+}
+
 int main(void) {
   RUN(test_expf);
   RUN(test_gelu_forward);
@@ -217,5 +288,7 @@ int main(void) {
   RUN(test_gelu_grad_matches_finite_differences);
   RUN(test_add_axpy_scale);
   RUN(test_convert);
+  RUN(test_swiglu);
+  RUN(test_swiglu_grad_matches_finite_differences);
   return HARNESS_EXIT();
 }

@@ -201,9 +201,13 @@ static void test_micro_batches_accumulate_the_same_gradient(void) {
   double worst = 0;
   for (uint64_t k = 0; k < whole->params.core_numel; k++) {
     double a = whole->params.grad[k], b = split->params.grad[k];
-    worst = fmax(worst, fabs(a - b) / (1e-4 + fabs(a)));
+    worst = fmax(worst, fabs(a - b) / (1e-3 + fabs(a)));
   }
-  /* two micro-batches summed vs one batch: fp32 reassociation only */
+  /* two micro-batches summed vs one batch: fp32 reassociation only, 1e-4
+  ** relative. The floor, 1e-7 absolute, is for gradients that are zero in
+  ** exact arithmetic (the key bias: softmax ignores a shift shared by a
+  ** row's scores), which are rounding noise of sums of O(0.1) terms, a few
+  ** u times the terms' magnitude either way */
   CHECK(worst < 1e-4);
   fixture_release(&rt1);
   fixture_release(&rt2);

@@ -1,0 +1,60 @@
+/*
+** kernels/cpu/rope.c — rotary position embedding, Hugging Face's
+** rotate-half convention, in place.
+**
+** For head size hs and i < hs/2, the pair (x_i, x_{i+hs/2}) of each head at
+** position pos turns by the angle a = pos·inv_freq_i:
+**   x_i ← x_i·cos a − x_{i+hs/2}·sin a,  x_{i+hs/2} ← x_{i+hs/2}·cos a + x_i·sin a.
+** The angles are computed as transformers' LlamaRotaryEmbedding does, so
+** that long positions agree with it to the last bit of the angle:
+** inv_freq_i = 1/theta^((float)2i/hs) in fp32, a = fp32 product
+** (float)pos·inv_freq_i, then cos and sin of that fp32 angle. The inverse
+** (sin negated) is both the undo and the backward: a rotation's Jacobian
+** is the rotation, whose transpose turns the other way.
+**
+** A table of cos/sin per (position, i) is filled first, once per call, so
+** the pass over the B·T·heads rows only multiplies and adds.
+*/
+#include <stdlib.h>
+
+#include "cpu.h"
+
+/* x [B, T, heads, hs] with rows (time steps) ld floats apart */
+int tsl_cpu_rope(tsl_backend *be, tsl_stream *s, void *x, int64_t batch, int64_t seq,
+                 int64_t heads, int64_t head_size, int64_t ld, int64_t pos_offset, float theta,
+                 int inverse) {
+  if (batch < 0 || seq < 0 || heads < 0 || head_size <= 0 || head_size % 2 ||
+      ld < heads * head_size || pos_offset < 0 || !(theta > 0.0f))
+    return TESSEL_E_INTERNAL;
+  if (batch == 0 || seq == 0 || heads == 0) return TESSEL_OK;
+  const int64_t half = head_size / 2;
+  float *cs = malloc((size_t)(seq * half) * 2 * sizeof(float));
+  if (!cs) return TESSEL_E_NOMEM;
+  float *sn = cs + seq * half;
+  const float sign = inverse ? -1.0f : 1.0f;
+#pragma omp parallel for schedule(static) if (seq * half >= TSL_CPU_PARALLEL_MIN / 16)
+  for (int64_t t = 0; t < seq; t++)
+    for (int64_t i = 0; i < half; i++) {
+      const float inv_freq = 1.0f / powf(theta, (float)(2 * i) / (float)head_size);
+      const float a = (float)(t + pos_offset) * inv_freq;
+      cs[t * half + i] = cosf(a);
+      sn[t * half + i] = sign * sinf(a);
+    }
+  float *base = x;
+  const int64_t rows = batch * seq;
+#pragma omp parallel for schedule(static) if (rows * heads * head_size >= TSL_CPU_PARALLEL_MIN)
+  for (int64_t r = 0; r < rows; r++) {
+    const float *c = cs + (r % seq) * half, *sv = sn + (r % seq) * half;
+    for (int64_t h = 0; h < heads; h++) {
+      float *lo = base + r * ld + h * head_size, *hi = lo + half;
+#pragma omp simd
+      for (int64_t i = 0; i < half; i++) {
+        const float a = lo[i], b = hi[i];
+        lo[i] = a * c[i] - b * sv[i];
+        hi[i] = b * c[i] + a * sv[i];
+      }
+    }
+  }
+  free(cs);
+  return TESSEL_OK;
+}

@@ -1,0 +1,43 @@
+/*
+** kernels/cuda/rope.cu — rotary position embedding in place, Hugging
+** Face's rotate-half convention (see kernels/cpu/rope.c for the formula).
+**
+** One thread per (row, head, pair i < hs/2). The angle is formed as
+** transformers forms it, in fp32: inv_freq = 1/theta^((float)2i/hs) by
+** powf, a = (float)pos·inv_freq, then cosf and sinf of that fp32 angle
+** (full-precision libdevice functions, not the __cosf intrinsics, whose
+** error grows with the argument). The rotation is computed in fp32 and
+** rounded once to bf16 per element.
+*/
+#include "device.cuh"
+
+static __global__ void rope_kernel(bf16 *x, int64_t rows, int64_t seq, int64_t heads, int64_t half, int64_t ld,
+                                   int64_t pos_offset, float theta, float sign) {
+  const int64_t per_row = heads * half;
+  TSL_GRID_LOOP(e, rows * per_row) {
+    const int64_t r = e / per_row, h = (e % per_row) / half, i = e % half;
+    const float inv_freq = 1.0f / powf(theta, (float)(2 * i) / (float)(2 * half));
+    const float a = (float)(r % seq + pos_offset) * inv_freq;
+    const float c = cosf(a), s = sign * sinf(a);
+    bf16 *lo = x + r * ld + h * 2 * half + i, *hi = lo + half;
+    const float u = ld_bf16(lo), v = ld_bf16(hi);
+    st_bf16(lo, u * c - v * s);
+    st_bf16(hi, v * c + u * s);
+  }
+}
+
+extern "C" int tsl_cuda_rope(tsl_backend *be, tsl_stream *s, void *x, int64_t batch, int64_t seq, int64_t heads,
+                             int64_t head_size, int64_t ld, int64_t pos_offset, float theta, int inverse) {
+  if (batch < 0 || seq < 0 || heads < 0 || head_size <= 0 || head_size % 2 || ld < heads * head_size ||
+      pos_offset < 0 || !(theta > 0.0f))
+    return TSL_CUDA_FAIL(TESSEL_E_INTERNAL,
+                         "rope: bad shape (batch %lld, seq %lld, heads %lld, head size %lld, row stride %lld, "
+                         "position offset %lld, theta %g)",
+                         (long long)batch, (long long)seq, (long long)heads, (long long)head_size, (long long)ld,
+                         (long long)pos_offset, (double)theta);
+  const int64_t n = batch * seq * heads * (head_size / 2);
+  if (n == 0) return TESSEL_OK;
+  return TSL_CU((rope_kernel<<<tsl_blocks(n, TSL_THREADS), TSL_THREADS, 0, tsl_cuda_stream(be, s)->s>>>(
+                     (bf16 *)x, batch * seq, seq, heads, head_size / 2, ld, pos_offset, theta, inverse ? -1.0f : 1.0f),
+                 cudaGetLastError()));
+}

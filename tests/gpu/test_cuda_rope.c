@@ -1,0 +1,59 @@
+/*
+** tests/gpu/test_cuda_rope.c — rotary position embedding and its inverse
+** against the CPU backend, on strided rows, at positions up to 10^5.
+**
+** Tolerance. Both backends form the same fp32 angle (transformers' way)
+** and its cos and sin (libm and libdevice, each within 2 fp32 ulps); the
+** CUDA kernel rotates in fp32 and rounds once to bf16: GT_BF16·|ref| plus
+** 1e-5 of mag = |x|·|cos| + |y|·|sin| for the fp32 differences. Padding
+** between rows is never written.
+*/
+#include "gpu_test.h"
+
+typedef struct rcase {
+  int64_t B, T, heads, hs, ld, pos_offset;
+} rcase;
+
+static const rcase cases[] = {{2, 7, 3, 8, 24, 0}, {1, 33, 4, 64, 256 + 8, 5}, {1, 20, 2, 128, 256, 100000},
+                              {3, 129, 2, 16, 40, 17}};
+
+static void test_rope(void) {
+  tsl_backend *be = gt_cuda(), *cpu = kt_backend();
+  uint64_t rng = 81;
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    const rcase *c = &cases[k];
+    const int64_t n = c->B * c->T * c->ld, half = c->hs / 2, w = c->heads * c->hs;
+    for (int inverse = 0; inverse < 2; inverse++) {
+      float *x = gt_random(&rng, n, -2, 2);
+      for (int64_t r = 0; r < c->B * c->T; r++) kt_fill(x + r * c->ld + w, c->ld - w, NAN);
+      float *want = gt_clone(x, n);
+      CHECK_EQ_INT(cpu->rope(cpu, NULL, want, c->B, c->T, c->heads, c->hs, c->ld, c->pos_offset, 10000.0f, inverse), 0);
+      void *d = gt_up_bf16(x, n);
+      GT_OK(be->rope(be, gt_s, d, c->B, c->T, c->heads, c->hs, c->ld, c->pos_offset, 10000.0f, inverse));
+      float *got = gt_down_bf16(d, n);
+      double *mag = kt_doubles(n);
+      int64_t touched = 0;
+      for (int64_t r = 0; r < c->B * c->T; r++) {
+        for (int64_t j = w; j < c->ld; j++) {
+          touched += !isnan(got[r * c->ld + j]);
+          got[r * c->ld + j] = want[r * c->ld + j] = 0.0f;
+        }
+        for (int64_t h = 0; h < c->heads; h++)
+          for (int64_t i = 0; i < half; i++) {
+            const int64_t lo = r * c->ld + h * c->hs + i;
+            mag[lo] = mag[lo + half] = fabs(x[lo]) + fabs(x[lo + half]);
+          }
+      }
+      CHECK_EQ_INT(touched, 0);
+      gt_check(inverse ? "rope inverse" : "rope", got, want, mag, n, 1e-7, GT_BF16, 1e-5);
+      gt_free(d);
+      free(x), free(want), free(got), free(mag);
+    }
+  }
+}
+
+int main(void) {
+  gt_cuda();
+  RUN(test_rope);
+  return HARNESS_EXIT();
+}

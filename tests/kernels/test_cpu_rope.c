@@ -1,0 +1,172 @@
+/*
+** tests/kernels/test_cpu_rope.c — rotary position embedding against a
+** double reference that forms the angles as transformers does, its inverse,
+** its gradient, and its strides.
+**
+** The reference takes transformers' fp32 angle a = (float)pos·inv_freq_i,
+** inv_freq_i = 1/theta^((float)2i/hs) (fp32 operations, as
+** LlamaRotaryEmbedding computes them), then rotates in double with the
+** exact cos and sin of that fp32 angle. The kernel rounds cos and sin (libm:
+** within an ulp), the two products and the sum: 4u of |x|·|cos| + |y|·|sin|
+** in all, checked at twice that. Positions reach 10^5 through pos_offset,
+** where an angle formed in double instead of fp32 would differ by up to
+** half an fp32 ulp of 10^5 rad (~0.004 rad), far outside the tolerance.
+*/
+#include "kernel_test.h"
+
+typedef struct rope_case {
+  int64_t B, T, heads, hs, ld, pos_offset;
+} rope_case;
+
+static const rope_case cases[] = {
+    {2, 7, 3, 8, 24, 0},  {1, 33, 4, 64, 256 + 9, 5}, {3, 16, 2, 2, 4, 0},
+    {1, 20, 2, 128, 256, 100000}, {2, 5, 1, 16, 16, 4090},
+};
+#define THETA 10000.0f
+
+/* transformers' fp32 angle for position pos and pair i */
+static float hf_angle(int64_t pos, int64_t i, int64_t hs, float theta) {
+  const float inv_freq = 1.0f / powf(theta, (float)(2 * i) / (float)hs);
+  return (float)pos * inv_freq;
+}
+
+/* x rotated in double (sign −1: the inverse), with the magnitudes of
+** the two products of each result in mag */
+static void ref_rope(double *out, double *mag, const float *x, const rope_case *c, double sign) {
+  const int64_t half = c->hs / 2;
+  for (int64_t r = 0; r < c->B * c->T; r++)
+    for (int64_t h = 0; h < c->heads; h++)
+      for (int64_t i = 0; i < half; i++) {
+        const double a = hf_angle(r % c->T + c->pos_offset, i, c->hs, THETA);
+        const double cs = cos(a), sn = sign * sin(a);
+        const int64_t lo = r * c->ld + h * c->hs + i, hi = lo + half;
+        out[lo] = x[lo] * cs - x[hi] * sn, out[hi] = x[hi] * cs + x[lo] * sn;
+        mag[lo] = fabs(x[lo]) * fabs(cs) + fabs(x[hi]) * fabs(sn);
+        mag[hi] = fabs(x[hi]) * fabs(cs) + fabs(x[lo]) * fabs(sn);
+      }
+}
+
+static int64_t count(const rope_case *c) { return c->B * c->T * c->ld; }
+
+/* padding elements of each row (beyond heads·hs) are NaN in x and must stay so */
+static float *make_input(uint64_t *rng, const rope_case *c) {
+  float *x = kt_random(rng, count(c), -2, 2);
+  for (int64_t r = 0; r < c->B * c->T; r++) kt_fill(x + r * c->ld + c->heads * c->hs, c->ld - c->heads * c->hs, NAN);
+  return x;
+}
+
+/* the elements rope owns: got against ref within factor·mag; padding NaN */
+static void check_rows(const float *got, const double *ref, const double *mag, const rope_case *c, double factor) {
+  const int64_t w = c->heads * c->hs, n = c->B * c->T * w;
+  float *g = kt_floats(n);
+  double *r = kt_doubles(n), *m = kt_doubles(n);
+  int64_t touched = 0;
+  for (int64_t row = 0; row < c->B * c->T; row++) {
+    memcpy(g + row * w, got + row * c->ld, (size_t)w * sizeof(float));
+    memcpy(r + row * w, ref + row * c->ld, (size_t)w * sizeof(double));
+    memcpy(m + row * w, mag + row * c->ld, (size_t)w * sizeof(double));
+    for (int64_t j = w; j < c->ld; j++) touched += !isnan(got[row * c->ld + j]);
+  }
+  CHECK_ARRAY_BOUND(g, r, m, n, factor);
+  CHECK_EQ_INT(touched, 0);
+  free(g), free(r), free(m);
+}
+
+static void test_forward_and_inverse(void) {
+  tsl_backend *be = kt_backend();
+  uint64_t rng = 51;
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    const rope_case *c = &cases[k];
+    for (int inverse = 0; inverse < 2; inverse++) {
+      float *x = make_input(&rng, c), *y = kt_floats(count(c));
+      memcpy(y, x, (size_t)count(c) * sizeof(float));
+      double *ref = kt_doubles(count(c)), *mag = kt_doubles(count(c));
+      ref_rope(ref, mag, x, c, inverse ? -1.0 : 1.0);
+      CHECK_EQ_INT(be->rope(be, NULL, y, c->B, c->T, c->heads, c->hs, c->ld, c->pos_offset, THETA, inverse), 0);
+      check_rows(y, ref, mag, c, 2 * 4 * KT_U);
+      free(x), free(y), free(ref), free(mag);
+    }
+  }
+}
+
+/* the inverse undoes the rotation: back to x within the two passes'
+** roundings, 2·4u of |x| + |y| */
+static void test_inverse_undoes(void) {
+  tsl_backend *be = kt_backend();
+  uint64_t rng = 52;
+  const rope_case *c = &cases[1];
+  float *x = make_input(&rng, c), *y = kt_floats(count(c));
+  memcpy(y, x, (size_t)count(c) * sizeof(float));
+  CHECK_EQ_INT(be->rope(be, NULL, y, c->B, c->T, c->heads, c->hs, c->ld, c->pos_offset, THETA, 0), 0);
+  CHECK_EQ_INT(be->rope(be, NULL, y, c->B, c->T, c->heads, c->hs, c->ld, c->pos_offset, THETA, 1), 0);
+  double *ref = kt_widen(x, count(c)), *mag = kt_doubles(count(c));
+  const int64_t half = c->hs / 2;
+  for (int64_t r = 0; r < c->B * c->T; r++)
+    for (int64_t h = 0; h < c->heads; h++)
+      for (int64_t i = 0; i < half; i++) {
+        const int64_t lo = r * c->ld + h * c->hs + i;
+        mag[lo] = mag[lo + half] = fabs(x[lo]) + fabs(x[lo + half]);
+      }
+  check_rows(y, ref, mag, c, 2 * 2 * 4 * KT_U);
+  free(x), free(y), free(ref), free(mag);
+}
+
+/* The backward is the inverse: dL/dx for L = Σ g·rope(x) by central
+** differences of the double rotation (linear, so the quotient is exact up
+** to rounding, ~1e-12) against the kernel's inverse applied to g. */
+static void test_inverse_is_the_gradient(void) {
+  tsl_backend *be = kt_backend();
+  uint64_t rng = 53;
+  const rope_case c = {1, 6, 2, 8, 16, 3};
+  float *x = make_input(&rng, &c), *g = kt_random(&rng, count(&c), -1, 1);
+  double *fd = kt_doubles(count(&c)), *out = kt_doubles(count(&c)), *mag = kt_doubles(count(&c));
+  for (int64_t e = 0; e < count(&c); e++) {
+    const float keep = x[e];
+    double l[2];
+    for (int s = 0; s < 2; s++) {
+      x[e] = keep + (s ? -0.25f : 0.25f);
+      ref_rope(out, mag, x, &c, 1.0);
+      l[s] = 0.0;
+      for (int64_t j = 0; j < count(&c); j++) l[s] += g[j] * out[j];
+    }
+    x[e] = keep;
+    fd[e] = (l[0] - l[1]) / 0.5;
+  }
+  CHECK_EQ_INT(be->rope(be, NULL, g, c.B, c.T, c.heads, c.hs, c.ld, c.pos_offset, THETA, 1), 0);
+  CHECK_ARRAY_CLOSE(g, fd, count(&c), 1e-6, 1e-5);
+  free(x), free(g), free(fd), free(out), free(mag);
+}
+
+/* Known values: position 1, pair 0 turns by exactly 1 rad (inv_freq_0 =
+** 1); position 0 leaves x as it is, bit for bit. */
+static void test_known_values(void) {
+  tsl_backend *be = kt_backend();
+  float x[2 * 4] = {1, 0, 0, 0, 1, 0.5f, 0, 0}; /* T = 2, hs = 4: rows t = 0, 1 */
+  CHECK_EQ_INT(be->rope(be, NULL, x, 1, 2, 1, 4, 4, 0, THETA, 0), 0);
+  CHECK(x[0] == 1.0f && x[1] == 0.0f && x[2] == 0.0f && x[3] == 0.0f);
+  CHECK_CLOSE(x[4], cos(1.0), 2 * KT_U, 0.0);
+  CHECK_CLOSE(x[6], sin(1.0), 2 * KT_U, 0.0);
+  /* pair 1: inv_freq = 1/100, angle 0.01 */
+  CHECK_CLOSE(x[5], 0.5 * cos(0.01), 2 * KT_U, 0.0);
+  CHECK_CLOSE(x[7], 0.5 * sin(0.01), 2 * KT_U, 0.0);
+}
+
+static void test_bad_shapes(void) {
+  tsl_backend *be = kt_backend();
+  float x[8] = {7, 7, 7, 7, 7, 7, 7, 7};
+  CHECK_EQ_INT(be->rope(be, NULL, x, 0, 2, 1, 4, 4, 0, THETA, 0), 0);
+  CHECK(be->rope(be, NULL, x, 1, 2, 1, 3, 3, 0, THETA, 0) < 0);  /* odd head size */
+  CHECK(be->rope(be, NULL, x, 1, 2, 2, 4, 4, 0, THETA, 0) < 0);  /* row narrower than heads·hs */
+  CHECK(be->rope(be, NULL, x, 1, 2, 1, 4, 4, 0, 0.0f, 0) < 0);   /* theta 0 */
+  CHECK(be->rope(be, NULL, x, 1, 2, 1, 4, 4, -1, THETA, 0) < 0); /* negative position */
+  CHECK(x[0] == 7.0f && x[7] == 7.0f);
+}
+
+int main(void) {
+  RUN(test_forward_and_inverse);
+  RUN(test_inverse_undoes);
+  RUN(test_inverse_is_the_gradient);
+  RUN(test_known_values);
+  RUN(test_bad_shapes);
+  return HARNESS_EXIT();
+}

@@ -1,0 +1,126 @@
+/*
+** tests/kernels/test_hf_llama_attention.c — one Llama self-attention
+** sub-block of a Hugging Face model, rebuilt from backend kernels alone,
+** against the output transformers computed.
+**
+** Fixture: tests/fixtures/llama_tiny (a LlamaForCausalLM saved by
+** save_pretrained: hidden 64, 4 heads, 2 kv heads, head size 16) and
+** tests/fixtures/llama_tiny_io.safetensors, whose attn_input and
+** attn_output are layer 0's input_layernorm output and o_proj output for
+** input_ids [2, 16]. Both come from transformers 4.40 on PyTorch, fp32, by
+** tests/fixtures/make_hf_fixtures.py; its header says how to regenerate.
+**
+** The sub-block: q = x·W_qᵀ, k = x·W_kᵀ, v = x·W_vᵀ (nn.Linear keeps
+** weights [out, in], so gemm with B transposed), rotary on q and k at
+** positions 0..15 with the config's rope_theta, causal attention with
+** query head h reading kv head h / 2, then out = a·W_oᵀ. This pins the
+** rotary convention (rotate-half, HF's frequencies) and the GQA head
+** mapping at the kernel level: either wrong changes the output by O(1),
+** which the last check shows by leaving the rotary out.
+**
+** Tolerance: 1e-5 relative, as for the whole-model fixture. Both sides are
+** fp32 with different summation orders: a few u (6e-8) times the
+** magnitudes of sums of 64 terms, so ~1e-6 of the output's scale. Checked
+** normwise, ‖got − ref‖₂ <= 1e-5·‖ref‖₂, and elementwise against the
+** output's root mean square, |got − ref| <= 1e-5·(|ref| + rms(ref)).
+*/
+#include <cjson/cJSON.h>
+
+#include "ckpt/safetensors.h"
+#include "common/util.h"
+#include "kernel_test.h"
+
+#define FIXTURES "tests/fixtures/"
+enum { B = 2, T = 16, C = 64, H = 4, KV = 2, HS = 16 };
+
+/* A copy of the named fp32 tensor, which must have `numel` elements. */
+static float *tensor(tsl_st_file *f, const char *name, int64_t numel) {
+  const int i = tsl_st_find(f, name);
+  REQUIRE(i >= 0);
+  const tsl_st_desc *d = tsl_st_desc_at(f, i);
+  uint64_t bytes = 0;
+  const void *p = tsl_st_data(f, i, &bytes);
+  REQUIRE(d->dtype == TESSEL_F32 && bytes == (uint64_t)numel * sizeof(float));
+  float *x = kt_floats(numel);
+  memcpy(x, p, bytes); /* an unpadded header leaves the data unaligned */
+  return x;
+}
+
+/* config.json's number under `key` */
+static double config_number(const char *key) {
+  char *text = NULL;
+  size_t len = 0;
+  REQUIRE(tsl_read_file(FIXTURES "llama_tiny/config.json", &text, &len) == 0);
+  cJSON *root = cJSON_Parse(text);
+  free(text);
+  REQUIRE(root != NULL);
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, key);
+  REQUIRE(cJSON_IsNumber(v));
+  double out = v->valuedouble;
+  cJSON_Delete(root);
+  return out;
+}
+
+/* The sub-block's output [B·T, C] from x [B·T, C]; rotary applied or not. */
+static float *attention_block(tsl_st_file *w, const float *x, int rotary) {
+  tsl_backend *be = kt_backend();
+  const float theta = (float)config_number("rope_theta");
+  float *wq = tensor(w, "model.layers.0.self_attn.q_proj.weight", H * HS * C);
+  float *wk = tensor(w, "model.layers.0.self_attn.k_proj.weight", KV * HS * C);
+  float *wv = tensor(w, "model.layers.0.self_attn.v_proj.weight", KV * HS * C);
+  float *wo = tensor(w, "model.layers.0.self_attn.o_proj.weight", C * H * HS);
+  float *q = kt_floats(B * T * H * HS), *k = kt_floats(B * T * KV * HS), *v = kt_floats(B * T * KV * HS);
+  float *a = kt_floats(B * T * H * HS), *lse = kt_floats(B * H * T), *out = kt_floats(B * T * C);
+  CHECK_EQ_INT(be->gemm(be, NULL, 0, 1, B * T, H * HS, C, 1.0f, x, C, wq, C, 0.0f, q, H * HS, TESSEL_F32), 0);
+  CHECK_EQ_INT(be->gemm(be, NULL, 0, 1, B * T, KV * HS, C, 1.0f, x, C, wk, C, 0.0f, k, KV * HS, TESSEL_F32), 0);
+  CHECK_EQ_INT(be->gemm(be, NULL, 0, 1, B * T, KV * HS, C, 1.0f, x, C, wv, C, 0.0f, v, KV * HS, TESSEL_F32), 0);
+  if (rotary) {
+    CHECK_EQ_INT(be->rope(be, NULL, q, B, T, H, HS, H * HS, 0, theta, 0), 0);
+    CHECK_EQ_INT(be->rope(be, NULL, k, B, T, KV, HS, KV * HS, 0, theta, 0), 0);
+  }
+  const tsl_attn_shape sh = {B, T, H, KV, HS, H * HS, KV * HS, KV * HS};
+  CHECK_EQ_INT(be->attention_forward(be, NULL, a, lse, q, k, v, &sh), 0);
+  CHECK_EQ_INT(be->gemm(be, NULL, 0, 1, B * T, C, H * HS, 1.0f, a, H * HS, wo, H * HS, 0.0f, out, C, TESSEL_F32), 0);
+  free(wq), free(wk), free(wv), free(wo), free(q), free(k), free(v), free(a), free(lse);
+  return out;
+}
+
+/* ‖got − ref‖₂ / ‖ref‖₂, and the worst |got − ref| / (|ref| + rms(ref)) */
+static void errors(const float *got, const float *ref, int64_t n, double *norm_rel, double *worst) {
+  double e2 = 0.0, r2 = 0.0;
+  for (int64_t i = 0; i < n; i++) {
+    const double e = (double)got[i] - ref[i];
+    e2 += e * e, r2 += (double)ref[i] * ref[i];
+  }
+  const double rms = sqrt(r2 / (double)n);
+  *worst = 0.0;
+  for (int64_t i = 0; i < n; i++) *worst = fmax(*worst, fabs((double)got[i] - ref[i]) / (fabs(ref[i]) + rms));
+  *norm_rel = sqrt(e2 / r2);
+}
+
+static void test_attention_sub_block(void) {
+  tsl_st_file *w = NULL, *io = NULL;
+  REQUIRE(tsl_st_open(FIXTURES "llama_tiny/model.safetensors", &w) == 0);
+  REQUIRE(tsl_st_open(FIXTURES "llama_tiny_io.safetensors", &io) == 0);
+  CHECK_EQ_INT(config_number("num_attention_heads"), H);
+  CHECK_EQ_INT(config_number("num_key_value_heads"), KV);
+  CHECK_EQ_INT(config_number("hidden_size"), C);
+  float *x = tensor(io, "attn_input", B * T * C), *want = tensor(io, "attn_output", B * T * C);
+  float *got = attention_block(w, x, 1);
+  double norm_rel, worst;
+  errors(got, want, B * T * C, &norm_rel, &worst);
+  fprintf(stderr, "  normwise relative error %.3g, worst elementwise %.3g\n", norm_rel, worst);
+  CHECK_CLOSE(norm_rel, 0.0, 1e-5, 0.0);
+  CHECK_CLOSE(worst, 0.0, 1e-5, 0.0);
+  /* the fixture is sensitive to the rotary: without it the error is O(1) */
+  float *plain = attention_block(w, x, 0);
+  errors(plain, want, B * T * C, &norm_rel, &worst);
+  CHECK(norm_rel > 1e-2);
+  free(x), free(want), free(got), free(plain);
+  tsl_st_close(w), tsl_st_close(io);
+}
+
+int main(void) {
+  RUN(test_attention_sub_block);
+  return HARNESS_EXIT();
+}
