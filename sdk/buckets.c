@@ -13,8 +13,9 @@ static tessel_status nomem(const tessel_sdk *x) {
   return x->api->set_error(x->host, TESSEL_E_NOMEM, "out of host memory for gradient buckets");
 }
 
-/* The flat gradient buffer and the step's micro-batch count. */
-static tessel_status begin_plan(tessel_buckets *bs, const tessel_sdk *x, int *count) {
+/* The flat gradient buffer, the step's micro-batch count, and room for
+** `max_buckets` buckets (−1: one per parameter). */
+static tessel_status begin_plan(tessel_buckets *bs, const tessel_sdk *x, int max_buckets, int *count) {
   tessel_model_dims d = {.size = sizeof d};
   uint64_t numel;
   void *grad;
@@ -25,7 +26,7 @@ static tessel_status begin_plan(tessel_buckets *bs, const tessel_sdk *x, int *co
   TESSEL_TRY(x->api->state->flat(x->host, (tessel_state_ref){TESSEL_STATE_GRAD, 0}, &grad, &numel));
   bs->grad = grad;
   bs->micro_steps = d.micro_steps;
-  bs->b = calloc((size_t)*count + 2, sizeof *bs->b);
+  bs->b = calloc((size_t)(max_buckets < 0 ? *count : max_buckets) + 1, sizeof *bs->b);
   bs->params = calloc((size_t)*count + 1, sizeof *bs->params);
   bs->offsets = calloc((size_t)*count + 1, sizeof *bs->offsets);
   bs->numels = calloc((size_t)*count + 1, sizeof *bs->numels);
@@ -53,7 +54,7 @@ static tessel_status finish_plan(tessel_buckets *bs) {
 tessel_status tessel_buckets_plan(tessel_buckets *bs, const tessel_sdk *x, uint64_t max_bytes,
                                   tessel_bucket_key_fn key, void *ctx) {
   int count;
-  TESSEL_TRY(begin_plan(bs, x, &count));
+  TESSEL_TRY(begin_plan(bs, x, -1, &count));
   /* each bucket is a run of bs->params: list the parameters (last to
   ** first) with their keys, then cut each key's run into buckets */
   int *keys = calloc((size_t)count + 1, sizeof *keys), *order = calloc((size_t)count + 1, sizeof *order);
@@ -113,13 +114,15 @@ tessel_status tessel_buckets_plan_shards(tessel_buckets *bs, const tessel_sdk *x
   tessel_group *g;
   tessel_range pieces[1];
   const tessel_state_ref grad = {TESSEL_STATE_GRAD, 0};
-  TESSEL_TRY(begin_plan(bs, x, &count));
   TESSEL_TRY(x->api->state->placement(x->host, grad, &p));
   if (!p.shard_axes)
     return x->api->set_error(x->host, TESSEL_E_INTERNAL, "shard buckets for gradients that are not sharded");
   TESSEL_TRY(x->api->comm->group(x->host, p.shard_axes, &g));
   TESSEL_TRY(x->api->comm->group_info(x->host, g, &rank, &size));
   TESSEL_TRY(x->api->state->pieces(x->host, grad, pieces, 0, &n_pieces));
+  TESSEL_TRY(begin_plan(bs, x, n_pieces, &count));
+  bs->shard_rank = rank;
+  bs->shard_size = size;
   tessel_range *r = calloc((size_t)n_pieces + 1, sizeof *r);
   if (!r) return nomem(x);
   tessel_status st = x->api->state->pieces(x->host, grad, r, n_pieces, &n_pieces);
@@ -147,6 +150,15 @@ tessel_status tessel_buckets_plan_shards(tessel_buckets *bs, const tessel_sdk *x
   }
   free(r);
   return st < 0 ? st : finish_plan(bs);
+}
+
+tessel_status tessel_bucket_sum(const tessel_buckets *bs, tessel_group *g, tessel_bucket *b) {
+  const tessel_comm_api *comm = bs->x.api->comm;
+  if (!bs->shard_size || b->shard_tail)
+    return comm->all_reduce(bs->x.host, g, b->range, b->range, b->count, TESSEL_F32, TESSEL_SUM, &b->work);
+  uint64_t share = b->count / (uint64_t)bs->shard_size;
+  return comm->reduce_scatter(bs->x.host, g, b->range, b->range + (uint64_t)bs->shard_rank * share, share, TESSEL_F32,
+                              TESSEL_SUM, &b->work);
 }
 
 /* Copy a packed bucket's gradients between their places and the staging. */

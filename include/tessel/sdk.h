@@ -91,6 +91,8 @@ typedef struct tessel_buckets {
   float *grad;        /* the flat gradient buffer                         */
   float *stage;       /* staging for packed buckets (device)              */
   int micro_steps;    /* buckets launch in the last micro-batch only      */
+  int shard_rank;     /* a shard plan: this rank's place in the group     */
+  int shard_size;     /*   that shards the gradients (0 for other plans)  */
 } tessel_buckets;
 
 /* The class of a parameter for bucketing, or −1 to leave it out. */
@@ -106,6 +108,12 @@ tessel_status tessel_buckets_plan(tessel_buckets *bs, const tessel_sdk *x, uint6
 ** rank's piece is its reduced share — and, when there is one, a last bucket
 ** for the tail (shard_tail set: all-reduce it). Call in `setup`. */
 tessel_status tessel_buckets_plan_shards(tessel_buckets *bs, const tessel_sdk *x);
+
+/* Sum a bucket over `g` in place, asynchronously (b->work): an all-reduce,
+** or in a shard plan (g the group the gradients are sharded over) a
+** reduce-scatter that leaves this rank's piece reduced, the tail
+** all-reduced. The launch of every strategy that needs no other. */
+tessel_status tessel_bucket_sum(const tessel_buckets *bs, tessel_group *g, tessel_bucket *b);
 
 /* Launch one bucket's collective, asynchronously (b->work). */
 typedef tessel_status (*tessel_bucket_launch_fn)(void *ctx, tessel_bucket *b);

@@ -15,11 +15,11 @@ tessel_status tp_base_create(tp_base *b, const tessel_host_api *api, tessel_host
 
 const char *tp_shape_key(const tp_base *b) { return b->tp_opt ? "tp" : NULL; }
 
-tessel_status tp_resolve_tp(tp_base *b, int world, int *tp) {
+tessel_status tp_resolve_tp(tp_base *b, int world, int fit, int *tp) {
   const tessel_cfg_api *cfg = b->x.api->cfg;
   if (b->dp_opt && world % b->dp_opt != 0)
     return cfg->error_at(b->x.host, b->x.section, "dp", "dp %d does not divide the world size %d", b->dp_opt, world);
-  *tp = b->tp_opt ? b->tp_opt : b->dp_opt ? world / b->dp_opt : world;
+  *tp = b->tp_opt ? b->tp_opt : b->dp_opt ? world / b->dp_opt : fit;
   if (b->dp_opt && (long long)*tp * b->dp_opt != world)
     return cfg->error_at(b->x.host, b->x.section, "dp", "tp %d × dp %d = %lld ≠ world size %d", *tp, b->dp_opt,
                          (long long)*tp * b->dp_opt, world);
@@ -99,10 +99,23 @@ tessel_status tp_bias_grad(tp_base *b, tessel_stream *s, float *dbias, const voi
   return b->x.api->kernels->gemm(b->x.host, s, 0, 0, 1, n, rows, 1.0f, b->ones, dout, 1.0f, dbias, TESSEL_F32);
 }
 
-tessel_status tp_norm_forward(tp_base *b, tessel_group *g, int parts, const tessel_op_ctx *c, const tessel_norm_args *a) {
-  return b->x.api->kernels->norm_forward(b->x.host, c->stream, g, a, a->cols * parts);
+tessel_status tp_wait_all(tp_base *b, tessel_work **works, int n) {
+  tessel_status first = TESSEL_OK;
+  for (int i = 0; i < n; i++) {
+    if (!works[i]) continue;
+    tessel_status st = b->x.api->comm->wait(b->x.host, works[i]);
+    works[i] = NULL;
+    if (st < 0 && first == TESSEL_OK) first = st;
+  }
+  return first;
 }
 
-tessel_status tp_norm_backward(tp_base *b, tessel_group *g, int parts, const tessel_op_ctx *c, const tessel_norm_args *a) {
-  return b->x.api->kernels->norm_backward(b->x.host, c->stream, g, a, a->cols * parts);
+tessel_status tp_norm_forward(void *inst, const tessel_op_ctx *c, const tessel_norm_args *a) {
+  tp_base *b = inst;
+  return b->x.api->kernels->norm_forward(b->x.host, c->stream, b->norm_group, a, a->cols * b->norm_parts);
+}
+
+tessel_status tp_norm_backward(void *inst, const tessel_op_ctx *c, const tessel_norm_args *a) {
+  tp_base *b = inst;
+  return b->x.api->kernels->norm_backward(b->x.host, c->stream, b->norm_group, a, a->cols * b->norm_parts);
 }

@@ -35,6 +35,8 @@ typedef struct tp_base {
   void *ones;                           /* [ones_len] ones in act dtype */
   int64_t ones_len;
   uint32_t (*replicated)(tessel_param_role); /* every axis a role is replicated along */
+  tessel_group *norm_group;             /* the hidden dimension is cut over it ... */
+  int norm_parts;                       /* ... in this many parts (set in setup) */
   tessel_buckets grads;
 } tp_base;
 
@@ -42,8 +44,9 @@ typedef struct tp_base {
 tessel_status tp_base_create(tp_base *b, const tessel_host_api *api, tessel_host *host, const tessel_cfg *section,
                              uint32_t (*replicated)(tessel_param_role));
 /* mesh: the tensor-parallel group size for a world: `tp`, or the world over
-** `dp`, or the whole world; errors at `dp` when the two disagree. */
-tessel_status tp_resolve_tp(tp_base *b, int world, int *tp);
+** `dp`, or `fit` (the largest group the plugin can arrange that divides the
+** world; the rest is data parallel); errors at `dp` when the two disagree. */
+tessel_status tp_resolve_tp(tp_base *b, int world, int fit, int *tp);
 /* The key an error about the group's shape points at: `tp`, or the section. */
 const char *tp_shape_key(const tp_base *b);
 
@@ -65,10 +68,15 @@ tessel_status tp_bias_add(tp_base *b, tessel_stream *s, void *out, const void *b
 /* dbias[n] += Σ_rows dout[rows, n]  (fp32; a GEMM with the ones vector) */
 tessel_status tp_bias_grad(tp_base *b, tessel_stream *s, float *dbias, const void *dout, int64_t rows, int64_t n);
 
-/* A norm over a hidden dimension cut into `parts` over group g (its
-** statistics are reduced over g). */
-tessel_status tp_norm_forward(tp_base *b, tessel_group *g, int parts, const tessel_op_ctx *c, const tessel_norm_args *a);
-tessel_status tp_norm_backward(tp_base *b, tessel_group *g, int parts, const tessel_op_ctx *c, const tessel_norm_args *a);
+/* Wait for every non-NULL work in works[0..n) and clear it; the first
+** failure is returned, but all are waited for. */
+tessel_status tp_wait_all(tp_base *b, tessel_work **works, int n);
+
+/* The norm layer ops, on an instance whose first member is its tp_base: a
+** norm over a hidden dimension cut into norm_parts over norm_group (its
+** statistics are reduced over the group). */
+tessel_status tp_norm_forward(void *inst, const tessel_op_ctx *c, const tessel_norm_args *a);
+tessel_status tp_norm_backward(void *inst, const tessel_op_ctx *c, const tessel_norm_args *a);
 
 /* tp_grads.c: the buckets (planned by tp_base_setup), and the strategy
 ** hooks, on an instance whose first member is its tp_base. */

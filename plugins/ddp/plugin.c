@@ -50,7 +50,7 @@ static tessel_status setup(void *inst) {
 
 static tessel_status all_reduce(void *ctx, tessel_bucket *b) {
   ddp *d = ctx;
-  return d->x.api->comm->all_reduce(d->x.host, d->dp, b->range, b->range, b->count, TESSEL_F32, TESSEL_SUM, &b->work);
+  return tessel_bucket_sum(&d->buckets, d->dp, b);
 }
 
 /* After backward of `unit`, every bucket whose gradients are now final

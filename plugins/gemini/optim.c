@@ -82,7 +82,7 @@ tessel_status gm_optimizer_step(void *inst, const tessel_optim_step *hp) {
   /* gathered copies would be stale after the update */
   tessel_status st = gm_release_all(g);
   for (int k = 0; k < g->cs.nc && st >= 0; k++) st = step_chunk(g, k, hp);
-  if (st >= 0) st = g->api->stream->sync(g->host, g->g->s);
+  if (st >= 0) st = g->api->stream->sync(g->host, g->s);
   if (st >= 0 && g->warmup) st = gm_warmup_end(g);
   return st;
 }

@@ -28,33 +28,32 @@ static tessel_status locate(gemini *g, int param, tessel_state_ref which, tessel
   return TESSEL_OK;
 }
 
-tessel_status gm_state_read(void *inst, int param, tessel_state_ref which, float *host_dst) {
-  gemini *g = inst;
-  const tessel_host_api *api = g->api;
+/* Move parameter `param`'s part of `which` between its place and a host
+** buffer: out to `out` (a read), or in from `in` (a write). */
+static tessel_status transfer(gemini *g, int param, tessel_state_ref which, float *out, const float *in) {
+  const tessel_mem_api *mem = g->api->mem;
   tessel_tier tier = TESSEL_TIER_HOST;
   float *base = NULL;
   uint64_t off = 0, n = 0;
-  tessel_status st = locate(g, param, which, &tier, &base, &off, &n);
-  if (st < 0 || n == 0) return st;
-  if ((st = api->mem->copy(g->host, TESSEL_TIER_HOST, host_dst, 0, tier, base, 4 * off, 4 * n, NULL)) < 0) return st;
-  return api->stream->sync(g->host, g->s);
+  TESSEL_TRY(locate(g, param, which, &tier, &base, &off, &n));
+  if (n == 0) return TESSEL_OK;
+  if (out) {
+    TESSEL_TRY(mem->copy(g->host, TESSEL_TIER_HOST, out, 0, tier, base, 4 * off, 4 * n, NULL));
+    return g->api->stream->sync(g->host, g->s);
+  }
+  gm_chunk *c = &g->cs.c[g->cs.t[param].chunk];
+  /* a gathered copy would hold the old values */
+  if (which.kind == TESSEL_STATE_MASTER && c->gathered) TESSEL_TRY(gm_release(g, g->cs.t[param].chunk));
+  TESSEL_TRY(mem->copy(g->host, tier, base, 4 * off, TESSEL_TIER_HOST, in, 0, 4 * n, NULL));
+  if (which.kind == TESSEL_STATE_MASTER && c->param_dev)
+    TESSEL_TRY(mem->copy(g->host, TESSEL_TIER_DEVICE, c->pshard, 4 * off, TESSEL_TIER_HOST, in, 0, 4 * n, NULL));
+  return g->api->stream->sync(g->host, g->s);
+}
+
+tessel_status gm_state_read(void *inst, int param, tessel_state_ref which, float *host_dst) {
+  return transfer(inst, param, which, host_dst, NULL);
 }
 
 tessel_status gm_state_write(void *inst, int param, tessel_state_ref which, const float *host_src) {
-  gemini *g = inst;
-  const tessel_host_api *api = g->api;
-  tessel_tier tier = TESSEL_TIER_HOST;
-  float *base = NULL;
-  uint64_t off = 0, n = 0;
-  tessel_status st = locate(g, param, which, &tier, &base, &off, &n);
-  if (st < 0 || n == 0) return st;
-  gm_chunk *c = &g->cs.c[g->cs.t[param].chunk];
-  /* a gathered copy would hold the old values */
-  if (which.kind == TESSEL_STATE_MASTER && c->gathered && (st = gm_release(g, g->cs.t[param].chunk)) < 0) return st;
-  if ((st = api->mem->copy(g->host, tier, base, 4 * off, TESSEL_TIER_HOST, host_src, 0, 4 * n, NULL)) < 0) return st;
-  if (which.kind == TESSEL_STATE_MASTER && c->param_dev &&
-      (st = api->mem->copy(g->host, TESSEL_TIER_DEVICE, c->pshard, 4 * off, TESSEL_TIER_HOST, host_src, 0, 4 * n,
-                           NULL)) < 0)
-    return st;
-  return api->stream->sync(g->host, g->s);
+  return transfer(inst, param, which, NULL, host_src);
 }

@@ -81,7 +81,7 @@ tessel_status gm_take(gemini *g, tessel_mem_kind kind, uint64_t bytes, int zero,
     /* A reused buffer held finite values: a gradient or parameters of
     ** this run, which stops at the first non-finite loss or gradient. */
     if (!zero) return TESSEL_OK;
-    return g->api->kernels->scale(g->host, g->g->s, TESSEL_F32, *out, 0.0f,
+    return g->api->kernels->scale(g->host, g->s, TESSEL_F32, *out, 0.0f,
                                   (int64_t)(bytes / 4));
   }
   uint64_t high = g->dev_bytes + bytes > g->dev_peak ? g->dev_bytes + bytes : g->dev_peak;

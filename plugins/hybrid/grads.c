@@ -75,22 +75,17 @@ void hybrid_free_grads(hybrid *h) {
   free(h->norms);
 }
 
-/* A bucket's collective over dp: all-reduce, or (ZeRO-2) a reduce-scatter
-** in place that leaves this rank's piece reduced — the tail all-reduced. */
 static tessel_status launch(void *ctx, tessel_bucket *b) {
   hybrid *h = ctx;
-  const tessel_comm_api *comm = h->x.api->comm;
-  if (h->zero < 2 || b->shard_tail)
-    return comm->all_reduce(h->x.host, h->g_dp, b->range, b->range, b->count, TESSEL_F32, TESSEL_SUM, &b->work);
-  uint64_t share = b->count / (uint64_t)h->dp;
-  return comm->reduce_scatter(h->x.host, h->g_dp, b->range, b->range + (uint64_t)h->dp_rank * share, share, TESSEL_F32,
-                              TESSEL_SUM, &b->work);
+  return tessel_bucket_sum(&h->buckets, h->g_dp, b);
 }
 
 tessel_status hybrid_after_backward(void *inst, int unit, int micro) {
   hybrid *h = inst;
   if (h->dp == 1 || h->zero == 2) return TESSEL_OK;
-  return tessel_buckets_ready(&h->buckets, unit, micro, launch, h);
+  /* the stage's lowest unit is the last backward it runs: every gradient
+  ** it holds is final there, a tied table used further down included */
+  return tessel_buckets_ready(&h->buckets, unit == h->unit_first ? 0 : unit, micro, launch, h);
 }
 
 /* Sum the norm gradients over the tensor group, one call per run. */

@@ -40,7 +40,7 @@ typedef struct hybrid {
   uint64_t bucket_bytes;
 
   /* this rank on the mesh */
-  int tp_rank, stage, dp_rank;
+  int tp_rank, stage;
 
   /* plan, from the model's dimensions */
   int planned;

@@ -74,11 +74,7 @@ static tessel_status mesh(void *inst, int world_size, tessel_mesh *m) {
                          "tp %d × pp %d = %lld does not divide the world size %d", h->tp, h->pp, model, world_size);
   }
   if (!h->dp) h->dp = (int)(world_size / model);
-  int rank;
-  TESSEL_TRY(h->x.api->world(h->x.host, &rank, NULL));
-  h->tp_rank = rank % h->tp;
-  h->stage = rank / h->tp % h->pp;
-  h->dp_rank = rank / h->tp / h->pp;
+  int rank, coord[TESSEL_MESH_MAX_AXES];
   m->naxes = 3;
   m->names[AXIS_DP] = "dp";
   m->names[AXIS_PP] = "pp";
@@ -87,6 +83,10 @@ static tessel_status mesh(void *inst, int world_size, tessel_mesh *m) {
   m->sizes[AXIS_PP] = h->pp;
   m->sizes[AXIS_TP] = h->tp;
   m->data_axes = 1u << AXIS_DP;
+  TESSEL_TRY(h->x.api->world(h->x.host, &rank, NULL));
+  tessel_mesh_coords(m, rank, coord);
+  h->tp_rank = coord[AXIS_TP];
+  h->stage = coord[AXIS_PP];
   return TESSEL_OK;
 }
 

@@ -78,16 +78,6 @@ static tessel_status linear_backward(void *inst, const tessel_op_ctx *c, const t
   return st;
 }
 
-static tessel_status norm_forward(void *inst, const tessel_op_ctx *c, const tessel_norm_args *a) {
-  tp2d *t = inst;
-  return tp_norm_forward(&t->b, t->g_col, t->q, c, a);
-}
-
-static tessel_status norm_backward(void *inst, const tessel_op_ctx *c, const tessel_norm_args *a) {
-  tp2d *t = inst;
-  return tp_norm_backward(&t->b, t->g_col, t->q, c, a);
-}
-
 /* The tokens of this depth layer's sequences (every rank of a data replica
 ** is handed the whole micro-batch). */
 static const int32_t *layer_tokens(const tp2d *t, const int32_t *tokens) {
@@ -141,8 +131,8 @@ const tessel_layer_ops tp2d_layer_ops = {
     .size = sizeof(tessel_layer_ops),
     .linear_forward = linear_forward,
     .linear_backward = linear_backward,
-    .norm_forward = norm_forward,
-    .norm_backward = norm_backward,
+    .norm_forward = tp_norm_forward,
+    .norm_backward = tp_norm_backward,
     .embedding_forward = embedding_forward,
     .embedding_backward = embedding_backward,
     .head = head,

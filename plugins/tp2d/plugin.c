@@ -57,11 +57,19 @@ static tessel_status not_square(tp2d *t, int tp) {
                        tp, t->depth, per, r * r * t->depth, (r + 1) * (r + 1) * t->depth, alt);
 }
 
+/* The largest depth · q² that divides the world: the default group. */
+static int largest_grid(const tp2d *t, int world) {
+  int best = t->depth;
+  for (int q = 1; t->depth * q * q <= world; q++)
+    if (world % (t->depth * q * q) == 0) best = t->depth * q * q;
+  return best;
+}
+
 /* tp = depth · q², and the world a whole number of such groups. */
 static tessel_status resolve(tp2d *t, int world, int *tp_out) {
   const tessel_cfg_api *cfg = t->b.x.api->cfg;
   int tp;
-  tessel_status st = tp_resolve_tp(&t->b, world, &tp);
+  tessel_status st = tp_resolve_tp(&t->b, world, largest_grid(t, world), &tp);
   if (st < 0) return st;
   if (tp % t->depth != 0)
     return cfg->error_at(t->b.x.host, t->b.x.section, "depth", "depth %d does not divide tp %d: tp = depth · q²", t->depth, tp);
@@ -104,6 +112,8 @@ static tessel_status setup(void *inst) {
   TESSEL_TRY(tp_base_setup(&t->b, t->m));
   TESSEL_TRY(api->comm->group(t->b.x.host, 1u << AX_ROW, &t->g_row));
   TESSEL_TRY(api->comm->group(t->b.x.host, 1u << AX_COL, &t->g_col));
+  t->b.norm_group = t->g_col;
+  t->b.norm_parts = t->q;
   TESSEL_TRY(tp2d_alloc_buffers(t));
   api->log(t->b.x.host, TESSEL_LOG_INFO, "dp %d × depth %d × %d×%d grid: rank at depth %d, row %d, col %d; %lld rows of %lld "
            "channels per rank; %d gradient bucket(s)",

@@ -84,7 +84,7 @@ tessel_status tp3d_alloc_buffers(tp3d *t) {
   int64_t C = dim[TESSEL_DIM_HIDDEN], V = dim[TESSEL_DIM_VOCAB], q = t->q, L = b->dims.layers, rows = t->rows;
   int64_t qkv = (dim[TESSEL_DIM_HEADS] + 2 * dim[TESSEL_DIM_KV_HEADS]) * dim[TESSEL_DIM_HEAD_SIZE];
   int64_t widest = max64(max64(dim[TESSEL_DIM_FFN], qkv), max64(V, C));
-  uint64_t es = b->es, per_layer;
+  uint64_t es = b->es, per_layer = 0;
   TESSEL_TRY(plan_saved(t, &per_layer));
   TESSEL_TRY(tp_alloc(b, TESSEL_MEM_ACT, per_layer * (uint64_t)L, "gathered operands kept for backward",
                       &t->saved_arena));
@@ -147,16 +147,6 @@ static tessel_status linear_backward(void *inst, const tessel_op_ctx *c, const t
   return st;
 }
 
-static tessel_status norm_forward(void *inst, const tessel_op_ctx *c, const tessel_norm_args *a) {
-  tp3d *t = inst;
-  return tp_norm_forward(&t->b, t->g_j, t->q, c, a);
-}
-
-static tessel_status norm_backward(void *inst, const tessel_op_ctx *c, const tessel_norm_args *a) {
-  tp3d *t = inst;
-  return tp_norm_backward(&t->b, t->g_j, t->q, c, a);
-}
-
 /* Tokens of rows block k: the core hands every rank the whole micro-batch. */
 static const int32_t *block_tokens(const tp3d *t, const int32_t *tokens) {
   return tokens + (int64_t)t->ck * t->q * t->rows;
@@ -217,8 +207,8 @@ const tessel_layer_ops tp3d_layer_ops = {
     .size = sizeof(tessel_layer_ops),
     .linear_forward = linear_forward,
     .linear_backward = linear_backward,
-    .norm_forward = norm_forward,
-    .norm_backward = norm_backward,
+    .norm_forward = tp_norm_forward,
+    .norm_backward = tp_norm_backward,
     .embedding_forward = embedding_forward,
     .embedding_backward = embedding_backward,
     .head = head,

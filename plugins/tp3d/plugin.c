@@ -30,6 +30,14 @@ static int icbrt(int n) {
   return r;
 }
 
+/* The largest q³ that divides the world: the default cube. */
+static int largest_cube(int world) {
+  int best = 1;
+  for (int q = 1; q * q * q <= world; q++)
+    if (world % (q * q * q) == 0) best = q * q * q;
+  return best;
+}
+
 static tessel_status mesh(void *inst, int world, tessel_mesh *m) {
   tp3d *t = inst;
   const tessel_cfg_api *cfg = t->b.x.api->cfg;
@@ -37,7 +45,7 @@ static tessel_status mesh(void *inst, int world, tessel_mesh *m) {
   const tessel_cfg *sec = t->b.x.section;
   const char *tp_key = tp_shape_key(&t->b);
   int tp = 0;
-  tessel_status st = tp_resolve_tp(&t->b, world, &tp);
+  tessel_status st = tp_resolve_tp(&t->b, world, largest_cube(world), &tp);
   if (st < 0) return st;
   int q = icbrt(tp);
   if (q * q * q != tp)
@@ -69,6 +77,8 @@ static tessel_status setup(void *inst) {
   TESSEL_TRY(api->comm->group(t->b.x.host, 1u << AX_K, &t->g_k));
   TESSEL_TRY(api->comm->group(t->b.x.host, 1u << AX_I, &t->g_i));
   TESSEL_TRY(api->comm->group(t->b.x.host, 1u << AX_J, &t->g_j));
+  t->b.norm_group = t->g_j;
+  t->b.norm_parts = t->q;
   TESSEL_TRY(tp3d_alloc_buffers(t));
   api->log(t->b.x.host, TESSEL_LOG_INFO, "dp %d × %d×%d×%d cube: rank at k %d, i %d, j %d; %lld rows of %lld channels per "
            "rank; %d gradient bucket(s)",
