@@ -189,11 +189,11 @@ static int embed_bwd(bench *b) {
 /* the three cross-entropy phases, with the gradient (dscale != 0) */
 static int ce(bench *b) {
   memcpy(b->dlogits, b->logits, sizeof(float) * ROWS * V);
-  int st = b->be->ce_rowmax(b->be, NULL, b->rowmax, b->dlogits, ROWS, V);
-  if (!st) st = b->be->ce_sums(b->be, NULL, b->sums, b->dlogits, b->rowmax, b->tokens, ROWS, 0, V);
+  int st = b->be->ce_rowmax(b->be, NULL, b->rowmax, b->dlogits, ROWS, V, V);
+  if (!st) st = b->be->ce_sums(b->be, NULL, b->sums, b->dlogits, b->rowmax, b->tokens, ROWS, 0, V, V);
   if (!st)
     st = b->be->ce_finish(b->be, NULL, b->losses, b->dlogits, b->rowmax, b->sums, b->tokens, ROWS,
-                          0, V, 1.0f / ROWS);
+                          0, V, V, 1.0f / ROWS);
   return st;
 }
 static int adamw(bench *b) {

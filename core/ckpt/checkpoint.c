@@ -413,7 +413,7 @@ static tsl_status read_model(const char *file, cJSON *model, tsl_model_settings 
   out->vocab_size = (int)v[4];
   cJSON *arch = cJSON_GetObjectItemCaseSensitive(model, "arch");
   out->arch = cJSON_IsString(arch) && strcmp(arch->valuestring, "llama") == 0 ? TSL_ARCH_LLAMA : TSL_ARCH_GPT2;
-  double kv, ffn, tie;
+  double kv = 0, ffn = 0, tie = 0;
   TSL_TRY(st, json_num(file, model, "kv_heads", out->heads, &kv));
   TSL_TRY(st, json_num(file, model, "ffn", 4.0 * out->channels, &ffn));
   TSL_TRY(st, json_num(file, model, "rope_theta", 10000.0, &out->rope_theta));
@@ -493,7 +493,7 @@ static tsl_status find_tensor(const char *what, tsl_st_file *f, const char *name
 
 tsl_status tsl_ckpt_param(const tsl_ckpt *c, const tsl_param *p, float *whole) {
   int64_t shape[2];
-  const float *data;
+  const float *data = NULL;
   file_shape(p, shape);
   tsl_status st = find_tensor(c->path, c->model, p->name, shape[0], shape[1], &data);
   if (st >= 0) from_file(p, data, whole);
@@ -520,7 +520,7 @@ static tsl_status load_state(tsl_model *m, const tsl_ckpt *c, tsl_st_file *f, in
   const tsl_param *p = &tsl_model_params(m)->p[i];
   char name[160];
   int64_t shape[2];
-  const float *data;
+  const float *data = NULL;
   tensor_name(p, suffix, name, sizeof name);
   file_shape(p, shape);
   if (optional && (!f || tsl_st_find(f, name) < 0)) return TESSEL_OK;

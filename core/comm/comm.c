@@ -15,6 +15,8 @@
 
 struct tessel_group {
   MPI_Comm comm;
+  MPI_Comm gathers;  /* a copy for the reductions' second phase (mpi_reduce.h) */
+  tessel_work *reds; /* outstanding MPI reductions, oldest first */
   uint32_t axes;
   int rank, size;
   char name[64];
@@ -25,7 +27,11 @@ struct tessel_group {
 
 struct tessel_work {
   MPI_Request req;
-  tsl_mpi_reduce *red; /* an MPI reduction in rank order (mpi_reduce.h) */
+  tsl_mpi_reduce *red;    /* an MPI reduction in rank order (mpi_reduce.h) */
+  tessel_group *group;    /* its group, whose list it is on */
+  tessel_work *next_red;
+  tsl_status failed;      /* a reduction that failed while advancing, and why */
+  char why[256];
   int in_use;
   int device;      /* a device collective: done when `done` is */
   int batched;     /* a device send/receive in the open batch (no event yet) */
@@ -70,6 +76,10 @@ static tsl_status adopt_group(tsl_comm *c, tessel_group *g, int rc, const char *
   MPI_Comm_set_errhandler(g->comm, MPI_ERRORS_RETURN);
   MPI_Comm_rank(g->comm, &g->rank);
   MPI_Comm_size(g->comm, &g->size);
+  if ((st = mpi_status(MPI_Comm_dup(g->comm, &g->gathers), "MPI_Comm_dup", g)) < 0) {
+    MPI_Comm_free(&g->comm);
+    return st;
+  }
   c->n_groups++;
   return TESSEL_OK;
 }
@@ -191,6 +201,7 @@ void tsl_comm_destroy(tsl_comm *c) {
   }
   for (int i = 0; i < c->n_groups; i++) {
     if (c->groups[i].owns_dcomm) be->dcomm_destroy(be, c->groups[i].dcomm);
+    MPI_Comm_free(&c->groups[i].gathers);
     MPI_Comm_free(&c->groups[i].comm);
   }
   free(c);
@@ -403,23 +414,76 @@ fail:
   return device_error(c, st, k->name, g);
 }
 
-/* A reduction on MPI: rank-ordered, through mpi_reduce.c. */
+/* ---- MPI reductions, in posting order ---- */
+
+static void unlink_red(tessel_work *w) {
+  tessel_work **at = &w->group->reds;
+  while (*at && *at != w) at = &(*at)->next_red;
+  if (*at) *at = w->next_red;
+  w->red = NULL;
+}
+
+/* Move a group's reductions out of their exchange in the order they were
+** posted, so every rank starts their gathers (a second collective on the
+** same communicator) in the same order. With `until`, wait for the
+** exchanges up to and including it; otherwise stop at the first one not
+** done yet. */
+static tsl_status order_exchanges(tessel_group *g, tessel_work *until) {
+  for (tessel_work *w = g->reds; w; w = w->next_red) {
+    int done;
+    tsl_status st = tsl_mpi_reduce_exchange(w->red, until != NULL, &done);
+    if (st < 0) { /* the reduction freed itself; its owner hears why when it waits */
+      unlink_red(w);
+      w->failed = tsl_error_wrap(st, "a reduction on group '%s'", g->name);
+      snprintf(w->why, sizeof w->why, "%s", tsl_error_message());
+      return w->failed;
+    }
+    if (!done || w == until) return TESSEL_OK;
+  }
+  return TESSEL_OK;
+}
+
+static tsl_status finish_red(tessel_work *w, int block, int *done) {
+  tessel_group *g = w->group;
+  tsl_status st = tsl_mpi_reduce_finish(w->red, block, done);
+  if (st < 0 || *done) {
+    unlink_red(w);
+    w->in_use = 0;
+  }
+  return st < 0 ? tsl_error_wrap(st, "a reduction on group '%s'", g->name) : TESSEL_OK;
+}
+
+/* A reduction that failed while another call advanced it. */
+static tsl_status report_failed(tessel_work *w) {
+  w->in_use = 0;
+  return tsl_error(w->failed, "%s", w->why);
+}
+
+static tsl_status wait_red(tessel_work *w) {
+  int done;
+  tsl_status st = order_exchanges(w->group, w);
+  if (w->failed) return report_failed(w);
+  return st < 0 ? st : finish_red(w, 1, &done);
+}
+
+/* A reduction on MPI: rank-ordered, through mpi_reduce.c; a blocking one
+** takes its place in the group's order like the others. */
 static tsl_status post_mpi_reduce(tsl_comm *c, tessel_group *g, const coll *k, tessel_work **work) {
-  tsl_mpi_reduce *red;
   tessel_work *w = NULL;
   tsl_status st = tsl_mpi_reduce_supported(k->dt, k->op);
-  if (st < 0 || (work && (st = take_work(c, &w)) < 0)) return st < 0 ? tsl_error_wrap(st, "%s on group '%s'", k->name, g->name) : st;
+  if (st < 0) return tsl_error_wrap(st, "%s on group '%s'", k->name, g->name);
+  if ((st = take_work(c, &w)) < 0) return st;
   account(g, k);
-  st = tsl_mpi_reduce_start(g->comm, k->kind, k->send, k->recv, k->n, k->dt, k->op, k->peer, &red);
+  st = tsl_mpi_reduce_start(g->comm, g->gathers, k->kind, k->send, k->recv, k->n, k->dt, k->op, k->peer, &w->red);
   if (st < 0) {
-    if (w) w->in_use = 0;
+    w->in_use = 0;
     return tsl_error_wrap(st, "%s on group '%s'", k->name, g->name);
   }
-  if (!w) {
-    st = tsl_mpi_reduce_wait(red);
-    return st < 0 ? tsl_error_wrap(st, "%s on group '%s'", k->name, g->name) : TESSEL_OK;
-  }
-  w->red = red;
+  w->group = g;
+  tessel_work **tail = &g->reds;
+  while (*tail) tail = &(*tail)->next_red;
+  *tail = w;
+  if (!work) return wait_red(w);
   *work = w;
   return TESSEL_OK;
 }
@@ -547,12 +611,7 @@ static tsl_status device_wait(tsl_comm *c, tessel_work *w) {
 tsl_status tsl_work_wait(tsl_comm *c, tessel_work *w) {
   if (!w || !w->in_use) return tsl_error(TESSEL_E_INTERNAL, "waiting on a collective that is not outstanding");
   if (w->device) return device_wait(c, w);
-  if (w->red) {
-    tsl_status st = tsl_mpi_reduce_wait(w->red);
-    w->red = NULL;
-    w->in_use = 0;
-    return st;
-  }
+  if (w->red || w->failed) return wait_red(w);
   int rc = MPI_Wait(&w->req, MPI_STATUS_IGNORE);
   w->in_use = 0;
   return mpi_status(rc, "wait", NULL);
@@ -571,26 +630,24 @@ tsl_status tsl_work_test(tsl_comm *c, tessel_work *w, int *done) {
     }
     return q == 1 ? device_wait(c, w) : TESSEL_OK;
   }
-  if (w->red) {
-    tsl_status st = tsl_mpi_reduce_test(w->red, done);
-    if (st < 0 || *done) {
-      w->red = NULL;
-      w->in_use = 0;
-    }
-    return st;
+  if (w->red || w->failed) {
+    tsl_status st = order_exchanges(w->group, NULL);
+    *done = 0;
+    if (w->failed) return report_failed(w);
+    if (st < 0 || !tsl_mpi_reduce_exchanged(w->red)) return st;
+    return finish_red(w, 0, done);
   }
   int rc = MPI_Test(&w->req, done, MPI_STATUS_IGNORE);
   if (rc != MPI_SUCCESS || *done) w->in_use = 0;
   return mpi_status(rc, "test", NULL);
 }
 
-/* Reductions move to their gather phase as soon as their exchange is done;
-** a failure is kept and reported by the wait. */
+/* Reductions move to their gather phase once their exchange is done. */
 void tsl_comm_progress(tsl_comm *c) {
   int flag;
   MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, c->groups[0].comm, &flag, MPI_STATUS_IGNORE);
-  for (int i = 0; i < TSL_MAX_WORK; i++)
-    if (c->works[i].in_use && c->works[i].red) tsl_mpi_reduce_advance(c->works[i].red);
+  for (int i = 0; i < c->n_groups; i++)
+    if (c->groups[i].reds) order_exchanges(&c->groups[i], NULL);
 }
 
 int tsl_comm_group_count(const tsl_comm *c) { return c->n_groups; }

@@ -2,14 +2,13 @@
 #include "comm/mpi_reduce.h"
 
 #include <limits.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bf16.h"
 
 struct tsl_mpi_reduce {
-  MPI_Comm comm;
+  MPI_Comm comm, gathers;
   tsl_coll_kind kind;
   tessel_dtype dt;
   tessel_redop op;
@@ -23,8 +22,6 @@ struct tsl_mpi_reduce {
   int *counts, *displs;   /* per rank: my block's elements from it, and where */
   int *bcounts, *bdispls; /* per rank: its block of the vector */
   int mine;               /* elements of my block */
-  int failed;             /* set by an advance that failed: its message */
-  char msg[256];
 };
 
 static MPI_Datatype wire_type(tessel_dtype dt) {
@@ -115,13 +112,6 @@ static tsl_status mpi_fail(tsl_mpi_reduce *r, int rc, const char *what) {
   return tsl_error(TESSEL_E_COMM, "%s failed: %s", what, msg);
 }
 
-/* A failure seen by an advance, reported now. */
-static tsl_status kept_failure(tsl_mpi_reduce *r) {
-  tsl_status st = tsl_error(TESSEL_E_COMM, "%s", r->msg);
-  release(r);
-  return st;
-}
-
 /* After the exchange: combine my block into place; an all-reduce then
 ** starts gathering everyone's. Returns MPI's code; frees nothing. */
 static int exchange_done(tsl_mpi_reduce *r) {
@@ -130,16 +120,16 @@ static int exchange_done(tsl_mpi_reduce *r) {
   if (r->kind != TSL_COLL_REDUCE || r->rank == r->root) combine(r, r->scratch, dst, r->mine);
   r->phase = r->kind == TSL_COLL_ALL_REDUCE ? 1 : 2;
   if (r->phase == 2) return MPI_SUCCESS;
-  return MPI_Iallgatherv(MPI_IN_PLACE, 0, t, r->recv, r->bcounts, r->bdispls, t, r->comm, &r->req);
+  return MPI_Iallgatherv(MPI_IN_PLACE, 0, t, r->recv, r->bcounts, r->bdispls, t, r->gathers, &r->req);
 }
 
-tsl_status tsl_mpi_reduce_start(MPI_Comm comm, tsl_coll_kind kind, const void *send, void *recv, uint64_t count,
-                                tessel_dtype dt, tessel_redop op, int root, tsl_mpi_reduce **out) {
+tsl_status tsl_mpi_reduce_start(MPI_Comm comm, MPI_Comm gathers, tsl_coll_kind kind, const void *send, void *recv,
+                                uint64_t count, tessel_dtype dt, tessel_redop op, int root, tsl_mpi_reduce **out) {
   tsl_status st = tsl_mpi_reduce_supported(dt, op);
   if (st < 0) return st;
   tsl_mpi_reduce *r = calloc(1, sizeof *r);
   if (!r) return tsl_error(TESSEL_E_NOMEM, "out of host memory for a reduction");
-  *r = (tsl_mpi_reduce){.comm = comm, .kind = kind, .dt = dt, .op = op, .root = root, .send = send, .recv = recv,
+  *r = (tsl_mpi_reduce){.comm = comm, .gathers = gathers, .kind = kind, .dt = dt, .op = op, .root = root, .send = send, .recv = recv,
                         .es = tessel_dtype_size(dt)};
   MPI_Comm_rank(comm, &r->rank);
   MPI_Comm_size(comm, &r->size);
@@ -188,42 +178,29 @@ tsl_status tsl_mpi_reduce_start(MPI_Comm comm, tsl_coll_kind kind, const void *s
   return TESSEL_OK;
 }
 
-void tsl_mpi_reduce_advance(tsl_mpi_reduce *r) {
-  if (r->phase != 0 || r->failed) return;
-  int flag = 0, rc = MPI_Test(&r->req, &flag, MPI_STATUS_IGNORE);
-  if (rc == MPI_SUCCESS && !flag) return;
-  if (rc == MPI_SUCCESS && (rc = exchange_done(r)) == MPI_SUCCESS) return;
-  char msg[MPI_MAX_ERROR_STRING];
-  int len = 0;
-  MPI_Error_string(rc, msg, &len);
-  snprintf(r->msg, sizeof r->msg, "reduction failed: %s", msg);
-  r->failed = 1;
-}
-
-tsl_status tsl_mpi_reduce_test(tsl_mpi_reduce *r, int *done) {
-  *done = 0;
-  if (r->failed) return kept_failure(r);
-  while (r->phase < 2) {
-    int flag = 0, rc = MPI_Test(&r->req, &flag, MPI_STATUS_IGNORE);
-    if (rc != MPI_SUCCESS) return mpi_fail(r, rc, "reduction");
-    if (!flag) return TESSEL_OK;
-    if (r->phase == 1) break;
-    if ((rc = exchange_done(r)) != MPI_SUCCESS) return mpi_fail(r, rc, "all-gather of reduced blocks");
-  }
-  release(r);
+tsl_status tsl_mpi_reduce_exchange(tsl_mpi_reduce *r, int block, int *done) {
+  *done = r->phase > 0;
+  if (*done) return TESSEL_OK;
+  int flag = 1, rc = block ? MPI_Wait(&r->req, MPI_STATUS_IGNORE) : MPI_Test(&r->req, &flag, MPI_STATUS_IGNORE);
+  if (rc != MPI_SUCCESS) return mpi_fail(r, rc, "exchanging blocks to reduce");
+  if (!flag) return TESSEL_OK;
+  if ((rc = exchange_done(r)) != MPI_SUCCESS) return mpi_fail(r, rc, "all-gather of reduced blocks");
   *done = 1;
   return TESSEL_OK;
 }
 
-tsl_status tsl_mpi_reduce_wait(tsl_mpi_reduce *r) {
-  if (r->failed) return kept_failure(r);
-  while (r->phase < 2) {
-    int rc = MPI_Wait(&r->req, MPI_STATUS_IGNORE);
-    if (rc != MPI_SUCCESS) return mpi_fail(r, rc, "reduction");
-    if (r->phase == 1) break;
-    if ((rc = exchange_done(r)) != MPI_SUCCESS) return mpi_fail(r, rc, "all-gather of reduced blocks");
+int tsl_mpi_reduce_exchanged(const tsl_mpi_reduce *r) { return r->phase > 0; }
+
+tsl_status tsl_mpi_reduce_finish(tsl_mpi_reduce *r, int block, int *done) {
+  int flag = 1;
+  *done = 0;
+  if (r->phase == 1) {
+    int rc = block ? MPI_Wait(&r->req, MPI_STATUS_IGNORE) : MPI_Test(&r->req, &flag, MPI_STATUS_IGNORE);
+    if (rc != MPI_SUCCESS) return mpi_fail(r, rc, "all-gather of reduced blocks");
+    if (!flag) return TESSEL_OK;
   }
   release(r);
+  *done = 1;
   return TESSEL_OK;
 }
 

@@ -26,18 +26,24 @@
 
 typedef struct tsl_mpi_reduce tsl_mpi_reduce;
 
-/* Start one. kind: TSL_COLL_ALL_REDUCE, _REDUCE_SCATTER or _REDUCE; count as
-** the front end counts it (the whole vector, or the per-rank block of a
+/* Start one: its exchange on `comm` now, in the caller's program order. An
+** all-reduce starts its second collective (the all-gather) on `gathers`
+** when the exchange is done — a moment that differs between ranks, so it
+** needs a communicator no other collective uses, and the caller must move a
+** communicator's reductions out of their exchange in the order it posted
+** them. kind: TSL_COLL_ALL_REDUCE, _REDUCE_SCATTER or _REDUCE; count as the
+** front end counts it (the whole vector, or the per-rank block of a
 ** reduce-scatter); root for a reduce. */
-tsl_status tsl_mpi_reduce_start(MPI_Comm comm, tsl_coll_kind kind, const void *send, void *recv, uint64_t count,
-                                tessel_dtype dt, tessel_redop op, int root, tsl_mpi_reduce **out);
-/* Advance without blocking; *done = 1 when finished (then it is freed). */
-tsl_status tsl_mpi_reduce_test(tsl_mpi_reduce *r, int *done);
-/* Move on to the next phase if the exchange is done, without blocking or
-** freeing (the owner still waits); a failure is kept for the wait. */
-void tsl_mpi_reduce_advance(tsl_mpi_reduce *r);
-/* Finish and free. */
-tsl_status tsl_mpi_reduce_wait(tsl_mpi_reduce *r);
+tsl_status tsl_mpi_reduce_start(MPI_Comm comm, MPI_Comm gathers, tsl_coll_kind kind, const void *send, void *recv,
+                                uint64_t count, tessel_dtype dt, tessel_redop op, int root, tsl_mpi_reduce **out);
+
+/* The exchange phase. Not blocking, *done says whether it is now past the exchange;
+** blocking, it waits for it. On failure the reduction is freed. */
+tsl_status tsl_mpi_reduce_exchange(tsl_mpi_reduce *r, int block, int *done);
+int tsl_mpi_reduce_exchanged(const tsl_mpi_reduce *r);
+/* Past its exchange: finish (blocking) or see whether it has (*done); it
+** is freed once done, and on failure. */
+tsl_status tsl_mpi_reduce_finish(tsl_mpi_reduce *r, int block, int *done);
 /* Abandon (the communicator is going away). */
 void tsl_mpi_reduce_cancel(tsl_mpi_reduce *r);
 /* The dtypes and ops it can reduce: 0, or a status with a message. */

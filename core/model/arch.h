@@ -83,6 +83,9 @@ tsl_status tsl_arch_for(const tsl_settings *s, tsl_arch *out);
 void tsl_arch_gpt2(const tsl_settings *s, tsl_arch *out);
 void tsl_arch_llama(const tsl_settings *s, tsl_arch *out);
 
+/* "linear", "attention", ... for messages. */
+const char *tsl_op_kind_name(tessel_op_kind kind);
+
 /* The unit description for unit u of a model of `layers` blocks. */
 const tsl_unit_decl *tsl_arch_unit(const tsl_arch *a, int layers, int u);
 

@@ -214,7 +214,6 @@ static tsl_status need_fresh(const run *r, written *w, int a) {
 
 static tsl_status backward_op(const run *r, written *w) {
   tsl_model *m = r->m;
-  tsl_backend *be = &m->rt->be;
   tsl_stream *s = m->rt->compute;
   const tsl_op_decl *od = r->od;
   tessel_param_view wv, bv;

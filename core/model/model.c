@@ -45,23 +45,6 @@ void tsl_model_view(const tsl_model *m, int index, tessel_param_view *out) {
                              .flat_offset = p->offset};
 }
 
-int tsl_model_unit_params(const tsl_model *m, int unit, int *out, int cap) {
-  int n = 0;
-  const tsl_unit *u = &m->units[unit];
-  for (int k = 0; k < u->info.n_ops; k++) {
-    int w[2] = {u->ops[k].weight, u->ops[k].bias};
-    for (int j = 0; j < 2; j++) {
-      if (w[j] < 0) continue;
-      int seen = 0;
-      for (int i = 0; i < n && i < cap; i++) seen |= out[i] == w[j];
-      if (seen) continue;
-      if (n < cap) out[n] = w[j];
-      n++;
-    }
-  }
-  return n;
-}
-
 /* ---- dimensions, geometry, units ---- */
 
 void tsl_model_dims_single(const tsl_runtime *rt, tessel_model_dims *d) {

@@ -75,7 +75,5 @@ void tsl_model_view(const tsl_model *m, int index, tessel_param_view *out);
 /* The unit's public description, and its op i with global parameter indices. */
 const tessel_unit_info *tsl_model_unit(const tsl_model *m, int unit);
 const tessel_op *tsl_model_op(const tsl_model *m, int unit, int op);
-/* Parameters a unit uses (each once), written to out (at most cap); returns how many. */
-int tsl_model_unit_params(const tsl_model *m, int unit, int *out, int cap);
 
 #endif

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "common/util.h"
+#include "plugin/host.h"
 
 int64_t tsl_padded_vocab(int64_t vocab, int tensor_parallel) {
   int64_t m = tensor_parallel ? 128 : 64;
@@ -34,7 +35,11 @@ static void declare(tsl_params *ps, const tsl_param_decl *d, const int64_t dim[T
                     int u, int l, int hf_linear_transposed) {
   tsl_param *p = &ps->p[ps->n];
   memset(p, 0, sizeof *p);
+  /* the pattern is one of the architecture's own, "%d" at most */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
   snprintf(p->name, sizeof p->name, d->name, l);
+#pragma GCC diagnostic pop
   tessel_param_info *in = &p->info;
   in->size = sizeof *in;
   in->index = ps->n;

@@ -20,9 +20,9 @@ static void run_case(int64_t rows, int64_t V, int64_t split, float dscale, uint6
   for (int64_t r = 0; r < rows; r++) tgt[r] = kt_int(rng, (int32_t)V);
   float *ref = gt_clone(logits, rows * V), *rmax = kt_floats(rows), *losses = kt_floats(rows);
   double *sums = kt_doubles(2 * rows);
-  CHECK_EQ_INT(cpu->ce_rowmax(cpu, NULL, rmax, ref, rows, V), 0);
-  CHECK_EQ_INT(cpu->ce_sums(cpu, NULL, sums, ref, rmax, tgt, rows, 0, V), 0);
-  CHECK_EQ_INT(cpu->ce_finish(cpu, NULL, losses, ref, rmax, sums, tgt, rows, 0, V, dscale), 0);
+  CHECK_EQ_INT(cpu->ce_rowmax(cpu, NULL, rmax, ref, rows, V, V), 0);
+  CHECK_EQ_INT(cpu->ce_sums(cpu, NULL, sums, ref, rmax, tgt, rows, 0, V, V), 0);
+  CHECK_EQ_INT(cpu->ce_finish(cpu, NULL, losses, ref, rmax, sums, tgt, rows, 0, V, V, dscale), 0);
 
   const int64_t begin[2] = {0, split}, width[2] = {split, V - split};
   void *part[2];
@@ -36,7 +36,7 @@ static void run_case(int64_t rows, int64_t V, int64_t split, float dscale, uint6
     float *cols = kt_floats(rows * width[p]);
     for (int64_t r = 0; r < rows; r++) memcpy(cols + r * width[p], logits + r * V + begin[p], (size_t)width[p] * 4);
     part[p] = gt_up_bf16(cols, rows * width[p]);
-    GT_OK(be->ce_rowmax(be, gt_s, dmax, part[p], rows, width[p]));
+    GT_OK(be->ce_rowmax(be, gt_s, dmax, part[p], rows, width[p], width[p]));
     float *m = gt_down_f32(dmax, rows);
     for (int64_t r = 0; r < rows; r++) gmax[r] = fmaxf(gmax[r], m[r]);
     free(cols), free(m);
@@ -44,14 +44,14 @@ static void run_case(int64_t rows, int64_t V, int64_t split, float dscale, uint6
   CHECK_ARRAY_EQ(gmax, rmax, rows);
   gt_copy(dmax, gmax, (uint64_t)rows * 4, TSL_COPY_H2D);
   for (int p = 0; p < 2; p++) {
-    GT_OK(be->ce_sums(be, gt_s, dsums, part[p], dmax, dtgt, rows, begin[p], width[p]));
+    GT_OK(be->ce_sums(be, gt_s, dsums, part[p], dmax, dtgt, rows, begin[p], width[p], width[p]));
     double *s = gt_down_f64(dsums, 2 * rows);
     for (int64_t i = 0; i < 2 * rows; i++) gsums[i] += s[i];
     free(s);
   }
   gt_copy(dsums, gsums, (uint64_t)rows * 16, TSL_COPY_H2D);
   for (int p = 0; p < 2; p++) {
-    GT_OK(be->ce_finish(be, gt_s, dloss, part[p], dmax, dsums, dtgt, rows, begin[p], width[p], dscale));
+    GT_OK(be->ce_finish(be, gt_s, dloss, part[p], dmax, dsums, dtgt, rows, begin[p], width[p], width[p], dscale));
     float *got = gt_down_f32(dloss, rows);
     gt_check("loss", got, losses, NULL, rows, 1e-5, 1e-5, 0.0);
     float *grad = gt_down_bf16(part[p], rows * width[p]), *want = kt_floats(rows * width[p]);

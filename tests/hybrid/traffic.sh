@@ -3,7 +3,7 @@
 # exactly, on rank 0 (tp rank 0, the first stage, dp rank 0), whose step
 # counters go into metrics.jsonl. Payload is what each call was handed (the
 # whole vector of an all-reduce, the gathered / unscattered vector of an
-# all-gather / reduce-scatter, the message of a send or recv); bus bytes
+# all-gather / reduce-scatter, the message of a send; a recv counts none); bus bytes
 # weigh it as a ring moves it (all-reduce × 2(n−1)/n, all-gather and
 # reduce-scatter × (n−1)/n: × 1 and × 1/2 for the groups of 2 here).
 #
@@ -71,11 +71,13 @@ expect tp2_sp tp bus_bytes $((E * (L * 5 * bsh + 2 * bsh + ln) + 20 * b * T)) \
 # stage (the embedding and L/2 blocks). The pipeline moves b·s·h per
 # micro-batch each way across the boundary (the activation out, its
 # gradient back), and once per step the first and last stage swap their
-# (V/tp)·C gradients of the tied wte.
+# (V/tp)·C gradients of the tied wte. A transfer's payload counts once, at
+# its sender: rank 0 sends m activations and its half of the wte swap, and
+# its m receives of gradients count as calls of no payload.
 b=2; bsh=$((b * T * C)); m=4
 run tp2_pp2 4 tests/hybrid/tp2_pp2.yaml
 expect tp2_pp2 tp payload_bytes $((E * m * (L / 2 * 4 * bsh + bsh))) "4·m·((L/2)·4·bsh + bsh) with m=$m b=$b"
-expect tp2_pp2 pp payload_bytes $((E * (m * 2 * bsh + 2 * V / 2 * C))) "4·(m·2·bsh + 2·(V/2)·C)"
+expect tp2_pp2 pp payload_bytes $((E * (m * bsh + V / 2 * C))) "4·(m·bsh + (V/2)·C)"
 expect tp2_pp2 pp calls $((2 * m + 2)) "2 per micro-batch + the wte exchange"
 
 # --- tp 2 × dp 2 with ZeRO (4 ranks): rank 0 holds Ψ₀ elements, its tensor-

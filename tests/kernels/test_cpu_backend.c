@@ -190,7 +190,7 @@ static void test_bad_arguments(void) {
   CHECK_EQ_INT(be->axpy(be, NULL, TESSEL_BF16, c, 1.0f, a, 4), TESSEL_E_UNSUPPORTED);
   CHECK_EQ_INT(be->scale(be, NULL, TESSEL_F16, c, 2.0f, 4), TESSEL_E_UNSUPPORTED);
   CHECK_EQ_INT(be->convert(be, NULL, c, TESSEL_F32, a, TESSEL_I32, 4), TESSEL_E_UNSUPPORTED);
-  CHECK_EQ_INT(be->convert(be, NULL, c, TESSEL_F16, a, TESSEL_F32, 4), TESSEL_E_UNSUPPORTED);
+  CHECK_EQ_INT(be->convert(be, NULL, c, TESSEL_F16, a, TESSEL_BF16, 4), TESSEL_E_UNSUPPORTED);
   CHECK(c[0] == 9.0f && c[3] == 9.0f);
   const tsl_attn_shape no_head_size = {1, 1, 1, 1, 0, 1, 1, 1};
   CHECK(be->attention_forward(be, NULL, c, c, a, a, a, &no_head_size) < 0);

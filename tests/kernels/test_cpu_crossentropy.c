@@ -64,17 +64,17 @@ static void test_unsplit(void) {
     reference(rl, ml, rg, mg, logits, tg, c, dscale);
     memcpy(keep, logits, (size_t)n * sizeof(float));
 
-    CHECK_EQ_INT(be->ce_rowmax(be, NULL, rowmax, logits, c->rows, c->vocab), 0);
-    CHECK_EQ_INT(be->ce_sums(be, NULL, sums, logits, rowmax, tg, c->rows, 0, c->vocab), 0);
+    CHECK_EQ_INT(be->ce_rowmax(be, NULL, rowmax, logits, c->rows, c->vocab, c->vocab), 0);
+    CHECK_EQ_INT(be->ce_sums(be, NULL, sums, logits, rowmax, tg, c->rows, 0, c->vocab, c->vocab), 0);
     kt_fill(losses, c->rows, NAN);
     CHECK_EQ_INT(
-        be->ce_finish(be, NULL, losses, logits, rowmax, sums, tg, c->rows, 0, c->vocab, 0.0f), 0);
+        be->ce_finish(be, NULL, losses, logits, rowmax, sums, tg, c->rows, 0, c->vocab, c->vocab, 0.0f), 0);
     CHECK_ARRAY_BOUND(losses, rl, ml, c->rows, 4 * KT_U);
     CHECK_ARRAY_EQ(logits, keep, n);
 
     kt_fill(losses, c->rows, NAN);
     CHECK_EQ_INT(
-        be->ce_finish(be, NULL, losses, logits, rowmax, sums, tg, c->rows, 0, c->vocab, dscale), 0);
+        be->ce_finish(be, NULL, losses, logits, rowmax, sums, tg, c->rows, 0, c->vocab, c->vocab, dscale), 0);
     CHECK_ARRAY_BOUND(losses, rl, ml, c->rows, 4 * KT_U);
     CHECK_ARRAY_BOUND(logits, rg, mg, n, 5 * KT_U);
     free(tg), free(logits), free(rowmax), free(losses), free(keep), free(sums), free(rl), free(ml),
@@ -115,22 +115,22 @@ static void test_split_matches_unsplit(void) {
       part_max[p] = kt_floats(rows), part_loss[p] = kt_floats(rows);
       part_sums[p] = kt_doubles(2 * rows);
     }
-    CHECK_EQ_INT(be->ce_rowmax(be, NULL, rowmax, logits, rows, c->vocab), 0);
-    CHECK_EQ_INT(be->ce_sums(be, NULL, sums, logits, rowmax, tg, rows, 0, c->vocab), 0);
+    CHECK_EQ_INT(be->ce_rowmax(be, NULL, rowmax, logits, rows, c->vocab, c->vocab), 0);
+    CHECK_EQ_INT(be->ce_sums(be, NULL, sums, logits, rowmax, tg, rows, 0, c->vocab, c->vocab), 0);
     CHECK_EQ_INT(
-        be->ce_finish(be, NULL, losses, logits, rowmax, sums, tg, rows, 0, c->vocab, dscale), 0);
+        be->ce_finish(be, NULL, losses, logits, rowmax, sums, tg, rows, 0, c->vocab, c->vocab, dscale), 0);
 
     float *max_all = kt_floats(rows);
     double *sums_all = kt_doubles(2 * rows);
     kt_fill(max_all, rows, -INFINITY);
     for (int p = 0; p < 2; p++) {
-      CHECK_EQ_INT(be->ce_rowmax(be, NULL, part_max[p], part[p], rows, width[p]), 0);
+      CHECK_EQ_INT(be->ce_rowmax(be, NULL, part_max[p], part[p], rows, width[p], width[p]), 0);
       for (int64_t r = 0; r < rows; r++) max_all[r] = fmaxf(max_all[r], part_max[p][r]);
     }
     CHECK_ARRAY_EQ(max_all, rowmax, rows);
     for (int p = 0; p < 2; p++) {
       CHECK_EQ_INT(
-          be->ce_sums(be, NULL, part_sums[p], part[p], max_all, tg, rows, begin[p], width[p]), 0);
+          be->ce_sums(be, NULL, part_sums[p], part[p], max_all, tg, rows, begin[p], width[p], width[p]), 0);
       for (int64_t i = 0; i < 2 * rows; i++) sums_all[i] += part_sums[p][i];
     }
     /* the target logit comes from exactly one range */
@@ -138,7 +138,7 @@ static void test_split_matches_unsplit(void) {
     float *grad = kt_floats(n);
     for (int p = 0; p < 2; p++) {
       CHECK_EQ_INT(be->ce_finish(be, NULL, part_loss[p], part[p], max_all, sums_all, tg, rows,
-                                 begin[p], width[p], dscale),
+                                 begin[p], width[p], width[p], dscale),
                    0);
       for (int64_t r = 0; r < rows; r++)
         memcpy(grad + r * c->vocab + begin[p], part[p] + r * width[p],
@@ -158,8 +158,40 @@ static void test_split_matches_unsplit(void) {
   }
 }
 
+/* A padded vocabulary: columns past `valid` hold large logits that would
+** dominate the softmax. Masked, the loss and the valid columns' gradient
+** are bit for bit those of the unpadded rows (the same operations on the
+** same values), and the padding's gradient is exactly zero. */
+static void test_padding_is_masked(void) {
+  tsl_backend *be = kt_backend();
+  uint64_t rng = 53;
+  const ce_case c = {5, 13, 0, 6};
+  const int64_t pad = 19, rows = c.rows;
+  int32_t *tg;
+  float *logits = make_logits(&rng, &c, &tg), *padded = kt_floats(rows * pad);
+  for (int64_t r = 0; r < rows; r++)
+    for (int64_t j = 0; j < pad; j++) padded[r * pad + j] = j < c.vocab ? logits[r * c.vocab + j] : 100.0f;
+  float *max_a = kt_floats(rows), *max_b = kt_floats(rows), *loss_a = kt_floats(rows), *loss_b = kt_floats(rows);
+  double *sums_a = kt_doubles(2 * rows), *sums_b = kt_doubles(2 * rows);
+  const float dscale = 0.5f;
+  CHECK_EQ_INT(be->ce_rowmax(be, NULL, max_a, logits, rows, c.vocab, c.vocab), 0);
+  CHECK_EQ_INT(be->ce_sums(be, NULL, sums_a, logits, max_a, tg, rows, 0, c.vocab, c.vocab), 0);
+  CHECK_EQ_INT(be->ce_finish(be, NULL, loss_a, logits, max_a, sums_a, tg, rows, 0, c.vocab, c.vocab, dscale), 0);
+  CHECK_EQ_INT(be->ce_rowmax(be, NULL, max_b, padded, rows, pad, c.vocab), 0);
+  CHECK_EQ_INT(be->ce_sums(be, NULL, sums_b, padded, max_b, tg, rows, 0, pad, c.vocab), 0);
+  CHECK_EQ_INT(be->ce_finish(be, NULL, loss_b, padded, max_b, sums_b, tg, rows, 0, pad, c.vocab, dscale), 0);
+  CHECK_ARRAY_EQ(loss_b, loss_a, rows);
+  for (int64_t r = 0; r < rows; r++) {
+    CHECK_ARRAY_EQ(padded + r * pad, logits + r * c.vocab, c.vocab);
+    for (int64_t j = c.vocab; j < pad; j++) CHECK(padded[r * pad + j] == 0.0f);
+  }
+  free(tg), free(logits), free(padded), free(max_a), free(max_b), free(loss_a), free(loss_b), free(sums_a),
+      free(sums_b);
+}
+
 int main(void) {
   RUN(test_unsplit);
+  RUN(test_padding_is_masked);
   RUN(test_split_matches_unsplit);
   return HARNESS_EXIT();
 }

@@ -210,6 +210,39 @@ static void test_convert(void) {
   free(h), free(h2), free(f), free(copy);
 }
 
+/* fp32 → fp16 rounds to nearest, ties to even, through the subnormals
+** (2^-24 is the smallest; 2^-25 ties down to 0, a hair above rounds up);
+** 65520 and beyond overflow to inf; NaN stays NaN. The expected bits are
+** numpy's float32.astype(float16) for the same inputs. fp16 → fp32 is
+** exact, so every finite fp16 survives a round trip. */
+static void test_convert_f16(void) {
+  tsl_backend *be = kt_backend();
+  const uint32_t in[] = {0x3f800000u, 0xc0200000u, 0x477fe000u, 0x477ff000u, 0x477fefffu,
+                         0x33800000u, 0x33000000u, 0x33000001u, 0x38800000u, 0x387fc000u,
+                         0x7f800000u, 0x80000000u, 0x7fc00000u, 0x3f801000u, 0x3f803000u};
+  const uint16_t want[] = {0x3c00u, 0xc100u, 0x7bffu, 0x7c00u, 0x7bffu, 0x0001u, 0x0000u, 0x0001u,
+                           0x0400u, 0x03ffu, 0x7c00u, 0x8000u, 0x7e00u, 0x3c00u, 0x3c02u};
+  enum { N = sizeof in / sizeof in[0] };
+  float src[N];
+  uint16_t dst[N];
+  for (int i = 0; i < N; i++) src[i] = float_of(in[i]);
+  CHECK_EQ_INT(be->convert(be, NULL, dst, TESSEL_F16, src, TESSEL_F32, N), 0);
+  for (int i = 0; i < N; i++) {
+    if (dst[i] != want[i]) fprintf(stderr, "  case %d: 0x%04x, want 0x%04x\n", i, dst[i], want[i]);
+    CHECK(i == 12 ? (dst[i] & 0x7c00u) == 0x7c00u && (dst[i] & 0x3ffu) : dst[i] == want[i]);
+  }
+
+  uint16_t all[65536], again[65536];
+  static float wide[65536];
+  int64_t n = 0;
+  for (uint32_t v = 0; v < 65536; v++)
+    if ((v & 0x7c00u) != 0x7c00u) all[n++] = (uint16_t)v; /* finite encodings */
+  CHECK_EQ_INT(be->convert(be, NULL, wide, TESSEL_F32, all, TESSEL_F16, n), 0);
+  CHECK_EQ_INT(be->convert(be, NULL, again, TESSEL_F16, wide, TESSEL_F32, n), 0);
+  CHECK(memcmp(all, again, (size_t)n * 2) == 0);
+  CHECK(wide[1] == 0x1p-24f && all[1] == 1);
+}
+
 /* SwiGLU inputs: a grid over the range where silu bends, plus random
 ** points, with up in [-2, 2) */
 static void swiglu_inputs(int64_t *n, float **gate, float **up) {
@@ -288,6 +321,7 @@ int main(void) {
   RUN(test_gelu_grad_matches_finite_differences);
   RUN(test_add_axpy_scale);
   RUN(test_convert);
+  RUN(test_convert_f16);
   RUN(test_swiglu);
   RUN(test_swiglu_grad_matches_finite_differences);
   return HARNESS_EXIT();

@@ -7,30 +7,53 @@
 
 #include <string.h>
 
-#include "model/gpt.h"
+#include "model/model.h"
 #include "runtime/build.h"
 
 /* Fills rt for a one-rank CPU run of the given model; returns 0 on success. */
-static int fixture_runtime(tsl_runtime *rt, int layers, int heads, int channels, int seq_len, int vocab) {
+static inline int fixture_runtime(tsl_runtime *rt, int layers, int heads, int channels, int seq_len, int vocab) {
   tsl_settings s = {0};
+  s.model.arch = TSL_ARCH_GPT2;
   s.model.layers = layers;
   s.model.heads = heads;
+  s.model.kv_heads = heads;
   s.model.channels = channels;
+  s.model.ffn = 4 * channels;
   s.model.seq_len = seq_len;
   s.model.vocab_size = vocab;
+  s.model.norm_eps = 1e-5;
+  s.model.tie_embeddings = 1;
   s.train.seed = 1234;
   return tsl_runtime_local(rt, &s, 2) < 0 ? -1 : 0;
 }
 
-static tessel_model_dims fixture_dims(const tsl_runtime *rt, int micro_batch, int micro_steps) {
-  const tsl_settings *s = &rt->settings;
-  tessel_model_dims d = {.size = sizeof d, .layers = s->model.layers, .heads = s->model.heads,
-                         .channels = s->model.channels, .seq_len = s->model.seq_len,
-                         .vocab_size = s->model.vocab_size, .micro_batch = micro_batch,
-                         .micro_steps = micro_steps, .data_ranks = 1};
+static inline tessel_model_dims fixture_dims(const tsl_runtime *rt, int micro_batch, int micro_steps) {
+  tessel_model_dims d;
+  tsl_model_dims_single(rt, &d);
+  d.micro_batch = micro_batch;
+  d.micro_steps = micro_steps;
   return d;
 }
 
-static void fixture_release(tsl_runtime *rt) { tsl_runtime_destroy(rt); }
+static inline void fixture_release(tsl_runtime *rt) { tsl_runtime_destroy(rt); }
+
+/* GPT-2's parameters for L layers, C channels, T positions, V tokens, with
+** `kv` key/value heads of `heads` (heads = kv: GPT-2 itself). */
+static inline int fixture_gpt2_params(tsl_params *ps, int L, int C, int T, int V, int heads, int kv) {
+  tsl_settings s = {0};
+  s.model.arch = TSL_ARCH_GPT2;
+  s.model.layers = L;
+  s.model.heads = heads;
+  s.model.kv_heads = kv;
+  s.model.channels = C;
+  s.model.ffn = 4 * C;
+  s.model.seq_len = T;
+  s.model.vocab_size = V;
+  int64_t dim[TESSEL_DIM_COUNT];
+  tsl_arch a;
+  tsl_model_dim_sizes(&s, 0, dim);
+  tsl_arch_gpt2(&s, &a);
+  return tsl_params_register(ps, &a, L, dim, V, 0) < 0 ? -1 : 0;
+}
 
 #endif

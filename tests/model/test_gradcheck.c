@@ -115,9 +115,10 @@ static double ref_loss(const ref *r) {
 ** layer (softmax, GELU, layer norm) works in its curved range. */
 static void randomize(tsl_model *m) {
   uint64_t state = 42;
-  for (int i = 0; i < m->params.n; i++) {
-    tsl_param *p = &m->params.p[i];
-    int is_ln_weight = strstr(p->name, "ln_") && strstr(p->name, ".weight");
+  tsl_params *ps = tsl_model_params(m);
+  for (int i = 0; i < ps->n; i++) {
+    tsl_param *p = &ps->p[i];
+    int is_ln_weight = p->init == TSL_INIT_ONE;
     for (uint64_t k = 0; k < p->local_numel; k++) {
       state = state * 6364136223846793005ull + 1442695040888963407ull;
       double u = (double)(state >> 11) / 9007199254740992.0 - 0.5; /* [-0.5, 0.5) */
@@ -135,14 +136,14 @@ static tsl_model *trained_model(tsl_runtime *rt, int per, ref *r, float *loss) {
   tessel_model_dims d = fixture_dims(rt, per, B / per);
   if (tsl_model_create(rt, &d, 99, &m) < 0) return NULL;
   randomize(m);
-  m->batch = fixed_batch;
-  m->batch_ctx = &per_ctx;
+  tsl_model_set_batch(m, fixed_batch, &per_ctx);
   if (tsl_model_train_step(m) < 0) return NULL;
   double sum, count;
   tsl_model_loss_sum(m, d.micro_steps, &sum, &count);
   *loss = (float)(sum / count);
-  for (int i = 0; r && i < m->params.n; i++) {
-    const tsl_param *p = &m->params.p[i];
+  const tsl_params *ps = tsl_model_params(m);
+  for (int i = 0; r && i < ps->n; i++) {
+    const tsl_param *p = &ps->p[i];
     r->p[i] = malloc(sizeof(double) * p->local_numel);
     for (uint64_t k = 0; k < p->local_numel; k++) r->p[i][k] = p->master[k];
   }
@@ -157,13 +158,14 @@ static void test_gradients_match_finite_differences(void) {
   for (int i = 0; i < B * T + 1; i++) tokens[i] = (i * 7 + 3) % V;
   tsl_model *m = trained_model(&rt, B, &r, &loss);
   REQUIRE(m != NULL);
-  REQUIRE(m->params.n == 4 + 12 * L);
+  const tsl_params *ps = tsl_model_params(m);
+  REQUIRE(ps->n == 4 + 12 * L);
   /* fp32 vs fp64 forward of a tiny model: a few ulps of ~2.4 */
   CHECK_CLOSE(loss, ref_loss(&r), 1e-5, 1e-5);
   const double h = 1e-5;
   int checked = 0, bad = 0;
-  for (int i = 0; i < m->params.n; i++) {
-    const tsl_param *p = &m->params.p[i];
+  for (int i = 0; i < ps->n; i++) {
+    const tsl_param *p = &ps->p[i];
     for (uint64_t k = 0; k < p->local_numel; k++) {
       double keep = r.p[i][k];
       r.p[i][k] = keep + h;
@@ -184,7 +186,7 @@ static void test_gradients_match_finite_differences(void) {
   }
   CHECK_EQ_INT(bad, 0);
   CHECK(checked > 1500);
-  for (int i = 0; i < m->params.n; i++) free(r.p[i]);
+  for (int i = 0; i < ps->n; i++) free(r.p[i]);
   fixture_release(&rt);
 }
 
@@ -199,8 +201,9 @@ static void test_micro_batches_accumulate_the_same_gradient(void) {
   /* same tokens, same mean: only fp32 summation order differs */
   CHECK_CLOSE(loss1, loss2, 1e-6, 1e-6);
   double worst = 0;
-  for (uint64_t k = 0; k < whole->params.core_numel; k++) {
-    double a = whole->params.grad[k], b = split->params.grad[k];
+  const tsl_state *sw = tsl_model_state(whole), *ss = tsl_model_state(split);
+  for (uint64_t k = 0; k < sw->numel; k++) {
+    double a = sw->grad[k], b = ss->grad[k];
     worst = fmax(worst, fabs(a - b) / (1e-3 + fabs(a)));
   }
   /* two micro-batches summed vs one batch: fp32 reassociation only, 1e-4

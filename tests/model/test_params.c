@@ -19,14 +19,23 @@ enum { L = 3, C = 48, T = 16, V = 64 };
 
 static void test_gpt2_names_and_shapes(void) {
   tsl_params ps;
-  REQUIRE(tsl_params_register(&ps, L, C, T, V) == TESSEL_OK);
+  REQUIRE(fixture_gpt2_params(&ps, L, C, T, V, 4, 4) == 0);
   CHECK_EQ_INT(ps.n, 4 + 12 * L);
   int i = tsl_params_find(&ps, "h.2.attn.c_attn.weight");
   REQUIRE(i >= 0);
   CHECK_EQ_INT(ps.p[i].info.shape[0], C);
   CHECK_EQ_INT(ps.p[i].info.shape[1], 3 * C);
-  CHECK_EQ_INT(ps.p[i].info.groups, 3);
-  CHECK_EQ_INT(ps.p[i].info.unit, 3);
+  CHECK_EQ_INT(ps.p[i].info.segments, 3);
+  CHECK_EQ_INT(ps.p[i].info.role, TESSEL_ROLE_LINEAR_IN);
+  CHECK_EQ_INT(ps.p[i].info.segment_dims[1], TESSEL_DIM_KV_HEADS);
+  CHECK_EQ_INT(ps.p[i].info.first_unit, 3);
+  CHECK_EQ_INT(ps.p[i].info.last_unit, 3);
+  /* the tied table: used by the embedding and by the head */
+  const tessel_param_info *wte = &ps.p[tsl_params_find(&ps, "wte.weight")].info;
+  CHECK(wte->flags & TESSEL_PARAM_TIED);
+  CHECK_EQ_INT(wte->first_unit, 0);
+  CHECK_EQ_INT(wte->last_unit, L + 1);
+  CHECK_EQ_INT(ps.p[tsl_params_find(&ps, "h.1.attn.c_proj.bias")].info.role, TESSEL_ROLE_BIAS_OUT);
   i = tsl_params_find(&ps, "h.0.mlp.c_proj.weight");
   REQUIRE(i >= 0);
   CHECK_EQ_INT(ps.p[i].info.shape[0], 4 * C);
@@ -39,7 +48,7 @@ static void test_gpt2_names_and_shapes(void) {
   /* decay only for 2-D weights */
   for (int k = 0; k < ps.n; k++)
     CHECK_EQ_INT(!!(ps.p[k].info.flags & TESSEL_PARAM_NO_DECAY), ps.p[k].info.ndim == 1);
-  free(ps.p);
+  tsl_params_free(&ps);
 }
 
 /* Mean and standard deviation of a parameter's initial values. */
@@ -57,7 +66,7 @@ static void stats(const tsl_param *p, double *mean, double *sd) {
 static void test_gpt2_initialisation(void) {
   tsl_params ps;
   double mean, sd;
-  REQUIRE(tsl_params_register(&ps, L, C, T, V) == TESSEL_OK);
+  REQUIRE(fixture_gpt2_params(&ps, L, C, T, V, 4, 4) == 0);
   /* N(0, 0.02) over 3072+ samples: the sample sd is within a few % of 0.02 */
   stats(&ps.p[tsl_params_find(&ps, "wte.weight")], &mean, &sd);
   CHECK_CLOSE(sd, 0.02, 0, 0.05);
@@ -80,7 +89,7 @@ static void test_gpt2_initialisation(void) {
   tsl_param_init_values(w, 1, 0, 8, a);
   tsl_param_init_values(w, 2, 0, 8, b);
   CHECK(memcmp(a, b, sizeof a) != 0);
-  free(ps.p);
+  tsl_params_free(&ps);
 }
 
 /* Every shard under a layout initialises to exactly the whole tensor's
@@ -106,7 +115,7 @@ static void check_shard(const tsl_param *whole, tessel_layout l, const float *fu
 
 static void test_init_is_layout_independent(void) {
   tsl_params ps;
-  REQUIRE(tsl_params_register(&ps, L, C, T, V) == TESSEL_OK);
+  REQUIRE(fixture_gpt2_params(&ps, L, C, T, V, 4, 4) == 0);
   const tsl_param *qkv = &ps.p[tsl_params_find(&ps, "h.0.attn.c_attn.weight")];
   uint64_t n = (uint64_t)C * 3 * C;
   float *full = malloc(n * sizeof(float));
@@ -127,7 +136,31 @@ static void test_init_is_layout_independent(void) {
   CHECK_EQ_INT(tsl_param_global_index(&part, C / 4), C + C / 4);         /* k block */
   CHECK_EQ_INT(tsl_param_global_index(&part, 2 * C / 4), 2 * C + C / 4); /* v block */
   free(full);
-  free(ps.p);
+  tsl_params_free(&ps);
+}
+
+/* Grouped-query attention fuses runs of unequal width: 4 query heads and
+** 2 key/value heads of 12 give q|k|v runs of 48, 24 and 24 columns. A
+** 2-way column split keeps whole heads of each run. */
+static void test_unequal_runs_split_by_heads(void) {
+  tsl_params ps;
+  REQUIRE(fixture_gpt2_params(&ps, L, C, T, V, 4, 2) == 0);
+  const tsl_param *qkv = &ps.p[tsl_params_find(&ps, "h.0.attn.c_attn.weight")];
+  CHECK_EQ_INT(qkv->info.shape[1], C + 2 * (C / 2));
+  uint64_t n = (uint64_t)qkv->info.shape[0] * (uint64_t)qkv->info.shape[1];
+  float *full = malloc(n * sizeof(float));
+  tsl_param_init_values(qkv, 1337, 0, n, full);
+  for (int k = 0; k < 2; k++)
+    check_shard(qkv, (tessel_layout){.kind = TESSEL_LAYOUT_SPLIT, .nsplit = 1, .split = {{1, 2, k}}}, full);
+  tsl_param part = *qkv;
+  part.layout = (tessel_layout){.kind = TESSEL_LAYOUT_SPLIT, .nsplit = 1, .split = {{1, 2, 1}}};
+  part.local_shape[1] = qkv->info.shape[1] / 2;
+  /* local columns: q 24 (global 24..47), k 12 (global 48+12..), v 12 (global 72+12..) */
+  CHECK_EQ_INT(tsl_param_global_index(&part, 0), C / 2);
+  CHECK_EQ_INT(tsl_param_global_index(&part, C / 2), C + C / 4);
+  CHECK_EQ_INT(tsl_param_global_index(&part, C / 2 + C / 4), C + C / 2 + C / 4);
+  free(full);
+  tsl_params_free(&ps);
 }
 
 static void test_learning_rate_schedule(void) {
@@ -171,11 +204,13 @@ static void test_weight_decay_only_on_matrices(void) {
   rt.settings.optim.weight_decay = 0.5;
   tessel_model_dims d = fixture_dims(&rt, 1, 1);
   REQUIRE(tsl_model_create(&rt, &d, 3, &m) == TESSEL_OK);
-  float *before = malloc(m->params.core_numel * sizeof(float));
-  memcpy(before, m->params.master, m->params.core_numel * sizeof(float));
+  const tsl_params *ps = tsl_model_params(m);
+  const tsl_state *s = tsl_model_state(m);
+  float *before = malloc(s->numel * sizeof(float));
+  memcpy(before, s->master, s->numel * sizeof(float));
   REQUIRE(tsl_optimizer_step(m, 1, 0.1, 1.0f) == TESSEL_OK);
-  for (int i = 0; i < m->params.n; i++) {
-    const tsl_param *p = &m->params.p[i];
+  for (int i = 0; i < ps->n; i++) {
+    const tsl_param *p = &ps->p[i];
     for (uint64_t k = 0; k < p->local_numel; k++) {
       float w0 = before[p->offset + k], w1 = p->master[k];
       if (p->info.ndim == 1) CHECK(w1 == w0);
@@ -190,6 +225,7 @@ int main(void) {
   RUN(test_gpt2_names_and_shapes);
   RUN(test_gpt2_initialisation);
   RUN(test_init_is_layout_independent);
+  RUN(test_unequal_runs_split_by_heads);
   RUN(test_learning_rate_schedule);
   RUN(test_gradient_clipping);
   RUN(test_weight_decay_only_on_matrices);

@@ -32,7 +32,7 @@ static tessel_status tg_create(const tessel_host_api *api, tessel_host *host, co
   tessel_status st = api->cfg->get_int(host, section, "greeting_count", 1, 1, INT64_MAX, &count);
   if (st < 0) return st;
   testgood *t = calloc(1, sizeof *t);
-  if (!t) return api->set_error(host, TESSEL_E_NOMEM, "testgood: out of host memory");
+  if (!t) return api->set_error(host, TESSEL_E_NOMEM, "out of host memory");
   t->api = api;
   t->host = host;
   t->greeting_count = count;
@@ -46,7 +46,7 @@ static void tg_destroy(void *inst) { free(inst); }
 static tessel_status tg_mesh(void *inst, int world_size, tessel_mesh *out) {
   testgood *t = inst;
   if (world_size < 1)
-    return t->api->set_error(t->host, TESSEL_E_INTERNAL, "testgood: world size %d", world_size);
+    return t->api->set_error(t->host, TESSEL_E_INTERNAL, "world size %d", world_size);
   out->naxes = 1;
   out->names[0] = "dp";
   out->sizes[0] = world_size;
@@ -59,11 +59,11 @@ static tessel_status tg_mesh(void *inst, int world_size, tessel_mesh *out) {
 static tessel_status tg_grads_finish(void *inst) {
   testgood *t = inst;
   const tessel_host_api *api = t->api;
-  if (api->world_size(t->host) == 1) return TESSEL_OK;
+  int world, n;
+  tessel_status st = api->world(t->host, NULL, &world);
+  if (st < 0 || world == 1) return st;
   tessel_group *dp = NULL;
-  tessel_status st = api->comm->group(t->host, 1u, &dp);
-  if (st < 0) return st;
-  int n = api->model->param_count(t->host);
+  if ((st = api->comm->group(t->host, 1u, &dp)) < 0 || (st = api->model->param_count(t->host, &n)) < 0) return st;
   for (int i = 0; i < n; i++) {
     tessel_param_view v = {.size = sizeof v};
     if ((st = api->model->view(t->host, i, &v)) < 0) return st;

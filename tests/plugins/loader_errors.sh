@@ -118,7 +118,7 @@ grep -q '^  greeting_count: 1$' "$out" || fail "the resolved config lacks the de
 # Only the entry symbol is exported, and the plugin does not link the core.
 case_name=exports
 syms=$(nm -D --defined-only "$PLUGINS/good-v1/libtessel-testgood.so" | awk '{print $NF}' | grep -v '^_')
-[ "$syms" = "tessel_strategy_v1" ] || fail "testgood exports [$syms], expected only tessel_strategy_v1"
+[ "$syms" = "tessel_strategy_v2" ] || fail "testgood exports [$syms], expected only tessel_strategy_v2"
 needed=$(readelf -d "$PLUGINS/good-v1/libtessel-testgood.so" | grep NEEDED)
 echo "$needed" | grep -q 'libtessel' && fail "testgood links the core: $needed"
 # nosym is a real shared object that exports an entry under the wrong name.
@@ -166,9 +166,10 @@ broken() {
 
 broken notso 1 "is not a loadable shared object"
 grep -qE 'invalid ELF header|file too short|Exec format error' "$err" || fail "the dlerror text is missing"
-broken nosym 1 "does not export the entry symbol tessel_strategy_v1"
-broken abi2 1 "plugin ABI major 2" "tessel_strategy_v2" "this tessel speaks ABI 1.0"
-broken abifield 1 "built for plugin ABI 2.0" "this tessel speaks ABI 1.0"
+broken nosym 1 "does not export the entry symbol tessel_strategy_v2"
+broken future 1 "built for plugin ABI 3.x" "tessel_strategy_v3" "speaks plugin ABI 2.0"
+broken v1 1 "built for plugin ABI 1.x" "tessel_strategy_v1" "speaks plugin ABI 2.0" "Port the plugin to ABI 2"
+broken abifield 1 "built for plugin ABI 3.0" "this tessel speaks ABI 2.0"
 broken small 1 "strategy table is 16 bytes"
 broken misnamed 1 "calls itself 'somethingelse'" "file name says 'misnamed'"
 broken nomesh 1 "lacks the required hook 'mesh'"
@@ -218,8 +219,8 @@ run plugins env TESSEL_PLUGIN_PATH="$PLUGINS/good-v1:$PLUGINS/notso:$PLUGINS/goo
 [ "$status" -eq 0 ] || fail "tessel plugins failed (status $status)"
 grep -q '^NAME  *VERSION  *ABI  *CAPABILITIES' "$out" || fail "no header line"
 # testgood 1.0: name, version, ABI, capabilities and description, then its path.
-row=$(grep -A1 -E '^testgood +1\.0 +1\.0 +data-parallel +test strategy: every parameter replicated over one data-parallel axis$' "$out")
-[ -n "$row" ] || fail "testgood 1.0 is not listed with version, ABI 1.0, capabilities and description"
+row=$(grep -A1 -E '^testgood +1\.0 +2\.0 +data-parallel +test strategy: every parameter replicated over one data-parallel axis$' "$out")
+[ -n "$row" ] || fail "testgood 1.0 is not listed with version, ABI 2.0, capabilities and description"
 echo "$row" | sed -n 2p | grep -qxF "  $PLUGINS/good-v1/libtessel-testgood.so" || fail "testgood 1.0's path is not listed"
 # The broken file: listed with the reason instead of a crash.
 row=$(grep -A1 -F "$PLUGINS/notso/libtessel-notso.so" "$out" | head -2)
@@ -235,16 +236,16 @@ echo "$row" | sed -n 2p | grep -qF "$PLUGINS/good-v2/libtessel-testgood.so  (sha
 # createcfg load fine (listing never runs create).
 before=$failures
 path=""
-for b in notso nosym abi2 abifield small misnamed nomesh createfail createcfg; do path="$path${path:+:}$PLUGINS/$b"; done
+for b in notso nosym future v1 abifield small misnamed nomesh createfail createcfg; do path="$path${path:+:}$PLUGINS/$b"; done
 run plugins_broken env TESSEL_PLUGIN_PATH="$path" "$TESSEL" plugins
 [ "$status" -eq 0 ] || fail "tessel plugins failed (status $status)"
 n=$(grep -c '^  cannot load: ' "$out")
-[ "$n" -eq 7 ] || fail "$n files reported as unloadable, expected 7"
-for b in notso nosym abi2 abifield small misnamed nomesh; do
+[ "$n" -eq 8 ] || fail "$n files reported as unloadable, expected 8"
+for b in notso nosym future v1 abifield small misnamed nomesh; do
   grep -A1 -F "$PLUGINS/$b/libtessel-$b.so" "$out" | grep -q '^  cannot load: ' || fail "$b is not reported with its error"
 done
-grep -qE '^createfail +1\.0 +1\.0 ' "$out" || fail "createfail is not listed as loadable"
-grep -qE '^createcfg +1\.0 +1\.0 ' "$out" || fail "createcfg is not listed as loadable"
+grep -qE '^createfail +1\.0 +2\.0 ' "$out" || fail "createfail is not listed as loadable"
+grep -qE '^createcfg +1\.0 +2\.0 ' "$out" || fail "createcfg is not listed as loadable"
 [ "$failures" -eq "$before" ] || show
 
 if [ "$failures" -ne 0 ]; then

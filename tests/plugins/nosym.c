@@ -1,7 +1,7 @@
 /*
 ** tests/plugins/nosym.c — a real shared object without the entry symbol:
 ** its entry function is exported as `tessel_strategy_entry`, so the loader
-** finds no tessel_strategy_v1 (nor any other major's entry).
+** finds no tessel_strategy_v2 (nor any other major's entry).
 */
 #include "broken.h"
 

@@ -40,7 +40,6 @@ expected() {
     wtsg = dp > 1 && d > 1 ? "dp+depth" : dp > 1 ? "dp" : d > 1 ? "depth" : ""
     out["col"] += col; out["row"] += row; out[repg] += rep
     if (wtsg != "") out[wtsg] += wts
-    out["dp+depth+row+col"] += 8  # the gradient norm
     printf "# per block per micro-batch: col %d bytes, row %d bytes (m = %d rows)\n", blk_col, blk_row, m
     for (g in out) printf "%s %d\n", g, out[g]
   }' | sort

@@ -45,7 +45,6 @@ expected() {
     pre = dp > 1 ? "dp+" : ""
     out["k"] = k; out["i"] = i; out["j"] = j; out[pre "k+i"] = ki; out[pre "k+j"] = kj
     if (dp > 1) out["dp"] = w
-    out["dp+k+i+j"] = 8  # the gradient norm
     printf "# per block per micro-batch: k %d, i %d, j %d bytes (r = %d rows)\n", blk_k, blk_i, blk_j, r
     for (g in out) printf "%s %d\n", g, out[g]
   }' | sort

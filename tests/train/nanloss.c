@@ -41,16 +41,16 @@ static tessel_status head(void *p, const tessel_op_ctx *c, const tessel_head_arg
   const tessel_kernel_api *k = self->api->kernels;
   tessel_model_dims d = {.size = sizeof d};
   tessel_status st = self->api->model->dims(self->host, &d);
-  int64_t V = d.vocab_size, C = a->width, R = a->rows;
+  int64_t V = d.dim[TESSEL_DIM_VOCAB], C = a->width, R = a->rows;
   if (st < 0) return st;
-  if ((st = k->gemm(self->host, c->stream, 0, 1, R, V, C, 1.0f, a->inp, a->wte->data, 0.0f, a->logits, d.act_dtype)) < 0 ||
+  if ((st = k->gemm(self->host, c->stream, 0, 1, R, V, C, 1.0f, a->inp, a->weight->data, 0.0f, a->logits, d.act_dtype)) < 0 ||
       (st = k->cross_entropy(self->host, c->stream, NULL, a->losses, a->logits, a->targets, R, 0, V,
                              a->dinp ? a->dloss : 0.0f)) < 0)
     return st;
   if (a->dinp) {
-    if ((st = k->gemm(self->host, c->stream, 0, 0, R, C, V, 1.0f, a->logits, a->wte->data, 0.0f, a->dinp,
+    if ((st = k->gemm(self->host, c->stream, 0, 0, R, C, V, 1.0f, a->logits, a->weight->data, 0.0f, a->dinp,
                       d.act_dtype)) < 0 ||
-        (st = k->gemm(self->host, c->stream, 1, 0, V, C, R, 1.0f, a->logits, a->inp, 1.0f, a->wte->grad,
+        (st = k->gemm(self->host, c->stream, 1, 0, V, C, R, 1.0f, a->logits, a->inp, 1.0f, a->weight->grad,
                       TESSEL_F32)) < 0)
       return st;
     self->steps_seen++;
