@@ -13,17 +13,18 @@ static tessel_status nomem(const tessel_sdk *x) {
   return x->api->set_error(x->host, TESSEL_E_NOMEM, "out of host memory for gradient buckets");
 }
 
-/* The flat gradient buffer, the step's micro-batch count, and room for
-** `max_buckets` buckets (−1: one per parameter). */
-static tessel_status begin_plan(tessel_buckets *bs, const tessel_sdk *x, int max_buckets, int *count) {
+/* The step's micro-batch count, the flat gradient buffer when `flat` (a
+** run's plan; an estimate has none), and room for `max_buckets` buckets
+** (−1: one per parameter). */
+static tessel_status begin_plan(tessel_buckets *bs, const tessel_sdk *x, int max_buckets, int flat, int *count) {
   tessel_model_dims d = {.size = sizeof d};
   uint64_t numel;
-  void *grad;
+  void *grad = NULL;
   memset(bs, 0, sizeof *bs);
   bs->x = *x;
   TESSEL_TRY(x->api->model->dims(x->host, &d));
   TESSEL_TRY(x->api->model->param_count(x->host, count));
-  TESSEL_TRY(x->api->state->flat(x->host, (tessel_state_ref){TESSEL_STATE_GRAD, 0}, &grad, &numel));
+  if (flat) TESSEL_TRY(x->api->state->flat(x->host, (tessel_state_ref){TESSEL_STATE_GRAD, 0}, &grad, &numel));
   bs->grad = grad;
   bs->micro_steps = d.micro_steps;
   bs->b = calloc((size_t)(max_buckets < 0 ? *count : max_buckets) + 1, sizeof *bs->b);
@@ -34,14 +35,16 @@ static tessel_status begin_plan(tessel_buckets *bs, const tessel_sdk *x, int max
   return TESSEL_OK;
 }
 
-/* Staging for packed buckets, and each bucket's range. */
-static tessel_status finish_plan(tessel_buckets *bs) {
+/* What packed buckets stage, then (a run's plan) the staging and each
+** bucket's range. */
+static tessel_status finish_plan(tessel_buckets *bs, int allocate) {
   const tessel_sdk *x = &bs->x;
-  uint64_t staged = 0;
+  bs->staged = 0;
   for (int i = 0; i < bs->n; i++)
-    if (bs->b[i].packed) staged += bs->b[i].count;
-  if (staged)
-    TESSEL_TRY(x->api->mem->alloc(x->host, TESSEL_TIER_DEVICE, TESSEL_MEM_SCRATCH, staged * sizeof(float),
+    if (bs->b[i].packed) bs->staged += bs->b[i].count;
+  if (!allocate) return TESSEL_OK;
+  if (bs->staged)
+    TESSEL_TRY(x->api->mem->alloc(x->host, TESSEL_TIER_DEVICE, TESSEL_MEM_SCRATCH, bs->staged * sizeof(float),
                                   "gradient bucket staging", (void **)&bs->stage));
   for (int i = 0, at = 0; i < bs->n; i++) {
     tessel_bucket *b = &bs->b[i];
@@ -51,25 +54,21 @@ static tessel_status finish_plan(tessel_buckets *bs) {
   return TESSEL_OK;
 }
 
-tessel_status tessel_buckets_plan(tessel_buckets *bs, const tessel_sdk *x, uint64_t max_bytes,
-                                  tessel_bucket_key_fn key, void *ctx) {
-  int count;
-  TESSEL_TRY(begin_plan(bs, x, -1, &count));
-  /* each bucket is a run of bs->params: list the parameters (last to
-  ** first) with their keys, then cut each key's run into buckets */
+/* Cut the parameters' parts (flat offset off[i], num[i] elements; off
+** TESSEL_NO_OFFSET or num 0: none here) into buckets: taken last to first
+** (the order backward finishes them), never mixing keys, each at most
+** max_bytes unless one part is larger. */
+static tessel_status cut(tessel_buckets *bs, uint64_t max_bytes, tessel_bucket_key_fn key, void *ctx,
+                         const uint64_t *off, const uint64_t *num, int count) {
+  const tessel_sdk *x = &bs->x;
   int *keys = calloc((size_t)count + 1, sizeof *keys), *order = calloc((size_t)count + 1, sizeof *order);
   tessel_param_info *infos = calloc((size_t)count + 1, sizeof *infos);
-  uint64_t *off = calloc((size_t)count + 1, sizeof *off), *num = calloc((size_t)count + 1, sizeof *num);
-  tessel_status st = !keys || !order || !infos || !off || !num ? nomem(x) : TESSEL_OK;
+  tessel_status st = !keys || !order || !infos ? nomem(x) : TESSEL_OK;
   int listed = 0;
   for (int i = count - 1; i >= 0 && st >= 0; i--) {
-    tessel_param_view v = {.size = sizeof v};
     infos[i].size = sizeof infos[i];
-    if ((st = x->api->model->param_info(x->host, i, &infos[i])) < 0 || (st = x->api->model->view(x->host, i, &v)) < 0)
-      break;
-    keys[i] = v.flat_offset == TESSEL_NO_OFFSET || v.local_numel == 0 ? -1 : key(ctx, &infos[i]);
-    off[i] = v.flat_offset;
-    num[i] = v.local_numel;
+    if ((st = x->api->model->param_info(x->host, i, &infos[i])) < 0) break;
+    keys[i] = off[i] == TESSEL_NO_OFFSET || num[i] == 0 ? -1 : key(ctx, &infos[i]);
     if (keys[i] >= 0) order[listed++] = i;
   }
   /* group by key, in order of each key's first appearance (last to first):
@@ -103,9 +102,40 @@ tessel_status tessel_buckets_plan(tessel_buckets *bs, const tessel_sdk *x, uint6
   free(keys);
   free(order);
   free(infos);
+  return st;
+}
+
+int tessel_bucket_key_all(void *ctx, const tessel_param_info *p) {
+  (void)ctx;
+  (void)p;
+  return 0;
+}
+
+tessel_status tessel_buckets_plan(tessel_buckets *bs, const tessel_sdk *x, uint64_t max_bytes,
+                                  tessel_bucket_key_fn key, void *ctx) {
+  int count;
+  TESSEL_TRY(begin_plan(bs, x, -1, 1, &count));
+  uint64_t *off = calloc((size_t)count + 1, sizeof *off), *num = calloc((size_t)count + 1, sizeof *num);
+  tessel_status st = !off || !num ? nomem(x) : TESSEL_OK;
+  for (int i = 0; i < count && st >= 0; i++) {
+    tessel_param_view v = {.size = sizeof v};
+    if ((st = x->api->model->view(x->host, i, &v)) < 0) break;
+    off[i] = v.flat_offset;
+    num[i] = v.local_numel;
+  }
+  if (st >= 0) st = cut(bs, max_bytes, key, ctx, off, num, count);
   free(off);
   free(num);
-  return st < 0 ? st : finish_plan(bs);
+  return st < 0 ? st : finish_plan(bs, 1);
+}
+
+tessel_status tessel_buckets_plan_parts(tessel_buckets *bs, const tessel_sdk *x, uint64_t max_bytes,
+                                        tessel_bucket_key_fn key, void *ctx, const uint64_t *offsets,
+                                        const uint64_t *numels) {
+  int count;
+  TESSEL_TRY(begin_plan(bs, x, -1, 0, &count));
+  TESSEL_TRY(cut(bs, max_bytes, key, ctx, offsets, numels, count));
+  return finish_plan(bs, 0);
 }
 
 tessel_status tessel_buckets_plan_shards(tessel_buckets *bs, const tessel_sdk *x) {
@@ -120,7 +150,7 @@ tessel_status tessel_buckets_plan_shards(tessel_buckets *bs, const tessel_sdk *x
   TESSEL_TRY(x->api->comm->group(x->host, p.shard_axes, &g));
   TESSEL_TRY(x->api->comm->group_info(x->host, g, &rank, &size));
   TESSEL_TRY(x->api->state->pieces(x->host, grad, pieces, 0, &n_pieces));
-  TESSEL_TRY(begin_plan(bs, x, n_pieces, &count));
+  TESSEL_TRY(begin_plan(bs, x, n_pieces, 1, &count));
   bs->shard_rank = rank;
   bs->shard_size = size;
   tessel_range *r = calloc((size_t)n_pieces + 1, sizeof *r);
@@ -149,7 +179,7 @@ tessel_status tessel_buckets_plan_shards(tessel_buckets *bs, const tessel_sdk *x
     }
   }
   free(r);
-  return st < 0 ? st : finish_plan(bs);
+  return st < 0 ? st : finish_plan(bs, 1);
 }
 
 tessel_status tessel_bucket_sum(const tessel_buckets *bs, tessel_group *g, tessel_bucket *b) {

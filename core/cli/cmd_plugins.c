@@ -1,5 +1,4 @@
 /* core/cli/cmd_plugins.c — `tessel plugins`: what strategies can be loaded. */
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,32 +18,6 @@ const tsl_command tsl_cmd_plugins = {
     "is listed with the reason.\n",
     plugins};
 
-static int by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
-
-/* libtessel-*.so files of a directory, sorted. */
-static int list_dir(const char *dir, char ***out) {
-  DIR *d = opendir(dir);
-  int n = 0, cap = 0;
-  char **names = NULL;
-  *out = NULL;
-  if (!d) return 0;
-  for (struct dirent *e; (e = readdir(d)) != NULL;) {
-    size_t len = strlen(e->d_name);
-    if (strncmp(e->d_name, "libtessel-", 10) != 0 || len < 14 || strcmp(e->d_name + len - 3, ".so") != 0) continue;
-    if (!strcmp(e->d_name, "libtessel-cuda.so")) continue; /* the device backend, not a strategy */
-    if (n == cap) {
-      char **p = realloc(names, sizeof *p * (size_t)(cap = cap ? 2 * cap : 16));
-      if (!p) break;
-      names = p;
-    }
-    names[n++] = tsl_asprintf("%s/%s", dir, e->d_name);
-  }
-  closedir(d);
-  if (n) qsort(names, (size_t)n, sizeof *names, by_name);
-  *out = names;
-  return n;
-}
-
 static int plugins(int argc, char **argv) {
   (void)argv;
   if (argc > 1) return tsl_usage_error(&tsl_cmd_plugins, "takes no arguments");
@@ -53,7 +26,7 @@ static int plugins(int argc, char **argv) {
   printf("%-10s %-9s %-5s %-40s %s\n", "NAME", "VERSION", "ABI", "CAPABILITIES", "DESCRIPTION / PATH");
   for (int d = 0; d < n_dirs; d++) {
     char **files;
-    int n = list_dir(dirs[d], &files);
+    int n = tsl_plugin_list_dir(dirs[d], &files);
     for (int i = 0; i < n; i++) {
       tsl_plugin *p = NULL;
       found++;

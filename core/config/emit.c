@@ -96,3 +96,18 @@ static uint64_t hash_node(const tsl_cfg *n, uint64_t h) {
 }
 
 uint64_t tsl_cfg_hash(const tsl_cfg *node) { return node ? hash_node(node, 0x7e55e1) : 0; }
+
+char *tsl_config_emit_string(const tsl_config *cfg) {
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&text, &len);
+  if (!f) {
+    tsl_error(TESSEL_E_NOMEM, "out of host memory writing the configuration");
+    return NULL;
+  }
+  tsl_status st = tsl_config_emit(cfg, f);
+  fclose(f);
+  if (st >= 0) return text;
+  free(text);
+  return NULL;
+}

@@ -207,3 +207,24 @@ void tsl_acts_free(tsl_model *m) {
   m->host_inputs = m->host_targets = NULL;
   m->host_losses = NULL;
 }
+
+tsl_status tsl_model_act_bytes(const tsl_model *m, const tessel_geometry *g, uint64_t *per_slot, uint64_t *grads) {
+  tsl_model at = *m;
+  at.geo = *g;
+  int U = m->dims.units;
+  void **resid = calloc((size_t)U + 1, sizeof *resid);
+  tsl_unit_acts *units = calloc((size_t)U, sizeof *units);
+  tsl_status st = resid && units ? TESSEL_OK : tsl_error(TESSEL_E_NOMEM, "out of host memory sizing activations");
+  if (st >= 0) {
+    tsl_slot s = {.resid = resid, .units = units};
+    carver c = {0};
+    carve_slot(&at, &c, &s);
+    *per_slot = c.used;
+    c = (carver){0};
+    carve_grads(&at, &c);
+    *grads = c.used;
+  }
+  free(resid);
+  free(units);
+  return st;
+}

@@ -47,11 +47,18 @@ void tsl_model_view(const tsl_model *m, int index, tessel_param_view *out) {
 
 /* ---- dimensions, geometry, units ---- */
 
+/* The backend's activation dtype; before devices exist (check, plan), the
+** one the configured backend computes in: bf16 under CUDA. */
+static tessel_dtype act_dtype(const tsl_runtime *rt) {
+  if (rt->be_ready) return rt->be.act_dtype;
+  return rt->settings.device.kind == TSL_DEVICE_CUDA ? TESSEL_BF16 : TESSEL_F32;
+}
+
 void tsl_model_dims_single(const tsl_runtime *rt, tessel_model_dims *d) {
   const tsl_settings *s = &rt->settings;
   *d = (tessel_model_dims){.size = sizeof *d, .layers = s->model.layers, .units = s->model.layers + 2,
                            .seq_len = s->model.seq_len, .micro_batch = 1, .micro_steps = 1, .data_ranks = 1,
-                           .act_dtype = rt->be_ready ? rt->be.act_dtype : TESSEL_F32,
+                           .act_dtype = act_dtype(rt),
                            .vocab_valid = s->model.vocab_size};
   int tp = rt->plugin && (rt->plugin->vt.caps & TESSEL_CAP_TENSOR_PARALLEL);
   tsl_model_dim_sizes(s, tp, d->dim);
@@ -78,35 +85,39 @@ tsl_status tsl_model_dims_for(const tsl_runtime *rt, tessel_model_dims *d) {
   return TESSEL_OK;
 }
 
+tsl_status tsl_geometry_complete(const tessel_model_dims *d, const char *who, tessel_geometry *g) {
+  int64_t BT = (int64_t)d->micro_batch * d->seq_len;
+  if (!g->rows) g->rows = BT;
+  if (!g->width) g->width = d->dim[TESSEL_DIM_HIDDEN];
+  if (!g->inner_rows) g->inner_rows = BT;
+  if (!g->batch) g->batch = d->micro_batch;
+  if (!g->heads) g->heads = d->dim[TESSEL_DIM_HEADS];
+  if (!g->kv_heads) g->kv_heads = g->heads * d->dim[TESSEL_DIM_KV_HEADS] / d->dim[TESSEL_DIM_HEADS];
+  if (!g->ffn) g->ffn = d->dim[TESSEL_DIM_FFN];
+  if (!g->vocab) g->vocab = d->dim[TESSEL_DIM_VOCAB];
+  if (!g->act_slots) g->act_slots = 1;
+  if (!g->unit_last && !g->unit_first) g->unit_last = d->units - 1;
+  if (g->batch * d->seq_len != g->inner_rows || g->heads < 1 || g->kv_heads < 1 || g->heads % g->kv_heads != 0 ||
+      g->unit_first < 0 || g->unit_last >= d->units || g->unit_first > g->unit_last || g->act_slots < 1 ||
+      g->vocab_begin < 0 || g->vocab_begin + g->vocab > d->dim[TESSEL_DIM_VOCAB])
+    return tsl_error(TESSEL_E_INTERNAL,
+                     "%s: inconsistent geometry (inner_rows %lld, batch %lld × seq %d, heads %lld, kv_heads %lld, "
+                     "vocabulary rows %lld..%lld of %lld, units %d..%d of %d)",
+                     who, (long long)g->inner_rows, (long long)g->batch, d->seq_len, (long long)g->heads,
+                     (long long)g->kv_heads, (long long)g->vocab_begin, (long long)(g->vocab_begin + g->vocab),
+                     (long long)d->dim[TESSEL_DIM_VOCAB], g->unit_first, g->unit_last, d->units);
+  return TESSEL_OK;
+}
+
 static tsl_status geometry(tsl_model *m) {
-  const tessel_model_dims *d = &m->dims;
   tessel_geometry g = {.size = sizeof g};
   if (m->rt->plugin && m->rt->plugin->vt.geometry) {
     tsl_hook_enter(m->rt);
     tsl_status st = m->rt->plugin->vt.geometry(m->rt->inst, &g);
     if (st < 0) return tsl_hook_failed(m->rt, st, "geometry");
   }
-  int64_t BT = (int64_t)d->micro_batch * d->seq_len;
-  if (!g.rows) g.rows = BT;
-  if (!g.width) g.width = d->dim[TESSEL_DIM_HIDDEN];
-  if (!g.inner_rows) g.inner_rows = BT;
-  if (!g.batch) g.batch = d->micro_batch;
-  if (!g.heads) g.heads = d->dim[TESSEL_DIM_HEADS];
-  if (!g.kv_heads) g.kv_heads = g.heads * d->dim[TESSEL_DIM_KV_HEADS] / d->dim[TESSEL_DIM_HEADS];
-  if (!g.ffn) g.ffn = d->dim[TESSEL_DIM_FFN];
-  if (!g.vocab) g.vocab = d->dim[TESSEL_DIM_VOCAB];
-  if (!g.act_slots) g.act_slots = 1;
-  if (!g.unit_last && !g.unit_first) g.unit_last = d->units - 1;
-  if (g.batch * d->seq_len != g.inner_rows || g.heads < 1 || g.kv_heads < 1 || g.heads % g.kv_heads != 0 ||
-      g.unit_first < 0 || g.unit_last >= d->units || g.unit_first > g.unit_last || g.act_slots < 1 ||
-      g.vocab_begin < 0 || g.vocab_begin + g.vocab > d->dim[TESSEL_DIM_VOCAB])
-    return tsl_error(TESSEL_E_INTERNAL,
-                     "%s: inconsistent geometry (inner_rows %lld, batch %lld × seq %d, heads %lld, kv_heads %lld, "
-                     "vocabulary rows %lld..%lld of %lld, units %d..%d of %d)",
-                     m->rt->plugin ? m->rt->plugin->name : "core", (long long)g.inner_rows, (long long)g.batch,
-                     d->seq_len, (long long)g.heads, (long long)g.kv_heads, (long long)g.vocab_begin,
-                     (long long)(g.vocab_begin + g.vocab), (long long)d->dim[TESSEL_DIM_VOCAB], g.unit_first,
-                     g.unit_last, d->units);
+  tsl_status st = tsl_geometry_complete(&m->dims, m->rt->plugin ? m->rt->plugin->name : "core", &g);
+  if (st < 0) return st;
   m->geo = g;
   return TESSEL_OK;
 }
@@ -145,7 +156,7 @@ tsl_status tsl_model_plan(tsl_runtime *rt, const tessel_model_dims *dims, tsl_mo
   rt->vocab_valid = dims->vocab_valid;
   m->dims = *dims;
   m->dims.size = sizeof m->dims;
-  m->dims.act_dtype = rt->be_ready ? rt->be.act_dtype : TESSEL_F32;
+  m->dims.act_dtype = act_dtype(rt);
   m->dloss = 1.0f / ((float)dims->micro_batch * (float)dims->micro_steps * (float)dims->data_ranks * (float)dims->seq_len);
   if (rt->plugin && rt->plugin->vt.layer_ops) {
     const tessel_layer_ops *ops = rt->plugin->vt.layer_ops;
@@ -168,14 +179,18 @@ fail:
   return st;
 }
 
+uint64_t tsl_model_scratch_bytes(const tessel_geometry *g) {
+  uint64_t rows = (uint64_t)TSL_MAX(g->rows, g->inner_rows);
+  uint64_t ce = ((rows * sizeof(float) + 7) & ~7ull) + 2 * sizeof(double) * rows;
+  return TSL_MAX(ce, 2 * sizeof(double) * rows);
+}
+
 /* The reduction scratch the core's kernels need (cross-entropy row maxima
 ** and sums, split-norm statistics, the gradient norm), taken now so that a
 ** strategy that plans memory at setup sees it in the ledger. */
 static tsl_status reserve_scratch(tsl_model *m) {
-  uint64_t rows = (uint64_t)TSL_MAX(m->geo.rows, m->geo.inner_rows);
-  uint64_t ce = ((rows * sizeof(float) + 7) & ~7ull) + 2 * sizeof(double) * rows;
   void *p;
-  return tsl_scratch(m->rt, TSL_MAX(ce, 2 * sizeof(double) * rows), &p);
+  return tsl_scratch(m->rt, tsl_model_scratch_bytes(&m->geo), &p);
 }
 
 tsl_status tsl_model_materialize(tsl_model *m, uint64_t seed) {

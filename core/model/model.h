@@ -33,6 +33,17 @@ tsl_status tsl_model_dims_for(const tsl_runtime *rt, tessel_model_dims *out);
 /* The same for one sequence on one rank (sampling, export). */
 void tsl_model_dims_single(const tsl_runtime *rt, tessel_model_dims *out);
 
+/* Fill the fields a strategy's geometry left zero with the single-process
+** values (tessel_geometry) and check the result against the model; `who`
+** names the strategy in the error. */
+tsl_status tsl_geometry_complete(const tessel_model_dims *d, const char *who, tessel_geometry *g);
+/* The reduction scratch the core keeps for a geometry (cross-entropy and
+** norm statistics per row, the gradient norm). */
+uint64_t tsl_model_scratch_bytes(const tessel_geometry *g);
+/* Device bytes of the activation arena of one slot and of the gradient
+** buffers for geometry g (what tsl_model_materialize allocates). */
+tsl_status tsl_model_act_bytes(const tsl_model *m, const tessel_geometry *g, uint64_t *per_slot, uint64_t *grads);
+
 /* The two halves of building a model: plan registers the parameters and
 ** asks the strategy for layouts, geometry and placements (no device
 ** memory; what `tessel check` validates); materialize allocates and

@@ -1,6 +1,7 @@
 /* core/plugin/loader.c */
 #include "loader.h"
 
+#include <dirent.h>
 #include <dlfcn.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -43,6 +44,31 @@ int tsl_plugin_search_dirs(char **dirs, int cap) {
   if (inst && n < cap) dirs[n++] = inst;
   else free(inst);
   if (n < cap) dirs[n++] = tsl_strdup(TESSEL_BUILD_PLUGIN_DIR);
+  return n;
+}
+
+static int by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+int tsl_plugin_list_dir(const char *dir, char ***out) {
+  DIR *d = opendir(dir);
+  int n = 0, cap = 0;
+  char **names = NULL;
+  *out = NULL;
+  if (!d) return 0;
+  for (struct dirent *e; (e = readdir(d)) != NULL;) {
+    size_t len = strlen(e->d_name);
+    if (strncmp(e->d_name, "libtessel-", 10) != 0 || len < 14 || strcmp(e->d_name + len - 3, ".so") != 0) continue;
+    if (!strcmp(e->d_name, "libtessel-cuda.so")) continue; /* the device backend, not a strategy */
+    if (n == cap) {
+      char **p = realloc(names, sizeof *p * (size_t)(cap = cap ? 2 * cap : 16));
+      if (!p) break;
+      names = p;
+    }
+    names[n++] = tsl_asprintf("%s/%s", dir, e->d_name);
+  }
+  closedir(d);
+  if (n) qsort(names, (size_t)n, sizeof *names, by_name);
+  *out = names;
   return n;
 }
 

@@ -40,6 +40,11 @@ void tsl_plugin_free(tsl_plugin *p);
 ** how many were written (at most cap); strings are heap-allocated. */
 int tsl_plugin_search_dirs(char **dirs, int cap);
 
+/* The strategy plugin files (libtessel-*.so, not the device backend) of a
+** directory, sorted by name; *out and its strings are heap-allocated.
+** Returns how many. */
+int tsl_plugin_list_dir(const char *dir, char ***out);
+
 /* Comma-separated names of the capability bits, into buf. */
 const char *tsl_plugin_caps_string(uint64_t caps, char *buf, size_t cap);
 

@@ -55,7 +55,8 @@ typedef struct tsl_runtime {
   uint64_t scratch_bytes;
 
   tsl_model *model;
-  int64_t vocab_valid;   /* the real vocabulary, for masking padded logits (0: none) */
+  int64_t vocab_valid;
+  struct tsl_plan_ctx *plan; /* while `tessel plan` asks the strategy: where its answers go */   /* the real vocabulary, for masking padded logits (0: none) */
 } tsl_runtime;
 
 #endif

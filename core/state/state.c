@@ -9,7 +9,6 @@
 #include "compute/compute.h"
 #include "plugin/host.h"
 
-#define DEFAULT_CHUNK_BYTES (25ull << 20)
 
 int tsl_tier_addressable(const tsl_runtime *rt, tessel_tier tier) {
   if (tier == TESSEL_TIER_DEVICE) return 1;
@@ -38,7 +37,7 @@ static tsl_status ask(tsl_runtime *rt, tessel_state_ref ref, tessel_placement *o
     if (st < 0) return tsl_hook_failed(rt, st, "place");
   }
   p.size = sizeof p;
-  if (!p.chunk_bytes) p.chunk_bytes = DEFAULT_CHUNK_BYTES;
+  if (!p.chunk_bytes) p.chunk_bytes = TSL_STATE_CHUNK_BYTES;
   *out = p;
   return TESSEL_OK;
 }
@@ -116,11 +115,24 @@ fail:
 ** of share·n elements (plugin.h, tessel_placement); `tail`: include the
 ** last < n elements. Returns how many ranges were written (out may be NULL
 ** to count). */
+typedef struct cut {
+  uint64_t share;      /* elements per piece of a full chunk */
+  uint64_t full, last; /* full chunks; piece width of the last, partial one */
+  uint64_t end_pieces; /* where the tail begins */
+} cut;
+
+static cut cut_of(uint64_t numel, uint64_t chunk_bytes, int n) {
+  cut c = {.share = chunk_bytes / sizeof(float) / (uint64_t)n};
+  if (c.share == 0) c.share = 1;
+  c.full = numel / (c.share * (uint64_t)n);
+  c.last = (numel - c.full * c.share * (uint64_t)n) / (uint64_t)n;
+  c.end_pieces = c.full * c.share * (uint64_t)n + c.last * (uint64_t)n;
+  return c;
+}
+
 static int partition(uint64_t numel, uint64_t chunk_bytes, int n, int r, int tail, tessel_range *out) {
-  uint64_t share = chunk_bytes / sizeof(float) / (uint64_t)n;
-  if (share == 0) share = 1;
-  uint64_t full = numel / (share * (uint64_t)n), last = (numel - full * share * (uint64_t)n) / (uint64_t)n;
-  uint64_t end_pieces = full * share * (uint64_t)n + last * (uint64_t)n, packed = 0;
+  cut cu = cut_of(numel, chunk_bytes, n);
+  uint64_t share = cu.share, full = cu.full, last = cu.last, end_pieces = cu.end_pieces, packed = 0;
   int k = 0;
   for (uint64_t c = 0; c <= full; c++) {
     uint64_t width = c < full ? share : last;
@@ -135,6 +147,13 @@ static int partition(uint64_t numel, uint64_t chunk_bytes, int n, int r, int tai
     k++;
   }
   return k;
+}
+
+uint64_t tsl_shard_owned_numel(uint64_t numel, uint64_t chunk_bytes, int n, int *chunks, uint64_t *gathered) {
+  cut c = cut_of(numel, chunk_bytes, n);
+  *chunks = (int)c.full + (c.last > 0);
+  *gathered = c.end_pieces;
+  return c.full * c.share + c.last + (numel - c.end_pieces);
 }
 
 /* The ranks of the shard group must lay the model out alike: compare a

@@ -24,6 +24,8 @@
 #include "model/params.h"
 
 #define TSL_MAX_PRIVATE 8
+/* A placement's chunk when it names none. */
+#define TSL_STATE_CHUNK_BYTES (25ull << 20)
 
 typedef struct tsl_private {
   char name[64];
@@ -87,6 +89,12 @@ int tsl_state_sharded(const tsl_state *s, tessel_state_ref ref);
 ** group, so every rank of the group must call read in the same order. */
 tsl_status tsl_state_read_local(tsl_state *s, const tsl_param *p, tessel_state_ref ref, float *host);
 tsl_status tsl_state_write_local(tsl_state *s, const tsl_param *p, tessel_state_ref ref, const float *host);
+
+/* The elements each rank of n owns when `numel` elements are sharded in
+** chunks of chunk_bytes (tail included; the same on every rank); in
+** *chunks the number of chunks that have pieces and in *gathered the
+** elements they cover: the all-gathers after a sharded update. */
+uint64_t tsl_shard_owned_numel(uint64_t numel, uint64_t chunk_bytes, int n, int *chunks, uint64_t *gathered);
 
 /* Can kernels read this tier directly? */
 int tsl_tier_addressable(const tsl_runtime *rt, tessel_tier tier);

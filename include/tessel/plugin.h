@@ -66,7 +66,7 @@ extern "C" {
 #define TESSEL_ABI(major, minor) (((uint32_t)(major) << 16) | (uint32_t)(minor))
 #define TESSEL_ABI_MAJOR(v) ((uint32_t)(v) >> 16)
 #define TESSEL_ABI_MINOR(v) ((uint32_t)(v) & 0xffffu)
-#define TESSEL_ABI_VERSION TESSEL_ABI(2, 0)
+#define TESSEL_ABI_VERSION TESSEL_ABI(2, 1)
 
 /* The entry symbol a plugin exports; the major version is in its name. */
 #define TESSEL_STRATEGY_ENTRY tessel_strategy_v2
@@ -152,6 +152,7 @@ typedef enum {
   TESSEL_MEM_ACT = 3,     /* activations and their gradients         */
   TESSEL_MEM_SCRATCH = 4  /* communication and kernel scratch        */
 } tessel_mem_kind;
+#define TESSEL_MEM_KIND_COUNT 5
 
 typedef struct tessel_tier_stats {
   uint32_t size;
@@ -833,6 +834,109 @@ typedef struct tessel_host_api {
   const tessel_state_api *state;
 } tessel_host_api;
 
+/* ------------------------------------------------- estimates (ABI 2.1) */
+
+/*
+** Planning: what a strategy will cost, predicted before anything runs
+** (`tessel plan`). The core builds the planning half of a run for one set
+** of options — configuration, `create`, `mesh`, the parameters, `layout`,
+** `geometry` and `place` as for rank 0 — without devices, memory or
+** communicators, and asks the strategy about every rank of the world in
+** turn. There the model api answers (dims, param_count, param_info,
+** unit_info, unit_op, param_layout of rank 0); memory, streams, comm,
+** kernels and state->flat do not.
+**
+** Both hooks are optional: a strategy without `estimate` is listed as
+** having no estimate, one without `enumerate` is planned with the options
+** its configuration gives.
+*/
+
+/* The kinds of collective, as tessel_comm_api calls them. */
+typedef enum {
+  TESSEL_COLL_ALL_REDUCE = 0,
+  TESSEL_COLL_REDUCE_SCATTER = 1,
+  TESSEL_COLL_ALL_GATHER = 2,
+  TESSEL_COLL_ALL_TO_ALL = 3,
+  TESSEL_COLL_BROADCAST = 4,
+  TESSEL_COLL_REDUCE = 5,
+  TESSEL_COLL_SEND = 6,   /* a send; its matching receive is a call of no bytes */
+  TESSEL_COLL_RECV = 7
+} tessel_collective;
+#define TESSEL_COLL_COUNT 8
+
+/* What a transfer can hide behind, for the planner's time model. */
+typedef enum {
+  TESSEL_OVERLAP_NONE = 0,     /* compute waits for it                         */
+  TESSEL_OVERLAP_BACKWARD = 1, /* runs while backward goes on below it
+                                  (gradient buckets)                            */
+  TESSEL_OVERLAP_COMPUTE = 2   /* runs while compute goes on in either
+                                  direction (prefetched gathers, broadcasts of
+                                  the next step of a double-buffered product)   */
+} tessel_overlap;
+
+/* One line of a rank's traffic in one optimizer step: all its collectives
+** of one kind on the communicator over `axes` that overlap alike, counted
+** the way the core counts them (tessel_comm_api: payload bytes; a receive
+** counts none). */
+typedef struct tessel_traffic {
+  uint32_t size;
+  uint32_t axes;          /* the communicator, as for comm->group        */
+  tessel_collective kind;
+  tessel_overlap overlap;
+  uint64_t calls;         /* calls per step                              */
+  uint64_t payload;       /* payload bytes per step                      */
+} tessel_traffic;
+
+/* One rank's predicted cost per optimizer step (the core zeroes it and sets
+** size before the call). */
+typedef struct tessel_estimate {
+  uint32_t size;
+  /* memory at the rank's peak: what the ledger would hold then, per tier
+  ** and kind — the core's storage (plan_query.core_state) included */
+  uint64_t memory[TESSEL_TIER_COUNT][TESSEL_MEM_KIND_COUNT];
+  double flops;  /* floating-point operations the rank computes: forward,
+                    backward, recomputation, by GEMM and attention */
+  double bubble; /* time the rank waits on others in its schedule (a
+                    pipeline's fill and drain), as a multiple of its compute
+                    time: (stages − 1) / micro-batches for 1F1B           */
+} tessel_estimate;
+
+/* What the core hands to `enumerate` and `estimate`. */
+typedef struct tessel_plan_query {
+  uint32_t size;
+  int32_t world_size;
+  int32_t rank;                   /* estimate: the rank to describe         */
+  uint64_t device_capacity;       /* bytes of device memory a rank may use
+                                     (UINT64_MAX: unbounded): what a
+                                     placement that adapts to the device
+                                     plans for                               */
+  const tessel_model_dims *dims;  /* enumerate: the model, as for one data
+                                     rank holding the whole batch (read
+                                     fields newer than 2.0 with TESSEL_HAS)  */
+  /* enumerate: offer one set of options worth trying for world_size, as
+  ** the inside of a YAML flow map of the strategy's section ("tp: 2, pp:
+  ** 4, zero_stage: 1"; "" for the defaults). The core plans each one and
+  ** ranks them; a set the model or batch refuses is reported as such. */
+  tessel_status (*option_set)(tessel_host *, const char *options);
+  /* estimate: what the rank keeps of the core's storage — its geometry and
+  ** the elements of the CORE-stored parameter parts it holds. The core adds
+  ** its own costs there (master weights, gradients, working weights,
+  ** optimizer slots as `place` put them, activations for the geometry and
+  ** its act_slots, reduction scratch; the traffic of sharded slots) and
+  ** writes the memory into `out` for the strategy to add to its estimate.
+  ** Call it once per estimate. */
+  tessel_status (*core_state)(tessel_host *, const tessel_geometry *, uint64_t core_numel,
+                              uint64_t out[TESSEL_TIER_COUNT][TESSEL_MEM_KIND_COUNT]);
+  /* estimate: add one line of the rank's traffic (lines of the same axes,
+  ** kind and overlap add up). */
+  tessel_status (*traffic)(tessel_host *, const tessel_traffic *);
+  /* estimate: how the core cuts `numel` elements of sharded state over a
+  ** group of `ranks` in chunks of chunk_bytes (tessel_placement): how many
+  ** chunks have pieces, and the elements they cover (the rest is the tail). */
+  tessel_status (*shard_cut)(tessel_host *, uint64_t numel, int32_t ranks, uint64_t chunk_bytes, uint64_t *chunks,
+                             uint64_t *covered);
+} tessel_plan_query;
+
 /* ---------------------------------------------------- the plugin's table */
 
 /* Capabilities, for `tessel plugins` and for the core's checks. */
@@ -858,7 +962,9 @@ typedef enum { TESSEL_PHASE_FORWARD = 0, TESSEL_PHASE_BACKWARD = 1, TESSEL_PHASE
 **   (before/after_forward, before/after_backward and prefetch around each
 **   unit), grads_finish, grad_norm, prefetch(OPTIMIZER), optimizer_step → …
 **   → destroy; eval_step for validation. Checkpoints may be written or read
-**   between steps (state_read/state_write).
+**   between steps (state_read/state_write). Planning runs create → mesh →
+**   layout → geometry → place, then enumerate or estimate, then destroy:
+**   no setup and no step.
 */
 typedef struct tessel_strategy {
   uint32_t size;           /* sizeof(tessel_strategy) as compiled       */
@@ -923,6 +1029,12 @@ typedef struct tessel_strategy {
   ** assemble its part with a collective over the ranks that share it. */
   tessel_status (*state_read)(void *inst, int param, tessel_state_ref, float *host_dst);
   tessel_status (*state_write)(void *inst, int param, tessel_state_ref, const float *host_src);
+
+  /* planning (ABI 2.1; see tessel_plan_query): offer the option sets worth
+  ** trying for q->world_size, and predict one rank's memory, traffic,
+  ** FLOPs and schedule idle time for the options of this instance. */
+  tessel_status (*enumerate)(void *inst, const tessel_plan_query *q);
+  tessel_status (*estimate)(void *inst, const tessel_plan_query *q, tessel_estimate *out);
 } tessel_strategy;
 
 /* The entry point: return the table for a core speaking `core_abi`, or

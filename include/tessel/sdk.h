@@ -93,16 +93,26 @@ typedef struct tessel_buckets {
   int micro_steps;    /* buckets launch in the last micro-batch only      */
   int shard_rank;     /* a shard plan: this rank's place in the group     */
   int shard_size;     /*   that shards the gradients (0 for other plans)  */
+  uint64_t staged;    /* elements of the staging for packed buckets      */
 } tessel_buckets;
 
 /* The class of a parameter for bucketing, or −1 to leave it out. */
 typedef int (*tessel_bucket_key_fn)(void *ctx, const tessel_param_info *p);
+
+/* The key of plans that put every gradient in one class. */
+int tessel_bucket_key_all(void *ctx, const tessel_param_info *p);
 
 /* Buckets of at most max_bytes of core-stored gradients, parameters taken
 ** last to first (the order backward finishes them), never mixing keys.
 ** Call in `setup`. */
 tessel_status tessel_buckets_plan(tessel_buckets *bs, const tessel_sdk *x, uint64_t max_bytes,
                                   tessel_bucket_key_fn key, void *ctx);
+/* The same plan from given parts — param i's flat offset offsets[i] and
+** numels[i] elements (TESSEL_NO_OFFSET or 0: none) — with nothing
+** allocated: what a rank's plan would be, for an estimate. */
+tessel_status tessel_buckets_plan_parts(tessel_buckets *bs, const tessel_sdk *x, uint64_t max_bytes,
+                                        tessel_bucket_key_fn key, void *ctx, const uint64_t *offsets,
+                                        const uint64_t *numels);
 /* Buckets that follow the partition of sharded gradients (plugin.h,
 ** tessel_placement): one per chunk — reduce-scatter it in place and each
 ** rank's piece is its reduced share — and, when there is one, a last bucket
@@ -125,6 +135,51 @@ tessel_status tessel_buckets_ready(tessel_buckets *bs, int unit, int micro, tess
 ** never launched is an error naming its parameters. Ready for the next step. */
 tessel_status tessel_buckets_finish(tessel_buckets *bs);
 void tessel_buckets_free(tessel_buckets *bs);
+
+/* ------------------------------------------------------------- estimates */
+
+/* What an `estimate` hook computes from (plugin.h, tessel_plan_query): a
+** rank's parts and their offsets in the core's flat storage, traffic lines,
+** and the FLOPs of the model's units. */
+
+/* A parameter's layout as a function of the rank being estimated: usually
+** the strategy's layout hook on a copy of the instance set up as that rank. */
+typedef tessel_status (*tessel_layout_fn)(void *inst, const tessel_param_info *p, tessel_layout *out);
+
+/* Elements of the part a layout gives (0 when ABSENT). */
+uint64_t tessel_layout_numel(const tessel_param_info *p, const tessel_layout *l);
+
+/* A rank's parts: for every parameter, its layout there, its elements, and
+** its offset in the flat core storage (CORE-stored parts one after another
+** in parameter order; TESSEL_NO_OFFSET for plugin-stored or absent ones).
+** *core_numel: the elements of the CORE-stored parts. The arrays have one
+** entry per parameter; free them with tessel_parts_free. */
+typedef struct tessel_parts {
+  int n;
+  tessel_param_info *info;
+  tessel_layout *layout;
+  uint64_t *numel, *offset;
+  uint64_t core_numel;
+} tessel_parts;
+tessel_status tessel_parts_of(const tessel_sdk *x, tessel_layout_fn layout, void *inst, tessel_parts *out);
+void tessel_parts_free(tessel_parts *p);
+
+/* Add a traffic line of the estimated rank (nothing when calls is 0). */
+tessel_status tessel_est_traffic(const tessel_sdk *x, const tessel_plan_query *q, uint32_t axes,
+                                 tessel_collective kind, tessel_overlap overlap, uint64_t calls, uint64_t payload);
+
+/* The core's storage for the rank (q->core_state), added into out->memory. */
+tessel_status tessel_est_core(const tessel_sdk *x, const tessel_plan_query *q, const tessel_geometry *g,
+                              uint64_t core_numel, tessel_estimate *out);
+
+/* FLOPs of forward and backward of units first..last over `tokens` tokens
+** of whole sequences, as one process computes them: per token 2·K·N for
+** every linear [K, N] and for the LM head [V, C], 2·T·heads·head_size for
+** causal attention (scores and weighted sum over the T/2 positions a token
+** sees on average); backward twice the forward. Norms, activations and
+** other elementwise ops are not counted. */
+tessel_status tessel_est_step_flops(const tessel_sdk *x, int first_unit, int last_unit, double tokens,
+                                    double *flops);
 
 #ifdef __cplusplus
 }
