@@ -39,8 +39,10 @@ tessel_status tp_base_set_mesh(tp_base *b, tessel_mesh *mesh) {
   return TESSEL_OK;
 }
 
+uint64_t tp_alloc_bytes(uint64_t bytes) { return bytes ? bytes : 8; }
+
 tessel_status tp_alloc(tp_base *b, tessel_mem_kind kind, uint64_t bytes, const char *name, void **out) {
-  return b->x.api->mem->alloc(b->x.host, TESSEL_TIER_DEVICE, kind, bytes ? bytes : 8, name, out);
+  return b->x.api->mem->alloc(b->x.host, TESSEL_TIER_DEVICE, kind, tp_alloc_bytes(bytes), name, out);
 }
 
 void tp_free(tp_base *b, void *p) {

@@ -59,6 +59,8 @@ tessel_status tp_base_set_mesh(tp_base *b, tessel_mesh *mesh);
 tessel_status tp_base_setup(tp_base *b, int64_t ones_len);
 void tp_base_free(tp_base *b);
 
+/* What tp_alloc takes from the device for a request of `bytes`. */
+uint64_t tp_alloc_bytes(uint64_t bytes);
 /* A zero-filled device buffer of `bytes` for the plugin's own use. */
 tessel_status tp_alloc(tp_base *b, tessel_mem_kind kind, uint64_t bytes, const char *name, void **out);
 void tp_free(tp_base *b, void *p);
@@ -81,7 +83,22 @@ tessel_status tp_norm_backward(void *inst, const tessel_op_ctx *c, const tessel_
 /* tp_grads.c: the buckets (planned by tp_base_setup), and the strategy
 ** hooks, on an instance whose first member is its tp_base. */
 tessel_status tp_grads_plan(tp_base *b);
+/* A parameter's bucket class (see tp_grads.c). */
+int tp_grads_key(void *ctx, const tessel_param_info *p);
 tessel_status tp_after_backward(void *inst, int unit, int micro);
 tessel_status tp_grads_finish(void *inst);
+
+/* tp_estimate.c: the parts of an estimate the 2D and 3D plugins share, on
+** an instance copy `at` set up as the estimated rank (its coord). */
+/* Its parts (by `layout` on inst), the core's storage for geometry g, the
+** ones vector, and the gradient sums over replicated axes: bucket staging
+** and one all-reduce line per axis set, behind backward. */
+tessel_status tp_est_base(tp_base *at, const tessel_plan_query *q, tessel_layout_fn layout, void *inst,
+                          const tessel_geometry *g, tessel_estimate *out);
+/* Per step: the statistics of every norm (over norm_axes) and of the
+** vocabulary-split cross-entropy (over loss_axes) for `rows` rows a
+** micro-batch. */
+tessel_status tp_est_stats(tp_base *at, const tessel_plan_query *q, uint32_t norm_axes, uint32_t loss_axes,
+                           int64_t rows);
 
 #endif

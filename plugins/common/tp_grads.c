@@ -15,13 +15,13 @@
 
 /* A parameter's bucket class: its unit and the axes it is summed over, or
 ** −1 when it is replicated along no axis longer than one rank. */
-static int key_of(void *ctx, const tessel_param_info *p) {
+int tp_grads_key(void *ctx, const tessel_param_info *p) {
   tp_base *b = ctx;
   uint32_t axes = tessel_mesh_real_axes(&b->mesh, b->replicated(p->role));
   return axes ? (p->first_unit << 8) | (int)axes : -1;
 }
 
-tessel_status tp_grads_plan(tp_base *b) { return tessel_buckets_plan(&b->grads, &b->x, UINT64_MAX, key_of, b); }
+tessel_status tp_grads_plan(tp_base *b) { return tessel_buckets_plan(&b->grads, &b->x, UINT64_MAX, tp_grads_key, b); }
 
 static tessel_status launch(void *ctx, tessel_bucket *bk) {
   tp_base *b = ctx;

@@ -22,4 +22,7 @@ typedef struct ddp {
   tessel_buckets buckets;
 } ddp;
 
+/* estimate.c */
+tessel_status ddp_estimate(void *inst, const tessel_plan_query *q, tessel_estimate *out);
+
 #endif

@@ -33,16 +33,10 @@ static tessel_status mesh(void *inst, int world_size, tessel_mesh *m) {
   return TESSEL_OK;
 }
 
-static int every_gradient(void *ctx, const tessel_param_info *p) {
-  (void)ctx;
-  (void)p;
-  return 0;
-}
-
 static tessel_status setup(void *inst) {
   ddp *d = inst;
   TESSEL_TRY(d->x.api->comm->group(d->x.host, 1u << 0, &d->dp));
-  TESSEL_TRY(tessel_buckets_plan(&d->buckets, &d->x, d->bucket_bytes, every_gradient, NULL));
+  TESSEL_TRY(tessel_buckets_plan(&d->buckets, &d->x, d->bucket_bytes, tessel_bucket_key_all, NULL));
   d->x.api->log(d->x.host, TESSEL_LOG_INFO, "%d gradient bucket(s) of up to %llu bytes", d->buckets.n,
                 (unsigned long long)d->bucket_bytes);
   return TESSEL_OK;
@@ -66,7 +60,7 @@ static const tessel_strategy strategy = {
     .size = sizeof(tessel_strategy),
     .abi_version = TESSEL_ABI_VERSION,
     .name = "ddp",
-    .version = "2.0.0",
+    .version = "2.1.0",
     .description = "data parallel: replicated model, bucketed gradient all-reduce overlapping backward",
     .caps = TESSEL_CAP_DATA_PARALLEL,
     .create = create,
@@ -75,6 +69,7 @@ static const tessel_strategy strategy = {
     .setup = setup,
     .after_backward = after_backward,
     .grads_finish = grads_finish,
+    .estimate = ddp_estimate,
 };
 
 TESSEL_STRATEGY_DEFINE(strategy)

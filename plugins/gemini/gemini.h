@@ -191,6 +191,7 @@ typedef struct gemini {
   const gm_schedule *sch;
   int pos;                /* last visit entered, -1 before the first */
   uint64_t ag_bytes[2], rs_bytes; /* payload posted this step: all-gathers (forward, backward), reduce-scatters */
+  uint64_t ag_calls[2], rs_calls; /* and how many calls */
   uint64_t *warm_unit;    /* auto warm-up: the most non-model device bytes seen around each unit */
   /* scratch */
   double *norm;           /* device, 2 doubles: the squared gradient norm, values reduced over dp */
@@ -254,14 +255,24 @@ tessel_status gm_grads_finish(void *inst);
 typedef struct gm_sim {
   uint64_t peak;       /* most model-data device bytes at once, resident shards included */
   uint64_t ag_bytes[2], rs_bytes;
+  uint64_t ag_calls[2], rs_calls;
 } gm_sim;
 /* all_offloaded: as if every chunk's state were on the host; unbounded:
 ** as if the device had no limit (nothing is evicted). */
 tessel_status gm_simulate(gemini *g, gm_policy policy, int prefetch, int all_offloaded, int unbounded, gm_sim *out);
 
+/* auto, once non-model memory is known: switch to caching, move the
+** optimizer state of the chunks that fit to the device, and simulate the
+** steady step (dry-safe, for estimates). */
+tessel_status gm_settle(gemini *g, int *promoted, gm_sim *steady);
+
 /* optim.c */
 tessel_status gm_grad_norm(void *inst, double *sumsq);
 tessel_status gm_optimizer_step(void *inst, const tessel_optim_step *hp);
+
+/* estimate.c */
+tessel_status gm_enumerate(void *inst, const tessel_plan_query *q);
+tessel_status gm_estimate(void *inst, const tessel_plan_query *q, tessel_estimate *out);
 
 /* state.c */
 tessel_status gm_state_read(void *inst, int param, tessel_state_ref which, float *host_dst);

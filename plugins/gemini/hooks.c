@@ -178,6 +178,7 @@ tessel_status gm_set_grad_sync(void *inst, int on) {
   g->sch = &g->train;
   g->pos = -1;
   g->ag_bytes[0] = g->ag_bytes[1] = g->rs_bytes = 0;
+  g->ag_calls[0] = g->ag_calls[1] = g->rs_calls = 0;
   return TESSEL_OK;
 }
 
@@ -231,7 +232,8 @@ tessel_status gm_simulate(gemini *g, gm_policy policy, int prefetch, int all_off
     if (st >= 0 && core_prefetches(&s, &s.train.v[p])) st = gm_prefetch_ahead(&s, p);
   }
   if (st >= 0) st = finish(&s);
-  *out = (gm_sim){.peak = s.dev_peak, .ag_bytes = {s.ag_bytes[0], s.ag_bytes[1]}, .rs_bytes = s.rs_bytes};
+  *out = (gm_sim){.peak = s.dev_peak, .ag_bytes = {s.ag_bytes[0], s.ag_bytes[1]}, .rs_bytes = s.rs_bytes,
+                  .ag_calls = {s.ag_calls[0], s.ag_calls[1]}, .rs_calls = s.rs_calls};
 done:
   free(s.cs.t);
   free(s.cs.c);

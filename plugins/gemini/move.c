@@ -49,7 +49,10 @@ tessel_status gm_gather(gemini *g, int k, int backward) {
   if ((st = gm_take(g, TESSEL_MEM_PARAM, 4 * c->size, 0, "gathered parameters", k, (void **)&c->data)) < 0)
     return st;
   c->gathered = 1;
-  if (g->world > 1) g->ag_bytes[backward] += 4 * c->size;
+  if (g->world > 1) {
+    g->ag_bytes[backward] += 4 * c->size;
+    g->ag_calls[backward]++;
+  }
   if (g->dry) return TESSEL_OK;
   tessel_tier tier;
   const float *src;
@@ -144,6 +147,7 @@ tessel_status gm_reduce(gemini *g, int k, int pos) {
   if ((st = gm_take(g, TESSEL_MEM_GRAD, 4 * c->shard, 0, "reduced gradient shard", k, (void **)&c->recv)) < 0)
     return st;
   g->rs_bytes += 4 * c->size;
+  g->rs_calls++;
   c->reducing = 1;
   c->reduce_pos = pos;
   if (g->dry) return TESSEL_OK;

@@ -175,7 +175,7 @@ void gm_warmup_sample(gemini *g, int unit) {
 ** unit sees what the last one of the warm-up saw. */
 tessel_status gm_warmup_end(gemini *g) {
   tessel_status st;
-  gm_sim all, steady;
+  gm_sim steady;
   char a[32], b[32], c[32];
   double measured = 0;
   for (int u = 0; u < g->nunits; u++) {
@@ -186,10 +186,25 @@ tessel_status gm_warmup_end(gemini *g) {
   if ((st = gm_max_over_dp(g, &measured, 1)) < 0) return st;
   g->warmup = 0;
   g->nonmodel = (uint64_t)measured;
+  int promoted;
+  if ((st = gm_settle(g, &promoted, &steady)) < 0) return st;
+  g->api->log(g->host, TESSEL_LOG_INFO,
+              "auto placement after the warm-up: non-model %s on the device, budget %s for model data; optimizer "
+              "state of %d of %d chunk(s) moved to the device; steady step: model data peak %s, all-gather %llu + "
+              "%llu B, reduce-scatter %llu B per rank (payload)",
+              gm_bytes(g->nonmodel, a), gm_bytes(gm_budget(g), b), promoted, g->cs.nc, gm_bytes(steady.peak, c),
+              (unsigned long long)steady.ag_bytes[0], (unsigned long long)steady.ag_bytes[1],
+              (unsigned long long)steady.rs_bytes);
+  return TESSEL_OK;
+}
+
+tessel_status gm_settle(gemini *g, int *promoted, gm_sim *steady) {
+  tessel_status st;
+  gm_sim all;
   g->policy = GM_CACHE;
   g->prefetch = g->o.prefetch;
   uint64_t budget = gm_budget(g), extra = 0;
-  int promoted = 0;
+  *promoted = 0;
   /* optimizer state moves to the device only into room that a step which
   ** never evicts a chunk leaves free */
   if ((st = gm_simulate(g, GM_CACHE, g->prefetch, 0, 1, &all)) < 0) return st;
@@ -200,15 +215,7 @@ tessel_status gm_warmup_end(gemini *g) {
     if (budget != UINT64_MAX && all.peak + extra + bytes > budget) break;
     if ((st = gm_store_promote(g, k)) < 0) return st;
     extra += bytes;
-    promoted++;
+    (*promoted)++;
   }
-  if ((st = gm_simulate(g, GM_CACHE, g->prefetch, 0, 0, &steady)) < 0) return st;
-  g->api->log(g->host, TESSEL_LOG_INFO,
-              "auto placement after the warm-up: non-model %s on the device, budget %s for model data; optimizer "
-              "state of %d of %d chunk(s) moved to the device; steady step: model data peak %s, all-gather %llu + "
-              "%llu B, reduce-scatter %llu B per rank (payload)",
-              gm_bytes(g->nonmodel, a), gm_bytes(budget, b), promoted, g->cs.nc, gm_bytes(steady.peak, c),
-              (unsigned long long)steady.ag_bytes[0], (unsigned long long)steady.ag_bytes[1],
-              (unsigned long long)steady.rs_bytes);
-  return TESSEL_OK;
+  return gm_simulate(g, GM_CACHE, g->prefetch, 0, 0, steady);
 }

@@ -249,7 +249,7 @@ static const tessel_strategy strategy = {
     .size = sizeof(tessel_strategy),
     .abi_version = TESSEL_ABI_VERSION,
     .name = "gemini",
-    .version = "2.0.0",
+    .version = "2.1.0",
     .description = "chunk-based ZeRO-3: parameters, gradients and AdamW state in chunks over device, host and NVMe",
     .caps = TESSEL_CAP_DATA_PARALLEL | TESSEL_CAP_SHARDED_STATE | TESSEL_CAP_OFFLOAD | TESSEL_CAP_OWNS_OPTIMIZER |
             TESSEL_CAP_FP32_ACTIVATIONS,
@@ -269,6 +269,8 @@ static const tessel_strategy strategy = {
     .prefetch = gm_prefetch_hook,
     .state_read = gm_state_read,
     .state_write = gm_state_write,
+    .enumerate = gm_enumerate,
+    .estimate = gm_estimate,
 };
 
 TESSEL_STRATEGY_DEFINE(strategy)

@@ -206,15 +206,16 @@ tessel_status gm_store_promote(gemini *g, int k) {
     goto fail_gshard;
   if ((st = gm_alloc(g, TESSEL_TIER_DEVICE, TESSEL_MEM_OPTIM, bytes, "AdamW m shard", k, (void **)&m)) < 0) goto fail_m;
   if ((st = gm_alloc(g, TESSEL_TIER_DEVICE, TESSEL_MEM_OPTIM, bytes, "AdamW v shard", k, (void **)&v)) < 0) goto fail_v;
-  if ((st = api->mem->copy(g->host, TESSEL_TIER_DEVICE, master, 0, TESSEL_TIER_HOST, c->master, 0, bytes, NULL)) < 0 ||
-      (st = api->mem->copy(g->host, TESSEL_TIER_DEVICE, m, 0, TESSEL_TIER_HOST, c->m, 0, bytes, NULL)) < 0 ||
-      (st = api->mem->copy(g->host, TESSEL_TIER_DEVICE, v, 0, TESSEL_TIER_HOST, c->v, 0, bytes, NULL)) < 0)
+  if (!g->dry &&
+      ((st = api->mem->copy(g->host, TESSEL_TIER_DEVICE, master, 0, TESSEL_TIER_HOST, c->master, 0, bytes, NULL)) < 0 ||
+       (st = api->mem->copy(g->host, TESSEL_TIER_DEVICE, m, 0, TESSEL_TIER_HOST, c->m, 0, bytes, NULL)) < 0 ||
+       (st = api->mem->copy(g->host, TESSEL_TIER_DEVICE, v, 0, TESSEL_TIER_HOST, c->v, 0, bytes, NULL)) < 0))
     goto fail_copy;
   gm_free(g, TESSEL_TIER_HOST, (void **)&c->master, bytes);
   gm_free(g, TESSEL_TIER_HOST, (void **)&c->gshard, bytes);
   gm_free(g, TESSEL_TIER_HOST, (void **)&c->m, bytes);
   gm_free(g, TESSEL_TIER_HOST, (void **)&c->v, bytes);
-  gm_free(g, TESSEL_TIER_DEVICE, (void **)&c->pshard, bytes);
+  if (c->param_dev) gm_free(g, TESSEL_TIER_DEVICE, (void **)&c->pshard, bytes);
   c->master = master;
   c->gshard = gshard;
   c->m = m;

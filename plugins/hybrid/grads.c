@@ -24,35 +24,48 @@
 
 #include "hybrid.h"
 
-/* Runs of adjacent parameters of one kind in the flat buffer. */
-static tessel_status collect(hybrid *h) {
-  const tessel_model_api *model = h->x.api->model;
-  int n;
-  TESSEL_TRY(model->param_count(h->x.host, &n));
+tessel_status hybrid_ranges(hybrid *h, const tessel_param_info *info, const uint64_t *offset, const uint64_t *numel,
+                            int n) {
+  h->n_norms = 0;
+  h->tied = (hybrid_range){0, 0};
   h->norms = calloc((size_t)n + 1, sizeof *h->norms);
   if (!h->norms) return h->x.api->set_error(h->x.host, TESSEL_E_NOMEM, "out of host memory");
   for (int i = 0; i < n; i++) {
-    tessel_param_info in = {.size = sizeof in};
-    tessel_param_view v = {.size = sizeof v};
-    TESSEL_TRY(model->param_info(h->x.host, i, &in));
-    TESSEL_TRY(model->view(h->x.host, i, &v));
-    if (v.flat_offset == TESSEL_NO_OFFSET) continue;
-    int ends_elsewhere = !hybrid_on_stage(h, in.first_unit) || !hybrid_on_stage(h, in.last_unit);
-    if ((in.flags & TESSEL_PARAM_TIED) && ends_elsewhere) h->tied = (hybrid_range){v.flat_offset, v.local_numel};
-    if (!h->sp || in.role != TESSEL_ROLE_NORM) continue;
+    const tessel_param_info *in = &info[i];
+    if (offset[i] == TESSEL_NO_OFFSET) continue;
+    int ends_elsewhere = !hybrid_on_stage(h, in->first_unit) || !hybrid_on_stage(h, in->last_unit);
+    if ((in->flags & TESSEL_PARAM_TIED) && ends_elsewhere) h->tied = (hybrid_range){offset[i], numel[i]};
+    if (!h->sp || in->role != TESSEL_ROLE_NORM) continue;
     hybrid_range *last = h->n_norms ? &h->norms[h->n_norms - 1] : NULL;
-    if (last && last->begin + last->count == v.flat_offset)
-      last->count += v.local_numel;
+    if (last && last->begin + last->count == offset[i])
+      last->count += numel[i];
     else
-      h->norms[h->n_norms++] = (hybrid_range){v.flat_offset, v.local_numel};
+      h->norms[h->n_norms++] = (hybrid_range){offset[i], numel[i]};
   }
   return TESSEL_OK;
 }
 
-static int every_gradient(void *ctx, const tessel_param_info *p) {
-  (void)ctx;
-  (void)p;
-  return 0;
+/* The ranges of this rank's parts as the core stores them. */
+static tessel_status collect(hybrid *h) {
+  const tessel_model_api *model = h->x.api->model;
+  int n;
+  TESSEL_TRY(model->param_count(h->x.host, &n));
+  tessel_param_info *info = calloc((size_t)n + 1, sizeof *info);
+  uint64_t *offset = calloc((size_t)n + 1, sizeof *offset), *numel = calloc((size_t)n + 1, sizeof *numel);
+  tessel_status st = info && offset && numel ? TESSEL_OK
+                                             : h->x.api->set_error(h->x.host, TESSEL_E_NOMEM, "out of host memory");
+  for (int i = 0; i < n && st >= 0; i++) {
+    tessel_param_view v = {.size = sizeof v};
+    info[i].size = sizeof info[i];
+    if ((st = model->param_info(h->x.host, i, &info[i])) >= 0) st = model->view(h->x.host, i, &v);
+    offset[i] = v.flat_offset;
+    numel[i] = v.local_numel;
+  }
+  if (st >= 0) st = hybrid_ranges(h, info, offset, numel, n);
+  free(info);
+  free(offset);
+  free(numel);
+  return st;
 }
 
 tessel_status hybrid_setup_grads(hybrid *h) {
@@ -66,7 +79,7 @@ tessel_status hybrid_setup_grads(hybrid *h) {
                                     "tied table gradient of the other end", (void **)&h->peer_tied));
   if (h->dp == 1) return TESSEL_OK;
   if (h->zero == 2) return tessel_buckets_plan_shards(&h->buckets, &h->x);
-  return tessel_buckets_plan(&h->buckets, &h->x, h->bucket_bytes, every_gradient, NULL);
+  return tessel_buckets_plan(&h->buckets, &h->x, h->bucket_bytes, tessel_bucket_key_all, NULL);
 }
 
 void hybrid_free_grads(hybrid *h) {

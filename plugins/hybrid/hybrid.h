@@ -64,6 +64,12 @@ typedef struct hybrid {
   tessel_buckets buckets;        /* all-reduce (ZeRO 0/1) or shard (ZeRO-2) buckets over dp */
 } hybrid;
 
+/* plugin.c: the bytes of the tensor-parallel scratch (a gathered and a not
+** yet reduced [B·T, C]; under sequence parallelism the head's logits and
+** losses on the last stage). */
+#define HYBRID_SCRATCH 4
+void hybrid_scratch_bytes(const hybrid *h, uint64_t bytes[HYBRID_SCRATCH]);
+
 /* layout.c */
 tessel_status hybrid_plan(hybrid *h);
 tessel_status hybrid_layout(void *inst, const tessel_param_info *p, tessel_layout *out);
@@ -73,11 +79,20 @@ int hybrid_on_stage(const hybrid *h, int unit);
 /* tp_ops.c */
 extern const tessel_layer_ops hybrid_layer_ops;
 
+/* estimate.c */
+tessel_status hybrid_enumerate(void *inst, const tessel_plan_query *q);
+tessel_status hybrid_estimate(void *inst, const tessel_plan_query *q, tessel_estimate *out);
+
 /* pipeline.c */
 tessel_status hybrid_train_step(void *inst, int micro_steps);
 tessel_status hybrid_eval_step(void *inst, int micro_steps);
 
 /* grads.c */
+/* The runs of norm gradients (under sequence parallelism) and the tied
+** table's part among this rank's parts: info[i], its flat offset and
+** elements (into h->norms, h->n_norms, h->tied). */
+tessel_status hybrid_ranges(hybrid *h, const tessel_param_info *info, const uint64_t *offset, const uint64_t *numel,
+                            int n);
 tessel_status hybrid_setup_grads(hybrid *h);
 void hybrid_free_grads(hybrid *h);
 tessel_status hybrid_after_backward(void *inst, int unit, int micro);

@@ -109,18 +109,22 @@ static tessel_status alloc(hybrid *h, uint64_t bytes, const char *name, void **o
   return h->x.api->mem->alloc(h->x.host, TESSEL_TIER_DEVICE, TESSEL_MEM_SCRATCH, bytes, name, out);
 }
 
-/* Scratch the tensor-parallel primitives need: a gathered and a not yet
-** reduced [B·T, C], and the head's logits and losses under SP. */
-static tessel_status alloc_scratch(hybrid *h) {
+void hybrid_scratch_bytes(const hybrid *h, uint64_t bytes[HYBRID_SCRATCH]) {
   const tessel_model_dims *d = &h->dims;
   uint64_t tokens = (uint64_t)d->micro_batch * (uint64_t)d->seq_len, C = (uint64_t)d->dim[TESSEL_DIM_HIDDEN];
   int last = h->stage == h->pp - 1, tp = h->tp > 1;
-  TESSEL_TRY(alloc(h, tp ? tokens * C * h->act_size : 0, "tensor-parallel gather", &h->gathered));
-  TESSEL_TRY(alloc(h, tp ? tokens * C * h->act_size : 0, "tensor-parallel partial sums", &h->partial));
-  TESSEL_TRY(alloc(h, h->sp && last ? tokens * (uint64_t)h->vocab * h->act_size : 0, "head logits (sequence parallel)",
-                   &h->head_logits));
-  return alloc(h, h->sp && last ? tokens * sizeof(float) : 0, "head losses (sequence parallel)",
-               (void **)&h->head_losses);
+  bytes[0] = bytes[1] = tp ? tokens * C * h->act_size : 0;
+  bytes[2] = h->sp && last ? tokens * (uint64_t)h->vocab * h->act_size : 0;
+  bytes[3] = h->sp && last ? tokens * sizeof(float) : 0;
+}
+
+static tessel_status alloc_scratch(hybrid *h) {
+  uint64_t bytes[HYBRID_SCRATCH];
+  hybrid_scratch_bytes(h, bytes);
+  TESSEL_TRY(alloc(h, bytes[0], "tensor-parallel gather", &h->gathered));
+  TESSEL_TRY(alloc(h, bytes[1], "tensor-parallel partial sums", &h->partial));
+  TESSEL_TRY(alloc(h, bytes[2], "head logits (sequence parallel)", &h->head_logits));
+  return alloc(h, bytes[3], "head losses (sequence parallel)", (void **)&h->head_losses);
 }
 
 static tessel_status setup(void *inst) {
@@ -142,7 +146,7 @@ static const tessel_strategy strategy = {
     .size = sizeof(tessel_strategy),
     .abi_version = TESSEL_ABI_VERSION,
     .name = "hybrid",
-    .version = "2.0.0",
+    .version = "2.1.0",
     .description = "1D tensor parallel (Megatron) x sequence parallel x 1F1B pipeline x ZeRO-1/2 data parallel",
     .caps = TESSEL_CAP_DATA_PARALLEL | TESSEL_CAP_TENSOR_PARALLEL | TESSEL_CAP_PIPELINE | TESSEL_CAP_SHARDED_STATE,
     .create = create,
@@ -157,6 +161,8 @@ static const tessel_strategy strategy = {
     .eval_step = hybrid_eval_step,
     .after_backward = hybrid_after_backward,
     .grads_finish = hybrid_grads_finish,
+    .enumerate = hybrid_enumerate,
+    .estimate = hybrid_estimate,
 };
 
 TESSEL_STRATEGY_DEFINE(strategy)

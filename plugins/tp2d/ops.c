@@ -19,25 +19,35 @@
 
 static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
 
-tessel_status tp2d_alloc_buffers(tp2d *t) {
-  tp_base *b = &t->b;
+void tp2d_buffer_bytes(const tp2d *t, uint64_t bytes[TP2D_BUFFERS]) {
+  const tp_base *b = &t->b;
   const int64_t *dim = b->dims.dim;
   int64_t C = dim[TESSEL_DIM_HIDDEN], V = dim[TESSEL_DIM_VOCAB], q = t->q;
   int64_t qkv = (dim[TESSEL_DIM_HEADS] + 2 * dim[TESSEL_DIM_KV_HEADS]) * dim[TESSEL_DIM_HEAD_SIZE];
+  uint64_t es = tessel_dtype_size(b->dims.act_dtype);
   /* widest operands: the MLP, a fused q|k|v or the vocabulary */
   int64_t widest = max64(max64(dim[TESSEL_DIM_FFN], qkv), max64(V, C));
-  uint64_t a_elems = (uint64_t)(t->m * widest / q);
-  uint64_t b_elems = (uint64_t)(C * widest / (q * q));
+  uint64_t a_elems = (uint64_t)(t->m * widest / q), b_elems = (uint64_t)(C * widest / (q * q));
+  bytes[0] = a_elems * es;           /* activation blocks, two */
+  bytes[1] = b_elems * es;           /* weight blocks, two */
+  bytes[2] = a_elems * es;           /* partial products, two */
+  bytes[3] = b_elems * sizeof(float); /* weight-gradient partials, two */
+  bytes[4] = (uint64_t)(t->m * q * (C / q)) * es; /* the embedding's partial sums, one */
+}
+
+tessel_status tp2d_alloc_buffers(tp2d *t) {
+  tp_base *b = &t->b;
+  uint64_t bytes[TP2D_BUFFERS];
+  tp2d_buffer_bytes(t, bytes);
   tessel_status st = TESSEL_OK;
   for (int i = 0; i < 2 && st >= 0; i++) {
-    st = tp_alloc(b, TESSEL_MEM_SCRATCH, a_elems * b->es, "SUMMA activation blocks", &t->abuf[i]);
-    if (st >= 0) st = tp_alloc(b, TESSEL_MEM_SCRATCH, b_elems * b->es, "SUMMA weight blocks", &t->bbuf[i]);
-    if (st >= 0) st = tp_alloc(b, TESSEL_MEM_SCRATCH, a_elems * b->es, "SUMMA partial products", &t->pact[i]);
+    st = tp_alloc(b, TESSEL_MEM_SCRATCH, bytes[0], "SUMMA activation blocks", &t->abuf[i]);
+    if (st >= 0) st = tp_alloc(b, TESSEL_MEM_SCRATCH, bytes[1], "SUMMA weight blocks", &t->bbuf[i]);
+    if (st >= 0) st = tp_alloc(b, TESSEL_MEM_SCRATCH, bytes[2], "SUMMA partial products", &t->pact[i]);
     if (st >= 0)
-      st = tp_alloc(b, TESSEL_MEM_SCRATCH, b_elems * sizeof(float), "SUMMA weight-gradient partials", (void **)&t->pf32[i]);
+      st = tp_alloc(b, TESSEL_MEM_SCRATCH, bytes[3], "SUMMA weight-gradient partials", (void **)&t->pf32[i]);
   }
-  if (st >= 0)
-    st = tp_alloc(b, TESSEL_MEM_SCRATCH, (uint64_t)(t->m * q * (C / q)) * b->es, "embedding partial sums", &t->embed);
+  if (st >= 0) st = tp_alloc(b, TESSEL_MEM_SCRATCH, bytes[4], "embedding partial sums", &t->embed);
   return st;
 }
 

@@ -126,7 +126,7 @@ static const tessel_strategy strategy = {
     .size = sizeof(tessel_strategy),
     .abi_version = TESSEL_ABI_VERSION,
     .name = "tp2d",
-    .version = "2.0.0",
+    .version = "2.1.0",
     .description = "2D tensor parallel (SUMMA/Optimus) on a q×q grid, 2.5D (Tesseract) with depth, × data parallel",
     .caps = TESSEL_CAP_DATA_PARALLEL | TESSEL_CAP_TENSOR_PARALLEL,
     .create = create,
@@ -138,6 +138,8 @@ static const tessel_strategy strategy = {
     .layer_ops = &tp2d_layer_ops,
     .after_backward = tp_after_backward,
     .grads_finish = tp_grads_finish,
+    .enumerate = tp2d_enumerate,
+    .estimate = tp2d_estimate,
 };
 
 TESSEL_STRATEGY_DEFINE(strategy)

@@ -58,6 +58,10 @@ tessel_status tp2d_layout(void *inst, const tessel_param_info *p, tessel_layout 
 tessel_status tp2d_geometry(void *inst, tessel_geometry *g);
 uint32_t tp2d_replicated(tessel_param_role role);
 
+/* estimate.c */
+tessel_status tp2d_enumerate(void *inst, const tessel_plan_query *q);
+tessel_status tp2d_estimate(void *inst, const tessel_plan_query *q, tessel_estimate *out);
+
 /* summa.c: the three SUMMA forms over the grid of this depth layer. Blocks
 ** are packed row-major; "mine" is this rank's block of each operand. */
 /* C[m, n] = Σ_k A_k[m, ka] · B_k[ka, n]: A along grid rows, B along columns */
@@ -72,6 +76,11 @@ tessel_status tp2d_summa_atb(tp2d *t, tessel_stream *s, const void *a, const voi
 
 /* ops.c */
 extern const tessel_layer_ops tp2d_layer_ops;
+/* Bytes of each buffer the primitives keep: SUMMA's activation blocks,
+** weight blocks, partial products and fp32 weight-gradient partials (two of
+** each), and the embedding's partial sums (one). */
+#define TP2D_BUFFERS 5
+void tp2d_buffer_bytes(const tp2d *t, uint64_t bytes[TP2D_BUFFERS]);
 tessel_status tp2d_alloc_buffers(tp2d *t);
 void tp2d_free_buffers(tp2d *t);
 

@@ -29,28 +29,60 @@ static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
 ** input [q·rows, K/q] and weight [K/q, N/q] for a global weight [K, N]. */
 static uint64_t kept_bytes(const tp3d *t, const tessel_param_info *w) {
   int64_t q = t->q;
-  return (uint64_t)(t->rows * w->shape[0] + w->shape[0] * w->shape[1] / (q * q)) * t->b.es;
+  return (uint64_t)(t->rows * w->shape[0] + w->shape[0] * w->shape[1] / (q * q)) *
+         tessel_dtype_size(t->b.dims.act_dtype);
 }
 
-/* The linears of a block (every block has the same ops), each with the
-** operands it keeps per layer. */
-static tessel_status plan_saved(tp3d *t, uint64_t *per_layer) {
+/* Each linear of a block (every block has the same ops): its weight's info,
+** or -1 for an op that is not a linear; returns how many there are. */
+static tessel_status block_linears(const tp3d *t, tessel_param_info *w, int *is_linear, int *n_ops) {
   const tessel_host_api *api = t->b.x.api;
   tessel_unit_info u = {.size = sizeof u};
   TESSEL_TRY(api->model->unit_info(t->b.x.host, 1, &u));
-  t->linear_slot = calloc((size_t)u.n_ops, sizeof *t->linear_slot);
-  if (!t->linear_slot) return api->set_error(t->b.x.host, TESSEL_E_NOMEM, "out of host memory");
-  *per_layer = 0;
+  if (u.n_ops > TP3D_MAX_OPS)
+    return api->set_error(t->b.x.host, TESSEL_E_UNSUPPORTED, "a block of %d ops; the cube plans for at most %d",
+                          u.n_ops, TP3D_MAX_OPS);
+  *n_ops = u.n_ops;
   for (int k = 0; k < u.n_ops; k++) {
     tessel_op op = {.size = sizeof op};
-    tessel_param_info w = {.size = sizeof w};
     TESSEL_TRY(api->model->unit_op(t->b.x.host, 1, k, &op));
-    t->linear_slot[k] = -1;
-    if (op.kind != TESSEL_OP_LINEAR) continue;
-    TESSEL_TRY(api->model->param_info(t->b.x.host, op.weight, &w));
-    t->linear_slot[k] = t->n_linears++;
-    *per_layer += kept_bytes(t, &w);
+    is_linear[k] = op.kind == TESSEL_OP_LINEAR;
+    w[k].size = sizeof w[k];
+    if (is_linear[k]) TESSEL_TRY(api->model->param_info(t->b.x.host, op.weight, &w[k]));
   }
+  return TESSEL_OK;
+}
+
+tessel_status tp3d_buffer_bytes(const tp3d *t, uint64_t *kept, uint64_t bytes[TP3D_BUFFERS]) {
+  const int64_t *dim = t->b.dims.dim;
+  int64_t C = dim[TESSEL_DIM_HIDDEN], V = dim[TESSEL_DIM_VOCAB], q = t->q, rows = t->rows;
+  int64_t qkv = (dim[TESSEL_DIM_HEADS] + 2 * dim[TESSEL_DIM_KV_HEADS]) * dim[TESSEL_DIM_HEAD_SIZE];
+  int64_t widest = max64(max64(dim[TESSEL_DIM_FFN], qkv), max64(V, C));
+  uint64_t es = tessel_dtype_size(t->b.dims.act_dtype), wide = (uint64_t)(rows * widest);
+  uint64_t wmax = (uint64_t)(C * widest / (q * q));
+  tessel_param_info w[TP3D_MAX_OPS];
+  int is_linear[TP3D_MAX_OPS], n_ops;
+  TESSEL_TRY(block_linears(t, w, is_linear, &n_ops));
+  *kept = 0;
+  for (int k = 0; k < n_ops; k++)
+    if (is_linear[k]) *kept += kept_bytes(t, &w[k]);
+  *kept *= (uint64_t)t->b.dims.layers;
+  bytes[0] = (uint64_t)(rows * C) * es;         /* gathered head input */
+  bytes[1] = (uint64_t)(V * C / (q * q)) * es;  /* gathered table */
+  bytes[2] = bytes[3] = bytes[4] = wide * es;  /* partial products, gathered output gradients, input-gradient partials */
+  bytes[5] = wmax * sizeof(float);             /* weight-gradient partials */
+  bytes[6] = wmax / (uint64_t)q * sizeof(float); /* their reduce-scattered shares */
+  return TESSEL_OK;
+}
+
+/* Number the linears of a block, in op order. */
+static tessel_status plan_saved(tp3d *t) {
+  tessel_param_info w[TP3D_MAX_OPS];
+  int is_linear[TP3D_MAX_OPS], n_ops;
+  TESSEL_TRY(block_linears(t, w, is_linear, &n_ops));
+  t->linear_slot = calloc((size_t)n_ops + 1, sizeof *t->linear_slot);
+  if (!t->linear_slot) return t->b.x.api->set_error(t->b.x.host, TESSEL_E_NOMEM, "out of host memory");
+  for (int k = 0; k < n_ops; k++) t->linear_slot[k] = is_linear[k] ? t->n_linears++ : -1;
   return TESSEL_OK;
 }
 
@@ -80,24 +112,18 @@ static tessel_status carve_saved(tp3d *t) {
 
 tessel_status tp3d_alloc_buffers(tp3d *t) {
   tp_base *b = &t->b;
-  const int64_t *dim = b->dims.dim;
-  int64_t C = dim[TESSEL_DIM_HIDDEN], V = dim[TESSEL_DIM_VOCAB], q = t->q, L = b->dims.layers, rows = t->rows;
-  int64_t qkv = (dim[TESSEL_DIM_HEADS] + 2 * dim[TESSEL_DIM_KV_HEADS]) * dim[TESSEL_DIM_HEAD_SIZE];
-  int64_t widest = max64(max64(dim[TESSEL_DIM_FFN], qkv), max64(V, C));
-  uint64_t es = b->es, per_layer = 0;
-  TESSEL_TRY(plan_saved(t, &per_layer));
-  TESSEL_TRY(tp_alloc(b, TESSEL_MEM_ACT, per_layer * (uint64_t)L, "gathered operands kept for backward",
-                      &t->saved_arena));
+  uint64_t kept, bytes[TP3D_BUFFERS];
+  TESSEL_TRY(tp3d_buffer_bytes(t, &kept, bytes));
+  TESSEL_TRY(plan_saved(t));
+  TESSEL_TRY(tp_alloc(b, TESSEL_MEM_ACT, kept, "gathered operands kept for backward", &t->saved_arena));
   TESSEL_TRY(carve_saved(t));
-  uint64_t wide = (uint64_t)(rows * widest), wmax = (uint64_t)(C * widest / (q * q));
-  TESSEL_TRY(tp_alloc(b, TESSEL_MEM_SCRATCH, (uint64_t)(rows * C) * es, "gathered head input", &t->xg));
-  TESSEL_TRY(tp_alloc(b, TESSEL_MEM_SCRATCH, (uint64_t)(V * C / (q * q)) * es, "gathered table", &t->wg));
-  TESSEL_TRY(tp_alloc(b, TESSEL_MEM_SCRATCH, wide * es, "partial products", &t->ypart));
-  TESSEL_TRY(tp_alloc(b, TESSEL_MEM_SCRATCH, wide * es, "gathered output gradients", &t->dyg));
-  TESSEL_TRY(tp_alloc(b, TESSEL_MEM_SCRATCH, wide * es, "input-gradient partials", &t->dxpart));
-  TESSEL_TRY(tp_alloc(b, TESSEL_MEM_SCRATCH, wmax * sizeof(float), "weight-gradient partials", (void **)&t->dwpart));
-  return tp_alloc(b, TESSEL_MEM_SCRATCH, wmax / (uint64_t)q * sizeof(float), "weight-gradient shares",
-                  (void **)&t->dwshare);
+  TESSEL_TRY(tp_alloc(b, TESSEL_MEM_SCRATCH, bytes[0], "gathered head input", &t->xg));
+  TESSEL_TRY(tp_alloc(b, TESSEL_MEM_SCRATCH, bytes[1], "gathered table", &t->wg));
+  TESSEL_TRY(tp_alloc(b, TESSEL_MEM_SCRATCH, bytes[2], "partial products", &t->ypart));
+  TESSEL_TRY(tp_alloc(b, TESSEL_MEM_SCRATCH, bytes[3], "gathered output gradients", &t->dyg));
+  TESSEL_TRY(tp_alloc(b, TESSEL_MEM_SCRATCH, bytes[4], "input-gradient partials", &t->dxpart));
+  TESSEL_TRY(tp_alloc(b, TESSEL_MEM_SCRATCH, bytes[5], "weight-gradient partials", (void **)&t->dwpart));
+  return tp_alloc(b, TESSEL_MEM_SCRATCH, bytes[6], "weight-gradient shares", (void **)&t->dwshare);
 }
 
 void tp3d_free_buffers(tp3d *t) {

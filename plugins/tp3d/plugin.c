@@ -91,7 +91,7 @@ static const tessel_strategy strategy = {
     .size = sizeof(tessel_strategy),
     .abi_version = TESSEL_ABI_VERSION,
     .name = "tp3d",
-    .version = "2.0.0",
+    .version = "2.1.0",
     .description = "3D tensor parallel on a q×q×q cube (all-gather, GEMM, reduce-scatter per linear) × data parallel",
     .caps = TESSEL_CAP_DATA_PARALLEL | TESSEL_CAP_TENSOR_PARALLEL,
     .create = create,
@@ -103,6 +103,8 @@ static const tessel_strategy strategy = {
     .layer_ops = &tp3d_layer_ops,
     .after_backward = tp_after_backward,
     .grads_finish = tp_grads_finish,
+    .enumerate = tp3d_enumerate,
+    .estimate = tp3d_estimate,
 };
 
 TESSEL_STRATEGY_DEFINE(strategy)

@@ -77,6 +77,10 @@ tessel_status tp3d_layout(void *inst, const tessel_param_info *p, tessel_layout 
 tessel_status tp3d_geometry(void *inst, tessel_geometry *g);
 uint32_t tp3d_replicated(tessel_param_role role);
 
+/* estimate.c */
+tessel_status tp3d_enumerate(void *inst, const tessel_plan_query *q);
+tessel_status tp3d_estimate(void *inst, const tessel_plan_query *q, tessel_estimate *out);
+
 /* cube.c */
 tessel_status tp3d_mm_forward(tp3d *t, tessel_stream *s, const tp3d_mm *mm, const void *x, const void *w, void *y);
 /* dx (skipped if NULL) = dy·Wᵀ scattered along `in`; dw_grad += this rank's part of Xᵀ·dy */
@@ -84,6 +88,15 @@ tessel_status tp3d_mm_backward(tp3d *t, tessel_stream *s, const tp3d_mm *mm, con
 
 /* ops.c */
 extern const tessel_layer_ops tp3d_layer_ops;
+/* The ops of a unit the buffers are planned for, at most. */
+#define TP3D_MAX_OPS 32
+/* Bytes the primitives keep: *kept, the gathered operands of every block
+** linear from forward to backward (activations); bytes[], the scratch: the
+** head's gathered input and table, partial products, gathered output
+** gradients, input-gradient partials, fp32 weight-gradient partials and
+** their shares. */
+#define TP3D_BUFFERS 7
+tessel_status tp3d_buffer_bytes(const tp3d *t, uint64_t *kept, uint64_t bytes[TP3D_BUFFERS]);
 tessel_status tp3d_alloc_buffers(tp3d *t);
 void tp3d_free_buffers(tp3d *t);
 
