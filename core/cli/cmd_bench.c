@@ -1,4 +1,5 @@
-/* core/cli/cmd_bench.c — `tessel bench peak`: the sgemm ceiling of this machine. */
+/* core/cli/cmd_bench.c — `tessel bench peak`: the sgemm ceiling of this
+** machine; `tessel bench comm` (cmd_bench_comm.c): its collectives. */
 #include <cjson/cJSON.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -14,13 +15,20 @@
 static int bench(int argc, char **argv);
 
 const tsl_command tsl_cmd_bench = {
-    "bench", "measure this machine's GEMM peak for MFU: tessel bench peak",
-    "usage: tessel bench peak [--threads N]\n\n"
+    "bench", "measure this machine: tessel bench peak (GEMM peak, for MFU), tessel bench comm (collectives)",
+    "usage: tessel bench peak [--threads N]\n"
+    "       mpirun -n N tessel bench comm [--device cpu|cuda] [--max-bytes SIZE] [--out FILE]\n\n"
     "Measures the sustained single-precision GEMM rate of the CPU backend (the best of several square\n"
     "sizes and repeats) and records it, so that runs without device.peak_tflops report MFU against it.\n"
     "The record lives in $XDG_CACHE_HOME/tessel/peak.json (or ~/.cache/tessel/peak.json); a run whose\n"
     "ranks use another number of threads is credited the same rate per thread.\n\n"
-    "  --threads N   threads to measure with (default: all cores)\n",
+    "  --threads N   threads to measure with (default: all cores)\n\n"
+    "bench comm times every collective (all-reduce, reduce-scatter, all-gather, all-to-all, broadcast,\n"
+    "reduce, paired sends) on groups of 2, 4, ... up to N consecutive ranks, at five message sizes up to\n"
+    "--max-bytes (default 8MiB; 128MiB on cuda), through MPI (cpu) or NCCL (cuda), and fits an alpha-beta\n"
+    "model per collective and group size: a call costs alpha plus its bus bytes over the bus bandwidth. With\n"
+    "the memory bandwidth a rank streams at, it is recorded as a machine profile for `tessel plan` in\n"
+    "$XDG_CACHE_HOME/tessel/comm-BACKEND.json (or ~/.cache/tessel/...), or in --out FILE.\n",
     bench};
 
 /* Best GFLOP/s of C = A·B at n×n over `repeats` timed runs after a warm-up. */
@@ -69,7 +77,8 @@ static int bench(int argc, char **argv) {
   static const struct option opts[] = {{"threads", required_argument, 0, 'j'}, {0, 0, 0, 0}};
   long long threads = sysconf(_SC_NPROCESSORS_ONLN);
   int c;
-  if (argc < 2 || strcmp(argv[1], "peak") != 0) return tsl_usage_error(&tsl_cmd_bench, "expected `bench peak`");
+  if (argc >= 2 && !strcmp(argv[1], "comm")) return tsl_bench_comm(argc - 1, argv + 1);
+  if (argc < 2 || strcmp(argv[1], "peak") != 0) return tsl_usage_error(&tsl_cmd_bench, "expected `bench peak` or `bench comm`");
   optind = 0;
   argc--, argv++;
   while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1)

@@ -79,8 +79,11 @@ const char *tsl_cfg_path(const tsl_cfg *node);
 
 /* Write the resolved configuration (with defaults) as YAML. */
 tsl_status tsl_config_emit(const tsl_config *cfg, FILE *out);
-/* The same as a heap string; NULL with the error set when it fails. */
-char *tsl_config_emit_string(const tsl_config *cfg);
+/* The configuration as given — base files merged and --set applied, but
+** without the defaults getters recorded (so values derived from others,
+** such as log.metrics from log.dir, follow them when it is loaded again) —
+** as a heap string; NULL with the error set when it fails. */
+char *tsl_config_emit_given(const tsl_config *cfg);
 /* Hash of a section's resolved values, independent of key order and of
 ** where they came from. NULL section = the whole configuration. */
 uint64_t tsl_cfg_hash(const tsl_cfg *node);

@@ -23,7 +23,8 @@ static int emit_scalar(yaml_emitter_t *em, const char *text, int quoted) {
   return yaml_emitter_emit(em, &ev);
 }
 
-static int emit_node(yaml_emitter_t *em, const tsl_cfg *n) {
+/* `defaults`: also the values getters recorded for absent keys. */
+static int emit_node(yaml_emitter_t *em, const tsl_cfg *n, int defaults) {
   yaml_event_t ev;
   switch (n->kind) {
     case TSL_NODE_SCALAR: return emit_scalar(em, n->scalar, n->quoted || reads_as_null(n->scalar));
@@ -32,22 +33,24 @@ static int emit_node(yaml_emitter_t *em, const tsl_cfg *n) {
       yaml_sequence_start_event_initialize(&ev, NULL, NULL, 1, YAML_FLOW_SEQUENCE_STYLE);
       if (!yaml_emitter_emit(em, &ev)) return 0;
       for (int i = 0; i < n->n_items; i++)
-        if (!emit_node(em, n->items[i])) return 0;
+        if (!emit_node(em, n->items[i], defaults)) return 0;
       yaml_sequence_end_event_initialize(&ev);
       return yaml_emitter_emit(em, &ev);
     case TSL_NODE_MAP:
       yaml_mapping_start_event_initialize(&ev, NULL, NULL, 1,
                                           n->n_entries ? YAML_BLOCK_MAPPING_STYLE : YAML_FLOW_MAPPING_STYLE);
       if (!yaml_emitter_emit(em, &ev)) return 0;
-      for (int i = 0; i < n->n_entries; i++)
-        if (!emit_scalar(em, n->entries[i].key, 0) || !emit_node(em, n->entries[i].value)) return 0;
+      for (int i = 0; i < n->n_entries; i++) {
+        if (!defaults && n->entries[i].value->is_default) continue;
+        if (!emit_scalar(em, n->entries[i].key, 0) || !emit_node(em, n->entries[i].value, defaults)) return 0;
+      }
       yaml_mapping_end_event_initialize(&ev);
       return yaml_emitter_emit(em, &ev);
   }
   return 0;
 }
 
-tsl_status tsl_config_emit(const tsl_config *cfg, FILE *out) {
+static tsl_status emit(const tsl_config *cfg, FILE *out, int defaults) {
   yaml_emitter_t em;
   yaml_event_t ev;
   if (!yaml_emitter_initialize(&em)) return tsl_error(TESSEL_E_NOMEM, "cannot start the YAML emitter");
@@ -59,7 +62,7 @@ tsl_status tsl_config_emit(const tsl_config *cfg, FILE *out) {
   ok = ok && yaml_emitter_emit(&em, &ev);
   yaml_document_start_event_initialize(&ev, NULL, NULL, NULL, 1);
   ok = ok && yaml_emitter_emit(&em, &ev);
-  ok = ok && emit_node(&em, cfg->root);
+  ok = ok && emit_node(&em, cfg->root, defaults);
   yaml_document_end_event_initialize(&ev, 1);
   ok = ok && yaml_emitter_emit(&em, &ev);
   yaml_stream_end_event_initialize(&ev);
@@ -69,6 +72,8 @@ tsl_status tsl_config_emit(const tsl_config *cfg, FILE *out) {
   if (!ok) return tsl_error(TESSEL_E_IO, "writing the resolved configuration: %s", problem ? problem : "emitter error");
   return TESSEL_OK;
 }
+
+tsl_status tsl_config_emit(const tsl_config *cfg, FILE *out) { return emit(cfg, out, 1); }
 
 static int entry_cmp(const void *a, const void *b) {
   return strcmp((*(const tsl_entry *const *)a)->key, (*(const tsl_entry *const *)b)->key);
@@ -97,7 +102,7 @@ static uint64_t hash_node(const tsl_cfg *n, uint64_t h) {
 
 uint64_t tsl_cfg_hash(const tsl_cfg *node) { return node ? hash_node(node, 0x7e55e1) : 0; }
 
-char *tsl_config_emit_string(const tsl_config *cfg) {
+char *tsl_config_emit_given(const tsl_config *cfg) {
   char *text = NULL;
   size_t len = 0;
   FILE *f = open_memstream(&text, &len);
@@ -105,7 +110,7 @@ char *tsl_config_emit_string(const tsl_config *cfg) {
     tsl_error(TESSEL_E_NOMEM, "out of host memory writing the configuration");
     return NULL;
   }
-  tsl_status st = tsl_config_emit(cfg, f);
+  tsl_status st = emit(cfg, f, 0);
   fclose(f);
   if (st >= 0) return text;
   free(text);

@@ -102,7 +102,7 @@ tsl_status tsl_plan_candidate(tsl_plan *p, tsl_plan_cand *c) {
   if (st >= 0) {
     c->mesh = rt.mesh;
     describe_mesh(c);
-    c->yaml = tsl_config_emit_string(rt.config);
+    c->yaml = tsl_config_emit_given(rt.config);
     if (!c->yaml) st = TESSEL_E_NOMEM;
   }
   if (st >= 0 && !rt.plugin->vt.estimate) {
@@ -143,7 +143,9 @@ static tsl_status enumerate_one(tsl_plan *p, const char *name) {
     if (st < 0) st = tsl_hook_failed(&rt, st, "enumerate");
     rt.plan = NULL;
   }
-  if (st >= 0 && p->n == before) st = tsl_plan_add(p, name, "", 0);
+  if (st >= 0 && p->n == before && !rt.plugin->vt.enumerate) st = tsl_plan_add(p, name, "", 0);
+  else if (st >= 0 && p->n == before)
+    st = tsl_error(TESSEL_E_CONFIG, "offers no option set for %d rank(s) and this model", p->world);
   if (st < 0 && st != TESSEL_E_NOMEM) {
     char why[2048];
     snprintf(why, sizeof why, "%s", tsl_error_message());

@@ -32,6 +32,7 @@ tsl_status tsl_plan_add(tsl_plan *p, const char *strategy, const char *options, 
 
 tsl_status tsl_plan_estimate_all(tsl_plan *p) {
   for (int i = 0; i < p->n; i++) {
+    if (p->c[i].state == TSL_CAND_REFUSED) continue; /* refused while enumerating */
     tsl_status st = tsl_plan_candidate(p, &p->c[i]);
     if (st < 0) return st;
   }

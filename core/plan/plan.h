@@ -107,8 +107,9 @@ tsl_status tsl_plan_candidate(tsl_plan *p, tsl_plan_cand *c);
 
 /* Time of one rank on the profile (time.c). */
 void tsl_plan_time_rank(const tsl_plan *p, const tsl_plan_cand *c, int rank, tsl_plan_time *out);
-/* A line's time on the profile: calls · α + bus bytes / bus bandwidth. */
-double tsl_plan_line_seconds(const tsl_profile *pr, const tsl_plan_line *l);
+/* A line's time on the profile in a world of `world` ranks: calls · α +
+** bus bytes / bus bandwidth. */
+double tsl_plan_line_seconds(const tsl_profile *pr, const tsl_plan_line *l, int world);
 
 /* Output (report.c): the ranked table, then the first candidate's memory
 ** split and traffic; `top` rows at most. */

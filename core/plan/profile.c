@@ -5,7 +5,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "common/util.h"
 #include "runtime/settings.h"
@@ -71,7 +70,8 @@ static void size(reader *r, const cJSON *obj, const char *key, uint64_t *out) {
     bad(r, key, "expected a size such as 80GiB");
 }
 
-static void read_compute(reader *r, const cJSON *c, tsl_profile *p) {
+/* The compute section; `measured`: the peak comes from `tessel bench peak`. */
+static void read_compute(reader *r, const cJSON *c, tsl_profile *p, int measured) {
   const cJSON *dev = cJSON_GetObjectItemCaseSensitive(c, "device");
   if (!cJSON_IsString(dev) || (strcmp(dev->valuestring, "gpu") && strcmp(dev->valuestring, "cpu"))) {
     bad(r, "compute.device", "expected \"gpu\" or \"cpu\"");
@@ -81,12 +81,13 @@ static void read_compute(reader *r, const cJSON *c, tsl_profile *p) {
   double tflops = 0, gflops = 0, gbps = 0;
   if (p->gpu) {
     number(r, c, "peak_tflops", 1e-6, 1e6, &tflops);
-    if (tflops <= 0) bad(r, "compute.peak_tflops", "a gpu profile needs the device's peak");
+    if (tflops <= 0 && !measured) bad(r, "compute.peak_tflops", "a gpu profile needs the device's peak");
     p->peak = tflops * 1e12;
   } else {
     number(r, c, "gflops_per_core", 1e-6, 1e9, &gflops);
     number(r, c, "cores", 1, 1e6, &p->cores);
-    if (gflops <= 0) bad(r, "compute.gflops_per_core", "a cpu profile needs the GEMM rate of one core");
+    if (gflops <= 0 && !measured) bad(r, "compute.gflops_per_core", "a cpu profile needs the GEMM rate of one core");
+    if (p->cores <= 0) bad(r, "compute.cores", "a cpu profile needs the cores of one machine");
     p->peak = gflops * 1e9;
   }
   number(r, c, "efficiency", 1e-3, 1, &p->efficiency);
@@ -97,7 +98,7 @@ static void read_compute(reader *r, const cJSON *c, tsl_profile *p) {
 static void read_link(reader *r, const cJSON *o, tsl_link *l) {
   const cJSON *within = cJSON_GetObjectItemCaseSensitive(o, "within");
   const cJSON *coll = cJSON_GetObjectItemCaseSensitive(o, "collective");
-  double ranks = 0, alpha_us = -1, busbw = -1;
+  double ranks = 0, world = 0, alpha_us = -1, busbw = -1;
   if (!cJSON_IsString(within) || (strcmp(within->valuestring, "node") && strcmp(within->valuestring, "cluster"))) {
     bad(r, "links[].within", "expected \"node\" or \"cluster\"");
     return;
@@ -114,30 +115,50 @@ static void read_link(reader *r, const cJSON *o, tsl_link *l) {
     l->kind = k < 0 ? -1 : k;
   }
   number(r, o, "ranks", 0, 1 << 24, &ranks);
+  number(r, o, "world", 0, 1 << 24, &world);
   number(r, o, "alpha_us", 0, 1e9, &alpha_us);
   number(r, o, "busbw_gbps", 1e-9, 1e9, &busbw);
   if (alpha_us < 0 || busbw <= 0) bad(r, "links[]", "each link needs alpha_us and busbw_gbps");
   l->ranks = (int)ranks;
+  l->world = (int)world;
   l->alpha = alpha_us * 1e-6;
   l->busbw = busbw * 1e9;
 }
 
-static void read_profile(reader *r, const cJSON *root, tsl_profile *p) {
+static void read_streams(reader *r, const cJSON *streams, tsl_profile *p) {
+  const cJSON *o;
+  cJSON_ArrayForEach(o, streams) {
+    double world = 0, gbps = 0;
+    number(r, o, "world", 1, 1 << 24, &world);
+    number(r, o, "gbps", 1e-6, 1e9, &gbps);
+    if (world < 1 || gbps <= 0) bad(r, "streams[]", "each needs world and gbps");
+    if (p->n_streams == (int)(sizeof p->stream_bw / sizeof p->stream_bw[0])) {
+      bad(r, "streams", "at most 8 measurements");
+      return;
+    }
+    p->stream_world[p->n_streams] = (int)world;
+    p->stream_bw[p->n_streams++] = gbps * 1e9;
+  }
+}
+
+static void read_profile(reader *r, const cJSON *root, tsl_profile *p, int measured) {
   const cJSON *name = cJSON_GetObjectItemCaseSensitive(root, "name");
   const cJSON *compute = cJSON_GetObjectItemCaseSensitive(root, "compute");
   const cJSON *memory = cJSON_GetObjectItemCaseSensitive(root, "memory");
   const cJSON *links = cJSON_GetObjectItemCaseSensitive(root, "links");
+  const cJSON *streams = cJSON_GetObjectItemCaseSensitive(root, "streams");
   double per_node = 0;
   if (cJSON_IsString(name)) snprintf(p->name, sizeof p->name, "%s", name->valuestring);
   number(r, root, "ranks_per_node", 0, 1 << 24, &per_node);
   number(r, root, "overlap", 0, 1, &p->overlap);
   p->ranks_per_node = (int)per_node;
   if (!cJSON_IsObject(compute)) bad(r, "compute", "missing: how fast a rank computes");
-  else read_compute(r, compute, p);
+  else read_compute(r, compute, p, measured);
   if (cJSON_IsObject(memory)) {
     size(r, memory, "device", &p->device_memory);
     size(r, memory, "host", &p->host_memory);
   }
+  if (cJSON_IsArray(streams)) read_streams(r, streams, p);
   if (!cJSON_IsArray(links) || cJSON_GetArraySize(links) == 0) {
     bad(r, "links", "missing: the α–β of the collectives (a list of links)");
     return;
@@ -167,14 +188,14 @@ static void finish_defaults(tsl_profile *p) {
   if (p->overlap < 0) p->overlap = p->gpu ? 0.9 : 0.5;
 }
 
-static tsl_status parse(const char *path, const char *text, tsl_profile *out) {
+static tsl_status parse(const char *path, const char *text, int measured, tsl_profile *out) {
   reader r = {path, TESSEL_OK};
   cJSON *root = cJSON_Parse(text);
   if (!cJSON_IsObject(root)) {
     cJSON_Delete(root);
     return tsl_error(TESSEL_E_CONFIG, "%s: not a JSON object (a machine profile: docs/plan.md)", path);
   }
-  read_profile(&r, root, out);
+  read_profile(&r, root, out, measured);
   cJSON_Delete(root);
   return r.st;
 }
@@ -184,7 +205,7 @@ tsl_status tsl_profile_load(const char *path, tsl_profile *out) {
   defaults(out);
   snprintf(out->source, sizeof out->source, "%s", path);
   tsl_status st = tsl_read_file(path, &text, NULL);
-  if (st >= 0) st = parse(path, text, out);
+  if (st >= 0) st = parse(path, text, 0, out);
   free(text);
   if (st < 0) {
     tsl_profile_free(out);
@@ -202,24 +223,20 @@ tsl_status tsl_profile_local(const char *backend, tsl_profile *out) {
   tsl_status st = path ? TESSEL_OK : TESSEL_E_NOMEM;
   if (st >= 0 && !tsl_path_exists(path))
     st = tsl_error(TESSEL_E_CONFIG,
-                   "no measured profile of this machine's collectives (%s): run `tessel launch -n N tessel bench "
-                   "comm` (N the most ranks you plan for), or give --profile FILE",
-                   path);
+                   "no measured profile of this machine's collectives (%s): run `mpirun -n N tessel bench comm%s` (N "
+                   "the most ranks you plan for), or give --profile FILE",
+                   path, gpu ? " --device cuda" : "");
   if (st >= 0) st = tsl_read_file(path, &text, NULL);
-  if (st >= 0) st = parse(path, text, out);
+  if (st >= 0) st = parse(path, text, 1, out);
   free(text);
-  if (st >= 0) {
-    /* the GEMM rate `tessel bench peak` recorded, per thread */
+  if (st >= 0 && !(out->peak > 0)) {
+    /* the GEMM rate `tessel bench peak` recorded: per thread on a CPU */
     tsl_settings s = {0};
     s.device.kind = gpu ? TSL_DEVICE_CUDA : TSL_DEVICE_CPU;
-    double per_core = tsl_peak_flops(&s, 1.0);
-    if (per_core <= 0)
+    out->peak = tsl_peak_flops(&s, 1.0);
+    if (out->peak <= 0)
       st = tsl_error(TESSEL_E_CONFIG, "no measured GEMM peak for the %s backend: run `tessel bench peak`, or give "
                                       "--profile FILE", backend);
-    if (!gpu) {
-      out->peak = per_core;
-      if (out->cores <= 0) out->cores = (double)sysconf(_SC_NPROCESSORS_ONLN);
-    }
   }
   if (st < 0) {
     tsl_profile_free(out);
@@ -234,21 +251,34 @@ tsl_status tsl_profile_local(const char *backend, tsl_profile *out) {
 
 /* ---- lookup ---- */
 
-const tsl_link *tsl_profile_link(const tsl_profile *p, tessel_collective kind, int ranks, int nodes) {
+double tsl_profile_stream(const tsl_profile *p, int world) {
+  double best = p->memory_bw, gap_best = INFINITY;
+  for (int i = 0; i < p->n_streams; i++) {
+    double g = fabs(log((double)p->stream_world[i] / (double)world));
+    if (g < gap_best) {
+      gap_best = g;
+      best = p->stream_bw[i];
+    }
+  }
+  return best;
+}
+
+/* How far apart two counts are, as a ratio (10 when one is "any"). */
+static double gap(int have, int want) { return have > 0 ? fabs(log((double)have / (double)want)) : 10.0; }
+
+const tsl_link *tsl_profile_link(const tsl_profile *p, tessel_collective kind, int ranks, int nodes, int world) {
   tsl_within want = nodes > 1 ? TSL_WITHIN_CLUSTER : TSL_WITHIN_NODE;
   const tsl_link *best = NULL;
   double best_score = INFINITY;
   for (int i = 0; i < p->n_links; i++) {
     const tsl_link *l = &p->links[i];
     if (l->within != want || (l->kind >= 0 && l->kind != (int)kind)) continue;
-    /* an exact kind beats "any"; then the nearest group size (in ratio) */
-    double size_gap = l->ranks > 0 ? fabs(log((double)l->ranks / (double)ranks)) : 10.0;
-    double score = (l->kind >= 0 ? 0.0 : 100.0) + size_gap;
+    double score = (l->kind >= 0 ? 0.0 : 1e4) + 100.0 * gap(l->world, world) + gap(l->ranks, ranks);
     if (score < best_score) {
       best_score = score;
       best = l;
     }
   }
   /* a profile of one machine serves groups that would span several */
-  return best || want == TSL_WITHIN_NODE ? best : tsl_profile_link(p, kind, ranks, 1);
+  return best || want == TSL_WITHIN_NODE ? best : tsl_profile_link(p, kind, ranks, 1, world);
 }

@@ -21,6 +21,8 @@
 **    "memory": {"device": "80GiB", "host": "2TiB"},
 **    "links": [{"within": "node", "collective": "any", "ranks": 8,
 **               "alpha_us": 10, "busbw_gbps": 360}, ...]}
+** ("world" in a link: the ranks that ran when it was measured;
+** "streams": [{"world": N, "gbps": X}], measured memory bandwidths.)
 */
 #ifndef TSL_PROFILE_H
 #define TSL_PROFILE_H
@@ -33,11 +35,13 @@
 typedef enum { TSL_WITHIN_NODE = 0, TSL_WITHIN_CLUSTER = 1 } tsl_within;
 
 /* α–β of one collective kind (or any, kind −1) at one group size (or any,
-** ranks 0). */
+** ranks 0), measured while `world` ranks ran (0: any; on a machine with
+** fewer cores than ranks the number running changes everything). */
 typedef struct tsl_link {
   tsl_within within;
   int kind;
   int ranks;
+  int world;
   double alpha; /* seconds per call */
   double busbw; /* bus bytes per second */
 } tsl_link;
@@ -51,6 +55,8 @@ typedef struct tsl_profile {
   int ranks_per_node;  /* 0: every rank on one machine */
   double efficiency;   /* the fraction of peak a training step's FLOPs reach */
   double memory_bw;    /* bytes per second one rank streams */
+  double stream_bw[8]; /* measured: stream_bw[i] with stream_world[i] ranks running */
+  int stream_world[8], n_streams;
   double overlap;      /* the fraction of overlappable communication hidden */
   uint64_t device_memory, host_memory; /* 0: unknown */
   tsl_link *links;
@@ -65,11 +71,16 @@ tsl_status tsl_profile_load(const char *path, tsl_profile *out);
 tsl_status tsl_profile_local(const char *backend, tsl_profile *out);
 void tsl_profile_free(tsl_profile *p);
 
-/* The α–β for a collective on a group of `ranks` spanning `nodes` machines:
-** the entry of the right scope whose kind matches (exactly, else "any") and
-** whose group size is nearest (exactly, else the closest). NULL when the
-** profile has none for that scope. */
-const tsl_link *tsl_profile_link(const tsl_profile *p, tessel_collective kind, int ranks, int nodes);
+/* The α–β for a collective on a group of `ranks` spanning `nodes` machines
+** in a world of `world` ranks: the entry of the right scope whose kind
+** matches (exactly, else "any"), then measured at the nearest world, then
+** at the nearest group size. NULL when the profile has none for that
+** scope. */
+const tsl_link *tsl_profile_link(const tsl_profile *p, tessel_collective kind, int ranks, int nodes, int world);
+
+/* Bytes per second one rank streams in a world of `world` ranks: the
+** measurement at the nearest world, else memory_bw. */
+double tsl_profile_stream(const tsl_profile *p, int world);
 
 /* The cache file of `tessel bench comm` for a backend (heap string). */
 char *tsl_comm_profile_path(const char *backend);

@@ -92,7 +92,7 @@ static void traffic(const tsl_plan *p, const tsl_plan_cand *c, int rank, FILE *o
     tsl_table_set(&t, row, 4, "%llu (%s)", (unsigned long long)l->payload, tsl_format_bytes(l->payload, a, sizeof a));
     tsl_table_set(&t, row, 5, "%s", tsl_format_bytes((uint64_t)tsl_plan_bus_bytes(l), b, sizeof b));
     tsl_table_set(&t, row, 6, "%s", overlap_names[l->overlap]);
-    if (p->have_profile) tsl_table_set(&t, row, 7, "%.3f", tsl_plan_line_seconds(&p->profile, l) * 1e3);
+    if (p->have_profile) tsl_table_set(&t, row, 7, "%.3f", tsl_plan_line_seconds(&p->profile, l, c->world) * 1e3);
     else tsl_table_set(&t, row, 7, "-");
   }
   tsl_table_print_text(&t, out);

@@ -6,7 +6,8 @@
 **              cores shared by the ranks on it);
 **   optimizer  the elements whose AdamW moments it holds, streamed once
 **              (parameter, gradient, m, v read; parameter, m, v written:
-**              28 bytes each) at the profile's memory bandwidth;
+**              28 bytes each) at the profile's memory bandwidth (as
+**              measured with as many ranks running, when it was);
 **   comm       every traffic line: calls × α + bus bytes / bus bandwidth, α
 **              and bandwidth looked up for its collective, group size and
 **              whether the group spans machines;
@@ -37,10 +38,10 @@ double tsl_plan_bus_bytes(const tsl_plan_line *l) {
   }
 }
 
-double tsl_plan_line_seconds(const tsl_profile *pr, const tsl_plan_line *l) {
+double tsl_plan_line_seconds(const tsl_profile *pr, const tsl_plan_line *l, int world) {
   /* a receive's transfer is timed at its sender; one rank alone moves nothing */
   if (l->kind == TESSEL_COLL_RECV || l->ranks < 2) return 0;
-  const tsl_link *k = tsl_profile_link(pr, l->kind, l->ranks, l->nodes);
+  const tsl_link *k = tsl_profile_link(pr, l->kind, l->ranks, l->nodes, world);
   if (!k) return NAN;
   return (double)l->calls * k->alpha + tsl_plan_bus_bytes(l) / k->busbw;
 }
@@ -60,9 +61,9 @@ void tsl_plan_time_rank(const tsl_plan *p, const tsl_plan_cand *c, int rank, tsl
   out->compute = r->flops / rank_rate(pr, c->world);
   double moments = 0; /* AdamW keeps two fp32 moments per element it updates */
   for (int t = 0; t < TESSEL_TIER_COUNT; t++) moments += (double)r->memory[t][TESSEL_MEM_OPTIM] / 8.0;
-  out->optimizer = moments * 28.0 / pr->memory_bw;
+  out->optimizer = moments * 28.0 / tsl_profile_stream(pr, c->world);
   for (int i = 0; i < r->n_lines; i++) {
-    double s = tsl_plan_line_seconds(pr, &r->lines[i]);
+    double s = tsl_plan_line_seconds(pr, &r->lines[i], c->world);
     out->comm += s;
     by[r->lines[i].overlap] += s;
   }

@@ -38,20 +38,27 @@ static tsl_status read_model(tsl_cfg *root, tsl_settings *s) {
     return tsl_cfg_error(m, "channels", "%lld channels do not split into %lld heads of equal size",
                          (long long)v[2], (long long)v[1]);
   if (arch == TSL_ARCH_GPT2) {
+    /* GPT-2's fixed choices; not read, so a resolved GPT-2 config that
+    ** `tessel check` prints loads again */
     TSL_TRY(st, refuse_for_gpt2(m, "kv_heads", "grouped-query attention (kv_heads)"));
     TSL_TRY(st, refuse_for_gpt2(m, "rope_theta", "rotary positions (rope_theta)"));
     TSL_TRY(st, refuse_for_gpt2(m, "tie_embeddings", "untied head (tie_embeddings); its head is always wte"));
     TSL_TRY(st, refuse_for_gpt2(m, "norm_eps", "configurable norm epsilon; its layer norms use 1e-5"));
+    kv = v[1];
+    s->model.rope_theta = 10000.0;
+    s->model.norm_eps = 1e-5;
+    s->model.tie_embeddings = 1;
+  } else {
+    TSL_TRY(st, tsl_cfg_int(m, "kv_heads", v[1], 1, 1 << 20, &kv));
+    if (v[1] % kv != 0)
+      return tsl_cfg_error(m, "kv_heads", "%lld query heads do not share %lld key/value heads evenly (kv_heads must "
+                           "divide heads: %lld for multi-head, 1 for multi-query attention)",
+                           (long long)v[1], (long long)kv, (long long)v[1]);
+    TSL_TRY(st, tsl_cfg_float(m, "rope_theta", 10000.0, 1.0, 1e12, &s->model.rope_theta));
+    TSL_TRY(st, tsl_cfg_float(m, "norm_eps", 1e-5, 1e-12, 1.0, &s->model.norm_eps));
+    TSL_TRY(st, tsl_cfg_bool(m, "tie_embeddings", 0, &s->model.tie_embeddings));
   }
-  TSL_TRY(st, tsl_cfg_int(m, "kv_heads", v[1], 1, 1 << 20, &kv));
-  if (v[1] % kv != 0)
-    return tsl_cfg_error(m, "kv_heads", "%lld query heads do not share %lld key/value heads evenly (kv_heads must "
-                         "divide heads: %lld for multi-head, 1 for multi-query attention)",
-                         (long long)v[1], (long long)kv, (long long)v[1]);
   TSL_TRY(st, tsl_cfg_int(m, "ffn", arch == TSL_ARCH_LLAMA ? swiglu_ffn(v[2]) : 4 * v[2], 1, 1 << 24, &ffn));
-  TSL_TRY(st, tsl_cfg_float(m, "rope_theta", 10000.0, 1.0, 1e12, &s->model.rope_theta));
-  TSL_TRY(st, tsl_cfg_float(m, "norm_eps", 1e-5, 1e-12, 1.0, &s->model.norm_eps));
-  TSL_TRY(st, tsl_cfg_bool(m, "tie_embeddings", arch == TSL_ARCH_GPT2, &s->model.tie_embeddings));
   if (arch == TSL_ARCH_LLAMA && (v[2] / v[1]) % 2 != 0)
     return tsl_cfg_error(m, "heads", "heads of %lld channels (%lld / %lld): rotary positions rotate pairs, so the "
                          "head size must be even", (long long)(v[2] / v[1]), (long long)v[2], (long long)v[1]);

@@ -12,6 +12,9 @@ static int has(gemini *g, const tessel_cfg *sec, const char *key) {
   return g->api->cfg->has(g->host, sec, key, &present) >= 0 && present;
 }
 
+/* Each option is read only where it applies (chunk_size only when given:
+** its absence means "search"), so the resolved section `tessel check`
+** prints holds no value the options would then refuse. */
 static tessel_status options(gemini *g, const tessel_cfg *sec) {
   const tessel_cfg_api *cfg = g->api->cfg;
   tessel_host *h = g->host;
@@ -20,13 +23,11 @@ static tessel_status options(gemini *g, const tessel_cfg *sec) {
   int placement = GM_STATIC;
   int64_t prefetch = 0;
   tessel_status st;
-  if ((st = cfg->get_size(h, sec, "chunk_size", 0, &o->chunk_bytes)) < 0 ||
+  o->shard_param_frac = 1.0;
+  o->steady_ratio = 0.8;
+  if ((has(g, sec, "chunk_size") && (st = cfg->get_size(h, sec, "chunk_size", 0, &o->chunk_bytes)) < 0) ||
       (st = cfg->get_enum(h, sec, "placement", placements, GM_STATIC, &placement)) < 0 ||
-      (st = cfg->get_float(h, sec, "shard_param_frac", 1.0, 0.0, 1.0, &o->shard_param_frac)) < 0 ||
-      (st = cfg->get_float(h, sec, "offload_optim_frac", 0.0, 0.0, 1.0, &o->offload_optim_frac)) < 0 ||
-      (st = cfg->get_float(h, sec, "offload_param_frac", 0.0, 0.0, 1.0, &o->offload_param_frac)) < 0 ||
       (st = cfg->get_float(h, sec, "nvme_optim_frac", 0.0, 0.0, 1.0, &o->nvme_optim_frac)) < 0 ||
-      (st = cfg->get_float(h, sec, "steady_ratio", 0.8, 0.0, 1.0, &o->steady_ratio)) < 0 ||
       (st = cfg->get_int(h, sec, "prefetch", 0, 0, 1 << 20, &prefetch)) < 0 ||
       (st = cfg->get_string(h, sec, "nvme_dir", NULL, &o->nvme_dir)) < 0)
     return st;
@@ -35,15 +36,21 @@ static tessel_status options(gemini *g, const tessel_cfg *sec) {
   if (has(g, sec, "chunk_size") && o->chunk_bytes == 0)
     return cfg->error_at(h, sec, "chunk_size",
                          "must be positive (a size such as 1MiB; leave it out to search for one)");
-  if (o->steady_ratio <= 0.0) return cfg->error_at(h, sec, "steady_ratio", "must be above 0, got %g", o->steady_ratio);
   if (o->placement == GM_AUTO) {
     for (size_t i = 0; i < sizeof static_only / sizeof *static_only; i++)
       if (has(g, sec, static_only[i]))
         return cfg->error_at(h, sec, static_only[i],
                              "applies to placement: static only (placement: auto places chunks itself)");
+    if ((st = cfg->get_float(h, sec, "steady_ratio", 0.8, 0.0, 1.0, &o->steady_ratio)) < 0) return st;
+    if (o->steady_ratio <= 0.0)
+      return cfg->error_at(h, sec, "steady_ratio", "must be above 0, got %g", o->steady_ratio);
   } else {
     if (has(g, sec, "steady_ratio"))
       return cfg->error_at(h, sec, "steady_ratio", "applies to placement: auto only");
+    if ((st = cfg->get_float(h, sec, "shard_param_frac", 1.0, 0.0, 1.0, &o->shard_param_frac)) < 0 ||
+        (st = cfg->get_float(h, sec, "offload_optim_frac", 0.0, 0.0, 1.0, &o->offload_optim_frac)) < 0 ||
+        (st = cfg->get_float(h, sec, "offload_param_frac", 0.0, 0.0, 1.0, &o->offload_param_frac)) < 0)
+      return st;
     if (o->offload_param_frac > o->offload_optim_frac)
       return cfg->error_at(h, sec, "offload_param_frac",
                            "parameters leave the device only with their optimizer state (the fp32 master is the "
