@@ -44,6 +44,9 @@ static tsl_status setup(trainer *t) {
     st = rt->plugin->vt.setup(rt->inst);
     if (st < 0) {
       tsl_error_wrap(st, "%s.setup", rt->plugin->name);
+      /* "not possible here" from setup, which sees the backend: the
+      ** strategy declines this device, which is not a failure of the run */
+      if (st == TESSEL_E_UNSUPPORTED) st = TSL_E_DECLINED;
       goto fail;
     }
   }
