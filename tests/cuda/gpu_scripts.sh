@@ -43,10 +43,12 @@ cat >"$TMP/probe-none" <<'EOF'
 echo "no CUDA device" >&2
 exit 77
 EOF
-# The stand-in `tessel run`: CUDA runs behave as $FAKE says; both runs
-# write 20 steps of metrics into their log.dir.
+# The stand-in `tessel`: `check` prints its arguments as the resolved
+# configuration; CUDA runs behave as $FAKE says; runs write 20 steps of
+# metrics into their log.dir.
 cat >"$TMP/tessel" <<'EOF'
 #!/usr/bin/env bash
+if [ "$1" = check ]; then echo "resolved: $*"; exit 0; fi
 dir="" cuda=0
 for a in "$@"; do
   case $a in log.dir=*) dir=${a#log.dir=} ;; device.kind=cuda) cuda=1 ;; esac

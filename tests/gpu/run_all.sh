@@ -108,7 +108,11 @@ step probe
   date -u
   . tests/gpu/bundle_env.sh
   gpu_env "$SRC/gpu-bundle" && env_ok=1 || env_ok=0
-  nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>&1 | sed 's/^/gpu: /'
+  if command -v nvidia-smi >/dev/null; then
+    nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>&1 | sed 's/^/gpu: /'
+  else
+    echo "gpu: no nvidia-smi"
+  fi
   sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer \
               /usr/local/cuda/compute-sanitizer/compute-sanitizer 2>/dev/null | head -1)
   echo "compute-sanitizer: ${sanitizer:-none}"
@@ -137,6 +141,7 @@ if ! probe=$("$BUILD/tests/gpu/gpu_probe"); then
   exit 1
 fi
 say "GPUs: $probe"
+[ -n "$gpu_name" ] || gpu_name=${probe#* }
 
 # the line of ctest's closing summary and its failures, for the summary
 ctest_digest() { grep -E "tests passed|tests failed|\(Failed\)|\(Timeout\)|Not Run|\*\*\*Skipped" "$1" | sed 's/^ */  /'; }

@@ -5,7 +5,8 @@
 #
 # Trains the strategy's config (configs/PLUGIN.yaml; configs/quickstart.yaml
 # for "none") for 20 steps twice on the same model, data and seed: once as
-# one CPU process without a strategy (fp32 throughout: the reference), once
+# one CPU process without a strategy (fp32 throughout: the reference, shared
+# by the strategies whose configurations resolve alike), once
 # with device.kind: cuda under the strategy, on as many ranks as this
 # machine's GPUs allow (one GPU per rank, at least one; the strategy's
 # options are fitted to that many ranks). Passes when every step's loss is
@@ -62,7 +63,7 @@ rm -rf "$WORK"
 mkdir -p "$WORK"
 cd "$SRC"
 common=(--set train.steps=20 --set train.sample_tokens=0 --set train.eval_every=0 --set checkpoint.resume=never
-        --set checkpoint.every=0 --set log.progress=never --set data.dir="$WORK/data")
+        --set checkpoint.every=0 --set log.progress=never --set data.dir="$TMP/gpu_train_data")
 sets=()
 for o in "${opts[@]}"; do sets+=(--set "$o"); done
 losses() { sed -n 's/.*"loss":\([^,]*\),.*/\1/p' "$1"; }
@@ -87,14 +88,28 @@ if [ $rc -ne 0 ]; then
   echo "FAIL: the CUDA run ($PLUGIN, $ranks rank(s)) failed$([ $rc -eq 124 ] && echo ": no end within 90 s")" >&2
   exit 1
 fi
-if ! "$TESSEL" run "$config" --set plugin=null --set device.kind=cpu --set device.threads=2 --set log.dir="$WORK/cpu" \
-     "${common[@]}" >"$WORK/cpu.log" 2>&1; then
-  cat "$WORK/cpu.log" >&2
-  echo "FAIL: the CPU reference run failed" >&2
-  exit 1
+
+# The CPU reference: one process, no strategy, the whole batch in one
+# micro-batch (the same sums as accumulating micro-batches), on every core.
+# The strategies' configs train the same model on the same data, seed and
+# batch, so their references are one run: it is kept under the hash of its
+# resolved configuration (`tessel check`) and reused.
+ref=("$config" --set plugin=null --set device.kind=cpu --set device.threads=0 --set train.micro_batch_size=0
+     "${common[@]}")
+key=$("$TESSEL" check "${ref[@]}" --set log.dir=reference 2>/dev/null | grep -v "^ok: " | cksum | cut -d' ' -f1)
+REF=$TMP/gpu_train_reference/$key
+if [ ! -s "$REF/metrics.jsonl" ]; then
+  rm -rf "$REF.part"
+  if ! "$TESSEL" run "${ref[@]}" --set log.dir="$REF.part" >"$WORK/cpu.log" 2>&1; then
+    cat "$WORK/cpu.log" >&2
+    echo "FAIL: the CPU reference run failed" >&2
+    exit 1
+  fi
+  rm -rf "$REF"
+  mv "$REF.part" "$REF"
 fi
 grep -m1 "backend" "$WORK/cuda.log" || true
-losses "$WORK/cpu/metrics.jsonl" >"$WORK/a"
+losses "$REF/metrics.jsonl" >"$WORK/a"
 losses "$WORK/cuda/metrics.jsonl" >"$WORK/b"
 n=$(wc -l <"$WORK/a")
 [ "$n" -eq 20 ] && [ "$(wc -l <"$WORK/b")" -eq 20 ] || { echo "FAIL: expected 20 steps, got $n and $(wc -l <"$WORK/b")" >&2; exit 1; }

@@ -8,7 +8,7 @@
 */
 #include <stddef.h>
 
-#include "tessel/plugin.h"
+#include "../plugins/broken.h" /* ok_mesh: one axis over every rank */
 
 typedef struct inst {
   const tessel_host_api *api;
@@ -26,15 +26,6 @@ static tessel_status create(const tessel_host_api *api, tessel_host *host, const
   self.needs = which == 0 ? TESSEL_F32 : TESSEL_BF16;
   *out = &self;
   return st;
-}
-
-static tessel_status mesh(void *p, int world, tessel_mesh *m) {
-  (void)p;
-  m->naxes = 1;
-  m->names[0] = "dp";
-  m->sizes[0] = world;
-  m->data_axes = 1;
-  return TESSEL_OK;
 }
 
 static tessel_status setup(void *p) {
@@ -55,7 +46,7 @@ static const tessel_strategy strategy = {
     .version = "1.0",
     .description = "test strategy: declines backends that compute in another dtype",
     .create = create,
-    .mesh = mesh,
+    .mesh = ok_mesh,
     .setup = setup,
 };
 
