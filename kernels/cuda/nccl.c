@@ -210,8 +210,12 @@ void tsl_cuda_dcomm_destroy(tsl_backend *be, tsl_dcomm *c) {
       int st = r == ncclInProgress ? tsl_nccl_watch_settle(w, c->comm, c->rank, c->size, timeout_s(),
                                                            "finalising an NCCL communicator")
                                    : TSL_NCCL(r);
-      if (st >= 0) (void)TSL_NCCL(ncclCommDestroy(c->comm));
-      else if (r == ncclInProgress) watch_failed(w, st); /* settle aborted it */
+      /* after finalising, destroying frees local resources only; a
+      ** non-blocking communicator may still answer "in progress" */
+      if (st >= 0) {
+        r = ncclCommDestroy(c->comm);
+        if (r != ncclInProgress) (void)TSL_NCCL(r);
+      } else if (r == ncclInProgress) watch_failed(w, st); /* settle aborted it */
       else nccl_abort(NULL, c->comm);
     }
   }

@@ -63,6 +63,7 @@ done
 lap "the chroot (debootstrap --variant=minbase bookworm, build-essential, cmake from backports)"
 
 # ---- mounts: devices, the toolkit without its NCCL, NCCL as a wheel has it, the sources
+mnt -t sysfs sysfs "$CH/sys" # hwloc reads the CPU topology there
 mnt --bind /dev "$CH/dev"
 mnt -t tmpfs tmpfs "$CH/dev/shm"
 ov=$(mktemp -d /var/tmp/tessel-cuda-overlay.XXXXXX)

@@ -60,6 +60,11 @@ gpu_use_bundle() {
   # relative to these instead of the /usr they were built for
   export OPAL_PREFIX=$root/usr
   export PMIX_INSTALL_PREFIX=$lib/pmix2
+  # Open MPI starts even a single process's runtime through its rsh
+  # launcher, which refuses to work without ssh or rsh (Debian's openmpi-bin
+  # pulls in openssh-client for it); on one machine the isolated launcher
+  # forks the processes itself
+  if ! command -v ssh >/dev/null && ! command -v rsh >/dev/null; then export OMPI_MCA_plm=isolated; fi
   GPU_CMAKE_ARGS+=(-DMPI_C_COMPILER="$root/usr/bin/mpicc" -DPKG_CONFIG_EXECUTABLE="$root/usr/bin/pkg-config")
 }
 
