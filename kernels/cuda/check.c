@@ -22,6 +22,8 @@
 static struct {
   int rank, device, running, failed;
   void (*log)(int level, const char *fmt, ...);
+  void (*on_failure)(void *arg, const char *what);
+  void *on_failure_arg;
   char last[1024];
 } diag = {.rank = -1, .device = -1};
 
@@ -36,6 +38,11 @@ void tsl_cuda_diag_init(int rank, int device, void (*log)(int level, const char 
 void tsl_cuda_diag_running(int running) { diag.running = running; }
 
 int tsl_cuda_failed(void) { return diag.failed; }
+
+void tsl_cuda_diag_on_failure(void (*fn)(void *arg, const char *what), void *arg) {
+  diag.on_failure = fn;
+  diag.on_failure_arg = arg;
+}
 
 const char *tsl_cuda_last_error(tsl_backend *be) {
   (void)be;
@@ -55,6 +62,7 @@ static int record(int status, const char *file, int line, const char *what) {
   if (diag.running && status != TESSEL_E_NOMEM) {
     diag.failed = 1;
     if (diag.log) diag.log(TESSEL_LOG_ERROR, "cuda backend: %s", diag.last);
+    if (diag.on_failure) diag.on_failure(diag.on_failure_arg, diag.last);
   }
   return status;
 }

@@ -88,6 +88,16 @@ static void short_pause(void *ctx) {
   nanosleep(&t, NULL);
 }
 
+/* A failed rank's last act on NCCL: abort its communicators, so that
+** peers waiting for it in a collective fail instead of hanging. */
+static void abort_after_failure(void *arg, const char *what) {
+  tsl_nccl_watch *w = arg;
+  char why[sizeof w->failure];
+  if (w->aborted || !w->n) return;
+  snprintf(why, sizeof why, "this rank failed (%s), so its NCCL communicators are aborted", what);
+  tsl_nccl_watch_abort_all(w, why);
+}
+
 static int watch_of(tsl_backend *be, tsl_nccl_watch **out) {
   tsl_cuda_ctx *ctx = tsl_cuda(be);
   if (!ctx->watch) {
@@ -95,6 +105,7 @@ static int watch_of(tsl_backend *be, tsl_nccl_watch **out) {
     ctx->watch = malloc(sizeof *ctx->watch);
     if (!ctx->watch) return TSL_CUDA_FAIL(TESSEL_E_NOMEM, "out of host memory for the NCCL watch");
     tsl_nccl_watch_init(ctx->watch, &ops);
+    tsl_cuda_diag_on_failure(abort_after_failure, ctx->watch);
   }
   *out = ctx->watch;
   return TESSEL_OK;
@@ -103,6 +114,7 @@ static int watch_of(tsl_backend *be, tsl_nccl_watch **out) {
 void tsl_cuda_comms_release(tsl_backend *be) {
   tsl_cuda_ctx *ctx = tsl_cuda(be);
   if (!ctx->watch) return;
+  tsl_cuda_diag_on_failure(NULL, NULL);
   tsl_nccl_watch_free(ctx->watch);
   free(ctx->watch);
   ctx->watch = NULL;

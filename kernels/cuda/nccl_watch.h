@@ -9,7 +9,8 @@
 ** live communicators and:
 **   - polls their asynchronous state while the host waits for the device
 **     (stream sync, blocking copies) and whenever an event is not ready yet;
-**   - on the first failure aborts every communicator of the rank
+**   - on the first failure (or, through tsl_cuda_diag_on_failure, any
+**     failed call of the backend) aborts every communicator of the rank
 **     (ncclCommAbort: the spinning kernels see the abort flag and end, the
 **     peers' connections close, so they fail too instead of waiting) and
 **     reports which communicator failed and why;

@@ -109,6 +109,9 @@ const char *tsl_cuda_last_error(tsl_backend *be);
 /* 1 once a call has failed since the backend started (running out of
 ** memory aside): communicators are then aborted, never finalised. */
 int tsl_cuda_failed(void);
+/* Call fn(arg, message) at every such failure (NULL: none): the NCCL
+** engine aborts the rank's communicators, so its peers stop waiting. */
+void tsl_cuda_diag_on_failure(void (*fn)(void *arg, const char *what), void *arg);
 
 /* ---- memory (memory.c) ---- */
 
