@@ -6,8 +6,10 @@
 #   . tests/gpu/bundle_env.sh
 #   gpu_env BUNDLE_DIR     # prints one "name: value" line per finding
 #
-# Afterwards GPU_CMAKE_ARGS holds the extra cmake arguments (generator,
-# NCCL, MPI) and, when the bundle is used, PATH (mpirun, mpicc,
+# Afterwards GPU_GENERATOR holds the cmake generator option for a new build
+# folder (Ninja where make is missing), GPU_CMAKE_ARGS the other extra cmake
+# arguments (NCCL; MPI and pkg-config from the bundle) and, when the bundle
+# is used, PATH (mpirun, mpicc,
 # pkg-config), LD_LIBRARY_PATH, PKG_CONFIG_PATH, CMAKE_PREFIX_PATH and
 # OPAL_PREFIX point into it. Returns 1, after saying what is missing, when
 # neither the system nor the bundle has something the build needs.
@@ -71,13 +73,12 @@ gpu_use_bundle() {
 gpu_env() {
   local bundle=$1 nccl_lib nccl_inc
   GPU_CMAKE_ARGS=()
-  if command -v ninja >/dev/null; then
-    GPU_CMAKE_ARGS+=(-G Ninja)
-  elif ! command -v make >/dev/null; then
-    echo "generator: neither ninja nor make is installed" >&2
-    return 1
+  GPU_GENERATOR=()
+  if ! command -v make >/dev/null; then
+    command -v ninja >/dev/null || { echo "generator: neither make nor ninja is installed" >&2; return 1; }
+    GPU_GENERATOR=(-G Ninja)
   fi
-  echo "generator: $(command -v ninja || command -v make)"
+  echo "generator: $(command -v make || command -v ninja)"
   echo "compiler: $(command -v cc || echo none) $(cc -dumpfullversion 2>/dev/null)"
   echo "cmake: $(cmake --version 2>/dev/null | head -1)"
   if gpu_system_has_packages; then

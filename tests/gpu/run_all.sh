@@ -96,7 +96,7 @@ step() {
 }
 done_step() { # NAME RC [NOTE]
   local took=$(($(now) - STEP_START)) verdict=ok
-  [ "$2" -eq 124 ] && verdict="TIMED OUT after $T s"
+  [ "$2" -eq 124 ] && verdict="OUT OF TIME (allowed $T s)"
   [ "$2" -ne 0 ] && [ "$2" -ne 124 ] && verdict=FAILED
   [ "$2" -ne 0 ] && status=1
   say "$1: $verdict ($took s of ${BUDGET[$1]} s)${3:+ $3}"
@@ -120,11 +120,13 @@ step probe
 cat "$OUTDIR/probe.log"
 [ $env_ok -eq 1 ] || { done_step probe 1 "(see probe.log)"; exit 1; }
 gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
-sanitizer=$(sed -n 's/^compute-sanitizer: //p' "$OUTDIR/probe.log")
+sanitizer=$(sed -n 's/^compute-sanitizer: //p' "$OUTDIR/probe.log" | grep -v '^none$')
 done_step probe 0
 
 # ---- build
 if step build; then
+  # a build folder keeps the generator it was made with
+  [ -f "$BUILD/CMakeCache.txt" ] || GPU_CMAKE_ARGS+=("${GPU_GENERATOR[@]}")
   timeout "$T" bash -c 'cmake -S . -B "$1" -DTESSEL_CUDA=ON -DTESSEL_WERROR=ON -DCMAKE_BUILD_TYPE=Release "${@:2}" &&
                         cmake --build "$1" -j "$(nproc)"' _ "$BUILD" "${GPU_CMAKE_ARGS[@]}" >"$OUTDIR/build.log" 2>&1
   rc=$?
