@@ -17,7 +17,8 @@ const tsl_command tsl_cmd_run = {
     "process is a rank (or use `tessel launch -n N CONFIG`). Rank 0 prints the log.\n\n"
     "  --set KEY=VALUE   override a config key, e.g. --set model.layers=6 (repeatable)\n"
     "  --resume DIR      resume from this checkpoint directory instead of checkpoint.resume\n\n"
-    "exit status: 0 success, 1 runtime failure, 2 usage or configuration error\n",
+    "exit status: 0 success, 1 runtime failure, 2 usage or configuration error, 3 the strategy declines\n"
+    "this device (its setup reports the combination as unsupported)\n",
     run};
 
 static int run(int argc, char **argv) {

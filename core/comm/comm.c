@@ -121,10 +121,17 @@ static int has_device_engine(const tsl_backend *be) {
          be->event_query && be->last_error;
 }
 
-/* The backend's bootstrap broadcast, over the group's MPI communicator. */
+/* The backend's bootstrap, over the group's MPI communicator: a broadcast
+** from the group's rank 0, and the agreement on every rank's status. */
 static int bcast_group(void *arg, void *buf, int bytes) {
   tessel_group *g = arg;
   return MPI_Bcast(buf, bytes, MPI_BYTE, 0, g->comm) == MPI_SUCCESS ? TESSEL_OK : TESSEL_E_COMM;
+}
+
+static int agree_group(void *arg, int status) {
+  tessel_group *g = arg;
+  int lowest = status;
+  return MPI_Allreduce(&status, &lowest, 1, MPI_INT, MPI_MIN, g->comm) == MPI_SUCCESS ? lowest : TESSEL_E_COMM;
 }
 
 static tsl_status device_error(const tsl_comm *c, tsl_status st, const char *what, const tessel_group *g) {
@@ -147,7 +154,8 @@ static tsl_status add_device_comms(tsl_comm *c) {
         g->dcomm = c->groups[j].dcomm;
     }
     if (g->dcomm) continue;
-    int rc = be->dcomm_create(be, g->rank, g->size, bcast_group, g, &g->dcomm);
+    tsl_dcomm_boot boot = {bcast_group, agree_group, g};
+    int rc = be->dcomm_create(be, g->rank, g->size, &boot, &g->dcomm);
     if (rc < 0) return device_error(c, rc, "creating the device communicator", g);
     g->owns_dcomm = 1;
   }

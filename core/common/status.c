@@ -65,11 +65,12 @@ const char *tsl_status_name(tsl_status status) {
     case TESSEL_E_IO: return "I/O error";
     case TESSEL_E_INTERNAL: return "internal error";
     case TESSEL_E_NUMERIC: return "numeric error";
+    case TSL_E_DECLINED: return "declined by the strategy";
     default: return "error";
   }
 }
 
 int tsl_status_exit_code(tsl_status status) {
   if (status >= 0) return 0;
-  return status == TESSEL_E_CONFIG ? 2 : 1;
+  return status == TESSEL_E_CONFIG ? 2 : status == TSL_E_DECLINED ? 3 : 1;
 }
