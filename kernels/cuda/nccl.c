@@ -252,15 +252,15 @@ static ncclRedOp_t nccl_op(tessel_redop op) {
 
 /* NCCL has no all-to-all: one send and one receive per peer, launched
 ** together in a group. */
-static int all_to_all(tsl_dcomm *c, const tsl_coll *op, size_t n, ncclDataType_t t, cudaStream_t st) {
-  int size = 0, rc = TSL_NCCL(ncclCommCount(c->comm, &size));
+static int all_to_all(tsl_backend *be, tsl_dcomm *c, const tsl_coll *op, size_t n, ncclDataType_t t,
+                      cudaStream_t st) {
+  int size = c->size, rc = finish(be, c, ncclGroupStart(), "ncclGroupStart");
   size_t bytes = n * tessel_dtype_size(op->dtype);
-  if (rc < 0 || (rc = TSL_NCCL(ncclGroupStart())) < 0) return rc;
   for (int peer = 0; peer < size && rc >= 0; peer++) {
-    rc = TSL_NCCL(ncclSend((const char *)op->send + (size_t)peer * bytes, n, t, peer, c->comm, st));
-    if (rc >= 0) rc = TSL_NCCL(ncclRecv((char *)op->recv + (size_t)peer * bytes, n, t, peer, c->comm, st));
+    rc = finish(be, c, ncclSend((const char *)op->send + (size_t)peer * bytes, n, t, peer, c->comm, st), "ncclSend");
+    if (rc >= 0) rc = finish(be, c, ncclRecv((char *)op->recv + (size_t)peer * bytes, n, t, peer, c->comm, st), "ncclRecv");
   }
-  int end = TSL_NCCL(ncclGroupEnd());
+  int end = finish(be, c, ncclGroupEnd(), "ncclGroupEnd");
   return rc < 0 ? rc : end;
 }
 
@@ -274,16 +274,6 @@ int tsl_cuda_dcomm_post(tsl_backend *be, tsl_dcomm *c, const tsl_coll *op, tsl_s
   const size_t n = (size_t)op->count;
   cudaStream_t st = tsl_cuda_stream(be, s)->s;
   switch (op->kind) {
-<<<<<<< HEAD
-    case TSL_COLL_ALL_REDUCE: return TSL_NCCL(ncclAllReduce(op->send, op->recv, n, t, rop, c->comm, st));
-    case TSL_COLL_REDUCE_SCATTER: return TSL_NCCL(ncclReduceScatter(op->send, op->recv, n, t, rop, c->comm, st));
-    case TSL_COLL_ALL_GATHER: return TSL_NCCL(ncclAllGather(op->send, op->recv, n, t, c->comm, st));
-    case TSL_COLL_BROADCAST: return TSL_NCCL(ncclBroadcast(op->send, op->recv, n, t, op->peer, c->comm, st));
-    case TSL_COLL_REDUCE: return TSL_NCCL(ncclReduce(op->send, op->recv, n, t, rop, op->peer, c->comm, st));
-    case TSL_COLL_SEND: return TSL_NCCL(ncclSend(op->send, n, t, op->peer, c->comm, st));
-    case TSL_COLL_RECV: return TSL_NCCL(ncclRecv(op->recv, n, t, op->peer, c->comm, st));
-    case TSL_COLL_ALL_TO_ALL: return all_to_all(c, op, n, t, st);
-=======
     case TSL_COLL_ALL_REDUCE:
       return finish(be, c, ncclAllReduce(op->send, op->recv, n, t, rop, c->comm, st), "ncclAllReduce");
     case TSL_COLL_REDUCE_SCATTER:
@@ -296,7 +286,7 @@ int tsl_cuda_dcomm_post(tsl_backend *be, tsl_dcomm *c, const tsl_coll *op, tsl_s
       return finish(be, c, ncclReduce(op->send, op->recv, n, t, rop, op->peer, c->comm, st), "ncclReduce");
     case TSL_COLL_SEND: return finish(be, c, ncclSend(op->send, n, t, op->peer, c->comm, st), "ncclSend");
     case TSL_COLL_RECV: return finish(be, c, ncclRecv(op->recv, n, t, op->peer, c->comm, st), "ncclRecv");
->>>>>>> gpu
+    case TSL_COLL_ALL_TO_ALL: return all_to_all(be, c, op, n, t, st);
   }
   return TSL_CUDA_FAIL(TESSEL_E_INTERNAL, "unknown collective kind %d", (int)op->kind);
 }

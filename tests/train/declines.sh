@@ -11,7 +11,7 @@ set +e
 rc=$?
 set -e
 [ $rc -eq 3 ] || { cat "$WORK/out" >&2; fail "exit status $rc on the fp32 CPU backend, expected 3"; }
-grep -q "declines.setup: declines: this strategy computes in bf16 only" "$WORK/out" ||
+grep -q "strategy .declines. failed in setup: declines: this strategy computes in bf16 only" "$WORK/out" ||
   { cat "$WORK/out" >&2; fail "the strategy's reason is not in the error"; }
 [ -s "$WORK/run/metrics.jsonl" ] && fail "a declined run wrote metrics"
 
