@@ -30,16 +30,21 @@ static uint64_t sources_hash(const tsl_settings *s) {
   return h;
 }
 
-static tsl_status prepare_if_stale(const tsl_settings *s) {
-  char stamp_path[4096], *old = NULL, now[32];
-  snprintf(stamp_path, sizeof stamp_path, "%s/.prepared", s->data.dir);
-  snprintf(now, sizeof now, "%016" PRIx64 "\n", sources_hash(s));
-  if (tsl_read_file(stamp_path, &old, NULL) == TESSEL_OK && strcmp(old, now) == 0) {
-    free(old);
-    return TESSEL_OK;
-  }
+/* Whether data.dir holds shards prepared from the sources as they are now
+** (its stamp matches). */
+static int prepared(const tsl_settings *s, char *stamp_path, size_t cap, char *now, size_t now_cap) {
+  char *old = NULL;
+  snprintf(stamp_path, cap, "%s/.prepared", s->data.dir);
+  snprintf(now, now_cap, "%016" PRIx64 "\n", sources_hash(s));
+  int same = tsl_read_file(stamp_path, &old, NULL) == TESSEL_OK && strcmp(old, now) == 0;
   free(old);
   tsl_error_clear();
+  return same;
+}
+
+static tsl_status prepare_if_stale(const tsl_settings *s) {
+  char stamp_path[4096], now[32];
+  if (prepared(s, stamp_path, sizeof stamp_path, now, sizeof now)) return TESSEL_OK;
   tsl_prepare_opts opts = {.val_fraction = s->data.val_fraction, .shard_tokens = 100000000};
   tsl_prepare_report rep;
   tsl_status st = tsl_data_prepare(s->data.text, s->data.n_text, s->data.dir, &opts, &rep);
@@ -54,6 +59,15 @@ static tsl_status prepare_if_stale(const tsl_settings *s) {
   return TESSEL_OK;
 }
 
+/* A dataset a rank cannot open: name the rank and its host, since on a
+** cluster the usual cause is a path that only some machines have. */
+static tsl_status unseen(const tsl_runtime *rt, tsl_status st, const char *key) {
+  if (rt->world.size == 1) return tsl_error_wrap(st, "%s", key);
+  return tsl_error_wrap(st, "%s on rank %d, host %s (every machine needs the shards at this path: a shared "
+                        "filesystem, or the same files prepared on each; see docs/cluster.md)",
+                        key, rt->world.rank, rt->world.host);
+}
+
 tsl_status tsl_data_open(tsl_runtime *rt, tsl_data_source *d) {
   const tsl_settings *s = &rt->settings;
   tsl_status st = TESSEL_OK;
@@ -62,16 +76,27 @@ tsl_status tsl_data_open(tsl_runtime *rt, tsl_data_source *d) {
   d->batch_size = s->train.batch_size;
   if (s->data.n_text > 0) {
     if (rt->world.rank == 0) st = prepare_if_stale(s);
-    st = tsl_world_first_failure(&rt->world, st);
-    if (st < 0) return st;
+    TSL_TRY(st, tsl_world_first_failure(&rt->world, st));
+    /* a machine that does not see rank 0's data.dir (no shared filesystem)
+    ** prepares its own copy, once, by its first rank */
+    char stamp[4096], now[32];
+    if (rt->world.rank != 0 && rt->world.local_rank == 0 && !prepared(s, stamp, sizeof stamp, now, sizeof now)) {
+      tsl_warn("host %s does not see the shards rank 0 prepared in %s (not a shared filesystem?): preparing a copy "
+               "here", rt->world.host, s->data.dir);
+      st = prepare_if_stale(s);
+      if (st < 0) tsl_error_wrap(st, "rank %d on host %s", rt->world.rank, rt->world.host);
+    }
+    TSL_TRY(st, tsl_world_first_failure(&rt->world, st));
   }
   st = tsl_dataset_open(s->data.train, s->model.vocab_size, s->model.seq_len, &d->train);
-  if (st < 0) return tsl_error_wrap(st, "data.train");
+  if (st < 0) return unseen(rt, st, "data.train");
   if (s->data.val) {
     st = tsl_dataset_open(s->data.val, s->model.vocab_size, s->model.seq_len, &d->val);
-    if (st < 0) return tsl_error_wrap(st, "data.val");
+    if (st < 0) return unseen(rt, st, "data.val");
   }
   return TESSEL_OK;
+fail:
+  return st;
 }
 
 void tsl_data_close(tsl_data_source *d) {
