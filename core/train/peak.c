@@ -43,7 +43,7 @@ static double gemm_rate(tsl_backend *be, int n, int repeats) {
 double tsl_peak_measure(tsl_backend *be, int max_n, FILE *out) {
   double peak = 0;
   for (int n = 512; n <= max_n; n *= 2) {
-    double r = gemm_rate(be, n, n >= 2048 ? 3 : 8);
+    double r = gemm_rate(be, n, n >= 2048 ? 3 : 12);
     if (out) fprintf(out, "sgemm %4d x %4d x %4d: %8.1f GFLOP/s\n", n, n, n, r);
     if (r > peak) peak = r;
   }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "common/atomic_file.h"
+#include "common/log.h"
 #include "common/stats.h"
 #include "common/util.h"
 #include "mem/ledger.h"
@@ -76,10 +77,31 @@ static double median_of(const tsl_reporter *r, size_t offset) {
 
 #define MEDIAN(r, field) median_of(r, offsetof(tsl_step_record, field))
 
-static void add_split(cJSON *o, const char *name, double mean, double max) {
-  cJSON *e = cJSON_AddObjectToObject(o, name);
-  cJSON_AddNumberToObject(e, "mean", mean);
-  cJSON_AddNumberToObject(e, "max", max);
+/* A typical step's split: the parts averaged over the middle half of the
+** steps by step time (stats.h), so that they add up to its step time. */
+static cJSON *split_json(const tsl_reporter *r) {
+  static const char *const names[] = {"step", "compute", "comm_wait", "bubble"};
+  int64_t skip = r->n_steps > 1, n = r->n_steps - skip, *idx = NULL, count = 0;
+  double *key = malloc(sizeof(double) * (size_t)TSL_MAX(n, 1)), sum[2][4] = {{0}};
+  cJSON *o = cJSON_CreateObject();
+  for (int64_t i = 0; key && i < n; i++) key[i] = r->steps[skip + i].mean.step;
+  if (key) tsl_middle_half(key, n, &idx, &count);
+  for (int64_t j = 0; j < count; j++) {
+    const tsl_step_record *st = &r->steps[skip + idx[j]];
+    const tsl_phases *p[2] = {&st->mean, &st->max};
+    for (int a = 0; a < 2; a++) {
+      const double v[4] = {p[a]->step, p[a]->compute, p[a]->comm_wait, p[a]->bubble};
+      for (int k = 0; k < 4; k++) sum[a][k] += v[k];
+    }
+  }
+  for (int k = 0; k < 4; k++) {
+    cJSON *e = cJSON_AddObjectToObject(o, names[k]);
+    cJSON_AddNumberToObject(e, "mean", count ? sum[0][k] / (double)count : 0);
+    cJSON_AddNumberToObject(e, "max", count ? sum[1][k] / (double)count : 0);
+  }
+  free(key);
+  free(idx);
+  return o;
 }
 
 static cJSON *memory_json(const ranks_info *g) {
@@ -137,11 +159,7 @@ static cJSON *summary_json(const tsl_reporter *r, const tsl_runtime *rt, const t
   put_number(o, "step_time_s", MEDIAN(r, step_time));
   put_number(o, "mfu", MEDIAN(r, mfu));
   cJSON_AddNumberToObject(o, "mfu_cores_per_rank", end->mfu_cores);
-  cJSON *split = cJSON_AddObjectToObject(o, "time_split_s");
-  add_split(split, "step", MEDIAN(r, mean.step), MEDIAN(r, max.step));
-  add_split(split, "compute", MEDIAN(r, mean.compute), MEDIAN(r, max.compute));
-  add_split(split, "comm_wait", MEDIAN(r, mean.comm_wait), MEDIAN(r, max.comm_wait));
-  add_split(split, "bubble", MEDIAN(r, mean.bubble), MEDIAN(r, max.bubble));
+  cJSON_AddItemToObject(o, "time_split_s", split_json(r));
   cJSON_AddItemToObject(o, "memory_peak", memory_json(g));
   cJSON_AddItemToObject(o, "ranks", ranks_json(g, &over));
   cJSON_AddBoolToObject(o, "oversubscribed", over);
@@ -172,6 +190,9 @@ static void print_summary(tsl_reporter *r, const cJSON *o, const ranks_info *g) 
   tsl_report_line(r, "time per step (mean over ranks, largest in brackets): compute %.1f ms (%.1f) | communication "
                   "wait %.1f ms (%.1f) | pipeline bubble %.1f ms (%.1f) | step %.1f ms (%.1f)",
                   v[1][0], v[1][1], v[2][0], v[2][1], v[3][0], v[3][1], v[0][0], v[0][1]);
+  if (has_mfu && mfu > 1.0)
+    tsl_warn("MFU above 100%%: the recorded peak of this machine is too low (measured while it was busy?); "
+             "`tessel bench peak` measures it again");
   for (int t = 0; t < TESSEL_TIER_COUNT; t++) {
     int pr = peak_rank(g, t);
     const uint64_t *m = rank_values(g, pr) + t * PER_TIER;
