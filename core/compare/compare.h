@@ -6,8 +6,8 @@
 ** Every configuration trains the same model on the same data with the same
 ** seed for the same number of steps (checked before anything runs, as is
 ** each configuration with `tessel check --world N`). Each runs K times,
-** interleaved (A B C A B C ...), so slow drifts of the machine hit every
-** configuration alike; each trial writes only inside its own directory
+** interleaved, every other round reversed (A B C, C B A, A B C ...), so
+** slow drifts of the machine hit every configuration alike; each trial writes only inside its own directory
 ** OUT/<index>-<label>/trial-<k>/ (log, metrics, checkpoints, TensorBoard),
 ** never where the configuration itself points. The metrics and summaries
 ** are then read back: loss equivalence against the first configuration
@@ -116,7 +116,8 @@ tsl_status tsl_compare_plan(tsl_compare *c);
 ** up to `cap` pointers into argv, into storage `buf`; returns the count. */
 int tsl_compare_redirects(const tsl_compare *c, const tsl_cmp_run *run, const char *dir, char (*buf)[4200],
                           const char **argv, int cap);
-/* Run the trials, interleaved, each in OUT/<index>-<label>/trial-<k>/. */
+/* Run the trials, interleaved (A B C, C B A, ...), each in
+** OUT/<index>-<label>/trial-<k>/. */
 void tsl_compare_run_all(tsl_compare *c);
 /* Read every trial's metrics and summary and compute the figures. */
 tsl_status tsl_compare_measure(tsl_compare *c);

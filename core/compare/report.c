@@ -97,7 +97,7 @@ static void write_markdown(const tsl_compare *c, FILE *md, const char *verdict, 
   fprintf(md, "# tessel compare\n\n%s\n\n", verdict);
   warnings(c, md, "- ");
   fprintf(md, "\n%d configuration(s), %lld steps each, same model, data and seed, %d interleaved trial(s) of each "
-              "(A B C A B C …). Throughput is the median over trials of each trial's median over steps %d–%lld "
+              "(A B C, C B A, A B C …). Throughput is the median over trials of each trial's median over steps %d–%lld "
               "(warm-up: the first %d); spread is the range of the trials over that median. A configuration is "
               "called faster only when its slowest trial beats the other's fastest and the difference is at least "
               "twice the larger spread and 2%%. \"vs first\" is the largest per-step relative loss difference "

@@ -69,9 +69,12 @@ static void run_trial(tsl_compare *c, tsl_cmp_run *run, int k) {
 }
 
 void tsl_compare_run_all(tsl_compare *c) {
-  /* interleaved, A B C A B C ...: a slow spell of the machine falls on
-  ** every configuration, not on one */
+  /* interleaved, and each round in the other direction (A B C, C B A, A B
+  ** C ...): a slow spell of the machine falls on every configuration, not
+  ** on one, and none always runs first or right after the same other */
   for (int k = 0; k < c->repeat; k++)
-    for (int r = 0; r < c->n_runs; r++)
+    for (int i = 0; i < c->n_runs; i++) {
+      int r = k % 2 ? c->n_runs - 1 - i : i;
       if (!c->runs[r].failed) run_trial(c, &c->runs[r], k);
+    }
 }
