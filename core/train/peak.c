@@ -7,8 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common/atomic_file.h"
 #include "common/util.h"
+#include "train/report.h"
 
 char *tsl_peak_cache_path(void) {
   const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
@@ -51,22 +51,15 @@ double tsl_peak_measure(tsl_backend *be, int max_n, FILE *out) {
 }
 
 tsl_status tsl_peak_save(int threads, double gflops) {
-  char *path = tsl_peak_cache_path(), *dir = path ? tsl_dirname(path) : NULL, *text = NULL;
+  char *path = tsl_peak_cache_path(), *dir = path ? tsl_dirname(path) : NULL;
   tsl_status st = dir ? tsl_mkdir_p(dir) : TESSEL_E_NOMEM;
   cJSON *o = cJSON_CreateObject();
   cJSON_AddStringToObject(o, "backend", "cpu");
   cJSON_AddNumberToObject(o, "threads", threads);
   cJSON_AddNumberToObject(o, "gflops", gflops);
-  if (st >= 0 && !(text = cJSON_Print(o))) st = tsl_error(TESSEL_E_NOMEM, "out of host memory");
   /* runs starting together may measure at once: each replaces the file whole */
-  tsl_atomic_file f;
-  if (st >= 0 && (st = tsl_atomic_open(path, &f)) >= 0) {
-    st = tsl_atomic_write(&f, text, strlen(text));
-    if (st >= 0) st = tsl_atomic_commit(&f);
-    else tsl_atomic_abort(&f);
-  }
+  if (st >= 0) st = tsl_write_json_file(path, o);
   cJSON_Delete(o);
-  free(text);
   free(path);
   free(dir);
   return st;

@@ -10,6 +10,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include "common/atomic_file.h"
 #include "common/log.h"
 #include "common/stats.h"
 #include "common/util.h"
@@ -75,6 +76,19 @@ void tsl_reporter_close(tsl_reporter *r) {
   r->n_steps = r->cap_steps = 0;
   r->metrics = NULL;
   r->bar_drawn = 0;
+}
+
+tsl_status tsl_write_json_file(const char *path, const void *json) {
+  char *text = cJSON_Print(json);
+  tsl_atomic_file f;
+  tsl_status st = text ? tsl_atomic_open(path, &f) : tsl_error(TESSEL_E_NOMEM, "out of host memory writing %s", path);
+  if (st >= 0) {
+    st = tsl_atomic_write(&f, text, strlen(text));
+    if (st >= 0) st = tsl_atomic_commit(&f);
+    else tsl_atomic_abort(&f);
+  }
+  free(text);
+  return st;
 }
 
 static void clear_bar(tsl_reporter *r) {

@@ -66,6 +66,8 @@ tsl_status tsl_step_agree(const tsl_runtime *rt, tsl_step_report *s, int stop_mi
 ** steps or at the end the human line with the median tokens/s and step
 ** time over the last log.every steps; update the progress bar. */
 tsl_status tsl_report_step(tsl_reporter *r, const tsl_runtime *rt, const tsl_step_report *s);
+/* Write `json` (a cJSON object) to `path` whole or not at all. */
+tsl_status tsl_write_json_file(const char *path, const void *json);
 /* A line of text for people, clearing the progress bar first (rank 0). */
 void tsl_report_line(tsl_reporter *r, const char *fmt, ...) TSL_PRINTF(2, 3);
 

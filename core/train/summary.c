@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/atomic_file.h"
 #include "common/log.h"
 #include "common/stats.h"
 #include "common/util.h"
@@ -206,15 +205,7 @@ static void print_summary(tsl_reporter *r, const cJSON *o, const ranks_info *g) 
 
 static tsl_status write_summary(const tsl_runtime *rt, const cJSON *o) {
   char *dir = tsl_dirname(rt->settings.log.metrics), *path = dir ? tsl_asprintf("%s/summary.json", dir) : NULL;
-  char *text = cJSON_Print(o);
-  tsl_atomic_file f;
-  tsl_status st = path && text ? tsl_atomic_open(path, &f) : tsl_error(TESSEL_E_NOMEM, "out of host memory");
-  if (st >= 0) {
-    st = tsl_atomic_write(&f, text, strlen(text));
-    if (st >= 0) st = tsl_atomic_commit(&f);
-    else tsl_atomic_abort(&f);
-  }
-  free(text);
+  tsl_status st = path ? tsl_write_json_file(path, o) : tsl_error(TESSEL_E_NOMEM, "out of host memory");
   free(path);
   free(dir);
   return st;

@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <time.h>
 
+#include "dp_mesh.h"
 #include "tessel/plugin.h"
 
 typedef struct inst {
@@ -23,15 +24,6 @@ static tessel_status create(const tessel_host_api *api, tessel_host *host, const
   static inst self;
   *out = &self;
   return api->cfg->get_int(host, section, "sleep_ms", 0, 0, 60000, &self.sleep_ms);
-}
-
-static tessel_status mesh(void *p, int world, tessel_mesh *m) {
-  (void)p;
-  m->naxes = 1;
-  m->names[0] = "dp";
-  m->sizes[0] = world;
-  m->data_axes = 1;
-  return TESSEL_OK;
 }
 
 static tessel_status before_forward(void *p, int unit, int micro) {
@@ -50,7 +42,7 @@ static const tessel_strategy strategy = {
     .version = "1.0",
     .description = "test strategy: sleeps a set time before each step's forward pass",
     .create = create,
-    .mesh = mesh,
+    .mesh = dp_mesh,
     .before_forward = before_forward,
 };
 
