@@ -23,5 +23,20 @@ MPI=(mpirun -n 2 --bind-to core)
 threads=$(tr -d ' \t\n' <"$WORK/bound/summary.json" | grep -o '"threads":[0-9]*' | cut -d: -f2 | tr '\n' ' ')
 [ "$threads" = "1 1 " ] || { cat "$WORK/bound/summary.json" >&2; fail "mpirun --bind-to core: threads per rank '$threads', expected '1 1'"; }
 grep -q '"oversubscribed":false' <(tr -d ' \t\n' <"$WORK/bound/summary.json") || fail "bound ranks called oversubscribed"
+# tessel launch binds each rank to its own CPUs and says so
+"$TESSEL" launch -n 2 "$WORK/tiny.yaml" --set plugin.name=ddp --set log.dir="$WORK/launched" >"$WORK/launch.log" 2>&1 \
+  || { cat "$WORK/launch.log" >&2; fail "tessel launch -n 2 failed"; }
+grep -q "^launch: 2 rank(s), each bound to $((cpus / 2)) of the $cpus CPU(s)" "$WORK/launch.log" \
+  || { cat "$WORK/launch.log" >&2; fail "launch does not say how it bound the ranks"; }
+threads=$(tr -d ' \t\n' <"$WORK/launched/summary.json" | grep -o '"threads":[0-9]*' | cut -d: -f2 | tr '\n' ' ')
+[ "$threads" = "$((cpus / 2)) $((cpus / 2)) " ] || fail "tessel launch -n 2: threads per rank '$threads'"
+
+# a rank that cannot see the shards names itself and its host
+if "${MPI[@]}" "$TESSEL" run "$WORK/tiny.yaml" --set plugin.name=ddp --set log.dir="$WORK/noshards" \
+     --set "data.text=[]" --set data.train="$WORK/nowhere/train_*.bin" >"$WORK/noshards.log" 2>&1; then
+  fail "a run without shards succeeded"
+fi
+grep -q "data.train on rank [01], host $(hostname)" "$WORK/noshards.log" \
+  || { cat "$WORK/noshards.log" >&2; fail "the missing-shards error does not name the rank and host"; }
 rm -rf "$WORK"
-echo "ok: taskset -c 0 gives 1 thread, unrestricted $cpus, mpirun --bind-to core 1 per rank"
+echo "ok: taskset -c 0 gives 1 thread, unrestricted $cpus, mpirun --bind-to core 1 per rank, launch binds and says so"
