@@ -95,13 +95,21 @@ typedef struct tsl_compare {
   int allow_different;
 } tsl_compare;
 
-/* How a configuration's speed compares with the next fastest. */
+#define TSL_CMP_MAX_TIED 64
+
+/* The decision. Only runs that completed and train what the first trains
+** take part. The fastest is compared with each other one; those it is not
+** measurably faster than are tied with it, and among the tied the one with
+** the least device memory per rank is the choice. */
 typedef struct tsl_cmp_verdict {
-  const tsl_cmp_run *fastest, *runner_up; /* NULL when fewer than two runs qualify */
-  const tsl_cmp_run *smallest;            /* least device memory per rank */
-  double percent;                          /* how much faster fastest is (tokens/s) */
-  double spread;                           /* the larger spread of the two, percent */
-  int measurable;                          /* the difference exceeds the noise */
+  const tsl_cmp_run *fastest, *runner_up; /* runner_up: the next fastest, NULL when none */
+  const tsl_cmp_run *smallest;            /* least device memory per rank of all */
+  const tsl_cmp_run *choice;              /* the recommendation */
+  const tsl_cmp_run *tied[TSL_CMP_MAX_TIED]; /* the fastest and those not measurably slower */
+  int n_tied;
+  double percent;                          /* how much faster the fastest is than runner_up (tokens/s) */
+  double spread;                           /* the larger spread of those two, percent */
+  int measurable;                          /* that difference exceeds the noise */
 } tsl_cmp_verdict;
 
 /* Load every configuration (with the shared --set overrides and the step

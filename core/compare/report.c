@@ -11,40 +11,50 @@
 
 static double device_peak(const tsl_cmp_run *r) { return r->trials[r->typical].memory[0].peak; }
 
+/* "A, B and C" */
+static void name_list(const tsl_cmp_verdict *v, char *buf, size_t cap) {
+  size_t n = 0;
+  buf[0] = '\0';
+  for (int i = 0; i < v->n_tied && n < cap; i++)
+    n += (size_t)snprintf(buf + n, cap - n, "%s%s", i == 0 ? "" : i == v->n_tied - 1 ? " and " : ", ",
+                          v->tied[i]->label);
+}
+
 /* "For this model on this machine: ...": the choice and its reasons. */
 static void decision(const tsl_compare *c, const tsl_cmp_verdict *v, char *buf, size_t cap) {
-  char a[32], b[32];
-  const tsl_cmp_run *f = v->fastest, *s = v->smallest;
+  char a[32], b[32], names[512];
+  const tsl_cmp_run *f = v->fastest, *s = v->smallest, *ch = v->choice;
   if (!f) {
     snprintf(buf, cap, "For this model on this machine: no decision — no configuration completed and trained the same "
              "function as the first.");
     return;
   }
-  tsl_format_bytes((uint64_t)device_peak(f), a, sizeof a);
+  tsl_format_bytes((uint64_t)device_peak(ch), a, sizeof a);
   tsl_format_bytes((uint64_t)device_peak(s), b, sizeof b);
   size_t n;
   if (!v->runner_up) {
     n = (size_t)snprintf(buf, cap, "For this model on this machine: **%s**, because it is the only configuration that "
                          "completed and trained the same function; it needs %s of device memory per rank.", f->label, a);
-  } else if (v->measurable) {
+  } else if (v->n_tied == 1) {
     n = (size_t)snprintf(buf, cap, "For this model on this machine: **%s**, because %s is faster than %s by %.1f%% "
                          "(spread %.1f%%) and trains the same function; it needs %s of device memory per rank.",
                          f->label, f->label, v->runner_up->label, v->percent, v->spread, a);
-  } else if (device_peak(s) < device_peak(f)) {
-    n = (size_t)snprintf(buf, cap, "For this model on this machine: no measurable difference in speed between %s and "
-                         "%s (%.1f%% apart, spread %.1f%%%s), so choose by memory: **%s** needs the least device memory "
-                         "per rank (%s).", f->label, v->runner_up->label, v->percent, v->spread,
-                         c->repeat > 1 ? "" : "; one trial cannot tell noise from a difference: use --repeat 3",
-                         s->label, b);
   } else {
-    n = (size_t)snprintf(buf, cap, "For this model on this machine: no measurable difference in speed between %s and "
-                         "%s (%.1f%% apart, spread %.1f%%%s), and none needs less device memory per rank than %s (%s): "
-                         "**either will do**.", f->label, v->runner_up->label, v->percent, v->spread,
-                         c->repeat > 1 ? "" : "; one trial cannot tell noise from a difference: use --repeat 3",
-                         f->label, a);
+    name_list(v, names, sizeof names);
+    n = (size_t)snprintf(buf, cap, "For this model on this machine: no measurable difference in speed between %s "
+                         "(%s %.1f%% ahead of %s, spread %.1f%%%s), so choose by memory: ", names, f->label, v->percent,
+                         v->runner_up->label, v->spread,
+                         c->repeat > 1 ? "" : "; one trial cannot tell noise from a difference: use --repeat 3");
+    if (n < cap && device_peak(ch) < device_peak(f))
+      n += (size_t)snprintf(buf + n, cap - n, "**%s** needs the least device memory per rank of them (%s).", ch->label,
+                            a);
+    else if (n < cap)
+      n += (size_t)snprintf(buf + n, cap - n, "none needs less device memory per rank than %s (%s): **either will "
+                            "do**.", f->label, a);
   }
-  if (v->measurable && s != f && n < cap)
-    snprintf(buf + n, cap - n, " If memory decides: %s needs the least device memory per rank (%s).", s->label, b);
+  if (s != ch && device_peak(s) < device_peak(ch) && n < cap)
+    snprintf(buf + n, cap - n, " If memory decides: %s needs the least device memory per rank (%s) but is measurably "
+             "slower.", s->label, b);
 }
 
 /* Things the reader must know before trusting the numbers. */

@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/log.h"
 #include "common/util.h"
@@ -75,6 +76,11 @@ static void warn_cpus(const tsl_runtime *rt) {
   if (rt->settings.device.threads > c->cores)
     tsl_warn("device.threads is %d, but this rank may use %d core(s) (CPUs %s); running %d thread(s)",
              rt->settings.device.threads, c->cores, c->list, rt->threads);
+  long online = sysconf(_SC_NPROCESSORS_ONLN);
+  if (rt->world.rank == 0 && (long)c->cores * rt->world.local_size < online)
+    tsl_info("cpu: the %d rank(s) on %s may use %d of its %ld CPUs each (their affinity: taskset, a cgroup, Slurm, or "
+             "mpirun's binding, which is to one core for 1 or 2 ranks unless --bind-to none)",
+             rt->world.local_size, rt->world.host, c->cores, online);
   if (rt->world.local_rank == 0 && tsl_cpus_oversubscribed(c, rt->threads))
     tsl_warn("%d rank(s) on %s share %d core(s) (CPUs %s) with %d thread(s) each: the cores are oversubscribed, so "
              "throughput measures the sharing, not the strategy",
