@@ -28,13 +28,13 @@ device: {threads: 1}
 YAML
 printf 'base: plain.yaml\nplugin: {path: %s, sleep_ms: %d}\n' "$PLUGIN" $SLEEP >"$WORK/sleepy.yaml"
 
-"$TESSEL" compare "$WORK/plain.yaml" "$WORK/plain.yaml" --out "$WORK/same" >"$WORK/same.log" 2>&1 \
+"$TESSEL" compare "$WORK/plain.yaml" "$WORK/plain.yaml" --repeat 3 --out "$WORK/same" >"$WORK/same.log" 2>&1 \
   || { cat "$WORK/same.log" >&2; fail "comparing a config with itself failed"; }
 R=$WORK/same/report.md
 sed -n 3p "$R" | grep -Eq "^For this model on this machine: no measurable difference in speed between plain@1(#2)? and plain@1" \
   || { cat "$R" >&2; fail "identical configs: the report does not lead with 'no measurable difference'"; }
 
-"$TESSEL" compare "$WORK/sleepy.yaml" "$WORK/plain.yaml" --out "$WORK/slow" >"$WORK/slow.log" 2>&1 \
+"$TESSEL" compare "$WORK/sleepy.yaml" "$WORK/plain.yaml" --repeat 3 --out "$WORK/slow" >"$WORK/slow.log" 2>&1 \
   || { cat "$WORK/slow.log" >&2; fail "plain against sleepy failed"; }
 R=$WORK/slow/report.md
 line=$(sed -n 3p "$R")
