@@ -3,7 +3,9 @@
 **
 ** Each command is a table entry with its summary, its usage text and its
 ** function; `tessel help CMD` and `tessel CMD --help` print the usage.
-** Exit codes: 0 success, 1 runtime failure, 2 usage or configuration error.
+** Exit codes: 0 success, 1 runtime failure, 2 usage or configuration error;
+** `run` also 75 (TSL_EXIT_STOPPED, train/signals.h) when it stopped early
+** with a checkpoint.
 */
 #ifndef TSL_CLI_H
 #define TSL_CLI_H

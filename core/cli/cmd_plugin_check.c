@@ -22,6 +22,7 @@
 #include "data/shard.h"
 #include "plugin/elf.h"
 #include "plugin/loader.h"
+#include "train/signals.h"
 
 #define MAX_SETS 64
 #define MAX_STEPS 16
@@ -178,7 +179,7 @@ static int run(const check *c, int k, int ranks, const char *name, const char *c
     args[n++] = sets[i];
   }
   snprintf(log, sizeof log, "%s/%s.log", c->dir, name);
-  char **argv = tsl_run_argv(ranks ? ranks : 1, 0, args, n);
+  char **argv = tsl_run_argv(ranks ? ranks : 1, 0, args, n, NULL, 0);
   int rc = argv ? tsl_spawn_wait(argv, log) : -1;
   tsl_spawn_argv_free(argv);
   snprintf(metrics, sizeof metrics, "%s/metrics.jsonl", run_dir);
@@ -232,7 +233,8 @@ static int check_resume(const check *c, int k, int ranks, const trajectory *whol
   snprintf(what, sizeof what, "%s on %d rank(s) stops at step 3 and resumes", models[k].name, ranks);
   const char *stop[] = {"train.stop_after=3"};
   int rc = run(c, k, ranks, name, stop, 1, &t);
-  if (rc == 0) rc = run(c, k, ranks, name, NULL, 0, &t);
+  if (rc == 0) return report(0, what, "train.stop_after=3 did not stop the run");
+  if (rc == TSL_EXIT_STOPPED) rc = run(c, k, ranks, name, NULL, 0, &t);
   if (rc != 0) {
     failure_detail(c, name, rc, detail, sizeof detail);
     return report(0, what, detail);

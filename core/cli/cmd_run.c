@@ -4,7 +4,9 @@
 #include <stdlib.h>
 
 #include "cli/cli.h"
+#include "common/util.h"
 #include "train/run.h"
+#include "train/signals.h"
 
 #define MAX_SETS 256
 
@@ -17,15 +19,18 @@ const tsl_command tsl_cmd_run = {
     "process is a rank (or use `tessel launch -n N CONFIG`). Rank 0 prints the log.\n\n"
     "  --set KEY=VALUE   override a config key, e.g. --set model.layers=6 (repeatable)\n"
     "  --resume DIR      resume from this checkpoint directory instead of checkpoint.resume\n\n"
-    "exit status: 0 success, 1 runtime failure, 2 usage or configuration error, 3 the strategy declines\n"
-    "this device (its setup reports the combination as unsupported)\n",
+    "SIGTERM, SIGINT (Ctrl-C) or SIGUSR1 stop the run after the step in progress, with a checkpoint;\n"
+    "a second SIGINT aborts at once. train.stop_after and train.stop_after_time stop it the same way.\n\n"
+    "exit status: 0 finished, 1 runtime failure, 2 usage or configuration error, 3 the strategy declines\n"
+    "this device (its setup reports the combination as unsupported), 75 stopped early with a checkpoint:\n"
+    "run the same command again to resume (e.g. requeue the job)\n",
     run};
 
 static int run(int argc, char **argv) {
   static const struct option opts[] = {{"set", required_argument, 0, 's'}, {"resume", required_argument, 0, 'r'}, {0, 0, 0, 0}};
   const char *sets[MAX_SETS];
   int n_sets = 0, c;
-  tsl_train_opts topts = {0};
+  tsl_train_opts topts = {.started = tsl_now()};
   optind = 0;
   while ((c = getopt_long(argc, argv, "s:r:", opts, NULL)) != -1) {
     if (c == 's' && n_sets < MAX_SETS) sets[n_sets++] = optarg;
@@ -39,5 +44,5 @@ static int run(int argc, char **argv) {
   if (st < 0) return tsl_fail(st);
   st = tsl_run_config(&world, argv[optind], sets, n_sets, &topts);
   tsl_world_finalize(&world);
-  return tsl_status_exit_code(st);
+  return st == TSL_TRAIN_STOPPED ? TSL_EXIT_STOPPED : tsl_status_exit_code(st);
 }

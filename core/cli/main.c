@@ -19,7 +19,8 @@ static void overview(FILE *out) {
   for (size_t i = 0; i < TSL_ARRAY_LEN(commands); i++) fprintf(out, "  %-12s %s\n", commands[i]->name, commands[i]->summary);
   fprintf(out, "  %-12s %s\n  %-12s %s\n", "version", "print the version", "help", "help for a command: tessel help CMD");
   fprintf(out, "\nexit status: 0 success, 1 runtime failure, 2 usage or configuration error, 3 the strategy\n"
-              "declines this device\n");
+               "declines this device, 75 a run that stopped early with a checkpoint (signal or time limit): run\n"
+               "it again to resume\n");
 }
 
 static const tsl_command *find(const char *name) {

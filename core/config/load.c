@@ -56,7 +56,7 @@ static tsl_status load_file(tsl_config *cfg, const char *path, int depth, char *
   size_t len = 0;
 
   if (!realpath(path, real)) {
-    if (!tsl_path_exists(path)) return tsl_error(TESSEL_E_IO, "%s: no such config file", path);
+    if (!tsl_path_exists(path)) return tsl_error(TESSEL_E_CONFIG, "%s: no such config file", path);
     snprintf(real, sizeof real, "%s", path);
   }
   for (int i = 0; i < depth; i++)

@@ -69,6 +69,24 @@ static tsl_status load_cuda_backend(tsl_runtime *rt) {
   return st;
 }
 
+/* Say when the configured threads exceed this rank's cores, and (once per
+** machine) when ranks oversubscribe the cores they share. */
+static void warn_cpus(const tsl_runtime *rt) {
+  const tsl_cpus *c = &rt->world.cpus;
+  if (rt->settings.device.threads > c->cores)
+    tsl_warn("device.threads is %d, but this rank may use %d core(s) (CPUs %s); running %d thread(s)",
+             rt->settings.device.threads, c->cores, c->list, rt->threads);
+  long online = sysconf(_SC_NPROCESSORS_ONLN);
+  if (rt->world.rank == 0 && (long)c->cores * rt->world.local_size < online)
+    tsl_info("cpu: the %d rank(s) on %s may use %d of its %ld CPUs each (their affinity: taskset, a cgroup, Slurm, or "
+             "mpirun's binding, which is to one core for 1 or 2 ranks unless --bind-to none)",
+             rt->world.local_size, rt->world.host, c->cores, online);
+  if (rt->world.local_rank == 0 && tsl_cpus_oversubscribed(c, rt->threads))
+    tsl_warn("%d rank(s) on %s share %d core(s) (CPUs %s) with %d thread(s) each: the cores are oversubscribed, so "
+             "throughput measures the sharing, not the strategy",
+             c->share, rt->world.host, c->cores, c->list, rt->threads);
+}
+
 tsl_status tsl_runtime_devices(tsl_runtime *rt) {
   tsl_status st;
   const tsl_settings *s = &rt->settings;
@@ -77,9 +95,8 @@ tsl_status tsl_runtime_devices(tsl_runtime *rt) {
   } else {
     rt->be = *tsl_cpu_backend();
   }
-  /* ranks sharing a machine share its cores, instead of each taking all */
-  long cores = sysconf(_SC_NPROCESSORS_ONLN);
-  rt->threads = s->device.threads ? s->device.threads : (int)TSL_MAX(1, cores / TSL_MAX(1, rt->world.local_size));
+  rt->threads = tsl_cpus_threads(&rt->world.cpus, s->device.threads);
+  warn_cpus(rt);
   tsl_backend_opts opts = {.size = sizeof opts, .threads = rt->threads, .device_index = rt->world.local_rank,
                            .log = tsl_log, .rank = rt->world.rank};
   tsl_error_clear();

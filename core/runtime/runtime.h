@@ -47,7 +47,7 @@ typedef struct tsl_runtime {
   /* devices, memory, communication (NULL/zero until `run` builds them) */
   tsl_backend be;
   int be_ready;
-  int threads; /* CPU threads per rank: device.threads, or the cores shared among this machine's ranks */
+  int threads; /* CPU threads of this rank: device.threads, or its part of the cores it may use (cpus.h) */
   tsl_ledger ledger;
   tsl_comm *comm;
   tsl_stream *compute, *comm_stream;

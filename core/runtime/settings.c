@@ -3,6 +3,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/util.h"
@@ -93,14 +94,43 @@ fail:
   return st;
 }
 
+/* "3h50m", "90s", "1d12h", "45m", or plain seconds ("5400") into seconds;
+** -1 when malformed. */
+static double parse_duration(const char *text) {
+  double total = 0;
+  const char *p = text;
+  if (!*p) return -1;
+  while (*p) {
+    char *end;
+    double v = strtod(p, &end);
+    if (end == p || v < 0) return -1;
+    double unit = 1;
+    switch (*end) {
+      case 'd': unit = 86400; end++; break;
+      case 'h': unit = 3600; end++; break;
+      case 'm': unit = 60; end++; break;
+      case 's': end++; break;
+      case '\0': if (p != text) return -1; break; /* a bare number only alone */
+      default: return -1;
+    }
+    total += v * unit;
+    p = end;
+  }
+  return total;
+}
+
 static tsl_status read_train(tsl_cfg *root, tsl_settings *s) {
   tsl_status st;
   tsl_cfg *t;
   int64_t steps, batch, micro, seed, tokens, top_k;
+  const char *limit;
   TSL_TRY(st, tsl_cfg_section(root, "train", 1, &t));
   TSL_TRY(st, tsl_cfg_require(t, "steps"));
   TSL_TRY(st, tsl_cfg_int(t, "steps", 0, 1, I64_MAX, &steps));
   TSL_TRY(st, tsl_cfg_int(t, "stop_after", 0, 0, I64_MAX, &s->train.stop_after));
+  TSL_TRY(st, tsl_cfg_string(t, "stop_after_time", NULL, &limit));
+  if (limit && (s->train.stop_after_time = parse_duration(limit)) < 0)
+    return tsl_cfg_error(t, "stop_after_time", "'%s' is not a duration: write e.g. 3h50m, 90m, 45s or 1d12h", limit);
   TSL_TRY(st, tsl_cfg_int(t, "batch_size", 8, 1, 1 << 24, &batch));
   TSL_TRY(st, tsl_cfg_int(t, "micro_batch_size", 0, 0, 1 << 24, &micro));
   TSL_TRY(st, tsl_cfg_int(t, "seed", 1337, 0, I64_MAX, &seed));
@@ -218,6 +248,7 @@ static tsl_status read_log(tsl_cfg *root, tsl_settings *s) {
   TSL_TRY(st, tsl_cfg_string(l, "dir", buf, &s->log.dir));
   snprintf(buf, sizeof buf, "%s/metrics.jsonl", s->log.dir);
   TSL_TRY(st, tsl_cfg_string(l, "metrics", buf, &s->log.metrics));
+  TSL_TRY(st, tsl_cfg_string(l, "tensorboard", NULL, &s->log.tensorboard));
   TSL_TRY(st, tsl_cfg_int(l, "every", 10, 1, I64_MAX, &s->log.every));
   TSL_TRY(st, tsl_cfg_enum(l, "progress", progress, TSL_PROGRESS_AUTO, &prog));
   TSL_TRY(st, tsl_cfg_enum(l, "level", levels, TESSEL_LOG_INFO, &level));

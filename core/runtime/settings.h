@@ -40,6 +40,7 @@ typedef struct tsl_settings {
   struct {
     int64_t steps;
     int64_t stop_after;    /* leave after this many steps of one invocation (0: never) */
+    double stop_after_time; /* leave, with a checkpoint, before this many seconds have passed (0: never) */
     int batch_size;        /* sequences per optimizer step, all ranks together */
     int micro_batch_size;  /* sequences per micro-batch on one data rank (0: derived) */
     uint64_t seed;
@@ -75,6 +76,7 @@ typedef struct tsl_settings {
   struct {
     const char *dir;
     const char *metrics;
+    const char *tensorboard; /* directory for TensorBoard event files (NULL: none) */
     int64_t every;
     tsl_progress progress;
     int level;

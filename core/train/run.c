@@ -2,6 +2,7 @@
 #include "train/run.h"
 
 #include "plugin/host.h"
+#include "common/util.h"
 #include "runtime/build.h"
 
 tsl_status tsl_run_config(const tsl_world *w, const char *config, const char *const *sets, int n_sets,
@@ -10,6 +11,7 @@ tsl_status tsl_run_config(const tsl_world *w, const char *config, const char *co
   rt.world = *w;
   tsl_train_opts o = *opts;
   o.world_abort = w->size > 1;
+  if (!o.started) o.started = tsl_now();
   tsl_status st = tsl_runtime_configure(&rt, config, sets, n_sets);
   if (st >= 0) st = tsl_strategy_start(&rt, rt.world.size);
   if (st >= 0) st = tsl_cfg_check_unknown(tsl_config_root(rt.config));

@@ -95,5 +95,16 @@ for cfg in "${bad[@]}"; do
   fi
 done
 
+# (c) A config file that does not exist is a usage error too: exit status 2,
+# the path named, for check and run alike.
+for cmd in check run; do
+  $wrapper "$tessel" $cmd "$tmp/missing.yaml" >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+  checked=$((checked + 1))
+  first=$(head -n 1 "$tmp/err")
+  [ $rc -eq 2 ] && [[ $first == *"$tmp/missing.yaml: no such config file"* ]] \
+    || fail "tessel $cmd missing.yaml" "expected exit status 2 and the path named, got $rc: $first"
+done
+
 echo "$checked config(s) checked, $failures failure(s)"
 [ $failures -eq 0 ]
