@@ -20,6 +20,7 @@
 #include "runtime/settings.h"
 
 typedef struct tsl_model tsl_model;
+typedef struct tsl_tokenizer tsl_tokenizer;
 
 struct tessel_host {
   struct tsl_runtime *rt;
@@ -48,6 +49,9 @@ typedef struct tsl_runtime {
   uint64_t scratch_bytes;
 
   tsl_model *model;
+  /* the run's tokenizer: data.tokenizer, or the one its shards were made
+  ** with (NULL: byte-level data); stored in checkpoints, used to sample */
+  tsl_tokenizer *tokenizer;
 } tsl_runtime;
 
 #endif

@@ -96,10 +96,7 @@ tsl_status tsl_bpe_write_json(const char *path, const tsl_bpe_json *b) {
   free(buf);
   free(buf2);
   if (!text) return tsl_error(TESSEL_E_NOMEM, "out of host memory writing %s", path);
-  tsl_atomic_file af;
-  tsl_status st = tsl_atomic_open(path, &af);
-  if (st >= 0 && (st = tsl_atomic_write(&af, text, strlen(text))) < 0) tsl_atomic_abort(&af);
-  if (st >= 0) st = tsl_atomic_commit(&af);
+  tsl_status st = tsl_atomic_write_file(path, text, strlen(text));
   free(text);
   return st;
 }

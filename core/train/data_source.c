@@ -11,10 +11,13 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "data/prepare.h"
+#include "tokenizer/tokenizer.h"
+#include "train/vocab.h"
 
-/* Hash of the sources' names, sizes and modification times. */
-static uint64_t sources_hash(const tsl_settings *s) {
+/* Hash of the sources' names, sizes and modification times, and the tokenizer. */
+static uint64_t sources_hash(const tsl_settings *s, const tsl_tokenizer *t) {
   uint64_t h = tsl_hash_bytes(&s->data.val_fraction, sizeof s->data.val_fraction, 0x64617461);
+  if (t) h = tsl_mix64(h ^ tsl_tokenizer_hash(t));
   for (int i = 0; i < s->data.n_text; i++) {
     glob_t g;
     if (glob(s->data.text[i], 0, NULL, &g) != 0) continue;
@@ -30,17 +33,17 @@ static uint64_t sources_hash(const tsl_settings *s) {
   return h;
 }
 
-static tsl_status prepare_if_stale(const tsl_settings *s) {
+static tsl_status prepare_if_stale(const tsl_settings *s, tsl_tokenizer *t) {
   char stamp_path[4096], *old = NULL, now[32];
   snprintf(stamp_path, sizeof stamp_path, "%s/.prepared", s->data.dir);
-  snprintf(now, sizeof now, "%016" PRIx64 "\n", sources_hash(s));
+  snprintf(now, sizeof now, "%016" PRIx64 "\n", sources_hash(s, t));
   if (tsl_read_file(stamp_path, &old, NULL) == TESSEL_OK && strcmp(old, now) == 0) {
     free(old);
     return TESSEL_OK;
   }
   free(old);
   tsl_error_clear();
-  tsl_prepare_opts opts = {.val_fraction = s->data.val_fraction, .shard_tokens = 100000000};
+  tsl_prepare_opts opts = {.val_fraction = s->data.val_fraction, .shard_tokens = 100000000, .tokenizer = t};
   tsl_prepare_report rep;
   tsl_status st = tsl_data_prepare(s->data.text, s->data.n_text, s->data.dir, &opts, &rep);
   if (st < 0) return tsl_error_wrap(st, "preparing data.text into %s", s->data.dir);
@@ -60,11 +63,11 @@ tsl_status tsl_data_open(tsl_runtime *rt, tsl_data_source *d) {
   memset(d, 0, sizeof *d);
   d->seed = s->train.seed;
   d->batch_size = s->train.batch_size;
-  if (s->data.n_text > 0) {
-    if (rt->world.rank == 0) st = prepare_if_stale(s);
-    st = tsl_world_first_failure(&rt->world, st);
-    if (st < 0) return st;
-  }
+  st = tsl_vocab_load(rt);
+  if (st >= 0 && s->data.n_text > 0 && rt->world.rank == 0) st = prepare_if_stale(s, rt->tokenizer);
+  st = tsl_world_first_failure(&rt->world, st);
+  if (st >= 0) st = tsl_vocab_check(rt);
+  if (st < 0) return st;
   st = tsl_dataset_open(s->data.train, s->model.vocab_size, s->model.seq_len, &d->train);
   if (st < 0) return tsl_error_wrap(st, "data.train");
   if (s->data.val) {
