@@ -65,13 +65,8 @@ long tsl_bpe_merge_piece(tsl_tokenizer *t, const unsigned char *piece, size_t n,
   for (size_t i = 0; i < n; i++) ids[i] = t->byte_id[piece[i]];
   if (n < 2) return (long)n;
   /* scratch: next and prev links, and a heap of at most n - 1 + 2 per merge entries */
-  size_t need = n * 2 * sizeof(long) + 3 * n * sizeof(merge_entry);
-  if (need > t->work_cap) {
-    void *w = realloc(t->work, need);
-    if (!w) return tsl_error(TESSEL_E_NOMEM, "out of host memory encoding a %zu-byte piece", n);
-    t->work = w;
-    t->work_cap = need;
-  }
+  tsl_status st = tsl_tok_reserve(&t->work, &t->work_cap, n * 2 * sizeof(long) + 3 * n * sizeof(merge_entry), 1);
+  if (st < 0) return st;
   long *next = t->work, *prev = next + n;
   merge_entry *heap = (merge_entry *)(prev + n);
   size_t nh = 0;
@@ -130,15 +125,9 @@ static void cache_put(tsl_tokenizer *t, const char *piece, size_t n, const int32
     tsl_strmap_clear(&t->cache);
     t->cache_n = 0;
   }
-  if (t->cache_n + k > t->cache_cap) {
-    size_t cap = TSL_MAX(2 * t->cache_cap, 4096);
-    int32_t *v = realloc(t->cache_ids, cap * sizeof *v);
-    if (!v) return;
-    t->cache_ids = v;
-    t->cache_cap = cap;
-  }
   int64_t *slot;
-  if (tsl_strmap_put(&t->cache, piece, n, (int64_t)t->cache_n << 8 | (int64_t)k, &slot, NULL) < 0) {
+  if (tsl_tok_reserve(&t->cache_ids, &t->cache_cap, t->cache_n + k, sizeof *t->cache_ids) < 0 ||
+      tsl_strmap_put(&t->cache, piece, n, (int64_t)t->cache_n << 8 | (int64_t)k, &slot, NULL) < 0) {
     tsl_error_clear();
     return;
   }
@@ -233,13 +222,8 @@ tsl_status tsl_tokenizer_encode(tsl_tokenizer *t, const char *text, size_t len, 
 
 tsl_status tsl_token_vec_sink(void *vec, const int32_t *ids, size_t n) {
   tsl_token_vec *v = vec;
-  if (v->n + n > v->cap) {
-    size_t cap = TSL_MAX(TSL_MAX(2 * v->cap, v->n + n), 1024);
-    int32_t *p = realloc(v->ids, cap * sizeof *p);
-    if (!p) return tsl_error(TESSEL_E_NOMEM, "out of host memory for %zu token ids", cap);
-    v->ids = p;
-    v->cap = cap;
-  }
+  tsl_status st = tsl_tok_reserve(&v->ids, &v->cap, v->n + n, sizeof *v->ids);
+  if (st < 0) return st;
   memcpy(v->ids + v->n, ids, n * sizeof *ids);
   v->n += n;
   return TESSEL_OK;

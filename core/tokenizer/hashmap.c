@@ -28,6 +28,16 @@ static uint64_t hash_bytes(const void *p, size_t n) {
   return h ? h : 1;
 }
 
+tsl_status tsl_tok_reserve(void *array, size_t *cap, size_t need, size_t size) {
+  if (need <= *cap) return TESSEL_OK;
+  size_t n = TSL_MAX(TSL_MAX(need, 2 * *cap), 16);
+  void *p = realloc(*(void **)array, n * size);
+  if (!p) return tsl_error(TESSEL_E_NOMEM, "out of host memory for %zu tokenizer entries of %zu bytes", n, size);
+  *(void **)array = p;
+  *cap = n;
+  return TESSEL_OK;
+}
+
 static size_t capacity_for(size_t expected) {
   size_t cap = 16;
   while (cap < 2 * expected) cap *= 2;
@@ -120,13 +130,8 @@ tsl_status tsl_strmap_put(tsl_strmap *m, const void *key, size_t len, int64_t va
     if (st < 0) return st;
     i = str_slot(m, h, key, len);
   }
-  if (m->arena_len + len > m->arena_cap) {
-    size_t cap = TSL_MAX(2 * m->arena_cap, m->arena_len + len);
-    char *a = realloc(m->arena, cap);
-    if (!a) return tsl_error(TESSEL_E_NOMEM, "out of host memory growing a tokenizer table");
-    m->arena = a;
-    m->arena_cap = cap;
-  }
+  tsl_status st = tsl_tok_reserve(&m->arena, &m->arena_cap, m->arena_len + len, 1);
+  if (st < 0) return st;
   memcpy(m->arena + m->arena_len, key, len);
   m->hash[i] = h;
   m->key[i] = (uint64_t)m->arena_len << 24 | len;

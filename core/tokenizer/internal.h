@@ -13,6 +13,11 @@
 
 /* ---- hashmap.c ---- */
 
+/* Room for `need` elements of `size` bytes in the array *(void **)array of
+** capacity *cap (grown to at least twice, at least 16); TESSEL_E_NOMEM
+** otherwise, the array left as it was. */
+tsl_status tsl_tok_reserve(void *array, size_t *cap, size_t need, size_t size);
+
 /* Byte strings to int64 values, open addressing; keys are copied into an
 ** arena the map owns. */
 typedef struct tsl_strmap {

@@ -26,7 +26,7 @@
 
 typedef struct pos_list {
   int32_t *v;
-  uint32_t n, cap;
+  size_t n, cap;
 } pos_list;
 
 /* A queued pair: its count when queued and the words to merge it in. */
@@ -42,7 +42,8 @@ typedef struct trainer {
   char *str;
   size_t str_len, str_cap;
   size_t *off, *len;
-  int n_tokens, cap_tokens;
+  int n_tokens;
+  size_t cap_off, cap_len;
   /* unique words: symbols words[w] = sym[start[w], start[w] + wlen[w]) */
   int32_t *sym;
   size_t *start;
@@ -57,7 +58,8 @@ typedef struct trainer {
   pos_list *gained_lists;
   size_t n_gained, cap_gained;
   uint32_t (*merges)[2];
-  int n_merges, cap_merges;
+  int n_merges;
+  size_t cap_merges;
 } trainer;
 
 static int cand_before(const candidate *x, const candidate *y) {
@@ -66,13 +68,8 @@ static int cand_before(const candidate *x, const candidate *y) {
 }
 
 static tsl_status heap_push(trainer *tr, candidate c) {
-  if (tr->nh == tr->caph) {
-    size_t cap = TSL_MAX(2 * tr->caph, 1024);
-    candidate *h = realloc(tr->heap, cap * sizeof *h);
-    if (!h) return tsl_error(TESSEL_E_NOMEM, "out of host memory training a tokenizer");
-    tr->heap = h;
-    tr->caph = cap;
-  }
+  tsl_status st = tsl_tok_reserve(&tr->heap, &tr->caph, tr->nh + 1, sizeof *tr->heap);
+  if (st < 0) return st;
   size_t i = tr->nh++;
   while (i > 0 && cand_before(&c, &tr->heap[(i - 1) / 2])) {
     tr->heap[i] = tr->heap[(i - 1) / 2];
@@ -99,13 +96,8 @@ static candidate heap_pop(trainer *tr) {
 
 static tsl_status list_add(pos_list *l, int32_t w) {
   if (l->n > 0 && l->v[l->n - 1] == w) return TESSEL_OK; /* a word's changes come together */
-  if (l->n == l->cap) {
-    uint32_t cap = l->cap ? 2 * l->cap : 4;
-    int32_t *v = realloc(l->v, cap * sizeof *v);
-    if (!v) return tsl_error(TESSEL_E_NOMEM, "out of host memory training a tokenizer");
-    l->v = v;
-    l->cap = cap;
-  }
+  tsl_status st = tsl_tok_reserve(&l->v, &l->cap, l->n + 1, sizeof *l->v);
+  if (st < 0) return st;
   l->v[l->n++] = w;
   return TESSEL_OK;
 }
@@ -118,21 +110,11 @@ static tsl_status add_token(trainer *tr, const char *s, size_t n, int *id) {
   if (st < 0) return st;
   *id = (int)*slot;
   if (!added) return TESSEL_OK;
-  if (tr->n_tokens == tr->cap_tokens) {
-    int cap = TSL_MAX(2 * tr->cap_tokens, 512);
-    size_t *off = realloc(tr->off, (size_t)cap * sizeof *off), *len = off ? realloc(tr->len, (size_t)cap * sizeof *len) : NULL;
-    if (off) tr->off = off;
-    if (!off || !len) return tsl_error(TESSEL_E_NOMEM, "out of host memory training a tokenizer");
-    tr->len = len;
-    tr->cap_tokens = cap;
-  }
-  if (tr->str_len + n > tr->str_cap) {
-    size_t cap = TSL_MAX(2 * tr->str_cap, tr->str_len + n + 4096);
-    char *p = realloc(tr->str, cap);
-    if (!p) return tsl_error(TESSEL_E_NOMEM, "out of host memory training a tokenizer");
-    tr->str = p;
-    tr->str_cap = cap;
-  }
+  size_t k = (size_t)tr->n_tokens + 1;
+  if ((st = tsl_tok_reserve(&tr->off, &tr->cap_off, k, sizeof *tr->off)) < 0 ||
+      (st = tsl_tok_reserve(&tr->len, &tr->cap_len, k, sizeof *tr->len)) < 0 ||
+      (st = tsl_tok_reserve(&tr->str, &tr->str_cap, tr->str_len + n, 1)) < 0)
+    return st;
   memcpy(tr->str + tr->str_len, s, n);
   tr->off[tr->n_tokens] = tr->str_len;
   tr->len[tr->n_tokens] = n;
@@ -151,13 +133,8 @@ static tsl_status note_change(trainer *tr, uint32_t x, uint32_t y, int delta, in
   if (delta < 0) return TESSEL_OK;
   if ((st = tsl_pairmap_put(&tr->gained, x, y, (int64_t)tr->n_gained, &idx, &added)) < 0) return st;
   if (added) {
-    if (tr->n_gained == tr->cap_gained) {
-      size_t cap = TSL_MAX(2 * tr->cap_gained, 256);
-      pos_list *v = realloc(tr->gained_lists, cap * sizeof *v);
-      if (!v) return tsl_error(TESSEL_E_NOMEM, "out of host memory training a tokenizer");
-      tr->gained_lists = v;
-      tr->cap_gained = cap;
-    }
+    if ((st = tsl_tok_reserve(&tr->gained_lists, &tr->cap_gained, tr->n_gained + 1, sizeof *tr->gained_lists)) < 0)
+      return st;
     tr->gained_lists[tr->n_gained++] = (pos_list){0};
   }
   return list_add(&tr->gained_lists[*idx], w);
@@ -222,13 +199,8 @@ static tsl_status merged_token(trainer *tr, uint32_t a, uint32_t b, int *id) {
 }
 
 static tsl_status record_merge(trainer *tr, uint32_t a, uint32_t b) {
-  if (tr->n_merges == tr->cap_merges) {
-    int cap = TSL_MAX(2 * tr->cap_merges, 256);
-    uint32_t (*m)[2] = realloc(tr->merges, (size_t)cap * sizeof *m);
-    if (!m) return tsl_error(TESSEL_E_NOMEM, "out of host memory training a tokenizer");
-    tr->merges = m;
-    tr->cap_merges = cap;
-  }
+  tsl_status st = tsl_tok_reserve(&tr->merges, &tr->cap_merges, (size_t)tr->n_merges + 1, sizeof *tr->merges);
+  if (st < 0) return st;
   tr->merges[tr->n_merges][0] = a;
   tr->merges[tr->n_merges][1] = b;
   tr->n_merges++;
@@ -280,13 +252,7 @@ static tsl_status count_text(word_counts *wc, tsl_pretok *p, const char *text, s
     tsl_status st = tsl_strmap_put(&wc->index, text + a, b - a, (int64_t)wc->n, &slot, &added);
     if (st < 0) return st;
     if (added) {
-      if (wc->n == wc->cap) {
-        size_t cap = TSL_MAX(2 * wc->cap, 4096);
-        int64_t *v = realloc(wc->count, cap * sizeof *v);
-        if (!v) return tsl_error(TESSEL_E_NOMEM, "out of host memory counting words");
-        wc->count = v;
-        wc->cap = cap;
-      }
+      if ((st = tsl_tok_reserve(&wc->count, &wc->cap, wc->n + 1, sizeof *wc->count)) < 0) return st;
       wc->count[wc->n++] = 0;
     }
     wc->count[*slot]++;
