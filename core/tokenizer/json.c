@@ -30,6 +30,7 @@ typedef struct loader {
   const char *name;
   tsl_strmap by_string;   /* token string as written in the JSON -> id */
   char **strings;         /* per id, into the JSON tree (NULL: a hole so far) */
+  size_t strings_cap;
   char *pattern;          /* the pre-tokenizer regex (heap), NULL: none */
 } loader;
 
@@ -118,13 +119,10 @@ static tsl_status set_id(loader *l, int64_t id, char *s, const char *what) {
   if (id < 0 || id >= (1 << 30))
     return tsl_error(TESSEL_E_CONFIG, "%s: %s '%s' has id %lld, outside [0, 2^30)", l->name, what, s, (long long)id);
   if (id >= l->t->vocab_size) {
-    int n = (int)id + 1, cap = 1;
-    while (cap < n) cap *= 2;
-    char **v = realloc(l->strings, (size_t)cap * sizeof *v);
-    if (!v) return tsl_error(TESSEL_E_NOMEM, "out of host memory loading %s", l->name);
-    for (int i = l->t->vocab_size; i < cap; i++) v[i] = NULL;
-    l->strings = v;
-    l->t->vocab_size = n;
+    tsl_status st = tsl_tok_reserve(&l->strings, &l->strings_cap, (size_t)id + 1, sizeof *l->strings);
+    if (st < 0) return st;
+    for (int64_t i = l->t->vocab_size; i <= id; i++) l->strings[i] = NULL;
+    l->t->vocab_size = (int)id + 1;
   }
   if (l->strings[id] && strcmp(l->strings[id], s) != 0)
     return tsl_error(TESSEL_E_CONFIG, "%s: id %lld is both '%s' and '%s'", l->name, (long long)id, l->strings[id], s);
