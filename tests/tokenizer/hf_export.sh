@@ -29,18 +29,18 @@ mkdir -p "$WORK"
 cat > "$WORK/bpe.yaml" <<YAML
 model: {layers: 2, heads: 4, channels: 128, seq_len: 64, vocab_size: 1024}
 data: {text: ["$TEXT"], dir: $WORK/data, tokenizer: $WORK/tokenizer.json}
-train: {steps: 150, batch_size: 16, seed: 5, sample_tokens: 0}
-optimizer: {lr: 3.0e-3, min_lr: 3.0e-4, warmup_steps: 15, weight_decay: 0.1}
+train: {steps: 300, batch_size: 16, seed: 5, sample_tokens: 0}
+optimizer: {lr: 5.0e-3, min_lr: 5.0e-4, warmup_steps: 20, weight_decay: 0.1}
 device: {threads: 2}
 log: {dir: $WORK/run, every: 50, progress: never}
 YAML
 "$TESSEL" run "$WORK/bpe.yaml" >"$WORK/run.log" 2>&1 || { cat "$WORK/run.log" >&2; fail "training failed"; }
-# ln 1024 = 6.93 is the loss of a uniform guess; after 150 steps this model is
-# at about 4.4 on held-out text (a third of its start), so 5.0 leaves room for
-# machine differences and still means it learned the text.
+# ln 1024 = 6.93 is the loss of a uniform guess; after 300 steps this model is
+# at 4.69 on held-out text (measured), so 5.0 leaves room for machine
+# differences and still means it learned the text.
 val=$(sed -n 's/.*"val_loss":\([0-9.]*\).*/\1/p' "$WORK/run/metrics.jsonl" | tail -1)
 awk -v v="$val" 'BEGIN { exit !(v < 5.0) }' || fail "validation loss $val is not below 5.0"
-CK="$WORK/run/checkpoints/step_00000150"
+CK="$WORK/run/checkpoints/step_00000300"
 [ -s "$CK/tokenizer.json" ] || fail "the checkpoint holds no tokenizer.json"
 "$TESSEL" sample "$CK" --prompt "ROMEO:" --tokens 60 --temperature 0.7 --top-k 40 --seed 3 >"$WORK/sample.txt" ||
   fail "sampling failed"
