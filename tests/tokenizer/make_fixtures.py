@@ -13,7 +13,12 @@ copied into it) and writes, under tests/tokenizer/fixtures/:
                    ByteLevel, vocabulary 512
   cases.json       test texts of our own (Unicode, white space runs, digits,
                    contractions, special tokens) and the ids each tokenizer
-                   gives them (encode(text, add_special_tokens=False))
+                   gives them (encode(text, add_special_tokens=False)); also
+                   under "llama3_512_ignore_merges" the ids of llama3_512 with
+                   model.ignore_merges set (as Llama 3's own tokenizer.json
+                   has it: a piece that is a whole token is not merged) and
+                   two tokens no merge makes, "zzq" and "Ġzzq" (ids 512, 513),
+                   so that the setting changes ids
   counts.json      BpeTrainer with the gpt2_1024 settings on the whole of
                    tinyshakespeare: how many tokens its tokenizer encodes the
                    whole text into (the reference for `tessel tokenizer train`)
@@ -51,6 +56,7 @@ CASES = [
     ("long_spaces", " " * 1000 + "x" + " " * 300),
     ("mixed_case_contractions", "IT'S, it's, It'S; I'M, I'LL, THEY'RE, WE'VE, HE'D"),
     ("empty", ""),
+    ("unreachable_tokens", "zzq, zzq zzqzzq and zzq."),
 ]
 
 
@@ -82,6 +88,11 @@ def main():
     }
     for name, tok in toks.items():
         tok.save(os.path.join(OUT, name + ".json"), pretty=True)
+    spec = json.loads(toks["llama3_512"].to_str())
+    spec["model"]["ignore_merges"] = True
+    spec["model"]["vocab"]["zzq"] = 512
+    spec["model"]["vocab"]["\u0120zzq"] = 513
+    toks["llama3_512_ignore_merges"] = Tokenizer.from_str(json.dumps(spec))
     cases = []
     for name, s in CASES:
         c = {"name": name, "text": s}
@@ -90,6 +101,8 @@ def main():
             assert tok.decode(ids, skip_special_tokens=False) == s, (tname, name)
             c[tname] = ids
         cases.append(c)
+    differ = sum(c["llama3_512"] != c["llama3_512_ignore_merges"] for c in cases)
+    print(f"ignore_merges changes the ids of {differ} of {len(cases)} cases")
     with open(os.path.join(OUT, "cases.json"), "w", encoding="utf-8") as f:
         json.dump({"made_by": "tokenizers " + tokenizers.__version__, "cases": cases}, f, ensure_ascii=False, indent=1)
     whole = byte_level_bpe(None, text, 1024)
