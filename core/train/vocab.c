@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/log.h"
 #include "common/util.h"
 #include "data/record.h"
 #include "tokenizer/tokenizer.h"
@@ -92,7 +93,11 @@ tsl_status tsl_vocab_check(tsl_runtime *rt) {
   tsl_status st;
   TSL_TRY(st, check_glob(rt, rt->settings.data.train));
   TSL_TRY(st, check_glob(rt, rt->settings.data.val));
-  if (rt->tokenizer) TSL_TRY(st, check_tokenizer_size(rt));
+  if (rt->tokenizer) {
+    TSL_TRY(st, check_tokenizer_size(rt));
+    tsl_info("tokenizer: %s (%d tokens, end-of-text %d, hash %016" PRIx64 ")", tsl_tokenizer_name(rt->tokenizer),
+             tsl_tokenizer_vocab_size(rt->tokenizer), tsl_tokenizer_eot(rt->tokenizer), tsl_tokenizer_hash(rt->tokenizer));
+  }
   const tsl_settings *s = &rt->settings;
   if (!rt->tokenizer && s->model.vocab_size > 256 && s->train.sample_tokens > 0)
     return tsl_cfg_error(section(rt, "train"), "sample_tokens",
