@@ -52,7 +52,7 @@ def main():
         for _ in range(24):
             ids = torch.cat([ids, model(ids).logits[:, -1].argmax(-1, keepdim=True)], dim=1)
     text = tok.decode(ids[0], skip_special_tokens=False)
-    print(f"transformers greedy: {text!r}\ntessel greedy:       {greedy.rstrip(chr(10))!r}")
+    print(f"transformers greedy: {text!r}\ntessel greedy:       {greedy[:-1]!r}")
     assert text == greedy[:-1], "transformers and tessel continue the prompt differently"
     return 0
 
