@@ -17,9 +17,12 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "optim/optim.h"
+#include "tokenizer/tokenizer.h"
 
+/* Every checkpoint holds the first N_FILES (a version-1 checkpoint no
+** private.safetensors); a run with a tokenizer also the last. */
 static const char *const ckpt_files[] = {"model.safetensors", "optimizer.safetensors", "private.safetensors",
-                                         "config.yaml"};
+                                         "config.yaml", "tokenizer.json"};
 #define N_FILES 4
 
 uint64_t tsl_model_hash(const tsl_settings *s) {
@@ -214,7 +217,16 @@ static tsl_status write_trainer_json(const tsl_model *m, const char *dir, int64_
   cJSON_AddStringToObject(plugin, "name", rt->plugin ? rt->plugin->name : "none");
   cJSON_AddStringToObject(plugin, "version", rt->plugin && rt->plugin->vt.version ? rt->plugin->vt.version : "");
   cJSON_AddStringToObject(root, "tessel_version", TESSEL_VERSION_STRING);
-  for (int f = 0; f < N_FILES; f++) {
+  if (rt->tokenizer) {
+    cJSON *tok = cJSON_AddObjectToObject(root, "tokenizer");
+    cJSON_AddStringToObject(tok, "file", "tokenizer.json");
+    snprintf(hex, sizeof hex, "%016" PRIx64, tsl_tokenizer_hash(rt->tokenizer));
+    cJSON_AddStringToObject(tok, "hash", hex);
+    cJSON_AddNumberToObject(tok, "vocab_size", tsl_tokenizer_vocab_size(rt->tokenizer));
+  } else {
+    cJSON_AddNullToObject(root, "tokenizer");
+  }
+  for (int f = 0; f < N_FILES + (rt->tokenizer != NULL); f++) {
     uint32_t crc;
     uint64_t bytes;
     snprintf(path, sizeof path, "%s/%s", dir, ckpt_files[f]);
@@ -293,6 +305,12 @@ static tsl_status finish_dir(tsl_model *m, const char *tmp, const char *final, i
   char path[4096];
   snprintf(path, sizeof path, "%s/config.yaml", tmp);
   TSL_TRY(st, write_config(tsl_model_runtime(m), path));
+  if (tsl_model_runtime(m)->tokenizer) {
+    size_t len;
+    const char *json = tsl_tokenizer_json(tsl_model_runtime(m)->tokenizer, &len);
+    snprintf(path, sizeof path, "%s/tokenizer.json", tmp);
+    TSL_TRY(st, tsl_atomic_write_file(path, json, len));
+  }
   TSL_TRY(st, write_trainer_json(m, tmp, step));
   TSL_TRY(st, tsl_fsync_path(tmp));
   if (tsl_path_exists(final)) { /* the same step saved again, e.g. after a resume */
@@ -366,10 +384,13 @@ static tsl_status json_int(const char *file, cJSON *obj, const char *key, int64_
   return TESSEL_OK;
 }
 
-/* The recorded files: a version-1 checkpoint has no private.safetensors. */
+/* The size and CRC of every file trainer.json lists: the N_FILES every
+** checkpoint has (n_files: a version-1 checkpoint has no
+** private.safetensors), and tokenizer.json when it has one. */
 static tsl_status check_files(const char *dir, const char *json_path, cJSON *files, int n_files) {
   char path[4096];
-  for (int f = 0; f < N_FILES; f++) {
+  int n = N_FILES + (cJSON_GetObjectItemCaseSensitive(files, "tokenizer.json") != NULL);
+  for (int f = 0; f < n; f++) {
     if (n_files < N_FILES && f == FILE_PRIVATE) continue;
     cJSON *e = cJSON_GetObjectItemCaseSensitive(files, ckpt_files[f]);
     cJSON *bytes = cJSON_GetObjectItemCaseSensitive(e, "bytes"), *crc = cJSON_GetObjectItemCaseSensitive(e, "crc32");
@@ -452,8 +473,14 @@ tsl_status tsl_ckpt_open(const char *dir, tsl_ckpt *c) {
   c->seed = cJSON_IsString(seed) ? strtoull(seed->valuestring, NULL, 16) : 0;
   cJSON *plugin = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(root, "plugin"), "name");
   snprintf(c->plugin, sizeof c->plugin, "%s", cJSON_IsString(plugin) ? plugin->valuestring : "none");
-  TSL_TRY(st, check_files(dir, path, cJSON_GetObjectItemCaseSensitive(root, "files"), version == 1 ? N_FILES - 1 : N_FILES));
+  cJSON *files = cJSON_GetObjectItemCaseSensitive(root, "files");
+  TSL_TRY(st, check_files(dir, path, files, version == 1 ? N_FILES - 1 : N_FILES));
   c->path = tsl_strdup(dir);
+  cJSON *tok_hash = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(root, "tokenizer"), "hash");
+  if (cJSON_GetObjectItemCaseSensitive(files, "tokenizer.json")) {
+    c->tokenizer = tsl_asprintf("%s/tokenizer.json", dir);
+    c->tokenizer_hash = cJSON_IsString(tok_hash) ? strtoull(tok_hash->valuestring, NULL, 16) : 0;
+  }
   tsl_st_file **opened[3] = {&c->model, &c->optim, &c->priv};
   for (int f = 0; f < (version == 1 ? 2 : 3); f++) {
     snprintf(path, sizeof path, "%s/%s", dir, ckpt_files[f]);
@@ -474,6 +501,7 @@ void tsl_ckpt_close(tsl_ckpt *c) {
   if (c->optim) tsl_st_close(c->optim);
   if (c->priv) tsl_st_close(c->priv);
   free(c->path);
+  free(c->tokenizer);
   memset(c, 0, sizeof *c);
 }
 
@@ -540,6 +568,11 @@ tsl_status tsl_ckpt_restore(tsl_model *m, const tsl_ckpt *c) {
     describe_model(want, asked, sizeof asked);
     return tsl_error(TESSEL_E_CONFIG, "checkpoint %s holds a %s model; the config asks for %s", c->path, have, asked);
   }
+  const tsl_tokenizer *t = tsl_model_runtime(m)->tokenizer;
+  if (t && c->tokenizer && tsl_tokenizer_hash(t) != c->tokenizer_hash)
+    return tsl_error(TESSEL_E_CONFIG, "checkpoint %s was trained with tokenizer %016" PRIx64 " (%s); this run's "
+                     "tokenizer %s is %016" PRIx64, c->path, c->tokenizer_hash, c->tokenizer, tsl_tokenizer_name(t),
+                     tsl_tokenizer_hash(t));
   uint64_t most = 1;
   for (int i = 0; i < ps->n; i++) most = TSL_MAX(most, (uint64_t)ps->p[i].info.shape[0] * (uint64_t)ps->p[i].info.shape[1]);
   float *mem = malloc(most * sizeof(float));

@@ -5,8 +5,11 @@
 **   model.safetensors      every parameter, whole, fp32, under its GPT-2 name
 **   optimizer.safetensors  NAME.exp_avg and NAME.exp_avg_sq for each parameter
 **   config.yaml            the resolved configuration of the run
+**   tokenizer.json         the run's tokenizer, when it has one (its
+**                          Hugging Face file as loaded)
 **   trainer.json           step, seed, model dimensions, strategy, config
-**                          hash, and the size and CRC-32 of each file above
+**                          hash, the tokenizer's hash, and the size and
+**                          CRC-32 of each file above
 ** It is written under a temporary name, every file fsync'd, then renamed
 ** into place and the parent directory fsync'd, so a crash never leaves a
 ** partial checkpoint under a step_ name. Reading checks trainer.json, the
@@ -26,6 +29,8 @@ typedef struct tsl_ckpt {
   uint64_t seed, model_hash;
   tsl_model_settings arch;   /* the model it holds */
   char plugin[64];
+  char *tokenizer;         /* path of its tokenizer.json; NULL: byte-level, none stored */
+  uint64_t tokenizer_hash;
   tsl_st_file *model, *optim, *priv; /* priv NULL in a version-1 checkpoint */
 } tsl_ckpt;
 
@@ -41,7 +46,8 @@ tsl_status tsl_ckpt_open(const char *path, tsl_ckpt *c);
 void tsl_ckpt_close(tsl_ckpt *c);
 
 /* Load parameters and optimizer state into the model (each rank its part).
-** The model's dimensions must match the checkpoint's. */
+** The model's dimensions must match the checkpoint's, and the run's
+** tokenizer the one stored with it (when both have one). */
 tsl_status tsl_ckpt_restore(tsl_model *m, const tsl_ckpt *c);
 
 /* Parameter p's master weights as the model holds them in memory (a

@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -204,6 +205,29 @@ fail:
   free(buf);
   close(fd);
   return st;
+}
+
+tsl_status tsl_map_file(const char *path, const char **data, size_t *len) {
+  struct stat sb;
+  *data = NULL;
+  *len = 0;
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return tsl_error(TESSEL_E_IO, "%s: cannot open: %s", path, strerror(errno));
+  if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+    close(fd);
+    return tsl_error(TESSEL_E_IO, "%s: not a regular file", path);
+  }
+  void *p = sb.st_size > 0 ? mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0) : NULL;
+  int err = errno;
+  close(fd);
+  if (p == MAP_FAILED) return tsl_error(TESSEL_E_IO, "%s: cannot map: %s", path, strerror(err));
+  *data = p;
+  *len = (size_t)sb.st_size;
+  return TESSEL_OK;
+}
+
+void tsl_unmap_file(const char *data, size_t len) {
+  if (data) munmap((void *)data, len);
 }
 
 static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {

@@ -55,6 +55,10 @@ tsl_status tsl_fsync_path(const char *path);
 tsl_status tsl_mkdir_p(const char *path);
 /* Read a whole file into a NUL-terminated heap buffer. */
 tsl_status tsl_read_file(const char *path, char **out, size_t *len);
+/* Map a whole file read-only; an empty file maps to (NULL, 0). Unmap with
+** tsl_unmap_file. Large corpora are read this way without copying. */
+tsl_status tsl_map_file(const char *path, const char **data, size_t *len);
+void tsl_unmap_file(const char *data, size_t len);
 /* Remove a directory tree (used for temporary checkpoint directories). */
 tsl_status tsl_remove_tree(const char *path);
 int tsl_path_exists(const char *path);

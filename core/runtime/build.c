@@ -10,6 +10,7 @@
 #include "common/util.h"
 #include "model/model.h"
 #include "plugin/host.h"
+#include "tokenizer/tokenizer.h"
 
 tsl_status tsl_runtime_configure(tsl_runtime *rt, const char *path, const char *const *sets, int n_sets) {
   tsl_status st = tsl_config_load(path, sets, n_sets, &rt->config);
@@ -147,6 +148,8 @@ void tsl_runtime_destroy(tsl_runtime *rt) {
     rt->be.shutdown(&rt->be);
     rt->be_ready = 0;
   }
+  tsl_tokenizer_free(rt->tokenizer);
+  rt->tokenizer = NULL;
   tsl_config_free(rt->config);
   rt->config = NULL;
 }

@@ -78,6 +78,7 @@ static tsl_status read_data(tsl_cfg *root, tsl_settings *s) {
   snprintf(buf, sizeof buf, "%s/data", s->log.dir);
   TSL_TRY(st, tsl_cfg_string(d, "dir", buf, &s->data.dir));
   TSL_TRY(st, tsl_cfg_float(d, "val_fraction", 0.1, 0.0, 0.5, &s->data.val_fraction));
+  TSL_TRY(st, tsl_cfg_string(d, "tokenizer", NULL, &s->data.tokenizer));
   if (s->data.n_text > 0) {
     snprintf(buf, sizeof buf, "%s/train_*.bin", s->data.dir);
     TSL_TRY(st, tsl_cfg_string(d, "train", buf, &s->data.train));

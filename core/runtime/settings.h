@@ -36,6 +36,7 @@ typedef struct tsl_settings {
     int n_text;
     const char *dir;
     double val_fraction;
+    const char *tokenizer;    /* tokenizer.json for `text` and to check shards against (NULL: none) */
   } data;
   struct {
     int64_t steps;

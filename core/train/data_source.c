@@ -11,10 +11,13 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "data/prepare.h"
+#include "tokenizer/tokenizer.h"
+#include "train/vocab.h"
 
-/* Hash of the sources' names, sizes and modification times. */
-static uint64_t sources_hash(const tsl_settings *s) {
+/* Hash of the sources' names, sizes and modification times, and the tokenizer. */
+static uint64_t sources_hash(const tsl_settings *s, const tsl_tokenizer *t) {
   uint64_t h = tsl_hash_bytes(&s->data.val_fraction, sizeof s->data.val_fraction, 0x64617461);
+  if (t) h = tsl_mix64(h ^ tsl_tokenizer_hash(t));
   for (int i = 0; i < s->data.n_text; i++) {
     glob_t g;
     if (glob(s->data.text[i], 0, NULL, &g) != 0) continue;
@@ -41,10 +44,11 @@ static int stamped(const tsl_settings *s, const char *want) {
   return same;
 }
 
-/* Prepare data.text into data.dir and stamp it with `stamp`. */
-static tsl_status prepare(const tsl_settings *s, const char *stamp) {
+/* Prepare data.text into data.dir (through tokenizer t, or byte-level) and
+** stamp it with `stamp`. */
+static tsl_status prepare(const tsl_settings *s, tsl_tokenizer *t, const char *stamp) {
   char path[4096];
-  tsl_prepare_opts opts = {.val_fraction = s->data.val_fraction, .shard_tokens = 100000000};
+  tsl_prepare_opts opts = {.val_fraction = s->data.val_fraction, .shard_tokens = 100000000, .tokenizer = t};
   tsl_prepare_report rep;
   tsl_status st = tsl_data_prepare(s->data.text, s->data.n_text, s->data.dir, &opts, &rep);
   if (st < 0) return tsl_error_wrap(st, "preparing data.text into %s", s->data.dir);
@@ -69,15 +73,16 @@ static tsl_status prepare_text(tsl_runtime *rt) {
   char stamp[32] = "";
   tsl_status st = TESSEL_OK;
   if (rt->world.rank == 0) {
-    snprintf(stamp, sizeof stamp, "%016" PRIx64 "\n", sources_hash(s));
-    if (!stamped(s, stamp)) st = prepare(s, stamp);
+    snprintf(stamp, sizeof stamp, "%016" PRIx64 "\n", sources_hash(s, rt->tokenizer));
+    if (!stamped(s, stamp)) st = prepare(s, rt->tokenizer, stamp);
   }
   TSL_TRY(st, tsl_world_first_failure(&rt->world, st));
   TSL_TRY(st, tsl_world_bcast(&rt->world, stamp, (int)sizeof stamp));
   if (rt->world.rank != 0 && rt->world.local_rank == 0 && !stamped(s, stamp)) {
     tsl_warn("host %s does not see the shards rank 0 prepared in %s (not a shared filesystem?): preparing a copy "
              "here", rt->world.host, s->data.dir);
-    if ((st = prepare(s, stamp)) < 0) tsl_error_wrap(st, "rank %d on host %s", rt->world.rank, rt->world.host);
+    if ((st = prepare(s, rt->tokenizer, stamp)) < 0)
+      tsl_error_wrap(st, "rank %d on host %s", rt->world.rank, rt->world.host);
   }
   st = tsl_world_first_failure(&rt->world, st);
 fail:
@@ -99,7 +104,10 @@ tsl_status tsl_data_open(tsl_runtime *rt, tsl_data_source *d) {
   memset(d, 0, sizeof *d);
   d->seed = s->train.seed;
   d->batch_size = s->train.batch_size;
-  if (s->data.n_text > 0 && (st = prepare_text(rt)) < 0) return st;
+  st = tsl_world_first_failure(&rt->world, tsl_vocab_load(rt));
+  if (st >= 0 && s->data.n_text > 0) st = prepare_text(rt);
+  if (st >= 0) st = tsl_vocab_check(rt);
+  if (st < 0) return st;
   st = tsl_dataset_open(s->data.train, s->model.vocab_size, s->model.seq_len, &d->train);
   if (st < 0) return unseen(rt, st, "data.train");
   if (s->data.val) {
