@@ -51,9 +51,7 @@ static int check(int argc, char **argv) {
   tsl_model *model = NULL;
   tessel_model_dims dims;
   tsl_world_single(&rt.world, (int)world);
-  tsl_status st = tsl_runtime_configure(&rt, argv[optind], sets, n_sets);
-  if (st >= 0) st = tsl_strategy_start(&rt, (int)world);
-  if (st >= 0) st = tsl_cfg_check_unknown(tsl_config_root(rt.config));
+  tsl_status st = tsl_runtime_configure(&rt, argv[optind], sets, n_sets, (int)world);
   if (st >= 0) st = tsl_model_dims_for(&rt, &dims);
   if (st >= 0) st = tsl_model_plan(&rt, &dims, &model);
   if (st >= 0 && !quiet) {

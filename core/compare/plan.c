@@ -64,7 +64,9 @@ tsl_status tsl_compare_plan(tsl_compare *c) {
     char model[256], data[1024];
     label_of(run->config, run->ranks, run->label, sizeof run->label);
     /* a configuration that does not load is a failed row, not the end */
-    if (tsl_config_load(run->config, sets, c->n_sets + 1, &cfg) < 0 || tsl_settings_read(cfg, &s) < 0) {
+    tsl_status loaded = tsl_config_load(run->config, sets, c->n_sets + 1, &cfg);
+    if (loaded >= 0) loaded = tsl_config_outcome(cfg, tsl_settings_read(cfg, &s));
+    if (loaded < 0) {
       run->failed = 1;
       snprintf(run->error, sizeof run->error, "%s", tsl_error_message());
       tsl_config_free(cfg);

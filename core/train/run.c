@@ -10,9 +10,7 @@ tsl_status tsl_run_config(const tsl_world *w, const char *config, const char *co
   rt.world = *w;
   tsl_train_opts o = *opts;
   o.world_abort = w->size > 1;
-  tsl_status st = tsl_runtime_configure(&rt, config, sets, n_sets);
-  if (st >= 0) st = tsl_strategy_start(&rt, rt.world.size);
-  if (st >= 0) st = tsl_cfg_check_unknown(tsl_config_root(rt.config));
+  tsl_status st = tsl_runtime_configure(&rt, config, sets, n_sets, rt.world.size);
   st = tsl_world_agree(&rt.world, st);
   if (st >= 0) st = tsl_world_agree(&rt.world, tsl_strategy_check_agreement(&rt));
   if (st >= 0) st = tsl_world_agree(&rt.world, tsl_runtime_devices(&rt));
