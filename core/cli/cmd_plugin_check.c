@@ -13,8 +13,6 @@
 #include "plugin/loader.h"
 #include "train/run.h"
 
-#define MAX_SETS 64
-
 static int plugin_check(int argc, char **argv);
 
 const tsl_command tsl_cmd_plugin_check = {
@@ -85,10 +83,10 @@ static tsl_status write_tokens(const char *path, uint64_t count, uint64_t seed) 
   return st;
 }
 
-/* Train two steps, then resume from the checkpoint for a third. */
-static int check_run(const tsl_world *w, const char *lib, const char *dir, const char *const *user, int n_user) {
+/* Train two steps, then resume from the checkpoint for a third. `sets`
+** holds the user's n_user overrides and has room for one more. */
+static int check_run(const tsl_world *w, const char *lib, const char *dir, const char **sets, int n_user) {
   char cfg[4096], shard[4096];
-  const char *sets[MAX_SETS + 1];
   snprintf(shard, sizeof shard, "%s/train_000000.bin", dir);
   tsl_status st = write_tokens(shard, 8192, 1);
   snprintf(shard, sizeof shard, "%s/val_000000.bin", dir);
@@ -106,7 +104,6 @@ static int check_run(const tsl_world *w, const char *lib, const char *dir, const
           "log: {dir: \"%s\", level: warn, progress: never}\n",
           dir, dir, lib, dir, dir);
   fclose(f);
-  for (int i = 0; i < n_user; i++) sets[i] = user[i];
   tsl_train_opts opts = {0};
   st = tsl_run_config(w, cfg, sets, n_user, &opts);
   if (st >= 0) {
@@ -124,14 +121,15 @@ static int check_run(const tsl_world *w, const char *lib, const char *dir, const
 
 static int plugin_check(int argc, char **argv) {
   static const struct option opts[] = {{"set", required_argument, 0, 's'}, {0, 0, 0, 0}};
-  const char *sets[MAX_SETS];
+  const char **sets = tsl_option_slots(argc);
   int n_sets = 0, c;
+  if (!sets) return tsl_fail(tsl_error(TESSEL_E_NOMEM, "out of host memory reading the command line"));
   optind = 0;
-  while ((c = getopt_long(argc, argv, "s:", opts, NULL)) != -1) {
-    if (c == 's' && n_sets < MAX_SETS) sets[n_sets++] = optarg;
-    else return tsl_usage_error(&tsl_cmd_plugin_check, "bad option");
+  while ((c = getopt_long(argc, argv, "s:", opts, NULL)) != -1 && c == 's') sets[n_sets++] = optarg;
+  if (c != -1 || optind != argc - 1) {
+    free(sets);
+    return tsl_usage_error(&tsl_cmd_plugin_check, c != -1 ? "bad option" : "expected one plugin file");
   }
-  if (optind != argc - 1) return tsl_usage_error(&tsl_cmd_plugin_check, "expected one plugin file");
   const char *lib = argv[optind];
   char real[4096], dir[] = "/tmp/tessel-plugin-check-......";
   memset(dir + sizeof dir - 7, 'X', 6); /* mkdtemp's template ends in six of them */
@@ -142,12 +140,16 @@ static int plugin_check(int argc, char **argv) {
   ok = ok && check_load(real);
   if (ok) {
     tsl_world w;
-    if (!mkdtemp(dir)) return tsl_fail(tsl_error(TESSEL_E_IO, "cannot create a scratch directory under /tmp"));
+    if (!mkdtemp(dir)) {
+      free(sets);
+      return tsl_fail(tsl_error(TESSEL_E_IO, "cannot create a scratch directory under /tmp"));
+    }
     tsl_status st = tsl_world_init(&argc, &argv, &w);
     ok = st >= 0 ? check_run(&w, real, dir, sets, n_sets) : report(0, "MPI", tsl_error_message());
     if (st >= 0) tsl_world_finalize(&w);
     tsl_remove_tree(dir);
   }
+  free(sets);
   printf("%s\n", ok ? "result: ok" : "result: FAILED");
   return ok ? TSL_EXIT_OK : TSL_EXIT_FAILURE;
 }

@@ -9,6 +9,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "model/gpt.h"
+#include "plugin/elf.h"
 #include "plugin/host.h"
 
 tsl_status tsl_runtime_configure(tsl_runtime *rt, const char *path, const char *const *sets, int n_sets,
@@ -47,6 +48,7 @@ static tsl_status load_cuda_backend(tsl_runtime *rt) {
     strncat(tried, "\n  ", sizeof tried - strlen(tried) - 1);
     strncat(tried, candidates[i], sizeof tried - strlen(tried) - 1);
     if (!tsl_path_exists(candidates[i])) continue;
+    if ((st = tsl_elf_check(candidates[i])) < 0) break; /* a truncated file crashes dlopen */
     void *h = dlopen(candidates[i], RTLD_NOW | RTLD_LOCAL);
     if (!h) {
       st = tsl_error(TESSEL_E_DEVICE, "device.kind is cuda, but %s cannot be loaded: %s (is the NVIDIA driver installed?)",
