@@ -1,7 +1,6 @@
 /* core/ckpt/checkpoint.c */
 #include "ckpt/checkpoint.h"
 
-#include <cjson/cJSON.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -17,36 +16,25 @@
 #include "common/log.h"
 #include "common/util.h"
 
-static const char *const ckpt_files[] = {"model.safetensors", "optimizer.safetensors", "config.yaml"};
-#define N_FILES 3
-
 uint64_t tsl_model_hash(const tsl_settings *s) {
-  int dims[5] = {s->model.layers, s->model.heads, s->model.channels, s->model.seq_len, s->model.vocab_size};
-  return tsl_hash_bytes(dims, sizeof dims, 0x6d6f64656cull);
+  return tsl_ckpt_dims_hash(s->model.layers, s->model.heads, s->model.channels, s->model.seq_len,
+                            s->model.vocab_size);
 }
 
-/* CRC-32 (zlib) and size of a file. */
-static tsl_status file_crc(const char *path, uint32_t *crc, uint64_t *bytes) {
-  char buf[1 << 16];
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return tsl_error(TESSEL_E_IO, "%s: cannot open: %s", path, strerror(errno));
-  uLong c = crc32(0L, Z_NULL, 0);
-  uint64_t n = 0;
-  for (;;) {
-    ssize_t r = read(fd, buf, sizeof buf);
-    if (r < 0 && errno == EINTR) continue;
-    if (r < 0) {
-      close(fd);
-      return tsl_error(TESSEL_E_IO, "%s: read failed: %s", path, strerror(errno));
-    }
-    if (r == 0) break;
-    c = crc32(c, (const Bytef *)buf, (uInt)r);
-    n += (uint64_t)r;
-  }
-  close(fd);
-  *crc = (uint32_t)c;
-  *bytes = n;
-  return TESSEL_OK;
+/* The GPT-2 parameters of a model of these dimensions (names, shapes). */
+static tsl_status params_of(int layers, int channels, int seq_len, int vocab, tsl_params *ps) {
+  return tsl_params_register(ps, layers, channels, seq_len, vocab);
+}
+
+uint64_t tsl_ckpt_bytes(const tsl_settings *s) {
+  tsl_params ps;
+  if (params_of(s->model.layers, s->model.channels, s->model.seq_len, s->model.vocab_size, &ps) < 0) return 0;
+  /* fp32 parameters, then both AdamW moments, each file with a JSON header
+  ** of about a hundred bytes per tensor; config.yaml and trainer.json are
+  ** a few KiB */
+  uint64_t bytes = 12 * ps.total_numel + 3 * 112 * (uint64_t)ps.n + 64 * 1024;
+  free(ps.p);
+  return bytes;
 }
 
 /* ---- writing ---- */
@@ -114,55 +102,24 @@ static tsl_status write_config(const tsl_runtime *rt, const char *path) {
 static tsl_status write_trainer_json(const tsl_model *m, const char *dir, int64_t step) {
   const tsl_runtime *rt = m->rt;
   const tsl_settings *s = &rt->settings;
-  tsl_status st = TESSEL_OK;
-  char hex[32], path[4096];
-  cJSON *root = cJSON_CreateObject(), *model = cJSON_AddObjectToObject(root, "model");
-  cJSON *files = cJSON_AddObjectToObject(root, "files"), *plugin = cJSON_AddObjectToObject(root, "plugin");
-  cJSON_AddStringToObject(root, "format", "tessel-checkpoint");
-  cJSON_AddNumberToObject(root, "version", 1);
-  cJSON_AddNumberToObject(root, "step", (double)step);
-  snprintf(hex, sizeof hex, "%016" PRIx64, s->train.seed);
-  cJSON_AddStringToObject(root, "seed", hex);
-  /* the data position: batches are a function of (seed, step), so the next
-  ** step's batch is all a resumed run needs to know */
-  cJSON_AddNumberToObject(root, "next_data_step", (double)(step + 1));
-  cJSON_AddNumberToObject(root, "world_size", rt->world.size);
-  cJSON_AddNumberToObject(model, "layers", s->model.layers);
-  cJSON_AddNumberToObject(model, "heads", s->model.heads);
-  cJSON_AddNumberToObject(model, "channels", s->model.channels);
-  cJSON_AddNumberToObject(model, "seq_len", s->model.seq_len);
-  cJSON_AddNumberToObject(model, "vocab_size", s->model.vocab_size);
-  snprintf(hex, sizeof hex, "%016" PRIx64, tsl_model_hash(s));
-  cJSON_AddStringToObject(root, "model_hash", hex);
-  snprintf(hex, sizeof hex, "%016" PRIx64, tsl_cfg_hash(tsl_config_root(rt->config)));
-  cJSON_AddStringToObject(root, "config_hash", hex);
-  cJSON_AddStringToObject(plugin, "name", rt->plugin ? rt->plugin->name : "none");
-  cJSON_AddStringToObject(plugin, "version", rt->plugin && rt->plugin->vt.version ? rt->plugin->vt.version : "");
-  cJSON_AddStringToObject(root, "tessel_version", TESSEL_VERSION_STRING);
-  for (int f = 0; f < N_FILES; f++) {
-    uint32_t crc;
-    uint64_t bytes;
-    snprintf(path, sizeof path, "%s/%s", dir, ckpt_files[f]);
-    TSL_TRY(st, file_crc(path, &crc, &bytes));
-    cJSON *e = cJSON_AddObjectToObject(files, ckpt_files[f]);
-    cJSON_AddNumberToObject(e, "bytes", (double)bytes);
-    snprintf(hex, sizeof hex, "%08" PRIx32, crc);
-    cJSON_AddStringToObject(e, "crc32", hex);
-  }
-  char *text = cJSON_Print(root);
-  if (!text) {
-    st = tsl_error(TESSEL_E_NOMEM, "out of host memory writing trainer.json");
-    goto fail;
-  }
-  tsl_atomic_file af;
-  snprintf(path, sizeof path, "%s/trainer.json", dir);
-  st = tsl_atomic_open(path, &af);
-  if (st >= 0 && (st = tsl_atomic_write(&af, text, strlen(text))) < 0) tsl_atomic_abort(&af);
-  if (st >= 0) st = tsl_atomic_commit(&af);
-  free(text);
-fail:
-  cJSON_Delete(root);
-  return st;
+  tsl_ckpt_meta meta = {.step = step, .seed = s->train.seed, .world_size = rt->world.size,
+                        .layers = s->model.layers, .heads = s->model.heads, .channels = s->model.channels,
+                        .seq_len = s->model.seq_len, .vocab_size = s->model.vocab_size,
+                        .model_hash = tsl_model_hash(s), .config_hash = tsl_cfg_hash(tsl_config_root(rt->config))};
+  snprintf(meta.plugin, sizeof meta.plugin, "%s", rt->plugin ? rt->plugin->name : "none");
+  snprintf(meta.plugin_version, sizeof meta.plugin_version, "%s",
+           rt->plugin && rt->plugin->vt.version ? rt->plugin->vt.version : "");
+  snprintf(meta.tessel_version, sizeof meta.tessel_version, "%s", TESSEL_VERSION_STRING);
+  return tsl_ckpt_meta_write(dir, &meta);
+}
+
+/* The step of a directory entry named exactly step_NNNNNNNN, or -1. */
+static int64_t entry_step(const char *name) {
+  char want[40];
+  int64_t s = tsl_ckpt_dir_step(name);
+  if (s < 0) return -1;
+  snprintf(want, sizeof want, "step_%08lld", (long long)s);
+  return strcmp(want, name) == 0 ? s : -1;
 }
 
 /* Step numbers of the step_ directories under dir, newest first, in a heap
@@ -174,9 +131,8 @@ static int list_steps(const char *dir, int64_t **out) {
   *out = NULL;
   if (!d) return 0;
   for (struct dirent *e; (e = readdir(d)) != NULL;) {
-    long long s;
-    char tail;
-    if (sscanf(e->d_name, "step_%lld%c", &s, &tail) != 1) continue;
+    int64_t s = entry_step(e->d_name);
+    if (s < 0) continue;
     if (n == cap) {
       int64_t *p = realloc(steps, sizeof *p * (size_t)(cap = cap ? 2 * cap : 64));
       if (!p) break;
@@ -199,15 +155,38 @@ static int list_steps(const char *dir, int64_t **out) {
 ** written (a run restarted from an older checkpoint saves older steps). */
 static tsl_status prune(const char *dir, int keep, int64_t just_saved) {
   int64_t *steps;
-  char path[4096];
   tsl_status st = TESSEL_OK;
   int n = list_steps(dir, &steps);
   for (int i = keep; keep > 0 && i < n && st >= 0; i++) {
     if (steps[i] == just_saved) continue;
-    snprintf(path, sizeof path, "%s/step_%08lld", dir, (long long)steps[i]);
-    st = tsl_remove_tree(path);
+    char *path = tsl_asprintf("%s/step_%08lld", dir, (long long)steps[i]);
+    st = path ? tsl_remove_tree(path) : TESSEL_E_NOMEM;
+    free(path);
   }
   free(steps);
+  return st;
+}
+
+/* Put the finished temporary directory in place of `final`. */
+static tsl_status rename_into_place(const char *tmp, const char *final) {
+  tsl_status st = TESSEL_OK;
+  if (!tsl_path_exists(final)) { /* the usual case */
+    if (rename(tmp, final) != 0) return tsl_error(TESSEL_E_IO, "%s: cannot rename into place: %s", final, strerror(errno));
+    return TESSEL_OK;
+  }
+  /* the same step saved again, e.g. after a resume: the old one is moved
+  ** aside until the new one is in place */
+  char *aside = tsl_asprintf("%s.old-%d", final, (int)getpid());
+  if (!aside) return TESSEL_E_NOMEM;
+  if (rename(final, aside) != 0) {
+    st = tsl_error(TESSEL_E_IO, "%s: cannot move aside: %s", final, strerror(errno));
+  } else if (rename(tmp, final) != 0) {
+    st = tsl_error(TESSEL_E_IO, "%s: cannot rename into place: %s", final, strerror(errno));
+    rename(aside, final);
+  } else {
+    st = tsl_remove_tree(aside);
+  }
+  free(aside);
   return st;
 }
 
@@ -215,23 +194,14 @@ static tsl_status prune(const char *dir, int keep, int64_t just_saved) {
 static tsl_status finish_dir(tsl_model *m, const char *tmp, const char *final, int64_t step) {
   tsl_status st;
   const tsl_settings *s = &m->rt->settings;
-  char path[4096];
-  snprintf(path, sizeof path, "%s/config.yaml", tmp);
-  TSL_TRY(st, write_config(m->rt, path));
+  char *path = tsl_asprintf("%s/config.yaml", tmp);
+  if (!path) return TESSEL_E_NOMEM;
+  st = write_config(m->rt, path);
+  free(path);
+  TSL_TRY(st, st);
   TSL_TRY(st, write_trainer_json(m, tmp, step));
   TSL_TRY(st, tsl_fsync_path(tmp));
-  if (tsl_path_exists(final)) { /* the same step saved again, e.g. after a resume */
-    snprintf(path, sizeof path, "%s.old-%d", final, (int)getpid());
-    if (rename(final, path) != 0) return tsl_error(TESSEL_E_IO, "%s: cannot move aside: %s", final, strerror(errno));
-    if (rename(tmp, final) != 0) {
-      st = tsl_error(TESSEL_E_IO, "%s: cannot rename into place: %s", final, strerror(errno));
-      rename(path, final);
-      return st;
-    }
-    TSL_TRY(st, tsl_remove_tree(path));
-  } else if (rename(tmp, final) != 0) {
-    return tsl_error(TESSEL_E_IO, "%s: cannot rename into place: %s", final, strerror(errno));
-  }
+  TSL_TRY(st, rename_into_place(tmp, final));
   TSL_TRY(st, tsl_fsync_path(s->ckpt.dir));
   TSL_TRY(st, prune(s->ckpt.dir, s->ckpt.keep, step));
   return TESSEL_OK;
@@ -239,36 +209,70 @@ fail:
   return st;
 }
 
+/* Why rank 0 could not write: the cause, the space a checkpoint needs and
+** has, and that the last checkpoint is still there. */
+static tsl_status write_failure(const tsl_runtime *rt, tsl_status st, int64_t step, const char *last) {
+  const char *dir = rt->settings.ckpt.dir;
+  char need[32], have[32] = "an unknown amount", *why = tsl_strdup(tsl_error_message());
+  uint64_t bytes = tsl_ckpt_bytes(&rt->settings), free_bytes;
+  tsl_format_bytes(bytes, need, sizeof need);
+  if (tsl_free_bytes(dir, &free_bytes) >= 0) tsl_format_bytes(free_bytes, have, sizeof have);
+  st = tsl_error(st,
+                 "cannot write checkpoint step_%08lld in %s: %s\n"
+                 "One checkpoint of this model needs about %llu bytes (%s); the file system there has %s free. "
+                 "%s%s. Free some space or point checkpoint.dir at another disk: running the same command again "
+                 "resumes from the last checkpoint.",
+                 (long long)step, dir, why ? why : "", (unsigned long long)bytes, need, have,
+                 last ? "The last checkpoint is intact: " : "No checkpoint was written before this one",
+                 last ? last : "");
+  free(why);
+  return st;
+}
+
 tsl_status tsl_ckpt_save(tsl_model *m, const tsl_layouts *t, int64_t step, char **saved) {
   tsl_runtime *rt = m->rt;
   const char *dir = rt->settings.ckpt.dir;
-  char tmp[4096], final[4096], path[4096];
   tsl_status st = TESSEL_OK, wst = TESSEL_OK;
-  snprintf(final, sizeof final, "%s/step_%08lld", dir, (long long)step);
-  snprintf(tmp, sizeof tmp, "%s/.tmp-step_%08lld-%d", dir, (long long)step, (int)getpid());
+  int64_t last_step = 0;
+  char *final = tsl_asprintf("%s/step_%08lld", dir, (long long)step), *last = NULL;
+  char *tmp = tsl_asprintf("%s/.tmp-step_%08lld-%d", dir, (long long)step, (int)getpid());
+  char *model = tmp ? tsl_asprintf("%s/model.safetensors", tmp) : NULL;
+  char *optim = tmp ? tsl_asprintf("%s/optimizer.safetensors", tmp) : NULL;
+  /* every rank goes through the same gathers whatever happens to rank 0's
+  ** files, so an allocation failure here is rank 0's write error too */
+  if (!final || !tmp || !model || !optim) wst = tsl_error(TESSEL_E_NOMEM, "out of host memory saving a checkpoint");
   if (rt->world.rank == 0) {
-    wst = tsl_mkdir_p(dir);
+    if (wst >= 0) wst = tsl_ckpt_latest(dir, &last, &last_step);
+    if (wst >= 0) wst = tsl_mkdir_p(dir);
     if (wst >= 0) wst = tsl_remove_tree(tmp);
     if (wst >= 0) wst = tsl_mkdir_p(tmp);
   }
-  snprintf(path, sizeof path, "%s/model.safetensors", tmp);
-  TSL_TRY(st, write_states(m, t, path, 0, &wst));
-  snprintf(path, sizeof path, "%s/optimizer.safetensors", tmp);
-  TSL_TRY(st, write_states(m, t, path, 1, &wst));
+  st = write_states(m, t, model, 0, &wst);
+  if (st >= 0) st = write_states(m, t, optim, 1, &wst);
   if (rt->world.rank == 0) {
-    if (wst >= 0) wst = finish_dir(m, tmp, final, step);
-    if (wst < 0) tsl_remove_tree(tmp);
+    if (st >= 0 && wst >= 0) wst = finish_dir(m, tmp, final, step);
+    if (wst < 0) wst = write_failure(rt, wst, step, last);
+    /* nothing half-written stays behind, whatever failed */
+    if ((st < 0 || wst < 0) && tmp) tsl_remove_tree(tmp);
   }
+  if (st < 0) goto done;
   /* every rank learns whether rank 0 managed to write */
   int32_t code = wst;
-  TSL_TRY(st, tsl_world_bcast(&rt->world, &code, sizeof code));
+  if ((st = tsl_world_bcast(&rt->world, &code, sizeof code)) < 0) goto done;
   if (code < 0) {
-    if (rt->world.rank != 0) return tsl_error(code, "rank 0 could not write checkpoint %s", final);
-    return tsl_error_wrap(code, "writing checkpoint %s", final);
+    st = rt->world.rank == 0 ? code : tsl_error(code, "rank 0 could not write checkpoint %s", final);
+    goto done;
   }
-  if (saved) *saved = tsl_strdup(final);
-  return TESSEL_OK;
-fail:
+  if (saved) {
+    *saved = final;
+    final = NULL;
+  }
+done:
+  free(final);
+  free(tmp);
+  free(model);
+  free(optim);
+  free(last);
   return st;
 }
 
@@ -284,76 +288,108 @@ tsl_status tsl_ckpt_latest(const char *dir, char **path, int64_t *step) {
 
 /* ---- reading ---- */
 
-static tsl_status json_int(const char *file, cJSON *obj, const char *key, int64_t *out) {
-  cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
-  if (!cJSON_IsNumber(v)) return tsl_error(TESSEL_E_IO, "%s: missing or non-numeric '%s'", file, key);
-  *out = (int64_t)v->valuedouble;
+/* Every file's size and CRC-32 as trainer.json recorded them. */
+static tsl_status check_files(const char *dir, const tsl_ckpt_meta *meta) {
+  for (int f = 0; f < TSL_CKPT_N_FILES; f++) {
+    uint32_t have;
+    uint64_t size;
+    char *path = tsl_asprintf("%s/%s", dir, tsl_ckpt_files[f]);
+    tsl_status st = path ? tsl_file_crc32(path, &have, &size) : TESSEL_E_NOMEM;
+    free(path);
+    if (st < 0) return tsl_error_wrap(st, "checkpoint %s is incomplete", dir);
+    if (size != meta->files[f].bytes)
+      return tsl_error(TESSEL_E_IO, "checkpoint %s is truncated or altered: %s is %llu bytes, trainer.json recorded %llu",
+                       dir, tsl_ckpt_files[f], (unsigned long long)size, (unsigned long long)meta->files[f].bytes);
+    if (have != meta->files[f].crc32)
+      return tsl_error(TESSEL_E_IO, "checkpoint %s is corrupt: %s has CRC-32 %08x, trainer.json recorded %08x", dir,
+                       tsl_ckpt_files[f], have, meta->files[f].crc32);
+  }
   return TESSEL_OK;
 }
 
-static tsl_status check_files(const char *dir, const char *json_path, cJSON *files) {
-  char path[4096];
-  for (int f = 0; f < N_FILES; f++) {
-    cJSON *e = cJSON_GetObjectItemCaseSensitive(files, ckpt_files[f]);
-    cJSON *bytes = cJSON_GetObjectItemCaseSensitive(e, "bytes"), *crc = cJSON_GetObjectItemCaseSensitive(e, "crc32");
-    if (!cJSON_IsNumber(bytes) || !cJSON_IsString(crc))
-      return tsl_error(TESSEL_E_IO, "%s: no size and checksum recorded for %s", json_path, ckpt_files[f]);
-    uint32_t have;
-    uint64_t size;
-    snprintf(path, sizeof path, "%s/%s", dir, ckpt_files[f]);
-    tsl_status st = file_crc(path, &have, &size);
-    if (st < 0) return tsl_error_wrap(st, "checkpoint %s is incomplete", dir);
-    if (size != (uint64_t)bytes->valuedouble)
-      return tsl_error(TESSEL_E_IO, "checkpoint %s is truncated or altered: %s is %llu bytes, trainer.json recorded %llu",
-                       dir, ckpt_files[f], (unsigned long long)size, (unsigned long long)bytes->valuedouble);
-    if (strtoul(crc->valuestring, NULL, 16) != have)
-      return tsl_error(TESSEL_E_IO, "checkpoint %s is corrupt: %s has CRC-32 %08x, trainer.json recorded %s", dir,
-                       ckpt_files[f], have, crc->valuestring);
+/* Tensor `name` of file `f` must be F32 with the parameter's shape. */
+static tsl_status check_tensor(const tsl_ckpt *c, const char *file, tsl_st_file *f, const char *name,
+                               const tsl_param *p) {
+  char have[64], want[64];
+  int i = tsl_st_find(f, name);
+  if (i < 0)
+    return tsl_error(TESSEL_E_IO, "checkpoint %s: %s has no tensor '%s', which a model of the dimensions in "
+                     "trainer.json has", c->path, file, name);
+  const tsl_st_desc *d = tsl_st_desc_at(f, i);
+  int same = d->dtype == TESSEL_F32 && d->ndim == p->info.ndim && d->shape[0] == p->info.shape[0] &&
+             (d->ndim == 1 || d->shape[1] == p->info.shape[1]);
+  if (same) return TESSEL_OK;
+  if (d->ndim == 2) snprintf(have, sizeof have, "[%lld, %lld]", (long long)d->shape[0], (long long)d->shape[1]);
+  else if (d->ndim == 1) snprintf(have, sizeof have, "[%lld]", (long long)d->shape[0]);
+  else snprintf(have, sizeof have, "of %d dimensions", d->ndim);
+  if (p->info.ndim == 2)
+    snprintf(want, sizeof want, "[%lld, %lld]", (long long)p->info.shape[0], (long long)p->info.shape[1]);
+  else
+    snprintf(want, sizeof want, "[%lld]", (long long)p->info.shape[0]);
+  return tsl_error(TESSEL_E_IO, "checkpoint %s: %s: tensor '%s' is %s %s, but the model in trainer.json (layers %d, "
+                   "heads %d, channels %d, seq_len %d, vocab_size %d) needs F32 %s", c->path, file, name,
+                   tsl_dtype_name(d->dtype), have, c->layers, c->heads, c->channels, c->seq_len, c->vocab_size, want);
+}
+
+tsl_status tsl_ckpt_check_tensors(const tsl_ckpt *c) {
+  tsl_status st = TESSEL_OK;
+  tsl_params ps;
+  int want = 4 + 12 * c->layers; /* tsl_params_register's table; counted first, so a */
+  /* description claiming a huge model cannot make this allocate one */
+  if (tsl_st_count(c->model) != want || tsl_st_count(c->optim) != 2 * want)
+    return tsl_error(TESSEL_E_IO, "checkpoint %s: model.safetensors holds %d tensors and optimizer.safetensors %d; "
+                     "a model of %d layers has %d and %d", c->path, tsl_st_count(c->model), tsl_st_count(c->optim),
+                     c->layers, want, 2 * want);
+  TSL_TRY(st, params_of(c->layers, c->channels, c->seq_len, c->vocab_size, &ps));
+  char name[96];
+  for (int i = 0; i < ps.n && st >= 0; i++) {
+    const tsl_param *p = &ps.p[i];
+    st = check_tensor(c, "model.safetensors", c->model, p->name, p);
+    snprintf(name, sizeof name, "%s.exp_avg", p->name);
+    if (st >= 0) st = check_tensor(c, "optimizer.safetensors", c->optim, name, p);
+    snprintf(name, sizeof name, "%s.exp_avg_sq", p->name);
+    if (st >= 0) st = check_tensor(c, "optimizer.safetensors", c->optim, name, p);
   }
-  return TESSEL_OK;
+  free(ps.p);
+fail:
+  return st;
 }
 
 tsl_status tsl_ckpt_open(const char *dir, tsl_ckpt *c) {
   tsl_status st;
-  char path[4096], *text = NULL;
-  cJSON *root = NULL;
+  char *text = NULL, *json = NULL, *model = NULL, *optim = NULL;
+  tsl_ckpt_meta meta;
   memset(c, 0, sizeof *c);
-  snprintf(path, sizeof path, "%s/trainer.json", dir);
   if (!tsl_path_exists(dir)) return tsl_error(TESSEL_E_IO, "%s: no such checkpoint directory", dir);
-  TSL_TRY(st, tsl_read_file(path, &text, NULL));
-  root = cJSON_Parse(text);
-  cJSON *fmt = cJSON_GetObjectItemCaseSensitive(root, "format");
-  if (!root || !cJSON_IsString(fmt) || strcmp(fmt->valuestring, "tessel-checkpoint") != 0) {
-    st = tsl_error(TESSEL_E_IO, "%s: not a tessel checkpoint description (bad or truncated JSON)", path);
+  json = tsl_asprintf("%s/trainer.json", dir);
+  model = tsl_asprintf("%s/model.safetensors", dir);
+  optim = tsl_asprintf("%s/optimizer.safetensors", dir);
+  if (!(c->path = tsl_strdup(dir)) || !json || !model || !optim) {
+    st = TESSEL_E_NOMEM;
     goto fail;
   }
-  int64_t version = 0, v[5];
-  TSL_TRY(st, json_int(path, root, "version", &version));
-  if (version != 1) {
-    st = tsl_error(TESSEL_E_VERSION, "%s: checkpoint format version %lld; this tessel reads version 1", path, (long long)version);
-    goto fail;
-  }
-  TSL_TRY(st, json_int(path, root, "step", &c->step));
-  cJSON *model = cJSON_GetObjectItemCaseSensitive(root, "model");
-  static const char *const dims[] = {"layers", "heads", "channels", "seq_len", "vocab_size"};
-  for (int i = 0; i < 5; i++) TSL_TRY(st, json_int(path, model, dims[i], &v[i]));
-  c->layers = (int)v[0], c->heads = (int)v[1], c->channels = (int)v[2], c->seq_len = (int)v[3], c->vocab_size = (int)v[4];
-  cJSON *seed = cJSON_GetObjectItemCaseSensitive(root, "seed");
-  c->seed = cJSON_IsString(seed) ? strtoull(seed->valuestring, NULL, 16) : 0;
-  cJSON *plugin = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(root, "plugin"), "name");
-  snprintf(c->plugin, sizeof c->plugin, "%s", cJSON_IsString(plugin) ? plugin->valuestring : "none");
-  TSL_TRY(st, check_files(dir, path, cJSON_GetObjectItemCaseSensitive(root, "files")));
-  c->path = tsl_strdup(dir);
-  snprintf(path, sizeof path, "%s/model.safetensors", dir);
-  TSL_TRY(st, tsl_st_open(path, &c->model));
-  snprintf(path, sizeof path, "%s/optimizer.safetensors", dir);
-  TSL_TRY(st, tsl_st_open(path, &c->optim));
-  cJSON_Delete(root);
+  TSL_TRY(st, tsl_read_file(json, &text, NULL));
+  TSL_TRY(st, tsl_ckpt_meta_parse(text, json, tsl_ckpt_dir_step(dir), &meta));
+  c->step = meta.step;
+  c->seed = meta.seed;
+  c->model_hash = meta.model_hash;
+  c->layers = meta.layers, c->heads = meta.heads, c->channels = meta.channels;
+  c->seq_len = meta.seq_len, c->vocab_size = meta.vocab_size;
+  snprintf(c->plugin, sizeof c->plugin, "%s", meta.plugin);
+  TSL_TRY(st, check_files(dir, &meta));
+  TSL_TRY(st, tsl_st_open(model, &c->model));
+  TSL_TRY(st, tsl_st_open(optim, &c->optim));
+  TSL_TRY(st, tsl_ckpt_check_tensors(c));
   free(text);
+  free(json);
+  free(model);
+  free(optim);
   return TESSEL_OK;
 fail:
-  cJSON_Delete(root);
   free(text);
+  free(json);
+  free(model);
+  free(optim);
   tsl_ckpt_close(c);
   return st;
 }

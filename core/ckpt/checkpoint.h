@@ -9,15 +9,23 @@
 **                          hash, and the size and CRC-32 of each file above
 ** It is written under a temporary name, every file fsync'd, then renamed
 ** into place and the parent directory fsync'd, so a crash never leaves a
-** partial checkpoint under a step_ name. Reading checks trainer.json, the
-** size and CRC of every file and the safetensors structure before any
-** tensor is used; a truncated or corrupt checkpoint is refused with the
-** file and the problem named.
+** partial checkpoint under a step_ name. When rank 0 cannot write (a full
+** or read-only disk), every rank still takes part in the gathers, the
+** temporary directory is removed, and the error says what failed, how many
+** bytes a checkpoint needs and has, and which checkpoint is intact.
+**
+** Reading validates like a config (ckpt/meta.h): trainer.json and its
+** checksum, the size and CRC of every file, the safetensors structure,
+** and every tensor's name, dtype and shape against the dimensions
+** trainer.json records — no more, no fewer — before any tensor is used; a
+** truncated, corrupt or inconsistent checkpoint is refused with the file
+** and the problem named.
 */
 #ifndef TSL_CHECKPOINT_H
 #define TSL_CHECKPOINT_H
 
 #include "ckpt/gather.h"
+#include "ckpt/meta.h"
 #include "ckpt/safetensors.h"
 
 typedef struct tsl_ckpt {
@@ -33,11 +41,19 @@ typedef struct tsl_ckpt {
 ** prune to settings.ckpt.keep. *saved (optional) gets the directory. */
 tsl_status tsl_ckpt_save(tsl_model *m, const tsl_layouts *t, int64_t step, char **saved);
 
-/* The newest step_ directory under dir: *path NULL (and OK) when none. */
+/* About how many bytes one checkpoint of the configured model takes. */
+uint64_t tsl_ckpt_bytes(const tsl_settings *s);
+
+/* The newest step_NNNNNNNN directory under dir: *path NULL (and OK) when
+** none. Temporaries and other names are ignored. */
 tsl_status tsl_ckpt_latest(const char *dir, char **path, int64_t *step);
 
-/* Open and validate a checkpoint directory. */
+/* Open and validate a checkpoint directory (TESSEL_E_IO, naming the file
+** and the problem, when anything is wrong). */
 tsl_status tsl_ckpt_open(const char *path, tsl_ckpt *c);
+/* The tensor check of tsl_ckpt_open: c's files hold exactly the tensors of
+** a GPT-2 model of c's dimensions, F32, in their shapes. */
+tsl_status tsl_ckpt_check_tensors(const tsl_ckpt *c);
 void tsl_ckpt_close(tsl_ckpt *c);
 
 /* Load parameters and optimizer state into the model (each rank its part).

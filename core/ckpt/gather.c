@@ -130,7 +130,9 @@ tsl_status tsl_gather_state(tsl_model *m, const tsl_layouts *t, int i, tessel_st
   int mine = supplies(t, w->rank, i);
   int held = t->all[(size_t)w->rank * t->n + i].kind != TESSEL_LAYOUT_ABSENT;
   if (mine || (held && plugin_owned(m->rt, &m->params.p[i], which))) TSL_TRY(st, read_local(m, i, which, part));
-  if (w->rank == 0 && mine) {
+  /* global is NULL on rank 0 too once its file write failed: the parts
+  ** still travel (no rank may be left waiting) and are dropped */
+  if (w->rank == 0 && mine && global) {
     param_as(m, t, 0, i, &as);
     tsl_param_insert(&as, part, global);
   }
@@ -143,7 +145,7 @@ tsl_status tsl_gather_state(tsl_model *m, const tsl_layouts *t, int i, tessel_st
     } else if (w->rank == 0) {
       if (MPI_Recv(part, (int)as.local_numel, MPI_FLOAT, r, i, MPI_COMM_WORLD, MPI_STATUS_IGNORE) != MPI_SUCCESS)
         st = tsl_error(TESSEL_E_COMM, "receiving %s from rank %d for a checkpoint failed", as.name, r);
-      else
+      else if (global)
         tsl_param_insert(&as, part, global);
     }
     if (st < 0) goto fail;

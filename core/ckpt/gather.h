@@ -25,7 +25,8 @@ tsl_status tsl_layouts_share(tsl_model *m, tsl_layouts *out);
 void tsl_layouts_free(tsl_layouts *t);
 
 /* Collective: assemble parameter `index`'s state into `global` (the whole
-** tensor, host memory) on rank 0; other ranks pass NULL. */
+** tensor, host memory) on rank 0; other ranks pass NULL, and so may rank 0
+** when it has nowhere to put it (the parts are exchanged all the same). */
 tsl_status tsl_gather_state(tsl_model *m, const tsl_layouts *t, int index, tessel_state which, float *global);
 
 /* This rank's part of parameter `index` from the whole tensor `global`

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -241,6 +242,21 @@ tsl_status tsl_remove_tree(const char *path) {
 int tsl_path_exists(const char *path) {
   struct stat sb;
   return stat(path, &sb) == 0;
+}
+
+tsl_status tsl_free_bytes(const char *path, uint64_t *out) {
+  char *p = tsl_strdup(path);
+  struct statvfs sv;
+  int rc = -1;
+  while (p && (rc = statvfs(p, &sv)) != 0 && errno == ENOENT && strcmp(p, "/") && strcmp(p, ".")) {
+    char *up = tsl_dirname(p);
+    free(p);
+    p = up;
+  }
+  free(p);
+  if (rc != 0) return tsl_error(TESSEL_E_IO, "%s: cannot tell the free space: %s", path, strerror(errno));
+  *out = (uint64_t)sv.f_bavail * (uint64_t)sv.f_frsize;
+  return TESSEL_OK;
 }
 
 char *tsl_dirname(const char *path) {

@@ -55,6 +55,9 @@ tsl_status tsl_read_file(const char *path, char **out, size_t *len);
 /* Remove a directory tree (used for temporary checkpoint directories). */
 tsl_status tsl_remove_tree(const char *path);
 int tsl_path_exists(const char *path);
+/* Bytes an unprivileged writer can still put on the file system holding
+** `path` (or its nearest existing parent). */
+tsl_status tsl_free_bytes(const char *path, uint64_t *out);
 /* Directory part of a path, as a heap string ("." when none). */
 char *tsl_dirname(const char *path);
 
