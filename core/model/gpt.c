@@ -269,14 +269,14 @@ void tsl_model_destroy(tsl_model *m) {
 /* Make sure the slot holds micro-batch `micro` of the current step. */
 static tsl_status load_batch(tsl_model *m, tsl_slot *s, int micro) {
   tsl_status st;
-  uint64_t serial = m->serial * 65536u + (uint64_t)micro;
-  if (s->loaded_serial == serial) return TESSEL_OK;
+  if (s->loaded_serial == m->serial && s->loaded_micro == micro) return TESSEL_OK;
   if (!m->batch) return tsl_error(TESSEL_E_INTERNAL, "the model has no batch source");
   uint64_t bytes = (uint64_t)m->dims.micro_batch * (uint64_t)m->dims.seq_len * sizeof(int32_t);
   TSL_TRY(st, m->batch(m->batch_ctx, micro, m->host_inputs, m->host_targets));
   TSL_TRY(st, tsl_mem_copy(&m->rt->ledger, TESSEL_TIER_DEVICE, s->tokens, 0, TESSEL_TIER_HOST, m->host_inputs, 0, bytes, m->rt->compute));
   TSL_TRY(st, tsl_mem_copy(&m->rt->ledger, TESSEL_TIER_DEVICE, s->targets, 0, TESSEL_TIER_HOST, m->host_targets, 0, bytes, m->rt->compute));
-  s->loaded_serial = serial;
+  s->loaded_serial = m->serial;
+  s->loaded_micro = micro;
   return TESSEL_OK;
 fail:
   return st;

@@ -34,7 +34,8 @@ typedef struct tsl_slot {
   void *lnf;
   float *lnf_mean, *lnf_rstd;
   int32_t *tokens, *targets; /* device, [micro_batch * seq_len] */
-  uint64_t loaded_serial;    /* which (step, micro) the tokens are for */
+  uint64_t loaded_serial;    /* the step (or evaluation batch) the tokens are for */
+  int loaded_micro;          /* and the micro-batch */
 } tsl_slot;
 
 struct tsl_model {

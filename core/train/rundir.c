@@ -97,9 +97,25 @@ static void remove_leftovers(const tsl_settings *s) {
   if (n) tsl_info("removed %d temporar%s left by an interrupted run", n, n == 1 ? "y" : "ies");
 }
 
-/* checkpoint.dir must take a file. */
+/* checkpoint.dir cannot take files: say so, with what a checkpoint needs. */
+static tsl_status unusable(const tsl_settings *s, const char *why) {
+  uint64_t need = tsl_ckpt_bytes(s);
+  char need_text[32];
+  return tsl_error(TESSEL_E_IO, "checkpoint.dir %s %s, so no checkpoint of this model (about %llu bytes, %s) could be "
+                   "saved: point checkpoint.dir at a writable directory", s->ckpt.dir, why, (unsigned long long)need,
+                   tsl_format_bytes(need, need_text, sizeof need_text));
+}
+
+/* checkpoint.dir must exist (or be made) and take a file. */
 static tsl_status check_writable(const tsl_settings *s) {
   const char *dir = s->ckpt.dir;
+  char *why = NULL;
+  if (tsl_mkdir_p(dir) < 0) {
+    why = tsl_asprintf("cannot be used (%s)", tsl_error_message());
+    tsl_status st = unusable(s, why ? why : "cannot be created");
+    free(why);
+    return st;
+  }
   char *probe = tsl_asprintf("%s/.tessel-probe-%ld", dir, (long)getpid());
   if (!probe) return TESSEL_E_NOMEM;
   int fd = open(probe, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
@@ -110,11 +126,10 @@ static tsl_status check_writable(const tsl_settings *s) {
   }
   free(probe);
   if (fd >= 0) return TESSEL_OK;
-  uint64_t need = tsl_ckpt_bytes(s);
-  char need_text[32];
-  return tsl_error(TESSEL_E_IO, "checkpoint.dir %s is not writable (%s), so no checkpoint of this model (about %llu "
-                   "bytes, %s) could be saved: point checkpoint.dir at a writable directory", dir, strerror(err),
-                   (unsigned long long)need, tsl_format_bytes(need, need_text, sizeof need_text));
+  why = tsl_asprintf("is not writable (%s)", strerror(err));
+  tsl_status st = unusable(s, why ? why : "is not writable");
+  free(why);
+  return st;
 }
 
 /* checkpoint.dir must hold one checkpoint. */
@@ -134,7 +149,6 @@ static tsl_status claim(const tsl_settings *s, tsl_run_dir *d) {
   tsl_status st;
   TSL_TRY(st, lock_dir(s->log.dir, "log.dir", &d->fds[d->n]));
   d->n++;
-  if ((st = tsl_mkdir_p(s->ckpt.dir)) < 0) return tsl_error_wrap(st, "checkpoint.dir");
   TSL_TRY(st, check_writable(s));
   /* one directory for both is one lock: a second flock of it would refuse us */
   char *a = realpath(s->log.dir, NULL), *b = realpath(s->ckpt.dir, NULL);

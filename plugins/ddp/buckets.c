@@ -5,13 +5,17 @@
 #include "ddp.h"
 
 /* The unit after whose backward a parameter's gradient is final: the lowest
-** unit that uses it (wte is used by the head and by the embedding). */
+** unit that uses it (wte is used by the head and by the embedding); -1 when
+** out of memory. A unit's list is as long as the host says, never cut. */
 static int ready_unit(ddp *d, int param, int units) {
-  int used[64];
   for (int u = 0; u < units; u++) {
-    int n = d->api->model->unit_params(d->host, u, used, 64);
-    for (int i = 0; i < n && i < 64; i++)
-      if (used[i] == param) return u;
+    int n = d->api->model->unit_params(d->host, u, NULL, 0), found = 0;
+    int *used = malloc(sizeof *used * (size_t)(n > 0 ? n : 1));
+    if (!used) return -1;
+    n = d->api->model->unit_params(d->host, u, used, n);
+    for (int i = 0; i < n && !found; i++) found = used[i] == param;
+    free(used);
+    if (found) return u;
   }
   return 0;
 }
@@ -29,6 +33,7 @@ tessel_status ddp_plan_buckets(ddp *d) {
     tessel_param_view v = {.size = sizeof v};
     if ((st = model->view(d->host, i, &v)) < 0) return st;
     int ready = ready_unit(d, i, dims.units);
+    if (ready < 0) return d->api->set_error(d->host, TESSEL_E_NOMEM, "ddp: out of host memory for buckets");
     /* start a new bucket when the current one is full, or when this
     ** gradient is not adjacent to it (then it cannot be one range) */
     if (!b || b->count * sizeof(float) >= d->bucket_bytes || v.grad + v.local_numel != b->grad) {

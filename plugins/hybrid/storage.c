@@ -17,13 +17,17 @@ static tessel_status alloc(hybrid *h, tessel_mem_kind kind, uint64_t bytes, cons
 }
 
 /* The lowest unit on this stage that uses parameter `index`: its gradient
-** is final once the last micro-batch's backward has passed that unit. */
+** is final once the last micro-batch's backward has passed that unit; -1
+** when out of memory. A unit's list is as long as the host says, never cut. */
 static int ready_unit(const hybrid *h, int index) {
-  int used[32];
   for (int u = h->unit_first; u <= h->unit_last; u++) {
-    int n = h->api->model->unit_params(h->host, u, used, 32);
-    for (int i = 0; i < n && i < 32; i++)
-      if (used[i] == index) return u;
+    int n = h->api->model->unit_params(h->host, u, NULL, 0), found = 0;
+    int *used = malloc(sizeof *used * (size_t)(n > 0 ? n : 1));
+    if (!used) return -1;
+    n = h->api->model->unit_params(h->host, u, used, n);
+    for (int i = 0; i < n && !found; i++) found = used[i] == index;
+    free(used);
+    if (found) return u;
   }
   return h->unit_first;
 }
@@ -50,6 +54,7 @@ static tessel_status describe(hybrid *h, int index, const tessel_layout *l, cons
                       .in_norm = (l->kind == TESSEL_LAYOUT_SPLIT || h->tp_rank == 0) && !tied_copy,
                       .partial_over_tp = h->sp && strstr(info.name, "ln_") != NULL,
                       .ready_unit = ready_unit(h, index)};
+  if (p->ready_unit < 0) return h->api->set_error(h->host, TESSEL_E_NOMEM, "hybrid: out of host memory");
   if (info.flags & TESSEL_PARAM_TIED) h->wte = h->n_params;
   h->n_params++;
   return TESSEL_OK;
