@@ -156,6 +156,25 @@ static tsl_status set_section(tsl_config *cfg, tsl_cfg *map, const char *part, t
   return TESSEL_OK;
 }
 
+/* Is `s` well-formed UTF-8 (no overlong forms, surrogates or code points
+** past U+10FFFF)? YAML text is, so the resolved config can be written back;
+** a --set key path does not pass through the YAML reader. */
+static int valid_utf8(const unsigned char *s) {
+  while (*s) {
+    unsigned c = *s, n = c < 0x80 ? 0 : (c & 0xE0) == 0xC0 ? 1 : (c & 0xF0) == 0xE0 ? 2 : (c & 0xF8) == 0xF0 ? 3 : 9;
+    if (n == 9) return 0;
+    uint32_t cp = n == 0 ? c : c & (0x3Fu >> n);
+    for (unsigned k = 1; k <= n; k++) {
+      if ((s[k] & 0xC0) != 0x80) return 0;
+      cp = cp << 6 | (s[k] & 0x3Fu);
+    }
+    static const uint32_t least[] = {0, 0x80, 0x800, 0x10000};
+    if (cp < least[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
+    s += n + 1;
+  }
+  return 1;
+}
+
 /* Apply one "a.b.c=value" override. Mistakes in it are recorded (at its
 ** "--set=..." label) and the others still apply. */
 static tsl_status apply_set(tsl_config *cfg, const char *arg) {
@@ -177,6 +196,10 @@ static tsl_status apply_set(tsl_config *cfg, const char *arg) {
   keypath = strndup(arg, (size_t)(eq - arg));
   if (!keypath) {
     st = TESSEL_E_NOMEM;
+    goto fail;
+  }
+  if (!valid_utf8((const unsigned char *)keypath)) {
+    st = tsl_cfg_report(cfg, km, "the key path is not valid UTF-8");
     goto fail;
   }
   int np = 1;

@@ -31,11 +31,12 @@ static uint64_t sources_hash(const tsl_settings *s) {
 }
 
 static tsl_status prepare_if_stale(const tsl_settings *s) {
-  char stamp_path[4096], *old = NULL, now[32];
-  snprintf(stamp_path, sizeof stamp_path, "%s/.prepared", s->data.dir);
+  char *stamp_path = tsl_asprintf("%s/.prepared", s->data.dir), *old = NULL, now[32];
+  if (!stamp_path) return TESSEL_E_NOMEM;
   snprintf(now, sizeof now, "%016" PRIx64 "\n", sources_hash(s));
   if (tsl_read_file(stamp_path, &old, NULL) == TESSEL_OK && strcmp(old, now) == 0) {
     free(old);
+    free(stamp_path);
     return TESSEL_OK;
   }
   free(old);
@@ -43,7 +44,10 @@ static tsl_status prepare_if_stale(const tsl_settings *s) {
   tsl_prepare_opts opts = {.val_fraction = s->data.val_fraction, .shard_tokens = 100000000};
   tsl_prepare_report rep;
   tsl_status st = tsl_data_prepare(s->data.text, s->data.n_text, s->data.dir, &opts, &rep);
-  if (st < 0) return tsl_error_wrap(st, "preparing data.text into %s", s->data.dir);
+  if (st < 0) {
+    free(stamp_path);
+    return tsl_error_wrap(st, "preparing data.text into %s", s->data.dir);
+  }
   tsl_info("data: prepared %d file(s) into %s: %llu training and %llu validation tokens", rep.files, s->data.dir,
            (unsigned long long)rep.train_tokens, (unsigned long long)rep.val_tokens);
   FILE *f = fopen(stamp_path, "w");
@@ -51,6 +55,7 @@ static tsl_status prepare_if_stale(const tsl_settings *s) {
     fputs(now, f);
     fclose(f);
   }
+  free(stamp_path);
   return TESSEL_OK;
 }
 

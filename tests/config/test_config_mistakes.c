@@ -145,6 +145,20 @@ static void test_nesting_limit(void) {
   CHECK_ERROR(load_fail_sets(p, deep_key, 1), "--set=%s:1:7: a key path of 70 parts nests deeper than 64", longpath);
 }
 
+static void test_set_key_must_be_utf8(void) {
+  char p[1024];
+  put(p, "utf8.yaml", "x: 1\n");
+  /* found by fuzz_config: the resolved config could not be written back */
+  const char *const sets[] = {"tr\x8b\x18" "ain.steps=5", "ok.\xc0\xafx=1", "caf\xc3\xa9.x=1"};
+  CHECK_ERROR(load_fail_sets(p, sets, 2), "--set=tr\x8b\x18" "ain.steps=5:1:7: the key path is not valid UTF-8\n"
+              "--set=ok.\xc0\xafx=1:1:7: the key path is not valid UTF-8");
+  tsl_config *cfg = load_ok_sets(p, sets + 2, 1); /* é is UTF-8 */
+  char *out = emit_text(cfg);
+  CHECK_STR_CONTAINS(out, "café");
+  free(out);
+  tsl_config_free(cfg);
+}
+
 static void test_nul_is_refused(void) {
   char p[1024];
   /* "\0" in a double-quoted scalar is a NUL byte once YAML decodes it */
@@ -284,6 +298,7 @@ int main(void) {
   RUN(test_load_reports_every_duplicate_and_set);
   RUN(test_nesting_limit);
   RUN(test_nul_is_refused);
+  RUN(test_set_key_must_be_utf8);
   RUN(test_odd_files);
   RUN(test_huge_maps_are_linear);
   RUN(test_derived_paths_keep_their_length);
