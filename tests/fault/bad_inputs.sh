@@ -14,21 +14,8 @@
 #     checkpoint's own model;
 #   - 300 --set options and 40 TESSEL_PLUGIN_PATH entries, more than any
 #     fixed table would hold.
-set -u
-TESSEL=$1
-SRC=$2
-WORK=$3/bad_inputs.$$
+. "$(dirname "$0")/common.sh" "$1" "$2" "$3" bad_inputs
 PLUGINS=$4
-rm -rf "$WORK"
-mkdir -p "$WORK"
-cd "$SRC" || exit 1
-WORK=$(realpath "$WORK")
-
-failures=0
-fail() {
-  echo "FAIL [$case_name]: $*" >&2
-  failures=$((failures + 1))
-}
 
 # run CASE CMD...: with a 20 s guard, so a wait is a failure, not a hang
 run() {
@@ -126,9 +113,4 @@ expect 0
 grep -A1 '^ddp ' "$WORK/many_plugin_dirs.out" | grep -q "^  $WORK/fortieth/libtessel-ddp.so\$" ||
   fail "the plugin in the 40th TESSEL_PLUGIN_PATH entry was not found first"
 
-if [ "$failures" -ne 0 ]; then
-  echo "$failures failure(s)" >&2
-  exit 1
-fi
-rm -rf "$WORK"
-echo "ok: FIFOs, broken plugins, damaged and self-overwriting checkpoints, long option lists: each a clear error"
+finish "ok: FIFOs, broken plugins, damaged and self-overwriting checkpoints, long option lists: each a clear error"

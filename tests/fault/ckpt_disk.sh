@@ -15,40 +15,17 @@
 # same cases always also run through FAULT_LIB (LD_PRELOAD), which makes a
 # directory fill up or turn read-only after a number of bytes, so the code
 # path is tested on any machine.
-set -u
-TESSEL=$1
-SRC=$2
-WORK=$3/ckpt_disk.$$
+. "$(dirname "$0")/common.sh" "$1" "$2" "$3" ckpt_disk
 LIB=$4
-rm -rf "$WORK"
-mkdir -p "$WORK"
-cd "$SRC" || exit 1
-WORK=$(realpath "$WORK")
-
-failures=0
-fail() {
-  echo "FAIL [$case_name]: $*" >&2
-  failures=$((failures + 1))
-}
 
 mounts=()
-cleanup() {
+unmount_all() {
   for m in "${mounts[@]}"; do umount "$m" 2>/dev/null; done
-  rm -rf "$WORK"
+  mounts=()
 }
+trap unmount_all EXIT
 
-trap cleanup EXIT
-
-# Six steps of a tiny model, a checkpoint after each. One checkpoint is
-# about 410 KiB (model 136 KiB, AdamW moments 272 KiB).
-cat >"$WORK/tiny.yaml" <<YAML
-model: {layers: 2, heads: 2, channels: 32, seq_len: 16, vocab_size: 256}
-data: {text: ["core/config/*.c"], dir: $WORK/data}
-train: {steps: 6, batch_size: 4, seed: 7, sample_tokens: 0}
-device: {threads: 1}
-checkpoint: {every: 1, keep: 3}
-log: {every: 1, progress: never}
-YAML
+tiny_config 6 3
 
 # expect_failure CKPT_DIR INTACT_STEP TEXT... (after `run`, whose output is in $WORK/$case_name.log)
 #   INTACT_STEP: the checkpoint that must survive, or - when none was written
@@ -133,8 +110,5 @@ else
   echo "not root or no mount: ran the cases through the fault library only"
 fi
 
-if [ "$failures" -ne 0 ]; then
-  echo "$failures failure(s)" >&2
-  exit 1
-fi
-echo "ok: full, read-only and non-directory checkpoint dirs end with status 1, a message, nothing half-written"
+unmount_all
+finish "ok: full, read-only and non-directory checkpoint dirs end with status 1, a message, nothing half-written"

@@ -13,34 +13,15 @@
 # Each new start resumes from the newest complete checkpoint, clears what
 # the killed run left half-written, and takes the run-directory lock the
 # kill released.
-set -u
-TESSEL=$1
-SRC=$2
-WORK=$3/kill_resume.$$
+. "$(dirname "$0")/common.sh" "$1" "$2" "$3" kill_resume
 TRIALS=20
 STEPS=80
-rm -rf "$WORK"
-mkdir -p "$WORK"
-cd "$SRC" || exit 1
-
-fail() {
-  echo "FAIL: $*" >&2
-  exit 1
-}
-
-cat >"$WORK/tiny.yaml" <<YAML
-model: {layers: 2, heads: 2, channels: 32, seq_len: 16, vocab_size: 256}
-data: {text: ["core/config/*.c"], dir: $WORK/data}
-train: {steps: $STEPS, batch_size: 4, seed: 7, sample_tokens: 0}
-device: {threads: 1}
-checkpoint: {every: 1, keep: 2}
-log: {every: 1, progress: never}
-YAML
+tiny_config $STEPS 2
 
 losses() { sed -n 's/.*"step":\([0-9]*\),"loss":\([^,]*\),.*/\1 \2/p' "$1"; }
 
 "$TESSEL" run "$WORK/tiny.yaml" --set log.dir="$WORK/straight" >"$WORK/straight.log" 2>&1 ||
-  fail "the uninterrupted run failed: $(tail -3 "$WORK/straight.log")"
+  die "the uninterrupted run failed: $(tail -3 "$WORK/straight.log")"
 
 RANDOM=17 # the same kill delays every time (the moments they hit still vary)
 left_behind=0
@@ -52,33 +33,32 @@ for trial in $(seq 1 $TRIALS); do
     kill -0 $pid 2>/dev/null || break
     sleep 0.1
   done
-  kill -0 $pid 2>/dev/null || { cat "$WORK/trial.log" >&2; fail "trial $trial ended before it was killed"; }
+  kill -0 $pid 2>/dev/null || { cat "$WORK/trial.log" >&2; die "trial $trial ended before it was killed"; }
   sleep "0.$(printf '%03d' $((RANDOM % 250)))"
   helpers=$(pgrep -P $pid)
   kill -9 $pid
   wait $pid 2>/dev/null
   for h in $helpers; do # MPI's helper notices its process died
     for _ in $(seq 1 50); do kill -0 "$h" 2>/dev/null || break; sleep 0.1; done
-    kill -0 "$h" 2>/dev/null && fail "trial $trial: helper process $h outlived the killed run"
+    kill -0 "$h" 2>/dev/null && die "trial $trial: helper process $h outlived the killed run"
   done
   left_behind=$((left_behind + $(find "$WORK/killed/checkpoints" -maxdepth 1 -name '.tmp-step_*' | wc -l)))
 done
 
 "$TESSEL" run "$WORK/tiny.yaml" --set log.dir="$WORK/killed" >"$WORK/final.log" 2>&1 ||
-  fail "the run after $TRIALS kills did not finish: $(tail -3 "$WORK/final.log")"
-grep -q "resuming from" "$WORK/final.log" || fail "the last run did not resume"
+  die "the run after $TRIALS kills did not finish: $(tail -3 "$WORK/final.log")"
+grep -q "resuming from" "$WORK/final.log" || die "the last run did not resume"
 
 losses "$WORK/straight/metrics.jsonl" >"$WORK/a"
 losses "$WORK/killed/metrics.jsonl" >"$WORK/b"
-[ "$(wc -l <"$WORK/a")" -eq $STEPS ] || fail "the uninterrupted run logged $(wc -l <"$WORK/a") steps, expected $STEPS"
-diff "$WORK/a" "$WORK/b" >&2 || fail "the loss trajectories differ (each step once, same loss text)"
+[ "$(wc -l <"$WORK/a")" -eq $STEPS ] || die "the uninterrupted run logged $(wc -l <"$WORK/a") steps, expected $STEPS"
+diff "$WORK/a" "$WORK/b" >&2 || die "the loss trajectories differ (each step once, same loss text)"
 final=$(printf 'step_%08d' $STEPS)
 for f in model.safetensors optimizer.safetensors; do
   cmp "$WORK/straight/checkpoints/$final/$f" "$WORK/killed/checkpoints/$final/$f" ||
-    fail "$f after $TRIALS kills differs from the uninterrupted run's"
+    die "$f after $TRIALS kills differs from the uninterrupted run's"
 done
 tmp=$(find "$WORK/killed" -name '.tmp-step_*' -o -name '*.tmp' -o -name '*.tmp.[0-9]*' -o -name 'step_*.old-*' | wc -l)
-[ "$tmp" -eq 0 ] || fail "$tmp temporaries are left after the run finished"
-rm -rf "$WORK"
-echo "ok: $TRIALS kills (-9) while checkpointing every step; the run resumed each time and ended bit-exact," \
-  "$left_behind half-written checkpoint(s) cleared, 0 temporaries left"
+[ "$tmp" -eq 0 ] || die "$tmp temporaries are left after the run finished"
+finish "ok: $TRIALS kills (-9) while checkpointing every step; the run resumed each time and ended bit-exact, \
+$left_behind half-written checkpoint(s) cleared, 0 temporaries left"

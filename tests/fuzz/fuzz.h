@@ -2,7 +2,8 @@
 ** tests/fuzz/fuzz.h — what the fuzz targets share.
 **
 ** Each target (fuzz_config.c, fuzz_safetensors.c, fuzz_shard.c, fuzz_elf.c)
-** defines LLVMFuzzerInitialize and LLVMFuzzerTestOneInput, so it builds
+** defines fuzz_target and LLVMFuzzerTestOneInput, and fuzz_util.c the
+** LLVMFuzzerInitialize they share, so each builds
 ** with libFuzzer (clang -fsanitize=fuzzer, -DTESSEL_LIBFUZZER=ON) or with
 ** fuzz_loop.c, a plain mutation loop over the committed seed corpus that
 ** CI runs under AddressSanitizer and UndefinedBehaviorSanitizer.
@@ -32,9 +33,13 @@ typedef struct fuzz_part {
 ** takes the rest); returns how many. */
 int fuzz_split(const uint8_t *data, size_t size, fuzz_part *parts);
 
-/* This process's scratch directory, made on first use under /dev/shm
-** (else $TESSEL_TEST_TMP, else /tmp) and removed at exit. */
-const char *fuzz_scratch(const char *target);
+/* The target's name (each target defines it), for its scratch directory. */
+extern const char fuzz_target[];
+
+/* This process's scratch directory, made by LLVMFuzzerInitialize (in
+** fuzz_util.c) under /dev/shm (else $TESSEL_TEST_TMP, else /tmp) and
+** removed at exit. */
+const char *fuzz_scratch(void);
 
 /* Write bytes to scratch/name (replacing it); the path goes into buf, which
 ** holds 4096 bytes. 0 on success. */

@@ -10,16 +10,11 @@
 #include "fuzz.h"
 #include "plugin/elf.h"
 
-int LLVMFuzzerInitialize(int *argc, char ***argv) {
-  (void)argc;
-  (void)argv;
-  fuzz_scratch("elf");
-  return 0;
-}
+const char fuzz_target[] = "elf";
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   char path[4096];
-  if (fuzz_write(fuzz_scratch("elf"), "libtessel-fuzz.so", data, size, path) != 0) return 0;
+  if (fuzz_write(fuzz_scratch(), "libtessel-fuzz.so", data, size, path) != 0) return 0;
   tsl_elf_check(path);
   tsl_elf_info info;
   if (tsl_elf_read(path, &info) >= 0) tsl_elf_free(&info);

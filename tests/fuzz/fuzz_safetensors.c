@@ -15,18 +15,13 @@
 #include "ckpt/checkpoint.h"
 #include "fuzz.h"
 
-int LLVMFuzzerInitialize(int *argc, char ***argv) {
-  (void)argc;
-  (void)argv;
-  fuzz_scratch("safetensors");
-  return 0;
-}
+const char fuzz_target[] = "safetensors";
 
 /* Open a safetensors part and touch everything a reader may use. */
 static tsl_st_file *open_part(const fuzz_part *part, const char *name) {
   char path[4096];
   tsl_st_file *f = NULL;
-  if (fuzz_write(fuzz_scratch("safetensors"), name, part->data, part->size, path) != 0) return NULL;
+  if (fuzz_write(fuzz_scratch(), name, part->data, part->size, path) != 0) return NULL;
   if (tsl_st_open(path, &f) < 0) return NULL;
   volatile uint8_t seen = 0;
   for (int i = 0; i < tsl_st_count(f); i++) {

@@ -12,16 +12,11 @@
 #include "data/shard.h"
 #include "fuzz.h"
 
-int LLVMFuzzerInitialize(int *argc, char ***argv) {
-  (void)argc;
-  (void)argv;
-  fuzz_scratch("shard");
-  return 0;
-}
+const char fuzz_target[] = "shard";
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   char path[4096];
-  if (fuzz_write(fuzz_scratch("shard"), "train_000000.bin", data, size, path) != 0) return 0;
+  if (fuzz_write(fuzz_scratch(), "train_000000.bin", data, size, path) != 0) return 0;
   tsl_shard s;
   if (tsl_shard_open(path, 256, &s) >= 0) {
     volatile uint16_t seen = 0;

@@ -25,11 +25,18 @@ static char scratch[1024];
 
 static void remove_scratch(void) { tsl_remove_tree(scratch); }
 
-const char *fuzz_scratch(const char *target) {
+int LLVMFuzzerInitialize(int *argc, char ***argv) {
+  (void)argc;
+  (void)argv;
+  fuzz_scratch();
+  return 0;
+}
+
+const char *fuzz_scratch(void) {
   if (scratch[0]) return scratch;
   /* every input is written to a file: in memory that is ten times faster than on a busy disk */
   const char *base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : getenv("TESSEL_TEST_TMP");
-  snprintf(scratch, sizeof scratch, "%s/fuzz-%s-%ld", base && *base ? base : "/tmp", target, (long)getpid());
+  snprintf(scratch, sizeof scratch, "%s/fuzz-%s-%ld", base && *base ? base : "/tmp", fuzz_target, (long)getpid());
   if (tsl_mkdir_p(scratch) < 0) {
     fprintf(stderr, "fuzz: cannot make %s: %s\n", scratch, tsl_error_message());
     exit(1);
