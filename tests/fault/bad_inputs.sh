@@ -8,8 +8,10 @@
 #   - a FIFO as the config, as a base: and as plugin.path (nothing writes
 #     to it: a plain open would wait forever);
 #   - a truncated plugin and one built for another machine (aarch64);
-#   - a checkpoint whose trainer.json was edited (heads 0, layers 0):
-#     sample and export refuse it;
+#   - a config nested 25,000 levels deep (50 KB);
+#   - a log.dir of 1,500 bytes: the paths derived from it stay whole;
+#   - a checkpoint whose trainer.json was edited (heads 0, layers 0, a step
+#     that is not the directory's): sample, export and resume refuse it;
 #   - `export CKPT -o CKPT/model.safetensors`, which would overwrite the
 #     checkpoint's own model;
 #   - 300 --set options and 40 TESSEL_PLUGIN_PATH entries, more than any
@@ -57,6 +59,16 @@ valid "plugin: {path: $WORK/libtessel-fifo.so}" >"$WORK/plugin_fifo.yaml"
 run fifo_plugin "$TESSEL" check "$WORK/plugin_fifo.yaml"
 expect 1 "libtessel-fifo.so: is a FIFO, not a shared object"
 
+# ---- a deep config, a long directory ----
+{ printf 'x: '; head -c 25000 /dev/zero | tr '\0' '['; head -c 25000 /dev/zero | tr '\0' ']'; echo; } >"$WORK/deep.yaml"
+run deep_config "$TESSEL" check "$WORK/deep.yaml"
+expect 2 "$WORK/deep.yaml:1:67: nesting deeper than 64 levels"
+long=$WORK/$(head -c 1500 /dev/zero | tr '\0' 'd' | sed 's/d\{100\}/&\//g')
+valid >"$WORK/long.yaml"
+run long_log_dir "$TESSEL" check --set log.dir="$long" "$WORK/long.yaml"
+expect 0
+grep -qF "dir: $long/checkpoints" "$WORK/long_log_dir.out" || fail "checkpoint.dir under a long log.dir was cut short"
+
 # ---- plugin files that dlopen would crash on or misreport ----
 mkdir -p "$WORK/cut" "$WORK/arm"
 head -c 9000 "$PLUGINS/libtessel-ddp.so" >"$WORK/cut/libtessel-ddp.so"
@@ -79,14 +91,18 @@ valid "checkpoint: {dir: $WORK/ckpt}" "log: {dir: $WORK/run, progress: never}" >
 run train "$TESSEL" run "$WORK/run.yaml"
 expect 0
 ck=$WORK/ckpt/step_00000002
-for edit in heads layers; do
-  cp -r "$ck" "$WORK/ckpt/edited"
-  mv "$WORK/ckpt/edited" "$WORK/$edit"
-  sed -i "s/\"$edit\":[^,]*,/\"$edit\": 0,/" "$WORK/$edit/trainer.json"
-  run "sample_$edit" "$TESSEL" sample "$WORK/$edit" --tokens 5
+for edit in heads layers step; do
+  mkdir -p "$WORK/$edit"
+  cp -r "$ck" "$WORK/$edit/step_00000002" # named as a step: its trainer.json must say the same
+  sed -i "s/\"$edit\":[^,]*,/\"$edit\": $([ $edit = step ] && echo 1000000 || echo 0),/" \
+    "$WORK/$edit/step_00000002/trainer.json"
+  run "resume_$edit" "$TESSEL" run "$WORK/run.yaml" --resume "$WORK/$edit/step_00000002"
+  expect 1 "trainer.json has been altered or damaged"
+  run "sample_$edit" "$TESSEL" sample "$WORK/$edit/step_00000002" --tokens 5
   expect 1 "trainer.json has been altered or damaged"
   [ -s "$WORK/sample_$edit.out" ] && fail "printed text from a damaged checkpoint"
-  run "export_$edit" "$TESSEL" export "$WORK/$edit" -o "$WORK/export_$edit/model.safetensors"
+  mkdir -p "$WORK/export_$edit"
+  run "export_$edit" "$TESSEL" export "$WORK/$edit/step_00000002" -o "$WORK/export_$edit/model.safetensors"
   expect 1 "trainer.json has been altered or damaged"
   [ -e "$WORK/export_$edit/config.json" ] && fail "wrote a config.json for a damaged checkpoint"
 done
