@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,10 +50,11 @@ static tsl_status lock_dir(const char *dir, const char *what, int *fd_out) {
   return st;
 }
 
-/* Is `name` a leftover of an interrupted checkpoint (".tmp-step_*", or a
-** "step_*.old-PID" that a resave had moved aside)? */
+/* Is `name` a leftover of an interrupted checkpoint (".tmp-step_N-PID", or
+** a "step_N.old-PID" that a resave had moved aside)? */
 static int stale_checkpoint(const char *name) {
-  return strncmp(name, ".tmp-step_", 10) == 0 || (strncmp(name, "step_", 5) == 0 && strstr(name, ".old-"));
+  return fnmatch(".tmp-step_[0-9]*-[0-9]*", name, 0) == 0 ||
+         fnmatch("step_[0-9]*.old-[0-9]*", name, 0) == 0;
 }
 
 /* Is `name` an atomic file's temporary ("NAME.tmp.PID")? */
