@@ -102,14 +102,32 @@ static tsl_status write_tokenizer_files(const tsl_ckpt *c, const tsl_tokenizer *
   return st;
 }
 
+/* The export writes its file and config.json into one directory; when that
+** is the checkpoint's own, it would replace model.safetensors (or add to a
+** directory whose every file trainer.json accounts for). */
+static tsl_status check_destination(const char *ckpt_dir, const char *out_path) {
+  char *dir = tsl_dirname(out_path);
+  char *a = dir ? realpath(dir, NULL) : NULL, *b = realpath(ckpt_dir, NULL);
+  int same = a && b && strcmp(a, b) == 0;
+  free(dir);
+  free(a);
+  free(b);
+  if (!same) return TESSEL_OK;
+  return tsl_error(TESSEL_E_CONFIG,
+                   "%s is inside the checkpoint %s: exporting there would overwrite the checkpoint's own files. "
+                   "Write the export to another directory (it holds the .safetensors file and config.json).",
+                   out_path, ckpt_dir);
+}
+
 tsl_status tsl_export_hf(const char *ckpt_dir, const char *out_path) {
   tsl_status st;
-  tsl_ckpt c;
+  tsl_ckpt c = {0};
   tsl_st_writer *w = NULL;
   tsl_st_desc *descs = NULL;
   char (*names)[128] = NULL;
   char *dir = NULL, *config = NULL;
   tsl_tokenizer *t = NULL;
+  TSL_TRY(st, check_destination(ckpt_dir, out_path));
   TSL_TRY(st, tsl_ckpt_open(ckpt_dir, &c));
   if (c.tokenizer) TSL_TRY(st, tsl_tokenizer_load(c.tokenizer, &t));
   int n = tsl_st_count(c.model);

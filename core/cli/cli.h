@@ -37,5 +37,8 @@ int tsl_parse_count(const char *s, long long *out);
 /* An integer option in [lo, hi] into an int; 1 when valid, 0 otherwise. */
 int tsl_option_int(const char *s, long long lo, long long hi, int *out);
 int tsl_parse_number(const char *s, double *out);
+/* Room for every repeatable option of a command line of argc words (one
+** more for a caller's own): a zeroed heap array, NULL when out of memory. */
+const char **tsl_option_slots(int argc);
 
 #endif

@@ -9,8 +9,6 @@
 #include "common/util.h"
 #include "compare/compare.h"
 
-#define MAX_SETS 64
-
 static int compare(int argc, char **argv);
 
 const tsl_command tsl_cmd_compare = {
@@ -71,7 +69,8 @@ static int compare(int argc, char **argv) {
                                        {"val-tolerance", required_argument, 0, 'v'},
                                        {"allow-different-models", no_argument, 0, 'a'},
                                        {0, 0, 0, 0}};
-  const char *sets[MAX_SETS];
+  const char **sets = tsl_option_slots(argc);
+  if (!sets) return tsl_fail(tsl_error(TESSEL_E_NOMEM, "out of host memory reading the command line"));
   tsl_compare c = {.steps = 20, .repeat = 3, .tolerance = 1e-5, .val_tolerance = 0.01, .warmup = -1, .sets = sets};
   long long ranks = 1, v;
   int opt;
@@ -85,29 +84,39 @@ static int compare(int argc, char **argv) {
         c.steps = v;
         break;
       case 'n': ok = tsl_parse_count(optarg, &ranks) == 0 && ranks >= 1 && ranks <= 4096; break;
-      case 'o': snprintf(c.out, sizeof c.out, "%s", optarg); break;
+      case 'o': /* short enough that every path made under it fits its buffer whole */
+        ok = strlen(optarg) <= TSL_CMP_MAX_OUT;
+        if (ok) snprintf(c.out, sizeof c.out, "%s", optarg);
+        break;
       case 't': ok = tsl_parse_number(optarg, &c.tolerance) == 0 && c.tolerance >= 0; break;
       case 'w': ok = tsl_option_int(optarg, 0, 1 << 30, &c.warmup); break;
       case 'r': ok = tsl_option_int(optarg, 1, TSL_CMP_MAX_TRIALS, &c.repeat); break;
       case 'v': ok = tsl_parse_number(optarg, &c.val_tolerance) == 0 && c.val_tolerance >= 0; break;
-      case 's':
-        ok = c.n_sets < MAX_SETS;
-        if (ok) sets[c.n_sets++] = optarg;
-        break;
+      case 's': sets[c.n_sets++] = optarg; break;
       case 'a': c.allow_different = 1; break;
       default: ok = 0;
     }
-    if (!ok) return tsl_usage_error(&tsl_cmd_compare, "bad option or value");
+    if (!ok) {
+      free(sets);
+      return tsl_usage_error(&tsl_cmd_compare, "bad option or value (--out takes at most %d bytes)", TSL_CMP_MAX_OUT);
+    }
   }
   c.n_runs = argc - optind;
-  if (c.n_runs < 2) return tsl_usage_error(&tsl_cmd_compare, "give at least two configs to compare");
   if (c.warmup < 0) c.warmup = (int)TSL_MAX(1, c.steps / 10);
-  if (c.warmup >= c.steps) return tsl_usage_error(&tsl_cmd_compare, "--warmup must be below --steps");
+  if (c.n_runs < 2 || c.warmup >= c.steps) {
+    free(sets);
+    return tsl_usage_error(&tsl_cmd_compare, c.n_runs < 2 ? "give at least two configs to compare"
+                                                          : "--warmup must be below --steps");
+  }
   c.runs = calloc((size_t)c.n_runs, sizeof *c.runs);
-  if (!c.runs) return TSL_EXIT_FAILURE;
+  if (!c.runs) {
+    free(sets);
+    return TSL_EXIT_FAILURE;
+  }
   for (int r = 0; r < c.n_runs; r++)
     if (parse_target(argv[optind + r], (int)ranks, &c.runs[r]) != 0) {
       free(c.runs);
+      free(sets);
       return tsl_usage_error(&tsl_cmd_compare, "bad rank count in '%s' (CONFIG@RANKS)", argv[optind + r]);
     }
   tsl_status st = tsl_mkdir_p(c.out);
@@ -122,6 +131,7 @@ static int compare(int argc, char **argv) {
   }
   tsl_compare_free(&c);
   free(c.runs);
+  free(sets);
   if (st < 0) return tsl_fail(st);
   return failed ? TSL_EXIT_FAILURE : TSL_EXIT_OK;
 }

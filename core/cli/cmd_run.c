@@ -8,8 +8,6 @@
 #include "train/run.h"
 #include "train/signals.h"
 
-#define MAX_SETS 256
-
 static int run(int argc, char **argv);
 
 const tsl_command tsl_cmd_run = {
@@ -28,21 +26,34 @@ const tsl_command tsl_cmd_run = {
 
 static int run(int argc, char **argv) {
   static const struct option opts[] = {{"set", required_argument, 0, 's'}, {"resume", required_argument, 0, 'r'}, {0, 0, 0, 0}};
-  const char *sets[MAX_SETS];
+  const char **sets = tsl_option_slots(argc);
   int n_sets = 0, c;
+  if (!sets) return tsl_fail(tsl_error(TESSEL_E_NOMEM, "out of host memory reading the command line"));
   tsl_train_opts topts = {.started = tsl_now()};
   optind = 0;
   while ((c = getopt_long(argc, argv, "s:r:", opts, NULL)) != -1) {
-    if (c == 's' && n_sets < MAX_SETS) sets[n_sets++] = optarg;
-    else if (c == 'r') topts.resume_dir = optarg;
-    else return tsl_usage_error(&tsl_cmd_run, "bad option");
+    if (c == 's') {
+      sets[n_sets++] = optarg;
+    } else if (c == 'r') {
+      topts.resume_dir = optarg;
+    } else {
+      free(sets);
+      return tsl_usage_error(&tsl_cmd_run, "bad option");
+    }
   }
-  if (optind != argc - 1) return tsl_usage_error(&tsl_cmd_run, "expected one CONFIG file");
+  if (optind != argc - 1) {
+    free(sets);
+    return tsl_usage_error(&tsl_cmd_run, "expected one CONFIG file");
+  }
 
   tsl_world world;
   tsl_status st = tsl_world_init(&argc, &argv, &world);
-  if (st < 0) return tsl_fail(st);
-  st = tsl_run_config(&world, argv[optind], sets, n_sets, &topts);
-  tsl_world_finalize(&world);
+  if (st >= 0) {
+    st = tsl_run_config(&world, argv[optind], sets, n_sets, &topts);
+    tsl_world_finalize(&world);
+  } else {
+    tsl_fail(st);
+  }
+  free(sets);
   return st == TSL_TRAIN_STOPPED ? TSL_EXIT_STOPPED : tsl_status_exit_code(st);
 }

@@ -5,7 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#define TSL_ERROR_CAP 8192
+/* room for a configuration's 20 reported mistakes */
+#define TSL_ERROR_CAP 32768
 static char error_buf[TSL_ERROR_CAP];
 
 tsl_status tsl_verror(tsl_status status, const char *fmt, va_list ap) {

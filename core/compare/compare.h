@@ -26,6 +26,9 @@
 #define TSL_CMP_MAX_GROUPS 16
 #define TSL_CMP_MAX_TRIALS 32
 #define TSL_CMP_KINDS 5 /* params, grads, optim, activations, scratch */
+/* --out at most: a run's directory (out/N-label, label < 64) and the files in it
+** must fit the 4096-byte path buffers below. */
+#define TSL_CMP_MAX_OUT 3072
 
 typedef struct tsl_cmp_group {
   char name[64];
@@ -91,7 +94,8 @@ typedef struct tsl_compare {
   int warmup;           /* steps left out of throughput figures */
   const char *const *sets;
   int n_sets;
-  char out[4096];       /* the report folder */
+  char out[4096];       /* the report folder: at most TSL_CMP_MAX_OUT bytes, so that a
+                        ** run's directory and files under it fit their buffers */
   int allow_different;
 } tsl_compare;
 

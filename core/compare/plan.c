@@ -102,7 +102,7 @@ static tsl_status load_one(tsl_compare *c, tsl_cmp_run *run, tsl_settings *s, ts
   const char **sets = run_sets(c, run, run->dir, buf, steps, sizeof steps, &n);
   if (!sets) return tsl_error(TESSEL_E_NOMEM, "out of host memory");
   tsl_status st = tsl_config_load(run->config, sets, n, cfg);
-  if (st >= 0) st = tsl_settings_read(*cfg, s);
+  if (st >= 0) st = tsl_config_outcome(*cfg, tsl_settings_read(*cfg, s));
   free(sets);
   return st;
 }

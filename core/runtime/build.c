@@ -9,16 +9,25 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "model/model.h"
+#include "plugin/elf.h"
 #include "plugin/host.h"
 #include "tokenizer/tokenizer.h"
 
-tsl_status tsl_runtime_configure(tsl_runtime *rt, const char *path, const char *const *sets, int n_sets) {
+tsl_status tsl_runtime_configure(tsl_runtime *rt, const char *path, const char *const *sets, int n_sets,
+                                  int world_size) {
   tsl_status st = tsl_config_load(path, sets, n_sets, &rt->config);
   if (st < 0) return st;
+  /* each stage goes on after a mistake where it can, so that every mistake
+  ** is recorded and tsl_config_outcome reports them together */
   st = tsl_settings_read(rt->config, &rt->settings);
-  if (st < 0) return st;
   tsl_log_set_level(rt->settings.log.level);
-  return TESSEL_OK;
+  tsl_status files = tsl_settings_check_files(rt->config, &rt->settings);
+  /* a strategy reads the model's settings: start it only on valid ones */
+  if (st >= 0) st = tsl_strategy_start(rt, world_size);
+  if (st < 0 || !rt->plugin) tsl_cfg_skip_unknown(rt->settings.plugin.section);
+  tsl_status unknown = tsl_cfg_check_unknown(tsl_config_root(rt->config));
+  if (st >= 0) st = files < 0 ? files : unknown;
+  return tsl_config_outcome(rt->config, st);
 }
 
 /* Directory of the running libtessel (where an installed CUDA backend sits). */
@@ -40,6 +49,7 @@ static tsl_status load_cuda_backend(tsl_runtime *rt) {
     strncat(tried, "\n  ", sizeof tried - strlen(tried) - 1);
     strncat(tried, candidates[i], sizeof tried - strlen(tried) - 1);
     if (!tsl_path_exists(candidates[i])) continue;
+    if ((st = tsl_elf_check(candidates[i])) < 0) break; /* a truncated file crashes dlopen */
     void *h = dlopen(candidates[i], RTLD_NOW | RTLD_LOCAL);
     if (!h) {
       st = tsl_error(TESSEL_E_DEVICE, "device.kind is cuda, but %s cannot be loaded: %s (is the NVIDIA driver installed?)",

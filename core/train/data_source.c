@@ -36,10 +36,10 @@ static uint64_t sources_hash(const tsl_settings *s, const tsl_tokenizer *t) {
 /* Whether data.dir's stamp says its shards were prepared from sources
 ** whose hash is `want` (a sources_hash as text). */
 static int stamped(const tsl_settings *s, const char *want) {
-  char path[4096], *old = NULL;
-  snprintf(path, sizeof path, "%s/.prepared", s->data.dir);
-  int same = tsl_read_file(path, &old, NULL) == TESSEL_OK && strcmp(old, want) == 0;
+  char *path = tsl_asprintf("%s/.prepared", s->data.dir), *old = NULL;
+  int same = path && tsl_read_file(path, &old, NULL) == TESSEL_OK && strcmp(old, want) == 0;
   free(old);
+  free(path);
   tsl_error_clear();
   return same;
 }
@@ -47,19 +47,19 @@ static int stamped(const tsl_settings *s, const char *want) {
 /* Prepare data.text into data.dir (through tokenizer t, or byte-level) and
 ** stamp it with `stamp`. */
 static tsl_status prepare(const tsl_settings *s, tsl_tokenizer *t, const char *stamp) {
-  char path[4096];
   tsl_prepare_opts opts = {.val_fraction = s->data.val_fraction, .shard_tokens = 100000000, .tokenizer = t};
   tsl_prepare_report rep;
   tsl_status st = tsl_data_prepare(s->data.text, s->data.n_text, s->data.dir, &opts, &rep);
   if (st < 0) return tsl_error_wrap(st, "preparing data.text into %s", s->data.dir);
   tsl_info("data: prepared %d file(s) into %s: %llu training and %llu validation tokens", rep.files, s->data.dir,
            (unsigned long long)rep.train_tokens, (unsigned long long)rep.val_tokens);
-  snprintf(path, sizeof path, "%s/.prepared", s->data.dir);
-  FILE *f = fopen(path, "w");
+  char *path = tsl_asprintf("%s/.prepared", s->data.dir);
+  FILE *f = path ? fopen(path, "w") : NULL;
   if (f) {
     fputs(stamp, f);
     fclose(f);
   }
+  free(path);
   return TESSEL_OK;
 }
 

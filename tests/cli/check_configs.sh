@@ -13,6 +13,8 @@
 #       # expect-file: NAME                         (FILE is NAME beside the config,
 #                                                    for errors inside a base file)
 #       # args: --set model.layers=abc              (extra arguments, split on spaces)
+#       # expect-also: LINE:COL: <text>             (another line of stderr, for configs
+#                                                    with several mistakes; repeatable)
 #     A crash (status >= 128) or a sanitizer report is a failure.
 #
 # TESSEL_TEST_WRAPPER, when set, runs tessel under a command, e.g.
@@ -90,6 +92,11 @@ for cfg in "${bad[@]}"; do
   [ $rc -eq 2 ] || problems+=("expected exit status 2, got $rc")
   [[ $first == "$prefix"* ]] || problems+=("expected the first line of stderr to start with the position")
   [[ $first == *"$text"* ]] || problems+=("expected the first line of stderr to contain the text")
+  while IFS= read -r also; do # every other mistake must be reported too, positioned
+    [[ $also =~ ^([0-9]+:[0-9]+):\ (.*)$ ]] || { problems+=("bad expect-also header '$also'"); continue; }
+    grep -qF -- "$file:${BASH_REMATCH[1]}: ${BASH_REMATCH[2]}" "$tmp/err" \
+      || problems+=("expected a line '$file:${BASH_REMATCH[1]}: ${BASH_REMATCH[2]}...'")
+  done < <(sed -n 's/^# expect-also: //p' "$cfg")
   if [ ${#problems[@]} -gt 0 ]; then
     fail "$cfg${args:+ ($args)}" "${problems[@]}" "- expected: $prefix...$text..." "+ got:      $first"
   fi
