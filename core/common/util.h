@@ -9,11 +9,8 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/types.h>
+#include "base.h"
 #include "status.h"
-
-#define TSL_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
-#define TSL_MIN(a, b) ((a) < (b) ? (a) : (b))
-#define TSL_MAX(a, b) ((a) > (b) ? (a) : (b))
 
 /* Heap string copy; NULL on allocation failure (with the error set). */
 char *tsl_strdup(const char *s);

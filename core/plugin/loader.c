@@ -1,13 +1,12 @@
 /* core/plugin/loader.c */
 #include "loader.h"
 
-#include <dlfcn.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/util.h"
-#include "plugin/elf.h"
+#include "plugin/dso.h"
 
 #ifndef TESSEL_BUILD_PLUGIN_DIR
 #error "TESSEL_BUILD_PLUGIN_DIR must be defined by the build"
@@ -22,10 +21,7 @@
 /* The installed plugin directory: beside the libtessel (or program) that
 ** contains this code, so a relocated install still finds its plugins. */
 static char *installed_dir(void) {
-  Dl_info info;
-  char real[4096];
-  if (!dladdr((void *)installed_dir, &info) || !info.dli_fname) return NULL;
-  char *dir = tsl_dirname(realpath(info.dli_fname, real) ? real : info.dli_fname);
+  char *dir = tsl_dso_library_dir();
   char *out = dir ? tsl_asprintf("%s/%s", dir, TESSEL_PLUGIN_SUBDIR) : NULL;
   free(dir);
   return out;
@@ -109,7 +105,7 @@ static int other_major(void *handle) {
   for (int major = 1; major < 16; major++) {
     if ((uint32_t)major == TESSEL_ABI_MAJOR(TESSEL_ABI_VERSION)) continue;
     snprintf(sym, sizeof sym, "tessel_strategy_v%d", major);
-    if (dlsym(handle, sym)) return major;
+    if (tsl_dso_symbol(handle, sym)) return major;
   }
   return 0;
 }
@@ -138,20 +134,10 @@ tsl_status tsl_plugin_open(const char *path, tsl_plugin **out) {
     st = tsl_error(TESSEL_E_CONFIG, "%s: strategy plugin files are named libtessel-<name>.so", path);
     goto fail;
   }
-  if ((st = tsl_elf_check(path)) < 0) { /* dlopen crashes on a truncated file */
-    tsl_error_wrap(st, "%s is not a loadable shared object", path);
-    goto fail;
-  }
-  p->handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-  if (!p->handle) {
-    const char *why = dlerror();
-    st = tsl_error(TESSEL_E_IO,
-                   "%s is not a loadable shared object: %s\n"
-                   "Rebuild the plugin for this machine, or check that the libraries it needs are installed.",
-                   path, why ? why : "unknown dlopen error");
-    goto fail;
-  }
-  tessel_strategy_entry_fn entry = (tessel_strategy_entry_fn)dlsym(p->handle, TESSEL_STRATEGY_ENTRY_NAME);
+  st = tsl_dso_open(path, "strategy plugin", "Rebuild the plugin for this machine, or check that the libraries it "
+                     "needs are installed.", &p->handle);
+  if (st < 0) goto fail;
+  tessel_strategy_entry_fn entry = (tessel_strategy_entry_fn)tsl_dso_symbol(p->handle, TESSEL_STRATEGY_ENTRY_NAME);
   if (!entry) {
     int major = other_major(p->handle);
     if (major)

@@ -1,7 +1,6 @@
 /* core/runtime/build.c */
 #include "runtime/build.h"
 
-#include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -9,7 +8,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "model/model.h"
-#include "plugin/elf.h"
+#include "plugin/dso.h"
 #include "plugin/host.h"
 #include "tokenizer/tokenizer.h"
 
@@ -21,7 +20,12 @@ tsl_status tsl_runtime_configure(tsl_runtime *rt, const char *path, const char *
   ** is recorded and tsl_config_outcome reports them together */
   st = tsl_settings_read(rt->config, &rt->settings);
   tsl_log_set_level(rt->settings.log.level);
-  tsl_status files = tsl_settings_check_files(rt->config, &rt->settings);
+  /* on a cluster the usual cause is a path only some machines have */
+  char who[512] = "";
+  if (rt->world.size > 1)
+    snprintf(who, sizeof who, " on rank %d, host %s (every machine needs these files at this path: a shared "
+             "filesystem, or the same files on each; see docs/cluster.md)", rt->world.rank, rt->world.host);
+  tsl_status files = tsl_settings_check_files(rt->config, &rt->settings, who[0] ? who : NULL);
   /* a strategy reads the model's settings: start it only on valid ones */
   if (st >= 0) st = tsl_strategy_start(rt, world_size);
   if (st < 0 || !rt->plugin) tsl_cfg_skip_unknown(rt->settings.plugin.section);
@@ -30,16 +34,9 @@ tsl_status tsl_runtime_configure(tsl_runtime *rt, const char *path, const char *
   return tsl_config_outcome(rt->config, st);
 }
 
-/* Directory of the running libtessel (where an installed CUDA backend sits). */
-static char *library_dir(void) {
-  Dl_info info;
-  if (!dladdr((void *)library_dir, &info) || !info.dli_fname) return NULL;
-  return tsl_dirname(info.dli_fname);
-}
-
 /* Find and load libtessel-cuda.so: beside libtessel, then in the build tree. */
 static tsl_status load_cuda_backend(tsl_runtime *rt) {
-  char *dir = library_dir();
+  char *dir = tsl_dso_library_dir();
   char *candidates[2] = {dir ? tsl_asprintf("%s/libtessel-cuda.so", dir) : NULL,
                          tsl_strdup(TESSEL_BUILD_CUDA_DIR "/libtessel-cuda.so")};
   char tried[2048] = "";
@@ -49,14 +46,14 @@ static tsl_status load_cuda_backend(tsl_runtime *rt) {
     strncat(tried, "\n  ", sizeof tried - strlen(tried) - 1);
     strncat(tried, candidates[i], sizeof tried - strlen(tried) - 1);
     if (!tsl_path_exists(candidates[i])) continue;
-    if ((st = tsl_elf_check(candidates[i])) < 0) break; /* a truncated file crashes dlopen */
-    void *h = dlopen(candidates[i], RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-      st = tsl_error(TESSEL_E_DEVICE, "device.kind is cuda, but %s cannot be loaded: %s (is the NVIDIA driver installed?)",
-                     candidates[i], dlerror());
+    void *h;
+    st = tsl_dso_open(candidates[i], "CUDA backend", "device.kind is cuda: is the NVIDIA driver installed, and "
+                      "are the CUDA libraries it was built with on the library path?", &h);
+    if (st < 0) {
+      st = TESSEL_E_DEVICE;
       break;
     }
-    tsl_backend_entry_fn entry = (tsl_backend_entry_fn)dlsym(h, TSL_BACKEND_ENTRY_NAME);
+    tsl_backend_entry_fn entry = (tsl_backend_entry_fn)tsl_dso_symbol(h, TSL_BACKEND_ENTRY_NAME);
     const tsl_backend *be = entry ? entry(TSL_BACKEND_VERSION) : NULL;
     if (!be || be->version != TSL_BACKEND_VERSION) {
       st = tsl_error(TESSEL_E_VERSION, "%s is not a backend for this tessel (backend interface %d expected)",

@@ -268,7 +268,7 @@ static void test_files_and_threads(void) {
   tsl_config *cfg = load_ok(p);
   tsl_settings s;
   tsl_status st = tsl_settings_read(cfg, &s);
-  tsl_status files = tsl_settings_check_files(cfg, &s);
+  tsl_status files = tsl_settings_check_files(cfg, &s, NULL);
   st = tsl_config_outcome(cfg, st < 0 ? st : files);
   CHECK_ERROR(st,
               "%s:2:15: data.train: no files match 'no/such/*.bin' (from ",
@@ -287,7 +287,7 @@ static void test_files_and_threads(void) {
       "train: {steps: 1}\n");
   cfg = load_ok(p);
   CHECK_EQ_INT(tsl_settings_read(cfg, &s), TESSEL_OK);
-  CHECK_ERROR(tsl_settings_check_files(cfg, &s), "%s:2:14: data.text: no files match 'no/such.txt'", p);
+  CHECK_ERROR(tsl_settings_check_files(cfg, &s, NULL), "%s:2:14: data.text: no files match 'no/such.txt'", p);
   tsl_config_free(cfg);
 }
 

@@ -214,7 +214,7 @@ static void test_descriptions_are_validated(void) {
       {"heads", "0", "'model.heads' is 0, outside [1, 1048576]"},
       {"layers", "0", "'model.layers' is 0, outside [1, 1048576]"},
       {"heads", "3", "model.channels 16 does not split into model.heads 3"},
-      {"channels", "32", "model_hash does not belong to the dimensions"},
+      {"channels", "32", "model_hash does not belong to the model recorded beside it"},
       {"step", "1000000", "records step 1000000, but its directory is step_00000001"},
       {"step", "-5", "'step' is -5, outside [0, "},
       {"step", "3.7", "'step' is 3.7000000000000002, not a whole number"},
@@ -294,12 +294,12 @@ static void test_tensors_must_match_the_dimensions(void) {
   REQUIRE(m && save(m, 1, &good) == TESSEL_OK);
   snprintf(bad, sizeof bad, "%s/tampered", dir);
   static const struct { const char *victim; char how; const char *why; } cases[] = {
-      {"h.1.mlp.c_fc.bias", 'd', "model.safetensors holds 27 tensors and optimizer.safetensors 56; a model of 2 "
-                                 "layers has 28 and 56"},
+      {"h.1.mlp.c_fc.bias", 'd', "model.safetensors holds 27 tensors and optimizer.safetensors 56; the model "
+                                 "in trainer.json has 28 and 56"},
       {"h.0.ln_2.weight", 'r', "model.safetensors has no tensor 'h.0.ln_2.weight'"},
       {"h.0.attn.c_attn.weight", 's', "tensor 'h.0.attn.c_attn.weight' is F32 [48, 16], but the model in "
-                                      "trainer.json (layers 2, heads 2, channels 16, seq_len 8, vocab_size 32) "
-                                      "needs F32 [16, 48]"},
+                                      "trainer.json (gpt2 with layers 2, heads 2, kv_heads 2, channels 16, ffn 64, "
+                                      "seq_len 8, vocab_size 32) needs F32 [16, 48]"},
       {"wpe.weight", 'i', "tensor 'wpe.weight' is I32 [8, 16]"}};
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
     copy_ckpt(good, bad);

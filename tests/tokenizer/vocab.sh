@@ -58,7 +58,8 @@ data: {text: ["core/config/*.c"], dir: $WORK/text, tokenizer: $SRC/$GPT2}
 YAML
 expect_refused 2 "model.vocab_size: 256" "has 1024 tokens" -- run text "$WORK/gpt2" --set model.vocab_size=256 --set data.tokenizer=$GPT2
 expect_refused 2 "model.vocab_size: 256" "$GPT2 has 1024 tokens" -- "$TESSEL" run "$WORK/text.yaml" --set model.vocab_size=256 --set log.dir="$WORK/t"
-[ -e "$WORK/text" ] && fail "the text was prepared before the vocabulary was checked"
+# (the first run's log.dir is $WORK/text too: the run directory exists, its shards must not)
+ls "$WORK"/text/train_*.bin >/dev/null 2>&1 && fail "the text was prepared before the vocabulary was checked"
 # against the vocabulary recorded with the shards
 expect_refused 2 "model.vocab_size: 512" "$WORK/gpt2 were made with" "has 1024 tokens" -- run v512 "$WORK/gpt2" --set model.vocab_size=512
 # data.tokenizer against the tokenizer of the shards: both hashes named

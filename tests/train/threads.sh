@@ -36,7 +36,7 @@ if "${MPI[@]}" "$TESSEL" run "$WORK/tiny.yaml" --set plugin.name=ddp --set log.d
      --set "data.text=[]" --set data.train="$WORK/nowhere/train_*.bin" >"$WORK/noshards.log" 2>&1; then
   fail "a run without shards succeeded"
 fi
-grep -q "data.train on rank [01], host $(hostname)" "$WORK/noshards.log" \
+grep -q "data.train: no files match .* on rank [01], host $(hostname)" "$WORK/noshards.log" \
   || { cat "$WORK/noshards.log" >&2; fail "the missing-shards error does not name the rank and host"; }
 rm -rf "$WORK"
 echo "ok: taskset -c 0 gives 1 thread, unrestricted $cpus, mpirun --bind-to core 1 per rank, launch binds and says so"
