@@ -19,7 +19,8 @@ static int plan(int argc, char **argv);
 const tsl_command tsl_cmd_plan = {
     "plan", "predict memory and step time of every strategy and its options for N ranks; rank them",
     "usage: tessel plan CONFIG --world N [--profile FILE] [--memory-limit SIZE] [--top K] [--write DIR]\n"
-    "                   [--validate] [--steps S] [--json FILE] [--strategy NAME]... [--set KEY=VALUE]...\n\n"
+    "                   [--validate] [--steps S] [--repeat R] [--json FILE] [--strategy NAME]...\n"
+    "                   [--set KEY=VALUE]...\n\n"
     "Plans the configuration's model and batch under every installed strategy and each set of options the\n"
     "strategy offers for N ranks (tp/pp/dp factorisations, ZeRO stages, placements, 2.5D depths ...), without\n"
     "running anything: each candidate is checked like `tessel check --world N`, then the strategy predicts,\n"
@@ -34,9 +35,11 @@ const tsl_command tsl_cmd_plan = {
     "  --memory-limit SIZE device memory per rank (default: device.memory_limit, else the profile's device)\n"
     "  --top K             rows of the table (default 10, at most 60)\n"
     "  --write DIR         write the K best fitting candidates' configurations as DIR/NN-STRATEGY.yaml\n"
-    "  --validate          run the K best through `tessel compare` (one --steps run each) and print\n"
-    "                      predicted against measured step time, memory and traffic\n"
-    "  --steps S           steps per validation run (default 20)\n"
+    "  --validate          run the K best fitting candidates through `tessel compare` and print predicted\n"
+    "                      against measured step time and its split, memory and traffic, and whether the\n"
+    "                      first-ranked is the measured fastest (or tied with it within the noise)\n"
+    "  --steps S           steps per validation trial (default 20)\n"
+    "  --repeat R          validation trials per candidate, interleaved (default 3)\n"
     "  --json FILE         every candidate, ranked, with its figures (memory per tier and kind at its\n"
     "                      largest rank, rank 0's traffic lines, FLOPs, time) as JSON\n"
     "  --strategy NAME     plan only this strategy (repeatable)\n"
@@ -46,7 +49,7 @@ const tsl_command tsl_cmd_plan = {
 
 typedef struct plan_args {
   const char *sets[MAX_SETS], *only[MAX_ONLY], *profile, *write_dir, *json;
-  int n_sets, n_only, top, validate, steps;
+  int n_sets, n_only, top, validate, steps, repeat;
   long long world;
   uint64_t memory_limit;
 } plan_args;
@@ -57,9 +60,9 @@ static int parse_args(int argc, char **argv, plan_args *a) {
                                        {"write", required_argument, 0, 'W'},    {"validate", no_argument, 0, 'v'},
                                        {"steps", required_argument, 0, 'S'},    {"strategy", required_argument, 0, 'x'},
                                        {"set", required_argument, 0, 's'},      {"json", required_argument, 0, 'j'},
-                                       {0, 0, 0, 0}};
+                                       {"repeat", required_argument, 0, 'r'},   {0, 0, 0, 0}};
   int c;
-  *a = (plan_args){.top = 10, .steps = 20};
+  *a = (plan_args){.top = 10, .steps = 20, .repeat = 3};
   optind = 0;
   while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
     int ok = 1;
@@ -72,6 +75,7 @@ static int parse_args(int argc, char **argv, plan_args *a) {
       case 'j': a->json = optarg; break;
       case 'v': a->validate = 1; break;
       case 'S': ok = tsl_option_int(optarg, 2, 1 << 20, &a->steps); break;
+      case 'r': ok = tsl_option_int(optarg, 1, 32, &a->repeat); break;
       case 'x':
         ok = a->n_only < MAX_ONLY;
         if (ok) a->only[a->n_only++] = optarg;
@@ -130,7 +134,7 @@ static int plan(int argc, char **argv) {
   int n_written = 0;
   if (st >= 0 && (a.write_dir || a.validate))
     st = tsl_plan_write(&p, a.top, a.write_dir ? a.write_dir : "runs/plan/configs", &written, &n_written);
-  if (st >= 0 && a.validate) st = tsl_plan_validate(&p, written, n_written, a.steps, stdout);
+  if (st >= 0 && a.validate) st = tsl_plan_validate(&p, written, n_written, a.steps, a.repeat, stdout);
   for (int i = 0; i < n_written; i++) free(written[i]);
   free(written);
   tsl_plan_free(&p);

@@ -94,9 +94,7 @@ tsl_status tsl_plan_candidate(tsl_plan *p, tsl_plan_cand *c) {
   tsl_model *model = NULL;
   tsl_world_single(&rt.world, p->world);
   c->world = p->world;
-  tsl_status st = tsl_runtime_configure(&rt, p->config, sets, n);
-  if (st >= 0) st = tsl_strategy_start(&rt, p->world);
-  if (st >= 0) st = tsl_cfg_check_unknown(tsl_config_root(rt.config));
+  tsl_status st = tsl_runtime_configure(&rt, p->config, sets, n, p->world);
   if (st >= 0) st = tsl_model_dims_for(&rt, &c->dims);
   if (st >= 0) st = tsl_model_plan(&rt, &c->dims, &model);
   if (st >= 0) {
@@ -120,7 +118,8 @@ tsl_status tsl_plan_candidate(tsl_plan *p, tsl_plan_cand *c) {
 /* ---- enumeration ---- */
 
 /* One strategy's option sets: its enumerate hook's, or its defaults. A
-** strategy that cannot be created here becomes a refused candidate. */
+** strategy whose defaults cannot be configured here becomes a refused
+** candidate. */
 static tsl_status enumerate_one(tsl_plan *p, const char *name) {
   char *plugin = tsl_asprintf("plugin={name: %s}", name);
   const char *sets[MAX_SETS];
@@ -128,8 +127,7 @@ static tsl_status enumerate_one(tsl_plan *p, const char *name) {
   tsl_runtime rt = {0};
   tsl_world_single(&rt.world, p->world);
   tsl_plan_ctx ctx = {.plan = p, .strategy = name};
-  tsl_status st = tsl_runtime_configure(&rt, p->config, sets, n);
-  if (st >= 0) st = tsl_strategy_create(&rt);
+  tsl_status st = tsl_runtime_configure(&rt, p->config, sets, n, p->world);
   if (st >= 0 && rt.plugin->vt.enumerate) {
     tessel_model_dims d;
     tsl_model_dims_single(&rt, &d);
@@ -164,8 +162,8 @@ static tsl_status enumerate_one(tsl_plan *p, const char *name) {
 /* Strategy names in search order, each once (an earlier directory shadows a
 ** later one). */
 static int installed(char **names, int cap) {
-  char *dirs[32];
-  int n_dirs = tsl_plugin_search_dirs(dirs, 32), n = 0;
+  int n_dirs = 0, n = 0;
+  char **dirs = tsl_plugin_search_dirs(&n_dirs);
   for (int d = 0; d < n_dirs; d++) {
     char **files;
     int k = tsl_plugin_list_dir(dirs[d], &files);
@@ -179,8 +177,8 @@ static int installed(char **names, int cap) {
       free(files[i]);
     }
     free(files);
-    free(dirs[d]);
   }
+  tsl_plugin_dirs_free(dirs);
   return n;
 }
 
@@ -190,15 +188,19 @@ static int wanted(const tsl_plan *p, const char *name) {
   return p->n_only == 0;
 }
 
-/* The configuration's own plugin section, as it is. */
+/* The configuration's own plugin section, as it is (planned later, like
+** every candidate). The configuration is read here first: a mistake in it
+** is the user's to fix before anything can be planned. */
 static tsl_status add_as_configured(tsl_plan *p) {
-  tsl_runtime rt = {0};
-  tsl_world_single(&rt.world, p->world);
-  tsl_status st = tsl_runtime_configure(&rt, p->config, p->sets, p->n_sets);
-  const char *name = st >= 0 ? rt.settings.plugin.name : NULL;
-  p->cuda = st >= 0 && rt.settings.device.kind == TSL_DEVICE_CUDA;
-  if (name && wanted(p, name)) st = tsl_plan_add(p, name, "", 1);
-  tsl_runtime_destroy(&rt);
+  tsl_config *cfg = NULL;
+  tsl_settings s;
+  tsl_status st = tsl_config_load(p->config, p->sets, p->n_sets, &cfg);
+  if (st >= 0) st = tsl_config_outcome(cfg, tsl_settings_read(cfg, &s));
+  if (st >= 0) {
+    p->cuda = s.device.kind == TSL_DEVICE_CUDA;
+    if (s.plugin.name && wanted(p, s.plugin.name)) st = tsl_plan_add(p, s.plugin.name, "", 1);
+  }
+  tsl_config_free(cfg);
   return st;
 }
 

@@ -22,7 +22,7 @@
 #include "common/util.h"
 #include "plan/profile.h"
 #include "runtime/build.h"
-#include "train/report.h"
+#include "train/peak.h"
 
 #define SIZES 5
 #define KINDS 7

@@ -8,7 +8,7 @@
 
 #include "common/util.h"
 #include "runtime/settings.h"
-#include "train/report.h"
+#include "train/peak.h"
 
 static const char *const collective_keys[TESSEL_COLL_COUNT] = {
     "all_reduce", "reduce_scatter", "all_gather", "all_to_all", "broadcast", "reduce", "send", "recv"};

@@ -52,11 +52,18 @@ void tsl_plan_group(const tessel_mesh *m, uint32_t axes, char *name, size_t cap,
   }
 }
 
+/* The core's own reductions of a training step, on its communicator
+** "core": the loss (sum and count: trainer.c), the step's agreement (each
+** tier's peak, the step's time split and the stop signal by maximum, the
+** split by sum: step_stats.c) and, when the strategy leaves it to the core,
+** the squared gradient norm (optim.c). The accuracy tests hold these counts
+** to what the counters see. */
 tsl_status tsl_plan_core_lines(const tsl_runtime *rt, tsl_plan_rank *r) {
+  enum { PHASES = 4, LOSS = 2, AGREE_MAX = TESSEL_TIER_COUNT + PHASES + 1, AGREE_SUM = PHASES };
   int norm = !(rt->plugin && rt->plugin->vt.grad_norm);
-  uint64_t doubles = 2 + TESSEL_TIER_COUNT + (uint64_t)norm;
+  uint64_t doubles = LOSS + AGREE_MAX + AGREE_SUM + (uint64_t)norm;
   tsl_plan_line l = {.axes = TSL_PLAN_CORE_AXES, .group = "core", .ranks = rt->world.size,
-                     .kind = TESSEL_COLL_ALL_REDUCE, .overlap = TESSEL_OVERLAP_NONE, .calls = 2 + (uint64_t)norm,
+                     .kind = TESSEL_COLL_ALL_REDUCE, .overlap = TESSEL_OVERLAP_NONE, .calls = 3 + (uint64_t)norm,
                      .payload = doubles * sizeof(double)};
   return tsl_plan_add_line(r, &l);
 }

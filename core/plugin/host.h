@@ -14,10 +14,6 @@ const tessel_host_api *tsl_host_api(void);
 ** its mesh over `world_size` ranks. A config without a plugin gets the
 ** one-axis mesh "dp" of size 1 (and an error for a larger world). */
 tsl_status tsl_strategy_start(tsl_runtime *rt, int world_size);
-/* The two halves of start: load and create (nothing without a plugin
-** section), then the mesh. */
-tsl_status tsl_strategy_create(tsl_runtime *rt);
-tsl_status tsl_strategy_mesh(tsl_runtime *rt, int world_size);
 /* Destroy the instance (the library stays loaded). */
 void tsl_strategy_stop(tsl_runtime *rt);
 

@@ -45,13 +45,20 @@ static tsl_status check_mesh(tsl_runtime *rt, int world_size) {
   return TESSEL_OK;
 }
 
-tsl_status tsl_strategy_create(tsl_runtime *rt) {
+tsl_status tsl_strategy_start(tsl_runtime *rt, int world_size) {
   tsl_status st;
   const tsl_settings *s = &rt->settings;
   char *path = NULL;
   rt->host.rt = rt;
   pthread_mutex_init(&rt->host.lock, NULL);
-  if (!s->plugin.name && !s->plugin.path) return TESSEL_OK;
+  if (!s->plugin.name && !s->plugin.path) {
+    if (world_size > 1)
+      return tsl_cfg_error(tsl_config_root(rt->config), NULL,
+                           "this run has %d ranks but no strategy: add a plugin section, e.g. `plugin: {name: ddp}`",
+                           world_size);
+    rt->mesh = (tessel_mesh){.size = sizeof rt->mesh, .naxes = 1, .names = {"dp"}, .sizes = {1}, .data_axes = 1};
+    return TESSEL_OK;
+  }
   st = tsl_plugin_locate(s->plugin.name, s->plugin.path, &path);
   if (st == TESSEL_E_CONFIG) { /* point at the key that named it */
     char msg[4096];
@@ -72,32 +79,20 @@ tsl_status tsl_strategy_create(tsl_runtime *rt) {
     st = tsl_hook_failed(rt, st, "create");
     goto fail;
   }
-  st = tsl_cfg_check_unknown(s->plugin.section);
-fail:
-  free(path);
-  return st;
-}
-
-tsl_status tsl_strategy_mesh(tsl_runtime *rt, int world_size) {
-  tsl_status st;
-  if (!rt->plugin) {
-    if (world_size > 1)
-      return tsl_cfg_error(tsl_config_root(rt->config), NULL,
-                           "this run has %d ranks but no strategy: add a plugin section, e.g. `plugin: {name: ddp}`",
-                           world_size);
-    rt->mesh = (tessel_mesh){.size = sizeof rt->mesh, .naxes = 1, .names = {"dp"}, .sizes = {1}, .data_axes = 1};
-    return TESSEL_OK;
-  }
+  TSL_TRY(st, tsl_cfg_check_unknown(s->plugin.section));
   rt->mesh = (tessel_mesh){.size = sizeof rt->mesh};
   tsl_hook_enter(rt);
   st = rt->plugin->vt.mesh(rt->inst, world_size, &rt->mesh);
-  if (st < 0) return tsl_hook_failed(rt, st, "mesh");
-  return check_mesh(rt, world_size);
-}
-
-tsl_status tsl_strategy_start(tsl_runtime *rt, int world_size) {
-  tsl_status st = tsl_strategy_create(rt);
-  return st < 0 ? st : tsl_strategy_mesh(rt, world_size);
+  if (st < 0) {
+    st = tsl_hook_failed(rt, st, "mesh");
+    goto fail;
+  }
+  TSL_TRY(st, check_mesh(rt, world_size));
+  free(path);
+  return TESSEL_OK;
+fail:
+  free(path);
+  return st;
 }
 
 void tsl_strategy_stop(tsl_runtime *rt) {
