@@ -882,9 +882,9 @@ typedef struct tessel_traffic {
   uint32_t size;
   uint32_t axes;          /* the communicator, as for comm->group        */
   tessel_collective kind;
-  tessel_overlap overlap;
   uint64_t calls;         /* calls per step                              */
   uint64_t payload;       /* payload bytes per step                      */
+  tessel_overlap overlap;
 } tessel_traffic;
 
 /* One rank's predicted cost per optimizer step (the core zeroes it and sets

@@ -5,7 +5,13 @@
 ** missing) and against a newer one (members appended). In each build the
 ** core must write no more than the plugin's struct holds, keep the `size`
 ** the plugin set, and read the plugin's tables and out-structs up to the
-** plugin's size only — so all three train like one process.
+** plugin's size only — so all three train like one process. It also
+** plans (ABI 2.1): enumerate offers its one option set, and estimate
+** describes a rank through the query's callbacks, writing no field a
+** header lacks (the newest member of tessel_traffic, `overlap`, then reads
+** as 0: none). The older build's table ends before `estimate` (its newest
+** hook): the core must take the shorter table and list the probe as having
+** no estimate (PROBE_OLDER leaves the hook out of that build).
 */
 #include <stdlib.h>
 #include <string.h>
@@ -128,6 +134,36 @@ static tessel_status grads_finish(void *inst) {
   return st;
 }
 
+static tessel_status enumerate(void *inst, const tessel_plan_query *q) {
+  probe *p = inst;
+  return q->option_set(p->host, "");
+}
+
+#ifndef PROBE_OLDER
+/* Every parameter whole in the core's storage, the single-process
+** geometry with one activation slot, and (with more than one rank) one
+** all-reduce of every gradient per step, as grads_finish makes it. */
+static tessel_status estimate(void *inst, const tessel_plan_query *q, tessel_estimate *out) {
+  probe *p = inst;
+  const tessel_model_api *m = p->api->model;
+  uint64_t numel = 0, core[TESSEL_TIER_COUNT][TESSEL_MEM_KIND_COUNT];
+  int n;
+  tessel_status st = m->param_count(p->host, &n);
+  for (int i = 0; i < n && st >= 0; i++) {
+    tessel_param_info in = {.size = sizeof in};
+    if ((st = m->param_info(p->host, i, &in)) >= 0) numel += (uint64_t)in.shape[0] * (uint64_t)in.shape[1];
+  }
+  tessel_geometry g = {.size = sizeof g, .act_slots = 1};
+  if (st >= 0) st = q->core_state(p->host, &g, numel, core);
+  for (int t = 0; t < TESSEL_TIER_COUNT && st >= 0; t++)
+    for (int k = 0; k < TESSEL_MEM_KIND_COUNT; k++) out->memory[t][k] = core[t][k];
+  tessel_traffic sums = {.size = sizeof sums, .axes = 1u, .kind = TESSEL_COLL_ALL_REDUCE, .calls = (uint64_t)n,
+                         .payload = 4 * numel};
+  if (st >= 0 && q->world_size > 1) st = q->traffic(p->host, &sums);
+  return st;
+}
+#endif
+
 static const tessel_strategy table = {
     .size = sizeof(tessel_strategy),
     .abi_version = TESSEL_ABI_VERSION,
@@ -142,6 +178,10 @@ static const tessel_strategy table = {
     .geometry = geometry,
     .setup = setup,
     .grads_finish = grads_finish,
+    .enumerate = enumerate,
+#ifndef PROBE_OLDER
+    .estimate = estimate,
+#endif
 };
 
 TESSEL_STRATEGY_DEFINE(table)
