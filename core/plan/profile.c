@@ -263,8 +263,9 @@ double tsl_profile_stream(const tsl_profile *p, int world) {
   return best;
 }
 
-/* How far apart two counts are, as a ratio (10 when one is "any"). */
-static double gap(int have, int want) { return have > 0 ? fabs(log((double)have / (double)want)) : 10.0; }
+/* How far apart two counts are, as a ratio; an entry for any count is as
+** near as one a factor 1.65 off (an exact one is nearer). */
+static double gap(int have, int want) { return have > 0 ? fabs(log((double)have / (double)want)) : 0.5; }
 
 const tsl_link *tsl_profile_link(const tsl_profile *p, tessel_collective kind, int ranks, int nodes, int world) {
   tsl_within want = nodes > 1 ? TSL_WITHIN_CLUSTER : TSL_WITHIN_NODE;

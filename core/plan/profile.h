@@ -74,8 +74,8 @@ void tsl_profile_free(tsl_profile *p);
 /* The α–β for a collective on a group of `ranks` spanning `nodes` machines
 ** in a world of `world` ranks: the entry of the right scope whose kind
 ** matches (exactly, else "any"), then measured at the nearest world, then
-** at the nearest group size. NULL when the profile has none for that
-** scope. */
+** at the nearest group size (an entry for any world or size counts as a
+** factor 1.65 off). NULL when the profile has none for that scope. */
 const tsl_link *tsl_profile_link(const tsl_profile *p, tessel_collective kind, int ranks, int nodes, int world);
 
 /* Bytes per second one rank streams in a world of `world` ranks: the

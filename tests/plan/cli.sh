@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# tessel plan and tessel bench comm as a user meets them: usage and
+# configuration mistakes exit 2 with a clear message; a strategy that is not
+# installed is listed, not fatal; --write writes configurations `tessel
+# check` accepts for the planned world; GPT-2 1.5B on the hand-written
+# 64 × H100 profile ranks every strategy, refuses what cannot run there for
+# the stated reasons, and keeps Megatron's 18 bytes of model state per
+# parameter under data parallelism (fp32 master, bf16 working copy, fp32
+# gradient, two fp32 AdamW moments); bench comm writes a profile per world
+# size that plan reads.
+#
+#   cli.sh TESSEL SRC TMP
+set -euo pipefail
+TESSEL=$1; SRC=$2; TMP=$3
+WORK=$TMP/plan_cli.$$
+rm -rf "$WORK"; mkdir -p "$WORK"; cd "$SRC"
+export XDG_CACHE_HOME=$WORK/cache
+fail() { echo "FAIL: $*" >&2; exit 1; }
+# expect_exit CODE PATTERN ARGS...: tessel ARGS exits CODE and prints PATTERN
+expect_exit() {
+  local code=$1 pattern=$2; shift 2
+  set +e; "$TESSEL" "$@" >"$WORK/out" 2>&1; local got=$?; set -e
+  [ "$got" -eq "$code" ] || { cat "$WORK/out" >&2; fail "tessel $* exited $got, expected $code"; }
+  grep -q -- "$pattern" "$WORK/out" || { cat "$WORK/out" >&2; fail "tessel $*: no '$pattern' in its output"; }
+  echo "ok: tessel $* -> $code ($pattern)"
+}
+g=tests/plan/gpt2.yaml
+expect_exit 2 "expected one CONFIG" plan --world 2
+expect_exit 2 "world N is required" plan $g
+expect_exit 2 "bad option or value" plan $g --world 0
+expect_exit 2 "does not exist" plan missing.yaml --world 2
+printf 'model: {layers: 2\n' >"$WORK/broken.yaml"
+expect_exit 2 "broken.yaml:" plan "$WORK/broken.yaml" --world 2
+printf '{"compute": {"device": "gpu"}, "links": []}\n' >"$WORK/bad.json"
+expect_exit 2 "bad.json: compute.peak_tflops" plan $g --world 2 --profile "$WORK/bad.json"
+expect_exit 0 "nosuch {(defaults)}:.*not found" plan $g --world 2 --strategy nosuch
+expect_exit 0 "profile: none" plan $g --world 2 --strategy ddp
+
+# --write: the best fitting candidates as configurations for the world
+"$TESSEL" plan $g --world 4 --top 6 --write "$WORK/best" --set data.dir="$WORK/data" >"$WORK/write.log" 2>&1 \
+  || { cat "$WORK/write.log" >&2; fail "plan --write failed"; }
+n=0
+for f in "$WORK"/best/*.yaml; do
+  "$TESSEL" check "$f" --world 4 --quiet || fail "$f, written by plan --write, does not pass tessel check --world 4"
+  n=$((n + 1))
+done
+[ "$n" -eq 6 ] || fail "plan --write --top 6 wrote $n configurations"
+echo "ok: plan --write wrote $n configurations that tessel check accepts at 4 ranks"
+
+# GPT-2 1.5B on 64 H100s
+plan=$WORK/gpt2_1.5b.json
+"$TESSEL" plan bench/configs/gpt2_1.5b.yaml --world 64 --profile bench/profiles/h100x64.json --json "$plan" \
+  >"$WORK/h100.log" 2>&1 || { cat "$WORK/h100.log" >&2; fail "the GPT-2 1.5B plan failed"; }
+grep -q "needs fp32 activations" "$WORK/h100.log" || fail "gemini was not refused for bf16 activations"
+grep -q "tp2d {(defaults)}: offers no option set for 64 rank" "$WORK/h100.log" || fail "tp2d was not refused (25 heads)"
+grep -q "^1 .* yes$" "$WORK/h100.log" || fail "the first-ranked GPT-2 1.5B candidate does not fit an 80 GiB H100"
+L=48; C=1600; T=1024; V=50304 # the vocabulary padded to a multiple of 64
+psi=$((V * C + T * C + L * (12 * C * C + 13 * C) + 2 * C))
+ddp=$(tr -d ' \t\n' <"$plan" | grep -o '"strategy":"ddp".*' | head -c 2000)
+for kind in "params $((6 * psi))" "grads $((4 * psi))" "optim $((8 * psi))"; do
+  set -- $kind
+  echo "$ddp" | grep -q "\"$1\":$2," || fail "ddp: $1 is not $2 bytes (Psi = $psi): $ddp"
+done
+echo "ok: GPT-2 1.5B under ddp keeps 18 bytes per parameter (Psi = $psi) and the first choice fits"
+
+# bench comm: one measurement per world size, read back by plan
+MPI=(mpirun --bind-to none --oversubscribe)
+[ "$(id -u)" -eq 0 ] && MPI+=(--allow-run-as-root)
+"$TESSEL" bench peak --threads 1 >"$WORK/peak.log" 2>&1 || { cat "$WORK/peak.log" >&2; fail "bench peak failed"; }
+for n in 2 4; do
+  "${MPI[@]}" -n $n "$TESSEL" bench comm --max-bytes 64KiB --out "$WORK/comm.json" >"$WORK/comm$n.log" 2>&1 \
+    || { cat "$WORK/comm$n.log" >&2; fail "bench comm on $n ranks failed"; }
+done
+flat=$(tr -d ' \t\n' <"$WORK/comm.json")
+[ "$(echo "$flat" | grep -o '"ranks":2,"world":2' | wc -l)" -eq 7 ] || fail "not 7 collectives on groups of 2 at world 2"
+[ "$(echo "$flat" | grep -o '"world":4,"alpha_us"' | wc -l)" -eq 14 ] || fail "not 7 collectives each on groups of 2 and 4 at world 4"
+"$TESSEL" plan $g --world 2 --profile "$WORK/comm.json" --strategy ddp >"$WORK/local.log" 2>&1 \
+  || { cat "$WORK/local.log" >&2; fail "plan cannot read the measured profile"; }
+grep -q "^1  *ddp .* yes$" "$WORK/local.log" || { cat "$WORK/local.log" >&2; fail "no timed ddp row on the measured profile"; }
+echo "ok: bench comm measured worlds 2 and 4 into one profile; plan times with it"
+rm -rf "$WORK"
