@@ -5,7 +5,6 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "common/log.h"
 #include "common/util.h"
 #include "plan/plan.h"
 #include "plan/validate.h"
@@ -105,7 +104,7 @@ static tsl_status load_profile(const plan_args *a, const char *backend, tsl_plan
   if (tsl_profile_local(backend, &p->profile) >= 0) {
     p->have_profile = 1;
   } else {
-    tsl_info("plan: %s", tsl_error_message());
+    snprintf(p->no_profile, sizeof p->no_profile, "%s", tsl_error_message());
     tsl_error_clear();
   }
   return TESSEL_OK;

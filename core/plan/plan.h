@@ -84,6 +84,7 @@ typedef struct tsl_plan {
   int cuda;                /* the configuration's device.kind */
   tsl_profile profile;
   int have_profile;
+  char no_profile[1024];   /* why there is none, when there is none */
   tsl_plan_cand *c;
   int n, cap;
   int *order;              /* ranked candidates (indices into c), best first */

@@ -123,8 +123,9 @@ void tsl_plan_report(const tsl_plan *p, int top, FILE *out) {
   if (p->have_profile)
     fprintf(out, "profile: %s (%s)\n", p->profile.name, p->profile.source);
   else
-    fprintf(out, "profile: none — memory and traffic only (give --profile FILE, or measure this machine with "
-                 "`tessel bench peak` and `tessel bench comm`)\n");
+    fprintf(out, "profile: none — memory and traffic only (%s)\n",
+            p->no_profile[0] ? p->no_profile : "give --profile FILE, or measure this machine with `tessel bench "
+                                               "peak` and `tessel bench comm`");
   fprintf(out, "%d candidate(s) for %d rank(s), %d estimated\n\n", p->n, p->world, ok);
   if (ok) {
     ranking(p, top, out);
