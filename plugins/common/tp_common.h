@@ -100,5 +100,7 @@ tessel_status tp_est_base(tp_base *at, const tessel_plan_query *q, tessel_layout
 ** micro-batch. */
 tessel_status tp_est_stats(tp_base *at, const tessel_plan_query *q, uint32_t norm_axes, uint32_t loss_axes,
                            int64_t rows);
+/* FLOPs: every unit over the data replica's tokens, split `parts` ways. */
+tessel_status tp_est_flops(tp_base *at, double parts, tessel_estimate *out);
 
 #endif

@@ -51,3 +51,11 @@ tessel_status tp_est_stats(tp_base *at, const tessel_plan_query *q, uint32_t nor
                                   m * loss_bytes));
   return TESSEL_OK;
 }
+
+tessel_status tp_est_flops(tp_base *at, double parts, tessel_estimate *out) {
+  const tessel_model_dims *d = &at->dims;
+  double tokens = (double)d->micro_batch * d->micro_steps * d->seq_len;
+  TESSEL_TRY(tessel_est_step_flops(&at->x, 0, d->units - 1, tokens, &out->flops));
+  out->flops /= parts;
+  return TESSEL_OK;
+}

@@ -68,9 +68,7 @@ static tessel_status traffic(tp2d *t, const tessel_plan_query *q) {
 tessel_status tp2d_estimate(void *inst, const tessel_plan_query *q, tessel_estimate *out) {
   tp2d at = *(tp2d *)inst;
   tessel_mesh_coords(&at.b.mesh, q->rank, at.b.coord);
-  at.dep = at.b.coord[AX_DEPTH];
-  at.row = at.b.coord[AX_ROW];
-  at.col = at.b.coord[AX_COL];
+  tp2d_at_coords(&at);
   tessel_geometry g = {.size = sizeof g};
   TESSEL_TRY(tp2d_geometry(&at, &g));
   TESSEL_TRY(tp_est_base(&at.b, q, tp2d_layout, &at, &g, out));
@@ -79,11 +77,7 @@ tessel_status tp2d_estimate(void *inst, const tessel_plan_query *q, tessel_estim
   for (int i = 0; i < TP2D_BUFFERS; i++)
     out->memory[TESSEL_TIER_DEVICE][TESSEL_MEM_SCRATCH] += (i < 4 ? 2 : 1) * tp_alloc_bytes(bytes[i]);
   TESSEL_TRY(traffic(&at, q));
-  const tessel_model_dims *d = &at.b.dims;
-  double tokens = (double)d->micro_batch * d->micro_steps * d->seq_len;
-  TESSEL_TRY(tessel_est_step_flops(&at.b.x, 0, d->units - 1, tokens, &out->flops));
-  out->flops /= (double)at.depth * at.q * at.q;
-  return TESSEL_OK;
+  return tp_est_flops(&at.b, (double)at.depth * at.q * at.q, out);
 }
 
 /* Every depth · q² (q ≥ 2) that divides the world, the rest data parallel. */

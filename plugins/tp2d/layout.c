@@ -87,3 +87,9 @@ tessel_status tp2d_geometry(void *inst, tessel_geometry *g) {
   g->loss_replica = t->col != 0; /* a grid row shares its rows' losses */
   return TESSEL_OK;
 }
+
+void tp2d_at_coords(tp2d *t) {
+  t->dep = t->b.coord[AX_DEPTH];
+  t->row = t->b.coord[AX_ROW];
+  t->col = t->b.coord[AX_COL];
+}

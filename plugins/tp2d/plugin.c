@@ -100,9 +100,7 @@ static tessel_status mesh(void *inst, int world_size, tessel_mesh *m) {
   m->sizes[AX_COL] = t->q;
   m->data_axes = 1u << AX_DP;
   TESSEL_TRY(tp_base_set_mesh(&t->b, m));
-  t->dep = t->b.coord[AX_DEPTH];
-  t->row = t->b.coord[AX_ROW];
-  t->col = t->b.coord[AX_COL];
+  tp2d_at_coords(t);
   return TESSEL_OK;
 }
 

@@ -54,6 +54,9 @@ typedef struct tp2d {
 } tp2d;
 
 /* layout.c */
+/* Set the grid coordinates from b.coord (this rank's, or a rank an
+** estimate describes). */
+void tp2d_at_coords(tp2d *t);
 tessel_status tp2d_layout(void *inst, const tessel_param_info *p, tessel_layout *out);
 tessel_status tp2d_geometry(void *inst, tessel_geometry *g);
 uint32_t tp2d_replicated(tessel_param_role role);

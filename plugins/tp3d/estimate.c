@@ -81,9 +81,7 @@ static tessel_status traffic(tp3d *t, const tessel_plan_query *q) {
 tessel_status tp3d_estimate(void *inst, const tessel_plan_query *q, tessel_estimate *out) {
   tp3d at = *(tp3d *)inst;
   tessel_mesh_coords(&at.b.mesh, q->rank, at.b.coord);
-  at.ck = at.b.coord[AX_K];
-  at.ci = at.b.coord[AX_I];
-  at.cj = at.b.coord[AX_J];
+  tp3d_at_coords(&at);
   tessel_geometry g = {.size = sizeof g};
   TESSEL_TRY(tp3d_geometry(&at, &g));
   TESSEL_TRY(tp_est_base(&at.b, q, tp3d_layout, &at, &g, out));
@@ -92,11 +90,7 @@ tessel_status tp3d_estimate(void *inst, const tessel_plan_query *q, tessel_estim
   out->memory[TESSEL_TIER_DEVICE][TESSEL_MEM_ACT] += tp_alloc_bytes(kept);
   for (int i = 0; i < TP3D_BUFFERS; i++) out->memory[TESSEL_TIER_DEVICE][TESSEL_MEM_SCRATCH] += tp_alloc_bytes(bytes[i]);
   TESSEL_TRY(traffic(&at, q));
-  const tessel_model_dims *d = &at.b.dims;
-  double tokens = (double)d->micro_batch * d->micro_steps * d->seq_len;
-  TESSEL_TRY(tessel_est_step_flops(&at.b.x, 0, d->units - 1, tokens, &out->flops));
-  out->flops /= (double)at.q * at.q * at.q;
-  return TESSEL_OK;
+  return tp_est_flops(&at.b, (double)at.q * at.q * at.q, out);
 }
 
 /* Every q³ (q ≥ 2) that divides the world, the rest data parallel. */

@@ -98,3 +98,9 @@ tessel_status tp3d_geometry(void *inst, tessel_geometry *g) {
   g->loss_replica = t->ci != 0; /* the ranks along i share their rows' losses */
   return TESSEL_OK;
 }
+
+void tp3d_at_coords(tp3d *t) {
+  t->ck = t->b.coord[AX_K];
+  t->ci = t->b.coord[AX_I];
+  t->cj = t->b.coord[AX_J];
+}

@@ -64,9 +64,7 @@ static tessel_status mesh(void *inst, int world, tessel_mesh *m) {
   m->sizes[AX_K] = m->sizes[AX_I] = m->sizes[AX_J] = q;
   m->data_axes = 1u << AX_DP;
   TESSEL_TRY(tp_base_set_mesh(&t->b, m));
-  t->ck = t->b.coord[AX_K];
-  t->ci = t->b.coord[AX_I];
-  t->cj = t->b.coord[AX_J];
+  tp3d_at_coords(t);
   return TESSEL_OK;
 }
 

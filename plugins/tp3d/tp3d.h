@@ -73,6 +73,9 @@ typedef struct tp3d {
 } tp3d;
 
 /* layout.c */
+/* Set the grid coordinates from b.coord (this rank's, or a rank an
+** estimate describes). */
+void tp3d_at_coords(tp3d *t);
 tessel_status tp3d_layout(void *inst, const tessel_param_info *p, tessel_layout *out);
 tessel_status tp3d_geometry(void *inst, tessel_geometry *g);
 uint32_t tp3d_replicated(tessel_param_role role);
