@@ -29,14 +29,12 @@ uint64_t tsl_model_hash(const tsl_settings *s) {
   return tsl_hash_bytes(dims, sizeof dims, 0x6d6f64656cull);
 }
 
-/* The file tensor of one state: its name, and the logical tensor's rows as
-** saved (a padded vocabulary's extra rows are not) and their layout
-** (Hugging Face's [out, in] for nn.Linear weights). */
+/* The file tensor of one state: the parameter's name and the state's suffix. */
 static void tensor_name(const tsl_param *p, const char *suffix, char *out, size_t cap) {
   snprintf(out, cap, "%s%s%s", p->name, suffix[0] ? "." : "", suffix);
 }
 
-static void file_shape(const tsl_param *p, int64_t shape[2]) {
+void tsl_ckpt_file_shape(const tsl_param *p, int64_t shape[2]) {
   shape[0] = p->hf_transposed ? p->info.shape[1] : p->real_rows;
   shape[1] = p->hf_transposed ? p->info.shape[0] : p->info.shape[1];
 }
@@ -52,7 +50,7 @@ static void to_file(const tsl_param *p, const float *mem, float *file) {
     for (int64_t j = 0; j < c; j++) file[j * r + i] = mem[i * c + j];
 }
 
-static void from_file(const tsl_param *p, const float *file, float *mem) {
+void tsl_ckpt_from_file(const tsl_param *p, const float *file, float *mem) {
   int64_t r = p->info.shape[0], c = p->info.shape[1];
   if (!p->hf_transposed) {
     memcpy(mem, file, (size_t)(p->real_rows * c) * sizeof(float));
@@ -63,8 +61,7 @@ static void from_file(const tsl_param *p, const float *file, float *mem) {
     for (int64_t j = 0; j < c; j++) mem[i * c + j] = file[j * r + i];
 }
 
-/* The checkpoint name suffix of an optimizer slot: PyTorch's for AdamW. */
-static const char *slot_suffix(const char *slot) {
+const char *tsl_ckpt_slot_suffix(const char *slot) {
   return strcmp(slot, "m") == 0 ? "exp_avg" : strcmp(slot, "v") == 0 ? "exp_avg_sq" : slot;
 }
 
@@ -87,7 +84,7 @@ static tessel_state_ref state_at(file_kind kind, int k) {
 static const char *state_suffix(tsl_model *m, file_kind kind, int k) {
   tessel_optimizer_info oi;
   tsl_optimizer_describe(&tsl_model_runtime(m)->settings, &oi);
-  return kind == FILE_MODEL ? "" : kind == FILE_OPTIMIZER ? slot_suffix(oi.slot_names[k])
+  return kind == FILE_MODEL ? "" : kind == FILE_OPTIMIZER ? tsl_ckpt_slot_suffix(oi.slot_names[k])
                                                          : tsl_model_state(m)->priv[k].name;
 }
 
@@ -137,7 +134,7 @@ static tsl_status write_states(tsl_model *m, const char *path, file_kind kind, t
     const tsl_param *p = &ps->p[k / per];
     tensor_name(p, state_suffix(m, kind, k % per), names[k], sizeof names[k]);
     descs[k] = (tsl_st_desc){.name = names[k], .dtype = TESSEL_F32, .ndim = p->info.ndim};
-    file_shape(p, descs[k].shape);
+    tsl_ckpt_file_shape(p, descs[k].shape);
     most = TSL_MAX(most, (uint64_t)p->info.shape[0] * (uint64_t)p->info.shape[1]);
   }
   if (rank == 0) {
@@ -180,39 +177,38 @@ static tsl_status write_config(const tsl_runtime *rt, const char *path) {
   return st;
 }
 
-static tsl_status write_trainer_json(const tsl_model *m, const char *dir, int64_t step) {
-  const tsl_runtime *rt = tsl_model_runtime(m);
-  const tsl_settings *s = &rt->settings;
+tsl_status tsl_ckpt_describe(const char *dir, const tsl_model_settings *ms, const tsl_ckpt_origin *o) {
+  const tsl_settings s = {.model = *ms};
   tsl_status st = TESSEL_OK;
   char hex[32], path[4096];
   cJSON *root = cJSON_CreateObject(), *model = cJSON_AddObjectToObject(root, "model");
   cJSON *files = cJSON_AddObjectToObject(root, "files"), *plugin = cJSON_AddObjectToObject(root, "plugin");
   cJSON_AddStringToObject(root, "format", "tessel-checkpoint");
   cJSON_AddNumberToObject(root, "version", 2);
-  cJSON_AddNumberToObject(root, "step", (double)step);
-  snprintf(hex, sizeof hex, "%016" PRIx64, s->train.seed);
+  cJSON_AddNumberToObject(root, "step", (double)o->step);
+  snprintf(hex, sizeof hex, "%016" PRIx64, o->seed);
   cJSON_AddStringToObject(root, "seed", hex);
   /* the data position: batches are a function of (seed, step), so the next
   ** step's batch is all a resumed run needs to know */
-  cJSON_AddNumberToObject(root, "next_data_step", (double)(step + 1));
-  cJSON_AddNumberToObject(root, "world_size", rt->world.size);
-  cJSON_AddStringToObject(model, "arch", s->model.arch == TSL_ARCH_LLAMA ? "llama" : "gpt2");
-  cJSON_AddNumberToObject(model, "layers", s->model.layers);
-  cJSON_AddNumberToObject(model, "heads", s->model.heads);
-  cJSON_AddNumberToObject(model, "kv_heads", s->model.kv_heads);
-  cJSON_AddNumberToObject(model, "channels", s->model.channels);
-  cJSON_AddNumberToObject(model, "ffn", s->model.ffn);
-  cJSON_AddNumberToObject(model, "seq_len", s->model.seq_len);
-  cJSON_AddNumberToObject(model, "vocab_size", s->model.vocab_size);
-  cJSON_AddNumberToObject(model, "rope_theta", s->model.rope_theta);
-  cJSON_AddNumberToObject(model, "norm_eps", s->model.norm_eps);
-  cJSON_AddBoolToObject(model, "tie_embeddings", s->model.tie_embeddings);
-  snprintf(hex, sizeof hex, "%016" PRIx64, tsl_model_hash(s));
+  cJSON_AddNumberToObject(root, "next_data_step", (double)(o->step + 1));
+  cJSON_AddNumberToObject(root, "world_size", o->world_size);
+  cJSON_AddStringToObject(model, "arch", ms->arch == TSL_ARCH_LLAMA ? "llama" : "gpt2");
+  cJSON_AddNumberToObject(model, "layers", ms->layers);
+  cJSON_AddNumberToObject(model, "heads", ms->heads);
+  cJSON_AddNumberToObject(model, "kv_heads", ms->kv_heads);
+  cJSON_AddNumberToObject(model, "channels", ms->channels);
+  cJSON_AddNumberToObject(model, "ffn", ms->ffn);
+  cJSON_AddNumberToObject(model, "seq_len", ms->seq_len);
+  cJSON_AddNumberToObject(model, "vocab_size", ms->vocab_size);
+  cJSON_AddNumberToObject(model, "rope_theta", ms->rope_theta);
+  cJSON_AddNumberToObject(model, "norm_eps", ms->norm_eps);
+  cJSON_AddBoolToObject(model, "tie_embeddings", ms->tie_embeddings);
+  snprintf(hex, sizeof hex, "%016" PRIx64, tsl_model_hash(&s));
   cJSON_AddStringToObject(root, "model_hash", hex);
-  snprintf(hex, sizeof hex, "%016" PRIx64, tsl_cfg_hash(tsl_config_root(rt->config)));
+  snprintf(hex, sizeof hex, "%016" PRIx64, o->config_hash);
   cJSON_AddStringToObject(root, "config_hash", hex);
-  cJSON_AddStringToObject(plugin, "name", rt->plugin ? rt->plugin->name : "none");
-  cJSON_AddStringToObject(plugin, "version", rt->plugin && rt->plugin->vt.version ? rt->plugin->vt.version : "");
+  cJSON_AddStringToObject(plugin, "name", o->plugin);
+  cJSON_AddStringToObject(plugin, "version", o->plugin_version);
   cJSON_AddStringToObject(root, "tessel_version", TESSEL_VERSION_STRING);
   for (int f = 0; f < N_FILES; f++) {
     uint32_t crc;
@@ -289,11 +285,16 @@ static tsl_status prune(const char *dir, int keep, int64_t just_saved) {
 /* Rank 0's file work for one checkpoint: everything but the gathers. */
 static tsl_status finish_dir(tsl_model *m, const char *tmp, const char *final, int64_t step) {
   tsl_status st;
-  const tsl_settings *s = &tsl_model_runtime(m)->settings;
+  const tsl_runtime *rt = tsl_model_runtime(m);
+  const tsl_settings *s = &rt->settings;
   char path[4096];
   snprintf(path, sizeof path, "%s/config.yaml", tmp);
-  TSL_TRY(st, write_config(tsl_model_runtime(m), path));
-  TSL_TRY(st, write_trainer_json(m, tmp, step));
+  TSL_TRY(st, write_config(rt, path));
+  const tsl_ckpt_origin origin = {.step = step, .seed = s->train.seed,
+                                  .config_hash = tsl_cfg_hash(tsl_config_root(rt->config)),
+                                  .world_size = rt->world.size, .plugin = rt->plugin ? rt->plugin->name : "none",
+                                  .plugin_version = rt->plugin && rt->plugin->vt.version ? rt->plugin->vt.version : ""};
+  TSL_TRY(st, tsl_ckpt_describe(tmp, &s->model, &origin));
   TSL_TRY(st, tsl_fsync_path(tmp));
   if (tsl_path_exists(final)) { /* the same step saved again, e.g. after a resume */
     snprintf(path, sizeof path, "%s.old-%d", final, (int)getpid());
@@ -494,9 +495,9 @@ static tsl_status find_tensor(const char *what, tsl_st_file *f, const char *name
 tsl_status tsl_ckpt_param(const tsl_ckpt *c, const tsl_param *p, float *whole) {
   int64_t shape[2];
   const float *data = NULL;
-  file_shape(p, shape);
+  tsl_ckpt_file_shape(p, shape);
   tsl_status st = find_tensor(c->path, c->model, p->name, shape[0], shape[1], &data);
-  if (st >= 0) from_file(p, data, whole);
+  if (st >= 0) tsl_ckpt_from_file(p, data, whole);
   return st;
 }
 
@@ -522,11 +523,11 @@ static tsl_status load_state(tsl_model *m, const tsl_ckpt *c, tsl_st_file *f, in
   int64_t shape[2];
   const float *data = NULL;
   tensor_name(p, suffix, name, sizeof name);
-  file_shape(p, shape);
+  tsl_ckpt_file_shape(p, shape);
   if (optional && (!f || tsl_st_find(f, name) < 0)) return TESSEL_OK;
   tsl_status st = find_tensor(c->path, f, name, shape[0], shape[1], &data);
   if (st < 0) return st;
-  from_file(p, data, mem);
+  tsl_ckpt_from_file(p, data, mem);
   return tsl_scatter_state(m, i, ref, mem);
 }
 

@@ -9,7 +9,7 @@
 #include "tessel/tessel.h"
 
 static const tsl_command *const commands[] = {&tsl_cmd_run,    &tsl_cmd_launch, &tsl_cmd_check,  &tsl_cmd_plugins,
-                                              &tsl_cmd_data,   &tsl_cmd_sample, &tsl_cmd_export, &tsl_cmd_bench, &tsl_cmd_plugin_check, &tsl_cmd_compare};
+                                              &tsl_cmd_data,   &tsl_cmd_sample, &tsl_cmd_export, &tsl_cmd_import, &tsl_cmd_bench, &tsl_cmd_plugin_check, &tsl_cmd_compare};
 
 static void overview(FILE *out) {
   fprintf(out,

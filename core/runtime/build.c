@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ckpt/import.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "model/model.h"
@@ -15,6 +16,7 @@ tsl_status tsl_runtime_configure(tsl_runtime *rt, const char *path, const char *
   tsl_status st = tsl_config_load(path, sets, n_sets, &rt->config);
   if (st < 0) return st;
   st = tsl_settings_read(rt->config, &rt->settings);
+  if (st >= 0) st = tsl_init_from_check(&rt->settings);
   if (st < 0) return st;
   tsl_log_set_level(rt->settings.log.level);
   return TESSEL_OK;

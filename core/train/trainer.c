@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "ckpt/checkpoint.h"
+#include "ckpt/import.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "model/model.h"
@@ -59,7 +60,7 @@ static tsl_status resume(trainer *t) {
   } else if (s->ckpt.resume == TSL_RESUME_AUTO) {
     TSL_TRY(st, tsl_ckpt_latest(s->ckpt.dir, &path, &step));
   }
-  if (!path) return TESSEL_OK;
+  if (!path) return s->model.init_from ? tsl_init_from_load(t->model) : TESSEL_OK;
   tsl_ckpt c;
   st = tsl_ckpt_open(path, &c);
   if (st >= 0) {
