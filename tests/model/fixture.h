@@ -27,6 +27,25 @@ static inline int fixture_runtime(tsl_runtime *rt, int layers, int heads, int ch
   return tsl_runtime_local(rt, &s, 2) < 0 ? -1 : 0;
 }
 
+/* The same for a Llama: kv key/value heads, an ffn-wide SwiGLU MLP, rotary
+** positions of base theta, RMS norms, an untied head. */
+static inline int fixture_llama_runtime(tsl_runtime *rt, int layers, int heads, int kv, int channels, int ffn,
+                                        int seq_len, int vocab, double theta) {
+  tsl_settings s = {0};
+  s.model.arch = TSL_ARCH_LLAMA;
+  s.model.layers = layers;
+  s.model.heads = heads;
+  s.model.kv_heads = kv;
+  s.model.channels = channels;
+  s.model.ffn = ffn;
+  s.model.seq_len = seq_len;
+  s.model.vocab_size = vocab;
+  s.model.rope_theta = theta;
+  s.model.norm_eps = 1e-5;
+  s.train.seed = 1234;
+  return tsl_runtime_local(rt, &s, 2) < 0 ? -1 : 0;
+}
+
 static inline tessel_model_dims fixture_dims(const tsl_runtime *rt, int micro_batch, int micro_steps) {
   tessel_model_dims d;
   tsl_model_dims_single(rt, &d);
