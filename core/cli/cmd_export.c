@@ -8,11 +8,12 @@
 static int export_cmd(int argc, char **argv);
 
 const tsl_command tsl_cmd_export = {
-    "export", "write a checkpoint as a Hugging Face GPT-2 model (safetensors + config.json)",
+    "export", "write a checkpoint as a Hugging Face model (safetensors + config.json)",
     "usage: tessel export CKPT_DIR -o FILE.safetensors\n\n"
-    "Writes the checkpoint's model as one safetensors file in Hugging Face GPT-2 layout (transformer.*\n"
-    "names, Conv1D [in, out] weights, fp32, LM head tied to wte) and config.json in the same directory,\n"
-    "so that transformers.GPT2LMHeadModel.from_pretrained(DIR) loads it.\n\n"
+    "Writes the checkpoint's model as one fp32 safetensors file in Hugging Face layout and config.json in the\n"
+    "same directory, so that transformers' from_pretrained(DIR) loads it: a GPT-2 as GPT2LMHeadModel\n"
+    "(transformer.* names, Conv1D [in, out] weights, LM head tied to wte), a Llama as LlamaForCausalLM\n"
+    "(nn.Linear [out, in] weights). `tessel import DIR -o CKPT` reads it back.\n\n"
     "  -o, --out FILE   the safetensors file to write\n",
     export_cmd};
 
