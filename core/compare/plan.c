@@ -10,8 +10,13 @@
 
 /* What must agree for losses to be comparable, as one line of text. */
 static void identity(const tsl_settings *s, char *model, size_t mcap, char *data, size_t dcap) {
-  snprintf(model, mcap, "layers %d, heads %d, channels %d, seq_len %d, vocab_size %d", s->model.layers,
-           s->model.heads, s->model.channels, s->model.seq_len, s->model.vocab_size);
+  const tsl_model_settings *m = &s->model;
+  snprintf(model, mcap,
+           "%s with layers %d, heads %d, kv_heads %d, channels %d, ffn %d, seq_len %d, vocab_size %d, rope_theta %g, "
+           "norm_eps %g, tie_embeddings %s, init_from %s",
+           m->arch == TSL_ARCH_LLAMA ? "llama" : "gpt2", m->layers, m->heads, m->kv_heads, m->channels, m->ffn,
+           m->seq_len, m->vocab_size, m->rope_theta, m->norm_eps, m->tie_embeddings ? "true" : "false",
+           m->init_from ? m->init_from : "none");
   int n = snprintf(data, dcap, "seed %llu, batch_size %d, data ", (unsigned long long)s->train.seed,
                    s->train.batch_size);
   if (s->data.n_text) {
@@ -49,7 +54,7 @@ static void label_of(const char *path, int ranks, char *out, size_t cap) {
 }
 
 tsl_status tsl_compare_plan(tsl_compare *c) {
-  char model0[256] = "", data0[1024] = "", steps[64];
+  char model0[1024] = "", data0[1024] = "", steps[64];
   const char *first = NULL;
   const char **sets = calloc((size_t)c->n_sets + 1, sizeof(char *));
   if (!sets) return tsl_error(TESSEL_E_NOMEM, "out of host memory");
@@ -61,7 +66,7 @@ tsl_status tsl_compare_plan(tsl_compare *c) {
     tsl_cmp_run *run = &c->runs[r];
     tsl_config *cfg = NULL;
     tsl_settings s;
-    char model[256], data[1024];
+    char model[1024], data[1024];
     label_of(run->config, run->ranks, run->label, sizeof run->label);
     /* a configuration that does not load is a failed row, not the end */
     if (tsl_config_load(run->config, sets, c->n_sets + 1, &cfg) < 0 || tsl_settings_read(cfg, &s) < 0) {
