@@ -1,5 +1,4 @@
 /* core/cli/cmd_export.c — `tessel export CKPT -o FILE`. */
-#include <getopt.h>
 #include <stdio.h>
 
 #include "ckpt/export.h"
@@ -18,17 +17,10 @@ const tsl_command tsl_cmd_export = {
     export_cmd};
 
 static int export_cmd(int argc, char **argv) {
-  static const struct option opts[] = {{"out", required_argument, 0, 'o'}, {0, 0, 0, 0}};
-  const char *out = NULL;
-  int c;
-  optind = 0;
-  while ((c = getopt_long(argc, argv, "o:", opts, NULL)) != -1) {
-    if (c == 'o') out = optarg;
-    else return tsl_usage_error(&tsl_cmd_export, "bad option");
-  }
-  if (!out) return tsl_usage_error(&tsl_cmd_export, "missing -o FILE");
-  if (optind != argc - 1) return tsl_usage_error(&tsl_cmd_export, "expected one checkpoint directory");
-  tsl_status st = tsl_export_hf(argv[optind], out);
+  const char *ckpt, *out;
+  int rc = tsl_parse_arg_out(&tsl_cmd_export, argc, argv, "checkpoint directory", &ckpt, &out);
+  if (rc) return rc;
+  tsl_status st = tsl_export_hf(ckpt, out);
   if (st < 0) return tsl_fail(st);
   printf("wrote %s (and config.json beside it)\n", out);
   return TSL_EXIT_OK;

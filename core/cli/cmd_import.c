@@ -1,5 +1,4 @@
 /* core/cli/cmd_import.c — `tessel import HF_DIR -o CKPT_DIR`. */
-#include <getopt.h>
 #include <stdio.h>
 
 #include "ckpt/import.h"
@@ -21,17 +20,10 @@ const tsl_command tsl_cmd_import = {
     import_cmd};
 
 static int import_cmd(int argc, char **argv) {
-  static const struct option opts[] = {{"out", required_argument, 0, 'o'}, {0, 0, 0, 0}};
-  const char *out = NULL;
-  int c;
-  optind = 0;
-  while ((c = getopt_long(argc, argv, "o:", opts, NULL)) != -1) {
-    if (c == 'o') out = optarg;
-    else return tsl_usage_error(&tsl_cmd_import, "bad option");
-  }
-  if (!out) return tsl_usage_error(&tsl_cmd_import, "missing -o CKPT_DIR");
-  if (optind != argc - 1) return tsl_usage_error(&tsl_cmd_import, "expected one Hugging Face model directory");
-  tsl_status st = tsl_import_hf(argv[optind], out);
+  const char *hf, *out;
+  int rc = tsl_parse_arg_out(&tsl_cmd_import, argc, argv, "Hugging Face model directory", &hf, &out);
+  if (rc) return rc;
+  tsl_status st = tsl_import_hf(hf, out);
   if (st < 0) return tsl_fail(st);
   printf("wrote %s\n", out);
   return TSL_EXIT_OK;
