@@ -44,9 +44,11 @@ static tsl_status params_for(const tsl_model_settings *m, tsl_params *out) {
 static const tsl_st_desc *find(const tsl_weights *w, const char *name, tsl_st_file **file, int *index) {
   char nested[160];
   snprintf(nested, sizeof nested, "transformer.%s", name);
-  for (int pass = 0; pass < 2; pass++)
+  const char *tries[2] = {name, NULL};
+  if (w->hf && w->model.arch == TSL_ARCH_GPT2) tries[0] = nested, tries[1] = name;
+  for (int t = 0; t < 2 && tries[t]; t++)
     for (int f = 0; f < w->n_files; f++) {
-      int i = tsl_st_find(w->files[f], pass == 0 && w->hf && w->model.arch == TSL_ARCH_GPT2 ? nested : name);
+      int i = tsl_st_find(w->files[f], tries[t]);
       if (i < 0) continue;
       *file = w->files[f];
       *index = i;
