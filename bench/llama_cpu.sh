@@ -7,15 +7,16 @@
 # and a SwiGLU MLP sized to the same parameter count.
 #
 # The machine this project runs on is shared and loaded, so the four models
-# run interleaved, ROUNDS times (default 3): each run's figure is the median
+# run interleaved, ROUNDS times (default 5): each run's figure is the median
 # over its steps 11..STEPS (default 40), and the table shows the median of
-# the rounds with their range. THREADS (default 1) CPU threads per run; the
+# the rounds with their range. The Llama/GPT-2 ratio is taken within each
+# round (runs next to each other see about the same load), then its median. THREADS (default 1) CPU threads per run; the
 # sgemm ceiling for MFU is measured first with the same threads (tessel
 # bench peak, which records it for the runs). Needs
 # ../shared/data/tinyshakespeare.txt.
 set -euo pipefail
 TESSEL=${TESSEL:-build/bin/tessel}
-ROUNDS=${ROUNDS:-3}
+ROUNDS=${ROUNDS:-5}
 STEPS=${STEPS:-40}
 THREADS=${THREADS:-1}
 cd "$(dirname "$0")/.."
@@ -45,4 +46,9 @@ for model in "${models[@]}"; do
   range=$(sort -g "$OUT/$model.tps" | awk 'NR == 1 {lo = $1} {hi = $1} END {printf "%.0f–%.0f", lo, hi}')
   mfu=$(median <"$OUT/$model.mfu")
   printf '| %s | %s | %.0f (%s) | %.1f%% |\n' "$model" "$params" "$tps" "$range" "$(awk -v m="$mfu" 'BEGIN {print 100 * m}')"
+done
+for size in baby small; do
+  paste "$OUT/${size}_llama.tps" "$OUT/$size.tps" | awk '{print $1 / $2}' >"$OUT/$size.ratio"
+  printf '%s_llama / %s tokens/s, per round: median %.2f (%s)\n' "$size" "$size" "$(median <"$OUT/$size.ratio")" \
+    "$(sort -g "$OUT/$size.ratio" | awk 'NR == 1 {lo = $1} {hi = $1} END {printf "%.2f–%.2f", lo, hi}')"
 done

@@ -100,6 +100,27 @@ fail:
   return st;
 }
 
+/* The rotary base. transformers 5 writes rope_parameters {rope_theta,
+** rope_type}; earlier versions a top-level rope_theta and rope_scaling.
+** Only plain frequencies (rope_type "default", no scaling) are tessel's. */
+static tsl_status rope(const hf_json *j, double *theta) {
+  static const char *const plain[] = {"default", NULL};
+  static const char *const why = "tessel's rotary positions have no scaling (plain rope_theta frequencies)";
+  const cJSON *params = cJSON_GetObjectItemCaseSensitive(j->root, "rope_parameters");
+  tsl_status st;
+  if (!params || cJSON_IsNull(params)) {
+    TSL_TRY(st, refuse_set(j, "rope_scaling", why));
+    return number(j, "rope_theta", 10000.0, theta);
+  }
+  if (!cJSON_IsObject(params)) return tsl_error(TESSEL_E_IO, "%s: 'rope_parameters' must be an object", j->path);
+  hf_json inner = {j->path, params};
+  TSL_TRY(st, one_of(&inner, "rope_type", plain, why));
+  TSL_TRY(st, refuse_set(j, "rope_scaling", why));
+  return number(&inner, "rope_theta", 10000.0, theta);
+fail:
+  return st;
+}
+
 /* LlamaConfig, with transformers' defaults for absent keys (rms_norm_eps
 ** 1e-6, rope_theta 10000, max_position_embeddings 2048, untied head). */
 static tsl_status llama(const hf_json *j, tsl_model_settings *m) {
@@ -114,11 +135,10 @@ static tsl_status llama(const hf_json *j, tsl_model_settings *m) {
   TSL_TRY(st, whole(j, "intermediate_size", 11008, 1, 1 << 24, &m->ffn));
   TSL_TRY(st, whole(j, "max_position_embeddings", 2048, 1, 1 << 20, &m->seq_len));
   TSL_TRY(st, whole(j, "vocab_size", 32000, 2, 1 << 24, &m->vocab_size));
-  TSL_TRY(st, number(j, "rope_theta", 10000.0, &m->rope_theta));
+  TSL_TRY(st, rope(j, &m->rope_theta));
   TSL_TRY(st, number(j, "rms_norm_eps", 1e-6, &m->norm_eps));
   TSL_TRY(st, boolean(j, "tie_word_embeddings", 0, &m->tie_embeddings));
   TSL_TRY(st, one_of(j, "hidden_act", silu, "tessel's Llama MLP is SwiGLU (silu)"));
-  TSL_TRY(st, refuse_set(j, "rope_scaling", "tessel's rotary positions have no scaling (plain rope_theta frequencies)"));
   TSL_TRY(st, refuse_set(j, "attention_bias", "tessel's Llama has no biases"));
   TSL_TRY(st, refuse_set(j, "mlp_bias", "tessel's Llama has no biases"));
   if (m->channels % m->heads != 0 || m->heads % m->kv_heads != 0 || (m->channels / m->heads) % 2 != 0)

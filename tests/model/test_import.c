@@ -165,9 +165,23 @@ static void refused(const char *dir, tsl_status status, const char *what) {
   CHECK(!tsl_path_exists(out));
 }
 
+/* transformers 5 writes the rotary base inside rope_parameters. */
+static void test_rope_parameters(void) {
+  char out[1024];
+  tsl_weights *w;
+  char *dir = hf_dir("rope5", TESSEL_F32, "{\"rope_parameters\": {\"rope_theta\": 500000.0, \"rope_type\": \"default\"},",
+                     NULL, NULL);
+  REQUIRE(tsl_import_hf(dir, scratch_path(out, "rope5-ckpt")) == TESSEL_OK);
+  REQUIRE(tsl_weights_open(out, &w) == TESSEL_OK);
+  CHECK(tsl_weights_model(w)->rope_theta == 500000.0);
+  tsl_weights_close(w);
+}
+
 static void test_refusals_name_the_problem(void) {
   refused(hf_dir("scaling", TESSEL_F32, "{\"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8.0},", NULL, NULL),
           TESSEL_E_UNSUPPORTED, "'rope_scaling' is set");
+  refused(hf_dir("scaling5", TESSEL_F32, "{\"rope_parameters\": {\"rope_theta\": 5e5, \"rope_type\": \"llama3\"},", NULL,
+                 NULL), TESSEL_E_UNSUPPORTED, "'rope_type' is llama3");
   refused(hf_dir("bias", TESSEL_F32, "{\"attention_bias\": true,", NULL, NULL), TESSEL_E_UNSUPPORTED, "'attention_bias'");
   refused(hf_dir("act", TESSEL_F32, "{\"hidden_act\": \"gelu\",", NULL, NULL), TESSEL_E_UNSUPPORTED, "'hidden_act' is gelu");
   refused(hf_dir("qwen", TESSEL_F32, "{\"model_type\": \"qwen2\",", NULL, NULL), TESSEL_E_UNSUPPORTED,
@@ -189,6 +203,7 @@ int main(void) {
   scratch_init("test_import");
   RUN(test_bf16_imports_as_its_values);
   RUN(test_shards_import_like_one_file);
+  RUN(test_rope_parameters);
   RUN(test_refusals_name_the_problem);
   scratch_cleanup();
   return HARNESS_EXIT();
