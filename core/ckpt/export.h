@@ -7,6 +7,12 @@
 ** ("transformer." + its name, Conv1D [in, out] weights — the orientation
 ** tessel trains in — and the LM head tied to wte), a Llama as
 ** LlamaForCausalLM (nn.Linear [out, in] weights, as checkpoints hold them).
+** A checkpoint with a tokenizer also gets tokenizer.json and
+** tokenizer_config.json there (AutoTokenizer.from_pretrained(dir) loads
+** them), and config.json's bos/eos_token_id are its end-of-text id.
+** The checkpoint is validated first (tsl_ckpt_open), and an OUT inside the
+** checkpoint directory is refused (TESSEL_E_CONFIG): it would overwrite the
+** checkpoint's own model.
 */
 #ifndef TSL_EXPORT_H
 #define TSL_EXPORT_H

@@ -12,8 +12,10 @@
 #include "ckpt/checkpoint.h"
 #include "ckpt/import_hf.h"
 #include "common/atomic_file.h"
+#include "common/log.h"
 #include "common/util.h"
 #include "optim/optim.h"
+#include "tokenizer/tokenizer.h"
 
 struct tsl_weights {
   char *dir;
@@ -27,17 +29,6 @@ struct tsl_weights {
 
 const tsl_model_settings *tsl_weights_model(const tsl_weights *w) { return &w->model; }
 int tsl_weights_is_hf(const tsl_weights *w) { return w->hf; }
-
-/* The parameter table of a model of these settings (no runtime needed). */
-static tsl_status params_for(const tsl_model_settings *m, tsl_params *out) {
-  tsl_settings s = {.model = *m};
-  int64_t dim[TESSEL_DIM_COUNT];
-  tsl_arch a;
-  tsl_status st = tsl_arch_for(&s, &a);
-  if (st < 0) return st;
-  tsl_model_dim_sizes(&s, 0, dim);
-  return tsl_params_register(out, &a, m->layers, dim, m->vocab_size, m->arch == TSL_ARCH_LLAMA);
-}
 
 /* A tensor by tessel name: GPT2LMHeadModel nests its tensors under
 ** "transformer." (some GPT-2 files do not), Llama's names are HF's own. */
@@ -126,7 +117,7 @@ tsl_status tsl_weights_open(const char *dir, tsl_weights **out) {
                    "(config.json)%s", dir, tsl_path_exists(dir) ? "" : ": it does not exist");
     goto fail;
   }
-  TSL_TRY(st, params_for(&w->model, &w->params));
+  TSL_TRY(st, tsl_ckpt_params_of(&w->model, &w->params));
   TSL_TRY(st, check_tensors(w));
   *out = w;
   w = NULL;
@@ -212,10 +203,7 @@ static tsl_status write_model_yaml(const char *path, const tsl_model_settings *m
     n += snprintf(text + n, sizeof text - (size_t)n, "  rope_theta: %s\n  norm_eps: %s\n  tie_embeddings: %s\n",
                   exact(m->rope_theta, theta, sizeof theta), exact(m->norm_eps, eps, sizeof eps),
                   m->tie_embeddings ? "true" : "false");
-  tsl_atomic_file af;
-  tsl_status st = tsl_atomic_open(path, &af);
-  if (st >= 0 && (st = tsl_atomic_write(&af, text, (size_t)n)) < 0) tsl_atomic_abort(&af);
-  return st >= 0 ? tsl_atomic_commit(&af) : st;
+  return tsl_atomic_write_file(path, text, (size_t)n);
 }
 
 /* the metadata of a checkpoint's safetensors files */
@@ -260,26 +248,56 @@ done:
   return st;
 }
 
+/* The directory's tokenizer.json, when there is one that tessel reads and
+** that fits the model's vocabulary (else NULL, and a warning says why: the
+** weights are imported all the same). */
+static tsl_tokenizer *hf_tokenizer(const tsl_weights *w) {
+  char *path = tsl_asprintf("%s/tokenizer.json", w->dir);
+  tsl_tokenizer *t = NULL;
+  if (path && tsl_path_exists(path)) {
+    if (tsl_tokenizer_load(path, &t) < 0)
+      tsl_warn("the checkpoint gets no tokenizer: %s", tsl_error_message());
+    else if (tsl_tokenizer_vocab_size(t) != w->model.vocab_size) {
+      tsl_warn("the checkpoint gets no tokenizer: %s has %d tokens, the model's vocabulary %d", path,
+               tsl_tokenizer_vocab_size(t), w->model.vocab_size);
+      tsl_tokenizer_free(t);
+      t = NULL;
+    }
+  }
+  free(path);
+  return t;
+}
+
 /* Every file of the checkpoint into the (new, empty) directory tmp. */
-static tsl_status write_checkpoint(const tsl_weights *w, const char *tmp) {
+static tsl_status write_checkpoint(const tsl_weights *w, const tsl_tokenizer *t, const char *tmp) {
   tsl_status st;
   char path[4096];
   tessel_optimizer_info oi;
   tsl_settings s = {.model = w->model};
   tsl_st_writer *empty = NULL;
   tsl_optimizer_describe(&s, &oi);
-  snprintf(path, sizeof path, "%s/model.safetensors", tmp);
+  snprintf(path, sizeof path, "%s/%s", tmp, tsl_ckpt_files[TSL_CKPT_MODEL]);
   TSL_TRY(st, write_file(w, path, 0, NULL));
-  snprintf(path, sizeof path, "%s/optimizer.safetensors", tmp);
+  snprintf(path, sizeof path, "%s/%s", tmp, tsl_ckpt_files[TSL_CKPT_OPTIMIZER]);
   TSL_TRY(st, write_file(w, path, oi.n_slots, oi.slot_names));
   /* no strategy wrote it: no private state */
-  snprintf(path, sizeof path, "%s/private.safetensors", tmp);
+  snprintf(path, sizeof path, "%s/%s", tmp, tsl_ckpt_files[TSL_CKPT_PRIVATE]);
   TSL_TRY(st, tsl_st_writer_begin(path, NULL, 0, meta_keys, meta_values, 1, &empty));
   TSL_TRY(st, tsl_st_writer_finish(empty));
-  snprintf(path, sizeof path, "%s/config.yaml", tmp);
+  snprintf(path, sizeof path, "%s/%s", tmp, tsl_ckpt_files[TSL_CKPT_CONFIG]);
   TSL_TRY(st, write_model_yaml(path, &w->model));
-  const tsl_ckpt_origin origin = {.step = 0, .world_size = 1, .plugin = "none", .plugin_version = ""};
-  TSL_TRY(st, tsl_ckpt_describe(tmp, &w->model, &origin));
+  tsl_ckpt_meta meta = {.step = 0, .world_size = 1, .model = w->model, .model_hash = tsl_ckpt_model_hash(&w->model)};
+  for (int f = 0; f < TSL_CKPT_N_FILES; f++) meta.files[f].present = f != TSL_CKPT_TOKENIZER || t;
+  if (t) {
+    size_t len;
+    const char *json = tsl_tokenizer_json(t, &len);
+    snprintf(path, sizeof path, "%s/%s", tmp, tsl_ckpt_files[TSL_CKPT_TOKENIZER]);
+    TSL_TRY(st, tsl_atomic_write_file(path, json, len));
+    meta.tokenizer_hash = tsl_tokenizer_hash(t);
+  }
+  snprintf(meta.plugin, sizeof meta.plugin, "none");
+  snprintf(meta.tessel_version, sizeof meta.tessel_version, "%s", TESSEL_VERSION_STRING);
+  TSL_TRY(st, tsl_ckpt_meta_write(tmp, &meta));
   TSL_TRY(st, tsl_fsync_path(tmp));
 fail:
   return st;
@@ -288,6 +306,7 @@ fail:
 tsl_status tsl_import_hf(const char *hf_dir, const char *out_dir) {
   tsl_status st;
   tsl_weights *w = NULL;
+  tsl_tokenizer *t = NULL;
   char *tmp = tsl_asprintf("%s.tmp-%d", out_dir, (int)getpid()), *parent = tsl_dirname(out_dir);
   if (!tmp || !parent) {
     st = tsl_error(TESSEL_E_NOMEM, "out of host memory");
@@ -303,14 +322,16 @@ tsl_status tsl_import_hf(const char *hf_dir, const char *out_dir) {
     st = tsl_error(TESSEL_E_IO, "%s is already a tessel checkpoint (it has trainer.json)", hf_dir);
     goto done;
   }
+  t = hf_tokenizer(w);
   st = tsl_remove_tree(tmp);
   if (st >= 0) st = tsl_mkdir_p(tmp);
-  if (st >= 0) st = write_checkpoint(w, tmp);
+  if (st >= 0) st = write_checkpoint(w, t, tmp);
   if (st >= 0 && rename(tmp, out_dir) != 0)
     st = tsl_error(TESSEL_E_IO, "%s: cannot rename into place: %s", out_dir, strerror(errno));
   if (st >= 0) st = tsl_fsync_path(parent);
   if (st < 0) tsl_remove_tree(tmp);
 done:
+  tsl_tokenizer_free(t);
   tsl_weights_close(w);
   free(tmp);
   free(parent);

@@ -1,8 +1,10 @@
 /* core/cli/cmd_export.c — `tessel export CKPT -o FILE`. */
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "ckpt/export.h"
 #include "cli/cli.h"
+#include "common/util.h"
 
 static int export_cmd(int argc, char **argv);
 
@@ -12,7 +14,9 @@ const tsl_command tsl_cmd_export = {
     "Writes the checkpoint's model as one fp32 safetensors file in Hugging Face layout and config.json in the\n"
     "same directory, so that transformers' from_pretrained(DIR) loads it: a GPT-2 as GPT2LMHeadModel\n"
     "(transformer.* names, Conv1D [in, out] weights, LM head tied to wte), a Llama as LlamaForCausalLM\n"
-    "(nn.Linear [out, in] weights). `tessel import DIR -o CKPT` reads it back.\n\n"
+    "(nn.Linear [out, in] weights). When the checkpoint holds a tokenizer, tokenizer.json and\n"
+    "tokenizer_config.json go there too (AutoTokenizer.from_pretrained(DIR)). `tessel import DIR -o CKPT`\n"
+    "reads the directory back.\n\n"
     "  -o, --out FILE   the safetensors file to write\n",
     export_cmd};
 
@@ -22,6 +26,9 @@ static int export_cmd(int argc, char **argv) {
   if (rc) return rc;
   tsl_status st = tsl_export_hf(ckpt, out);
   if (st < 0) return tsl_fail(st);
-  printf("wrote %s (and config.json beside it)\n", out);
+  char *tok = tsl_asprintf("%s/tokenizer.json", ckpt);
+  printf("wrote %s (and config.json%s beside it)\n", out,
+         tok && tsl_path_exists(tok) ? ", tokenizer.json, tokenizer_config.json" : "");
+  free(tok);
   return TSL_EXIT_OK;
 }

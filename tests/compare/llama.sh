@@ -8,7 +8,7 @@ TESSEL=$1; SRC=$2; TMP=$3
 WORK=$TMP/compare_llama.$$
 rm -rf "$WORK"; mkdir -p "$WORK"; cd "$SRC"
 fail() { echo "FAIL: $*" >&2; exit 1; }
-common=(--steps 8 --set model.layers=2 --set device.threads=1 --set data.dir="$WORK/data" --set log.every=100)
+common=(--steps 8 --repeat 1 --set model.layers=2 --set device.threads=1 --set data.dir="$WORK/data" --set log.every=100)
 
 "$TESSEL" compare configs/llama.yaml tests/compare/llama_ddp.yaml@2 tests/compare/llama_hybrid.yaml@2 \
   --out "$WORK/good" "${common[@]}" >"$WORK/good.out" 2>&1 || { cat "$WORK/good.out" >&2; fail "the comparison failed"; }

@@ -8,7 +8,9 @@
 ** large model, it imports bit-identical to the single file. Directories
 ** transformers would read differently from tessel, or not at all, are
 ** refused with the key or tensor named, and a failed import leaves
-** nothing behind.
+** nothing behind. A tokenizer.json beside the weights (the Llama 3-style
+** BPE of tests/tokenizer/fixtures) comes into the checkpoint when it fits
+** the vocabulary.
 */
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,9 +18,11 @@
 
 #include "../data/scratch.h"
 #include "bf16.h"
+#include "ckpt/checkpoint.h"
 #include "ckpt/import.h"
 #include "ckpt/safetensors.h"
 #include "harness.h"
+#include "tokenizer/tokenizer.h"
 
 #define FIXTURE "tests/fixtures/llama_tiny"
 
@@ -77,6 +81,47 @@ static char *hf_dir(const char *name, tessel_dtype dtype, const char *edit, cons
   write_tensors(path, src, 0, tsl_st_count(src), dtype, skip, extra);
   tsl_st_close(src);
   return dir;
+}
+
+/* DIR (from hf_dir) with a tokenizer.json, and the vocabulary grown to
+** `vocab` rows when larger than the fixture's 96 (the new rows zero). */
+static void add_tokenizer(const char *dir, const char *tokenizer, int vocab) {
+  char path[1100], *text = NULL;
+  size_t len = 0;
+  REQUIRE(tsl_read_file(tokenizer, &text, &len) == TESSEL_OK);
+  snprintf(path, sizeof path, "%s/tokenizer.json", dir);
+  scratch_write(path, text, len);
+  free(text);
+  if (vocab == 96) return;
+  tsl_st_file *src;
+  REQUIRE(tsl_st_open(FIXTURE "/model.safetensors", &src) == TESSEL_OK);
+  int n = tsl_st_count(src);
+  tsl_st_desc descs[64];
+  for (int i = 0; i < n; i++) {
+    descs[i] = *tsl_st_desc_at(src, i);
+    if (descs[i].shape[0] == 96) descs[i].shape[0] = vocab;
+  }
+  snprintf(path, sizeof path, "%s/model.safetensors", dir);
+  tsl_st_writer *w;
+  REQUIRE(tsl_st_writer_begin(path, descs, n, NULL, NULL, 0, &w) == TESSEL_OK);
+  for (int i = 0; i < n; i++) {
+    uint64_t bytes, want = (uint64_t)descs[i].shape[0] * (uint64_t)(descs[i].ndim > 1 ? descs[i].shape[1] : 1) * 4;
+    const void *data = tsl_st_data(src, i, &bytes);
+    unsigned char *out = calloc(1, want);
+    REQUIRE(out);
+    memcpy(out, data, bytes);
+    REQUIRE(tsl_st_writer_put(w, i, out, want) == TESSEL_OK);
+    free(out);
+  }
+  REQUIRE(tsl_st_writer_finish(w) == TESSEL_OK);
+  tsl_st_close(src);
+  snprintf(path, sizeof path, "%s/config.json", dir);
+  REQUIRE(tsl_read_file(path, &text, &len) == TESSEL_OK);
+  FILE *f = fopen(path, "w");
+  REQUIRE(f);
+  fprintf(f, "{\"vocab_size\": %d,%s", vocab, strchr(text, '{') + 1);
+  fclose(f);
+  free(text);
 }
 
 /* The tensors of CKPT/model.safetensors equal those of another one. */
@@ -177,6 +222,30 @@ static void test_rope_parameters(void) {
   tsl_weights_close(w);
 }
 
+/* A tokenizer.json tessel reads and of the model's vocabulary goes into the
+** checkpoint; one of another size is left out, the weights imported. */
+static void test_tokenizer_comes_along(void) {
+  static const char *const tokenizer = "tests/tokenizer/fixtures/llama3_512.json";
+  char out[1024];
+  tsl_tokenizer *t;
+  tsl_ckpt c;
+  REQUIRE(tsl_tokenizer_load(tokenizer, &t) == TESSEL_OK);
+  char *dir = hf_dir("with-tokenizer", TESSEL_F32, NULL, NULL, NULL);
+  add_tokenizer(dir, tokenizer, 512);
+  REQUIRE(tsl_import_hf(dir, scratch_path(out, "with-tokenizer-ckpt")) == TESSEL_OK);
+  REQUIRE(tsl_ckpt_open(out, &c) == TESSEL_OK);
+  CHECK_EQ_INT(c.arch.vocab_size, 512);
+  CHECK(c.tokenizer != NULL && c.tokenizer_hash == tsl_tokenizer_hash(t));
+  tsl_ckpt_close(&c);
+  dir = hf_dir("other-tokenizer", TESSEL_F32, NULL, NULL, NULL);
+  add_tokenizer(dir, tokenizer, 96);
+  REQUIRE(tsl_import_hf(dir, scratch_path(out, "other-tokenizer-ckpt")) == TESSEL_OK);
+  REQUIRE(tsl_ckpt_open(out, &c) == TESSEL_OK);
+  CHECK(c.tokenizer == NULL);
+  tsl_ckpt_close(&c);
+  tsl_tokenizer_free(t);
+}
+
 static void test_refusals_name_the_problem(void) {
   refused(hf_dir("scaling", TESSEL_F32, "{\"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8.0},", NULL, NULL),
           TESSEL_E_UNSUPPORTED, "'rope_scaling' is set");
@@ -204,6 +273,7 @@ int main(void) {
   RUN(test_bf16_imports_as_its_values);
   RUN(test_shards_import_like_one_file);
   RUN(test_rope_parameters);
+  RUN(test_tokenizer_comes_along);
   RUN(test_refusals_name_the_problem);
   scratch_cleanup();
   return HARNESS_EXIT();
