@@ -27,6 +27,10 @@ extern const tsl_command tsl_cmd_run, tsl_cmd_check, tsl_cmd_plugins, tsl_cmd_da
     tsl_cmd_import, tsl_cmd_bench, tsl_cmd_launch, tsl_cmd_plugin_check, tsl_cmd_compare, tsl_cmd_tokenizer;
 
 /* Print "tessel CMD: message" and the usage line; returns TSL_EXIT_USAGE. */
+/* `tessel COMMAND ...`: the program's whole command line (argv[1] is the
+** command); returns its exit status. */
+int tsl_cli_main(int argc, char **argv);
+
 int tsl_usage_error(const tsl_command *cmd, const char *fmt, ...) TSL_PRINTF(2, 3);
 /* If argv asks for help, print the command's usage and return 1. */
 int tsl_wants_help(const tsl_command *cmd, int argc, char **argv);

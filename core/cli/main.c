@@ -40,9 +40,7 @@ static int unknown(const char *name) {
   return TSL_EXIT_USAGE;
 }
 
-const char *tessel_version(void) { return TESSEL_VERSION_STRING; }
-
-int tessel_main(int argc, char **argv) {
+int tsl_cli_main(int argc, char **argv) {
   if (argc < 2) {
     overview(stderr);
     return TSL_EXIT_USAGE;
