@@ -87,6 +87,7 @@ static tsl_status read_model(tsl_cfg *root, tsl_settings *s) {
   }
   int64_t c = ok[2] ? v[2] : 1;
   keep(&st, tsl_cfg_int(m, "ffn", arch == TSL_ARCH_LLAMA ? swiglu_ffn(c) : 4 * c, 1, 1 << 24, &ffn));
+  keep(&st, tsl_cfg_string(m, "init_from", NULL, &s->model.init_from));
   if (arch == TSL_ARCH_LLAMA && ok[1] && ok[2] && v[2] % v[1] == 0 && (v[2] / v[1]) % 2 != 0)
     keep(&st, tsl_cfg_error(m, "heads", "heads of %lld channels (%lld / %lld): rotary positions rotate pairs, so "
                             "the head size must be even", (long long)(v[2] / v[1]), (long long)v[2], (long long)v[1]));
