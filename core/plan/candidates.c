@@ -189,18 +189,20 @@ static int wanted(const tsl_plan *p, const char *name) {
 }
 
 /* The configuration's own plugin section, as it is (planned later, like
-** every candidate). The configuration is read here first: a mistake in it
-** is the user's to fix before anything can be planned. */
+** every candidate). The configuration is checked here first, all of it but
+** the strategy's section: a mistake there (an unknown key, a missing file,
+** weights that do not fit the model) is the user's to fix before anything
+** can be planned, and would refuse every candidate alike. */
 static tsl_status add_as_configured(tsl_plan *p) {
-  tsl_config *cfg = NULL;
-  tsl_settings s;
-  tsl_status st = tsl_config_load(p->config, p->sets, p->n_sets, &cfg);
-  if (st >= 0) st = tsl_config_outcome(cfg, tsl_settings_read(cfg, &s));
+  tsl_runtime rt = {0};
+  tsl_world_single(&rt.world, 1);
+  tsl_status st = tsl_runtime_configure_core(&rt, p->config, p->sets, p->n_sets);
   if (st >= 0) {
-    p->cuda = s.device.kind == TSL_DEVICE_CUDA;
-    if (s.plugin.name && wanted(p, s.plugin.name)) st = tsl_plan_add(p, s.plugin.name, "", 1);
+    p->cuda = rt.settings.device.kind == TSL_DEVICE_CUDA;
+    if (rt.settings.plugin.name && wanted(p, rt.settings.plugin.name))
+      st = tsl_plan_add(p, rt.settings.plugin.name, "", 1);
   }
-  tsl_config_free(cfg);
+  tsl_runtime_destroy(&rt);
   return st;
 }
 

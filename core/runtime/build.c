@@ -13,8 +13,8 @@
 #include "plugin/host.h"
 #include "tokenizer/tokenizer.h"
 
-tsl_status tsl_runtime_configure(tsl_runtime *rt, const char *path, const char *const *sets, int n_sets,
-                                  int world_size) {
+/* tsl_runtime_configure, the strategy started only when `world_size` > 0. */
+static tsl_status configure(tsl_runtime *rt, const char *path, const char *const *sets, int n_sets, int world_size) {
   tsl_status st = tsl_config_load(path, sets, n_sets, &rt->config);
   if (st < 0) return st;
   /* each stage goes on after a mistake where it can, so that every mistake
@@ -30,11 +30,20 @@ tsl_status tsl_runtime_configure(tsl_runtime *rt, const char *path, const char *
   /* pretrained weights are compared with a model section that read cleanly */
   tsl_status weights = st >= 0 ? tsl_init_from_check(&rt->settings) : TESSEL_OK;
   /* a strategy reads the model's settings: start it only on valid ones */
-  if (st >= 0) st = tsl_strategy_start(rt, world_size);
+  if (st >= 0 && world_size > 0) st = tsl_strategy_start(rt, world_size);
   if (st < 0 || !rt->plugin) tsl_cfg_skip_unknown(rt->settings.plugin.section);
   tsl_status unknown = tsl_cfg_check_unknown(tsl_config_root(rt->config));
   if (st >= 0) st = files < 0 ? files : weights < 0 ? weights : unknown;
   return tsl_config_outcome(rt->config, st);
+}
+
+tsl_status tsl_runtime_configure(tsl_runtime *rt, const char *path, const char *const *sets, int n_sets,
+                                  int world_size) {
+  return configure(rt, path, sets, n_sets, world_size);
+}
+
+tsl_status tsl_runtime_configure_core(tsl_runtime *rt, const char *path, const char *const *sets, int n_sets) {
+  return configure(rt, path, sets, n_sets, 0);
 }
 
 /* Find and load libtessel-cuda.so: beside libtessel, then in the build tree. */

@@ -13,6 +13,10 @@
 ** (tsl_config_outcome). */
 tsl_status tsl_runtime_configure(tsl_runtime *rt, const char *path, const char *const *sets, int n_sets,
                                   int world_size);
+/* The same without the strategy: every mistake of the configuration outside
+** its plugin section (whose keys are left to the strategy), for planning
+** before any strategy is chosen. */
+tsl_status tsl_runtime_configure_core(tsl_runtime *rt, const char *path, const char *const *sets, int n_sets);
 /* Select and start the device backend, the memory ledger and the streams. */
 tsl_status tsl_runtime_devices(tsl_runtime *rt);
 /* Build the communicators of the strategy's mesh (collective). */

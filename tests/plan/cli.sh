@@ -33,6 +33,10 @@ printf 'model: {layers: 2\n' >"$WORK/broken.yaml"
 expect_exit 2 "broken.yaml:" plan "$WORK/broken.yaml" --world 2
 printf '{"compute": {"device": "gpu"}, "links": []}\n' >"$WORK/bad.json"
 expect_exit 2 "bad.json: compute.peak_tflops" plan $g --world 2 --profile "$WORK/bad.json"
+# a mistake outside the plugin section is the configuration's, not a
+# candidate's: exit 2 once, before anything is planned
+expect_exit 2 "unknown key 'bogus' in model" plan $g --world 2 --set model.bogus=1
+expect_exit 2 "init_from: cannot start from these weights" plan $g --world 2 --set model.init_from="$WORK/none"
 expect_exit 0 "nosuch {(defaults)}:.*not found" plan $g --world 2 --strategy nosuch
 expect_exit 0 "profile: none" plan $g --world 2 --strategy ddp
 
