@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "ckpt/checkpoint.h"
-#include "ckpt/export.h"
+#include "export/export.h"
 #include "common/util.h"
 #include "fixture.h"
 #include "harness.h"

@@ -1,0 +1,56 @@
+/*
+** tools/cli/cli.h — the `tessel` command line.
+**
+** Each command is a table entry with its summary, its usage text and its
+** function; `tessel help CMD` and `tessel CMD --help` print the usage.
+** Exit codes: 0 success, 1 runtime failure, 2 usage or configuration error;
+** `run` also 75 (TSL_EXIT_STOPPED, train/signals.h) when it stopped early
+** with a checkpoint.
+*/
+#ifndef TSL_CLI_H
+#define TSL_CLI_H
+
+#include "common/status.h"
+
+#define TSL_EXIT_OK 0
+#define TSL_EXIT_FAILURE 1
+#define TSL_EXIT_USAGE 2
+
+typedef struct tsl_command {
+  const char *name;
+  const char *summary;
+  const char *usage; /* full help text */
+  int (*run)(int argc, char **argv); /* argv[0] is the command name */
+} tsl_command;
+
+extern const tsl_command tsl_cmd_run, tsl_cmd_check, tsl_cmd_plugins, tsl_cmd_data, tsl_cmd_sample, tsl_cmd_export,
+    tsl_cmd_import, tsl_cmd_bench, tsl_cmd_launch, tsl_cmd_plugin_check, tsl_cmd_compare, tsl_cmd_tokenizer,
+    tsl_cmd_plan;
+
+/* `tessel bench comm ...` (argv[0] is "comm"). */
+int tsl_bench_comm(int argc, char **argv);
+
+/* `tessel COMMAND ...`: the program's whole command line (argv[1] is the
+** command); returns its exit status. */
+int tsl_cli_main(int argc, char **argv);
+
+/* Print "tessel CMD: message" and the usage line; returns TSL_EXIT_USAGE. */
+int tsl_usage_error(const tsl_command *cmd, const char *fmt, ...) TSL_PRINTF(2, 3);
+/* If argv asks for help, print the command's usage and return 1. */
+int tsl_wants_help(const tsl_command *cmd, int argc, char **argv);
+/* `tessel CMD ARG -o OUT` (or --out OUT): *arg and *out, 0 when they parse,
+** else a usage error naming `what` ARG is (returns TSL_EXIT_USAGE). */
+int tsl_parse_arg_out(const tsl_command *cmd, int argc, char **argv, const char *what, const char **arg,
+                      const char **out);
+/* Print the current error and return the exit code for `st`. */
+int tsl_fail(tsl_status st);
+/* Parse a whole non-negative integer / number; -1 on junk. */
+int tsl_parse_count(const char *s, long long *out);
+/* An integer option in [lo, hi] into an int; 1 when valid, 0 otherwise. */
+int tsl_option_int(const char *s, long long lo, long long hi, int *out);
+int tsl_parse_number(const char *s, double *out);
+/* Room for every repeatable option of a command line of argc words (one
+** more for a caller's own): a zeroed heap array, NULL when out of memory. */
+const char **tsl_option_slots(int argc);
+
+#endif

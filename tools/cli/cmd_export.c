@@ -1,0 +1,34 @@
+/* tools/cli/cmd_export.c — `tessel export CKPT -o FILE`. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "export/export.h"
+#include "cli/cli.h"
+#include "common/util.h"
+
+static int export_cmd(int argc, char **argv);
+
+const tsl_command tsl_cmd_export = {
+    "export", "write a checkpoint as a Hugging Face model (safetensors + config.json)",
+    "usage: tessel export CKPT_DIR -o FILE.safetensors\n\n"
+    "Writes the checkpoint's model as one fp32 safetensors file in Hugging Face layout and config.json in the\n"
+    "same directory, so that transformers' from_pretrained(DIR) loads it: a GPT-2 as GPT2LMHeadModel\n"
+    "(transformer.* names, Conv1D [in, out] weights, LM head tied to wte), a Llama as LlamaForCausalLM\n"
+    "(nn.Linear [out, in] weights). When the checkpoint holds a tokenizer, tokenizer.json and\n"
+    "tokenizer_config.json go there too (AutoTokenizer.from_pretrained(DIR)). `tessel import DIR -o CKPT`\n"
+    "reads the directory back.\n\n"
+    "  -o, --out FILE   the safetensors file to write\n",
+    export_cmd};
+
+static int export_cmd(int argc, char **argv) {
+  const char *ckpt, *out;
+  int rc = tsl_parse_arg_out(&tsl_cmd_export, argc, argv, "checkpoint directory", &ckpt, &out);
+  if (rc) return rc;
+  tsl_status st = tsl_export_hf(ckpt, out);
+  if (st < 0) return tsl_fail(st);
+  char *tok = tsl_asprintf("%s/tokenizer.json", ckpt);
+  printf("wrote %s (and config.json%s beside it)\n", out,
+         tok && tsl_path_exists(tok) ? ", tokenizer.json, tokenizer_config.json" : "");
+  free(tok);
+  return TSL_EXIT_OK;
+}

@@ -1,0 +1,68 @@
+/* tools/cli/main.c — `tessel COMMAND ...` */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "common/util.h"
+#include "tessel/tessel.h"
+
+static const tsl_command *const commands[] = {&tsl_cmd_run,    &tsl_cmd_launch, &tsl_cmd_check,  &tsl_cmd_plugins,
+                                              &tsl_cmd_data,   &tsl_cmd_tokenizer, &tsl_cmd_sample, &tsl_cmd_export, &tsl_cmd_import, &tsl_cmd_bench, &tsl_cmd_plugin_check, &tsl_cmd_compare, &tsl_cmd_plan};
+
+static void overview(FILE *out) {
+  fprintf(out,
+          "tessel %s — train GPT-style language models across devices from one YAML file\n\n"
+          "usage: tessel COMMAND [ARGS...]\n\ncommands:\n",
+          tessel_version());
+  for (size_t i = 0; i < TSL_ARRAY_LEN(commands); i++) fprintf(out, "  %-12s %s\n", commands[i]->name, commands[i]->summary);
+  fprintf(out, "  %-12s %s\n  %-12s %s\n", "version", "print the version", "help", "help for a command: tessel help CMD");
+  fprintf(out, "\nexit status: 0 success, 1 runtime failure, 2 usage or configuration error, 3 the strategy\n"
+               "declines this device, 75 a run that stopped early with a checkpoint (signal or time limit): run\n"
+               "it again to resume\n");
+}
+
+static const tsl_command *find(const char *name) {
+  for (size_t i = 0; i < TSL_ARRAY_LEN(commands); i++)
+    if (strcmp(commands[i]->name, name) == 0) return commands[i];
+  return NULL;
+}
+
+static int unknown(const char *name) {
+  const char *names[TSL_ARRAY_LEN(commands) + 2];
+  for (size_t i = 0; i < TSL_ARRAY_LEN(commands); i++) names[i] = commands[i]->name;
+  names[TSL_ARRAY_LEN(commands)] = "version";
+  names[TSL_ARRAY_LEN(commands) + 1] = "help";
+  const char *near = tsl_closest(name, names, (int)TSL_ARRAY_LEN(names));
+  fprintf(stderr, "tessel: unknown command '%s'%s%s%s; see `tessel help`\n", name, near ? " (did you mean '" : "",
+          near ? near : "", near ? "'?)" : "");
+  return TSL_EXIT_USAGE;
+}
+
+int tsl_cli_main(int argc, char **argv) {
+  if (argc < 2) {
+    overview(stderr);
+    return TSL_EXIT_USAGE;
+  }
+  const char *name = argv[1];
+  if (!strcmp(name, "help") || !strcmp(name, "--help") || !strcmp(name, "-h")) {
+    if (argc > 2) {
+      const tsl_command *c = find(argv[2]);
+      if (!c) return unknown(argv[2]);
+      fputs(c->usage, stdout);
+      return TSL_EXIT_OK;
+    }
+    overview(stdout);
+    return TSL_EXIT_OK;
+  }
+  if (!strcmp(name, "version") || !strcmp(name, "--version")) {
+    printf("tessel %s (plugin ABI %u.%u)\n", tessel_version(), TESSEL_ABI_MAJOR(TESSEL_ABI_VERSION),
+           TESSEL_ABI_MINOR(TESSEL_ABI_VERSION));
+    return TSL_EXIT_OK;
+  }
+  const tsl_command *c = find(name);
+  if (!c) return unknown(name);
+  if (tsl_wants_help(c, argc - 1, argv + 1)) return TSL_EXIT_OK;
+  return c->run(argc - 1, argv + 1);
+}

@@ -1,0 +1,172 @@
+/* tools/export/export.c */
+#include "export/export.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ckpt/checkpoint.h"
+#include "common/atomic_file.h"
+#include "common/util.h"
+#include "tokenizer/tokenizer.h"
+
+/* config.json for transformers: GPT2LMHeadModel or LlamaForCausalLM. */
+static cJSON *hf_config(const tsl_model_settings *m) {
+  cJSON *root = cJSON_CreateObject(), *arch = cJSON_AddArrayToObject(root, "architectures");
+  if (m->arch == TSL_ARCH_LLAMA) {
+    cJSON_AddItemToArray(arch, cJSON_CreateString("LlamaForCausalLM"));
+    cJSON_AddStringToObject(root, "model_type", "llama");
+    cJSON_AddNumberToObject(root, "num_hidden_layers", m->layers);
+    cJSON_AddNumberToObject(root, "num_attention_heads", m->heads);
+    cJSON_AddNumberToObject(root, "num_key_value_heads", m->kv_heads);
+    cJSON_AddNumberToObject(root, "hidden_size", m->channels);
+    cJSON_AddNumberToObject(root, "intermediate_size", m->ffn);
+    cJSON_AddNumberToObject(root, "max_position_embeddings", m->seq_len);
+    cJSON_AddNumberToObject(root, "rope_theta", m->rope_theta);
+    cJSON_AddNumberToObject(root, "rms_norm_eps", m->norm_eps);
+    cJSON_AddStringToObject(root, "hidden_act", "silu");
+    cJSON_AddBoolToObject(root, "attention_bias", 0);
+    cJSON_AddBoolToObject(root, "mlp_bias", 0);
+    cJSON_AddNumberToObject(root, "attention_dropout", 0);
+  } else {
+    cJSON_AddItemToArray(arch, cJSON_CreateString("GPT2LMHeadModel"));
+    cJSON_AddStringToObject(root, "model_type", "gpt2");
+    cJSON_AddNumberToObject(root, "n_layer", m->layers);
+    cJSON_AddNumberToObject(root, "n_head", m->heads);
+    cJSON_AddNumberToObject(root, "n_embd", m->channels);
+    cJSON_AddNumberToObject(root, "n_inner", m->ffn);
+    cJSON_AddNumberToObject(root, "n_positions", m->seq_len);
+    cJSON_AddNumberToObject(root, "n_ctx", m->seq_len);
+    cJSON_AddStringToObject(root, "activation_function", "gelu_new");
+    cJSON_AddNumberToObject(root, "layer_norm_epsilon", 1e-5);
+    cJSON_AddNumberToObject(root, "resid_pdrop", 0);
+    cJSON_AddNumberToObject(root, "embd_pdrop", 0);
+    cJSON_AddNumberToObject(root, "attn_pdrop", 0);
+  }
+  cJSON_AddNumberToObject(root, "vocab_size", m->vocab_size);
+  cJSON_AddBoolToObject(root, "tie_word_embeddings", m->tie_embeddings);
+  cJSON_AddStringToObject(root, "torch_dtype", "float32");
+  return root;
+}
+
+/* config.json; eot >= 0 is the tokenizer's end-of-text id (GPT-2's
+** default, 50256, is outside other vocabularies). */
+static tsl_status write_hf_config(const tsl_ckpt *c, const char *path, int eot) {
+  tsl_status st;
+  cJSON *root = hf_config(&c->arch);
+  if (eot >= 0) {
+    cJSON_AddNumberToObject(root, "bos_token_id", eot);
+    cJSON_AddNumberToObject(root, "eos_token_id", eot);
+  }
+  char *text = cJSON_Print(root);
+  cJSON_Delete(root);
+  if (!text) return tsl_error(TESSEL_E_NOMEM, "out of host memory writing %s", path);
+  st = tsl_atomic_write_file(path, text, strlen(text));
+  free(text);
+  return st;
+}
+
+/* tokenizer.json as stored in the checkpoint, and the tokenizer_config.json
+** that makes transformers.AutoTokenizer load it as a fast tokenizer. */
+static tsl_status write_tokenizer_files(const tsl_ckpt *c, const tsl_tokenizer *t, const char *dir) {
+  tsl_status st;
+  size_t len;
+  const char *json = tsl_tokenizer_json(t, &len);
+  char *path = tsl_asprintf("%s/tokenizer.json", dir), *text = NULL;
+  if (!path) return TESSEL_E_NOMEM;
+  st = tsl_atomic_write_file(path, json, len);
+  free(path);
+  if (st < 0) return st;
+  cJSON *root = cJSON_CreateObject();
+  cJSON_AddStringToObject(root, "tokenizer_class", "PreTrainedTokenizerFast");
+  cJSON_AddNumberToObject(root, "model_max_length", c->arch.seq_len);
+  cJSON_AddBoolToObject(root, "clean_up_tokenization_spaces", 0);
+  int eot = tsl_tokenizer_eot(t);
+  if (eot >= 0) {
+    size_t n;
+    const char *s = tsl_tokenizer_token(t, eot, &n);
+    char *name = tsl_asprintf("%.*s", (int)n, s);
+    if (name) {
+      cJSON_AddStringToObject(root, "bos_token", name);
+      cJSON_AddStringToObject(root, "eos_token", name);
+    }
+    free(name);
+  }
+  text = cJSON_Print(root);
+  cJSON_Delete(root);
+  path = tsl_asprintf("%s/tokenizer_config.json", dir);
+  st = text && path ? tsl_atomic_write_file(path, text, strlen(text)) : tsl_error(TESSEL_E_NOMEM, "out of host memory");
+  free(text);
+  free(path);
+  return st;
+}
+
+/* The export writes its file and config.json into one directory; when that
+** is the checkpoint's own, it would replace model.safetensors (or add to a
+** directory whose every file trainer.json accounts for). */
+static tsl_status check_destination(const char *ckpt_dir, const char *out_path) {
+  char *dir = tsl_dirname(out_path);
+  char *a = dir ? realpath(dir, NULL) : NULL, *b = realpath(ckpt_dir, NULL);
+  int same = a && b && strcmp(a, b) == 0;
+  free(dir);
+  free(a);
+  free(b);
+  if (!same) return TESSEL_OK;
+  return tsl_error(TESSEL_E_CONFIG,
+                   "%s is inside the checkpoint %s: exporting there would overwrite the checkpoint's own files. "
+                   "Write the export to another directory (it holds the .safetensors file and config.json).",
+                   out_path, ckpt_dir);
+}
+
+tsl_status tsl_export_hf(const char *ckpt_dir, const char *out_path) {
+  tsl_status st;
+  tsl_ckpt c = {0};
+  tsl_st_writer *w = NULL;
+  tsl_st_desc *descs = NULL;
+  char (*names)[128] = NULL;
+  char *dir = NULL, *config = NULL;
+  tsl_tokenizer *t = NULL;
+  TSL_TRY(st, check_destination(ckpt_dir, out_path));
+  TSL_TRY(st, tsl_ckpt_open(ckpt_dir, &c));
+  if (c.tokenizer) TSL_TRY(st, tsl_tokenizer_load(c.tokenizer, &t));
+  int n = tsl_st_count(c.model);
+  descs = calloc((size_t)n, sizeof *descs);
+  names = calloc((size_t)n, sizeof *names);
+  if (!descs || !names) {
+    st = tsl_error(TESSEL_E_NOMEM, "out of host memory exporting %s", ckpt_dir);
+    goto fail;
+  }
+  for (int i = 0; i < n; i++) {
+    descs[i] = *tsl_st_desc_at(c.model, i);
+    /* GPT2LMHeadModel nests its tensors under "transformer."; Llama's names
+    ** are already the full Hugging Face ones */
+    snprintf(names[i], sizeof names[i], "%s%s", c.arch.arch == TSL_ARCH_GPT2 ? "transformer." : "", descs[i].name);
+    descs[i].name = names[i];
+  }
+  static const char *const keys[] = {"format"};
+  static const char *const values[] = {"pt"};
+  TSL_TRY(st, tsl_st_writer_begin(out_path, descs, n, keys, values, 1, &w));
+  for (int i = 0; i < n; i++) {
+    uint64_t bytes;
+    const void *data = tsl_st_data(c.model, i, &bytes);
+    if ((st = tsl_st_writer_put(w, i, data, bytes)) < 0) {
+      tsl_st_writer_abort(w);
+      goto fail;
+    }
+  }
+  st = tsl_st_writer_finish(w);
+  if (st < 0) goto fail;
+  dir = tsl_dirname(out_path);
+  config = dir ? tsl_asprintf("%s/config.json", dir) : NULL;
+  st = config ? write_hf_config(&c, config, t ? tsl_tokenizer_eot(t) : -1) : TESSEL_E_NOMEM;
+  if (st >= 0 && t) st = write_tokenizer_files(&c, t, dir);
+fail:
+  tsl_tokenizer_free(t);
+  free(descs);
+  free(names);
+  free(dir);
+  free(config);
+  tsl_ckpt_close(&c);
+  return st;
+}
