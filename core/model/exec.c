@@ -8,7 +8,11 @@
 ** overwrites it, later ones go through a scratch buffer and are added.
 ** The residual stream and every residual branch share one gradient buffer
 ** (d(branch) = d(stream after the add)), so a residual op's backward is
-** nothing at all. Parameter gradients are always accumulated. */
+** nothing at all. Parameter gradients are always accumulated.
+**
+** Around both, the unit's activations are brought where compute reads them
+** (offload.c), and before backward the forward ops the unit's plan reruns
+** remake what it did not keep (recompute.c). */
 #include <string.h>
 
 #include "common/util.h"
@@ -152,18 +156,39 @@ static tsl_status forward_op(const run *r, int micro) {
   return tsl_error(TESSEL_E_INTERNAL, "unknown op kind %d", (int)r->op->kind);
 }
 
-tsl_status tsl_exec_forward(tsl_model *m, const tessel_op_ctx *c, int slot, int unit, int micro) {
+/* Run forward op k of a unit, naming it if it fails. */
+static tsl_status forward_at(tsl_model *m, const tessel_op_ctx *c, int slot, int unit, int micro, int k) {
   const tsl_unit *u = &m->units[unit];
-  for (int k = 0; k < u->info.n_ops; k++) {
-    tessel_op_ctx ck = *c;
-    ck.op = &u->ops[k];
-    run r = {m, &ck, slot, unit, u->decl, &u->ops[k], &u->decl->ops[k], 0};
-    tsl_status st = forward_op(&r, micro);
-    if (st < 0) return tsl_error_wrap(st, "unit %d, %s of '%s'", unit, tsl_op_kind_name(u->ops[k].kind),
-                                      u->decl->acts[u->decl->ops[k].out[0] >= 0 ? u->decl->ops[k].out[0]
-                                                                                 : u->decl->ops[k].in[0]].name);
+  tessel_op_ctx ck = *c;
+  ck.op = &u->ops[k];
+  run r = {m, &ck, slot, unit, u->decl, &u->ops[k], &u->decl->ops[k], 0};
+  tsl_status st = forward_op(&r, micro);
+  if (st < 0) {
+    const tsl_op_decl *od = &u->decl->ops[k];
+    return tsl_error_wrap(st, "unit %d, %s of '%s'", unit, tsl_op_kind_name(u->ops[k].kind),
+                          u->decl->acts[od->out[0] >= 0 ? od->out[0] : od->in[0]].name);
   }
   return TESSEL_OK;
+}
+
+tsl_status tsl_exec_forward(tsl_model *m, const tessel_op_ctx *c, int slot, int unit, int micro) {
+  tsl_status st;
+  TSL_TRY(st, tsl_offload_enter(m, slot, unit, 0));
+  for (int k = 0; k < m->units[unit].info.n_ops; k++) TSL_TRY(st, forward_at(m, c, slot, unit, micro, k));
+  return tsl_offload_leave(m, slot, unit, 0);
+fail:
+  return st;
+}
+
+/* The unit's forward ops its plan reruns, before its backward. */
+static tsl_status recompute(tsl_model *m, const tessel_op_ctx *c, int slot, int unit) {
+  tsl_status st;
+  const tsl_unit *u = &m->units[unit];
+  for (int k = 0; k < u->info.n_ops; k++)
+    if (u->plan.rerun[k]) TSL_TRY(st, forward_at(m, c, slot, unit, c->micro, k));
+  return TESSEL_OK;
+fail:
+  return st;
 }
 
 /* ---- backward ---- */
@@ -284,8 +309,11 @@ static tsl_status backward_op(const run *r, written *w) {
 }
 
 tsl_status tsl_exec_backward(tsl_model *m, const tessel_op_ctx *c, int slot, int unit) {
+  tsl_status st;
   const tsl_unit *u = &m->units[unit];
   written w = {.n = 0};
+  TSL_TRY(st, tsl_offload_enter(m, slot, unit, 1));
+  TSL_TRY(st, recompute(m, c, slot, unit));
   /* the stream's gradient holds d(output) on entry, except at the head,
   ** where backward starts */
   if (u->info.kind != TESSEL_UNIT_HEAD) mark(&w, m->dres);
@@ -293,8 +321,11 @@ tsl_status tsl_exec_backward(tsl_model *m, const tessel_op_ctx *c, int slot, int
     tessel_op_ctx ck = *c;
     ck.op = &u->ops[k];
     run r = {m, &ck, slot, unit, u->decl, &u->ops[k], &u->decl->ops[k], 0};
-    tsl_status st = backward_op(&r, &w);
+    st = backward_op(&r, &w);
     if (st < 0) return tsl_error_wrap(st, "unit %d, backward of %s", unit, tsl_op_kind_name(u->ops[k].kind));
   }
-  return TESSEL_OK;
+  TSL_TRY(st, tsl_offload_leave(m, slot, unit, 1));
+  return tsl_offload_prefetch(m, slot, unit - 1);
+fail:
+  return st;
 }

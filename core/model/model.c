@@ -168,16 +168,6 @@ fail:
   return st;
 }
 
-/* The reduction scratch the core's kernels need (cross-entropy row maxima
-** and sums, split-norm statistics, the gradient norm), taken now so that a
-** strategy that plans memory at setup sees it in the ledger. */
-static tsl_status reserve_scratch(tsl_model *m) {
-  uint64_t rows = (uint64_t)TSL_MAX(m->geo.rows, m->geo.inner_rows);
-  uint64_t ce = ((rows * sizeof(float) + 7) & ~7ull) + 2 * sizeof(double) * rows;
-  void *p;
-  return tsl_scratch(m->rt, TSL_MAX(ce, 2 * sizeof(double) * rows), &p);
-}
-
 tsl_status tsl_model_materialize(tsl_model *m, uint64_t seed) {
   tsl_status st;
   tessel_layout *mine = calloc((size_t)m->params.n + 1, sizeof *mine);
@@ -189,7 +179,6 @@ tsl_status tsl_model_materialize(tsl_model *m, uint64_t seed) {
   TSL_TRY(st, tsl_state_allocate(&m->state, &m->params));
   TSL_TRY(st, tsl_state_init(&m->state, &m->params, seed));
   TSL_TRY(st, tsl_acts_allocate(m));
-  TSL_TRY(st, reserve_scratch(m));
   HOOK(st, m, setup);
   return TESSEL_OK;
 fail:

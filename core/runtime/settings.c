@@ -3,6 +3,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/util.h"
@@ -93,6 +94,30 @@ fail:
   return st;
 }
 
+/* train.recompute: none | selective | full, or a count N of blocks, the
+** first N of which are recomputed in full (Megatron-LM's "block" method). */
+static tsl_status read_recompute(tsl_cfg *t, int layers, tsl_settings *s) {
+  static const char *const modes[] = {"none", "selective", "full", NULL};
+  const char *v;
+  tsl_status st = tsl_cfg_string(t, "recompute", "none", &v);
+  if (st < 0) return st;
+  for (int i = 0; modes[i]; i++)
+    if (!strcmp(v, modes[i])) {
+      s->train.recompute = i;
+      return TESSEL_OK;
+    }
+  char *end;
+  long n = strtol(v, &end, 10);
+  if (*v < '0' || *v > '9' || *end || n < 1 || n > layers)
+    return tsl_cfg_error(t, "recompute",
+                         "'%s' is not none, selective, full or a number of blocks from 1 to %d (the first N blocks "
+                         "recompute in full)",
+                         v, layers);
+  s->train.recompute = TESSEL_RECOMPUTE_FULL;
+  s->train.recompute_layers = (int)n;
+  return TESSEL_OK;
+}
+
 static tsl_status read_train(tsl_cfg *root, tsl_settings *s) {
   tsl_status st;
   tsl_cfg *t;
@@ -110,6 +135,8 @@ static tsl_status read_train(tsl_cfg *root, tsl_settings *s) {
   TSL_TRY(st, tsl_cfg_string(t, "sample_prompt", "\n", &s->train.sample_prompt));
   TSL_TRY(st, tsl_cfg_float(t, "sample_temperature", 1.0, 0.0, 100.0, &s->train.sample_temperature));
   TSL_TRY(st, tsl_cfg_int(t, "sample_top_k", 0, 0, 1 << 24, &top_k));
+  TSL_TRY(st, read_recompute(t, s->model.layers, s));
+  TSL_TRY(st, tsl_cfg_bool(t, "offload_activations", 0, &s->train.offload_activations));
   if (micro > batch)
     return tsl_cfg_error(t, "micro_batch_size", "%lld is larger than batch_size %lld",
                          (long long)micro, (long long)batch);
