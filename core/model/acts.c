@@ -220,7 +220,8 @@ static void carve_grads(tsl_model *m, carver *c) {
   }
   m->dres = carve(c, (uint64_t)(m->geo.rows * m->geo.width) * es);
   m->dtmp = carve(c, largest);
-  m->logits = present[2] ? carve(c, (uint64_t)(m->geo.rows * m->geo.vocab) * es) : NULL;
+  int64_t logit_rows = m->plugin_ops.head ? m->geo.rows : tsl_op_head_block_rows(m);
+  m->logits = present[2] ? carve(c, (uint64_t)(logit_rows * m->geo.vocab) * es) : NULL;
   m->losses = carve(c, (uint64_t)m->dims.micro_steps * (uint64_t)m->geo.rows * sizeof(float));
 }
 
@@ -363,12 +364,13 @@ void tsl_acts_free(tsl_model *m) {
   if (m->grad_arena) tsl_mem_free(&rt->ledger, TESSEL_TIER_DEVICE, m->grad_arena);
   if (m->workspace) tsl_mem_free(&rt->ledger, TESSEL_TIER_DEVICE, m->workspace);
   if (m->host_arena) tsl_mem_free(&rt->ledger, TESSEL_TIER_HOST, m->host_arena);
+  if (m->all_logits) tsl_mem_free(&rt->ledger, TESSEL_TIER_DEVICE, m->all_logits);
   free(m->slots);
   free(m->host_inputs);
   free(m->host_targets);
   free(m->host_losses);
   m->slots = NULL;
-  m->grad_arena = m->workspace = m->host_arena = NULL;
+  m->grad_arena = m->workspace = m->host_arena = m->all_logits = NULL;
   m->host_inputs = m->host_targets = NULL;
   m->host_losses = NULL;
 }

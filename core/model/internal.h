@@ -81,7 +81,8 @@ struct tsl_model {
   tsl_stage stage[2];          /* one for the unit running, one being filled */
   uint64_t stage_bytes, stage_uses;
   tsl_stream *offload;         /* copies to and from the host tier */
-  void *dres, *dtmp, *logits;
+  void *dres, *dtmp, *logits;  /* logits: [rows, vocab] for a strategy's head, a block of rows for the core's */
+  void *all_logits;            /* every row's logits, made on demand for sampling */
   float *losses;                        /* [micro_steps * rows] per-token losses */
   int32_t *host_inputs, *host_targets; /* staging for the batch function */
   float *host_losses;                   /* staging for reading losses back */
@@ -141,5 +142,9 @@ tsl_status tsl_op_attention_backward(tsl_model *m, const tessel_op_ctx *c, const
 tsl_status tsl_op_embedding_forward(tsl_model *m, const tessel_op_ctx *c, const tessel_embedding_args *a);
 tsl_status tsl_op_embedding_backward(tsl_model *m, const tessel_op_ctx *c, const tessel_embedding_args *a);
 tsl_status tsl_op_head(tsl_model *m, const tessel_op_ctx *c, const tessel_head_args *a);
+/* Rows per block of the core's head, which never holds all rows' logits. */
+int64_t tsl_op_head_block_rows(const tsl_model *m);
+/* out [rows, vocab] = inp · wᵀ: every row's logits at once (sampling). */
+tsl_status tsl_op_head_logits(tsl_model *m, const void *inp, const tessel_param_view *w, void *out);
 
 #endif

@@ -341,8 +341,28 @@ tsl_status tsl_model_loss_sum(tsl_model *m, int micro_steps, double *sum, double
 
 tsl_status tsl_model_logits(tsl_model *m, const void **logits, int64_t *rows, int64_t *vocab) {
   if (!m->logits) return tsl_error(TESSEL_E_INTERNAL, "the head does not run on this rank");
-  *logits = m->logits;
   *rows = m->geo.rows;
   *vocab = m->geo.vocab;
+  if (m->plugin_ops.head || tsl_op_head_block_rows(m) >= m->geo.rows) {
+    *logits = m->logits;
+    return TESSEL_OK;
+  }
+  /* the core's head went block by block: make every row's logits again
+  ** from its input, which the last evaluation left in slot 0 */
+  tsl_status st;
+  int head = m->dims.units - 1;
+  const tsl_unit *u = &m->units[head];
+  int k = u->info.n_ops - 1;
+  int64_t ld;
+  tessel_param_view w;
+  if (!m->all_logits)
+    TSL_TRY(st, tsl_mem_alloc(&m->rt->ledger, TESSEL_TIER_DEVICE, TESSEL_MEM_ACT,
+                              (uint64_t)(m->geo.rows * m->geo.vocab) * tessel_dtype_size(m->dims.act_dtype),
+                              "logits for sampling", &m->all_logits));
+  tsl_model_view(m, u->ops[k].weight, &w);
+  TSL_TRY(st, tsl_op_head_logits(m, tsl_act_ptr(m, 0, head, u->decl->ops[k].in[0], &ld), &w, m->all_logits));
+  *logits = m->all_logits;
   return TESSEL_OK;
+fail:
+  return st;
 }
