@@ -20,8 +20,8 @@
 #include <string.h>
 
 #include "harness.h"
+#include "model/fixture.h"
 #include "model/internal.h"
-#include "runtime/build.h"
 
 enum { L = 1, H = 2, C = 8, T = 64, V = 65536, B = 8 };
 #define U_ROUND (1.0 / 16777216.0)
@@ -33,16 +33,6 @@ static tsl_status batch(void *ctx, int micro, int32_t *inputs, int32_t *targets)
     targets[i] = (int32_t)((i * 104729u + 7u) % V);
   }
   return TESSEL_OK;
-}
-
-static void randomize(tsl_model *m) {
-  uint64_t state = 7;
-  tsl_params *ps = tsl_model_params(m);
-  for (int i = 0; i < ps->n; i++)
-    for (uint64_t k = 0; k < ps->p[i].local_numel; k++) {
-      state = state * 6364136223846793005ull + 1442695040888963407ull;
-      ps->p[i].master[k] = (float)((double)(state >> 11) / 9007199254740992.0 - 0.5);
-    }
 }
 
 static void test_blocked_head_matches_double(void) {
@@ -57,7 +47,7 @@ static void test_blocked_head_matches_double(void) {
   tsl_model_dims_single(&rt, &d);
   d.micro_batch = B;
   REQUIRE(tsl_model_create(&rt, &d, 1, &m) >= 0);
-  randomize(m);
+  fixture_randomize(m, 7);
   tsl_model_set_batch(m, batch, NULL);
   const int64_t R = (int64_t)B * T;
   CHECK(tsl_op_head_block_rows(m) < R); /* the point of the test: more than one block */

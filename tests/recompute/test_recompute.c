@@ -19,9 +19,9 @@
 #include <string.h>
 
 #include "harness.h"
+#include "model/fixture.h"
 #include "mem/ledger.h"
 #include "model/internal.h"
-#include "runtime/build.h"
 
 enum { L = 4, H = 4, C = 16, T = 8, V = 11, MICRO = 2 };
 
@@ -68,17 +68,6 @@ static int make_runtime(tsl_runtime *rt, tsl_arch_kind arch, const variant *v) {
   return tsl_runtime_local(rt, &s, 2) < 0 ? -1 : 0;
 }
 
-/* O(1) parameters, so that every nonlinearity works in its curved range. */
-static void randomize(tsl_model *m) {
-  uint64_t state = 42;
-  tsl_params *ps = tsl_model_params(m);
-  for (int i = 0; i < ps->n; i++)
-    for (uint64_t k = 0; k < ps->p[i].local_numel; k++) {
-      state = state * 6364136223846793005ull + 1442695040888963407ull;
-      ps->p[i].master[k] = (float)((double)(state >> 11) / 9007199254740992.0 - 0.5);
-    }
-}
-
 typedef struct result {
   double loss[2], eval;
   float *grad;
@@ -94,7 +83,7 @@ static void train(tsl_arch_kind arch, const variant *v, result *out) {
   tsl_model_dims_single(&rt, &d);
   d.micro_steps = MICRO;
   REQUIRE(tsl_model_create(&rt, &d, 99, &m) >= 0);
-  randomize(m);
+  fixture_randomize(m, 42);
   tsl_model_set_batch(m, fixed_batch, NULL);
   out->act_device = rt.ledger.tier[TESSEL_TIER_DEVICE].by_kind[TESSEL_MEM_ACT];
   out->act_host = rt.ledger.tier[TESSEL_TIER_HOST].by_kind[TESSEL_MEM_ACT];
@@ -164,63 +153,41 @@ static void plan_of(tsl_arch_kind arch, int recompute, const tsl_unit_decl **d, 
   REQUIRE(tsl_unit_plan_for(*d, &pl, p) >= 0);
 }
 
-static void kept_names(const tsl_unit_decl *d, const tsl_unit_plan *p, char *buf, size_t cap) {
-  buf[0] = 0;
-  for (int a = 0; a < d->n_acts; a++)
-    if (p->keep[a]) snprintf(buf + strlen(buf), cap - strlen(buf), "%s%s", buf[0] ? "," : "", d->acts[a].name);
-}
-
-static void rerun_ops(const tsl_unit_decl *d, const tsl_unit_plan *p, char *buf, size_t cap) {
-  buf[0] = 0;
-  for (int k = 0; k < d->n_ops; k++)
-    if (p->rerun[k]) snprintf(buf + strlen(buf), cap - strlen(buf), "%s%d", buf[0] ? "," : "", k);
-}
-
-static int kept_stats(const tsl_unit_decl *d, const tsl_unit_plan *p) {
+/* The plan of arch's block under `recompute`: its kept buffers' names,
+** its rerun ops' indices and how many statistics it keeps. */
+static void expect_plan(tsl_arch_kind arch, int recompute, const char *kept, const char *rerun, int stats) {
+  const tsl_unit_decl *d;
+  tsl_unit_plan p;
+  char k[512] = "", r[128] = "";
   int n = 0;
-  for (int k = 0; k < d->n_ops; k++) n += p->keep_saved[k];
-  return n;
+  plan_of(arch, recompute, &d, &p);
+  for (int a = 0; a < d->n_acts; a++)
+    if (p.keep[a]) snprintf(k + strlen(k), sizeof k - strlen(k), "%s%s", k[0] ? "," : "", d->acts[a].name);
+  for (int i = 0; i < d->n_ops; i++) {
+    if (p.rerun[i]) snprintf(r + strlen(r), sizeof r - strlen(r), "%s%d", r[0] ? "," : "", i);
+    n += p.keep_saved[i];
+  }
+  if (strcmp(k, kept) || strcmp(r, rerun) || n != stats)
+    fprintf(stderr, "  %s %s: kept {%s} rerun {%s} %d statistics; expected {%s} {%s} %d\n",
+            arch == TSL_ARCH_GPT2 ? "gpt2" : "llama", tsl_recompute_name(recompute), k, r, n, kept, rerun, stats);
+  CHECK(strcmp(k, kept) == 0 && strcmp(r, rerun) == 0 && n == stats);
 }
 
+/* GPT-2's block ops: 0 ln_1, 1 c_attn, 2 attention, 3 c_proj, 4 residual,
+** 5 ln_2, 6 c_fc, 7 gelu, 8 mlp c_proj, 9 residual */
 static void test_gpt2_plans(void) {
-  const tsl_unit_decl *d;
-  tsl_unit_plan p;
-  char buf[512];
-  plan_of(TSL_ARCH_GPT2, TESSEL_RECOMPUTE_NONE, &d, &p);
-  kept_names(d, &p, buf, sizeof buf);
-  CHECK_STR_CONTAINS(buf, "ln_1,qkv,attention,attention projection,residual,ln_2,fc,gelu,mlp projection");
-  CHECK_EQ_INT(p.n_rerun, 0);
-  CHECK_EQ_INT(kept_stats(d, &p), 3);
-  /* ops: 0 ln_1, 1 c_attn, 2 attention, 3 c_proj, 4 residual, 5 ln_2, 6 c_fc,
-  ** 7 gelu, 8 mlp c_proj, 9 residual */
-  plan_of(TSL_ARCH_GPT2, TESSEL_RECOMPUTE_SELECTIVE, &d, &p);
-  kept_names(d, &p, buf, sizeof buf);
-  CHECK(strcmp(buf, "qkv,attention projection,fc") == 0);
-  rerun_ops(d, &p, buf, sizeof buf);
-  CHECK(strcmp(buf, "0,2,4,5,7") == 0);
-  CHECK_EQ_INT(kept_stats(d, &p), 0);
-  plan_of(TSL_ARCH_GPT2, TESSEL_RECOMPUTE_FULL, &d, &p);
-  kept_names(d, &p, buf, sizeof buf);
-  CHECK(strcmp(buf, "") == 0);
-  rerun_ops(d, &p, buf, sizeof buf);
-  CHECK(strcmp(buf, "0,1,2,3,4,5,6,7") == 0);
-  CHECK_EQ_INT(kept_stats(d, &p), 0);
+  expect_plan(TSL_ARCH_GPT2, TESSEL_RECOMPUTE_NONE,
+              "ln_1,qkv,attention,attention projection,residual,ln_2,fc,gelu,mlp projection", "", 3);
+  expect_plan(TSL_ARCH_GPT2, TESSEL_RECOMPUTE_SELECTIVE, "qkv,attention projection,fc", "0,2,4,5,7", 0);
+  expect_plan(TSL_ARCH_GPT2, TESSEL_RECOMPUTE_FULL, "", "0,1,2,3,4,5,6,7", 0);
 }
 
+/* Llama's: 0 norm, 1-3 q/k/v, 4 rotary, 5 attention, 6 o_proj, 7 residual,
+** 8 norm, 9 gate, 10 up, 11 swiglu, 12 down, 13 residual. Rotary turns q
+** and k in place: selective keeps them turned and does not rerun it. */
 static void test_llama_plans(void) {
-  const tsl_unit_decl *d;
-  tsl_unit_plan p;
-  char buf[512];
-  /* ops: 0 norm, 1-3 q/k/v, 4 rotary, 5 attention, 6 o_proj, 7 residual,
-  ** 8 norm, 9 gate, 10 up, 11 swiglu, 12 down, 13 residual */
-  plan_of(TSL_ARCH_LLAMA, TESSEL_RECOMPUTE_SELECTIVE, &d, &p);
-  kept_names(d, &p, buf, sizeof buf);
-  CHECK(strcmp(buf, "q,k,v,o_proj,gate,up") == 0);
-  rerun_ops(d, &p, buf, sizeof buf); /* rotary turned q and k in place: they are kept turned */
-  CHECK(strcmp(buf, "0,5,7,8,11") == 0);
-  plan_of(TSL_ARCH_LLAMA, TESSEL_RECOMPUTE_FULL, &d, &p);
-  rerun_ops(d, &p, buf, sizeof buf);
-  CHECK(strcmp(buf, "0,1,2,3,4,5,6,7,8,9,10,11") == 0);
+  expect_plan(TSL_ARCH_LLAMA, TESSEL_RECOMPUTE_SELECTIVE, "q,k,v,o_proj,gate,up", "0,5,7,8,11", 0);
+  expect_plan(TSL_ARCH_LLAMA, TESSEL_RECOMPUTE_FULL, "", "0,1,2,3,4,5,6,7,8,9,10,11", 0);
 }
 
 int main(void) {
