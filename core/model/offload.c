@@ -80,13 +80,9 @@ tsl_status tsl_offload_enter(tsl_model *m, int slot, int unit, int backward) {
   tsl_status st;
   if (!on_host(m, slot, unit)) return TESSEL_OK;
   int b = holding(m, slot, unit);
-  if (backward && (b < 0 || !m->stage[b].valid)) {
-    b = b < 0 ? pick(m) : b;
-    TSL_TRY(st, fetch(m, b, slot, unit));
-  } else if (!backward) {
-    b = b < 0 ? pick(m) : b;
-    tag(m, b, slot, unit, 0); /* the forward writes it afresh */
-  }
+  b = b < 0 ? pick(m) : b;
+  if (!backward) tag(m, b, slot, unit, 0); /* the forward writes it afresh */
+  else if (m->stage[b].unit != unit || !m->stage[b].valid) TSL_TRY(st, fetch(m, b, slot, unit));
   TSL_TRY(st, wait(m, m->rt->compute, m->stage[b].copied));
   tsl_acts_bind_kept(m, slot, unit, m->stage[b].buf);
   return TESSEL_OK;
