@@ -7,6 +7,13 @@
 ** rows = B·T = 256, and finally one whole transformer block (forward then
 ** backward) built from those kernels, as training runs them back to back.
 **
+** With the argument `attention`, it times causal attention forward and
+** backward instead at T = 64, 256 and 1024 (GPT-2 head shapes, and one
+** grouped-query shape), each in its own process, and reports the bytes
+** attention keeps for backward and the process's peak resident memory.
+** It gives CPU time per call beside wall-clock time: on a shared machine
+** the CPU time of a one-thread run is the steadier figure.
+**
 ** GFLOP/s counts the arithmetic a kernel must do: 2·m·n·k for products
 ** (attention only over the causal triangle), and for the memory-bound
 ** kernels a nominal count per element given beside each row; GB/s counts
@@ -15,14 +22,20 @@
 **
 ** Then each fusion against the kernels it replaces, timed alternately
 ** (parts, fused, parts, fused, ...) so that both see the same machine
-** load, as the median over the repeats; and one block both ways.
+** load, as the median over the repeats, in wall-clock and CPU time; and one
+** block both ways.
 **
-** Usage: bench_kernels [threads]   (default: OMP_NUM_THREADS or all cores)
+** Usage: bench_kernels [attention] [threads]
+**        (threads default: OMP_NUM_THREADS or all cores)
 */
 #include <cblas.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "backend.h"
 #include "common/util.h"
@@ -37,6 +50,9 @@ typedef struct bench {
   float *w_qkv, *w_proj, *w_fc, *w_fcp, *b_qkv, *b_proj, *b_fc, *b_fcp, *lnw, *lnb, *wte, *wpe;
   float *g_qkv, *g_proj, *g_fc, *g_fcp, *gb_qkv, *gb_proj, *gb_fc, *gb_fcp, *g_lnw, *g_lnb;
   float *g_wte, *g_wpe, *mean, *rstd, *rowmax, *losses;
+  float *gate, *up, *swi, *d_gate, *d_up;
+  tsl_attn_shape sweep;                       /* the attention sweep's shape */
+  float *s_q, *s_k, *s_v, *s_out, *s_lse, *s_dout, *s_dq, *s_dk, *s_dv;
   float *master, *grad, *m, *v;
   double *sums, *sumsq;
   int32_t *tokens;
@@ -57,54 +73,68 @@ static float *buffer(int64_t n, uint64_t *seed) {
   return p;
 }
 
-/* Seconds per call of fn: best of `repeats` timed loops, each sized to
-** last at least 20 ms. */
-static double time_call(bench_fn fn, bench *b, int repeats) {
+/* This process's CPU time in seconds (all its threads): on a shared
+** machine, the time a kernel was actually given a core. */
+static double cpu_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Seconds per call of fn on the clock `now`: best of `repeats` timed
+** loops, each sized to last at least 20 ms. */
+static double time_on(double (*now)(void), bench_fn fn, bench *b, int repeats) {
   if (fn(b) != 0) {
     fprintf(stderr, "bench: kernel failed\n");
     exit(1);
   }
   int iters = 1;
   for (;;) {
-    double t0 = tsl_now();
+    double t0 = now();
     for (int i = 0; i < iters; i++) fn(b);
-    if (tsl_now() - t0 > 0.02) break;
+    if (now() - t0 > 0.02) break;
     iters *= 2;
   }
   double best = 1e30;
   for (int r = 0; r < repeats; r++) {
-    double t0 = tsl_now();
+    double t0 = now();
     for (int i = 0; i < iters; i++) fn(b);
-    best = TSL_MIN(best, (tsl_now() - t0) / iters);
+    best = TSL_MIN(best, (now() - t0) / iters);
   }
   return best;
 }
 
-/* Seconds per call of fn over a loop of `iters` calls. */
-static double loop_time(bench_fn fn, bench *b, int iters) {
-  double t0 = tsl_now();
-  for (int i = 0; i < iters; i++) fn(b);
-  return (tsl_now() - t0) / iters;
-}
+/* wall-clock seconds per call */
+static double time_call(bench_fn fn, bench *b, int repeats) { return time_on(tsl_now, fn, b, repeats); }
 
 static int cmp_double(const void *x, const void *y) {
   double a = *(const double *)x, c = *(const double *)y;
   return (a > c) - (a < c);
 }
 
-/* Median seconds per call of fa and of fb, timed in alternation. */
-static void time_pair(bench_fn fa, bench_fn fb, bench *b, int repeats, double *ta, double *tb) {
+/* Median seconds per call of fa and of fb, timed in alternation on the
+** clock `now`, each repeat a loop of at least 10 ms. */
+static void time_pair(double (*now)(void), bench_fn fa, bench_fn fb, bench *b, int repeats, double *ta, double *tb) {
   double a[64], c[64];
   int iters = 1;
   if (fa(b) || fb(b)) {
     fprintf(stderr, "bench: kernel failed\n");
     exit(1);
   }
-  while (loop_time(fa, b, iters) * iters < 0.01) iters *= 2;
+  for (;;) {
+    double t0 = now();
+    for (int i = 0; i < iters; i++) fa(b);
+    if (now() - t0 > 0.01) break;
+    iters *= 2;
+  }
   repeats = TSL_MIN(repeats, 64);
   for (int r = 0; r < repeats; r++) {
-    a[r] = loop_time(fa, b, iters);
-    c[r] = loop_time(fb, b, iters);
+    double t0 = now();
+    for (int i = 0; i < iters; i++) fa(b);
+    double t1 = now();
+    for (int i = 0; i < iters; i++) fb(b);
+    a[r] = (t1 - t0) / iters;
+    c[r] = (now() - t1) / iters;
   }
   qsort(a, (size_t)repeats, sizeof *a, cmp_double);
   qsort(c, (size_t)repeats, sizeof *c, cmp_double);
@@ -206,6 +236,29 @@ static int attn_fwd(bench *b) {
 static int attn_bwd(bench *b) {
   return b->be->attention_backward(b->be, NULL, b->d_qkv, b->d_qkv + C, b->d_qkv + 2 * C, b->d_atty,
                                    b->atty, b->lse, b->qkv, b->qkv + C, b->qkv + 2 * C, &attn_shape);
+}
+static int rms_fwd(bench *b) {
+  return b->be->rmsnorm_forward(b->be, NULL, b->ln, b->rstd, b->x, b->lnw, ROWS, C, 1e-5f);
+}
+static int rms_bwd(bench *b) {
+  return b->be->rmsnorm_backward(b->be, NULL, b->d_x, b->g_lnw, b->d_ln, b->x, b->lnw, b->rstd, ROWS,
+                                 C);
+}
+/* rotary on q and k of the fused qkv (in place, forward then inverse, so
+** repeated calls stay on the same values) */
+static int rope_qk(bench *b) {
+  int st = 0;
+  for (int inverse = 0; inverse < 2 && !st; inverse++)
+    for (int part = 0; part < 2 && !st; part++)
+      st = b->be->rope(b->be, NULL, b->qkv + part * C, B, T, NH, HS, 3 * C, 0, 10000.0f, inverse);
+  return st;
+}
+static int swiglu_fwd(bench *b) {
+  return b->be->swiglu_forward(b->be, NULL, b->swi, b->gate, b->up, ROWS * 4 * C);
+}
+static int swiglu_bwd(bench *b) {
+  return b->be->swiglu_backward(b->be, NULL, b->d_gate, b->d_up, b->d_fcg, b->gate, b->up,
+                                ROWS * 4 * C);
 }
 static int gelu_fwd(bench *b) {
   return b->be->gelu_forward(b->be, NULL, b->fcg, b->fch, ROWS * 4 * C);
@@ -309,11 +362,13 @@ static void fusions(bench *b) {
       {"cross-entropy, 3 phases", ce, ce_fused},
       {"one block fwd+bwd", block, block_fused},
   };
-  printf("\nfusions (median of 15 alternating repeats):  parts         fused        change\n");
+  printf("\nfusions, median of 15 alternating repeats:  wall clock: parts, fused, change;  CPU time: same\n");
   for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
-    double tp, tf;
-    time_pair(pairs[i].parts, pairs[i].fused, b, 15, &tp, &tf);
-    printf("  %-38s %9.1f us %9.1f us %+7.1f%%\n", pairs[i].name, tp * 1e6, tf * 1e6, 100.0 * (tf - tp) / tp);
+    double wp, wf, cp, cf;
+    time_pair(tsl_now, pairs[i].parts, pairs[i].fused, b, 15, &wp, &wf);
+    time_pair(cpu_now, pairs[i].parts, pairs[i].fused, b, 15, &cp, &cf);
+    printf("  %-26s %9.1f us %9.1f us %+6.1f%%   %9.1f us %9.1f us %+6.1f%%\n", pairs[i].name, wp * 1e6, wf * 1e6,
+           100.0 * (wf - wp) / wp, cp * 1e6, cf * 1e6, 100.0 * (cf - cp) / cp);
   }
 }
 
@@ -327,6 +382,9 @@ static void setup(bench *b, tsl_backend *be) {
   b->qkv = buffer(ROWS * 3 * C, &seed), b->d_qkv = buffer(ROWS * 3 * C, &seed);
   b->fch = buffer(ROWS * 4 * C, &seed), b->d_fch = buffer(ROWS * 4 * C, &seed);
   b->fcg = buffer(ROWS * 4 * C, &seed), b->d_fcg = buffer(ROWS * 4 * C, &seed);
+  b->gate = buffer(ROWS * 4 * C, &seed), b->up = buffer(ROWS * 4 * C, &seed);
+  b->swi = buffer(ROWS * 4 * C, &seed), b->d_gate = buffer(ROWS * 4 * C, &seed);
+  b->d_up = buffer(ROWS * 4 * C, &seed);
   b->lse = buffer((int64_t)B * NH * T, &seed);
   b->logits = buffer(ROWS * V, &seed), b->dlogits = buffer(ROWS * V, &seed);
   b->w_qkv = buffer(C * 3 * C, &seed), b->g_qkv = buffer(C * 3 * C, &seed);
@@ -355,9 +413,74 @@ static void setup(bench *b, tsl_backend *be) {
   if (ln_fwd(b) || qkv_fwd(b) || attn_fwd(b) || head_fwd(b)) exit(1);
 }
 
-int main(int argc, char **argv) {
+/* ---- attention against T ---- */
+
+static int sweep_fwd(bench *b) {
+  return b->be->attention_forward(b->be, NULL, b->s_out, b->s_lse, b->s_q, b->s_k, b->s_v, &b->sweep);
+}
+static int sweep_bwd(bench *b) {
+  return b->be->attention_backward(b->be, NULL, b->s_dq, b->s_dk, b->s_dv, b->s_dout, b->s_out,
+                                   b->s_lse, b->s_q, b->s_k, b->s_v, &b->sweep);
+}
+
+/* One shape, in a child process so that its peak resident memory is its
+** own: q, k, v in one fused row as GPT-2 passes them (kv heads sized for
+** grouped queries), forward and backward timed, then the bytes kept for
+** backward (lse) and the peak RSS. */
+static void attention_shape(const tsl_backend_opts *opts, int64_t batch, int64_t seq, int64_t heads,
+                            int64_t kv_heads) {
   tsl_backend be = *tsl_cpu_backend();
-  tsl_backend_opts opts = {.size = sizeof opts, .threads = argc > 1 ? atoi(argv[1]) : 0};
+  if (be.init(&be, opts) != 0) exit(1);
+  bench b;
+  memset(&b, 0, sizeof b);
+  b.be = &be;
+  const int64_t hs = HS, qw = heads * hs, kw = kv_heads * hs, w = qw + 2 * kw, rows = batch * seq;
+  uint64_t seed = 11;
+  float *qkv = buffer(rows * w, &seed), *dqkv = buffer(rows * w, &seed);
+  b.sweep = (tsl_attn_shape){batch, seq, heads, kv_heads, hs, w, w, w};
+  b.s_q = qkv, b.s_k = qkv + qw, b.s_v = qkv + qw + kw;
+  b.s_dq = dqkv, b.s_dk = dqkv + qw, b.s_dv = dqkv + qw + kw;
+  b.s_out = buffer(rows * qw, &seed), b.s_dout = buffer(rows * qw, &seed);
+  b.s_lse = buffer(batch * heads * seq, &seed);
+  const double tri = (double)batch * heads * seq * (seq + 1) / 2;
+  const double fwd = time_call(sweep_fwd, &b, 5), bwd = time_call(sweep_bwd, &b, 5);
+  const double fwd_cpu = time_on(cpu_now, sweep_fwd, &b, 5), bwd_cpu = time_on(cpu_now, sweep_bwd, &b, 5);
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  printf("%2lld %5lld %3lld %3lld %9.2f %7.1f %9.2f %7.1f %9.2f %9.2f %9.1f %8.1f\n", (long long)batch,
+         (long long)seq, (long long)heads, (long long)kv_heads, fwd * 1e3, 4 * hs * tri / fwd * 1e-9,
+         bwd * 1e3, 8 * hs * tri / bwd * 1e-9, fwd_cpu * 1e3, bwd_cpu * 1e3,
+         batch * heads * seq * 4.0 / 1024, ru.ru_maxrss / 1024.0);
+  fflush(stdout);
+  be.shutdown(&be);
+}
+
+static int attention_sweep(const tsl_backend_opts *opts) {
+  const int64_t shapes[][4] = {{4, 64, 4, 4}, {4, 256, 12, 12}, {1, 1024, 12, 12}, {1, 1024, 12, 4}};
+  printf("causal attention, hs=%d, q/k/v in one fused row (best of 5; ms per call, wall clock\n"
+         "and this process's CPU time; KiB kept for backward; peak resident MiB):\n", HS);
+  printf(" B     T  NH  KV   fwd ms GFLOP/s    bwd ms GFLOP/s  fwd cpu   bwd cpu  saved KiB peak MiB\n");
+  for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid < 0) return 1;
+    if (pid == 0) {
+      attention_shape(opts, shapes[i][0], shapes[i][1], shapes[i][2], shapes[i][3]);
+      _exit(0);
+    }
+    int status;
+    if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status)) return 1;
+  }
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  const int sweep = argc > 1 && strcmp(argv[1], "attention") == 0;
+  const char *threads = argc > 1 + sweep ? argv[1 + sweep] : NULL;
+  tsl_backend_opts opts = {.size = sizeof opts, .threads = threads ? atoi(threads) : 0};
+  /* before any OpenMP team exists: the children fork from a single thread */
+  if (sweep) return attention_sweep(&opts);
+  tsl_backend be = *tsl_cpu_backend();
   if (be.init(&be, &opts) != 0) return 1;
   printf("%s\n\n", be.describe(&be));
   sgemm_ceiling(&be);
@@ -394,6 +517,15 @@ int main(int argc, char **argv) {
   report("layernorm (8 flop/el)", "256x256", time_call(ln_fwd, &b, reps), 8 * n_ln, f * 2 * n_ln);
   report("  backward (14 flop/el)", "dinp, dw, db", time_call(ln_bwd, &b, reps), 14 * n_ln,
          f * 4 * n_ln);
+  report("rmsnorm (5 flop/el)", "256x256", time_call(rms_fwd, &b, reps), 5 * n_ln, f * 2 * n_ln);
+  report("  backward (8 flop/el)", "dinp, dw", time_call(rms_bwd, &b, reps), 8 * n_ln,
+         f * 4 * n_ln);
+  report("rope q, k (6 flop/el)", "fwd + inverse", time_call(rope_qk, &b, reps), 2 * 6 * 2 * n_ln,
+         f * 2 * 2 * 2 * n_ln);
+  report("swiglu (20 flop/el)", "256x1024", time_call(swiglu_fwd, &b, reps), 20 * n_fc,
+         f * 3 * n_fc);
+  report("  backward (28 flop/el)", "256x1024", time_call(swiglu_bwd, &b, reps), 28 * n_fc,
+         f * 5 * n_fc);
   report("gelu (20 flop/el)", "256x1024", time_call(gelu_fwd, &b, reps), 20 * n_fc, f * 2 * n_fc);
   report("  backward (28 flop/el)", "256x1024", time_call(gelu_bwd, &b, reps), 28 * n_fc,
          f * 3 * n_fc);

@@ -84,10 +84,18 @@ typedef struct tsl_coll {
   int peer;
 } tsl_coll;
 
-/* Broadcast `bytes` of host memory from the group's rank 0 to its other
-** ranks; returns 0 or a negative status. The core passes one that runs over
-** the group's MPI communicator, so a backend bootstraps without linking MPI. */
-typedef int (*tsl_bcast_fn)(void *arg, void *buf, int bytes);
+/* What a backend needs from the ranks of a group to make a device
+** communicator. The core passes functions that run over the group's MPI
+** communicator, so a backend bootstraps without linking MPI; both are
+** collective over the group and return 0 or a negative status. */
+typedef struct tsl_dcomm_boot {
+  /* Broadcast `bytes` of host memory from the group's rank 0 to the others. */
+  int (*bcast)(void *arg, void *buf, int bytes);
+  /* Every rank's `status`, combined: 0 when all are 0, else the lowest
+  ** (one failed rank's), on every rank alike. */
+  int (*agree)(void *arg, int status);
+  void *arg;
+} tsl_dcomm_boot;
 
 struct tsl_backend {
   uint32_t size;
@@ -305,9 +313,10 @@ struct tsl_backend {
   /* 1 when p is device memory (collectives on it go to the device engine) */
   int (*is_device_memory)(tsl_backend *be, const void *p);
   /* Collective over the group: this rank is `rank` of `size`; bootstrap
-  ** data (NCCL's unique id) goes from rank 0 through `bcast`. */
-  int (*dcomm_create)(tsl_backend *be, int rank, int size, tsl_bcast_fn bcast, void *bcast_arg,
-                      tsl_dcomm **out);
+  ** data (NCCL's unique id) goes from rank 0 through boot->bcast, and the
+  ** ranks settle through boot->agree that every one of them succeeded, so
+  ** the call fails on all of them or on none. */
+  int (*dcomm_create)(tsl_backend *be, int rank, int size, const tsl_dcomm_boot *boot, tsl_dcomm **out);
   void (*dcomm_destroy)(tsl_backend *be, tsl_dcomm *c);
   /* Enqueue one collective on stream s (asynchronous, like a kernel). */
   int (*dcomm_post)(tsl_backend *be, tsl_dcomm *c, const tsl_coll *op, tsl_stream *s);

@@ -1,7 +1,6 @@
 /* core/ckpt/checkpoint.c */
 #include "ckpt/checkpoint.h"
 
-#include <cjson/cJSON.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -11,27 +10,43 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include "common/atomic_file.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "optim/optim.h"
+#include "tokenizer/tokenizer.h"
 
-static const char *const ckpt_files[] = {"model.safetensors", "optimizer.safetensors", "private.safetensors",
-                                         "config.yaml"};
-#define N_FILES 4
+uint64_t tsl_model_hash(const tsl_settings *s) { return tsl_ckpt_model_hash(&s->model); }
 
-uint64_t tsl_model_hash(const tsl_settings *s) {
-  double dims[11] = {s->model.arch,     s->model.layers, s->model.heads,      s->model.kv_heads,
-                     s->model.channels, s->model.ffn,    s->model.seq_len,    s->model.vocab_size,
-                     s->model.rope_theta, s->model.norm_eps, s->model.tie_embeddings};
-  return tsl_hash_bytes(dims, sizeof dims, 0x6d6f64656cull);
+/* The parameters of a model of these settings (names, roles, shapes), as a
+** checkpoint stores them. */
+static tsl_status params_of(const tsl_model_settings *model, tsl_params *ps) {
+  tsl_settings s = {.model = *model};
+  tsl_arch arch;
+  int64_t dim[TESSEL_DIM_COUNT];
+  tsl_status st = tsl_arch_for(&s, &arch);
+  if (st < 0) return st;
+  tsl_model_dim_sizes(&s, 0, dim);
+  return tsl_params_register(ps, &arch, model->layers, dim, model->vocab_size, model->arch == TSL_ARCH_LLAMA);
 }
 
-/* The file tensor of one state: its name, and the logical tensor's rows as
-** saved (a padded vocabulary's extra rows are not) and their layout
-** (Hugging Face's [out, in] for nn.Linear weights). */
+uint64_t tsl_ckpt_bytes(const tsl_settings *s) {
+  tsl_params ps = {0};
+  if (params_of(&s->model, &ps) < 0) return 0;
+  /* fp32 parameters, then both AdamW moments, each file with a JSON header
+  ** of about a hundred bytes per tensor; config.yaml and trainer.json are
+  ** a few KiB (a strategy's private slots come on top) */
+  uint64_t bytes = 12 * ps.total_numel + 3 * 112 * (uint64_t)ps.n + 64 * 1024;
+  tsl_params_free(&ps);
+  return bytes;
+}
+
+/* ---- the file tensors of a state ---- */
+
+/* Its name, and the logical tensor's rows as saved (a padded vocabulary's
+** extra rows are not) and their layout (Hugging Face's [out, in] for
+** nn.Linear weights). */
 static void tensor_name(const tsl_param *p, const char *suffix, char *out, size_t cap) {
   snprintf(out, cap, "%s%s%s", p->name, suffix[0] ? "." : "", suffix);
 }
@@ -68,51 +83,27 @@ static const char *slot_suffix(const char *slot) {
   return strcmp(slot, "m") == 0 ? "exp_avg" : strcmp(slot, "v") == 0 ? "exp_avg_sq" : slot;
 }
 
-/* The states one file holds: every parameter's master weights, or each of
-** its optimizer slots, or each of the strategy's private slots. */
-typedef enum { FILE_MODEL = 0, FILE_OPTIMIZER = 1, FILE_PRIVATE = 2 } file_kind;
-
-static int states_per_param(tsl_model *m, file_kind kind) {
+/* The states one safetensors file holds: every parameter's master
+** weights, or each of its optimizer slots, or each of the strategy's
+** private slots. */
+static int states_per_param(tsl_model *m, tsl_ckpt_file kind) {
   tessel_optimizer_info oi;
   tsl_optimizer_describe(&tsl_model_runtime(m)->settings, &oi);
-  return kind == FILE_MODEL ? 1 : kind == FILE_OPTIMIZER ? oi.n_slots : tsl_model_state(m)->n_priv;
+  return kind == TSL_CKPT_MODEL ? 1 : kind == TSL_CKPT_OPTIMIZER ? oi.n_slots : tsl_model_state(m)->n_priv;
 }
 
-static tessel_state_ref state_at(file_kind kind, int k) {
-  return kind == FILE_MODEL ? (tessel_state_ref){TESSEL_STATE_MASTER, 0}
-         : kind == FILE_OPTIMIZER ? (tessel_state_ref){TESSEL_STATE_SLOT, k}
-                                  : (tessel_state_ref){TESSEL_STATE_PRIVATE, k};
+static tessel_state_ref state_at(tsl_ckpt_file kind, int k) {
+  return kind == TSL_CKPT_MODEL       ? (tessel_state_ref){TESSEL_STATE_MASTER, 0}
+         : kind == TSL_CKPT_OPTIMIZER ? (tessel_state_ref){TESSEL_STATE_SLOT, k}
+                                      : (tessel_state_ref){TESSEL_STATE_PRIVATE, k};
 }
 
-static const char *state_suffix(tsl_model *m, file_kind kind, int k) {
+static const char *state_suffix(tsl_model *m, tsl_ckpt_file kind, int k) {
   tessel_optimizer_info oi;
   tsl_optimizer_describe(&tsl_model_runtime(m)->settings, &oi);
-  return kind == FILE_MODEL ? "" : kind == FILE_OPTIMIZER ? slot_suffix(oi.slot_names[k])
-                                                         : tsl_model_state(m)->priv[k].name;
-}
-
-/* CRC-32 (zlib) and size of a file. */
-static tsl_status file_crc(const char *path, uint32_t *crc, uint64_t *bytes) {
-  char buf[1 << 16];
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return tsl_error(TESSEL_E_IO, "%s: cannot open: %s", path, strerror(errno));
-  uLong c = crc32(0L, Z_NULL, 0);
-  uint64_t n = 0;
-  for (;;) {
-    ssize_t r = read(fd, buf, sizeof buf);
-    if (r < 0 && errno == EINTR) continue;
-    if (r < 0) {
-      close(fd);
-      return tsl_error(TESSEL_E_IO, "%s: read failed: %s", path, strerror(errno));
-    }
-    if (r == 0) break;
-    c = crc32(c, (const Bytef *)buf, (uInt)r);
-    n += (uint64_t)r;
-  }
-  close(fd);
-  *crc = (uint32_t)c;
-  *bytes = n;
-  return TESSEL_OK;
+  return kind == TSL_CKPT_MODEL       ? ""
+         : kind == TSL_CKPT_OPTIMIZER ? slot_suffix(oi.slot_names[k])
+                                      : tsl_model_state(m)->priv[k].name;
 }
 
 /* ---- writing ---- */
@@ -120,7 +111,7 @@ static tsl_status file_crc(const char *path, uint32_t *crc, uint64_t *bytes) {
 /* Stream one file's states into safetensors (rank 0 writes; every rank
 ** takes part in the gathers). A write error on rank 0 is remembered in
 ** *wst and the gathers go on, so no rank is left waiting. */
-static tsl_status write_states(tsl_model *m, const char *path, file_kind kind, tsl_status *wst) {
+static tsl_status write_states(tsl_model *m, const char *path, tsl_ckpt_file kind, tsl_status *wst) {
   tsl_status st = TESSEL_OK;
   tsl_params *ps = tsl_model_params(m);
   int rank = tsl_model_runtime(m)->world.rank, per = states_per_param(m, kind), nt = ps->n * per;
@@ -143,7 +134,7 @@ static tsl_status write_states(tsl_model *m, const char *path, file_kind kind, t
   if (rank == 0) {
     global = malloc(most * sizeof(float));
     file = malloc(most * sizeof(float));
-    if (!global || !file) *wst = tsl_error(TESSEL_E_NOMEM, "out of host memory writing a checkpoint");
+    if (*wst >= 0 && (!global || !file)) *wst = tsl_error(TESSEL_E_NOMEM, "out of host memory writing a checkpoint");
     static const char *const keys[] = {"format"};
     static const char *const values[] = {"tessel"};
     if (*wst >= 0) *wst = tsl_st_writer_begin(path, descs, nt, keys, values, 1, &w);
@@ -183,61 +174,25 @@ static tsl_status write_config(const tsl_runtime *rt, const char *path) {
 static tsl_status write_trainer_json(const tsl_model *m, const char *dir, int64_t step) {
   const tsl_runtime *rt = tsl_model_runtime(m);
   const tsl_settings *s = &rt->settings;
-  tsl_status st = TESSEL_OK;
-  char hex[32], path[4096];
-  cJSON *root = cJSON_CreateObject(), *model = cJSON_AddObjectToObject(root, "model");
-  cJSON *files = cJSON_AddObjectToObject(root, "files"), *plugin = cJSON_AddObjectToObject(root, "plugin");
-  cJSON_AddStringToObject(root, "format", "tessel-checkpoint");
-  cJSON_AddNumberToObject(root, "version", 2);
-  cJSON_AddNumberToObject(root, "step", (double)step);
-  snprintf(hex, sizeof hex, "%016" PRIx64, s->train.seed);
-  cJSON_AddStringToObject(root, "seed", hex);
-  /* the data position: batches are a function of (seed, step), so the next
-  ** step's batch is all a resumed run needs to know */
-  cJSON_AddNumberToObject(root, "next_data_step", (double)(step + 1));
-  cJSON_AddNumberToObject(root, "world_size", rt->world.size);
-  cJSON_AddStringToObject(model, "arch", s->model.arch == TSL_ARCH_LLAMA ? "llama" : "gpt2");
-  cJSON_AddNumberToObject(model, "layers", s->model.layers);
-  cJSON_AddNumberToObject(model, "heads", s->model.heads);
-  cJSON_AddNumberToObject(model, "kv_heads", s->model.kv_heads);
-  cJSON_AddNumberToObject(model, "channels", s->model.channels);
-  cJSON_AddNumberToObject(model, "ffn", s->model.ffn);
-  cJSON_AddNumberToObject(model, "seq_len", s->model.seq_len);
-  cJSON_AddNumberToObject(model, "vocab_size", s->model.vocab_size);
-  cJSON_AddNumberToObject(model, "rope_theta", s->model.rope_theta);
-  cJSON_AddNumberToObject(model, "norm_eps", s->model.norm_eps);
-  cJSON_AddBoolToObject(model, "tie_embeddings", s->model.tie_embeddings);
-  snprintf(hex, sizeof hex, "%016" PRIx64, tsl_model_hash(s));
-  cJSON_AddStringToObject(root, "model_hash", hex);
-  snprintf(hex, sizeof hex, "%016" PRIx64, tsl_cfg_hash(tsl_config_root(rt->config)));
-  cJSON_AddStringToObject(root, "config_hash", hex);
-  cJSON_AddStringToObject(plugin, "name", rt->plugin ? rt->plugin->name : "none");
-  cJSON_AddStringToObject(plugin, "version", rt->plugin && rt->plugin->vt.version ? rt->plugin->vt.version : "");
-  cJSON_AddStringToObject(root, "tessel_version", TESSEL_VERSION_STRING);
-  for (int f = 0; f < N_FILES; f++) {
-    uint32_t crc;
-    uint64_t bytes;
-    snprintf(path, sizeof path, "%s/%s", dir, ckpt_files[f]);
-    TSL_TRY(st, file_crc(path, &crc, &bytes));
-    cJSON *e = cJSON_AddObjectToObject(files, ckpt_files[f]);
-    cJSON_AddNumberToObject(e, "bytes", (double)bytes);
-    snprintf(hex, sizeof hex, "%08" PRIx32, crc);
-    cJSON_AddStringToObject(e, "crc32", hex);
-  }
-  char *text = cJSON_Print(root);
-  if (!text) {
-    st = tsl_error(TESSEL_E_NOMEM, "out of host memory writing trainer.json");
-    goto fail;
-  }
-  tsl_atomic_file af;
-  snprintf(path, sizeof path, "%s/trainer.json", dir);
-  st = tsl_atomic_open(path, &af);
-  if (st >= 0 && (st = tsl_atomic_write(&af, text, strlen(text))) < 0) tsl_atomic_abort(&af);
-  if (st >= 0) st = tsl_atomic_commit(&af);
-  free(text);
-fail:
-  cJSON_Delete(root);
-  return st;
+  tsl_ckpt_meta meta = {.step = step, .seed = s->train.seed, .world_size = rt->world.size, .model = s->model,
+                        .model_hash = tsl_model_hash(s), .config_hash = tsl_cfg_hash(tsl_config_root(rt->config))};
+  meta.model.section = NULL;
+  for (int f = 0; f < TSL_CKPT_N_FILES; f++) meta.files[f].present = f != TSL_CKPT_TOKENIZER || rt->tokenizer;
+  if (rt->tokenizer) meta.tokenizer_hash = tsl_tokenizer_hash(rt->tokenizer);
+  snprintf(meta.plugin, sizeof meta.plugin, "%s", rt->plugin ? rt->plugin->name : "none");
+  snprintf(meta.plugin_version, sizeof meta.plugin_version, "%s",
+           rt->plugin && rt->plugin->vt.version ? rt->plugin->vt.version : "");
+  snprintf(meta.tessel_version, sizeof meta.tessel_version, "%s", TESSEL_VERSION_STRING);
+  return tsl_ckpt_meta_write(dir, &meta);
+}
+
+/* The step of a directory entry named exactly step_NNNNNNNN, or -1. */
+static int64_t entry_step(const char *name) {
+  char want[40];
+  int64_t s = tsl_ckpt_dir_step(name);
+  if (s < 0) return -1;
+  snprintf(want, sizeof want, "step_%08lld", (long long)s);
+  return strcmp(want, name) == 0 ? s : -1;
 }
 
 /* Step numbers of the step_ directories under dir, newest first, in a heap
@@ -249,9 +204,8 @@ static int list_steps(const char *dir, int64_t **out) {
   *out = NULL;
   if (!d) return 0;
   for (struct dirent *e; (e = readdir(d)) != NULL;) {
-    long long s;
-    char tail;
-    if (sscanf(e->d_name, "step_%lld%c", &s, &tail) != 1) continue;
+    int64_t s = entry_step(e->d_name);
+    if (s < 0) continue;
     if (n == cap) {
       int64_t *p = realloc(steps, sizeof *p * (size_t)(cap = cap ? 2 * cap : 64));
       if (!p) break;
@@ -274,39 +228,62 @@ static int list_steps(const char *dir, int64_t **out) {
 ** written (a run restarted from an older checkpoint saves older steps). */
 static tsl_status prune(const char *dir, int keep, int64_t just_saved) {
   int64_t *steps;
-  char path[4096];
   tsl_status st = TESSEL_OK;
   int n = list_steps(dir, &steps);
   for (int i = keep; keep > 0 && i < n && st >= 0; i++) {
     if (steps[i] == just_saved) continue;
-    snprintf(path, sizeof path, "%s/step_%08lld", dir, (long long)steps[i]);
-    st = tsl_remove_tree(path);
+    char *path = tsl_asprintf("%s/step_%08lld", dir, (long long)steps[i]);
+    st = path ? tsl_remove_tree(path) : TESSEL_E_NOMEM;
+    free(path);
   }
   free(steps);
+  return st;
+}
+
+/* Put the finished temporary directory in place of `final`. */
+static tsl_status rename_into_place(const char *tmp, const char *final) {
+  tsl_status st = TESSEL_OK;
+  if (!tsl_path_exists(final)) { /* the usual case */
+    if (rename(tmp, final) != 0) return tsl_error(TESSEL_E_IO, "%s: cannot rename into place: %s", final, strerror(errno));
+    return TESSEL_OK;
+  }
+  /* the same step saved again, e.g. after a resume: the old one is moved
+  ** aside until the new one is in place */
+  char *aside = tsl_asprintf("%s.old-%d", final, (int)getpid());
+  if (!aside) return TESSEL_E_NOMEM;
+  if (rename(final, aside) != 0) {
+    st = tsl_error(TESSEL_E_IO, "%s: cannot move aside: %s", final, strerror(errno));
+  } else if (rename(tmp, final) != 0) {
+    st = tsl_error(TESSEL_E_IO, "%s: cannot rename into place: %s", final, strerror(errno));
+    rename(aside, final);
+  } else {
+    st = tsl_remove_tree(aside);
+  }
+  free(aside);
   return st;
 }
 
 /* Rank 0's file work for one checkpoint: everything but the gathers. */
 static tsl_status finish_dir(tsl_model *m, const char *tmp, const char *final, int64_t step) {
   tsl_status st;
-  const tsl_settings *s = &tsl_model_runtime(m)->settings;
-  char path[4096];
-  snprintf(path, sizeof path, "%s/config.yaml", tmp);
-  TSL_TRY(st, write_config(tsl_model_runtime(m), path));
+  const tsl_runtime *rt = tsl_model_runtime(m);
+  const tsl_settings *s = &rt->settings;
+  char *path = tsl_asprintf("%s/%s", tmp, tsl_ckpt_files[TSL_CKPT_CONFIG]);
+  if (!path) return TESSEL_E_NOMEM;
+  st = write_config(rt, path);
+  free(path);
+  TSL_TRY(st, st);
+  if (rt->tokenizer) {
+    size_t len;
+    const char *json = tsl_tokenizer_json(rt->tokenizer, &len);
+    if (!(path = tsl_asprintf("%s/%s", tmp, tsl_ckpt_files[TSL_CKPT_TOKENIZER]))) return TESSEL_E_NOMEM;
+    st = tsl_atomic_write_file(path, json, len);
+    free(path);
+    TSL_TRY(st, st);
+  }
   TSL_TRY(st, write_trainer_json(m, tmp, step));
   TSL_TRY(st, tsl_fsync_path(tmp));
-  if (tsl_path_exists(final)) { /* the same step saved again, e.g. after a resume */
-    snprintf(path, sizeof path, "%s.old-%d", final, (int)getpid());
-    if (rename(final, path) != 0) return tsl_error(TESSEL_E_IO, "%s: cannot move aside: %s", final, strerror(errno));
-    if (rename(tmp, final) != 0) {
-      st = tsl_error(TESSEL_E_IO, "%s: cannot rename into place: %s", final, strerror(errno));
-      rename(path, final);
-      return st;
-    }
-    TSL_TRY(st, tsl_remove_tree(path));
-  } else if (rename(tmp, final) != 0) {
-    return tsl_error(TESSEL_E_IO, "%s: cannot rename into place: %s", final, strerror(errno));
-  }
+  TSL_TRY(st, rename_into_place(tmp, final));
   TSL_TRY(st, tsl_fsync_path(s->ckpt.dir));
   TSL_TRY(st, prune(s->ckpt.dir, s->ckpt.keep, step));
   return TESSEL_OK;
@@ -314,36 +291,70 @@ fail:
   return st;
 }
 
+/* Why rank 0 could not write: the cause, the space a checkpoint needs and
+** has, and that the last checkpoint is still there. */
+static tsl_status write_failure(const tsl_runtime *rt, tsl_status st, int64_t step, const char *last) {
+  const char *dir = rt->settings.ckpt.dir;
+  char need[32], have[32] = "an unknown amount", *why = tsl_strdup(tsl_error_message());
+  uint64_t bytes = tsl_ckpt_bytes(&rt->settings), free_bytes;
+  tsl_format_bytes(bytes, need, sizeof need);
+  if (tsl_free_bytes(dir, &free_bytes) >= 0) tsl_format_bytes(free_bytes, have, sizeof have);
+  st = tsl_error(st,
+                 "cannot write checkpoint step_%08lld in %s: %s\n"
+                 "One checkpoint of this model needs about %llu bytes (%s); the file system there has %s free. "
+                 "%s%s. Free some space or point checkpoint.dir at another disk: running the same command again "
+                 "resumes from the last checkpoint.",
+                 (long long)step, dir, why ? why : "", (unsigned long long)bytes, need, have,
+                 last ? "The last checkpoint is intact: " : "No checkpoint was written before this one",
+                 last ? last : "");
+  free(why);
+  return st;
+}
+
 tsl_status tsl_ckpt_save(tsl_model *m, int64_t step, char **saved) {
   tsl_runtime *rt = tsl_model_runtime(m);
   const char *dir = rt->settings.ckpt.dir;
-  char tmp[4096], final[4096], path[4096];
   tsl_status st = TESSEL_OK, wst = TESSEL_OK;
-  snprintf(final, sizeof final, "%s/step_%08lld", dir, (long long)step);
-  snprintf(tmp, sizeof tmp, "%s/.tmp-step_%08lld-%d", dir, (long long)step, (int)getpid());
+  int64_t last_step = 0;
+  char *final = tsl_asprintf("%s/step_%08lld", dir, (long long)step), *last = NULL;
+  char *tmp = tsl_asprintf("%s/.tmp-step_%08lld-%d", dir, (long long)step, (int)getpid());
+  /* every rank goes through the same gathers whatever happens to rank 0's
+  ** files, so an allocation failure here is rank 0's write error too */
+  if (!final || !tmp) wst = tsl_error(TESSEL_E_NOMEM, "out of host memory saving a checkpoint");
   if (rt->world.rank == 0) {
-    wst = tsl_mkdir_p(dir);
+    if (wst >= 0) wst = tsl_ckpt_latest(dir, &last, &last_step);
+    if (wst >= 0) wst = tsl_mkdir_p(dir);
     if (wst >= 0) wst = tsl_remove_tree(tmp);
     if (wst >= 0) wst = tsl_mkdir_p(tmp);
   }
-  for (file_kind k = FILE_MODEL; k <= FILE_PRIVATE; k++) {
-    snprintf(path, sizeof path, "%s/%s", tmp, ckpt_files[k]);
-    TSL_TRY(st, write_states(m, path, k, &wst));
+  for (tsl_ckpt_file k = TSL_CKPT_MODEL; k <= TSL_CKPT_PRIVATE && st >= 0; k++) {
+    char *path = tmp ? tsl_asprintf("%s/%s", tmp, tsl_ckpt_files[k]) : NULL;
+    if (!path && wst >= 0) wst = tsl_error(TESSEL_E_NOMEM, "out of host memory saving a checkpoint");
+    st = write_states(m, path, k, &wst);
+    free(path);
   }
   if (rt->world.rank == 0) {
-    if (wst >= 0) wst = finish_dir(m, tmp, final, step);
-    if (wst < 0) tsl_remove_tree(tmp);
+    if (st >= 0 && wst >= 0) wst = finish_dir(m, tmp, final, step);
+    if (wst < 0) wst = write_failure(rt, wst, step, last);
+    /* nothing half-written stays behind, whatever failed */
+    if ((st < 0 || wst < 0) && tmp) tsl_remove_tree(tmp);
   }
+  if (st < 0) goto done;
   /* every rank learns whether rank 0 managed to write */
   int32_t code = wst;
-  TSL_TRY(st, tsl_world_bcast(&rt->world, &code, sizeof code));
+  if ((st = tsl_world_bcast(&rt->world, &code, sizeof code)) < 0) goto done;
   if (code < 0) {
-    if (rt->world.rank != 0) return tsl_error(code, "rank 0 could not write checkpoint %s", final);
-    return tsl_error_wrap(code, "writing checkpoint %s", final);
+    st = rt->world.rank == 0 ? code : tsl_error(code, "rank 0 could not write checkpoint %s", final);
+    goto done;
   }
-  if (saved) *saved = tsl_strdup(final);
-  return TESSEL_OK;
-fail:
+  if (saved) {
+    *saved = final;
+    final = NULL;
+  }
+done:
+  free(final);
+  free(tmp);
+  free(last);
   return st;
 }
 
@@ -359,112 +370,126 @@ tsl_status tsl_ckpt_latest(const char *dir, char **path, int64_t *step) {
 
 /* ---- reading ---- */
 
-static tsl_status json_int(const char *file, cJSON *obj, const char *key, int64_t *out) {
-  cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
-  if (!cJSON_IsNumber(v)) return tsl_error(TESSEL_E_IO, "%s: missing or non-numeric '%s'", file, key);
-  *out = (int64_t)v->valuedouble;
-  return TESSEL_OK;
-}
-
-/* The recorded files: a version-1 checkpoint has no private.safetensors. */
-static tsl_status check_files(const char *dir, const char *json_path, cJSON *files, int n_files) {
-  char path[4096];
-  for (int f = 0; f < N_FILES; f++) {
-    if (n_files < N_FILES && f == FILE_PRIVATE) continue;
-    cJSON *e = cJSON_GetObjectItemCaseSensitive(files, ckpt_files[f]);
-    cJSON *bytes = cJSON_GetObjectItemCaseSensitive(e, "bytes"), *crc = cJSON_GetObjectItemCaseSensitive(e, "crc32");
-    if (!cJSON_IsNumber(bytes) || !cJSON_IsString(crc))
-      return tsl_error(TESSEL_E_IO, "%s: no size and checksum recorded for %s", json_path, ckpt_files[f]);
+/* Every file's size and CRC-32 as trainer.json recorded them. */
+static tsl_status check_files(const char *dir, const tsl_ckpt_meta *meta) {
+  for (int f = 0; f < TSL_CKPT_N_FILES; f++) {
     uint32_t have;
     uint64_t size;
-    snprintf(path, sizeof path, "%s/%s", dir, ckpt_files[f]);
-    tsl_status st = file_crc(path, &have, &size);
+    if (!meta->files[f].present) continue;
+    char *path = tsl_asprintf("%s/%s", dir, tsl_ckpt_files[f]);
+    tsl_status st = path ? tsl_file_crc32(path, &have, &size) : TESSEL_E_NOMEM;
+    free(path);
     if (st < 0) return tsl_error_wrap(st, "checkpoint %s is incomplete", dir);
-    if (size != (uint64_t)bytes->valuedouble)
+    if (size != meta->files[f].bytes)
       return tsl_error(TESSEL_E_IO, "checkpoint %s is truncated or altered: %s is %llu bytes, trainer.json recorded %llu",
-                       dir, ckpt_files[f], (unsigned long long)size, (unsigned long long)bytes->valuedouble);
-    if (strtoul(crc->valuestring, NULL, 16) != have)
-      return tsl_error(TESSEL_E_IO, "checkpoint %s is corrupt: %s has CRC-32 %08x, trainer.json recorded %s", dir,
-                       ckpt_files[f], have, crc->valuestring);
+                       dir, tsl_ckpt_files[f], (unsigned long long)size, (unsigned long long)meta->files[f].bytes);
+    if (have != meta->files[f].crc32)
+      return tsl_error(TESSEL_E_IO, "checkpoint %s is corrupt: %s has CRC-32 %08x, trainer.json recorded %08x", dir,
+                       tsl_ckpt_files[f], have, meta->files[f].crc32);
   }
   return TESSEL_OK;
 }
 
-static tsl_status json_num(const char *file, cJSON *obj, const char *key, double dflt, double *out) {
-  cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
-  if (!v) {
-    *out = dflt;
-    return TESSEL_OK;
-  }
-  if (!cJSON_IsNumber(v) && !cJSON_IsBool(v)) return tsl_error(TESSEL_E_IO, "%s: model.%s is not a number", file, key);
-  *out = cJSON_IsBool(v) ? cJSON_IsTrue(v) : v->valuedouble;
-  return TESSEL_OK;
+static void describe_model(const tsl_model_settings *a, char *buf, size_t cap) {
+  snprintf(buf, cap, "%s with layers %d, heads %d, kv_heads %d, channels %d, ffn %d, seq_len %d, vocab_size %d",
+           a->arch == TSL_ARCH_LLAMA ? "llama" : "gpt2", a->layers, a->heads, a->kv_heads, a->channels, a->ffn,
+           a->seq_len, a->vocab_size);
 }
 
-/* The model section; a version-1 checkpoint (GPT-2 only) lacks the newer
-** keys, which then take GPT-2's values. */
-static tsl_status read_model(const char *file, cJSON *model, tsl_model_settings *out) {
-  tsl_status st;
-  int64_t v[5];
-  static const char *const dims[] = {"layers", "heads", "channels", "seq_len", "vocab_size"};
-  memset(out, 0, sizeof *out);
-  for (int i = 0; i < 5; i++) TSL_TRY(st, json_int(file, model, dims[i], &v[i]));
-  out->layers = (int)v[0], out->heads = (int)v[1], out->channels = (int)v[2], out->seq_len = (int)v[3];
-  out->vocab_size = (int)v[4];
-  cJSON *arch = cJSON_GetObjectItemCaseSensitive(model, "arch");
-  out->arch = cJSON_IsString(arch) && strcmp(arch->valuestring, "llama") == 0 ? TSL_ARCH_LLAMA : TSL_ARCH_GPT2;
-  double kv = 0, ffn = 0, tie = 0;
-  TSL_TRY(st, json_num(file, model, "kv_heads", out->heads, &kv));
-  TSL_TRY(st, json_num(file, model, "ffn", 4.0 * out->channels, &ffn));
-  TSL_TRY(st, json_num(file, model, "rope_theta", 10000.0, &out->rope_theta));
-  TSL_TRY(st, json_num(file, model, "norm_eps", 1e-5, &out->norm_eps));
-  TSL_TRY(st, json_num(file, model, "tie_embeddings", out->arch == TSL_ARCH_GPT2, &tie));
-  out->kv_heads = (int)kv, out->ffn = (int)ffn, out->tie_embeddings = tie != 0;
-  return TESSEL_OK;
+/* Tensor `name` of file `f` must be F32 with the shape the checkpoint
+** stores the parameter in. */
+static tsl_status check_tensor(const tsl_ckpt *c, const char *file, tsl_st_file *f, const char *name,
+                               const tsl_param *p) {
+  char have[64], want[64], model[256];
+  int64_t shape[2];
+  int i = tsl_st_find(f, name);
+  if (i < 0)
+    return tsl_error(TESSEL_E_IO, "checkpoint %s: %s has no tensor '%s', which the model in trainer.json has", c->path,
+                     file, name);
+  const tsl_st_desc *d = tsl_st_desc_at(f, i);
+  file_shape(p, shape);
+  int same = d->dtype == TESSEL_F32 && d->ndim == p->info.ndim && d->shape[0] == shape[0] &&
+             (d->ndim == 1 || d->shape[1] == shape[1]);
+  if (same) return TESSEL_OK;
+  if (d->ndim == 2) snprintf(have, sizeof have, "[%lld, %lld]", (long long)d->shape[0], (long long)d->shape[1]);
+  else if (d->ndim == 1) snprintf(have, sizeof have, "[%lld]", (long long)d->shape[0]);
+  else snprintf(have, sizeof have, "of %d dimensions", d->ndim);
+  if (p->info.ndim == 2) snprintf(want, sizeof want, "[%lld, %lld]", (long long)shape[0], (long long)shape[1]);
+  else snprintf(want, sizeof want, "[%lld]", (long long)shape[0]);
+  describe_model(&c->arch, model, sizeof model);
+  return tsl_error(TESSEL_E_IO, "checkpoint %s: %s: tensor '%s' is %s %s, but the model in trainer.json (%s) needs F32 %s",
+                   c->path, file, name, tsl_dtype_name(d->dtype), have, model, want);
+}
+
+tsl_status tsl_ckpt_check_tensors(const tsl_ckpt *c) {
+  tsl_status st = TESSEL_OK;
+  tsl_params ps = {0};
+  tsl_arch arch;
+  tsl_settings s = {.model = c->arch};
+  /* counted first, so that a description claiming a huge model cannot make
+  ** this allocate one */
+  TSL_TRY(st, tsl_arch_for(&s, &arch));
+  int want = arch.embed.n_params + arch.head.n_params + arch.block.n_params * c->arch.layers;
+  if (tsl_st_count(c->model) != want || tsl_st_count(c->optim) != 2 * want)
+    return tsl_error(TESSEL_E_IO, "checkpoint %s: model.safetensors holds %d tensors and optimizer.safetensors %d; "
+                     "the model in trainer.json has %d and %d", c->path, tsl_st_count(c->model),
+                     tsl_st_count(c->optim), want, 2 * want);
+  TSL_TRY(st, params_of(&c->arch, &ps));
+  char name[160];
+  for (int i = 0; i < ps.n && st >= 0; i++) {
+    const tsl_param *p = &ps.p[i];
+    st = check_tensor(c, "model.safetensors", c->model, p->name, p);
+    tensor_name(p, "exp_avg", name, sizeof name);
+    if (st >= 0) st = check_tensor(c, "optimizer.safetensors", c->optim, name, p);
+    tensor_name(p, "exp_avg_sq", name, sizeof name);
+    if (st >= 0) st = check_tensor(c, "optimizer.safetensors", c->optim, name, p);
+  }
+  tsl_params_free(&ps);
 fail:
   return st;
 }
 
 tsl_status tsl_ckpt_open(const char *dir, tsl_ckpt *c) {
   tsl_status st;
-  char path[4096], *text = NULL;
-  cJSON *root = NULL;
+  char *text = NULL, *json = NULL;
+  tsl_ckpt_meta meta;
   memset(c, 0, sizeof *c);
-  snprintf(path, sizeof path, "%s/trainer.json", dir);
   if (!tsl_path_exists(dir)) return tsl_error(TESSEL_E_IO, "%s: no such checkpoint directory", dir);
-  TSL_TRY(st, tsl_read_file(path, &text, NULL));
-  root = cJSON_Parse(text);
-  cJSON *fmt = cJSON_GetObjectItemCaseSensitive(root, "format");
-  if (!root || !cJSON_IsString(fmt) || strcmp(fmt->valuestring, "tessel-checkpoint") != 0) {
-    st = tsl_error(TESSEL_E_IO, "%s: not a tessel checkpoint description (bad or truncated JSON)", path);
+  json = tsl_asprintf("%s/trainer.json", dir);
+  if (!(c->path = tsl_strdup(dir)) || !json) {
+    st = TESSEL_E_NOMEM;
     goto fail;
   }
-  int64_t version = 0;
-  TSL_TRY(st, json_int(path, root, "version", &version));
-  if (version != 1 && version != 2) {
-    st = tsl_error(TESSEL_E_VERSION, "%s: checkpoint format version %lld; this tessel reads versions 1 and 2", path,
-                   (long long)version);
-    goto fail;
+  TSL_TRY(st, tsl_read_file(json, &text, NULL));
+  TSL_TRY(st, tsl_ckpt_meta_parse(text, json, tsl_ckpt_dir_step(dir), &meta));
+  c->step = meta.step;
+  c->seed = meta.seed;
+  c->model_hash = meta.model_hash;
+  c->arch = meta.model;
+  snprintf(c->plugin, sizeof c->plugin, "%s", meta.plugin);
+  TSL_TRY(st, check_files(dir, &meta));
+  if (meta.files[TSL_CKPT_TOKENIZER].present) {
+    if (!(c->tokenizer = tsl_asprintf("%s/%s", dir, tsl_ckpt_files[TSL_CKPT_TOKENIZER]))) {
+      st = TESSEL_E_NOMEM;
+      goto fail;
+    }
+    c->tokenizer_hash = meta.tokenizer_hash;
   }
-  TSL_TRY(st, json_int(path, root, "step", &c->step));
-  TSL_TRY(st, read_model(path, cJSON_GetObjectItemCaseSensitive(root, "model"), &c->arch));
-  cJSON *seed = cJSON_GetObjectItemCaseSensitive(root, "seed");
-  c->seed = cJSON_IsString(seed) ? strtoull(seed->valuestring, NULL, 16) : 0;
-  cJSON *plugin = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(root, "plugin"), "name");
-  snprintf(c->plugin, sizeof c->plugin, "%s", cJSON_IsString(plugin) ? plugin->valuestring : "none");
-  TSL_TRY(st, check_files(dir, path, cJSON_GetObjectItemCaseSensitive(root, "files"), version == 1 ? N_FILES - 1 : N_FILES));
-  c->path = tsl_strdup(dir);
-  tsl_st_file **opened[3] = {&c->model, &c->optim, &c->priv};
-  for (int f = 0; f < (version == 1 ? 2 : 3); f++) {
-    snprintf(path, sizeof path, "%s/%s", dir, ckpt_files[f]);
-    TSL_TRY(st, tsl_st_open(path, opened[f]));
+  tsl_st_file **opened[] = {&c->model, &c->optim, &c->priv};
+  for (int f = TSL_CKPT_MODEL; f <= TSL_CKPT_PRIVATE; f++) {
+    if (!meta.files[f].present) continue;
+    char *path = tsl_asprintf("%s/%s", dir, tsl_ckpt_files[f]);
+    st = path ? tsl_st_open(path, opened[f]) : TESSEL_E_NOMEM;
+    free(path);
+    if (st < 0) goto fail;
   }
-  cJSON_Delete(root);
+  TSL_TRY(st, tsl_ckpt_check_tensors(c));
   free(text);
+  free(json);
   return TESSEL_OK;
 fail:
-  cJSON_Delete(root);
   free(text);
+  free(json);
   tsl_ckpt_close(c);
   return st;
 }
@@ -474,6 +499,7 @@ void tsl_ckpt_close(tsl_ckpt *c) {
   if (c->optim) tsl_st_close(c->optim);
   if (c->priv) tsl_st_close(c->priv);
   free(c->path);
+  free(c->tokenizer);
   memset(c, 0, sizeof *c);
 }
 
@@ -507,11 +533,6 @@ static int same_model(const tsl_model_settings *a, const tsl_model_settings *b) 
          a->rope_theta == b->rope_theta && a->norm_eps == b->norm_eps && a->tie_embeddings == b->tie_embeddings;
 }
 
-static void describe_model(const tsl_model_settings *a, char *buf, size_t cap) {
-  snprintf(buf, cap, "%s with layers %d, heads %d, kv_heads %d, channels %d, ffn %d, seq_len %d, vocab_size %d",
-           a->arch == TSL_ARCH_LLAMA ? "llama" : "gpt2", a->layers, a->heads, a->kv_heads, a->channels, a->ffn,
-           a->seq_len, a->vocab_size);
-}
 
 /* Load one state of one parameter from a file tensor. `optional`: a missing
 ** tensor leaves the state as it is (a private slot the checkpoint lacks). */
@@ -540,17 +561,22 @@ tsl_status tsl_ckpt_restore(tsl_model *m, const tsl_ckpt *c) {
     describe_model(want, asked, sizeof asked);
     return tsl_error(TESSEL_E_CONFIG, "checkpoint %s holds a %s model; the config asks for %s", c->path, have, asked);
   }
+  const tsl_tokenizer *t = tsl_model_runtime(m)->tokenizer;
+  if (t && c->tokenizer && tsl_tokenizer_hash(t) != c->tokenizer_hash)
+    return tsl_error(TESSEL_E_CONFIG, "checkpoint %s was trained with tokenizer %016" PRIx64 " (%s); this run's "
+                     "tokenizer %s is %016" PRIx64, c->path, c->tokenizer_hash, c->tokenizer, tsl_tokenizer_name(t),
+                     tsl_tokenizer_hash(t));
   uint64_t most = 1;
   for (int i = 0; i < ps->n; i++) most = TSL_MAX(most, (uint64_t)ps->p[i].info.shape[0] * (uint64_t)ps->p[i].info.shape[1]);
   float *mem = malloc(most * sizeof(float));
   if (!mem) return tsl_error(TESSEL_E_NOMEM, "out of host memory restoring a checkpoint");
-  int slots = states_per_param(m, FILE_OPTIMIZER), privs = states_per_param(m, FILE_PRIVATE);
+  int slots = states_per_param(m, TSL_CKPT_OPTIMIZER), privs = states_per_param(m, TSL_CKPT_PRIVATE);
   for (int i = 0; i < ps->n && st >= 0; i++) {
-    st = load_state(m, c, c->model, i, state_at(FILE_MODEL, 0), "", mem, 0);
+    st = load_state(m, c, c->model, i, state_at(TSL_CKPT_MODEL, 0), "", mem, 0);
     for (int k = 0; k < slots && st >= 0; k++)
-      st = load_state(m, c, c->optim, i, state_at(FILE_OPTIMIZER, k), state_suffix(m, FILE_OPTIMIZER, k), mem, 0);
+      st = load_state(m, c, c->optim, i, state_at(TSL_CKPT_OPTIMIZER, k), state_suffix(m, TSL_CKPT_OPTIMIZER, k), mem, 0);
     for (int k = 0; k < privs && st >= 0; k++)
-      st = load_state(m, c, c->priv, i, state_at(FILE_PRIVATE, k), state_suffix(m, FILE_PRIVATE, k), mem, 1);
+      st = load_state(m, c, c->priv, i, state_at(TSL_CKPT_PRIVATE, k), state_suffix(m, TSL_CKPT_PRIVATE, k), mem, 1);
   }
   free(mem);
   return st;

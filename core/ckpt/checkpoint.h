@@ -2,30 +2,47 @@
 ** core/ckpt/checkpoint.h — checkpoint directories.
 **
 ** A checkpoint is the directory CKPT_DIR/step_NNNNNNNN holding
-**   model.safetensors      every parameter, whole, fp32, under its GPT-2 name
+**   model.safetensors      every parameter, whole, fp32, under its Hugging
+**                          Face name (Llama's linears [out, in] as HF
+**                          stores them; a padded vocabulary's rows left out)
 **   optimizer.safetensors  NAME.exp_avg and NAME.exp_avg_sq for each parameter
+**   private.safetensors    NAME.SLOT for each private slot of the strategy
 **   config.yaml            the resolved configuration of the run
-**   trainer.json           step, seed, model dimensions, strategy, config
-**                          hash, and the size and CRC-32 of each file above
+**   tokenizer.json         the run's tokenizer, when it has one (its
+**                          Hugging Face file as loaded)
+**   trainer.json           step, seed, the model, strategy, config hash, the
+**                          tokenizer's hash, and the size and CRC-32 of each
+**                          file above (ckpt/meta.h)
 ** It is written under a temporary name, every file fsync'd, then renamed
 ** into place and the parent directory fsync'd, so a crash never leaves a
-** partial checkpoint under a step_ name. Reading checks trainer.json, the
-** size and CRC of every file and the safetensors structure before any
-** tensor is used; a truncated or corrupt checkpoint is refused with the
-** file and the problem named.
+** partial checkpoint under a step_ name. When rank 0 cannot write (a full
+** or read-only disk), every rank still takes part in the gathers, the
+** temporary directory is removed, and the error says what failed, how many
+** bytes a checkpoint needs and has, and which checkpoint is intact.
+**
+** Reading validates like a config (ckpt/meta.h): trainer.json and its
+** checksum, the size and CRC of every file, the safetensors structure,
+** and every tensor's name, dtype and shape against the model trainer.json
+** records — no more, no fewer — before any tensor is used; a truncated,
+** corrupt or inconsistent checkpoint is refused with the file and the
+** problem named. Version 1 checkpoints (GPT-2, no private.safetensors)
+** are read too.
 */
 #ifndef TSL_CHECKPOINT_H
 #define TSL_CHECKPOINT_H
 
 #include "ckpt/gather.h"
+#include "ckpt/meta.h"
 #include "ckpt/safetensors.h"
 
 typedef struct tsl_ckpt {
   char *path;
   int64_t step;
   uint64_t seed, model_hash;
-  tsl_model_settings arch;   /* the model it holds */
+  tsl_model_settings arch; /* the model it holds */
   char plugin[64];
+  char *tokenizer;         /* path of its tokenizer.json; NULL: byte-level, none stored */
+  uint64_t tokenizer_hash;
   tsl_st_file *model, *optim, *priv; /* priv NULL in a version-1 checkpoint */
 } tsl_ckpt;
 
@@ -33,15 +50,24 @@ typedef struct tsl_ckpt {
 ** prune to settings.ckpt.keep. *saved (optional) gets the directory. */
 tsl_status tsl_ckpt_save(tsl_model *m, int64_t step, char **saved);
 
-/* The newest step_ directory under dir: *path NULL (and OK) when none. */
+/* About how many bytes one checkpoint of the configured model takes. */
+uint64_t tsl_ckpt_bytes(const tsl_settings *s);
+
+/* The newest step_NNNNNNNN directory under dir: *path NULL (and OK) when
+** none. Temporaries and other names are ignored. */
 tsl_status tsl_ckpt_latest(const char *dir, char **path, int64_t *step);
 
-/* Open and validate a checkpoint directory. */
+/* Open and validate a checkpoint directory (TESSEL_E_IO, naming the file
+** and the problem, when anything is wrong). */
 tsl_status tsl_ckpt_open(const char *path, tsl_ckpt *c);
+/* The tensor check of tsl_ckpt_open: c's model and optimizer files hold
+** exactly the tensors of c's model, F32, in their shapes. */
+tsl_status tsl_ckpt_check_tensors(const tsl_ckpt *c);
 void tsl_ckpt_close(tsl_ckpt *c);
 
-/* Load parameters and optimizer state into the model (each rank its part).
-** The model's dimensions must match the checkpoint's. */
+/* Load parameters, optimizer slots and the strategy's private slots into
+** the model (each rank its part). The model must be the checkpoint's, and
+** the run's tokenizer the one stored with it (when both have one). */
 tsl_status tsl_ckpt_restore(tsl_model *m, const tsl_ckpt *c);
 
 /* Parameter p's master weights as the model holds them in memory (a

@@ -9,6 +9,7 @@
 #include "ckpt/checkpoint.h"
 #include "common/atomic_file.h"
 #include "common/util.h"
+#include "tokenizer/tokenizer.h"
 
 /* config.json for transformers: GPT2LMHeadModel or LlamaForCausalLM. */
 static cJSON *hf_config(const tsl_model_settings *m) {
@@ -49,28 +50,86 @@ static cJSON *hf_config(const tsl_model_settings *m) {
   return root;
 }
 
-static tsl_status write_hf_config(const tsl_ckpt *c, const char *path) {
+/* config.json; eot >= 0 is the tokenizer's end-of-text id (GPT-2's
+** default, 50256, is outside other vocabularies). */
+static tsl_status write_hf_config(const tsl_ckpt *c, const char *path, int eot) {
   tsl_status st;
   cJSON *root = hf_config(&c->arch);
+  if (eot >= 0) {
+    cJSON_AddNumberToObject(root, "bos_token_id", eot);
+    cJSON_AddNumberToObject(root, "eos_token_id", eot);
+  }
   char *text = cJSON_Print(root);
   cJSON_Delete(root);
   if (!text) return tsl_error(TESSEL_E_NOMEM, "out of host memory writing %s", path);
-  tsl_atomic_file af;
-  st = tsl_atomic_open(path, &af);
-  if (st >= 0 && (st = tsl_atomic_write(&af, text, strlen(text))) < 0) tsl_atomic_abort(&af);
-  if (st >= 0) st = tsl_atomic_commit(&af);
+  st = tsl_atomic_write_file(path, text, strlen(text));
   free(text);
   return st;
 }
 
+/* tokenizer.json as stored in the checkpoint, and the tokenizer_config.json
+** that makes transformers.AutoTokenizer load it as a fast tokenizer. */
+static tsl_status write_tokenizer_files(const tsl_ckpt *c, const tsl_tokenizer *t, const char *dir) {
+  tsl_status st;
+  size_t len;
+  const char *json = tsl_tokenizer_json(t, &len);
+  char *path = tsl_asprintf("%s/tokenizer.json", dir), *text = NULL;
+  if (!path) return TESSEL_E_NOMEM;
+  st = tsl_atomic_write_file(path, json, len);
+  free(path);
+  if (st < 0) return st;
+  cJSON *root = cJSON_CreateObject();
+  cJSON_AddStringToObject(root, "tokenizer_class", "PreTrainedTokenizerFast");
+  cJSON_AddNumberToObject(root, "model_max_length", c->arch.seq_len);
+  cJSON_AddBoolToObject(root, "clean_up_tokenization_spaces", 0);
+  int eot = tsl_tokenizer_eot(t);
+  if (eot >= 0) {
+    size_t n;
+    const char *s = tsl_tokenizer_token(t, eot, &n);
+    char *name = tsl_asprintf("%.*s", (int)n, s);
+    if (name) {
+      cJSON_AddStringToObject(root, "bos_token", name);
+      cJSON_AddStringToObject(root, "eos_token", name);
+    }
+    free(name);
+  }
+  text = cJSON_Print(root);
+  cJSON_Delete(root);
+  path = tsl_asprintf("%s/tokenizer_config.json", dir);
+  st = text && path ? tsl_atomic_write_file(path, text, strlen(text)) : tsl_error(TESSEL_E_NOMEM, "out of host memory");
+  free(text);
+  free(path);
+  return st;
+}
+
+/* The export writes its file and config.json into one directory; when that
+** is the checkpoint's own, it would replace model.safetensors (or add to a
+** directory whose every file trainer.json accounts for). */
+static tsl_status check_destination(const char *ckpt_dir, const char *out_path) {
+  char *dir = tsl_dirname(out_path);
+  char *a = dir ? realpath(dir, NULL) : NULL, *b = realpath(ckpt_dir, NULL);
+  int same = a && b && strcmp(a, b) == 0;
+  free(dir);
+  free(a);
+  free(b);
+  if (!same) return TESSEL_OK;
+  return tsl_error(TESSEL_E_CONFIG,
+                   "%s is inside the checkpoint %s: exporting there would overwrite the checkpoint's own files. "
+                   "Write the export to another directory (it holds the .safetensors file and config.json).",
+                   out_path, ckpt_dir);
+}
+
 tsl_status tsl_export_hf(const char *ckpt_dir, const char *out_path) {
   tsl_status st;
-  tsl_ckpt c;
+  tsl_ckpt c = {0};
   tsl_st_writer *w = NULL;
   tsl_st_desc *descs = NULL;
   char (*names)[128] = NULL;
   char *dir = NULL, *config = NULL;
+  tsl_tokenizer *t = NULL;
+  TSL_TRY(st, check_destination(ckpt_dir, out_path));
   TSL_TRY(st, tsl_ckpt_open(ckpt_dir, &c));
+  if (c.tokenizer) TSL_TRY(st, tsl_tokenizer_load(c.tokenizer, &t));
   int n = tsl_st_count(c.model);
   descs = calloc((size_t)n, sizeof *descs);
   names = calloc((size_t)n, sizeof *names);
@@ -100,8 +159,10 @@ tsl_status tsl_export_hf(const char *ckpt_dir, const char *out_path) {
   if (st < 0) goto fail;
   dir = tsl_dirname(out_path);
   config = dir ? tsl_asprintf("%s/config.json", dir) : NULL;
-  st = config ? write_hf_config(&c, config) : TESSEL_E_NOMEM;
+  st = config ? write_hf_config(&c, config, t ? tsl_tokenizer_eot(t) : -1) : TESSEL_E_NOMEM;
+  if (st >= 0 && t) st = write_tokenizer_files(&c, t, dir);
 fail:
+  tsl_tokenizer_free(t);
   free(descs);
   free(names);
   free(dir);

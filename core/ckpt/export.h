@@ -5,7 +5,12 @@
 ** "transformer." + its name, fp32, in GPT-2's Conv1D [in, out] orientation
 ** (the one tessel trains in), the LM head tied to wte as GPT-2 does, and a
 ** config.json beside it, so that GPT2LMHeadModel.from_pretrained(dir) loads
-** the directory.
+** the directory. A checkpoint with a tokenizer also gets tokenizer.json and
+** tokenizer_config.json there (AutoTokenizer.from_pretrained(dir) loads
+** them), and config.json's bos/eos_token_id are its end-of-text id.
+** The checkpoint is validated first (tsl_ckpt_open), and an OUT inside the
+** checkpoint directory is refused (TESSEL_E_CONFIG): it would overwrite the
+** checkpoint's own model.
 */
 #ifndef TSL_EXPORT_H
 #define TSL_EXPORT_H

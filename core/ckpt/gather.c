@@ -61,7 +61,9 @@ tsl_status tsl_gather_state(tsl_model *m, int i, tessel_state_ref ref, float *gl
   int mine = tsl_layouts_supplies(t, w->rank, i, NULL, NULL);
   int held = tsl_layout_of(t, w->rank, i)->kind != TESSEL_LAYOUT_ABSENT;
   if (mine || (held && assembled(m, &tsl_model_params(m)->p[i], ref))) TSL_TRY(st, read_local(m, i, ref, part));
-  if (w->rank == 0 && mine) {
+  /* global is NULL on rank 0 too once its file write failed: the parts
+  ** still travel (no rank may be left waiting) and are dropped */
+  if (w->rank == 0 && mine && global) {
     param_as(m, 0, i, &as);
     tsl_param_insert(&as, part, global);
   }
@@ -74,7 +76,7 @@ tsl_status tsl_gather_state(tsl_model *m, int i, tessel_state_ref ref, float *gl
     } else if (w->rank == 0) {
       if (MPI_Recv(part, (int)as.local_numel, MPI_FLOAT, r, i, MPI_COMM_WORLD, MPI_STATUS_IGNORE) != MPI_SUCCESS)
         st = tsl_error(TESSEL_E_COMM, "receiving %s from rank %d for a checkpoint failed", as.name, r);
-      else
+      else if (global)
         tsl_param_insert(&as, part, global);
     }
     if (st < 0) goto fail;

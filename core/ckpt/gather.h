@@ -18,7 +18,8 @@
 
 /* Collective: assemble parameter `index`'s state `ref` (MASTER, SLOT i,
 ** PRIVATE i) into `global` (the whole tensor, host memory) on rank 0; other
-** ranks pass NULL. */
+** ranks pass NULL, and so may rank 0 when it has nowhere to put it (the
+** parts are exchanged all the same). */
 tsl_status tsl_gather_state(tsl_model *m, int index, tessel_state_ref ref, float *global);
 
 /* This rank's part of parameter `index` from the whole tensor `global`

@@ -3,7 +3,9 @@
 **
 ** Each command is a table entry with its summary, its usage text and its
 ** function; `tessel help CMD` and `tessel CMD --help` print the usage.
-** Exit codes: 0 success, 1 runtime failure, 2 usage or configuration error.
+** Exit codes: 0 success, 1 runtime failure, 2 usage or configuration error;
+** `run` also 75 (TSL_EXIT_STOPPED, train/signals.h) when it stopped early
+** with a checkpoint.
 */
 #ifndef TSL_CLI_H
 #define TSL_CLI_H
@@ -22,7 +24,7 @@ typedef struct tsl_command {
 } tsl_command;
 
 extern const tsl_command tsl_cmd_run, tsl_cmd_check, tsl_cmd_plugins, tsl_cmd_data, tsl_cmd_sample, tsl_cmd_export,
-    tsl_cmd_bench, tsl_cmd_launch, tsl_cmd_plugin_check, tsl_cmd_compare;
+    tsl_cmd_bench, tsl_cmd_launch, tsl_cmd_plugin_check, tsl_cmd_compare, tsl_cmd_tokenizer;
 
 /* Print "tessel CMD: message" and the usage line; returns TSL_EXIT_USAGE. */
 int tsl_usage_error(const tsl_command *cmd, const char *fmt, ...) TSL_PRINTF(2, 3);
@@ -35,5 +37,8 @@ int tsl_parse_count(const char *s, long long *out);
 /* An integer option in [lo, hi] into an int; 1 when valid, 0 otherwise. */
 int tsl_option_int(const char *s, long long lo, long long hi, int *out);
 int tsl_parse_number(const char *s, double *out);
+/* Room for every repeatable option of a command line of argc words (one
+** more for a caller's own): a zeroed heap array, NULL when out of memory. */
+const char **tsl_option_slots(int argc);
 
 #endif

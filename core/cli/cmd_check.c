@@ -9,8 +9,6 @@
 #include "plugin/host.h"
 #include "runtime/build.h"
 
-#define MAX_SETS 256
-
 static int check(int argc, char **argv);
 
 const tsl_command tsl_cmd_check = {
@@ -26,34 +24,50 @@ const tsl_command tsl_cmd_check = {
     "exit status: 0 valid, 2 invalid configuration or usage, 1 other failure (e.g. a broken plugin file)\n",
     check};
 
-static int check(int argc, char **argv) {
+typedef struct check_args {
+  const char **sets;
+  int n_sets, quiet;
+  long long world;
+} check_args;
+
+/* 0, or the exit status of a usage error. */
+static int parse_args(int argc, char **argv, check_args *a) {
   static const struct option opts[] = {
       {"world", required_argument, 0, 'w'}, {"set", required_argument, 0, 's'}, {"quiet", no_argument, 0, 'q'}, {0, 0, 0, 0}};
-  const char *sets[MAX_SETS];
-  int n_sets = 0, quiet = 0, c;
-  long long world = 1;
+  int c;
   optind = 0;
   while ((c = getopt_long(argc, argv, "w:s:q", opts, NULL)) != -1) {
     if (c == 'w') {
-      if (tsl_parse_count(optarg, &world) != 0 || world < 1 || world > 1 << 20)
+      if (tsl_parse_count(optarg, &a->world) != 0 || a->world < 1 || a->world > 1 << 20)
         return tsl_usage_error(&tsl_cmd_check, "--world needs a positive number of ranks, got '%s'", optarg);
-    } else if (c == 's' && n_sets < MAX_SETS) {
-      sets[n_sets++] = optarg;
+    } else if (c == 's') {
+      a->sets[a->n_sets++] = optarg;
     } else if (c == 'q') {
-      quiet = 1;
+      a->quiet = 1;
     } else {
       return tsl_usage_error(&tsl_cmd_check, "bad option");
     }
   }
   if (optind != argc - 1) return tsl_usage_error(&tsl_cmd_check, "expected one CONFIG file");
+  return 0;
+}
 
+static int check(int argc, char **argv) {
+  check_args a = {.sets = tsl_option_slots(argc), .world = 1};
+  if (!a.sets) return tsl_fail(tsl_error(TESSEL_E_NOMEM, "out of host memory reading the command line"));
+  int usage = parse_args(argc, argv, &a);
+  if (usage) {
+    free(a.sets);
+    return usage;
+  }
+  const char **sets = a.sets;
+  int n_sets = a.n_sets, quiet = a.quiet;
+  long long world = a.world;
   tsl_runtime rt = {0};
   tsl_model *model = NULL;
   tessel_model_dims dims;
   tsl_world_single(&rt.world, (int)world);
-  tsl_status st = tsl_runtime_configure(&rt, argv[optind], sets, n_sets);
-  if (st >= 0) st = tsl_strategy_start(&rt, (int)world);
-  if (st >= 0) st = tsl_cfg_check_unknown(tsl_config_root(rt.config));
+  tsl_status st = tsl_runtime_configure(&rt, argv[optind], sets, n_sets, (int)world);
   if (st >= 0) st = tsl_model_dims_for(&rt, &dims);
   if (st >= 0) st = tsl_model_plan(&rt, &dims, &model);
   if (st >= 0 && !quiet) {
@@ -70,5 +84,6 @@ static int check(int argc, char **argv) {
   }
   int code = st < 0 ? tsl_fail(st) : TSL_EXIT_OK;
   tsl_runtime_destroy(&rt);
+  free(a.sets);
   return code;
 }

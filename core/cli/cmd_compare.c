@@ -9,33 +9,44 @@
 #include "common/util.h"
 #include "compare/compare.h"
 
-#define MAX_SETS 64
-
 static int compare(int argc, char **argv);
 
 const tsl_command tsl_cmd_compare = {
-    "compare", "run several configs (strategies) on the same model and data; compare loss, speed, memory, traffic",
-    "usage: tessel compare A.yaml[@RANKS] B.yaml[@RANKS]... [--steps N] [-n RANKS] [--out DIR]\n"
-    "                      [--tolerance T] [--warmup K] [--set KEY=VALUE]... [--allow-different-models]\n\n"
-    "Trains each configuration for N steps — through mpirun when it runs on more than one rank — and\n"
-    "compares them: final loss; the largest per-step loss difference against the first, with a verdict\n"
-    "(equivalent when every step's relative difference is at most T); tokens/s (median, min–max after\n"
-    "warm-up); step time; MFU; peak memory per tier and rank; payload and bus bytes per step per\n"
-    "communicator; and which configuration is fastest and which needs the least device memory.\n"
-    "Writes DIR/report.md with the same tables and the differences between the resolved configs, and\n"
-    "loss, throughput and memory charts (PNG, with gnuplot when installed). The configurations must\n"
-    "train the same model on the same data with the same seed and batch. A configuration that fails is\n"
-    "reported as failed, with its error; the others still run.\n\n"
+    "compare", "run several configs (strategies) on the same model and data; decide which is faster, and by how much",
+    "usage: tessel compare A.yaml[@RANKS] B.yaml[@RANKS]... [--steps N] [--repeat K] [-n RANKS] [--out DIR]\n"
+    "                      [--tolerance T] [--val-tolerance V] [--warmup W] [--set KEY=VALUE]...\n"
+    "                      [--allow-different-models]\n\n"
+    "Trains each configuration for N steps, K times, interleaved (A B C, C B A, A B C ...) so that a slow\n"
+    "spell of the machine falls on all of them — through mpirun when it runs on more than one rank, each rank bound\n"
+    "to its own CPUs when there are enough (tessel launch --help). Before anything runs, the configurations\n"
+    "must train the same model on the same data with the same seed and batch, and each must pass\n"
+    "`tessel check --world RANKS`. Then report.md (and the terminal) lead with the decision — the fastest\n"
+    "configuration, faster than the next \"by X% (spread Y%)\" only when the difference exceeds the noise\n"
+    "of the trials, else \"no measurable difference\" and the one needing least memory — followed by:\n"
+    "loss equivalence against the first (a strategy that declares itself lossy is judged by validation\n"
+    "loss); tokens/s (median and range over trials, per rank, with a warning when ranks oversubscribe the\n"
+    "CPUs); MFU; each step split into compute, communication wait and pipeline bubble; memory per tier\n"
+    "split into parameters, gradients, optimizer state, activations and scratch; traffic per\n"
+    "communicator; charts of loss, loss difference, throughput and memory (gnuplot, when installed); and\n"
+    "the differences between the resolved configurations.\n\n"
+    "Your directories are never read or written: every trial runs with its log, metrics, checkpoints and\n"
+    "TensorBoard files in DIR/<index>-<label>/trial-<k>/, text data is prepared into DIR/data, and nothing\n"
+    "resumes from a checkpoint. (Token shards given as data.train are read where they are, and paths in a\n"
+    "strategy's own options, such as gemini's nvme_dir, are used as written.)\n\n"
     "  --steps N                 steps per run (default 20)\n"
+    "  --repeat K                trials per configuration (default 3; one trial cannot tell noise from a\n"
+    "                            difference)\n"
     "  -n RANKS                  ranks for every config without its own @RANKS (default 1)\n"
     "  --out DIR                 report folder (default runs/compare)\n"
-    "  --tolerance T             relative loss difference still called equivalent (default 1e-5: fp32\n"
-    "                            sums in another order, carried by AdamW over tens of steps)\n"
-    "  --warmup K                steps left out of throughput figures (default: a tenth, at least 1)\n"
+    "  --tolerance T             relative per-step loss difference still called equivalent (default 1e-5:\n"
+    "                            fp32 sums in another order, carried by AdamW over tens of steps)\n"
+    "  --val-tolerance V         relative validation-loss difference accepted from a lossy strategy\n"
+    "                            (default 0.01)\n"
+    "  --warmup W                steps left out of throughput figures (default: a tenth, at least 1)\n"
     "  --set KEY=VALUE           override a key in every config (repeatable)\n"
     "  --allow-different-models  compare configs whose model, data, seed or batch differ\n\n"
-    "exit status: 0 when every run completed, 1 when any failed (the report still lists it), 2 usage or\n"
-    "configs that do not train the same model\n",
+    "exit status: 0 when every trial completed, 1 when any failed (the report still lists it), 2 usage,\n"
+    "or configs that do not load, do not pass `tessel check` or do not train the same model (nothing runs)\n",
     compare};
 
 /* "file.yaml@4" -> file.yaml on 4 ranks; no suffix -> dflt. */
@@ -54,11 +65,13 @@ static int parse_target(char *arg, int dflt, tsl_cmp_run *run) {
 static int compare(int argc, char **argv) {
   static const struct option opts[] = {{"steps", required_argument, 0, 'S'},    {"out", required_argument, 0, 'o'},
                                        {"tolerance", required_argument, 0, 't'}, {"warmup", required_argument, 0, 'w'},
-                                       {"set", required_argument, 0, 's'},
+                                       {"set", required_argument, 0, 's'},       {"repeat", required_argument, 0, 'r'},
+                                       {"val-tolerance", required_argument, 0, 'v'},
                                        {"allow-different-models", no_argument, 0, 'a'},
                                        {0, 0, 0, 0}};
-  const char *sets[MAX_SETS];
-  tsl_compare c = {.steps = 20, .tolerance = 1e-5, .warmup = -1, .sets = sets};
+  const char **sets = tsl_option_slots(argc);
+  if (!sets) return tsl_fail(tsl_error(TESSEL_E_NOMEM, "out of host memory reading the command line"));
+  tsl_compare c = {.steps = 20, .repeat = 3, .tolerance = 1e-5, .val_tolerance = 0.01, .warmup = -1, .sets = sets};
   long long ranks = 1, v;
   int opt;
   snprintf(c.out, sizeof c.out, "runs/compare");
@@ -71,40 +84,54 @@ static int compare(int argc, char **argv) {
         c.steps = v;
         break;
       case 'n': ok = tsl_parse_count(optarg, &ranks) == 0 && ranks >= 1 && ranks <= 4096; break;
-      case 'o': snprintf(c.out, sizeof c.out, "%s", optarg); break;
+      case 'o': /* short enough that every path made under it fits its buffer whole */
+        ok = strlen(optarg) <= TSL_CMP_MAX_OUT;
+        if (ok) snprintf(c.out, sizeof c.out, "%s", optarg);
+        break;
       case 't': ok = tsl_parse_number(optarg, &c.tolerance) == 0 && c.tolerance >= 0; break;
       case 'w': ok = tsl_option_int(optarg, 0, 1 << 30, &c.warmup); break;
-      case 's':
-        ok = c.n_sets < MAX_SETS;
-        if (ok) sets[c.n_sets++] = optarg;
-        break;
+      case 'r': ok = tsl_option_int(optarg, 1, TSL_CMP_MAX_TRIALS, &c.repeat); break;
+      case 'v': ok = tsl_parse_number(optarg, &c.val_tolerance) == 0 && c.val_tolerance >= 0; break;
+      case 's': sets[c.n_sets++] = optarg; break;
       case 'a': c.allow_different = 1; break;
       default: ok = 0;
     }
-    if (!ok) return tsl_usage_error(&tsl_cmd_compare, "bad option or value");
+    if (!ok) {
+      free(sets);
+      return tsl_usage_error(&tsl_cmd_compare, "bad option or value (--out takes at most %d bytes)", TSL_CMP_MAX_OUT);
+    }
   }
   c.n_runs = argc - optind;
-  if (c.n_runs < 2) return tsl_usage_error(&tsl_cmd_compare, "give at least two configs to compare");
   if (c.warmup < 0) c.warmup = (int)TSL_MAX(1, c.steps / 10);
-  if (c.warmup >= c.steps) return tsl_usage_error(&tsl_cmd_compare, "--warmup must be below --steps");
+  if (c.n_runs < 2 || c.warmup >= c.steps) {
+    free(sets);
+    return tsl_usage_error(&tsl_cmd_compare, c.n_runs < 2 ? "give at least two configs to compare"
+                                                          : "--warmup must be below --steps");
+  }
   c.runs = calloc((size_t)c.n_runs, sizeof *c.runs);
-  if (!c.runs) return TSL_EXIT_FAILURE;
+  if (!c.runs) {
+    free(sets);
+    return TSL_EXIT_FAILURE;
+  }
   for (int r = 0; r < c.n_runs; r++)
     if (parse_target(argv[optind + r], (int)ranks, &c.runs[r]) != 0) {
       free(c.runs);
+      free(sets);
       return tsl_usage_error(&tsl_cmd_compare, "bad rank count in '%s' (CONFIG@RANKS)", argv[optind + r]);
     }
-  tsl_status st = tsl_compare_plan(&c);
-  if (st >= 0) st = tsl_mkdir_p(c.out);
+  tsl_status st = tsl_mkdir_p(c.out);
+  if (st >= 0) st = tsl_compare_plan(&c);
   int failed = 0;
   if (st >= 0) {
     tsl_compare_run_all(&c);
     st = tsl_compare_measure(&c);
     if (st >= 0) st = tsl_compare_report(&c, stdout);
-    for (int r = 0; r < c.n_runs; r++) failed |= c.runs[r].failed;
+    for (int r = 0; r < c.n_runs; r++)
+      for (int k = 0; k < c.repeat; k++) failed |= c.runs[r].failed || c.runs[r].trials[k].failed;
   }
   tsl_compare_free(&c);
   free(c.runs);
+  free(sets);
   if (st < 0) return tsl_fail(st);
   return failed ? TSL_EXIT_FAILURE : TSL_EXIT_OK;
 }

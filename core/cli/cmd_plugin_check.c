@@ -22,8 +22,8 @@
 #include "data/shard.h"
 #include "plugin/elf.h"
 #include "plugin/loader.h"
+#include "train/signals.h"
 
-#define MAX_SETS 64
 #define MAX_STEPS 16
 #define STEPS 6
 /* Strategies change only the order of fp32 sums (over ranks, over split
@@ -159,28 +159,28 @@ typedef struct check {
 ** exit status; the trajectory on success. */
 static int run(const check *c, int k, int ranks, const char *name, const char *const *extra, int n_extra,
                trajectory *t) {
-  char cfg[4096], log[4096], metrics[4096], run_dir[4096], *args[2 * (MAX_SETS + 8) + 2];
-  int n = 0;
+  char cfg[4096], log[4096], metrics[4096], run_dir[4096], fixed[3][4200];
+  int n = 0, nf = 0;
   snprintf(run_dir, sizeof run_dir, "%s/%s", c->dir, name);
   snprintf(cfg, sizeof cfg, "%s/%s.yaml", c->dir, models[k].name);
-  args[n++] = cfg;
-  char sets[MAX_SETS + 8][512];
-  int ns = 0;
-  snprintf(sets[ns++], sizeof sets[0], "log.dir=%s", run_dir);
-  snprintf(sets[ns++], sizeof sets[0], "checkpoint.dir=%s/ckpt", run_dir);
-  if (ranks) snprintf(sets[ns++], sizeof sets[0], "plugin.path=%s", c->lib);
+  snprintf(fixed[nf++], sizeof fixed[0], "log.dir=%s", run_dir);
+  snprintf(fixed[nf++], sizeof fixed[0], "checkpoint.dir=%s/ckpt", run_dir);
+  if (ranks) snprintf(fixed[nf++], sizeof fixed[0], "plugin.path=%s", c->lib);
+  char **args = calloc((size_t)(2 * (nf + c->n_user + n_extra) + 2), sizeof *args);
+  if (!args) return -1;
   /* the user's options, but the reference has no plugin section */
-  for (int i = 0; i < c->n_user; i++)
-    if (ranks || strncmp(c->user[i], "plugin.", 7) != 0) snprintf(sets[ns++], sizeof sets[0], "%s", c->user[i]);
-  for (int i = 0; i < n_extra; i++) snprintf(sets[ns++], sizeof sets[0], "%s", extra[i]);
-  for (int i = 0; i < ns; i++) {
+  args[n++] = cfg;
+  for (int i = 0; i < nf + c->n_user + n_extra; i++) {
+    const char *set = i < nf ? fixed[i] : i < nf + c->n_user ? c->user[i - nf] : extra[i - nf - c->n_user];
+    if (!ranks && i >= nf && i < nf + c->n_user && strncmp(set, "plugin.", 7) == 0) continue;
     args[n++] = "--set";
-    args[n++] = sets[i];
+    args[n++] = (char *)set;
   }
   snprintf(log, sizeof log, "%s/%s.log", c->dir, name);
-  char **argv = tsl_run_argv(ranks ? ranks : 1, 0, args, n);
+  char **argv = tsl_run_argv(ranks ? ranks : 1, 0, args, n, NULL, 0);
   int rc = argv ? tsl_spawn_wait(argv, log) : -1;
   tsl_spawn_argv_free(argv);
+  free(args);
   snprintf(metrics, sizeof metrics, "%s/metrics.jsonl", run_dir);
   if (rc == 0 && !read_trajectory(metrics, t)) rc = -1;
   return rc;
@@ -232,7 +232,8 @@ static int check_resume(const check *c, int k, int ranks, const trajectory *whol
   snprintf(what, sizeof what, "%s on %d rank(s) stops at step 3 and resumes", models[k].name, ranks);
   const char *stop[] = {"train.stop_after=3"};
   int rc = run(c, k, ranks, name, stop, 1, &t);
-  if (rc == 0) rc = run(c, k, ranks, name, NULL, 0, &t);
+  if (rc == 0) return report(0, what, "train.stop_after=3 did not stop the run");
+  if (rc == TSL_EXIT_STOPPED) rc = run(c, k, ranks, name, NULL, 0, &t);
   if (rc != 0) {
     failure_detail(c, name, rc, detail, sizeof detail);
     return report(0, what, detail);
@@ -315,15 +316,19 @@ static int parse_ranks(const char *s, int *out, int cap) {
 static int plugin_check(int argc, char **argv) {
   static const struct option opts[] = {{"set", required_argument, 0, 's'}, {"ranks", required_argument, 0, 'r'},
                                        {0, 0, 0, 0}};
-  const char *sets[MAX_SETS];
+  const char **sets = tsl_option_slots(argc);
   int n_sets = 0, ranks[8] = {1, 2, 4}, n_ranks = 3, c;
+  if (!sets) return tsl_fail(tsl_error(TESSEL_E_NOMEM, "out of host memory reading the command line"));
   optind = 0;
   while ((c = getopt_long(argc, argv, "s:r:", opts, NULL)) != -1) {
-    if (c == 's' && n_sets < MAX_SETS) sets[n_sets++] = optarg;
+    if (c == 's') sets[n_sets++] = optarg;
     else if (c == 'r' && (n_ranks = parse_ranks(optarg, ranks, 8)) > 0) continue;
-    else return tsl_usage_error(&tsl_cmd_plugin_check, "bad option or value");
+    else break;
   }
-  if (optind != argc - 1) return tsl_usage_error(&tsl_cmd_plugin_check, "expected one plugin file");
+  if (c != -1 || optind != argc - 1) {
+    free(sets);
+    return tsl_usage_error(&tsl_cmd_plugin_check, c != -1 ? "bad option or value" : "expected one plugin file");
+  }
   char real[4096], dir[] = "/tmp/tessel-plugin-check-......";
   memset(dir + sizeof dir - 7, 'X', 6); /* mkdtemp's template ends in six of them */
   if (!realpath(argv[optind], real)) snprintf(real, sizeof real, "%s", argv[optind]);
@@ -333,11 +338,15 @@ static int plugin_check(int argc, char **argv) {
   int ok = check_file(real);
   ok = ok && check_load(real, &chk.lossy);
   if (ok) {
-    if (!mkdtemp(dir)) return tsl_fail(tsl_error(TESSEL_E_IO, "cannot create a scratch directory under /tmp"));
+    if (!mkdtemp(dir)) {
+      free(sets);
+      return tsl_fail(tsl_error(TESSEL_E_IO, "cannot create a scratch directory under /tmp"));
+    }
     if (write_configs(dir) < 0) ok = report(0, "test data", tsl_error_message());
     for (size_t k = 0; ok && k < sizeof models / sizeof models[0]; k++) ok = check_model(&chk, (int)k, ranks, n_ranks);
     if (ok) tsl_remove_tree(dir);
   }
+  free(sets);
   printf("%s\n", ok ? "result: ok" : "result: FAILED");
   return ok ? TSL_EXIT_OK : TSL_EXIT_FAILURE;
 }

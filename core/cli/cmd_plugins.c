@@ -48,8 +48,10 @@ static int list_dir(const char *dir, char ***out) {
 static int plugins(int argc, char **argv) {
   (void)argv;
   if (argc > 1) return tsl_usage_error(&tsl_cmd_plugins, "takes no arguments");
-  char *dirs[32], *seen[256], caps[256];
-  int n_dirs = tsl_plugin_search_dirs(dirs, 32), n_seen = 0, found = 0;
+  char caps[256];
+  int n_dirs = 0, n_seen = 0, found = 0;
+  char **dirs = tsl_plugin_search_dirs(&n_dirs), **seen = NULL;
+  if (!dirs) return tsl_fail(tsl_error(TESSEL_E_NOMEM, "out of host memory listing plugins"));
   printf("%-10s %-9s %-5s %-40s %s\n", "NAME", "VERSION", "ABI", "CAPABILITIES", "DESCRIPTION / PATH");
   for (int d = 0; d < n_dirs; d++) {
     char **files;
@@ -64,7 +66,9 @@ static int plugins(int argc, char **argv) {
       }
       int shadowed = 0;
       for (int k = 0; k < n_seen; k++) shadowed |= !strcmp(seen[k], p->name);
-      if (!shadowed && n_seen < 256) seen[n_seen++] = tsl_strdup(p->name);
+      char **more = shadowed ? NULL : realloc(seen, sizeof *seen * (size_t)(n_seen + 1));
+      if (more && (more[n_seen] = tsl_strdup(p->name))) n_seen++;
+      if (more) seen = more;
       printf("%-10s %-9s %u.%-3u %-40s %s\n  %s%s\n", p->name, p->vt.version ? p->vt.version : "-",
              TESSEL_ABI_MAJOR(p->vt.abi_version), TESSEL_ABI_MINOR(p->vt.abi_version),
              tsl_plugin_caps_string(p->vt.caps, caps, sizeof caps), p->vt.description ? p->vt.description : "",
@@ -75,7 +79,8 @@ static int plugins(int argc, char **argv) {
     free(files);
   }
   if (!found) printf("(no strategy plugins found; set TESSEL_PLUGIN_PATH or build the plugins)\n");
-  for (int d = 0; d < n_dirs; d++) free(dirs[d]);
+  tsl_plugin_dirs_free(dirs);
   for (int k = 0; k < n_seen; k++) free(seen[k]);
+  free(seen);
   return TSL_EXIT_OK;
 }

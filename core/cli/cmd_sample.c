@@ -12,15 +12,18 @@ static int sample(int argc, char **argv);
 const tsl_command tsl_cmd_sample = {
     "sample", "generate text from a checkpoint",
     "usage: tessel sample CKPT_DIR [--prompt TEXT] [--tokens N] [--temperature T] [--top-k K] [--seed S]\n"
-    "                              [--threads N]\n\n"
+    "                              [--threads N] [--tokenizer FILE]\n\n"
     "Loads the model of a checkpoint directory (e.g. runs/NAME/checkpoints/step_00001000) and continues\n"
-    "PROMPT by N tokens (bytes), printed on standard output.\n\n"
-    "  --prompt TEXT       text to continue (default: a newline)\n"
+    "PROMPT by N tokens, printed on standard output as they are generated. The prompt is encoded and the\n"
+    "tokens decoded with the tokenizer stored in the checkpoint; a checkpoint without one is byte-level\n"
+    "(vocabulary 256; a larger vocabulary needs --tokenizer).\n\n"
+    "  --prompt TEXT       text to continue (default: a newline); added tokens such as <|endoftext|> count\n"
     "  --tokens N          how many tokens to generate (default 200)\n"
     "  --temperature T     0 always picks the most likely token (default 1.0)\n"
     "  --top-k K           sample among the K most likely tokens only (default 0: all)\n"
     "  --seed S            sampling seed (default 1337)\n"
-    "  --threads N         CPU threads (default: all)\n",
+    "  --threads N         CPU threads (default: all)\n"
+    "  --tokenizer FILE    a tokenizer.json to use instead of the checkpoint's\n",
     sample};
 
 /* A parameter's whole tensor out of the checkpoint. */
@@ -30,7 +33,8 @@ static int sample(int argc, char **argv) {
   static const struct option opts[] = {{"prompt", required_argument, 0, 'p'},     {"tokens", required_argument, 0, 'n'},
                                        {"temperature", required_argument, 0, 't'}, {"top-k", required_argument, 0, 'k'},
                                        {"seed", required_argument, 0, 's'},        {"threads", required_argument, 0, 'j'},
-                                       {0, 0, 0, 0}};
+                                       {"tokenizer", required_argument, 0, 'z'},   {0, 0, 0, 0}};
+  const char *tokenizer = NULL;
   tsl_sample_opts o = {.prompt = "\n", .tokens = 200, .temperature = 1.0, .seed = 1337};
   long long v;
   int c;
@@ -47,6 +51,7 @@ static int sample(int argc, char **argv) {
         o.seed = (uint64_t)v;
         break;
       case 'j': ok = tsl_option_int(optarg, 0, 4096, &o.threads); break;
+      case 'z': tokenizer = optarg; break;
       default: ok = 0;
     }
     if (!ok) return tsl_usage_error(&tsl_cmd_sample, "bad option or value");
@@ -57,9 +62,14 @@ static int sample(int argc, char **argv) {
   if (st < 0) return tsl_fail(st);
   tsl_settings s = {.model = ck.arch};
   s.train.seed = ck.seed;
-  fputs(o.prompt, stdout);
-  st = tsl_sample(&s, from_checkpoint, &ck, &o, stdout);
-  fputc('\n', stdout);
+  if (!tokenizer) tokenizer = ck.tokenizer;
+  if (tokenizer) st = tsl_tokenizer_load(tokenizer, &o.tokenizer);
+  if (st >= 0) {
+    fputs(o.prompt, stdout);
+    st = tsl_sample(&s, from_checkpoint, &ck, &o, stdout);
+    fputc('\n', stdout);
+  }
+  tsl_tokenizer_free(o.tokenizer);
   tsl_ckpt_close(&ck);
   return st < 0 ? tsl_fail(st) : TSL_EXIT_OK;
 }

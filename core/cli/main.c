@@ -9,7 +9,7 @@
 #include "tessel/tessel.h"
 
 static const tsl_command *const commands[] = {&tsl_cmd_run,    &tsl_cmd_launch, &tsl_cmd_check,  &tsl_cmd_plugins,
-                                              &tsl_cmd_data,   &tsl_cmd_sample, &tsl_cmd_export, &tsl_cmd_bench, &tsl_cmd_plugin_check, &tsl_cmd_compare};
+                                              &tsl_cmd_data,   &tsl_cmd_tokenizer, &tsl_cmd_sample, &tsl_cmd_export, &tsl_cmd_bench, &tsl_cmd_plugin_check, &tsl_cmd_compare};
 
 static void overview(FILE *out) {
   fprintf(out,
@@ -18,7 +18,9 @@ static void overview(FILE *out) {
           tessel_version());
   for (size_t i = 0; i < TSL_ARRAY_LEN(commands); i++) fprintf(out, "  %-12s %s\n", commands[i]->name, commands[i]->summary);
   fprintf(out, "  %-12s %s\n  %-12s %s\n", "version", "print the version", "help", "help for a command: tessel help CMD");
-  fprintf(out, "\nexit status: 0 success, 1 runtime failure, 2 usage or configuration error\n");
+  fprintf(out, "\nexit status: 0 success, 1 runtime failure, 2 usage or configuration error, 3 the strategy\n"
+               "declines this device, 75 a run that stopped early with a checkpoint (signal or time limit): run\n"
+               "it again to resume\n");
 }
 
 static const tsl_command *find(const char *name) {

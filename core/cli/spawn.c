@@ -2,31 +2,61 @@
 #include "cli/spawn.h"
 
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/util.h"
+#include "runtime/cpus.h"
 
-char **tsl_run_argv(int ranks, int launcher, char *const *run_args, int n_args) {
+/* mpirun's placement: each rank bound to its own equal part of the cores
+** this process may use when there are enough, else unbound and
+** oversubscribed (the OS shares the cores; the ranks see that and say so).
+** Hardware threads are counted as CPUs, as sched_getaffinity counts them. */
+static int binding(char **argv, int k, int ranks, char *how, size_t how_cap) {
+  tsl_cpus cpus;
+  char pe[48];
+  tsl_cpus_self(&cpus);
+  if (ranks <= cpus.cores) {
+    int per = cpus.cores / ranks;
+    snprintf(pe, sizeof pe, "slot:PE=%d", per);
+    argv[k++] = tsl_strdup("--use-hwthread-cpus");
+    argv[k++] = tsl_strdup("--map-by");
+    argv[k++] = tsl_strdup(pe);
+    argv[k++] = tsl_strdup("--bind-to");
+    argv[k++] = tsl_strdup("hwthread");
+    if (how)
+      snprintf(how, how_cap, "%d rank(s), each bound to %d of the %d CPU(s) this process may use (%s)", ranks, per,
+               cpus.cores, cpus.list);
+  } else {
+    argv[k++] = tsl_strdup("--oversubscribe");
+    argv[k++] = tsl_strdup("--bind-to");
+    argv[k++] = tsl_strdup("none");
+    if (how)
+      snprintf(how, how_cap, "%d rank(s) on %d CPU(s) (%s): more ranks than CPUs, so they are not bound and share "
+               "them (oversubscribed: speeds measure the sharing)", ranks, cpus.cores, cpus.list);
+  }
+  return k;
+}
+
+char **tsl_run_argv(int ranks, int launcher, char *const *run_args, int n_args, char *how, size_t how_cap) {
   char self[4096], count[32];
   ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
   if (len <= 0) return NULL;
   self[len] = '\0';
   snprintf(count, sizeof count, "%d", ranks);
-  char **argv = calloc((size_t)n_args + 16, sizeof(char *));
+  char **argv = calloc((size_t)n_args + 20, sizeof(char *));
   if (!argv) return NULL;
   int k = 0;
+  if (how) snprintf(how, how_cap, "1 process, unbound");
   if (ranks > 1 || launcher) {
     argv[k++] = tsl_strdup("mpirun");
     argv[k++] = tsl_strdup("-n");
     argv[k++] = tsl_strdup(count);
-    if (ranks > sysconf(_SC_NPROCESSORS_ONLN)) argv[k++] = tsl_strdup("--oversubscribe");
     if (geteuid() == 0) argv[k++] = tsl_strdup("--allow-run-as-root");
-    /* ranks set their own thread counts; let the OS place them */
-    argv[k++] = tsl_strdup("--bind-to");
-    argv[k++] = tsl_strdup("none");
+    k = binding(argv, k, ranks, how, how_cap);
   }
   argv[k++] = tsl_strdup(self);
   argv[k++] = tsl_strdup("run");

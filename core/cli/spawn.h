@@ -5,12 +5,17 @@
 #ifndef TSL_SPAWN_H
 #define TSL_SPAWN_H
 
+#include <stddef.h>
+
 /* argv for running `tessel run ARGS...` on `ranks` local ranks: mpirun
-** (with --oversubscribe when ranks exceed the cores, --allow-run-as-root as
-** root) when ranks > 1 or `launcher` is set, else the program itself. Heap
-** array (free with tsl_spawn_argv_free); NULL when the program cannot be
-** found. */
-char **tsl_run_argv(int ranks, int launcher, char *const *run_args, int n_args);
+** when ranks > 1 or `launcher` is set, else the program itself. Under
+** mpirun each rank is bound to its own equal part of the CPUs this process
+** may use (its affinity mask) when there are at least as many CPUs as
+** ranks; otherwise the ranks are left unbound with --oversubscribe. `how`
+** (optional) gets a sentence saying which. --allow-run-as-root as root.
+** Heap array (free with tsl_spawn_argv_free); NULL when the program cannot
+** be found. */
+char **tsl_run_argv(int ranks, int launcher, char *const *run_args, int n_args, char *how, size_t how_cap);
 void tsl_spawn_argv_free(char **argv);
 
 /* Run argv to completion with stdout and stderr appended to log_path.

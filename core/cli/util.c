@@ -55,6 +55,8 @@ int tsl_parse_number(const char *s, double *out) {
   return 0;
 }
 
+const char **tsl_option_slots(int argc) { return calloc((size_t)argc + 2, sizeof(const char *)); }
+
 int tsl_option_int(const char *s, long long lo, long long hi, int *out) {
   long long v;
   if (tsl_parse_count(s, &v) != 0 || v < lo || v > hi) return 0;

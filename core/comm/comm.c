@@ -33,6 +33,7 @@ struct tessel_work {
   tsl_status failed;      /* a reduction that failed while advancing, and why */
   char why[256];
   int in_use;
+  int p2p;         /* a send or receive: waiting for it is pipeline idle time */
   int device;      /* a device collective: done when `done` is */
   int batched;     /* a device send/receive in the open batch (no event yet) */
   tsl_event *done; /* recorded on the comm stream after it; NULL: nothing to wait for */
@@ -48,6 +49,7 @@ struct tsl_comm {
   tessel_work works[TSL_MAX_WORK];
   tsl_comm_device dev; /* dev.be NULL: MPI only */
   int batch_open;      /* an open group of non-blocking device sends/receives */
+  tsl_comm_times step_times; /* host time blocked in communication this step */
 };
 
 static tsl_status mpi_status(int rc, const char *what, const tessel_group *g) {
@@ -121,10 +123,17 @@ static int has_device_engine(const tsl_backend *be) {
          be->event_query && be->last_error;
 }
 
-/* The backend's bootstrap broadcast, over the group's MPI communicator. */
+/* The backend's bootstrap, over the group's MPI communicator: a broadcast
+** from the group's rank 0, and the agreement on every rank's status. */
 static int bcast_group(void *arg, void *buf, int bytes) {
   tessel_group *g = arg;
   return MPI_Bcast(buf, bytes, MPI_BYTE, 0, g->comm) == MPI_SUCCESS ? TESSEL_OK : TESSEL_E_COMM;
+}
+
+static int agree_group(void *arg, int status) {
+  tessel_group *g = arg;
+  int lowest = status;
+  return MPI_Allreduce(&status, &lowest, 1, MPI_INT, MPI_MIN, g->comm) == MPI_SUCCESS ? lowest : TESSEL_E_COMM;
 }
 
 static tsl_status device_error(const tsl_comm *c, tsl_status st, const char *what, const tessel_group *g) {
@@ -147,7 +156,8 @@ static tsl_status add_device_comms(tsl_comm *c) {
         g->dcomm = c->groups[j].dcomm;
     }
     if (g->dcomm) continue;
-    int rc = be->dcomm_create(be, g->rank, g->size, bcast_group, g, &g->dcomm);
+    tsl_dcomm_boot boot = {bcast_group, agree_group, g};
+    int rc = be->dcomm_create(be, g->rank, g->size, &boot, &g->dcomm);
     if (rc < 0) return device_error(c, rc, "creating the device communicator", g);
     g->owns_dcomm = 1;
   }
@@ -263,6 +273,17 @@ static void count(tessel_group *g, uint64_t payload, double factor) {
   g->total.payload += payload;
   g->total.bus += bus;
 }
+
+/* Charge the host time since t0 to waiting: point-to-point transfers are
+** the stage boundaries of a pipeline, so time blocked in them is the
+** pipeline's idle time (its bubble); everything else is collective wait. */
+static void charge(tsl_comm *c, double t0, int p2p) {
+  double dt = tsl_now() - t0;
+  if (p2p) c->step_times.p2p_wait += dt;
+  else c->step_times.coll_wait += dt;
+}
+
+static int is_p2p(tsl_coll_kind kind) { return kind == TSL_COLL_SEND || kind == TSL_COLL_RECV; }
 
 /* A free handle for a non-blocking collective. */
 static tsl_status take_work(tsl_comm *c, tessel_work **out) {
@@ -459,11 +480,14 @@ static tsl_status report_failed(tessel_work *w) {
   return tsl_error(w->failed, "%s", w->why);
 }
 
-static tsl_status wait_red(tessel_work *w) {
+static tsl_status wait_red(tsl_comm *c, tessel_work *w) {
   int done;
+  double t0 = tsl_now();
   tsl_status st = order_exchanges(w->group, w);
-  if (w->failed) return report_failed(w);
-  return st < 0 ? st : finish_red(w, 1, &done);
+  if (w->failed) st = report_failed(w);
+  else if (st >= 0) st = finish_red(w, 1, &done);
+  charge(c, t0, 0);
+  return st;
 }
 
 /* A reduction on MPI: rank-ordered, through mpi_reduce.c; a blocking one
@@ -483,7 +507,7 @@ static tsl_status post_mpi_reduce(tsl_comm *c, tessel_group *g, const coll *k, t
   tessel_work **tail = &g->reds;
   while (*tail) tail = &(*tail)->next_red;
   *tail = w;
-  if (!work) return wait_red(w);
+  if (!work) return wait_red(c, w);
   *work = w;
   return TESSEL_OK;
 }
@@ -508,6 +532,7 @@ static tsl_status post(tsl_comm *c, tessel_group *g, const coll *k, tessel_work 
   uint64_t block = k->n * (uint64_t)type_size(k->dt);
   MPI_Datatype t = mpi_type(k->dt);
   int n = (int)k->n, rc;
+  double t0 = tsl_now();
   account(g, k);
   switch (k->kind) {
     case TSL_COLL_ALL_GATHER:
@@ -533,8 +558,14 @@ static tsl_status post(tsl_comm *c, tessel_group *g, const coll *k, tessel_work 
     if (work) (*work)->in_use = 0;
     return st;
   }
-  if (work) return TESSEL_OK;
-  return mpi_status(MPI_Wait(req, MPI_STATUS_IGNORE), k->name, g);
+  if (work) {
+    (*work)->p2p = is_p2p(k->kind);
+    return TESSEL_OK;
+  }
+  /* a blocking call: the whole call is waiting (MPI moves the data inside it) */
+  st = mpi_status(MPI_Wait(req, MPI_STATUS_IGNORE), k->name, g);
+  charge(c, t0, is_p2p(k->kind));
+  return st;
 }
 
 tsl_status tsl_all_reduce(tsl_comm *c, tessel_group *g, const void *send, void *recv, uint64_t n, tessel_dtype dt,
@@ -588,7 +619,11 @@ tsl_status tsl_recv(tsl_comm *c, tessel_group *g, void *buf, uint64_t n, tessel_
 
 tsl_status tsl_barrier(tsl_comm *c, tessel_group *g) {
   tsl_status st = flush(c);
-  return st < 0 ? st : mpi_status(MPI_Barrier(g->comm), "barrier", g);
+  if (st < 0) return st;
+  double t0 = tsl_now();
+  st = mpi_status(MPI_Barrier(g->comm), "barrier", g);
+  charge(c, t0, 0);
+  return st;
 }
 
 tsl_status tsl_comm_world_reduce(tsl_comm *c, double *values, int n, tessel_redop op) {
@@ -611,8 +646,10 @@ static tsl_status device_wait(tsl_comm *c, tessel_work *w) {
 tsl_status tsl_work_wait(tsl_comm *c, tessel_work *w) {
   if (!w || !w->in_use) return tsl_error(TESSEL_E_INTERNAL, "waiting on a collective that is not outstanding");
   if (w->device) return device_wait(c, w);
-  if (w->red || w->failed) return wait_red(w);
+  if (w->red || w->failed) return wait_red(c, w);
+  double t0 = tsl_now();
   int rc = MPI_Wait(&w->req, MPI_STATUS_IGNORE);
+  charge(c, t0, w->p2p);
   w->in_use = 0;
   return mpi_status(rc, "wait", NULL);
 }
@@ -655,6 +692,9 @@ tessel_group *tsl_comm_group_at(tsl_comm *c, int i) { return &c->groups[i]; }
 tsl_comm_counts tsl_group_step_counts(const tessel_group *g) { return g->step; }
 tsl_comm_counts tsl_group_total_counts(const tessel_group *g) { return g->total; }
 
+tsl_comm_times tsl_comm_step_times(const tsl_comm *c) { return c->step_times; }
+
 void tsl_comm_new_step(tsl_comm *c) {
   for (int i = 0; i < c->n_groups; i++) memset(&c->groups[i].step, 0, sizeof c->groups[i].step);
+  memset(&c->step_times, 0, sizeof c->step_times);
 }

@@ -38,6 +38,17 @@ typedef struct tsl_comm_counts {
   uint64_t calls, payload, bus;
 } tsl_comm_counts;
 
+/* Host seconds this rank spent blocked in communication since the step
+** began: in blocking calls (whole), in waits on non-blocking ones, and in
+** barriers. Sends and receives (pipeline stage boundaries) are kept apart
+** from collectives: a rank blocked on its neighbour stage is idle in the
+** pipeline's bubble. Device collectives do not block the host (the compute
+** stream waits instead), so under a device engine their time is in the
+** compute that follows. */
+typedef struct tsl_comm_times {
+  double coll_wait, p2p_wait;
+} tsl_comm_times;
+
 /* The device engine's context: the backend and the two streams. */
 typedef struct tsl_comm_device {
   tsl_backend *be;
@@ -99,6 +110,8 @@ int tsl_comm_group_count(const tsl_comm *c);
 tessel_group *tsl_comm_group_at(tsl_comm *c, int i);
 tsl_comm_counts tsl_group_step_counts(const tessel_group *g);
 tsl_comm_counts tsl_group_total_counts(const tessel_group *g);
+tsl_comm_times tsl_comm_step_times(const tsl_comm *c);
+/* Start a step: clear the per-step counters and times. */
 void tsl_comm_new_step(tsl_comm *c);
 
 #endif

@@ -72,3 +72,14 @@ void tsl_atomic_abort(tsl_atomic_file *af) {
   if (af->tmp) unlink(af->tmp);
   release(af);
 }
+
+tsl_status tsl_atomic_write_file(const char *path, const void *buf, size_t n) {
+  tsl_atomic_file af;
+  tsl_status st = tsl_atomic_open(path, &af);
+  if (st < 0) return st;
+  if ((st = tsl_atomic_write(&af, buf, n)) < 0) {
+    tsl_atomic_abort(&af);
+    return st;
+  }
+  return tsl_atomic_commit(&af);
+}

@@ -30,4 +30,7 @@ tsl_status tsl_atomic_commit(tsl_atomic_file *af);
 ** or already released *af. */
 void tsl_atomic_abort(tsl_atomic_file *af);
 
+/* The whole of a small file in one call: open, write, commit. */
+tsl_status tsl_atomic_write_file(const char *path, const void *buf, size_t n);
+
 #endif

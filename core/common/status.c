@@ -5,7 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#define TSL_ERROR_CAP 8192
+/* room for a configuration's 20 reported mistakes */
+#define TSL_ERROR_CAP 32768
 static char error_buf[TSL_ERROR_CAP];
 
 tsl_status tsl_verror(tsl_status status, const char *fmt, va_list ap) {
@@ -65,11 +66,12 @@ const char *tsl_status_name(tsl_status status) {
     case TESSEL_E_IO: return "I/O error";
     case TESSEL_E_INTERNAL: return "internal error";
     case TESSEL_E_NUMERIC: return "numeric error";
+    case TSL_E_DECLINED: return "declined by the strategy";
     default: return "error";
   }
 }
 
 int tsl_status_exit_code(tsl_status status) {
   if (status >= 0) return 0;
-  return status == TESSEL_E_CONFIG ? 2 : 1;
+  return status == TESSEL_E_CONFIG ? 2 : status == TSL_E_DECLINED ? 3 : 1;
 }

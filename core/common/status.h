@@ -22,6 +22,12 @@ typedef tessel_status tsl_status;
 #define TSL_PRINTF(f, a)
 #endif
 
+/* A core-only status, never passed to or from a plugin: the strategy
+** declined to run this configuration on this device (its setup returned
+** TESSEL_E_UNSUPPORTED, e.g. gemini on a 16-bit backend). Exit status 3,
+** so that scripts can tell "cannot run here" from "failed". */
+#define TSL_E_DECLINED (-100)
+
 /* Set the error message and return `status` (so `return tsl_error(...)`). */
 tsl_status tsl_error(tsl_status status, const char *fmt, ...) TSL_PRINTF(2, 3);
 tsl_status tsl_verror(tsl_status status, const char *fmt, va_list ap);
@@ -37,7 +43,8 @@ void tsl_error_clear(void);
 int tsl_has_position(const char *msg);
 /* Short name of a status kind, e.g. "config error". */
 const char *tsl_status_name(tsl_status status);
-/* Process exit code for a status: 0 ok, 2 usage/config, 1 otherwise. */
+/* Process exit code for a status: 0 ok, 2 usage/config, 3 declined by the
+** strategy, 1 otherwise. */
 int tsl_status_exit_code(tsl_status status);
 
 /* Propagate a failure: `TSL_TRY(st, call)` jumps to `fail` when call < 0. */

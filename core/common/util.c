@@ -8,7 +8,9 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -163,30 +165,48 @@ tsl_status tsl_fsync_path(const char *path) {
 }
 
 tsl_status tsl_mkdir_p(const char *path) {
-  char buf[4096];
   size_t n = strlen(path);
-  if (n == 0 || n >= sizeof buf) return tsl_error(TESSEL_E_IO, "bad directory path '%s'", path);
-  memcpy(buf, path, n + 1);
-  for (size_t i = 1; i <= n; i++) {
-    if (buf[i] == '/' || buf[i] == '\0') {
-      char c = buf[i];
-      buf[i] = '\0';
-      if (mkdir(buf, 0777) != 0 && errno != EEXIST)
-        return tsl_error(TESSEL_E_IO, "%s: cannot create directory: %s", buf, strerror(errno));
-      buf[i] = c;
-    }
+  if (n == 0) return tsl_error(TESSEL_E_IO, "cannot create a directory with an empty name");
+  char *buf = tsl_strdup(path);
+  if (!buf) return TESSEL_E_NOMEM;
+  tsl_status st = TESSEL_OK;
+  for (size_t i = 1; i <= n && st >= 0; i++) {
+    if (buf[i] != '/' && buf[i] != '\0') continue;
+    char c = buf[i];
+    buf[i] = '\0';
+    struct stat sb;
+    if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+      st = tsl_error(TESSEL_E_IO, "%s: cannot create directory: %s", buf, strerror(errno));
+    else if (c == '\0' && (stat(buf, &sb) != 0 || !S_ISDIR(sb.st_mode)))
+      st = tsl_error(TESSEL_E_IO, "%s: exists and is not a directory", buf);
+    buf[i] = c;
   }
-  return TESSEL_OK;
+  free(buf);
+  return st;
+}
+
+const char *tsl_file_kind(mode_t mode) {
+  if (S_ISREG(mode)) return "a regular file";
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISCHR(mode) || S_ISBLK(mode)) return "a device";
+  return "not a regular file";
 }
 
 tsl_status tsl_read_file(const char *path, char **out, size_t *len) {
   tsl_status st = TESSEL_OK;
   char *buf = NULL;
   struct stat sb;
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  /* O_NONBLOCK: opening a FIFO must not wait for a writer */
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) return tsl_error(TESSEL_E_IO, "%s: cannot open: %s", path, strerror(errno));
   if (fstat(fd, &sb) != 0) {
     st = tsl_error(TESSEL_E_IO, "%s: cannot stat: %s", path, strerror(errno));
+    goto fail;
+  }
+  if (!S_ISREG(sb.st_mode)) {
+    st = tsl_error(TESSEL_E_IO, "%s: is %s, not a regular file", path, tsl_file_kind(sb.st_mode));
     goto fail;
   }
   buf = malloc((size_t)sb.st_size + 1);
@@ -206,6 +226,29 @@ fail:
   return st;
 }
 
+tsl_status tsl_map_file(const char *path, const char **data, size_t *len) {
+  struct stat sb;
+  *data = NULL;
+  *len = 0;
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return tsl_error(TESSEL_E_IO, "%s: cannot open: %s", path, strerror(errno));
+  if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+    close(fd);
+    return tsl_error(TESSEL_E_IO, "%s: not a regular file", path);
+  }
+  void *p = sb.st_size > 0 ? mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0) : NULL;
+  int err = errno;
+  close(fd);
+  if (p == MAP_FAILED) return tsl_error(TESSEL_E_IO, "%s: cannot map: %s", path, strerror(err));
+  *data = p;
+  *len = (size_t)sb.st_size;
+  return TESSEL_OK;
+}
+
+void tsl_unmap_file(const char *data, size_t len) {
+  if (data) munmap((void *)data, len);
+}
+
 static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
   (void)sb;
   (void)flag;
@@ -223,6 +266,21 @@ tsl_status tsl_remove_tree(const char *path) {
 int tsl_path_exists(const char *path) {
   struct stat sb;
   return stat(path, &sb) == 0;
+}
+
+tsl_status tsl_free_bytes(const char *path, uint64_t *out) {
+  char *p = tsl_strdup(path);
+  struct statvfs sv;
+  int rc = -1;
+  while (p && (rc = statvfs(p, &sv)) != 0 && errno == ENOENT && strcmp(p, "/") && strcmp(p, ".")) {
+    char *up = tsl_dirname(p);
+    free(p);
+    p = up;
+  }
+  free(p);
+  if (rc != 0) return tsl_error(TESSEL_E_IO, "%s: cannot tell the free space: %s", path, strerror(errno));
+  *out = (uint64_t)sv.f_bavail * (uint64_t)sv.f_frsize;
+  return TESSEL_OK;
 }
 
 char *tsl_dirname(const char *path) {

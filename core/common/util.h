@@ -8,11 +8,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
+#include "base.h"
 #include "status.h"
-
-#define TSL_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
-#define TSL_MIN(a, b) ((a) < (b) ? (a) : (b))
-#define TSL_MAX(a, b) ((a) > (b) ? (a) : (b))
 
 /* Heap string copy; NULL on allocation failure (with the error set). */
 char *tsl_strdup(const char *s);
@@ -52,12 +50,24 @@ double tsl_now(void);
 tsl_status tsl_write_all(int fd, const void *buf, size_t n, const char *path);
 tsl_status tsl_read_all(int fd, void *buf, size_t n, const char *path);
 tsl_status tsl_fsync_path(const char *path);
+/* Create a directory and its parents; an existing non-directory at `path`
+** is an error. */
 tsl_status tsl_mkdir_p(const char *path);
-/* Read a whole file into a NUL-terminated heap buffer. */
+/* "a directory", "a FIFO", ... for a stat mode, for messages. */
+const char *tsl_file_kind(mode_t mode);
+/* Read a whole regular file into a NUL-terminated heap buffer (a FIFO,
+** directory or device is an error, never a wait). */
 tsl_status tsl_read_file(const char *path, char **out, size_t *len);
+/* Map a whole file read-only; an empty file maps to (NULL, 0). Unmap with
+** tsl_unmap_file. Large corpora are read this way without copying. */
+tsl_status tsl_map_file(const char *path, const char **data, size_t *len);
+void tsl_unmap_file(const char *data, size_t len);
 /* Remove a directory tree (used for temporary checkpoint directories). */
 tsl_status tsl_remove_tree(const char *path);
 int tsl_path_exists(const char *path);
+/* Bytes an unprivileged writer can still put on the file system holding
+** `path` (or its nearest existing parent). */
+tsl_status tsl_free_bytes(const char *path, uint64_t *out);
 /* Directory part of a path, as a heap string ("." when none). */
 char *tsl_dirname(const char *path);
 

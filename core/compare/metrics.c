@@ -1,9 +1,11 @@
-/* core/compare/metrics.c — reading each run's metrics back. */
+/* core/compare/metrics.c — reading each trial's metrics and summary back,
+** and the figures of each configuration over its trials. */
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/stats.h"
 #include "common/util.h"
 #include "compare/compare.h"
 
@@ -12,27 +14,15 @@ static double number(const cJSON *o, const char *key) {
   return cJSON_IsNumber(v) ? v->valuedouble : NAN;
 }
 
-static int by_value(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
+static const cJSON *at(const cJSON *o, const char *a, const char *b) {
+  return cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(o, a), b);
 }
 
-static double median(const double *v, int n) {
-  if (n <= 0) return NAN;
-  double *s = malloc(sizeof(double) * (size_t)n);
-  if (!s) return NAN;
-  memcpy(s, v, sizeof(double) * (size_t)n);
-  qsort(s, (size_t)n, sizeof *s, by_value);
-  double m = n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
-  free(s);
-  return m;
-}
-
-static tsl_cmp_group *group_named(tsl_cmp_run *run, const char *name, int64_t steps) {
-  for (int i = 0; i < run->n_groups; i++)
-    if (!strcmp(run->groups[i].name, name)) return &run->groups[i];
-  if (run->n_groups == TSL_CMP_MAX_GROUPS) return NULL;
-  tsl_cmp_group *g = &run->groups[run->n_groups];
+static tsl_cmp_group *group_named(tsl_cmp_trial *t, const char *name, int64_t steps) {
+  for (int i = 0; i < t->n_groups; i++)
+    if (!strcmp(t->groups[i].name, name)) return &t->groups[i];
+  if (t->n_groups == TSL_CMP_MAX_GROUPS) return NULL;
+  tsl_cmp_group *g = &t->groups[t->n_groups];
   memset(g, 0, sizeof *g);
   g->payload_steps = calloc((size_t)steps, sizeof(double));
   g->bus_steps = calloc((size_t)steps, sizeof(double));
@@ -42,96 +32,196 @@ static tsl_cmp_group *group_named(tsl_cmp_run *run, const char *name, int64_t st
     return NULL;
   }
   snprintf(g->name, sizeof g->name, "%s", name);
-  run->n_groups++;
+  t->n_groups++;
   return g;
 }
 
-/* One metrics line: per-step series, memory peaks, and (after warm-up)
-** traffic per communicator. */
-static void take_line(tsl_cmp_run *run, const cJSON *o, int measured, int64_t steps, int warmup) {
-  int i = run->n_steps++;
-  run->loss[i] = number(o, "loss");
-  run->tps[i] = number(o, "tokens_per_s");
-  run->step_s[i] = number(o, "step_time_s");
-  static const char *const tiers[] = {"device", "host", "nvme"};
-  const cJSON *mem = cJSON_GetObjectItemCaseSensitive(o, "memory");
-  for (int t = 0; t < 3; t++) {
-    double p = number(cJSON_GetObjectItemCaseSensitive(mem, tiers[t]), "peak");
-    if (p > run->peak[t]) run->peak[t] = p;
-  }
+/* Per-step figures kept while reading, for the measured steps. */
+typedef struct series {
+  double *mfu, *split[6]; /* step, compute, comm_wait, bubble means; comm_wait, bubble max */
+  int n;
+} series;
+
+/* One metrics line: per-step series and (after warm-up) traffic and time. */
+static void take_line(tsl_cmp_trial *t, const cJSON *o, int measured, int64_t steps, int warmup, series *m) {
+  int i = t->n_steps++;
+  t->loss[i] = number(o, "loss");
+  t->tps[i] = number(o, "tokens_per_s");
+  t->step_s[i] = number(o, "step_time_s");
+  if (!isnan(number(o, "val_loss"))) t->val_loss = number(o, "val_loss");
+  if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "lossy"))) t->lossy = 1;
+  if (!measured) return;
+  const cJSON *split = cJSON_GetObjectItemCaseSensitive(o, "time_split_s");
+  static const char *const parts[] = {"step", "compute", "comm_wait", "bubble"};
+  for (int p = 0; p < 4; p++) m->split[p][m->n] = number(cJSON_GetObjectItemCaseSensitive(split, parts[p]), "mean");
+  m->split[4][m->n] = number(cJSON_GetObjectItemCaseSensitive(split, "comm_wait"), "max");
+  m->split[5][m->n] = number(cJSON_GetObjectItemCaseSensitive(split, "bubble"), "max");
+  m->mfu[m->n++] = number(o, "mfu");
   const cJSON *comm = cJSON_GetObjectItemCaseSensitive(o, "comm"), *g;
   cJSON_ArrayForEach(g, comm) {
-    tsl_cmp_group *acc = measured ? group_named(run, g->string, steps) : NULL;
+    tsl_cmp_group *acc = group_named(t, g->string, steps);
     if (!acc) continue;
     acc->payload_steps[i - warmup] = number(g, "payload_bytes");
     acc->bus_steps[i - warmup] = number(g, "bus_bytes");
   }
 }
 
-static tsl_status read_run(tsl_compare *c, tsl_cmp_run *run) {
-  char path[4200], *text = NULL;
-  snprintf(path, sizeof path, "%s/metrics.jsonl", run->dir);
+/* The typical step of a trial: the parts averaged over the middle half of
+** its measured steps by step time, so they add up (stats.h). */
+static void typical_split(tsl_cmp_trial *t, const series *m) {
+  int64_t *idx = NULL, count = 0;
+  double sum[6] = {0};
+  tsl_middle_half(m->split[0], m->n, &idx, &count);
+  for (int64_t j = 0; j < count; j++)
+    for (int p = 0; p < 6; p++) sum[p] += isnan(m->split[p][idx[j]]) ? 0 : m->split[p][idx[j]];
+  free(idx);
+  double d = count ? (double)count : 1;
+  t->split = (tsl_cmp_split){sum[0] / d, sum[1] / d, sum[2] / d, sum[3] / d, sum[4] / d, sum[5] / d};
+}
+
+static tsl_status read_summary(tsl_cmp_trial *t) {
+  char path[4300], *text = NULL;
+  static const char *const tiers[] = {"device", "host", "nvme"};
+  static const char *const kinds[TSL_CMP_KINDS] = {"params", "grads", "optim", "activations", "scratch"};
+  snprintf(path, sizeof path, "%s/summary.json", t->dir);
   tsl_status st = tsl_read_file(path, &text, NULL);
   if (st < 0) return st;
-  run->loss = calloc((size_t)c->steps, sizeof(double));
-  run->tps = calloc((size_t)c->steps, sizeof(double));
-  run->step_s = calloc((size_t)c->steps, sizeof(double));
-  double *mfu = calloc((size_t)c->steps, sizeof(double));
-  if (!run->loss || !run->tps || !run->step_s || !mfu) {
-    free(mfu);
-    free(text);
-    return tsl_error(TESSEL_E_NOMEM, "out of host memory reading %s", path);
-  }
-  int n_mfu = 0;
-  for (char *line = strtok(text, "\n"); line && run->n_steps < c->steps; line = strtok(NULL, "\n")) {
-    cJSON *o = cJSON_Parse(line);
-    if (!o) continue;
-    int measured = run->n_steps >= c->warmup;
-    double m = number(o, "mfu");
-    if (measured && !isnan(m)) mfu[n_mfu++] = m;
-    take_line(run, o, measured, c->steps, c->warmup);
-    cJSON_Delete(o);
-  }
+  cJSON *o = cJSON_Parse(text);
   free(text);
-  int kept = run->n_steps - c->warmup;
-  run->final_loss = run->n_steps ? run->loss[run->n_steps - 1] : NAN;
-  run->tps_median = median(run->tps + c->warmup, kept);
-  run->step_ms = 1e3 * median(run->step_s + c->warmup, kept);
-  run->mfu = median(mfu, n_mfu);
-  run->tps_min = INFINITY;
-  run->tps_max = 0;
-  for (int i = c->warmup; i < run->n_steps; i++) {
-    run->tps_min = fmin(run->tps_min, run->tps[i]);
-    run->tps_max = fmax(run->tps_max, run->tps[i]);
+  if (!o) return tsl_error(TESSEL_E_IO, "%s: not JSON", path);
+  for (int k = 0; k < 3; k++) {
+    const cJSON *m = at(o, "memory_peak", tiers[k]);
+    t->memory[k].peak = m ? number(m, "peak") : 0;
+    t->memory[k].rank = m ? (int)number(m, "rank") : 0;
+    for (int j = 0; j < TSL_CMP_KINDS; j++) t->memory[k].kind[j] = m ? number(m, kinds[j]) : 0;
   }
-  for (int g = 0; g < run->n_groups; g++) {
-    run->groups[g].payload = median(run->groups[g].payload_steps, kept);
-    run->groups[g].bus = median(run->groups[g].bus_steps, kept);
-  }
-  free(mfu);
-  if (run->n_steps < c->steps)
-    return tsl_error(TESSEL_E_IO, "%s has %d of %lld steps", path, run->n_steps, (long long)c->steps);
+  t->oversubscribed = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "oversubscribed"));
+  if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "lossy"))) t->lossy = 1;
+  cJSON_Delete(o);
   return TESSEL_OK;
 }
 
+static tsl_status read_trial(const tsl_compare *c, tsl_cmp_trial *t) {
+  char path[4300], *text = NULL;
+  snprintf(path, sizeof path, "%s/metrics.jsonl", t->dir);
+  tsl_status st = tsl_read_file(path, &text, NULL);
+  if (st < 0) return st;
+  series m = {0};
+  size_t n = (size_t)c->steps;
+  t->loss = calloc(n, sizeof(double));
+  t->tps = calloc(n, sizeof(double));
+  t->step_s = calloc(n, sizeof(double));
+  m.mfu = calloc(n, sizeof(double));
+  int ok = t->loss && t->tps && t->step_s && m.mfu;
+  for (int p = 0; p < 6; p++) ok &= (m.split[p] = calloc(n, sizeof(double))) != NULL;
+  t->val_loss = NAN;
+  if (!ok) st = tsl_error(TESSEL_E_NOMEM, "out of host memory reading %s", path);
+  for (char *line = strtok(text, "\n"); st >= 0 && line && t->n_steps < c->steps; line = strtok(NULL, "\n")) {
+    cJSON *o = cJSON_Parse(line);
+    if (!o) continue;
+    take_line(t, o, t->n_steps >= c->warmup, c->steps, c->warmup, &m);
+    cJSON_Delete(o);
+  }
+  free(text);
+  if (st >= 0 && t->n_steps < c->steps)
+    st = tsl_error(TESSEL_E_IO, "%s has %d of %lld steps", path, t->n_steps, (long long)c->steps);
+  if (st >= 0) {
+    int kept = t->n_steps - c->warmup;
+    t->tps_median = tsl_median(t->tps + c->warmup, kept);
+    t->step_ms = 1e3 * tsl_median(t->step_s + c->warmup, kept);
+    t->mfu = tsl_median(m.mfu, m.n);
+    typical_split(t, &m);
+    for (int g = 0; g < t->n_groups; g++) {
+      t->groups[g].payload = tsl_median(t->groups[g].payload_steps, kept);
+      t->groups[g].bus = tsl_median(t->groups[g].bus_steps, kept);
+    }
+    st = read_summary(t);
+  }
+  free(m.mfu);
+  for (int p = 0; p < 6; p++) free(m.split[p]);
+  return st;
+}
+
+static int by_tps(const void *a, const void *b) {
+  double x = (*(const tsl_cmp_trial *const *)a)->tps_median, y = (*(const tsl_cmp_trial *const *)b)->tps_median;
+  return (x > y) - (x < y);
+}
+
+/* Median, range and spread of the trials' throughput; the typical trial. */
+static void over_trials(const tsl_compare *c, tsl_cmp_run *run) {
+  const tsl_cmp_trial *ok[TSL_CMP_MAX_TRIALS];
+  double v[TSL_CMP_MAX_TRIALS];
+  int n = 0;
+  for (int k = 0; k < c->repeat; k++)
+    if (!run->trials[k].failed) ok[n++] = &run->trials[k];
+  if (!n) {
+    run->failed = 1;
+    snprintf(run->error, sizeof run->error, "%s", run->trials[0].error);
+    return;
+  }
+  qsort(ok, (size_t)n, sizeof ok[0], by_tps);
+  run->n_ok = n;
+  run->typical = (int)(ok[(n - 1) / 2] - run->trials);
+  for (int i = 0; i < n; i++) v[i] = ok[i]->tps_median;
+  run->tps = tsl_median(v, n);
+  tsl_min_max(v, n, &run->tps_lo, &run->tps_hi);
+  run->spread = run->tps > 0 ? (run->tps_hi - run->tps_lo) / run->tps : NAN;
+  run->reproducible = 1;
+  for (int i = 0; i < n; i++) {
+    run->lossy |= ok[i]->lossy;
+    run->oversubscribed |= ok[i]->oversubscribed;
+    run->reproducible &= !memcmp(ok[i]->loss, ok[0]->loss, sizeof(double) * (size_t)c->steps);
+  }
+}
+
+/* Loss equivalence against the reference (the first configuration that
+** ran): per step for an exact strategy; by validation loss for a lossy one,
+** which is not meant to follow the same trajectory. */
+static void judge(const tsl_compare *c, tsl_cmp_run *run, const tsl_cmp_run *ref) {
+  const tsl_cmp_trial *t = &run->trials[run->typical], *r = &ref->trials[ref->typical];
+  run->final_loss = t->loss[t->n_steps - 1];
+  run->max_dloss = run->max_rel = 0;
+  for (int i = 0; i < t->n_steps && i < r->n_steps; i++) {
+    double d = fabs(t->loss[i] - r->loss[i]);
+    run->max_dloss = fmax(run->max_dloss, d);
+    run->max_rel = fmax(run->max_rel, d / fabs(r->loss[i]));
+  }
+  run->val_rel = fabs(t->val_loss - r->val_loss) / fabs(r->val_loss);
+  run->equivalent = run->lossy ? run->val_rel <= c->val_tolerance : run->max_rel <= c->tolerance;
+}
+
 tsl_status tsl_compare_measure(tsl_compare *c) {
-  tsl_cmp_run *ref = NULL;
+  const tsl_cmp_run *ref = NULL;
   for (int r = 0; r < c->n_runs; r++) {
     tsl_cmp_run *run = &c->runs[r];
+    for (int k = 0; k < c->repeat && !run->failed; k++) {
+      tsl_cmp_trial *t = &run->trials[k];
+      if (!t->failed && read_trial(c, t) < 0) {
+        t->failed = 1;
+        snprintf(t->error, sizeof t->error, "%s", tsl_error_message());
+      }
+    }
     if (run->failed) continue;
-    if (read_run(c, run) < 0) {
-      run->failed = 1;
-      snprintf(run->error, sizeof run->error, "%s", tsl_error_message());
-      continue;
-    }
+    over_trials(c, run);
+    if (run->failed) continue;
     if (!ref) ref = run;
-    run->max_dloss = run->max_rel = 0;
-    for (int i = 0; i < run->n_steps && i < ref->n_steps; i++) {
-      double d = fabs(run->loss[i] - ref->loss[i]);
-      run->max_dloss = fmax(run->max_dloss, d);
-      run->max_rel = fmax(run->max_rel, d / fabs(ref->loss[i]));
-    }
-    run->equivalent = run->max_rel <= c->tolerance;
+    judge(c, run, ref);
   }
   return TESSEL_OK;
+}
+
+void tsl_compare_free(tsl_compare *c) {
+  for (int r = 0; r < c->n_runs; r++) {
+    free(c->runs[r].resolved);
+    for (int k = 0; k < TSL_CMP_MAX_TRIALS; k++) {
+      tsl_cmp_trial *t = &c->runs[r].trials[k];
+      free(t->loss);
+      free(t->tps);
+      free(t->step_s);
+      for (int g = 0; g < t->n_groups; g++) {
+        free(t->groups[g].payload_steps);
+        free(t->groups[g].bus_steps);
+      }
+    }
+  }
 }

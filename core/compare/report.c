@@ -1,4 +1,5 @@
-/* core/compare/report.c — the comparison as a table, report.md and charts. */
+/* core/compare/report.c — the decision first, then the tables, on the
+** terminal and in report.md, with the charts and the config differences. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,77 +9,69 @@
 #include "compare/compare.h"
 #include "compare/table.h"
 
-static const char *human(double bytes, char *buf, size_t cap) {
-  if (bytes <= 0 || isnan(bytes)) return "-";
-  char h[32];
-  snprintf(buf, cap, "%.0f (%s)", bytes, tsl_format_bytes((uint64_t)bytes, h, sizeof h));
-  return buf;
+static double device_peak(const tsl_cmp_run *r) { return r->trials[r->typical].memory[0].peak; }
+
+/* "A, B and C" */
+static void name_list(const tsl_cmp_verdict *v, char *buf, size_t cap) {
+  size_t n = 0;
+  buf[0] = '\0';
+  for (int i = 0; i < v->n_tied && n < cap; i++)
+    n += (size_t)snprintf(buf + n, cap - n, "%s%s", i == 0 ? "" : i == v->n_tied - 1 ? " and " : ", ",
+                          v->tied[i]->label);
 }
 
-static void fill_runs(const tsl_compare *c, tsl_table *t) {
-  static const char *const head[] = {"config", "ranks", "status", "final loss", "max abs Δloss", "vs first",
-                                     "tokens/s median (min–max)", "ms/step", "MFU", "device peak/rank",
-                                     "host peak/rank", NULL};
-  char a[64], b[64];
-  int ref = 1;
-  tsl_table_init(t, head);
-  for (int r = 0; r < c->n_runs; r++) {
-    const tsl_cmp_run *run = &c->runs[r];
-    int row = tsl_table_row(t);
-    tsl_table_set(t, row, 0, "%s", run->label);
-    tsl_table_set(t, row, 1, "%d", run->ranks);
-    if (run->failed) {
-      tsl_table_set(t, row, 2, "FAILED");
-      for (int k = 3; k < t->cols; k++) tsl_table_set(t, row, k, "-");
-      continue;
-    }
-    tsl_table_set(t, row, 2, "ok");
-    tsl_table_set(t, row, 3, "%.6f", run->final_loss);
-    tsl_table_set(t, row, 4, ref ? "-" : "%.3g", run->max_dloss);
-    if (ref) tsl_table_set(t, row, 5, "reference");
-    else if (run->equivalent) tsl_table_set(t, row, 5, "equivalent (%.1e ≤ %g)", run->max_rel, c->tolerance);
-    else tsl_table_set(t, row, 5, "DIFFERS (%.1e > %g)", run->max_rel, c->tolerance);
-    ref = 0;
-    tsl_table_set(t, row, 6, "%.0f (%.0f–%.0f)", run->tps_median, run->tps_min, run->tps_max);
-    tsl_table_set(t, row, 7, "%.2f", run->step_ms);
-    if (isnan(run->mfu)) tsl_table_set(t, row, 8, "-");
-    else tsl_table_set(t, row, 8, "%.1f%%", 100.0 * run->mfu);
-    tsl_table_set(t, row, 9, "%s", human(run->peak[0], a, sizeof a));
-    tsl_table_set(t, row, 10, "%s", human(run->peak[1], b, sizeof b));
-  }
-}
-
-static void fill_comm(const tsl_compare *c, tsl_table *t) {
-  static const char *const head[] = {"config", "communicator", "payload bytes/step", "bus bytes/step", NULL};
-  char a[64], b[64];
-  tsl_table_init(t, head);
-  for (int r = 0; r < c->n_runs; r++) {
-    const tsl_cmp_run *run = &c->runs[r];
-    for (int g = 0; !run->failed && g < run->n_groups; g++) {
-      int row = tsl_table_row(t);
-      tsl_table_set(t, row, 0, "%s", run->label);
-      tsl_table_set(t, row, 1, "%s", run->groups[g].name);
-      tsl_table_set(t, row, 2, "%s", human(run->groups[g].payload, a, sizeof a));
-      tsl_table_set(t, row, 3, "%s", human(run->groups[g].bus, b, sizeof b));
-    }
-  }
-}
-
-static void winners(const tsl_compare *c, char *buf, size_t cap) {
-  const tsl_cmp_run *fast = NULL, *small = NULL;
-  char mem[32];
-  for (int r = 0; r < c->n_runs; r++) {
-    const tsl_cmp_run *run = &c->runs[r];
-    if (run->failed) continue;
-    if (!fast || run->tps_median > fast->tps_median) fast = run;
-    if (!small || run->peak[0] < small->peak[0]) small = run;
-  }
-  if (!fast) {
-    snprintf(buf, cap, "every run failed");
+/* "For this model on this machine: ...": the choice and its reasons. */
+static void decision(const tsl_compare *c, const tsl_cmp_verdict *v, char *buf, size_t cap) {
+  char a[32], b[32], names[512];
+  const tsl_cmp_run *f = v->fastest, *s = v->smallest, *ch = v->choice;
+  if (!f) {
+    snprintf(buf, cap, "For this model on this machine: no decision — no configuration completed and trained the same "
+             "function as the first.");
     return;
   }
-  snprintf(buf, cap, "fastest: %s (%.0f tokens/s); least device memory per rank: %s (%s)", fast->label,
-           fast->tps_median, small->label, tsl_format_bytes((uint64_t)small->peak[0], mem, sizeof mem));
+  tsl_format_bytes((uint64_t)device_peak(ch), a, sizeof a);
+  tsl_format_bytes((uint64_t)device_peak(s), b, sizeof b);
+  size_t n;
+  if (!v->runner_up) {
+    n = (size_t)snprintf(buf, cap, "For this model on this machine: **%s**, because it is the only configuration that "
+                         "completed and trained the same function; it needs %s of device memory per rank.", f->label, a);
+  } else if (v->n_tied == 1) {
+    n = (size_t)snprintf(buf, cap, "For this model on this machine: **%s**, because %s is faster than %s by %.1f%% "
+                         "(spread %.1f%%) and trains the same function; it needs %s of device memory per rank.",
+                         f->label, f->label, v->runner_up->label, v->percent, v->spread, a);
+  } else {
+    name_list(v, names, sizeof names);
+    n = (size_t)snprintf(buf, cap, "For this model on this machine: no measurable difference in speed between %s "
+                         "(%s %.1f%% ahead of %s, spread %.1f%%%s), so choose by memory: ", names, f->label, v->percent,
+                         v->runner_up->label, v->spread,
+                         c->repeat > 1 ? "" : "; one trial cannot tell noise from a difference: use --repeat 3");
+    if (n < cap && device_peak(ch) < device_peak(f))
+      n += (size_t)snprintf(buf + n, cap - n, "**%s** needs the least device memory per rank of them (%s).", ch->label,
+                            a);
+    else if (n < cap)
+      n += (size_t)snprintf(buf + n, cap - n, "none needs less device memory per rank than %s (%s): **either will "
+                            "do**.", f->label, a);
+  }
+  if (s != ch && device_peak(s) < device_peak(ch) && n < cap)
+    snprintf(buf + n, cap - n, " If memory decides: %s needs the least device memory per rank (%s) but is measurably "
+             "slower.", s->label, b);
+}
+
+/* Things the reader must know before trusting the numbers. */
+static void warnings(const tsl_compare *c, FILE *out, const char *bullet) {
+  for (int r = 0; r < c->n_runs; r++) {
+    const tsl_cmp_run *run = &c->runs[r];
+    if (run->failed) fprintf(out, "%s%s failed: %s\n", bullet, run->label, run->error);
+    else if (!run->equivalent && r > 0)
+      fprintf(out, "%s%s does not train the same function as the first configuration: it is left out of the "
+              "decision.\n", bullet, run->label);
+    if (!run->failed && run->oversubscribed)
+      fprintf(out, "%s%s oversubscribes the CPUs (more ranks × threads than cores): its speed measures the sharing, "
+              "not the strategy.\n", bullet, run->label);
+    if (!run->failed && !run->reproducible)
+      fprintf(out, "%s%s: the losses of its trials differ, so the run is not bitwise reproducible.\n", bullet,
+              run->label);
+  }
 }
 
 /* `diff -u` of each configuration's resolved YAML against the first's. */
@@ -90,7 +83,7 @@ static void write_diffs(const tsl_compare *c, FILE *md) {
   for (int r = 0; r < c->n_runs; r++) {
     const tsl_cmp_run *run = &c->runs[r];
     if (!run->resolved) continue;
-    snprintf(b, sizeof b, "%s/%d-%s.resolved.yaml", c->out, r + 1, run->label);
+    snprintf(b, sizeof b, "%s/resolved.yaml", run->dir);
     FILE *f = fopen(b, "w");
     if (!f) continue;
     fputs(run->resolved, f);
@@ -109,93 +102,73 @@ static void write_diffs(const tsl_compare *c, FILE *md) {
   }
 }
 
-/* PNG charts with gnuplot: loss and tokens/s against step, peak memory per
-** run. Returns 0 when drawn; otherwise says why in `why`. */
-static int charts(const tsl_compare *c, char *why, size_t cap) {
-  if (system("command -v gnuplot >/dev/null 2>&1") != 0) {
-    snprintf(why, cap, "gnuplot is not installed (apt-get install gnuplot-nox)");
-    return -1;
-  }
-  char path[4300];
-  snprintf(path, sizeof path, "%s/memory.dat", c->out);
-  FILE *mem = fopen(path, "w");
-  for (int r = 0; r < c->n_runs; r++) {
-    const tsl_cmp_run *run = &c->runs[r];
-    if (run->failed) continue;
-    snprintf(path, sizeof path, "%s/%d-%s.series.dat", c->out, r + 1, run->label);
-    FILE *f = fopen(path, "w");
-    for (int i = 0; f && i < run->n_steps; i++) fprintf(f, "%d %.9g %.6g\n", i + 1, run->loss[i], run->tps[i]);
-    if (f) fclose(f);
-    if (mem) fprintf(mem, "%s %.0f %.0f\n", run->label, run->peak[0] / 1048576.0, run->peak[1] / 1048576.0);
-  }
-  if (mem) fclose(mem);
-  FILE *gp = popen("gnuplot 2>&1", "w");
-  if (!gp) {
-    snprintf(why, cap, "gnuplot could not be started");
-    return -1;
-  }
-  fprintf(gp, "set terminal pngcairo size 960,540 noenhanced\nset grid\nset key top right\nset xlabel 'step'\n");
-  static const char *const series[][3] = {{"loss.png", "loss", "2"}, {"throughput.png", "tokens/s", "3"}};
-  for (int k = 0; k < 2; k++) {
-    fprintf(gp, "set output '%s/%s'\nset ylabel '%s'\nplot", c->out, series[k][0], series[k][1]);
-    int first = 1;
-    for (int r = 0; r < c->n_runs; r++) {
-      if (c->runs[r].failed) continue;
-      fprintf(gp, "%s '%s/%d-%s.series.dat' using 1:%s with lines lw 2 title '%s'", first ? "" : ",", c->out, r + 1,
-              c->runs[r].label, series[k][2], c->runs[r].label);
-      first = 0;
-    }
-    fputc('\n', gp);
-  }
-  fprintf(gp,
-          "set output '%s/memory.png'\nset xlabel ''\nset ylabel 'peak MiB per rank'\nset style data histograms\n"
-          "set style fill solid 0.8\nset boxwidth 0.8\nplot '%s/memory.dat' using 2:xtic(1) title 'device', '' using 3 "
-          "title 'host'\n",
-          c->out, c->out);
-  int rc = pclose(gp);
-  if (rc != 0) {
-    snprintf(why, cap, "gnuplot failed (status %d)", rc);
-    return -1;
-  }
-  return 0;
+static void write_markdown(const tsl_compare *c, FILE *md, const char *verdict, tsl_table *t, int drawn,
+                           const char *why) {
+  fprintf(md, "# tessel compare\n\n%s\n\n", verdict);
+  warnings(c, md, "- ");
+  fprintf(md, "\n%d configuration(s), %lld steps each, same model, data and seed, %d interleaved trial(s) of each "
+              "(A B C, C B A, A B C …). Throughput is the median over trials of each trial's median over steps %d–%lld "
+              "(warm-up: the first %d); spread is the range of the trials over that median. A configuration is "
+              "called faster only when its slowest trial beats the other's fastest and the difference is at least "
+              "twice the larger spread and 2%%. \"vs first\" is the largest per-step relative loss difference "
+              "against the first configuration, called equivalent up to %g; a strategy that declares itself lossy "
+              "is judged by its final validation loss instead (within %g%%).\n\n",
+          c->n_runs, (long long)c->steps, c->repeat, c->warmup + 1, (long long)c->steps, c->warmup, c->tolerance,
+          100 * c->val_tolerance);
+  tsl_compare_runs_table(c, t);
+  tsl_table_print_markdown(t, md);
+  fprintf(md, "\n## Time per step\n\nA typical step of the median trial, in milliseconds: each part is the mean "
+              "over ranks (the largest rank's in brackets), averaged over the middle half of the measured steps by "
+              "step time, so compute + communication wait + pipeline bubble = step. Communication wait is time "
+              "blocked in collectives; the bubble is time blocked in point-to-point transfers between pipeline "
+              "stages; compute is the rest.\n\n");
+  tsl_compare_time_table(c, t);
+  tsl_table_print_markdown(t, md);
+  fprintf(md, "\n## Memory per rank at the peak\n\nEach tier's highest use on any rank over the run (MiB), split "
+              "into what it held at that moment.\n\n");
+  tsl_compare_memory_table(c, t);
+  tsl_table_print_markdown(t, md);
+  fprintf(md, "\n## Traffic per step\n\nRank 0's bytes per communicator, the median over the measured steps.\n\n");
+  tsl_compare_comm_table(c, t);
+  tsl_table_print_markdown(t, md);
+  if (drawn)
+    fprintf(md, "\n## Charts\n\n![loss](loss.png)\n\n![loss difference against the first](dloss.png)\n\n"
+                "![tokens/s](throughput.png)\n\n![device memory at the peak](memory.png)\n");
+  else
+    fprintf(md, "\nCharts were skipped: %s.\n", why);
+  write_diffs(c, md);
 }
 
 tsl_status tsl_compare_report(tsl_compare *c, FILE *out) {
-  static tsl_table runs, comm;
-  char win[512], why[256] = "", path[4300];
-  fill_runs(c, &runs);
-  fill_comm(c, &comm);
-  winners(c, win, sizeof win);
-  int drawn = charts(c, why, sizeof why) == 0;
+  static tsl_table t;
+  char verdict[2048], why[256] = "", path[4300];
+  tsl_cmp_verdict v;
+  tsl_compare_verdict(c, &v);
+  decision(c, &v, verdict, sizeof verdict);
+  int drawn = tsl_compare_charts(c, why, sizeof why) == 0;
 
+  typedef void (*fill_fn)(const tsl_compare *, tsl_table *);
+  static const fill_fn tables[] = {tsl_compare_runs_table, tsl_compare_time_table, tsl_compare_memory_table,
+                                   tsl_compare_comm_table};
+  for (size_t i = 0; i < TSL_ARRAY_LEN(tables); i++) {
+    fprintf(out, "\n");
+    tables[i](c, &t);
+    tsl_table_print_text(&t, out);
+  }
   fprintf(out, "\n");
-  tsl_table_print_text(&runs, out);
-  fprintf(out, "\n");
-  tsl_table_print_text(&comm, out);
-  fprintf(out, "\n%s\n", win);
-  for (int r = 0; r < c->n_runs; r++)
-    if (c->runs[r].failed) fprintf(out, "%s failed: %s\n", c->runs[r].label, c->runs[r].error);
+  warnings(c, out, "");
+  /* the markdown bold marks are for report.md */
+  char plain[2048];
+  size_t k = 0;
+  for (const char *p = verdict; *p && k + 1 < sizeof plain; p++)
+    if (*p != '*') plain[k++] = *p;
+  plain[k] = '\0';
+  fprintf(out, "%s\n", plain);
 
   snprintf(path, sizeof path, "%s/report.md", c->out);
   FILE *md = fopen(path, "w");
   if (!md) return tsl_error(TESSEL_E_IO, "%s: cannot write the report", path);
-  fprintf(md, "# tessel compare\n\n%d configuration(s), %lld steps each, same model, data and seed. Throughput and "
-              "step time are medians over steps %d–%lld (warm-up: the first %d step(s)); \"vs first\" is the largest "
-              "per-step relative loss difference against the first configuration that ran, called equivalent up to "
-              "%g. Memory peaks are per rank, the largest over ranks and steps; bytes per step are rank 0's, the "
-              "median over the measured steps.\n\n",
-          c->n_runs, (long long)c->steps, c->warmup + 1, (long long)c->steps, c->warmup, c->tolerance);
-  tsl_table_print_markdown(&runs, md);
-  fprintf(md, "\n");
-  tsl_table_print_markdown(&comm, md);
-  fprintf(md, "\n%s.\n", win);
-  for (int r = 0; r < c->n_runs; r++)
-    if (c->runs[r].failed) fprintf(md, "\n**%s failed:** `%s`\n", c->runs[r].label, c->runs[r].error);
-  if (drawn)
-    fprintf(md, "\n## Charts\n\n![loss](loss.png)\n\n![tokens/s](throughput.png)\n\n![peak memory](memory.png)\n");
-  else
-    fprintf(md, "\nCharts were skipped: %s.\n", why);
-  write_diffs(c, md);
+  write_markdown(c, md, verdict, &t, drawn, why);
   fclose(md);
   if (!drawn) fprintf(out, "charts were skipped: %s\n", why);
   fprintf(out, "report: %s\n", path);

@@ -1,4 +1,4 @@
-/* core/compare/run.c — running each configuration. */
+/* core/compare/run.c — running the trials. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,9 +8,7 @@
 #include "common/util.h"
 #include "compare/compare.h"
 
-/* tessel's own error line in a run's log (a positioned config error or an
-** "error:" line, not mpirun's banner around it), for the table. */
-static void first_error(const char *log, char *out, size_t cap) {
+void tsl_compare_first_error(const char *log, char *out, size_t cap) {
   char *text = NULL;
   snprintf(out, cap, "see %s", log);
   if (tsl_read_file(log, &text, NULL) < 0) return;
@@ -24,49 +22,59 @@ static void first_error(const char *log, char *out, size_t cap) {
   free(text);
 }
 
-static void run_one(tsl_compare *c, int index) {
-  tsl_cmp_run *run = &c->runs[index];
-  char log[4200], steps[64], dir[4200];
-  snprintf(run->dir, sizeof run->dir, "%s/%d-%s", c->out, index + 1, run->label);
-  snprintf(log, sizeof log, "%s/run.log", run->dir);
-  snprintf(dir, sizeof dir, "log.dir=%s", run->dir);
-  snprintf(steps, sizeof steps, "train.steps=%lld", (long long)c->steps);
-  tsl_remove_tree(run->dir);
-  if (tsl_mkdir_p(run->dir) < 0) {
-    run->failed = 1;
-    snprintf(run->error, sizeof run->error, "%s", tsl_error_message());
+static void trial_failed(tsl_cmp_trial *t, const char *why) {
+  t->failed = 1;
+  snprintf(t->error, sizeof t->error, "%s", why);
+}
+
+static void run_trial(tsl_compare *c, tsl_cmp_run *run, int k) {
+  tsl_cmp_trial *t = &run->trials[k];
+  char log[4300], buf[16][4200];
+  const char *redirect[32];
+  snprintf(t->dir, sizeof t->dir, "%s/trial-%d", run->dir, k + 1);
+  snprintf(log, sizeof log, "%s/run.log", t->dir);
+  tsl_remove_tree(t->dir);
+  if (tsl_mkdir_p(t->dir) < 0) {
+    trial_failed(t, tsl_error_message());
     return;
   }
-  /* the comparison is of training: no resuming, no sample, no bar */
-  const char *fixed[] = {"--set", steps, "--set", dir, "--set", "checkpoint.resume=never", "--set",
-                         "train.sample_tokens=0", "--set", "log.progress=never"};
-  int n = (int)TSL_ARRAY_LEN(fixed) + 2 * c->n_sets + 1;
+  int m = tsl_compare_redirects(c, run, t->dir, buf, redirect, (int)TSL_ARRAY_LEN(redirect));
+  char steps[64];
+  snprintf(steps, sizeof steps, "train.steps=%lld", (long long)c->steps);
+  int n = 1 + 2 * c->n_sets + 2 + m;
   char **args = calloc((size_t)n, sizeof(char *));
   if (!args) {
-    run->failed = 1;
-    snprintf(run->error, sizeof run->error, "out of host memory");
+    trial_failed(t, "out of host memory");
     return;
   }
-  int k = 0;
-  args[k++] = run->config;
-  for (size_t i = 0; i < TSL_ARRAY_LEN(fixed); i++) args[k++] = (char *)fixed[i];
+  int a = 0;
+  args[a++] = run->config;
   for (int i = 0; i < c->n_sets; i++) {
-    args[k++] = "--set";
-    args[k++] = (char *)c->sets[i];
+    args[a++] = "--set";
+    args[a++] = (char *)c->sets[i];
   }
-  char **argv = tsl_run_argv(run->ranks, 0, args, k);
-  tsl_info("compare: running %s on %d rank(s) ...", run->config, run->ranks);
+  args[a++] = "--set";
+  args[a++] = steps;
+  for (int i = 0; i < m; i++) args[a++] = (char *)redirect[i];
+  char **argv = tsl_run_argv(run->ranks, 0, args, a, NULL, 0);
+  tsl_info("compare: trial %d/%d of %s on %d rank(s) ...", k + 1, c->repeat, run->label, run->ranks);
   int rc = argv ? tsl_spawn_wait(argv, log) : -1;
   tsl_spawn_argv_free(argv);
   free(args);
   if (rc != 0) {
-    run->failed = 1;
-    first_error(log, run->error, sizeof run->error);
-    tsl_info("compare: %s failed (exit status %d): %s", run->config, rc, run->error);
+    t->failed = 1;
+    tsl_compare_first_error(log, t->error, sizeof t->error);
+    tsl_info("compare: %s trial %d failed (exit status %d): %s", run->label, k + 1, rc, t->error);
   }
 }
 
 void tsl_compare_run_all(tsl_compare *c) {
-  for (int r = 0; r < c->n_runs; r++)
-    if (!c->runs[r].failed) run_one(c, r);
+  /* interleaved, and each round in the other direction (A B C, C B A, A B
+  ** C ...): a slow spell of the machine falls on every configuration, not
+  ** on one, and none always runs first or right after the same other */
+  for (int k = 0; k < c->repeat; k++)
+    for (int i = 0; i < c->n_runs; i++) {
+      int r = k % 2 ? c->n_runs - 1 - i : i;
+      if (!c->runs[r].failed) run_trial(c, &c->runs[r], k);
+    }
 }

@@ -21,6 +21,16 @@
 ** the closest declared key as a suggestion. Plugins read their own section
 ** through the same getters (see tessel_cfg_api), so their option errors get
 ** exact positions too.
+**
+** Mistakes are collected, not only returned. Every positioned error — from
+** the parser, a getter, tsl_cfg_error or the unknown-key check — is also
+** recorded in its tsl_config, and a getter that refuses a value still
+** stores its default in *out, so a reader can go on to the next key. When
+** reading is done, tsl_config_outcome turns what was recorded into one
+** error listing up to 20 mistakes in file order. Loading works in the same
+** way within itself: it reports every duplicate key and every bad --set of
+** one load together; a YAML syntax error or the nesting limit (64 levels)
+** stops it.
 */
 #ifndef TSL_CONFIG_H
 #define TSL_CONFIG_H
@@ -33,16 +43,25 @@ typedef struct tessel_cfg tsl_cfg;
 typedef struct tsl_config tsl_config;
 
 /* Load `path`, resolve `base:` chains, apply the n_sets "--set" overrides
-** ("a.b.c=value"). Errors are TESSEL_E_CONFIG (syntax, duplicate keys, a
-** bad --set) or TESSEL_E_IO (unreadable file), with positions. */
+** ("a.b.c=value"). Errors are TESSEL_E_CONFIG (syntax, nesting, duplicate
+** keys, a bad base: or --set; every one of them, in file order) or
+** TESSEL_E_IO (a config file that cannot be read); *out is NULL then. */
 tsl_status tsl_config_load(const char *path, const char *const *sets, int n_sets, tsl_config **out);
 void tsl_config_free(tsl_config *cfg);
 /* The root map. */
 tsl_cfg *tsl_config_root(const tsl_config *cfg);
 /* The file it was loaded from. */
 const char *tsl_config_path(const tsl_config *cfg);
+/* The verdict on a configuration that has been read: when mistakes were
+** recorded, TESSEL_E_CONFIG with a message of up to 20 of them, one per
+** line in file order ("... and N more" after), followed by `st`'s own
+** message when that has no position (it was not recorded); otherwise `st`
+** unchanged. */
+tsl_status tsl_config_outcome(tsl_config *cfg, tsl_status st);
 
-/* ---- getters; `node` may be NULL (a missing section): defaults apply ---- */
+/* ---- getters; `node` may be NULL (a missing section): defaults apply.
+** On a mistake a getter records it, stores the default in *out and returns
+** TESSEL_E_CONFIG. ---- */
 /* A map (or list) under key: *out = NULL when absent; a scalar there is an
 ** error. With `required`, absence is an error at the parent. */
 tsl_status tsl_cfg_section(tsl_cfg *node, const char *key, int required, tsl_cfg **out);
@@ -65,16 +84,20 @@ tsl_status tsl_cfg_string_list(tsl_cfg *node, const char *key, const char ***out
 /* Require a key to be present (before reading it with a getter). */
 tsl_status tsl_cfg_require(tsl_cfg *node, const char *key);
 
-/* Report the first key under `node` (recursively, through maps that were
+/* Report every key under `node` (recursively, through maps that were
 ** read) that no getter asked for. */
 tsl_status tsl_cfg_check_unknown(tsl_cfg *node);
+/* Leave a section out of tsl_cfg_check_unknown: its reader never ran (a
+** strategy that was not started), so its keys are neither known nor not. */
+void tsl_cfg_skip_unknown(tsl_cfg *node);
 
 /* A TESSEL_E_CONFIG error at `key` of `node` (or at node when the key is
 ** NULL or absent): "FILE:LINE:COL: path.key: <message>". */
 tsl_status tsl_cfg_error(tsl_cfg *node, const char *key, const char *fmt, ...) TSL_PRINTF(3, 4);
 tsl_status tsl_cfg_verror(tsl_cfg *node, const char *key, const char *fmt, va_list ap);
 
-/* The dotted path of a node ("model", "plugin.stage_layers"). */
+/* The dotted path of a node ("model", "plugin.stage_layers"), built on
+** first request and kept with the node. */
 const char *tsl_cfg_path(const tsl_cfg *node);
 
 /* Write the resolved configuration (with defaults) as YAML. */

@@ -16,10 +16,13 @@ static int reads_as_null(const char *text) {
   return 0;
 }
 
+/* Every event is checked as it is made: libyaml refuses text that is not
+** UTF-8 there, and emitting an event it did not make would read garbage. */
 static int emit_scalar(yaml_emitter_t *em, const char *text, int quoted) {
   yaml_event_t ev;
-  yaml_scalar_event_initialize(&ev, NULL, NULL, (yaml_char_t *)text, (int)strlen(text), !quoted, 1,
-                               quoted ? YAML_DOUBLE_QUOTED_SCALAR_STYLE : YAML_ANY_SCALAR_STYLE);
+  if (!yaml_scalar_event_initialize(&ev, NULL, NULL, (yaml_char_t *)text, (int)strlen(text), !quoted, 1,
+                                    quoted ? YAML_DOUBLE_QUOTED_SCALAR_STYLE : YAML_ANY_SCALAR_STYLE))
+    return 0;
   return yaml_emitter_emit(em, &ev);
 }
 
@@ -29,20 +32,20 @@ static int emit_node(yaml_emitter_t *em, const tsl_cfg *n) {
     case TSL_NODE_SCALAR: return emit_scalar(em, n->scalar, n->quoted || reads_as_null(n->scalar));
     case TSL_NODE_NULL: return emit_scalar(em, "null", 0);
     case TSL_NODE_LIST:
-      yaml_sequence_start_event_initialize(&ev, NULL, NULL, 1, YAML_FLOW_SEQUENCE_STYLE);
-      if (!yaml_emitter_emit(em, &ev)) return 0;
+      if (!yaml_sequence_start_event_initialize(&ev, NULL, NULL, 1, YAML_FLOW_SEQUENCE_STYLE) ||
+          !yaml_emitter_emit(em, &ev))
+        return 0;
       for (int i = 0; i < n->n_items; i++)
         if (!emit_node(em, n->items[i])) return 0;
-      yaml_sequence_end_event_initialize(&ev);
-      return yaml_emitter_emit(em, &ev);
+      return yaml_sequence_end_event_initialize(&ev) && yaml_emitter_emit(em, &ev);
     case TSL_NODE_MAP:
-      yaml_mapping_start_event_initialize(&ev, NULL, NULL, 1,
-                                          n->n_entries ? YAML_BLOCK_MAPPING_STYLE : YAML_FLOW_MAPPING_STYLE);
-      if (!yaml_emitter_emit(em, &ev)) return 0;
+      if (!yaml_mapping_start_event_initialize(&ev, NULL, NULL, 1,
+                                               n->n_entries ? YAML_BLOCK_MAPPING_STYLE : YAML_FLOW_MAPPING_STYLE) ||
+          !yaml_emitter_emit(em, &ev))
+        return 0;
       for (int i = 0; i < n->n_entries; i++)
         if (!emit_scalar(em, n->entries[i].key, 0) || !emit_node(em, n->entries[i].value)) return 0;
-      yaml_mapping_end_event_initialize(&ev);
-      return yaml_emitter_emit(em, &ev);
+      return yaml_mapping_end_event_initialize(&ev) && yaml_emitter_emit(em, &ev);
   }
   return 0;
 }
@@ -55,15 +58,11 @@ tsl_status tsl_config_emit(const tsl_config *cfg, FILE *out) {
   yaml_emitter_set_unicode(&em, 1);
   yaml_emitter_set_width(&em, 100);
   int ok = 1;
-  yaml_stream_start_event_initialize(&ev, YAML_UTF8_ENCODING);
-  ok = ok && yaml_emitter_emit(&em, &ev);
-  yaml_document_start_event_initialize(&ev, NULL, NULL, NULL, 1);
-  ok = ok && yaml_emitter_emit(&em, &ev);
+  ok = ok && yaml_stream_start_event_initialize(&ev, YAML_UTF8_ENCODING) && yaml_emitter_emit(&em, &ev);
+  ok = ok && yaml_document_start_event_initialize(&ev, NULL, NULL, NULL, 1) && yaml_emitter_emit(&em, &ev);
   ok = ok && emit_node(&em, cfg->root);
-  yaml_document_end_event_initialize(&ev, 1);
-  ok = ok && yaml_emitter_emit(&em, &ev);
-  yaml_stream_end_event_initialize(&ev);
-  ok = ok && yaml_emitter_emit(&em, &ev);
+  ok = ok && yaml_document_end_event_initialize(&ev, 1) && yaml_emitter_emit(&em, &ev);
+  ok = ok && yaml_stream_end_event_initialize(&ev) && yaml_emitter_emit(&em, &ev);
   const char *problem = em.problem;
   yaml_emitter_delete(&em);
   if (!ok) return tsl_error(TESSEL_E_IO, "writing the resolved configuration: %s", problem ? problem : "emitter error");

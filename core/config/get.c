@@ -18,15 +18,20 @@ static const char *kind_name(tsl_node_kind k) {
 }
 
 tsl_status tsl_cfg_verror(tsl_cfg *node, const char *key, const char *fmt, va_list ap) {
-  char msg[2048];
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  if (!node) return tsl_error(TESSEL_E_CONFIG, "%s%s%s", key ? key : "", key ? ": " : "", msg);
-  tsl_entry *e = key ? tsl_node_find(node, key) : NULL;
-  tsl_mark m = e && !e->value->is_default ? e->value->mark : node->mark;
-  char *path = e ? tsl_strdup(e->value->path) : key ? tsl_node_child_path(node->path, key) : tsl_strdup(node->path);
-  tsl_status st = tsl_error(TESSEL_E_CONFIG, "%s:%d:%d: %s%s%s", m.file, m.line, m.col,
-                            path && *path ? path : "", path && *path ? ": " : "", msg);
-  free(path);
+  char *msg = NULL;
+  if (vasprintf(&msg, fmt, ap) < 0) return tsl_error(TESSEL_E_NOMEM, "out of host memory reporting a mistake");
+  tsl_status st;
+  if (!node) {
+    st = tsl_error(TESSEL_E_CONFIG, "%s%s%s", key ? key : "", key ? ": " : "", msg);
+  } else {
+    tsl_entry *e = key ? tsl_node_find(node, key) : NULL;
+    tsl_mark m = e && !e->value->is_default ? e->value->mark : node->mark;
+    char *path = e ? tsl_strdup(tsl_cfg_path(e->value)) : key ? tsl_node_child_path(node, key)
+                                                                : tsl_strdup(tsl_cfg_path(node));
+    st = tsl_cfg_report(node->owner, m, "%s%s%s", path && *path ? path : "", path && *path ? ": " : "", msg);
+    free(path);
+  }
+  free(msg);
   return st;
 }
 
@@ -37,8 +42,6 @@ tsl_status tsl_cfg_error(tsl_cfg *node, const char *key, const char *fmt, ...) {
   va_end(ap);
   return st;
 }
-
-const char *tsl_cfg_path(const tsl_cfg *node) { return node ? node->path : ""; }
 
 /* Record that a getter asked for `key` in `map`. */
 static tsl_status declare(tsl_cfg *map, const char *key) {
@@ -61,9 +64,7 @@ static tsl_status declare(tsl_cfg *map, const char *key) {
 
 /* Add a synthesised value for a defaulted key, so the resolved config shows it. */
 static tsl_status record_default(tsl_cfg *map, const char *key, tsl_node_kind kind, const char *text) {
-  char *path = tsl_node_child_path(map->path, key);
-  tsl_cfg *v = path ? tsl_node_new(kind, map->mark, path) : NULL;
-  free(path);
+  tsl_cfg *v = tsl_node_new(map->owner, kind, map->mark);
   if (!v) return TESSEL_E_NOMEM;
   v->is_default = 1;
   if (text && !(v->scalar = tsl_strdup(text))) {
@@ -130,6 +131,7 @@ tsl_status tsl_cfg_int(tsl_cfg *map, const char *key, int64_t dflt, int64_t min,
                        int64_t *out) {
   tsl_cfg *v;
   tsl_status st = scalar_of(map, key, "an integer", &v);
+  *out = dflt;
   if (st < 0) return st;
   if (!v) {
     *out = dflt;
@@ -139,6 +141,7 @@ tsl_status tsl_cfg_int(tsl_cfg *map, const char *key, int64_t dflt, int64_t min,
     return record_default(map, key, TSL_NODE_SCALAR, text);
   }
   int64_t x;
+  *out = dflt; /* what a reader that goes on after the mistake sees */
   if (v->quoted || parse_int(v->scalar, &x) != 0)
     return tsl_cfg_error(map, key, "expected an integer, got %s'%s'", quoted_note(v), v->scalar);
   if (x < min || x > max) return range_error_int(map, key, x, min, max);
@@ -158,6 +161,7 @@ tsl_status tsl_cfg_float(tsl_cfg *map, const char *key, double dflt, double min,
                          double *out) {
   tsl_cfg *v;
   tsl_status st = scalar_of(map, key, "a number", &v);
+  *out = dflt;
   if (st < 0) return st;
   if (!v) {
     *out = dflt;
@@ -186,6 +190,7 @@ tsl_status tsl_cfg_bool(tsl_cfg *map, const char *key, int dflt, int *out) {
   static const char *const no[] = {"false", "False", "FALSE", "no", "No", "off", "Off"};
   tsl_cfg *v;
   tsl_status st = scalar_of(map, key, "true or false", &v);
+  *out = dflt;
   if (st < 0) return st;
   if (!v) {
     *out = dflt;
@@ -203,6 +208,7 @@ tsl_status tsl_cfg_bool(tsl_cfg *map, const char *key, int dflt, int *out) {
 tsl_status tsl_cfg_size(tsl_cfg *map, const char *key, uint64_t dflt, uint64_t *out) {
   tsl_cfg *v;
   tsl_status st = scalar_of(map, key, "a size", &v);
+  *out = dflt;
   if (st < 0) return st;
   if (!v) {
     *out = dflt;
@@ -211,15 +217,18 @@ tsl_status tsl_cfg_size(tsl_cfg *map, const char *key, uint64_t dflt, uint64_t *
     snprintf(text, sizeof text, "%" PRIu64, dflt);
     return record_default(map, key, TSL_NODE_SCALAR, text);
   }
-  if (tsl_parse_size(v->scalar, out) != 0)
+  if (tsl_parse_size(v->scalar, out) != 0) {
+    *out = dflt;
     return tsl_cfg_error(map, key, "expected a size such as 4096, 64KiB, 25MiB or 2GB, got '%s'%s",
                          v->scalar, v->scalar[0] == '-' ? " (sizes cannot be negative)" : "");
+  }
   return TESSEL_OK;
 }
 
 tsl_status tsl_cfg_string(tsl_cfg *map, const char *key, const char *dflt, const char **out) {
   tsl_cfg *v;
   tsl_status st = scalar_of(map, key, "a string", &v);
+  *out = dflt;
   if (st < 0) return st;
   if (!v) {
     *out = dflt;
@@ -237,6 +246,7 @@ fail:
 tsl_status tsl_cfg_enum(tsl_cfg *map, const char *key, const char *const *choices, int dflt, int *out) {
   const char *s;
   tsl_status st = tsl_cfg_string(map, key, choices[dflt], &s);
+  *out = dflt;
   if (st < 0) return st;
   int n = 0;
   for (; choices[n]; n++) {
@@ -281,9 +291,8 @@ tsl_status tsl_cfg_int_list(tsl_cfg *map, const char *key, int64_t *out, int cap
   for (int i = 0; i < count; i++) {
     tsl_cfg *item = v->kind == TSL_NODE_LIST ? v->items[i] : v;
     if (item->kind != TSL_NODE_SCALAR || item->quoted || parse_int(item->scalar, &out[i]) != 0)
-      return tsl_error(TESSEL_E_CONFIG, "%s:%d:%d: %s: expected an integer, got %s%s", item->mark.file,
-                       item->mark.line, item->mark.col, item->path, quoted_note(item),
-                       item->kind == TSL_NODE_SCALAR ? item->scalar : kind_name(item->kind));
+      return tsl_cfg_report(item->owner, item->mark, "%s: expected an integer, got %s%s", tsl_cfg_path(item),
+                            quoted_note(item), item->kind == TSL_NODE_SCALAR ? item->scalar : kind_name(item->kind));
   }
   *n = count;
   return TESSEL_OK;
@@ -302,13 +311,13 @@ tsl_status tsl_cfg_string_list(tsl_cfg *map, const char *key, const char ***out,
   }
   if (!v->strings) {
     v->strings = calloc((size_t)v->n_items + 1, sizeof(char *));
-    if (!v->strings) return tsl_error(TESSEL_E_NOMEM, "out of host memory reading %s", v->path);
+    if (!v->strings) return tsl_error(TESSEL_E_NOMEM, "out of host memory reading %s", tsl_cfg_path(v));
   }
   for (int i = 0; i < v->n_items; i++) {
     tsl_cfg *item = v->items[i];
     if (item->kind != TSL_NODE_SCALAR)
-      return tsl_error(TESSEL_E_CONFIG, "%s:%d:%d: %s: expected a string, got %s", item->mark.file,
-                       item->mark.line, item->mark.col, item->path, kind_name(item->kind));
+      return tsl_cfg_report(item->owner, item->mark, "%s: expected a string, got %s", tsl_cfg_path(item),
+                            kind_name(item->kind));
     v->strings[i] = item->scalar;
   }
   *out = v->strings;
@@ -333,9 +342,9 @@ static tsl_entry *misspelling_of(tsl_cfg *map, const char *key) {
 }
 
 static tsl_status misspelt(tsl_cfg *map, const tsl_entry *e, const char *key) {
-  return tsl_error(TESSEL_E_CONFIG, "%s:%d:%d: unknown %s '%s'%s%s (did you mean '%s'?)", e->key_mark.file,
-                   e->key_mark.line, e->key_mark.col, map->path[0] ? "key" : "section", e->key,
-                   map->path[0] ? " in " : "", map->path, key);
+  const char *where = tsl_cfg_path(map);
+  return tsl_cfg_report(map->owner, e->key_mark, "unknown %s '%s'%s%s (did you mean '%s'?)",
+                        where[0] ? "key" : "section", e->key, where[0] ? " in " : "", where, key);
 }
 
 int tsl_cfg_is_empty(const tsl_cfg *node) {
@@ -359,18 +368,16 @@ tsl_status tsl_cfg_section(tsl_cfg *map, const char *key, int required, tsl_cfg 
   if (required && !tsl_cfg_has(map, key)) {
     tsl_entry *e = misspelling_of(map, key);
     if (e) return misspelt(map, e, key);
-    if (!map->path[0])
-      return tsl_error(TESSEL_E_CONFIG, "%s:%d:%d: missing required section '%s:'", map->mark.file,
-                       map->mark.line, map->mark.col, key);
+    if (!tsl_cfg_path(map)[0])
+      return tsl_cfg_report(map->owner, map->mark, "missing required section '%s:'", key);
     return tsl_cfg_error(map, NULL, "missing required section '%s:'", key);
   }
   TSL_TRY(st, declare(map, key));
   tsl_entry *e = tsl_node_find(map, key);
   if (e && e->value->kind == TSL_NODE_NULL) { /* "key:" with nothing: an empty section */
-    tsl_cfg *empty = tsl_node_new(TSL_NODE_MAP, e->value->mark, e->value->path);
+    tsl_cfg *empty = tsl_node_new(map->owner, TSL_NODE_MAP, e->value->mark);
     if (!empty) return TESSEL_E_NOMEM;
-    tsl_node_free(e->value);
-    e->value = empty;
+    tsl_node_map_replace(map, e, empty);
   }
   if (!e) {
     TSL_TRY(st, record_default(map, key, TSL_NODE_MAP, NULL));
@@ -385,31 +392,35 @@ fail:
   return st;
 }
 
+/* One key nobody asked for, with the closest declared key or the list of them. */
+static tsl_status unknown_key(tsl_cfg *node, const tsl_entry *e) {
+  const char *where = tsl_cfg_path(node), *what = where[0] ? "key" : "section";
+  const char *near = tsl_closest(e->key, (const char *const *)node->asked, node->n_asked);
+  if (near)
+    return tsl_cfg_report(node->owner, e->key_mark, "unknown %s '%s'%s%s (did you mean '%s'?)", what, e->key,
+                          where[0] ? " in " : "", where, near);
+  char known[1024] = "";
+  for (int k = 0; k < node->n_asked; k++) {
+    strncat(known, k ? ", " : "", sizeof known - strlen(known) - 1);
+    strncat(known, node->asked[k], sizeof known - strlen(known) - 1);
+  }
+  return tsl_cfg_report(node->owner, e->key_mark, "unknown %s '%s'%s%s (known: %s)", what, e->key,
+                        where[0] ? " in " : "", where, known);
+}
+
 tsl_status tsl_cfg_check_unknown(tsl_cfg *node) {
+  tsl_status worst = TESSEL_OK;
   if (!node || node->kind != TSL_NODE_MAP) return TESSEL_OK;
   for (int i = 0; i < node->n_entries; i++) {
     tsl_entry *e = &node->entries[i];
-    if (e->asked) {
-      if (e->value->kind == TSL_NODE_MAP && e->value->visited) {
-        tsl_status st = tsl_cfg_check_unknown(e->value);
-        if (st < 0) return st;
-      }
-      continue;
-    }
-    const char *what = node->path[0] ? "key" : "section";
-    const char *near = tsl_closest(e->key, (const char *const *)node->asked, node->n_asked);
-    char known[1024] = "";
-    for (int k = 0; k < node->n_asked; k++) {
-      strncat(known, k ? ", " : "", sizeof known - strlen(known) - 1);
-      strncat(known, node->asked[k], sizeof known - strlen(known) - 1);
-    }
-    if (near)
-      return tsl_error(TESSEL_E_CONFIG, "%s:%d:%d: unknown %s '%s'%s%s (did you mean '%s'?)",
-                       e->key_mark.file, e->key_mark.line, e->key_mark.col, what, e->key,
-                       node->path[0] ? " in " : "", node->path, near);
-    return tsl_error(TESSEL_E_CONFIG, "%s:%d:%d: unknown %s '%s'%s%s (known: %s)", e->key_mark.file,
-                     e->key_mark.line, e->key_mark.col, what, e->key, node->path[0] ? " in " : "",
-                     node->path, known);
+    tsl_status st = TESSEL_OK;
+    if (!e->asked) st = unknown_key(node, e);
+    else if (e->value->kind == TSL_NODE_MAP && e->value->visited) st = tsl_cfg_check_unknown(e->value);
+    if (st < 0 && worst >= 0) worst = st;
   }
-  return TESSEL_OK;
+  return worst;
+}
+
+void tsl_cfg_skip_unknown(tsl_cfg *node) {
+  if (node) node->visited = 0;
 }

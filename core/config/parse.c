@@ -12,6 +12,7 @@ typedef struct parser {
   const char *file; /* interned */
   int line_offset, col_offset;
   size_t end_line, end_col; /* 0-based position just past the last character */
+  int depth;                /* maps and lists open around the current node */
 } parser;
 
 static tsl_mark mark_of(const parser *p, yaml_mark_t m) {
@@ -27,14 +28,27 @@ static tsl_mark mark_of(const parser *p, yaml_mark_t m) {
   return k;
 }
 
+/* What a syntax error left open, when that is where the mistake is: an
+** unclosed '{', '[' or quote is found only where the text stops making
+** sense, often lines later; the opening is what the user must fix. */
+static const char *unclosed(const yaml_parser_t *y) {
+  const char *ctx = y->context, *problem = y->problem;
+  if (!ctx || !problem) return NULL;
+  if (strstr(ctx, "flow mapping") && strstr(problem, "expected ',' or '}'")) return "'{'";
+  if (strstr(ctx, "flow sequence") && strstr(problem, "expected ',' or ']'")) return "'['";
+  if (strstr(ctx, "quoted scalar") && strstr(problem, "end of stream")) return "quote";
+  return NULL;
+}
+
 static tsl_status syntax_error(parser *p) {
-  yaml_mark_t m = p->yaml.problem_mark;
-  tsl_mark k = mark_of(p, m);
-  const char *problem = p->yaml.problem ? p->yaml.problem : "malformed YAML";
-  if (p->yaml.context)
-    return tsl_error(TESSEL_E_CONFIG, "%s:%d:%d: YAML syntax error: %s %s", k.file, k.line, k.col,
-                     problem, p->yaml.context);
-  return tsl_error(TESSEL_E_CONFIG, "%s:%d:%d: YAML syntax error: %s", k.file, k.line, k.col, problem);
+  tsl_mark k = mark_of(p, p->yaml.problem_mark);
+  const char *problem = p->yaml.problem ? p->yaml.problem : "malformed YAML", *open = unclosed(&p->yaml);
+  if (open)
+    return tsl_cfg_report(p->cfg, mark_of(p, p->yaml.context_mark),
+                          "YAML syntax error: the %s here is never closed (%s at line %d, column %d)", open,
+                          problem, k.line, k.col);
+  if (p->yaml.context) return tsl_cfg_report(p->cfg, k, "YAML syntax error: %s %s", problem, p->yaml.context);
+  return tsl_cfg_report(p->cfg, k, "YAML syntax error: %s", problem);
 }
 
 static tsl_status next_event(parser *p, yaml_event_t *ev) {
@@ -48,44 +62,76 @@ static int is_null_scalar(const yaml_event_t *ev) {
   return !*v || !strcmp(v, "~") || !strcmp(v, "null") || !strcmp(v, "Null") || !strcmp(v, "NULL");
 }
 
-static tsl_status parse_node(parser *p, yaml_event_t *ev, const char *path, tsl_cfg **out);
+/* A scalar's text. An embedded NUL ("ddp\\0junk" would otherwise read as
+** "ddp") is recorded as a mistake and parsing goes on. */
+static tsl_status scalar_text(parser *p, const yaml_event_t *ev, const char *what, char **out) {
+  const char *v = (const char *)ev->data.scalar.value;
+  if (strlen(v) != ev->data.scalar.length)
+    tsl_cfg_report(p->cfg, mark_of(p, ev->start_mark),
+                   "%s contains a NUL character (\\0), which a config cannot hold", what);
+  *out = tsl_strdup(v);
+  return *out ? TESSEL_OK : TESSEL_E_NOMEM;
+}
+
+/* Parsing returns an error only when it cannot go on (a syntax error, the
+** nesting limit, no memory); other mistakes are recorded in the config and
+** the parse continues, so that one pass reports them all. */
+static tsl_status parse_node(parser *p, yaml_event_t *ev, tsl_cfg *parent, const char *key, tsl_cfg **out);
+
+/* The value after a key that cannot be used: parsed, to stay in step, and dropped. */
+static tsl_status skip_value(parser *p) {
+  yaml_event_t ev;
+  tsl_cfg *value = NULL;
+  tsl_status st = next_event(p, &ev);
+  if (st >= 0) st = parse_node(p, &ev, NULL, NULL, &value);
+  tsl_node_free(value);
+  return st;
+}
+
+/* One key and its value into `map`; a duplicate key is recorded and its
+** value dropped. */
+static tsl_status parse_entry(parser *p, tsl_cfg *map, yaml_event_t *kev) {
+  tsl_status st;
+  yaml_event_t vev;
+  tsl_mark km = mark_of(p, kev->start_mark);
+  if (kev->type != YAML_SCALAR_EVENT) {
+    const char *where = tsl_cfg_path(map);
+    yaml_event_delete(kev);
+    /* fatal: the events that follow are the insides of that key */
+    return tsl_cfg_report(p->cfg, km, "%s: keys must be plain names", where[0] ? where : "configuration");
+  }
+  char *key = NULL;
+  st = scalar_text(p, kev, "a key", &key);
+  yaml_event_delete(kev);
+  if (st < 0) return st;
+  tsl_entry *dup = tsl_node_find(map, key);
+  if (dup) {
+    const char *where = tsl_cfg_path(map);
+    tsl_cfg_report(p->cfg, km, "duplicate key '%s'%s%s (first defined at line %d)", key, where[0] ? " in " : "",
+                   where, dup->key_mark.line);
+    free(key);
+    return skip_value(p);
+  }
+  tsl_cfg *value = NULL;
+  st = next_event(p, &vev);
+  if (st >= 0) st = parse_node(p, &vev, map, key, &value);
+  if (st >= 0 && (st = tsl_node_map_put(map, key, km, value)) >= 0) value = NULL;
+  tsl_node_free(value);
+  free(key);
+  return st;
+}
 
 /* A mapping whose MAPPING_START event has been consumed. */
 static tsl_status parse_map(parser *p, tsl_cfg *map) {
-  tsl_status st = TESSEL_OK;
+  tsl_status st;
   for (;;) {
-    yaml_event_t kev, vev;
+    yaml_event_t kev;
     TSL_TRY(st, next_event(p, &kev));
     if (kev.type == YAML_MAPPING_END_EVENT) {
       yaml_event_delete(&kev);
       return TESSEL_OK;
     }
-    tsl_mark km = mark_of(p, kev.start_mark);
-    if (kev.type != YAML_SCALAR_EVENT) {
-      yaml_event_delete(&kev);
-      return tsl_error(TESSEL_E_CONFIG, "%s:%d:%d: %s: keys must be plain names", km.file, km.line,
-                       km.col, map->path[0] ? map->path : "configuration");
-    }
-    char *key = tsl_strdup((const char *)kev.data.scalar.value);
-    yaml_event_delete(&kev);
-    if (!key) return TESSEL_E_NOMEM;
-    tsl_entry *dup = tsl_node_find(map, key);
-    if (dup) {
-      st = tsl_error(TESSEL_E_CONFIG, "%s:%d:%d: duplicate key '%s'%s%s (first defined at line %d)",
-                     km.file, km.line, km.col, key, map->path[0] ? " in " : "", map->path,
-                     dup->key_mark.line);
-      free(key);
-      return st;
-    }
-    char *cpath = tsl_node_child_path(map->path, key);
-    tsl_cfg *value = NULL;
-    st = cpath ? next_event(p, &vev) : TESSEL_E_NOMEM;
-    if (st >= 0) st = parse_node(p, &vev, cpath, &value);
-    if (st >= 0) st = tsl_node_map_put(map, key, km, value);
-    if (st < 0) tsl_node_free(value);
-    free(cpath);
-    free(key);
-    if (st < 0) return st;
+    TSL_TRY(st, parse_entry(p, map, &kev));
   }
 fail:
   return st;
@@ -94,17 +140,15 @@ fail:
 /* A sequence whose SEQUENCE_START event has been consumed. */
 static tsl_status parse_list(parser *p, tsl_cfg *list) {
   tsl_status st;
-  for (int i = 0;; i++) {
+  for (;;) {
     yaml_event_t ev;
     TSL_TRY(st, next_event(p, &ev));
     if (ev.type == YAML_SEQUENCE_END_EVENT) {
       yaml_event_delete(&ev);
       return TESSEL_OK;
     }
-    char *ipath = tsl_asprintf("%s[%d]", list->path, i);
     tsl_cfg *item = NULL;
-    st = ipath ? parse_node(p, &ev, ipath, &item) : TESSEL_E_NOMEM;
-    free(ipath);
+    st = parse_node(p, &ev, list, NULL, &item);
     if (st >= 0) st = tsl_node_list_push(list, item);
     if (st < 0) {
       tsl_node_free(item);
@@ -115,40 +159,47 @@ fail:
   return st;
 }
 
-/* Build the node that starts with event `ev` (consumed and deleted here). */
-static tsl_status parse_node(parser *p, yaml_event_t *ev, const char *path, tsl_cfg **out) {
+/* A map or list, one level deeper than its parent. */
+static tsl_status parse_collection(parser *p, tsl_cfg *n) {
+  if (p->depth >= TSL_CFG_MAX_DEPTH)
+    return tsl_cfg_report(p->cfg, n->mark, "nesting deeper than %d levels of maps and lists; a config needs a few",
+                          TSL_CFG_MAX_DEPTH);
+  p->depth++;
+  tsl_status st = n->kind == TSL_NODE_MAP ? parse_map(p, n) : parse_list(p, n);
+  p->depth--;
+  return st;
+}
+
+/* Build the node that starts with event `ev` (consumed and deleted here).
+** It is about to become `key` of map `parent` (or its next item when
+** `parent` is a list): knowing where it goes gives messages about its
+** insides their path before it is attached. */
+static tsl_status parse_node(parser *p, yaml_event_t *ev, tsl_cfg *parent, const char *key, tsl_cfg **out) {
   tsl_status st = TESSEL_OK;
   tsl_mark m = mark_of(p, ev->start_mark);
   tsl_cfg *n = NULL;
   switch (ev->type) {
     case YAML_SCALAR_EVENT:
-      if (is_null_scalar(ev)) {
-        n = tsl_node_new(TSL_NODE_NULL, m, path);
-        if (!n) st = TESSEL_E_NOMEM;
-        break;
-      }
-      n = tsl_node_new(TSL_NODE_SCALAR, m, path);
-      if (!n || !(n->scalar = tsl_strdup((const char *)ev->data.scalar.value))) {
-        st = TESSEL_E_NOMEM;
-        break;
-      }
-      n->quoted = ev->data.scalar.style != YAML_PLAIN_SCALAR_STYLE;
+      n = tsl_node_new(p->cfg, is_null_scalar(ev) ? TSL_NODE_NULL : TSL_NODE_SCALAR, m);
+      if (!n) st = TESSEL_E_NOMEM;
+      else if (n->kind == TSL_NODE_SCALAR) st = scalar_text(p, ev, "this value", &n->scalar);
+      if (n) n->quoted = ev->data.scalar.style != YAML_PLAIN_SCALAR_STYLE;
       break;
     case YAML_MAPPING_START_EVENT:
-      n = tsl_node_new(TSL_NODE_MAP, m, path);
-      st = n ? parse_map(p, n) : TESSEL_E_NOMEM;
-      break;
     case YAML_SEQUENCE_START_EVENT:
-      n = tsl_node_new(TSL_NODE_LIST, m, path);
-      st = n ? parse_list(p, n) : TESSEL_E_NOMEM;
+      n = tsl_node_new(p->cfg, ev->type == YAML_MAPPING_START_EVENT ? TSL_NODE_MAP : TSL_NODE_LIST, m);
+      if (n) {
+        n->parent = parent;
+        n->key = key;
+        n->index = parent ? parent->n_items : 0;
+      }
+      st = n ? parse_collection(p, n) : TESSEL_E_NOMEM;
       break;
     case YAML_ALIAS_EVENT:
-      st = tsl_error(TESSEL_E_CONFIG,
-                     "%s:%d:%d: YAML aliases (*name) are not supported; use 'base:' to share settings",
-                     m.file, m.line, m.col);
+      st = tsl_cfg_report(p->cfg, m, "YAML aliases (*name) are not supported; use 'base:' to share settings");
       break;
     default:
-      st = tsl_error(TESSEL_E_CONFIG, "%s:%d:%d: unexpected YAML structure", m.file, m.line, m.col);
+      st = tsl_cfg_report(p->cfg, m, "unexpected YAML structure");
       break;
   }
   yaml_event_delete(ev);
@@ -176,7 +227,7 @@ static tsl_status parse_document(parser *p, tsl_cfg **out) {
       yaml_event_delete(&ev);
       continue;
     }
-    TSL_TRY(st, parse_node(p, &ev, "", out));
+    TSL_TRY(st, parse_node(p, &ev, NULL, NULL, out));
     break;
   } while (1);
   /* exactly one document */
@@ -191,8 +242,7 @@ static tsl_status parse_document(parser *p, tsl_cfg **out) {
     yaml_event_delete(&ev);
   }
   if (t != YAML_STREAM_END_EVENT) {
-    st = tsl_error(TESSEL_E_CONFIG, "%s:%d:%d: only one YAML document is allowed per file", m.file,
-                   m.line, m.col);
+    st = tsl_cfg_report(p->cfg, m, "only one YAML document is allowed per file");
     goto fail;
   }
   return TESSEL_OK;
@@ -203,8 +253,8 @@ fail:
 }
 
 tsl_status tsl_parse_yaml(tsl_config *cfg, const char *text, size_t len, const char *file,
-                          int line_offset, int col_offset, tsl_cfg **out) {
-  parser p = {.cfg = cfg, .line_offset = line_offset, .col_offset = col_offset};
+                          int line_offset, int col_offset, int depth, tsl_cfg **out) {
+  parser p = {.cfg = cfg, .line_offset = line_offset, .col_offset = col_offset, .depth = depth};
   for (size_t i = 0; i < len; i++) {
     if (text[i] == '\n') {
       p.end_line++;

@@ -1,11 +1,13 @@
 /*
-** core/data/prepare.c — text files to byte-level token shards.
+** core/data/prepare.c — text files to token shards, byte-level or through a
+** tokenizer.
 **
 ** Every input is stat'ed first, so each file's train/val split point and the
 ** number of shards are known before anything is written. Then each split is
 ** produced in its own pass over the files, reading only that split's byte
 ** ranges in small chunks into one shard-sized token buffer: memory stays at
-** one shard's worth however large the corpus is.
+** one shard's worth however large the corpus is. With a tokenizer each file
+** is mapped and its parts encoded straight into the shard buffer.
 */
 #include "data/prepare.h"
 
@@ -20,11 +22,14 @@
 #include <unistd.h>
 
 #include "common/util.h"
+#include "data/record.h"
 #include "data/shard.h"
 
 #define PREPARE_CHUNK_BYTES (1u << 16)
 /* Shard names carry six digits; more shards would break name order. */
 #define PREPARE_MAX_SHARDS 1000000ull
+/* Shards hold uint16 ids. */
+#define PREPARE_MAX_VOCAB 65536
 
 typedef struct input_file {
   char *path;
@@ -43,6 +48,7 @@ typedef struct shard_sink {
   const char *dir, *split;
   uint16_t *buf;
   uint64_t cap, len;
+  uint64_t total; /* tokens written to this split */
   int shards;
 } shard_sink;
 
@@ -106,8 +112,48 @@ static tsl_status sink_flush(shard_sink *s) {
   free(path);
   if (st < 0) return st;
   s->shards++;
+  s->total += s->len;
   s->len = 0;
   return TESSEL_OK;
+}
+
+/* A tsl_token_sink over a shard_sink. */
+static tsl_status sink_ids(void *ctx, const int32_t *ids, size_t n) {
+  shard_sink *s = ctx;
+  for (size_t i = 0; i < n; i++) {
+    s->buf[s->len++] = (uint16_t)ids[i];
+    if (s->len == s->cap) {
+      tsl_status st = sink_flush(s);
+      if (st < 0) return st;
+    }
+  }
+  return TESSEL_OK;
+}
+
+/* One part [lo, hi) of a file as a document: the end-of-text token, then its
+** text encoded. The split point moves forward to a character boundary so no
+** character is cut in two. */
+static tsl_status sink_file_tokens(shard_sink *s, const input_file *f, int val, tsl_tokenizer *t) {
+  const char *text;
+  size_t len;
+  tsl_status st = tsl_map_file(f->path, &text, &len);
+  if (st < 0) return st;
+  if (len != f->size) {
+    tsl_unmap_file(text, len);
+    return tsl_error(TESSEL_E_IO, "%s: changed size while being prepared (%llu bytes, then %zu)", f->path,
+                     (unsigned long long)f->size, len);
+  }
+  size_t cut = (size_t)(f->size - f->val_bytes);
+  while (cut < len && ((unsigned char)text[cut] & 0xc0) == 0x80) cut++;
+  size_t lo = val ? cut : 0, hi = val ? len : cut;
+  if (lo < hi) {
+    int32_t eot = tsl_tokenizer_eot(t);
+    st = sink_ids(s, &eot, 1);
+    if (st >= 0) st = tsl_tokenizer_encode(t, text + lo, hi - lo, 0, sink_ids, s);
+    if (st < 0) tsl_error_wrap(st, "%s", f->path);
+  }
+  tsl_unmap_file(text, len);
+  return st;
 }
 
 /* Append bytes [lo, hi) of one file to the sink, a chunk at a time. */
@@ -136,12 +182,13 @@ done:
 }
 
 /* Write one split (val = 0: train, 1: validation) of every file. */
-static tsl_status write_split(const input_list *l, int val, shard_sink *s, unsigned char *chunk) {
+static tsl_status write_split(const input_list *l, int val, shard_sink *s, unsigned char *chunk, tsl_tokenizer *t) {
   tsl_status st = TESSEL_OK;
   for (int i = 0; i < l->n; i++) {
     const input_file *f = &l->v[i];
     uint64_t cut = f->size - f->val_bytes;
-    TSL_TRY(st, sink_file_range(s, f, val ? cut : 0, val ? f->size : cut, chunk));
+    if (t) TSL_TRY(st, sink_file_tokens(s, f, val, t));
+    else TSL_TRY(st, sink_file_range(s, f, val ? cut : 0, val ? f->size : cut, chunk));
   }
   TSL_TRY(st, sink_flush(s));
 fail:
@@ -165,6 +212,16 @@ static tsl_status remove_stale_shards(const char *dir, const char *split, int fr
   }
 }
 
+static tsl_status check_tokenizer(const tsl_tokenizer *t) {
+  if (tsl_tokenizer_vocab_size(t) > PREPARE_MAX_VOCAB)
+    return tsl_error(TESSEL_E_CONFIG, "%s has %d tokens; shards store uint16 ids, so a vocabulary of at most %d",
+                     tsl_tokenizer_name(t), tsl_tokenizer_vocab_size(t), PREPARE_MAX_VOCAB);
+  if (tsl_tokenizer_eot(t) < 0)
+    return tsl_error(TESSEL_E_CONFIG, "%s has no end-of-text token to separate documents (a special added token "
+                     "<|endoftext|>, <|end_of_text|>, </s> or <eos>)", tsl_tokenizer_name(t));
+  return TESSEL_OK;
+}
+
 static uint64_t shards_for(uint64_t tokens, uint64_t shard_tokens) {
   return (tokens + shard_tokens - 1) / shard_tokens;
 }
@@ -186,6 +243,7 @@ tsl_status tsl_data_prepare(const char *const *inputs, int n_inputs, const char 
     return tsl_error(TESSEL_E_CONFIG, "shard_tokens %llu is outside [1, %llu]",
                      (unsigned long long)opts->shard_tokens, TSL_SHARD_MAX_TOKENS);
   if (n_inputs <= 0) return tsl_error(TESSEL_E_CONFIG, "no input files given");
+  if (opts->tokenizer) TSL_TRY(st, check_tokenizer(opts->tokenizer));
 
   for (int i = 0; i < n_inputs; i++) TSL_TRY(st, expand_input(&files, inputs[i]));
   for (int i = 0; i < files.n; i++) {
@@ -207,7 +265,10 @@ tsl_status tsl_data_prepare(const char *const *inputs, int n_inputs, const char 
   }
   TSL_TRY(st, tsl_mkdir_p(out_dir));
 
-  uint64_t cap = TSL_MIN(opts->shard_tokens, train);
+  /* with a tokenizer a part has at most one token per byte, plus its end-of-text
+  ** and the up to 3 bytes a split point moves to a character boundary */
+  uint64_t extra = opts->tokenizer ? 4 * (uint64_t)files.n : 0;
+  uint64_t cap = TSL_MIN(opts->shard_tokens, train + extra);
   chunk = malloc(PREPARE_CHUNK_BYTES);
   buf = malloc((size_t)cap * sizeof *buf);
   if (!chunk || !buf) {
@@ -218,15 +279,17 @@ tsl_status tsl_data_prepare(const char *const *inputs, int n_inputs, const char 
   for (int split = 0; split < 2; split++) {
     shard_sink *s = &sinks[split];
     s->buf = buf;
-    s->cap = TSL_MIN(opts->shard_tokens, split ? val : train);
-    if (s->cap > 0) TSL_TRY(st, write_split(&files, split, s, chunk));
+    uint64_t bytes = split ? val : train;
+    s->cap = TSL_MIN(opts->shard_tokens, bytes ? bytes + extra : 0);
+    if (s->cap > 0) TSL_TRY(st, write_split(&files, split, s, chunk, opts->tokenizer));
     TSL_TRY(st, remove_stale_shards(out_dir, s->split, s->shards));
   }
+  TSL_TRY(st, tsl_data_record_write(out_dir, opts->tokenizer));
 
   if (report) {
     report->files = files.n;
-    report->train_tokens = train;
-    report->val_tokens = val;
+    report->train_tokens = sinks[0].total;
+    report->val_tokens = sinks[1].total;
     report->train_shards = sinks[0].shards;
     report->val_shards = sinks[1].shards;
   }

@@ -1,12 +1,18 @@
 /*
 ** core/data/prepare.h — `tessel data prepare`: text files to token shards.
 **
-** The vocabulary is byte-level (256 tokens: token = byte value), so any text
-** file is training data and no tokenizer file is needed. From each input
-** file the last `val_fraction` of its bytes goes to validation, the rest to
-** training; files are concatenated in the order given (a glob's matches in
-** name order). The split point of a file of n bytes is n - floor(n ·
-** val_fraction). Output: DIR/train_000000.bin, DIR/train_000001.bin, … and
+** Without a tokenizer the vocabulary is byte-level (256 tokens: token = byte
+** value), so any text file is training data and no tokenizer file is
+** needed. With one (a byte-level BPE, at most 65536 tokens since shards hold
+** uint16 ids), each file is a document: each of its parts starts with the
+** end-of-text token, then its text encoded as ordinary text (an
+** "<|endoftext|>" written in a file is text, not a separator).
+** From each input file the last `val_fraction` of its bytes goes to
+** validation, the rest to training; files are concatenated in the order
+** given (a glob's matches in name order). The split point of a file of n
+** bytes is n - floor(n · val_fraction) (with a tokenizer, moved forward to
+** the next UTF-8 character boundary). DIR/tokens.json records the
+** vocabulary (see data/record.h). Output: DIR/train_000000.bin, DIR/train_000001.bin, … and
 ** DIR/val_000000.bin, …, each at most `shard_tokens` tokens and all but the
 ** last of a split exactly that many; val_fraction 0 writes no val shards.
 ** Shards of an earlier run numbered past this run's are removed, so a glob
@@ -18,10 +24,12 @@
 
 #include <stdint.h>
 #include "common/status.h"
+#include "tokenizer/tokenizer.h"
 
 typedef struct tsl_prepare_opts {
-  double val_fraction;   /* in [0, 0.5]; default 0.1 */
-  uint64_t shard_tokens; /* default 100M, at most TSL_SHARD_MAX_TOKENS */
+  double val_fraction;      /* in [0, 0.5]; default 0.1 */
+  uint64_t shard_tokens;    /* default 100M, at most TSL_SHARD_MAX_TOKENS */
+  tsl_tokenizer *tokenizer; /* NULL: byte-level */
 } tsl_prepare_opts;
 
 typedef struct tsl_prepare_report {
@@ -32,7 +40,8 @@ typedef struct tsl_prepare_report {
 
 /* Inputs may be files or shell globs; a glob matching nothing, a missing
 ** file and input that is empty altogether are TESSEL_E_IO errors naming them;
-** options out of range are TESSEL_E_CONFIG. Creates out_dir if needed.
+** options out of range, a tokenizer of more than 65536 tokens or without an
+** end-of-text token are TESSEL_E_CONFIG. Creates out_dir if needed.
 ** opts may be NULL for the defaults; report, when not NULL, is filled on
 ** success. */
 tsl_status tsl_data_prepare(const char *const *inputs, int n_inputs, const char *out_dir,

@@ -131,8 +131,14 @@ tsl_status tsl_mem_alloc(tsl_ledger *l, tessel_tier tier, tessel_mem_kind kind, 
   l->recs[l->n_recs++] = rec;
   a->in_use += bytes;
   a->by_kind[kind] += bytes;
-  a->peak = TSL_MAX(a->peak, a->in_use);
-  a->peak_run = TSL_MAX(a->peak_run, a->in_use);
+  if (a->in_use > a->peak) {
+    a->peak = a->in_use;
+    memcpy(a->peak_kind, a->by_kind, sizeof a->peak_kind);
+  }
+  if (a->in_use > a->peak_run) {
+    a->peak_run = a->in_use;
+    memcpy(a->peak_run_kind, a->by_kind, sizeof a->peak_run_kind);
+  }
   *out = rec.ptr;
   return TESSEL_OK;
 }
@@ -249,6 +255,7 @@ void tsl_mem_stats(const tsl_ledger *l, tessel_tier tier, tessel_tier_stats *out
 void tsl_ledger_new_window(tsl_ledger *l) {
   for (int t = 0; t < TESSEL_TIER_COUNT; t++) {
     l->tier[t].peak = l->tier[t].in_use;
+    memcpy(l->tier[t].peak_kind, l->tier[t].by_kind, sizeof l->tier[t].peak_kind);
     l->tier[t].bytes_in = l->tier[t].bytes_out = 0;
   }
 }

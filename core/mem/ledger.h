@@ -24,7 +24,9 @@
 
 typedef struct tsl_tier_account {
   uint64_t capacity, in_use, peak, peak_run;
-  uint64_t by_kind[5]; /* indexed by tessel_mem_kind */
+  uint64_t by_kind[5];       /* indexed by tessel_mem_kind */
+  uint64_t peak_kind[5];     /* by_kind when `peak` was reached: what the peak is made of */
+  uint64_t peak_run_kind[5]; /* the same for peak_run, the highest since the ledger began */
   uint64_t bytes_in, bytes_out;
 } tsl_tier_account;
 

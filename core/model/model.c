@@ -179,7 +179,16 @@ tsl_status tsl_model_materialize(tsl_model *m, uint64_t seed) {
   TSL_TRY(st, tsl_state_allocate(&m->state, &m->params));
   TSL_TRY(st, tsl_state_init(&m->state, &m->params, seed));
   TSL_TRY(st, tsl_acts_allocate(m));
-  HOOK(st, m, setup);
+  if (m->rt->plugin && m->rt->plugin->vt.setup) {
+    tsl_hook_enter(m->rt);
+    if ((st = m->rt->plugin->vt.setup(m->rt->inst)) < 0) {
+      st = tsl_hook_failed(m->rt, st, "setup");
+      /* setup is the first hook that sees the backend: "not possible here"
+      ** from it means the strategy declines this device, which is not a
+      ** failure of the run */
+      return st == TESSEL_E_UNSUPPORTED ? TSL_E_DECLINED : st;
+    }
+  }
   return TESSEL_OK;
 fail:
   return st;

@@ -1,6 +1,7 @@
 /*
-** core/plugin/elf.h — what a plugin file exports and what it needs, read
-** from its ELF dynamic tables (for `tessel plugin-check`).
+** core/plugin/elf.h — plugin files as ELF objects: checked before dlopen,
+** and what they export and need, read from their dynamic tables (for
+** `tessel plugin-check`).
 */
 #ifndef TSL_ELF_H
 #define TSL_ELF_H
@@ -14,8 +15,17 @@ typedef struct tsl_elf_info {
   int n_needed;
 } tsl_elf_info;
 
-/* Read a 64-bit ELF shared object; every offset is bounds-checked, so a
-** truncated or foreign file is an error, not a crash. */
+/* Is `path` a shared object this process can dlopen without crashing? A
+** regular file; an ELF header of this process's class, byte order and
+** machine; type ET_DYN; program headers, and every segment's bytes,
+** inside the file. Each failure is a TESSEL_E_IO error that names the file
+** and what is wrong ("is a shared object for aarch64, but this tessel runs
+** on x86-64", "is truncated: its segment 2 covers bytes ..."). */
+tsl_status tsl_elf_check(const char *path);
+
+/* Read a 64-bit ELF shared object; every offset is bounds-checked and every
+** structure copied out aligned, so a truncated or foreign file is an
+** error, not a crash. */
 tsl_status tsl_elf_read(const char *path, tsl_elf_info *out);
 void tsl_elf_free(tsl_elf_info *info);
 

@@ -1,12 +1,12 @@
 /* core/plugin/loader.c */
 #include "loader.h"
 
-#include <dlfcn.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/util.h"
+#include "plugin/dso.h"
 
 #ifndef TESSEL_BUILD_PLUGIN_DIR
 #error "TESSEL_BUILD_PLUGIN_DIR must be defined by the build"
@@ -21,29 +21,34 @@
 /* The installed plugin directory: beside the libtessel (or program) that
 ** contains this code, so a relocated install still finds its plugins. */
 static char *installed_dir(void) {
-  Dl_info info;
-  char real[4096];
-  if (!dladdr((void *)installed_dir, &info) || !info.dli_fname) return NULL;
-  char *dir = tsl_dirname(realpath(info.dli_fname, real) ? real : info.dli_fname);
+  char *dir = tsl_dso_library_dir();
   char *out = dir ? tsl_asprintf("%s/%s", dir, TESSEL_PLUGIN_SUBDIR) : NULL;
   free(dir);
   return out;
 }
 
-int tsl_plugin_search_dirs(char **dirs, int cap) {
-  int n = 0;
+char **tsl_plugin_search_dirs(int *n_out) {
   const char *env = getenv("TESSEL_PLUGIN_PATH");
-  if (env && *env) {
-    char *copy = tsl_strdup(env), *save = NULL;
-    for (char *d = copy ? strtok_r(copy, ":", &save) : NULL; d && n < cap; d = strtok_r(NULL, ":", &save))
-      if (*d) dirs[n++] = tsl_strdup(d);
+  int cap = 3, n = 0;
+  for (const char *c = env ? env : ""; *c; c++) cap += *c == ':';
+  char **dirs = calloc((size_t)cap + 1, sizeof *dirs);
+  char *copy = env && *env ? tsl_strdup(env) : NULL, *save = NULL;
+  if (!dirs) {
     free(copy);
+    return NULL;
   }
-  char *inst = installed_dir();
-  if (inst && n < cap) dirs[n++] = inst;
-  else free(inst);
-  if (n < cap) dirs[n++] = tsl_strdup(TESSEL_BUILD_PLUGIN_DIR);
-  return n;
+  for (char *d = copy ? strtok_r(copy, ":", &save) : NULL; d; d = strtok_r(NULL, ":", &save))
+    if (*d && (dirs[n] = tsl_strdup(d))) n++;
+  free(copy);
+  if ((dirs[n] = installed_dir())) n++;
+  if ((dirs[n] = tsl_strdup(TESSEL_BUILD_PLUGIN_DIR))) n++;
+  *n_out = n;
+  return dirs;
+}
+
+void tsl_plugin_dirs_free(char **dirs) {
+  for (int i = 0; dirs && dirs[i]; i++) free(dirs[i]);
+  free(dirs);
 }
 
 tsl_status tsl_plugin_locate(const char *name, const char *path, char **out) {
@@ -53,30 +58,36 @@ tsl_status tsl_plugin_locate(const char *name, const char *path, char **out) {
     *out = tsl_strdup(path);
     return *out ? TESSEL_OK : TESSEL_E_NOMEM;
   }
-  char *dirs[32], tried[4096] = "";
-  int n = tsl_plugin_search_dirs(dirs, 32);
-  tsl_status st = TESSEL_E_CONFIG;
+  int n = 0;
+  char **dirs = tsl_plugin_search_dirs(&n), *tried = tsl_strdup("");
   *out = NULL;
-  for (int i = 0; i < n; i++) {
-    char *cand = dirs[i] ? tsl_asprintf("%s/libtessel-%s.so", dirs[i], name) : NULL;
-    if (cand && !*out && tsl_path_exists(cand)) {
+  if (!dirs || !tried) {
+    tsl_plugin_dirs_free(dirs);
+    free(tried);
+    return tsl_error(TESSEL_E_NOMEM, "out of host memory searching for plugin '%s'", name);
+  }
+  for (int i = 0; i < n && !*out; i++) {
+    char *cand = tsl_asprintf("%s/libtessel-%s.so", dirs[i], name), *more = NULL;
+    if (cand && tsl_path_exists(cand)) {
       *out = cand;
-      st = TESSEL_OK;
-      continue;
+      break;
     }
-    if (cand) {
-      strncat(tried, "\n  ", sizeof tried - strlen(tried) - 1);
-      strncat(tried, cand, sizeof tried - strlen(tried) - 1);
+    if (cand && (more = tsl_asprintf("%s\n  %s", tried, cand))) {
+      free(tried);
+      tried = more;
     }
     free(cand);
   }
-  for (int i = 0; i < n; i++) free(dirs[i]);
-  if (st == TESSEL_OK) return st;
-  return tsl_error(TESSEL_E_CONFIG,
+  tsl_plugin_dirs_free(dirs);
+  tsl_status st = TESSEL_OK;
+  if (!*out)
+    st = tsl_error(TESSEL_E_CONFIG,
                    "strategy plugin '%s' was not found. Looked for:%s\n"
                    "Check the name (`tessel plugins` lists what is installed), set plugin.path to the "
                    "library, or add its directory to TESSEL_PLUGIN_PATH.",
                    name, tried);
+  free(tried);
+  return st;
 }
 
 /* NAME from ".../libtessel-NAME.so", or NULL when the file is not named so. */
@@ -94,7 +105,7 @@ static int other_major(void *handle) {
   for (int major = 1; major < 16; major++) {
     if ((uint32_t)major == TESSEL_ABI_MAJOR(TESSEL_ABI_VERSION)) continue;
     snprintf(sym, sizeof sym, "tessel_strategy_v%d", major);
-    if (dlsym(handle, sym)) return major;
+    if (tsl_dso_symbol(handle, sym)) return major;
   }
   return 0;
 }
@@ -123,16 +134,10 @@ tsl_status tsl_plugin_open(const char *path, tsl_plugin **out) {
     st = tsl_error(TESSEL_E_CONFIG, "%s: strategy plugin files are named libtessel-<name>.so", path);
     goto fail;
   }
-  p->handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-  if (!p->handle) {
-    const char *why = dlerror();
-    st = tsl_error(TESSEL_E_IO,
-                   "%s is not a loadable shared object: %s\n"
-                   "Rebuild the plugin for this machine, or check that the libraries it needs are installed.",
-                   path, why ? why : "unknown dlopen error");
-    goto fail;
-  }
-  tessel_strategy_entry_fn entry = (tessel_strategy_entry_fn)dlsym(p->handle, TESSEL_STRATEGY_ENTRY_NAME);
+  st = tsl_dso_open(path, "strategy plugin", "Rebuild the plugin for this machine, or check that the libraries it "
+                     "needs are installed.", &p->handle);
+  if (st < 0) goto fail;
+  tessel_strategy_entry_fn entry = (tessel_strategy_entry_fn)tsl_dso_symbol(p->handle, TESSEL_STRATEGY_ENTRY_NAME);
   if (!entry) {
     int major = other_major(p->handle);
     if (major)

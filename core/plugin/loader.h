@@ -36,9 +36,12 @@ tsl_status tsl_plugin_locate(const char *name, const char *path, char **out);
 tsl_status tsl_plugin_open(const char *path, tsl_plugin **out);
 void tsl_plugin_free(tsl_plugin *p);
 
-/* The directories searched, in order, excluding an explicit path. Returns
-** how many were written (at most cap); strings are heap-allocated. */
-int tsl_plugin_search_dirs(char **dirs, int cap);
+/* The directories searched, in order, excluding an explicit path: a
+** NULL-terminated heap array (every TESSEL_PLUGIN_PATH entry, however
+** many), *n of them; NULL when out of memory. Free with
+** tsl_plugin_dirs_free. */
+char **tsl_plugin_search_dirs(int *n);
+void tsl_plugin_dirs_free(char **dirs);
 
 /* Comma-separated names of the capability bits, into buf. */
 const char *tsl_plugin_caps_string(uint64_t caps, char *buf, size_t cap);

@@ -1,7 +1,6 @@
 /* core/runtime/build.c */
 #include "runtime/build.h"
 
-#include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -9,27 +8,35 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "model/model.h"
+#include "plugin/dso.h"
 #include "plugin/host.h"
+#include "tokenizer/tokenizer.h"
 
-tsl_status tsl_runtime_configure(tsl_runtime *rt, const char *path, const char *const *sets, int n_sets) {
+tsl_status tsl_runtime_configure(tsl_runtime *rt, const char *path, const char *const *sets, int n_sets,
+                                  int world_size) {
   tsl_status st = tsl_config_load(path, sets, n_sets, &rt->config);
   if (st < 0) return st;
+  /* each stage goes on after a mistake where it can, so that every mistake
+  ** is recorded and tsl_config_outcome reports them together */
   st = tsl_settings_read(rt->config, &rt->settings);
-  if (st < 0) return st;
   tsl_log_set_level(rt->settings.log.level);
-  return TESSEL_OK;
-}
-
-/* Directory of the running libtessel (where an installed CUDA backend sits). */
-static char *library_dir(void) {
-  Dl_info info;
-  if (!dladdr((void *)library_dir, &info) || !info.dli_fname) return NULL;
-  return tsl_dirname(info.dli_fname);
+  /* on a cluster the usual cause is a path only some machines have */
+  char who[512] = "";
+  if (rt->world.size > 1)
+    snprintf(who, sizeof who, " on rank %d, host %s (every machine needs these files at this path: a shared "
+             "filesystem, or the same files on each; see docs/cluster.md)", rt->world.rank, rt->world.host);
+  tsl_status files = tsl_settings_check_files(rt->config, &rt->settings, who[0] ? who : NULL);
+  /* a strategy reads the model's settings: start it only on valid ones */
+  if (st >= 0) st = tsl_strategy_start(rt, world_size);
+  if (st < 0 || !rt->plugin) tsl_cfg_skip_unknown(rt->settings.plugin.section);
+  tsl_status unknown = tsl_cfg_check_unknown(tsl_config_root(rt->config));
+  if (st >= 0) st = files < 0 ? files : unknown;
+  return tsl_config_outcome(rt->config, st);
 }
 
 /* Find and load libtessel-cuda.so: beside libtessel, then in the build tree. */
 static tsl_status load_cuda_backend(tsl_runtime *rt) {
-  char *dir = library_dir();
+  char *dir = tsl_dso_library_dir();
   char *candidates[2] = {dir ? tsl_asprintf("%s/libtessel-cuda.so", dir) : NULL,
                          tsl_strdup(TESSEL_BUILD_CUDA_DIR "/libtessel-cuda.so")};
   char tried[2048] = "";
@@ -39,13 +46,14 @@ static tsl_status load_cuda_backend(tsl_runtime *rt) {
     strncat(tried, "\n  ", sizeof tried - strlen(tried) - 1);
     strncat(tried, candidates[i], sizeof tried - strlen(tried) - 1);
     if (!tsl_path_exists(candidates[i])) continue;
-    void *h = dlopen(candidates[i], RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-      st = tsl_error(TESSEL_E_DEVICE, "device.kind is cuda, but %s cannot be loaded: %s (is the NVIDIA driver installed?)",
-                     candidates[i], dlerror());
+    void *h;
+    st = tsl_dso_open(candidates[i], "CUDA backend", "device.kind is cuda: is the NVIDIA driver installed, and "
+                      "are the CUDA libraries it was built with on the library path?", &h);
+    if (st < 0) {
+      st = TESSEL_E_DEVICE;
       break;
     }
-    tsl_backend_entry_fn entry = (tsl_backend_entry_fn)dlsym(h, TSL_BACKEND_ENTRY_NAME);
+    tsl_backend_entry_fn entry = (tsl_backend_entry_fn)tsl_dso_symbol(h, TSL_BACKEND_ENTRY_NAME);
     const tsl_backend *be = entry ? entry(TSL_BACKEND_VERSION) : NULL;
     if (!be || be->version != TSL_BACKEND_VERSION) {
       st = tsl_error(TESSEL_E_VERSION, "%s is not a backend for this tessel (backend interface %d expected)",
@@ -69,6 +77,24 @@ static tsl_status load_cuda_backend(tsl_runtime *rt) {
   return st;
 }
 
+/* Say when the configured threads exceed this rank's cores, and (once per
+** machine) when ranks oversubscribe the cores they share. */
+static void warn_cpus(const tsl_runtime *rt) {
+  const tsl_cpus *c = &rt->world.cpus;
+  if (rt->settings.device.threads > c->cores)
+    tsl_warn("device.threads is %d, but this rank may use %d core(s) (CPUs %s); running %d thread(s)",
+             rt->settings.device.threads, c->cores, c->list, rt->threads);
+  long online = sysconf(_SC_NPROCESSORS_ONLN);
+  if (rt->world.rank == 0 && (long)c->cores * rt->world.local_size < online)
+    tsl_info("cpu: the %d rank(s) on %s may use %d of its %ld CPUs each (their affinity: taskset, a cgroup, Slurm, or "
+             "mpirun's binding, which is to one core for 1 or 2 ranks unless --bind-to none)",
+             rt->world.local_size, rt->world.host, c->cores, online);
+  if (rt->world.local_rank == 0 && tsl_cpus_oversubscribed(c, rt->threads))
+    tsl_warn("%d rank(s) on %s share %d core(s) (CPUs %s) with %d thread(s) each: the cores are oversubscribed, so "
+             "throughput measures the sharing, not the strategy",
+             c->share, rt->world.host, c->cores, c->list, rt->threads);
+}
+
 tsl_status tsl_runtime_devices(tsl_runtime *rt) {
   tsl_status st;
   const tsl_settings *s = &rt->settings;
@@ -77,9 +103,8 @@ tsl_status tsl_runtime_devices(tsl_runtime *rt) {
   } else {
     rt->be = *tsl_cpu_backend();
   }
-  /* ranks sharing a machine share its cores, instead of each taking all */
-  long cores = sysconf(_SC_NPROCESSORS_ONLN);
-  rt->threads = s->device.threads ? s->device.threads : (int)TSL_MAX(1, cores / TSL_MAX(1, rt->world.local_size));
+  rt->threads = tsl_cpus_threads(&rt->world.cpus, s->device.threads);
+  warn_cpus(rt);
   tsl_backend_opts opts = {.size = sizeof opts, .threads = rt->threads, .device_index = rt->world.local_rank,
                            .log = tsl_log, .rank = rt->world.rank};
   tsl_error_clear();
@@ -130,6 +155,8 @@ void tsl_runtime_destroy(tsl_runtime *rt) {
     rt->be.shutdown(&rt->be);
     rt->be_ready = 0;
   }
+  tsl_tokenizer_free(rt->tokenizer);
+  rt->tokenizer = NULL;
   tsl_config_free(rt->config);
   rt->config = NULL;
 }

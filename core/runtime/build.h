@@ -6,9 +6,13 @@
 
 #include "runtime/runtime.h"
 
-/* Load the configuration (with --set overrides) and read the core's
-** settings from it; sets the log level. */
-tsl_status tsl_runtime_configure(tsl_runtime *rt, const char *path, const char *const *sets, int n_sets);
+/* Load the configuration (with --set overrides), read the core's settings,
+** check the files they name, start the strategy for `world_size` ranks
+** (when the settings are valid) and report keys nobody read; sets the log
+** level. A failure reports every configuration mistake found on the way
+** (tsl_config_outcome). */
+tsl_status tsl_runtime_configure(tsl_runtime *rt, const char *path, const char *const *sets, int n_sets,
+                                  int world_size);
 /* Select and start the device backend, the memory ledger and the streams. */
 tsl_status tsl_runtime_devices(tsl_runtime *rt);
 /* Build the communicators of the strategy's mesh (collective). */

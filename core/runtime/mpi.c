@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/log.h"
 
@@ -14,6 +15,21 @@ static tsl_status mpi_check(int rc, const char *what) {
   int len = 0;
   MPI_Error_string(rc, msg, &len);
   return tsl_error(TESSEL_E_COMM, "%s failed: %s", what, msg);
+}
+
+/* How many ranks of this machine (`local`) have cores in common with this
+** one: they divide those cores between them. */
+static void count_sharing(MPI_Comm local, tsl_world *w) {
+  tsl_cpus_self(&w->cpus);
+  unsigned char *all = malloc((size_t)w->local_size * TSL_CPUS_MASK_BYTES);
+  if (!all) return;
+  if (MPI_Allgather(w->cpus.mask, TSL_CPUS_MASK_BYTES, MPI_BYTE, all, TSL_CPUS_MASK_BYTES, MPI_BYTE, local) ==
+      MPI_SUCCESS) {
+    w->cpus.share = 0;
+    for (int r = 0; r < w->local_size; r++)
+      w->cpus.share += tsl_cpus_overlap(w->cpus.mask, all + (size_t)r * TSL_CPUS_MASK_BYTES);
+  }
+  free(all);
 }
 
 tsl_status tsl_world_init(int *argc, char ***argv, tsl_world *w) {
@@ -33,7 +49,11 @@ tsl_status tsl_world_init(int *argc, char ***argv, tsl_world *w) {
   MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, w->rank, MPI_INFO_NULL, &local);
   MPI_Comm_rank(local, &w->local_rank);
   MPI_Comm_size(local, &w->local_size);
+  count_sharing(local, w);
   MPI_Comm_free(&local);
+  int len = 0;
+  char name[MPI_MAX_PROCESSOR_NAME];
+  if (MPI_Get_processor_name(name, &len) == MPI_SUCCESS) snprintf(w->host, sizeof w->host, "%.*s", len, name);
   tsl_log_set_rank(w->rank, w->size);
   return TESSEL_OK;
 }
@@ -47,6 +67,9 @@ void tsl_world_single(tsl_world *w, int size) {
   memset(w, 0, sizeof *w);
   w->size = size;
   w->local_size = 1;
+  tsl_cpus_self(&w->cpus);
+  if (gethostname(w->host, sizeof w->host) != 0) snprintf(w->host, sizeof w->host, "localhost");
+  w->host[sizeof w->host - 1] = '\0';
 }
 
 void tsl_world_print_error(const tsl_world *w, tsl_status st) { tsl_print_error(w->rank, w->size, st); }

@@ -11,13 +11,18 @@
 
 #include <stdint.h>
 #include "common/status.h"
+#include "runtime/cpus.h"
 
 typedef struct tsl_world {
   int rank, size;
   int local_rank, local_size; /* among ranks on this machine: picks the GPU */
   int active;                 /* MPI was initialised by us */
+  char host[64];              /* this machine's name, for messages */
+  tsl_cpus cpus;              /* the cores this rank may use, and how many local ranks share them */
 } tsl_world;
 
+/* Start MPI (or join it), learn this rank's place, its machine's name and
+** its cores (collective over the ranks of each machine). */
 tsl_status tsl_world_init(int *argc, char ***argv, tsl_world *w);
 void tsl_world_finalize(tsl_world *w);
 /* A world of one rank without MPI, for commands that never communicate. */

@@ -22,6 +22,7 @@
 #include "runtime/settings.h"
 
 typedef struct tsl_model tsl_model;
+typedef struct tsl_tokenizer tsl_tokenizer;
 
 /* The handle a plugin instance holds. Its error buffer is its own, and
 ** log/set_error may be called from the plugin's threads. */
@@ -47,7 +48,7 @@ typedef struct tsl_runtime {
   /* devices, memory, communication (NULL/zero until `run` builds them) */
   tsl_backend be;
   int be_ready;
-  int threads; /* CPU threads per rank: device.threads, or the cores shared among this machine's ranks */
+  int threads; /* CPU threads of this rank: device.threads, or its part of the cores it may use (cpus.h) */
   tsl_ledger ledger;
   tsl_comm *comm;
   tsl_stream *compute, *comm_stream;
@@ -56,6 +57,9 @@ typedef struct tsl_runtime {
 
   tsl_model *model;
   int64_t vocab_valid;   /* the real vocabulary, for masking padded logits (0: none) */
+  /* the run's tokenizer: data.tokenizer, or the one its shards were made
+  ** with (NULL: byte-level data); stored in checkpoints, used to sample */
+  tsl_tokenizer *tokenizer;
 } tsl_runtime;
 
 #endif

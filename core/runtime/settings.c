@@ -1,14 +1,37 @@
-/* core/runtime/settings.c — the core's schema, read through the typed getters. */
+/* core/runtime/settings.c — the core's schema, read through the typed getters.
+**
+** Reading goes on after a mistake (the getters record it and give the
+** default), so one run reports every mistake of every section; `keep`
+** remembers that something failed. A section that is not a map at all is
+** the one thing that ends its own reader. */
 #include "settings.h"
 
+#include <glob.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/util.h"
 
 #define I64_MAX INT64_MAX
+
+/* Remember the first failure of a reader that goes on to its next key. */
+static void keep(tsl_status *st, tsl_status got) {
+  if (got < 0 && *st >= 0) *st = got;
+}
+
+/* A string key whose default is derived from another path: "<base><tail>",
+** built at its full length. */
+static tsl_status derived_string(tsl_cfg *map, const char *key, const char *base, const char *tail,
+                                 const char **out) {
+  char *dflt = tsl_asprintf("%s%s", base, tail);
+  if (!dflt) return TESSEL_E_NOMEM;
+  tsl_status st = tsl_cfg_string(map, key, dflt, out);
+  free(dflt); /* the tree keeps its own copy of a recorded default */
+  return st;
+}
 
 /* 8/3 · C rounded up to a multiple of 64: SwiGLU's three matrices then hold
 ** about as many weights as a 4·C GELU MLP's two. */
@@ -21,41 +44,46 @@ static tsl_status refuse_for_gpt2(tsl_cfg *m, const char *key, const char *why) 
 }
 
 static tsl_status read_model(tsl_cfg *root, tsl_settings *s) {
-  tsl_status st;
   tsl_cfg *m;
-  int64_t v[5], kv, ffn;
-  int arch;
+  int64_t v[5], kv = 1, ffn = 1;
+  int ok[5], arch = TSL_ARCH_GPT2;
   static const char *const keys[] = {"layers", "heads", "channels", "seq_len"};
   static const char *const archs[] = {"gpt2", "llama", NULL};
-  TSL_TRY(st, tsl_cfg_section(root, "model", 1, &m));
+  tsl_status st = tsl_cfg_section(root, "model", 1, &m);
+  if (st < 0) return st;
   s->model.section = m;
-  TSL_TRY(st, tsl_cfg_enum(m, "arch", archs, TSL_ARCH_GPT2, &arch));
+  keep(&st, tsl_cfg_enum(m, "arch", archs, TSL_ARCH_GPT2, &arch));
   for (int i = 0; i < 4; i++) {
-    TSL_TRY(st, tsl_cfg_require(m, keys[i]));
-    TSL_TRY(st, tsl_cfg_int(m, keys[i], 0, 1, 1 << 20, &v[i]));
+    tsl_status one = tsl_cfg_require(m, keys[i]);
+    if (one >= 0) one = tsl_cfg_int(m, keys[i], 0, 1, 1 << 20, &v[i]);
+    ok[i] = one >= 0;
+    keep(&st, one);
   }
-  TSL_TRY(st, tsl_cfg_int(m, "vocab_size", 256, 2, 1 << 24, &v[4]));
-  if (v[2] % v[1] != 0)
-    return tsl_cfg_error(m, "channels", "%lld channels do not split into %lld heads of equal size",
-                         (long long)v[2], (long long)v[1]);
+  keep(&st, tsl_cfg_int(m, "vocab_size", 256, 2, 1 << 24, &v[4]));
+  if (ok[1] && ok[2] && v[2] % v[1] != 0)
+    keep(&st, tsl_cfg_error(m, "channels", "%lld channels do not split into %lld heads of equal size",
+                            (long long)v[2], (long long)v[1]));
   if (arch == TSL_ARCH_GPT2) {
-    TSL_TRY(st, refuse_for_gpt2(m, "kv_heads", "grouped-query attention (kv_heads)"));
-    TSL_TRY(st, refuse_for_gpt2(m, "rope_theta", "rotary positions (rope_theta)"));
-    TSL_TRY(st, refuse_for_gpt2(m, "tie_embeddings", "untied head (tie_embeddings); its head is always wte"));
-    TSL_TRY(st, refuse_for_gpt2(m, "norm_eps", "configurable norm epsilon; its layer norms use 1e-5"));
+    keep(&st, refuse_for_gpt2(m, "kv_heads", "grouped-query attention (kv_heads)"));
+    keep(&st, refuse_for_gpt2(m, "rope_theta", "rotary positions (rope_theta)"));
+    keep(&st, refuse_for_gpt2(m, "tie_embeddings", "untied head (tie_embeddings); its head is always wte"));
+    keep(&st, refuse_for_gpt2(m, "norm_eps", "configurable norm epsilon; its layer norms use 1e-5"));
   }
-  TSL_TRY(st, tsl_cfg_int(m, "kv_heads", v[1], 1, 1 << 20, &kv));
-  if (v[1] % kv != 0)
-    return tsl_cfg_error(m, "kv_heads", "%lld query heads do not share %lld key/value heads evenly (kv_heads must "
-                         "divide heads: %lld for multi-head, 1 for multi-query attention)",
-                         (long long)v[1], (long long)kv, (long long)v[1]);
-  TSL_TRY(st, tsl_cfg_int(m, "ffn", arch == TSL_ARCH_LLAMA ? swiglu_ffn(v[2]) : 4 * v[2], 1, 1 << 24, &ffn));
-  TSL_TRY(st, tsl_cfg_float(m, "rope_theta", 10000.0, 1.0, 1e12, &s->model.rope_theta));
-  TSL_TRY(st, tsl_cfg_float(m, "norm_eps", 1e-5, 1e-12, 1.0, &s->model.norm_eps));
-  TSL_TRY(st, tsl_cfg_bool(m, "tie_embeddings", arch == TSL_ARCH_GPT2, &s->model.tie_embeddings));
-  if (arch == TSL_ARCH_LLAMA && (v[2] / v[1]) % 2 != 0)
-    return tsl_cfg_error(m, "heads", "heads of %lld channels (%lld / %lld): rotary positions rotate pairs, so the "
-                         "head size must be even", (long long)(v[2] / v[1]), (long long)v[2], (long long)v[1]);
+  tsl_status kst = tsl_cfg_int(m, "kv_heads", ok[1] ? v[1] : 1, 1, 1 << 20, &kv);
+  keep(&st, kst);
+  if (ok[1] && kst >= 0 && v[1] % kv != 0)
+    keep(&st, tsl_cfg_error(m, "kv_heads", "%lld query heads do not share %lld key/value heads evenly (kv_heads "
+                            "must divide heads: %lld for multi-head, 1 for multi-query attention)",
+                            (long long)v[1], (long long)kv, (long long)v[1]));
+  int64_t c = ok[2] ? v[2] : 1;
+  keep(&st, tsl_cfg_int(m, "ffn", arch == TSL_ARCH_LLAMA ? swiglu_ffn(c) : 4 * c, 1, 1 << 24, &ffn));
+  keep(&st, tsl_cfg_float(m, "rope_theta", 10000.0, 1.0, 1e12, &s->model.rope_theta));
+  keep(&st, tsl_cfg_float(m, "norm_eps", 1e-5, 1e-12, 1.0, &s->model.norm_eps));
+  keep(&st, tsl_cfg_bool(m, "tie_embeddings", arch == TSL_ARCH_GPT2, &s->model.tie_embeddings));
+  if (arch == TSL_ARCH_LLAMA && ok[1] && ok[2] && v[2] % v[1] == 0 && (v[2] / v[1]) % 2 != 0)
+    keep(&st, tsl_cfg_error(m, "heads", "heads of %lld channels (%lld / %lld): rotary positions rotate pairs, so "
+                            "the head size must be even", (long long)(v[2] / v[1]), (long long)v[2], (long long)v[1]));
+  if (st < 0) return st;
   s->model.arch = (tsl_arch_kind)arch;
   s->model.layers = (int)v[0];
   s->model.heads = (int)v[1];
@@ -65,37 +93,58 @@ static tsl_status read_model(tsl_cfg *root, tsl_settings *s) {
   s->model.seq_len = (int)v[3];
   s->model.vocab_size = (int)v[4];
   return TESSEL_OK;
-fail:
-  return st;
 }
 
 static tsl_status read_data(tsl_cfg *root, tsl_settings *s) {
-  tsl_status st;
   tsl_cfg *d;
-  char buf[1024];
-  TSL_TRY(st, tsl_cfg_section(root, "data", 1, &d));
-  TSL_TRY(st, tsl_cfg_string_list(d, "text", &s->data.text, &s->data.n_text));
-  snprintf(buf, sizeof buf, "%s/data", s->log.dir);
-  TSL_TRY(st, tsl_cfg_string(d, "dir", buf, &s->data.dir));
-  TSL_TRY(st, tsl_cfg_float(d, "val_fraction", 0.1, 0.0, 0.5, &s->data.val_fraction));
+  tsl_status st = tsl_cfg_section(root, "data", 1, &d);
+  if (st < 0) return st;
+  keep(&st, tsl_cfg_string_list(d, "text", &s->data.text, &s->data.n_text));
+  keep(&st, derived_string(d, "dir", s->log.dir, "/data", &s->data.dir));
+  keep(&st, tsl_cfg_float(d, "val_fraction", 0.1, 0.0, 0.5, &s->data.val_fraction));
+  keep(&st, tsl_cfg_string(d, "tokenizer", NULL, &s->data.tokenizer));
   if (s->data.n_text > 0) {
-    snprintf(buf, sizeof buf, "%s/train_*.bin", s->data.dir);
-    TSL_TRY(st, tsl_cfg_string(d, "train", buf, &s->data.train));
-    snprintf(buf, sizeof buf, "%s/val_*.bin", s->data.dir);
-    TSL_TRY(st, tsl_cfg_string(d, "val", s->data.val_fraction > 0 ? buf : NULL, &s->data.val));
+    s->data.prepared = 1;
+    keep(&st, derived_string(d, "train", s->data.dir, "/train_*.bin", &s->data.train));
+    if (s->data.val_fraction > 0) keep(&st, derived_string(d, "val", s->data.dir, "/val_*.bin", &s->data.val));
+    else keep(&st, tsl_cfg_string(d, "val", NULL, &s->data.val));
+  } else if (!tsl_cfg_has(d, "train")) {
+    keep(&st, tsl_cfg_error(d, NULL, "give 'train' (a glob of token shards) or 'text' (files to prepare)"));
   } else {
-    if (!tsl_cfg_has(d, "train"))
-      return tsl_cfg_error(d, NULL, "give 'train' (a glob of token shards) or 'text' (files to prepare)");
-    TSL_TRY(st, tsl_cfg_string(d, "train", NULL, &s->data.train));
-    TSL_TRY(st, tsl_cfg_string(d, "val", NULL, &s->data.val));
+    keep(&st, tsl_cfg_string(d, "train", NULL, &s->data.train));
+    keep(&st, tsl_cfg_string(d, "val", NULL, &s->data.val));
   }
-  return TESSEL_OK;
-fail:
   return st;
 }
 
+/* "3h50m", "90s", "1d12h", "45m", or plain seconds ("5400") into seconds;
+** -1 when malformed. */
+static double parse_duration(const char *text) {
+  double total = 0;
+  const char *p = text;
+  if (!*p) return -1;
+  while (*p) {
+    char *end;
+    double v = strtod(p, &end);
+    if (end == p || v < 0) return -1;
+    double unit = 1;
+    switch (*end) {
+      case 'd': unit = 86400; end++; break;
+      case 'h': unit = 3600; end++; break;
+      case 'm': unit = 60; end++; break;
+      case 's': end++; break;
+      case '\0': if (p != text) return -1; break; /* a bare number only alone */
+      default: return -1;
+    }
+    total += v * unit;
+    p = end;
+  }
+  return total;
+}
+
 /* train.recompute: none | selective | full, or a count N of blocks, the
-** first N of which are recomputed in full (Megatron-LM's "block" method). */
+** first N of which are recomputed in full (Megatron-LM's "block" method).
+** layers is 0 when the model's own keys were wrong: any N ≥ 1 passes then. */
 static tsl_status read_recompute(tsl_cfg *t, int layers, tsl_settings *s) {
   static const char *const modes[] = {"none", "selective", "full", NULL};
   const char *v;
@@ -108,7 +157,7 @@ static tsl_status read_recompute(tsl_cfg *t, int layers, tsl_settings *s) {
     }
   char *end;
   long n = strtol(v, &end, 10);
-  if (*v < '0' || *v > '9' || *end || n < 1 || n > layers)
+  if (*v < '0' || *v > '9' || *end || n < 1 || (layers > 0 && n > layers))
     return tsl_cfg_error(t, "recompute",
                          "'%s' is not none, selective, full or a number of blocks from 1 to %d (the first N blocks "
                          "recompute in full)",
@@ -119,30 +168,38 @@ static tsl_status read_recompute(tsl_cfg *t, int layers, tsl_settings *s) {
 }
 
 static tsl_status read_train(tsl_cfg *root, tsl_settings *s) {
-  tsl_status st;
   tsl_cfg *t;
   int64_t steps, batch, micro, seed, tokens, top_k;
-  TSL_TRY(st, tsl_cfg_section(root, "train", 1, &t));
-  TSL_TRY(st, tsl_cfg_require(t, "steps"));
-  TSL_TRY(st, tsl_cfg_int(t, "steps", 0, 1, I64_MAX, &steps));
-  TSL_TRY(st, tsl_cfg_int(t, "stop_after", 0, 0, I64_MAX, &s->train.stop_after));
-  TSL_TRY(st, tsl_cfg_int(t, "batch_size", 8, 1, 1 << 24, &batch));
-  TSL_TRY(st, tsl_cfg_int(t, "micro_batch_size", 0, 0, 1 << 24, &micro));
-  TSL_TRY(st, tsl_cfg_int(t, "seed", 1337, 0, I64_MAX, &seed));
-  TSL_TRY(st, tsl_cfg_int(t, "eval_every", 0, 0, I64_MAX, &s->train.eval_every));
-  TSL_TRY(st, tsl_cfg_int(t, "eval_batches", 8, 1, 1 << 20, &s->train.eval_batches));
-  TSL_TRY(st, tsl_cfg_int(t, "sample_tokens", 200, 0, 1 << 20, &tokens));
-  TSL_TRY(st, tsl_cfg_string(t, "sample_prompt", "\n", &s->train.sample_prompt));
-  TSL_TRY(st, tsl_cfg_float(t, "sample_temperature", 1.0, 0.0, 100.0, &s->train.sample_temperature));
-  TSL_TRY(st, tsl_cfg_int(t, "sample_top_k", 0, 0, 1 << 24, &top_k));
-  TSL_TRY(st, read_recompute(t, s->model.layers, s));
-  TSL_TRY(st, tsl_cfg_bool(t, "offload_activations", 0, &s->train.offload_activations));
-  if (micro > batch)
-    return tsl_cfg_error(t, "micro_batch_size", "%lld is larger than batch_size %lld",
-                         (long long)micro, (long long)batch);
-  if (micro > 0 && batch % micro != 0)
-    return tsl_cfg_error(t, "micro_batch_size", "batch_size %lld is not a multiple of %lld",
-                         (long long)batch, (long long)micro);
+  const char *limit = NULL;
+  tsl_status st = tsl_cfg_section(root, "train", 1, &t);
+  if (st < 0) return st;
+  tsl_status req = tsl_cfg_require(t, "steps");
+  keep(&st, req >= 0 ? tsl_cfg_int(t, "steps", 0, 1, I64_MAX, &steps) : req);
+  keep(&st, tsl_cfg_int(t, "stop_after", 0, 0, I64_MAX, &s->train.stop_after));
+  keep(&st, tsl_cfg_string(t, "stop_after_time", NULL, &limit));
+  if (limit && (s->train.stop_after_time = parse_duration(limit)) < 0)
+    keep(&st, tsl_cfg_error(t, "stop_after_time", "'%s' is not a duration: write e.g. 3h50m, 90m, 45s or 1d12h",
+                            limit));
+  tsl_status b = tsl_cfg_int(t, "batch_size", 8, 1, 1 << 24, &batch);
+  tsl_status mb = tsl_cfg_int(t, "micro_batch_size", 0, 0, 1 << 24, &micro);
+  keep(&st, b);
+  keep(&st, mb);
+  keep(&st, tsl_cfg_int(t, "seed", 1337, 0, I64_MAX, &seed));
+  keep(&st, tsl_cfg_int(t, "eval_every", 0, 0, I64_MAX, &s->train.eval_every));
+  keep(&st, tsl_cfg_int(t, "eval_batches", 8, 1, 1 << 20, &s->train.eval_batches));
+  keep(&st, tsl_cfg_int(t, "sample_tokens", 200, 0, 1 << 20, &tokens));
+  keep(&st, tsl_cfg_string(t, "sample_prompt", "\n", &s->train.sample_prompt));
+  keep(&st, tsl_cfg_float(t, "sample_temperature", 1.0, 0.0, 100.0, &s->train.sample_temperature));
+  keep(&st, tsl_cfg_int(t, "sample_top_k", 0, 0, 1 << 24, &top_k));
+  keep(&st, read_recompute(t, s->model.layers, s));
+  keep(&st, tsl_cfg_bool(t, "offload_activations", 0, &s->train.offload_activations));
+  if (b >= 0 && mb >= 0 && micro > batch)
+    keep(&st, tsl_cfg_error(t, "micro_batch_size", "%lld is larger than batch_size %lld", (long long)micro,
+                            (long long)batch));
+  else if (b >= 0 && mb >= 0 && micro > 0 && batch % micro != 0)
+    keep(&st, tsl_cfg_error(t, "micro_batch_size", "batch_size %lld is not a multiple of %lld", (long long)batch,
+                            (long long)micro));
+  if (st < 0) return st;
   s->train.steps = steps;
   s->train.batch_size = (int)batch;
   s->train.micro_batch_size = (int)micro;
@@ -150,108 +207,96 @@ static tsl_status read_train(tsl_cfg *root, tsl_settings *s) {
   s->train.sample_tokens = (int)tokens;
   s->train.sample_top_k = (int)top_k;
   return TESSEL_OK;
-fail:
-  return st;
 }
 
 static tsl_status read_optimizer(tsl_cfg *root, tsl_settings *s) {
   static const char *const decays[] = {"cosine", "linear", "constant", NULL};
-  tsl_status st;
   tsl_cfg *o;
   int decay;
-  TSL_TRY(st, tsl_cfg_section(root, "optimizer", 0, &o));
-  TSL_TRY(st, tsl_cfg_float(o, "lr", 1e-3, 0.0, 10.0, &s->optim.lr));
-  TSL_TRY(st, tsl_cfg_float(o, "min_lr", s->optim.lr * 0.1, 0.0, 10.0, &s->optim.min_lr));
-  TSL_TRY(st, tsl_cfg_int(o, "warmup_steps", 0, 0, I64_MAX, &s->optim.warmup_steps));
-  TSL_TRY(st, tsl_cfg_enum(o, "decay", decays, TSL_DECAY_COSINE, &decay));
-  TSL_TRY(st, tsl_cfg_float(o, "beta1", 0.9, 0.0, 0.999999, &s->optim.beta1));
-  TSL_TRY(st, tsl_cfg_float(o, "beta2", 0.95, 0.0, 0.999999, &s->optim.beta2));
-  TSL_TRY(st, tsl_cfg_float(o, "eps", 1e-8, 0.0, 1.0, &s->optim.eps));
-  TSL_TRY(st, tsl_cfg_float(o, "weight_decay", 0.1, 0.0, 10.0, &s->optim.weight_decay));
-  TSL_TRY(st, tsl_cfg_float(o, "grad_clip", 1.0, 0.0, INFINITY, &s->optim.grad_clip));
-  if (s->optim.min_lr > s->optim.lr)
-    return tsl_cfg_error(o, "min_lr", "%g is above lr %g", s->optim.min_lr, s->optim.lr);
+  tsl_status st = tsl_cfg_section(root, "optimizer", 0, &o);
+  if (st < 0) return st;
+  tsl_status lr = tsl_cfg_float(o, "lr", 1e-3, 0.0, 10.0, &s->optim.lr);
+  tsl_status min_lr = tsl_cfg_float(o, "min_lr", s->optim.lr * 0.1, 0.0, 10.0, &s->optim.min_lr);
+  keep(&st, lr);
+  keep(&st, min_lr);
+  keep(&st, tsl_cfg_int(o, "warmup_steps", 0, 0, I64_MAX, &s->optim.warmup_steps));
+  keep(&st, tsl_cfg_enum(o, "decay", decays, TSL_DECAY_COSINE, &decay));
+  keep(&st, tsl_cfg_float(o, "beta1", 0.9, 0.0, 0.999999, &s->optim.beta1));
+  keep(&st, tsl_cfg_float(o, "beta2", 0.95, 0.0, 0.999999, &s->optim.beta2));
+  keep(&st, tsl_cfg_float(o, "eps", 1e-8, 0.0, 1.0, &s->optim.eps));
+  keep(&st, tsl_cfg_float(o, "weight_decay", 0.1, 0.0, 10.0, &s->optim.weight_decay));
+  keep(&st, tsl_cfg_float(o, "grad_clip", 1.0, 0.0, INFINITY, &s->optim.grad_clip));
+  if (lr >= 0 && min_lr >= 0 && s->optim.min_lr > s->optim.lr)
+    keep(&st, tsl_cfg_error(o, "min_lr", "%g is above lr %g", s->optim.min_lr, s->optim.lr));
   s->optim.decay = (tsl_decay)decay;
-  return TESSEL_OK;
-fail:
   return st;
 }
 
 static tsl_status read_device(tsl_cfg *root, tsl_settings *s) {
   static const char *const kinds[] = {"cpu", "cuda", NULL};
-  tsl_status st;
   tsl_cfg *d;
   int kind;
   int64_t threads;
-  TSL_TRY(st, tsl_cfg_section(root, "device", 0, &d));
-  TSL_TRY(st, tsl_cfg_enum(d, "kind", kinds, TSL_DEVICE_CPU, &kind));
-  TSL_TRY(st, tsl_cfg_int(d, "threads", 0, 0, 4096, &threads));
-  TSL_TRY(st, tsl_cfg_size(d, "memory_limit", 0, &s->device.memory_limit));
-  TSL_TRY(st, tsl_cfg_float(d, "peak_tflops", 0.0, 0.0, 1e6, &s->device.peak_tflops));
-  TSL_TRY(st, tsl_cfg_string(d, "nvme_dir", NULL, &s->device.nvme_dir));
+  tsl_status st = tsl_cfg_section(root, "device", 0, &d);
+  if (st < 0) return st;
+  keep(&st, tsl_cfg_enum(d, "kind", kinds, TSL_DEVICE_CPU, &kind));
+  keep(&st, tsl_cfg_int(d, "threads", 0, 0, TSL_MAX_THREADS, &threads));
+  keep(&st, tsl_cfg_size(d, "memory_limit", 0, &s->device.memory_limit));
+  keep(&st, tsl_cfg_float(d, "peak_tflops", 0.0, 0.0, 1e6, &s->device.peak_tflops));
+  keep(&st, tsl_cfg_string(d, "nvme_dir", NULL, &s->device.nvme_dir));
   s->device.kind = (tsl_device_kind)kind;
   s->device.threads = (int)threads;
-  return TESSEL_OK;
-fail:
   return st;
 }
 
 static tsl_status read_plugin(tsl_cfg *root, tsl_settings *s) {
-  tsl_status st;
   tsl_cfg *p;
   if (!tsl_cfg_has(root, "plugin")) return TESSEL_OK;
-  TSL_TRY(st, tsl_cfg_section(root, "plugin", 0, &p));
+  tsl_status st = tsl_cfg_section(root, "plugin", 0, &p);
+  if (st < 0) return st;
   /* `plugin: null` (or --set plugin=null) runs without a strategy */
   if (tsl_cfg_is_empty(p)) return TESSEL_OK;
-  TSL_TRY(st, tsl_cfg_string(p, "path", NULL, &s->plugin.path));
-  TSL_TRY(st, tsl_cfg_string(p, "name", NULL, &s->plugin.name));
-  if (!s->plugin.name && !s->plugin.path)
-    return tsl_cfg_error(p, NULL, "give the strategy's 'name' (e.g. ddp) or the 'path' of its library");
+  keep(&st, tsl_cfg_string(p, "path", NULL, &s->plugin.path));
+  keep(&st, tsl_cfg_string(p, "name", NULL, &s->plugin.name));
+  if (st >= 0 && !s->plugin.name && !s->plugin.path)
+    keep(&st, tsl_cfg_error(p, NULL, "give the strategy's 'name' (e.g. ddp) or the 'path' of its library"));
   s->plugin.section = p;
-  return TESSEL_OK;
-fail:
   return st;
 }
 
 static tsl_status read_checkpoint(tsl_cfg *root, tsl_settings *s) {
   static const char *const resumes[] = {"auto", "never", NULL};
-  tsl_status st;
   tsl_cfg *c;
-  char buf[1024];
   int resume;
-  int64_t keep;
-  TSL_TRY(st, tsl_cfg_section(root, "checkpoint", 0, &c));
-  snprintf(buf, sizeof buf, "%s/checkpoints", s->log.dir);
-  TSL_TRY(st, tsl_cfg_string(c, "dir", buf, &s->ckpt.dir));
-  TSL_TRY(st, tsl_cfg_int(c, "every", 0, 0, I64_MAX, &s->ckpt.every));
-  TSL_TRY(st, tsl_cfg_int(c, "keep", 3, 0, 1 << 20, &keep));
-  TSL_TRY(st, tsl_cfg_enum(c, "resume", resumes, TSL_RESUME_AUTO, &resume));
-  s->ckpt.keep = (int)keep;
+  int64_t keep_n;
+  tsl_status st = tsl_cfg_section(root, "checkpoint", 0, &c);
+  if (st < 0) return st;
+  keep(&st, derived_string(c, "dir", s->log.dir, "/checkpoints", &s->ckpt.dir));
+  keep(&st, tsl_cfg_int(c, "every", 0, 0, I64_MAX, &s->ckpt.every));
+  keep(&st, tsl_cfg_int(c, "keep", 3, 0, 1 << 20, &keep_n));
+  keep(&st, tsl_cfg_enum(c, "resume", resumes, TSL_RESUME_AUTO, &resume));
+  s->ckpt.keep = (int)keep_n;
   s->ckpt.resume = (tsl_resume)resume;
-  return TESSEL_OK;
-fail:
   return st;
 }
 
 static tsl_status read_log(tsl_cfg *root, tsl_settings *s) {
   static const char *const progress[] = {"auto", "always", "never", NULL};
   static const char *const levels[] = {"error", "warn", "info", "debug", NULL};
-  tsl_status st;
   tsl_cfg *l;
-  char buf[1024];
   int prog, level;
-  TSL_TRY(st, tsl_cfg_section(root, "log", 0, &l));
-  snprintf(buf, sizeof buf, "runs/%s", s->name);
-  TSL_TRY(st, tsl_cfg_string(l, "dir", buf, &s->log.dir));
-  snprintf(buf, sizeof buf, "%s/metrics.jsonl", s->log.dir);
-  TSL_TRY(st, tsl_cfg_string(l, "metrics", buf, &s->log.metrics));
-  TSL_TRY(st, tsl_cfg_int(l, "every", 10, 1, I64_MAX, &s->log.every));
-  TSL_TRY(st, tsl_cfg_enum(l, "progress", progress, TSL_PROGRESS_AUTO, &prog));
-  TSL_TRY(st, tsl_cfg_enum(l, "level", levels, TESSEL_LOG_INFO, &level));
+  tsl_status st = tsl_cfg_section(root, "log", 0, &l);
+  /* other sections' default paths live under log.dir: give them one */
+  s->log.dir = s->name;
+  if (st < 0) return st;
+  keep(&st, derived_string(l, "dir", "runs/", s->name, &s->log.dir));
+  keep(&st, derived_string(l, "metrics", s->log.dir, "/metrics.jsonl", &s->log.metrics));
+  keep(&st, tsl_cfg_string(l, "tensorboard", NULL, &s->log.tensorboard));
+  keep(&st, tsl_cfg_int(l, "every", 10, 1, I64_MAX, &s->log.every));
+  keep(&st, tsl_cfg_enum(l, "progress", progress, TSL_PROGRESS_AUTO, &prog));
+  keep(&st, tsl_cfg_enum(l, "level", levels, TESSEL_LOG_INFO, &level));
   s->log.progress = (tsl_progress)prog;
   s->log.level = level;
-  return TESSEL_OK;
-fail:
   return st;
 }
 
@@ -265,20 +310,52 @@ static void run_name(const char *path, char *buf, size_t cap) {
 }
 
 tsl_status tsl_settings_read(tsl_config *cfg, tsl_settings *s) {
-  tsl_status st;
+  tsl_status st = TESSEL_OK;
   tsl_cfg *root = tsl_config_root(cfg);
   memset(s, 0, sizeof *s);
   run_name(tsl_config_path(cfg), s->name, sizeof s->name);
   /* log first: other sections' default paths live under log.dir */
-  TSL_TRY(st, read_log(root, s));
-  TSL_TRY(st, read_model(root, s));
-  TSL_TRY(st, read_data(root, s));
-  TSL_TRY(st, read_train(root, s));
-  TSL_TRY(st, read_optimizer(root, s));
-  TSL_TRY(st, read_device(root, s));
-  TSL_TRY(st, read_plugin(root, s));
-  TSL_TRY(st, read_checkpoint(root, s));
-  return TESSEL_OK;
-fail:
+  keep(&st, read_log(root, s));
+  keep(&st, read_model(root, s));
+  keep(&st, read_data(root, s));
+  keep(&st, read_train(root, s));
+  keep(&st, read_optimizer(root, s));
+  keep(&st, read_device(root, s));
+  keep(&st, read_plugin(root, s));
+  keep(&st, read_checkpoint(root, s));
+  return st;
+}
+
+/* Does a glob match anything? */
+static int matches(const char *pattern) {
+  glob_t g;
+  int rc = glob(pattern, 0, NULL, &g);
+  globfree(&g);
+  return rc == 0;
+}
+
+static tsl_status no_match(tsl_cfg *node, const char *key, const char *pattern, const char *who) {
+  char *cwd = getcwd(NULL, 0);
+  tsl_status st = tsl_cfg_error(node, key, "no files match '%s'%s%s%s%s", pattern, pattern[0] == '/' ? "" : " (from ",
+                                pattern[0] == '/' ? "" : cwd ? cwd : "the working directory",
+                                pattern[0] == '/' ? "" : ")", who ? who : "");
+  free(cwd);
+  return st;
+}
+
+tsl_status tsl_settings_check_files(tsl_config *cfg, const tsl_settings *s, const char *who) {
+  tsl_status st = TESSEL_OK;
+  tsl_cfg *data = NULL;
+  if (tsl_cfg_section(tsl_config_root(cfg), "data", 0, &data) < 0 || !data) return TESSEL_OK;
+  if (s->data.prepared) { /* the shards are made at the start of the run: their sources must be there */
+    const char **text;
+    int n;
+    if (tsl_cfg_string_list(data, "text", &text, &n) < 0) return TESSEL_OK;
+    for (int i = 0; i < n; i++)
+      if (!matches(text[i])) keep(&st, no_match(data, "text", text[i], who));
+    return st;
+  }
+  if (s->data.train && !matches(s->data.train)) keep(&st, no_match(data, "train", s->data.train, who));
+  if (s->data.val && !matches(s->data.val)) keep(&st, no_match(data, "val", s->data.val, who));
   return st;
 }

@@ -12,6 +12,9 @@
 #include <stdint.h>
 #include "config/config.h"
 
+/* device.threads at most: more threads per rank than any machine has cores */
+#define TSL_MAX_THREADS 1024
+
 typedef enum { TSL_DEVICE_CPU = 0, TSL_DEVICE_CUDA = 1 } tsl_device_kind;
 typedef enum { TSL_ARCH_GPT2 = 0, TSL_ARCH_LLAMA = 1 } tsl_arch_kind;
 typedef enum { TSL_DECAY_COSINE = 0, TSL_DECAY_LINEAR = 1, TSL_DECAY_CONSTANT = 2 } tsl_decay;
@@ -36,10 +39,13 @@ typedef struct tsl_settings {
     int n_text;
     const char *dir;
     double val_fraction;
+    const char *tokenizer;    /* tokenizer.json for `text` and to check shards against (NULL: none) */
+    int prepared; /* train/val are made from `text` at the start of a run */
   } data;
   struct {
     int64_t steps;
     int64_t stop_after;    /* leave after this many steps of one invocation (0: never) */
+    double stop_after_time; /* leave, with a checkpoint, before this many seconds have passed (0: never) */
     int batch_size;        /* sequences per optimizer step, all ranks together */
     int micro_batch_size;  /* sequences per micro-batch on one data rank (0: derived) */
     uint64_t seed;
@@ -78,6 +84,7 @@ typedef struct tsl_settings {
   struct {
     const char *dir;
     const char *metrics;
+    const char *tensorboard; /* directory for TensorBoard event files (NULL: none) */
     int64_t every;
     tsl_progress progress;
     int level;
@@ -86,8 +93,16 @@ typedef struct tsl_settings {
 } tsl_settings;
 
 /* Read and validate every core section. Paths in the config are used as
-** written (relative to the working directory). Strings in `s` live as long
-** as `cfg`. */
+** written (relative to the working directory); derived defaults (the
+** checkpoint directory under log.dir, ...) are built at full length.
+** Strings in `s` live as long as `cfg`. Every mistake of every section is
+** recorded in `cfg` (see tsl_config_outcome), not only the first. */
 tsl_status tsl_settings_read(tsl_config *cfg, tsl_settings *s);
+
+/* The files the settings name, as far as they can be checked before a run:
+** data.train and data.val (when given) and every data.text entry must match
+** at least one file. Mistakes are recorded positioned, like the others;
+** `who` (NULL: none) follows each, e.g. the rank and host that looked. */
+tsl_status tsl_settings_check_files(tsl_config *cfg, const tsl_settings *s, const char *who);
 
 #endif

@@ -11,10 +11,13 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "data/prepare.h"
+#include "tokenizer/tokenizer.h"
+#include "train/vocab.h"
 
-/* Hash of the sources' names, sizes and modification times. */
-static uint64_t sources_hash(const tsl_settings *s) {
+/* Hash of the sources' names, sizes and modification times, and the tokenizer. */
+static uint64_t sources_hash(const tsl_settings *s, const tsl_tokenizer *t) {
   uint64_t h = tsl_hash_bytes(&s->data.val_fraction, sizeof s->data.val_fraction, 0x64617461);
+  if (t) h = tsl_mix64(h ^ tsl_tokenizer_hash(t));
   for (int i = 0; i < s->data.n_text; i++) {
     glob_t g;
     if (glob(s->data.text[i], 0, NULL, &g) != 0) continue;
@@ -30,28 +33,69 @@ static uint64_t sources_hash(const tsl_settings *s) {
   return h;
 }
 
-static tsl_status prepare_if_stale(const tsl_settings *s) {
-  char stamp_path[4096], *old = NULL, now[32];
-  snprintf(stamp_path, sizeof stamp_path, "%s/.prepared", s->data.dir);
-  snprintf(now, sizeof now, "%016" PRIx64 "\n", sources_hash(s));
-  if (tsl_read_file(stamp_path, &old, NULL) == TESSEL_OK && strcmp(old, now) == 0) {
-    free(old);
-    return TESSEL_OK;
-  }
+/* Whether data.dir's stamp says its shards were prepared from sources
+** whose hash is `want` (a sources_hash as text). */
+static int stamped(const tsl_settings *s, const char *want) {
+  char *path = tsl_asprintf("%s/.prepared", s->data.dir), *old = NULL;
+  int same = path && tsl_read_file(path, &old, NULL) == TESSEL_OK && strcmp(old, want) == 0;
   free(old);
+  free(path);
   tsl_error_clear();
-  tsl_prepare_opts opts = {.val_fraction = s->data.val_fraction, .shard_tokens = 100000000};
+  return same;
+}
+
+/* Prepare data.text into data.dir (through tokenizer t, or byte-level) and
+** stamp it with `stamp`. */
+static tsl_status prepare(const tsl_settings *s, tsl_tokenizer *t, const char *stamp) {
+  tsl_prepare_opts opts = {.val_fraction = s->data.val_fraction, .shard_tokens = 100000000, .tokenizer = t};
   tsl_prepare_report rep;
   tsl_status st = tsl_data_prepare(s->data.text, s->data.n_text, s->data.dir, &opts, &rep);
   if (st < 0) return tsl_error_wrap(st, "preparing data.text into %s", s->data.dir);
   tsl_info("data: prepared %d file(s) into %s: %llu training and %llu validation tokens", rep.files, s->data.dir,
            (unsigned long long)rep.train_tokens, (unsigned long long)rep.val_tokens);
-  FILE *f = fopen(stamp_path, "w");
+  char *path = tsl_asprintf("%s/.prepared", s->data.dir);
+  FILE *f = path ? fopen(path, "w") : NULL;
   if (f) {
-    fputs(now, f);
+    fputs(stamp, f);
     fclose(f);
   }
+  free(path);
   return TESSEL_OK;
+}
+
+/* Collective. Rank 0 prepares data.text when its stamp is stale and tells
+** every rank the stamp. A machine whose data.dir does not carry it (not the
+** same directory: no shared filesystem) gets its own copy, prepared by its
+** first rank and stamped the same, so the next run finds it. Preparation
+** is deterministic, so every copy holds the same tokens. */
+static tsl_status prepare_text(tsl_runtime *rt) {
+  const tsl_settings *s = &rt->settings;
+  char stamp[32] = "";
+  tsl_status st = TESSEL_OK;
+  if (rt->world.rank == 0) {
+    snprintf(stamp, sizeof stamp, "%016" PRIx64 "\n", sources_hash(s, rt->tokenizer));
+    if (!stamped(s, stamp)) st = prepare(s, rt->tokenizer, stamp);
+  }
+  TSL_TRY(st, tsl_world_first_failure(&rt->world, st));
+  TSL_TRY(st, tsl_world_bcast(&rt->world, stamp, (int)sizeof stamp));
+  if (rt->world.rank != 0 && rt->world.local_rank == 0 && !stamped(s, stamp)) {
+    tsl_warn("host %s does not see the shards rank 0 prepared in %s (not a shared filesystem?): preparing a copy "
+             "here", rt->world.host, s->data.dir);
+    if ((st = prepare(s, rt->tokenizer, stamp)) < 0)
+      tsl_error_wrap(st, "rank %d on host %s", rt->world.rank, rt->world.host);
+  }
+  st = tsl_world_first_failure(&rt->world, st);
+fail:
+  return st;
+}
+
+/* A dataset a rank cannot open: name the rank and its host, since on a
+** cluster the usual cause is a path that only some machines have. */
+static tsl_status unseen(const tsl_runtime *rt, tsl_status st, const char *key) {
+  if (rt->world.size == 1) return tsl_error_wrap(st, "%s", key);
+  return tsl_error_wrap(st, "%s on rank %d, host %s (every machine needs the shards at this path: a shared "
+                        "filesystem, or the same files prepared on each; see docs/cluster.md)",
+                        key, rt->world.rank, rt->world.host);
 }
 
 tsl_status tsl_data_open(tsl_runtime *rt, tsl_data_source *d) {
@@ -60,16 +104,15 @@ tsl_status tsl_data_open(tsl_runtime *rt, tsl_data_source *d) {
   memset(d, 0, sizeof *d);
   d->seed = s->train.seed;
   d->batch_size = s->train.batch_size;
-  if (s->data.n_text > 0) {
-    if (rt->world.rank == 0) st = prepare_if_stale(s);
-    st = tsl_world_first_failure(&rt->world, st);
-    if (st < 0) return st;
-  }
+  st = tsl_world_first_failure(&rt->world, tsl_vocab_load(rt));
+  if (st >= 0 && s->data.n_text > 0) st = prepare_text(rt);
+  if (st >= 0) st = tsl_vocab_check(rt);
+  if (st < 0) return st;
   st = tsl_dataset_open(s->data.train, s->model.vocab_size, s->model.seq_len, &d->train);
-  if (st < 0) return tsl_error_wrap(st, "data.train");
+  if (st < 0) return unseen(rt, st, "data.train");
   if (s->data.val) {
     st = tsl_dataset_open(s->data.val, s->model.vocab_size, s->model.seq_len, &d->val);
-    if (st < 0) return tsl_error_wrap(st, "data.val");
+    if (st < 0) return unseen(rt, st, "data.val");
   }
   return TESSEL_OK;
 }

@@ -1,10 +1,16 @@
 /*
 ** core/train/data_source.h — the run's training and validation data.
 **
-** When the config lists `data.text`, rank 0 prepares byte-level shards into
-** data.dir first — only if the sources changed since the last preparation
-** (a stamp in data.dir records their names, sizes and times) — and the
-** other ranks wait. Batch functions hand each data-parallel rank its slice
+** When the config lists `data.text`, rank 0 prepares shards into data.dir
+** first (byte-level, or with data.tokenizer) — only if the sources or the
+** tokenizer changed since the last preparation (a stamp in data.dir records
+** their names, sizes, times and the tokenizer's hash) — and the other ranks
+** wait. On a machine that does not see that stamp (data.dir is not on a
+** shared filesystem) the first rank of the machine prepares its own copy;
+** preparation is deterministic, so every copy is the same. A rank that
+** cannot open the shards says which rank and host it is. Then the run's
+** vocabulary is checked (train/vocab.h) and rt->tokenizer set. Batch
+** functions hand each data-parallel rank its slice
 ** of the global batch: sequence j of micro-batch k on data rank r is
 ** sequence k·(D·b) + r·b + j of the step's global batch (D data ranks, b
 ** sequences per micro-batch), so the set of sequences in a step never

@@ -7,37 +7,13 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/time.h>
 #include <unistd.h>
 
+#include "common/atomic_file.h"
 #include "common/log.h"
+#include "common/stats.h"
 #include "common/util.h"
-
-char *tsl_peak_cache_path(void) {
-  const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-  if (xdg && *xdg) return tsl_asprintf("%s/tessel/peak.json", xdg);
-  return tsl_asprintf("%s/.cache/tessel/peak.json", home && *home ? home : "/tmp");
-}
-
-double tsl_peak_flops(const tsl_settings *s, double cores) {
-  if (s->device.peak_tflops > 0) return s->device.peak_tflops * 1e12;
-  char *path = tsl_peak_cache_path(), *text = NULL;
-  double peak = 0;
-  if (path && tsl_read_file(path, &text, NULL) == TESSEL_OK) {
-    cJSON *root = cJSON_Parse(text);
-    cJSON *g = cJSON_GetObjectItemCaseSensitive(root, "gflops"), *t = cJSON_GetObjectItemCaseSensitive(root, "threads");
-    cJSON *be = cJSON_GetObjectItemCaseSensitive(root, "backend");
-    /* measured with some number of threads; a rank gets the same rate per
-    ** core it can use (GEMM scales close to linearly in cores) */
-    if (cJSON_IsNumber(g) && cJSON_IsNumber(t) && t->valuedouble >= 1 && cJSON_IsString(be) &&
-        strcmp(be->valuestring, s->device.kind == TSL_DEVICE_CUDA ? "cuda" : "cpu") == 0)
-      peak = g->valuedouble * 1e9 * cores / t->valuedouble;
-    cJSON_Delete(root);
-  }
-  tsl_error_clear();
-  free(text);
-  free(path);
-  return peak;
-}
 
 /* Keep the lines of steps <= keep_step from an existing metrics file. */
 static tsl_status truncate_metrics(const char *path, int64_t keep_step, FILE *out) {
@@ -57,13 +33,7 @@ static tsl_status truncate_metrics(const char *path, int64_t keep_step, FILE *ou
   return TESSEL_OK;
 }
 
-tsl_status tsl_reporter_open(tsl_reporter *r, const tsl_runtime *rt, int64_t resume_step) {
-  const tsl_settings *s = &rt->settings;
-  memset(r, 0, sizeof *r);
-  r->first_step = resume_step;
-  r->progress = rt->world.rank == 0 &&
-                (s->log.progress == TSL_PROGRESS_ALWAYS || (s->log.progress == TSL_PROGRESS_AUTO && isatty(2)));
-  if (rt->world.rank != 0) return TESSEL_OK;
+static tsl_status open_metrics(tsl_reporter *r, const tsl_settings *s, int64_t resume_step) {
   char *dir = tsl_dirname(s->log.metrics), *tmp = tsl_asprintf("%s.tmp", s->log.metrics);
   tsl_status st = dir && tmp ? tsl_mkdir_p(dir) : TESSEL_E_NOMEM;
   if (st >= 0) {
@@ -84,21 +54,40 @@ tsl_status tsl_reporter_open(tsl_reporter *r, const tsl_runtime *rt, int64_t res
   return st;
 }
 
+tsl_status tsl_reporter_open(tsl_reporter *r, const tsl_runtime *rt, int64_t resume_step) {
+  const tsl_settings *s = &rt->settings;
+  memset(r, 0, sizeof *r);
+  r->first_step = resume_step;
+  r->tokens_per_step = (uint64_t)s->train.batch_size * (uint64_t)s->model.seq_len;
+  r->progress = rt->world.rank == 0 &&
+                (s->log.progress == TSL_PROGRESS_ALWAYS || (s->log.progress == TSL_PROGRESS_AUTO && isatty(2)));
+  if (rt->world.rank != 0) return TESSEL_OK;
+  tsl_status st = open_metrics(r, s, resume_step);
+  if (st >= 0 && s->log.tensorboard) st = tsl_tfevents_open(&r->tb, s->log.tensorboard, resume_step);
+  return st;
+}
+
 void tsl_reporter_close(tsl_reporter *r) {
   if (r->bar_drawn) fputc('\n', stderr);
   if (r->metrics) fclose(r->metrics);
+  tsl_tfevents_close(&r->tb);
+  free(r->steps);
+  r->steps = NULL;
+  r->n_steps = r->cap_steps = 0;
   r->metrics = NULL;
   r->bar_drawn = 0;
 }
 
-tsl_status tsl_report_memory(const tsl_runtime *rt, tsl_step_report *s) {
-  double peaks[TESSEL_TIER_COUNT];
-  for (int t = 0; t < TESSEL_TIER_COUNT; t++) {
-    tsl_mem_stats(&rt->ledger, (tessel_tier)t, &s->tier[t]);
-    peaks[t] = (double)s->tier[t].peak;
+tsl_status tsl_write_json_file(const char *path, const void *json) {
+  char *text = cJSON_Print(json);
+  tsl_atomic_file f;
+  tsl_status st = text ? tsl_atomic_open(path, &f) : tsl_error(TESSEL_E_NOMEM, "out of host memory writing %s", path);
+  if (st >= 0) {
+    st = tsl_atomic_write(&f, text, strlen(text));
+    if (st >= 0) st = tsl_atomic_commit(&f);
+    else tsl_atomic_abort(&f);
   }
-  tsl_status st = tsl_comm_world_reduce(rt->comm, peaks, TESSEL_TIER_COUNT, TESSEL_MAX);
-  for (int t = 0; t < TESSEL_TIER_COUNT; t++) s->tier[t].peak = (uint64_t)peaks[t];
+  free(text);
   return st;
 }
 
@@ -139,23 +128,40 @@ static void draw_bar(tsl_reporter *r, const tsl_step_report *s) {
   r->bar_drawn = 1;
 }
 
-static cJSON *tier_json(const tessel_tier_stats *t) {
+static cJSON *tier_json(const tsl_step_report *s, int t) {
+  const tessel_tier_stats *m = &s->tier[t];
   cJSON *o = cJSON_CreateObject();
-  cJSON_AddNumberToObject(o, "peak", (double)t->peak);
-  cJSON_AddNumberToObject(o, "in_use", (double)t->in_use);
-  cJSON_AddNumberToObject(o, "model", (double)t->model);
-  cJSON_AddNumberToObject(o, "params", (double)t->params);
-  cJSON_AddNumberToObject(o, "grads", (double)t->grads);
-  cJSON_AddNumberToObject(o, "optim", (double)t->optim);
-  cJSON_AddNumberToObject(o, "bytes_in", (double)t->bytes_in);
-  cJSON_AddNumberToObject(o, "bytes_out", (double)t->bytes_out);
-  if (t->capacity != UINT64_MAX) cJSON_AddNumberToObject(o, "capacity", (double)t->capacity);
+  cJSON_AddNumberToObject(o, "peak", (double)m->peak);
+  cJSON_AddNumberToObject(o, "in_use", (double)m->in_use);
+  cJSON_AddNumberToObject(o, "model", (double)m->model);
+  cJSON_AddNumberToObject(o, "params", (double)m->params);
+  cJSON_AddNumberToObject(o, "grads", (double)m->grads);
+  cJSON_AddNumberToObject(o, "optim", (double)m->optim);
+  cJSON_AddNumberToObject(o, "activations", (double)s->activations[t]);
+  cJSON_AddNumberToObject(o, "scratch", (double)s->scratch[t]);
+  cJSON_AddNumberToObject(o, "bytes_in", (double)m->bytes_in);
+  cJSON_AddNumberToObject(o, "bytes_out", (double)m->bytes_out);
+  if (m->capacity != UINT64_MAX) cJSON_AddNumberToObject(o, "capacity", (double)m->capacity);
   return o;
 }
 
-static tsl_status write_json(tsl_reporter *r, const tsl_runtime *rt, const tsl_step_report *s) {
+static void add_phase(cJSON *split, const char *name, double mean, double max) {
+  cJSON *e = cJSON_AddObjectToObject(split, name);
+  cJSON_AddNumberToObject(e, "mean", mean);
+  cJSON_AddNumberToObject(e, "max", max);
+}
+
+static double unix_time(void) {
+  struct timeval tv;
+  gettimeofday(&tv, NULL);
+  return (double)tv.tv_sec + tv.tv_usec * 1e-6;
+}
+
+static cJSON *step_json(const tsl_reporter *r, const tsl_runtime *rt, const tsl_step_report *s) {
   cJSON *o = cJSON_CreateObject();
   cJSON_AddNumberToObject(o, "step", (double)s->step);
+  cJSON_AddNumberToObject(o, "time", floor(unix_time() * 1e3) / 1e3);
+  cJSON_AddNumberToObject(o, "tokens", (double)((uint64_t)s->step * r->tokens_per_step));
   cJSON_AddNumberToObject(o, "loss", s->loss);
   if (!isnan(s->val_loss)) cJSON_AddNumberToObject(o, "val_loss", s->val_loss);
   cJSON_AddNumberToObject(o, "lr", s->lr);
@@ -164,9 +170,14 @@ static tsl_status write_json(tsl_reporter *r, const tsl_runtime *rt, const tsl_s
   cJSON_AddNumberToObject(o, "tokens_per_s", s->tokens_per_s);
   if (isnan(s->mfu)) cJSON_AddNullToObject(o, "mfu");
   else cJSON_AddNumberToObject(o, "mfu", s->mfu);
+  cJSON *split = cJSON_AddObjectToObject(o, "time_split_s");
+  add_phase(split, "step", s->mean.step, s->max.step);
+  add_phase(split, "compute", s->mean.compute, s->max.compute);
+  add_phase(split, "comm_wait", s->mean.comm_wait, s->max.comm_wait);
+  add_phase(split, "bubble", s->mean.bubble, s->max.bubble);
   cJSON *mem = cJSON_AddObjectToObject(o, "memory");
   for (int t = 0; t < TESSEL_TIER_COUNT; t++)
-    if (s->tier[t].peak || t == TESSEL_TIER_DEVICE) cJSON_AddItemToObject(mem, tsl_tier_name((tessel_tier)t), tier_json(&s->tier[t]));
+    if (s->tier[t].peak || t == TESSEL_TIER_DEVICE) cJSON_AddItemToObject(mem, tsl_tier_name((tessel_tier)t), tier_json(s, t));
   cJSON *comm = cJSON_AddObjectToObject(o, "comm");
   for (int i = 0; rt->comm && i < tsl_comm_group_count(rt->comm); i++) {
     tessel_group *g = tsl_comm_group_at(rt->comm, i);
@@ -177,6 +188,11 @@ static tsl_status write_json(tsl_reporter *r, const tsl_runtime *rt, const tsl_s
     cJSON_AddNumberToObject(e, "payload_bytes", (double)c.payload);
     cJSON_AddNumberToObject(e, "bus_bytes", (double)c.bus);
   }
+  return o;
+}
+
+static tsl_status write_json(tsl_reporter *r, const tsl_runtime *rt, const tsl_step_report *s) {
+  cJSON *o = step_json(r, rt, s);
   char *text = cJSON_PrintUnformatted(o);
   cJSON_Delete(o);
   if (!text) return tsl_error(TESSEL_E_NOMEM, "out of host memory writing metrics");
@@ -185,19 +201,57 @@ static tsl_status write_json(tsl_reporter *r, const tsl_runtime *rt, const tsl_s
   return bad ? tsl_error(TESSEL_E_IO, "%s: write failed: %s", rt->settings.log.metrics, strerror(errno)) : TESSEL_OK;
 }
 
+static tsl_status write_tensorboard(tsl_reporter *r, const tsl_step_report *s) {
+  static const char *const tags[] = {"train/loss",       "val/loss",       "train/lr",        "train/grad_norm",
+                                     "perf/tokens_per_s", "perf/mfu",       "perf/step_time_s", "perf/compute_s",
+                                     "perf/comm_wait_s",  "perf/bubble_s",  "memory/device_peak_bytes"};
+  double v[] = {s->loss,       s->val_loss,       s->lr,          s->grad_norm, s->tokens_per_s,
+                s->mfu,        s->step_time,      s->mean.compute, s->mean.comm_wait,
+                s->mean.bubble, (double)s->tier[TESSEL_TIER_DEVICE].peak};
+  return tsl_tfevents_scalars(&r->tb, s->step, tags, v, (int)TSL_ARRAY_LEN(tags));
+}
+
+/* Remember the step for the summary. */
+static tsl_status record(tsl_reporter *r, const tsl_step_report *s) {
+  if (r->n_steps == r->cap_steps) {
+    int64_t cap = r->cap_steps ? 2 * r->cap_steps : 256;
+    tsl_step_record *p = realloc(r->steps, sizeof *p * (size_t)cap);
+    if (!p) return tsl_error(TESSEL_E_NOMEM, "out of host memory for step records");
+    r->steps = p;
+    r->cap_steps = cap;
+  }
+  r->steps[r->n_steps++] = (tsl_step_record){s->step_time, s->tokens_per_s, s->mfu, s->mean, s->max};
+  return TESSEL_OK;
+}
+
+/* Median step time of the last `n` recorded steps. */
+static double recent_step_time(const tsl_reporter *r, int64_t n) {
+  n = TSL_MIN(n, r->n_steps);
+  double *v = malloc(sizeof(double) * (size_t)TSL_MAX(n, 1));
+  if (!v) return r->steps[r->n_steps - 1].step_time;
+  for (int64_t i = 0; i < n; i++) v[i] = r->steps[r->n_steps - n + i].step_time;
+  double m = tsl_median(v, n);
+  free(v);
+  return m;
+}
+
 tsl_status tsl_report_step(tsl_reporter *r, const tsl_runtime *rt, const tsl_step_report *s) {
   if (rt->world.rank != 0) return TESSEL_OK;
   if (!r->started) r->started = tsl_now() - s->step_time;
   tsl_status st = write_json(r, rt, s);
+  if (st >= 0 && r->tb.f) st = write_tensorboard(r, s);
+  if (st >= 0) st = record(r, s);
   if (st < 0) return st;
-  if (s->step % rt->settings.log.every == 0 || s->step == s->steps || s->step == r->first_step + 1) {
+  const tsl_settings *cfg = &rt->settings;
+  if (s->step % cfg->log.every == 0 || s->step == s->steps || s->step == r->first_step + 1 || s->stop) {
     char peak[32], mfu[32] = "-", val[48] = "";
+    double t = recent_step_time(r, cfg->log.every);
     tsl_format_bytes(s->tier[TESSEL_TIER_DEVICE].peak, peak, sizeof peak);
-    if (!isnan(s->mfu)) snprintf(mfu, sizeof mfu, "%.1f%%", 100.0 * s->mfu);
+    if (!isnan(s->mfu)) snprintf(mfu, sizeof mfu, "%.1f%%", 100.0 * s->mfu * s->step_time / t);
     if (!isnan(s->val_loss)) snprintf(val, sizeof val, " | val %.4f", s->val_loss);
     tsl_report_line(r, "step %*lld/%lld | loss %.4f%s | lr %.2e | norm %.3f | %.0f tok/s | %.1f ms | MFU %s | peak %s",
                     (int)snprintf(NULL, 0, "%lld", (long long)s->steps), (long long)s->step, (long long)s->steps,
-                    s->loss, val, s->lr, s->grad_norm, s->tokens_per_s, 1e3 * s->step_time, mfu, peak);
+                    s->loss, val, s->lr, s->grad_norm, (double)r->tokens_per_step / t, 1e3 * t, mfu, peak);
   }
   if (r->progress) draw_bar(r, s);
   return TESSEL_OK;

@@ -2,7 +2,9 @@
 #include "train/run.h"
 
 #include "plugin/host.h"
+#include "common/util.h"
 #include "runtime/build.h"
+#include "train/rundir.h"
 
 tsl_status tsl_run_config(const tsl_world *w, const char *config, const char *const *sets, int n_sets,
                           const tsl_train_opts *opts) {
@@ -10,14 +12,16 @@ tsl_status tsl_run_config(const tsl_world *w, const char *config, const char *co
   rt.world = *w;
   tsl_train_opts o = *opts;
   o.world_abort = w->size > 1;
-  tsl_status st = tsl_runtime_configure(&rt, config, sets, n_sets);
-  if (st >= 0) st = tsl_strategy_start(&rt, rt.world.size);
-  if (st >= 0) st = tsl_cfg_check_unknown(tsl_config_root(rt.config));
+  if (!o.started) o.started = tsl_now();
+  tsl_status st = tsl_runtime_configure(&rt, config, sets, n_sets, rt.world.size);
   st = tsl_world_agree(&rt.world, st);
   if (st >= 0) st = tsl_world_agree(&rt.world, tsl_strategy_check_agreement(&rt));
+  tsl_run_dir dir = {.n = 0};
+  if (st >= 0) st = tsl_world_agree(&rt.world, tsl_run_dir_open(&rt, &dir));
   if (st >= 0) st = tsl_world_agree(&rt.world, tsl_runtime_devices(&rt));
   if (st >= 0) st = tsl_world_agree(&rt.world, tsl_runtime_comm(&rt));
   if (st >= 0) st = tsl_train(&rt, &o);
+  tsl_run_dir_close(&dir);
   tsl_runtime_destroy(&rt);
   return st;
 }

@@ -63,6 +63,43 @@ static int draw(const float *logits, int V, double temperature, int top_k, doubl
   return best;
 }
 
+/* The prompt as ids: encoded with the tokenizer, or its bytes. */
+static tsl_status prompt_ids(const tsl_sample_opts *o, int V, tsl_token_vec *v) {
+  size_t len = strlen(o->prompt);
+  if (!o->tokenizer) {
+    if (V > 256)
+      return tsl_error(TESSEL_E_CONFIG, "this model has a vocabulary of %d tokens and no tokenizer to turn them into "
+                       "text (its checkpoint stores none: give tessel sample --tokenizer FILE)", V);
+    tsl_status st = TESSEL_OK;
+    for (size_t i = 0; (i < len || (len == 0 && i == 0)) && st >= 0; i++) {
+      int32_t b = len ? (unsigned char)o->prompt[i] % V : '\n' % V;
+      st = tsl_token_vec_sink(v, &b, 1);
+    }
+    return st;
+  }
+  int n = tsl_tokenizer_vocab_size(o->tokenizer), eot = tsl_tokenizer_eot(o->tokenizer);
+  if (n != V)
+    return tsl_error(TESSEL_E_CONFIG, "the tokenizer %s has %d tokens, but the model's vocabulary is %d",
+                     tsl_tokenizer_name(o->tokenizer), n, V);
+  tsl_status st = tsl_tokenizer_encode(o->tokenizer, o->prompt, len, TSL_TOK_ADDED, tsl_token_vec_sink, v);
+  if (st < 0) return st;
+  if (v->n == 0) {
+    if (eot < 0) return tsl_error(TESSEL_E_CONFIG, "an empty prompt needs an end-of-text token, and %s has none",
+                                  tsl_tokenizer_name(o->tokenizer));
+    return tsl_token_vec_sink(v, &eot, 1);
+  }
+  return TESSEL_OK;
+}
+
+/* Write one generated token as text. */
+static void emit(const tsl_sample_opts *o, int32_t tok, FILE *out) {
+  size_t n;
+  const char *s = o->tokenizer ? tsl_tokenizer_token(o->tokenizer, tok, &n) : NULL;
+  if (s) fwrite(s, 1, n, out);
+  else fputc(tok & 0xff, out);
+  fflush(out); /* stream: each token shows as it is drawn */
+}
+
 tsl_status tsl_sample(const tsl_settings *s, tsl_tensor_fn src, void *src_ctx, const tsl_sample_opts *o, FILE *out) {
   tsl_status st;
   tsl_runtime rt;
@@ -70,6 +107,11 @@ tsl_status tsl_sample(const tsl_settings *s, tsl_tensor_fn src, void *src_ctx, c
   float *whole = NULL, *row = NULL;
   context ctx = {.seq_len = s->model.seq_len};
   int V = s->model.vocab_size;
+  tsl_token_vec prompt = {0};
+  if ((st = prompt_ids(o, V, &prompt)) < 0) {
+    tsl_token_vec_free(&prompt);
+    return st;
+  }
   TSL_TRY(st, tsl_runtime_local(&rt, s, o->threads));
   tessel_model_dims dims;
   tsl_model_dims_single(&rt, &dims);
@@ -79,7 +121,7 @@ tsl_status tsl_sample(const tsl_settings *s, tsl_tensor_fn src, void *src_ctx, c
   for (int i = 0; i < ps->n; i++) most = TSL_MAX(most, ps->p[i].local_numel);
   whole = malloc(most * sizeof(float));
   row = malloc((size_t)V * sizeof(float));
-  ctx.cap = (int)strlen(o->prompt) + o->tokens + 1;
+  ctx.cap = (int)prompt.n + o->tokens + 1;
   ctx.tokens = malloc(sizeof(int32_t) * (size_t)ctx.cap);
   if (!whole || !row || !ctx.tokens) {
     st = tsl_error(TESSEL_E_NOMEM, "out of host memory for sampling");
@@ -89,8 +131,7 @@ tsl_status tsl_sample(const tsl_settings *s, tsl_tensor_fn src, void *src_ctx, c
     TSL_TRY(st, src(src_ctx, &ps->p[i], whole));
     TSL_TRY(st, tsl_scatter_state(m, i, (tessel_state_ref){TESSEL_STATE_MASTER, 0}, whole));
   }
-  for (const unsigned char *p = (const unsigned char *)o->prompt; *p; p++) ctx.tokens[ctx.len++] = *p % V;
-  if (ctx.len == 0) ctx.tokens[ctx.len++] = '\n' % V;
+  for (size_t i = 0; i < prompt.n; i++) ctx.tokens[ctx.len++] = prompt.ids[i];
   tsl_model_set_batch(m, context_batch, &ctx);
   for (int k = 0; k < o->tokens; k++) {
     const void *logits;
@@ -104,13 +145,13 @@ tsl_status tsl_sample(const tsl_settings *s, tsl_tensor_fn src, void *src_ctx, c
     double u = (double)(tsl_mix64(o->seed ^ tsl_mix64((uint64_t)k)) >> 11) / 9007199254740992.0;
     int tok = draw(row, V, o->temperature, o->top_k, u);
     ctx.tokens[ctx.len++] = tok;
-    fputc(tok & 0xff, out);
+    emit(o, tok, out);
   }
-  fflush(out);
 fail:
   free(whole);
   free(row);
   free(ctx.tokens);
+  tsl_token_vec_free(&prompt);
   tsl_runtime_destroy(&rt); /* the model too */
   return st;
 }

@@ -12,9 +12,13 @@
 #include "common/util.h"
 #include "model/model.h"
 #include "optim/optim.h"
+#include "runtime/cpus.h"
 #include "train/data_source.h"
+#include "train/peak.h"
 #include "train/report.h"
 #include "train/sample.h"
+#include "train/signals.h"
+#include "train/summary.h"
 
 typedef struct trainer {
   tsl_runtime *rt;
@@ -24,8 +28,29 @@ typedef struct trainer {
   tsl_reporter report;
   int64_t start_step;
   char *last_ckpt;
-  double flops_per_token, peak_flops;
+  double flops_per_token, peak_flops, mfu_cores;
+  int64_t last_saved; /* step of the newest checkpoint written by this run (0: none) */
+  double started;     /* when the run command began (train.stop_after_time counts from it) */
 } trainer;
+
+/* With no peak on record for this CPU, the first local rank of each machine
+** measures it (a second or two, once per machine) while the others wait. */
+static tsl_status ensure_peak(trainer *t) {
+  tsl_runtime *rt = t->rt;
+  const tsl_settings *s = &rt->settings;
+  if (s->device.peak_tflops > 0 || s->device.kind != TSL_DEVICE_CPU) return TESSEL_OK;
+  if (rt->world.local_rank == 0 && tsl_peak_flops(s, 1) <= 0) {
+    char *path = tsl_peak_cache_path();
+    tsl_info("MFU: measuring this machine's sgemm peak once (kept in %s; `tessel bench peak` measures again)",
+             path ? path : "the cache");
+    free(path);
+    double gflops = tsl_peak_measure(&rt->be, 1024, NULL);
+    if (gflops <= 0 || tsl_peak_save(rt->threads, gflops) < 0)
+      tsl_warn("could not record the measured peak (%s); MFU is shown as '-'", tsl_error_message());
+    tsl_error_clear();
+  }
+  return tsl_world_barrier(&rt->world);
+}
 
 static tsl_status setup(trainer *t) {
   tsl_runtime *rt = t->rt;
@@ -40,10 +65,40 @@ static tsl_status setup(trainer *t) {
   TSL_TRY(st, tsl_model_create(rt, &dims, s->train.seed, &t->model));
   t->flops_per_token = 6.0 * (double)tsl_model_params(t->model)->total_numel +
                        12.0 * s->model.layers * (double)s->model.seq_len * s->model.channels;
-  /* ranks oversubscribing a machine share its cores; MFU is against those */
-  double share = (double)sysconf(_SC_NPROCESSORS_ONLN) / TSL_MAX(1, rt->world.local_size);
-  t->peak_flops = tsl_peak_flops(s, TSL_MIN((double)rt->threads, share));
+  TSL_TRY(st, ensure_peak(t));
+  /* MFU against the cores this rank's threads really get */
+  t->mfu_cores = tsl_cpus_effective(&rt->world.cpus, rt->threads);
+  t->peak_flops = tsl_peak_flops(s, t->mfu_cores);
   return TESSEL_OK;
+fail:
+  return st;
+}
+
+/* Rank 0 picks the checkpoint to resume from (--resume, or the newest in
+** checkpoint.dir) and tells the others, so that no rank decides alone from
+** what its own filesystem shows. *path is NULL when there is none. */
+static tsl_status agree_on_checkpoint(trainer *t, char **path, char *host0, size_t host_cap) {
+  tsl_runtime *rt = t->rt;
+  struct {
+    char path[4000], host[64];
+  } pick = {"", ""};
+  tsl_status st = TESSEL_OK;
+  char *found = NULL;
+  int64_t step = 0;
+  *path = NULL;
+  if (rt->world.rank == 0) {
+    if (t->opts->resume_dir) found = tsl_strdup(t->opts->resume_dir);
+    else if (rt->settings.ckpt.resume == TSL_RESUME_AUTO) st = tsl_ckpt_latest(rt->settings.ckpt.dir, &found, &step);
+    if (found && strlen(found) >= sizeof pick.path)
+      st = tsl_error(TESSEL_E_CONFIG, "the checkpoint path %s is too long", found);
+    snprintf(pick.path, sizeof pick.path, "%s", found && st >= 0 ? found : "");
+    snprintf(pick.host, sizeof pick.host, "%s", rt->world.host);
+    free(found);
+  }
+  TSL_TRY(st, tsl_world_first_failure(&rt->world, st));
+  TSL_TRY(st, tsl_world_bcast(&rt->world, &pick, (int)sizeof pick));
+  snprintf(host0, host_cap, "%s", pick.host);
+  if (pick.path[0] && !(*path = tsl_strdup(pick.path))) st = TESSEL_E_NOMEM;
 fail:
   return st;
 }
@@ -51,21 +106,21 @@ fail:
 static tsl_status resume(trainer *t) {
   tsl_runtime *rt = t->rt;
   const tsl_settings *s = &rt->settings;
-  tsl_status st;
-  char *path = NULL;
-  int64_t step = 0;
-  if (t->opts->resume_dir) {
-    path = tsl_strdup(t->opts->resume_dir);
-  } else if (s->ckpt.resume == TSL_RESUME_AUTO) {
-    TSL_TRY(st, tsl_ckpt_latest(s->ckpt.dir, &path, &step));
-  }
-  if (!path) return TESSEL_OK;
+  char *path = NULL, host0[64];
+  tsl_status st = agree_on_checkpoint(t, &path, host0, sizeof host0);
+  if (st < 0 || !path) return st;
   tsl_ckpt c;
   st = tsl_ckpt_open(path, &c);
   if (st >= 0) {
     st = tsl_ckpt_restore(t->model, &c);
     t->start_step = c.step;
     tsl_ckpt_close(&c);
+  }
+  if (st < 0 && rt->world.rank != 0 && strcmp(host0, rt->world.host) != 0) {
+    tsl_error_wrap(st, "rank %d on host %s resuming from %s, which rank 0 found on host %s (checkpoint.dir must be "
+                   "on a filesystem every machine shares; see docs/cluster.md)",
+                   rt->world.rank, rt->world.host, path, host0);
+    goto fail;
   }
   if (st < 0) {
     tsl_error_wrap(st, "resuming from %s", path);
@@ -120,6 +175,7 @@ static tsl_status save(trainer *t, int64_t step) {
   if (st < 0) return st;
   free(t->last_ckpt);
   t->last_ckpt = path;
+  t->last_saved = step;
   tsl_report_line(&t->report, "checkpoint: %s", path);
   return TESSEL_OK;
 }
@@ -150,7 +206,10 @@ static tsl_status one_step(trainer *t, int64_t step, tsl_step_report *r) {
   r->step_time = tsl_now() - t0;
   r->tokens_per_s = (double)s->train.batch_size * s->model.seq_len / r->step_time;
   r->mfu = t->peak_flops > 0 ? r->tokens_per_s * t->flops_per_token / (t->peak_flops * rt->world.size) : NAN;
-  return tsl_report_memory(rt, r);
+  tsl_comm_times waited = rt->comm ? tsl_comm_step_times(rt->comm) : (tsl_comm_times){0, 0};
+  r->mine = (tsl_phases){.step = r->step_time, .comm_wait = waited.coll_wait, .bubble = waited.p2p_wait};
+  r->mine.compute = TSL_MAX(0.0, r->step_time - waited.coll_wait - waited.p2p_wait);
+  return TESSEL_OK;
 fail:
   return st;
 }
@@ -168,6 +227,12 @@ static void print_header(trainer *t) {
            (double)tsl_model_params(t->model)->total_numel / 1e6);
   tsl_info("batch: %d sequences × %d tokens per step = %d data rank(s) × %d micro-batch(es) of %d", s->train.batch_size,
            s->model.seq_len, d->data_ranks, d->micro_steps, d->micro_batch);
+  const tsl_cpus *c = &rt->world.cpus;
+  tsl_info("cpu: %d thread(s) per rank; rank 0 may use %d core(s) (CPUs %s on %s), shared by %d rank(s)%s",
+           rt->threads, c->cores, c->list, rt->world.host, c->share,
+           s->device.threads ? "; threads from device.threads" : "");
+  if (t->peak_flops <= 0)
+    tsl_info("MFU: unknown for this device; set device.peak_tflops to its peak to see it");
 }
 
 /* Gather every parameter to rank 0 and generate a sample there. */
@@ -199,7 +264,7 @@ static tsl_status final_sample(trainer *t) {
   if (st >= 0 && rt->world.rank == 0) {
     tsl_sample_opts o = {.prompt = s->train.sample_prompt, .tokens = s->train.sample_tokens,
                          .temperature = s->train.sample_temperature, .top_k = s->train.sample_top_k,
-                         .seed = s->train.seed, .threads = s->device.threads};
+                         .seed = s->train.seed, .threads = s->device.threads, .tokenizer = rt->tokenizer};
     tsl_report_line(&t->report, "sample (%d tokens, temperature %g):", o.tokens, o.temperature);
     fputs(o.prompt, stdout);
     st = tsl_sample(s, gathered_tensor, &g, &o, stdout);
@@ -211,53 +276,69 @@ static tsl_status final_sample(trainer *t) {
   return st;
 }
 
-static tsl_status loop(trainer *t) {
+/* This rank's reason to stop after the step that took `step_time`: a
+** signal, or train.stop_after_time when another step would pass it. */
+static int stop_reason(const trainer *t, double step_time) {
+  double limit = t->rt->settings.train.stop_after_time;
+  if (tsl_signal_received()) return tsl_signal_received();
+  if (limit > 0 && tsl_now() - t->started + step_time > limit) return TSL_STOP_TIME;
+  return 0;
+}
+
+static tsl_status loop(trainer *t, tsl_run_end *end) {
   tsl_runtime *rt = t->rt;
   const tsl_settings *s = &rt->settings;
   tsl_status st = TESSEL_OK;
-  int saved_last = 0;
-  double val = NAN;
   int64_t last = s->train.steps;
   if (s->train.stop_after && t->start_step + s->train.stop_after < last) last = t->start_step + s->train.stop_after;
-  for (int64_t step = t->start_step + 1; step <= last; step++) {
+  for (int64_t step = t->start_step + 1; step <= last && !end->stop; step++) {
     tsl_step_report r = {.step = step, .steps = s->train.steps, .val_loss = NAN};
     TSL_TRY(st, one_step(t, step, &r));
     int final = step == s->train.steps;
     if (t->data.val && ((s->train.eval_every && step % s->train.eval_every == 0) || final))
       TSL_TRY(st, evaluate(t, &r.val_loss));
+    TSL_TRY(st, tsl_step_agree(rt, &r, stop_reason(t, r.step_time)));
+    end->stop = final ? 0 : r.stop ? r.stop : step == last ? TSL_STOP_STEPS : 0;
     TSL_TRY(st, tsl_report_step(&t->report, rt, &r));
-    saved_last = (s->ckpt.every && step % s->ckpt.every == 0) || step == last;
-    if (saved_last) TSL_TRY(st, save(t, step));
-    val = r.val_loss;
+    if ((s->ckpt.every && step % s->ckpt.every == 0) || step == last || end->stop) TSL_TRY(st, save(t, step));
+    end->final_loss = r.loss;
+    if (!isnan(r.val_loss)) end->val_loss = r.val_loss;
   }
-  if (last < s->train.steps) {
-    tsl_report_line(&t->report, "stopped after %lld steps as train.stop_after asks; run the same command to go on",
-                    (long long)s->train.stop_after);
+  if (end->stop) {
+    tsl_report_line(&t->report, "stopped at step %lld by %s: resume with the same command (exit status %d)",
+                    (long long)t->last_saved, tsl_stop_reason_name(end->stop), TSL_EXIT_STOPPED);
     return TESSEL_OK;
   }
-  if (!saved_last && t->start_step < s->train.steps) TSL_TRY(st, save(t, s->train.steps));
-  if (!isnan(val)) tsl_report_line(&t->report, "validation loss %.4f", val);
-  if (s->train.sample_tokens > 0) TSL_TRY(st, final_sample(t));
+  if (t->last_saved != s->train.steps && t->start_step < s->train.steps) TSL_TRY(st, save(t, s->train.steps));
+  if (!isnan(end->val_loss)) tsl_report_line(&t->report, "validation loss %.4f", end->val_loss);
 fail:
   return st;
 }
 
 tsl_status tsl_train(tsl_runtime *rt, const tsl_train_opts *opts) {
-  trainer t = {.rt = rt, .opts = opts};
-  tsl_status st = setup(&t);
-  if (st >= 0) st = resume(&t);
-  if (st >= 0) st = tsl_reporter_open(&t.report, rt, t.start_step);
-  st = tsl_world_agree(&rt->world, st);
+  trainer t = {.rt = rt, .opts = opts, .started = opts->started ? opts->started : tsl_now()};
+  tsl_run_end end = {.final_loss = NAN, .val_loss = NAN};
+  tsl_signals_install(rt->world.rank == 0);
+  /* agree after each part: each has collectives the next must not meet alone */
+  tsl_status st = tsl_world_agree(&rt->world, setup(&t));
+  if (st >= 0) st = tsl_world_agree(&rt->world, resume(&t));
+  if (st >= 0) st = tsl_world_agree(&rt->world, tsl_reporter_open(&t.report, rt, t.start_step));
   if (st >= 0) {
     print_header(&t);
-    st = loop(&t);
+    st = loop(&t, &end);
+    end.wall_s = tsl_now() - t.started;
+    end.mfu_cores = t.mfu_cores;
+    if (st >= 0) st = tsl_report_summary(&t.report, rt, &end);
+    if (st >= 0 && !end.stop && rt->settings.train.sample_tokens > 0)
+      st = final_sample(&t);
     /* a failure inside the loop may be one rank's alone: do not leave the
     ** others waiting in a collective */
     if (st < 0 && opts->world_abort && st != TESSEL_E_NUMERIC) tsl_world_abort(&rt->world, st);
     if (st < 0) tsl_world_print_error(&rt->world, st);
   }
+  tsl_signals_restore();
   tsl_reporter_close(&t.report);
   tsl_data_close(&t.data);
   free(t.last_ckpt);
-  return st;
+  return st >= 0 && end.stop ? TSL_TRAIN_STOPPED : st;
 }

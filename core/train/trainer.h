@@ -8,7 +8,9 @@
 ** at the end; checkpoints every checkpoint.every steps and at the end; a
 ** sample of generated text at the end. A NaN or infinite loss stops the run
 ** before the bad gradient is applied, naming the step and the last good
-** checkpoint.
+** checkpoint. A signal, train.stop_after or train.stop_after_time stops it
+** after a step with a checkpoint (signals.h). The run ends with a summary
+** (summary.h).
 */
 #ifndef TSL_TRAINER_H
 #define TSL_TRAINER_H
@@ -18,7 +20,12 @@
 typedef struct tsl_train_opts {
   const char *resume_dir; /* resume from this checkpoint (overrides checkpoint.resume) */
   int world_abort;        /* abort the whole job on a rank-local failure */
+  double started;         /* tsl_now() when the command began (0: when training begins) */
 } tsl_train_opts;
+
+/* tsl_train's status when it stopped early with a checkpoint to resume from
+** (positive: not a failure). */
+#define TSL_TRAIN_STOPPED 1
 
 /* Run the configured training. The runtime must have its config, strategy,
 ** devices and communicators. */

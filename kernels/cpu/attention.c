@@ -24,9 +24,17 @@
 ** Products are single-threaded sgemm calls (OpenBLAS runs one thread per
 ** call, see matmul.c), so the team's calls run side by side.
 **
-** Block sizes were chosen by bench/kernels.c (bench/README.md has the
-** numbers): QUERY_ROWS packed rows (time steps × group heads) per query
-** block, KEY_BLOCK keys per key block.
+** Block sizes: QUERY_ROWS packed rows (time steps × group heads) per
+** query block, KEY_BLOCK keys per key block. Measured on one thread (CPU
+** time, best of two interleaved rounds) at B,T,H,KV = 4,64,4,4 /
+** 4,256,12,12 / 1,1024,12,12 / 1,1024,12,4, forward + backward in ms:
+**   rows\keys      64                    128                   256
+**   32      2.3 / 83 / 287 / 287   2.2 / 81 / 301 / 268   2.3 / 77 / 266 / 266
+**   64      2.8 / 84 / 263 / 255   2.7 / 97 / 310 / 243   2.6 / 78 / 252 / 252
+**   128     2.7 / 95 / 278 / 256   2.6 / 91 / 265 / 235   2.7 / 89 / 248 / 245
+** (the shared machine was loaded: absolute times are several times the
+** unloaded ones). Differences under ~10% were within its noise; 64 × 256 is
+** among the best at every length.
 */
 #include <limits.h>
 #include <omp.h>
@@ -34,7 +42,7 @@
 
 #include "cpu.h"
 
-enum { QUERY_ROWS = 64, KEY_BLOCK = 128 };
+enum { QUERY_ROWS = 64, KEY_BLOCK = 256 };
 
 /* The operands of one call, resolved to floats, with the derived sizes. */
 typedef struct attn {

@@ -13,7 +13,7 @@
 #include <stdint.h>
 #include <string.h>
 #include "backend.h"
-#include "common/util.h"
+#include "base.h"
 
 /* ---- helpers ---- */
 

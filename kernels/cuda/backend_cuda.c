@@ -100,6 +100,7 @@ static void cuda_shutdown(tsl_backend *be) {
   tsl_cuda_device_free(be, ctx->legacy.workspace);
   tsl_cuda_device_free(be, ctx->legacy.scratch);
   tsl_cuda_events_release(be);
+  tsl_cuda_comms_release(be);
   tsl_cuda_pool_release(&ctx->pool);
   free(ctx);
   be->ctx = NULL;

@@ -20,8 +20,10 @@
 #include "tsl_cuda.h"
 
 static struct {
-  int rank, device, running;
+  int rank, device, running, failed;
   void (*log)(int level, const char *fmt, ...);
+  void (*on_failure)(void *arg, const char *what);
+  void *on_failure_arg;
   char last[1024];
 } diag = {.rank = -1, .device = -1};
 
@@ -30,9 +32,17 @@ void tsl_cuda_diag_init(int rank, int device, void (*log)(int level, const char 
   diag.device = device;
   diag.log = log;
   diag.last[0] = '\0';
+  diag.failed = 0;
 }
 
 void tsl_cuda_diag_running(int running) { diag.running = running; }
+
+int tsl_cuda_failed(void) { return diag.failed; }
+
+void tsl_cuda_diag_on_failure(void (*fn)(void *arg, const char *what), void *arg) {
+  diag.on_failure = fn;
+  diag.on_failure_arg = arg;
+}
 
 const char *tsl_cuda_last_error(tsl_backend *be) {
   (void)be;
@@ -49,7 +59,11 @@ static int record(int status, const char *file, int line, const char *what) {
   char where[96] = "";
   if (diag.device >= 0) snprintf(where, sizeof where, ", rank %d, GPU %d", diag.rank, diag.device);
   snprintf(diag.last, sizeof diag.last, "%s (%s:%d%s)", what, short_path(file), line, where);
-  if (diag.running && diag.log && status != TESSEL_E_NOMEM) diag.log(TESSEL_LOG_ERROR, "cuda backend: %s", diag.last);
+  if (diag.running && status != TESSEL_E_NOMEM) {
+    diag.failed = 1;
+    if (diag.log) diag.log(TESSEL_LOG_ERROR, "cuda backend: %s", diag.last);
+    if (diag.on_failure) diag.on_failure(diag.on_failure_arg, diag.last);
+  }
   return status;
 }
 

@@ -17,15 +17,16 @@
 ** only algorithms that accept what we have). A training step uses a few
 ** dozen shapes; the cache holds CACHE_SLOTS and replaces round-robin.
 **
-** Bias. linear_forward adds the bias in cuBLASLt's epilogue. The heuristic
-** reads the bias pointer's alignment; when no algorithm takes it, the plan
-** records that and the product runs as "broadcast the bias into C, then
-** C += A·B" instead.
+** Bias. linear_forward adds a 16-byte aligned bias in cuBLASLt's epilogue;
+** any other runs as "broadcast the bias into C, then C += A·B", decided
+** before a plan is chosen (bias_route.h says why the heuristic cannot be
+** asked).
 */
 #include <cublasLt.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "bias_route.h"
 #include "tsl_cuda.h"
 
 #define CACHE_SLOTS 128
@@ -43,7 +44,6 @@ typedef struct plan_key {
 typedef struct plan {
   plan_key key;
   int used;
-  int has_algo; /* 0: the heuristic found nothing for this bias epilogue */
   cublasLtMatmulDesc_t desc;
   cublasLtMatrixLayout_t la, lb, lc;
   cublasLtMatmulAlgo_t algo;
@@ -162,14 +162,17 @@ static int plan_create(cublasLtHandle_t lt, const plan_key *k, const void *bias,
     cublasStatus_t hs = cublasLtMatmulAlgoGetHeuristic(lt, p->desc, p->la, p->lb, p->lc, p->lc, pref, 1, &res, &found);
     if (hs == CUBLAS_STATUS_SUCCESS && found > 0 && res.state == CUBLAS_STATUS_SUCCESS) {
       p->algo = res.algo;
-      p->has_algo = 1;
-    } else if (!k->bias) {
+    } else {
+      /* the heuristic may succeed and still offer nothing: say which */
+      const char *why = hs != CUBLAS_STATUS_SUCCESS ? cublasLtGetStatusString(hs)
+                        : found == 0               ? "the heuristic offered no algorithm"
+                                                   : cublasLtGetStatusString(res.state);
       st = TSL_CUDA_FAIL(TESSEL_E_DEVICE,
                          "cuBLASLt has no algorithm for a bf16 product (column-major m %lld, n %lld, k %lld, "
-                         "ld %lld/%lld/%lld, batch %lld, alignment %u/%u/%u): %s",
+                         "ld %lld/%lld/%lld, batch %lld, alignment %u/%u/%u%s): %s",
                          (long long)k->m, (long long)k->n, (long long)k->k, (long long)k->lda, (long long)k->ldb,
                          (long long)k->ldc, (long long)k->batch, k->align_a, k->align_b, k->align_c,
-                         cublasLtGetStatusString(hs));
+                         k->bias ? ", bias epilogue" : "", why);
     }
   }
   if (pref) (void)TSL_BLAS(cublasLtMatmulPreferenceDestroy(pref));
@@ -200,20 +203,27 @@ int tsl_cuda_matmul(tsl_backend *be, tsl_stream *s, const tsl_cuda_mm *p) {
   struct tsl_stream *st = tsl_cuda_stream(be, s);
   int rc;
   if (!st->workspace && (rc = tsl_cuda_device_alloc(be, TSL_CUDA_WORKSPACE_BYTES, &st->workspace)) < 0) return rc;
+  switch (tsl_cuda_bias_route(p->bias, p->batch, p->ldc, p->n, p->beta)) {
+    case TSL_BIAS_INVALID:
+      return TSL_CUDA_FAIL(TESSEL_E_INTERNAL,
+                           "a bias needs one product with beta 0 and, when it is not %d-byte aligned, a dense C "
+                           "(batch %lld, beta %g, ldc %lld, n %lld)",
+                           TSL_CUDA_BIAS_ALIGN, (long long)p->batch, (double)p->beta, (long long)p->ldc,
+                           (long long)p->n);
+    case TSL_BIAS_BROADCAST: {
+      /* C = bias broadcast over rows, then C += A·B */
+      if ((rc = tsl_cuda_broadcast_rows(be, s, p->c, p->bias, p->m, p->n)) < 0) return rc;
+      tsl_cuda_mm plain = *p;
+      plain.bias = NULL;
+      plain.beta = 1.0f;
+      return tsl_cuda_matmul(be, s, &plain);
+    }
+    case TSL_BIAS_NONE:
+    case TSL_BIAS_EPILOGUE: break;
+  }
   plan_key key = key_of(p);
   plan *pl;
   if ((rc = plan_for(ctx, &key, p->bias, &pl)) < 0) return rc;
-  if (p->bias && !pl->has_algo) {
-    /* C = bias broadcast over rows, then C += A·B (only the linear layer's
-    ** shape reaches here: one matrix, C dense, beta 0) */
-    if (p->batch > 1 || p->ldc != p->n || p->beta != 0.0f)
-      return TSL_CUDA_FAIL(TESSEL_E_INTERNAL, "a bias epilogue needs one dense product with beta 0");
-    if ((rc = tsl_cuda_broadcast_rows(be, s, p->c, p->bias, p->m, p->n)) < 0) return rc;
-    tsl_cuda_mm plain = *p;
-    plain.bias = NULL;
-    plain.beta = 1.0f;
-    return tsl_cuda_matmul(be, s, &plain);
-  }
   if (p->bias &&
       (rc = TSL_BLAS(cublasLtMatmulDescSetAttribute(pl->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &p->bias,
                                                     sizeof p->bias))) < 0)

@@ -190,7 +190,7 @@ int tsl_cuda_copy(tsl_backend *be, void *dst, const void *src, uint64_t bytes, t
   if (bytes == 0 || dst == src) return TESSEL_OK;
   struct tsl_stream *st = tsl_cuda_stream(be, s);
   int rc = TSL_CU(cudaMemcpyAsync(dst, src, (size_t)bytes, cudaMemcpyDefault, st->s));
-  if (rc >= 0 && !s) rc = TSL_CU(cudaStreamSynchronize(st->s));
+  if (rc >= 0 && !s) rc = tsl_cuda_stream_sync(be, NULL);
   return rc;
 }
 

@@ -35,8 +35,10 @@ void tsl_cuda_stream_destroy(tsl_backend *be, tsl_stream *s) {
   free(s);
 }
 
+/* Through the NCCL watch: a collective whose peer is gone must end the
+** wait with an error, not hang it. */
 int tsl_cuda_stream_sync(tsl_backend *be, tsl_stream *s) {
-  return TSL_CU(cudaStreamSynchronize(tsl_cuda_stream(be, s)->s));
+  return tsl_cuda_comms_wait(be, tsl_cuda_stream(be, s)->s);
 }
 
 int tsl_cuda_event_record(tsl_backend *be, tsl_stream *s, tsl_event **out) {
@@ -78,12 +80,12 @@ void tsl_cuda_event_free(tsl_backend *be, tsl_event *e) {
 }
 
 int tsl_cuda_event_query(tsl_backend *be, tsl_event *e) {
-  (void)be;
   if (!e) return 1;
   cudaError_t r = cudaEventQuery(e->e);
   if (r == cudaErrorNotReady) {
     (void)cudaGetLastError(); /* "not ready" is an answer, not a failure */
-    return 0;
+    int st = tsl_cuda_comms_check(be); /* unless a collective it waits for cannot finish */
+    return st < 0 ? st : 0;
   }
   int rc = tsl_cuda_check_rt(r, "cudaEventQuery", __FILE__, __LINE__);
   return rc < 0 ? rc : 1;

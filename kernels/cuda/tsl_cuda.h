@@ -62,6 +62,7 @@ typedef struct tsl_cuda_pool {
 } tsl_cuda_pool;
 
 typedef struct tsl_cuda_gemm_cache tsl_cuda_gemm_cache; /* matmul.c */
+struct tsl_nccl_watch;                                  /* nccl_watch.h */
 
 typedef struct tsl_cuda_ctx {
   int device;
@@ -71,6 +72,7 @@ typedef struct tsl_cuda_ctx {
   tsl_cuda_gemm_cache *gemms;
   struct tsl_stream legacy;  /* what a NULL tsl_stream means */
   struct tsl_event *free_events;
+  struct tsl_nccl_watch *watch; /* the live NCCL communicators; NULL before the first */
 } tsl_cuda_ctx;
 
 static inline tsl_cuda_ctx *tsl_cuda(tsl_backend *be) { return (tsl_cuda_ctx *)be->ctx; }
@@ -103,6 +105,12 @@ int tsl_cuda_fail(int status, const char *file, int line, const char *fmt, ...)
 void tsl_cuda_diag_init(int rank, int device, void (*log)(int level, const char *fmt, ...));
 void tsl_cuda_diag_running(int running);
 const char *tsl_cuda_last_error(tsl_backend *be);
+/* 1 once a call has failed since the backend started (running out of
+** memory aside): communicators are then aborted, never finalised. */
+int tsl_cuda_failed(void);
+/* Call fn(arg, message) at every such failure (NULL: none): the NCCL
+** engine aborts the rank's communicators, so its peers stop waiting. */
+void tsl_cuda_diag_on_failure(void (*fn)(void *arg, const char *what), void *arg);
 
 /* ---- memory (memory.c) ---- */
 
@@ -267,11 +275,16 @@ int tsl_cuda_sumsq(tsl_backend *be, tsl_stream *s, double *out, const float *x, 
 /* ---- device communication (nccl.c) ---- */
 
 int tsl_cuda_is_device_memory(tsl_backend *be, const void *p);
-int tsl_cuda_dcomm_create(tsl_backend *be, int rank, int size, tsl_bcast_fn bcast, void *bcast_arg,
-                          tsl_dcomm **out);
+int tsl_cuda_dcomm_create(tsl_backend *be, int rank, int size, const tsl_dcomm_boot *boot, tsl_dcomm **out);
 void tsl_cuda_dcomm_destroy(tsl_backend *be, tsl_dcomm *c);
 int tsl_cuda_dcomm_post(tsl_backend *be, tsl_dcomm *c, const tsl_coll *op, tsl_stream *s);
 int tsl_cuda_dcomm_group(tsl_backend *be, int begin);
+/* Wait for stream s; while communicators live, by polling the stream and
+** their asynchronous errors (a failure aborts them: TESSEL_E_COMM). */
+int tsl_cuda_comms_wait(tsl_backend *be, cudaStream_t s);
+/* Poll the communicators once: 0, or TESSEL_E_COMM after aborting them. */
+int tsl_cuda_comms_check(tsl_backend *be);
+void tsl_cuda_comms_release(tsl_backend *be);
 
 #ifdef __cplusplus
 }

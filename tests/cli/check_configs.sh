@@ -13,6 +13,8 @@
 #       # expect-file: NAME                         (FILE is NAME beside the config,
 #                                                    for errors inside a base file)
 #       # args: --set model.layers=abc              (extra arguments, split on spaces)
+#       # expect-also: LINE:COL: <text>             (another line of stderr, for configs
+#                                                    with several mistakes; repeatable)
 #     A crash (status >= 128) or a sanitizer report is a failure.
 #
 # TESSEL_TEST_WRAPPER, when set, runs tessel under a command, e.g.
@@ -90,9 +92,25 @@ for cfg in "${bad[@]}"; do
   [ $rc -eq 2 ] || problems+=("expected exit status 2, got $rc")
   [[ $first == "$prefix"* ]] || problems+=("expected the first line of stderr to start with the position")
   [[ $first == *"$text"* ]] || problems+=("expected the first line of stderr to contain the text")
+  while IFS= read -r also; do # every other mistake must be reported too, positioned
+    [[ $also =~ ^([0-9]+:[0-9]+):\ (.*)$ ]] || { problems+=("bad expect-also header '$also'"); continue; }
+    grep -qF -- "$file:${BASH_REMATCH[1]}: ${BASH_REMATCH[2]}" "$tmp/err" \
+      || problems+=("expected a line '$file:${BASH_REMATCH[1]}: ${BASH_REMATCH[2]}...'")
+  done < <(sed -n 's/^# expect-also: //p' "$cfg")
   if [ ${#problems[@]} -gt 0 ]; then
     fail "$cfg${args:+ ($args)}" "${problems[@]}" "- expected: $prefix...$text..." "+ got:      $first"
   fi
+done
+
+# (c) A config file that does not exist is a usage error too: exit status 2,
+# the path named, for check and run alike.
+for cmd in check run; do
+  $wrapper "$tessel" $cmd "$tmp/missing.yaml" >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+  checked=$((checked + 1))
+  first=$(head -n 1 "$tmp/err")
+  [ $rc -eq 2 ] && [[ $first == *"$tmp/missing.yaml: no such config file"* ]] \
+    || fail "tessel $cmd missing.yaml" "expected exit status 2 and the path named, got $rc: $first"
 done
 
 echo "$checked config(s) checked, $failures failure(s)"

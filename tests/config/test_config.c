@@ -2,121 +2,9 @@
 ** tests/config/test_config.c — the configuration module: typed getters and
 ** their defaults and ranges, exact FILE:LINE:COL positions in every kind of
 ** error, `base:` chains, `--set` overrides, the resolved output and its hash.
-**
-** Every config is a real file in a scratch directory of its own under
-** $TESSEL_TEST_TMP, because positions name the file and `base:` resolves
-** relative to it. Expected errors are checked as a prefix of the message, so
-** the position is the first thing in it, as the CLI prints it.
+** (Collected mistakes, limits and odd files: test_config_mistakes.c.)
 */
-#include <inttypes.h>
-#include <math.h>
-#include <stdarg.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
-
-#include "common/status.h"
-#include "common/util.h"
-#include "config/config.h"
-#include "harness.h"
-#include "runtime/settings.h"
-
-/* The message must begin with the formatted text, position first. */
-#define CHECK_ERROR(st, ...)                                                                  \
-  do {                                                                                        \
-    char want_[2048];                                                                         \
-    snprintf(want_, sizeof want_, __VA_ARGS__);                                               \
-    CHECK_EQ_INT((st), TESSEL_E_CONFIG);                                                      \
-    const char *got_ = tsl_error_message();                                                   \
-    if (strncmp(got_, want_, strlen(want_)) != 0) {                                           \
-      fprintf(stderr, "%s:%d: expected an error starting with\n  %s\ngot\n  %s\n", __FILE__, \
-              __LINE__, want_, got_);                                                         \
-      harness_failures++;                                                                     \
-    }                                                                                         \
-  } while (0)
-
-#define CHECK_NOT_CONTAINS(hay, needle)                                                       \
-  do {                                                                                        \
-    const char *h_ = (hay);                                                                   \
-    if (h_ && strstr(h_, (needle))) {                                                         \
-      fprintf(stderr, "%s:%d: did not expect \"%s\" in: %s\n", __FILE__, __LINE__, (needle), h_); \
-      harness_failures++;                                                                     \
-    }                                                                                         \
-  } while (0)
-
-/* ---- scratch files ---- */
-
-static char scratch[1024];
-
-static void scratch_init(void) {
-  const char *base = getenv("TESSEL_TEST_TMP");
-  int n = snprintf(scratch, sizeof scratch, "%s/test_config-%ld", base && *base ? base : "/tmp",
-                   (long)getpid());
-  tsl_remove_tree(scratch);
-  if (n >= (int)sizeof scratch || tsl_mkdir_p(scratch) != TESSEL_OK) {
-    fprintf(stderr, "cannot create %s: %s\n", scratch, tsl_error_message());
-    exit(1);
-  }
-}
-
-/* Write `text` to scratch/name (creating sub-directories); the path goes into
-** buf (1024 bytes) and is returned. */
-static const char *put(char *buf, const char *name, const char *text) {
-  REQUIRE(snprintf(buf, 1024, "%s/%s", scratch, name) < 1024);
-  char *dir = tsl_dirname(buf);
-  REQUIRE(dir != NULL);
-  REQUIRE(tsl_mkdir_p(dir) == TESSEL_OK);
-  free(dir);
-  FILE *f = fopen(buf, "wb");
-  REQUIRE(f != NULL);
-  size_t len = strlen(text);
-  REQUIRE(fwrite(text, 1, len, f) == len);
-  REQUIRE(fclose(f) == 0);
-  return buf;
-}
-
-static tsl_config *load_ok_sets(const char *path, const char *const *sets, int n_sets) {
-  tsl_config *cfg = NULL;
-  tsl_status st = tsl_config_load(path, sets, n_sets, &cfg);
-  if (st < 0) fprintf(stderr, "unexpected error: %s\n", tsl_error_message());
-  REQUIRE(st == TESSEL_OK && cfg != NULL);
-  return cfg;
-}
-
-static tsl_config *load_ok(const char *path) { return load_ok_sets(path, NULL, 0); }
-
-/* A load that must fail; it must not hand out a configuration. */
-static tsl_status load_fail_sets(const char *path, const char *const *sets, int n_sets) {
-  tsl_config *cfg = NULL;
-  tsl_status st = tsl_config_load(path, sets, n_sets, &cfg);
-  CHECK(st < 0);
-  CHECK(cfg == NULL);
-  if (st >= 0) tsl_config_free(cfg);
-  return st;
-}
-
-static tsl_status load_fail(const char *path) { return load_fail_sets(path, NULL, 0); }
-
-/* The section `key` of the root, which must be there. */
-static tsl_cfg *section(tsl_config *cfg, const char *key) {
-  tsl_cfg *s = NULL;
-  REQUIRE(tsl_cfg_section(tsl_config_root(cfg), key, 1, &s) == TESSEL_OK && s != NULL);
-  return s;
-}
-
-/* The resolved YAML, malloc'd. */
-static char *emit_text(const tsl_config *cfg) {
-  char *text = NULL;
-  size_t len = 0;
-  FILE *f = open_memstream(&text, &len);
-  REQUIRE(f != NULL);
-  tsl_status st = tsl_config_emit(cfg, f);
-  REQUIRE(fclose(f) == 0);
-  REQUIRE(st == TESSEL_OK && text != NULL);
-  return text;
-}
+#include "config_fixture.h"
 
 /* ---- getters ---- */
 
@@ -380,13 +268,16 @@ static void test_syntax_error(void) {
   tsl_status st = load_fail(p);
   CHECK_ERROR(st, "%s:3:11: YAML syntax error: mapping values are not allowed", p);
   CHECK_EQ_INT(tsl_status_exit_code(st), 2);
+  /* an unclosed '{' is reported where it opens, not where the text stops making sense */
   put(p, "flow.yaml", "model: {layers: 2, heads: 4\ntrain: {}\n");
-  CHECK_ERROR(load_fail(p), "%s:2:6: YAML syntax error: did not find expected ',' or '}'", p);
+  CHECK_ERROR(load_fail(p),
+              "%s:1:8: YAML syntax error: the '{' here is never closed (did not find expected ',' or '}' at line 2, "
+              "column 6)", p);
   put(p, "tab.yaml", "model:\n\tlayers: 2\n");
   CHECK_ERROR(load_fail(p), "%s:2:1: YAML syntax error", p);
-  /* the unterminated quote runs to the end of the file */
+  /* the unterminated quote runs to the end of the file; the quote is the mistake */
   put(p, "quote.yaml", "model:\n  name: \"abc\n");
-  CHECK_ERROR(load_fail(p), "%s:3:1: YAML syntax error", p);
+  CHECK_ERROR(load_fail(p), "%s:2:9: YAML syntax error: the quote here is never closed", p);
 }
 
 static void test_duplicate_key(void) {
@@ -545,9 +436,12 @@ static void test_settings(void) {
   CHECK_ERROR(tsl_settings_read(cfg, &s), "%s:1:1: missing required section 'model:'", p);
   tsl_config_free(cfg);
 
+  /* the misspelt key is reported beside the missing sections, in file order */
   put(p, "heds.yaml", "model:\n  layers: 2\n  heds: 2\n  channels: 8\n  seq_len: 4\n");
   cfg = load_ok(p);
-  CHECK_ERROR(tsl_settings_read(cfg, &s), "%s:3:3: unknown key 'heds' in model (did you mean 'heads'?)", p);
+  CHECK_ERROR(tsl_config_outcome(cfg, tsl_settings_read(cfg, &s)), "%s:1:1: missing required section 'data:'\n"
+              "%s:1:1: missing required section 'train:'\n"
+              "%s:3:3: unknown key 'heds' in model (did you mean 'heads'?)", p, p, p);
   tsl_config_free(cfg);
 
   snprintf(text, sizeof text, "%soptimizer: {decay: cosin}\n", valid);
@@ -735,7 +629,7 @@ static void test_set(void) {
   CHECK_ERROR(load_fail_sets(p, badpath, 1), "--set=model..layers=3:1:7: malformed key path");
   /* a syntax error in the value stays on the argument's only line */
   const char *const badyaml[] = {"model.layers=[1"};
-  CHECK_ERROR(load_fail_sets(p, badyaml, 1), "--set=model.layers=[1:1:22: YAML syntax error");
+  CHECK_ERROR(load_fail_sets(p, badyaml, 1), "--set=model.layers=[1:1:20: YAML syntax error: the '[' here");
   const char *const alias[] = {"model.layers=*x"};
   CHECK_ERROR(load_fail_sets(p, alias, 1), "--set=model.layers=*x:1:20: YAML aliases (*name) are not supported");
 }
@@ -879,7 +773,7 @@ static void test_empty_and_null(void) {
 
   put(p, "nofile.yaml", "x: 1\n");
   CHECK(unlink(p) == 0);
-  CHECK_EQ_INT(load_fail(p), TESSEL_E_IO);
+  CHECK_EQ_INT(load_fail(p), TESSEL_E_CONFIG); /* a wrong path given by the user: exit status 2 */
   CHECK_STR_CONTAINS(tsl_error_message(), p);
 }
 
@@ -911,7 +805,7 @@ static void test_yaml_features(void) {
 }
 
 int main(void) {
-  scratch_init();
+  scratch_init("test_config");
   RUN(test_int);
   RUN(test_float);
   RUN(test_bool);

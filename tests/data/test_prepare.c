@@ -5,8 +5,10 @@
 #include <string.h>
 
 #include "data/prepare.h"
+#include "data/record.h"
 #include "data/shard.h"
 #include "scratch.h"
+#include "tokenizer/tokenizer.h"
 
 /* Deterministic text-like bytes that differ between files. */
 static void fill_text(unsigned char *buf, size_t n, unsigned salt) {
@@ -192,6 +194,132 @@ static void test_errors(void) {
   CHECK(!tsl_path_exists(dir));
 }
 
+/* The ids of a split read back from its single shard. */
+static tsl_token_vec read_ids(const char *dir, const char *split, int vocab) {
+  char path[1100];
+  tsl_shard s;
+  tsl_token_vec v = {0};
+  snprintf(path, sizeof path, "%s/%s_000000.bin", dir, split);
+  REQUIRE(tsl_shard_open(path, vocab, &s) == TESSEL_OK);
+  for (uint64_t i = 0; i < s.count; i++) {
+    int32_t id = s.tokens[i];
+    REQUIRE(tsl_token_vec_sink(&v, &id, 1) == TESSEL_OK);
+  }
+  tsl_shard_close(&s);
+  return v;
+}
+
+static void append_document(tsl_tokenizer *t, tsl_token_vec *want, const char *text, size_t n) {
+  int32_t eot = tsl_tokenizer_eot(t);
+  REQUIRE(tsl_token_vec_sink(want, &eot, 1) == TESSEL_OK);
+  REQUIRE(tsl_tokenizer_encode(t, text, n, 0, tsl_token_vec_sink, want) == TESSEL_OK);
+}
+
+static int same_ids(const tsl_token_vec *a, const tsl_token_vec *b) {
+  return a->n == b->n && (a->n == 0 || memcmp(a->ids, b->ids, a->n * sizeof *a->ids) == 0);
+}
+
+/* With a tokenizer (the fixture made by Hugging Face tokenizers): each part
+** of each file is the end-of-text token then its ordinary encoding (the
+** literal <|endoftext|> in a file stays text); a split point inside a
+** character moves to the next character; the record names the tokenizer. */
+static void test_tokenizer_documents(void) {
+  char a[1024], b[1024], dir[1024], path[1100];
+  /* 20 bytes; floor(20 * 0.25) = 5 go to validation: the cut at byte 15 is
+  ** inside the 3-byte '…' (bytes 13-15), so it moves to 16 */
+  const char *ta = "Good morrow, \xe2\x80\xa6 sir", *tb = "A <|endoftext|> B\n";
+  tsl_tokenizer *t;
+  REQUIRE(tsl_tokenizer_load("tests/tokenizer/fixtures/gpt2_1024.json", &t) == TESSEL_OK);
+  scratch_write(scratch_path(a, "doc_a.txt"), ta, strlen(ta));
+  scratch_write(scratch_path(b, "doc_b.txt"), tb, strlen(tb));
+  scratch_path(dir, "tokens");
+  const char *inputs[] = {a, b};
+  tsl_prepare_opts opts = {.val_fraction = 0.25, .shard_tokens = 1000, .tokenizer = t};
+  tsl_prepare_report rep;
+  REQUIRE(tsl_data_prepare(inputs, 2, dir, &opts, &rep) == TESSEL_OK);
+  tsl_token_vec want_train = {0}, want_val = {0};
+  REQUIRE(strlen(ta) == 20 && strlen(tb) == 18);
+  append_document(t, &want_train, ta, 16);
+  append_document(t, &want_train, tb, 18 - 4); /* floor(18 * 0.25) = 4 */
+  append_document(t, &want_val, ta + 16, 4);
+  append_document(t, &want_val, tb + 14, 4);
+  tsl_token_vec train = read_ids(dir, "train", 1024), val = read_ids(dir, "val", 1024);
+  CHECK(same_ids(&train, &want_train));
+  CHECK(same_ids(&val, &want_val));
+  CHECK_EQ_INT(rep.train_tokens, want_train.n);
+  CHECK_EQ_INT(rep.val_tokens, want_val.n);
+  tsl_data_record r;
+  REQUIRE(tsl_data_record_read(dir, &r) == TESSEL_OK);
+  CHECK(r.found && r.has_tokenizer && r.vocab_size == 1024 && r.hash == tsl_tokenizer_hash(t));
+  tsl_tokenizer *copy;
+  REQUIRE(tsl_tokenizer_load(r.tokenizer, &copy) == TESSEL_OK);
+  CHECK(tsl_tokenizer_hash(copy) == tsl_tokenizer_hash(t));
+  tsl_tokenizer_free(copy);
+  /* prepared again byte-level, the directory forgets the tokenizer */
+  opts.tokenizer = NULL;
+  REQUIRE(tsl_data_prepare(inputs, 2, dir, &opts, &rep) == TESSEL_OK);
+  REQUIRE(tsl_data_record_read(dir, &r) == TESSEL_OK);
+  CHECK(r.found && !r.has_tokenizer && r.vocab_size == 256);
+  CHECK(!tsl_path_exists(scratch_path(path, "tokens/tokenizer.json")));
+  tsl_token_vec_free(&train);
+  tsl_token_vec_free(&val);
+  tsl_token_vec_free(&want_train);
+  tsl_token_vec_free(&want_val);
+  tsl_tokenizer_free(t);
+}
+
+/* A byte-level BPE of n tokens: the 256 byte symbols, then "<tK>" fillers,
+** with <|endoftext|> as the last when eot is set. */
+static tsl_tokenizer *synthetic_tokenizer(int n, int eot) {
+  size_t cap = (size_t)n * 24 + 1024, at = 0;
+  char *json = malloc(cap);
+  REQUIRE(json != NULL);
+  at += (size_t)snprintf(json + at, cap - at, "{\"added_tokens\": [");
+  if (eot) at += (size_t)snprintf(json + at, cap - at, "{\"id\": %d, \"content\": \"<|endoftext|>\", \"special\": true}", n - 1);
+  at += (size_t)snprintf(json + at, cap - at, "], \"pre_tokenizer\": {\"type\": \"ByteLevel\"}, \"model\": {\"merges\": [], \"vocab\": {");
+  for (int id = 0, others = 0; id < n - eot; id++) {
+    if (id < 256) { /* byte id's printable stand-in (GPT-2's bytes_to_unicode), as \\uXXXX */
+      int printable = (id >= 0x21 && id <= 0x7e) || (id >= 0xa1 && id <= 0xac) || id >= 0xae;
+      at += (size_t)snprintf(json + at, cap - at, "%s\"\\u%04x\": %d", id ? ", " : "", printable ? id : 256 + others++, id);
+    } else {
+      at += (size_t)snprintf(json + at, cap - at, ", \"<t%d>\": %d", id, id);
+    }
+  }
+  snprintf(json + at, cap - at, "}}}");
+  tsl_tokenizer *t = NULL;
+  tsl_status st = tsl_tokenizer_parse(json, strlen(json), "synthetic.json", &t);
+  if (st < 0) fprintf(stderr, "%s\n", tsl_error_message());
+  free(json);
+  REQUIRE(st == TESSEL_OK);
+  return t;
+}
+
+static void test_tokenizer_limits(void) {
+  char a[1024], dir[1024];
+  scratch_write(scratch_path(a, "limits.txt"), "some text\n", 10);
+  scratch_path(dir, "limits");
+  const char *inputs[] = {a};
+  tsl_prepare_report rep;
+  tsl_tokenizer *big = synthetic_tokenizer(65537, 1), *fits = synthetic_tokenizer(65536, 1),
+                *no_eot = synthetic_tokenizer(300, 0);
+  tsl_prepare_opts opts = {.val_fraction = 0.0, .shard_tokens = 1000, .tokenizer = big};
+  CHECK_EQ_INT(tsl_data_prepare(inputs, 1, dir, &opts, &rep), TESSEL_E_CONFIG);
+  CHECK_STR_CONTAINS(tsl_error_message(), "has 65537 tokens; shards store uint16 ids");
+  opts.tokenizer = no_eot;
+  CHECK_EQ_INT(tsl_data_prepare(inputs, 1, dir, &opts, &rep), TESSEL_E_CONFIG);
+  CHECK_STR_CONTAINS(tsl_error_message(), "no end-of-text token");
+  CHECK(!tsl_path_exists(dir));
+  opts.tokenizer = fits; /* the largest id, 65535, is a uint16 */
+  REQUIRE(tsl_data_prepare(inputs, 1, dir, &opts, &rep) == TESSEL_OK);
+  tsl_token_vec ids = read_ids(dir, "train", 65536);
+  REQUIRE(ids.n == 11); /* the end-of-text token, then one id per byte: no merges */
+  CHECK_EQ_INT(ids.ids[0], 65535);
+  tsl_token_vec_free(&ids);
+  tsl_tokenizer_free(big);
+  tsl_tokenizer_free(fits);
+  tsl_tokenizer_free(no_eot);
+}
+
 int main(void) {
   scratch_init("test_prepare");
   RUN(test_split_sizes_and_sharding);
@@ -200,6 +328,8 @@ int main(void) {
   RUN(test_rerun_removes_stale_shards);
   RUN(test_default_options);
   RUN(test_errors);
+  RUN(test_tokenizer_documents);
+  RUN(test_tokenizer_limits);
   scratch_cleanup();
   return HARNESS_EXIT();
 }

@@ -7,11 +7,18 @@
 */
 #include "gpu_test.h"
 
-/* The bootstrap broadcast of a one-rank group: nothing to send. */
+/* The bootstrap of a one-rank group: nothing to send, one status to agree on. */
 static int bcast_self(void *arg, void *buf, int bytes) {
   (void)arg, (void)buf, (void)bytes;
   return 0;
 }
+
+static int agree_self(void *arg, int status) {
+  (void)arg;
+  return status;
+}
+
+static const tsl_dcomm_boot boot_self = {bcast_self, agree_self, NULL};
 
 static int post(tsl_dcomm *c, tsl_coll_kind kind, const void *send, void *recv, uint64_t count, tessel_dtype dt) {
   tsl_coll op = {kind, send, recv, count, dt, TESSEL_SUM, 0};
@@ -21,7 +28,7 @@ static int post(tsl_dcomm *c, tsl_coll_kind kind, const void *send, void *recv, 
 static void test_collectives(void) {
   tsl_backend *be = gt_cuda();
   tsl_dcomm *c = NULL;
-  GT_OK(be->dcomm_create(be, 0, 1, bcast_self, NULL, &c));
+  GT_OK(be->dcomm_create(be, 0, 1, &boot_self, &c));
   REQUIRE(c != NULL);
   uint64_t rng = 81;
   const int64_t n = 1000;

@@ -85,8 +85,9 @@ static void test_gemm_empty_product(void) {
 
 /* The linear layer, forward and backward, with and without bias, and with
 ** a bias that starts 2 bytes past an aligned address (as a parameter
-** packed after an odd-sized one would): cuBLASLt's bias epilogue or the
-** broadcast fallback must give the same sums. Gradients of parameters
+** packed after an odd-sized one would, which goes through the broadcast
+** path rather than cuBLASLt's epilogue: bias_route.h): both paths must
+** give the same sums. Gradients of parameters
 ** accumulate onto what is there. */
 static void test_linear(void) {
   tsl_backend *be = gt_cuda(), *cpu = kt_backend();

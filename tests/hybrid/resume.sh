@@ -19,15 +19,15 @@ CONFIG=tests/hybrid/all_sp_zero2.yaml
 common=(--set train.steps=20 --set checkpoint.every=0 --set log.progress=never --set data.dir="$WORK/data"
         --set device.threads=1)
 losses() { sed -n 's/.*"loss":\([^,]*\),.*/\1/p' "$1"; }
-launch() { # NAME ARGS...
-  local name=$1; shift
-  "$TESSEL" launch -n 8 "$CONFIG" "${common[@]}" "$@" >>"$WORK/$name.log" 2>&1 \
-    || { cat "$WORK/$name.log" >&2; fail "$name: the 8-rank run failed"; }
+launch() { # NAME STATUS ARGS...: the run must exit with STATUS (75: stopped early, resumable)
+  local name=$1 want=$2 rc=0; shift 2
+  "$TESSEL" launch -n 8 "$CONFIG" "${common[@]}" "$@" >>"$WORK/$name.log" 2>&1 || rc=$?
+  [ $rc -eq "$want" ] || { cat "$WORK/$name.log" >&2; fail "$name: the 8-rank run exited with $rc, not $want"; }
 }
 
-launch straight --set log.dir="$WORK/straight" --set checkpoint.resume=never
-launch stopped --set log.dir="$WORK/stopped" --set train.stop_after=10
-launch stopped --set log.dir="$WORK/stopped"
+launch straight 0 --set log.dir="$WORK/straight" --set checkpoint.resume=never
+launch stopped 75 --set log.dir="$WORK/stopped" --set train.stop_after=10
+launch stopped 0 --set log.dir="$WORK/stopped"
 grep -q "resuming from .*step_00000010" "$WORK/stopped.log" || fail "the second run did not resume from step 10"
 losses "$WORK/straight/metrics.jsonl" >"$WORK/a"
 losses "$WORK/stopped/metrics.jsonl" >"$WORK/b"

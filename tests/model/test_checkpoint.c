@@ -3,6 +3,10 @@
 **
 ** A saved and restored model is bit-identical (parameters and both AdamW
 ** moments); a truncated, altered or incomplete checkpoint is refused with
+** the file and the problem named, and so is one whose trainer.json is
+** sealed but wrong (dimensions out of range, a step that is not the
+** directory's) or whose tensors do not match its dimensions (dropped,
+** renamed, shape-swapped, integer-typed);
 ** the file and the problem named; a model of other dimensions is refused;
 ** the export has GPT-2's names, shapes and dtype.
 */
@@ -161,6 +165,151 @@ static void test_damaged_checkpoints_are_refused(void) {
   fixture_release(&a);
 }
 
+/* Replace trainer.json of `ckpt` with `json` resealed: its checksum fits,
+** so only the validation of its meaning can refuse it. */
+static void put_sealed_json(const char *ckpt, const char *json) {
+  char file[1300];
+  char *sealed = tsl_ckpt_meta_reseal(json);
+  REQUIRE(sealed);
+  snprintf(file, sizeof file, "%s/trainer.json", ckpt);
+  FILE *f = fopen(file, "w");
+  REQUIRE(f && fputs(sealed, f) >= 0 && fclose(f) == 0);
+  free(sealed);
+}
+
+/* good's trainer.json with the number at "key": VALUE replaced by `value`. */
+static char *json_with(const char *good, const char *key, const char *value) {
+  char file[1300], *text = NULL;
+  snprintf(file, sizeof file, "%s/trainer.json", good);
+  REQUIRE(tsl_read_file(file, &text, NULL) == TESSEL_OK);
+  char pattern[64];
+  snprintf(pattern, sizeof pattern, "\"%s\":", key);
+  char *at = strstr(text, pattern);
+  REQUIRE(at);
+  at += strlen(pattern);
+  while (*at == ' ' || *at == '\t') at++;
+  char *end = at + strspn(at, "-0123456789.e");
+  char *out = malloc(strlen(text) + strlen(value) + 1);
+  REQUIRE(out);
+  sprintf(out, "%.*s%s%s", (int)(at - text), text, value, end);
+  free(text);
+  return out;
+}
+
+static void expect_refused(const char *ckpt, const char *text) {
+  tsl_ckpt ck;
+  CHECK_EQ_INT(tsl_ckpt_open(ckpt, &ck), TESSEL_E_IO);
+  CHECK_STR_CONTAINS(tsl_error_message(), text);
+}
+
+static void test_descriptions_are_validated(void) {
+  tsl_runtime a;
+  char *good = NULL, bad[1200];
+  tsl_model *m = trained(&a, 1, C);
+  REQUIRE(m && save(m, 1, &good) == TESSEL_OK);
+  /* the copy keeps the name step_00000001, so the step must say 1 */
+  snprintf(bad, sizeof bad, "%s/other/step_00000001", dir);
+  REQUIRE(tsl_mkdir_p(bad) == TESSEL_OK);
+  static const struct { const char *key, *value, *why; } cases[] = {
+      {"heads", "0", "'model.heads' is 0, outside [1, 1048576]"},
+      {"layers", "0", "'model.layers' is 0, outside [1, 1048576]"},
+      {"heads", "3", "model.channels 16 does not split into model.heads 3"},
+      {"channels", "32", "model_hash does not belong to the model recorded beside it"},
+      {"step", "1000000", "records step 1000000, but its directory is step_00000001"},
+      {"step", "-5", "'step' is -5, outside [0, "},
+      {"step", "3.7", "'step' is 3.7000000000000002, not a whole number"},
+      {"next_data_step", "7", "next_data_step 7 does not follow step 1"}};
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    copy_ckpt(good, bad);
+    char *json = json_with(good, cases[i].key, cases[i].value);
+    put_sealed_json(bad, json);
+    free(json);
+    expect_refused(bad, cases[i].why);
+  }
+  /* an edit without a new checksum is caught by the checksum */
+  copy_ckpt(good, bad);
+  char *json = json_with(good, "heads", "4"), file[1300];
+  snprintf(file, sizeof file, "%s/trainer.json", bad);
+  FILE *f = fopen(file, "w");
+  REQUIRE(f && fputs(json, f) >= 0 && fclose(f) == 0);
+  free(json);
+  expect_refused(bad, "trainer.json has been altered or damaged: its content does not match its checksum");
+  free(good);
+  fixture_release(&a);
+}
+
+/* Rewrite `ckpt`'s model.safetensors from good's, with tensor `victim`
+** dropped (how 'd'), renamed (how 'r'), shape-swapped ('s') or typed I32
+** ('i'); then reseal trainer.json over the new file. */
+static void tamper_model(const char *good, const char *ckpt, const char *victim, char how) {
+  char src[1300], dst[1300], renamed[96];
+  snprintf(src, sizeof src, "%s/model.safetensors", good);
+  snprintf(dst, sizeof dst, "%s/model.safetensors", ckpt);
+  tsl_st_file *in;
+  REQUIRE(tsl_st_open(src, &in) == TESSEL_OK);
+  int n = tsl_st_count(in), k = 0;
+  tsl_st_desc *descs = calloc((size_t)n, sizeof *descs);
+  int *from = calloc((size_t)n, sizeof *from);
+  REQUIRE(descs && from);
+  for (int i = 0; i < n; i++) {
+    tsl_st_desc d = *tsl_st_desc_at(in, i);
+    if (strcmp(d.name, victim) == 0) {
+      if (how == 'd') continue;
+      if (how == 'r') d.name = strcat(strcpy(renamed, victim), "_x");
+      if (how == 's' && d.ndim == 2) {
+        int64_t t = d.shape[0];
+        d.shape[0] = d.shape[1];
+        d.shape[1] = t;
+      }
+      if (how == 'i') d.dtype = TESSEL_I32;
+    }
+    from[k] = i;
+    descs[k++] = d;
+  }
+  tsl_st_writer *w;
+  REQUIRE(tsl_st_writer_begin(dst, descs, k, NULL, NULL, 0, &w) == TESSEL_OK);
+  for (int i = 0; i < k; i++) {
+    uint64_t bytes;
+    const void *data = tsl_st_data(in, from[i], &bytes);
+    REQUIRE(tsl_st_writer_put(w, i, data, bytes) == TESSEL_OK);
+  }
+  REQUIRE(tsl_st_writer_finish(w) == TESSEL_OK);
+  tsl_st_close(in);
+  free(descs);
+  free(from);
+  /* the description now records the new file's size and CRC */
+  char file[1300], *text = NULL;
+  tsl_ckpt_meta meta;
+  snprintf(file, sizeof file, "%s/trainer.json", good);
+  REQUIRE(tsl_read_file(file, &text, NULL) == TESSEL_OK);
+  REQUIRE(tsl_ckpt_meta_parse(text, file, -1, &meta) == TESSEL_OK);
+  free(text);
+  REQUIRE(tsl_ckpt_meta_write(ckpt, &meta) == TESSEL_OK);
+}
+
+static void test_tensors_must_match_the_dimensions(void) {
+  tsl_runtime a;
+  char *good = NULL, bad[1200];
+  tsl_model *m = trained(&a, 1, C);
+  REQUIRE(m && save(m, 1, &good) == TESSEL_OK);
+  snprintf(bad, sizeof bad, "%s/tampered", dir);
+  static const struct { const char *victim; char how; const char *why; } cases[] = {
+      {"h.1.mlp.c_fc.bias", 'd', "model.safetensors holds 27 tensors and optimizer.safetensors 56; the model "
+                                 "in trainer.json has 28 and 56"},
+      {"h.0.ln_2.weight", 'r', "model.safetensors has no tensor 'h.0.ln_2.weight'"},
+      {"h.0.attn.c_attn.weight", 's', "tensor 'h.0.attn.c_attn.weight' is F32 [48, 16], but the model in "
+                                      "trainer.json (gpt2 with layers 2, heads 2, kv_heads 2, channels 16, ffn 64, "
+                                      "seq_len 8, vocab_size 32) needs F32 [16, 48]"},
+      {"wpe.weight", 'i', "tensor 'wpe.weight' is I32 [8, 16]"}};
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    copy_ckpt(good, bad);
+    tamper_model(good, bad, cases[i].victim, cases[i].how);
+    expect_refused(bad, cases[i].why);
+  }
+  free(good);
+  fixture_release(&a);
+}
+
 static void test_other_dimensions_are_refused(void) {
   tsl_runtime a, b;
   char *path = NULL;
@@ -236,6 +385,8 @@ int main(void) {
   RUN(test_round_trip_is_bit_exact);
   RUN(test_keeps_only_the_newest);
   RUN(test_damaged_checkpoints_are_refused);
+  RUN(test_descriptions_are_validated);
+  RUN(test_tensors_must_match_the_dimensions);
   RUN(test_other_dimensions_are_refused);
   RUN(test_export_has_gpt2_layout);
   tsl_remove_tree(dir);

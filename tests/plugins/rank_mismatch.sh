@@ -3,7 +3,7 @@
 # the same strategy must stop at the cross-rank agreement check, before any
 # data is touched, with a report naming the rank that differs and both
 # versions. A control run, where both ranks load the same build, must get
-# past that check (it then fails on the missing training data).
+# past that check (it then fails on training data that is not a shard).
 #
 # usage: rank_mismatch.sh TESSEL TEST_PLUGIN_DIR SCRATCH_DIR MPIEXEC
 #
@@ -33,6 +33,7 @@ if "$MPIEXEC" --version 2>&1 | grep -qiE "open ?mpi|openrte|open-mpi"; then
   [ "$(id -u)" -eq 0 ] && flags="$flags --allow-run-as-root"
 fi
 
+mkdir -p "$TMP/none" && echo "not a shard" >"$TMP/none/bad.bin"
 cat >"$TMP/run.yaml" <<EOF
 model: {layers: 1, heads: 1, channels: 8, seq_len: 8}
 data: {train: "$TMP/none/*.bin"}
@@ -62,7 +63,7 @@ launch() {
   elif [ "$status" -ge 128 ]; then
     fail "crashed or was killed (status $status)"
   elif [ "$status" -eq 0 ]; then
-    fail "succeeded, but it has no training data"
+    fail "succeeded, but its training data is not a shard"
   fi
 }
 

@@ -54,7 +54,12 @@ run() { # NAME RANKS, then --set arguments
 # gradients add up in another order (owned pieces, then over ranks), so it
 # is held to 1e-12 relative; what the step does with it (clip / norm in
 # fp32) changes no bit, which the equal losses and checkpoints show.
-trajectory() { grep -o '"step":[0-9]*,"loss":[^,]*\(,"val_loss":[^,]*\)\?,"lr":[^,]*' "$1"; }
+trajectory() {
+  awk '{ out = ""
+         for (i = split("step loss val_loss lr", key, " "); i >= 1; i--)
+           if (match($0, "\"" key[i] "\":[^,}]*")) out = substr($0, RSTART, RLENGTH) " " out
+         print out }' "$1"
+}
 norms() { sed -n 's/.*"grad_norm":\([^,]*\),.*/\1/p' "$1"; }
 same() { # A B STEPS WHAT: runs A and B logged the same STEPS steps, bit for bit
   diff <(trajectory "$WORK/$1/metrics.jsonl") <(trajectory "$WORK/$2/metrics.jsonl") >"$WORK/diff" ||
@@ -85,8 +90,13 @@ host=$(mem host); device=$(mem device)
 [ "$device" -eq 0 ] || fail "optimizer state on the device: memory.device.optim is $device"
 echo "ok: the moments are on the host: memory.host.optim $host bytes, memory.device.optim 0"
 
-# stop after 4 steps, run the same command again: it resumes and ends as if never stopped
-run stop2 2 "${ZO[@]}" --set train.stop_after=4
+# stop after 4 steps (exit 75), run the same command again: it resumes and ends as if never stopped
+set +e
+"$TESSEL" launch -n 2 "$WORK/run.yaml" --set log.dir="$WORK/stop2" --set checkpoint.dir="$WORK/stop2/ckpt" "${ZO[@]}" \
+  --set train.stop_after=4 >"$WORK/stop2.log" 2>&1
+rc=$?
+set -e
+[ $rc -eq 75 ] || { cat "$WORK/stop2.log" >&2; fail "the run with stop_after 4 ended with status $rc, expected 75"; }
 run stop2 2 "${ZO[@]}" --set train.stop_after=4
 same zo2 stop2 8 "zero-offload@2 stopped at step 4 and resumed continues bit for bit"
 

@@ -10,6 +10,7 @@
 #include <math.h>
 #include <stddef.h>
 
+#include "dp_mesh.h"
 #include "tessel/plugin.h"
 
 typedef struct inst {
@@ -25,15 +26,6 @@ static tessel_status create(const tessel_host_api *api, tessel_host *host, const
   tessel_status st = api->cfg->get_int(host, section, "nan_at_step", 3, 1, INT64_MAX, &self.nan_at_step);
   *out = &self;
   return st;
-}
-
-static tessel_status mesh(void *p, int world, tessel_mesh *m) {
-  (void)p;
-  m->naxes = 1;
-  m->names[0] = "dp";
-  m->sizes[0] = world;
-  m->data_axes = 1;
-  return TESSEL_OK;
 }
 
 static tessel_status head(void *p, const tessel_op_ctx *c, const tessel_head_args *a) {
@@ -72,7 +64,7 @@ static const tessel_strategy strategy = {
     .version = "1.0",
     .description = "test strategy: the loss becomes NaN at a chosen step",
     .create = create,
-    .mesh = mesh,
+    .mesh = dp_mesh,
     .layer_ops = &ops,
 };
 

@@ -1,0 +1,393 @@
+/* core/ckpt/meta.c — trainer.json: writing, its checksum, validating reads. */
+#include "ckpt/meta.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "common/atomic_file.h"
+#include "common/util.h"
+#include "runtime/settings.h"
+
+const char *const tsl_ckpt_files[TSL_CKPT_N_FILES] = {"model.safetensors", "optimizer.safetensors",
+                                                      "private.safetensors", "config.yaml", "tokenizer.json"};
+
+#define MAX_WHOLE 9007199254740992.0 /* 2^53: integers a JSON number holds exactly */
+
+uint64_t tsl_ckpt_model_hash(const tsl_model_settings *m) {
+  double dims[11] = {m->arch,     m->layers, m->heads,      m->kv_heads,   m->channels,      m->ffn,
+                     m->seq_len, m->vocab_size, m->rope_theta, m->norm_eps, m->tie_embeddings};
+  return tsl_hash_bytes(dims, sizeof dims, 0x6d6f64656cull);
+}
+
+/* A version-1 description's model_hash: GPT-2's five dimensions. */
+static uint64_t v1_model_hash(const tsl_model_settings *m) {
+  int dims[5] = {m->layers, m->heads, m->channels, m->seq_len, m->vocab_size};
+  return tsl_hash_bytes(dims, sizeof dims, 0x6d6f64656cull);
+}
+
+tsl_status tsl_file_crc32(const char *path, uint32_t *crc, uint64_t *bytes) {
+  char buf[1 << 16];
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return tsl_error(TESSEL_E_IO, "%s: cannot open: %s", path, strerror(errno));
+  uLong c = crc32(0L, Z_NULL, 0);
+  uint64_t n = 0;
+  for (;;) {
+    ssize_t r = read(fd, buf, sizeof buf);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) {
+      close(fd);
+      return tsl_error(TESSEL_E_IO, "%s: read failed: %s", path, strerror(errno));
+    }
+    if (r == 0) break;
+    c = crc32(c, (const Bytef *)buf, (uInt)r);
+    n += (uint64_t)r;
+  }
+  close(fd);
+  *crc = (uint32_t)c;
+  *bytes = n;
+  return TESSEL_OK;
+}
+
+int64_t tsl_ckpt_dir_step(const char *dir) {
+  size_t n = strlen(dir);
+  while (n > 1 && dir[n - 1] == '/') n--; /* "step_00000003/" names the same directory */
+  const char *base = dir + n;
+  while (base > dir && base[-1] != '/') base--;
+  long long s;
+  int used = 0;
+  if ((size_t)(dir + n - base) < 6 || sscanf(base, "step_%lld%n", &s, &used) != 1 || base + used != dir + n ||
+      s < 0)
+    return -1;
+  return s;
+}
+
+/* ---- the checksum ---- */
+
+/* The fields whose meaning the checksum covers, as paths "a.b". */
+static const char *const covered[] = {
+    "format", "version", "step", "seed", "next_data_step", "world_size", "model.arch", "model.layers",
+    "model.heads", "model.kv_heads", "model.channels", "model.ffn", "model.seq_len", "model.vocab_size",
+    "model.rope_theta", "model.norm_eps", "model.tie_embeddings", "model_hash", "config_hash", "plugin.name",
+    "plugin.version", "tessel_version", "tokenizer.hash", "files.model.safetensors.bytes",
+    "files.model.safetensors.crc32", "files.optimizer.safetensors.bytes", "files.optimizer.safetensors.crc32",
+    "files.private.safetensors.bytes", "files.private.safetensors.crc32", "files.config.yaml.bytes",
+    "files.config.yaml.crc32", "files.tokenizer.json.bytes", "files.tokenizer.json.crc32"};
+
+/* The item at a covered path; file names hold dots, so "files.NAME.key"
+** splits at its first and last. */
+static const cJSON *item_at(const cJSON *root, const char *path) {
+  const char *first = strchr(path, '.'), *last = strrchr(path, '.');
+  if (!first) return cJSON_GetObjectItemCaseSensitive(root, path);
+  char head[32], mid[64];
+  snprintf(head, sizeof head, "%.*s", (int)(first - path), path);
+  const cJSON *o = cJSON_GetObjectItemCaseSensitive(root, head);
+  if (first == last) return cJSON_GetObjectItemCaseSensitive(o, first + 1);
+  snprintf(mid, sizeof mid, "%.*s", (int)(last - first - 1), first + 1);
+  return cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(o, mid), last + 1);
+}
+
+/* CRC-32 of "path=value\n" for every covered field, numbers as %.17g:
+** independent of key order, whitespace and how the JSON printed them. */
+static uint32_t meaning_crc(const cJSON *root) {
+  uLong c = crc32(0L, Z_NULL, 0);
+  for (size_t i = 0; i < TSL_ARRAY_LEN(covered); i++) {
+    const cJSON *v = item_at(root, covered[i]);
+    char num[64];
+    const char *text = !v                 ? "(absent)"
+                       : cJSON_IsString(v) ? v->valuestring
+                       : cJSON_IsNumber(v) ? num
+                       : cJSON_IsTrue(v)   ? "true"
+                       : cJSON_IsFalse(v)  ? "false"
+                                           : "(other)";
+    if (cJSON_IsNumber(v)) snprintf(num, sizeof num, "%.17g", v->valuedouble);
+    c = crc32(c, (const Bytef *)covered[i], (uInt)strlen(covered[i]));
+    c = crc32(c, (const Bytef *)"=", 1);
+    c = crc32(c, (const Bytef *)text, (uInt)strlen(text));
+    c = crc32(c, (const Bytef *)"\n", 1);
+  }
+  return (uint32_t)c;
+}
+
+static int set_checksum(cJSON *root) {
+  char hex[16];
+  snprintf(hex, sizeof hex, "%08" PRIx32, meaning_crc(root));
+  cJSON_DeleteItemFromObjectCaseSensitive(root, "meta_crc32");
+  return cJSON_AddStringToObject(root, "meta_crc32", hex) != NULL;
+}
+
+char *tsl_ckpt_meta_reseal(const char *json) {
+  cJSON *root = cJSON_Parse(json);
+  char *out = cJSON_IsObject(root) && set_checksum(root) ? cJSON_Print(root) : NULL;
+  cJSON_Delete(root);
+  return out;
+}
+
+/* ---- writing ---- */
+
+static void add_hex(cJSON *o, const char *key, uint64_t v, int digits) {
+  char hex[24];
+  snprintf(hex, sizeof hex, "%0*" PRIx64, digits, v);
+  cJSON_AddStringToObject(o, key, hex);
+}
+
+static cJSON *meta_json(const tsl_ckpt_meta *m) {
+  cJSON *root = cJSON_CreateObject(), *model = cJSON_AddObjectToObject(root, "model");
+  cJSON *files = cJSON_AddObjectToObject(root, "files"), *plugin = cJSON_AddObjectToObject(root, "plugin");
+  const tsl_model_settings *d = &m->model;
+  cJSON_AddStringToObject(root, "format", "tessel-checkpoint");
+  cJSON_AddNumberToObject(root, "version", TSL_CKPT_FORMAT_VERSION);
+  cJSON_AddNumberToObject(root, "step", (double)m->step);
+  add_hex(root, "seed", m->seed, 16);
+  /* the data position: batches are a function of (seed, step), so the next
+  ** step's batch is all a resumed run needs to know */
+  cJSON_AddNumberToObject(root, "next_data_step", (double)(m->step + 1));
+  cJSON_AddNumberToObject(root, "world_size", m->world_size);
+  cJSON_AddStringToObject(model, "arch", d->arch == TSL_ARCH_LLAMA ? "llama" : "gpt2");
+  cJSON_AddNumberToObject(model, "layers", d->layers);
+  cJSON_AddNumberToObject(model, "heads", d->heads);
+  cJSON_AddNumberToObject(model, "kv_heads", d->kv_heads);
+  cJSON_AddNumberToObject(model, "channels", d->channels);
+  cJSON_AddNumberToObject(model, "ffn", d->ffn);
+  cJSON_AddNumberToObject(model, "seq_len", d->seq_len);
+  cJSON_AddNumberToObject(model, "vocab_size", d->vocab_size);
+  cJSON_AddNumberToObject(model, "rope_theta", d->rope_theta);
+  cJSON_AddNumberToObject(model, "norm_eps", d->norm_eps);
+  cJSON_AddBoolToObject(model, "tie_embeddings", d->tie_embeddings);
+  add_hex(root, "model_hash", m->model_hash, 16);
+  add_hex(root, "config_hash", m->config_hash, 16);
+  cJSON_AddStringToObject(plugin, "name", m->plugin);
+  cJSON_AddStringToObject(plugin, "version", m->plugin_version);
+  cJSON_AddStringToObject(root, "tessel_version", m->tessel_version);
+  if (m->files[TSL_CKPT_TOKENIZER].present) {
+    cJSON *tok = cJSON_AddObjectToObject(root, "tokenizer");
+    cJSON_AddStringToObject(tok, "file", tsl_ckpt_files[TSL_CKPT_TOKENIZER]);
+    add_hex(tok, "hash", m->tokenizer_hash, 16);
+  } else {
+    cJSON_AddNullToObject(root, "tokenizer");
+  }
+  for (int f = 0; f < TSL_CKPT_N_FILES; f++) {
+    if (!m->files[f].present) continue;
+    cJSON *e = cJSON_AddObjectToObject(files, tsl_ckpt_files[f]);
+    cJSON_AddNumberToObject(e, "bytes", (double)m->files[f].bytes);
+    add_hex(e, "crc32", m->files[f].crc32, 8);
+  }
+  if (!set_checksum(root)) {
+    cJSON_Delete(root);
+    return NULL;
+  }
+  return root;
+}
+
+tsl_status tsl_ckpt_meta_write(const char *dir, tsl_ckpt_meta *m) {
+  tsl_status st = TESSEL_OK;
+  char *path = NULL, *text = NULL;
+  for (int f = 0; f < TSL_CKPT_N_FILES && st >= 0; f++) {
+    if (!m->files[f].present) continue;
+    char *file = tsl_asprintf("%s/%s", dir, tsl_ckpt_files[f]);
+    st = file ? tsl_file_crc32(file, &m->files[f].crc32, &m->files[f].bytes) : TESSEL_E_NOMEM;
+    free(file);
+  }
+  if (st < 0) return st;
+  cJSON *root = meta_json(m);
+  text = root ? cJSON_Print(root) : NULL;
+  cJSON_Delete(root);
+  path = tsl_asprintf("%s/trainer.json", dir);
+  if (!text || !path) {
+    st = tsl_error(TESSEL_E_NOMEM, "out of host memory writing trainer.json");
+  } else {
+    tsl_atomic_file af;
+    st = tsl_atomic_open(path, &af);
+    if (st >= 0 && (st = tsl_atomic_write(&af, text, strlen(text))) < 0) tsl_atomic_abort(&af);
+    if (st >= 0) st = tsl_atomic_commit(&af);
+  }
+  free(text);
+  free(path);
+  return st;
+}
+
+/* ---- reading ---- */
+
+typedef struct reader {
+  const char *where;
+  const cJSON *root;
+  int version;
+} reader;
+
+/* A whole number in [lo, hi] at `path`. */
+static tsl_status whole(const reader *r, const char *path, double lo, double hi, int64_t *out) {
+  const cJSON *v = item_at(r->root, path);
+  if (!cJSON_IsNumber(v)) return tsl_error(TESSEL_E_IO, "%s: '%s' is missing or not a number", r->where, path);
+  double x = v->valuedouble;
+  if (!isfinite(x) || x != floor(x)) return tsl_error(TESSEL_E_IO, "%s: '%s' is %.17g, not a whole number", r->where, path, x);
+  if (x < lo || x > hi)
+    return tsl_error(TESSEL_E_IO, "%s: '%s' is %.0f, outside [%.0f, %.0f]", r->where, path, x, lo, hi);
+  *out = (int64_t)x;
+  return TESSEL_OK;
+}
+
+/* Exactly `digits` hexadecimal digits at `path`. */
+static tsl_status hex(const reader *r, const char *path, int digits, uint64_t *out) {
+  const cJSON *v = item_at(r->root, path);
+  const char *s = cJSON_IsString(v) ? v->valuestring : NULL;
+  int n = 0;
+  while (s && s[n] && strchr("0123456789abcdefABCDEF", s[n])) n++;
+  if (!s || n != digits || s[n])
+    return tsl_error(TESSEL_E_IO, "%s: '%s' must be %d hexadecimal digits", r->where, path, digits);
+  *out = strtoull(s, NULL, 16);
+  return TESSEL_OK;
+}
+
+static tsl_status text(const reader *r, const char *path, char *out, size_t cap) {
+  const cJSON *v = item_at(r->root, path);
+  if (!cJSON_IsString(v) || strlen(v->valuestring) >= cap)
+    return tsl_error(TESSEL_E_IO, "%s: '%s' must be a string of fewer than %zu bytes", r->where, path, cap);
+  memcpy(out, v->valuestring, strlen(v->valuestring) + 1);
+  return TESSEL_OK;
+}
+
+/* A number at `path`, or `dflt` when a version-1 description lacks it. */
+static tsl_status number(const reader *r, const char *path, double lo, double hi, double dflt, double *out) {
+  const cJSON *v = item_at(r->root, path);
+  if (!v && r->version == 1) {
+    *out = dflt;
+    return TESSEL_OK;
+  }
+  if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || v->valuedouble < lo || v->valuedouble > hi)
+    return tsl_error(TESSEL_E_IO, "%s: '%s' is missing or not a number in [%g, %g]", r->where, path, lo, hi);
+  *out = v->valuedouble;
+  return TESSEL_OK;
+}
+
+/* The model: version 1 (GPT-2 only) lacks every key past its five
+** dimensions, which then take GPT-2's values. */
+static tsl_status read_model(const reader *r, tsl_ckpt_meta *m) {
+  tsl_status st;
+  int64_t v[8];
+  tsl_model_settings *d = &m->model;
+  static const char *const keys[] = {"model.layers", "model.heads", "model.channels", "model.seq_len",
+                                     "model.vocab_size"};
+  /* the ranges of the model section of a config */
+  static const double lo[] = {1, 1, 1, 1, 2}, hi[] = {1 << 20, 1 << 20, 1 << 20, 1 << 20, 1 << 24};
+  for (int i = 0; i < 5; i++) TSL_TRY(st, whole(r, keys[i], lo[i], hi[i], &v[i]));
+  const cJSON *arch = item_at(r->root, "model.arch");
+  if (r->version >= 2 && !(cJSON_IsString(arch) && (!strcmp(arch->valuestring, "gpt2") ||
+                                                    !strcmp(arch->valuestring, "llama"))))
+    return tsl_error(TESSEL_E_IO, "%s: 'model.arch' must be \"gpt2\" or \"llama\"", r->where);
+  d->arch = r->version >= 2 && !strcmp(arch->valuestring, "llama") ? TSL_ARCH_LLAMA : TSL_ARCH_GPT2;
+  d->layers = (int)v[0], d->heads = (int)v[1], d->channels = (int)v[2], d->seq_len = (int)v[3];
+  d->vocab_size = (int)v[4];
+  if (r->version >= 2) {
+    TSL_TRY(st, whole(r, "model.kv_heads", 1, 1 << 20, &v[5]));
+    TSL_TRY(st, whole(r, "model.ffn", 1, 1 << 24, &v[6]));
+    const cJSON *tie = item_at(r->root, "model.tie_embeddings");
+    if (!cJSON_IsBool(tie)) return tsl_error(TESSEL_E_IO, "%s: 'model.tie_embeddings' must be true or false", r->where);
+    d->tie_embeddings = cJSON_IsTrue(tie);
+  } else {
+    v[5] = d->heads, v[6] = 4 * (int64_t)d->channels, d->tie_embeddings = 1;
+  }
+  d->kv_heads = (int)v[5], d->ffn = (int)v[6];
+  TSL_TRY(st, number(r, "model.rope_theta", 1.0, 1e12, 10000.0, &d->rope_theta));
+  TSL_TRY(st, number(r, "model.norm_eps", 1e-12, 1.0, 1e-5, &d->norm_eps));
+  if (d->channels % d->heads != 0)
+    return tsl_error(TESSEL_E_IO, "%s: model.channels %d does not split into model.heads %d", r->where, d->channels,
+                     d->heads);
+  if (d->heads % d->kv_heads != 0)
+    return tsl_error(TESSEL_E_IO, "%s: model.kv_heads %d does not divide model.heads %d", r->where, d->kv_heads,
+                     d->heads);
+  TSL_TRY(st, hex(r, "model_hash", 16, &m->model_hash));
+  if (m->model_hash != (r->version == 1 ? v1_model_hash(d) : tsl_ckpt_model_hash(d)))
+    return tsl_error(TESSEL_E_IO, "%s: model_hash does not belong to the model recorded beside it", r->where);
+  return TESSEL_OK;
+fail:
+  return st;
+}
+
+static tsl_status read_step(const reader *r, int64_t dir_step, tsl_ckpt_meta *m) {
+  tsl_status st;
+  int64_t next, world;
+  TSL_TRY(st, whole(r, "step", 0, MAX_WHOLE - 1, &m->step));
+  if (dir_step >= 0 && m->step != dir_step)
+    return tsl_error(TESSEL_E_IO, "%s: records step %lld, but its directory is step_%08lld", r->where,
+                     (long long)m->step, (long long)dir_step);
+  TSL_TRY(st, whole(r, "next_data_step", 0, MAX_WHOLE, &next));
+  if (next != m->step + 1)
+    return tsl_error(TESSEL_E_IO, "%s: next_data_step %lld does not follow step %lld", r->where, (long long)next,
+                     (long long)m->step);
+  TSL_TRY(st, whole(r, "world_size", 1, 1 << 24, &world));
+  m->world_size = (int)world;
+  return hex(r, "seed", 16, &m->seed);
+fail:
+  return st;
+}
+
+/* Every file a checkpoint of this version has, and the tokenizer when the
+** description names one. */
+static tsl_status read_files(const reader *r, tsl_ckpt_meta *m) {
+  tsl_status st = TESSEL_OK;
+  const cJSON *tok = item_at(r->root, "tokenizer");
+  if (r->version >= 2 && !cJSON_IsNull(tok) && !cJSON_IsObject(tok))
+    return tsl_error(TESSEL_E_IO, "%s: 'tokenizer' must be null or an object", r->where);
+  if (cJSON_IsObject(tok)) TSL_TRY(st, hex(r, "tokenizer.hash", 16, &m->tokenizer_hash));
+  for (int f = 0; f < TSL_CKPT_N_FILES && st >= 0; f++) {
+    char path[96];
+    int64_t bytes = 0;
+    uint64_t crc = 0;
+    m->files[f].present = f == TSL_CKPT_TOKENIZER ? cJSON_IsObject(tok) : f != TSL_CKPT_PRIVATE || r->version >= 2;
+    if (!m->files[f].present) continue;
+    snprintf(path, sizeof path, "files.%s.bytes", tsl_ckpt_files[f]);
+    st = whole(r, path, 0, MAX_WHOLE, &bytes);
+    snprintf(path, sizeof path, "files.%s.crc32", tsl_ckpt_files[f]);
+    if (st >= 0) st = hex(r, path, 8, &crc);
+    m->files[f].bytes = (uint64_t)bytes;
+    m->files[f].crc32 = (uint32_t)crc;
+  }
+fail:
+  return st;
+}
+
+tsl_status tsl_ckpt_meta_parse(const char *json, const char *where, int64_t dir_step, tsl_ckpt_meta *m) {
+  tsl_status st = TESSEL_OK;
+  memset(m, 0, sizeof *m);
+  cJSON *root = cJSON_Parse(json);
+  reader r = {where, root, 0};
+  const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(root, "format");
+  int64_t version = 0;
+  uint64_t sum = 0;
+  if (!cJSON_IsObject(root) || !cJSON_IsString(fmt) || strcmp(fmt->valuestring, "tessel-checkpoint") != 0) {
+    st = tsl_error(TESSEL_E_IO, "%s: not a tessel checkpoint description (bad or truncated JSON)", where);
+    goto fail;
+  }
+  TSL_TRY(st, whole(&r, "version", 0, MAX_WHOLE, &version));
+  if (version < 1 || version > TSL_CKPT_FORMAT_VERSION) {
+    st = tsl_error(TESSEL_E_VERSION, "%s: checkpoint format version %lld; this tessel reads versions 1 to %d", where,
+                   (long long)version, TSL_CKPT_FORMAT_VERSION);
+    goto fail;
+  }
+  m->version = r.version = (int)version;
+  if (version >= 2) {
+    TSL_TRY(st, hex(&r, "meta_crc32", 8, &sum));
+    if ((uint32_t)sum != meaning_crc(root)) {
+      st = tsl_error(TESSEL_E_IO, "%s has been altered or damaged: its content does not match its checksum "
+                     "(meta_crc32 %08" PRIx32 ", content %08" PRIx32 ")", where, (uint32_t)sum, meaning_crc(root));
+      goto fail;
+    }
+  }
+  TSL_TRY(st, read_step(&r, dir_step, m));
+  TSL_TRY(st, read_model(&r, m));
+  TSL_TRY(st, hex(&r, "config_hash", 16, &m->config_hash));
+  TSL_TRY(st, text(&r, "plugin.name", m->plugin, sizeof m->plugin));
+  TSL_TRY(st, text(&r, "plugin.version", m->plugin_version, sizeof m->plugin_version));
+  TSL_TRY(st, text(&r, "tessel_version", m->tessel_version, sizeof m->tessel_version));
+  TSL_TRY(st, read_files(&r, m));
+fail:
+  cJSON_Delete(root);
+  return st;
+}

@@ -1,0 +1,82 @@
+/*
+** core/ckpt/meta.h — trainer.json, a checkpoint's description, validated
+** like a config.
+**
+** trainer.json records the step, seed, data position, the model (its
+** architecture and every dimension), strategy, config hash, the run's
+** tokenizer (its hash, or null), and the size and CRC-32 of every other
+** file of the checkpoint. Since format version 2 it also holds
+** `meta_crc32`: the CRC-32 of its own content — the unformatted JSON of
+** every other field, so a change of meaning is caught and a change of
+** whitespace is not. Reading refuses, naming the file and the field, a
+** description that is not well formed: a step that is not a whole number,
+** negative, or not the one in the directory's name (step_NNNNNNNN);
+** dimensions out of the ranges a config allows or inconsistent (channels
+** not a multiple of heads, kv_heads not dividing heads, a model_hash of
+** another model); a seed, hash or checksum that is not hexadecimal; a
+** missing file entry. Version 1 descriptions (GPT-2 only, no meta_crc32,
+** no private.safetensors) are read with every other check.
+*/
+#ifndef TSL_CKPT_META_H
+#define TSL_CKPT_META_H
+
+#include <stdint.h>
+#include "common/status.h"
+#include "runtime/settings.h"
+
+#define TSL_CKPT_FORMAT_VERSION 2
+
+/* The files a checkpoint directory holds besides trainer.json: every one
+** of version 2 all but the tokenizer (only a run with one stores it), of
+** version 1 no private.safetensors. */
+typedef enum {
+  TSL_CKPT_MODEL = 0,     /* model.safetensors: master weights            */
+  TSL_CKPT_OPTIMIZER = 1, /* optimizer.safetensors: each optimizer slot   */
+  TSL_CKPT_PRIVATE = 2,   /* private.safetensors: the strategy's slots    */
+  TSL_CKPT_CONFIG = 3,    /* config.yaml                                  */
+  TSL_CKPT_TOKENIZER = 4, /* tokenizer.json                               */
+  TSL_CKPT_N_FILES = 5
+} tsl_ckpt_file;
+extern const char *const tsl_ckpt_files[TSL_CKPT_N_FILES];
+
+typedef struct tsl_ckpt_meta {
+  int version;
+  int64_t step;
+  uint64_t seed, model_hash, config_hash;
+  uint64_t tokenizer_hash; /* with files[TSL_CKPT_TOKENIZER].present */
+  int world_size;
+  tsl_model_settings model; /* section NULL */
+  char plugin[64], plugin_version[64], tessel_version[32];
+  struct {
+    int present;
+    uint64_t bytes;
+    uint32_t crc32;
+  } files[TSL_CKPT_N_FILES];
+} tsl_ckpt_meta;
+
+/* Hash of a model's architecture and dimensions, as stored in model_hash. */
+uint64_t tsl_ckpt_model_hash(const tsl_model_settings *m);
+
+/* Parse and validate the text of a trainer.json. `where` names it in
+** messages; dir_step is the step of the directory's name (-1: not named
+** step_NNNNNNNN, no comparison). Errors are TESSEL_E_IO (TESSEL_E_VERSION
+** for a format this tessel does not read). */
+tsl_status tsl_ckpt_meta_parse(const char *json, const char *where, int64_t dir_step, tsl_ckpt_meta *out);
+
+/* Write DIR/trainer.json for `m` atomically, after recording the size and
+** CRC-32 of each file m->files marks present into m->files. */
+tsl_status tsl_ckpt_meta_write(const char *dir, tsl_ckpt_meta *m);
+
+/* The step in a checkpoint directory's name ("…/step_00001000" -> 1000),
+** or -1 when it is not named so. */
+int64_t tsl_ckpt_dir_step(const char *dir);
+
+/* `json` with meta_crc32 set to the checksum of the rest (a heap string;
+** NULL when it is not a JSON object). For tests and fuzzers that change a
+** description's meaning on purpose. */
+char *tsl_ckpt_meta_reseal(const char *json);
+
+/* CRC-32 (zlib) and size of a file. */
+tsl_status tsl_file_crc32(const char *path, uint32_t *crc, uint64_t *bytes);
+
+#endif

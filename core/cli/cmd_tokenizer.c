@@ -1,0 +1,189 @@
+/* core/cli/cmd_tokenizer.c — `tessel tokenizer train|encode|decode|info`. */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "common/util.h"
+#include "tokenizer/tokenizer.h"
+
+static int tokenizer_cmd(int argc, char **argv);
+
+const tsl_command tsl_cmd_tokenizer = {
+    "tokenizer", "train a byte-level BPE tokenizer, or encode and decode with one",
+    "usage: tessel tokenizer train FILE... --vocab N -o tokenizer.json [--special TOKEN]... [--min-frequency N]\n"
+    "                              [--pattern gpt2|llama3|REGEX]\n"
+    "       tessel tokenizer encode TOKENIZER [FILE] [--count] [--ordinary]\n"
+    "       tessel tokenizer decode TOKENIZER [FILE]\n"
+    "       tessel tokenizer info TOKENIZER\n\n"
+    "train    learns a byte-level BPE of N tokens from the files (each file one text) as Hugging Face\n"
+    "         tokenizers' BpeTrainer does, and writes a tokenizer.json that tokenizers and transformers load.\n"
+    "         Ids: the special tokens first (default <|endoftext|>), the 256 byte symbols, then the merges.\n"
+    "           --vocab N             vocabulary size, special tokens and byte symbols included\n"
+    "           -o, --out FILE        the tokenizer.json to write\n"
+    "           --special TOKEN       a special token (repeatable; replaces the default)\n"
+    "           --min-frequency N     merge only pairs seen at least N times (default 0)\n"
+    "           --pattern P           pre-tokenizer regex: gpt2 (default), llama3, or a PCRE2 regex\n"
+    "encode   prints the ids of FILE (default: standard input) on one line; --count prints only how many;\n"
+    "         added tokens such as <|endoftext|> in the text are recognised unless --ordinary.\n"
+    "decode   reads ids (separated by white space) and writes the bytes they stand for.\n"
+    "info     prints the vocabulary size, the end-of-text id and the tokenizer's hash.\n"
+    "TOKENIZER is a Hugging Face tokenizer.json of a byte-level BPE (GPT-2, Llama 3, or one trained here).\n",
+    tokenizer_cmd};
+
+#define MAX_SPECIAL 64
+
+static int train(int argc, char **argv) {
+  static const struct option opts[] = {{"vocab", required_argument, 0, 'v'},   {"out", required_argument, 0, 'o'},
+                                       {"special", required_argument, 0, 's'}, {"min-frequency", required_argument, 0, 'm'},
+                                       {"pattern", required_argument, 0, 'p'}, {0, 0, 0, 0}};
+  static const char *const default_special[] = {"<|endoftext|>"};
+  const char *special[MAX_SPECIAL], *out = NULL;
+  tsl_tokenizer_train_opts o = {.special = default_special, .n_special = 1};
+  long long v;
+  int c, n_special = 0;
+  optind = 0;
+  while ((c = getopt_long(argc, argv, "o:", opts, NULL)) != -1) {
+    int ok = 1;
+    switch (c) {
+      case 'v': ok = tsl_option_int(optarg, 2, 1 << 30, &o.vocab_size); break;
+      case 'o': out = optarg; break;
+      case 's':
+        ok = n_special < MAX_SPECIAL;
+        if (ok) special[n_special++] = optarg;
+        break;
+      case 'm':
+        ok = tsl_parse_count(optarg, &v) == 0;
+        o.min_frequency = v;
+        break;
+      case 'p': o.pattern = tsl_tokenizer_pattern_named(optarg) ? tsl_tokenizer_pattern_named(optarg) : optarg; break;
+      default: ok = 0;
+    }
+    if (!ok) return tsl_usage_error(&tsl_cmd_tokenizer, "bad option or value");
+  }
+  if (!out) return tsl_usage_error(&tsl_cmd_tokenizer, "train: missing -o tokenizer.json");
+  if (!o.vocab_size) return tsl_usage_error(&tsl_cmd_tokenizer, "train: missing --vocab N");
+  if (optind >= argc) return tsl_usage_error(&tsl_cmd_tokenizer, "train: no input files");
+  if (n_special > 0) o.special = special, o.n_special = n_special;
+  tsl_tokenizer_train_report r;
+  double t0 = tsl_now();
+  tsl_status st = tsl_tokenizer_train((const char *const *)argv + optind, argc - optind, &o, out, &r);
+  if (st < 0) return tsl_fail(st);
+  printf("trained %s: %d tokens (%d special, 256 bytes, %d merges) from %llu bytes, %llu words (%llu distinct) in %.2f s\n",
+         out, r.vocab_size, o.n_special, r.merges, (unsigned long long)r.bytes, (unsigned long long)r.words,
+         (unsigned long long)r.unique_words, tsl_now() - t0);
+  if (r.vocab_size < o.vocab_size)
+    printf("note: the text has no pair left to merge after %d tokens (asked for %d)\n", r.vocab_size, o.vocab_size);
+  return TSL_EXIT_OK;
+}
+
+/* Standard input or a file, whole. */
+static tsl_status read_input(const char *path, char **text, size_t *len) {
+  if (path) return tsl_read_file(path, text, len);
+  size_t cap = 1 << 16, n = 0, k;
+  char *buf = malloc(cap);
+  while (buf && (k = fread(buf + n, 1, cap - n, stdin)) > 0) {
+    n += k;
+    if (n == cap) {
+      char *b = realloc(buf, cap *= 2);
+      if (!b) free(buf);
+      buf = b;
+    }
+  }
+  if (!buf) return tsl_error(TESSEL_E_NOMEM, "out of host memory reading standard input");
+  if (ferror(stdin)) {
+    free(buf);
+    return tsl_error(TESSEL_E_IO, "standard input: read failed: %s", strerror(errno));
+  }
+  *text = buf;
+  *len = n;
+  return TESSEL_OK;
+}
+
+static tsl_status print_ids(void *ctx, const int32_t *ids, size_t n) {
+  int *first = ctx;
+  for (size_t i = 0; i < n; i++, *first = 0) printf(*first ? "%d" : " %d", ids[i]);
+  return TESSEL_OK;
+}
+
+static tsl_status count_ids(void *ctx, const int32_t *ids, size_t n) {
+  (void)ids;
+  *(uint64_t *)ctx += n;
+  return TESSEL_OK;
+}
+
+static int encode(tsl_tokenizer *t, const char *path, int count, int ordinary) {
+  char *text = NULL;
+  size_t len = 0;
+  uint64_t n = 0;
+  int first = 1;
+  tsl_status st = read_input(path, &text, &len);
+  if (st >= 0)
+    st = tsl_tokenizer_encode(t, text, len, ordinary ? 0 : TSL_TOK_ADDED, count ? count_ids : print_ids,
+                              count ? (void *)&n : (void *)&first);
+  free(text);
+  if (st < 0) return tsl_fail(st);
+  if (count) printf("%llu", (unsigned long long)n);
+  putchar('\n');
+  return TSL_EXIT_OK;
+}
+
+static int decode(tsl_tokenizer *t, const char *path) {
+  FILE *in = path ? fopen(path, "r") : stdin;
+  long long id;
+  int rc = TSL_EXIT_OK;
+  if (!in) return tsl_fail(tsl_error(TESSEL_E_IO, "%s: cannot open: %s", path, strerror(errno)));
+  while (fscanf(in, "%lld", &id) == 1) {
+    size_t n;
+    const char *s = id >= INT32_MIN && id <= INT32_MAX ? tsl_tokenizer_token(t, (int32_t)id, &n) : NULL;
+    if (!s) {
+      rc = tsl_fail(tsl_error(TESSEL_E_CONFIG, "id %lld is outside the vocabulary of %s (%d tokens)", id,
+                              tsl_tokenizer_name(t), tsl_tokenizer_vocab_size(t)));
+      break;
+    }
+    fwrite(s, 1, n, stdout);
+  }
+  if (rc == TSL_EXIT_OK && !feof(in))
+    rc = tsl_fail(tsl_error(TESSEL_E_CONFIG, "%s: expected whole-number ids", path ? path : "standard input"));
+  if (path) fclose(in);
+  return rc;
+}
+
+static int tokenizer_cmd(int argc, char **argv) {
+  static const struct option opts[] = {{"count", no_argument, 0, 'c'}, {"ordinary", no_argument, 0, 'r'}, {0, 0, 0, 0}};
+  int c, count = 0, ordinary = 0;
+  if (argc < 2) return tsl_usage_error(&tsl_cmd_tokenizer, "expected train, encode, decode or info");
+  const char *verb = argv[1];
+  if (strcmp(verb, "train") == 0) return train(argc - 1, argv + 1);
+  if (strcmp(verb, "encode") != 0 && strcmp(verb, "decode") != 0 && strcmp(verb, "info") != 0)
+    return tsl_usage_error(&tsl_cmd_tokenizer, "unknown action '%s'; expected train, encode, decode or info", verb);
+  optind = 0;
+  argc--, argv++;
+  while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+    if (c == 'c' && strcmp(verb, "encode") == 0) count = 1;
+    else if (c == 'r' && strcmp(verb, "encode") == 0) ordinary = 1;
+    else return tsl_usage_error(&tsl_cmd_tokenizer, "bad option for %s", verb);
+  }
+  int rest = argc - optind, max_rest = strcmp(verb, "info") == 0 ? 1 : 2;
+  if (rest < 1 || rest > max_rest) return tsl_usage_error(&tsl_cmd_tokenizer, "%s: expected TOKENIZER%s", verb,
+                                                          max_rest == 2 ? " [FILE]" : "");
+  tsl_tokenizer *t;
+  tsl_status st = tsl_tokenizer_load(argv[optind], &t);
+  if (st < 0) return tsl_fail(st);
+  const char *file = rest == 2 ? argv[optind + 1] : NULL;
+  int rc;
+  if (strcmp(verb, "encode") == 0) {
+    rc = encode(t, file, count, ordinary);
+  } else if (strcmp(verb, "decode") == 0) {
+    rc = decode(t, file);
+  } else {
+    printf("vocab_size %d\neot %d\nhash %016" PRIx64 "\n", tsl_tokenizer_vocab_size(t), tsl_tokenizer_eot(t),
+           tsl_tokenizer_hash(t));
+    rc = TSL_EXIT_OK;
+  }
+  tsl_tokenizer_free(t);
+  return rc;
+}

@@ -1,0 +1,241 @@
+/*
+** core/tokenizer/bpe.c — encoding text into ids.
+**
+** A text is cut at added tokens (when asked), each span into pre-tokenizer
+** pieces, and each piece's bytes are merged: start from one symbol per byte
+** and repeatedly merge the adjacent pair of lowest rank, leftmost first —
+** `tokenizers`' Word::merge_all, with the same heap order (rank, then
+** position) and the same test of a stale entry (the pair there now must
+** still merge into the entry's id), so the ids agree token for token. Each
+** piece costs O(n log n) in its length n, so a megabyte-long run of spaces
+** is as safe as a word. Pieces repeat (words), so merged pieces of up to
+** CACHE_PIECE_MAX bytes are cached.
+*/
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/util.h"
+#include "tokenizer/internal.h"
+
+#define CACHE_PIECE_MAX 64
+#define CACHE_MAX_ENTRIES (1u << 18)
+#define SINK_BATCH 1024
+
+typedef struct merge_entry {
+  uint32_t rank, pos;
+  int32_t id;
+} merge_entry;
+
+static int entry_before(const merge_entry *a, const merge_entry *b) {
+  return a->rank != b->rank ? a->rank < b->rank : a->pos < b->pos;
+}
+
+static void heap_push(merge_entry *h, size_t *n, merge_entry e) {
+  size_t i = (*n)++;
+  while (i > 0 && entry_before(&e, &h[(i - 1) / 2])) {
+    h[i] = h[(i - 1) / 2];
+    i = (i - 1) / 2;
+  }
+  h[i] = e;
+}
+
+static merge_entry heap_pop(merge_entry *h, size_t *n) {
+  merge_entry top = h[0], last = h[--*n];
+  size_t i = 0;
+  for (;;) {
+    size_t c = 2 * i + 1;
+    if (c >= *n) break;
+    if (c + 1 < *n && entry_before(&h[c + 1], &h[c])) c++;
+    if (!entry_before(&h[c], &last)) break;
+    h[i] = h[c];
+    i = c;
+  }
+  if (*n > 0) h[i] = last;
+  return top;
+}
+
+/* Push the merge of the pair starting at symbol i, if the pair merges. */
+static void push_pair(const tsl_tokenizer *t, merge_entry *h, size_t *n, const int32_t *ids, long i, long j) {
+  if (i < 0 || j < 0) return;
+  const int64_t *m = tsl_pairmap_find(&t->merges, (uint32_t)ids[i], (uint32_t)ids[j]);
+  if (m) heap_push(h, n, (merge_entry){(uint32_t)(*m >> 32), (uint32_t)i, (int32_t)(*m & 0xffffffff)});
+}
+
+long tsl_bpe_merge_piece(tsl_tokenizer *t, const unsigned char *piece, size_t n, int32_t *ids) {
+  for (size_t i = 0; i < n; i++) ids[i] = t->byte_id[piece[i]];
+  if (n < 2) return (long)n;
+  /* scratch: next and prev links, and a heap of at most n - 1 + 2 per merge entries */
+  tsl_status st = tsl_tok_reserve(&t->work, &t->work_cap, n * 2 * sizeof(long) + 3 * n * sizeof(merge_entry), 1);
+  if (st < 0) return st;
+  long *next = t->work, *prev = next + n;
+  merge_entry *heap = (merge_entry *)(prev + n);
+  size_t nh = 0;
+  for (size_t i = 0; i < n; i++) {
+    next[i] = i + 1 < n ? (long)i + 1 : -1;
+    prev[i] = (long)i - 1;
+  }
+  for (size_t i = 0; i + 1 < n; i++) push_pair(t, heap, &nh, ids, (long)i, (long)i + 1);
+  while (nh > 0) {
+    merge_entry e = heap_pop(heap, &nh);
+    long i = e.pos, j = next[i];
+    if (ids[i] < 0 || j < 0) continue;
+    const int64_t *m = tsl_pairmap_find(&t->merges, (uint32_t)ids[i], (uint32_t)ids[j]);
+    if (!m || (int32_t)(*m & 0xffffffff) != e.id) continue; /* stale: the pair here has changed */
+    ids[i] = e.id;
+    ids[j] = -1;
+    next[i] = next[j];
+    if (next[j] >= 0) prev[next[j]] = i;
+    push_pair(t, heap, &nh, ids, prev[i], i);
+    push_pair(t, heap, &nh, ids, i, next[i]);
+  }
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++)
+    if (ids[i] >= 0) ids[k++] = ids[i];
+  return (long)k;
+}
+
+/* Ids waiting for the sink. */
+typedef struct out_buf {
+  tsl_token_sink sink;
+  void *ctx;
+  int32_t ids[SINK_BATCH];
+  size_t n;
+} out_buf;
+
+static tsl_status out_flush(out_buf *o) {
+  tsl_status st = o->n ? o->sink(o->ctx, o->ids, o->n) : TESSEL_OK;
+  o->n = 0;
+  return st;
+}
+
+static tsl_status out_put(out_buf *o, const int32_t *ids, size_t n) {
+  if (o->n + n > SINK_BATCH) {
+    tsl_status st = out_flush(o);
+    if (st < 0) return st;
+    if (n > SINK_BATCH) return o->sink(o->ctx, ids, n);
+  }
+  memcpy(o->ids + o->n, ids, n * sizeof *ids);
+  o->n += n;
+  return TESSEL_OK;
+}
+
+/* Cache the merged ids of a short piece. Failing to cache only costs time. */
+static void cache_put(tsl_tokenizer *t, const char *piece, size_t n, const int32_t *ids, size_t k) {
+  if (t->cache.n >= CACHE_MAX_ENTRIES) {
+    tsl_strmap_clear(&t->cache);
+    t->cache_n = 0;
+  }
+  int64_t *slot;
+  if (tsl_tok_reserve(&t->cache_ids, &t->cache_cap, t->cache_n + k, sizeof *t->cache_ids) < 0 ||
+      tsl_strmap_put(&t->cache, piece, n, (int64_t)t->cache_n << 8 | (int64_t)k, &slot, NULL) < 0) {
+    tsl_error_clear();
+    return;
+  }
+  memcpy(t->cache_ids + t->cache_n, ids, k * sizeof *ids);
+  t->cache_n += k;
+}
+
+static tsl_status encode_piece(tsl_tokenizer *t, const char *piece, size_t n, out_buf *o) {
+  if (n <= CACHE_PIECE_MAX) {
+    const int64_t *hit = tsl_strmap_find(&t->cache, piece, n);
+    if (hit) return out_put(o, t->cache_ids + (*hit >> 8), (size_t)(*hit & 0xff));
+  }
+  if (t->ignore_merges) {
+    const int64_t *whole = tsl_strmap_find(&t->by_bytes, piece, n);
+    if (whole) {
+      int32_t id = (int32_t)*whole;
+      return out_put(o, &id, 1);
+    }
+  }
+  int32_t small[CACHE_PIECE_MAX], *ids = n <= CACHE_PIECE_MAX ? small : malloc(n * sizeof *ids);
+  if (!ids) return tsl_error(TESSEL_E_NOMEM, "out of host memory encoding a %zu-byte piece", n);
+  long k = tsl_bpe_merge_piece(t, (const unsigned char *)piece, n, ids);
+  tsl_status st = k < 0 ? (tsl_status)k : out_put(o, ids, (size_t)k);
+  if (st >= 0 && n <= CACHE_PIECE_MAX) cache_put(t, piece, n, ids, (size_t)k);
+  if (ids != small) free(ids);
+  return st;
+}
+
+/* One span of ordinary text: pre-tokenize it and encode each piece. */
+static tsl_status encode_span(tsl_tokenizer *t, const char *text, size_t len, out_buf *o) {
+  tsl_status st = TESSEL_OK;
+  char *spaced = NULL;
+  if (len == 0) return TESSEL_OK;
+  if (t->add_prefix_space && text[0] != ' ') {
+    if (!(spaced = malloc(len + 1))) return tsl_error(TESSEL_E_NOMEM, "out of host memory encoding text");
+    spaced[0] = ' ';
+    memcpy(spaced + 1, text, len);
+    text = spaced;
+    len++;
+  }
+  if (!t->pretok) {
+    st = encode_piece(t, text, len, o);
+  } else {
+    tsl_pretok_iter it;
+    size_t a, b;
+    int rc;
+    tsl_pretok_begin(&it, t->pretok, text, len);
+    while (st >= 0 && (rc = tsl_pretok_next(&it, &a, &b)) != 0) st = rc < 0 ? rc : encode_piece(t, text + a, b - a, o);
+  }
+  free(spaced);
+  return st;
+}
+
+/* The longest added token at text[i], or NULL. Added tokens are sorted
+** longest first, so the first that matches is the longest. */
+static const tsl_added_token *added_at(const tsl_tokenizer *t, const char *text, size_t len, size_t i) {
+  if (!t->added_first[(unsigned char)text[i]]) return NULL;
+  for (int k = 0; k < t->n_added; k++) {
+    const tsl_added_token *a = &t->added[k];
+    if (a->len <= len - i && memcmp(text + i, a->text, a->len) == 0) return a;
+  }
+  return NULL;
+}
+
+tsl_status tsl_tokenizer_encode(tsl_tokenizer *t, const char *text, size_t len, int flags, tsl_token_sink sink,
+                                void *ctx) {
+  tsl_status st = TESSEL_OK;
+  out_buf *o = malloc(sizeof *o);
+  if (!o) return tsl_error(TESSEL_E_NOMEM, "out of host memory encoding text");
+  o->sink = sink;
+  o->ctx = ctx;
+  o->n = 0;
+  size_t span = 0;
+  if (flags & TSL_TOK_ADDED) {
+    for (size_t i = 0; i < len && st >= 0;) {
+      const tsl_added_token *a = added_at(t, text, len, i);
+      if (!a) {
+        i++;
+        continue;
+      }
+      st = encode_span(t, text + span, i - span, o);
+      if (st >= 0) st = out_put(o, &a->id, 1);
+      i += a->len;
+      span = i;
+    }
+  }
+  if (st >= 0) st = encode_span(t, text + span, len - span, o);
+  if (st >= 0) st = out_flush(o);
+  free(o);
+  return st;
+}
+
+tsl_status tsl_token_vec_sink(void *vec, const int32_t *ids, size_t n) {
+  tsl_token_vec *v = vec;
+  tsl_status st = tsl_tok_reserve(&v->ids, &v->cap, v->n + n, sizeof *v->ids);
+  if (st < 0) return st;
+  memcpy(v->ids + v->n, ids, n * sizeof *ids);
+  v->n += n;
+  return TESSEL_OK;
+}
+
+void tsl_token_vec_free(tsl_token_vec *v) {
+  free(v->ids);
+  memset(v, 0, sizeof *v);
+}
+
+const char *tsl_tokenizer_token(const tsl_tokenizer *t, int32_t id, size_t *len) {
+  if (id < 0 || id >= t->vocab_size) return NULL;
+  *len = t->len[id];
+  return t->bytes + t->off[id];
+}

@@ -1,0 +1,142 @@
+/*
+** core/tokenizer/internal.h — what the tokenizer's files share: two hash
+** maps, the byte-level alphabet, the PCRE2 pre-tokenizer and the tokenizer
+** object itself. Not for use outside core/tokenizer.
+*/
+#ifndef TSL_TOKENIZER_INTERNAL_H
+#define TSL_TOKENIZER_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tokenizer/tokenizer.h"
+
+/* ---- hashmap.c ---- */
+
+/* Room for `need` elements of `size` bytes in the array *(void **)array of
+** capacity *cap (grown to at least twice, at least 16); TESSEL_E_NOMEM
+** otherwise, the array left as it was. */
+tsl_status tsl_tok_reserve(void *array, size_t *cap, size_t need, size_t size);
+
+/* Byte strings to int64 values, open addressing; keys are copied into an
+** arena the map owns. */
+typedef struct tsl_strmap {
+  uint64_t *hash;         /* 0: empty slot */
+  uint64_t *key;          /* offset << 24 | length into arena */
+  int64_t *value;
+  char *arena;
+  size_t arena_len, arena_cap;
+  size_t n, cap;          /* cap is a power of two */
+} tsl_strmap;
+
+#define TSL_STRMAP_MAX_KEY ((1u << 24) - 1)
+
+tsl_status tsl_strmap_init(tsl_strmap *m, size_t expected);
+void tsl_strmap_free(tsl_strmap *m);
+void tsl_strmap_clear(tsl_strmap *m);
+/* The value slot of key, or NULL when absent. */
+int64_t *tsl_strmap_find(const tsl_strmap *m, const void *key, size_t len);
+/* The value slot of key, inserted with `value` when absent (*added = 1).
+** Keys longer than TSL_STRMAP_MAX_KEY are TESSEL_E_CONFIG. */
+tsl_status tsl_strmap_put(tsl_strmap *m, const void *key, size_t len, int64_t value, int64_t **slot, int *added);
+/* The key stored at slot index i (for iteration over 0..cap-1; NULL when empty). */
+const char *tsl_strmap_key_at(const tsl_strmap *m, size_t i, size_t *len);
+
+/* Pairs of ids (a, b) to int64 values. */
+typedef struct tsl_pairmap {
+  uint64_t *key;          /* (a << 32 | b) + 1; 0: empty slot */
+  int64_t *value;
+  size_t n, cap;
+} tsl_pairmap;
+
+tsl_status tsl_pairmap_init(tsl_pairmap *m, size_t expected);
+void tsl_pairmap_free(tsl_pairmap *m);
+int64_t *tsl_pairmap_find(const tsl_pairmap *m, uint32_t a, uint32_t b);
+tsl_status tsl_pairmap_put(tsl_pairmap *m, uint32_t a, uint32_t b, int64_t value, int64_t **slot, int *added);
+
+/* ---- bytelevel.c ---- */
+
+/* GPT-2's printable stand-in for each byte (bytes_to_unicode): the code point
+** byte b is written as in a byte-level vocabulary. */
+uint32_t tsl_bytelevel_char(unsigned char b);
+/* The byte a stand-in code point means, or -1 when cp is not one. */
+int tsl_bytelevel_byte(uint32_t cp);
+/* Append the UTF-8 of the stand-ins of bytes[0, n) to out (room: 2·n). */
+size_t tsl_bytelevel_encode(const unsigned char *bytes, size_t n, char *out);
+/* Decode one byte-level token string (UTF-8 of stand-ins) into raw bytes:
+** stand-ins become their bytes, any other character stays as its UTF-8, as
+** `tokenizers`' ByteLevel decoder does. out needs len bytes. Returns the
+** length, or -1 on invalid UTF-8. */
+long tsl_bytelevel_decode(const char *s, size_t len, unsigned char *out);
+
+/* ---- pretok.c ---- */
+
+typedef struct tsl_pretok tsl_pretok;
+
+/* GPT-2's pre-tokenizer regex, built into `tokenizers`' ByteLevel. */
+extern const char tsl_gpt2_pattern[];
+
+/* Compile a pre-tokenizer regex (UTF mode, Unicode properties, invalid UTF-8
+** matched around rather than refused; JIT when available). `what` names
+** where the pattern came from in messages. */
+tsl_status tsl_pretok_create(const char *pattern, const char *what, tsl_pretok **out);
+void tsl_pretok_free(tsl_pretok *p);
+const char *tsl_pretok_pattern(const tsl_pretok *p);
+
+/* Iterates over the pieces of one text: each regex match, and each gap
+** between matches as a piece of its own (`tokenizers`' Split behaviour
+** "Isolated"), so the pieces cover the text exactly. */
+typedef struct tsl_pretok_iter {
+  tsl_pretok *p;
+  const char *text;
+  size_t len, pos;
+  size_t match_start, match_end; /* the next match, found ahead of a gap */
+  int have_match;
+} tsl_pretok_iter;
+
+void tsl_pretok_begin(tsl_pretok_iter *it, tsl_pretok *p, const char *text, size_t len);
+/* The next piece as [*start, *end): 1, or 0 at the end of the text, or a
+** negative status when the matcher fails (message set). */
+int tsl_pretok_next(tsl_pretok_iter *it, size_t *start, size_t *end);
+
+/* ---- the tokenizer (json.c loads, bpe.c encodes) ---- */
+
+typedef struct tsl_added_token {
+  int32_t id;
+  int special;
+  char *text;
+  size_t len;
+} tsl_added_token;
+
+struct tsl_tokenizer {
+  char *name;
+  char *json;                /* the file as loaded */
+  size_t json_len;
+  int vocab_size;
+  char *bytes;               /* what each id decodes to: bytes + off[id], len[id] */
+  uint32_t *off, *len;
+  int32_t byte_id[256];      /* the id of each single-byte symbol */
+  tsl_pairmap merges;        /* (a, b) -> rank << 32 | merged id */
+  tsl_strmap by_bytes;       /* decoded bytes -> id, for ignore_merges */
+  int ignore_merges;         /* a piece that is a whole token is not merged */
+  int add_prefix_space;      /* a space before each span that lacks one */
+  tsl_added_token *added;
+  int n_added;
+  uint8_t added_first[256];  /* some added token starts with this byte */
+  int eot;
+  uint64_t hash;
+  tsl_pretok *pretok;        /* NULL: each span is one piece */
+  /* encoder state: cached pieces (bytes -> offset << 8 | count into cache_ids) */
+  tsl_strmap cache;
+  int32_t *cache_ids;
+  size_t cache_n, cache_cap;
+  /* merge scratch, grown to the longest piece */
+  void *work;
+  size_t work_cap;
+};
+
+/* Merge the byte symbols of one piece by rank (bpe.c); ids[0, n) in, the
+** merged ids out; returns their count, or a negative status. */
+long tsl_bpe_merge_piece(tsl_tokenizer *t, const unsigned char *piece, size_t n, int32_t *ids);
+
+#endif

@@ -1,0 +1,406 @@
+/*
+** core/tokenizer/json.c — loading a Hugging Face tokenizer.json.
+**
+** Accepted (everything else is refused with the field named):
+**   model            type BPE (or absent), vocab {token: id}, merges as
+**                    "a b" strings or [a, b] pairs; dropout null, no
+**                    continuing_subword_prefix / end_of_word_suffix, no
+**                    byte_fallback; ignore_merges honoured
+**   normalizer       null
+**   pre_tokenizer    ByteLevel (use_regex: GPT-2's regex; add_prefix_space),
+**                    or Sequence [Split {Regex | String, Isolated, not
+**                    inverted}, ByteLevel {use_regex: false}]
+**   decoder          ByteLevel or null
+**   post_processor   anything: tessel never adds tokens implicitly
+**   added_tokens     without single_word, lstrip or rstrip
+** Ids must be dense (0 .. size-1) and all 256 byte symbols present.
+*/
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/util.h"
+#include "tokenizer/internal.h"
+
+/* End-of-text tokens, in the order they are looked for. */
+static const char *const eot_names[] = {"<|endoftext|>", "<|end_of_text|>", "</s>", "<eos>"};
+
+typedef struct loader {
+  tsl_tokenizer *t;
+  const char *name;
+  tsl_strmap by_string;   /* token string as written in the JSON -> id */
+  char **strings;         /* per id, into the JSON tree (NULL: a hole so far) */
+  size_t strings_cap;
+  char *pattern;          /* the pre-tokenizer regex (heap), NULL: none */
+} loader;
+
+static cJSON *field(const cJSON *obj, const char *key) { return cJSON_GetObjectItemCaseSensitive(obj, key); }
+
+/* A field that must be absent, null, false or "" for tessel to support the tokenizer. */
+static tsl_status refuse_if_set(const loader *l, const cJSON *obj, const char *where, const char *key) {
+  const cJSON *v = field(obj, key);
+  if (!v || cJSON_IsNull(v) || cJSON_IsFalse(v) || (cJSON_IsString(v) && !v->valuestring[0])) return TESSEL_OK;
+  return tsl_error(TESSEL_E_UNSUPPORTED, "%s: %s.%s is set; tessel supports byte-level BPE without it", l->name, where,
+                   key);
+}
+
+static int bool_field(const cJSON *obj, const char *key, int dflt) {
+  const cJSON *v = field(obj, key);
+  return cJSON_IsBool(v) ? cJSON_IsTrue(v) : dflt;
+}
+
+static tsl_status read_byte_level(loader *l, const cJSON *bl, int regex_allowed) {
+  l->t->add_prefix_space = bool_field(bl, "add_prefix_space", 0);
+  if (!bool_field(bl, "use_regex", 1)) return TESSEL_OK;
+  if (!regex_allowed)
+    return tsl_error(TESSEL_E_UNSUPPORTED, "%s: a ByteLevel pre-tokenizer with use_regex after a Split: two regexes "
+                     "in a row are not supported", l->name);
+  l->pattern = tsl_strdup(tsl_gpt2_pattern);
+  return l->pattern ? TESSEL_OK : TESSEL_E_NOMEM;
+}
+
+static tsl_status read_split(loader *l, const cJSON *split) {
+  const cJSON *pat = field(split, "pattern"), *behavior = field(split, "behavior");
+  const cJSON *re = field(pat, "Regex"), *str = field(pat, "String");
+  if (!cJSON_IsString(behavior) || strcmp(behavior->valuestring, "Isolated") != 0 || bool_field(split, "invert", 0))
+    return tsl_error(TESSEL_E_UNSUPPORTED, "%s: pre_tokenizer Split must have behavior \"Isolated\" and invert false",
+                     l->name);
+  if (cJSON_IsString(re)) {
+    l->pattern = tsl_strdup(re->valuestring);
+  } else if (cJSON_IsString(str)) { /* a literal: quoted for PCRE2 */
+    l->pattern = tsl_asprintf("\\Q%s\\E", str->valuestring);
+  } else {
+    return tsl_error(TESSEL_E_CONFIG, "%s: pre_tokenizer Split has no pattern.Regex or pattern.String", l->name);
+  }
+  return l->pattern ? TESSEL_OK : TESSEL_E_NOMEM;
+}
+
+static tsl_status read_pre_tokenizer(loader *l, const cJSON *root) {
+  const cJSON *pt = field(root, "pre_tokenizer"), *type = field(pt, "type");
+  if (cJSON_IsString(type) && strcmp(type->valuestring, "ByteLevel") == 0) return read_byte_level(l, pt, 1);
+  if (cJSON_IsString(type) && strcmp(type->valuestring, "Sequence") == 0) {
+    const cJSON *seq = field(pt, "pretokenizers"), *p;
+    int bytelevel = 0, n = 0;
+    cJSON_ArrayForEach(p, seq) {
+      const cJSON *pty = field(p, "type");
+      const char *name = cJSON_IsString(pty) ? pty->valuestring : "?";
+      tsl_status st;
+      if (strcmp(name, "Split") == 0 && n == 0 && !bytelevel) st = read_split(l, p);
+      else if (strcmp(name, "ByteLevel") == 0 && !bytelevel) st = read_byte_level(l, p, l->pattern == NULL);
+      else
+        return tsl_error(TESSEL_E_UNSUPPORTED, "%s: pre_tokenizer Sequence step %d is %s; tessel supports "
+                         "[Split, ByteLevel] or [ByteLevel]", l->name, n, name);
+      if (st < 0) return st;
+      bytelevel |= strcmp(name, "ByteLevel") == 0;
+      n++;
+    }
+    if (bytelevel) return TESSEL_OK;
+  }
+  return tsl_error(TESSEL_E_UNSUPPORTED, "%s: pre_tokenizer is %s; tessel reads byte-level BPE tokenizers (a "
+                   "ByteLevel pre-tokenizer, alone or after a regex Split)", l->name,
+                   cJSON_IsString(type) ? type->valuestring : "missing");
+}
+
+static tsl_status read_pipeline(loader *l, const cJSON *root) {
+  const cJSON *norm = field(root, "normalizer"), *dec = field(root, "decoder"), *dty = field(dec, "type");
+  if (norm && !cJSON_IsNull(norm)) {
+    const cJSON *ty = field(norm, "type");
+    return tsl_error(TESSEL_E_UNSUPPORTED, "%s: normalizer %s is not supported (tessel encodes bytes as they are)",
+                     l->name, cJSON_IsString(ty) ? ty->valuestring : "(set)");
+  }
+  if (dec && !cJSON_IsNull(dec) && !(cJSON_IsString(dty) && strcmp(dty->valuestring, "ByteLevel") == 0))
+    return tsl_error(TESSEL_E_UNSUPPORTED, "%s: decoder %s is not supported; byte-level BPE decodes with ByteLevel",
+                     l->name, cJSON_IsString(dty) ? dty->valuestring : "(set)");
+  return read_pre_tokenizer(l, root);
+}
+
+/* Record id -> string, growing the per-id table; a second string for one id is an error. */
+static tsl_status set_id(loader *l, int64_t id, char *s, const char *what) {
+  if (id < 0 || id >= (1 << 30))
+    return tsl_error(TESSEL_E_CONFIG, "%s: %s '%s' has id %lld, outside [0, 2^30)", l->name, what, s, (long long)id);
+  if (id >= l->t->vocab_size) {
+    tsl_status st = tsl_tok_reserve(&l->strings, &l->strings_cap, (size_t)id + 1, sizeof *l->strings);
+    if (st < 0) return st;
+    for (int64_t i = l->t->vocab_size; i <= id; i++) l->strings[i] = NULL;
+    l->t->vocab_size = (int)id + 1;
+  }
+  if (l->strings[id] && strcmp(l->strings[id], s) != 0)
+    return tsl_error(TESSEL_E_CONFIG, "%s: id %lld is both '%s' and '%s'", l->name, (long long)id, l->strings[id], s);
+  l->strings[id] = s;
+  return TESSEL_OK;
+}
+
+static tsl_status read_vocab(loader *l, const cJSON *model) {
+  const cJSON *vocab = field(model, "vocab"), *e;
+  tsl_status st;
+  if (!cJSON_IsObject(vocab)) return tsl_error(TESSEL_E_CONFIG, "%s: model.vocab is missing or not an object", l->name);
+  TSL_TRY(st, tsl_strmap_init(&l->by_string, (size_t)cJSON_GetArraySize(vocab)));
+  cJSON_ArrayForEach(e, vocab) {
+    int64_t *slot;
+    int added;
+    if (!cJSON_IsNumber(e)) return tsl_error(TESSEL_E_CONFIG, "%s: model.vocab['%s'] is not a number", l->name, e->string);
+    TSL_TRY(st, set_id(l, (int64_t)e->valuedouble, e->string, "token"));
+    TSL_TRY(st, tsl_strmap_put(&l->by_string, e->string, strlen(e->string), (int64_t)e->valuedouble, &slot, &added));
+    if (!added) return tsl_error(TESSEL_E_CONFIG, "%s: model.vocab lists '%s' twice", l->name, e->string);
+  }
+  return TESSEL_OK;
+fail:
+  return st;
+}
+
+/* One merge: its two parts (either form) and their ids. */
+static tsl_status merge_parts(loader *l, const cJSON *m, int rank, char *buf, size_t cap, size_t *a_len, int64_t *ids) {
+  const char *a, *b;
+  size_t al, bl;
+  if (cJSON_IsString(m)) {
+    const char *sp = strchr(m->valuestring, ' ');
+    if (!sp || strchr(sp + 1, ' ')) goto bad;
+    a = m->valuestring, al = (size_t)(sp - a), b = sp + 1, bl = strlen(b);
+  } else if (cJSON_GetArraySize(m) == 2 && cJSON_IsString(m->child) && cJSON_IsString(m->child->next)) {
+    a = m->child->valuestring, al = strlen(a), b = m->child->next->valuestring, bl = strlen(b);
+  } else {
+    goto bad;
+  }
+  if (al + bl >= cap) return tsl_error(TESSEL_E_CONFIG, "%s: merge %d is too long", l->name, rank);
+  memcpy(buf, a, al);
+  memcpy(buf + al, b, bl);
+  buf[al + bl] = '\0';
+  *a_len = al;
+  const int64_t *ia = tsl_strmap_find(&l->by_string, buf, al), *ib = tsl_strmap_find(&l->by_string, buf + al, bl);
+  const int64_t *iab = tsl_strmap_find(&l->by_string, buf, al + bl);
+  if (!ia || !ib || !iab)
+    return tsl_error(TESSEL_E_CONFIG, "%s: merge %d ('%.*s' + '%s') uses or makes a token not in model.vocab", l->name,
+                     rank, (int)al, buf, buf + al);
+  ids[0] = *ia, ids[1] = *ib, ids[2] = *iab;
+  return TESSEL_OK;
+bad:
+  return tsl_error(TESSEL_E_CONFIG, "%s: merge %d is neither \"a b\" nor [\"a\", \"b\"]", l->name, rank);
+}
+
+static tsl_status read_merges(loader *l, const cJSON *model) {
+  const cJSON *merges = field(model, "merges"), *m;
+  tsl_status st;
+  char buf[4096];
+  int rank = 0;
+  if (!cJSON_IsArray(merges)) return tsl_error(TESSEL_E_CONFIG, "%s: model.merges is missing or not a list", l->name);
+  TSL_TRY(st, tsl_pairmap_init(&l->t->merges, (size_t)cJSON_GetArraySize(merges)));
+  cJSON_ArrayForEach(m, merges) {
+    int64_t ids[3], *slot;
+    size_t al;
+    TSL_TRY(st, merge_parts(l, m, rank, buf, sizeof buf, &al, ids));
+    /* a pair listed twice keeps its last rank, as `tokenizers` does */
+    TSL_TRY(st, tsl_pairmap_put(&l->t->merges, (uint32_t)ids[0], (uint32_t)ids[1], 0, &slot, NULL));
+    *slot = (int64_t)rank << 32 | ids[2];
+    l->t->hash = tsl_hash_bytes(ids, sizeof ids, l->t->hash);
+    rank++;
+  }
+  return TESSEL_OK;
+fail:
+  return st;
+}
+
+static tsl_status read_model(loader *l, const cJSON *root) {
+  const cJSON *model = field(root, "model"), *type = field(model, "type");
+  tsl_status st;
+  static const char *const unsupported[] = {"dropout", "continuing_subword_prefix", "end_of_word_suffix", "byte_fallback"};
+  if (!cJSON_IsObject(model)) return tsl_error(TESSEL_E_CONFIG, "%s: no model object", l->name);
+  if (type && !(cJSON_IsString(type) && strcmp(type->valuestring, "BPE") == 0))
+    return tsl_error(TESSEL_E_UNSUPPORTED, "%s: model.type is %s; tessel reads BPE tokenizers", l->name,
+                     cJSON_IsString(type) ? type->valuestring : "not a string");
+  for (size_t i = 0; i < TSL_ARRAY_LEN(unsupported); i++) TSL_TRY(st, refuse_if_set(l, model, "model", unsupported[i]));
+  l->t->ignore_merges = bool_field(model, "ignore_merges", 0);
+  TSL_TRY(st, read_vocab(l, model));
+  TSL_TRY(st, read_merges(l, model));
+  return TESSEL_OK;
+fail:
+  return st;
+}
+
+/* Added tokens, sorted longest first for leftmost-longest matching. */
+static int longer_first(const void *a, const void *b) {
+  const tsl_added_token *x = a, *y = b;
+  return x->len != y->len ? (x->len < y->len ? 1 : -1) : (x->id > y->id) - (x->id < y->id);
+}
+
+static tsl_status read_added(loader *l, const cJSON *root) {
+  const cJSON *list = field(root, "added_tokens"), *a;
+  tsl_tokenizer *t = l->t;
+  tsl_status st;
+  int n = cJSON_GetArraySize(list);
+  if (n == 0) return TESSEL_OK;
+  if (!(t->added = calloc((size_t)n, sizeof *t->added))) return tsl_error(TESSEL_E_NOMEM, "out of host memory");
+  cJSON_ArrayForEach(a, list) {
+    const cJSON *id = field(a, "id"), *content = field(a, "content");
+    if (!cJSON_IsNumber(id) || !cJSON_IsString(content) || !content->valuestring[0])
+      return tsl_error(TESSEL_E_CONFIG, "%s: added_tokens[%d] lacks an id or content", l->name, t->n_added);
+    static const char *const flags[] = {"single_word", "lstrip", "rstrip"};
+    for (size_t f = 0; f < TSL_ARRAY_LEN(flags); f++) TSL_TRY(st, refuse_if_set(l, a, content->valuestring, flags[f]));
+    TSL_TRY(st, set_id(l, (int64_t)id->valuedouble, content->valuestring, "added token"));
+    tsl_added_token *x = &t->added[t->n_added++];
+    x->id = (int32_t)id->valuedouble;
+    x->special = bool_field(a, "special", 0);
+    x->len = strlen(content->valuestring);
+    if (!(x->text = tsl_strdup(content->valuestring))) return TESSEL_E_NOMEM;
+    t->added_first[(unsigned char)x->text[0]] = 1;
+  }
+  qsort(t->added, (size_t)t->n_added, sizeof *t->added, longer_first);
+  t->eot = -1;
+  for (size_t k = 0; k < TSL_ARRAY_LEN(eot_names) && t->eot < 0; k++)
+    for (int i = 0; i < t->n_added; i++)
+      if (t->added[i].special && strcmp(t->added[i].text, eot_names[k]) == 0) t->eot = t->added[i].id;
+  return TESSEL_OK;
+fail:
+  return st;
+}
+
+static const tsl_added_token *added_with_id(const tsl_tokenizer *t, int32_t id) {
+  for (int i = 0; i < t->n_added; i++)
+    if (t->added[i].id == id) return &t->added[i];
+  return NULL;
+}
+
+/* Each id's bytes; the 256 byte symbols; the hash of the whole. */
+static tsl_status build_tables(loader *l) {
+  tsl_tokenizer *t = l->t;
+  size_t total = 0;
+  for (int id = 0; id < t->vocab_size; id++) {
+    if (!l->strings[id])
+      return tsl_error(TESSEL_E_CONFIG, "%s: no token has id %d, below the largest id %d; ids must be dense", l->name,
+                       id, t->vocab_size - 1);
+    total += strlen(l->strings[id]);
+  }
+  t->bytes = malloc(total + 1);
+  t->off = malloc((size_t)t->vocab_size * sizeof *t->off);
+  t->len = malloc((size_t)t->vocab_size * sizeof *t->len);
+  if (!t->bytes || !t->off || !t->len) return tsl_error(TESSEL_E_NOMEM, "out of host memory loading %s", l->name);
+  size_t at = 0;
+  for (int id = 0; id < t->vocab_size; id++) {
+    const tsl_added_token *a = added_with_id(t, id);
+    const char *s = l->strings[id];
+    long n = a ? (long)a->len : tsl_bytelevel_decode(s, strlen(s), (unsigned char *)t->bytes + at);
+    if (n < 0) return tsl_error(TESSEL_E_CONFIG, "%s: token %d is not valid UTF-8", l->name, id);
+    if (a) memcpy(t->bytes + at, a->text, a->len);
+    t->off[id] = (uint32_t)at;
+    t->len[id] = (uint32_t)n;
+    uint64_t tag[2] = {(uint64_t)id, a ? 1u + (unsigned)a->special : 0u};
+    t->hash = tsl_hash_bytes(t->bytes + at, (size_t)n, tsl_hash_bytes(tag, sizeof tag, t->hash));
+    at += (size_t)n;
+  }
+  for (int b = 0; b < 256; b++) {
+    char sym[2];
+    unsigned char byte = (unsigned char)b;
+    size_t n = tsl_bytelevel_encode(&byte, 1, sym);
+    const int64_t *id = tsl_strmap_find(&l->by_string, sym, n);
+    if (!id)
+      return tsl_error(TESSEL_E_CONFIG, "%s: model.vocab lacks the symbol '%.*s' of byte 0x%02x; a byte-level BPE "
+                       "needs all 256", l->name, (int)n, sym, b);
+    t->byte_id[b] = (int32_t)*id;
+  }
+  return TESSEL_OK;
+}
+
+/* Decoded bytes -> id over model.vocab, for ignore_merges. */
+static tsl_status build_by_bytes(loader *l) {
+  tsl_tokenizer *t = l->t;
+  tsl_status st;
+  TSL_TRY(st, tsl_strmap_init(&t->by_bytes, l->by_string.n));
+  for (size_t i = 0; i < l->by_string.cap; i++) {
+    size_t n;
+    if (!tsl_strmap_key_at(&l->by_string, i, &n)) continue;
+    int32_t id = (int32_t)l->by_string.value[i];
+    int64_t *slot;
+    TSL_TRY(st, tsl_strmap_put(&t->by_bytes, t->bytes + t->off[id], t->len[id], id, &slot, NULL));
+  }
+  return TESSEL_OK;
+fail:
+  return st;
+}
+
+static tsl_status load_tree(loader *l, const cJSON *root) {
+  tsl_tokenizer *t = l->t;
+  tsl_status st;
+  if (!cJSON_IsObject(root)) return tsl_error(TESSEL_E_IO, "%s: not a JSON object (truncated or not a tokenizer.json?)", l->name);
+  TSL_TRY(st, read_pipeline(l, root));
+  TSL_TRY(st, read_model(l, root));
+  TSL_TRY(st, read_added(l, root));
+  TSL_TRY(st, build_tables(l));
+  if (t->ignore_merges) TSL_TRY(st, build_by_bytes(l));
+  if (l->pattern) {
+    TSL_TRY(st, tsl_pretok_create(l->pattern, l->name, &t->pretok));
+    t->hash = tsl_hash_str(l->pattern, t->hash);
+  }
+  uint64_t flags[2] = {(uint64_t)t->ignore_merges, (uint64_t)t->add_prefix_space};
+  t->hash = tsl_hash_bytes(flags, sizeof flags, t->hash);
+  TSL_TRY(st, tsl_strmap_init(&t->cache, 1 << 14));
+  return TESSEL_OK;
+fail:
+  return st;
+}
+
+tsl_status tsl_tokenizer_parse(const char *json, size_t len, const char *name, tsl_tokenizer **out) {
+  tsl_status st;
+  loader l = {.name = name};
+  *out = NULL;
+  tsl_tokenizer *t = l.t = calloc(1, sizeof *t);
+  if (!t || !(t->name = tsl_strdup(name)) || !(t->json = malloc(len + 1))) {
+    tsl_tokenizer_free(t);
+    return tsl_error(TESSEL_E_NOMEM, "out of host memory loading %s", name);
+  }
+  memcpy(t->json, json, len);
+  t->json[len] = '\0';
+  t->json_len = len;
+  t->eot = -1;
+  t->hash = 0x62706531; /* changing what the hash covers changes every recorded hash */
+  cJSON *root = cJSON_ParseWithLength(json, len);
+  if (!root) st = tsl_error(TESSEL_E_IO, "%s: not valid JSON (truncated or not a tokenizer.json?)", name);
+  else st = load_tree(&l, root);
+  cJSON_Delete(root);
+  tsl_strmap_free(&l.by_string);
+  free(l.strings);
+  free(l.pattern);
+  if (st < 0) {
+    tsl_tokenizer_free(t);
+    return st;
+  }
+  *out = t;
+  return TESSEL_OK;
+}
+
+tsl_status tsl_tokenizer_load(const char *path, tsl_tokenizer **out) {
+  char *text = NULL;
+  size_t len = 0;
+  *out = NULL;
+  tsl_status st = tsl_read_file(path, &text, &len);
+  if (st < 0) return st;
+  st = tsl_tokenizer_parse(text, len, path, out);
+  free(text);
+  return st;
+}
+
+void tsl_tokenizer_free(tsl_tokenizer *t) {
+  if (!t) return;
+  for (int i = 0; i < t->n_added; i++) free(t->added[i].text);
+  free(t->added);
+  tsl_pretok_free(t->pretok);
+  tsl_pairmap_free(&t->merges);
+  tsl_strmap_free(&t->by_bytes);
+  tsl_strmap_free(&t->cache);
+  free(t->cache_ids);
+  free(t->work);
+  free(t->bytes);
+  free(t->off);
+  free(t->len);
+  free(t->json);
+  free(t->name);
+  free(t);
+}
+
+int tsl_tokenizer_vocab_size(const tsl_tokenizer *t) { return t->vocab_size; }
+int tsl_tokenizer_eot(const tsl_tokenizer *t) { return t->eot; }
+uint64_t tsl_tokenizer_hash(const tsl_tokenizer *t) { return t->hash; }
+const char *tsl_tokenizer_name(const tsl_tokenizer *t) { return t->name; }
+
+const char *tsl_tokenizer_json(const tsl_tokenizer *t, size_t *len) {
+  *len = t->json_len;
+  return t->json;
+}

@@ -1,0 +1,140 @@
+/*
+** core/tokenizer/pretok.c — pre-tokenization: a text cut into pieces by a
+** regex, through PCRE2.
+**
+** Patterns are compiled in UTF mode with Unicode properties (PCRE2_UCP, so
+** \s, \p{L} and \p{N} mean what they mean in `tokenizers`' Oniguruma), JIT
+** compiled when the platform allows. PCRE2_MATCH_INVALID_UTF makes invalid
+** UTF-8 simply never match instead of failing the search: such bytes land
+** in the gaps between matches, and gaps are pieces too, so every byte of
+** any input reaches the BPE.
+*/
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/util.h"
+#include "tokenizer/internal.h"
+
+const char tsl_gpt2_pattern[] = "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
+
+static const char llama3_pattern[] =
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"
+    "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+
+const char *tsl_tokenizer_pattern_named(const char *name) {
+  if (strcmp(name, "gpt2") == 0) return tsl_gpt2_pattern;
+  if (strcmp(name, "llama3") == 0) return llama3_pattern;
+  return NULL;
+}
+
+/* Room for the JIT's backtracking over long pieces (a megabyte of spaces). */
+#define JIT_STACK_START (32u << 10)
+#define JIT_STACK_MAX (8u << 20)
+
+struct tsl_pretok {
+  char *pattern;
+  pcre2_code *code;
+  pcre2_match_data *md;
+  pcre2_match_context *mctx;
+  pcre2_jit_stack *stack;
+  int jit;
+};
+
+tsl_status tsl_pretok_create(const char *pattern, const char *what, tsl_pretok **out) {
+  int err;
+  PCRE2_SIZE at;
+  tsl_pretok *p = calloc(1, sizeof *p);
+  *out = NULL;
+  if (!p || !(p->pattern = tsl_strdup(pattern))) {
+    free(p);
+    return tsl_error(TESSEL_E_NOMEM, "out of host memory for a regex");
+  }
+  p->code = pcre2_compile((PCRE2_SPTR)pattern, PCRE2_ZERO_TERMINATED, PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF,
+                          &err, &at, NULL);
+  if (!p->code) {
+    PCRE2_UCHAR msg[256];
+    pcre2_get_error_message(err, msg, sizeof msg);
+    tsl_pretok_free(p);
+    return tsl_error(TESSEL_E_CONFIG, "%s: the pre-tokenizer regex does not compile at offset %zu: %s", what,
+                     (size_t)at, (const char *)msg);
+  }
+  p->md = pcre2_match_data_create_from_pattern(p->code, NULL);
+  p->mctx = pcre2_match_context_create(NULL);
+  if (!p->md || !p->mctx) {
+    tsl_pretok_free(p);
+    return tsl_error(TESSEL_E_NOMEM, "out of host memory for a regex");
+  }
+  /* without the JIT (an unsupported CPU) the interpreter gives the same matches */
+  if (pcre2_jit_compile(p->code, PCRE2_JIT_COMPLETE) == 0 &&
+      (p->stack = pcre2_jit_stack_create(JIT_STACK_START, JIT_STACK_MAX, NULL)) != NULL) {
+    pcre2_jit_stack_assign(p->mctx, NULL, p->stack);
+    p->jit = 1;
+  }
+  *out = p;
+  return TESSEL_OK;
+}
+
+void tsl_pretok_free(tsl_pretok *p) {
+  if (!p) return;
+  pcre2_jit_stack_free(p->stack);
+  pcre2_match_context_free(p->mctx);
+  pcre2_match_data_free(p->md);
+  pcre2_code_free(p->code);
+  free(p->pattern);
+  free(p);
+}
+
+const char *tsl_pretok_pattern(const tsl_pretok *p) { return p->pattern; }
+
+void tsl_pretok_begin(tsl_pretok_iter *it, tsl_pretok *p, const char *text, size_t len) {
+  memset(it, 0, sizeof *it);
+  it->p = p;
+  it->text = text;
+  it->len = len;
+}
+
+/* Search from it->pos; sets the next match, or none (have_match 0). */
+static int find_match(tsl_pretok_iter *it) {
+  tsl_pretok *p = it->p;
+  PCRE2_SPTR s = (PCRE2_SPTR)it->text;
+  /* an empty match would cover nothing: the search skips them */
+  int rc = p->jit ? pcre2_jit_match(p->code, s, it->len, it->pos, PCRE2_NOTEMPTY, p->md, p->mctx)
+                  : pcre2_match(p->code, s, it->len, it->pos, PCRE2_NOTEMPTY, p->md, p->mctx);
+  if (rc == PCRE2_ERROR_NOMATCH) {
+    it->have_match = 0;
+    return 0;
+  }
+  if (rc < 0) {
+    PCRE2_UCHAR msg[256];
+    pcre2_get_error_message(rc, msg, sizeof msg);
+    return tsl_error(TESSEL_E_INTERNAL, "pre-tokenizer regex failed at byte %zu: %s", it->pos, (const char *)msg);
+  }
+  PCRE2_SIZE *ov = pcre2_get_ovector_pointer(p->md);
+  it->match_start = ov[0];
+  it->match_end = ov[1];
+  it->have_match = 1;
+  return 1;
+}
+
+int tsl_pretok_next(tsl_pretok_iter *it, size_t *start, size_t *end) {
+  if (it->pos >= it->len) return 0;
+  if (!it->have_match) {
+    int rc = find_match(it);
+    if (rc < 0) return rc;
+    if (rc == 0) { /* the rest of the text is one gap */
+      *start = it->pos;
+      *end = it->pos = it->len;
+      return 1;
+    }
+  }
+  *start = it->pos;
+  if (it->match_start > it->pos) { /* the gap before the match */
+    *end = it->pos = it->match_start;
+    return 1;
+  }
+  *end = it->pos = it->match_end;
+  it->have_match = 0;
+  return 1;
+}

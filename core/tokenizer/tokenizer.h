@@ -1,0 +1,106 @@
+/*
+** core/tokenizer/tokenizer.h — byte-level BPE tokenizers (Hugging Face
+** tokenizer.json), encoding, decoding and training.
+**
+** A tokenizer is loaded from the `tokenizer.json` that Hugging Face
+** `tokenizers` writes for a byte-level BPE (GPT-2, Llama 3 and the ones
+** `tessel tokenizer train` makes): `model.type: BPE` with `vocab` and
+** `merges`, a ByteLevel pre-tokenizer (its built-in GPT-2 regex, or a Split
+** on a regex such as Llama 3's followed by ByteLevel without regex), and
+** `added_tokens` such as <|endoftext|>. Anything else (a normalizer, BPE
+** dropout, byte fallback, added tokens with lstrip/rstrip/single_word) is
+** refused at load with the field named, never half-supported.
+**
+** Encoding: added tokens are cut out first (when asked), every other span is
+** split by the pre-tokenizer regex (PCRE2 with Unicode properties), and each
+** piece's bytes are merged by rank, exactly as `tokenizers` does. The
+** vocabulary holds all 256 byte symbols, so every byte string encodes —
+** invalid UTF-8 included — and decode(encode(x)) == x. No BOS/EOS is added:
+** callers place the end-of-text token themselves.
+**
+** A tokenizer object keeps a match buffer and a cache of encoded pieces: use
+** one from one thread at a time.
+*/
+#ifndef TSL_TOKENIZER_H
+#define TSL_TOKENIZER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "common/status.h"
+
+typedef struct tsl_tokenizer tsl_tokenizer;
+
+/* Load a tokenizer.json. Errors name the file and the field:
+** TESSEL_E_IO when it cannot be read or is not JSON, TESSEL_E_UNSUPPORTED
+** for a tokenizer of another kind, TESSEL_E_CONFIG for an inconsistent one
+** (a merge of unknown tokens, ids with holes, a byte symbol missing). */
+tsl_status tsl_tokenizer_load(const char *path, tsl_tokenizer **out);
+/* The same from text in memory; `name` is used in messages. */
+tsl_status tsl_tokenizer_parse(const char *json, size_t len, const char *name, tsl_tokenizer **out);
+void tsl_tokenizer_free(tsl_tokenizer *t);
+
+/* Number of ids (the largest id + 1, added tokens included). */
+int tsl_tokenizer_vocab_size(const tsl_tokenizer *t);
+/* The end-of-text token (the first added special token among
+** <|endoftext|>, <|end_of_text|>, </s>, <eos>), or -1 when there is none. */
+int tsl_tokenizer_eot(const tsl_tokenizer *t);
+/* A hash of everything that decides encoding and decoding (regex, vocabulary,
+** merges, added tokens), independent of how the JSON is formatted. */
+uint64_t tsl_tokenizer_hash(const tsl_tokenizer *t);
+/* The tokenizer.json text it was loaded from (to store beside a model). */
+const char *tsl_tokenizer_json(const tsl_tokenizer *t, size_t *len);
+/* The name given at load (the file path). */
+const char *tsl_tokenizer_name(const tsl_tokenizer *t);
+
+/* Receives encoded ids in order, a few at a time. */
+typedef tsl_status (*tsl_token_sink)(void *ctx, const int32_t *ids, size_t n);
+
+#define TSL_TOK_ADDED 1 /* recognise added tokens (<|endoftext|>, ...) in the text */
+
+/* Encode text[0, len) (any bytes) into the sink. With TSL_TOK_ADDED, an
+** added token's text becomes its id, as `tokenizers` encodes by default;
+** without it, such text is ordinary bytes (for corpora, like tiktoken's
+** encode_ordinary). A sink error stops encoding and is returned. */
+tsl_status tsl_tokenizer_encode(tsl_tokenizer *t, const char *text, size_t len, int flags, tsl_token_sink sink,
+                                void *ctx);
+
+/* A growable id array; tsl_token_vec_sink appends to it. */
+typedef struct tsl_token_vec {
+  int32_t *ids;
+  size_t n, cap;
+} tsl_token_vec;
+tsl_status tsl_token_vec_sink(void *vec, const int32_t *ids, size_t n);
+void tsl_token_vec_free(tsl_token_vec *v);
+
+/* The bytes one id decodes to (an added token: its text); NULL for an id
+** outside the vocabulary. Decoding a sequence is the concatenation. */
+const char *tsl_tokenizer_token(const tsl_tokenizer *t, int32_t id, size_t *len);
+
+/* ---- training ---- */
+
+/* A named pre-tokenizer regex: "gpt2" (tokenizers' ByteLevel built-in) or
+** "llama3" (case-insensitive contractions, digits in runs of up to 3);
+** NULL for any other name. */
+const char *tsl_tokenizer_pattern_named(const char *name);
+
+typedef struct tsl_tokenizer_train_opts {
+  int vocab_size;              /* target size, special tokens and the 256 byte symbols included */
+  const char *const *special;  /* special tokens, given ids 0, 1, ... (may be NULL) */
+  int n_special;
+  int64_t min_frequency;       /* a merge needs a pair seen this often (0: any) */
+  const char *pattern;         /* pre-tokenizer regex; NULL: GPT-2's */
+} tsl_tokenizer_train_opts;
+
+typedef struct tsl_tokenizer_train_report {
+  uint64_t bytes, words, unique_words;
+  int vocab_size, merges;
+} tsl_tokenizer_train_report;
+
+/* Train a byte-level BPE on the files (each file one text, pre-tokenized as
+** a whole) as `tokenizers`' BpeTrainer does with the full ByteLevel alphabet,
+** and write the tokenizer.json to out_path atomically. Stops early (fewer
+** tokens than asked) when no pair is left to merge. */
+tsl_status tsl_tokenizer_train(const char *const *files, int n_files, const tsl_tokenizer_train_opts *o,
+                               const char *out_path, tsl_tokenizer_train_report *report);
+
+#endif

@@ -1,0 +1,183 @@
+/* core/train/rundir.c — the run-directory lock, stale temporaries, and
+** the checkpoint directory's room. */
+#include "train/rundir.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include "ckpt/checkpoint.h"
+#include "common/log.h"
+#include "common/util.h"
+
+#define LOCK_NAME ".tessel-lock"
+
+/* Take DIR's lock, or say who has it. */
+static tsl_status lock_dir(const char *dir, const char *what, int *fd_out) {
+  tsl_status st = tsl_mkdir_p(dir);
+  if (st < 0) return tsl_error_wrap(st, "%s", what);
+  char *path = tsl_asprintf("%s/" LOCK_NAME, dir);
+  if (!path) return TESSEL_E_NOMEM;
+  int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    st = tsl_error(TESSEL_E_IO, "%s %s: cannot create its lock file %s: %s", what, dir, path, strerror(errno));
+  } else if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    char holder[256] = "";
+    ssize_t n = pread(fd, holder, sizeof holder - 1, 0);
+    holder[n > 0 ? n : 0] = '\0';
+    holder[strcspn(holder, "\n")] = '\0';
+    st = tsl_error(TESSEL_E_IO,
+                   "%s %s is in use by another tessel run (%s). Two runs in one directory would overwrite each "
+                   "other's checkpoints and metrics: wait for that run to end, or give this one its own log.dir "
+                   "(and checkpoint.dir).",
+                   what, dir, holder[0] ? holder : "it has not written its host and PID yet");
+  } else {
+    char me[256], host[128] = "unknown host";
+    gethostname(host, sizeof host - 1);
+    int len = snprintf(me, sizeof me, "host %s, PID %ld\n", host, (long)getpid());
+    if (ftruncate(fd, 0) != 0 || pwrite(fd, me, (size_t)len, 0) != len)
+      st = tsl_error(TESSEL_E_IO, "%s %s: cannot write its lock file %s: %s", what, dir, path, strerror(errno));
+  }
+  if (st < 0 && fd >= 0) close(fd);
+  if (st >= 0) *fd_out = fd;
+  free(path);
+  return st;
+}
+
+/* Is `name` a leftover of an interrupted checkpoint (".tmp-step_N-PID", or
+** a "step_N.old-PID" that a resave had moved aside)? */
+static int stale_checkpoint(const char *name) {
+  return fnmatch(".tmp-step_[0-9]*-[0-9]*", name, 0) == 0 ||
+         fnmatch("step_[0-9]*.old-[0-9]*", name, 0) == 0;
+}
+
+/* Is `name` an atomic file's temporary ("NAME.tmp.PID")? */
+static int stale_file(const char *name) {
+  const char *t = strstr(name, ".tmp.");
+  return t && t[5] && strspn(t + 5, "0123456789") == strlen(t + 5);
+}
+
+/* Remove the entries of `dir` that `stale` picks; returns how many. */
+static int sweep(const char *dir, int (*stale)(const char *)) {
+  DIR *d = opendir(dir);
+  int removed = 0;
+  if (!d) return 0;
+  for (struct dirent *e; (e = readdir(d)) != NULL;) {
+    if (!stale(e->d_name)) continue;
+    char *path = tsl_asprintf("%s/%s", dir, e->d_name);
+    if (path && tsl_remove_tree(path) >= 0) removed++;
+    else tsl_warn("could not remove %s, left by an interrupted run: %s", path ? path : e->d_name, tsl_error_message());
+    free(path);
+  }
+  closedir(d);
+  return removed;
+}
+
+/* Does `path` lie inside directory `dir`? */
+static int inside(const char *path, const char *dir) {
+  char *p = realpath(path, NULL), *d = realpath(dir, NULL);
+  size_t n = d ? strlen(d) : 0;
+  int in = p && d && strncmp(p, d, n) == 0 && (p[n] == '/' || p[n] == '\0');
+  free(p);
+  free(d);
+  return in;
+}
+
+static void remove_leftovers(const tsl_settings *s) {
+  int n = sweep(s->ckpt.dir, stale_checkpoint);
+  char *tmp = tsl_asprintf("%s.tmp", s->log.metrics);
+  if (tmp && tsl_path_exists(tmp) && unlink(tmp) == 0) n++;
+  free(tmp);
+  /* data.dir may be shared by other runs; only one inside our own directory is ours alone */
+  if (tsl_path_exists(s->data.dir) && inside(s->data.dir, s->log.dir)) n += sweep(s->data.dir, stale_file);
+  if (n) tsl_info("removed %d temporar%s left by an interrupted run", n, n == 1 ? "y" : "ies");
+}
+
+/* checkpoint.dir cannot take files: say so, with what a checkpoint needs. */
+static tsl_status unusable(const tsl_settings *s, const char *why) {
+  uint64_t need = tsl_ckpt_bytes(s);
+  char need_text[32];
+  return tsl_error(TESSEL_E_IO, "checkpoint.dir %s %s, so no checkpoint of this model (about %llu bytes, %s) could be "
+                   "saved: point checkpoint.dir at a writable directory", s->ckpt.dir, why, (unsigned long long)need,
+                   tsl_format_bytes(need, need_text, sizeof need_text));
+}
+
+/* checkpoint.dir must exist (or be made) and take a file. */
+static tsl_status check_writable(const tsl_settings *s) {
+  const char *dir = s->ckpt.dir;
+  char *why = NULL;
+  if (tsl_mkdir_p(dir) < 0) {
+    why = tsl_asprintf("cannot be used (%s)", tsl_error_message());
+    tsl_status st = unusable(s, why ? why : "cannot be created");
+    free(why);
+    return st;
+  }
+  char *probe = tsl_asprintf("%s/.tessel-probe-%ld", dir, (long)getpid());
+  if (!probe) return TESSEL_E_NOMEM;
+  int fd = open(probe, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  int err = errno;
+  if (fd >= 0) {
+    close(fd);
+    unlink(probe);
+  }
+  free(probe);
+  if (fd >= 0) return TESSEL_OK;
+  why = tsl_asprintf("is not writable (%s)", strerror(err));
+  tsl_status st = unusable(s, why ? why : "is not writable");
+  free(why);
+  return st;
+}
+
+/* checkpoint.dir must hold one checkpoint. */
+static tsl_status check_room(const tsl_settings *s) {
+  const char *dir = s->ckpt.dir;
+  uint64_t need = tsl_ckpt_bytes(s), have;
+  if (tsl_free_bytes(dir, &have) < 0 || have >= need) return TESSEL_OK;
+  char need_text[32], have_text[32];
+  return tsl_error(TESSEL_E_IO,
+                   "checkpoint.dir %s has %llu bytes (%s) free, but one checkpoint of this model needs about %llu "
+                   "bytes (%s): free some space or point checkpoint.dir at another disk",
+                   dir, (unsigned long long)have, tsl_format_bytes(have, have_text, sizeof have_text),
+                   (unsigned long long)need, tsl_format_bytes(need, need_text, sizeof need_text));
+}
+
+static tsl_status claim(const tsl_settings *s, tsl_run_dir *d) {
+  tsl_status st;
+  TSL_TRY(st, lock_dir(s->log.dir, "log.dir", &d->fds[d->n]));
+  d->n++;
+  TSL_TRY(st, check_writable(s));
+  /* one directory for both is one lock: a second flock of it would refuse us */
+  char *a = realpath(s->log.dir, NULL), *b = realpath(s->ckpt.dir, NULL);
+  int same = a && b && strcmp(a, b) == 0;
+  free(a);
+  free(b);
+  if (!same) {
+    TSL_TRY(st, lock_dir(s->ckpt.dir, "checkpoint.dir", &d->fds[d->n]));
+    d->n++;
+  }
+  remove_leftovers(s); /* before counting free space: a crash can leave a whole checkpoint behind */
+  return check_room(s);
+fail:
+  return st;
+}
+
+tsl_status tsl_run_dir_open(tsl_runtime *rt, tsl_run_dir *d) {
+  tsl_status st = TESSEL_OK;
+  d->fds[0] = d->fds[1] = -1;
+  d->n = 0;
+  if (rt->world.rank == 0) st = claim(&rt->settings, d);
+  if (st < 0) tsl_run_dir_close(d);
+  return st;
+}
+
+void tsl_run_dir_close(tsl_run_dir *d) {
+  for (int i = 0; i < d->n; i++)
+    if (d->fds[i] >= 0) close(d->fds[i]);
+  d->n = 0;
+}

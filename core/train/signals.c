@@ -1,0 +1,64 @@
+/* core/train/signals.c */
+#include "train/signals.h"
+
+#include <signal.h>
+#include <string.h>
+#include <unistd.h>
+
+static volatile sig_atomic_t first_signal, interrupts, announce_first;
+static struct sigaction previous[3];
+static const int caught[3] = {SIGTERM, SIGINT, SIGUSR1};
+static int installed;
+
+static void say(const char *msg, size_t len) {
+  ssize_t written = write(2, msg, len);
+  (void)written; /* nothing to do when stderr is gone */
+}
+
+/* Only async-signal-safe calls here: write, signal, raise. */
+static void on_signal(int sig) {
+  if (sig == SIGINT && ++interrupts >= 2) {
+    static const char msg[] = "\ntessel: second interrupt, aborting without a checkpoint\n";
+    say(msg, sizeof msg - 1);
+    signal(SIGINT, SIG_DFL);
+    raise(SIGINT);
+    return;
+  }
+  if (first_signal) return;
+  first_signal = sig;
+  if (announce_first) {
+    static const char msg[] = "\ntessel: stopping after this step with a checkpoint (Ctrl-C again aborts at once)\n";
+    say(msg, sizeof msg - 1);
+  }
+}
+
+void tsl_signals_install(int announce) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_signal;
+  sa.sa_flags = SA_RESTART; /* blocking I/O and MPI calls go on; the loop looks at the flag */
+  sigemptyset(&sa.sa_mask);
+  first_signal = interrupts = 0;
+  announce_first = announce;
+  for (int i = 0; i < 3; i++) sigaction(caught[i], &sa, &previous[i]);
+  installed = 1;
+}
+
+void tsl_signals_restore(void) {
+  if (!installed) return;
+  for (int i = 0; i < 3; i++) sigaction(caught[i], &previous[i], NULL);
+  installed = 0;
+}
+
+int tsl_signal_received(void) { return first_signal; }
+
+const char *tsl_stop_reason_name(int reason) {
+  switch (reason) {
+    case SIGTERM: return "SIGTERM";
+    case SIGINT: return "SIGINT";
+    case SIGUSR1: return "SIGUSR1";
+    case TSL_STOP_TIME: return "train.stop_after_time";
+    case TSL_STOP_STEPS: return "train.stop_after";
+  }
+  return "a stop request";
+}

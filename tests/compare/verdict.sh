@@ -1,0 +1,59 @@
+# The verdict of tessel compare holds up to the noise, and the report's
+# splits add up.
+#  1. The same config twice, three interleaved trials each: "no measurable
+#     difference" (identical work; the criterion calls identical runs
+#     different about once in two hundred under Gaussian noise).
+#  2. No strategy against the sleepy test strategy, which computes the same
+#     model bit for bit but sleeps SLEEP ms per step — many times the ~1-5 ms
+#     of a step of this model, so that even a loaded machine's noise stays
+#     far below the difference: the plain config is named faster, by a
+#     percentage near SLEEP / (its step time) — within 0.5x to 2x of that,
+#     since sleeps overshoot and the two configs' trials meet different load.
+#  3. report.md leads with the decision; its time split adds up to the step
+#     time within 5% (parts are averaged so that they add up exactly; 5%
+#     allows the rounding of the printed milliseconds); the memory split adds
+#     up to the peak within 1%.
+#   verdict.sh TESSEL SRC TMP SLEEPY_PLUGIN
+set -uo pipefail
+TESSEL=$1; SRC=$2; TMP=$3; PLUGIN=$4
+WORK=$TMP/compare_verdict.$$
+rm -rf "$WORK"; mkdir -p "$WORK"; cd "$SRC"
+fail() { echo "FAIL: $*" >&2; exit 1; }
+SLEEP=20
+cat >"$WORK/plain.yaml" <<YAML
+model: {layers: 2, heads: 2, channels: 32, seq_len: 16, vocab_size: 256}
+data: {text: ["core/config/*.c"], dir: $WORK/data, val_fraction: 0.1}
+train: {steps: 30, batch_size: 4, seed: 7, sample_tokens: 0}
+device: {threads: 1}
+YAML
+printf 'base: plain.yaml\nplugin: {path: %s, sleep_ms: %d}\n' "$PLUGIN" $SLEEP >"$WORK/sleepy.yaml"
+
+"$TESSEL" compare "$WORK/plain.yaml" "$WORK/plain.yaml" --repeat 3 --out "$WORK/same" >"$WORK/same.log" 2>&1 \
+  || { cat "$WORK/same.log" >&2; fail "comparing a config with itself failed"; }
+R=$WORK/same/report.md
+sed -n 3p "$R" | grep -Eq "^For this model on this machine: no measurable difference in speed between plain@1(#2)? and plain@1" \
+  || { cat "$R" >&2; fail "identical configs: the report does not lead with 'no measurable difference'"; }
+
+"$TESSEL" compare "$WORK/sleepy.yaml" "$WORK/plain.yaml" --repeat 3 --out "$WORK/slow" >"$WORK/slow.log" 2>&1 \
+  || { cat "$WORK/slow.log" >&2; fail "plain against sleepy failed"; }
+R=$WORK/slow/report.md
+line=$(sed -n 3p "$R")
+pct=$(echo "$line" | sed -n 's/.*\*\*plain@1\*\*, because plain@1 is faster than sleepy@1 by \([0-9.]*\)% (spread [0-9.]*%).*/\1/p')
+[ -n "$pct" ] || { cat "$R" >&2; fail "plain@1 is not named faster than sleepy@1 in the decision"; }
+grep -q '^| plain@1 | 1 | ok | [0-9.]* | equivalent (0.0e+00' "$R" || fail "sleepy@1 and plain@1 do not train the same function bit for bit"
+ms=$(grep '^| plain@1 | 1 | ok |' "$R" | awk -F'|' '{ print $10 }' | tr -d ' ')
+awk -v p="$pct" -v ms="$ms" -v s=$SLEEP 'BEGIN { e = 100 * s / ms; printf "faster by %s%%; %d ms of sleep on %.2f ms steps predicts %.0f%%\n", p, s, ms, e
+  exit !(p >= 0.5 * e && p <= 2 * e) }' || fail "the percentage $pct is not plausible"
+
+# the splits add up
+grep '^| \(plain\|sleepy\)@1 | [0-9.]* | [0-9.]* |' "$R" | awk -F'|' '{
+  step = $3; comp = $4; split($5, w, " "); split($6, b, " "); sum = comp + w[1] + b[1]
+  printf "%s: step %.3f ms, compute %.3f + wait %.3f + bubble %.3f = %.3f\n", $2, step, comp, w[1], b[1], sum
+  d = (sum - step) / step; if (d < 0) d = -d; if (d > 0.05) bad = 1; n++ } END { exit bad || n != 2 }' \
+  || { cat "$R" >&2; fail "the time split does not add up to the step time within 5%"; }
+grep '^| \(plain\|sleepy\)@1 | device |' "$R" | awk -F'|' '{ split($4, p, " "); sum = $5 + $6 + $7 + $8 + $9
+  d = (sum - p[1]) / p[1]; if (d < 0) d = -d; if (d > 0.01 || p[1] <= 0) bad = 1; n++ } END { exit bad || n != 2 }' \
+  || { cat "$R" >&2; fail "the memory split does not add up to the peak"; }
+grep -q '^## Time per step' "$R" && grep -q '^## Memory per rank at the peak' "$R" || fail "sections missing"
+rm -rf "$WORK"
+echo "ok: identical configs: no measurable difference; plain@1 faster than sleepy@1 by $pct%; splits add up"

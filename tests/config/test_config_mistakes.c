@@ -1,0 +1,309 @@
+/*
+** tests/config/test_config_mistakes.c — bad input to the configuration
+** module: every mistake of a run reported at once in file order (at most
+** 20), the nesting limit, linear handling of huge maps, NUL characters,
+** `base:` and config files that are not regular files, derived paths at
+** full length, and the checks on files and thread counts.
+*/
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include "config_fixture.h"
+
+/* Load, read the core's settings, look for unknown keys, and give the
+** outcome, as `tessel check` does before the strategy. */
+static tsl_status read_all(const char *path) {
+  tsl_config *cfg = NULL;
+  tsl_settings s;
+  tsl_status st = tsl_config_load(path, NULL, 0, &cfg);
+  if (st < 0) return st;
+  st = tsl_settings_read(cfg, &s);
+  tsl_status unknown = tsl_cfg_check_unknown(tsl_config_root(cfg));
+  st = tsl_config_outcome(cfg, st < 0 ? st : unknown);
+  tsl_config_free(cfg);
+  return st;
+}
+
+static int count_lines(const char *text) {
+  int n = 1;
+  for (; *text; text++) n += *text == '\n';
+  return n;
+}
+
+static void test_every_mistake_in_file_order(void) {
+  char p[1024];
+  /* a missing section no longer hides the misspelt key below it, and values
+  ** of later sections are still checked */
+  put(p, "many.yaml",
+      "model:\n"
+      "  layers: two\n"
+      "  heads: 2\n"
+      "  channels: 8\n"
+      "  seq_len: 4\n"
+      "  vocab_sise: 256\n"
+      "data: {train: x}\n"
+      "optimizer: {lr: -1}\n");
+  tsl_status st = read_all(p);
+  CHECK_ERROR(st,
+              "%s:1:1: missing required section 'train:'\n"
+              "%s:2:11: model.layers: expected an integer, got 'two'\n"
+              "%s:6:3: unknown key 'vocab_sise' in model (did you mean 'vocab_size'?)\n"
+              "%s:8:17: optimizer.lr: must be between 0 and 10, got -1",
+              p, p, p, p);
+  CHECK_EQ_INT(count_lines(tsl_error_message()), 4);
+  CHECK_EQ_INT(tsl_status_exit_code(st), 2);
+}
+
+static void test_at_most_twenty(void) {
+  char p[1024], text[4096] = "model: {layers: 1, heads: 1, channels: 4, seq_len: 4}\ndata: {train: x}\n"
+                                "train: {steps: 1}\n";
+  for (int i = 0; i < 25; i++) {
+    char line[64];
+    snprintf(line, sizeof line, "zz%02d: 1\n", i);
+    strcat(text, line);
+  }
+  put(p, "twentyfive.yaml", text);
+  CHECK_ERROR(read_all(p), "%s:4:1: unknown section 'zz00'", p);
+  const char *msg = tsl_error_message();
+  CHECK_EQ_INT(count_lines(msg), 21);
+  CHECK_STR_CONTAINS(msg, ":23:1: unknown section 'zz19'");
+  CHECK_STR_CONTAINS(msg, "\n... and 5 more mistake(s); fix these and check again");
+  CHECK(strstr(msg, "zz20") == NULL);
+}
+
+static void test_load_reports_every_duplicate_and_set(void) {
+  char p[1024];
+  put(p, "dups.yaml", "a: 1\nb: {x: 1, x: 2}\na: 3\n");
+  const char *const sets[] = {"c.d", "b.x.y=1", "ok=2"};
+  tsl_status st = load_fail_sets(p, sets, 3);
+  CHECK_ERROR(st,
+              "%s:2:11: duplicate key 'x' in b (first defined at line 2)\n"
+              "%s:3:1: duplicate key 'a' (first defined at line 1)\n"
+              "--set=c.d:1:7: expected KEY.PATH=VALUE, e.g. --set model.layers=6\n"
+              "--set=b.x.y=1:1:7: 'b.x' is a value, not a section, so 'y' cannot be set inside it",
+              p, p);
+  CHECK_EQ_INT(count_lines(tsl_error_message()), 4);
+}
+
+/* "a: {a: {a: ... 1}}}" with n braces. */
+static char *nested_flow(int n) {
+  char *text = malloc((size_t)n * 5 + 16);
+  REQUIRE(text);
+  char *at = text + sprintf(text, "a: ");
+  for (int i = 0; i < n; i++) at += sprintf(at, "{a: ");
+  at += sprintf(at, "1");
+  for (int i = 0; i < n; i++) *at++ = '}';
+  strcpy(at, "\n");
+  return text;
+}
+
+static void test_nesting_limit(void) {
+  char p[1024];
+  /* the root map is level 1: 63 braces make 64 levels, which is allowed */
+  char *text = nested_flow(63);
+  tsl_config *cfg = load_ok(put(p, "deep64.yaml", text));
+  tsl_config_free(cfg);
+  free(text);
+  /* the 64th brace (level 65) is refused where it opens: column 4 + 4·63 */
+  text = nested_flow(64);
+  put(p, "deep65.yaml", text);
+  CHECK_ERROR(load_fail(p),
+              "%s:1:256: nesting deeper than 64 levels of maps and lists; a config needs a few", p);
+  free(text);
+  /* 25,000 levels in 50 KB: refused at level 65, in bounded memory and stack */
+  enum { DEEP = 25000 };
+  text = malloc(2 * DEEP + 2);
+  REQUIRE(text);
+  memset(text, '[', DEEP);
+  memset(text + DEEP, ']', DEEP);
+  strcpy(text + 2 * DEEP, "\n");
+  put(p, "deep25k.yaml", text);
+  CHECK_ERROR(load_fail(p), "%s:1:65: nesting deeper than 64 levels", p);
+  free(text);
+  /* block style, and a --set value, count the same way */
+  char block[8192] = "";
+  for (int i = 0; i < 65; i++) {
+    char line[256];
+    snprintf(line, sizeof line, "%*sk%d:\n", 2 * i, "", i);
+    strcat(block, line);
+  }
+  put(p, "deepblock.yaml", block);
+  CHECK_ERROR(load_fail(p), "%s:65:129: nesting deeper than 64 levels", p);
+  char arg[256] = "a.b=";
+  for (int i = 0; i < 70; i++) strcat(arg, "[");
+  const char *const sets[] = {arg};
+  put(p, "plain.yaml", "x: 1\n");
+  /* the value's first '[' is level 3 (under the root and a), so the 63rd is level 65 */
+  CHECK_ERROR(load_fail_sets(p, sets, 1), "--set=%s:1:73: nesting deeper than 64 levels", arg);
+  char longpath[512] = "";
+  for (int i = 0; i < 70; i++) strcat(longpath, i ? ".k" : "k");
+  strcat(longpath, "=1");
+  const char *const deep_key[] = {longpath};
+  CHECK_ERROR(load_fail_sets(p, deep_key, 1), "--set=%s:1:7: a key path of 70 parts nests deeper than 64", longpath);
+}
+
+static void test_set_key_must_be_utf8(void) {
+  char p[1024];
+  put(p, "utf8.yaml", "x: 1\n");
+  /* found by fuzz_config: the resolved config could not be written back */
+  const char *const sets[] = {"tr\x8b\x18" "ain.steps=5", "ok.\xc0\xafx=1", "caf\xc3\xa9.x=1"};
+  CHECK_ERROR(load_fail_sets(p, sets, 2), "--set=tr\x8b\x18" "ain.steps=5:1:7: the key path is not valid UTF-8\n"
+              "--set=ok.\xc0\xafx=1:1:7: the key path is not valid UTF-8");
+  tsl_config *cfg = load_ok_sets(p, sets + 2, 1); /* é is UTF-8 */
+  char *out = emit_text(cfg);
+  CHECK_STR_CONTAINS(out, "café");
+  free(out);
+  tsl_config_free(cfg);
+}
+
+static void test_nul_is_refused(void) {
+  char p[1024];
+  /* "\0" in a double-quoted scalar is a NUL byte once YAML decodes it */
+  put(p, "nul.yaml", "plugin: {name: \"ddp\\0junk\"}\n\"a\\0b\": 1\n");
+  CHECK_ERROR(load_fail(p),
+              "%s:1:16: this value contains a NUL character (\\0), which a config cannot hold\n"
+              "%s:2:1: a key contains a NUL character (\\0), which a config cannot hold",
+              p, p);
+}
+
+/* Make a FIFO at scratch/name; the path goes into buf. */
+static const char *fifo(char *buf, const char *name) {
+  REQUIRE(snprintf(buf, 1024, "%s/%s", scratch, name) < 1024);
+  unlink(buf);
+  REQUIRE(mkfifo(buf, 0600) == 0);
+  return buf;
+}
+
+static void test_odd_files(void) {
+  char p[1024], f[1024];
+  /* a FIFO with no writer would block a plain open: it must be refused at once */
+  alarm(60);
+  CHECK_EQ_INT(load_fail(fifo(f, "pipe.yaml")), TESSEL_E_IO);
+  CHECK_STR_CONTAINS(tsl_error_message(), "is a FIFO, not a regular file");
+  fifo(f, "basepipe.yaml");
+  put(p, "bpipe.yaml", "base: basepipe.yaml\n");
+  CHECK_ERROR(load_fail(p),
+              "%s:1:7: base: 'basepipe.yaml' is a FIFO, not a config file", p);
+  alarm(0);
+  put(p, "bempty.yaml", "base: \"\"\n");
+  CHECK_ERROR(load_fail(p),
+              "%s:1:7: base: expected the path of another config file, got an empty string", p);
+  put(f, "adir/x.yaml", "x: 1\n");
+  put(p, "bdir.yaml", "base: adir\n");
+  tsl_status st = load_fail(p);
+  CHECK_ERROR(st, "%s:1:7: base: 'adir' is a directory, not a config file", p);
+  CHECK_EQ_INT(tsl_status_exit_code(st), 2);
+}
+
+/* Load a config of one map with `n` keys and one duplicate at its end, in
+** a child process limited to `cpu_s` seconds of CPU; 0 when the child saw
+** the duplicate in time. */
+static int load_wide(int n, int cpu_s) {
+  char p[1024], b[1024];
+  REQUIRE(snprintf(b, sizeof b, "%s/wide_base.yaml", scratch) < (int)sizeof b);
+  REQUIRE(snprintf(p, sizeof p, "%s/wide.yaml", scratch) < (int)sizeof p);
+  FILE *fb = fopen(b, "w"), *fp = fopen(p, "w");
+  REQUIRE(fb && fp);
+  fprintf(fb, "x:\n");
+  fprintf(fp, "base: wide_base.yaml\nx:\n");
+  for (int i = 0; i < n; i++) fprintf(i % 2 ? fb : fp, "  k%d: %d\n", i, i);
+  fprintf(fp, "  k2: 1\n");
+  REQUIRE(fclose(fb) == 0 && fclose(fp) == 0);
+  pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    struct rlimit lim = {(rlim_t)cpu_s, (rlim_t)cpu_s};
+    setrlimit(RLIMIT_CPU, &lim);
+    tsl_config *cfg = NULL;
+    tsl_status st = tsl_config_load(p, NULL, 0, &cfg);
+    _exit(st == TESSEL_E_CONFIG && strstr(tsl_error_message(), "duplicate key 'k2' in x") ? 0 : 1);
+  }
+  int status = 0;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+static void test_huge_maps_are_linear(void) {
+  /* 200,000 keys, half in a base: loading, finding the duplicate and the
+  ** merge take about 0.3 s of CPU in a release build and 3 s under
+  ** AddressSanitizer; a check that compares each key with every earlier
+  ** one needs about 150 s. The 30 s limit is 10x either way, so this
+  ** tells linear from quadratic, not a fast machine from a slow one. */
+  CHECK_EQ_INT(load_wide(200000, 30), 0);
+}
+
+static void test_derived_paths_keep_their_length(void) {
+  char p[1024], dir[2100], text[4096];
+  /* a log.dir of 2,000 bytes: every path derived from it is whole */
+  memset(dir, 'd', 2000);
+  for (int i = 100; i < 2000; i += 100) dir[i] = '/';
+  dir[2000] = '\0';
+  snprintf(text, sizeof text,
+           "model: {layers: 1, heads: 1, channels: 4, seq_len: 4}\ndata: {text: [a.txt]}\ntrain: {steps: 1}\n"
+           "log: {dir: %s}\n", dir);
+  tsl_config *cfg = load_ok(put(p, "longdir.yaml", text));
+  tsl_settings s;
+  CHECK_EQ_INT(tsl_settings_read(cfg, &s), TESSEL_OK);
+  char want[2200];
+  snprintf(want, sizeof want, "%s/checkpoints", dir);
+  CHECK(strcmp(s.ckpt.dir, want) == 0);
+  snprintf(want, sizeof want, "%s/metrics.jsonl", dir);
+  CHECK(strcmp(s.log.metrics, want) == 0);
+  snprintf(want, sizeof want, "%s/data/train_*.bin", dir);
+  CHECK(strcmp(s.data.train, want) == 0);
+  tsl_config_free(cfg);
+}
+
+static void test_files_and_threads(void) {
+  char p[1024];
+  /* globs that match nothing and an absurd thread count are config mistakes */
+  put(p, "files.yaml",
+      "model: {layers: 1, heads: 1, channels: 4, seq_len: 4}\n"
+      "data: {train: \"no/such/*.bin\", val: \"/no/such/val_*.bin\"}\n"
+      "train: {steps: 1}\n"
+      "device: {threads: 4096}\n");
+  tsl_config *cfg = load_ok(p);
+  tsl_settings s;
+  tsl_status st = tsl_settings_read(cfg, &s);
+  tsl_status files = tsl_settings_check_files(cfg, &s, NULL);
+  st = tsl_config_outcome(cfg, st < 0 ? st : files);
+  CHECK_ERROR(st,
+              "%s:2:15: data.train: no files match 'no/such/*.bin' (from ",
+              p);
+  CHECK_STR_CONTAINS(tsl_error_message(), "\n");
+  char want[1200];
+  snprintf(want, sizeof want, "%s:2:37: data.val: no files match '/no/such/val_*.bin'\n", p);
+  CHECK_STR_CONTAINS(tsl_error_message(), want);
+  snprintf(want, sizeof want, "%s:4:19: device.threads: must be between 0 and 1024, got 4096", p);
+  CHECK_STR_CONTAINS(tsl_error_message(), want);
+  tsl_config_free(cfg);
+  /* data.text entries must match too; the shards they make need not exist yet */
+  put(p, "text.yaml",
+      "model: {layers: 1, heads: 1, channels: 4, seq_len: 4}\n"
+      "data: {text: [\"tests/config/*.c\", \"no/such.txt\"]}\n"
+      "train: {steps: 1}\n");
+  cfg = load_ok(p);
+  CHECK_EQ_INT(tsl_settings_read(cfg, &s), TESSEL_OK);
+  CHECK_ERROR(tsl_settings_check_files(cfg, &s, NULL), "%s:2:14: data.text: no files match 'no/such.txt'", p);
+  tsl_config_free(cfg);
+}
+
+int main(void) {
+  scratch_init("test_config_mistakes");
+  RUN(test_every_mistake_in_file_order);
+  RUN(test_at_most_twenty);
+  RUN(test_load_reports_every_duplicate_and_set);
+  RUN(test_nesting_limit);
+  RUN(test_nul_is_refused);
+  RUN(test_set_key_must_be_utf8);
+  RUN(test_odd_files);
+  RUN(test_huge_maps_are_linear);
+  RUN(test_derived_paths_keep_their_length);
+  RUN(test_files_and_threads);
+  int code = HARNESS_EXIT();
+  if (code == 0) tsl_remove_tree(scratch);
+  return code;
+}

@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# tests/fault/bad_inputs.sh — inputs that are not what they claim to be,
+# through the CLI: each gets a clear error and the right exit status, never
+# a crash or a wait.
+#
+# usage: bad_inputs.sh TESSEL SRC TMP PLUGIN_DIR
+#
+#   - a FIFO as the config, as a base: and as plugin.path (nothing writes
+#     to it: a plain open would wait forever);
+#   - a truncated plugin and one built for another machine (aarch64);
+#   - a config nested 25,000 levels deep (50 KB);
+#   - a log.dir of 1,500 bytes: the paths derived from it stay whole;
+#   - a checkpoint whose trainer.json was edited (heads 0, layers 0, a step
+#     that is not the directory's): sample, export and resume refuse it;
+#   - `export CKPT -o CKPT/model.safetensors`, which would overwrite the
+#     checkpoint's own model;
+#   - 300 --set options and 40 TESSEL_PLUGIN_PATH entries, more than any
+#     fixed table would hold.
+. "$(dirname "$0")/common.sh" "$1" "$2" "$3" bad_inputs
+PLUGINS=$4
+
+# run CASE CMD...: with a 20 s guard, so a wait is a failure, not a hang
+run() {
+  case_name=$1
+  shift
+  timeout 20 "$@" >"$WORK/$case_name.out" 2>"$WORK/$case_name.err" </dev/null
+  status=$?
+}
+
+# expect STATUS TEXT...
+expect() {
+  local want=$1
+  shift
+  if [ "$status" -eq 124 ]; then
+    fail "still waiting after 20 s"
+  elif [ "$status" -ge 128 ] || grep -qE 'Sanitizer|runtime error:|Segmentation fault' "$WORK/$case_name.err"; then
+    fail "crashed (status $status): $(head -5 "$WORK/$case_name.err")"
+  else
+    [ "$status" -eq "$want" ] || fail "exit status $status, expected $want: $(head -5 "$WORK/$case_name.err")"
+    for text in "$@"; do
+      grep -qF -- "$text" "$WORK/$case_name.err" || fail "stderr lacks: $text; got: $(head -5 "$WORK/$case_name.err")"
+    done
+  fi
+}
+
+valid() { # a config on line 1-3 that `check` accepts, plus extra lines
+  printf '%s\n' "model: {layers: 2, heads: 2, channels: 32, seq_len: 16, vocab_size: 256}" \
+    "data: {text: [\"core/config/*.c\"], dir: $WORK/data}" "train: {steps: 2, batch_size: 4, sample_tokens: 0}" "$@"
+}
+
+# ---- FIFOs ----
+mkfifo "$WORK/fifo.yaml" "$WORK/libtessel-fifo.so"
+run fifo_config "$TESSEL" check "$WORK/fifo.yaml"
+expect 1 "$WORK/fifo.yaml: is a FIFO, not a regular file"
+valid "base: fifo.yaml" >"$WORK/base_fifo.yaml"
+run fifo_base "$TESSEL" check "$WORK/base_fifo.yaml"
+expect 2 "$WORK/base_fifo.yaml:4:7: base: 'fifo.yaml' is a FIFO, not a config file"
+valid "plugin: {path: $WORK/libtessel-fifo.so}" >"$WORK/plugin_fifo.yaml"
+run fifo_plugin "$TESSEL" check "$WORK/plugin_fifo.yaml"
+expect 1 "libtessel-fifo.so: is a FIFO, not a shared object"
+
+# ---- a deep config, a long directory ----
+{ printf 'x: '; head -c 25000 /dev/zero | tr '\0' '['; head -c 25000 /dev/zero | tr '\0' ']'; echo; } >"$WORK/deep.yaml"
+run deep_config "$TESSEL" check "$WORK/deep.yaml"
+expect 2 "$WORK/deep.yaml:1:67: nesting deeper than 64 levels"
+long=$WORK/$(head -c 1500 /dev/zero | tr '\0' 'd' | sed 's/d\{100\}/&\//g')
+valid >"$WORK/long.yaml"
+run long_log_dir "$TESSEL" check --set log.dir="$long" "$WORK/long.yaml"
+expect 0
+grep -qF "dir: $long/checkpoints" "$WORK/long_log_dir.out" || fail "checkpoint.dir under a long log.dir was cut short"
+
+# ---- plugin files that dlopen would crash on or misreport ----
+mkdir -p "$WORK/cut" "$WORK/arm"
+head -c 9000 "$PLUGINS/libtessel-ddp.so" >"$WORK/cut/libtessel-ddp.so"
+cp "$PLUGINS/libtessel-ddp.so" "$WORK/arm/libtessel-ddp.so"
+# e_machine (bytes 18-19): aarch64 (183), or x86-64 (62) when this machine is the aarch64 one
+if [ "$(uname -m)" = aarch64 ]; then foreign='\076\000' foreign_name=x86-64; else foreign='\267\000' foreign_name=aarch64; fi
+printf "$foreign" | dd of="$WORK/arm/libtessel-ddp.so" bs=1 seek=18 conv=notrunc 2>/dev/null
+valid "plugin: {path: $WORK/cut/libtessel-ddp.so}" >"$WORK/cut.yaml"
+run truncated_plugin "$TESSEL" check "$WORK/cut.yaml"
+expect 1 "$WORK/cut/libtessel-ddp.so is not a loadable shared object" "is truncated: its segment"
+run truncated_plugin_listed env TESSEL_PLUGIN_PATH="$WORK/cut" "$TESSEL" plugins
+expect 0
+grep -qF "is truncated" "$WORK/truncated_plugin_listed.out" || fail "plugins does not list the truncated file's reason"
+valid "plugin: {path: $WORK/arm/libtessel-ddp.so}" >"$WORK/arm.yaml"
+run foreign_plugin "$TESSEL" check "$WORK/arm.yaml"
+expect 1 "is a shared object for $foreign_name, but this tessel runs on"
+
+# ---- a checkpoint to damage ----
+valid "checkpoint: {dir: $WORK/ckpt}" "log: {dir: $WORK/run, progress: never}" >"$WORK/run.yaml"
+run train "$TESSEL" run "$WORK/run.yaml"
+expect 0
+ck=$WORK/ckpt/step_00000002
+for edit in heads layers step; do
+  mkdir -p "$WORK/$edit"
+  cp -r "$ck" "$WORK/$edit/step_00000002" # named as a step: its trainer.json must say the same
+  sed -i "s/\"$edit\":[^,]*,/\"$edit\": $([ $edit = step ] && echo 1000000 || echo 0),/" \
+    "$WORK/$edit/step_00000002/trainer.json"
+  run "resume_$edit" "$TESSEL" run "$WORK/run.yaml" --resume "$WORK/$edit/step_00000002"
+  expect 1 "trainer.json has been altered or damaged"
+  run "sample_$edit" "$TESSEL" sample "$WORK/$edit/step_00000002" --tokens 5
+  expect 1 "trainer.json has been altered or damaged"
+  [ -s "$WORK/sample_$edit.out" ] && fail "printed text from a damaged checkpoint"
+  mkdir -p "$WORK/export_$edit"
+  run "export_$edit" "$TESSEL" export "$WORK/$edit/step_00000002" -o "$WORK/export_$edit/model.safetensors"
+  expect 1 "trainer.json has been altered or damaged"
+  [ -e "$WORK/export_$edit/config.json" ] && fail "wrote a config.json for a damaged checkpoint"
+done
+
+# ---- an export over its own checkpoint ----
+cp "$ck/model.safetensors" "$WORK/model.before"
+run export_into_checkpoint "$TESSEL" export "$ck" -o "$ck/model.safetensors"
+expect 2 "is inside the checkpoint" "would overwrite the checkpoint's own files"
+cmp -s "$ck/model.safetensors" "$WORK/model.before" || fail "the checkpoint's model was overwritten"
+[ -e "$ck/config.json" ] && fail "config.json was written into the checkpoint"
+run sample_after "$TESSEL" sample "$ck" --tokens 4
+expect 0
+
+# ---- lists with no fixed size ----
+sets=()
+for i in $(seq 1 300); do sets+=(--set "train.seed=$i"); done
+run many_sets "$TESSEL" check --quiet "${sets[@]}" "$WORK/run.yaml"
+expect 0
+path=
+for i in $(seq 1 39); do mkdir -p "$WORK/empty$i" && path="$path$WORK/empty$i:"; done
+mkdir -p "$WORK/fortieth" && cp "$PLUGINS/libtessel-ddp.so" "$WORK/fortieth/"
+run many_plugin_dirs env TESSEL_PLUGIN_PATH="${path}$WORK/fortieth" "$TESSEL" plugins
+expect 0
+grep -A1 '^ddp ' "$WORK/many_plugin_dirs.out" | grep -q "^  $WORK/fortieth/libtessel-ddp.so\$" ||
+  fail "the plugin in the 40th TESSEL_PLUGIN_PATH entry was not found first"
+
+finish "ok: FIFOs, broken plugins, damaged and self-overwriting checkpoints, long option lists: each a clear error"

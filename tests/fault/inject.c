@@ -1,0 +1,157 @@
+/*
+** tests/fault/inject.c — an LD_PRELOAD library that makes one directory
+** behave like a disk that fills up or turns read-only, for the fault tests
+** on machines where they cannot mount a small tmpfs (not root).
+**
+**   TESSEL_FAULT_DIR=/abs/dir      files under this directory are affected
+**   TESSEL_FAULT=enospc:N          after N bytes written there, writes fail
+**                                  with ENOSPC (a full disk)
+**   TESSEL_FAULT=erofs:N           after N bytes, writes, mkdir and opening
+**                                  for writing fail with EROFS (a file system
+**                                  remounted read-only); erofs:0 is
+**                                  read-only from the start
+**   TESSEL_FAULT=full              statvfs reports no free space there
+**
+** It wraps the calls tessel's own code makes (write, pwrite, mkdir, open,
+** openat, statvfs); stdio's internal writes are not seen, which is fine:
+** the checkpoint tensors, the bulk of every checkpoint, go through write().
+*/
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+enum { NONE, ENOSPC_AFTER, EROFS_AFTER, FULL };
+
+static int mode = -1;
+static long long budget;
+static char dir[4096];
+static size_t dir_len;
+
+static void setup(void) {
+  if (mode >= 0) return;
+  mode = NONE;
+  const char *d = getenv("TESSEL_FAULT_DIR"), *f = getenv("TESSEL_FAULT");
+  if (!d || !f || strlen(d) >= sizeof dir) return;
+  snprintf(dir, sizeof dir, "%s", d);
+  dir_len = strlen(dir);
+  if (sscanf(f, "enospc:%lld", &budget) == 1) mode = ENOSPC_AFTER;
+  else if (sscanf(f, "erofs:%lld", &budget) == 1) mode = EROFS_AFTER;
+  else if (strcmp(f, "full") == 0) mode = FULL;
+}
+
+static int under(const char *path) {
+  return path && dir_len && strncmp(path, dir, dir_len) == 0 && (path[dir_len] == '/' || path[dir_len] == '\0');
+}
+
+static int fd_under(int fd) {
+  char link[64], path[4096];
+  snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+  ssize_t n = readlink(link, path, sizeof path - 1);
+  if (n <= 0) return 0;
+  path[n] = '\0';
+  return under(path);
+}
+
+/* Has the read-only switch been thrown? */
+static int read_only(void) { return mode == EROFS_AFTER && budget <= 0; }
+
+/* May n more bytes go to fd? Sets errno when not. */
+static int allow_write(int fd, size_t n) {
+  setup();
+  if ((mode != ENOSPC_AFTER && mode != EROFS_AFTER) || !fd_under(fd)) return 1;
+  if (budget < (long long)n) {
+    budget = 0;
+    errno = mode == ENOSPC_AFTER ? ENOSPC : EROFS;
+    return 0;
+  }
+  budget -= (long long)n;
+  return 1;
+}
+
+/* The C library's own `name`, looked up once. */
+#define REAL(name)                                                  \
+  static name##_fn real_##name;                                     \
+  if (!real_##name) real_##name = (name##_fn)dlsym(RTLD_NEXT, #name)
+
+typedef ssize_t (*write_fn)(int, const void *, size_t);
+typedef ssize_t (*pwrite_fn)(int, const void *, size_t, off_t);
+typedef int (*mkdir_fn)(const char *, mode_t);
+typedef int (*open_fn)(const char *, int, ...);
+typedef int (*open64_fn)(const char *, int, ...);
+typedef int (*openat_fn)(int, const char *, int, ...);
+typedef int (*statvfs_fn)(const char *, struct statvfs *);
+
+ssize_t write(int fd, const void *buf, size_t n) {
+  REAL(write);
+  if (!allow_write(fd, n)) return -1;
+  return real_write(fd, buf, n);
+}
+
+ssize_t pwrite(int fd, const void *buf, size_t n, off_t off) {
+  REAL(pwrite);
+  if (!allow_write(fd, n)) return -1;
+  return real_pwrite(fd, buf, n, off);
+}
+
+int mkdir(const char *path, mode_t m) {
+  REAL(mkdir);
+  setup();
+  if (read_only() && under(path)) {
+    errno = EROFS;
+    return -1;
+  }
+  return real_mkdir(path, m);
+}
+
+static int refuse_open(const char *path, int flags) {
+  setup();
+  if (!read_only() || !under(path) || (flags & O_ACCMODE) == O_RDONLY) return 0;
+  errno = EROFS;
+  return 1;
+}
+
+int open(const char *path, int flags, ...) {
+  REAL(open);
+  va_list ap;
+  va_start(ap, flags);
+  mode_t m = (flags & O_CREAT) ? (mode_t)va_arg(ap, int) : 0;
+  va_end(ap);
+  if (refuse_open(path, flags)) return -1;
+  return real_open(path, flags, m);
+}
+
+int open64(const char *path, int flags, ...) {
+  REAL(open64);
+  va_list ap;
+  va_start(ap, flags);
+  mode_t m = (flags & O_CREAT) ? (mode_t)va_arg(ap, int) : 0;
+  va_end(ap);
+  if (refuse_open(path, flags)) return -1;
+  return real_open64(path, flags, m);
+}
+
+int openat(int at, const char *path, int flags, ...) {
+  REAL(openat);
+  va_list ap;
+  va_start(ap, flags);
+  mode_t m = (flags & O_CREAT) ? (mode_t)va_arg(ap, int) : 0;
+  va_end(ap);
+  if (refuse_open(path, flags)) return -1;
+  return real_openat(at, path, flags, m);
+}
+
+int statvfs(const char *path, struct statvfs *out) {
+  REAL(statvfs);
+  int rc = real_statvfs(path, out);
+  setup();
+  if (rc == 0 && mode == FULL && under(path)) out->f_bavail = 0;
+  return rc;
+}

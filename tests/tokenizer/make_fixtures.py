@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+"""Make the tokenizer fixtures with Hugging Face `tokenizers` (pip install tokenizers).
+
+Run from anywhere: python3 tests/tokenizer/make_fixtures.py
+It reads tinyshakespeare from ../shared/data/ beside the repository (never
+copied into it) and writes, under tests/tokenizer/fixtures/:
+
+  gpt2_1024.json   a byte-level BPE trained by BpeTrainer on the first 300 000
+                   bytes: ByteLevel pre-tokenizer (GPT-2's regex), the full
+                   ByteLevel alphabet, <|endoftext|>, vocabulary 1024
+  llama3_512.json  the same kind on the first 100 000 bytes, but split by
+                   Llama 3's regex (Split, Isolated) before a regex-less
+                   ByteLevel, vocabulary 512
+  cases.json       test texts of our own (Unicode, white space runs, digits,
+                   contractions, special tokens) and the ids each tokenizer
+                   gives them (encode(text, add_special_tokens=False)); also
+                   under "llama3_512_ignore_merges" the ids of llama3_512 with
+                   model.ignore_merges set (as Llama 3's own tokenizer.json
+                   has it: a piece that is a whole token is not merged) and
+                   two tokens no merge makes, "zzq" and "Ġzzq" (ids 512, 513),
+                   so that the setting changes ids
+  counts.json      BpeTrainer with the gpt2_1024 settings on the whole of
+                   tinyshakespeare: how many tokens its tokenizer encodes the
+                   whole text into (the reference for `tessel tokenizer train`)
+
+Each text is fed to the trainer as one sequence (train_from_iterator([text])),
+which is what `tessel tokenizer train FILE` does with a file.
+"""
+import json
+import os
+import sys
+
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers, Regex
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+DATA = os.path.join(os.path.dirname(ROOT), "shared", "data", "tinyshakespeare.txt")
+OUT = os.path.join(HERE, "fixtures")
+
+LLAMA3 = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|"
+          r"\s*[\r\n]+|\s+(?!\S)|\s+")
+
+CASES = [
+    ("plain", "Hello, world! This is a plain English sentence, with some punctuation."),
+    ("contractions", "I'm sure they'll say we'd've done it; don't you think? SHE'S HERE, You're right, we've WON'T."),
+    ("digits", "In 1999 there were 12345678 people; pi is 3.14159, agent 007, the 42nd and 1,000,000th."),
+    ("whitespace", "a  b   c\t\td\n\n\nnew    paragraph \n  \t end   "),
+    ("leading_space", "   three spaces first, and two last  "),
+    ("newlines_only", "\n\n\n\n"),
+    ("unicode", "Café naïve — 日本語のテキスト, Ελληνικά, русский язык, 🙂👍🏽 emoji; مرحبا بالعالم"),
+    ("unicode_spaces", "no\u00a0break\u2003em\u3000ideographic\u2028line\u2029para\u0085nel\u202fnarrow"),
+    ("unicode_digits", "Arabic-Indic \u0661\u0662\u0663, full-width \uff11\uff12\uff13\uff14, superscript x\u00b2"),
+    ("special", "first document<|endoftext|>second document <|endoftext|><|endoftext|> third"),
+    ("special_lookalike", "<|endoftext| and <|endoftext|x> are not special, <|endoftext|> is"),
+    ("code", "def f(x):\n    return x**2 + 1  # square\n\tif a != b: print('\"quoted\"')\n"),
+    ("long_spaces", " " * 1000 + "x" + " " * 300),
+    ("mixed_case_contractions", "IT'S, it's, It'S; I'M, I'LL, THEY'RE, WE'VE, HE'D"),
+    ("empty", ""),
+    ("unreachable_tokens", "zzq, zzq zzqzzq and zzq."),
+]
+
+
+def byte_level_bpe(split_regex, text, vocab_size):
+    tok = Tokenizer(models.BPE())
+    if split_regex is None:
+        tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    else:
+        tok.pre_tokenizer = pre_tokenizers.Sequence([
+            pre_tokenizers.Split(Regex(split_regex), behavior="isolated", invert=False),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+        ])
+    tok.decoder = decoders.ByteLevel()
+    tok.post_processor = processors.ByteLevel(trim_offsets=False)
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, min_frequency=0, special_tokens=["<|endoftext|>"],
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    tok.train_from_iterator([text], trainer=trainer)
+    return tok
+
+
+def main():
+    import tokenizers
+    with open(DATA, encoding="utf-8") as f:
+        text = f.read()
+    os.makedirs(OUT, exist_ok=True)
+    toks = {
+        "gpt2_1024": byte_level_bpe(None, text[:300000], 1024),
+        "llama3_512": byte_level_bpe(LLAMA3, text[:100000], 512),
+    }
+    for name, tok in toks.items():
+        tok.save(os.path.join(OUT, name + ".json"), pretty=True)
+    spec = json.loads(toks["llama3_512"].to_str())
+    spec["model"]["ignore_merges"] = True
+    spec["model"]["vocab"]["zzq"] = 512
+    spec["model"]["vocab"]["\u0120zzq"] = 513
+    toks["llama3_512_ignore_merges"] = Tokenizer.from_str(json.dumps(spec))
+    cases = []
+    for name, s in CASES:
+        c = {"name": name, "text": s}
+        for tname, tok in toks.items():
+            ids = tok.encode(s, add_special_tokens=False).ids
+            assert tok.decode(ids, skip_special_tokens=False) == s, (tname, name)
+            c[tname] = ids
+        cases.append(c)
+    differ = sum(c["llama3_512"] != c["llama3_512_ignore_merges"] for c in cases)
+    print(f"ignore_merges changes the ids of {differ} of {len(cases)} cases")
+    with open(os.path.join(OUT, "cases.json"), "w", encoding="utf-8") as f:
+        json.dump({"made_by": "tokenizers " + tokenizers.__version__, "cases": cases}, f, ensure_ascii=False, indent=1)
+    whole = byte_level_bpe(None, text, 1024)
+    counts = {"made_by": "tokenizers " + tokenizers.__version__, "text": "tinyshakespeare.txt",
+              "bytes": len(text.encode("utf-8")), "vocab_size": 1024, "special": ["<|endoftext|>"],
+              "tokens": len(whole.encode(text, add_special_tokens=False).ids),
+              "merges": len(json.loads(whole.to_str())["model"]["merges"])}
+    with open(os.path.join(OUT, "counts.json"), "w") as f:
+        json.dump(counts, f, indent=1)
+    print("wrote", OUT, counts)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

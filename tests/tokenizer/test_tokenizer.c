@@ -1,0 +1,263 @@
+/*
+** tests/tokenizer/test_tokenizer.c — tessel's byte-level BPE against
+** Hugging Face `tokenizers`.
+**
+** The fixtures in tests/tokenizer/fixtures/ were made by
+** tests/tokenizer/make_fixtures.py with `tokenizers` (its version is in
+** cases.json): two byte-level BPEs trained by BpeTrainer on parts of
+** tinyshakespeare (one with GPT-2's ByteLevel regex, one split by Llama 3's
+** regex, and that one again with ignore_merges) and the ids they give our
+** test texts. tessel must give the same
+** ids, token for token (no tolerance: encoding is exact), and decode every
+** text — and any byte string, invalid UTF-8 included — back to itself.
+*/
+#include <cjson/cJSON.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "common/util.h"
+#include "harness.h"
+#include "tokenizer/tokenizer.h"
+
+#define FIXTURES "tests/tokenizer/fixtures/"
+
+static const char *const tokenizer_names[] = {"gpt2_1024", "llama3_512", "llama3_512_ignore_merges"};
+
+/* llama3_512 as make_fixtures.py changes it: ignore_merges, and two tokens no merge makes. */
+static tsl_tokenizer *ignore_merges_variant(void) {
+  char *json;
+  tsl_tokenizer *t = NULL;
+  REQUIRE(tsl_read_file(FIXTURES "llama3_512.json", &json, NULL) == TESSEL_OK);
+  cJSON *root = cJSON_Parse(json), *model = cJSON_GetObjectItem(root, "model");
+  REQUIRE(model != NULL);
+  cJSON_ReplaceItemInObject(model, "ignore_merges", cJSON_CreateTrue());
+  cJSON_AddNumberToObject(cJSON_GetObjectItem(model, "vocab"), "zzq", 512);
+  cJSON_AddNumberToObject(cJSON_GetObjectItem(model, "vocab"), "\xc4\xa0zzq", 513);
+  char *text = cJSON_Print(root);
+  tsl_status st = tsl_tokenizer_parse(text, strlen(text), "llama3_512_ignore_merges", &t);
+  free(text);
+  cJSON_Delete(root);
+  free(json);
+  REQUIRE(st == TESSEL_OK);
+  return t;
+}
+
+static tsl_tokenizer *load(const char *name) {
+  char path[256];
+  tsl_tokenizer *t = NULL;
+  if (strcmp(name, "llama3_512_ignore_merges") == 0) return ignore_merges_variant();
+  snprintf(path, sizeof path, FIXTURES "%s.json", name);
+  tsl_status st = tsl_tokenizer_load(path, &t);
+  if (st < 0) fprintf(stderr, "%s\n", tsl_error_message());
+  REQUIRE(st == TESSEL_OK && t != NULL);
+  return t;
+}
+
+static void encode(tsl_tokenizer *t, const char *text, size_t len, int flags, tsl_token_vec *out) {
+  out->n = 0;
+  tsl_status st = tsl_tokenizer_encode(t, text, len, flags, tsl_token_vec_sink, out);
+  if (st < 0) fprintf(stderr, "%s\n", tsl_error_message());
+  REQUIRE(st == TESSEL_OK);
+}
+
+/* decode(ids) == text[0, len) */
+static int decodes_to(const tsl_tokenizer *t, const tsl_token_vec *v, const char *text, size_t len) {
+  size_t at = 0;
+  for (size_t i = 0; i < v->n; i++) {
+    size_t n;
+    const char *s = tsl_tokenizer_token(t, v->ids[i], &n);
+    if (!s || at + n > len || memcmp(text + at, s, n) != 0) return 0;
+    at += n;
+  }
+  return at == len;
+}
+
+static void test_ids_match_tokenizers(void) {
+  char *json;
+  REQUIRE(tsl_read_file(FIXTURES "cases.json", &json, NULL) == TESSEL_OK);
+  cJSON *root = cJSON_Parse(json), *c;
+  REQUIRE(root != NULL);
+  int compared = 0;
+  for (size_t k = 0; k < TSL_ARRAY_LEN(tokenizer_names); k++) {
+    tsl_tokenizer *t = load(tokenizer_names[k]);
+    tsl_token_vec v = {0};
+    cJSON_ArrayForEach(c, cJSON_GetObjectItem(root, "cases")) {
+      const char *name = cJSON_GetObjectItem(c, "name")->valuestring, *text = cJSON_GetObjectItem(c, "text")->valuestring;
+      cJSON *want = cJSON_GetObjectItem(c, tokenizer_names[k]);
+      encode(t, text, strlen(text), TSL_TOK_ADDED, &v);
+      int same = (int)v.n == cJSON_GetArraySize(want);
+      for (int i = 0; same && i < (int)v.n; i++) same = v.ids[i] == cJSON_GetArrayItem(want, i)->valueint;
+      if (!same) fprintf(stderr, "%s: case %s: %zu ids, tokenizers gave %d\n", tokenizer_names[k], name, v.n,
+                         cJSON_GetArraySize(want));
+      CHECK(same);
+      CHECK(decodes_to(t, &v, text, strlen(text)));
+      compared++;
+    }
+    tsl_token_vec_free(&v);
+    tsl_tokenizer_free(t);
+  }
+  CHECK(compared >= 45); /* 16 texts by 3 tokenizers */
+  cJSON_Delete(root);
+  free(json);
+}
+
+static void test_invalid_utf8_round_trips(void) {
+  static const char *const texts[] = {
+      "\xff\xfe plain \xc3\x28 bad \xe2\x82 cut \xf0\x9f\x99 end\x80",
+      "\xed\xa0\x80 a surrogate, \xc0\xaf an overlong slash, \xf8\x88\x80\x80\x80 five bytes",
+      "caf\xc3\xa9\xc3",            /* valid, then a lead byte at the very end */
+      "\x80\x80\x80\x80   \xbf\n\n",
+      "<|endoftext|>\xff<|endoftext|\xfe>",
+  };
+  for (size_t k = 0; k < TSL_ARRAY_LEN(tokenizer_names); k++) {
+    tsl_tokenizer *t = load(tokenizer_names[k]);
+    tsl_token_vec v = {0};
+    for (size_t i = 0; i < TSL_ARRAY_LEN(texts); i++)
+      for (int flags = 0; flags <= TSL_TOK_ADDED; flags += TSL_TOK_ADDED) {
+        encode(t, texts[i], strlen(texts[i]), flags, &v);
+        CHECK(decodes_to(t, &v, texts[i], strlen(texts[i])));
+      }
+    /* NUL bytes and every byte value, in seeded random strings */
+    char buf[512];
+    for (uint64_t seed = 1; seed <= 200; seed++) {
+      size_t n = tsl_mix64(seed) % sizeof buf;
+      for (size_t i = 0; i < n; i++) buf[i] = (char)(tsl_mix64(seed * 1000003 + i) & 0xff);
+      encode(t, buf, n, TSL_TOK_ADDED, &v);
+      CHECK(decodes_to(t, &v, buf, n));
+    }
+    tsl_token_vec_free(&v);
+    tsl_tokenizer_free(t);
+  }
+}
+
+static void test_added_tokens_only_when_asked(void) {
+  tsl_tokenizer *t = load("gpt2_1024");
+  const char *text = "a<|endoftext|>b";
+  tsl_token_vec v = {0};
+  int eot = tsl_tokenizer_eot(t);
+  CHECK_EQ_INT(eot, 0); /* BpeTrainer gives the special tokens the first ids */
+  encode(t, text, strlen(text), TSL_TOK_ADDED, &v);
+  REQUIRE(v.n == 3);
+  CHECK_EQ_INT(v.ids[1], eot);
+  encode(t, text, strlen(text), 0, &v); /* ordinary text: no id is the end-of-text token */
+  CHECK(v.n > 3);
+  for (size_t i = 0; i < v.n; i++) CHECK(v.ids[i] != eot);
+  CHECK(decodes_to(t, &v, text, strlen(text)));
+  tsl_token_vec_free(&v);
+  tsl_tokenizer_free(t);
+}
+
+/* Megabyte-long pieces are merged in O(n log n) and stay exact. The fixture
+** vocabulary has no merge of two spaces (tokenizers gives 1000 spaces as
+** 1000 'Ġ' ids: see the long_spaces case), so a run of spaces stays one id
+** per byte; a long word does merge. */
+static void test_long_pieces(void) {
+  tsl_tokenizer *t = load("gpt2_1024");
+  size_t n = 1 << 20;
+  char *text = malloc(n + 2);
+  REQUIRE(text != NULL);
+  tsl_token_vec v = {0}, x = {0};
+  encode(t, " ", 1, 0, &x);
+  encode(t, "x", 1, 0, &v);
+  REQUIRE(x.n == 1 && v.n == 1);
+  int32_t space = x.ids[0], letter = v.ids[0];
+  memset(text, ' ', n);
+  memcpy(text + n, "x", 2);
+  encode(t, text, n + 1, 0, &v);
+  REQUIRE(v.n == n + 1);
+  size_t spaces = 0;
+  for (size_t i = 0; i < n; i++) spaces += v.ids[i] == space;
+  CHECK(spaces == n);
+  CHECK_EQ_INT(v.ids[n], letter);
+  for (size_t i = 0; i < n; i++) text[i] = "thee"[i % 4];
+  encode(t, text, n, 0, &v);
+  CHECK(v.n <= n / 2 + 1); /* merges make it at most one token per two bytes ('t', 'he', 'et', 'he', ...) */
+  CHECK(decodes_to(t, &v, text, n));
+  tsl_token_vec_free(&v);
+  tsl_token_vec_free(&x);
+  free(text);
+  tsl_tokenizer_free(t);
+}
+
+/* Load the gpt2 fixture with one field changed; expect failure `st` whose message holds `needle`. */
+static void expect_refused(const char *path, const char *value, tsl_status st, const char *needle) {
+  char *json;
+  REQUIRE(tsl_read_file(FIXTURES "gpt2_1024.json", &json, NULL) == TESSEL_OK);
+  cJSON *root = cJSON_Parse(json), *parent = root;
+  char key[128];
+  snprintf(key, sizeof key, "%s", path);
+  for (char *dot; (dot = strchr(key, '.')) != NULL; memmove(key, dot + 1, strlen(dot + 1) + 1)) {
+    *dot = '\0';
+    parent = cJSON_IsArray(parent) ? cJSON_GetArrayItem(parent, atoi(key)) : cJSON_GetObjectItem(parent, key);
+  }
+  REQUIRE(parent != NULL);
+  cJSON *v = cJSON_Parse(value);
+  REQUIRE(v != NULL);
+  if (cJSON_IsArray(parent)) cJSON_ReplaceItemInArray(parent, atoi(key), v);
+  else if (cJSON_GetObjectItem(parent, key)) cJSON_ReplaceItemInObject(parent, key, v);
+  else cJSON_AddItemToObject(parent, key, v);
+  char *text = cJSON_Print(root);
+  tsl_tokenizer *t = NULL;
+  tsl_status got = tsl_tokenizer_parse(text, strlen(text), "changed.json", &t);
+  if (got != st) fprintf(stderr, "%s = %s: status %d, expected %d\n", path, value, got, st);
+  CHECK_EQ_INT(got, st);
+  CHECK(t == NULL);
+  CHECK_STR_CONTAINS(tsl_error_message(), needle);
+  free(text);
+  cJSON_Delete(root);
+  free(json);
+}
+
+static void test_refuses_what_it_cannot_encode(void) {
+  expect_refused("normalizer", "{\"type\": \"NFC\"}", TESSEL_E_UNSUPPORTED, "normalizer NFC");
+  expect_refused("model.type", "\"WordPiece\"", TESSEL_E_UNSUPPORTED, "model.type is WordPiece");
+  expect_refused("model.dropout", "0.1", TESSEL_E_UNSUPPORTED, "model.dropout");
+  expect_refused("model.byte_fallback", "true", TESSEL_E_UNSUPPORTED, "model.byte_fallback");
+  expect_refused("pre_tokenizer", "{\"type\": \"Whitespace\"}", TESSEL_E_UNSUPPORTED, "pre_tokenizer is Whitespace");
+  expect_refused("decoder", "{\"type\": \"WordPiece\"}", TESSEL_E_UNSUPPORTED, "decoder WordPiece");
+  expect_refused("added_tokens.0.lstrip", "true", TESSEL_E_UNSUPPORTED, "<|endoftext|>.lstrip");
+  expect_refused("model.merges.0", "[\"zz\", \"q\"]", TESSEL_E_CONFIG, "merge 0");
+  expect_refused("model.vocab.\xc4\xa0", "5000", TESSEL_E_CONFIG, "ids must be dense");
+  expect_refused("model.vocab.\xc4\xa0", "3", TESSEL_E_CONFIG, "id 3 is both");
+  tsl_tokenizer *t = NULL;
+  CHECK_EQ_INT(tsl_tokenizer_parse("{\"model\": {\"vocab\": {", 21, "cut.json", &t), TESSEL_E_IO);
+  CHECK_STR_CONTAINS(tsl_error_message(), "cut.json: not valid JSON");
+  CHECK_EQ_INT(tsl_tokenizer_load("tests/tokenizer/fixtures/none.json", &t), TESSEL_E_IO);
+  CHECK_STR_CONTAINS(tsl_error_message(), "none.json");
+}
+
+/* The hash follows what encodes, not how the JSON is written. */
+static void test_hash(void) {
+  char *json;
+  REQUIRE(tsl_read_file(FIXTURES "gpt2_1024.json", &json, NULL) == TESSEL_OK);
+  cJSON *root = cJSON_Parse(json);
+  char *compact = cJSON_PrintUnformatted(root);
+  tsl_tokenizer *a = load("gpt2_1024"), *b = NULL, *c = NULL, *d = load("llama3_512");
+  REQUIRE(tsl_tokenizer_parse(compact, strlen(compact), "compact", &b) == TESSEL_OK);
+  CHECK(tsl_tokenizer_hash(a) == tsl_tokenizer_hash(b));
+  cJSON *merges = cJSON_GetObjectItem(cJSON_GetObjectItem(root, "model"), "merges");
+  cJSON_DeleteItemFromArray(merges, cJSON_GetArraySize(merges) - 1); /* one merge fewer */
+  char *fewer = cJSON_PrintUnformatted(root);
+  REQUIRE(tsl_tokenizer_parse(fewer, strlen(fewer), "fewer", &c) == TESSEL_OK);
+  CHECK(tsl_tokenizer_hash(a) != tsl_tokenizer_hash(c));
+  CHECK(tsl_tokenizer_hash(a) != tsl_tokenizer_hash(d));
+  CHECK_EQ_INT(tsl_tokenizer_vocab_size(a), 1024);
+  tsl_tokenizer_free(a);
+  tsl_tokenizer_free(b);
+  tsl_tokenizer_free(c);
+  tsl_tokenizer_free(d);
+  free(compact);
+  free(fewer);
+  cJSON_Delete(root);
+  free(json);
+}
+
+int main(void) {
+  RUN(test_ids_match_tokenizers);
+  RUN(test_invalid_utf8_round_trips);
+  RUN(test_added_tokens_only_when_asked);
+  RUN(test_long_pieces);
+  RUN(test_refuses_what_it_cannot_encode);
+  RUN(test_hash);
+  return HARNESS_EXIT();
+}

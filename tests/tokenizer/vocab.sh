@@ -1,0 +1,93 @@
+# The run's vocabulary through the CLI: mismatches between model.vocab_size,
+# data.tokenizer and the tokenizer shards were made with are refused before
+# any step, with both values named; a run on tokenizer-made shards stores the
+# tokenizer in its checkpoints (covered by their checksums) and samples with
+# it; a model of more than 256 tokens without a tokenizer is refused, not
+# printed as bytes. Uses the fixture tokenizers (made by Hugging Face
+# tokenizers, see make_fixtures.py) on the project's own sources.
+# Usage: vocab.sh TESSEL SRC TMP
+set -eu
+TESSEL=$1
+SRC=$2
+WORK=$3/vocab.$$
+cd "$SRC"
+rm -rf "$WORK"
+mkdir -p "$WORK"
+GPT2=tests/tokenizer/fixtures/gpt2_1024.json
+LLAMA=tests/tokenizer/fixtures/llama3_512.json
+fail() {
+  echo "FAIL: $*" >&2
+  exit 1
+}
+# expect_refused RC NEEDLE... -- COMMAND...: exit RC, every NEEDLE in stderr, no step taken
+expect_refused() {
+  local rc=$1 needles=()
+  shift
+  while [ "$1" != "--" ]; do needles+=("$1"); shift; done
+  shift
+  set +e
+  "$@" >"$WORK/out" 2>"$WORK/err"
+  local got=$?
+  set -e
+  [ $got -eq "$rc" ] || fail "$* exited $got, expected $rc: $(cat "$WORK/err")"
+  for n in "${needles[@]}"; do grep -qF -- "$n" "$WORK/err" || fail "$*: no '$n' in: $(cat "$WORK/err")"; done
+  ! grep -q "^step" "$WORK/out" "$WORK/err" || fail "$* took a step before refusing"
+}
+hash_of() { "$TESSEL" tokenizer info "$1" | sed -n 's/^hash //p'; }
+
+cat > "$WORK/base.yaml" <<YAML
+model: {layers: 1, heads: 2, channels: 32, seq_len: 16, vocab_size: 1024}
+train: {steps: 2, batch_size: 4, seed: 3, sample_tokens: 0}
+device: {threads: 1}
+checkpoint: {keep: 0}
+log: {every: 1, progress: never}
+YAML
+"$TESSEL" data prepare "core/config/*.c" -o "$WORK/gpt2" --tokenizer $GPT2 >/dev/null || fail "prepare with a tokenizer"
+"$TESSEL" data prepare "core/config/*.c" -o "$WORK/bytes" >/dev/null || fail "byte-level prepare"
+run() { # run NAME DATA_DIR [--set ...]
+  local name=$1 dir=$2
+  shift 2
+  "$TESSEL" run "$WORK/base.yaml" --set log.dir="$WORK/$name" --set "data.train=$dir/train_*.bin" \
+    --set "data.val=$dir/val_*.bin" "$@"
+}
+
+# model.vocab_size against data.tokenizer, before any text is prepared
+cat > "$WORK/text.yaml" <<YAML
+base: base.yaml
+data: {text: ["core/config/*.c"], dir: $WORK/text, tokenizer: $SRC/$GPT2}
+YAML
+expect_refused 2 "model.vocab_size: 256" "has 1024 tokens" -- run text "$WORK/gpt2" --set model.vocab_size=256 --set data.tokenizer=$GPT2
+expect_refused 2 "model.vocab_size: 256" "$GPT2 has 1024 tokens" -- "$TESSEL" run "$WORK/text.yaml" --set model.vocab_size=256 --set log.dir="$WORK/t"
+# (the first run's log.dir is $WORK/text too: the run directory exists, its shards must not)
+ls "$WORK"/text/train_*.bin >/dev/null 2>&1 && fail "the text was prepared before the vocabulary was checked"
+# against the vocabulary recorded with the shards
+expect_refused 2 "model.vocab_size: 512" "$WORK/gpt2 were made with" "has 1024 tokens" -- run v512 "$WORK/gpt2" --set model.vocab_size=512
+# data.tokenizer against the tokenizer of the shards: both hashes named
+expect_refused 2 "data.tokenizer" "$(hash_of $GPT2)" "$(hash_of $LLAMA)" -- run other "$WORK/gpt2" --set model.vocab_size=512 --set data.tokenizer=$LLAMA
+expect_refused 2 "are byte-level (vocabulary 256)" "$GPT2" -- run bytes_tok "$WORK/bytes" --set data.tokenizer=$GPT2
+# byte-level data in a larger vocabulary trains, but cannot be turned into text
+expect_refused 2 "train.sample_tokens: 5" "no tokenizer" -- run bytes_sample "$WORK/bytes" --set train.sample_tokens=5
+run bytes1024 "$WORK/bytes" >/dev/null 2>&1 || fail "byte-level data under vocab_size 1024 did not train"
+expect_refused 2 "vocabulary of 1024 tokens and no tokenizer" -- "$TESSEL" sample "$WORK/bytes1024/checkpoints/step_00000002" --tokens 3
+
+# A run on tokenizer-made shards adopts their tokenizer: checkpoint, sample, resume.
+run ok "$WORK/gpt2" >/dev/null 2>&1 || fail "a run on tokenizer-made shards failed"
+CK="$WORK/ok/checkpoints/step_00000002"
+cmp -s "$CK/tokenizer.json" $GPT2 || fail "the checkpoint does not hold the shards' tokenizer"
+grep -q '"tokenizer.json"' "$CK/trainer.json" || fail "trainer.json does not cover tokenizer.json"
+grep -q "\"hash\":[[:space:]]*\"$(hash_of $GPT2)\"" "$CK/trainer.json" || fail "trainer.json lacks the tokenizer's hash"
+a=$("$TESSEL" sample "$CK" --prompt "static<|endoftext|>" --tokens 12 --temperature 0)
+b=$("$TESSEL" sample "$CK" --prompt "static<|endoftext|>" --tokens 12 --temperature 0)
+[ "$a" = "$b" ] || fail "greedy sampling with a tokenizer is not deterministic"
+expect_refused 2 "$LLAMA has 512 tokens" "vocabulary is 1024" -- "$TESSEL" sample "$CK" --tokenizer $LLAMA
+# resuming under another tokenizer of the same size is refused, naming both
+sed 's/"<|endoftext|>"/"<|end_of_text|>"/' $GPT2 >"$WORK/renamed.json"
+"$TESSEL" data prepare "core/config/*.c" -o "$WORK/renamed" --tokenizer "$WORK/renamed.json" >/dev/null || fail "prepare renamed"
+expect_refused 2 "was trained with tokenizer $(hash_of $GPT2)" "$(hash_of "$WORK/renamed.json")" -- \
+  "$TESSEL" run "$WORK/base.yaml" --set log.dir="$WORK/ok" --set "data.train=$WORK/renamed/train_*.bin" \
+  --set train.steps=4
+# a damaged stored tokenizer is caught by the checkpoint's checksums
+printf ' ' >>"$CK/tokenizer.json"
+expect_refused 1 "tokenizer.json is" -- "$TESSEL" sample "$CK" --tokens 3
+rm -rf "$WORK"
+echo "ok: vocabulary mismatches refused before training; checkpoints carry the tokenizer"

@@ -1,0 +1,51 @@
+# SIGTERM to one rank of a two-rank run mid-training: both ranks finish the
+# same step, one checkpoint is written at it, and both exit with status 75
+# (stopped, resumable); running again resumes there and ends with every
+# step's loss bit-equal to a run that was never stopped. The learning rate
+# is kept constant so that the run can be cut short at any step S and then
+# compared with a straight run of S + 10 steps.
+. "$(dirname "$0")/common.sh" "$1" "$2" "$3" sigterm_rank
+MPI=(mpirun -n 2 --bind-to none)
+[ "$(id -u)" -eq 0 ] && MPI+=(--allow-run-as-root)
+[ "$(nproc)" -lt 2 ] && MPI+=(--oversubscribe)
+common=(--set plugin.name=ddp --set optimizer.decay=constant --set train.eval_every=0 --set log.every=1000
+        --set checkpoint.every=0)
+# each rank records its own exit status (mpirun reports only one)
+cat >"$WORK/rank.sh" <<SH
+"$TESSEL" run "$WORK/tiny.yaml" ${common[*]} --set log.dir="\$1" --set train.steps="\$2"
+echo \$? >"\$1.status.\$OMPI_COMM_WORLD_RANK"
+SH
+
+"${MPI[@]}" bash "$WORK/rank.sh" "$WORK/stopped" 1000000 >"$WORK/stopped.log" 2>&1 &
+job=$!
+for _ in $(seq 1 300); do # until training is under way (at most 30 s)
+  [ -f "$WORK/stopped/metrics.jsonl" ] && [ "$(wc -l <"$WORK/stopped/metrics.jsonl")" -ge 5 ] && break
+  sleep 0.1
+done
+victim=$(pgrep -f "^$TESSEL run $WORK/tiny.yaml.*log.dir=$WORK/stopped" | tail -1)
+[ -n "$victim" ] || { cat "$WORK/stopped.log" >&2; fail "no rank process found (did the run end already?)"; }
+kill -TERM "$victim"
+wait $job
+for r in 0 1; do
+  st=$(cat "$WORK/stopped.status.$r" 2>/dev/null)
+  [ "$st" = 75 ] || { cat "$WORK/stopped.log" >&2; fail "rank $r exited with status '$st', expected 75"; }
+done
+step=$(sed -n 's/.*stopped at step \([0-9]*\) by SIGTERM.*/\1/p' "$WORK/stopped.log")
+[ -n "$step" ] || { cat "$WORK/stopped.log" >&2; fail "no 'stopped at step N by SIGTERM' line"; }
+[ "$(ls "$WORK/stopped/checkpoints")" = "$(printf 'step_%08d' "$step")" ] \
+  || fail "checkpoints: $(ls "$WORK/stopped/checkpoints"), expected only step $step"
+[ "$(wc -l <"$WORK/stopped/metrics.jsonl")" -eq "$step" ] || fail "metrics do not end at step $step"
+
+total=$((step + 10))
+"${MPI[@]}" bash "$WORK/rank.sh" "$WORK/stopped" $total >"$WORK/resumed.log" 2>&1
+[ "$(cat "$WORK/stopped.status.0")" = 0 ] && [ "$(cat "$WORK/stopped.status.1")" = 0 ] \
+  || { cat "$WORK/resumed.log" >&2; fail "the resumed run failed"; }
+grep -q "resuming from .*$(printf 'step_%08d' "$step")" "$WORK/resumed.log" || fail "did not resume from step $step"
+"${MPI[@]}" bash "$WORK/rank.sh" "$WORK/straight" $total >"$WORK/straight.log" 2>&1
+[ "$(cat "$WORK/straight.status.0")" = 0 ] || { cat "$WORK/straight.log" >&2; fail "the straight run failed"; }
+losses "$WORK/straight/metrics.jsonl" >"$WORK/a"
+losses "$WORK/stopped/metrics.jsonl" >"$WORK/b"
+[ "$(wc -l <"$WORK/a")" -eq $total ] || fail "the straight run logged $(wc -l <"$WORK/a") steps, not $total"
+cmp -s "$WORK/a" "$WORK/b" || fail "the resumed losses differ from the run that never stopped"
+rm -rf "$WORK"
+echo "ok: SIGTERM to one rank stopped both at step $step (status 75 each, one checkpoint); resumed to $total bit-equal"

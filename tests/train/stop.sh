@@ -1,0 +1,64 @@
+# Stopping a run early, one process: SIGINT stops after the step in progress
+# with a checkpoint and exit status 75, and the run resumes to the end; a
+# second SIGINT within the same step aborts at once (killed by SIGINT, no
+# checkpoint); train.stop_after_time stops before the limit, status 75.
+# Steps are made long (the sleepy test strategy sleeps 300 ms in each) so
+# the signals surely land inside one.
+. "$(dirname "$0")/common.sh" "$1" "$2" "$3" stop
+PLUGIN=$4
+slow=(--set plugin.path="$PLUGIN" --set plugin.sleep_ms=300 --set train.steps=40 --set log.every=1)
+wait_steps() { # DIR N: until DIR/metrics.jsonl has N lines (at most 30 s)
+  for _ in $(seq 1 300); do
+    [ -f "$1/metrics.jsonl" ] && [ "$(wc -l <"$1/metrics.jsonl")" -ge "$2" ] && return 0
+    sleep 0.1
+  done
+  fail "no $2 steps in $1 after 30 s"
+}
+
+set +e
+"$TESSEL" run "$WORK/tiny.yaml" --set log.dir="$WORK/int" "${slow[@]}" >"$WORK/int.log" 2>&1 &
+pid=$!
+wait_steps "$WORK/int" 2
+kill -INT $pid
+wait $pid
+rc=$?
+set -e
+[ $rc -eq 75 ] || { cat "$WORK/int.log" >&2; fail "SIGINT: exit status $rc, expected 75"; }
+step=$(sed -n 's/.*stopped at step \([0-9]*\) by SIGINT.*/\1/p' "$WORK/int.log")
+[ -n "$step" ] || { cat "$WORK/int.log" >&2; fail "SIGINT: no 'stopped at step N by SIGINT' line"; }
+[ -d "$WORK/int/checkpoints/$(printf 'step_%08d' "$step")" ] || fail "SIGINT: no checkpoint at step $step"
+[ "$(wc -l <"$WORK/int/metrics.jsonl")" -eq "$step" ] || fail "SIGINT: metrics go past step $step"
+"$TESSEL" run "$WORK/tiny.yaml" --set log.dir="$WORK/int" --set train.steps=40 >"$WORK/int2.log" 2>&1 \
+  || { cat "$WORK/int2.log" >&2; fail "the run stopped by SIGINT did not resume"; }
+grep -q "resuming from .*$(printf 'step_%08d' "$step")" "$WORK/int2.log" || fail "did not resume from step $step"
+
+set +e
+"$TESSEL" run "$WORK/tiny.yaml" --set log.dir="$WORK/abort" "${slow[@]}" --set plugin.sleep_ms=2000 \
+  >"$WORK/abort.log" 2>&1 &
+pid=$!
+wait_steps "$WORK/abort" 1
+kill -INT $pid
+sleep 0.3
+kill -INT $pid
+wait $pid
+rc=$?
+set -e
+[ $rc -eq 130 ] || { cat "$WORK/abort.log" >&2; fail "second SIGINT: exit status $rc, expected 130 (killed by SIGINT)"; }
+grep -q "second interrupt, aborting" "$WORK/abort.log" || fail "second SIGINT: not announced"
+[ -z "$(ls "$WORK/abort/checkpoints" 2>/dev/null)" ] || fail "second SIGINT: a checkpoint was written"
+
+set +e
+"$TESSEL" run "$WORK/tiny.yaml" --set log.dir="$WORK/time" "${slow[@]}" --set train.stop_after_time=2s \
+  >"$WORK/time.log" 2>&1
+rc=$?
+set -e
+[ $rc -eq 75 ] || { cat "$WORK/time.log" >&2; fail "stop_after_time: exit status $rc, expected 75"; }
+grep -q "by train.stop_after_time" "$WORK/time.log" || fail "stop_after_time: no stop line"
+steps=$(wc -l <"$WORK/time/metrics.jsonl")
+# 300 ms steps within 2 s, start-up included: fewer than 7, and some
+[ "$steps" -ge 1 ] && [ "$steps" -lt 7 ] || fail "stop_after_time: $steps steps in 2 s of 300 ms steps"
+ls "$WORK/time/checkpoints" | grep -q "$(printf 'step_%08d' "$steps")" || fail "stop_after_time: no checkpoint"
+grep -q "stop_after_time.*not a duration" <("$TESSEL" check "$WORK/tiny.yaml" --set train.stop_after_time=3x 2>&1) \
+  || fail "a malformed duration is not a config error"
+rm -rf "$WORK"
+echo "ok: SIGINT stops at step $step with a checkpoint (75) and resumes; a second SIGINT aborts; stop_after_time stops after $steps steps"
