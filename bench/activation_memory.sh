@@ -44,16 +44,20 @@ for mode in "${MODES[@]}"; do
   m=$dir/metrics.jsonl
   peak=$(grep -o '"device":{"peak":[0-9]*' "$m" | sed 's/.*://' | sort -n | tail -1)
   model=$(grep -o '"device":{[^}]*}' "$m" | tail -1 | field model)
-  host=$(grep -o '"host":{"peak":[0-9]*' "$m" | sed 's/.*://' | sort -n | tail -1)
+  host=$(grep -o '"host":{"peak":[0-9]*' "$m" | sed 's/.*://' | sort -n | tail -1 || true)
   ms=$(tail -n +2 "$m" | field step_time_s | median)
   printf '%-18s %8s MiB %12s MiB %6s MiB %12.0f\n' "$mode" "$(mib "$peak")" "$(mib $((peak - model)))" \
     "$(mib "${host:-0}")" "$(awk -v s="$ms" 'BEGIN {print 1000 * s}')"
+  rm -rf "$dir/checkpoints" # a run always saves at its end: 1.4 GiB each
 done
 
 trains() { # MODE T
   # shellcheck disable=SC2086
   "$TESSEL" run "$CONFIG" "${common[@]}" --set train.steps=1 --set model.seq_len="$2" --set device.memory_limit=2GiB \
     --set log.dir="$OUT/probe" ${SET[$1]} >"$OUT/probe.log" 2>&1
+  local ok=$?
+  rm -rf "$OUT/probe/checkpoints"
+  return $ok
 }
 echo
 echo "largest T under a 2 GiB device (multiples of 64, bisection over 64..4096):"

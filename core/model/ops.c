@@ -52,11 +52,14 @@ tsl_status tsl_op_embedding_backward(tsl_model *m, const tessel_op_ctx *c, const
                                 a->dout, a->tokens, a->batch, a->seq, m->geo.width, 0, m->dims.dim[TESSEL_DIM_VOCAB]);
 }
 
-/* Rows of one block of the core's head: logits of at most 64 MiB, at least
-** 64 rows so that each block's products stay large, a multiple of 16. */
+/* Rows of one block of the core's head: logits of at most 64 MiB on the CPU
+** (1 GiB on a backend with memory of its own, where fewer, larger products
+** and kernel launches matter more), at least 64 rows so that each block's
+** products stay large, a multiple of 16. */
 int64_t tsl_op_head_block_rows(const tsl_model *m) {
   uint64_t row = (uint64_t)m->geo.vocab * tessel_dtype_size(m->dims.act_dtype);
-  int64_t block = (int64_t)((64ull << 20) / (row ? row : 1)) & ~(int64_t)15;
+  uint64_t budget = m->rt->be.is_device_memory ? 1ull << 30 : 64ull << 20;
+  int64_t block = (int64_t)(budget / (row ? row : 1)) & ~(int64_t)15;
   return TSL_MIN(m->geo.rows, TSL_MAX(block, 64));
 }
 
