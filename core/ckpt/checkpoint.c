@@ -19,9 +19,7 @@
 
 uint64_t tsl_model_hash(const tsl_settings *s) { return tsl_ckpt_model_hash(&s->model); }
 
-/* The parameters of a model of these settings (names, roles, shapes), as a
-** checkpoint stores them. */
-static tsl_status params_of(const tsl_model_settings *model, tsl_params *ps) {
+tsl_status tsl_ckpt_params_of(const tsl_model_settings *model, tsl_params *ps) {
   tsl_settings s = {.model = *model};
   tsl_arch arch;
   int64_t dim[TESSEL_DIM_COUNT];
@@ -33,7 +31,7 @@ static tsl_status params_of(const tsl_model_settings *model, tsl_params *ps) {
 
 uint64_t tsl_ckpt_bytes(const tsl_settings *s) {
   tsl_params ps = {0};
-  if (params_of(&s->model, &ps) < 0) return 0;
+  if (tsl_ckpt_params_of(&s->model, &ps) < 0) return 0;
   /* fp32 parameters, then both AdamW moments, each file with a JSON header
   ** of about a hundred bytes per tensor; config.yaml and trainer.json are
   ** a few KiB (a strategy's private slots come on top) */
@@ -44,14 +42,12 @@ uint64_t tsl_ckpt_bytes(const tsl_settings *s) {
 
 /* ---- the file tensors of a state ---- */
 
-/* Its name, and the logical tensor's rows as saved (a padded vocabulary's
-** extra rows are not) and their layout (Hugging Face's [out, in] for
-** nn.Linear weights). */
+/* Its name: the parameter's and the state's suffix. */
 static void tensor_name(const tsl_param *p, const char *suffix, char *out, size_t cap) {
   snprintf(out, cap, "%s%s%s", p->name, suffix[0] ? "." : "", suffix);
 }
 
-static void file_shape(const tsl_param *p, int64_t shape[2]) {
+void tsl_ckpt_file_shape(const tsl_param *p, int64_t shape[2]) {
   shape[0] = p->hf_transposed ? p->info.shape[1] : p->real_rows;
   shape[1] = p->hf_transposed ? p->info.shape[0] : p->info.shape[1];
 }
@@ -67,7 +63,7 @@ static void to_file(const tsl_param *p, const float *mem, float *file) {
     for (int64_t j = 0; j < c; j++) file[j * r + i] = mem[i * c + j];
 }
 
-static void from_file(const tsl_param *p, const float *file, float *mem) {
+void tsl_ckpt_from_file(const tsl_param *p, const float *file, float *mem) {
   int64_t r = p->info.shape[0], c = p->info.shape[1];
   if (!p->hf_transposed) {
     memcpy(mem, file, (size_t)(p->real_rows * c) * sizeof(float));
@@ -78,8 +74,7 @@ static void from_file(const tsl_param *p, const float *file, float *mem) {
     for (int64_t j = 0; j < c; j++) mem[i * c + j] = file[j * r + i];
 }
 
-/* The checkpoint name suffix of an optimizer slot: PyTorch's for AdamW. */
-static const char *slot_suffix(const char *slot) {
+const char *tsl_ckpt_slot_suffix(const char *slot) {
   return strcmp(slot, "m") == 0 ? "exp_avg" : strcmp(slot, "v") == 0 ? "exp_avg_sq" : slot;
 }
 
@@ -102,7 +97,7 @@ static const char *state_suffix(tsl_model *m, tsl_ckpt_file kind, int k) {
   tessel_optimizer_info oi;
   tsl_optimizer_describe(&tsl_model_runtime(m)->settings, &oi);
   return kind == TSL_CKPT_MODEL       ? ""
-         : kind == TSL_CKPT_OPTIMIZER ? slot_suffix(oi.slot_names[k])
+         : kind == TSL_CKPT_OPTIMIZER ? tsl_ckpt_slot_suffix(oi.slot_names[k])
                                       : tsl_model_state(m)->priv[k].name;
 }
 
@@ -128,7 +123,7 @@ static tsl_status write_states(tsl_model *m, const char *path, tsl_ckpt_file kin
     const tsl_param *p = &ps->p[k / per];
     tensor_name(p, state_suffix(m, kind, k % per), names[k], sizeof names[k]);
     descs[k] = (tsl_st_desc){.name = names[k], .dtype = TESSEL_F32, .ndim = p->info.ndim};
-    file_shape(p, descs[k].shape);
+    tsl_ckpt_file_shape(p, descs[k].shape);
     most = TSL_MAX(most, (uint64_t)p->info.shape[0] * (uint64_t)p->info.shape[1]);
   }
   if (rank == 0) {
@@ -407,7 +402,7 @@ static tsl_status check_tensor(const tsl_ckpt *c, const char *file, tsl_st_file 
     return tsl_error(TESSEL_E_IO, "checkpoint %s: %s has no tensor '%s', which the model in trainer.json has", c->path,
                      file, name);
   const tsl_st_desc *d = tsl_st_desc_at(f, i);
-  file_shape(p, shape);
+  tsl_ckpt_file_shape(p, shape);
   int same = d->dtype == TESSEL_F32 && d->ndim == p->info.ndim && d->shape[0] == shape[0] &&
              (d->ndim == 1 || d->shape[1] == shape[1]);
   if (same) return TESSEL_OK;
@@ -434,7 +429,7 @@ tsl_status tsl_ckpt_check_tensors(const tsl_ckpt *c) {
     return tsl_error(TESSEL_E_IO, "checkpoint %s: model.safetensors holds %d tensors and optimizer.safetensors %d; "
                      "the model in trainer.json has %d and %d", c->path, tsl_st_count(c->model),
                      tsl_st_count(c->optim), want, 2 * want);
-  TSL_TRY(st, params_of(&c->arch, &ps));
+  TSL_TRY(st, tsl_ckpt_params_of(&c->arch, &ps));
   char name[160];
   for (int i = 0; i < ps.n && st >= 0; i++) {
     const tsl_param *p = &ps.p[i];
@@ -520,9 +515,9 @@ static tsl_status find_tensor(const char *what, tsl_st_file *f, const char *name
 tsl_status tsl_ckpt_param(const tsl_ckpt *c, const tsl_param *p, float *whole) {
   int64_t shape[2];
   const float *data = NULL;
-  file_shape(p, shape);
+  tsl_ckpt_file_shape(p, shape);
   tsl_status st = find_tensor(c->path, c->model, p->name, shape[0], shape[1], &data);
-  if (st >= 0) from_file(p, data, whole);
+  if (st >= 0) tsl_ckpt_from_file(p, data, whole);
   return st;
 }
 
@@ -543,11 +538,11 @@ static tsl_status load_state(tsl_model *m, const tsl_ckpt *c, tsl_st_file *f, in
   int64_t shape[2];
   const float *data = NULL;
   tensor_name(p, suffix, name, sizeof name);
-  file_shape(p, shape);
+  tsl_ckpt_file_shape(p, shape);
   if (optional && (!f || tsl_st_find(f, name) < 0)) return TESSEL_OK;
   tsl_status st = find_tensor(c->path, f, name, shape[0], shape[1], &data);
   if (st < 0) return st;
-  from_file(p, data, mem);
+  tsl_ckpt_from_file(p, data, mem);
   return tsl_scatter_state(m, i, ref, mem);
 }
 

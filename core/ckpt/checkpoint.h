@@ -78,4 +78,18 @@ tsl_status tsl_ckpt_param(const tsl_ckpt *c, const tsl_param *p, float *whole);
 /* Hash of the model section of a configuration, as stored in trainer.json. */
 uint64_t tsl_model_hash(const tsl_settings *s);
 
+/* The parameters of a model of these settings (names, roles, shapes, file
+** layout) as a checkpoint stores them; no runtime needed. */
+tsl_status tsl_ckpt_params_of(const tsl_model_settings *model, tsl_params *ps);
+/* How a parameter is stored in model.safetensors (and in Hugging Face's
+** files): its rows as saved (a padded vocabulary's extra rows are not) and
+** their layout (Hugging Face's [out, in] for nn.Linear weights). */
+void tsl_ckpt_file_shape(const tsl_param *p, int64_t shape[2]);
+/* A tensor of that file shape into the in-memory [rows, cols] layout (a
+** transpose for HF's linears; a padded vocabulary's rows zero). */
+void tsl_ckpt_from_file(const tsl_param *p, const float *file, float *mem);
+/* The tensor-name suffix of an optimizer slot: PyTorch's for AdamW ("m" ->
+** "exp_avg", "v" -> "exp_avg_sq"). */
+const char *tsl_ckpt_slot_suffix(const char *slot);
+
 #endif

@@ -1,11 +1,13 @@
 /*
-** core/ckpt/export.h — a checkpoint as a Hugging Face GPT-2 model.
+** core/ckpt/export.h — a checkpoint as a Hugging Face model.
 **
-** Writes OUT (safetensors, metadata format=pt) with every parameter under
-** "transformer." + its name, fp32, in GPT-2's Conv1D [in, out] orientation
-** (the one tessel trains in), the LM head tied to wte as GPT-2 does, and a
-** config.json beside it, so that GPT2LMHeadModel.from_pretrained(dir) loads
-** the directory. A checkpoint with a tokenizer also gets tokenizer.json and
+** Writes OUT (safetensors, metadata format=pt) with every parameter fp32
+** under its Hugging Face name and a config.json beside it, so that
+** from_pretrained(dir) loads the directory: a GPT-2 as GPT2LMHeadModel
+** ("transformer." + its name, Conv1D [in, out] weights — the orientation
+** tessel trains in — and the LM head tied to wte), a Llama as
+** LlamaForCausalLM (nn.Linear [out, in] weights, as checkpoints hold them).
+** A checkpoint with a tokenizer also gets tokenizer.json and
 ** tokenizer_config.json there (AutoTokenizer.from_pretrained(dir) loads
 ** them), and config.json's bos/eos_token_id are its end-of-text id.
 ** The checkpoint is validated first (tsl_ckpt_open), and an OUT inside the

@@ -24,12 +24,20 @@ typedef struct tsl_command {
 } tsl_command;
 
 extern const tsl_command tsl_cmd_run, tsl_cmd_check, tsl_cmd_plugins, tsl_cmd_data, tsl_cmd_sample, tsl_cmd_export,
-    tsl_cmd_bench, tsl_cmd_launch, tsl_cmd_plugin_check, tsl_cmd_compare, tsl_cmd_tokenizer;
+    tsl_cmd_import, tsl_cmd_bench, tsl_cmd_launch, tsl_cmd_plugin_check, tsl_cmd_compare, tsl_cmd_tokenizer;
 
 /* Print "tessel CMD: message" and the usage line; returns TSL_EXIT_USAGE. */
+/* `tessel COMMAND ...`: the program's whole command line (argv[1] is the
+** command); returns its exit status. */
+int tsl_cli_main(int argc, char **argv);
+
 int tsl_usage_error(const tsl_command *cmd, const char *fmt, ...) TSL_PRINTF(2, 3);
 /* If argv asks for help, print the command's usage and return 1. */
 int tsl_wants_help(const tsl_command *cmd, int argc, char **argv);
+/* `tessel CMD ARG -o OUT` (or --out OUT): *arg and *out, 0 when they parse,
+** else a usage error naming `what` ARG is (returns TSL_EXIT_USAGE). */
+int tsl_parse_arg_out(const tsl_command *cmd, int argc, char **argv, const char *what, const char **arg,
+                      const char **out);
 /* Print the current error and return the exit code for `st`. */
 int tsl_fail(tsl_status st);
 /* Parse a whole non-negative integer / number; -1 on junk. */

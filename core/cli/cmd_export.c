@@ -1,5 +1,4 @@
 /* core/cli/cmd_export.c — `tessel export CKPT -o FILE`. */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -10,29 +9,24 @@
 static int export_cmd(int argc, char **argv);
 
 const tsl_command tsl_cmd_export = {
-    "export", "write a checkpoint as a Hugging Face GPT-2 model (safetensors + config.json)",
+    "export", "write a checkpoint as a Hugging Face model (safetensors + config.json)",
     "usage: tessel export CKPT_DIR -o FILE.safetensors\n\n"
-    "Writes the checkpoint's model as one safetensors file in Hugging Face GPT-2 layout (transformer.*\n"
-    "names, Conv1D [in, out] weights, fp32, LM head tied to wte) and config.json in the same directory,\n"
-    "so that transformers.GPT2LMHeadModel.from_pretrained(DIR) loads it. When the checkpoint holds a\n"
-    "tokenizer, tokenizer.json and tokenizer_config.json go there too (AutoTokenizer.from_pretrained(DIR)).\n\n"
+    "Writes the checkpoint's model as one fp32 safetensors file in Hugging Face layout and config.json in the\n"
+    "same directory, so that transformers' from_pretrained(DIR) loads it: a GPT-2 as GPT2LMHeadModel\n"
+    "(transformer.* names, Conv1D [in, out] weights, LM head tied to wte), a Llama as LlamaForCausalLM\n"
+    "(nn.Linear [out, in] weights). When the checkpoint holds a tokenizer, tokenizer.json and\n"
+    "tokenizer_config.json go there too (AutoTokenizer.from_pretrained(DIR)). `tessel import DIR -o CKPT`\n"
+    "reads the directory back.\n\n"
     "  -o, --out FILE   the safetensors file to write\n",
     export_cmd};
 
 static int export_cmd(int argc, char **argv) {
-  static const struct option opts[] = {{"out", required_argument, 0, 'o'}, {0, 0, 0, 0}};
-  const char *out = NULL;
-  int c;
-  optind = 0;
-  while ((c = getopt_long(argc, argv, "o:", opts, NULL)) != -1) {
-    if (c == 'o') out = optarg;
-    else return tsl_usage_error(&tsl_cmd_export, "bad option");
-  }
-  if (!out) return tsl_usage_error(&tsl_cmd_export, "missing -o FILE");
-  if (optind != argc - 1) return tsl_usage_error(&tsl_cmd_export, "expected one checkpoint directory");
-  tsl_status st = tsl_export_hf(argv[optind], out);
+  const char *ckpt, *out;
+  int rc = tsl_parse_arg_out(&tsl_cmd_export, argc, argv, "checkpoint directory", &ckpt, &out);
+  if (rc) return rc;
+  tsl_status st = tsl_export_hf(ckpt, out);
   if (st < 0) return tsl_fail(st);
-  char *tok = tsl_asprintf("%s/tokenizer.json", argv[optind]);
+  char *tok = tsl_asprintf("%s/tokenizer.json", ckpt);
   printf("wrote %s (and config.json%s beside it)\n", out,
          tok && tsl_path_exists(tok) ? ", tokenizer.json, tokenizer_config.json" : "");
   free(tok);

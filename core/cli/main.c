@@ -9,7 +9,7 @@
 #include "tessel/tessel.h"
 
 static const tsl_command *const commands[] = {&tsl_cmd_run,    &tsl_cmd_launch, &tsl_cmd_check,  &tsl_cmd_plugins,
-                                              &tsl_cmd_data,   &tsl_cmd_tokenizer, &tsl_cmd_sample, &tsl_cmd_export, &tsl_cmd_bench, &tsl_cmd_plugin_check, &tsl_cmd_compare};
+                                              &tsl_cmd_data,   &tsl_cmd_tokenizer, &tsl_cmd_sample, &tsl_cmd_export, &tsl_cmd_import, &tsl_cmd_bench, &tsl_cmd_plugin_check, &tsl_cmd_compare};
 
 static void overview(FILE *out) {
   fprintf(out,
@@ -40,9 +40,7 @@ static int unknown(const char *name) {
   return TSL_EXIT_USAGE;
 }
 
-const char *tessel_version(void) { return TESSEL_VERSION_STRING; }
-
-int tessel_main(int argc, char **argv) {
+int tsl_cli_main(int argc, char **argv) {
   if (argc < 2) {
     overview(stderr);
     return TSL_EXIT_USAGE;

@@ -1,4 +1,4 @@
 /* core/cli/tessel.c — the `tessel` program. */
-#include "tessel/tessel.h"
+#include "cli/cli.h"
 
-int main(int argc, char **argv) { return tessel_main(argc, argv); }
+int main(int argc, char **argv) { return tsl_cli_main(argc, argv); }

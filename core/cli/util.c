@@ -1,5 +1,6 @@
 /* core/cli/util.c — helpers shared by the commands. */
 #include <errno.h>
+#include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +30,22 @@ int tsl_wants_help(const tsl_command *cmd, int argc, char **argv) {
       return 1;
     }
   }
+  return 0;
+}
+
+int tsl_parse_arg_out(const tsl_command *cmd, int argc, char **argv, const char *what, const char **arg,
+                      const char **out) {
+  static const struct option opts[] = {{"out", required_argument, 0, 'o'}, {0, 0, 0, 0}};
+  int c;
+  *out = NULL;
+  optind = 0;
+  while ((c = getopt_long(argc, argv, "o:", opts, NULL)) != -1) {
+    if (c != 'o') return tsl_usage_error(cmd, "bad option");
+    *out = optarg;
+  }
+  if (!*out) return tsl_usage_error(cmd, "missing -o");
+  if (optind != argc - 1) return tsl_usage_error(cmd, "expected one %s", what);
+  *arg = argv[optind];
   return 0;
 }
 

@@ -13,8 +13,13 @@
 
 /* What must agree for losses to be comparable, as one line of text. */
 static void identity(const tsl_settings *s, char *model, size_t mcap, char *data, size_t dcap) {
-  snprintf(model, mcap, "layers %d, heads %d, channels %d, seq_len %d, vocab_size %d", s->model.layers,
-           s->model.heads, s->model.channels, s->model.seq_len, s->model.vocab_size);
+  const tsl_model_settings *m = &s->model;
+  snprintf(model, mcap,
+           "%s with layers %d, heads %d, kv_heads %d, channels %d, ffn %d, seq_len %d, vocab_size %d, rope_theta %g, "
+           "norm_eps %g, tie_embeddings %s, init_from %s",
+           m->arch == TSL_ARCH_LLAMA ? "llama" : "gpt2", m->layers, m->heads, m->kv_heads, m->channels, m->ffn,
+           m->seq_len, m->vocab_size, m->rope_theta, m->norm_eps, m->tie_embeddings ? "true" : "false",
+           m->init_from ? m->init_from : "none");
   int n = snprintf(data, dcap, "seed %llu, batch_size %d, data ", (unsigned long long)s->train.seed,
                    s->train.batch_size);
   if (s->data.n_text) {
@@ -145,14 +150,14 @@ static int check_one(const tsl_compare *c, tsl_cmp_run *run) {
 
 /* Model, data, seed and batch of each configuration against the first. */
 static tsl_status same_model(tsl_compare *c) {
-  char model0[256] = "", data0[1024] = "";
+  char model0[1024] = "", data0[1024] = "";
   const char *first = NULL;
   tsl_status st = TESSEL_OK;
   for (int r = 0; r < c->n_runs && st >= 0; r++) {
     tsl_cmp_run *run = &c->runs[r];
     tsl_config *cfg = NULL;
     tsl_settings s;
-    char model[256], data[1024];
+    char model[1024], data[1024];
     label_of(c, r, run->label, sizeof run->label);
     snprintf(run->dir, sizeof run->dir, "%s/%d-%s", c->out, r + 1, run->label);
     if ((st = load_one(c, run, &s, &cfg)) < 0) {

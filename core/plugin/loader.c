@@ -190,6 +190,17 @@ tsl_status tsl_plugin_open(const char *path, tsl_plugin **out) {
                    !p->vt.create ? "create" : "mesh");
     goto fail;
   }
+  /* the capability and the hook go together: owning the optimizer without
+  ** a step would leave it to a core optimizer that has no state for it */
+  int owns = (p->vt.caps & TESSEL_CAP_OWNS_OPTIMIZER) != 0;
+  if (owns != (p->vt.optimizer_step != NULL)) {
+    st = tsl_error(TESSEL_E_VERSION,
+                   owns ? "%s: the strategy declares TESSEL_CAP_OWNS_OPTIMIZER but lacks the hook 'optimizer_step'"
+                        : "%s: the strategy has an 'optimizer_step' hook but does not declare "
+                          "TESSEL_CAP_OWNS_OPTIMIZER, so the core would never call it",
+                   path);
+    goto fail;
+  }
   p->fingerprint = file_fingerprint(path, &p->vt, p->table_size);
   *out = p;
   return TESSEL_OK;

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ckpt/import.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "model/model.h"
@@ -26,11 +27,13 @@ tsl_status tsl_runtime_configure(tsl_runtime *rt, const char *path, const char *
     snprintf(who, sizeof who, " on rank %d, host %s (every machine needs these files at this path: a shared "
              "filesystem, or the same files on each; see docs/cluster.md)", rt->world.rank, rt->world.host);
   tsl_status files = tsl_settings_check_files(rt->config, &rt->settings, who[0] ? who : NULL);
+  /* pretrained weights are compared with a model section that read cleanly */
+  tsl_status weights = st >= 0 ? tsl_init_from_check(&rt->settings) : TESSEL_OK;
   /* a strategy reads the model's settings: start it only on valid ones */
   if (st >= 0) st = tsl_strategy_start(rt, world_size);
   if (st < 0 || !rt->plugin) tsl_cfg_skip_unknown(rt->settings.plugin.section);
   tsl_status unknown = tsl_cfg_check_unknown(tsl_config_root(rt->config));
-  if (st >= 0) st = files < 0 ? files : unknown;
+  if (st >= 0) st = files < 0 ? files : weights < 0 ? weights : unknown;
   return tsl_config_outcome(rt->config, st);
 }
 

@@ -39,8 +39,9 @@ tsl_status tsl_world_init(int *argc, char ***argv, tsl_world *w) {
   if (!inited) {
     tsl_status st = mpi_check(MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided), "MPI_Init");
     if (st < 0) return st;
-    w->active = 1;
+    w->owns_mpi = 1;
   }
+  w->active = 1;
   /* errors come back as codes, so a failing collective is reported, not fatal */
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   MPI_Comm_rank(MPI_COMM_WORLD, &w->rank);
@@ -59,8 +60,8 @@ tsl_status tsl_world_init(int *argc, char ***argv, tsl_world *w) {
 }
 
 void tsl_world_finalize(tsl_world *w) {
-  if (w->active) MPI_Finalize();
-  w->active = 0;
+  if (w->owns_mpi) MPI_Finalize();
+  w->active = w->owns_mpi = 0;
 }
 
 void tsl_world_single(tsl_world *w, int size) {

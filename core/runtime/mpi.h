@@ -16,7 +16,8 @@
 typedef struct tsl_world {
   int rank, size;
   int local_rank, local_size; /* among ranks on this machine: picks the GPU */
-  int active;                 /* MPI was initialised by us */
+  int active;                 /* MPI is in use (started by us or by the program) */
+  int owns_mpi;               /* we started it, so we finalise it */
   char host[64];              /* this machine's name, for messages */
   tsl_cpus cpus;              /* the cores this rank may use, and how many local ranks share them */
 } tsl_world;

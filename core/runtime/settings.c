@@ -80,6 +80,7 @@ static tsl_status read_model(tsl_cfg *root, tsl_settings *s) {
   keep(&st, tsl_cfg_float(m, "rope_theta", 10000.0, 1.0, 1e12, &s->model.rope_theta));
   keep(&st, tsl_cfg_float(m, "norm_eps", 1e-5, 1e-12, 1.0, &s->model.norm_eps));
   keep(&st, tsl_cfg_bool(m, "tie_embeddings", arch == TSL_ARCH_GPT2, &s->model.tie_embeddings));
+  keep(&st, tsl_cfg_string(m, "init_from", NULL, &s->model.init_from));
   if (arch == TSL_ARCH_LLAMA && ok[1] && ok[2] && v[2] % v[1] == 0 && (v[2] / v[1]) % 2 != 0)
     keep(&st, tsl_cfg_error(m, "heads", "heads of %lld channels (%lld / %lld): rotary positions rotate pairs, so "
                             "the head size must be even", (long long)(v[2] / v[1]), (long long)v[2], (long long)v[1]));

@@ -28,6 +28,7 @@ typedef struct tsl_model_settings {
   int vocab_size;        /* the tokenizer's vocabulary */
   double rope_theta, norm_eps;
   int tie_embeddings;
+  const char *init_from; /* weights to start from: a checkpoint or Hugging Face directory (NULL: none) */
   tsl_cfg *section;      /* for errors about the model's shape (NULL from a checkpoint) */
 } tsl_model_settings;
 

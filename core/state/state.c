@@ -382,6 +382,10 @@ static tsl_status move_piece(tsl_state *s, uint64_t at, uint64_t packed, uint64_
 }
 
 static tsl_status transfer(tsl_state *s, const tsl_param *p, tessel_state_ref ref, float *host, int to_host) {
+  if (p->offset == TESSEL_NO_OFFSET) { /* stored by the strategy: no part of it in the core's flat state */
+    if (to_host) memset(host, 0, p->local_numel * sizeof(float));
+    return TESSEL_OK;
+  }
   tessel_tier tier;
   void *buf;
   uint64_t numel;

@@ -128,6 +128,19 @@ static void draw_bar(tsl_reporter *r, const tsl_step_report *s) {
   r->bar_drawn = 1;
 }
 
+/* A double as the 17 significant digits that read back as exactly it:
+** cJSON prints 15 when they read back within a relative 2.2e-16, which
+** would hide a one-ulp difference between two runs compared bit for bit. */
+static void add_exact(cJSON *o, const char *key, double v) {
+  char text[32];
+  if (!isfinite(v)) {
+    cJSON_AddNullToObject(o, key);
+    return;
+  }
+  snprintf(text, sizeof text, "%.17g", v);
+  cJSON_AddRawToObject(o, key, text);
+}
+
 static cJSON *tier_json(const tsl_step_report *s, int t) {
   const tessel_tier_stats *m = &s->tier[t];
   cJSON *o = cJSON_CreateObject();
@@ -162,10 +175,10 @@ static cJSON *step_json(const tsl_reporter *r, const tsl_runtime *rt, const tsl_
   cJSON_AddNumberToObject(o, "step", (double)s->step);
   cJSON_AddNumberToObject(o, "time", floor(unix_time() * 1e3) / 1e3);
   cJSON_AddNumberToObject(o, "tokens", (double)((uint64_t)s->step * r->tokens_per_step));
-  cJSON_AddNumberToObject(o, "loss", s->loss);
-  if (!isnan(s->val_loss)) cJSON_AddNumberToObject(o, "val_loss", s->val_loss);
-  cJSON_AddNumberToObject(o, "lr", s->lr);
-  cJSON_AddNumberToObject(o, "grad_norm", s->grad_norm);
+  add_exact(o, "loss", s->loss);
+  if (!isnan(s->val_loss)) add_exact(o, "val_loss", s->val_loss);
+  add_exact(o, "lr", s->lr);
+  add_exact(o, "grad_norm", s->grad_norm);
   cJSON_AddNumberToObject(o, "step_time_s", s->step_time);
   cJSON_AddNumberToObject(o, "tokens_per_s", s->tokens_per_s);
   if (isnan(s->mfu)) cJSON_AddNullToObject(o, "mfu");

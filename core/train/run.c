@@ -1,27 +1,32 @@
-/* core/train/run.c */
+/* core/train/run.c — `tessel run`: a session driven to its end. */
 #include "train/run.h"
 
-#include "plugin/host.h"
-#include "common/util.h"
-#include "runtime/build.h"
-#include "train/rundir.h"
+#include <math.h>
+
+#include "train/session.h"
+#include "train/signals.h"
 
 tsl_status tsl_run_config(const tsl_world *w, const char *config, const char *const *sets, int n_sets,
                           const tsl_train_opts *opts) {
-  tsl_runtime rt = {0};
-  rt.world = *w;
+  tessel_run *run = NULL;
+  tsl_run_end end = {.final_loss = NAN, .val_loss = NAN};
   tsl_train_opts o = *opts;
   o.world_abort = w->size > 1;
-  if (!o.started) o.started = tsl_now();
-  tsl_status st = tsl_runtime_configure(&rt, config, sets, n_sets, rt.world.size);
-  st = tsl_world_agree(&rt.world, st);
-  if (st >= 0) st = tsl_world_agree(&rt.world, tsl_strategy_check_agreement(&rt));
-  tsl_run_dir dir = {.n = 0};
-  if (st >= 0) st = tsl_world_agree(&rt.world, tsl_run_dir_open(&rt, &dir));
-  if (st >= 0) st = tsl_world_agree(&rt.world, tsl_runtime_devices(&rt));
-  if (st >= 0) st = tsl_world_agree(&rt.world, tsl_runtime_comm(&rt));
-  if (st >= 0) st = tsl_train(&rt, &o);
-  tsl_run_dir_close(&dir);
-  tsl_runtime_destroy(&rt);
-  return st;
+  tsl_status st = tsl_session_open(w, config, sets, n_sets, &o, &run);
+  if (st < 0) return st;
+  tsl_trainer *t = tsl_session_trainer(run);
+  const tsl_settings *s = &tsl_session_runtime(run)->settings;
+  tsl_signals_install(w->rank == 0);
+  while (st >= 0 && !end.stop && tsl_trainer_last_step(t) < s->train.steps) {
+    tsl_step_report r;
+    st = tsl_trainer_step(t, &r);
+    if (st < 0) break;
+    end.stop = r.stop;
+    end.final_loss = r.loss;
+    if (!isnan(r.val_loss)) end.val_loss = r.val_loss;
+  }
+  if (st >= 0) st = tsl_trainer_finish(t, &end);
+  tsl_signals_restore();
+  tessel_run_close(run);
+  return st >= 0 && end.stop ? TSL_TRAIN_STOPPED : st;
 }

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "ckpt/checkpoint.h"
+#include "ckpt/import.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "model/model.h"
@@ -20,9 +21,9 @@
 #include "train/signals.h"
 #include "train/summary.h"
 
-typedef struct trainer {
+struct tsl_trainer {
   tsl_runtime *rt;
-  const tsl_train_opts *opts;
+  tsl_train_opts opts;
   tsl_data_source data;
   tsl_model *model;
   tsl_reporter report;
@@ -30,8 +31,11 @@ typedef struct trainer {
   char *last_ckpt;
   double flops_per_token, peak_flops, mfu_cores;
   int64_t last_saved; /* step of the newest checkpoint written by this run (0: none) */
+  int64_t last_step;  /* the newest step taken (or resumed from) */
+  int64_t stop_at;    /* train.stop_after's last step of this invocation (0: none) */
   double started;     /* when the run command began (train.stop_after_time counts from it) */
-} trainer;
+};
+typedef struct tsl_trainer trainer;
 
 /* With no peak on record for this CPU, the first local rank of each machine
 ** measures it (a second or two, once per machine) while the others wait. */
@@ -87,7 +91,7 @@ static tsl_status agree_on_checkpoint(trainer *t, char **path, char *host0, size
   int64_t step = 0;
   *path = NULL;
   if (rt->world.rank == 0) {
-    if (t->opts->resume_dir) found = tsl_strdup(t->opts->resume_dir);
+    if (t->opts.resume_dir) found = tsl_strdup(t->opts.resume_dir);
     else if (rt->settings.ckpt.resume == TSL_RESUME_AUTO) st = tsl_ckpt_latest(rt->settings.ckpt.dir, &found, &step);
     if (found && strlen(found) >= sizeof pick.path)
       st = tsl_error(TESSEL_E_CONFIG, "the checkpoint path %s is too long", found);
@@ -108,7 +112,8 @@ static tsl_status resume(trainer *t) {
   const tsl_settings *s = &rt->settings;
   char *path = NULL, host0[64];
   tsl_status st = agree_on_checkpoint(t, &path, host0, sizeof host0);
-  if (st < 0 || !path) return st;
+  if (st < 0) return st;
+  if (!path) return s->model.init_from ? tsl_init_from_load(t->model) : TESSEL_OK;
   tsl_ckpt c;
   st = tsl_ckpt_open(path, &c);
   if (st >= 0) {
@@ -285,60 +290,92 @@ static int stop_reason(const trainer *t, double step_time) {
   return 0;
 }
 
-static tsl_status loop(trainer *t, tsl_run_end *end) {
-  tsl_runtime *rt = t->rt;
+tsl_status tsl_trainer_open(tsl_runtime *rt, const tsl_train_opts *opts, tsl_trainer **out) {
+  trainer *t = calloc(1, sizeof *t);
+  *out = NULL;
+  if (!t) return tsl_error(TESSEL_E_NOMEM, "out of host memory starting a run");
+  *t = (trainer){.rt = rt, .opts = *opts, .started = opts->started ? opts->started : tsl_now()};
+  /* agree after each part: each has collectives the next must not meet alone */
+  tsl_status st = tsl_world_agree(&rt->world, setup(t));
+  if (st >= 0) st = tsl_world_agree(&rt->world, resume(t));
+  if (st >= 0) st = tsl_world_agree(&rt->world, tsl_reporter_open(&t->report, rt, t->start_step));
+  if (st < 0) {
+    tsl_trainer_close(t);
+    return st;
+  }
+  t->last_step = t->start_step;
   const tsl_settings *s = &rt->settings;
-  tsl_status st = TESSEL_OK;
-  int64_t last = s->train.steps;
-  if (s->train.stop_after && t->start_step + s->train.stop_after < last) last = t->start_step + s->train.stop_after;
-  for (int64_t step = t->start_step + 1; step <= last && !end->stop; step++) {
-    tsl_step_report r = {.step = step, .steps = s->train.steps, .val_loss = NAN};
-    TSL_TRY(st, one_step(t, step, &r));
-    int final = step == s->train.steps;
-    if (t->data.val && ((s->train.eval_every && step % s->train.eval_every == 0) || final))
-      TSL_TRY(st, evaluate(t, &r.val_loss));
-    TSL_TRY(st, tsl_step_agree(rt, &r, stop_reason(t, r.step_time)));
-    end->stop = final ? 0 : r.stop ? r.stop : step == last ? TSL_STOP_STEPS : 0;
-    TSL_TRY(st, tsl_report_step(&t->report, rt, &r));
-    if ((s->ckpt.every && step % s->ckpt.every == 0) || step == last || end->stop) TSL_TRY(st, save(t, step));
-    end->final_loss = r.loss;
-    if (!isnan(r.val_loss)) end->val_loss = r.val_loss;
-  }
-  if (end->stop) {
-    tsl_report_line(&t->report, "stopped at step %lld by %s: resume with the same command (exit status %d)",
-                    (long long)t->last_saved, tsl_stop_reason_name(end->stop), TSL_EXIT_STOPPED);
-    return TESSEL_OK;
-  }
-  if (t->last_saved != s->train.steps && t->start_step < s->train.steps) TSL_TRY(st, save(t, s->train.steps));
-  if (!isnan(end->val_loss)) tsl_report_line(&t->report, "validation loss %.4f", end->val_loss);
-fail:
+  if (s->train.stop_after && t->start_step + s->train.stop_after < s->train.steps)
+    t->stop_at = t->start_step + s->train.stop_after;
+  print_header(t);
+  *out = t;
+  return TESSEL_OK;
+}
+
+/* A failure inside a step may be one rank's alone: do not leave the others
+** waiting in a collective. */
+static tsl_status step_failed(trainer *t, tsl_status st) {
+  if (t->opts.world_abort && st != TESSEL_E_NUMERIC) tsl_world_abort(&t->rt->world, st);
+  tsl_world_print_error(&t->rt->world, st);
   return st;
 }
 
-tsl_status tsl_train(tsl_runtime *rt, const tsl_train_opts *opts) {
-  trainer t = {.rt = rt, .opts = opts, .started = opts->started ? opts->started : tsl_now()};
-  tsl_run_end end = {.final_loss = NAN, .val_loss = NAN};
-  tsl_signals_install(rt->world.rank == 0);
-  /* agree after each part: each has collectives the next must not meet alone */
-  tsl_status st = tsl_world_agree(&rt->world, setup(&t));
-  if (st >= 0) st = tsl_world_agree(&rt->world, resume(&t));
-  if (st >= 0) st = tsl_world_agree(&rt->world, tsl_reporter_open(&t.report, rt, t.start_step));
-  if (st >= 0) {
-    print_header(&t);
-    st = loop(&t, &end);
-    end.wall_s = tsl_now() - t.started;
-    end.mfu_cores = t.mfu_cores;
-    if (st >= 0) st = tsl_report_summary(&t.report, rt, &end);
-    if (st >= 0 && !end.stop && rt->settings.train.sample_tokens > 0)
-      st = final_sample(&t);
-    /* a failure inside the loop may be one rank's alone: do not leave the
-    ** others waiting in a collective */
-    if (st < 0 && opts->world_abort && st != TESSEL_E_NUMERIC) tsl_world_abort(&rt->world, st);
-    if (st < 0) tsl_world_print_error(&rt->world, st);
-  }
-  tsl_signals_restore();
-  tsl_reporter_close(&t.report);
-  tsl_data_close(&t.data);
-  free(t.last_ckpt);
-  return st >= 0 && end.stop ? TSL_TRAIN_STOPPED : st;
+tsl_status tsl_trainer_step(tsl_trainer *t, tsl_step_report *r) {
+  tsl_runtime *rt = t->rt;
+  const tsl_settings *s = &rt->settings;
+  tsl_status st;
+  int64_t step = t->last_step + 1;
+  *r = (tsl_step_report){.step = step, .steps = s->train.steps, .val_loss = NAN};
+  int final = step == s->train.steps, stopping = step == t->stop_at;
+  TSL_TRY(st, one_step(t, step, r));
+  t->last_step = step;
+  if (t->data.val && ((s->train.eval_every && step % s->train.eval_every == 0) || final))
+    TSL_TRY(st, evaluate(t, &r->val_loss));
+  TSL_TRY(st, tsl_step_agree(rt, r, stop_reason(t, r->step_time)));
+  if (final) r->stop = 0;
+  else if (!r->stop && stopping) r->stop = TSL_STOP_STEPS;
+  TSL_TRY(st, tsl_report_step(&t->report, rt, r));
+  if ((s->ckpt.every && step % s->ckpt.every == 0) || final || stopping || r->stop) TSL_TRY(st, save(t, step));
+  return TESSEL_OK;
+fail:
+  return step_failed(t, st);
+}
+
+tsl_status tsl_trainer_evaluate(tsl_trainer *t, double *val_loss) {
+  if (!t->data.val) return tsl_error(TESSEL_E_CONFIG, "no validation data: set data.val, or data.val_fraction > 0");
+  tsl_status st = evaluate(t, val_loss);
+  return st < 0 ? step_failed(t, st) : st;
+}
+
+tsl_status tsl_trainer_save(tsl_trainer *t, const char **path) {
+  tsl_status st = t->last_saved == t->last_step && t->last_ckpt ? TESSEL_OK : save(t, t->last_step);
+  if (st < 0) return step_failed(t, st);
+  *path = t->last_ckpt;
+  return TESSEL_OK;
+}
+
+int64_t tsl_trainer_last_step(const tsl_trainer *t) { return t->last_step; }
+
+tsl_status tsl_trainer_finish(tsl_trainer *t, tsl_run_end *end) {
+  tsl_runtime *rt = t->rt;
+  tsl_status st = TESSEL_OK;
+  end->wall_s = tsl_now() - t->started;
+  end->mfu_cores = t->mfu_cores;
+  if (end->stop)
+    tsl_report_line(&t->report, "stopped at step %lld by %s: resume with the same command (exit status %d)",
+                    (long long)t->last_saved, tsl_stop_reason_name(end->stop), TSL_EXIT_STOPPED);
+  else if (!isnan(end->val_loss))
+    tsl_report_line(&t->report, "validation loss %.4f", end->val_loss);
+  st = tsl_report_summary(&t->report, rt, end);
+  if (st >= 0 && !end->stop && rt->settings.train.sample_tokens > 0) st = final_sample(t);
+  return st < 0 ? step_failed(t, st) : st;
+}
+
+void tsl_trainer_close(tsl_trainer *t) {
+  if (!t) return;
+  tsl_reporter_close(&t->report);
+  tsl_data_close(&t->data);
+  tsl_model_destroy(t->model);
+  free(t->last_ckpt);
+  free(t);
 }

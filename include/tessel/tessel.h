@@ -1,24 +1,91 @@
 /*
-** tessel/tessel.h — embedding tessel in another program.
+** tessel/tessel.h — the tessel runtime as a library: train from a config
+** inside your own program (link libtessel; `pkg-config tessel`).
 **
-** tessel_main runs one tessel command line exactly as the `tessel` program
-** does (argv[1] is the command: run, check, plugins, ...) and returns its
-** exit status: 0 success, 1 runtime failure, 2 usage or configuration
-** error. A program that drives training itself links libtessel and calls
-** it; `tessel run` under mpirun works the same way from inside it.
+**   tessel_run *run;
+**   if (tessel_run_open("configs/quickstart.yaml", NULL, 0, &run) < 0) {
+**     fprintf(stderr, "%s\n", tessel_last_error());
+**     return 1;
+**   }
+**   tessel_step_info info = {.size = sizeof info};
+**   while (tessel_run_last_step(run) < 100 && tessel_run_step(run, &info) == TESSEL_OK)
+**     printf("step %lld loss %.4f\n", (long long)info.step, info.loss);
+**   tessel_run_save(run, NULL, 0);
+**   tessel_run_close(run);
+**
+** A run is what `tessel run CONFIG` trains — the strategy, data, metrics
+** and checkpoints of the config, resumed from its newest checkpoint when
+** checkpoint.resume says so — but the program decides when to step,
+** evaluate and save. `tessel run` itself is built on these calls.
+**
+** Processes: each process is one rank. Under mpirun or srun every rank runs
+** the program and makes the same calls in the same order — every call but
+** tessel_last_error and tessel_run_last_step is collective. tessel starts
+** MPI when the program has not (then it finalises it at exit) and joins it
+** when it has.
+**
+** Errors: a call returns TESSEL_OK (0) or a negative tessel_status
+** (tessel/plugin.h); tessel_last_error() says what failed and where, as
+** the command line prints it. A config mistake reads FILE:LINE:COL. Calls
+** of one thread at a time.
+**
+** Versioning: tessel_step_info is a sized struct — set .size to sizeof
+** before the call; tessel writes no more than that and keeps it, so a
+** program built against an older header runs with a newer library.
 */
 #ifndef TESSEL_H
 #define TESSEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tessel/plugin.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
+typedef struct tessel_run tessel_run;
+
+/* One step's figures (rank 0's timing; the loss is the global batch's). */
+typedef struct tessel_step_info {
+  uint32_t size;
+  int64_t step;        /* the step just taken; a resumed run counts on from its checkpoint */
+  int64_t steps;       /* train.steps */
+  double loss;         /* mean over every token of the global batch */
+  double lr, grad_norm;
+  double val_loss;     /* when the step validated (train.eval_every, the last step), else NaN */
+  double step_time_s, tokens_per_s;
+} tessel_step_info;
+
 /* The library's version, e.g. "0.1.0". */
 const char *tessel_version(void);
 
-/* Run a tessel command line; argv[0] is the program name. */
-int tessel_main(int argc, char **argv);
+/* Open a run of `config`, with `n_sets` overrides "KEY=VALUE" as --set
+** takes them: the config checked, the strategy, devices and communicators
+** started, the model initialised or resumed. */
+tessel_status tessel_run_open(const char *config, const char *const *sets, int n_sets, tessel_run **out);
+
+/* Take the next training step (validating and checkpointing when the
+** config says it is due); *out (optional) gets its figures. */
+tessel_status tessel_run_step(tessel_run *run, tessel_step_info *out);
+
+/* The validation loss of the model as it stands (train.eval_batches
+** batches of the validation data). */
+tessel_status tessel_run_evaluate(tessel_run *run, double *val_loss);
+
+/* Checkpoint the newest step under checkpoint.dir (unless it is saved
+** already); its directory is written to dir (up to cap bytes) when given. */
+tessel_status tessel_run_save(tessel_run *run, char *dir, size_t cap);
+
+/* The newest step taken (or resumed from). */
+int64_t tessel_run_last_step(const tessel_run *run);
+
+/* Release the run: its memory, devices, communicators, run directory. */
+void tessel_run_close(tessel_run *run);
+
+/* What the last failing call of this process said. */
+const char *tessel_last_error(void);
 
 #ifdef __cplusplus
 }

@@ -28,9 +28,10 @@ static tessel_status check_tensor_parallel(hybrid *h, const tessel_model_dims *d
   else if (dim[TESSEL_DIM_VOCAB] % h->tp) what = "vocabulary rows (model.vocab_size, padded)", n = dim[TESSEL_DIM_VOCAB];
   if (what)
     return cfg->error_at(h->x.host, h->x.section, "tp",
-                         "the model's %lld %s do not split over tp %d: every tensor-parallel rank keeps an equal share "
-                         "(key/value heads are split, not replicated, so kv_heads must be a multiple of tp)",
-                         (long long)n, what, h->tp);
+                         "the model's %lld %s do not split over tp %d: every tensor-parallel rank keeps an equal share%s",
+                         (long long)n, what, h->tp,
+                         dim[TESSEL_DIM_KV_HEADS] % h->tp == 0 ? ""
+                         : " (key/value heads are split, not replicated, so kv_heads must be a multiple of tp)");
   int64_t tokens = (int64_t)d->micro_batch * d->seq_len;
   if (h->sp && tokens % h->tp != 0)
     return cfg->error_at(h->x.host, h->x.section, "sequence_parallel",

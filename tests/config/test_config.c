@@ -451,6 +451,36 @@ static void test_settings(void) {
   tsl_config_free(cfg);
 }
 
+/* A Llama's defaults are LlamaConfig's meanings with tessel's values: the
+** SwiGLU width 8/3·C rounded up to a multiple of 64, rope_theta 10000,
+** norm_eps 1e-5, an untied head, kv_heads = heads; GPT-2's ffn is 4·C. */
+static void test_llama_defaults(void) {
+  static const struct {
+    int channels, ffn;
+  } widths[] = {{128, 384}, {96, 256}, {160, 448}, {192, 512}, {4096, 10944}};
+  char p[1024], text[1024];
+  tsl_settings s;
+  for (size_t i = 0; i < sizeof widths / sizeof widths[0]; i++) {
+    snprintf(text, sizeof text,
+             "model: {arch: llama, layers: 2, heads: 4, channels: %d, seq_len: 8}\n"
+             "data: {train: \"x/*.bin\"}\ntrain: {steps: 1}\n", widths[i].channels);
+    put(p, "llama.yaml", text);
+    tsl_config *cfg = load_ok(p);
+    CHECK_EQ_INT(tsl_settings_read(cfg, &s), TESSEL_OK);
+    CHECK_EQ_INT(s.model.arch, TSL_ARCH_LLAMA);
+    CHECK_EQ_INT(s.model.ffn, widths[i].ffn);
+    CHECK_EQ_INT(s.model.kv_heads, 4);
+    CHECK(s.model.rope_theta == 10000.0 && s.model.norm_eps == 1e-5 && !s.model.tie_embeddings);
+    CHECK(s.model.init_from == NULL);
+    tsl_config_free(cfg);
+  }
+  put(p, "gpt2.yaml", "model: {layers: 2, heads: 4, channels: 96, seq_len: 8}\ndata: {train: x}\ntrain: {steps: 1}\n");
+  tsl_config *cfg = load_ok(p);
+  CHECK_EQ_INT(tsl_settings_read(cfg, &s), TESSEL_OK);
+  CHECK(s.model.arch == TSL_ARCH_GPT2 && s.model.ffn == 384 && s.model.tie_embeddings && s.model.kv_heads == 4);
+  tsl_config_free(cfg);
+}
+
 /* ---- base: ---- */
 
 static void test_base_chain(void) {
@@ -821,6 +851,7 @@ int main(void) {
   RUN(test_missing_required);
   RUN(test_cfg_error);
   RUN(test_settings);
+  RUN(test_llama_defaults);
   RUN(test_base_chain);
   RUN(test_base_errors);
   RUN(test_set);

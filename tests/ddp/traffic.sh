@@ -25,8 +25,20 @@ for run in plain accum; do
   done
   [ "$(field "$WORK/$run/metrics.jsonl" payload_bytes | wc -l)" -eq 3 ] || fail "$run: dp traffic missing from some step"
 done
+# a Llama (tests/ddp/llama.yaml: V=256, C=64, L=4, 2 key/value heads of 16
+# channels, ffn 192): embed_tokens and lm_head V·C each, per block two RMS
+# norms 2C and the linears 2C² + 2C·Ckv + 3C·F, model.norm C
+PSI_LLAMA=$(awk 'BEGIN { V = 256; C = 64; L = 4; Ckv = 32; F = 192
+  print 2*V*C + L*(2*C + 2*C*C + 2*C*Ckv + 3*C*F) + C }')
+"$TESSEL" launch -n 2 tests/ddp/llama.yaml --set log.dir="$WORK/llama" "${common[@]}" >"$WORK/llama.log" 2>&1 \
+  || { cat "$WORK/llama.log" >&2; fail "2-rank Llama run failed"; }
+for p in $(field "$WORK/llama/metrics.jsonl" payload_bytes); do
+  [ "$p" -eq $((4 * PSI_LLAMA)) ] || fail "llama: dp payload $p bytes per step, expected 4·Ψ = $((4 * PSI_LLAMA))"
+done
+[ "$(field "$WORK/llama/metrics.jsonl" payload_bytes | wc -l)" -eq 3 ] || fail "llama: dp traffic missing from some step"
 plain_calls=$(field "$WORK/plain/metrics.jsonl" calls | sort -u)
 accum_calls=$(field "$WORK/accum/metrics.jsonl" calls | sort -u)
 [ "$plain_calls" = "$accum_calls" ] || fail "calls per step: $plain_calls without accumulation, $accum_calls with 4 micro-batches"
 rm -rf "$WORK"
 echo "ok: dp payload 4·Ψ = $((4 * PSI)) bytes every step; $plain_calls all-reduce(s) per step with or without accumulation"
+echo "ok: Llama dp payload 4·Ψ = $((4 * PSI_LLAMA)) bytes every step"

@@ -11,7 +11,9 @@
 # packed independently of the plugin at the chunk size it logs. With the
 # first and last chunks of equal size that is 2 gathers per chunk, so the
 # bus bytes are 3·(N−1)/N·4·Σsize_c: ZeRO-3's 1.5× of DDP's 2·(N−1)/N·4Ψ,
-# over the padded Σsize_c instead of Ψ.
+# over the padded Σsize_c instead of Ψ. A Llama's head (model.norm and its
+# own lm_head) is used by the last unit only, whose forward and backward
+# are consecutive visits: its chunks are gathered once, so it moves less.
 set -euo pipefail
 TESSEL=$1; SRC=$2; TMP=$3
 WORK=$TMP/gemini_traffic.$$
@@ -22,18 +24,28 @@ common=(--set train.steps=3 --set train.sample_tokens=0 --set data.val_fraction=
         --set log.progress=never --set data.dir="$WORK/data" --set device.threads=1)
 field() { grep -o "\"dp\":{[^}]*}" "$1" | sed -n "s/.*\"$2\":\([0-9]*\).*/\1/p"; }
 
-# expect N M CHUNK: "payload bus calls" per step for tests/gemini/tiny.yaml's
-# model (V=256, C=64, T=32, L=4) on N ranks with M micro-batches per step.
+# expect ARCH N M CHUNK: "payload bus calls Σsize_c Ψ" per step for
+# tests/gemini/tiny.yaml's model (V=256, C=64, T=32, L=4) as a GPT-2, or as
+# a Llama (tests/gemini/llama_*.yaml: 2 key/value heads of 16 channels, ffn
+# 192, untied lm_head), on N ranks with M micro-batches per step.
 expect() {
-  awk -v N="$1" -v M="$2" -v S="$3" -v V=256 -v C=64 -v T=32 -v L=4 '
-    function add(numel, lo, hi, tied) { n++; size[n] = numel; ulo[n] = lo; uhi[n] = hi; head[n] = tied }
+  awk -v A="$1" -v N="$2" -v M="$3" -v S="$4" -v V=256 -v C=64 -v T=32 -v L=4 -v Ckv=32 -v F=192 '
+    function add(numel, lo, hi, tied) { n++; size[n] = numel; ulo[n] = lo; uhi[n] = hi; head[n] = tied; psi += numel }
     function up(x, a) { return int((x + a - 1) / a) * a }
     BEGIN {
-      add(V * C, 0, 0, 1); add(T * C, 0, 0, 0)   # wte (also the head: unit L+1), wpe
-      # a block: ln_1 w, b; c_attn w, b; c_proj w, b; ln_2 w, b; c_fc w, b; c_proj w, b = coef·C^power
-      split("1 1 3 3 1 1 1 1 4 4 4 1", coef); split("1 1 2 1 2 1 1 1 2 1 2 1", power)
-      for (l = 1; l <= L; l++) for (k = 1; k <= 12; k++) add(coef[k] * C ^ power[k], l, l, 0)
-      add(C, L + 1, L + 1, 0); add(C, L + 1, L + 1, 0)  # ln_f
+      if (A == "llama") {
+        add(V * C, 0, 0, 0)                        # embed_tokens
+        # a block: input_layernorm, q, k, v, o, post_attention_layernorm, gate, up, down
+        split(C " " C*C " " C*Ckv " " C*Ckv " " C*C " " C " " C*F " " C*F " " F*C, blk)
+        for (l = 1; l <= L; l++) for (k = 1; k <= 9; k++) add(blk[k], l, l, 0)
+        add(C, L + 1, L + 1, 0); add(V * C, L + 1, L + 1, 0)  # model.norm, lm_head
+      } else {
+        add(V * C, 0, 0, 1); add(T * C, 0, 0, 0)   # wte (also the head: unit L+1), wpe
+        # a block: ln_1 w, b; c_attn w, b; c_proj w, b; ln_2 w, b; c_fc w, b; c_proj w, b = coef·C^power
+        split("1 1 3 3 1 1 1 1 4 4 4 1", coef); split("1 1 2 1 2 1 1 1 2 1 2 1", power)
+        for (l = 1; l <= L; l++) for (k = 1; k <= 12; k++) add(coef[k] * C ^ power[k], l, l, 0)
+        add(C, L + 1, L + 1, 0); add(C, L + 1, L + 1, 0)  # ln_f
+      }
       U = L + 2; align = 16 * N; nc = 0; room = 0
       for (i = 1; i <= n; i++) {                   # next fit; a tensor above S alone
         if (size[i] > S) { nc++; csize[nc] = up(size[i], align); room = 0 }
@@ -52,19 +64,21 @@ expect() {
         calls += runs + M; payload += 4 * csize[c] * (runs + M); bus += 4 * csize[c] * (N - 1) / N * (runs + M)
         total += csize[c]
       }
-      printf "%d %d %d %d\n", payload + 8, bus + int(8 * 2 * (N - 1) / N + 0.5), calls + 1, total
+      printf "%d %d %d %d %d\n", payload + 8, bus + int(8 * 2 * (N - 1) / N + 0.5), calls + 1, total, psi
     }'
 }
 
-check() { # NAME N M ZERO3 [--set ...]; ZERO3=1: also assert the 3 × 4·Σsize_c payload of ZeRO-3
-  local name=$1 n=$2 m=$3 zero3=$4; shift 4
-  "$TESSEL" launch -n "$n" tests/gemini/tiny.yaml --set log.dir="$WORK/$name" "${common[@]}" "$@" >"$WORK/$name.log" 2>&1 \
+check() { # NAME ARCH N M ZERO3 [--set ...]; ZERO3=1: also assert the 3 × 4·Σsize_c payload of ZeRO-3
+  local name=$1 arch=$2 n=$3 m=$4 zero3=$5; shift 5
+  local config=tests/gemini/tiny.yaml
+  [ "$arch" = llama ] && config=tests/gemini/llama_offload.yaml
+  "$TESSEL" launch -n "$n" "$config" --set log.dir="$WORK/$name" "${common[@]}" "$@" >"$WORK/$name.log" 2>&1 \
     || { cat "$WORK/$name.log" >&2; fail "$name: the $n-rank run failed"; }
   grep -q "$n data rank(s) × $m micro-batch(es)" "$WORK/$name.log" || fail "$name: not $m micro-batch(es) per step"
   local chunk
   chunk=$(sed -n 's/.*gemini: chunk \(search\|size\): \([0-9]*\) elements.*/\2/p' "$WORK/$name.log")
   [ -n "$chunk" ] || fail "$name: the chunk size is not in the log"
-  read -r payload bus calls total <<<"$(expect "$n" "$m" "$chunk")"
+  read -r payload bus calls total psi <<<"$(expect "$arch" "$n" "$m" "$chunk")"
   if [ "$zero3" = 1 ] && [ "$payload" -ne $(( 3 * 4 * total + 8 )) ]; then
     fail "$name: the layout gives $payload B, not ZeRO-3's 3 × 4 × $total + 8"
   fi
@@ -80,14 +94,16 @@ check() { # NAME N M ZERO3 [--set ...]; ZERO3=1: also assert the 3 × 4·Σsize_
       [ "$got" -eq "$want" ] || fail "$name: dp $key $got per step, expected $want (chunks of $chunk elements)"
     done
   done
-  local psi=218496 # V·C + T·C + L·(12C² + 13C) + 2C
-  awk -v b="$bus" -v n="$n" -v psi=$psi -v name="$name" -v payload="$payload" -v calls="$calls" 'BEGIN {
+  awk -v b="$bus" -v n="$n" -v psi="$psi" -v name="$name" -v payload="$payload" -v calls="$calls" 'BEGIN {
     ddp = 2 * (n - 1) / n * 4 * psi
-    printf "ok %s: dp payload %d B, bus %d B in %d calls per step = %.3f× ddp'"'"'s bus bytes\n", name, payload, b, calls, b / ddp }'
+    printf "ok %s: dp payload %d B, bus %d B in %d calls per step = %.3f× ddp'"'"'s bus bytes (Ψ = %d)\n", name, payload,
+      b, calls, b / ddp, psi }'
 }
 
-check n2 2 1 1
-check n4 4 1 1
-check n2_accumulate 2 2 0 --set train.micro_batch_size=2
-check n4_oversized 4 1 0 --set plugin.chunk_size=48KiB
+check n2 gpt2 2 1 1
+check n4 gpt2 4 1 1
+check n2_accumulate gpt2 2 2 0 --set train.micro_batch_size=2
+check n4_oversized gpt2 4 1 0 --set plugin.chunk_size=48KiB
+check llama_n2 llama 2 1 0
+check llama_n2_accumulate llama 2 2 0 --set train.micro_batch_size=2
 rm -rf "$WORK"

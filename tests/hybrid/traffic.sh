@@ -23,9 +23,9 @@ L=4; C=64; T=32; V=256; E=4
 common=(--set train.steps=3 --set data.val_fraction=0 --set checkpoint.every=0 --set checkpoint.resume=never
         --set log.progress=never --set data.dir="$WORK/data" --set device.threads=1)
 
-# run NAME RANKS CONFIG: 3 steps; the metrics file is $WORK/NAME/metrics.jsonl
+# run NAME RANKS CONFIG [ARGS]: 3 steps; the metrics file is $WORK/NAME/metrics.jsonl
 run() {
-  "$TESSEL" launch -n "$2" "$3" --set log.dir="$WORK/$1" "${common[@]}" >"$WORK/$1.log" 2>&1 \
+  "$TESSEL" launch -n "$2" "$3" --set log.dir="$WORK/$1" "${common[@]}" "${@:4}" >"$WORK/$1.log" 2>&1 \
     || { cat "$WORK/$1.log" >&2; fail "$1: the $2-rank run failed"; }
 }
 # expect NAME GROUP KEY VALUE WHAT: every step's GROUP.KEY equals VALUE
@@ -93,4 +93,51 @@ expect zero1 dp payload_bytes $((E * 2 * psi0)) "4·(Ψ₀ + Ψ₀) with Ψ₀=$
 expect zero1 dp bus_bytes $((E * psi0 + E * psi0 / 2)) "4·(Ψ₀·2·½ + Ψ₀·½)"
 expect zero2 dp payload_bytes $((E * 2 * psi0)) "4·(Ψ₀ + Ψ₀)"
 expect zero2 dp bus_bytes $((E * psi0)) "4·(Ψ₀·½ + Ψ₀·½)"
+
+# --- The same meshes on a Llama (tests/hybrid/llama_*.yaml: the tiny model
+# with 4 query heads on 2 key/value heads of hs = 16 channels, ffn F = 192,
+# RMS norms, an untied lm_head). Its block has five column-parallel
+# linears (q, k, v, gate, up) and two row-parallel ones (o, down); each
+# column-parallel linear all-reduces its own input gradient (the three
+# attention projections and the two MLP inputs share an input, but their
+# gradients are summed by the core after each one's reduction), so a block
+# moves 7·b·s·h per micro-batch: 2 in forward, 5 in backward. The
+# embedding and head sums and the cross-entropy are GPT-2's.
+F=192; Ckv=32
+b=8; bsh=$((b * T * C))
+run llama_tp2 2 tests/hybrid/llama_tp2.yaml
+llama_tp=$((E * (L * 7 * bsh + bsh + bsh) + 20 * b * T))
+expect llama_tp2 tp payload_bytes $llama_tp "4·(L·7·bsh + bsh + bsh) + 20·b·s with b=$b s=$T h=$C L=$L"
+expect llama_tp2 tp bus_bytes $llama_tp "the payload (all-reduce over 2 ranks: × 1)"
+expect llama_tp2 tp calls $((7 * L + 2 + 2)) "7 per block + embedding + head + 2 cross-entropy sums"
+
+# Sequence parallelism: every column-parallel linear gathers its input rows
+# in forward and again in backward (for its weight gradient) and
+# reduce-scatters its input gradient; every row-parallel one
+# reduce-scatters its output in forward and gathers its output gradient in
+# backward: per block 5·3 + 2·2 = 19·b·s·h. Outside the blocks as GPT-2;
+# the once-per-step sum of the norm gradients is (2L + 1)·C (RMS norms have
+# no bias). All of it is gathers and scatters over 2 ranks except the norm
+# sum: the bus carries half.
+run llama_tp2_sp 2 tests/hybrid/llama_tp2_sp.yaml
+ln=$(( (2 * L + 1) * C ))
+expect llama_tp2_sp tp payload_bytes $((E * (L * 19 * bsh + 2 * bsh + 2 * bsh + ln) + 20 * b * T)) \
+  "4·(L·19·bsh + 2·bsh + 2·bsh + (2L+1)·C) + 20·b·s"
+expect llama_tp2_sp tp bus_bytes $((E * (L * 19 * bsh / 2 + 2 * bsh + ln) + 20 * b * T)) \
+  "4·(L·19·bsh/2 + 2·bsh + (2L+1)·C) + 20·b·s"
+
+# Two stages, 4 micro-batches of b = 2: b·s·h out per micro-batch, and no
+# table to exchange (the Llama head is its own lm_head, on the last stage).
+b=2; bsh=$((b * T * C)); m=4
+run llama_pp2 2 tests/hybrid/llama_pp2.yaml
+expect llama_pp2 pp payload_bytes $((E * m * bsh)) "4·m·bsh with m=$m b=$b"
+expect llama_pp2 pp calls $((2 * m)) "2 per micro-batch (a send, a receive of no payload)"
+
+# tp 2 × dp 2 with ZeRO-1: rank 0 holds Ψ₀ elements: half of embed_tokens
+# and of lm_head (V/2·C each), per block the replicated norms 2C and half
+# of every linear, (2C² + 2C·Ckv + 3C·F)/2, and model.norm C.
+psi0=$((V / 2 * C * 2 + L * (2 * C + (2 * C * C + 2 * C * Ckv + 3 * C * F) / 2) + C))
+run llama_zero1 4 tests/hybrid/tp2_dp2_zero1.yaml --set model.arch=llama --set model.kv_heads=2
+expect llama_zero1 dp payload_bytes $((E * 2 * psi0)) "4·(Ψ₀ + Ψ₀) with Ψ₀=$psi0"
+expect llama_zero1 dp bus_bytes $((E * psi0 + E * psi0 / 2)) "4·(Ψ₀·2·½ + Ψ₀·½)"
 rm -rf "$WORK"

@@ -10,20 +10,37 @@
 #include "model/model.h"
 #include "runtime/build.h"
 
-/* Fills rt for a one-rank CPU run of the given model; returns 0 on success. */
-static inline int fixture_runtime(tsl_runtime *rt, int layers, int heads, int channels, int seq_len, int vocab) {
+/* The settings of a model: arch, sizes and the conventions of the family
+** (GPT-2: tied head; Llama: untied, rotary base theta). */
+static inline tsl_settings fixture_settings(tsl_arch_kind arch, int layers, int heads, int kv, int channels, int ffn,
+                                            int seq_len, int vocab, double theta) {
   tsl_settings s = {0};
-  s.model.arch = TSL_ARCH_GPT2;
+  s.model.arch = arch;
   s.model.layers = layers;
   s.model.heads = heads;
-  s.model.kv_heads = heads;
+  s.model.kv_heads = kv;
   s.model.channels = channels;
-  s.model.ffn = 4 * channels;
+  s.model.ffn = ffn;
   s.model.seq_len = seq_len;
   s.model.vocab_size = vocab;
+  s.model.rope_theta = theta;
   s.model.norm_eps = 1e-5;
-  s.model.tie_embeddings = 1;
+  s.model.tie_embeddings = arch == TSL_ARCH_GPT2;
   s.train.seed = 1234;
+  return s;
+}
+
+/* Fills rt for a one-rank CPU run of the given GPT-2; returns 0 on success. */
+static inline int fixture_runtime(tsl_runtime *rt, int layers, int heads, int channels, int seq_len, int vocab) {
+  tsl_settings s = fixture_settings(TSL_ARCH_GPT2, layers, heads, heads, channels, 4 * channels, seq_len, vocab, 1e4);
+  return tsl_runtime_local(rt, &s, 2) < 0 ? -1 : 0;
+}
+
+/* The same for a Llama: kv key/value heads, an ffn-wide SwiGLU MLP, rotary
+** positions of base theta, RMS norms, an untied head. */
+static inline int fixture_llama_runtime(tsl_runtime *rt, int layers, int heads, int kv, int channels, int ffn,
+                                        int seq_len, int vocab, double theta) {
+  tsl_settings s = fixture_settings(TSL_ARCH_LLAMA, layers, heads, kv, channels, ffn, seq_len, vocab, theta);
   return tsl_runtime_local(rt, &s, 2) < 0 ? -1 : 0;
 }
 
@@ -52,15 +69,7 @@ static inline void fixture_randomize(tsl_model *m, uint64_t seed) {
 /* GPT-2's parameters for L layers, C channels, T positions, V tokens, with
 ** `kv` key/value heads of `heads` (heads = kv: GPT-2 itself). */
 static inline int fixture_gpt2_params(tsl_params *ps, int L, int C, int T, int V, int heads, int kv) {
-  tsl_settings s = {0};
-  s.model.arch = TSL_ARCH_GPT2;
-  s.model.layers = L;
-  s.model.heads = heads;
-  s.model.kv_heads = kv;
-  s.model.channels = C;
-  s.model.ffn = 4 * C;
-  s.model.seq_len = T;
-  s.model.vocab_size = V;
+  tsl_settings s = fixture_settings(TSL_ARCH_GPT2, L, heads, kv, C, 4 * C, T, V, 1e4);
   int64_t dim[TESSEL_DIM_COUNT];
   tsl_arch a;
   tsl_model_dim_sizes(&s, 0, dim);

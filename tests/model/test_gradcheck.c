@@ -3,10 +3,22 @@
 **
 ** The core's analytic gradients (fp32 forward and backward through every
 ** layer) are compared with central finite differences of an independent,
-** naive double-precision GPT-2 forward written here, on a tiny model, for
-** every element of every parameter. Also: the fp32 loss matches the double
-** one, and splitting a batch into micro-batches accumulates the same
-** gradient.
+** naive double-precision forward written here, on a tiny model, for every
+** element of every parameter: GPT-2, and a Llama with grouped-query
+** attention. Also: the fp32 loss matches the double one, and splitting a
+** batch into micro-batches accumulates the same gradient.
+**
+** The Llama reference pins the conventions a Llama implementation can get
+** wrong while still training: rotary positions rotate (x_i, x_{i+hs/2}) by
+** pos·θ^(-2i/hs) (Hugging Face's rotate-half, not the interleaved
+** (x_2i, x_2i+1) pairs of the paper and of Meta's reference code), and query head h
+** reads key/value head h / (heads / kv_heads). With head size 4 the two
+** rotary conventions pair different dimensions, and with 4 query heads on
+** 2 kv heads a wrong mapping reads other keys and values. In this
+** nonlinear regime either mistake moves the loss itself (measured with each
+** bug put into the CPU kernels on purpose: 2.844 becomes 3.188 with
+** interleaved pairs, 3.705 with query heads 0, 1 reading kv head 1) and
+** fails the check of ~4250 of the ~6000 gradient elements.
 */
 #include <math.h>
 #include <stdlib.h>
@@ -16,6 +28,11 @@
 #include "harness.h"
 
 enum { L = 2, H = 2, C = 8, T = 5, V = 11, B = 2 };
+/* The Llama: 4 query heads on 2 key/value heads of 4 dimensions, a SwiGLU
+** MLP of 24, rotary base 100 so that both frequencies of a head turn by
+** O(1) over the 5 positions (θ^(-2i/hs) = 1 and 0.1). */
+enum { LC = 16, LH = 4, LKV = 2, LHS = LC / LH, LF = 24 };
+#define THETA 100.0
 
 static int32_t tokens[B * T + 1];
 
@@ -32,7 +49,7 @@ static tsl_status fixed_batch(void *ctx, int micro, int32_t *inputs, int32_t *ta
 /* ---- the double-precision reference ---- */
 
 typedef struct ref {
-  double *p[4 + 12 * L]; /* in registration order (params.c) */
+  double *p[4 + 12 * L]; /* in registration order (params.c); the Llama's 3 + 9·L fit */
 } ref;
 
 static void layernorm(const double *x, const double *w, const double *b, double *out) {
@@ -44,10 +61,10 @@ static void layernorm(const double *x, const double *w, const double *b, double 
   for (int c = 0; c < C; c++) out[c] = (x[c] - mean) * rstd * w[c] + b[c];
 }
 
-/* out[n] = in[k] · W[k, n] + bias[n] */
+/* out[n] = in[k] · W[k, n] + bias[n] (bias NULL: none) */
 static void linear(const double *in, const double *W, const double *bias, int k, int n, double *out) {
   for (int j = 0; j < n; j++) {
-    double s = bias[j];
+    double s = bias ? bias[j] : 0.0;
     for (int i = 0; i < k; i++) s += in[i] * W[i * n + j];
     out[j] = s;
   }
@@ -55,8 +72,8 @@ static void linear(const double *in, const double *W, const double *bias, int k,
 
 static double gelu(double x) { return 0.5 * x * (1.0 + tanh(sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x))); }
 
-/* Mean cross-entropy of the whole batch. */
-static double ref_loss(const ref *r) {
+/* Mean cross-entropy of the whole batch: GPT-2. */
+static double gpt2_loss(const ref *r) {
   static double x[T][C], ln[T][C], qkv[T][3 * C], att[T][C], tmp[T][4 * C], h[T][4 * C];
   double total = 0;
   int hs = C / H;
@@ -110,6 +127,95 @@ static double ref_loss(const ref *r) {
   return total / (B * T);
 }
 
+/* ---- the Llama reference ---- */
+
+static void rmsnorm(const double *x, const double *w, double *out) {
+  double ss = 0;
+  for (int c = 0; c < LC; c++) ss += x[c] * x[c];
+  double r = 1.0 / sqrt(ss / LC + 1e-5);
+  for (int c = 0; c < LC; c++) out[c] = x[c] * r * w[c];
+}
+
+/* One head's vector at position pos, rotate-half: dimension i < hs/2 turns
+** with dimension i + hs/2 by pos·θ^(-2i/hs). */
+static void rotate(double *x, int pos) {
+  for (int i = 0; i < LHS / 2; i++) {
+    double a = pos * pow(THETA, -2.0 * i / LHS), x0 = x[i], x1 = x[i + LHS / 2];
+    x[i] = x0 * cos(a) - x1 * sin(a);
+    x[i + LHS / 2] = x1 * cos(a) + x0 * sin(a);
+  }
+}
+
+static double silu(double x) { return x / (1.0 + exp(-x)); }
+
+/* Causal attention of one sequence; query head h reads kv head h / group. */
+static void gqa(double q[T][LC], double k[T][LKV * LHS], double v[T][LKV * LHS], double out[T][LC]) {
+  for (int h = 0; h < LH; h++)
+    for (int t = 0; t < T; t++) {
+      int kv = h / (LH / LKV);
+      double s[T], mx = -1e300, z = 0;
+      for (int u = 0; u <= t; u++) {
+        s[u] = 0;
+        for (int i = 0; i < LHS; i++) s[u] += q[t][h * LHS + i] * k[u][kv * LHS + i];
+        s[u] /= sqrt((double)LHS);
+        mx = fmax(mx, s[u]);
+      }
+      for (int u = 0; u <= t; u++) z += exp(s[u] - mx);
+      for (int i = 0; i < LHS; i++) {
+        double o = 0;
+        for (int u = 0; u <= t; u++) o += exp(s[u] - mx) / z * v[u][kv * LHS + i];
+        out[t][h * LHS + i] = o;
+      }
+    }
+}
+
+/* Mean cross-entropy of the whole batch: Llama (parameters: embed_tokens,
+** per block input_layernorm, q, k, v, o, post_attention_layernorm, gate, up,
+** down, all [in, out]; then model.norm and lm_head [V, C]). */
+static double llama_loss(const ref *r) {
+  static double x[T][LC], n[T][LC], q[T][LC], k[T][LKV * LHS], v[T][LKV * LHS], att[T][LC], tmp[T][LC];
+  static double gate[T][LF], up[T][LF];
+  double total = 0;
+  for (int b = 0; b < B; b++) {
+    for (int t = 0; t < T; t++)
+      for (int c = 0; c < LC; c++) x[t][c] = r->p[0][tokens[b * T + t] * LC + c];
+    for (int l = 0; l < L; l++) {
+      double *const *w = &r->p[1 + 9 * l];
+      for (int t = 0; t < T; t++) {
+        rmsnorm(x[t], w[0], n[t]);
+        linear(n[t], w[1], NULL, LC, LC, q[t]);
+        linear(n[t], w[2], NULL, LC, LKV * LHS, k[t]);
+        linear(n[t], w[3], NULL, LC, LKV * LHS, v[t]);
+        for (int h = 0; h < LH; h++) rotate(&q[t][h * LHS], t);
+        for (int h = 0; h < LKV; h++) rotate(&k[t][h * LHS], t);
+      }
+      gqa(q, k, v, att);
+      for (int t = 0; t < T; t++) {
+        linear(att[t], w[4], NULL, LC, LC, tmp[t]);
+        for (int c = 0; c < LC; c++) x[t][c] += tmp[t][c];
+        rmsnorm(x[t], w[5], n[t]);
+        linear(n[t], w[6], NULL, LC, LF, gate[t]);
+        linear(n[t], w[7], NULL, LC, LF, up[t]);
+        for (int j = 0; j < LF; j++) gate[t][j] = silu(gate[t][j]) * up[t][j];
+        linear(gate[t], w[8], NULL, LF, LC, tmp[t]);
+        for (int c = 0; c < LC; c++) x[t][c] += tmp[t][c];
+      }
+    }
+    for (int t = 0; t < T; t++) {
+      rmsnorm(x[t], r->p[1 + 9 * L], n[t]);
+      double logits[V], mx = -1e300, z = 0;
+      for (int u = 0; u < V; u++) {
+        logits[u] = 0;
+        for (int c = 0; c < LC; c++) logits[u] += n[t][c] * r->p[2 + 9 * L][u * LC + c];
+        mx = fmax(mx, logits[u]);
+      }
+      for (int u = 0; u < V; u++) z += exp(logits[u] - mx);
+      total += log(z) + mx - logits[tokens[b * T + t + 1]];
+    }
+  }
+  return total / (B * T);
+}
+
 /* GPT-2's 0.02-scale init keeps a tiny model almost linear, where wrong
 ** nonlinearities would go unnoticed: use O(1) parameters instead, so every
 ** layer (softmax, GELU, layer norm) works in its curved range. */
@@ -150,18 +256,18 @@ static tsl_model *trained_model(tsl_runtime *rt, int per, ref *r, float *loss) {
   return m;
 }
 
-static void test_gradients_match_finite_differences(void) {
-  tsl_runtime rt;
+/* Every element of every parameter: the analytic gradient of the model in
+** rt against central differences of `loss`, the same model in doubles. */
+static void check_gradients(tsl_runtime *rt, double (*loss_of)(const ref *), int n_params, int min_checked) {
   ref r;
   float loss;
-  REQUIRE(fixture_runtime(&rt, L, H, C, T, V) == 0);
   for (int i = 0; i < B * T + 1; i++) tokens[i] = (i * 7 + 3) % V;
-  tsl_model *m = trained_model(&rt, B, &r, &loss);
+  tsl_model *m = trained_model(rt, B, &r, &loss);
   REQUIRE(m != NULL);
   const tsl_params *ps = tsl_model_params(m);
-  REQUIRE(ps->n == 4 + 12 * L);
+  REQUIRE(ps->n == n_params);
   /* fp32 vs fp64 forward of a tiny model: a few ulps of ~2.4 */
-  CHECK_CLOSE(loss, ref_loss(&r), 1e-5, 1e-5);
+  CHECK_CLOSE(loss, loss_of(&r), 1e-5, 1e-5);
   const double h = 1e-5;
   int checked = 0, bad = 0;
   for (int i = 0; i < ps->n; i++) {
@@ -169,9 +275,9 @@ static void test_gradients_match_finite_differences(void) {
     for (uint64_t k = 0; k < p->local_numel; k++) {
       double keep = r.p[i][k];
       r.p[i][k] = keep + h;
-      double up = ref_loss(&r);
+      double up = loss_of(&r);
       r.p[i][k] = keep - h;
-      double down = ref_loss(&r);
+      double down = loss_of(&r);
       r.p[i][k] = keep;
       double fd = (up - down) / (2 * h), an = p->grad[k];
       /* central differences in fp64 are exact to ~1e-9 here; the analytic
@@ -185,8 +291,21 @@ static void test_gradients_match_finite_differences(void) {
     }
   }
   CHECK_EQ_INT(bad, 0);
-  CHECK(checked > 1500);
+  CHECK(checked > min_checked);
   for (int i = 0; i < ps->n; i++) free(r.p[i]);
+}
+
+static void test_gradients_match_finite_differences(void) {
+  tsl_runtime rt;
+  REQUIRE(fixture_runtime(&rt, L, H, C, T, V) == 0);
+  check_gradients(&rt, gpt2_loss, 4 + 12 * L, 1500);
+  fixture_release(&rt);
+}
+
+static void test_llama_gradients_match_finite_differences(void) {
+  tsl_runtime rt;
+  REQUIRE(fixture_llama_runtime(&rt, L, LH, LKV, LC, LF, T, V, THETA) == 0);
+  check_gradients(&rt, llama_loss, 3 + 9 * L, 5000);
   fixture_release(&rt);
 }
 
@@ -218,6 +337,7 @@ static void test_micro_batches_accumulate_the_same_gradient(void) {
 
 int main(void) {
   RUN(test_gradients_match_finite_differences);
+  RUN(test_llama_gradients_match_finite_differences);
   RUN(test_micro_batches_accumulate_the_same_gradient);
   return HARNESS_EXIT();
 }

@@ -173,6 +173,8 @@ broken abifield 1 "built for plugin ABI 3.0" "this tessel speaks ABI 2.0"
 broken small 1 "strategy table is 16 bytes"
 broken misnamed 1 "calls itself 'somethingelse'" "file name says 'misnamed'"
 broken nomesh 1 "lacks the required hook 'mesh'"
+broken optcap 1 "declares TESSEL_CAP_OWNS_OPTIMIZER but lacks the hook 'optimizer_step'"
+broken optstep 1 "has an 'optimizer_step' hook but does not declare TESSEL_CAP_OWNS_OPTIMIZER"
 
 # ------------------------------------------------------------ create hooks
 

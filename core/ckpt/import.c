@@ -1,0 +1,339 @@
+/* core/ckpt/import.c — weights from a Hugging Face directory or a tessel
+** checkpoint, and `tessel import`. */
+#include "ckpt/import.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bf16.h"
+#include "ckpt/checkpoint.h"
+#include "ckpt/import_hf.h"
+#include "common/atomic_file.h"
+#include "common/log.h"
+#include "common/util.h"
+#include "optim/optim.h"
+#include "tokenizer/tokenizer.h"
+
+struct tsl_weights {
+  char *dir;
+  int hf;                /* a Hugging Face directory, not a checkpoint */
+  tsl_model_settings model;
+  tsl_ckpt ckpt;         /* a checkpoint's files */
+  tsl_st_file **files;   /* where tensors are: HF's files, or &ckpt.model */
+  int n_files;
+  tsl_params params;     /* the model's parameters at the weights' own sizes */
+};
+
+const tsl_model_settings *tsl_weights_model(const tsl_weights *w) { return &w->model; }
+int tsl_weights_is_hf(const tsl_weights *w) { return w->hf; }
+
+/* A tensor by tessel name: GPT2LMHeadModel nests its tensors under
+** "transformer." (some GPT-2 files do not), Llama's names are HF's own. */
+static const tsl_st_desc *find(const tsl_weights *w, const char *name, tsl_st_file **file, int *index) {
+  char nested[160];
+  snprintf(nested, sizeof nested, "transformer.%s", name);
+  const char *tries[2] = {name, NULL};
+  if (w->hf && w->model.arch == TSL_ARCH_GPT2) tries[0] = nested, tries[1] = name;
+  for (int t = 0; t < 2 && tries[t]; t++)
+    for (int f = 0; f < w->n_files; f++) {
+      int i = tsl_st_find(w->files[f], tries[t]);
+      if (i < 0) continue;
+      *file = w->files[f];
+      *index = i;
+      return tsl_st_desc_at(w->files[f], i);
+    }
+  return NULL;
+}
+
+/* Tensors a Hugging Face file may hold that are not parameters: GPT-2's
+** attention-mask buffers, old Llama files' rotary frequencies, and the head
+** of a model whose head is the embedding (transformers ties it on load). */
+static int known_extra(const tsl_weights *w, const char *name) {
+  static const char *const buffers[] = {".attn.bias", ".attn.masked_bias", ".rotary_emb.inv_freq"};
+  size_t n = strlen(name);
+  for (size_t i = 0; i < TSL_ARRAY_LEN(buffers); i++) {
+    size_t k = strlen(buffers[i]);
+    if (n > k && strcmp(name + n - k, buffers[i]) == 0) return 1;
+  }
+  return w->model.tie_embeddings && strcmp(name, "lm_head.weight") == 0;
+}
+
+/* Every parameter present with its file shape and a float dtype; in a
+** Hugging Face directory, no tensor the model has no place for. */
+static tsl_status check_tensors(const tsl_weights *w) {
+  for (int i = 0; i < w->params.n; i++) {
+    const tsl_param *p = &w->params.p[i];
+    tsl_st_file *f;
+    int k;
+    int64_t shape[2];
+    const tsl_st_desc *d = find(w, p->name, &f, &k);
+    tsl_ckpt_file_shape(p, shape);
+    if (!d)
+      return tsl_error(TESSEL_E_IO, "%s: no tensor '%s', which a %s model of this config has", w->dir, p->name,
+                       w->model.arch == TSL_ARCH_LLAMA ? "LlamaForCausalLM" : "GPT2LMHeadModel");
+    int fits = d->ndim == p->info.ndim && d->shape[0] == shape[0] && (d->ndim == 1 || d->shape[1] == shape[1]);
+    if (!fits || (d->dtype != TESSEL_F32 && d->dtype != TESSEL_BF16 && d->dtype != TESSEL_F16))
+      return tsl_error(TESSEL_E_IO, "%s: tensor '%s' is %s of %d dimension(s) [%lld, %lld]; the config makes it %s "
+                       "[%lld, %lld] (F32, BF16 or F16)", w->dir, d->name, tsl_dtype_name(d->dtype), d->ndim,
+                       (long long)d->shape[0], (long long)(d->ndim > 1 ? d->shape[1] : 1),
+                       p->info.ndim == 1 ? "a vector" : "a matrix", (long long)shape[0],
+                       (long long)(p->info.ndim == 1 ? 1 : shape[1]));
+  }
+  for (int f = 0; w->hf && f < w->n_files; f++)
+    for (int i = 0; i < tsl_st_count(w->files[f]); i++) {
+      const char *name = tsl_st_desc_at(w->files[f], i)->name;
+      const char *bare = strncmp(name, "transformer.", 12) == 0 ? name + 12 : name;
+      if (tsl_params_find(&w->params, bare) < 0 && !known_extra(w, name))
+        return tsl_error(TESSEL_E_UNSUPPORTED, "%s: tensor '%s' has no place in tessel's %s model (is it another "
+                         "architecture, or does it have biases tessel's does not?)", w->dir, name,
+                         w->model.arch == TSL_ARCH_LLAMA ? "Llama" : "GPT-2");
+    }
+  return TESSEL_OK;
+}
+
+tsl_status tsl_weights_open(const char *dir, tsl_weights **out) {
+  tsl_status st;
+  char *trainer = tsl_asprintf("%s/trainer.json", dir), *config = tsl_asprintf("%s/config.json", dir);
+  tsl_weights *w = calloc(1, sizeof *w);
+  *out = NULL;
+  if (!w || !trainer || !config || !(w->dir = tsl_strdup(dir))) {
+    st = tsl_error(TESSEL_E_NOMEM, "out of host memory");
+    goto fail;
+  }
+  if (tsl_path_exists(trainer)) {
+    TSL_TRY(st, tsl_ckpt_open(dir, &w->ckpt));
+    w->model = w->ckpt.arch;
+    w->files = &w->ckpt.model;
+    w->n_files = 1;
+  } else if (tsl_path_exists(config)) {
+    w->hf = 1;
+    TSL_TRY(st, tsl_hf_config(dir, &w->model));
+    TSL_TRY(st, tsl_hf_open_files(dir, &w->files, &w->n_files));
+  } else {
+    st = tsl_error(TESSEL_E_IO, "%s is neither a tessel checkpoint (trainer.json) nor a Hugging Face model directory "
+                   "(config.json)%s", dir, tsl_path_exists(dir) ? "" : ": it does not exist");
+    goto fail;
+  }
+  TSL_TRY(st, tsl_ckpt_params_of(&w->model, &w->params));
+  TSL_TRY(st, check_tensors(w));
+  *out = w;
+  w = NULL;
+fail:
+  tsl_weights_close(w);
+  free(trainer);
+  free(config);
+  return st;
+}
+
+void tsl_weights_close(tsl_weights *w) {
+  if (!w) return;
+  if (w->hf) {
+    for (int f = 0; f < w->n_files; f++) tsl_st_close(w->files[f]);
+    free(w->files);
+  }
+  tsl_ckpt_close(&w->ckpt);
+  tsl_params_free(&w->params);
+  free(w->dir);
+  free(w);
+}
+
+/* n elements of a stored tensor as fp32 (its data may be unaligned). */
+static void to_f32(tessel_dtype dtype, const unsigned char *data, uint64_t n, float *out) {
+  for (uint64_t i = 0; i < n; i++) {
+    uint16_t h;
+    if (dtype == TESSEL_F32) {
+      memcpy(&out[i], data + 4 * i, 4);
+      continue;
+    }
+    memcpy(&h, data + 2 * i, 2);
+    out[i] = dtype == TESSEL_BF16 ? tsl_bf16_to_f32(h) : tsl_f16_to_f32(h);
+  }
+}
+
+tsl_status tsl_weights_file_tensor(const tsl_weights *w, const tsl_param *p, float *file) {
+  tsl_st_file *f;
+  int i;
+  int64_t shape[2];
+  uint64_t bytes;
+  const tsl_st_desc *d = find(w, p->name, &f, &i);
+  int j = tsl_params_find(&w->params, p->name);
+  tsl_ckpt_file_shape(p, shape);
+  if (!d || j < 0)
+    return tsl_error(TESSEL_E_IO, "%s: no tensor '%s'", w->dir, p->name);
+  /* the table of positions may be cut to a shorter seq_len; any other
+  ** tensor must be the one the open checked */
+  int64_t mine[2];
+  tsl_ckpt_file_shape(&w->params.p[j], mine);
+  int rows_ok = p->info.role == TESSEL_ROLE_POSITIONS ? shape[0] <= mine[0] : shape[0] == mine[0];
+  if (!rows_ok || shape[1] != mine[1] || p->info.ndim != w->params.p[j].info.ndim)
+    return tsl_error(TESSEL_E_INTERNAL, "%s: '%s' is asked for as [%lld, %lld] but holds [%lld, %lld]", w->dir, p->name,
+                     (long long)shape[0], (long long)shape[1], (long long)mine[0], (long long)mine[1]);
+  to_f32(d->dtype, tsl_st_data(f, i, &bytes), (uint64_t)shape[0] * (uint64_t)shape[1], file);
+  return TESSEL_OK;
+}
+
+/* ---- tessel import ---- */
+
+/* The shortest decimal that reads back as exactly x. */
+static const char *exact(double x, char *buf, size_t cap) {
+  for (int digits = 6; digits <= 17; digits++) {
+    snprintf(buf, cap, "%.*g", digits, x);
+    if (strtod(buf, NULL) == x) break;
+  }
+  return buf;
+}
+
+/* config.yaml of an imported checkpoint: the model section a run that
+** starts from it must match. */
+static tsl_status write_model_yaml(const char *path, const tsl_model_settings *m) {
+  char text[1024];
+  int n = snprintf(text, sizeof text,
+                   "# A Hugging Face model written as a tessel checkpoint by `tessel import`. A run starts from it\n"
+                   "# with model.init_from: <this directory> and this model section.\n"
+                   "model:\n  arch: %s\n  layers: %d\n  heads: %d\n%s%d\n  channels: %d\n  ffn: %d\n  seq_len: %d\n"
+                   "  vocab_size: %d\n",
+                   m->arch == TSL_ARCH_LLAMA ? "llama" : "gpt2", m->layers, m->heads,
+                   m->arch == TSL_ARCH_LLAMA ? "  kv_heads: " : "  # kv_heads: ", m->kv_heads, m->channels, m->ffn,
+                   m->seq_len, m->vocab_size);
+  char theta[32], eps[32];
+  if (m->arch == TSL_ARCH_LLAMA)
+    n += snprintf(text + n, sizeof text - (size_t)n, "  rope_theta: %s\n  norm_eps: %s\n  tie_embeddings: %s\n",
+                  exact(m->rope_theta, theta, sizeof theta), exact(m->norm_eps, eps, sizeof eps),
+                  m->tie_embeddings ? "true" : "false");
+  return tsl_atomic_write_file(path, text, (size_t)n);
+}
+
+/* the metadata of a checkpoint's safetensors files */
+static const char *const meta_keys[] = {"format"}, *const meta_values[] = {"tessel"};
+
+/* Stream one safetensors file of the imported checkpoint: the weights
+** (n_slots 0) or zeros under each optimizer slot's names. */
+static tsl_status write_file(const tsl_weights *w, const char *path, int n_slots, const char *const *slots) {
+  const tsl_params *ps = &w->params;
+  int per = n_slots ? n_slots : 1, n = ps->n * per;
+  tsl_status st = TESSEL_OK;
+  tsl_st_desc *descs = calloc((size_t)n + 1, sizeof *descs);
+  char (*names)[160] = calloc((size_t)n + 1, sizeof *names);
+  float *buf = NULL;
+  tsl_st_writer *wr = NULL;
+  uint64_t most = 1;
+  for (int i = 0; i < ps->n; i++) most = TSL_MAX(most, (uint64_t)ps->p[i].info.shape[0] * (uint64_t)ps->p[i].info.shape[1]);
+  if (!descs || !names || !(buf = calloc(most, sizeof *buf))) {
+    st = tsl_error(TESSEL_E_NOMEM, "out of host memory writing %s", path);
+    goto done;
+  }
+  for (int k = 0; k < n; k++) {
+    const tsl_param *p = &ps->p[k / per];
+    snprintf(names[k], sizeof names[k], "%s%s%s", p->name, n_slots ? "." : "",
+             n_slots ? tsl_ckpt_slot_suffix(slots[k % per]) : "");
+    descs[k] = (tsl_st_desc){.name = names[k], .dtype = TESSEL_F32, .ndim = p->info.ndim};
+    tsl_ckpt_file_shape(p, descs[k].shape);
+  }
+  if ((st = tsl_st_writer_begin(path, descs, n, meta_keys, meta_values, 1, &wr)) < 0) goto done;
+  for (int k = 0; k < n && st >= 0; k++) {
+    if (!n_slots) st = tsl_weights_file_tensor(w, &ps->p[k], buf);
+    if (st >= 0) st = tsl_st_writer_put(wr, k, buf, (uint64_t)descs[k].shape[0] * (uint64_t)descs[k].shape[1] * 4);
+  }
+  if (st >= 0)
+    st = tsl_st_writer_finish(wr);
+  else
+    tsl_st_writer_abort(wr);
+done:
+  free(descs);
+  free(names);
+  free(buf);
+  return st;
+}
+
+/* The directory's tokenizer.json, when there is one that tessel reads and
+** that fits the model's vocabulary (else NULL, and a warning says why: the
+** weights are imported all the same). */
+static tsl_tokenizer *hf_tokenizer(const tsl_weights *w) {
+  char *path = tsl_asprintf("%s/tokenizer.json", w->dir);
+  tsl_tokenizer *t = NULL;
+  if (path && tsl_path_exists(path)) {
+    if (tsl_tokenizer_load(path, &t) < 0)
+      tsl_warn("the checkpoint gets no tokenizer: %s", tsl_error_message());
+    else if (tsl_tokenizer_vocab_size(t) != w->model.vocab_size) {
+      tsl_warn("the checkpoint gets no tokenizer: %s has %d tokens, the model's vocabulary %d", path,
+               tsl_tokenizer_vocab_size(t), w->model.vocab_size);
+      tsl_tokenizer_free(t);
+      t = NULL;
+    }
+  }
+  free(path);
+  return t;
+}
+
+/* Every file of the checkpoint into the (new, empty) directory tmp. */
+static tsl_status write_checkpoint(const tsl_weights *w, const tsl_tokenizer *t, const char *tmp) {
+  tsl_status st;
+  char path[4096];
+  tessel_optimizer_info oi;
+  tsl_settings s = {.model = w->model};
+  tsl_st_writer *empty = NULL;
+  tsl_optimizer_describe(&s, &oi);
+  snprintf(path, sizeof path, "%s/%s", tmp, tsl_ckpt_files[TSL_CKPT_MODEL]);
+  TSL_TRY(st, write_file(w, path, 0, NULL));
+  snprintf(path, sizeof path, "%s/%s", tmp, tsl_ckpt_files[TSL_CKPT_OPTIMIZER]);
+  TSL_TRY(st, write_file(w, path, oi.n_slots, oi.slot_names));
+  /* no strategy wrote it: no private state */
+  snprintf(path, sizeof path, "%s/%s", tmp, tsl_ckpt_files[TSL_CKPT_PRIVATE]);
+  TSL_TRY(st, tsl_st_writer_begin(path, NULL, 0, meta_keys, meta_values, 1, &empty));
+  TSL_TRY(st, tsl_st_writer_finish(empty));
+  snprintf(path, sizeof path, "%s/%s", tmp, tsl_ckpt_files[TSL_CKPT_CONFIG]);
+  TSL_TRY(st, write_model_yaml(path, &w->model));
+  tsl_ckpt_meta meta = {.step = 0, .world_size = 1, .model = w->model, .model_hash = tsl_ckpt_model_hash(&w->model)};
+  for (int f = 0; f < TSL_CKPT_N_FILES; f++) meta.files[f].present = f != TSL_CKPT_TOKENIZER || t;
+  if (t) {
+    size_t len;
+    const char *json = tsl_tokenizer_json(t, &len);
+    snprintf(path, sizeof path, "%s/%s", tmp, tsl_ckpt_files[TSL_CKPT_TOKENIZER]);
+    TSL_TRY(st, tsl_atomic_write_file(path, json, len));
+    meta.tokenizer_hash = tsl_tokenizer_hash(t);
+  }
+  snprintf(meta.plugin, sizeof meta.plugin, "none");
+  snprintf(meta.tessel_version, sizeof meta.tessel_version, "%s", TESSEL_VERSION_STRING);
+  TSL_TRY(st, tsl_ckpt_meta_write(tmp, &meta));
+  TSL_TRY(st, tsl_fsync_path(tmp));
+fail:
+  return st;
+}
+
+tsl_status tsl_import_hf(const char *hf_dir, const char *out_dir) {
+  tsl_status st;
+  tsl_weights *w = NULL;
+  tsl_tokenizer *t = NULL;
+  char *tmp = tsl_asprintf("%s.tmp-%d", out_dir, (int)getpid()), *parent = tsl_dirname(out_dir);
+  if (!tmp || !parent) {
+    st = tsl_error(TESSEL_E_NOMEM, "out of host memory");
+    goto done;
+  }
+  if (tsl_path_exists(out_dir)) {
+    st = tsl_error(TESSEL_E_IO, "%s already exists; tessel import writes a new checkpoint directory and never "
+                   "replaces one", out_dir);
+    goto done;
+  }
+  if ((st = tsl_weights_open(hf_dir, &w)) < 0) goto done;
+  if (!tsl_weights_is_hf(w)) {
+    st = tsl_error(TESSEL_E_IO, "%s is already a tessel checkpoint (it has trainer.json)", hf_dir);
+    goto done;
+  }
+  t = hf_tokenizer(w);
+  st = tsl_remove_tree(tmp);
+  if (st >= 0) st = tsl_mkdir_p(tmp);
+  if (st >= 0) st = write_checkpoint(w, t, tmp);
+  if (st >= 0 && rename(tmp, out_dir) != 0)
+    st = tsl_error(TESSEL_E_IO, "%s: cannot rename into place: %s", out_dir, strerror(errno));
+  if (st >= 0) st = tsl_fsync_path(parent);
+  if (st < 0) tsl_remove_tree(tmp);
+done:
+  tsl_tokenizer_free(t);
+  tsl_weights_close(w);
+  free(tmp);
+  free(parent);
+  return st;
+}

@@ -1,0 +1,59 @@
+/*
+** core/ckpt/import.h — pretrained weights: Hugging Face directories and
+** tessel checkpoints as a source of parameters.
+**
+** A Hugging Face directory holds config.json and model.safetensors (or a
+** sharded model.safetensors.index.json with its shards), as
+** save_pretrained writes them for GPT2LMHeadModel or LlamaForCausalLM.
+** Opening one reads config.json into model settings — refusing, with the
+** key named, any option tessel's model does not compute (rope_scaling,
+** biases in a Llama, another activation) — and checks every tensor against
+** the model: each parameter present with its shape and a float dtype (F32,
+** BF16 or F16), and no tensor left over that the model has no place for.
+** A tessel checkpoint directory (trainer.json, model.safetensors) is
+** opened through checkpoint.h with its checksums. Either way a parameter
+** is then read as fp32 in checkpoint file layout (tsl_ckpt_file_shape);
+** the two layouts are the same by design, up to GPT-2's "transformer."
+** prefix.
+**
+** tessel import writes a Hugging Face directory as a checkpoint directory
+** (step 0, zero AdamW moments) that `tessel run --resume` and
+** model.init_from accept; model.init_from also takes the Hugging Face
+** directory itself.
+*/
+#ifndef TSL_IMPORT_H
+#define TSL_IMPORT_H
+
+#include "model/model.h"
+
+typedef struct tsl_weights tsl_weights;
+
+/* Open and validate DIR (a Hugging Face directory or a tessel checkpoint).
+** Errors: TESSEL_E_IO for missing or malformed files, TESSEL_E_UNSUPPORTED
+** for a model tessel cannot compute; both name the file and the key or
+** tensor. */
+tsl_status tsl_weights_open(const char *dir, tsl_weights **out);
+void tsl_weights_close(tsl_weights *w);
+/* The model the weights describe (seq_len: the positions they were made
+** for: GPT-2's n_positions, Llama's max_position_embeddings). */
+const tsl_model_settings *tsl_weights_model(const tsl_weights *w);
+/* Is it a Hugging Face directory (not a tessel checkpoint)? */
+int tsl_weights_is_hf(const tsl_weights *w);
+
+/* Parameter p's tensor, fp32, in file layout [file rows, cols]. p comes
+** from a model of the same sizes, except that a position table may have
+** fewer rows than the weights (a shorter seq_len): the first ones are read. */
+tsl_status tsl_weights_file_tensor(const tsl_weights *w, const tsl_param *p, float *file);
+
+/* `tessel import`: write the Hugging Face directory hf_dir as the new
+** checkpoint directory out_dir (never replacing an existing one; nothing
+** is left under out_dir when it fails). */
+tsl_status tsl_import_hf(const char *hf_dir, const char *out_dir);
+
+/* model.init_from: check the configured model against the weights it names
+** (a config error at the key that differs, e.g. model.channels), and load
+** them into a model just built from those settings (every rank its part). */
+tsl_status tsl_init_from_check(const tsl_settings *s);
+tsl_status tsl_init_from_load(tsl_model *m);
+
+#endif

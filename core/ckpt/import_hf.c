@@ -1,0 +1,256 @@
+/* core/ckpt/import_hf.c — a Hugging Face config.json as tessel's model
+** settings, and the safetensors files beside it. */
+#include "ckpt/import_hf.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/util.h"
+
+typedef struct hf_json {
+  const char *path;
+  const cJSON *root;
+} hf_json;
+
+/* A whole number in [lo, hi] under `key`, or dflt when the key is absent or
+** null (the transformers class default). */
+static tsl_status whole(const hf_json *j, const char *key, double dflt, double lo, double hi, int *out) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(j->root, key);
+  double x = !v || cJSON_IsNull(v) ? dflt : cJSON_IsNumber(v) ? v->valuedouble : NAN;
+  if (!isfinite(x) || x != floor(x))
+    return tsl_error(TESSEL_E_IO, "%s: '%s' must be a whole number", j->path, key);
+  if (x < lo || x > hi)
+    return tsl_error(TESSEL_E_UNSUPPORTED, "%s: '%s' is %.0f; tessel takes %.0f to %.0f", j->path, key, x, lo, hi);
+  *out = (int)x;
+  return TESSEL_OK;
+}
+
+static tsl_status number(const hf_json *j, const char *key, double dflt, double *out) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(j->root, key);
+  *out = !v || cJSON_IsNull(v) ? dflt : cJSON_IsNumber(v) ? v->valuedouble : NAN;
+  if (!isfinite(*out) || *out <= 0) return tsl_error(TESSEL_E_IO, "%s: '%s' must be a positive number", j->path, key);
+  return TESSEL_OK;
+}
+
+static tsl_status boolean(const hf_json *j, const char *key, int dflt, int *out) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(j->root, key);
+  if (!v || cJSON_IsNull(v)) {
+    *out = dflt;
+    return TESSEL_OK;
+  }
+  if (!cJSON_IsBool(v)) return tsl_error(TESSEL_E_IO, "%s: '%s' must be true or false", j->path, key);
+  *out = cJSON_IsTrue(v);
+  return TESSEL_OK;
+}
+
+/* A string option that must be one of `allowed` (NULL-terminated; absent
+** means allowed[0]). */
+static tsl_status one_of(const hf_json *j, const char *key, const char *const *allowed, const char *why) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(j->root, key);
+  if (!v || cJSON_IsNull(v)) return TESSEL_OK;
+  for (int i = 0; cJSON_IsString(v) && allowed[i]; i++)
+    if (strcmp(v->valuestring, allowed[i]) == 0) return TESSEL_OK;
+  return tsl_error(TESSEL_E_UNSUPPORTED, "%s: '%s' is %s; %s", j->path, key,
+                   cJSON_IsString(v) ? v->valuestring : "not a string", why);
+}
+
+/* An option tessel's model does not have must be absent, null or its
+** neutral value. */
+static tsl_status refuse_set(const hf_json *j, const char *key, const char *why) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(j->root, key);
+  if (!v || cJSON_IsNull(v) || cJSON_IsFalse(v)) return TESSEL_OK;
+  return tsl_error(TESSEL_E_UNSUPPORTED, "%s: '%s' is set; %s", j->path, key, why);
+}
+
+/* GPT2Config: n_layer, n_head, n_embd, n_inner (4·n_embd when null),
+** n_positions, vocab_size; tessel's GPT-2 is the tanh GELU, layer norm
+** epsilon 1e-5, scaled attention, a tied head. */
+static tsl_status gpt2(const hf_json *j, tsl_model_settings *m) {
+  static const char *const gelu[] = {"gelu_new", "gelu_pytorch_tanh", NULL};
+  static const char *const limits = "tessel's GPT-2 has no such option";
+  tsl_status st;
+  double eps;
+  m->arch = TSL_ARCH_GPT2;
+  TSL_TRY(st, whole(j, "n_layer", 12, 1, 1 << 20, &m->layers));
+  TSL_TRY(st, whole(j, "n_head", 12, 1, 1 << 20, &m->heads));
+  TSL_TRY(st, whole(j, "n_embd", 768, 1, 1 << 20, &m->channels));
+  TSL_TRY(st, whole(j, "n_inner", 4.0 * m->channels, 1, 1 << 24, &m->ffn));
+  TSL_TRY(st, whole(j, "n_positions", 1024, 1, 1 << 20, &m->seq_len));
+  TSL_TRY(st, whole(j, "vocab_size", 50257, 2, 1 << 24, &m->vocab_size));
+  TSL_TRY(st, one_of(j, "activation_function", gelu, "tessel's GPT-2 computes the tanh GELU (gelu_new)"));
+  TSL_TRY(st, number(j, "layer_norm_epsilon", 1e-5, &eps));
+  if (eps != 1e-5)
+    return tsl_error(TESSEL_E_UNSUPPORTED, "%s: 'layer_norm_epsilon' is %g; tessel's GPT-2 layer norms use 1e-5", j->path, eps);
+  TSL_TRY(st, boolean(j, "tie_word_embeddings", 1, &m->tie_embeddings));
+  if (!m->tie_embeddings)
+    return tsl_error(TESSEL_E_UNSUPPORTED, "%s: 'tie_word_embeddings' is false; tessel's GPT-2 head is always wte", j->path);
+  int scaled = 1;
+  TSL_TRY(st, boolean(j, "scale_attn_weights", 1, &scaled));
+  if (!scaled) return tsl_error(TESSEL_E_UNSUPPORTED, "%s: 'scale_attn_weights' is false; %s", j->path, limits);
+  TSL_TRY(st, refuse_set(j, "scale_attn_by_inverse_layer_idx", limits));
+  TSL_TRY(st, refuse_set(j, "reorder_and_upcast_attn", limits));
+  m->kv_heads = m->heads;
+  m->rope_theta = 10000.0;
+  m->norm_eps = 1e-5;
+  return TESSEL_OK;
+fail:
+  return st;
+}
+
+/* The rotary base. transformers 5 writes rope_parameters {rope_theta,
+** rope_type}; earlier versions a top-level rope_theta and rope_scaling.
+** Only plain frequencies (rope_type "default", no scaling) are tessel's. */
+static tsl_status rope(const hf_json *j, double *theta) {
+  static const char *const plain[] = {"default", NULL};
+  static const char *const why = "tessel's rotary positions have no scaling (plain rope_theta frequencies)";
+  const cJSON *params = cJSON_GetObjectItemCaseSensitive(j->root, "rope_parameters");
+  tsl_status st;
+  if (!params || cJSON_IsNull(params)) {
+    TSL_TRY(st, refuse_set(j, "rope_scaling", why));
+    return number(j, "rope_theta", 10000.0, theta);
+  }
+  if (!cJSON_IsObject(params)) return tsl_error(TESSEL_E_IO, "%s: 'rope_parameters' must be an object", j->path);
+  hf_json inner = {j->path, params};
+  TSL_TRY(st, one_of(&inner, "rope_type", plain, why));
+  TSL_TRY(st, refuse_set(j, "rope_scaling", why));
+  return number(&inner, "rope_theta", 10000.0, theta);
+fail:
+  return st;
+}
+
+/* LlamaConfig, with transformers' defaults for absent keys (rms_norm_eps
+** 1e-6, rope_theta 10000, max_position_embeddings 2048, untied head). */
+static tsl_status llama(const hf_json *j, tsl_model_settings *m) {
+  static const char *const silu[] = {"silu", NULL};
+  tsl_status st;
+  int head_dim;
+  m->arch = TSL_ARCH_LLAMA;
+  TSL_TRY(st, whole(j, "num_hidden_layers", 32, 1, 1 << 20, &m->layers));
+  TSL_TRY(st, whole(j, "num_attention_heads", 32, 1, 1 << 20, &m->heads));
+  TSL_TRY(st, whole(j, "num_key_value_heads", m->heads, 1, m->heads, &m->kv_heads));
+  TSL_TRY(st, whole(j, "hidden_size", 4096, 1, 1 << 20, &m->channels));
+  TSL_TRY(st, whole(j, "intermediate_size", 11008, 1, 1 << 24, &m->ffn));
+  TSL_TRY(st, whole(j, "max_position_embeddings", 2048, 1, 1 << 20, &m->seq_len));
+  TSL_TRY(st, whole(j, "vocab_size", 32000, 2, 1 << 24, &m->vocab_size));
+  TSL_TRY(st, rope(j, &m->rope_theta));
+  TSL_TRY(st, number(j, "rms_norm_eps", 1e-6, &m->norm_eps));
+  TSL_TRY(st, boolean(j, "tie_word_embeddings", 0, &m->tie_embeddings));
+  TSL_TRY(st, one_of(j, "hidden_act", silu, "tessel's Llama MLP is SwiGLU (silu)"));
+  TSL_TRY(st, refuse_set(j, "attention_bias", "tessel's Llama has no biases"));
+  TSL_TRY(st, refuse_set(j, "mlp_bias", "tessel's Llama has no biases"));
+  if (m->channels % m->heads != 0 || m->heads % m->kv_heads != 0 || (m->channels / m->heads) % 2 != 0)
+    return tsl_error(TESSEL_E_UNSUPPORTED,
+                     "%s: hidden_size %d, num_attention_heads %d, num_key_value_heads %d: tessel needs heads of equal, "
+                     "even size and key/value heads that divide the query heads",
+                     j->path, m->channels, m->heads, m->kv_heads);
+  TSL_TRY(st, whole(j, "head_dim", m->channels / m->heads, 1, 1 << 20, &head_dim));
+  if (head_dim != m->channels / m->heads)
+    return tsl_error(TESSEL_E_UNSUPPORTED, "%s: 'head_dim' %d is not hidden_size / num_attention_heads = %d, which "
+                     "tessel's attention assumes", j->path, head_dim, m->channels / m->heads);
+  return TESSEL_OK;
+fail:
+  return st;
+}
+
+tsl_status tsl_hf_config(const char *dir, tsl_model_settings *out) {
+  tsl_status st;
+  char *path = tsl_asprintf("%s/config.json", dir), *text = NULL;
+  cJSON *root = NULL;
+  memset(out, 0, sizeof *out);
+  if (!path) return tsl_error(TESSEL_E_NOMEM, "out of host memory");
+  TSL_TRY(st, tsl_read_file(path, &text, NULL));
+  root = cJSON_Parse(text);
+  const cJSON *type = cJSON_GetObjectItemCaseSensitive(root, "model_type");
+  hf_json j = {path, root};
+  if (!cJSON_IsObject(root)) {
+    st = tsl_error(TESSEL_E_IO, "%s: not a JSON object", path);
+  } else if (!cJSON_IsString(type)) {
+    st = tsl_error(TESSEL_E_IO, "%s: no 'model_type' (a transformers config names it)", path);
+  } else if (strcmp(type->valuestring, "gpt2") == 0) {
+    st = gpt2(&j, out);
+  } else if (strcmp(type->valuestring, "llama") == 0) {
+    st = llama(&j, out);
+  } else {
+    st = tsl_error(TESSEL_E_UNSUPPORTED, "%s: model_type '%s'; tessel imports 'gpt2' (GPT2LMHeadModel) and 'llama' "
+                   "(LlamaForCausalLM)", path, type->valuestring);
+  }
+fail:
+  cJSON_Delete(root);
+  free(text);
+  free(path);
+  return st;
+}
+
+/* ---- the tensor files ---- */
+
+/* The shard names of model.safetensors.index.json's weight_map, each once
+** and each a plain file name in the directory. */
+static tsl_status shard_names(const char *index, char ***names, int *n) {
+  tsl_status st;
+  char *text = NULL;
+  TSL_TRY(st, tsl_read_file(index, &text, NULL));
+  cJSON *root = cJSON_Parse(text);
+  const cJSON *map = cJSON_GetObjectItemCaseSensitive(root, "weight_map"), *e;
+  free(text);
+  if (!cJSON_IsObject(map)) {
+    cJSON_Delete(root);
+    return tsl_error(TESSEL_E_IO, "%s: no 'weight_map' object", index);
+  }
+  *names = calloc((size_t)cJSON_GetArraySize(map) + 1, sizeof **names);
+  *n = 0;
+  st = *names ? TESSEL_OK : tsl_error(TESSEL_E_NOMEM, "out of host memory reading %s", index);
+  cJSON_ArrayForEach(e, map) {
+    if (st < 0) break;
+    if (!cJSON_IsString(e) || !e->valuestring[0] || strchr(e->valuestring, '/') || e->valuestring[0] == '.') {
+      st = tsl_error(TESSEL_E_IO, "%s: tensor '%s' maps to '%s', not a file name in the directory", index, e->string,
+                     cJSON_IsString(e) ? e->valuestring : "(not a string)");
+      break;
+    }
+    int seen = 0;
+    for (int i = 0; i < *n && !seen; i++) seen = strcmp((*names)[i], e->valuestring) == 0;
+    if (!seen && !((*names)[(*n)++] = tsl_strdup(e->valuestring))) st = TESSEL_E_NOMEM;
+  }
+  cJSON_Delete(root);
+  return st;
+fail:
+  return st;
+}
+
+tsl_status tsl_hf_open_files(const char *dir, tsl_st_file ***files, int *n_files) {
+  tsl_status st = TESSEL_OK;
+  char **names = NULL, *index = tsl_asprintf("%s/model.safetensors.index.json", dir);
+  char *single = tsl_asprintf("%s/model.safetensors", dir), *pickle = tsl_asprintf("%s/pytorch_model.bin", dir);
+  int n = 0;
+  *files = NULL;
+  *n_files = 0;
+  if (!index || !single || !pickle) {
+    st = tsl_error(TESSEL_E_NOMEM, "out of host memory");
+  } else if (tsl_path_exists(single)) {
+    n = 1;
+    names = calloc(1, sizeof *names);
+    if (!names || !(names[0] = tsl_strdup("model.safetensors"))) st = TESSEL_E_NOMEM;
+  } else if (tsl_path_exists(index)) {
+    st = shard_names(index, &names, &n);
+  } else if (tsl_path_exists(pickle)) {
+    st = tsl_error(TESSEL_E_UNSUPPORTED, "%s holds pytorch_model.bin (a pickle) but no model.safetensors; tessel reads "
+                   "safetensors: save the model with save_pretrained(DIR, safe_serialization=True)", dir);
+  } else {
+    st = tsl_error(TESSEL_E_IO, "%s has no model.safetensors (nor model.safetensors.index.json)", dir);
+  }
+  if (st >= 0 && !(*files = calloc((size_t)n + 1, sizeof **files))) st = tsl_error(TESSEL_E_NOMEM, "out of host memory");
+  for (int i = 0; i < n && st >= 0; i++) {
+    char *path = tsl_asprintf("%s/%s", dir, names[i]);
+    st = path ? tsl_st_open(path, &(*files)[i]) : TESSEL_E_NOMEM;
+    if (st >= 0) *n_files = i + 1;
+    free(path);
+  }
+  for (int i = 0; names && i < n; i++) free(names[i]);
+  free(names);
+  free(index);
+  free(single);
+  free(pickle);
+  return st;
+}

@@ -1,0 +1,20 @@
+/*
+** core/ckpt/import_hf.h — the parts of a Hugging Face model directory
+** (private to core/ckpt's import).
+*/
+#ifndef TSL_IMPORT_HF_H
+#define TSL_IMPORT_HF_H
+
+#include "ckpt/safetensors.h"
+#include "runtime/settings.h"
+
+/* DIR/config.json (model_type gpt2 or llama) as model settings; absent keys
+** take the transformers class defaults. */
+tsl_status tsl_hf_config(const char *dir, tsl_model_settings *out);
+
+/* Open DIR/model.safetensors, or every shard model.safetensors.index.json
+** names; *files is a heap array of *n_files open files (close each, then
+** free it) even when a later one fails. */
+tsl_status tsl_hf_open_files(const char *dir, tsl_st_file ***files, int *n_files);
+
+#endif

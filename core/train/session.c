@@ -1,0 +1,105 @@
+/* core/train/session.c — struct tessel_run and the public C API. */
+#include "train/session.h"
+
+#include <mpi.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/util.h"
+#include "plugin/host.h"
+#include "runtime/build.h"
+#include "train/rundir.h"
+
+struct tessel_run {
+  tsl_runtime rt;
+  tsl_run_dir dir;
+  tsl_trainer *trainer;
+};
+
+tsl_status tsl_session_open(const tsl_world *w, const char *config, const char *const *sets, int n_sets,
+                            const tsl_train_opts *opts, tessel_run **out) {
+  tessel_run *run = calloc(1, sizeof *run);
+  *out = NULL;
+  if (!run) return tsl_error(TESSEL_E_NOMEM, "out of host memory starting a run");
+  tsl_runtime *rt = &run->rt;
+  tsl_train_opts o = *opts;
+  if (!o.started) o.started = tsl_now();
+  rt->world = *w;
+  tsl_status st = tsl_world_agree(&rt->world, tsl_runtime_configure(rt, config, sets, n_sets, rt->world.size));
+  if (st >= 0) st = tsl_world_agree(&rt->world, tsl_strategy_check_agreement(rt));
+  if (st >= 0) st = tsl_world_agree(&rt->world, tsl_run_dir_open(rt, &run->dir));
+  if (st >= 0) st = tsl_world_agree(&rt->world, tsl_runtime_devices(rt));
+  if (st >= 0) st = tsl_world_agree(&rt->world, tsl_runtime_comm(rt));
+  if (st >= 0) st = tsl_trainer_open(rt, &o, &run->trainer);
+  if (st < 0) {
+    tessel_run_close(run);
+    return st;
+  }
+  *out = run;
+  return TESSEL_OK;
+}
+
+tsl_trainer *tsl_session_trainer(tessel_run *run) { return run->trainer; }
+tsl_runtime *tsl_session_runtime(tessel_run *run) { return &run->rt; }
+
+/* ---- the public API ---- */
+
+const char *tessel_version(void) { return TESSEL_VERSION_STRING; }
+
+/* MPI started for the API is finalised when the program exits: a second
+** run in the same process needs it still running. */
+static void finalize_mpi(void) {
+  int done = 0;
+  MPI_Finalized(&done);
+  if (!done) MPI_Finalize();
+}
+
+tessel_status tessel_run_open(const char *config, const char *const *sets, int n_sets, tessel_run **out) {
+  tsl_world w;
+  tsl_error_clear();
+  *out = NULL;
+  if (!config || n_sets < 0 || (n_sets > 0 && !sets))
+    return tsl_error(TESSEL_E_CONFIG, "tessel_run_open: a config path and n_sets ≥ 0 --set strings are required");
+  tsl_status st = tsl_world_init(NULL, NULL, &w);
+  if (st < 0) return st;
+  if (w.owns_mpi) atexit(finalize_mpi);
+  w.owns_mpi = 0;
+  tsl_train_opts opts = {.world_abort = 0};
+  return tsl_session_open(&w, config, sets, n_sets, &opts, out);
+}
+
+tessel_status tessel_run_step(tessel_run *run, tessel_step_info *out) {
+  tsl_step_report r;
+  tsl_error_clear();
+  tsl_status st = tsl_trainer_step(run->trainer, &r);
+  if (st < 0) return st;
+  tessel_step_info info = {.size = sizeof info, .step = r.step, .steps = r.steps, .loss = r.loss, .lr = r.lr,
+                           .grad_norm = r.grad_norm, .val_loss = r.val_loss, .step_time_s = r.step_time,
+                           .tokens_per_s = r.tokens_per_s};
+  return out ? tsl_copy_out(out, &info, sizeof info) : TESSEL_OK;
+}
+
+tessel_status tessel_run_evaluate(tessel_run *run, double *val_loss) {
+  tsl_error_clear();
+  return tsl_trainer_evaluate(run->trainer, val_loss);
+}
+
+tessel_status tessel_run_save(tessel_run *run, char *dir, size_t cap) {
+  const char *path = NULL;
+  tsl_error_clear();
+  tsl_status st = tsl_trainer_save(run->trainer, &path);
+  if (st >= 0 && dir && cap) snprintf(dir, cap, "%s", path);
+  return st;
+}
+
+int64_t tessel_run_last_step(const tessel_run *run) { return tsl_trainer_last_step(run->trainer); }
+
+void tessel_run_close(tessel_run *run) {
+  if (!run) return;
+  tsl_trainer_close(run->trainer);
+  tsl_run_dir_close(&run->dir);
+  tsl_runtime_destroy(&run->rt);
+  free(run);
+}
+
+const char *tessel_last_error(void) { return tsl_error_message(); }

@@ -1,0 +1,145 @@
+/*
+** tests/model/test_hf_models.c — the whole model's forward against Hugging
+** Face transformers, for both families.
+**
+** Fixtures: tests/fixtures/llama_tiny (a LlamaForCausalLM: 2 layers, hidden
+** 64, 4 heads, 2 kv heads, intermediate 160, vocabulary 96, untied head) and
+** tests/fixtures/gpt2_tiny (a GPT2LMHeadModel: 2 layers, n_embd 64, 4
+** heads, n_positions 32, vocabulary 96), as save_pretrained wrote them, and
+** beside each *_io.safetensors with input_ids [2, 16] and the fp32 logits
+** [2, 16, 96] transformers computed. They were made by
+** tests/fixtures/make_hf_fixtures.py (transformers 4.40 on PyTorch, fp32,
+** CPU, seeded; weights at initializer_range 0.1 with perturbed norms, so
+** attention is far from uniform and a wrong rotary convention or head
+** mapping changes the logits by O(1)). Regenerate them as its header and
+** tests/fixtures/README.md say:
+**   /usr/bin/python3 -m venv --system-site-packages /tmp/hf
+**   /tmp/hf/bin/pip install 'transformers<4.41' safetensors
+**   /tmp/hf/bin/python tests/fixtures/make_hf_fixtures.py
+**
+** Each model is built by the core at the fixture's sizes (seq_len 16: GPT-2
+** uses the first 16 rows of its 32 positions), loaded through
+** model.init_from from the Hugging Face directory itself, run forward on the
+** fixture's inputs, and its logits compared with transformers'. Then the
+** directory goes through `tessel import` and the checkpoint it writes is
+** loaded the same way: its logits must be bit-identical to the direct load
+** (import converts nothing but the container).
+**
+** Tolerance: 1e-5 relative, normwise ‖got − ref‖₂ <= 1e-5·‖ref‖₂ and
+** elementwise |got − ref| <= 1e-5·(|ref| + rms(ref)). Both sides are fp32
+** with different summation orders through two blocks and the head: a few u
+** (6e-8) times the sums' magnitudes, ~1e-6 of the logits' scale.
+*/
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../data/scratch.h"
+#include "ckpt/import.h"
+#include "ckpt/safetensors.h"
+#include "harness.h"
+#include "runtime/build.h"
+
+#define FIXTURES "tests/fixtures/"
+enum { B = 2, T = 16, V = 96 };
+
+static int32_t ids[B * T];
+
+static tsl_status fixture_batch(void *ctx, int micro, int32_t *inputs, int32_t *targets) {
+  (void)ctx, (void)micro;
+  for (int i = 0; i < B * T; i++) {
+    inputs[i] = ids[i];
+    targets[i] = 0;
+  }
+  return TESSEL_OK;
+}
+
+/* A copy of an io file's tensor of `numel` elements (4 bytes each). */
+static void *io_tensor(tsl_st_file *f, const char *name, tessel_dtype dtype, int64_t numel) {
+  int i = tsl_st_find(f, name);
+  REQUIRE(i >= 0);
+  uint64_t bytes = 0;
+  const void *p = tsl_st_data(f, i, &bytes);
+  REQUIRE(tsl_st_desc_at(f, i)->dtype == dtype && bytes == (uint64_t)numel * 4);
+  void *x = malloc(bytes);
+  REQUIRE(x);
+  memcpy(x, p, bytes); /* an unpadded header leaves the data unaligned */
+  return x;
+}
+
+/* The model `dir` holds, built at seq_len T and loaded through
+** model.init_from; its logits for the fixture's inputs, [B·T, V]. */
+static float *logits_from(const char *dir) {
+  tsl_weights *w;
+  REQUIRE(tsl_weights_open(dir, &w) == TESSEL_OK);
+  tsl_settings s = {.model = *tsl_weights_model(w)};
+  tsl_weights_close(w);
+  s.model.seq_len = T;
+  s.model.init_from = dir;
+  s.train.seed = 1;
+  REQUIRE(tsl_init_from_check(&s) == TESSEL_OK);
+  tsl_runtime rt;
+  tsl_model *m;
+  tessel_model_dims d;
+  REQUIRE(tsl_runtime_local(&rt, &s, 2) == TESSEL_OK);
+  tsl_model_dims_single(&rt, &d);
+  d.micro_batch = B;
+  REQUIRE(tsl_model_create(&rt, &d, 1, &m) == TESSEL_OK);
+  REQUIRE(tsl_init_from_load(m) == TESSEL_OK);
+  tsl_model_set_batch(m, fixture_batch, NULL);
+  REQUIRE(tsl_model_eval_step(m, 1) == TESSEL_OK);
+  const void *dev;
+  int64_t rows, stride;
+  REQUIRE(tsl_model_logits(m, &dev, &rows, &stride) == TESSEL_OK);
+  REQUIRE(rows == B * T && stride >= V);
+  float *all = malloc(sizeof(float) * (size_t)(rows * stride)), *out = malloc(sizeof(float) * B * T * V);
+  REQUIRE(all && out);
+  REQUIRE(tsl_mem_copy(&rt.ledger, TESSEL_TIER_HOST, all, 0, TESSEL_TIER_DEVICE, dev, 0,
+                       sizeof(float) * (uint64_t)(rows * stride), NULL) == TESSEL_OK);
+  for (int r = 0; r < B * T; r++) memcpy(out + r * V, all + r * stride, sizeof(float) * V);
+  free(all);
+  tsl_runtime_destroy(&rt);
+  return out;
+}
+
+static void compare_with_hf(const char *name) {
+  char hf[256], io[256], imported[1024];
+  snprintf(hf, sizeof hf, FIXTURES "%s", name);
+  snprintf(io, sizeof io, FIXTURES "%s_io.safetensors", name);
+  tsl_st_file *f;
+  REQUIRE(tsl_st_open(io, &f) == TESSEL_OK);
+  int32_t *in = io_tensor(f, "input_ids", TESSEL_I32, B * T);
+  float *want = io_tensor(f, "logits", TESSEL_F32, B * T * V);
+  memcpy(ids, in, sizeof ids);
+  float *got = logits_from(hf);
+  double e2 = 0, r2 = 0, worst = 0;
+  for (int i = 0; i < B * T * V; i++) {
+    e2 += ((double)got[i] - want[i]) * ((double)got[i] - want[i]);
+    r2 += (double)want[i] * want[i];
+  }
+  double rms = sqrt(r2 / (B * T * V));
+  for (int i = 0; i < B * T * V; i++) worst = fmax(worst, fabs((double)got[i] - want[i]) / (fabs(want[i]) + rms));
+  fprintf(stderr, "  %s: logits rms %.3g, normwise relative error %.3g, worst elementwise %.3g\n", name, rms,
+          sqrt(e2 / r2), worst);
+  CHECK(rms > 0.1); /* logits of O(1): the comparison means something */
+  CHECK_CLOSE(sqrt(e2 / r2), 0.0, 1e-5, 0.0);
+  CHECK_CLOSE(worst, 0.0, 1e-5, 0.0);
+
+  /* through tessel import: the same model, bit for bit */
+  REQUIRE(tsl_import_hf(hf, scratch_path(imported, name)) == TESSEL_OK);
+  float *again = logits_from(imported);
+  CHECK(memcmp(again, got, sizeof(float) * B * T * V) == 0);
+  free(in), free(want), free(got), free(again);
+  tsl_st_close(f);
+}
+
+static void test_llama_matches_transformers(void) { compare_with_hf("llama_tiny"); }
+static void test_gpt2_matches_transformers(void) { compare_with_hf("gpt2_tiny"); }
+
+int main(void) {
+  scratch_init("test_hf_models");
+  RUN(test_llama_matches_transformers);
+  RUN(test_gpt2_matches_transformers);
+  scratch_cleanup();
+  return HARNESS_EXIT();
+}

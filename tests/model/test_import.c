@@ -1,0 +1,280 @@
+/*
+** tests/model/test_import.c — reading Hugging Face directories.
+**
+** Made from the committed fixture tests/fixtures/llama_tiny (see
+** test_hf_models.c for how it was produced): the same model saved as BF16
+** imports as exactly the BF16 values widened to fp32; split over two
+** shards with a model.safetensors.index.json, as save_pretrained writes a
+** large model, it imports bit-identical to the single file. Directories
+** transformers would read differently from tessel, or not at all, are
+** refused with the key or tensor named, and a failed import leaves
+** nothing behind. A tokenizer.json beside the weights (the Llama 3-style
+** BPE of tests/tokenizer/fixtures) comes into the checkpoint when it fits
+** the vocabulary.
+*/
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../data/scratch.h"
+#include "bf16.h"
+#include "ckpt/checkpoint.h"
+#include "ckpt/import.h"
+#include "ckpt/safetensors.h"
+#include "harness.h"
+#include "tokenizer/tokenizer.h"
+
+#define FIXTURE "tests/fixtures/llama_tiny"
+
+/* Copy the fixture's tensors into DIR/name, converted to `dtype`, dropping
+** `skip` and adding `extra` (a vector of 4) when not NULL. */
+static void write_tensors(const char *path, tsl_st_file *src, int first, int last, tessel_dtype dtype,
+                          const char *skip, const char *extra) {
+  tsl_st_desc descs[64];
+  int n = 0;
+  for (int i = first; i < last; i++) {
+    const tsl_st_desc *d = tsl_st_desc_at(src, i);
+    if (skip && strcmp(d->name, skip) == 0) continue;
+    descs[n] = *d;
+    descs[n++].dtype = dtype;
+  }
+  if (extra) descs[n++] = (tsl_st_desc){.name = extra, .dtype = dtype, .ndim = 1, .shape = {4}};
+  tsl_st_writer *w;
+  REQUIRE(tsl_st_writer_begin(path, descs, n, NULL, NULL, 0, &w) == TESSEL_OK);
+  for (int k = 0; k < n; k++) {
+    int i = tsl_st_find(src, descs[k].name);
+    uint64_t bytes = 0, count;
+    const unsigned char *data = i >= 0 ? tsl_st_data(src, i, &bytes) : NULL;
+    count = i >= 0 ? bytes / 4 : 4;
+    unsigned char *out = calloc(count, 4);
+    REQUIRE(out);
+    for (uint64_t e = 0; data && e < count; e++) {
+      float f;
+      memcpy(&f, data + 4 * e, 4);
+      uint16_t h = tsl_f32_to_bf16(f);
+      if (dtype == TESSEL_BF16) memcpy(out + 2 * e, &h, 2);
+      else memcpy(out + 4 * e, &f, 4);
+    }
+    REQUIRE(tsl_st_writer_put(w, k, out, count * (uint64_t)tsl_dtype_size(dtype)) == TESSEL_OK);
+    free(out);
+  }
+  REQUIRE(tsl_st_writer_finish(w) == TESSEL_OK);
+}
+
+/* DIR with the fixture's config.json (after `edit`: a replacement of its
+** first line "{" when not NULL) and its tensors as `dtype`. */
+static char *hf_dir(const char *name, tessel_dtype dtype, const char *edit, const char *skip, const char *extra) {
+  static char dir[1024];
+  char path[1100], *text = NULL;
+  scratch_path(dir, name);
+  REQUIRE(tsl_mkdir_p(dir) == TESSEL_OK);
+  REQUIRE(tsl_read_file(FIXTURE "/config.json", &text, NULL) == TESSEL_OK);
+  snprintf(path, sizeof path, "%s/config.json", dir);
+  FILE *f = fopen(path, "w");
+  REQUIRE(f);
+  fprintf(f, "%s%s", edit ? edit : "{", strchr(text, '{') + 1);
+  fclose(f);
+  free(text);
+  tsl_st_file *src;
+  REQUIRE(tsl_st_open(FIXTURE "/model.safetensors", &src) == TESSEL_OK);
+  snprintf(path, sizeof path, "%s/model.safetensors", dir);
+  write_tensors(path, src, 0, tsl_st_count(src), dtype, skip, extra);
+  tsl_st_close(src);
+  return dir;
+}
+
+/* DIR (from hf_dir) with a tokenizer.json, and the vocabulary grown to
+** `vocab` rows when larger than the fixture's 96 (the new rows zero). */
+static void add_tokenizer(const char *dir, const char *tokenizer, int vocab) {
+  char path[1100], *text = NULL;
+  size_t len = 0;
+  REQUIRE(tsl_read_file(tokenizer, &text, &len) == TESSEL_OK);
+  snprintf(path, sizeof path, "%s/tokenizer.json", dir);
+  scratch_write(path, text, len);
+  free(text);
+  if (vocab == 96) return;
+  tsl_st_file *src;
+  REQUIRE(tsl_st_open(FIXTURE "/model.safetensors", &src) == TESSEL_OK);
+  int n = tsl_st_count(src);
+  tsl_st_desc descs[64];
+  for (int i = 0; i < n; i++) {
+    descs[i] = *tsl_st_desc_at(src, i);
+    if (descs[i].shape[0] == 96) descs[i].shape[0] = vocab;
+  }
+  snprintf(path, sizeof path, "%s/model.safetensors", dir);
+  tsl_st_writer *w;
+  REQUIRE(tsl_st_writer_begin(path, descs, n, NULL, NULL, 0, &w) == TESSEL_OK);
+  for (int i = 0; i < n; i++) {
+    uint64_t bytes, want = (uint64_t)descs[i].shape[0] * (uint64_t)(descs[i].ndim > 1 ? descs[i].shape[1] : 1) * 4;
+    const void *data = tsl_st_data(src, i, &bytes);
+    unsigned char *out = calloc(1, want);
+    REQUIRE(out);
+    memcpy(out, data, bytes);
+    REQUIRE(tsl_st_writer_put(w, i, out, want) == TESSEL_OK);
+    free(out);
+  }
+  REQUIRE(tsl_st_writer_finish(w) == TESSEL_OK);
+  tsl_st_close(src);
+  snprintf(path, sizeof path, "%s/config.json", dir);
+  REQUIRE(tsl_read_file(path, &text, &len) == TESSEL_OK);
+  FILE *f = fopen(path, "w");
+  REQUIRE(f);
+  fprintf(f, "{\"vocab_size\": %d,%s", vocab, strchr(text, '{') + 1);
+  fclose(f);
+  free(text);
+}
+
+/* The tensors of CKPT/model.safetensors equal those of another one. */
+static int same_tensors(const char *a, const char *b) {
+  char pa[1100], pb[1100];
+  tsl_st_file *fa, *fb;
+  snprintf(pa, sizeof pa, "%s/model.safetensors", a);
+  snprintf(pb, sizeof pb, "%s/model.safetensors", b);
+  REQUIRE(tsl_st_open(pa, &fa) == TESSEL_OK && tsl_st_open(pb, &fb) == TESSEL_OK);
+  int same = tsl_st_count(fa) == tsl_st_count(fb);
+  for (int i = 0; same && i < tsl_st_count(fa); i++) {
+    uint64_t na, nb;
+    const void *da = tsl_st_data(fa, i, &na), *db = tsl_st_data(fb, tsl_st_find(fb, tsl_st_desc_at(fa, i)->name), &nb);
+    same = db && na == nb && memcmp(da, db, na) == 0;
+  }
+  tsl_st_close(fa), tsl_st_close(fb);
+  return same;
+}
+
+static void test_bf16_imports_as_its_values(void) {
+  char out[1024], ref[1024];
+  REQUIRE(tsl_import_hf(hf_dir("bf16", TESSEL_BF16, NULL, NULL, NULL), scratch_path(out, "bf16-ckpt")) == TESSEL_OK);
+  /* the reference: the fp32 fixture rounded to bf16 and widened back */
+  char *dir = hf_dir("rounded", TESSEL_F32, NULL, NULL, NULL), path[1100];
+  tsl_st_file *src;
+  REQUIRE(tsl_st_open(FIXTURE "/model.safetensors", &src) == TESSEL_OK);
+  snprintf(path, sizeof path, "%s/model.safetensors", dir);
+  remove(path);
+  tsl_st_desc descs[64];
+  int n = tsl_st_count(src);
+  for (int i = 0; i < n; i++) descs[i] = *tsl_st_desc_at(src, i);
+  tsl_st_writer *w;
+  REQUIRE(tsl_st_writer_begin(path, descs, n, NULL, NULL, 0, &w) == TESSEL_OK);
+  for (int i = 0; i < n; i++) {
+    uint64_t bytes;
+    const unsigned char *data = tsl_st_data(src, i, &bytes);
+    float *x = malloc(bytes);
+    for (uint64_t e = 0; e < bytes / 4; e++) {
+      memcpy(&x[e], data + 4 * e, 4);
+      x[e] = tsl_bf16_to_f32(tsl_f32_to_bf16(x[e]));
+    }
+    REQUIRE(tsl_st_writer_put(w, i, x, bytes) == TESSEL_OK);
+    free(x);
+  }
+  REQUIRE(tsl_st_writer_finish(w) == TESSEL_OK);
+  tsl_st_close(src);
+  REQUIRE(tsl_import_hf(dir, scratch_path(ref, "rounded-ckpt")) == TESSEL_OK);
+  CHECK(same_tensors(out, ref));
+}
+
+static void test_shards_import_like_one_file(void) {
+  char one[1024], two[1024], path[1100];
+  REQUIRE(tsl_import_hf(FIXTURE, scratch_path(one, "single-ckpt")) == TESSEL_OK);
+  char *dir = hf_dir("sharded", TESSEL_F32, NULL, NULL, NULL);
+  snprintf(path, sizeof path, "%s/model.safetensors", dir);
+  remove(path);
+  tsl_st_file *src;
+  REQUIRE(tsl_st_open(FIXTURE "/model.safetensors", &src) == TESSEL_OK);
+  int n = tsl_st_count(src), half = n / 2;
+  snprintf(path, sizeof path, "%s/model-00001-of-00002.safetensors", dir);
+  write_tensors(path, src, 0, half, TESSEL_F32, NULL, NULL);
+  snprintf(path, sizeof path, "%s/model-00002-of-00002.safetensors", dir);
+  write_tensors(path, src, half, n, TESSEL_F32, NULL, NULL);
+  snprintf(path, sizeof path, "%s/model.safetensors.index.json", dir);
+  FILE *f = fopen(path, "w");
+  REQUIRE(f);
+  fprintf(f, "{\"metadata\": {}, \"weight_map\": {");
+  for (int i = 0; i < n; i++)
+    fprintf(f, "%s\"%s\": \"model-0000%d-of-00002.safetensors\"", i ? ", " : "", tsl_st_desc_at(src, i)->name,
+            i < half ? 1 : 2);
+  fprintf(f, "}}\n");
+  fclose(f);
+  tsl_st_close(src);
+  REQUIRE(tsl_import_hf(dir, scratch_path(two, "sharded-ckpt")) == TESSEL_OK);
+  CHECK(same_tensors(one, two));
+}
+
+/* Importing DIR fails with `status` and a message containing `what`, and
+** leaves no checkpoint. */
+static void refused(const char *dir, tsl_status status, const char *what) {
+  char out[1024];
+  scratch_path(out, "refused-ckpt");
+  tsl_status st = tsl_import_hf(dir, out);
+  CHECK_EQ_INT(st, status);
+  CHECK_STR_CONTAINS(tsl_error_message(), what);
+  CHECK(!tsl_path_exists(out));
+}
+
+/* transformers 5 writes the rotary base inside rope_parameters. */
+static void test_rope_parameters(void) {
+  char out[1024];
+  tsl_weights *w;
+  char *dir = hf_dir("rope5", TESSEL_F32, "{\"rope_parameters\": {\"rope_theta\": 500000.0, \"rope_type\": \"default\"},",
+                     NULL, NULL);
+  REQUIRE(tsl_import_hf(dir, scratch_path(out, "rope5-ckpt")) == TESSEL_OK);
+  REQUIRE(tsl_weights_open(out, &w) == TESSEL_OK);
+  CHECK(tsl_weights_model(w)->rope_theta == 500000.0);
+  tsl_weights_close(w);
+}
+
+/* A tokenizer.json tessel reads and of the model's vocabulary goes into the
+** checkpoint; one of another size is left out, the weights imported. */
+static void test_tokenizer_comes_along(void) {
+  static const char *const tokenizer = "tests/tokenizer/fixtures/llama3_512.json";
+  char out[1024];
+  tsl_tokenizer *t;
+  tsl_ckpt c;
+  REQUIRE(tsl_tokenizer_load(tokenizer, &t) == TESSEL_OK);
+  char *dir = hf_dir("with-tokenizer", TESSEL_F32, NULL, NULL, NULL);
+  add_tokenizer(dir, tokenizer, 512);
+  REQUIRE(tsl_import_hf(dir, scratch_path(out, "with-tokenizer-ckpt")) == TESSEL_OK);
+  REQUIRE(tsl_ckpt_open(out, &c) == TESSEL_OK);
+  CHECK_EQ_INT(c.arch.vocab_size, 512);
+  CHECK(c.tokenizer != NULL && c.tokenizer_hash == tsl_tokenizer_hash(t));
+  tsl_ckpt_close(&c);
+  dir = hf_dir("other-tokenizer", TESSEL_F32, NULL, NULL, NULL);
+  add_tokenizer(dir, tokenizer, 96);
+  REQUIRE(tsl_import_hf(dir, scratch_path(out, "other-tokenizer-ckpt")) == TESSEL_OK);
+  REQUIRE(tsl_ckpt_open(out, &c) == TESSEL_OK);
+  CHECK(c.tokenizer == NULL);
+  tsl_ckpt_close(&c);
+  tsl_tokenizer_free(t);
+}
+
+static void test_refusals_name_the_problem(void) {
+  refused(hf_dir("scaling", TESSEL_F32, "{\"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8.0},", NULL, NULL),
+          TESSEL_E_UNSUPPORTED, "'rope_scaling' is set");
+  refused(hf_dir("scaling5", TESSEL_F32, "{\"rope_parameters\": {\"rope_theta\": 5e5, \"rope_type\": \"llama3\"},", NULL,
+                 NULL), TESSEL_E_UNSUPPORTED, "'rope_type' is llama3");
+  refused(hf_dir("bias", TESSEL_F32, "{\"attention_bias\": true,", NULL, NULL), TESSEL_E_UNSUPPORTED, "'attention_bias'");
+  refused(hf_dir("act", TESSEL_F32, "{\"hidden_act\": \"gelu\",", NULL, NULL), TESSEL_E_UNSUPPORTED, "'hidden_act' is gelu");
+  refused(hf_dir("qwen", TESSEL_F32, "{\"model_type\": \"qwen2\",", NULL, NULL), TESSEL_E_UNSUPPORTED,
+          "model_type 'qwen2'");
+  refused(hf_dir("extra", TESSEL_F32, NULL, NULL, "model.layers.0.self_attn.q_proj.bias"), TESSEL_E_UNSUPPORTED,
+          "tensor 'model.layers.0.self_attn.q_proj.bias' has no place");
+  refused(hf_dir("missing", TESSEL_F32, NULL, "model.layers.1.mlp.up_proj.weight", NULL), TESSEL_E_IO,
+          "no tensor 'model.layers.1.mlp.up_proj.weight'");
+  refused(hf_dir("narrow", TESSEL_F32, "{\"intermediate_size\": 128,", NULL, NULL), TESSEL_E_IO,
+          "tensor 'model.layers.0.mlp.gate_proj.weight' is F32 of 2 dimension(s) [160, 64]; the config makes it a "
+          "matrix [128, 64]");
+  char *dir = hf_dir("no-weights", TESSEL_F32, NULL, NULL, NULL), path[1100];
+  snprintf(path, sizeof path, "%s/model.safetensors", dir);
+  remove(path);
+  refused(dir, TESSEL_E_IO, "has no model.safetensors");
+}
+
+int main(void) {
+  scratch_init("test_import");
+  RUN(test_bf16_imports_as_its_values);
+  RUN(test_shards_import_like_one_file);
+  RUN(test_rope_parameters);
+  RUN(test_tokenizer_comes_along);
+  RUN(test_refusals_name_the_problem);
+  scratch_cleanup();
+  return HARNESS_EXIT();
+}

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# `tessel export` then `tessel import`, and runs that start from the result.
+#
+# (1) A Llama (grouped-query attention) and a GPT-2 trained a few steps,
+#     exported to a Hugging Face directory and imported back: the imported
+#     checkpoint's model.safetensors is byte-for-byte the original's (same
+#     names, shapes, order, fp32 values).
+# (2) The re-imported checkpoint trains on exactly as the original weights
+#     do: runs started with model.init_from: the original step_3, with
+#     model.init_from: the re-imported directory, and with --resume of the
+#     re-imported directory (step 0, zero moments) print the same losses,
+#     character for character, and start below a fresh run's first loss.
+# (3) import refuses an existing destination and a directory that is no
+#     Hugging Face model, leaving nothing behind.
+. "$(dirname "$0")/common.sh" "$1" "$2" "$3" import_resume
+
+llama=(--set model.arch=llama --set model.heads=4 --set model.kv_heads=2 --set checkpoint.every=3)
+export_import() { # CKPT NAME: export CKPT to $WORK/NAME-hf, import it as $WORK/NAME
+  mkdir -p "$WORK/$2-hf"
+  "$TESSEL" export "$1" -o "$WORK/$2-hf/model.safetensors" >/dev/null || fail "$2: export failed"
+  "$TESSEL" import "$WORK/$2-hf" -o "$WORK/$2" >/dev/null || fail "$2: import failed"
+  cmp -s "$1/model.safetensors" "$WORK/$2/model.safetensors" \
+    || fail "$2: the imported model.safetensors differs from the exported checkpoint's"
+}
+
+"$TESSEL" run "$WORK/tiny.yaml" "${llama[@]}" --set train.steps=6 --set log.dir="$WORK/llama" >/dev/null 2>&1 \
+  || fail "training the Llama failed"
+"$TESSEL" run "$WORK/tiny.yaml" --set train.steps=3 --set log.dir="$WORK/gpt2" >/dev/null 2>&1 \
+  || fail "training the GPT-2 failed"
+A="$WORK/llama/checkpoints/step_00000003"
+export_import "$A" llama-back
+export_import "$WORK/gpt2/checkpoints/step_00000003" gpt2-back
+grep -q '"num_key_value_heads":[[:space:]]*2' "$WORK/llama-back-hf/config.json" || fail "config.json lacks the kv heads"
+echo "ok: export then import gives back model.safetensors byte for byte (Llama and GPT-2)"
+
+# (2) three ways to start from the step-3 weights, 4 steps each
+go() { # NAME ARGS...: a fresh 4-step run; its losses in $WORK/NAME.losses
+  local name=$1
+  shift
+  "$TESSEL" run "$WORK/tiny.yaml" "${llama[@]}" --set train.steps=4 --set checkpoint.resume=never \
+    --set log.dir="$WORK/$name" "$@" >"$WORK/$name.log" 2>&1 || { cat "$WORK/$name.log" >&2; fail "$name failed"; }
+  losses "$WORK/$name/metrics.jsonl" >"$WORK/$name.losses"
+  [ "$(wc -l <"$WORK/$name.losses")" -eq 4 ] || fail "$name: expected 4 losses"
+}
+go original --set model.init_from="$A"
+go reimported --set model.init_from="$WORK/llama-back"
+go resumed --set checkpoint.resume=auto --resume "$WORK/llama-back"
+go fresh
+grep -q "starting from the weights in $WORK/llama-back" "$WORK/reimported.log" || fail "the run does not say where it starts from"
+cmp -s "$WORK/original.losses" "$WORK/reimported.losses" || { paste "$WORK/original.losses" "$WORK/reimported.losses" >&2
+  fail "starting from the re-imported weights trains differently"; }
+cmp -s "$WORK/original.losses" "$WORK/resumed.losses" || { paste "$WORK/original.losses" "$WORK/resumed.losses" >&2
+  fail "resuming the imported checkpoint trains differently"; }
+awk -v a="$(head -1 "$WORK/original.losses")" -v b="$(head -1 "$WORK/fresh.losses")" 'BEGIN { exit !(a < b - 0.1) }' \
+  || fail "the first loss from trained weights ($(head -1 "$WORK/original.losses")) is not below a fresh start's ($(head -1 "$WORK/fresh.losses"))"
+echo "ok: init_from the original, init_from the re-imported and --resume of it train identically: $(tr '\n' ' ' <"$WORK/original.losses")"
+
+# (3) refusals
+set +e
+"$TESSEL" import "$WORK/llama-back-hf" -o "$WORK/llama-back" >/dev/null 2>"$WORK/err"
+rc=$?
+"$TESSEL" import "$A" -o "$WORK/nothing" >/dev/null 2>"$WORK/err2"
+rc2=$?
+set -e
+[ $rc -eq 1 ] && grep -q "already exists" "$WORK/err" || fail "importing over a checkpoint: exit $rc, $(cat "$WORK/err")"
+[ $rc2 -eq 1 ] && grep -q "already a tessel checkpoint" "$WORK/err2" || fail "importing a checkpoint: exit $rc2, $(cat "$WORK/err2")"
+[ -e "$WORK/nothing" ] && fail "a failed import left its destination behind"
+ls "$WORK" | grep -q '\.tmp-' && fail "a failed import left a temporary directory"
+rm -rf "$WORK"
+echo "ok: import refuses an existing destination and a tessel checkpoint"
