@@ -27,14 +27,8 @@ field() { sed -n "s/.*\"$1\":\\([^,}]*\\).*/\\1/p"; }
 mib() { awk -v b="$1" 'BEGIN { printf "%.0f", b / 1048576 }'; }
 
 MODES=(none selective full offload selective_offload gemini_full)
-declare -A SET=(
-  [none]="--set train.recompute=none"
-  [selective]="--set train.recompute=selective"
-  [full]="--set train.recompute=full"
-  [offload]="--set train.offload_activations=true"
-  [selective_offload]="--set train.recompute=selective --set train.offload_activations=true"
-  [gemini_full]="--set train.recompute=full --set plugin.name=gemini --set plugin.offload_optim_frac=1 --set plugin.offload_param_frac=1"
-)
+# shellcheck source=bench/activation_modes.sh
+source bench/activation_modes.sh
 printf '%-18s %12s %16s %10s %12s\n' mode "device peak" "of it non-model" "host peak" "ms/step"
 for mode in "${MODES[@]}"; do
   dir=$OUT/t1024_$mode

@@ -16,13 +16,8 @@ mkdir -p "$OUT"
 median() { sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 field() { sed -n "s/.*\"$1\":\\([^,}]*\\).*/\\1/p"; }
 MODES=(none selective full offload selective_offload)
-declare -A SET=(
-  [none]="--set train.recompute=none"
-  [selective]="--set train.recompute=selective"
-  [full]="--set train.recompute=full"
-  [offload]="--set train.offload_activations=true"
-  [selective_offload]="--set train.recompute=selective --set train.offload_activations=true"
-)
+# shellcheck source=bench/activation_modes.sh
+source bench/activation_modes.sh
 for mode in "${MODES[@]}"; do : >"$OUT/$mode"; done
 for r in $(seq "$ROUNDS"); do
   for mode in "${MODES[@]}"; do
