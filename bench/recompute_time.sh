@@ -19,7 +19,7 @@ MODES=(none selective full offload selective_offload)
 # shellcheck source=bench/activation_modes.sh
 source bench/activation_modes.sh
 for mode in "${MODES[@]}"; do : >"$OUT/$mode"; done
-for r in $(seq "$ROUNDS"); do
+for _ in $(seq "$ROUNDS"); do
   for mode in "${MODES[@]}"; do
     # shellcheck disable=SC2086
     "$TESSEL" run bench/configs/small.yaml --set model.seq_len=256 --set train.steps=20 --set device.threads=1 \
