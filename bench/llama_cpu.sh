@@ -31,7 +31,7 @@ rm -rf "$OUT"
 mkdir -p "$OUT"
 
 for round in $(seq "$ROUNDS"); do
-  "$TESSEL" bench peak --threads "$THREADS" | tail -1 | tee -a "$OUT/peaks"
+  "$TESSEL" bench peak --threads "$THREADS" | tail -2 | head -1 | tee -a "$OUT/peaks"
   for model in "${models[@]}"; do
     dir=$OUT/$model-$round
     "$TESSEL" run "bench/configs/$model.yaml" --set train.steps="$STEPS" --set device.threads="$THREADS" \
