@@ -11,6 +11,9 @@
 # found by bisection (fitting is monotone in the layers); the largest
 # parameter count over the channel counts is each mode's capacity. Then the
 # step time of each mode on the largest 256-channel model all of them fit.
+# MODES, CHANNELS and MAX_LAYERS (space-separated lists and the bisection's
+# upper end, default 256) narrow a run: with full recomputation the largest
+# models have hundreds of layers, and each probe of them takes minutes.
 # Run from the project root after `make`. Timing lives here, never in tests.
 set -euo pipefail
 TESSEL=${TESSEL:-build/bin/tessel}
@@ -21,7 +24,9 @@ CONFIG=bench/configs/capacity.yaml
 median() { sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 params() { awk -v L="$1" -v C="$2" 'BEGIN { printf "%d", 256 * C + 64 * C + L * (12 * C * C + 13 * C) + 2 * C }'; }
 
-MODES=(none static static_offload static_offload_full auto auto_no_recompute)
+read -r -a MODES <<<"${MODES:-none static static_offload static_offload_full auto auto_no_recompute}"
+read -r -a CHANNELS <<<"${CHANNELS:-128 256 384 512 640 768}"
+MAX_LAYERS=${MAX_LAYERS:-256}
 declare -A MODE=(
   [none]="--set plugin=null"
   [static]="--set plugin.name=gemini"
@@ -38,8 +43,8 @@ trains() { # MODE L C
     --set log.dir="$OUT/probe" >"$OUT/probe.log" 2>&1
 }
 
-best_layers() { # MODE C: the most layers that train (0 if none), by bisection over 1..256
-  local lo=0 hi=257 mid
+best_layers() { # MODE C: the most layers that train (0 if none), by bisection over 1..MAX_LAYERS
+  local lo=0 hi=$((MAX_LAYERS + 1)) mid
   while [ $((hi - lo)) -gt 1 ]; do
     mid=$(((lo + hi) / 2))
     if trains "$1" "$mid" "$2"; then lo=$mid; else hi=$mid; fi
@@ -51,7 +56,7 @@ printf '%-20s %8s %7s %12s\n' mode channels layers parameters
 declare -A BEST BEST_AT AT256
 for mode in "${MODES[@]}"; do
   BEST[$mode]=0
-  for C in 128 256 384 512 640 768; do
+  for C in "${CHANNELS[@]}"; do
     L=$(best_layers "$mode" "$C")
     [ "$C" -ne 256 ] || AT256[$mode]=$L
     [ "$L" -gt 0 ] || continue
@@ -62,13 +67,15 @@ for mode in "${MODES[@]}"; do
 done
 echo
 for mode in "${MODES[@]}"; do
-  printf '%-20s largest %12d parameters (%s), %.1f× no strategy\n' "$mode" "${BEST[$mode]}" "${BEST_AT[$mode]}" \
-    "$(awk -v a="${BEST[$mode]}" -v b="${BEST[none]}" 'BEGIN { print a / b }')"
+  ratio= # against no strategy, when it ran
+  [ "${BEST[none]:-0}" -eq 0 ] || ratio=$(awk -v a="${BEST[$mode]}" -v b="${BEST[none]}" 'BEGIN { printf ", %.1f× no strategy", a / b }')
+  printf '%-20s largest %12d parameters (%s)%s\n' "$mode" "${BEST[$mode]}" "${BEST_AT[$mode]:-none}" "$ratio"
 done
 
 # step time: median of steps 6..25 over three alternating rounds
 C=256
-L=$(for mode in "${MODES[@]}"; do echo "${AT256[$mode]}"; done | sort -n | head -1)
+L=$(for mode in "${MODES[@]}"; do echo "${AT256[$mode]:-0}"; done | sort -n | head -1)
+[ "$L" -gt 0 ] || { echo "no step times: not every mode trains at C=$C in this run"; exit 0; }
 echo
 echo "step time at L=$L C=$C ($(params "$L" "$C") parameters), B=1 T=64, 64 MiB device:"
 for round in 1 2 3; do
