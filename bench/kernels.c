@@ -20,6 +20,11 @@
 ** each input read and output written once. Times are the best of several
 ** repeats of a loop long enough to dwarf the clock.
 **
+** Then each fusion against the kernels it replaces, timed alternately
+** (parts, fused, parts, fused, ...) so that both see the same machine
+** load, as the median over the repeats, in wall-clock and CPU time; and one
+** block both ways.
+**
 ** Usage: bench_kernels [attention] [threads]
 **        (threads default: OMP_NUM_THREADS or all cores)
 */
@@ -101,6 +106,41 @@ static double time_on(double (*now)(void), bench_fn fn, bench *b, int repeats) {
 
 /* wall-clock seconds per call */
 static double time_call(bench_fn fn, bench *b, int repeats) { return time_on(tsl_now, fn, b, repeats); }
+
+static int cmp_double(const void *x, const void *y) {
+  double a = *(const double *)x, c = *(const double *)y;
+  return (a > c) - (a < c);
+}
+
+/* Median seconds per call of fa and of fb, timed in alternation on the
+** clock `now`, each repeat a loop of at least 10 ms. */
+static void time_pair(double (*now)(void), bench_fn fa, bench_fn fb, bench *b, int repeats, double *ta, double *tb) {
+  double a[64], c[64];
+  int iters = 1;
+  if (fa(b) || fb(b)) {
+    fprintf(stderr, "bench: kernel failed\n");
+    exit(1);
+  }
+  for (;;) {
+    double t0 = now();
+    for (int i = 0; i < iters; i++) fa(b);
+    if (now() - t0 > 0.01) break;
+    iters *= 2;
+  }
+  repeats = TSL_MIN(repeats, 64);
+  for (int r = 0; r < repeats; r++) {
+    double t0 = now();
+    for (int i = 0; i < iters; i++) fa(b);
+    double t1 = now();
+    for (int i = 0; i < iters; i++) fb(b);
+    a[r] = (t1 - t0) / iters;
+    c[r] = (now() - t1) / iters;
+  }
+  qsort(a, (size_t)repeats, sizeof *a, cmp_double);
+  qsort(c, (size_t)repeats, sizeof *c, cmp_double);
+  *ta = a[repeats / 2];
+  *tb = c[repeats / 2];
+}
 
 /* bytes = 0: no GB/s column (a mix of kernels) */
 static void report(const char *name, const char *shape, double sec, double flops, double bytes) {
@@ -261,6 +301,75 @@ static int block(bench *b) {
     if (st) return st;
   }
   return 0;
+}
+
+/* ---- fusions: the parts, and the fused kernel ---- */
+
+static int fc_gelu_parts(bench *b) { return fc_fwd(b) ? 1 : gelu_fwd(b); }
+static int fc_gelu_fused(bench *b) {
+  return b->be->linear_gelu_forward(b->be, NULL, b->fch, b->fcg, b->ln, b->w_fc, b->b_fc, ROWS, C, 4 * C);
+}
+/* GELU backward, then fc's backward (which sums the bias gradient), or the
+** GELU backward that sums it and fc's backward without it */
+static int gelu_bias_parts(bench *b) { return gelu_bwd(b) ? 1 : fc_bwd(b); }
+static int gelu_bias_fused(bench *b) {
+  int st = b->be->gelu_backward_bias(b->be, NULL, b->d_fch, b->gb_fc, b->fch, b->d_fcg, ROWS, 4 * C);
+  return st ? st : b->be->linear_backward(b->be, NULL, b->d_ln, b->g_fc, NULL, b->d_fch, b->ln, b->w_fc, ROWS, C, 4 * C);
+}
+static int add_ln_parts(bench *b) {
+  int st = b->be->add(b->be, NULL, b->d_x, b->x, b->atty, ROWS * C);
+  return st ? st : b->be->layernorm_forward(b->be, NULL, b->ln, b->mean, b->rstd, b->d_x, b->lnw, b->lnb, ROWS, C);
+}
+static int add_ln_fused(bench *b) {
+  return b->be->add_layernorm_forward(b->be, NULL, b->d_x, b->ln, b->mean, b->rstd, b->x, b->atty, b->lnw, b->lnb,
+                                      ROWS, C);
+}
+/* the norm's input gradient into a scratch, then added to the stream's */
+static int ln_add_parts(bench *b) {
+  int st = b->be->layernorm_backward(b->be, NULL, b->d_atty, b->g_lnw, b->g_lnb, b->d_ln, b->x, b->lnw, b->mean,
+                                     b->rstd, ROWS, C);
+  return st ? st : b->be->axpy(b->be, NULL, TESSEL_F32, b->d_x, 1.0f, b->d_atty, ROWS * C);
+}
+static int ln_add_fused(bench *b) {
+  return b->be->layernorm_backward_add(b->be, NULL, b->d_x, b->g_lnw, b->g_lnb, b->d_ln, b->x, b->lnw, b->mean,
+                                       b->rstd, ROWS, C);
+}
+static int ce_fused(bench *b) {
+  memcpy(b->dlogits, b->logits, sizeof(float) * ROWS * V);
+  return b->be->ce_fused(b->be, NULL, b->losses, b->dlogits, b->tokens, ROWS, V, V, 1.0f / ROWS);
+}
+/* one block as the interpreter runs it with the fusions */
+static int block_fused(bench *b) {
+  const bench_fn steps[] = {ln_fwd,          qkv_fwd,  attn_fwd,    proj_fwd, add_ln_fused, fc_gelu_fused,
+                            fcp_fwd,         residual, fcp_bwd,     gelu_bias_fused, ln_add_fused, proj_bwd,
+                            attn_bwd,        qkv_bwd,  ln_add_fused};
+  for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
+    int st = steps[i](b);
+    if (st) return st;
+  }
+  return 0;
+}
+
+static void fusions(bench *b) {
+  static const struct {
+    const char *name;
+    bench_fn parts, fused;
+  } pairs[] = {
+      {"fc + GELU", fc_gelu_parts, fc_gelu_fused},
+      {"GELU bwd + fc bias grad", gelu_bias_parts, gelu_bias_fused},
+      {"residual add + layernorm", add_ln_parts, add_ln_fused},
+      {"layernorm bwd + add", ln_add_parts, ln_add_fused},
+      {"cross-entropy, 3 phases", ce, ce_fused},
+      {"one block fwd+bwd", block, block_fused},
+  };
+  printf("\nfusions, median of 15 alternating repeats:  wall clock: parts, fused, change;  CPU time: same\n");
+  for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
+    double wp, wf, cp, cf;
+    time_pair(tsl_now, pairs[i].parts, pairs[i].fused, b, 15, &wp, &wf);
+    time_pair(cpu_now, pairs[i].parts, pairs[i].fused, b, 15, &cp, &cf);
+    printf("  %-26s %9.1f us %9.1f us %+6.1f%%   %9.1f us %9.1f us %+6.1f%%\n", pairs[i].name, wp * 1e6, wf * 1e6,
+           100.0 * (wf - wp) / wp, cp * 1e6, cf * 1e6, 100.0 * (cf - cp) / cp);
+  }
 }
 
 static void setup(bench *b, tsl_backend *be) {
@@ -431,6 +540,7 @@ int main(int argc, char **argv) {
   const double block_flops =
       3 * 2 * ROWS * (double)(C * 3 * C + C * C + 2 * C * 4 * C) + 12 * HS * tri;
   report("one block fwd+bwd", "18 kernel calls", time_call(block, &b, reps), block_flops, 0.0);
+  fusions(&b);
   be.shutdown(&be);
   return 0;
 }

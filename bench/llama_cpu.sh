@@ -10,9 +10,11 @@
 # run interleaved, ROUNDS times (default 5): each run's figure is the median
 # over its steps 11..STEPS (default 40), and the table shows the median of
 # the rounds with their range. The Llama/GPT-2 ratio is taken within each
-# round (runs next to each other see about the same load), then its median. THREADS (default 1) CPU threads per run; the
-# sgemm ceiling for MFU is measured first with the same threads (tessel
-# bench peak, which records it for the runs). Needs
+# round (runs next to each other see about the same load), then its median.
+# THREADS (default 1) CPU threads per run. The sgemm ceiling for MFU is
+# measured at the start of every round with the same threads (tessel bench
+# peak, which records it for that round's runs), so each run's MFU is
+# against the ceiling under the load of its own round. Needs
 # ../shared/data/tinyshakespeare.txt.
 set -euo pipefail
 TESSEL=${TESSEL:-build/bin/tessel}
@@ -28,8 +30,8 @@ OUT=build/bench/llama_cpu
 rm -rf "$OUT"
 mkdir -p "$OUT"
 
-"$TESSEL" bench peak --threads "$THREADS" | tail -2
 for round in $(seq "$ROUNDS"); do
+  "$TESSEL" bench peak --threads "$THREADS" | tail -2 | head -1 | tee -a "$OUT/peaks"
   for model in "${models[@]}"; do
     dir=$OUT/$model-$round
     "$TESSEL" run "bench/configs/$model.yaml" --set train.steps="$STEPS" --set device.threads="$THREADS" \

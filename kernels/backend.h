@@ -324,6 +324,30 @@ struct tsl_backend {
   ** it closes (begin = 0): sends and receives that two ranks post to each
   ** other must be in one group, or each waits for the other. */
   int (*dcomm_group)(tsl_backend *be, int begin);
+
+  /* ---- optional: fusions, appended in interface 2; NULL where a backend
+  ** has none (the core then runs the parts). Each does what its parts do,
+  ** the same arithmetic per element, in fewer passes over memory. ---- */
+
+  /* pre = inp·w + bias as linear_forward, and out = gelu(pre) */
+  int (*linear_gelu_forward)(tsl_backend *be, tsl_stream *s, void *pre, void *out, const void *inp,
+                             const void *w, const void *bias, int64_t rows, int64_t ic, int64_t oc);
+  /* dinp = gelu'(inp)·dout as gelu_backward, and db[cols] += Σ_rows dinp:
+  ** the bias gradient of the linear layer before the GELU */
+  int (*gelu_backward_bias)(tsl_backend *be, tsl_stream *s, void *dinp, float *db, const void *inp,
+                            const void *dout, int64_t rows, int64_t cols);
+  /* sum = a + b, then layernorm_forward of sum into out */
+  int (*add_layernorm_forward)(tsl_backend *be, tsl_stream *s, void *sum, void *out, float *mean,
+                               float *rstd, const void *a, const void *b, const void *w,
+                               const void *bias, int64_t rows, int64_t cols);
+  /* layernorm_backward adding its input gradient into dinp */
+  int (*layernorm_backward_add)(tsl_backend *be, tsl_stream *s, void *dinp, float *dw, float *db,
+                                const void *dout, const void *inp, const void *w,
+                                const float *mean, const float *rstd, int64_t rows, int64_t cols);
+  /* ce_rowmax, ce_sums and ce_finish over a whole vocabulary (vocab_begin
+  ** 0, nothing to reduce between them) in one pass */
+  int (*ce_fused)(tsl_backend *be, tsl_stream *s, float *losses, void *logits, const int32_t *targets,
+                  int64_t rows, int64_t vocab, int64_t valid, float dscale);
 };
 
 /* The CPU backend, always built in. */

@@ -209,6 +209,10 @@ tsl_status tsl_cross_entropy(tsl_runtime *rt, tsl_stream *s, tessel_group *g, fl
   /* columns of this slice at and past the real vocabulary are padding */
   int64_t limit = rt->vocab_valid ? rt->vocab_valid : vocab_begin + vocab;
   int64_t valid = TSL_MAX(0, TSL_MIN(vocab, limit - vocab_begin));
+  if (!split && vocab_begin == 0 && rt->be.ce_fused) {
+    KCALL(st, rt, ce_fused, s, losses, logits, targets, rows, vocab, valid, dlogits_scale);
+    return TESSEL_OK;
+  }
   KCALL(st, rt, ce_rowmax, s, rowmax, logits, rows, vocab, valid);
   if (split) TSL_TRY(st, group_sum(rt, g, rowmax, (uint64_t)rows, TESSEL_F32, TESSEL_MAX));
   KCALL(st, rt, ce_sums, s, sums, logits, rowmax, targets, rows, vocab_begin, vocab, valid);

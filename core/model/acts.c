@@ -1,8 +1,26 @@
-/* core/model/acts.c — activation and gradient buffers from the geometry. */
+/* core/model/acts.c — activation and gradient buffers from the geometry
+** and each unit's plan (recompute.c).
+**
+** Storage, all in the ledger:
+**   slot arena     (device, one per slot) tokens, targets, the residual
+**                  stream between units, and the kept part of every unit
+**                  placed on the device;
+**   host arena     (host, every slot) the kept part of every unit placed on
+**                  the host, between its forward and its backward;
+**   workspace      (device) the transient buffers and statistics of the
+**                  unit running now: every unit carves its own from the
+**                  start, so its size is the largest unit's;
+**   staging        (device, two) the kept part of a host-placed unit while
+**                  it runs, and of the next one being fetched (offload.c);
+**   gradients      (device) one set per unit kind, reused unit after unit,
+**                  the residual gradient, a scratch, the logits and losses.
+** A unit's kept part is its kept buffers then its kept statistics, carved
+** in order, so it is one range wherever it lives. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/util.h"
+#include "compute/compute.h"
 #include "model/internal.h"
 
 int64_t tsl_act_rows(const tsl_model *m, const tsl_act_decl *a) {
@@ -99,22 +117,40 @@ static int own_buffer(const tsl_unit_decl *u, int act) {
   return act != TSL_ACT_IN && act != TSL_ACT_OUT && u->acts[act].view_of < 0;
 }
 
-/* Statistics an op saves for its backward. */
-static void carve_saved(const tsl_model *m, carver *c, const tsl_unit_decl *u, tsl_unit_acts *ua) {
-  const tessel_geometry *g = &m->geo;
-  for (int k = 0; k < u->n_ops; k++) {
-    const tsl_op_decl *op = &u->ops[k];
-    uint64_t rows = (uint64_t)tsl_act_rows(m, &u->acts[op->in[0] >= 0 ? op->in[0] : 0]) * sizeof(float);
-    if (op->kind == TESSEL_OP_NORM) {
-      ua->saved[k][0] = op->variant == TESSEL_NORM_LAYER ? carve(c, rows) : NULL;
-      ua->saved[k][1] = carve(c, rows);
-    } else if (op->kind == TESSEL_OP_ATTENTION) {
-      ua->saved[k][1] = carve(c, (uint64_t)(g->batch * g->heads) * (uint64_t)m->dims.seq_len * sizeof(float));
-    }
+/* Floats of statistic i (0: mean, 1: rstd or lse) op k saves, 0 if none. */
+static uint64_t saved_floats(const tsl_model *m, const tsl_unit_decl *u, int k, int i) {
+  const tsl_op_decl *op = &u->ops[k];
+  if (op->kind == TESSEL_OP_NORM) {
+    if (i == 0 && op->variant != TESSEL_NORM_LAYER) return 0;
+    return (uint64_t)tsl_act_rows(m, &u->acts[op->in[0]]);
   }
+  if (op->kind == TESSEL_OP_ATTENTION && i == 1)
+    return (uint64_t)(m->geo.batch * m->geo.heads) * (uint64_t)m->dims.seq_len;
+  return 0;
 }
 
-static void carve_slot(tsl_model *m, carver *c, tsl_slot *s) {
+/* Carve one part of a unit's storage: its kept buffers and statistics
+** (kept = 1) or its transient ones (kept = 0). */
+static void carve_part(const tsl_model *m, carver *c, const tsl_unit_decl *u, const tsl_unit_plan *p,
+                       tsl_unit_acts *ua, int kept) {
+  for (int a = 0; a < u->n_acts; a++)
+    if (own_buffer(u, a) && p->keep[a] == kept) ua->buf[a] = carve(c, act_bytes(m, u, a));
+  for (int k = 0; k < u->n_ops; k++)
+    for (int i = 0; i < 2; i++) {
+      uint64_t n = saved_floats(m, u, k, i);
+      if (n && p->keep_saved[k] == kept) ua->saved[k][i] = carve(c, n * sizeof(float));
+    }
+}
+
+void tsl_acts_bind_kept(tsl_model *m, int slot, int unit, void *base) {
+  carver c = {base, 0};
+  carve_part(m, &c, m->units[unit].decl, &m->units[unit].plan, &m->slots[slot].units[unit], 1);
+}
+
+/* One slot: its arena `c` (device) and its share of the host arena `h`.
+** The kept part of a host-placed unit is measured here and bound to a
+** staging buffer when the unit runs. */
+static void carve_slot(const tsl_model *m, const tsl_unit_plan *plans, carver *c, carver *h, tsl_slot *s) {
   uint64_t es = tessel_dtype_size(m->dims.act_dtype);
   uint64_t resid = (uint64_t)(m->geo.rows * m->geo.width) * es;
   uint64_t tokens = (uint64_t)m->dims.micro_batch * (uint64_t)m->dims.seq_len * sizeof(int32_t);
@@ -127,10 +163,45 @@ static void carve_slot(tsl_model *m, carver *c, tsl_slot *s) {
     memset(ua, 0, sizeof *ua);
     if (!tsl_act_on_rank(m, u)) continue;
     const tsl_unit_decl *d = m->units[u].decl;
-    for (int a = 0; a < d->n_acts; a++)
-      if (own_buffer(d, a)) ua->buf[a] = carve(c, act_bytes(m, d, a));
-    carve_saved(m, c, d, ua);
+    if (plans[u].tier == TESSEL_TIER_DEVICE) {
+      uint64_t at = c->used;
+      carve_part(m, c, d, &plans[u], ua, 1);
+      ua->kept_bytes = c->used - at;
+    } else {
+      carver k = {0};
+      tsl_unit_acts scratch;
+      carve_part(m, &k, d, &plans[u], &scratch, 1);
+      ua->kept_bytes = k.used;
+      ua->host = carve(h, k.used);
+    }
   }
+}
+
+/* The transient parts: every unit's from the workspace's start. Returns the
+** largest. */
+static uint64_t carve_transient(const tsl_model *m, const tsl_unit_plan *plans, void *base, tsl_slot *s) {
+  uint64_t most = 0;
+  for (int u = 0; u < m->dims.units; u++) {
+    if (!tsl_act_on_rank(m, u)) continue;
+    carver c = {base, 0};
+    tsl_unit_acts scratch, *ua = s ? &s->units[u] : &scratch;
+    carve_part(m, &c, m->units[u].decl, &plans[u], ua, 0);
+    most = TSL_MAX(most, c.used);
+  }
+  return most;
+}
+
+/* The largest kept part of a host-placed unit: each staging buffer's size. */
+static uint64_t stage_size(const tsl_model *m, const tsl_unit_plan *plans) {
+  uint64_t most = 0;
+  for (int u = 0; u < m->dims.units; u++) {
+    if (!tsl_act_on_rank(m, u) || plans[u].tier != TESSEL_TIER_HOST) continue;
+    carver c = {0};
+    tsl_unit_acts scratch;
+    carve_part(m, &c, m->units[u].decl, &plans[u], &scratch, 1);
+    most = TSL_MAX(most, c.used);
+  }
+  return most;
 }
 
 static void carve_grads(tsl_model *m, carver *c) {
@@ -149,36 +220,125 @@ static void carve_grads(tsl_model *m, carver *c) {
   }
   m->dres = carve(c, (uint64_t)(m->geo.rows * m->geo.width) * es);
   m->dtmp = carve(c, largest);
-  m->logits = present[2] ? carve(c, (uint64_t)(m->geo.rows * m->geo.vocab) * es) : NULL;
+  int64_t logit_rows = m->plugin_ops.head ? m->geo.rows : tsl_op_head_block_rows(m);
+  m->logits = present[2] ? carve(c, (uint64_t)(logit_rows * m->geo.vocab) * es) : NULL;
   m->losses = carve(c, (uint64_t)m->dims.micro_steps * (uint64_t)m->geo.rows * sizeof(float));
 }
 
-tsl_status tsl_acts_allocate(tsl_model *m) {
+tsl_status tsl_acts_size(const tsl_model *m, const tsl_unit_plan *plans, uint64_t *device, uint64_t *host) {
+  tsl_model probe = *m; /* carving writes pointers: into a copy, with tables of its own */
+  tsl_slot s = {0};
+  tsl_unit_acts *ua = calloc((size_t)m->dims.units, sizeof *ua);
+  void **resid = calloc((size_t)m->dims.units + 1, sizeof *resid);
+  carver c = {0}, h = {0}, g = {0};
+  tsl_status st = TESSEL_OK;
+  *device = *host = 0;
+  if (!ua || !resid) {
+    st = tsl_error(TESSEL_E_NOMEM, "out of host memory sizing activations");
+    goto done;
+  }
+  s.units = ua;
+  s.resid = resid;
+  carve_slot(m, plans, &c, &h, &s);
+  carve_grads(&probe, &g);
+  *device = c.used * (uint64_t)m->geo.act_slots + carve_transient(m, plans, NULL, NULL) + 2 * stage_size(m, plans) +
+            g.used;
+  *host = h.used * (uint64_t)m->geo.act_slots;
+done:
+  free(ua);
+  free(resid);
+  return st;
+}
+
+/* Each unit's plan from its placement. */
+static tsl_status plan_units(tsl_model *m) {
+  for (int u = 0; u < m->dims.units; u++) {
+    tsl_status st = tsl_unit_plan_for(m->units[u].decl, &m->state.act_at[u], &m->units[u].plan);
+    if (st < 0) return tsl_error_wrap(st, "unit %d", u);
+  }
+  return TESSEL_OK;
+}
+
+static tsl_status alloc_slots(tsl_model *m, const tsl_unit_plan *plans) {
   tsl_status st;
   tsl_runtime *rt = m->rt;
   int U = m->dims.units;
-  m->n_slots = m->geo.act_slots;
-  m->slots = calloc((size_t)m->n_slots, sizeof *m->slots);
-  if (!m->slots) return tsl_error(TESSEL_E_NOMEM, "out of host memory for activation tables");
+  carver h = {0};
   for (int i = 0; i < m->n_slots; i++) {
     tsl_slot *s = &m->slots[i];
     s->resid = calloc((size_t)U + 1, sizeof(void *));
     s->units = calloc((size_t)U, sizeof *s->units);
     if (!s->resid || !s->units) return tsl_error(TESSEL_E_NOMEM, "out of host memory for activation tables");
     carver c = {0};
-    carve_slot(m, &c, s);
+    carve_slot(m, plans, &c, &h, s);
     char name[64];
     snprintf(name, sizeof name, "activations (slot %d)", i);
     TSL_TRY(st, tsl_mem_alloc(&rt->ledger, TESSEL_TIER_DEVICE, TESSEL_MEM_ACT, c.used, name, &s->arena));
-    c = (carver){s->arena, 0};
-    carve_slot(m, &c, s);
     s->loaded_step = -1;
   }
+  if (h.used)
+    TSL_TRY(st, tsl_mem_alloc(&rt->ledger, TESSEL_TIER_HOST, TESSEL_MEM_ACT, h.used, "offloaded activations",
+                              &m->host_arena));
+  h = (carver){m->host_arena, 0};
+  for (int i = 0; i < m->n_slots; i++) {
+    carver c = {m->slots[i].arena, 0};
+    carve_slot(m, plans, &c, &h, &m->slots[i]);
+  }
+  return TESSEL_OK;
+fail:
+  return st;
+}
+
+static tsl_status alloc_shared(tsl_model *m, const tsl_unit_plan *plans) {
+  tsl_status st;
+  tsl_runtime *rt = m->rt;
+  uint64_t ws = carve_transient(m, plans, NULL, NULL);
+  if (ws) TSL_TRY(st, tsl_mem_alloc(&rt->ledger, TESSEL_TIER_DEVICE, TESSEL_MEM_ACT, ws, "activation workspace",
+                                    &m->workspace));
+  for (int i = 0; i < m->n_slots; i++) carve_transient(m, plans, m->workspace, &m->slots[i]);
+  m->stage_bytes = stage_size(m, plans);
+  for (int b = 0; b < 2 && m->stage_bytes; b++) {
+    m->stage[b].unit = -1;
+    TSL_TRY(st, tsl_mem_alloc(&rt->ledger, TESSEL_TIER_DEVICE, TESSEL_MEM_ACT, m->stage_bytes,
+                              "activation staging", &m->stage[b].buf));
+  }
+  if (m->stage_bytes && rt->be.stream_create(&rt->be, &m->offload) < 0)
+    return tsl_error(TESSEL_E_DEVICE, "creating the stream for activation offload");
   carver c = {0};
   carve_grads(m, &c);
   TSL_TRY(st, tsl_mem_alloc(&rt->ledger, TESSEL_TIER_DEVICE, TESSEL_MEM_ACT, c.used, "activation gradients", &m->grad_arena));
   c = (carver){m->grad_arena, 0};
   carve_grads(m, &c);
+  return TESSEL_OK;
+fail:
+  return st;
+}
+
+uint64_t tsl_model_scratch_bytes(const tessel_geometry *g) {
+  uint64_t rows = (uint64_t)TSL_MAX(g->rows, g->inner_rows);
+  uint64_t ce = ((rows * sizeof(float) + 7) & ~7ull) + 2 * sizeof(double) * rows;
+  return TSL_MAX(ce, 2 * sizeof(double) * rows);
+}
+
+tsl_status tsl_acts_allocate(tsl_model *m) {
+  tsl_status st;
+  m->n_slots = m->geo.act_slots;
+  m->slots = calloc((size_t)m->n_slots, sizeof *m->slots);
+  tsl_unit_plan *plans = calloc((size_t)m->dims.units, sizeof *plans);
+  if (!m->slots || !plans) {
+    free(plans);
+    return tsl_error(TESSEL_E_NOMEM, "out of host memory for activation tables");
+  }
+  TSL_TRY(st, plan_units(m));
+  for (int u = 0; u < m->dims.units; u++) plans[u] = m->units[u].plan;
+  TSL_TRY(st, alloc_slots(m, plans));
+  TSL_TRY(st, alloc_shared(m, plans));
+  free(plans);
+  plans = NULL;
+  /* the scratch is taken now so that a strategy that plans memory at
+  ** setup sees it in the ledger */
+  void *scratch;
+  TSL_TRY(st, tsl_scratch(m->rt, tsl_model_scratch_bytes(&m->geo), &scratch));
   size_t tokens = (size_t)m->dims.micro_batch * (size_t)m->dims.seq_len;
   m->host_inputs = malloc(tokens * sizeof(int32_t));
   m->host_targets = malloc(tokens * sizeof(int32_t));
@@ -187,44 +347,41 @@ tsl_status tsl_acts_allocate(tsl_model *m) {
     return tsl_error(TESSEL_E_NOMEM, "out of host memory for batch staging");
   return TESSEL_OK;
 fail:
+  free(plans);
   return st;
 }
 
 void tsl_acts_free(tsl_model *m) {
   tsl_runtime *rt = m->rt;
+  tsl_offload_free(m);
   for (int i = 0; m->slots && i < m->n_slots; i++) {
     if (m->slots[i].arena) tsl_mem_free(&rt->ledger, TESSEL_TIER_DEVICE, m->slots[i].arena);
     free(m->slots[i].resid);
     free(m->slots[i].units);
   }
   if (m->grad_arena) tsl_mem_free(&rt->ledger, TESSEL_TIER_DEVICE, m->grad_arena);
+  if (m->workspace) tsl_mem_free(&rt->ledger, TESSEL_TIER_DEVICE, m->workspace);
+  if (m->host_arena) tsl_mem_free(&rt->ledger, TESSEL_TIER_HOST, m->host_arena);
+  if (m->all_logits) tsl_mem_free(&rt->ledger, TESSEL_TIER_DEVICE, m->all_logits);
   free(m->slots);
   free(m->host_inputs);
   free(m->host_targets);
   free(m->host_losses);
   m->slots = NULL;
-  m->grad_arena = NULL;
+  m->grad_arena = m->workspace = m->host_arena = m->all_logits = NULL;
   m->host_inputs = m->host_targets = NULL;
   m->host_losses = NULL;
 }
 
-tsl_status tsl_model_act_bytes(const tsl_model *m, const tessel_geometry *g, uint64_t *per_slot, uint64_t *grads) {
+tsl_status tsl_model_act_bytes(const tsl_model *m, const tessel_geometry *g, uint64_t *device, uint64_t *host) {
   tsl_model at = *m;
   at.geo = *g;
-  int U = m->dims.units;
-  void **resid = calloc((size_t)U + 1, sizeof *resid);
-  tsl_unit_acts *units = calloc((size_t)U, sizeof *units);
-  tsl_status st = resid && units ? TESSEL_OK : tsl_error(TESSEL_E_NOMEM, "out of host memory sizing activations");
-  if (st >= 0) {
-    tsl_slot s = {.resid = resid, .units = units};
-    carver c = {0};
-    carve_slot(&at, &c, &s);
-    *per_slot = c.used;
-    c = (carver){0};
-    carve_grads(&at, &c);
-    *grads = c.used;
-  }
-  free(resid);
-  free(units);
+  tsl_unit_plan *plans = calloc((size_t)m->dims.units, sizeof *plans);
+  tsl_status st = plans ? TESSEL_OK : tsl_error(TESSEL_E_NOMEM, "out of host memory sizing activations");
+  for (int u = 0; u < m->dims.units && st >= 0; u++)
+    if ((st = tsl_unit_plan_for(m->units[u].decl, &m->state.act_at[u], &plans[u])) < 0)
+      st = tsl_error_wrap(st, "unit %d", u);
+  if (st >= 0) st = tsl_acts_size(&at, plans, device, host);
+  free(plans);
   return st;
 }

@@ -8,7 +8,11 @@
 ** overwrites it, later ones go through a scratch buffer and are added.
 ** The residual stream and every residual branch share one gradient buffer
 ** (d(branch) = d(stream after the add)), so a residual op's backward is
-** nothing at all. Parameter gradients are always accumulated. */
+** nothing at all. Parameter gradients are always accumulated.
+**
+** Around both, the unit's activations are brought where compute reads them
+** (offload.c), and before backward the forward ops the unit's plan reruns
+** remake what it did not keep (recompute.c). */
 #include <string.h>
 
 #include "common/util.h"
@@ -152,26 +156,108 @@ static tsl_status forward_op(const run *r, int micro) {
   return tsl_error(TESSEL_E_INTERNAL, "unknown op kind %d", (int)r->op->kind);
 }
 
-tsl_status tsl_exec_forward(tsl_model *m, const tessel_op_ctx *c, int slot, int unit, int micro) {
+/* Run forward op k of a unit, naming it if it fails. */
+static tsl_status forward_at(tsl_model *m, const tessel_op_ctx *c, int slot, int unit, int micro, int k) {
   const tsl_unit *u = &m->units[unit];
-  for (int k = 0; k < u->info.n_ops; k++) {
-    tessel_op_ctx ck = *c;
-    ck.op = &u->ops[k];
-    run r = {m, &ck, slot, unit, u->decl, &u->ops[k], &u->decl->ops[k], 0};
-    tsl_status st = forward_op(&r, micro);
-    if (st < 0) return tsl_error_wrap(st, "unit %d, %s of '%s'", unit, tsl_op_kind_name(u->ops[k].kind),
-                                      u->decl->acts[u->decl->ops[k].out[0] >= 0 ? u->decl->ops[k].out[0]
-                                                                                 : u->decl->ops[k].in[0]].name);
+  tessel_op_ctx ck = *c;
+  ck.op = &u->ops[k];
+  run r = {m, &ck, slot, unit, u->decl, &u->ops[k], &u->decl->ops[k], 0};
+  tsl_status st = forward_op(&r, micro);
+  if (st < 0) {
+    const tsl_op_decl *od = &u->decl->ops[k];
+    return tsl_error_wrap(st, "unit %d, %s of '%s'", unit, tsl_op_kind_name(u->ops[k].kind),
+                          u->decl->acts[od->out[0] >= 0 ? od->out[0] : od->in[0]].name);
   }
   return TESSEL_OK;
 }
 
+/* ---- fusions ----
+** Two consecutive ops that the backend runs in one pass when it has the
+** kernel and the strategy leaves both ops to the core: a linear layer and
+** the GELU of its output; a residual add and the layer norm of its sum.
+** The fused kernels do the parts' arithmetic, so a GELU or a norm
+** recomputed alone gives the bits the fused forward made. */
+typedef enum { FUSE_NONE = 0, FUSE_LINEAR_GELU, FUSE_ADD_NORM } fusion;
+
+static fusion fusable(const tsl_model *m, const tsl_unit *u, int k) {
+  const tsl_backend *be = &m->rt->be;
+  if (k + 1 >= u->info.n_ops) return FUSE_NONE;
+  const tsl_op_decl *a = &u->decl->ops[k], *b = &u->decl->ops[k + 1];
+  if (b->in[0] != a->out[0] || a->out[1] >= 0) return FUSE_NONE;
+  if (a->kind == TESSEL_OP_LINEAR && b->kind == TESSEL_OP_ACTIVATION && b->variant == TESSEL_ACT_GELU &&
+      b->in[1] < 0 && be->linear_gelu_forward && !m->plugin_ops.linear_forward)
+    return FUSE_LINEAR_GELU;
+  if (a->kind == TESSEL_OP_RESIDUAL && b->kind == TESSEL_OP_NORM && b->variant == TESSEL_NORM_LAYER &&
+      b->bias >= 0 && be->add_layernorm_forward && !m->plugin_ops.norm_forward)
+    return FUSE_ADD_NORM;
+  return FUSE_NONE;
+}
+
+/* Ops k and k + 1 of a unit, fused as `f`. */
+static tsl_status forward_fused(tsl_model *m, const tessel_op_ctx *c, int slot, int unit, int k, fusion f) {
+  const tsl_unit *u = &m->units[unit];
+  tsl_backend *be = &m->rt->be;
+  run r1 = {m, c, slot, unit, u->decl, &u->ops[k], &u->decl->ops[k], 0};
+  run r2 = {m, c, slot, unit, u->decl, &u->ops[k + 1], &u->decl->ops[k + 1], 0};
+  tessel_param_view w, b;
+  int64_t ld, ld2;
+  int rc;
+  if (f == FUSE_LINEAR_GELU) {
+    tessel_linear_args a;
+    linear_args(&r1, &w, &b, &a);
+    rc = be->linear_gelu_forward(be, m->rt->compute, act(&r1, r1.od->out[0], &ld), act(&r2, r2.od->out[0], &ld2),
+                                 a.inp, w.data, a.b ? b.data : NULL, a.inp_rows, a.inp_cols, a.out_cols);
+  } else {
+    tessel_norm_args a;
+    norm_args(&r2, &w, &b, &a);
+    rc = be->add_layernorm_forward(be, m->rt->compute, act(&r1, r1.od->out[0], &ld), act(&r2, r2.od->out[0], &ld2),
+                                   a.mean, a.rstd, act(&r1, r1.od->in[0], &ld), act(&r1, r1.od->in[1], &ld2),
+                                   w.data, b.data, a.rows, a.cols);
+  }
+  if (rc < 0)
+    return tsl_error_wrap(rc, "unit %d, %s and %s of '%s'", unit, tsl_op_kind_name(u->ops[k].kind),
+                          tsl_op_kind_name(u->ops[k + 1].kind), u->decl->acts[r2.od->out[0]].name);
+  return TESSEL_OK;
+}
+
+tsl_status tsl_exec_forward(tsl_model *m, const tessel_op_ctx *c, int slot, int unit, int micro) {
+  tsl_status st;
+  const tsl_unit *u = &m->units[unit];
+  TSL_TRY(st, tsl_offload_enter(m, slot, unit, 0));
+  for (int k = 0; k < u->info.n_ops; k++) {
+    fusion f = fusable(m, u, k);
+    if (f) TSL_TRY(st, forward_fused(m, c, slot, unit, k++, f));
+    else TSL_TRY(st, forward_at(m, c, slot, unit, micro, k));
+  }
+  return tsl_offload_leave(m, slot, unit, 0);
+fail:
+  return st;
+}
+
+/* The unit's forward ops its plan reruns, before its backward; a fusable
+** pair reruns fused when both rerun. */
+static tsl_status recompute(tsl_model *m, const tessel_op_ctx *c, int slot, int unit) {
+  tsl_status st;
+  const tsl_unit *u = &m->units[unit];
+  for (int k = 0; k < u->info.n_ops; k++) {
+    if (!u->plan.rerun[k]) continue;
+    fusion f = fusable(m, u, k);
+    if (f && u->plan.rerun[k + 1]) TSL_TRY(st, forward_fused(m, c, slot, unit, k++, f));
+    else TSL_TRY(st, forward_at(m, c, slot, unit, c->micro, k));
+  }
+  return TESSEL_OK;
+fail:
+  return st;
+}
+
 /* ---- backward ---- */
 
-/* Which gradient buffers already hold a contribution in this backward. */
+/* Which gradient buffers already hold a contribution in this backward,
+** and which linear's bias gradient a fused GELU backward already summed. */
 typedef struct written {
   const void *buf[TSL_UNIT_MAX_ACTS + 1];
   int n;
+  int bias_done; /* op index, -1: none */
 } written;
 
 static int was_written(const written *w, const void *g) {
@@ -212,6 +298,37 @@ static tsl_status need_fresh(const run *r, written *w, int a) {
                    r->d->acts[a].name, tsl_op_kind_name(r->op->kind));
 }
 
+/* The layer norm's backward adds its input gradient in place (fusion)
+** when the backend can and the strategy leaves norms to the core. */
+static int norm_adds(const tsl_model *m, const tessel_norm_args *a) {
+  return a->variant == TESSEL_NORM_LAYER && a->b && m->rt->be.layernorm_backward_add && !m->plugin_ops.norm_backward;
+}
+
+static tsl_status norm_backward_add(const run *r, written *w, const tessel_norm_args *a) {
+  int64_t ld;
+  tsl_backend *be = &r->m->rt->be;
+  void *g = tsl_act_grad(r->m, r->unit, r->od->in[0], &ld);
+  int rc = be->layernorm_backward_add(be, r->m->rt->compute, g, a->w->grad, a->b->grad, a->dout, a->inp, a->w->data,
+                                      a->mean, a->rstd, a->rows, a->cols);
+  mark(w, g);
+  return be_status(rc, "layer norm backward");
+}
+
+/* The bias gradient of the linear before a GELU, for the fused GELU
+** backward to sum (and the linear's backward then to skip), or NULL. */
+static float *gelu_bias_grad(const run *r, written *w) {
+  const tsl_model *m = r->m;
+  int k = r->op->index;
+  if (r->op->variant != TESSEL_ACT_GELU || k == 0 || !m->rt->be.gelu_backward_bias || m->plugin_ops.linear_backward)
+    return NULL;
+  const tsl_op_decl *prev = &r->d->ops[k - 1];
+  const tessel_op *pop = &m->units[r->unit].ops[k - 1];
+  if (prev->kind != TESSEL_OP_LINEAR || prev->out[0] != r->od->in[0] || pop->bias < 0) return NULL;
+  float *g = view_of(m, pop->bias).grad;
+  if (g) w->bias_done = k - 1;
+  return g;
+}
+
 static tsl_status backward_op(const run *r, written *w) {
   tsl_model *m = r->m;
   tsl_stream *s = m->rt->compute;
@@ -226,12 +343,14 @@ static tsl_status backward_op(const run *r, written *w) {
       norm_args(r, &wv, &bv, &a);
       a.dout = tsl_act_grad(m, r->unit, od->out[0], &ld);
       a.dinp = grad_target(r, w, od->in[0], &add);
+      if (add && norm_adds(m, &a)) return norm_backward_add(r, w, &a);
       if ((st = OP(m, norm_backward, r->c, &a)) < 0) return st;
       return finish_target(r, w, od->in[0], add);
     }
     case TESSEL_OP_LINEAR: {
       tessel_linear_args a;
       linear_args(r, &wv, &bv, &a);
+      if (w->bias_done == r->op->index) a.b = NULL;
       a.dout = tsl_act_grad(m, r->unit, od->out[0], &ld);
       a.dinp = grad_target(r, w, od->in[0], &add);
       if ((st = OP(m, linear_backward, r->c, &a)) < 0) return st;
@@ -259,8 +378,15 @@ static tsl_status backward_op(const run *r, written *w) {
       if ((st = need_fresh(r, w, od->in[0])) < 0 || (two && (st = need_fresh(r, w, od->in[1])) < 0)) return st;
       int64_t n = rows(r, od->out[0]) * width(r, od->out[0]);
       void *da = tsl_act_grad(m, r->unit, od->in[0], &ld), *db = two ? tsl_act_grad(m, r->unit, od->in[1], &ld2) : NULL;
-      st = tsl_activation_backward(m->rt, s, r->op->variant, da, db, tsl_act_grad(m, r->unit, od->out[0], &ld),
-                                   act(r, od->in[0], &ld), two ? act(r, od->in[1], &ld2) : NULL, n);
+      float *dbias = gelu_bias_grad(r, w);
+      if (dbias)
+        st = be_status(m->rt->be.gelu_backward_bias(&m->rt->be, s, da, dbias, act(r, od->in[0], &ld),
+                                                     tsl_act_grad(m, r->unit, od->out[0], &ld2),
+                                                     rows(r, od->out[0]), width(r, od->out[0])),
+                       "GELU backward with the bias gradient");
+      else
+        st = tsl_activation_backward(m->rt, s, r->op->variant, da, db, tsl_act_grad(m, r->unit, od->out[0], &ld),
+                                     act(r, od->in[0], &ld), two ? act(r, od->in[1], &ld2) : NULL, n);
       if (st < 0) return st;
       mark(w, da);
       if (db) mark(w, db);
@@ -284,8 +410,11 @@ static tsl_status backward_op(const run *r, written *w) {
 }
 
 tsl_status tsl_exec_backward(tsl_model *m, const tessel_op_ctx *c, int slot, int unit) {
+  tsl_status st;
   const tsl_unit *u = &m->units[unit];
-  written w = {.n = 0};
+  written w = {.n = 0, .bias_done = -1};
+  TSL_TRY(st, tsl_offload_enter(m, slot, unit, 1));
+  TSL_TRY(st, recompute(m, c, slot, unit));
   /* the stream's gradient holds d(output) on entry, except at the head,
   ** where backward starts */
   if (u->info.kind != TESSEL_UNIT_HEAD) mark(&w, m->dres);
@@ -293,8 +422,11 @@ tsl_status tsl_exec_backward(tsl_model *m, const tessel_op_ctx *c, int slot, int
     tessel_op_ctx ck = *c;
     ck.op = &u->ops[k];
     run r = {m, &ck, slot, unit, u->decl, &u->ops[k], &u->decl->ops[k], 0};
-    tsl_status st = backward_op(&r, &w);
+    st = backward_op(&r, &w);
     if (st < 0) return tsl_error_wrap(st, "unit %d, backward of %s", unit, tsl_op_kind_name(u->ops[k].kind));
   }
-  return TESSEL_OK;
+  TSL_TRY(st, tsl_offload_leave(m, slot, unit, 1));
+  return tsl_offload_prefetch(m, slot, unit - 1);
+fail:
+  return st;
 }

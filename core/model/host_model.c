@@ -1,5 +1,6 @@
 /* core/model/host_model.c — tessel_model_api: the model as a plugin sees it.
 ** Every struct is copied out with the reader's size (tsl_copy_out). */
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/util.h"
@@ -122,6 +123,28 @@ static tsl_status m_boundary(tessel_host *h, int slot, int unit, void **act, voi
   return tsl_model_boundary(m, slot, unit, act, grad, count);
 }
 
+static tsl_status m_act_memory(tessel_host *h, const int32_t *tier, const int32_t *recompute, uint64_t *device,
+                               uint64_t *host) {
+  MODEL(h, m);
+  int U = m->dims.units;
+  tsl_unit_plan *plans = calloc((size_t)U, sizeof *plans);
+  if (!plans) return tsl_error(TESSEL_E_NOMEM, "out of host memory sizing activations");
+  tsl_status st = TESSEL_OK;
+  for (int u = 0; u < U && st >= 0; u++) {
+    if ((tier[u] != TESSEL_TIER_DEVICE && tier[u] != TESSEL_TIER_HOST) || recompute[u] < TESSEL_RECOMPUTE_NONE ||
+        recompute[u] > TESSEL_RECOMPUTE_FULL)
+      st = tsl_error(TESSEL_E_INTERNAL, "act_memory: unit %d placed on tier %d with recompute %d", u, tier[u],
+                     recompute[u]);
+    else
+      st = tsl_unit_plan_for(m->units[u].decl,
+                             &(tessel_placement){.tier = (tessel_tier)tier[u], .recompute = recompute[u]}, &plans[u]);
+  }
+  if (st >= 0) st = tsl_acts_size(m, plans, device, host);
+  if (st >= 0) *device += tsl_model_scratch_bytes(&m->geo);
+  free(plans);
+  return st;
+}
+
 const tessel_model_api *tsl_host_model(void) {
   static const tessel_model_api api = {.size = sizeof(tessel_model_api),
                                        .dims = m_dims,
@@ -135,6 +158,7 @@ const tessel_model_api *tsl_host_model(void) {
                                        .init_flat = m_init_flat,
                                        .forward = m_forward,
                                        .backward = m_backward,
-                                       .boundary = m_boundary};
+                                       .boundary = m_boundary,
+                                       .act_memory = m_act_memory};
   return &api;
 }

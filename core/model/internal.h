@@ -7,19 +7,46 @@
 
 #include "model/model.h"
 
+/* What a unit keeps from its forward to its backward, and what it runs
+** again before its backward (recompute.c). Buffers and statistics that are
+** not kept are transient: they live in the workspace every unit shares. */
+typedef struct tsl_unit_plan {
+  int recompute;                          /* TESSEL_RECOMPUTE_* */
+  tessel_tier tier;                       /* where the kept part waits: DEVICE or HOST */
+  uint8_t keep[TSL_UNIT_MAX_ACTS];        /* own buffers (not views, not the stream ends) */
+  uint8_t keep_saved[TSL_UNIT_MAX_OPS];   /* an op's statistics (norm, attention) */
+  uint8_t rerun[TSL_UNIT_MAX_OPS];        /* forward ops run again before backward */
+  int n_rerun;
+} tsl_unit_plan;
+
 /* A unit as the interpreter runs it. */
 typedef struct tsl_unit {
   const tsl_unit_decl *decl;
   tessel_unit_info info;
   tessel_op ops[TSL_UNIT_MAX_OPS];       /* public form, global parameter indices */
   int kind_index;                       /* 0 embedding, 1 block, 2 head: which grad set */
+  tsl_unit_plan plan;
 } tsl_unit;
 
-/* One unit's activations in one slot. */
+/* One unit's activations in one slot. Kept buffers of a unit placed on the
+** host point into a staging buffer while the unit runs (offload.c). */
 typedef struct tsl_unit_acts {
   void *buf[TSL_UNIT_MAX_ACTS];          /* NULL for views and absent stream ends */
   float *saved[TSL_UNIT_MAX_OPS][2];     /* norm: mean, rstd; attention: lse */
+  void *host;                            /* HOST tier: the kept part between its passes */
+  uint64_t kept_bytes;                   /* size of the kept part */
 } tsl_unit_acts;
+
+/* A device buffer that holds the kept part of a host-placed unit while it
+** runs or waits to run (offload.c). */
+typedef struct tsl_stage {
+  void *buf;
+  int slot, unit;          /* whose kept part it holds; unit -1: none */
+  int valid;               /* it holds that part's current values */
+  tsl_event *copied;       /* the last copy into or out of it, on the offload stream */
+  tsl_event *computed;     /* the last compute that used it, on the compute stream */
+  uint64_t last_use;       /* for choosing the least recently used */
+} tsl_stage;
 
 typedef struct tsl_slot {
   void *arena;            /* one allocation holding everything below */
@@ -49,7 +76,13 @@ struct tsl_model {
   int n_slots;
   void *grad_arena;
   tsl_grad_set grads[3];       /* embedding, block, head */
-  void *dres, *dtmp, *logits;
+  void *workspace;             /* transient buffers of the unit running now */
+  void *host_arena;            /* per slot, the kept parts of host-placed units */
+  tsl_stage stage[2];          /* one for the unit running, one being filled */
+  uint64_t stage_bytes, stage_uses;
+  tsl_stream *offload;         /* copies to and from the host tier */
+  void *dres, *dtmp, *logits;  /* logits: [rows, vocab] for a strategy's head, a block of rows for the core's */
+  void *all_logits;            /* every row's logits, made on demand for sampling */
   float *losses;                        /* [micro_steps * rows] per-token losses */
   int32_t *host_inputs, *host_targets; /* staging for the batch function */
   float *host_losses;                   /* staging for reading losses back */
@@ -71,6 +104,27 @@ void *tsl_act_grad(const tsl_model *m, int unit, int act, int64_t *ld);
 int tsl_act_on_rank(const tsl_model *m, int unit);
 tsl_status tsl_acts_allocate(tsl_model *m);
 void tsl_acts_free(tsl_model *m);
+/* Bytes the activation storage takes on the device and on the host with
+** unit u planned as plans[u] (plans of every unit). */
+tsl_status tsl_acts_size(const tsl_model *m, const tsl_unit_plan *plans, uint64_t *device, uint64_t *host);
+/* Point the kept buffers of (slot, unit) at `base` (a part carved as the
+** plan says). */
+void tsl_acts_bind_kept(tsl_model *m, int slot, int unit, void *base);
+
+/* recompute.c: the plan of a unit's activations under a placement. */
+tsl_status tsl_unit_plan_for(const tsl_unit_decl *d, const tessel_placement *p, tsl_unit_plan *out);
+/* "none", "selective", "full" */
+const char *tsl_recompute_name(int recompute);
+
+/* offload.c: the kept part of a host-placed unit on its way between the
+** tiers. enter before the unit's ops run (backward: its kept part fetched
+** unless a prefetch brought it), leave after (forward in training: copied
+** out to the host); prefetch starts fetching a unit's part ahead of its
+** backward. Units on the device pass through. */
+tsl_status tsl_offload_enter(tsl_model *m, int slot, int unit, int backward);
+tsl_status tsl_offload_leave(tsl_model *m, int slot, int unit, int backward);
+tsl_status tsl_offload_prefetch(tsl_model *m, int slot, int unit);
+void tsl_offload_free(tsl_model *m);
 
 /* exec.c: one unit's ops forward and backward. */
 tsl_status tsl_exec_forward(tsl_model *m, const tessel_op_ctx *c, int slot, int unit, int micro);
@@ -86,5 +140,9 @@ tsl_status tsl_op_attention_backward(tsl_model *m, const tessel_op_ctx *c, const
 tsl_status tsl_op_embedding_forward(tsl_model *m, const tessel_op_ctx *c, const tessel_embedding_args *a);
 tsl_status tsl_op_embedding_backward(tsl_model *m, const tessel_op_ctx *c, const tessel_embedding_args *a);
 tsl_status tsl_op_head(tsl_model *m, const tessel_op_ctx *c, const tessel_head_args *a);
+/* Rows per block of the core's head, which never holds all rows' logits. */
+int64_t tsl_op_head_block_rows(const tsl_model *m);
+/* out [rows, vocab] = inp · wᵀ: every row's logits at once (sampling). */
+tsl_status tsl_op_head_logits(tsl_model *m, const void *inp, const tessel_param_view *w, void *out);
 
 #endif

@@ -179,20 +179,6 @@ fail:
   return st;
 }
 
-uint64_t tsl_model_scratch_bytes(const tessel_geometry *g) {
-  uint64_t rows = (uint64_t)TSL_MAX(g->rows, g->inner_rows);
-  uint64_t ce = ((rows * sizeof(float) + 7) & ~7ull) + 2 * sizeof(double) * rows;
-  return TSL_MAX(ce, 2 * sizeof(double) * rows);
-}
-
-/* The reduction scratch the core's kernels need (cross-entropy row maxima
-** and sums, split-norm statistics, the gradient norm), taken now so that a
-** strategy that plans memory at setup sees it in the ledger. */
-static tsl_status reserve_scratch(tsl_model *m) {
-  void *p;
-  return tsl_scratch(m->rt, tsl_model_scratch_bytes(&m->geo), &p);
-}
-
 tsl_status tsl_model_materialize(tsl_model *m, uint64_t seed) {
   tsl_status st;
   tessel_layout *mine = calloc((size_t)m->params.n + 1, sizeof *mine);
@@ -204,7 +190,6 @@ tsl_status tsl_model_materialize(tsl_model *m, uint64_t seed) {
   TSL_TRY(st, tsl_state_allocate(&m->state, &m->params));
   TSL_TRY(st, tsl_state_init(&m->state, &m->params, seed));
   TSL_TRY(st, tsl_acts_allocate(m));
-  TSL_TRY(st, reserve_scratch(m));
   if (m->rt->plugin && m->rt->plugin->vt.setup) {
     tsl_hook_enter(m->rt);
     if ((st = m->rt->plugin->vt.setup(m->rt->inst)) < 0) {
@@ -376,8 +361,28 @@ tsl_status tsl_model_loss_sum(tsl_model *m, int micro_steps, double *sum, double
 
 tsl_status tsl_model_logits(tsl_model *m, const void **logits, int64_t *rows, int64_t *vocab) {
   if (!m->logits) return tsl_error(TESSEL_E_INTERNAL, "the head does not run on this rank");
-  *logits = m->logits;
   *rows = m->geo.rows;
   *vocab = m->geo.vocab;
+  if (m->plugin_ops.head || tsl_op_head_block_rows(m) >= m->geo.rows) {
+    *logits = m->logits;
+    return TESSEL_OK;
+  }
+  /* the core's head went block by block: make every row's logits again
+  ** from its input, which the last evaluation left in slot 0 */
+  tsl_status st;
+  int head = m->dims.units - 1;
+  const tsl_unit *u = &m->units[head];
+  int k = u->info.n_ops - 1;
+  int64_t ld;
+  tessel_param_view w;
+  if (!m->all_logits)
+    TSL_TRY(st, tsl_mem_alloc(&m->rt->ledger, TESSEL_TIER_DEVICE, TESSEL_MEM_ACT,
+                              (uint64_t)(m->geo.rows * m->geo.vocab) * tessel_dtype_size(m->dims.act_dtype),
+                              "logits for sampling", &m->all_logits));
+  tsl_model_view(m, u->ops[k].weight, &w);
+  TSL_TRY(st, tsl_op_head_logits(m, tsl_act_ptr(m, 0, head, u->decl->ops[k].in[0], &ld), &w, m->all_logits));
+  *logits = m->all_logits;
   return TESSEL_OK;
+fail:
+  return st;
 }

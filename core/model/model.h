@@ -38,11 +38,15 @@ void tsl_model_dims_single(const tsl_runtime *rt, tessel_model_dims *out);
 ** names the strategy in the error. */
 tsl_status tsl_geometry_complete(const tessel_model_dims *d, const char *who, tessel_geometry *g);
 /* The reduction scratch the core keeps for a geometry (cross-entropy and
-** norm statistics per row, the gradient norm). */
+** norm statistics per row, the gradient norm), taken when activations are
+** allocated so that a strategy that plans memory at setup sees it. */
 uint64_t tsl_model_scratch_bytes(const tessel_geometry *g);
-/* Device bytes of the activation arena of one slot and of the gradient
-** buffers for geometry g (what tsl_model_materialize allocates). */
-tsl_status tsl_model_act_bytes(const tsl_model *m, const tessel_geometry *g, uint64_t *per_slot, uint64_t *grads);
+/* The bytes activation storage takes on the device (every slot, the
+** workspace of recomputed parts, offload staging, the activation
+** gradients) and on the host (offloaded kept parts) for geometry g, each
+** unit as the strategy placed its activations: what materialize
+** allocates. */
+tsl_status tsl_model_act_bytes(const tsl_model *m, const tessel_geometry *g, uint64_t *device, uint64_t *host);
 
 /* The two halves of building a model: plan registers the parameters and
 ** asks the strategy for layouts, geometry and placements (no device

@@ -150,6 +150,31 @@ static double parse_duration(const char *text) {
   return total;
 }
 
+/* train.recompute: none | selective | full, or a count N of blocks, the
+** first N of which are recomputed in full (Megatron-LM's "block" method).
+** layers is 0 when the model's own keys were wrong: any N ≥ 1 passes then. */
+static tsl_status read_recompute(tsl_cfg *t, int layers, tsl_settings *s) {
+  static const char *const modes[] = {"none", "selective", "full", NULL};
+  const char *v;
+  tsl_status st = tsl_cfg_string(t, "recompute", "none", &v);
+  if (st < 0) return st;
+  for (int i = 0; modes[i]; i++)
+    if (!strcmp(v, modes[i])) {
+      s->train.recompute = i;
+      return TESSEL_OK;
+    }
+  char *end;
+  long n = strtol(v, &end, 10);
+  if (*v < '0' || *v > '9' || *end || n < 1 || (layers > 0 && n > layers))
+    return tsl_cfg_error(t, "recompute",
+                         "'%s' is not none, selective, full or a number of blocks from 1 to %d (the first N blocks "
+                         "recompute in full)",
+                         v, layers);
+  s->train.recompute = TESSEL_RECOMPUTE_FULL;
+  s->train.recompute_layers = (int)n;
+  return TESSEL_OK;
+}
+
 static tsl_status read_train(tsl_cfg *root, tsl_settings *s) {
   tsl_cfg *t;
   int64_t steps, batch, micro, seed, tokens, top_k;
@@ -174,6 +199,8 @@ static tsl_status read_train(tsl_cfg *root, tsl_settings *s) {
   keep(&st, tsl_cfg_string(t, "sample_prompt", "\n", &s->train.sample_prompt));
   keep(&st, tsl_cfg_float(t, "sample_temperature", 1.0, 0.0, 100.0, &s->train.sample_temperature));
   keep(&st, tsl_cfg_int(t, "sample_top_k", 0, 0, 1 << 24, &top_k));
+  keep(&st, read_recompute(t, s->model.layers, s));
+  keep(&st, tsl_cfg_bool(t, "offload_activations", 0, &s->train.offload_activations));
   if (b >= 0 && mb >= 0 && micro > batch)
     keep(&st, tsl_cfg_error(t, "micro_batch_size", "%lld is larger than batch_size %lld", (long long)micro,
                             (long long)batch));

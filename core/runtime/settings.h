@@ -55,6 +55,9 @@ typedef struct tsl_settings {
     const char *sample_prompt;
     double sample_temperature;
     int sample_top_k;
+    int recompute;         /* TESSEL_RECOMPUTE_* for every unit, or FULL for the first recompute_layers blocks */
+    int recompute_layers;  /* 0: `recompute` applies to every unit */
+    int offload_activations; /* kept activations wait on the host tier */
   } train;
   struct {
     double lr, min_lr, beta1, beta2, eps, weight_decay, grad_clip;

@@ -28,9 +28,23 @@ static const char *kind_name(tessel_state_ref ref, const tsl_state *s, char *buf
   }
 }
 
-/* The strategy's answer for one kind, over the default: device, whole. */
-static tsl_status ask(tsl_runtime *rt, tessel_state_ref ref, tessel_placement *out) {
+/* The core's default for one kind: on the device, whole; activations as
+** train.recompute and train.offload_activations say. */
+static tessel_placement default_place(const tsl_runtime *rt, tessel_state_ref ref, int layers) {
   tessel_placement p = {.size = sizeof p, .tier = TESSEL_TIER_DEVICE};
+  if (ref.kind != TESSEL_STATE_ACT) return p;
+  const tsl_settings *s = &rt->settings;
+  int block = ref.index >= 1 && ref.index <= layers;
+  p.recompute = s->train.recompute_layers ? (block && ref.index <= s->train.recompute_layers ? TESSEL_RECOMPUTE_FULL
+                                                                                             : TESSEL_RECOMPUTE_NONE)
+                                          : s->train.recompute;
+  if (s->train.offload_activations) p.tier = TESSEL_TIER_HOST;
+  return p;
+}
+
+/* The strategy's answer for one kind, over the core's default. */
+static tsl_status ask(tsl_runtime *rt, tessel_state_ref ref, int layers, tessel_placement *out) {
+  tessel_placement p = default_place(rt, ref, layers);
   if (rt->plugin && rt->plugin->vt.place) {
     tsl_hook_enter(rt);
     tsl_status st = rt->plugin->vt.place(rt->inst, ref, &p);
@@ -67,8 +81,8 @@ tsl_status tsl_state_plan(tsl_runtime *rt, tsl_state *s, int n_units, int n_slot
   s->n_slots = n_slots;
   for (int i = 0; i < n_slots; i++) s->slot_names[i] = slot_names[i];
   tessel_state_ref master = {TESSEL_STATE_MASTER, 0}, grad = {TESSEL_STATE_GRAD, 0};
-  TSL_TRY(st, ask(rt, master, &s->master_at));
-  TSL_TRY(st, ask(rt, grad, &s->grad_at));
+  TSL_TRY(st, ask(rt, master, n_units - 2, &s->master_at));
+  TSL_TRY(st, ask(rt, grad, n_units - 2, &s->grad_at));
   TSL_TRY(st, check_tier(rt, s, master, s->master_at.tier));
   if (s->master_at.shard_axes)
     return refuse(rt, s, master, "master weights are never sharded by the core (store them yourself: "
@@ -78,7 +92,7 @@ tsl_status tsl_state_plan(tsl_runtime *rt, tsl_state *s, int n_units, int n_slot
   for (int i = 0; i < n_slots; i++) {
     tessel_state_ref ref = {TESSEL_STATE_SLOT, i};
     tessel_placement *p = &s->slot_at[i];
-    TSL_TRY(st, ask(rt, ref, p));
+    TSL_TRY(st, ask(rt, ref, n_units - 2, p));
     TSL_TRY(st, check_tier(rt, s, ref, p->tier));
     TSL_TRY(st, check_axes(rt, s, ref, p->shard_axes));
     if (!p->shard_axes && s->grad_at.shard_axes) { /* sharded gradients imply sharded slots */
@@ -97,7 +111,7 @@ tsl_status tsl_state_plan(tsl_runtime *rt, tsl_state *s, int n_units, int n_slot
   if (!s->act_at) return tsl_error(TESSEL_E_NOMEM, "out of host memory for placements");
   for (int u = 0; u < n_units; u++) {
     tessel_state_ref ref = {TESSEL_STATE_ACT, u};
-    TSL_TRY(st, ask(rt, ref, &s->act_at[u]));
+    TSL_TRY(st, ask(rt, ref, n_units - 2, &s->act_at[u]));
     const tessel_placement *p = &s->act_at[u];
     if (p->shard_axes) return refuse(rt, s, ref, "activations are never sharded by the core");
     if (p->tier == TESSEL_TIER_NVME) return refuse(rt, s, ref, "activations live on the device or the host");

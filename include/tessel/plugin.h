@@ -495,7 +495,11 @@ typedef struct tessel_state_ref {
   int32_t index;
 } tessel_state_ref;
 
-/* What to do with a unit's activations between its forward and backward. */
+/* What to do with a unit's activations between its forward and backward.
+** Recomputation reruns forward ops with the same kernels on the same
+** inputs, so losses and gradients are bit for bit those of NONE; a rerun
+** op calls the strategy's layer_ops again (a tensor-parallel linear
+** communicates again under FULL; SELECTIVE reruns no linear). */
 enum {
   TESSEL_RECOMPUTE_NONE = 0,      /* keep everything                         */
   TESSEL_RECOMPUTE_SELECTIVE = 1, /* keep GEMM outputs, redo the cheap parts  */
@@ -507,7 +511,10 @@ enum {
 ** tier: MASTER and SLOT may live on any tier (the core's optimizer streams
 ** them through the device in pieces); GRAD stays on the device (backward
 ** writes it); ACT on DEVICE or HOST (kept activations copied out after the
-** unit's forward and back before its backward).
+** unit's forward and back before its backward, fetched ahead while the
+** unit above runs its backward). The core's default for ACT is the run's
+** train.recompute and train.offload_activations; the `place` hook sees it
+** in `out` and may change it.
 **
 ** shard_axes ≠ 0 shards SLOT or GRAD state over the group of those axes,
 ** whose ranks must hold identical layouts (data-parallel replicas):
@@ -792,6 +799,15 @@ typedef struct tessel_model_api {
   tessel_status (*forward)(tessel_host *, int micro, int slot, int unit);
   tessel_status (*backward)(tessel_host *, int micro, int slot, int unit);
   tessel_status (*boundary)(tessel_host *, int slot, int unit, void **act, void **grad, uint64_t *count);
+  /* ABI 2.1. The bytes the core's non-model memory (activations, their
+  ** gradients, the kernels' reduction scratch) would take on the device and
+  ** on the host if unit u's activations were placed on tier[u] (DEVICE or HOST)
+  ** with recompute[u] (TESSEL_RECOMPUTE_*), for every unit (arrays of
+  ** dims.units). Exact: the same arithmetic allocates them. For a `place`
+  ** hook weighing recomputation and offload against the device; callable
+  ** from `place` on. */
+  tessel_status (*act_memory)(tessel_host *, const int32_t *tier, const int32_t *recompute, uint64_t *device,
+                              uint64_t *host);
 } tessel_model_api;
 
 /* The core-owned state: optimizer, placement, flat storage, private slots. */
@@ -985,7 +1001,9 @@ typedef struct tessel_strategy {
   /* NULL: the single-process geometry. */
   tessel_status (*geometry)(void *inst, tessel_geometry *out);
   /* Where one kind of core-owned state lives. NULL (or out left as given):
-  ** the device, whole, activations kept. */
+  ** the device, whole; activations as train.recompute and
+  ** train.offload_activations say (everything kept on the device unless
+  ** set). */
   tessel_status (*place)(void *inst, tessel_state_ref what, tessel_placement *out);
   /* After storage is allocated and initialised: build buckets, chunks. */
   tessel_status (*setup)(void *inst);

@@ -153,6 +153,11 @@ static const tsl_backend cpu_backend = {
     .ce_finish = tsl_cpu_ce_finish,
     .adamw = tsl_cpu_adamw,
     .sumsq = tsl_cpu_sumsq,
+    .linear_gelu_forward = tsl_cpu_linear_gelu_forward,
+    .gelu_backward_bias = tsl_cpu_gelu_backward_bias,
+    .add_layernorm_forward = tsl_cpu_add_layernorm_forward,
+    .layernorm_backward_add = tsl_cpu_layernorm_backward_add,
+    .ce_fused = tsl_cpu_ce_fused,
 };
 
 const tsl_backend *tsl_cpu_backend(void) { return &cpu_backend; }

@@ -78,6 +78,12 @@ void tsl_cpu_sgemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, fl
 /* db[cols] += Σ_rows x[rows, cols], parallel over columns so that the
 ** result does not depend on the thread count. */
 void tsl_cpu_column_sums(float *db, const float *x, int64_t rows, int64_t cols);
+int tsl_cpu_linear_gelu_forward(tsl_backend *be, tsl_stream *s, void *pre, void *out, const void *inp,
+                                const void *w, const void *bias, int64_t rows, int64_t ic, int64_t oc);
+/* GELU and its gradient over n contiguous elements on the calling thread:
+** the one copy of each loop, shared by the kernels and their fusions. */
+void tsl_cpu_gelu_span(float *o, const float *x, int64_t n);
+void tsl_cpu_gelu_grad_span(float *di, const float *x, const float *d, int64_t n);
 
 /* ---- layer norm (layernorm.c) ---- */
 
@@ -87,6 +93,12 @@ int tsl_cpu_layernorm_forward(tsl_backend *be, tsl_stream *s, void *out, float *
 int tsl_cpu_layernorm_backward(tsl_backend *be, tsl_stream *s, void *dinp, float *dw, float *db,
                                const void *dout, const void *inp, const void *w, const float *mean,
                                const float *rstd, int64_t rows, int64_t cols);
+int tsl_cpu_add_layernorm_forward(tsl_backend *be, tsl_stream *s, void *sum, void *out, float *mean, float *rstd,
+                                  const void *a, const void *b, const void *w, const void *bias, int64_t rows,
+                                  int64_t cols);
+int tsl_cpu_layernorm_backward_add(tsl_backend *be, tsl_stream *s, void *dinp, float *dw, float *db,
+                                   const void *dout, const void *inp, const void *w, const float *mean,
+                                   const float *rstd, int64_t rows, int64_t cols);
 int tsl_cpu_layernorm_stats(tsl_backend *be, tsl_stream *s, double *sums, const void *inp,
                             int64_t rows, int64_t cols);
 int tsl_cpu_layernorm_apply(tsl_backend *be, tsl_stream *s, void *out, float *mean, float *rstd,
@@ -140,6 +152,8 @@ int tsl_cpu_rope(tsl_backend *be, tsl_stream *s, void *x, int64_t batch, int64_t
 int tsl_cpu_gelu_forward(tsl_backend *be, tsl_stream *s, void *out, const void *inp, int64_t n);
 int tsl_cpu_gelu_backward(tsl_backend *be, tsl_stream *s, void *dinp, const void *inp,
                           const void *dout, int64_t n);
+int tsl_cpu_gelu_backward_bias(tsl_backend *be, tsl_stream *s, void *dinp, float *db, const void *inp,
+                               const void *dout, int64_t rows, int64_t cols);
 int tsl_cpu_add(tsl_backend *be, tsl_stream *s, void *out, const void *a, const void *b, int64_t n);
 int tsl_cpu_axpy(tsl_backend *be, tsl_stream *s, tessel_dtype dtype, void *y, float alpha,
                  const void *x, int64_t n);
@@ -175,6 +189,8 @@ int tsl_cpu_ce_sums(tsl_backend *be, tsl_stream *s, double *sums, const void *lo
 int tsl_cpu_ce_finish(tsl_backend *be, tsl_stream *s, float *losses, void *logits,
                       const float *rowmax, const double *sums, const int32_t *targets, int64_t rows,
                       int64_t vocab_begin, int64_t vocab, int64_t valid, float dscale);
+int tsl_cpu_ce_fused(tsl_backend *be, tsl_stream *s, float *losses, void *logits, const int32_t *targets,
+                     int64_t rows, int64_t vocab, int64_t valid, float dscale);
 
 /* ---- optimizer and reductions (adamw.c) ---- */
 

@@ -12,31 +12,25 @@
 ** is evaluated as x·σ(2u) = x / (1 + e^(−2u)): the same function, without
 ** the cancellation of 1 + tanh u for negative x, and vectorisable through
 ** tsl_cpu_expf. For large |x|, x³ overflows to ±inf and e^(−2u) to inf or
-** 0, giving exactly 0 or x. */
-int tsl_cpu_gelu_forward(tsl_backend *be, tsl_stream *s, void *out, const void *inp, int64_t n) {
-  if (n < 0) return TESSEL_E_INTERNAL;
-  float *o = out;
-  const float *x = inp;
-#pragma omp parallel for simd schedule(static) if (n >= TSL_CPU_PARALLEL_MIN)
+** 0, giving exactly 0 or x. Never inlined: the kernel below and the fused
+** linear + GELU (matmul.c) run this one copy of the loop, so the two give
+** the same bits (a recomputed GELU must equal the one the forward made). */
+__attribute__((noinline)) void tsl_cpu_gelu_span(float *o, const float *x, int64_t n) {
+#pragma omp simd
   for (int64_t i = 0; i < n; i++) {
     float xi = x[i];
     float u = GELU_K * (xi + GELU_C * xi * xi * xi);
     o[i] = xi / (1.0f + tsl_cpu_expf(-2.0f * u));
   }
-  return TESSEL_OK;
 }
 
 /* dinp = gelu'(x)·dout (overwrite). With s = σ(2u) and e = e^(−2u),
 ** gelu'(x) = s + 2x·s(1 − s)·u' and s(1 − s) = e·s², which keeps its
 ** precision where 1 − s would cancel. Beyond |x| = 10 the second term is
 ** below 1e-35, so x is clamped there: e·s² stays finite (never inf·0) and
-** the derivative settles at its limits 0 and 1. */
-int tsl_cpu_gelu_backward(tsl_backend *be, tsl_stream *s, void *dinp, const void *inp,
-                          const void *dout, int64_t n) {
-  if (n < 0) return TESSEL_E_INTERNAL;
-  float *di = dinp;
-  const float *x = inp, *d = dout;
-#pragma omp parallel for simd schedule(static) if (n >= TSL_CPU_PARALLEL_MIN)
+** the derivative settles at its limits 0 and 1. One copy, as above. */
+__attribute__((noinline)) void tsl_cpu_gelu_grad_span(float *di, const float *x, const float *d, int64_t n) {
+#pragma omp simd
   for (int64_t i = 0; i < n; i++) {
     float xi = x[i] > 10.0f ? 10.0f : (x[i] < -10.0f ? -10.0f : x[i]);
     float x2 = xi * xi;
@@ -46,6 +40,52 @@ int tsl_cpu_gelu_backward(tsl_backend *be, tsl_stream *s, void *dinp, const void
     float sg = 1.0f / (1.0f + e);
     float grad = sg + 2.0f * xi * (e * sg * sg) * du;
     di[i] = grad * d[i];
+  }
+}
+
+/* Elements per task of the elementwise kernels: a few pages, whole lines. */
+enum { SPAN = 4096 };
+
+int tsl_cpu_gelu_forward(tsl_backend *be, tsl_stream *s, void *out, const void *inp, int64_t n) {
+  if (n < 0) return TESSEL_E_INTERNAL;
+  float *o = out;
+  const float *x = inp;
+#pragma omp parallel for schedule(static) if (n >= TSL_CPU_PARALLEL_MIN)
+  for (int64_t i0 = 0; i0 < n; i0 += SPAN) tsl_cpu_gelu_span(o + i0, x + i0, TSL_MIN(SPAN, n - i0));
+  return TESSEL_OK;
+}
+
+int tsl_cpu_gelu_backward(tsl_backend *be, tsl_stream *s, void *dinp, const void *inp,
+                          const void *dout, int64_t n) {
+  if (n < 0) return TESSEL_E_INTERNAL;
+  float *di = dinp;
+  const float *x = inp, *d = dout;
+#pragma omp parallel for schedule(static) if (n >= TSL_CPU_PARALLEL_MIN)
+  for (int64_t i0 = 0; i0 < n; i0 += SPAN) tsl_cpu_gelu_grad_span(di + i0, x + i0, d + i0, TSL_MIN(SPAN, n - i0));
+  return TESSEL_OK;
+}
+
+/* dinp[rows,cols] = gelu'(inp)·dout and db[cols] += Σ_rows dinp, in one
+** pass (fusion: the bias gradient of the linear before the GELU is summed
+** while its input gradient is made). Each thread owns blocks of columns
+** and walks every row, as tsl_cpu_column_sums does, so the sums are those
+** of the unfused pair and do not depend on the thread count. */
+int tsl_cpu_gelu_backward_bias(tsl_backend *be, tsl_stream *s, void *dinp, float *db, const void *inp,
+                               const void *dout, int64_t rows, int64_t cols) {
+  if (rows < 0 || cols < 0) return TESSEL_E_INTERNAL;
+  float *di = dinp;
+  const float *x = inp, *d = dout;
+#pragma omp parallel for schedule(static) if (rows * cols >= TSL_CPU_PARALLEL_MIN)
+  for (int64_t c0 = 0; c0 < cols; c0 += TSL_CPU_COLUMN_BLOCK) {
+    int64_t width = TSL_MIN(TSL_CPU_COLUMN_BLOCK, cols - c0);
+    float acc[TSL_CPU_COLUMN_BLOCK] = {0};
+    for (int64_t r = 0; r < rows; r++) {
+      float *row = di + r * cols + c0;
+      tsl_cpu_gelu_grad_span(row, x + r * cols + c0, d + r * cols + c0, width);
+#pragma omp simd
+      for (int64_t j = 0; j < width; j++) acc[j] += row[j];
+    }
+    for (int64_t j = 0; j < width; j++) db[c0 + j] += acc[j];
   }
   return TESSEL_OK;
 }

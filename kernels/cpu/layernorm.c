@@ -58,11 +58,19 @@ static void row_backward_sums(double out[2], const float *dout, const float *x, 
 }
 
 /* dinp = rstd·(g − Σg/total − x̂·Σ(g·x̂)/total) over one row's n local
-** columns (overwrite) */
+** columns (overwrite, or added to dinp when `add`) */
 static void row_backward_apply(float *dinp, const double sums[2], const float *dout, const float *x,
-                               const float *w, float mean, float rstd, int64_t n, int64_t total) {
+                               const float *w, float mean, float rstd, int64_t n, int64_t total, int add) {
   float mean_g = (float)(sums[0] / (double)total);
   float mean_gx = (float)(sums[1] / (double)total);
+  if (add) {
+#pragma omp simd
+    for (int64_t i = 0; i < n; i++) {
+      float xhat = (x[i] - mean) * rstd;
+      dinp[i] += rstd * (dout[i] * w[i] - mean_g - xhat * mean_gx);
+    }
+    return;
+  }
 #pragma omp simd
   for (int64_t i = 0; i < n; i++) {
     float xhat = (x[i] - mean) * rstd;
@@ -112,22 +120,55 @@ int tsl_cpu_layernorm_forward(tsl_backend *be, tsl_stream *s, void *out, float *
   return TESSEL_OK;
 }
 
-/* dinp[rows,cols] (overwrite), dw[cols] +=, db[cols] += */
-int tsl_cpu_layernorm_backward(tsl_backend *be, tsl_stream *s, void *dinp, float *dw, float *db,
-                               const void *dout, const void *inp, const void *w, const float *mean,
-                               const float *rstd, int64_t rows, int64_t cols) {
+/* sum = a + b, then out = layernorm(sum)·w + bias, row by row: the norm
+** reads each row of the sum while it is in cache (fusion of the residual
+** add and the norm after it; the same per-row arithmetic as the pair). */
+int tsl_cpu_add_layernorm_forward(tsl_backend *be, tsl_stream *s, void *sum, void *out, float *mean, float *rstd,
+                                  const void *a, const void *b, const void *w, const void *bias, int64_t rows,
+                                  int64_t cols) {
   if (rows < 0 || cols <= 0) return TESSEL_E_INTERNAL;
-  const float *d = dout, *x = inp;
-  float *di = dinp;
+  const float *x = a, *y = b;
+  float *sm = sum, *o = out;
+#pragma omp parallel for schedule(static)
+  for (int64_t r = 0; r < rows; r++) {
+    float *sr = sm + r * cols;
+    const float *xr = x + r * cols, *yr = y + r * cols;
+#pragma omp simd
+    for (int64_t i = 0; i < cols; i++) sr[i] = xr[i] + yr[i];
+    double sums[2];
+    row_sums(sums, sr, cols);
+    row_apply(o + r * cols, mean + r, rstd + r, sums, sr, w, bias, cols, cols);
+  }
+  return TESSEL_OK;
+}
+
+static int backward(float *di, float *dw, float *db, const float *d, const float *x, const float *w,
+                    const float *mean, const float *rstd, int64_t rows, int64_t cols, int add) {
+  if (rows < 0 || cols <= 0) return TESSEL_E_INTERNAL;
   param_grads(dw, db, d, x, mean, rstd, rows, cols);
 #pragma omp parallel for schedule(static)
   for (int64_t r = 0; r < rows; r++) {
     double sums[2];
     const float *dr = d + r * cols, *xr = x + r * cols;
     row_backward_sums(sums, dr, xr, w, mean[r], rstd[r], cols);
-    row_backward_apply(di + r * cols, sums, dr, xr, w, mean[r], rstd[r], cols, cols);
+    row_backward_apply(di + r * cols, sums, dr, xr, w, mean[r], rstd[r], cols, cols, add);
   }
   return TESSEL_OK;
+}
+
+/* dinp[rows,cols] (overwrite), dw[cols] +=, db[cols] += */
+int tsl_cpu_layernorm_backward(tsl_backend *be, tsl_stream *s, void *dinp, float *dw, float *db,
+                               const void *dout, const void *inp, const void *w, const float *mean,
+                               const float *rstd, int64_t rows, int64_t cols) {
+  return backward(dinp, dw, db, dout, inp, w, mean, rstd, rows, cols, 0);
+}
+
+/* The same with dinp += (fusion: the residual stream's gradient takes the
+** norm's input gradient without a scratch buffer and a second pass). */
+int tsl_cpu_layernorm_backward_add(tsl_backend *be, tsl_stream *s, void *dinp, float *dw, float *db,
+                                   const void *dout, const void *inp, const void *w, const float *mean,
+                                   const float *rstd, int64_t rows, int64_t cols) {
+  return backward(dinp, dw, db, dout, inp, w, mean, rstd, rows, cols, 1);
 }
 
 /* sums[rows,2] = (Σx, Σx²) over this rank's cols */
@@ -179,6 +220,6 @@ int tsl_cpu_layernorm_backward_apply(tsl_backend *be, tsl_stream *s, void *dinp,
 #pragma omp parallel for schedule(static)
   for (int64_t r = 0; r < rows; r++)
     row_backward_apply(di + r * cols, sums + 2 * r, d + r * cols, x + r * cols, w, mean[r], rstd[r],
-                       cols, total_cols);
+                       cols, total_cols, 0);
   return TESSEL_OK;
 }

@@ -62,27 +62,41 @@ static void sgemm_block(int trans_a, int trans_b, int64_t r0, int64_t m, int64_t
   tsl_cpu_sgemm(trans_a, trans_b, m, n, k, alpha, ab, lda, bb, ldb, beta, c + r0 * ldc + c0, ldc);
 }
 
-/* C = alpha·op(A)·op(B) + beta·C, with C cut into one block per thread:
-** whole rows when C has enough of them (measured faster than columns for
-** the linear layers' shapes), else whole columns. Blocks start on
-** multiples of 16, so that split by columns no two threads write the same
-** cache line of C. */
+/* How C[m,n] of a product with inner size k is cut into one block per
+** thread: whole rows when C has enough of them (measured faster than
+** columns for the linear layers' shapes), else whole columns; returns the
+** number of parts (1: no team). Blocks start on multiples of 16, so that
+** split by columns no two threads write the same cache line of C. */
+static int team_parts(int64_t m, int64_t n, int64_t k, int *by_rows, int64_t *extent) {
+  int parts = (double)m * (double)n * (double)k < SPLIT_MIN_MACS ? 1 : omp_get_max_threads();
+  *by_rows = m >= 16 * (int64_t)parts || m >= n;
+  *extent = *by_rows ? m : n;
+  if ((*extent + 15) / 16 < parts) parts = (int)((*extent + 15) / 16);
+  return parts < 1 ? 1 : parts;
+}
+
+/* Thread t's part [lo, hi) of `extent` cut into nt blocks. */
+static void team_range(int64_t extent, int64_t t, int64_t nt, int64_t *lo, int64_t *hi) {
+  const int64_t per = ((extent + nt - 1) / nt + 15) & ~(int64_t)15;
+  *lo = TSL_MIN(t * per, extent);
+  *hi = TSL_MIN(*lo + per, extent);
+}
+
+/* C = alpha·op(A)·op(B) + beta·C, with C cut into one block per thread. */
 static void sgemm_team(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float alpha,
                        const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
                        float *c, int64_t ldc) {
-  int parts = (double)m * (double)n * (double)k < SPLIT_MIN_MACS ? 1 : omp_get_max_threads();
-  const int by_rows = m >= 16 * (int64_t)parts || m >= n;
-  const int64_t extent = by_rows ? m : n;
-  if ((extent + 15) / 16 < parts) parts = (int)((extent + 15) / 16);
+  int by_rows;
+  int64_t extent;
+  int parts = team_parts(m, n, k, &by_rows, &extent);
   if (parts <= 1) {
     sgemm_block(trans_a, trans_b, 0, m, 0, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     return;
   }
 #pragma omp parallel num_threads(parts)
   {
-    const int64_t nt = omp_get_num_threads(), t = omp_get_thread_num();
-    const int64_t per = ((extent + nt - 1) / nt + 15) & ~(int64_t)15;
-    const int64_t lo = TSL_MIN(t * per, extent), hi = TSL_MIN(lo + per, extent);
+    int64_t lo, hi;
+    team_range(extent, omp_get_thread_num(), omp_get_num_threads(), &lo, &hi);
     if (hi > lo) {
       if (by_rows)
         sgemm_block(trans_a, trans_b, lo, hi - lo, 0, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
@@ -90,6 +104,55 @@ static void sgemm_team(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k
         sgemm_block(trans_a, trans_b, 0, m, lo, hi - lo, k, alpha, a, lda, b, ldb, beta, c, ldc);
     }
   }
+}
+
+/* One thread's block of a linear layer: rows [r0, r0+m) and columns
+** [c0, c0+n) of out = inp·w + bias, and act = gelu(out) over the block
+** when act is given — while the block is still in this core's cache. */
+static void linear_block(float *out, float *act, const float *inp, const float *w, const float *bias,
+                         int64_t r0, int64_t m, int64_t c0, int64_t n, int64_t ic, int64_t oc) {
+  float *o = out + r0 * oc + c0;
+  if (bias)
+    for (int64_t r = 0; r < m; r++) memcpy(o + r * oc, bias + c0, (size_t)n * sizeof(float));
+  tsl_cpu_sgemm(0, 0, m, n, ic, 1.0f, inp + r0 * ic, ic, w + c0, oc, bias ? 1.0f : 0.0f, o, oc);
+  if (!act) return;
+  if (n == oc) tsl_cpu_gelu_span(act + r0 * oc, o, m * oc);
+  else
+    for (int64_t r = 0; r < m; r++) tsl_cpu_gelu_span(act + (r0 + r) * oc + c0, o + r * oc, n);
+}
+
+/* out = inp·w + bias (and act = gelu(out)), cut as sgemm_team cuts C: the
+** bias broadcast, the product and the activation of a block run on one
+** thread, in one parallel region, with no pass over out in between. */
+static int linear_team(float *out, float *act, const float *inp, const float *w, const float *bias, int64_t rows,
+                       int64_t ic, int64_t oc) {
+  const int64_t sizes[] = {rows, ic, oc};
+  for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+    int st = blas_size(sizes[i]);
+    if (st) return st;
+  }
+  if (rows == 0 || oc == 0) return TESSEL_OK;
+  if (ic == 0) { /* no product: the bias alone */
+    for (int64_t r = 0; r < rows; r++) {
+      if (bias) memcpy(out + r * oc, bias, (size_t)oc * sizeof(float));
+      else memset(out + r * oc, 0, (size_t)oc * sizeof(float));
+      if (act) tsl_cpu_gelu_span(act + r * oc, out + r * oc, oc);
+    }
+    return TESSEL_OK;
+  }
+  int by_rows;
+  int64_t extent;
+  int parts = team_parts(rows, oc, ic, &by_rows, &extent);
+#pragma omp parallel num_threads(parts) if (parts > 1)
+  {
+    int64_t lo, hi;
+    team_range(extent, omp_get_thread_num(), omp_get_num_threads(), &lo, &hi);
+    if (hi > lo) {
+      if (by_rows) linear_block(out, act, inp, w, bias, lo, hi - lo, 0, oc, ic, oc);
+      else linear_block(out, act, inp, w, bias, 0, rows, lo, hi - lo, ic, oc);
+    }
+  }
+  return TESSEL_OK;
 }
 
 /* C[m,n] = alpha·op(A)·op(B) + beta·C, all fp32 row-major; op(A) is [m,k],
@@ -115,19 +178,21 @@ int tsl_cpu_gemm(tsl_backend *be, tsl_stream *s, int trans_a, int trans_b, int64
   return TESSEL_OK;
 }
 
-/* out[rows,oc] = inp[rows,ic] · w[ic,oc] + bias[oc]. The bias is broadcast
-** into out first and the product added onto it (beta = 1): no second pass
-** over out after the product. */
+/* out[rows,oc] = inp[rows,ic] · w[ic,oc] + bias[oc]. Each thread
+** broadcasts the bias into its block of out and adds its product onto it
+** (beta = 1): no second pass over out. */
 int tsl_cpu_linear_forward(tsl_backend *be, tsl_stream *s, void *out, const void *inp,
                            const void *w, const void *bias, int64_t rows, int64_t ic, int64_t oc) {
   if (rows < 0 || oc < 0) return TESSEL_E_INTERNAL;
-  float *o = out;
-  if (bias) {
-#pragma omp parallel for schedule(static)
-    for (int64_t r = 0; r < rows; r++) memcpy(o + r * oc, bias, (size_t)oc * sizeof(float));
-  }
-  return tsl_cpu_gemm(be, s, 0, 0, rows, oc, ic, 1.0f, inp, ic, w, oc, bias ? 1.0f : 0.0f, out, oc,
-                      TESSEL_F32);
+  return linear_team(out, NULL, inp, w, bias, rows, ic, oc);
+}
+
+/* pre = inp·w + bias and out = gelu(pre), block by block (fusion: the GELU
+** reads each block of pre while it is in cache). */
+int tsl_cpu_linear_gelu_forward(tsl_backend *be, tsl_stream *s, void *pre, void *out, const void *inp,
+                                const void *w, const void *bias, int64_t rows, int64_t ic, int64_t oc) {
+  if (rows < 0 || oc < 0) return TESSEL_E_INTERNAL;
+  return linear_team(pre, out, inp, w, bias, rows, ic, oc);
 }
 
 /* dinp[rows,ic] = dout[rows,oc] · wᵀ (overwrite, skipped if NULL);

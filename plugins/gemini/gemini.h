@@ -35,6 +35,7 @@ typedef struct gm_opts {
   double shard_param_frac, offload_optim_frac, offload_param_frac, nvme_optim_frac, steady_ratio;
   const char *nvme_dir;
   int prefetch;         /* chunks gathered ahead of use */
+  int auto_recompute;   /* auto: recompute or offload activations that do not fit */
 } gm_opts;
 
 /* ----------------------------------------------- chunks and tensor states */
@@ -181,6 +182,9 @@ typedef struct gemini {
   uint64_t nonmodel;      /* activations and scratch: setup estimate, then measured (dp max) */
   uint64_t dev_bytes;     /* this plugin's model data on the device now */
   uint64_t dev_peak;
+  int headroom;           /* auto: a step fits only in the whole device, not × steady_ratio */
+  int acts_decided;       /* auto: the activations' placement is chosen */
+  int32_t *act_tier, *act_rec; /* per unit: what auto chose (NULL: nothing) */
   struct gm_pooled *pool; /* released transient buffers, kept for reuse */
   int npool, pool_cap;
   uint64_t pooled;        /* their bytes */
@@ -232,10 +236,14 @@ tessel_status gm_reduce(gemini *g, int c, int pos);
 tessel_status gm_reduce_complete(gemini *g, int c);
 tessel_status gm_release_all(gemini *g);
 
+/* The device scratch gemini takes for itself (its reductions). */
+#define GM_OWN_SCRATCH (2 * sizeof(double))
+
 /* placement.c */
 const char *gm_bytes(uint64_t bytes, char buf[32]); /* "12.50 MiB" */
 tessel_status gm_max_over_dp(gemini *g, double *v, int n); /* each v[i]: the largest of any rank (n <= 2) */
 void gm_place(gemini *g);                    /* the initial placement from the options */
+uint64_t gm_limit(const gemini *g);          /* device bytes a step may use */
 uint64_t gm_budget(const gemini *g);         /* room for model data on the device */
 tessel_status gm_make_room(gemini *g, int pos, uint64_t demand);
 tessel_status gm_prefetch_ahead(gemini *g, int pos);
@@ -265,6 +273,10 @@ tessel_status gm_simulate(gemini *g, gm_policy policy, int prefetch, int all_off
 ** optimizer state of the chunks that fit to the device, and simulate the
 ** steady step (dry-safe, for estimates). */
 tessel_status gm_settle(gemini *g, int *promoted, gm_sim *steady);
+
+/* activations.c: the `place` hook — under auto, activations recomputed or
+** offloaded when they do not fit. */
+tessel_status gm_place_state(void *inst, tessel_state_ref what, tessel_placement *out);
 
 /* optim.c */
 tessel_status gm_grad_norm(void *inst, double *sumsq);

@@ -69,9 +69,14 @@ void gm_place(gemini *g) {
   }
 }
 
-uint64_t gm_budget(const gemini *g) {
+uint64_t gm_limit(const gemini *g) {
   if (g->cap == UINT64_MAX) return UINT64_MAX;
-  uint64_t limit = g->o.placement == GM_AUTO ? (uint64_t)((double)g->cap * g->o.steady_ratio) : g->cap;
+  return g->o.placement == GM_AUTO && !g->headroom ? (uint64_t)((double)g->cap * g->o.steady_ratio) : g->cap;
+}
+
+uint64_t gm_budget(const gemini *g) {
+  uint64_t limit = gm_limit(g);
+  if (limit == UINT64_MAX) return UINT64_MAX;
   return limit > g->nonmodel ? limit - g->nonmodel : 0;
 }
 
@@ -92,12 +97,12 @@ tessel_status gm_make_room(gemini *g, int pos, uint64_t demand) {
       }
     }
     if (victim < 0) {
-      char a[32], b[32], c[32], d[32];
+      char a[32], b[32], c[32], d[32], e[32];
       return g->api->set_error(g->host, TESSEL_E_NOMEM,
                                "unit %d needs %s more on the device, which holds %s of model data, and "
-                               "placement auto's budget is %s (device.memory_limit × steady_ratio − %s non-model)",
+                               "placement auto's budget is %s (%s of the device − %s non-model)",
                                g->sch->v[pos].unit, gm_bytes(demand, a), gm_bytes(g->dev_bytes, b), gm_bytes(budget, c),
-                               gm_bytes(g->nonmodel, d));
+                               gm_bytes(gm_limit(g), e), gm_bytes(g->nonmodel, d));
     }
     if ((st = gm_release(g, victim)) < 0) return st;
   }
@@ -134,31 +139,49 @@ tessel_status gm_prefetch_ahead(gemini *g, int pos) {
   return TESSEL_OK;
 }
 
+/* Auto keeps a step under limit × steady_ratio, the headroom left for
+** what the ledger does not see (fragmentation, a library's own buffers).
+** When only the whole device holds the smallest step, auto takes the
+** headroom rather than refuse what a static placement would train, and
+** says so. */
+static void take_headroom(gemini *g, uint64_t need) {
+  char a[32], b[32], c[32];
+  g->headroom = 1;
+  g->api->log(g->host, TESSEL_LOG_WARN,
+              "placement auto: a step needs at least %s on the device, more than device.memory_limit × "
+              "steady_ratio (%s × %g = %s): using the headroom, up to the whole device",
+              gm_bytes(need, a), gm_bytes(g->cap, b), g->o.steady_ratio,
+              gm_bytes((uint64_t)((double)g->cap * g->o.steady_ratio), c));
+}
+
 tessel_status gm_check_fit(gemini *g) {
   tessel_status st;
   gm_sim least, planned;
   char a[32], b[32], c[32], d[32], e[32];
   if (g->cap == UINT64_MAX) return TESSEL_OK;
   int automatic = g->o.placement == GM_AUTO;
-  uint64_t limit = automatic ? (uint64_t)((double)g->cap * g->o.steady_ratio) : g->cap;
   uint64_t other = g->nonmodel;
   if ((st = gm_simulate(g, GM_RELEASE, 0, 1, 0, &least)) < 0) return st;
+  if (automatic && other + least.peak > gm_limit(g) && other + least.peak <= g->cap)
+    take_headroom(g, other + least.peak);
+  uint64_t limit = gm_limit(g);
   if (other + least.peak > limit)
     return g->api->set_error(
         g->host, TESSEL_E_NOMEM,
         "this model cannot train on this device even with every chunk offloaded: a step needs at least %s "
         "on the device (%s of activations and scratch, %s for the chunks of the largest unit and their gradients), "
-        "and %s%s is available. Raise device.memory_limit, lower train.micro_batch_size or set a smaller "
-        "plugin.chunk_size.",
+        "and %s is available. Raise device.memory_limit, lower train.micro_batch_size, set a smaller "
+        "plugin.chunk_size%s.",
         gm_bytes(other + least.peak, a), gm_bytes(other, b), gm_bytes(least.peak, c), gm_bytes(limit, d),
-        automatic ? " (device.memory_limit × steady_ratio)" : "");
+        automatic && g->o.auto_recompute ? "" : " or recompute activations (train.recompute: full)");
   if (automatic) return TESSEL_OK;
   if ((st = gm_simulate(g, GM_RELEASE, g->o.prefetch, 0, 0, &planned)) < 0) return st;
   if (other + planned.peak > limit)
     return g->api->set_error(g->host, TESSEL_E_NOMEM,
                              "static placement needs %s on the device (%s of activations and scratch, %s of "
                              "chunks), and the device has %s. With everything offloaded a step needs %s: raise "
-                             "offload_optim_frac and offload_param_frac, or use placement: auto.",
+                             "offload_optim_frac and offload_param_frac, recompute activations (train.recompute), "
+                             "or use placement: auto.",
                              gm_bytes(other + planned.peak, a), gm_bytes(other, b), gm_bytes(planned.peak, c),
                              gm_bytes(limit, d), gm_bytes(other + least.peak, e));
   return TESSEL_OK;

@@ -5,6 +5,7 @@
 #include "gemini.h"
 
 static const char *const static_only[] = {"shard_param_frac", "offload_optim_frac", "offload_param_frac"};
+static const char *const auto_only[] = {"steady_ratio", "auto_recompute"};
 
 /* Is the key in the section? */
 static int has(gemini *g, const tessel_cfg *sec, const char *key) {
@@ -41,12 +42,14 @@ static tessel_status options(gemini *g, const tessel_cfg *sec) {
       if (has(g, sec, static_only[i]))
         return cfg->error_at(h, sec, static_only[i],
                              "applies to placement: static only (placement: auto places chunks itself)");
-    if ((st = cfg->get_float(h, sec, "steady_ratio", 0.8, 0.0, 1.0, &o->steady_ratio)) < 0) return st;
+    if ((st = cfg->get_float(h, sec, "steady_ratio", 0.8, 0.0, 1.0, &o->steady_ratio)) < 0 ||
+        (st = cfg->get_bool(h, sec, "auto_recompute", 1, &o->auto_recompute)) < 0)
+      return st;
     if (o->steady_ratio <= 0.0)
       return cfg->error_at(h, sec, "steady_ratio", "must be above 0, got %g", o->steady_ratio);
   } else {
-    if (has(g, sec, "steady_ratio"))
-      return cfg->error_at(h, sec, "steady_ratio", "applies to placement: auto only");
+    for (size_t i = 0; i < sizeof auto_only / sizeof *auto_only; i++)
+      if (has(g, sec, auto_only[i])) return cfg->error_at(h, sec, auto_only[i], "applies to placement: auto only");
     if ((st = cfg->get_float(h, sec, "shard_param_frac", 1.0, 0.0, 1.0, &o->shard_param_frac)) < 0 ||
         (st = cfg->get_float(h, sec, "offload_optim_frac", 0.0, 0.0, 1.0, &o->offload_optim_frac)) < 0 ||
         (st = cfg->get_float(h, sec, "offload_param_frac", 0.0, 0.0, 1.0, &o->offload_param_frac)) < 0)
@@ -88,6 +91,8 @@ static void destroy(void *inst) {
   gm_schedules_free(g);
   gm_chunks_free(&g->cs);
   free(g->warm_unit);
+  free(g->act_tier);
+  free(g->act_rec);
   free(g);
 }
 
@@ -225,8 +230,8 @@ static tessel_status setup(void *inst) {
   TESSEL_TRY(api->comm->group_info(g->host, g->dp, &dp_rank, &dp_size));
   if (dp_size != g->world || dp_rank != g->rank)
     return api->set_error(g->host, TESSEL_E_INTERNAL, "the dp group is not the world it planned for");
-  if ((st = gm_units_build(g)) < 0 || (st = gm_schedules_build(g)) < 0) return st;
-  if ((st = api->mem->alloc(g->host, TESSEL_TIER_DEVICE, TESSEL_MEM_SCRATCH, 2 * sizeof(double), "gemini reductions",
+  if (!g->units && ((st = gm_units_build(g)) < 0 || (st = gm_schedules_build(g)) < 0)) return st;
+  if ((st = api->mem->alloc(g->host, TESSEL_TIER_DEVICE, TESSEL_MEM_SCRATCH, GM_OWN_SCRATCH, "gemini reductions",
                             (void **)&g->norm)) < 0 ||
       (st = api->mem->stats(g->host, TESSEL_TIER_DEVICE, &dev)) < 0)
     return st;
@@ -264,6 +269,7 @@ static const tessel_strategy strategy = {
     .destroy = destroy,
     .mesh = mesh,
     .layout = layout,
+    .place = gm_place_state,
     .setup = setup,
     .before_forward = gm_before_forward,
     .after_forward = gm_after_forward,

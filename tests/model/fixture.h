@@ -54,6 +54,18 @@ static inline tessel_model_dims fixture_dims(const tsl_runtime *rt, int micro_ba
 
 static inline void fixture_release(tsl_runtime *rt) { tsl_runtime_destroy(rt); }
 
+/* Every parameter uniform in [-0.5, 0.5) from a fixed generator: O(1)
+** values, so that every nonlinearity of a tiny model works in its curved
+** range (GPT-2's 0.02 scale keeps it almost linear). */
+static inline void fixture_randomize(tsl_model *m, uint64_t seed) {
+  tsl_params *ps = tsl_model_params(m);
+  for (int i = 0; i < ps->n; i++)
+    for (uint64_t k = 0; k < ps->p[i].local_numel; k++) {
+      seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+      ps->p[i].master[k] = (float)((double)(seed >> 11) / 9007199254740992.0 - 0.5);
+    }
+}
+
 /* GPT-2's parameters for L layers, C channels, T positions, V tokens, with
 ** `kv` key/value heads of `heads` (heads = kv: GPT-2 itself). */
 static inline int fixture_gpt2_params(tsl_params *ps, int L, int C, int T, int V, int heads, int kv) {

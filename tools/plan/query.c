@@ -154,10 +154,11 @@ static tsl_status core_state(tessel_host *h, const tessel_geometry *g, uint64_t 
   tessel_geometry geo;
   tsl_copy_in(&geo, sizeof geo, g);
   tsl_status st = tsl_geometry_complete(tsl_model_dims(rt->model), rt->plugin->name, &geo);
-  uint64_t slot = 0, grads = 0;
-  if (st >= 0) st = tsl_model_act_bytes(rt->model, &geo, &slot, &grads);
+  uint64_t act_device = 0, act_host = 0;
+  if (st >= 0) st = tsl_model_act_bytes(rt->model, &geo, &act_device, &act_host);
   if (st < 0) return st;
-  out[TESSEL_TIER_DEVICE][TESSEL_MEM_ACT] = slot * (uint64_t)geo.act_slots + grads;
+  out[TESSEL_TIER_DEVICE][TESSEL_MEM_ACT] = act_device;
+  out[TESSEL_TIER_HOST][TESSEL_MEM_ACT] = act_host;
   int direct;
   if ((st = state_costs(rt, r, core_numel, out, &direct)) < 0) return st;
   /* the reduction scratch, taken before training; an optimizer that stages

@@ -1,0 +1,53 @@
+# gemini placement auto and activations (issue #20), on one rank under
+# tests/gemini/activations.yaml's 28 MiB:
+#   - static placement with every chunk offloaded trains: the reference;
+#   - auto with auto_recompute: false trains too, by taking the headroom
+#     (its log says so), its peak under the whole device: auto no longer
+#     refuses what a static placement trains;
+#   - auto at its defaults recomputes activations instead, says which, and
+#     stays under limit × steady_ratio;
+#   - under 22 MiB, where static offload cannot keep the activations, auto
+#     trains by recomputing them.
+# Every run's losses equal the reference's within 1e-5 (tests/equiv/equiv.sh
+# argues the tolerance; recomputation itself changes no bit, see
+# tests/recompute).
+set -euo pipefail
+TESSEL=$1; SRC=$2; TMP=$3
+WORK=$TMP/gemini_activations.$$
+rm -rf "$WORK"; mkdir -p "$WORK"; cd "$SRC"
+fail() { echo "FAIL: $*" >&2; exit 1; }
+CONFIG=tests/gemini/activations.yaml
+MiB=$((1 << 20))
+common=(--set train.sample_tokens=0 --set checkpoint.resume=never --set log.progress=never
+        --set data.dir="$WORK/data" --set device.threads=1)
+auto=(--set plugin.placement=auto)
+offload=(--set plugin.offload_optim_frac=1 --set plugin.offload_param_frac=1)
+losses() { sed -n 's/.*"loss":\([^,]*\),.*/\1/p' "$1"; }
+peak() { grep -o '"device":{"peak":[0-9]*' "$1" | sed 's/.*://' | sort -n | tail -1; }
+
+train() { # NAME LIMIT_MIB CEILING_BYTES ARGS...
+  local name=$1 limit=$2 ceiling=$3; shift 3
+  "$TESSEL" run "$CONFIG" --set device.memory_limit="${limit}MiB" --set log.dir="$WORK/$name" "${common[@]}" "$@" \
+    >"$WORK/$name.log" 2>&1 || { cat "$WORK/$name.log" >&2; fail "$name: did not train under $limit MiB"; }
+  local top
+  top=$(peak "$WORK/$name/metrics.jsonl")
+  [ "$top" -le "$ceiling" ] || fail "$name: device peak $top B above $ceiling B"
+  paste <(losses "$WORK/static/metrics.jsonl") <(losses "$WORK/$name/metrics.jsonl") | awk -v n="$name" '
+    { d = ($1 - $2) / $1; if (d < 0) d = -d; if (d > w) w = d; c++ }
+    END { if (c != 3 || w > 1e-5) { printf "FAIL: %s: %d steps, losses differ by %.3g\n", n, c, w; exit 1 } }' >&2
+  echo "ok $name: trains under $limit MiB, device peak $top B"
+}
+
+train static 28 $((28 * MiB)) "${offload[@]}"
+train headroom 28 $((28 * MiB)) "${auto[@]}" --set plugin.auto_recompute=false
+grep -q "using the headroom, up to the whole device" "$WORK/headroom.log" || fail "headroom: the log does not say so"
+train auto 28 $((28 * MiB * 4 / 5)) "${auto[@]}"
+grep -q "placement auto: activations do not fit beside the chunks, so block.* recompute" "$WORK/auto.log" ||
+  fail "auto: the log does not say what it recomputes"
+if "$TESSEL" run "$CONFIG" --set device.memory_limit=22MiB --set log.dir="$WORK/static22" "${common[@]}" "${offload[@]}" \
+   >"$WORK/static22.log" 2>&1; then
+  fail "static offload trained under 22 MiB: the case does not need recomputation"
+fi
+train auto22 22 $((22 * MiB * 4 / 5)) "${auto[@]}"
+grep -q "placement auto: activations do not fit" "$WORK/auto22.log" || fail "auto22: nothing recomputed"
+rm -rf "$WORK"
