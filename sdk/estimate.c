@@ -66,6 +66,15 @@ tessel_status tessel_est_traffic(const tessel_sdk *x, const tessel_plan_query *q
   return q->traffic(x->host, &t);
 }
 
+tessel_status tessel_est_op_passes(const tessel_sdk *x, int unit, int op, uint64_t *passes) {
+  const tessel_model_api *model = x->api->model;
+  int32_t again = 0;
+  if (TESSEL_HAS(model, tessel_model_api, op_reruns) && model->op_reruns)
+    TESSEL_TRY(model->op_reruns(x->host, unit, op, &again));
+  *passes = again ? 2 : 1;
+  return TESSEL_OK;
+}
+
 tessel_status tessel_est_core(const tessel_sdk *x, const tessel_plan_query *q, const tessel_geometry *g,
                               uint64_t core_numel, tessel_estimate *out) {
   uint64_t core[TESSEL_TIER_COUNT][TESSEL_MEM_KIND_COUNT];

@@ -25,6 +25,12 @@ static tsl_status check_unit(const tsl_model *m, int unit) {
   return tsl_error(TESSEL_E_INTERNAL, "no unit %d (the model has %d)", unit, m->dims.units);
 }
 
+static tsl_status check_op(const tsl_model *m, int unit, int op) {
+  tsl_status st = check_unit(m, unit);
+  if (st < 0 || (op >= 0 && op < tsl_model_unit(m, unit)->n_ops)) return st;
+  return tsl_error(TESSEL_E_INTERNAL, "unit %d has no op %d", unit, op);
+}
+
 static tsl_status m_dims(tessel_host *h, tessel_model_dims *out) {
   MODEL(h, m);
   return tsl_copy_out(out, &m->dims, sizeof m->dims);
@@ -56,10 +62,8 @@ static tsl_status m_unit_info(tessel_host *h, int unit, tessel_unit_info *out) {
 
 static tsl_status m_unit_op(tessel_host *h, int unit, int op, tessel_op *out) {
   MODEL(h, m);
-  tsl_status st = check_unit(m, unit);
+  tsl_status st = check_op(m, unit, op);
   if (st < 0) return st;
-  if (op < 0 || op >= tsl_model_unit(m, unit)->n_ops)
-    return tsl_error(TESSEL_E_INTERNAL, "unit %d has no op %d", unit, op);
   return tsl_copy_out(out, tsl_model_op(m, unit, op), sizeof(tessel_op));
 }
 
@@ -145,6 +149,17 @@ static tsl_status m_act_memory(tessel_host *h, const int32_t *tier, const int32_
   return st;
 }
 
+static tsl_status m_op_reruns(tessel_host *h, int unit, int op, int32_t *reruns) {
+  MODEL(h, m);
+  tsl_unit_plan plan;
+  tsl_status st = check_op(m, unit, op);
+  if (st < 0) return st;
+  if (!m->state.act_at) return tsl_error(TESSEL_E_INTERNAL, "op_reruns called before activations were placed");
+  if ((st = tsl_unit_plan_for(m->units[unit].decl, &m->state.act_at[unit], &plan)) < 0) return st;
+  *reruns = plan.rerun[op];
+  return TESSEL_OK;
+}
+
 const tessel_model_api *tsl_host_model(void) {
   static const tessel_model_api api = {.size = sizeof(tessel_model_api),
                                        .dims = m_dims,
@@ -159,6 +174,7 @@ const tessel_model_api *tsl_host_model(void) {
                                        .forward = m_forward,
                                        .backward = m_backward,
                                        .boundary = m_boundary,
-                                       .act_memory = m_act_memory};
+                                       .act_memory = m_act_memory,
+                                       .op_reruns = m_op_reruns};
   return &api;
 }

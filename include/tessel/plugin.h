@@ -808,6 +808,12 @@ typedef struct tessel_model_api {
   ** from `place` on. */
   tessel_status (*act_memory)(tessel_host *, const int32_t *tier, const int32_t *recompute, uint64_t *device,
                               uint64_t *host);
+  /* ABI 2.1. 1 when op `op` of unit `unit` runs again before the unit's
+  ** backward under its activations' placement (recompute), else 0: the
+  ** strategy's layer_ops hook then runs that op's forward twice per
+  ** micro-batch, and a tensor-parallel split communicates twice (estimates
+  ** count it). Callable once activations are placed. */
+  tessel_status (*op_reruns)(tessel_host *, int unit, int op, int32_t *reruns);
 } tessel_model_api;
 
 /* The core-owned state: optimizer, placement, flat storage, private slots. */

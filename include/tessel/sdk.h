@@ -168,6 +168,12 @@ void tessel_parts_free(tessel_parts *p);
 tessel_status tessel_est_traffic(const tessel_sdk *x, const tessel_plan_query *q, uint32_t axes,
                                  tessel_collective kind, tessel_overlap overlap, uint64_t calls, uint64_t payload);
 
+/* How many times op `op` of `unit` runs its forward per micro-batch: 2 when
+** the core recomputes it before the unit's backward (model->op_reruns,
+** ABI 2.1; the unit's activation placement), else 1. Its forward
+** collectives happen that many times. */
+tessel_status tessel_est_op_passes(const tessel_sdk *x, int unit, int op, uint64_t *passes);
+
 /* The core's storage for the rank (q->core_state), added into out->memory. */
 tessel_status tessel_est_core(const tessel_sdk *x, const tessel_plan_query *q, const tessel_geometry *g,
                               uint64_t core_numel, tessel_estimate *out);

@@ -34,9 +34,11 @@ tessel_status tp_est_stats(tp_base *at, const tessel_plan_query *q, uint32_t nor
     for (int k = 0; k < u.n_ops; k++) {
       tessel_op op = {.size = sizeof op};
       TESSEL_TRY(model->unit_op(at->x.host, unit, k, &op));
-      if (op.kind == TESSEL_OP_NORM) { /* forward and backward: Σx, Σx² (RMS: Σx²) per row, as doubles */
-        norm_calls += 2;
-        norm_bytes += 2 * (op.variant == TESSEL_NORM_LAYER ? 16 : 8) * r;
+      if (op.kind == TESSEL_OP_NORM) { /* each forward and the backward: Σx, Σx² (RMS: Σx²) per row, as doubles */
+        uint64_t n;
+        TESSEL_TRY(tessel_est_op_passes(&at->x, unit, k, &n));
+        norm_calls += n + 1;
+        norm_bytes += (n + 1) * (op.variant == TESSEL_NORM_LAYER ? 16 : 8) * r;
       } else if (op.kind == TESSEL_OP_HEAD) { /* a row maximum (fp32), then two row sums (fp64) */
         loss_calls += 2;
         loss_bytes += (4 + 16) * r;

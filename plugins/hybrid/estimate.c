@@ -12,7 +12,8 @@
 **       parallel input again; the vocabulary-parallel embedding sums its
 **       lookup, the head its input gradient, and the cross-entropy a row
 **       maximum (fp32) and two sums (fp64) per row; under sequence
-**       parallelism the norm gradients once per step;
+**       parallelism the norm gradients once per step; an op recomputed
+**       before backward (op_reruns) repeats its forward collectives;
 **   pp  per micro-batch the boundary activation forward and its gradient
 **       back (b·s·h, /tp under sequence parallelism), the tied table's
 **       gradient once per step;
@@ -39,35 +40,37 @@ static void add(tally *t, int axis, tessel_collective k, uint64_t calls, uint64_
   t->bytes[axis][k] += bytes;
 }
 
-/* One micro-batch of the tensor-parallel primitives of one unit. */
+/* One micro-batch of the tensor-parallel primitives of one unit; forward
+** ones once per pass (tessel_est_op_passes). */
 static tessel_status unit_tp(const hybrid *h, int unit, tally *t) {
   const tessel_model_api *model = h->x.api->model;
   const tessel_model_dims *d = &h->dims;
   uint64_t tokens = (uint64_t)d->micro_batch * (uint64_t)d->seq_len, es = h->act_size;
-  uint64_t bsh = tokens * (uint64_t)d->dim[TESSEL_DIM_HIDDEN] * es;
+  uint64_t bsh = tokens * (uint64_t)d->dim[TESSEL_DIM_HIDDEN] * es, n;
   tessel_unit_info u = {.size = sizeof u};
   TESSEL_TRY(model->unit_info(h->x.host, unit, &u));
   for (int k = 0; k < u.n_ops; k++) {
     tessel_op op = {.size = sizeof op};
     tessel_param_info w = {.size = sizeof w};
     TESSEL_TRY(model->unit_op(h->x.host, unit, k, &op));
+    TESSEL_TRY(tessel_est_op_passes(&h->x, unit, k, &n));
     if (op.kind == TESSEL_OP_LINEAR) {
       TESSEL_TRY(model->param_info(h->x.host, op.weight, &w));
       uint64_t in = tokens * (uint64_t)w.shape[0] * es, out = tokens * (uint64_t)w.shape[1] * es;
       if (w.role == TESSEL_ROLE_LINEAR_IN && !h->sp) add(t, AXIS_TP, TESSEL_COLL_ALL_REDUCE, 1, in);
       if (w.role == TESSEL_ROLE_LINEAR_IN && h->sp) {
-        add(t, AXIS_TP, TESSEL_COLL_ALL_GATHER, 2, 2 * in); /* forward, and again for the weight gradient */
+        add(t, AXIS_TP, TESSEL_COLL_ALL_GATHER, n + 1, (n + 1) * in); /* forward, and again for the weight gradient */
         add(t, AXIS_TP, TESSEL_COLL_REDUCE_SCATTER, 1, in);
       }
-      if (w.role == TESSEL_ROLE_LINEAR_OUT && !h->sp) add(t, AXIS_TP, TESSEL_COLL_ALL_REDUCE, 1, out);
+      if (w.role == TESSEL_ROLE_LINEAR_OUT && !h->sp) add(t, AXIS_TP, TESSEL_COLL_ALL_REDUCE, n, n * out);
       if (w.role == TESSEL_ROLE_LINEAR_OUT && h->sp) {
-        add(t, AXIS_TP, TESSEL_COLL_REDUCE_SCATTER, 1, out);
+        add(t, AXIS_TP, TESSEL_COLL_REDUCE_SCATTER, n, n * out);
         add(t, AXIS_TP, TESSEL_COLL_ALL_GATHER, 1, out);
       }
     } else if (op.kind == TESSEL_OP_EMBEDDING) {
-      if (!h->sp) add(t, AXIS_TP, TESSEL_COLL_ALL_REDUCE, 1, bsh);
+      if (!h->sp) add(t, AXIS_TP, TESSEL_COLL_ALL_REDUCE, n, n * bsh);
       if (h->sp) {
-        add(t, AXIS_TP, TESSEL_COLL_REDUCE_SCATTER, 1, bsh);
+        add(t, AXIS_TP, TESSEL_COLL_REDUCE_SCATTER, n, n * bsh);
         add(t, AXIS_TP, TESSEL_COLL_ALL_GATHER, 1, bsh);
       }
     } else if (op.kind == TESSEL_OP_HEAD) {
@@ -75,7 +78,7 @@ static tessel_status unit_tp(const hybrid *h, int unit, tally *t) {
       add(t, AXIS_TP, TESSEL_COLL_ALL_REDUCE, 2, tokens * (4 + 16));
       if (!h->sp) add(t, AXIS_TP, TESSEL_COLL_ALL_REDUCE, 1, bsh);
       if (h->sp) {
-        add(t, AXIS_TP, TESSEL_COLL_ALL_GATHER, 1, bsh);
+        add(t, AXIS_TP, TESSEL_COLL_ALL_GATHER, n, n * bsh);
         add(t, AXIS_TP, TESSEL_COLL_REDUCE_SCATTER, 1, bsh);
       }
     }

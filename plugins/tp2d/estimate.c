@@ -4,7 +4,8 @@
 **
 ** Per micro-batch, a linear [K → N] on m local rows is SUMMA in q steps:
 **   forward  q broadcasts of X blocks along the grid row (m·K in all) and
-**            of W blocks along the grid column (K·N/q);
+**            of W blocks along the grid column (K·N/q), twice when the core
+**            recomputes the op before backward;
 **   dX       W again along the column, q reduces of [m, K/q] along the row;
 **   dW       X again along the row, q reduces of fp32 [K/q, N/q] along the
 **            column.
@@ -19,15 +20,16 @@
 
 #include "tp2d.h"
 
-/* One micro-batch of SUMMA traffic of a product with a weight [K, N]. */
-static void summa(uint64_t tally[2][2][2], uint64_t m, uint64_t K, uint64_t N, uint64_t q, uint64_t es) {
+/* One micro-batch of SUMMA traffic of a product with a weight [K, N] whose
+** forward runs n times (recompute). */
+static void summa(uint64_t tally[2][2][2], uint64_t m, uint64_t K, uint64_t N, uint64_t q, uint64_t es, uint64_t n) {
   enum { COL = 0, ROW = 1, BCAST = 0, REDUCE = 1, CALLS = 0, BYTES = 1 };
-  tally[COL][BCAST][CALLS] += 2 * q;
-  tally[COL][BCAST][BYTES] += 2 * m * K * es;
+  tally[COL][BCAST][CALLS] += (n + 1) * q;
+  tally[COL][BCAST][BYTES] += (n + 1) * m * K * es;
   tally[COL][REDUCE][CALLS] += q;
   tally[COL][REDUCE][BYTES] += m * K * es;
-  tally[ROW][BCAST][CALLS] += 2 * q;
-  tally[ROW][BCAST][BYTES] += 2 * K * N / q * es;
+  tally[ROW][BCAST][CALLS] += (n + 1) * q;
+  tally[ROW][BCAST][BYTES] += (n + 1) * K * N / q * es;
   tally[ROW][REDUCE][CALLS] += q;
   tally[ROW][REDUCE][BYTES] += 4 * K * N / q;
 }
@@ -36,7 +38,7 @@ static tessel_status traffic(tp2d *t, const tessel_plan_query *q) {
   const tessel_model_api *model = t->b.x.api->model;
   const tessel_model_dims *d = &t->b.dims;
   uint64_t es = tessel_dtype_size(d->act_dtype), m = (uint64_t)t->m, Q = (uint64_t)t->q, steps = (uint64_t)d->micro_steps;
-  uint64_t tally[2][2][2] = {{{0}}}, embed = 0;
+  uint64_t tally[2][2][2] = {{{0}}}, embed = 0, n;
   for (int unit = 0; unit < d->units; unit++) {
     tessel_unit_info u = {.size = sizeof u};
     TESSEL_TRY(model->unit_info(t->b.x.host, unit, &u));
@@ -47,7 +49,8 @@ static tessel_status traffic(tp2d *t, const tessel_plan_query *q) {
       if (op.kind == TESSEL_OP_EMBEDDING) embed += 2 * m * (uint64_t)d->dim[TESSEL_DIM_HIDDEN] * es;
       if ((op.kind != TESSEL_OP_LINEAR && op.kind != TESSEL_OP_HEAD) || op.weight < 0) continue;
       TESSEL_TRY(model->param_info(t->b.x.host, op.weight, &w));
-      summa(tally, m, (uint64_t)w.shape[0], (uint64_t)w.shape[1], Q, es);
+      TESSEL_TRY(tessel_est_op_passes(&t->b.x, unit, k, &n));
+      summa(tally, m, (uint64_t)w.shape[0], (uint64_t)w.shape[1], Q, es, n);
     }
   }
   static const uint32_t axes[2] = {1u << AX_COL, 1u << AX_ROW};

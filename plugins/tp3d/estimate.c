@@ -10,7 +10,8 @@
 ** the MLP gather along i, those back to the hidden width along j; the tied
 ** head is a gather-i product with the table [V, C] as its weight. The
 ** embedding gathers the table along k and reduce-scatters its lookup along
-** i, and mirrors both backward. Norms reduce row statistics along j, the
+** i, and mirrors both backward. A linear the core recomputes before
+** backward gathers X and W and scatters Y again. Norms reduce row statistics along j, the
 ** cross-entropy along i; replicated gradients are summed once per step
 ** (tp_estimate.c). Every rank also keeps the gathered input and weight of
 ** each block linear from forward to backward.
@@ -26,19 +27,21 @@ typedef struct cube_tally {
   uint64_t ag[TP3D_AXES][2], rs[TP3D_AXES][2]; /* [axis][calls, bytes] */
 } cube_tally;
 
-static void add(uint64_t c[2], uint64_t bytes) {
-  c[CALLS]++;
-  c[BYTES] += bytes;
+static void add(uint64_t c[2], uint64_t calls, uint64_t bytes) {
+  c[CALLS] += calls;
+  c[BYTES] += calls * bytes;
 }
 
-/* One product of x [r, K] (cut along `in`) with W [K, N] into y (cut along `out`). */
-static void product(cube_tally *t, int in, int out, uint64_t r, uint64_t K, uint64_t N, uint64_t q, uint64_t es) {
-  add(t->ag[in], r * K * es);          /* X, forward */
-  add(t->rs[in], r * K * es);          /* dX */
-  add(t->rs[out], r * N * es);         /* Y */
-  add(t->ag[out], r * N * es);         /* dY */
-  add(t->ag[AX_K], K * N / (q * q) * es); /* W */
-  add(t->rs[AX_K], 4 * K * N / (q * q));  /* dW, fp32 */
+/* One product of x [r, K] (cut along `in`) with W [K, N] into y (cut along
+** `out`) whose forward runs n times (recompute). */
+static void product(cube_tally *t, int in, int out, uint64_t r, uint64_t K, uint64_t N, uint64_t q, uint64_t es,
+                    uint64_t n) {
+  add(t->ag[in], n, r * K * es);             /* X, forward */
+  add(t->rs[in], 1, r * K * es);             /* dX */
+  add(t->rs[out], n, r * N * es);            /* Y */
+  add(t->ag[out], 1, r * N * es);            /* dY */
+  add(t->ag[AX_K], n, K * N / (q * q) * es); /* W */
+  add(t->rs[AX_K], 1, 4 * K * N / (q * q));  /* dW, fp32 */
 }
 
 static tessel_status traffic(tp3d *t, const tessel_plan_query *q) {
@@ -56,17 +59,18 @@ static tessel_status traffic(tp3d *t, const tessel_plan_query *q) {
       tessel_param_info w = {.size = sizeof w};
       TESSEL_TRY(model->unit_op(t->b.x.host, unit, k, &op));
       if (op.kind == TESSEL_OP_EMBEDDING) { /* the table gathered along k, the lookup summed along i */
-        add(tl.ag[AX_K], V * C / (Q * Q) * es);
-        add(tl.rs[AX_K], 4 * V * C / (Q * Q));
-        add(tl.rs[AX_I], r * C * es);
-        add(tl.ag[AX_I], r * C * es);
+        add(tl.ag[AX_K], 1, V * C / (Q * Q) * es);
+        add(tl.rs[AX_K], 1, 4 * V * C / (Q * Q));
+        add(tl.rs[AX_I], 1, r * C * es);
+        add(tl.ag[AX_I], 1, r * C * es);
       }
       if ((op.kind != TESSEL_OP_LINEAR && op.kind != TESSEL_OP_HEAD) || op.weight < 0) continue;
       TESSEL_TRY(model->param_info(t->b.x.host, op.weight, &w));
-      uint64_t K = (uint64_t)w.shape[0], N = (uint64_t)w.shape[1];
-      if (op.kind == TESSEL_OP_HEAD) product(&tl, AX_I, AX_J, r, N, K, Q, es); /* logits = x · tableᵀ */
-      else if (w.role == TESSEL_ROLE_LINEAR_IN) product(&tl, AX_I, AX_J, r, K, N, Q, es);
-      else product(&tl, AX_J, AX_I, r, K, N, Q, es);
+      uint64_t K = (uint64_t)w.shape[0], N = (uint64_t)w.shape[1], n;
+      TESSEL_TRY(tessel_est_op_passes(&t->b.x, unit, k, &n));
+      if (op.kind == TESSEL_OP_HEAD) product(&tl, AX_I, AX_J, r, N, K, Q, es, n); /* logits = x · tableᵀ */
+      else if (w.role == TESSEL_ROLE_LINEAR_IN) product(&tl, AX_I, AX_J, r, K, N, Q, es, n);
+      else product(&tl, AX_J, AX_I, r, K, N, Q, es, n);
     }
   }
   for (int a = AX_K; a < TP3D_AXES; a++) {
