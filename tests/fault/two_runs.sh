@@ -2,13 +2,17 @@
 # tests/fault/two_runs.sh — a second run of the same config while the first
 # is training: the second is refused at once (status 1) with the first's
 # host and PID, and the first finishes untouched — every step logged once,
-# its checkpoints whole — and then releases the directory.
+# its checkpoints whole — and then releases the directory. The first run's
+# steps are made long (the sleepy test strategy, 50 ms a step: the same
+# arithmetic as no strategy) so that it is still training when the second
+# starts, however fast the machine.
 #
-# usage: two_runs.sh TESSEL SRC TMP
+# usage: two_runs.sh TESSEL SRC TMP SLEEPY_PLUGIN
+SLEEPY=$4
 . "$(dirname "$0")/common.sh" "$1" "$2" "$3" two_runs
 first=
 trap '[ -z "$first" ] || kill -9 "$first" 2>/dev/null; true' EXIT # a failure must not leave the first run behind
-tiny_config 40 2
+tiny_config 40 2 "plugin: {path: $SLEEPY, sleep_ms: 50}"
 
 "$TESSEL" run "$WORK/tiny.yaml" --set log.dir="$WORK/run" >"$WORK/first.log" 2>&1 &
 first=$!
