@@ -1,8 +1,9 @@
-# tests/abi/minor.awk — plugin.h as an older or a newer minor release would
-# ship it, for building plugins against them.
+# tests/abi/minor.awk — a plugin header (plugin.h or one of its parts in
+# plugin/) as an older or a newer minor release would ship it, for building
+# plugins against them.
 #
-#   awk -v mode=trim -f minor.awk plugin.h > older/tessel/plugin.h
-#   awk -v mode=pad  -f minor.awk plugin.h > newer/tessel/plugin.h
+#   awk -v mode=trim -f minor.awk plugin/host.h > older/tessel/plugin/host.h
+#   awk -v mode=pad  -f minor.awk plugin/host.h > newer/tessel/plugin/host.h
 #
 # Only sized structs change (those whose first member is `uint32_t size;`),
 # the way a minor release changes them: `trim` drops each one's last member

@@ -278,7 +278,7 @@ static tsl_tokenizer *synthetic_tokenizer(int n, int eot) {
   if (eot) at += (size_t)snprintf(json + at, cap - at, "{\"id\": %d, \"content\": \"<|endoftext|>\", \"special\": true}", n - 1);
   at += (size_t)snprintf(json + at, cap - at, "], \"pre_tokenizer\": {\"type\": \"ByteLevel\"}, \"model\": {\"merges\": [], \"vocab\": {");
   for (int id = 0, others = 0; id < n - eot; id++) {
-    if (id < 256) { /* byte id's printable stand-in (GPT-2's bytes_to_unicode), as \\uXXXX */
+    if (id < 256) { /* byte id's printable stand-in (GPT-2's bytes_to_unicode), as a four-digit \\u escape */
       int printable = (id >= 0x21 && id <= 0x7e) || (id >= 0xa1 && id <= 0xac) || id >= 0xae;
       at += (size_t)snprintf(json + at, cap - at, "%s\"\\u%04x\": %d", id ? ", " : "", printable ? id : 256 + others++, id);
     } else {

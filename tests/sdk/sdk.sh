@@ -12,7 +12,7 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 PREFIX=$WORK/prefix
 
 cmake --install "$BUILD" --prefix "$PREFIX" >/dev/null || fail "cmake --install failed"
-for f in bin/tessel include/tessel/plugin.h include/tessel/sdk.h lib/cmake/Tessel/TesselConfig.cmake \
+for f in bin/tessel include/tessel/plugin.h include/tessel/plugin/host.h include/tessel/sdk.h lib/cmake/Tessel/TesselConfig.cmake \
          lib/pkgconfig/tessel-plugin.pc lib/libtessel-sdk.a lib/tessel/plugins/libtessel-ddp.so \
          share/doc/tessel/plugin-guide.md share/doc/tessel/examples/plugin-template/localsgd.c \
          share/doc/tessel/examples/zero-offload/zero_offload.c; do
