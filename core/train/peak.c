@@ -1,6 +1,7 @@
 /* core/train/peak.c */
 #include "train/peak.h"
 
+#include <cblas.h>
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +41,13 @@ static double gemm_rate(tsl_backend *be, int n, int repeats) {
   return best;
 }
 
+/* OpenBLAS's kernel family now: a rate measured with other kernels (say,
+** before OPENBLAS_CORETYPE was set) is not this process's ceiling. */
+static const char *blas_kernels(void) {
+  const char *core = openblas_get_corename();
+  return core ? core : "?";
+}
+
 double tsl_peak_measure(tsl_backend *be, int max_n, FILE *out) {
   double peak = 0;
   for (int n = 512; n <= max_n; n *= 2) {
@@ -56,6 +64,7 @@ tsl_status tsl_peak_save(int threads, double gflops) {
   cJSON *o = cJSON_CreateObject();
   cJSON_AddStringToObject(o, "backend", "cpu");
   cJSON_AddNumberToObject(o, "threads", threads);
+  cJSON_AddStringToObject(o, "blas", blas_kernels());
   cJSON_AddNumberToObject(o, "gflops", gflops);
   /* runs starting together may measure at once: each replaces the file whole */
   if (st >= 0) st = tsl_write_json_file(path, o);
@@ -73,11 +82,12 @@ double tsl_peak_flops(const tsl_settings *s, double cores) {
   if (path && tsl_read_file(path, &text, NULL) == TESSEL_OK) {
     cJSON *root = cJSON_Parse(text);
     cJSON *g = cJSON_GetObjectItemCaseSensitive(root, "gflops"), *t = cJSON_GetObjectItemCaseSensitive(root, "threads");
-    cJSON *be = cJSON_GetObjectItemCaseSensitive(root, "backend");
+    cJSON *be = cJSON_GetObjectItemCaseSensitive(root, "backend"), *blas = cJSON_GetObjectItemCaseSensitive(root, "blas");
     /* measured with some number of threads; a rank gets the same rate per
     ** core it can use (GEMM scales close to linearly in cores) */
     if (cJSON_IsNumber(g) && cJSON_IsNumber(t) && t->valuedouble >= 1 && cJSON_IsString(be) &&
-        strcmp(be->valuestring, "cpu") == 0)
+        strcmp(be->valuestring, "cpu") == 0 &&
+        cJSON_IsString(blas) && strcmp(blas->valuestring, blas_kernels()) == 0)
       peak = g->valuedouble * 1e9 * cores / t->valuedouble;
     cJSON_Delete(root);
   }

@@ -22,7 +22,8 @@ double tsl_peak_measure(tsl_backend *be, int max_n, FILE *out);
 tsl_status tsl_peak_save(int threads, double gflops);
 /* Peak FLOP/s of one rank for MFU: device.peak_tflops, else the recorded
 ** rate per thread times `cores` (the cores the rank's threads really get),
-** else 0 (unknown: the backend is not the CPU's, or nothing is recorded). */
+** else 0 (unknown: the backend is not the CPU's, or nothing is recorded with
+** the OpenBLAS kernels loaded now). */
 double tsl_peak_flops(const tsl_settings *s, double cores);
 
 #endif

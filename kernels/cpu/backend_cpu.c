@@ -15,7 +15,7 @@
 #include "cpu.h"
 
 typedef struct cpu_ctx {
-  char description[192];
+  char description[256];
 } cpu_ctx;
 
 /* opts->threads (> 0) sets the OpenMP team size; 0 leaves OpenMP's default
@@ -35,8 +35,13 @@ static int cpu_init(tsl_backend *be, const tsl_backend_opts *opts) {
   if (config) sscanf(config, "%*s %31s", version);
   const char *core = openblas_get_corename();
   int threads = omp_get_max_threads();
-  snprintf(ctx->description, sizeof ctx->description, "cpu: %d thread%s, OpenBLAS %s (%s)", threads,
-           threads == 1 ? "" : "s", version, core ? core : "?");
+  /* The `tessel` program never gets here on the fallback; a program that
+  ** links libtessel may: say how to get the faster kernels. */
+  const char *better = tsl_cpu_blas_core_better();
+  char hint[96] = "";
+  if (better) snprintf(hint, sizeof hint, "; set OPENBLAS_CORETYPE=%s for this CPU's faster kernels", better);
+  snprintf(ctx->description, sizeof ctx->description, "cpu: %d thread%s, OpenBLAS %s (%s%s)", threads,
+           threads == 1 ? "" : "s", version, core ? core : "?", hint);
   be->ctx = ctx;
   return TESSEL_OK;
 }

@@ -59,6 +59,19 @@ enum { TSL_CPU_COLUMN_BLOCK = 64 };
 ** the team costs more than the loop. */
 enum { TSL_CPU_PARALLEL_MIN = 1 << 15 };
 
+/* ---- the OpenBLAS kernel family (blas_core.c) ---- */
+
+/* The instruction sets that decide which OpenBLAS kernels a CPU can run. */
+typedef struct tsl_cpu_features {
+  int avx2, fma, avx512f, avx512bw, avx512dq, avx512vl, avx512cd, avx512bf16;
+} tsl_cpu_features;
+/* The OPENBLAS_CORETYPE a CPU with features f should use when OpenBLAS
+** chose `current`: a name when `current` is OpenBLAS's Prescott fallback
+** and f allows faster kernels, else NULL (keep what OpenBLAS chose). */
+const char *tsl_cpu_blas_core_for(const char *current, const tsl_cpu_features *f);
+/* tsl_cpu_blas_core_for on this CPU and the OpenBLAS kernels loaded now. */
+const char *tsl_cpu_blas_core_better(void);
+
 /* ---- dense algebra (matmul.c) ---- */
 
 int tsl_cpu_gemm(tsl_backend *be, tsl_stream *s, int trans_a, int trans_b, int64_t m, int64_t n,

@@ -1,5 +1,6 @@
 # The public C API (tessel/tessel.h), through a program that uses nothing
-# else: its losses equal `tessel run`'s for the same config bit for bit, on
+# else: its losses equal `tessel run`'s for the same config bit for bit
+# (given the OpenBLAS kernels `tessel run` chose), on
 # one rank and on two under mpirun with ddp; it validates, saves, reopens
 # and resumes at the saved step; it writes no more of a sized struct than
 # the caller's .size; a config mistake comes back as a status with the
@@ -28,10 +29,15 @@ check() { # NAME RANKS [--set ...]: 5 steps through the API against 5 through `t
   for s in "$@"; do cli+=(--set "$s"); done
   local launch=()
   [ "$ranks" -gt 1 ] && launch=("${MPI[@]}")
-  "${launch[@]}" "$DEMO" "$WORK/run.yaml" 5 "${sets[@]}" >"$WORK/$name.out" 2>"$WORK/$name.err" ||
-    { cat "$WORK/$name.err" >&2; fail "$name: the API program failed"; }
   "${launch[@]}" "$TESSEL" run "$WORK/run.yaml" --set log.dir="$WORK/$name-cli" --set train.stop_after=5 "${cli[@]}" \
     >"$WORK/$name-cli.log" 2>&1 || [ $? -eq 75 ] || { cat "$WORK/$name-cli.log" >&2; fail "$name: tessel run failed"; }
+  # bit for bit needs the same GEMM kernels: the program gets the OpenBLAS
+  # kernels `tessel run` chose, as its first line names them
+  local core
+  core=$(sed -n 's/.*backend cpu: .*OpenBLAS [^ ]* (\([A-Za-z0-9]*\).*/\1/p' "$WORK/$name-cli.log" | head -1)
+  [ -n "$core" ] || fail "$name: tessel run does not name its OpenBLAS kernels"
+  OPENBLAS_CORETYPE=$core "${launch[@]}" "$DEMO" "$WORK/run.yaml" 5 "${sets[@]}" >"$WORK/$name.out" 2>"$WORK/$name.err" ||
+    { cat "$WORK/$name.err" >&2; fail "$name: the API program failed"; }
   awk 'match($0, /"step":[0-9]+/) { s = substr($0, RSTART + 7, RLENGTH - 7)
        if (match($0, /"loss":[^,}]*/)) print s, substr($0, RSTART + 7, RLENGTH - 7) }' \
     "$WORK/$name-cli/metrics.jsonl" >"$WORK/$name.cli"

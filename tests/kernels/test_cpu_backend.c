@@ -5,6 +5,7 @@
 #include <cblas.h>
 #include <omp.h>
 
+#include "cpu/cpu.h"
 #include "kernel_test.h"
 
 static void test_table_identity(void) {
@@ -203,6 +204,28 @@ static void test_bad_arguments(void) {
   CHECK(c[0] == 9.0f && c[3] == 9.0f);
 }
 
+/* Only OpenBLAS's Prescott fallback is replaced, and only by kernels whose
+** every instruction set the CPU reports. */
+static void test_blas_core_choice(void) {
+  const tsl_cpu_features none = {0}, sse_only = {.fma = 1};
+  const tsl_cpu_features avx2 = {.avx2 = 1, .fma = 1};
+  const tsl_cpu_features avx512 = {.avx2 = 1, .fma = 1, .avx512f = 1, .avx512bw = 1, .avx512dq = 1,
+                                   .avx512vl = 1, .avx512cd = 1};
+  tsl_cpu_features avx512bf16 = avx512, avx512_no_bw = avx512;
+  avx512bf16.avx512bf16 = 1;
+  avx512_no_bw.avx512bw = 0;
+  CHECK(tsl_cpu_blas_core_for("Prescott", &none) == NULL);
+  CHECK(tsl_cpu_blas_core_for("Prescott", &sse_only) == NULL);
+  CHECK(strcmp(tsl_cpu_blas_core_for("Prescott", &avx2), "Haswell") == 0);
+  CHECK(strcmp(tsl_cpu_blas_core_for("Prescott", &avx512), "SkylakeX") == 0);
+  CHECK(strcmp(tsl_cpu_blas_core_for("prescott", &avx512bf16), "Cooperlake") == 0);
+  CHECK(strcmp(tsl_cpu_blas_core_for("Prescott", &avx512_no_bw), "Haswell") == 0);
+  /* a core OpenBLAS recognised is its own table's choice: kept */
+  CHECK(tsl_cpu_blas_core_for("Haswell", &avx512bf16) == NULL);
+  CHECK(tsl_cpu_blas_core_for("Zen", &avx512) == NULL);
+  CHECK(tsl_cpu_blas_core_for(NULL, &avx512) == NULL);
+}
+
 int main(void) {
   RUN(test_table_identity);
   RUN(test_init_threads);
@@ -210,5 +233,6 @@ int main(void) {
   RUN(test_copy_and_zero);
   RUN(test_streams_are_null);
   RUN(test_bad_arguments);
+  RUN(test_blas_core_choice);
   return HARNESS_EXIT();
 }

@@ -1,0 +1,45 @@
+/*
+** kernels/cpu/blas_core.c — which OpenBLAS kernel family this CPU can run.
+**
+** Debian's OpenBLAS is a DYNAMIC_ARCH build: at load time it reads the CPU
+** model and picks the kernels written for it. A model newer than its table
+** (0.3.21 does not know every AVX-512 Xeon) gets the Prescott (SSE3)
+** kernels, its fallback, whatever the CPU can do. Measured on such a Xeon
+** with AVX-512: one-thread sgemm 512³ at 17–26 GFLOP/s with Prescott's
+** kernels and 93–100 with SkylakeX's. The choice is made before any BLAS
+** call and cannot be changed after: OPENBLAS_CORETYPE, read once when the
+** library loads, is the documented way to force it, so the `tessel` program
+** sets it and runs itself again (tools/cli/tessel.c); a program that links
+** libtessel is told in the backend description.
+*/
+#include <cblas.h>
+#include <strings.h>
+
+#include "cpu.h"
+
+const char *tsl_cpu_blas_core_for(const char *current, const tsl_cpu_features *f) {
+  /* Only OpenBLAS's fallback is replaced: a core it recognised was chosen
+  ** by its own table, which knows more about that CPU than a feature list. */
+  if (!current || strcasecmp(current, "Prescott") != 0) return NULL;
+  if (f->avx512f && f->avx512bw && f->avx512dq && f->avx512vl && f->avx512cd)
+    return f->avx512bf16 ? "Cooperlake" : "SkylakeX";
+  if (f->avx2 && f->fma) return "Haswell";
+  return NULL;
+}
+
+/* __builtin_cpu_supports also checks that the OS saves the wide registers
+** (XCR0), so a feature reported here can be used. */
+const char *tsl_cpu_blas_core_better(void) {
+  __builtin_cpu_init();
+  tsl_cpu_features f = {
+      .avx2 = __builtin_cpu_supports("avx2") != 0,
+      .fma = __builtin_cpu_supports("fma") != 0,
+      .avx512f = __builtin_cpu_supports("avx512f") != 0,
+      .avx512bw = __builtin_cpu_supports("avx512bw") != 0,
+      .avx512dq = __builtin_cpu_supports("avx512dq") != 0,
+      .avx512vl = __builtin_cpu_supports("avx512vl") != 0,
+      .avx512cd = __builtin_cpu_supports("avx512cd") != 0,
+      .avx512bf16 = __builtin_cpu_supports("avx512bf16") != 0,
+  };
+  return tsl_cpu_blas_core_for(openblas_get_corename(), &f);
+}
