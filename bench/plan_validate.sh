@@ -2,7 +2,7 @@
 # `tessel plan --validate` on this machine: measure its profile (the GEMM
 # rate of one core, and every collective at 2, 4 and 8 ranks), then plan
 # bench/configs/plan_small.yaml at 2, 4 and 8 ranks and run the best
-# candidates through `tessel compare` (3 interleaved trials of 20 steps
+# candidates through `tessel compare` (REPEAT, default 5, interleaved trials of 20 steps
 # each), printing predicted against measured step time, memory and traffic,
 # and whether the first-ranked is the measured fastest or tied with it.
 # At 4 and 8 ranks on a machine with fewer cores the ranks share cores: the
@@ -24,7 +24,7 @@ for n in $worlds; do "${MPI[@]}" -n "$n" "$TESSEL" bench comm | tee "$OUT/comm$n
 # tp2d's 2×2 grid beside ddp; at 8 tp3d's cube beside ddp
 validate() { # NAME WORLD TOP [--strategy S]...
   local name=$1 n=$2 top=$3; shift 3
-  "$TESSEL" plan bench/configs/plan_small.yaml --world "$n" --top "$top" --validate --repeat 3 --steps 20 \
+  "$TESSEL" plan bench/configs/plan_small.yaml --world "$n" --top "$top" --validate --repeat "${REPEAT:-5}" --steps 20 \
     --write "$OUT/$name" "$@" | tee "$OUT/$name.log"
   uptime | tee -a "$OUT/load.txt"
 }
