@@ -39,6 +39,7 @@
 
 #include "backend.h"
 #include "common/util.h"
+#include "cpu/cpu.h"
 
 enum { B = 4, T = 64, C = 256, NH = 4, HS = C / NH, V = 256, ROWS = B * T, NPARAM = 1 << 20 };
 
@@ -475,6 +476,7 @@ static int attention_sweep(const tsl_backend_opts *opts) {
 }
 
 int main(int argc, char **argv) {
+  tsl_cpu_blas_restart(argv); /* the kernels `tessel` runs, not OpenBLAS's fallback */
   const int sweep = argc > 1 && strcmp(argv[1], "attention") == 0;
   const char *threads = argc > 1 + sweep ? argv[1 + sweep] : NULL;
   tsl_backend_opts opts = {.size = sizeof opts, .threads = threads ? atoi(threads) : 0};

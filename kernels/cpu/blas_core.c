@@ -9,11 +9,14 @@
 ** kernels and 93–100 with SkylakeX's. The choice is made before any BLAS
 ** call and cannot be changed after: OPENBLAS_CORETYPE, read once when the
 ** library loads, is the documented way to force it, so the `tessel` program
-** sets it and runs itself again (tools/cli/tessel.c); a program that links
-** libtessel is told in the backend description.
+** and the benchmarks set it and run themselves again
+** (tsl_cpu_blas_restart); a program that links libtessel is told in the
+** backend description.
 */
 #include <cblas.h>
+#include <stdlib.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "cpu.h"
 
@@ -42,4 +45,16 @@ const char *tsl_cpu_blas_core_better(void) {
       .avx512bf16 = __builtin_cpu_supports("avx512bf16") != 0,
   };
   return tsl_cpu_blas_core_for(openblas_get_corename(), &f);
+}
+
+/* Before any BLAS call or MPI_Init, so that every rank a launcher starts
+** does the same. A coretype the user set is kept; the variable, once set,
+** stops a second restart. If the restart fails the program goes on with
+** the fallback. */
+void tsl_cpu_blas_restart(char **argv) {
+  if (getenv("OPENBLAS_CORETYPE")) return;
+  const char *core = tsl_cpu_blas_core_better();
+  if (!core || setenv("OPENBLAS_CORETYPE", core, 1) != 0) return;
+  execv("/proc/self/exe", argv);
+  unsetenv("OPENBLAS_CORETYPE");
 }

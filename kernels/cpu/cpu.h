@@ -71,6 +71,10 @@ typedef struct tsl_cpu_features {
 const char *tsl_cpu_blas_core_for(const char *current, const tsl_cpu_features *f);
 /* tsl_cpu_blas_core_for on this CPU and the OpenBLAS kernels loaded now. */
 const char *tsl_cpu_blas_core_better(void);
+/* When tsl_cpu_blas_core_better names kernels and OPENBLAS_CORETYPE is
+** unset: set it and execute this program again with argv (returns only
+** when nothing was to be done or the restart failed). */
+void tsl_cpu_blas_restart(char **argv);
 
 /* ---- dense algebra (matmul.c) ---- */
 
