@@ -54,6 +54,10 @@ static inline float tsl_cpu_expf(float x) {
 ** each thread blocks of this many columns: a whole number of cache lines,
 ** few enough that the accumulators stay in registers. */
 enum { TSL_CPU_COLUMN_BLOCK = 64 };
+/* Kernels that walk rows over a thread's own columns (tsl_cpu_team_columns)
+** sum this many columns per pass: 4 KiB of accumulators, in L1, and rows
+** read in runs of whole pages rather than of a few cache lines. */
+enum { TSL_CPU_COLUMN_CHUNK = 1024 };
 
 /* Elementwise kernels on fewer elements than this run on one thread: waking
 ** the team costs more than the loop. */
@@ -92,6 +96,9 @@ int tsl_cpu_linear_backward(tsl_backend *be, tsl_stream *s, void *dinp, float *d
 void tsl_cpu_sgemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float alpha,
                    const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c,
                    int64_t ldc);
+/* Inside a parallel region: the columns [lo, hi) of `cols` this thread
+** owns, contiguous and starting on whole cache lines. */
+void tsl_cpu_team_columns(int64_t cols, int64_t *lo, int64_t *hi);
 /* db[cols] += Σ_rows x[rows, cols], parallel over columns so that the
 ** result does not depend on the thread count. */
 void tsl_cpu_column_sums(float *db, const float *x, int64_t rows, int64_t cols);

@@ -211,19 +211,29 @@ int tsl_cpu_linear_backward(tsl_backend *be, tsl_stream *s, void *dinp, float *d
   return TESSEL_OK;
 }
 
-/* Each thread owns blocks of TSL_CPU_COLUMN_BLOCK columns and walks every row, so
-** reads stay contiguous within a row, nothing is shared, and the order of
-** the additions (hence the result) is the same for any thread count. */
+void tsl_cpu_team_columns(int64_t cols, int64_t *lo, int64_t *hi) {
+  team_range(cols, omp_get_thread_num(), omp_get_num_threads(), lo, hi);
+}
+
+/* Each thread owns a contiguous range of columns and walks every row over
+** it, a chunk of columns at a time: reads stay contiguous within a row,
+** nothing is shared, and each column is summed from row 0 up (hence the
+** same result for any thread count). */
 void tsl_cpu_column_sums(float *db, const float *x, int64_t rows, int64_t cols) {
-#pragma omp parallel for schedule(static)
-  for (int64_t c0 = 0; c0 < cols; c0 += TSL_CPU_COLUMN_BLOCK) {
-    int64_t width = TSL_MIN(TSL_CPU_COLUMN_BLOCK, cols - c0);
-    float acc[TSL_CPU_COLUMN_BLOCK] = {0};
-    for (int64_t r = 0; r < rows; r++) {
-      const float *row = x + r * cols + c0;
+#pragma omp parallel if (rows * cols >= TSL_CPU_PARALLEL_MIN)
+  {
+    int64_t lo, hi;
+    tsl_cpu_team_columns(cols, &lo, &hi);
+    for (int64_t c0 = lo; c0 < hi; c0 += TSL_CPU_COLUMN_CHUNK) {
+      int64_t width = TSL_MIN(TSL_CPU_COLUMN_CHUNK, hi - c0);
+      float acc[TSL_CPU_COLUMN_CHUNK];
+      memset(acc, 0, (size_t)width * sizeof *acc);
+      for (int64_t r = 0; r < rows; r++) {
+        const float *row = x + r * cols + c0;
 #pragma omp simd
-      for (int64_t j = 0; j < width; j++) acc[j] += row[j];
+        for (int64_t j = 0; j < width; j++) acc[j] += row[j];
+      }
+      for (int64_t j = 0; j < width; j++) db[c0 + j] += acc[j];
     }
-    for (int64_t j = 0; j < width; j++) db[c0 + j] += acc[j];
   }
 }
