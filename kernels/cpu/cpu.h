@@ -99,6 +99,10 @@ void tsl_cpu_sgemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, fl
 /* Inside a parallel region: the columns [lo, hi) of `cols` this thread
 ** owns, contiguous and starting on whole cache lines. */
 void tsl_cpu_team_columns(int64_t cols, int64_t *lo, int64_t *hi);
+/* tsl_cpu_column_sums; with gelu_x (and gelu_d), x is first written row by
+** row as gelu'(gelu_x)·gelu_d and summed while in cache. */
+void tsl_cpu_column_sums_gelu(float *db, float *x, const float *gelu_x, const float *gelu_d, int64_t rows,
+                              int64_t cols);
 /* db[cols] += Σ_rows x[rows, cols], parallel over columns so that the
 ** result does not depend on the thread count. */
 void tsl_cpu_column_sums(float *db, const float *x, int64_t rows, int64_t cols);

@@ -67,31 +67,13 @@ int tsl_cpu_gelu_backward(tsl_backend *be, tsl_stream *s, void *dinp, const void
 
 /* dinp[rows,cols] = gelu'(inp)·dout and db[cols] += Σ_rows dinp, in one
 ** pass (fusion: the bias gradient of the linear before the GELU is summed
-** while its input gradient is made). Each thread owns a range of columns
-** and walks every row over it, as tsl_cpu_column_sums does, so the sums are
-** those of the unfused pair and do not depend on the thread count. */
+** while its input gradient is made), walking rows over each thread's
+** columns as tsl_cpu_column_sums does: the sums are those of the unfused
+** pair and do not depend on the thread count. */
 int tsl_cpu_gelu_backward_bias(tsl_backend *be, tsl_stream *s, void *dinp, float *db, const void *inp,
                                const void *dout, int64_t rows, int64_t cols) {
   if (rows < 0 || cols < 0) return TESSEL_E_INTERNAL;
-  float *di = dinp;
-  const float *x = inp, *d = dout;
-#pragma omp parallel if (rows * cols >= TSL_CPU_PARALLEL_MIN)
-  {
-    int64_t lo, hi;
-    tsl_cpu_team_columns(cols, &lo, &hi);
-    for (int64_t c0 = lo; c0 < hi; c0 += TSL_CPU_COLUMN_CHUNK) {
-      int64_t width = TSL_MIN(TSL_CPU_COLUMN_CHUNK, hi - c0);
-      float acc[TSL_CPU_COLUMN_CHUNK];
-      memset(acc, 0, (size_t)width * sizeof *acc);
-      for (int64_t r = 0; r < rows; r++) {
-        float *row = di + r * cols + c0;
-        tsl_cpu_gelu_grad_span(row, x + r * cols + c0, d + r * cols + c0, width);
-#pragma omp simd
-        for (int64_t j = 0; j < width; j++) acc[j] += row[j];
-      }
-      for (int64_t j = 0; j < width; j++) db[c0 + j] += acc[j];
-    }
-  }
+  tsl_cpu_column_sums_gelu(db, dinp, inp, dout, rows, cols);
   return TESSEL_OK;
 }
 

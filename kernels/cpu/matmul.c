@@ -218,8 +218,10 @@ void tsl_cpu_team_columns(int64_t cols, int64_t *lo, int64_t *hi) {
 /* Each thread owns a contiguous range of columns and walks every row over
 ** it, a chunk of columns at a time: reads stay contiguous within a row,
 ** nothing is shared, and each column is summed from row 0 up (hence the
-** same result for any thread count). */
-void tsl_cpu_column_sums(float *db, const float *x, int64_t rows, int64_t cols) {
+** same result for any thread count). With gelu_x, each row's chunk of x is
+** first written as gelu'(gelu_x)·gelu_d, then summed while in cache. */
+void tsl_cpu_column_sums_gelu(float *db, float *x, const float *gelu_x, const float *gelu_d, int64_t rows,
+                              int64_t cols) {
 #pragma omp parallel if (rows * cols >= TSL_CPU_PARALLEL_MIN)
   {
     int64_t lo, hi;
@@ -229,11 +231,17 @@ void tsl_cpu_column_sums(float *db, const float *x, int64_t rows, int64_t cols) 
       float acc[TSL_CPU_COLUMN_CHUNK];
       memset(acc, 0, (size_t)width * sizeof *acc);
       for (int64_t r = 0; r < rows; r++) {
-        const float *row = x + r * cols + c0;
+        float *row = x + r * cols + c0;
+        if (gelu_x) tsl_cpu_gelu_grad_span(row, gelu_x + r * cols + c0, gelu_d + r * cols + c0, width);
 #pragma omp simd
         for (int64_t j = 0; j < width; j++) acc[j] += row[j];
       }
       for (int64_t j = 0; j < width; j++) db[c0 + j] += acc[j];
     }
   }
+}
+
+/* x is only read when no GELU is given. */
+void tsl_cpu_column_sums(float *db, const float *x, int64_t rows, int64_t cols) {
+  tsl_cpu_column_sums_gelu(db, (float *)x, NULL, NULL, rows, cols);
 }
