@@ -15,6 +15,7 @@
 */
 #include <cblas.h>
 #include <stdlib.h>
+#include <string.h>
 #include <strings.h>
 #include <unistd.h>
 
@@ -44,6 +45,10 @@ const char *tsl_cpu_blas_core_better(void) {
       .avx512cd = __builtin_cpu_supports("avx512cd") != 0,
       .avx512bf16 = __builtin_cpu_supports("avx512bf16") != 0,
   };
+  /* OPENBLAS_CORETYPE means something only to a DYNAMIC_ARCH build; one
+  ** built for a single CPU reports that CPU as its core whatever it is */
+  const char *config = openblas_get_config();
+  if (!config || !strstr(config, "DYNAMIC_ARCH")) return NULL;
   return tsl_cpu_blas_core_for(openblas_get_corename(), &f);
 }
 
