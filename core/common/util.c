@@ -292,6 +292,12 @@ char *tsl_dirname(const char *path) {
   return d;
 }
 
+char *tsl_cache_file(const char *name) {
+  const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+  if (xdg && *xdg) return tsl_asprintf("%s/tessel/%s", xdg, name);
+  return tsl_asprintf("%s/.cache/tessel/%s", home && *home ? home : "/tmp", name);
+}
+
 tsl_status tsl_copy_out(void *dst, const void *src, size_t src_size) {
   uint32_t reader;
   memcpy(&reader, dst, sizeof reader);

@@ -70,5 +70,8 @@ int tsl_path_exists(const char *path);
 tsl_status tsl_free_bytes(const char *path, uint64_t *out);
 /* Directory part of a path, as a heap string ("." when none). */
 char *tsl_dirname(const char *path);
+/* The file `name` in tessel's per-user cache: $XDG_CACHE_HOME/tessel/name,
+** else ~/.cache/tessel/name (/tmp without a home), as a heap string. */
+char *tsl_cache_file(const char *name);
 
 #endif

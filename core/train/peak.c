@@ -12,12 +12,11 @@
 #include "train/report.h"
 
 char *tsl_peak_cache_path(void) {
-  const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-  char host[64] = "localhost";
+  char host[64] = "localhost", name[80];
   gethostname(host, sizeof host);
   host[sizeof host - 1] = '\0';
-  if (xdg && *xdg) return tsl_asprintf("%s/tessel/peak-%s.json", xdg, host);
-  return tsl_asprintf("%s/.cache/tessel/peak-%s.json", home && *home ? home : "/tmp", host);
+  snprintf(name, sizeof name, "peak-%s.json", host);
+  return tsl_cache_file(name);
 }
 
 /* Best GFLOP/s of C = A·B at n×n over `repeats` timed runs after a warm-up. */

@@ -6,9 +6,9 @@
 ** ranks — the way a mesh's fastest axis groups them — and every group runs
 ** each collective at a few message sizes at once. A size is timed over
 ** enough calls to take tens of milliseconds, after a warm-up, and the
-** slowest rank's mean is kept. A least-squares line through (bus bytes,
-** seconds) gives α (its intercept) and the bus bandwidth (1 / its slope):
-** the α–β model `tessel plan` times traffic with. Sends are timed as the
+** slowest rank's median timing is kept. The two largest sizes give the
+** bus bandwidth, the smallest what α is beyond its bytes (fit): the α–β
+** model `tessel plan` times traffic with. Sends are timed as the
 ** pipeline uses them: both ranks of a pair send and receive at once.
 */
 #include "plan/commbench.h"
@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "common/util.h"
+#include "plan/plan.h"
 #include "plan/profile.h"
 #include "runtime/build.h"
 #include "train/peak.h"
@@ -98,13 +99,6 @@ static void fit(const double *x, const double *y, int n, double *alpha, double *
   *alpha = TSL_MAX(0.0, y[0] - x[0] / *busbw);
 }
 
-static double bus_factor(tessel_collective k, int n) {
-  double ring = (double)(n - 1) / n;
-  if (k == TESSEL_COLL_ALL_REDUCE) return 2 * ring;
-  if (k == TESSEL_COLL_REDUCE_SCATTER || k == TESSEL_COLL_ALL_GATHER || k == TESSEL_COLL_ALL_TO_ALL) return ring;
-  return 1;
-}
-
 /* Every collective on groups of n ranks; one link per collective. */
 static tsl_status measure_size(bench *b, int n, const tsl_commbench_opts *o, cJSON *links, FILE *log) {
   tsl_status st;
@@ -124,7 +118,7 @@ static tsl_status measure_size(bench *b, int n, const tsl_commbench_opts *o, cJS
       uint64_t payload = (uint64_t)(o->max_bytes / pow(8.0, SIZES - 1 - s));
       payload = TSL_MAX(payload / (4u * (uint64_t)n) * 4u * (uint64_t)n, 4u * (uint64_t)n);
       TSL_TRY(st, time_calls(b, kinds[k], payload, &y[s]));
-      x[s] = (double)payload * bus_factor(kinds[k], n);
+      x[s] = (double)payload * tsl_plan_bus_factor(kinds[k], n);
     }
     double alpha, busbw;
     fit(x, y, SIZES, &alpha, &busbw);

@@ -59,7 +59,6 @@ static int group_nodes(const tessel_mesh *m, int rank, uint32_t axes, int per_no
 }
 
 static uint64_t capacity(const tsl_plan *p, const tsl_plan_cand *c, tessel_tier t) {
-  (void)c;
   if (t == TESSEL_TIER_DEVICE) {
     if (p->memory_limit) return p->memory_limit;
     if (p->have_profile && p->profile.device_memory) return p->profile.device_memory;
@@ -103,12 +102,17 @@ static void figures(const tsl_plan *p, tsl_plan_cand *c) {
   c->tokens_per_s = c->timed && c->time.step > 0 ? tokens / c->time.step : 0;
 }
 
+/* 0 estimated and fitting, 1 estimated, 2 no estimate, 3 refused. */
+static int rank_group(const tsl_plan_cand *c) {
+  if (c->state == TSL_CAND_OK) return c->fits ? 0 : 1;
+  return c->state == TSL_CAND_NO_ESTIMATE ? 2 : 3;
+}
+
 /* Estimated and fitting first, faster (or, untimed, smaller) first. */
 static int better(const void *a, const void *b, void *ctx) {
   const tsl_plan *p = ctx;
   const tsl_plan_cand *x = &p->c[*(const int *)a], *y = &p->c[*(const int *)b];
-  int gx = x->state == TSL_CAND_OK ? (x->fits ? 0 : 1) : x->state == TSL_CAND_NO_ESTIMATE ? 2 : 3;
-  int gy = y->state == TSL_CAND_OK ? (y->fits ? 0 : 1) : y->state == TSL_CAND_NO_ESTIMATE ? 2 : 3;
+  int gx = rank_group(x), gy = rank_group(y);
   if (gx != gy) return gx - gy;
   if (gx > 1) return 0;
   if (x->timed && y->timed && x->time.step != y->time.step) return x->time.step < y->time.step ? -1 : 1;

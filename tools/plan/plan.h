@@ -123,6 +123,10 @@ tsl_status tsl_plan_json(const tsl_plan *p, const char *path);
 ** NN-STRATEGY.yaml; their paths are printed. */
 tsl_status tsl_plan_write(const tsl_plan *p, int top, const char *dir, char ***paths, int *n);
 
+/* Bus bytes per payload byte of `kind` over `ranks` (nccl-tests' factors:
+** 2(n−1)/n for an all-reduce, (n−1)/n for a reduce-scatter, all-gather or
+** all-to-all, 0 for a receive, 1 otherwise). */
+double tsl_plan_bus_factor(tessel_collective kind, int ranks);
 /* Bytes of a traffic line on the wire of one rank (nccl-tests' bus bytes). */
 double tsl_plan_bus_bytes(const tsl_plan_line *l);
 const char *tsl_collective_name(tessel_collective k);

@@ -25,9 +25,9 @@ int tsl_collective_parse(const char *s) {
 }
 
 char *tsl_comm_profile_path(const char *backend) {
-  const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-  if (xdg && *xdg) return tsl_asprintf("%s/tessel/comm-%s.json", xdg, backend);
-  return tsl_asprintf("%s/.cache/tessel/comm-%s.json", home && *home ? home : "/tmp", backend);
+  char name[64];
+  snprintf(name, sizeof name, "comm-%s.json", backend);
+  return tsl_cache_file(name);
 }
 
 void tsl_profile_free(tsl_profile *p) {

@@ -39,16 +39,23 @@ tsl_status tsl_plan_add_line(tsl_plan_rank *r, const tsl_plan_line *l) {
   return TESSEL_OK;
 }
 
+/* Ranks of the group over `axes`. */
+static int group_size(const tessel_mesh *m, uint32_t axes) {
+  int n = 1;
+  for (int a = 0; a < m->naxes; a++)
+    if (axes & (1u << a)) n *= m->sizes[a];
+  return n;
+}
+
 /* Named like the communicators of core/comm: the axes' names joined by '+'. */
 void tsl_plan_group(const tessel_mesh *m, uint32_t axes, char *name, size_t cap, int *ranks) {
   name[0] = '\0';
-  *ranks = 1;
+  *ranks = group_size(m, axes);
   if (axes == 0) snprintf(name, cap, "self");
   for (int a = 0; a < m->naxes; a++) {
     if (!(axes & (1u << a))) continue;
     if (name[0]) strncat(name, "+", cap - strlen(name) - 1);
     strncat(name, m->names[a] ? m->names[a] : "axis", cap - strlen(name) - 1);
-    *ranks *= m->sizes[a];
   }
 }
 
@@ -93,14 +100,6 @@ static tsl_status option_set(tessel_host *h, const char *options) {
 }
 
 /* ---- the core's storage on a rank ---- */
-
-/* Ranks of the group over `axes`. */
-static int group_size(const tessel_mesh *m, uint32_t axes) {
-  int n = 1;
-  for (int a = 0; a < m->naxes; a++)
-    if (axes & (1u << a)) n *= m->sizes[a];
-  return n;
-}
 
 /* Kernels read the tier directly: the device, or the host of a backend
 ** without memory of its own (the CPU). */

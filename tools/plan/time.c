@@ -26,16 +26,20 @@
 #include "common/util.h"
 #include "plan/plan.h"
 
-double tsl_plan_bus_bytes(const tsl_plan_line *l) {
-  double n = l->ranks > 0 ? l->ranks : 1, p = (double)l->payload;
-  switch (l->kind) {
-    case TESSEL_COLL_ALL_REDUCE: return p * 2.0 * (n - 1) / n;
+double tsl_plan_bus_factor(tessel_collective kind, int ranks) {
+  double n = ranks > 0 ? ranks : 1;
+  switch (kind) {
+    case TESSEL_COLL_ALL_REDUCE: return 2.0 * (n - 1) / n;
     case TESSEL_COLL_REDUCE_SCATTER:
     case TESSEL_COLL_ALL_GATHER:
-    case TESSEL_COLL_ALL_TO_ALL: return p * (n - 1) / n;
+    case TESSEL_COLL_ALL_TO_ALL: return (n - 1) / n;
     case TESSEL_COLL_RECV: return 0;
-    default: return p;
+    default: return 1;
   }
+}
+
+double tsl_plan_bus_bytes(const tsl_plan_line *l) {
+  return (double)l->payload * tsl_plan_bus_factor(l->kind, l->ranks);
 }
 
 double tsl_plan_line_seconds(const tsl_profile *pr, const tsl_plan_line *l, int world) {
