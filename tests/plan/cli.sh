@@ -39,6 +39,10 @@ expect_exit 2 "unknown key 'bogus' in model" plan $g --world 2 --set model.bogus
 expect_exit 2 "init_from: cannot start from these weights" plan $g --world 2 --set model.init_from="$WORK/none"
 expect_exit 0 "nosuch {(defaults)}:.*not found" plan $g --world 2 --strategy nosuch
 expect_exit 0 "profile: none" plan $g --world 2 --strategy ddp
+# the configuration's device.memory_limit is the device a candidate must fit,
+# as --memory-limit is (ddp keeps 9.5 MiB a rank of this model)
+expect_exit 0 "^1 .*dp 2 .* no$" plan $g --world 2 --strategy ddp --set device.memory_limit=1MiB
+expect_exit 0 "^1 .*dp 2 .* yes$" plan $g --world 2 --strategy ddp --set device.memory_limit=64MiB
 
 # --write: the best fitting candidates as configurations for the world
 "$TESSEL" plan $g --world 4 --top 6 --write "$WORK/best" --set data.dir="$WORK/data" >"$WORK/write.log" 2>&1 \

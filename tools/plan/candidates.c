@@ -57,7 +57,7 @@ static uint64_t device_capacity(const tsl_plan *p, const tsl_runtime *rt) {
 static tsl_status estimate_ranks(tsl_plan *p, tsl_plan_cand *c, tsl_runtime *rt) {
   tsl_plan_ctx ctx = {.plan = p, .cand = c};
   tsl_status st = TESSEL_OK;
-  uint64_t cap = device_capacity(p, rt);
+  uint64_t cap = c->device_capacity = device_capacity(p, rt);
   rt->plan = &ctx;
   for (int r = 0; r < c->world && st >= 0; r++) {
     tessel_plan_query q;

@@ -58,11 +58,10 @@ static int group_nodes(const tessel_mesh *m, int rank, uint32_t axes, int per_no
   return (base + span) / per_node - base / per_node + 1;
 }
 
+/* The device: what the estimate was told it has, so that a candidate fits
+** the memory it was planned for. */
 static uint64_t capacity(const tsl_plan *p, const tsl_plan_cand *c, tessel_tier t) {
-  if (t == TESSEL_TIER_DEVICE) {
-    if (p->memory_limit) return p->memory_limit;
-    if (p->have_profile && p->profile.device_memory) return p->profile.device_memory;
-  }
+  if (t == TESSEL_TIER_DEVICE) return c->device_capacity;
   if (t == TESSEL_TIER_HOST && p->have_profile && p->profile.host_memory) {
     int per_node = p->profile.ranks_per_node > 0 ? p->profile.ranks_per_node : c->world;
     return p->profile.host_memory / (uint64_t)TSL_MIN(per_node, c->world);

@@ -62,6 +62,7 @@ typedef struct tsl_plan_cand {
   char mesh_text[256]; /* "dp 2 × pp 2 × tp 2" */
   tessel_model_dims dims;
   int world;
+  uint64_t device_capacity; /* per rank, as the estimate was told (candidates.c) */
   tsl_plan_rank *ranks; /* [world] */
   char *yaml;           /* the resolved configuration */
   /* over ranks */
