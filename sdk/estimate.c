@@ -110,10 +110,10 @@ static tessel_status unit_flops(const tessel_sdk *x, const tessel_model_dims *d,
   return TESSEL_OK;
 }
 
-tessel_status tessel_est_step_flops(const tessel_sdk *x, int first_unit, int last_unit, double tokens,
-                                    double *flops) {
+tessel_status tessel_est_step_flops(const tessel_sdk *x, int first_unit, int last_unit, double *flops) {
   tessel_model_dims d = {.size = sizeof d};
   TESSEL_TRY(x->api->model->dims(x->host, &d));
+  double tokens = (double)d.micro_batch * d.micro_steps * d.seq_len;
   *flops = 0;
   for (int u = first_unit; u <= last_unit; u++) {
     double f;

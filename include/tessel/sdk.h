@@ -178,14 +178,14 @@ tessel_status tessel_est_op_passes(const tessel_sdk *x, int unit, int op, uint64
 tessel_status tessel_est_core(const tessel_sdk *x, const tessel_plan_query *q, const tessel_geometry *g,
                               uint64_t core_numel, tessel_estimate *out);
 
-/* FLOPs of forward and backward of units first..last over `tokens` tokens
-** of whole sequences, as one process computes them: per token 2·K·N for
+/* FLOPs of forward and backward of units first..last over the tokens a
+** data rank runs in a step (micro_batch · micro_steps · seq_len of the
+** model's dims), as one process computes them: per token 2·K·N for
 ** every linear [K, N] and for the LM head [V, C], 2·T·heads·head_size for
 ** causal attention (scores and weighted sum over the T/2 positions a token
 ** sees on average); backward twice the forward. Norms, activations and
 ** other elementwise ops are not counted. */
-tessel_status tessel_est_step_flops(const tessel_sdk *x, int first_unit, int last_unit, double tokens,
-                                    double *flops);
+tessel_status tessel_est_step_flops(const tessel_sdk *x, int first_unit, int last_unit, double *flops);
 
 #ifdef __cplusplus
 }

@@ -55,9 +55,7 @@ tessel_status tp_est_stats(tp_base *at, const tessel_plan_query *q, uint32_t nor
 }
 
 tessel_status tp_est_flops(tp_base *at, double parts, tessel_estimate *out) {
-  const tessel_model_dims *d = &at->dims;
-  double tokens = (double)d->micro_batch * d->micro_steps * d->seq_len;
-  TESSEL_TRY(tessel_est_step_flops(&at->x, 0, d->units - 1, tokens, &out->flops));
+  TESSEL_TRY(tessel_est_step_flops(&at->x, 0, at->dims.units - 1, &out->flops));
   out->flops /= parts;
   return TESSEL_OK;
 }

@@ -28,8 +28,7 @@ tessel_status ddp_estimate(void *inst, const tessel_plan_query *q, tessel_estima
                             4 * parts.core_numel);
     tessel_buckets_free(&bs);
   }
-  double tokens = (double)dims.micro_batch * dims.micro_steps * dims.seq_len;
-  if (st >= 0) st = tessel_est_step_flops(&d->x, 0, dims.units - 1, tokens, &out->flops);
+  if (st >= 0) st = tessel_est_step_flops(&d->x, 0, dims.units - 1, &out->flops);
   tessel_parts_free(&parts);
   return st;
 }

@@ -93,8 +93,7 @@ tessel_status gm_estimate(void *inst, const tessel_plan_query *q, tessel_estimat
   /* gathered chunks, gradient buffers and reduce results at the peak */
   out->memory[TESSEL_TIER_DEVICE][TESSEL_MEM_PARAM] += peak.peak > resident ? peak.peak - resident : 0;
   TESSEL_TRY(traffic(g, q, &steady));
-  double tokens = (double)g->dims.micro_batch * g->dims.micro_steps * g->dims.seq_len;
-  return tessel_est_step_flops(&x, 0, g->dims.units - 1, tokens, &out->flops);
+  return tessel_est_step_flops(&x, 0, g->dims.units - 1, &out->flops);
 }
 
 /* Everything on the device; optimizer state, then parameters too, on the

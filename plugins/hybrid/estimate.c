@@ -156,11 +156,9 @@ static tessel_status own_costs(hybrid *at, const tessel_plan_query *q, const tes
   if (at->pp > 1) pipeline(at, g, &t);
   TESSEL_TRY(flush(at, q, &t));
   TESSEL_TRY(data_parallel(at, q, parts, out));
-  const tessel_model_dims *d = &at->dims;
-  double tokens = (double)d->micro_batch * d->micro_steps * d->seq_len;
-  TESSEL_TRY(tessel_est_step_flops(&at->x, at->unit_first, at->unit_last, tokens, &out->flops));
+  TESSEL_TRY(tessel_est_step_flops(&at->x, at->unit_first, at->unit_last, &out->flops));
   out->flops /= at->tp;
-  out->bubble = (double)(at->pp - 1) / d->micro_steps;
+  out->bubble = (double)(at->pp - 1) / at->dims.micro_steps;
   return TESSEL_OK;
 }
 
