@@ -97,8 +97,19 @@ static void figures(const tsl_plan *p, tsl_plan_cand *c) {
       c->slowest = r;
     }
   }
-  double tokens = (double)c->dims.micro_batch * c->dims.micro_steps * c->dims.data_ranks * c->dims.seq_len;
-  c->tokens_per_s = c->timed && c->time.step > 0 ? tokens / c->time.step : 0;
+  c->tokens_per_s = c->timed && c->time.step > 0 ? tsl_plan_tokens_per_step(c) / c->time.step : 0;
+}
+
+double tsl_plan_tokens_per_step(const tsl_plan_cand *c) {
+  return (double)c->dims.micro_batch * c->dims.micro_steps * c->dims.data_ranks * c->dims.seq_len;
+}
+
+const tsl_plan_cand *tsl_plan_fitting(const tsl_plan *p, int i) {
+  for (int k = 0; k < p->n; k++) {
+    const tsl_plan_cand *c = &p->c[p->order[k]];
+    if (c->state == TSL_CAND_OK && c->fits && i-- == 0) return c;
+  }
+  return NULL;
 }
 
 /* 0 estimated and fitting, 1 estimated, 2 no estimate, 3 refused. */

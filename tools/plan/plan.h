@@ -102,6 +102,11 @@ tsl_status tsl_plan_enumerate(tsl_plan *p);
 tsl_status tsl_plan_estimate_all(tsl_plan *p);
 /* Predict times (when a profile is given), decide which fit, and rank. */
 void tsl_plan_rank_all(tsl_plan *p);
+/* The i-th (from 0) estimated candidate that fits, in ranked order: what
+** --write writes and --validate runs; NULL past the last. */
+const tsl_plan_cand *tsl_plan_fitting(const tsl_plan *p, int i);
+/* Tokens the whole world trains on per step under candidate c. */
+double tsl_plan_tokens_per_step(const tsl_plan_cand *c);
 void tsl_plan_free(tsl_plan *p);
 
 /* One candidate's planning (estimate.c). */

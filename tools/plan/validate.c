@@ -20,16 +20,6 @@
 #include "compare/compare.h"
 #include "compare/table.h"
 
-/* The candidate behind written configuration i: the i-th that fits, in
-** ranked order (as tsl_plan_write wrote them). */
-static const tsl_plan_cand *written(const tsl_plan *p, int i) {
-  for (int k = 0; k < p->n; k++) {
-    const tsl_plan_cand *c = &p->c[p->order[k]];
-    if (c->state == TSL_CAND_OK && c->fits && i-- == 0) return c;
-  }
-  return NULL;
-}
-
 /* Rank 0's predicted payload on a communicator (metrics count rank 0's). */
 static double predicted_payload(const tsl_plan_cand *c, const char *group) {
   double sum = 0;
@@ -52,10 +42,6 @@ static void traffic_verdict(const tsl_plan_cand *c, const tsl_cmp_trial *t, char
   if (!differ) snprintf(buf, cap, "exact (%d)", t->n_groups);
 }
 
-static double tokens_per_step(const tsl_plan_cand *c) {
-  return (double)c->dims.micro_batch * c->dims.micro_steps * c->dims.data_ranks * c->dims.seq_len;
-}
-
 static double percent(double predicted, double measured) { return 100.0 * (predicted - measured) / measured; }
 
 /* Step time: predicted, measured over the trials (median, range), error. */
@@ -65,7 +51,7 @@ static void time_table(const tsl_plan *p, const tsl_compare *cmp, FILE *out) {
   tsl_table t;
   tsl_table_init(&t, head);
   for (int i = 0; i < cmp->n_runs; i++) {
-    const tsl_plan_cand *c = written(p, i);
+    const tsl_plan_cand *c = tsl_plan_fitting(p, i);
     const tsl_cmp_run *run = &cmp->runs[i];
     int row = tsl_table_row(&t);
     tsl_table_set(&t, row, 0, "%d", i + 1);
@@ -74,7 +60,7 @@ static void time_table(const tsl_plan *p, const tsl_compare *cmp, FILE *out) {
       tsl_table_set(&t, row, 2, run->failed ? "failed: %s" : "-", run->error);
       continue;
     }
-    double tok = tokens_per_step(c), ms = 1e3 * tok / run->tps;
+    double tok = tsl_plan_tokens_per_step(c), ms = 1e3 * tok / run->tps;
     const tsl_cmp_split *sp = &run->trials[run->typical].split;
     tsl_table_set(&t, row, 2, "%.2f", c->time.step * 1e3);
     tsl_table_set(&t, row, 3, "%.2f (%.2f–%.2f)", ms, 1e3 * tok / run->tps_hi, 1e3 * tok / run->tps_lo);
@@ -93,7 +79,7 @@ static void memory_table(const tsl_plan *p, const tsl_compare *cmp, FILE *out) {
   tsl_table t;
   tsl_table_init(&t, head);
   for (int i = 0; i < cmp->n_runs; i++) {
-    const tsl_plan_cand *c = written(p, i);
+    const tsl_plan_cand *c = tsl_plan_fitting(p, i);
     const tsl_cmp_run *run = &cmp->runs[i];
     if (run->failed) continue;
     const tsl_cmp_trial *tr = &run->trials[run->typical];

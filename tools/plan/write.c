@@ -30,9 +30,8 @@ tsl_status tsl_plan_write(const tsl_plan *p, int top, const char *dir, char ***p
   *n = 0;
   *paths = calloc((size_t)top, sizeof **paths);
   if (!*paths) return tsl_error(TESSEL_E_NOMEM, "out of host memory");
-  for (int i = 0; i < p->n && *n < top && st >= 0; i++) {
-    const tsl_plan_cand *c = &p->c[p->order[i]];
-    if (c->state != TSL_CAND_OK || !c->fits) continue;
+  const tsl_plan_cand *c;
+  while (*n < top && st >= 0 && (c = tsl_plan_fitting(p, *n))) {
     st = write_one(p, c, *n + 1, dir, &(*paths)[*n]);
     if ((*paths)[*n]) printf("wrote %s\n", (*paths)[(*n)++]);
   }
