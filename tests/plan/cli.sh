@@ -64,7 +64,9 @@ grep -q "tp2d {(defaults)}: offers no option set for 64 rank" "$WORK/h100.log" |
 grep -q "^1 .* yes$" "$WORK/h100.log" || fail "the first-ranked GPT-2 1.5B candidate does not fit an 80 GiB H100"
 L=48; C=1600; T=1024; V=50304 # the vocabulary padded to a multiple of 64
 psi=$((V * C + T * C + L * (12 * C * C + 13 * C) + 2 * C))
-ddp=$(tr -d ' \t\n' <"$plan" | grep -o '"strategy":"ddp".*' | head -c 2000)
+# (no `| head` here: under pipefail the grep it cuts short fails the script)
+ddp=$(tr -d ' \t\n' <"$plan" | grep -o '"strategy":"ddp".*')
+ddp=${ddp:0:2000}
 for kind in "params $((6 * psi))" "grads $((4 * psi))" "optim $((8 * psi))"; do
   set -- $kind
   echo "$ddp" | grep -q "\"$1\":$2," || fail "ddp: $1 is not $2 bytes (Psi = $psi): $ddp"
