@@ -15,7 +15,7 @@
 #include "cpu.h"
 
 typedef struct cpu_ctx {
-  char description[256];
+  char description[320];
 } cpu_ctx;
 
 /* opts->threads (> 0) sets the OpenMP team size; 0 leaves OpenMP's default
@@ -25,6 +25,7 @@ typedef struct cpu_ctx {
 static int cpu_init(tsl_backend *be, const tsl_backend_opts *opts) {
   if (opts && TESSEL_HAS(opts, tsl_backend_opts, threads) && opts->threads > 0)
     omp_set_num_threads(opts->threads);
+  const int pool = tsl_cpu_blas_pool_started();
   openblas_set_num_threads(1);
   cpu_ctx *ctx = calloc(1, sizeof *ctx);
   if (!ctx) return TESSEL_E_NOMEM;
@@ -35,11 +36,16 @@ static int cpu_init(tsl_backend *be, const tsl_backend_opts *opts) {
   if (config) sscanf(config, "%*s %31s", version);
   const char *core = openblas_get_corename();
   int threads = omp_get_max_threads();
-  /* The `tessel` program never gets here on the fallback; a program that
-  ** links libtessel may: say how to get the faster kernels. */
+  /* The `tessel` program gets here with neither unless the user set the
+  ** variables; a program that links libtessel may: say what to set. */
   const char *better = tsl_cpu_blas_core_better();
-  char hint[96] = "";
-  if (better) snprintf(hint, sizeof hint, "; set OPENBLAS_CORETYPE=%s for this CPU's faster kernels", better);
+  char hint[160] = "";
+  int used = 0;
+  if (better)
+    used = snprintf(hint, sizeof hint, "; set OPENBLAS_CORETYPE=%s for this CPU's faster kernels", better);
+  if (pool)
+    snprintf(hint + used, sizeof hint - (size_t)used,
+             "; set OPENBLAS_NUM_THREADS=1: its own thread pool only competes with OpenMP's");
   snprintf(ctx->description, sizeof ctx->description, "cpu: %d thread%s, OpenBLAS %s (%s%s)", threads,
            threads == 1 ? "" : "s", version, core ? core : "?", hint);
   be->ctx = ctx;

@@ -12,6 +12,17 @@
 ** and the benchmarks set it and run themselves again
 ** (tsl_cpu_blas_restart); a program that links libtessel is told in the
 ** backend description.
+**
+** The same restart keeps OpenBLAS from starting a thread pool nobody uses.
+** Its pthread build starts, as it loads, one thread per core, which waits
+** for work by spinning on sched_yield for about 0.1 s before it sleeps.
+** tessel never gives it work (OpenBLAS runs one thread in each member of
+** the OpenMP team, matmul.c), so in that time it only takes cores from the
+** team. Measured on 2 cores: 20 two-thread sgemm calls of 0.5–1.4 ms in a
+** row had their slowest at 8.6–12.1 ms with the pool and 1.4–2.7 ms
+** without, and the first row of `tessel bench peak` (512³, measured as the
+** program starts) read 35–91 GFLOP/s against 183–193 without it.
+** OPENBLAS_NUM_THREADS=1 starts no pool.
 */
 #include <cblas.h>
 #include <stdlib.h>
@@ -52,14 +63,24 @@ const char *tsl_cpu_blas_core_better(void) {
   return tsl_cpu_blas_core_for(openblas_get_corename(), &f);
 }
 
+int tsl_cpu_blas_pool_started(void) {
+  return openblas_get_parallel() == 1 && openblas_get_num_threads() > 1;
+}
+
+/* Sets `name` to `value` when it is unset; 1 if it was set here. */
+static int set_if_unset(const char *name, const char *value) {
+  return value && !getenv(name) && setenv(name, value, 1) == 0;
+}
+
 /* Before any BLAS call or MPI_Init, so that every rank a launcher starts
-** does the same. A coretype the user set is kept; the variable, once set,
-** stops a second restart. If the restart fails the program goes on with
-** the fallback. */
+** does the same. A variable the user set is kept, and the ones set here
+** stop a second restart. If the restart fails the program goes on with
+** what OpenBLAS chose. */
 void tsl_cpu_blas_restart(char **argv) {
-  if (getenv("OPENBLAS_CORETYPE")) return;
-  const char *core = tsl_cpu_blas_core_better();
-  if (!core || setenv("OPENBLAS_CORETYPE", core, 1) != 0) return;
+  int core = set_if_unset("OPENBLAS_CORETYPE", tsl_cpu_blas_core_better());
+  int pool = tsl_cpu_blas_pool_started() && set_if_unset("OPENBLAS_NUM_THREADS", "1");
+  if (!core && !pool) return;
   execv("/proc/self/exe", argv);
-  unsetenv("OPENBLAS_CORETYPE");
+  if (core) unsetenv("OPENBLAS_CORETYPE");
+  if (pool) unsetenv("OPENBLAS_NUM_THREADS");
 }

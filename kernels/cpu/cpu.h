@@ -79,8 +79,13 @@ typedef struct tsl_cpu_features {
 const char *tsl_cpu_blas_core_for(const char *current, const tsl_cpu_features *f);
 /* tsl_cpu_blas_core_for on this CPU and the OpenBLAS kernels loaded now. */
 const char *tsl_cpu_blas_core_better(void);
-/* When tsl_cpu_blas_core_better names kernels and OPENBLAS_CORETYPE is
-** unset: set it and execute this program again with argv (returns only
+/* Whether OpenBLAS started its own thread pool as it loaded (pthread build,
+** more than one thread): one that competes with the OpenMP team. Ask
+** before openblas_set_num_threads, which changes the count, not the pool. */
+int tsl_cpu_blas_pool_started(void);
+/* Sets OPENBLAS_CORETYPE when tsl_cpu_blas_core_better names kernels, and
+** OPENBLAS_NUM_THREADS=1 when a pool was started, each only if the user
+** has not set it, and executes this program again with argv (returns only
 ** when nothing was to be done or the restart failed). */
 void tsl_cpu_blas_restart(char **argv);
 
