@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,14 +74,16 @@ int tsl_parse_size(const char *s, uint64_t *out) {
   char *end = NULL;
   errno = 0;
   while (isspace((unsigned char)*s)) s++;
-  if (*s == '-' || *s == '\0') return -1;
+  /* digits first: strtod alone would also take "nan", "inf" and hex */
+  if (!isdigit((unsigned char)*s) && *s != '.') return -1;
   double v = strtod(s, &end);
-  if (errno || end == s || v < 0) return -1;
+  if (errno || end == s || !isfinite(v) || (end > s + 1 && (s[1] == 'x' || s[1] == 'X'))) return -1;
   while (isspace((unsigned char)*end)) end++;
   for (size_t i = 0; i < TSL_ARRAY_LEN(units); i++) {
     if (strcmp(end, units[i].unit) == 0) {
       double bytes = v * units[i].mult;
-      if (bytes > 1.8e19) return -1;
+      /* a size that is not zero never rounds to 0, which often means "none" */
+      if (bytes > 1.8e19 || (bytes > 0 && bytes < 0.5)) return -1;
       *out = (uint64_t)(bytes + 0.5);
       return 0;
     }

@@ -23,7 +23,8 @@ int tsl_edit_distance(const char *a, const char *b);
 const char *tsl_closest(const char *word, const char *const *candidates, int n);
 
 /* Parse "512", "64KiB", "25MiB", "1.5GiB", "2GB" into bytes. 0 on success,
-** -1 on a malformed string or a negative value. */
+** -1 on a malformed string, a negative or non-finite value, or one above
+** zero that would round to 0 bytes. */
 int tsl_parse_size(const char *s, uint64_t *out);
 /* Format bytes as "1.50 MiB" into buf. Returns buf. */
 char *tsl_format_bytes(uint64_t bytes, char *buf, size_t cap);

@@ -76,6 +76,9 @@ tsl_status tsl_cfg_bool(tsl_cfg *node, const char *key, int dflt, int *out);
 tsl_status tsl_cfg_size(tsl_cfg *node, const char *key, uint64_t dflt, uint64_t *out);
 /* dflt may be NULL: then absence leaves *out NULL and records nothing. */
 tsl_status tsl_cfg_string(tsl_cfg *node, const char *key, const char *dflt, const char **out);
+/* A string naming a file or directory: as tsl_cfg_string, and "" is an
+** error at the key (it would fail only when the run first used it). */
+tsl_status tsl_cfg_file(tsl_cfg *node, const char *key, const char *dflt, const char **out);
 tsl_status tsl_cfg_enum(tsl_cfg *node, const char *key, const char *const *choices, int dflt,
                         int *out);
 tsl_status tsl_cfg_int_list(tsl_cfg *node, const char *key, int64_t *out, int cap, int *n);

@@ -243,6 +243,12 @@ fail:
   return st;
 }
 
+tsl_status tsl_cfg_file(tsl_cfg *map, const char *key, const char *dflt, const char **out) {
+  tsl_status st = tsl_cfg_string(map, key, dflt, out);
+  if (st >= 0 && *out && !**out) return tsl_cfg_error(map, key, "an empty path names no file or directory");
+  return st;
+}
+
 tsl_status tsl_cfg_enum(tsl_cfg *map, const char *key, const char *const *choices, int dflt, int *out) {
   const char *s;
   tsl_status st = tsl_cfg_string(map, key, choices[dflt], &s);

@@ -10,6 +10,8 @@ typedef struct parser {
   yaml_parser_t yaml;
   tsl_config *cfg;
   const char *file; /* interned */
+  const char *text; /* the input, for positions given as byte offsets */
+  size_t len;
   int line_offset, col_offset;
   size_t end_line, end_col; /* 0-based position just past the last character */
   int depth;                /* maps and lists open around the current node */
@@ -40,8 +42,25 @@ static const char *unclosed(const yaml_parser_t *y) {
   return NULL;
 }
 
+/* The line and column of a byte offset into the input: libyaml's reader
+** (bad UTF-8, control characters such as NUL) reports only an offset, and
+** leaves problem_mark at the start of the file. */
+static yaml_mark_t mark_at_offset(const parser *p, size_t offset) {
+  yaml_mark_t m = {.index = offset};
+  for (size_t i = 0; i < offset && i < p->len; i++) {
+    if (p->text[i] == '\n') {
+      m.line++;
+      m.column = 0;
+    } else if (((unsigned char)p->text[i] & 0xC0) != 0x80) {
+      m.column++;
+    }
+  }
+  return m;
+}
+
 static tsl_status syntax_error(parser *p) {
-  tsl_mark k = mark_of(p, p->yaml.problem_mark);
+  tsl_mark k = mark_of(p, p->yaml.error == YAML_READER_ERROR ? mark_at_offset(p, p->yaml.problem_offset)
+                                                              : p->yaml.problem_mark);
   const char *problem = p->yaml.problem ? p->yaml.problem : "malformed YAML", *open = unclosed(&p->yaml);
   if (open)
     return tsl_cfg_report(p->cfg, mark_of(p, p->yaml.context_mark),
@@ -254,7 +273,8 @@ fail:
 
 tsl_status tsl_parse_yaml(tsl_config *cfg, const char *text, size_t len, const char *file,
                           int line_offset, int col_offset, int depth, tsl_cfg **out) {
-  parser p = {.cfg = cfg, .line_offset = line_offset, .col_offset = col_offset, .depth = depth};
+  parser p = {.cfg = cfg, .text = text, .len = len, .line_offset = line_offset, .col_offset = col_offset,
+              .depth = depth};
   for (size_t i = 0; i < len; i++) {
     if (text[i] == '\n') {
       p.end_line++;

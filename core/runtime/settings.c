@@ -6,6 +6,8 @@
 ** the one thing that ends its own reader. */
 #include "settings.h"
 
+#include <ctype.h>
+#include <errno.h>
 #include <glob.h>
 #include <math.h>
 #include <stdio.h>
@@ -28,9 +30,17 @@ static tsl_status derived_string(tsl_cfg *map, const char *key, const char *base
                                  const char **out) {
   char *dflt = tsl_asprintf("%s%s", base, tail);
   if (!dflt) return TESSEL_E_NOMEM;
-  tsl_status st = tsl_cfg_string(map, key, dflt, out);
+  tsl_status st = tsl_cfg_file(map, key, dflt, out);
   free(dflt); /* the tree keeps its own copy of a recorded default */
   return st;
+}
+
+/* Whether value is base + tail, the glob derived_string gives by default:
+** a resolved config (`tessel check`, a checkpoint's config.yaml) repeats
+** it, and read back it means the same. */
+static int is_derived(const char *value, const char *base, const char *tail) {
+  size_t nb = strlen(base), nt = strlen(tail);
+  return strlen(value) == nb + nt && !strncmp(value, base, nb) && !strcmp(value + nb, tail);
 }
 
 /* 8/3 · C rounded up to a multiple of 64: SwiGLU's three matrices then hold
@@ -87,7 +97,7 @@ static tsl_status read_model(tsl_cfg *root, tsl_settings *s) {
   }
   int64_t c = ok[2] ? v[2] : 1;
   keep(&st, tsl_cfg_int(m, "ffn", arch == TSL_ARCH_LLAMA ? swiglu_ffn(c) : 4 * c, 1, 1 << 24, &ffn));
-  keep(&st, tsl_cfg_string(m, "init_from", NULL, &s->model.init_from));
+  keep(&st, tsl_cfg_file(m, "init_from", NULL, &s->model.init_from));
   if (arch == TSL_ARCH_LLAMA && ok[1] && ok[2] && v[2] % v[1] == 0 && (v[2] / v[1]) % 2 != 0)
     keep(&st, tsl_cfg_error(m, "heads", "heads of %lld channels (%lld / %lld): rotary positions rotate pairs, so "
                             "the head size must be even", (long long)(v[2] / v[1]), (long long)v[2], (long long)v[1]));
@@ -110,31 +120,43 @@ static tsl_status read_data(tsl_cfg *root, tsl_settings *s) {
   keep(&st, tsl_cfg_string_list(d, "text", &s->data.text, &s->data.n_text));
   keep(&st, derived_string(d, "dir", s->log.dir, "/data", &s->data.dir));
   keep(&st, tsl_cfg_float(d, "val_fraction", 0.1, 0.0, 0.5, &s->data.val_fraction));
-  keep(&st, tsl_cfg_string(d, "tokenizer", NULL, &s->data.tokenizer));
+  keep(&st, tsl_cfg_file(d, "tokenizer", NULL, &s->data.tokenizer));
   if (s->data.n_text > 0) {
     s->data.prepared = 1;
     keep(&st, derived_string(d, "train", s->data.dir, "/train_*.bin", &s->data.train));
-    if (s->data.val_fraction > 0) keep(&st, derived_string(d, "val", s->data.dir, "/val_*.bin", &s->data.val));
-    else keep(&st, tsl_cfg_string(d, "val", NULL, &s->data.val));
+    if (s->data.train && !is_derived(s->data.train, s->data.dir, "/train_*.bin"))
+      keep(&st, tsl_cfg_error(d, "train", "give 'train' (a glob of token shards) or 'text' (files to prepare), not "
+                              "both: the text is prepared into data.dir and trained on from there"));
+    if (s->data.val_fraction > 0) {
+      keep(&st, derived_string(d, "val", s->data.dir, "/val_*.bin", &s->data.val));
+      if (s->data.val && !is_derived(s->data.val, s->data.dir, "/val_*.bin"))
+        keep(&st, tsl_cfg_error(d, "val", "'val' beside 'text' with val_fraction %g: the text's last part is the "
+                                "validation set; set val_fraction: 0 to validate on 'val' instead",
+                                s->data.val_fraction));
+    } else {
+      keep(&st, tsl_cfg_file(d, "val", NULL, &s->data.val));
+    }
   } else if (!tsl_cfg_has(d, "train")) {
     keep(&st, tsl_cfg_error(d, NULL, "give 'train' (a glob of token shards) or 'text' (files to prepare)"));
   } else {
-    keep(&st, tsl_cfg_string(d, "train", NULL, &s->data.train));
-    keep(&st, tsl_cfg_string(d, "val", NULL, &s->data.val));
+    keep(&st, tsl_cfg_file(d, "train", NULL, &s->data.train));
+    keep(&st, tsl_cfg_file(d, "val", NULL, &s->data.val));
   }
   return st;
 }
 
 /* "3h50m", "90s", "1d12h", "45m", or plain seconds ("5400") into seconds;
-** -1 when malformed. */
+** -1 when malformed, not finite or not more than zero (strtod alone would
+** take "nan", "inf" and "0x1p4", and 0 would mean no limit at all). */
 static double parse_duration(const char *text) {
   double total = 0;
   const char *p = text;
   if (!*p) return -1;
   while (*p) {
     char *end;
+    if (!isdigit((unsigned char)*p) && *p != '.') return -1;
     double v = strtod(p, &end);
-    if (end == p || v < 0) return -1;
+    if (end == p || !isfinite(v) || (end > p + 1 && (p[1] == 'x' || p[1] == 'X'))) return -1;
     double unit = 1;
     switch (*end) {
       case 'd': unit = 86400; end++; break;
@@ -147,7 +169,7 @@ static double parse_duration(const char *text) {
     total += v * unit;
     p = end;
   }
-  return total;
+  return isfinite(total) && total > 0 ? total : -1;
 }
 
 /* train.recompute: none | selective | full, or a count N of blocks, the
@@ -186,7 +208,7 @@ static tsl_status read_train(tsl_cfg *root, tsl_settings *s) {
   keep(&st, tsl_cfg_int(t, "stop_after", 0, 0, I64_MAX, &s->train.stop_after));
   keep(&st, tsl_cfg_string(t, "stop_after_time", NULL, &limit));
   if (limit && (s->train.stop_after_time = parse_duration(limit)) < 0)
-    keep(&st, tsl_cfg_error(t, "stop_after_time", "'%s' is not a duration: write e.g. 3h50m, 90m, 45s or 1d12h",
+    keep(&st, tsl_cfg_error(t, "stop_after_time", "'%s' is not a duration above zero: write e.g. 3h50m, 90m, 45s or 1d12h",
                             limit));
   tsl_status b = tsl_cfg_int(t, "batch_size", 8, 1, 1 << 24, &batch);
   tsl_status mb = tsl_cfg_int(t, "micro_batch_size", 0, 0, 1 << 24, &micro);
@@ -251,7 +273,7 @@ static tsl_status read_device(tsl_cfg *root, tsl_settings *s) {
   keep(&st, tsl_cfg_int(d, "threads", 0, 0, TSL_MAX_THREADS, &threads));
   keep(&st, tsl_cfg_size(d, "memory_limit", 0, &s->device.memory_limit));
   keep(&st, tsl_cfg_float(d, "peak_tflops", 0.0, 0.0, 1e6, &s->device.peak_tflops));
-  keep(&st, tsl_cfg_string(d, "nvme_dir", NULL, &s->device.nvme_dir));
+  keep(&st, tsl_cfg_file(d, "nvme_dir", NULL, &s->device.nvme_dir));
   s->device.kind = (tsl_device_kind)kind;
   s->device.threads = (int)threads;
   return st;
@@ -264,7 +286,7 @@ static tsl_status read_plugin(tsl_cfg *root, tsl_settings *s) {
   if (st < 0) return st;
   /* `plugin: null` (or --set plugin=null) runs without a strategy */
   if (tsl_cfg_is_empty(p)) return TESSEL_OK;
-  keep(&st, tsl_cfg_string(p, "path", NULL, &s->plugin.path));
+  keep(&st, tsl_cfg_file(p, "path", NULL, &s->plugin.path));
   keep(&st, tsl_cfg_string(p, "name", NULL, &s->plugin.name));
   if (st >= 0 && !s->plugin.name && !s->plugin.path)
     keep(&st, tsl_cfg_error(p, NULL, "give the strategy's 'name' (e.g. ddp) or the 'path' of its library"));
@@ -299,7 +321,7 @@ static tsl_status read_log(tsl_cfg *root, tsl_settings *s) {
   if (st < 0) return st;
   keep(&st, derived_string(l, "dir", "runs/", s->name, &s->log.dir));
   keep(&st, derived_string(l, "metrics", s->log.dir, "/metrics.jsonl", &s->log.metrics));
-  keep(&st, tsl_cfg_string(l, "tensorboard", NULL, &s->log.tensorboard));
+  keep(&st, tsl_cfg_file(l, "tensorboard", NULL, &s->log.tensorboard));
   keep(&st, tsl_cfg_int(l, "every", 10, 1, I64_MAX, &s->log.every));
   keep(&st, tsl_cfg_enum(l, "progress", progress, TSL_PROGRESS_AUTO, &prog));
   keep(&st, tsl_cfg_enum(l, "level", levels, TESSEL_LOG_INFO, &level));
@@ -355,6 +377,9 @@ tsl_status tsl_settings_check_files(tsl_config *cfg, const tsl_settings *s, cons
   tsl_status st = TESSEL_OK;
   tsl_cfg *data = NULL;
   if (tsl_cfg_section(tsl_config_root(cfg), "data", 0, &data) < 0 || !data) return TESSEL_OK;
+  if (s->data.tokenizer && access(s->data.tokenizer, R_OK) != 0)
+    keep(&st, tsl_cfg_error(data, "tokenizer", "cannot read %s: %s%s", s->data.tokenizer, strerror(errno),
+                            who ? who : ""));
   if (s->data.prepared) { /* the shards are made at the start of the run: their sources must be there */
     const char **text;
     int n;

@@ -39,16 +39,17 @@ static tsl_status open_metrics(tsl_reporter *r, const tsl_settings *s, int64_t r
   if (st >= 0) {
     FILE *f = fopen(tmp, "w");
     if (!f) {
-      st = tsl_error(TESSEL_E_IO, "%s: cannot create: %s", tmp, strerror(errno));
+      st = tsl_error(TESSEL_E_IO, "log.metrics: %s: cannot create: %s", tmp, strerror(errno));
     } else {
       if (resume_step > 0) st = truncate_metrics(s->log.metrics, resume_step, f);
       fclose(f);
       if (st >= 0 && rename(tmp, s->log.metrics) != 0)
-        st = tsl_error(TESSEL_E_IO, "%s: cannot replace: %s", s->log.metrics, strerror(errno));
+        st = tsl_error(TESSEL_E_IO, "log.metrics: %s: cannot replace: %s", s->log.metrics, strerror(errno));
+      if (st < 0) unlink(tmp);
     }
   }
   if (st >= 0 && !(r->metrics = fopen(s->log.metrics, "a")))
-    st = tsl_error(TESSEL_E_IO, "%s: cannot open for appending: %s", s->log.metrics, strerror(errno));
+    st = tsl_error(TESSEL_E_IO, "log.metrics: %s: cannot open for appending: %s", s->log.metrics, strerror(errno));
   free(dir);
   free(tmp);
   return st;

@@ -72,7 +72,10 @@ static tsl_status prompt_ids(const tsl_sample_opts *o, int V, tsl_token_vec *v) 
                        "text (its checkpoint stores none: give tessel sample --tokenizer FILE)", V);
     tsl_status st = TESSEL_OK;
     for (size_t i = 0; (i < len || (len == 0 && i == 0)) && st >= 0; i++) {
-      int32_t b = len ? (unsigned char)o->prompt[i] % V : '\n' % V;
+      int32_t b = len ? (unsigned char)o->prompt[i] : '\n';
+      if (b >= V)
+        return tsl_error(TESSEL_E_CONFIG, "the prompt's byte %zu (0x%02X) is not in this byte-level model's "
+                         "vocabulary of %d tokens: it never saw that byte", i, (unsigned)b, V);
       st = tsl_token_vec_sink(v, &b, 1);
     }
     return st;

@@ -91,7 +91,9 @@ static tsl_status agree_on_checkpoint(trainer *t, char **path, char *host0, size
   int64_t step = 0;
   *path = NULL;
   if (rt->world.rank == 0) {
-    if (t->opts.resume_dir) found = tsl_strdup(t->opts.resume_dir);
+    if (t->opts.resume_dir && !t->opts.resume_dir[0])
+      st = tsl_error(TESSEL_E_CONFIG, "the checkpoint to resume from is an empty path");
+    else if (t->opts.resume_dir) found = tsl_strdup(t->opts.resume_dir);
     else if (rt->settings.ckpt.resume == TSL_RESUME_AUTO) st = tsl_ckpt_latest(rt->settings.ckpt.dir, &found, &step);
     if (found && strlen(found) >= sizeof pick.path)
       st = tsl_error(TESSEL_E_CONFIG, "the checkpoint path %s is too long", found);

@@ -104,6 +104,13 @@ tsl_status tsl_vocab_check(tsl_runtime *rt) {
                          "%d, but this run has no tokenizer to turn a model of %d tokens into text (its data is "
                          "byte-level); set data.tokenizer, or train.sample_tokens: 0", s->train.sample_tokens,
                          s->model.vocab_size);
+  const char *prompt = s->train.sample_prompt;
+  for (size_t i = 0; !rt->tokenizer && s->train.sample_tokens > 0 && prompt && prompt[i]; i++)
+    if ((unsigned char)prompt[i] >= s->model.vocab_size)
+      return tsl_cfg_error(section(rt, "train"), "sample_prompt",
+                           "byte %zu (0x%02X) is not in this byte-level model's vocabulary of %d tokens: it "
+                           "never sees that byte",
+                           i, (unsigned)(unsigned char)prompt[i], s->model.vocab_size);
   return TESSEL_OK;
 fail:
   return st;

@@ -66,7 +66,9 @@ static tessel_status options(gemini *g, const tessel_cfg *sec) {
                            o->offload_optim_frac);
   }
   if (o->nvme_optim_frac > 0 && !o->nvme_dir)
-    return cfg->error_at(h, sec, "nvme_optim_frac", "needs nvme_dir, the directory for the NVMe tier's files");
+    return cfg->error_at(h, sec, "nvme_optim_frac",
+                         "needs nvme_dir in this section, the directory for gemini's NVMe files (device.nvme_dir "
+                         "is for state the core places, not gemini's chunks)");
   return TESSEL_OK;
 }
 

@@ -69,7 +69,8 @@ static int largest_grid(const tp2d *t, int world) {
 static tessel_status resolve(tp2d *t, int world, int *tp_out) {
   const tessel_cfg_api *cfg = t->b.x.api->cfg;
   int tp;
-  tessel_status st = tp_resolve_tp(&t->b, world, largest_grid(t, world), &tp);
+  const int fit = largest_grid(t, world);
+  tessel_status st = tp_resolve_tp(&t->b, world, fit, isqrt(fit / t->depth), 4 * t->depth, &tp);
   if (st < 0) return st;
   if (tp % t->depth != 0)
     return cfg->error_at(t->b.x.host, t->b.x.section, "depth", "depth %d does not divide tp %d: tp = depth · q²", t->depth, tp);

@@ -45,7 +45,8 @@ static tessel_status mesh(void *inst, int world, tessel_mesh *m) {
   const tessel_cfg *sec = t->b.x.section;
   const char *tp_key = tp_shape_key(&t->b);
   int tp = 0;
-  tessel_status st = tp_resolve_tp(&t->b, world, largest_cube(world), &tp);
+  const int fit = largest_cube(world);
+  tessel_status st = tp_resolve_tp(&t->b, world, fit, icbrt(fit), 8, &tp);
   if (st < 0) return st;
   int q = icbrt(tp);
   if (q * q * q != tp)

@@ -291,6 +291,74 @@ static void test_files_and_threads(void) {
   tsl_config_free(cfg);
 }
 
+/* Values that would otherwise be taken and mean nothing, or something else:
+** a time limit of zero or not a number (strtod reads "nan", "inf", hex) is
+** no limit at all; a size that is not a number, or rounds to 0 bytes (0
+** often means "unlimited"); an empty path; `train`/`val` beside `text`,
+** where the text is what gets prepared (a resolved config that repeats
+** the derived globs reads back unchanged); a tokenizer that is not there. */
+static void test_values_that_mean_nothing(void) {
+  static const char *const cases[][2] = {
+      {"train: {steps: 1, stop_after_time: 0s}", "train.stop_after_time: '0s' is not a duration above zero"},
+      {"train: {steps: 1, stop_after_time: nan}", "train.stop_after_time: 'nan' is not a duration above zero"},
+      {"train: {steps: 1, stop_after_time: inf}", "train.stop_after_time: 'inf' is not a duration above zero"},
+      {"train: {steps: 1, stop_after_time: 1e400}", "train.stop_after_time: '1e400' is not a duration"},
+      {"train: {steps: 1, stop_after_time: 0x10m}", "train.stop_after_time: '0x10m' is not a duration"},
+      {"train: {steps: 1}\ndevice: {memory_limit: nan}", "device.memory_limit: expected a size"},
+      {"train: {steps: 1}\ndevice: {memory_limit: .inf}", "device.memory_limit: expected a size"},
+      {"train: {steps: 1}\ndevice: {memory_limit: 0.4}", "device.memory_limit: expected a size"},
+      {"train: {steps: 1}\ndevice: {memory_limit: 0x10}", "device.memory_limit: expected a size"},
+      {"train: {steps: 1}\nlog: {dir: \"\"}", "log.dir: an empty path names no file or directory"},
+      {"train: {steps: 1}\ncheckpoint: {dir: \"\"}", "checkpoint.dir: an empty path"},
+      {"train: {steps: 1}\nlog: {metrics: \"\"}", "log.metrics: an empty path"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char p[1024], text[512];
+    snprintf(text, sizeof text, "model: {layers: 1, heads: 1, channels: 4, seq_len: 4}\ndata: {train: x}\n%s\n",
+             cases[i][0]);
+    put(p, "meaningless.yaml", text);
+    CHECK_EQ_INT(read_all(p), TESSEL_E_CONFIG);
+    CHECK_STR_CONTAINS(tsl_error_message(), cases[i][1]);
+  }
+  char p[1024];
+  put(p, "fine.yaml",
+      "model: {layers: 1, heads: 1, channels: 4, seq_len: 4}\ndata: {train: x}\n"
+      "train: {steps: 1, stop_after_time: 1h30m}\ndevice: {memory_limit: 1.5KiB}\n");
+  tsl_config *cfg = load_ok(p);
+  tsl_settings s;
+  CHECK_EQ_INT(tsl_settings_read(cfg, &s), TESSEL_OK);
+  CHECK(s.train.stop_after_time == 5400.0);
+  CHECK(s.device.memory_limit == 1536);
+  tsl_config_free(cfg);
+
+  put(p, "both.yaml",
+      "model: {layers: 1, heads: 1, channels: 4, seq_len: 4}\n"
+      "data: {text: [a.txt], dir: d, train: \"x/train_*.bin\", val: \"x/val_*.bin\"}\n"
+      "train: {steps: 1}\n");
+  CHECK_ERROR(read_all(p), "%s:2:38: data.train: give 'train' (a glob of token shards) or 'text'", p);
+  CHECK_STR_CONTAINS(tsl_error_message(), ":2:60: data.val: 'val' beside 'text' with val_fraction 0.1");
+  put(p, "resolved.yaml",
+      "model: {layers: 1, heads: 1, channels: 4, seq_len: 4}\n"
+      "data: {text: [a.txt], dir: d, train: \"d/train_*.bin\", val: \"d/val_*.bin\"}\n"
+      "train: {steps: 1}\n");
+  CHECK_EQ_INT(read_all(p), TESSEL_OK);
+  put(p, "own_val.yaml",
+      "model: {layers: 1, heads: 1, channels: 4, seq_len: 4}\n"
+      "data: {text: [a.txt], val_fraction: 0, val: \"x/val_*.bin\"}\n"
+      "train: {steps: 1}\n");
+  CHECK_EQ_INT(read_all(p), TESSEL_OK);
+
+  put(p, "tokenizer.yaml",
+      "model: {layers: 1, heads: 1, channels: 4, seq_len: 4}\n"
+      "data: {text: [\"tests/config/*.c\"], tokenizer: /no/such/tokenizer.json}\n"
+      "train: {steps: 1}\n");
+  cfg = load_ok(p);
+  CHECK_EQ_INT(tsl_settings_read(cfg, &s), TESSEL_OK);
+  CHECK_ERROR(tsl_settings_check_files(cfg, &s, NULL),
+              "%s:2:47: data.tokenizer: cannot read /no/such/tokenizer.json: No such file or directory", p);
+  tsl_config_free(cfg);
+}
+
 int main(void) {
   scratch_init("test_config_mistakes");
   RUN(test_every_mistake_in_file_order);
@@ -303,6 +371,7 @@ int main(void) {
   RUN(test_huge_maps_are_linear);
   RUN(test_derived_paths_keep_their_length);
   RUN(test_files_and_threads);
+  RUN(test_values_that_mean_nothing);
   int code = HARNESS_EXIT();
   if (code == 0) tsl_remove_tree(scratch);
   return code;

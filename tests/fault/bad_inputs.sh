@@ -15,7 +15,13 @@
 #   - `export CKPT -o CKPT/model.safetensors`, which would overwrite the
 #     checkpoint's own model;
 #   - 300 --set options and 40 TESSEL_PLUGIN_PATH entries, more than any
-#     fixed table would hold.
+#     fixed table would hold;
+#   - bytes that are not UTF-8, found where they are, not at 1:1;
+#   - `--resume ""`, which once meant "start again from step 1";
+#   - a sample prompt with a byte the byte-level model never sees (it was
+#     taken modulo the vocabulary);
+#   - log.metrics naming a directory: an error naming the key, and no
+#     temporary file left beside it.
 . "$(dirname "$0")/common.sh" "$1" "$2" "$3" bad_inputs
 PLUGINS=$4
 
@@ -129,4 +135,24 @@ expect 0
 grep -A1 '^ddp ' "$WORK/many_plugin_dirs.out" | grep -q "^  $WORK/fortieth/libtessel-ddp.so\$" ||
   fail "the plugin in the 40th TESSEL_PLUGIN_PATH entry was not found first"
 
-finish "ok: FIFOs, broken plugins, damaged and self-overwriting checkpoints, long option lists: each a clear error"
+# ---- odd bytes and values ----
+{ valid; printf '# caf\351\n'; } >"$WORK/latin1.yaml"
+run latin1_config "$TESSEL" check "$WORK/latin1.yaml"
+expect 2 "$WORK/latin1.yaml:4:6: YAML syntax error: incomplete UTF-8 octet sequence"
+run resume_empty "$TESSEL" run "$WORK/run.yaml" --resume ""
+expect 2 "--resume needs a checkpoint directory"
+grep -q "^step" "$WORK/resume_empty.out" "$WORK/resume_empty.err" && fail "--resume \"\" trained"
+seq 1 3000 >"$WORK/digits.txt" # bytes 0x0A and 0x30-0x39 only
+printf '%s\n' "model: {layers: 1, heads: 2, channels: 16, seq_len: 8, vocab_size: 64}" \
+  "data: {text: [\"$WORK/digits.txt\"], dir: $WORK/digits}" \
+  "train: {steps: 1, batch_size: 2, sample_tokens: 4, sample_prompt: \"12A\"}" "log: {dir: $WORK/digits_run}" \
+  >"$WORK/digits.yaml"
+run prompt_byte "$TESSEL" run "$WORK/digits.yaml"
+expect 2 "$WORK/digits.yaml:3:67: train.sample_prompt: byte 2 (0x41) is not in this byte-level model's vocabulary of 64 tokens"
+grep -q "^step" "$WORK/prompt_byte.out" "$WORK/prompt_byte.err" && fail "trained before refusing the prompt"
+mkdir -p "$WORK/metrics_dir"
+run metrics_dir "$TESSEL" run "$WORK/digits.yaml" --set train.sample_tokens=0 --set log.metrics="$WORK/metrics_dir"
+expect 1 "log.metrics: $WORK/metrics_dir: cannot replace"
+[ -e "$WORK/metrics_dir.tmp" ] && fail "left $WORK/metrics_dir.tmp behind"
+
+finish "ok: FIFOs, broken plugins, damaged and self-overwriting checkpoints, long option lists, odd bytes and values: each a clear error"

@@ -34,11 +34,11 @@ static int run(int argc, char **argv) {
   while ((c = getopt_long(argc, argv, "s:r:", opts, NULL)) != -1) {
     if (c == 's') {
       sets[n_sets++] = optarg;
-    } else if (c == 'r') {
+    } else if (c == 'r' && optarg[0]) {
       topts.resume_dir = optarg;
     } else {
       free(sets);
-      return tsl_usage_error(&tsl_cmd_run, "bad option");
+      return tsl_usage_error(&tsl_cmd_run, c == 'r' ? "--resume needs a checkpoint directory" : "bad option");
     }
   }
   if (optind != argc - 1) {
