@@ -221,6 +221,9 @@ static int list_steps(const char *dir, int64_t **out) {
 
 /* Remove all but the newest `keep` step directories, never the one just
 ** written (a run restarted from an older checkpoint saves older steps). */
+/* Each old checkpoint is first renamed to a temporary's name and then
+** removed: a crash while its files go leaves a leftover the next start
+** sweeps away, never a step_N that looks whole and is not. */
 static tsl_status prune(const char *dir, int keep, int64_t just_saved) {
   int64_t *steps;
   tsl_status st = TESSEL_OK;
@@ -228,8 +231,12 @@ static tsl_status prune(const char *dir, int keep, int64_t just_saved) {
   for (int i = keep; keep > 0 && i < n && st >= 0; i++) {
     if (steps[i] == just_saved) continue;
     char *path = tsl_asprintf("%s/step_%08lld", dir, (long long)steps[i]);
-    st = path ? tsl_remove_tree(path) : TESSEL_E_NOMEM;
+    char *doomed = tsl_asprintf("%s/.tmp-step_%08lld-%d", dir, (long long)steps[i], (int)getpid());
+    if (!path || !doomed) st = TESSEL_E_NOMEM;
+    else if (rename(path, doomed) != 0) st = tsl_error(TESSEL_E_IO, "%s: cannot remove: %s", path, strerror(errno));
+    else st = tsl_remove_tree(doomed);
     free(path);
+    free(doomed);
   }
   free(steps);
   return st;

@@ -63,6 +63,34 @@ static int stale_file(const char *name) {
   return t && t[5] && strspn(t + 5, "0123456789") == strlen(t + 5);
 }
 
+/* A resave moves step_N aside as "step_N.old-PID" and then renames its
+** finished temporary to step_N: a crash between the two renames leaves no
+** step_N, only the complete old copy aside. Put it back (before the sweep
+** would delete it); returns how many were restored. */
+static int restore_moved_aside(const char *dir) {
+  DIR *d = opendir(dir);
+  int restored = 0;
+  if (!d) return 0;
+  for (struct dirent *e; (e = readdir(d)) != NULL;) {
+    const char *old = strstr(e->d_name, ".old-");
+    if (fnmatch("step_[0-9]*.old-[0-9]*", e->d_name, 0) != 0 || !old) continue;
+    char *from = tsl_asprintf("%s/%s", dir, e->d_name);
+    char *to = tsl_asprintf("%s/%.*s", dir, (int)(old - e->d_name), e->d_name);
+    if (from && to && !tsl_path_exists(to)) {
+      if (rename(from, to) == 0) {
+        tsl_info("restored %s, moved aside by a save that was interrupted", to);
+        restored++;
+      } else {
+        tsl_warn("could not restore %s from %s: %s", to, from, strerror(errno));
+      }
+    }
+    free(from);
+    free(to);
+  }
+  closedir(d);
+  return restored;
+}
+
 /* Remove the entries of `dir` that `stale` picks; returns how many. */
 static int sweep(const char *dir, int (*stale)(const char *)) {
   DIR *d = opendir(dir);
@@ -90,6 +118,7 @@ static int inside(const char *path, const char *dir) {
 }
 
 static void remove_leftovers(const tsl_settings *s) {
+  restore_moved_aside(s->ckpt.dir);
   int n = sweep(s->ckpt.dir, stale_checkpoint);
   char *tmp = tsl_asprintf("%s.tmp", s->log.metrics);
   if (tmp && tsl_path_exists(tmp) && unlink(tmp) == 0) n++;

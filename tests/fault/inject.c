@@ -11,12 +11,18 @@
 **                                  remounted read-only); erofs:0 is
 **                                  read-only from the start
 **   TESSEL_FAULT=full              statvfs reports no free space there
+**   TESSEL_FAULT=kill-after-rename:TEXT   SIGKILL right after a rename there
+**                                  whose new name contains TEXT (a crash
+**                                  between two steps of a save)
+**   TESSEL_FAULT=kill-after-remove:TEXT   the same after removing a path
+**                                  that contains TEXT
 **
 ** It wraps the calls tessel's own code makes (write, pwrite, mkdir, open,
 ** openat, statvfs); stdio's internal writes are not seen, which is fine:
 ** the checkpoint tensors, the bulk of every checkpoint, go through write().
 */
 #include <dlfcn.h>
+#include <signal.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -28,11 +34,11 @@
 #include <sys/types.h>
 #include <unistd.h>
 
-enum { NONE, ENOSPC_AFTER, EROFS_AFTER, FULL };
+enum { NONE, ENOSPC_AFTER, EROFS_AFTER, FULL, KILL_AFTER_RENAME, KILL_AFTER_REMOVE };
 
 static int mode = -1;
 static long long budget;
-static char dir[4096];
+static char dir[4096], kill_text[256];
 static size_t dir_len;
 
 static void setup(void) {
@@ -45,6 +51,8 @@ static void setup(void) {
   if (sscanf(f, "enospc:%lld", &budget) == 1) mode = ENOSPC_AFTER;
   else if (sscanf(f, "erofs:%lld", &budget) == 1) mode = EROFS_AFTER;
   else if (strcmp(f, "full") == 0) mode = FULL;
+  else if (sscanf(f, "kill-after-rename:%255s", kill_text) == 1) mode = KILL_AFTER_RENAME;
+  else if (sscanf(f, "kill-after-remove:%255s", kill_text) == 1) mode = KILL_AFTER_REMOVE;
 }
 
 static int under(const char *path) {
@@ -88,6 +96,8 @@ typedef int (*open_fn)(const char *, int, ...);
 typedef int (*open64_fn)(const char *, int, ...);
 typedef int (*openat_fn)(int, const char *, int, ...);
 typedef int (*statvfs_fn)(const char *, struct statvfs *);
+typedef int (*rename_fn)(const char *, const char *);
+typedef int (*remove_fn)(const char *);
 
 ssize_t write(int fd, const void *buf, size_t n) {
   REAL(write);
@@ -153,5 +163,25 @@ int statvfs(const char *path, struct statvfs *out) {
   int rc = real_statvfs(path, out);
   setup();
   if (rc == 0 && mode == FULL && under(path)) out->f_bavail = 0;
+  return rc;
+}
+
+/* Dies as a crash would, once `path` has been done to. */
+static void kill_if(int when, const char *path) {
+  setup();
+  if (mode == when && under(path) && strstr(path, kill_text)) raise(SIGKILL);
+}
+
+int rename(const char *from, const char *to) {
+  REAL(rename);
+  int rc = real_rename(from, to);
+  if (rc == 0) kill_if(KILL_AFTER_RENAME, to);
+  return rc;
+}
+
+int remove(const char *path) {
+  REAL(remove);
+  int rc = real_remove(path);
+  if (rc == 0) kill_if(KILL_AFTER_REMOVE, path);
   return rc;
 }
