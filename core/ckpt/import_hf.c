@@ -28,10 +28,13 @@ static tsl_status whole(const hf_json *j, const char *key, double dflt, double l
   return TESSEL_OK;
 }
 
-static tsl_status number(const hf_json *j, const char *key, double dflt, double *out) {
+/* A number in [lo, hi]: the range a config's own key takes, so that an
+** imported checkpoint is one every command can read back. */
+static tsl_status number(const hf_json *j, const char *key, double dflt, double lo, double hi, double *out) {
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(j->root, key);
   *out = !v || cJSON_IsNull(v) ? dflt : cJSON_IsNumber(v) ? v->valuedouble : NAN;
-  if (!isfinite(*out) || *out <= 0) return tsl_error(TESSEL_E_IO, "%s: '%s' must be a positive number", j->path, key);
+  if (!isfinite(*out) || *out < lo || *out > hi)
+    return tsl_error(TESSEL_E_UNSUPPORTED, "%s: '%s' must be a number in [%g, %g] for tessel", j->path, key, lo, hi);
   return TESSEL_OK;
 }
 
@@ -77,11 +80,14 @@ static tsl_status gpt2(const hf_json *j, tsl_model_settings *m) {
   TSL_TRY(st, whole(j, "n_layer", 12, 1, 1 << 20, &m->layers));
   TSL_TRY(st, whole(j, "n_head", 12, 1, 1 << 20, &m->heads));
   TSL_TRY(st, whole(j, "n_embd", 768, 1, 1 << 20, &m->channels));
+  if (m->channels % m->heads != 0)
+    return tsl_error(TESSEL_E_UNSUPPORTED, "%s: n_embd %d does not split into n_head %d heads of equal size", j->path,
+                     m->channels, m->heads);
   TSL_TRY(st, whole(j, "n_inner", 4.0 * m->channels, 1, 1 << 24, &m->ffn));
   TSL_TRY(st, whole(j, "n_positions", 1024, 1, 1 << 20, &m->seq_len));
   TSL_TRY(st, whole(j, "vocab_size", 50257, 2, 1 << 24, &m->vocab_size));
   TSL_TRY(st, one_of(j, "activation_function", gelu, "tessel's GPT-2 computes the tanh GELU (gelu_new)"));
-  TSL_TRY(st, number(j, "layer_norm_epsilon", 1e-5, &eps));
+  TSL_TRY(st, number(j, "layer_norm_epsilon", 1e-5, 1e-12, 1.0, &eps));
   if (eps != 1e-5)
     return tsl_error(TESSEL_E_UNSUPPORTED, "%s: 'layer_norm_epsilon' is %g; tessel's GPT-2 layer norms use 1e-5", j->path, eps);
   TSL_TRY(st, boolean(j, "tie_word_embeddings", 1, &m->tie_embeddings));
@@ -110,13 +116,13 @@ static tsl_status rope(const hf_json *j, double *theta) {
   tsl_status st;
   if (!params || cJSON_IsNull(params)) {
     TSL_TRY(st, refuse_set(j, "rope_scaling", why));
-    return number(j, "rope_theta", 10000.0, theta);
+    return number(j, "rope_theta", 10000.0, 1.0, 1e12, theta);
   }
   if (!cJSON_IsObject(params)) return tsl_error(TESSEL_E_IO, "%s: 'rope_parameters' must be an object", j->path);
   hf_json inner = {j->path, params};
   TSL_TRY(st, one_of(&inner, "rope_type", plain, why));
   TSL_TRY(st, refuse_set(j, "rope_scaling", why));
-  return number(&inner, "rope_theta", 10000.0, theta);
+  return number(&inner, "rope_theta", 10000.0, 1.0, 1e12, theta);
 fail:
   return st;
 }
@@ -136,7 +142,7 @@ static tsl_status llama(const hf_json *j, tsl_model_settings *m) {
   TSL_TRY(st, whole(j, "max_position_embeddings", 2048, 1, 1 << 20, &m->seq_len));
   TSL_TRY(st, whole(j, "vocab_size", 32000, 2, 1 << 24, &m->vocab_size));
   TSL_TRY(st, rope(j, &m->rope_theta));
-  TSL_TRY(st, number(j, "rms_norm_eps", 1e-6, &m->norm_eps));
+  TSL_TRY(st, number(j, "rms_norm_eps", 1e-6, 1e-12, 1.0, &m->norm_eps));
   TSL_TRY(st, boolean(j, "tie_word_embeddings", 0, &m->tie_embeddings));
   TSL_TRY(st, one_of(j, "hidden_act", silu, "tessel's Llama MLP is SwiGLU (silu)"));
   TSL_TRY(st, refuse_set(j, "attention_bias", "tessel's Llama has no biases"));
@@ -219,6 +225,21 @@ fail:
   return st;
 }
 
+/* A tensor held by two shards: the index names one of them, and taking
+** whichever comes first could load a stale copy without a word. Refused
+** (transformers follows the index; tessel does not keep it). */
+static tsl_status no_tensor_twice(const char *dir, tsl_st_file **files, char **names, int n) {
+  for (int f = 0; f < n; f++)
+    for (int i = 0; i < tsl_st_count(files[f]); i++) {
+      const char *name = tsl_st_desc_at(files[f], i)->name;
+      for (int g = f + 1; g < n; g++)
+        if (tsl_st_find(files[g], name) >= 0)
+          return tsl_error(TESSEL_E_IO, "%s: tensor '%s' is in both %s and %s; a sharded model holds each tensor "
+                           "once (re-save it with save_pretrained)", dir, name, names[f], names[g]);
+    }
+  return TESSEL_OK;
+}
+
 tsl_status tsl_hf_open_files(const char *dir, tsl_st_file ***files, int *n_files) {
   tsl_status st = TESSEL_OK;
   char **names = NULL, *index = tsl_asprintf("%s/model.safetensors.index.json", dir);
@@ -247,6 +268,7 @@ tsl_status tsl_hf_open_files(const char *dir, tsl_st_file ***files, int *n_files
     if (st >= 0) *n_files = i + 1;
     free(path);
   }
+  if (st >= 0) st = no_tensor_twice(dir, *files, names, *n_files);
   for (int i = 0; names && i < n; i++) free(names[i]);
   free(names);
   free(index);

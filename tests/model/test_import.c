@@ -172,10 +172,12 @@ static void test_bf16_imports_as_its_values(void) {
   CHECK(same_tensors(out, ref));
 }
 
-static void test_shards_import_like_one_file(void) {
-  char one[1024], two[1024], path[1100];
-  REQUIRE(tsl_import_hf(FIXTURE, scratch_path(one, "single-ckpt")) == TESSEL_OK);
-  char *dir = hf_dir("sharded", TESSEL_F32, NULL, NULL, NULL);
+/* DIR as two shards with an index: the fixture's first half of tensors in
+** the first, the rest in the second, which starts at tensor second_from
+** instead when that is below the half (then some tensors are in both). */
+static char *sharded_dir(const char *name, int second_from) {
+  char path[1100];
+  char *dir = hf_dir(name, TESSEL_F32, NULL, NULL, NULL);
   snprintf(path, sizeof path, "%s/model.safetensors", dir);
   remove(path);
   tsl_st_file *src;
@@ -184,7 +186,7 @@ static void test_shards_import_like_one_file(void) {
   snprintf(path, sizeof path, "%s/model-00001-of-00002.safetensors", dir);
   write_tensors(path, src, 0, half, TESSEL_F32, NULL, NULL);
   snprintf(path, sizeof path, "%s/model-00002-of-00002.safetensors", dir);
-  write_tensors(path, src, half, n, TESSEL_F32, NULL, NULL);
+  write_tensors(path, src, second_from < half ? second_from : half, n, TESSEL_F32, NULL, NULL);
   snprintf(path, sizeof path, "%s/model.safetensors.index.json", dir);
   FILE *f = fopen(path, "w");
   REQUIRE(f);
@@ -195,6 +197,13 @@ static void test_shards_import_like_one_file(void) {
   fprintf(f, "}}\n");
   fclose(f);
   tsl_st_close(src);
+  return dir;
+}
+
+static void test_shards_import_like_one_file(void) {
+  char one[1024], two[1024];
+  REQUIRE(tsl_import_hf(FIXTURE, scratch_path(one, "single-ckpt")) == TESSEL_OK);
+  char *dir = sharded_dir("sharded", 0x7fffffff);
   REQUIRE(tsl_import_hf(dir, scratch_path(two, "sharded-ckpt")) == TESSEL_OK);
   CHECK(same_tensors(one, two));
 }
@@ -262,6 +271,15 @@ static void test_refusals_name_the_problem(void) {
   refused(hf_dir("narrow", TESSEL_F32, "{\"intermediate_size\": 128,", NULL, NULL), TESSEL_E_IO,
           "tensor 'model.layers.0.mlp.gate_proj.weight' is F32 of 2 dimension(s) [160, 64]; the config makes it a "
           "matrix [128, 64]");
+  refused(hf_dir("theta", TESSEL_F32, "{\"rope_theta\": 1e13,", NULL, NULL), TESSEL_E_UNSUPPORTED,
+          "'rope_theta' must be a number in [1, 1e+12]");
+  refused(hf_dir("eps", TESSEL_F32, "{\"rms_norm_eps\": 2,", NULL, NULL), TESSEL_E_UNSUPPORTED,
+          "'rms_norm_eps' must be a number in [1e-12, 1]");
+  refused(hf_dir("gpt2-heads", TESSEL_F32, "{\"model_type\": \"gpt2\", \"n_head\": 3, \"n_embd\": 32,", NULL, NULL),
+          TESSEL_E_UNSUPPORTED, "n_embd 32 does not split into n_head 3 heads");
+  /* a stale copy of a tensor in a second shard is not taken silently */
+  refused(sharded_dir("twice", 0), TESSEL_E_IO, "' is in both model-00001-of-00002.safetensors and "
+          "model-00002-of-00002.safetensors");
   char *dir = hf_dir("no-weights", TESSEL_F32, NULL, NULL, NULL), path[1100];
   snprintf(path, sizeof path, "%s/model.safetensors", dir);
   remove(path);
