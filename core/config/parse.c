@@ -198,12 +198,15 @@ static tsl_status parse_node(parser *p, yaml_event_t *ev, tsl_cfg *parent, const
   tsl_mark m = mark_of(p, ev->start_mark);
   tsl_cfg *n = NULL;
   switch (ev->type) {
-    case YAML_SCALAR_EVENT:
-      n = tsl_node_new(p->cfg, is_null_scalar(ev) ? TSL_NODE_NULL : TSL_NODE_SCALAR, m);
+    case YAML_SCALAR_EVENT: {
+      /* `!!str 1` is the string "1", as if quoted: a number's getter refuses it */
+      const int str_tag = ev->data.scalar.tag && !strcmp((const char *)ev->data.scalar.tag, YAML_STR_TAG);
+      n = tsl_node_new(p->cfg, is_null_scalar(ev) && !str_tag ? TSL_NODE_NULL : TSL_NODE_SCALAR, m);
       if (!n) st = TESSEL_E_NOMEM;
       else if (n->kind == TSL_NODE_SCALAR) st = scalar_text(p, ev, "this value", &n->scalar);
-      if (n) n->quoted = ev->data.scalar.style != YAML_PLAIN_SCALAR_STYLE;
+      if (n) n->quoted = ev->data.scalar.style != YAML_PLAIN_SCALAR_STYLE || str_tag;
       break;
+    }
     case YAML_MAPPING_START_EVENT:
     case YAML_SEQUENCE_START_EVENT:
       n = tsl_node_new(p->cfg, ev->type == YAML_MAPPING_START_EVENT ? TSL_NODE_MAP : TSL_NODE_LIST, m);

@@ -39,7 +39,8 @@ static int parse_args(int argc, char **argv, check_args *a) {
   while ((c = getopt_long(argc, argv, "w:s:q", opts, NULL)) != -1) {
     if (c == 'w') {
       if (tsl_parse_count(optarg, &a->world) != 0 || a->world < 1 || a->world > 1 << 20)
-        return tsl_usage_error(&tsl_cmd_check, "--world needs a positive number of ranks, got '%s'", optarg);
+        return tsl_usage_error(&tsl_cmd_check, "--world needs a number of ranks from 1 to %d, got '%s'", 1 << 20,
+                               optarg);
     } else if (c == 's') {
       a->sets[a->n_sets++] = optarg;
     } else if (c == 'q') {
