@@ -145,6 +145,14 @@ tsl_status tsl_sample(const tsl_settings *s, tsl_tensor_fn src, void *src_ctx, c
     /* only the real vocabulary's columns: a padded table's are never drawn */
     TSL_TRY(st, tsl_mem_copy(&rt.ledger, TESSEL_TIER_HOST, row, 0, TESSEL_TIER_DEVICE, logits,
                              (uint64_t)last * (uint64_t)stride * sizeof(float), (uint64_t)V * sizeof(float), NULL));
+    for (int v = 0; v < V; v++)
+      if (!isfinite(row[v])) {
+        st = tsl_error(TESSEL_E_NUMERIC, "the model's logit for token %d is %g at generated token %d: its weights "
+                       "hold NaN or Inf, so there is nothing to sample (a run that diverged, or a model imported "
+                       "that way)", v,
+                       (double)row[v], k);
+        goto fail;
+      }
     double u = (double)(tsl_mix64(o->seed ^ tsl_mix64((uint64_t)k)) >> 11) / 9007199254740992.0;
     int tok = draw(row, V, o->temperature, o->top_k, u);
     ctx.tokens[ctx.len++] = tok;

@@ -13,10 +13,27 @@ c=$("$TESSEL" sample "$CK" --prompt "int " --tokens 40 --temperature 1 --top-k 5
 d=$("$TESSEL" sample "$CK" --prompt "int " --tokens 40 --temperature 1 --top-k 5 --seed 3)
 [ "$c" = "$d" ] || fail "seeded sampling is not reproducible"
 
-mkdir -p "$WORK/hf"
-"$TESSEL" export "$CK" -o "$WORK/hf/model.safetensors" >/dev/null || fail "export failed"
+# the directory is made; tokenizer files an earlier export left would
+# describe another vocabulary than this byte-level model's, and go
+"$TESSEL" export "$CK" -o "$WORK/hf/model.safetensors" >/dev/null || fail "export into a new directory failed"
+echo '{"model": {"type": "BPE"}}' >"$WORK/hf/tokenizer.json"
+echo '{}' >"$WORK/hf/tokenizer_config.json"
+"$TESSEL" export "$CK" -o "$WORK/hf/model.safetensors" >/dev/null 2>&1 || fail "export failed"
 [ -s "$WORK/hf/model.safetensors" ] && [ -s "$WORK/hf/config.json" ] || fail "export wrote no files"
+[ -e "$WORK/hf/tokenizer.json" ] || [ -e "$WORK/hf/tokenizer_config.json" ] && fail "an earlier export's tokenizer files stayed"
 grep -q '"n_layer":[[:space:]]*2' "$WORK/hf/config.json" || fail "config.json lacks n_layer 2"
+
+# weights holding NaN (here the export's last float, imported back) are
+# refused by sample, which once printed NUL bytes
+cp -r "$WORK/hf" "$WORK/hf_nan"
+size=$(stat -c %s "$WORK/hf_nan/model.safetensors")
+printf '\000\000\300\177' | dd of="$WORK/hf_nan/model.safetensors" bs=1 seek=$((size - 4)) conv=notrunc 2>/dev/null
+"$TESSEL" import "$WORK/hf_nan" -o "$WORK/nan_ckpt" >/dev/null || fail "importing the NaN model failed"
+set +e
+"$TESSEL" sample "$WORK/nan_ckpt" --tokens 3 >"$WORK/nan.out" 2>"$WORK/nan.err"
+rc=$?
+set -e
+[ $rc -eq 1 ] && grep -q "hold NaN or Inf" "$WORK/nan.err" || fail "sampling NaN weights: exit $rc, $(cat "$WORK/nan.err")"
 
 set +e
 "$TESSEL" sample "$WORK/none" >/dev/null 2>"$WORK/err"
@@ -33,4 +50,4 @@ set -e
 grep -q "truncated" "$WORK/err" || fail "unclear error: $(cat "$WORK/err")"
 [ -e "$WORK/x.safetensors" ] && fail "a failed export left a file behind"
 rm -rf "$WORK"
-echo "ok: sample is reproducible, export writes the model and config, damaged checkpoints are refused"
+echo "ok: sample is reproducible, export writes the model and config (no stale tokenizer), damaged checkpoints are refused"

@@ -43,7 +43,7 @@ int tsl_parse_arg_out(const tsl_command *cmd, int argc, char **argv, const char 
     if (c != 'o') return tsl_usage_error(cmd, "bad option");
     *out = optarg;
   }
-  if (!*out) return tsl_usage_error(cmd, "missing -o");
+  if (!*out || !**out) return tsl_usage_error(cmd, *out ? "-o needs a path" : "missing -o");
   if (optind != argc - 1) return tsl_usage_error(cmd, "expected one %s", what);
   *arg = argv[optind];
   return 0;

@@ -2,12 +2,15 @@
 #include "export/export.h"
 
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ckpt/checkpoint.h"
 #include "common/atomic_file.h"
+#include "common/log.h"
 #include "common/util.h"
 #include "tokenizer/tokenizer.h"
 
@@ -119,6 +122,24 @@ static tsl_status check_destination(const char *ckpt_dir, const char *out_path) 
                    out_path, ckpt_dir);
 }
 
+/* A byte-level model has no tokenizer files; an earlier export's left in
+** the directory would be loaded with it (AutoTokenizer, tessel import) and
+** describe another vocabulary. */
+static tsl_status remove_stale_tokenizer(const char *dir) {
+  static const char *const files[] = {"tokenizer.json", "tokenizer_config.json"};
+  tsl_status st = TESSEL_OK;
+  for (size_t i = 0; i < sizeof files / sizeof files[0] && st >= 0; i++) {
+    char *path = tsl_asprintf("%s/%s", dir, files[i]);
+    if (!path) return TESSEL_E_NOMEM;
+    if (tsl_path_exists(path)) {
+      if (unlink(path) == 0) tsl_info("removed %s: this model is byte-level and has no tokenizer", path);
+      else st = tsl_error(TESSEL_E_IO, "%s: cannot remove an earlier export's tokenizer: %s", path, strerror(errno));
+    }
+    free(path);
+  }
+  return st;
+}
+
 tsl_status tsl_export_hf(const char *ckpt_dir, const char *out_path) {
   tsl_status st;
   tsl_ckpt c = {0};
@@ -129,6 +150,11 @@ tsl_status tsl_export_hf(const char *ckpt_dir, const char *out_path) {
   tsl_tokenizer *t = NULL;
   TSL_TRY(st, check_destination(ckpt_dir, out_path));
   TSL_TRY(st, tsl_ckpt_open(ckpt_dir, &c));
+  if (!(dir = tsl_dirname(out_path))) {
+    st = TESSEL_E_NOMEM;
+    goto fail;
+  }
+  TSL_TRY(st, tsl_mkdir_p(dir));
   if (c.tokenizer) TSL_TRY(st, tsl_tokenizer_load(c.tokenizer, &t));
   int n = tsl_st_count(c.model);
   descs = calloc((size_t)n, sizeof *descs);
@@ -157,10 +183,10 @@ tsl_status tsl_export_hf(const char *ckpt_dir, const char *out_path) {
   }
   st = tsl_st_writer_finish(w);
   if (st < 0) goto fail;
-  dir = tsl_dirname(out_path);
-  config = dir ? tsl_asprintf("%s/config.json", dir) : NULL;
+  config = tsl_asprintf("%s/config.json", dir);
   st = config ? write_hf_config(&c, config, t ? tsl_tokenizer_eot(t) : -1) : TESSEL_E_NOMEM;
   if (st >= 0 && t) st = write_tokenizer_files(&c, t, dir);
+  if (st >= 0 && !t) st = remove_stale_tokenizer(dir);
 fail:
   tsl_tokenizer_free(t);
   free(descs);
