@@ -233,7 +233,9 @@ tsl_status tsl_map_file(const char *path, const char **data, size_t *len) {
   struct stat sb;
   *data = NULL;
   *len = 0;
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  /* O_NONBLOCK: a FIFO with no writer would otherwise block the open for
+  ** ever; it opens at once and is then refused as not a regular file */
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return tsl_error(TESSEL_E_IO, "%s: cannot open: %s", path, strerror(errno));
   if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
     close(fd);

@@ -16,6 +16,8 @@
 ** Ids must be dense (0 .. size-1) and all 256 byte symbols present.
 */
 #include <cjson/cJSON.h>
+#include <ctype.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,6 +34,7 @@ typedef struct loader {
   char **strings;         /* per id, into the JSON tree (NULL: a hole so far) */
   size_t strings_cap;
   char *pattern;          /* the pre-tokenizer regex (heap), NULL: none */
+  int64_t id_bound;       /* ids are below this: every entry of vocab and added_tokens, if dense */
 } loader;
 
 static cJSON *field(const cJSON *obj, const char *key) { return cJSON_GetObjectItemCaseSensitive(obj, key); }
@@ -59,6 +62,20 @@ static tsl_status read_byte_level(loader *l, const cJSON *bl, int regex_allowed)
   return l->pattern ? TESSEL_OK : TESSEL_E_NOMEM;
 }
 
+/* A literal as a PCRE2 pattern: a backslash before every ASCII character
+** that is not a letter or digit (always a literal then). \Q...\E would end
+** early at a "\E" inside the literal. */
+static char *quote_literal(const char *text) {
+  char *out = malloc(2 * strlen(text) + 1), *o = out;
+  if (!out) return NULL;
+  for (const unsigned char *c = (const unsigned char *)text; *c; c++) {
+    if (*c < 0x80 && !isalnum(*c)) *o++ = '\\';
+    *o++ = (char)*c;
+  }
+  *o = '\0';
+  return out;
+}
+
 static tsl_status read_split(loader *l, const cJSON *split) {
   const cJSON *pat = field(split, "pattern"), *behavior = field(split, "behavior");
   const cJSON *re = field(pat, "Regex"), *str = field(pat, "String");
@@ -67,8 +84,8 @@ static tsl_status read_split(loader *l, const cJSON *split) {
                      l->name);
   if (cJSON_IsString(re)) {
     l->pattern = tsl_strdup(re->valuestring);
-  } else if (cJSON_IsString(str)) { /* a literal: quoted for PCRE2 */
-    l->pattern = tsl_asprintf("\\Q%s\\E", str->valuestring);
+  } else if (cJSON_IsString(str)) {
+    l->pattern = quote_literal(str->valuestring);
   } else {
     return tsl_error(TESSEL_E_CONFIG, "%s: pre_tokenizer Split has no pattern.Regex or pattern.String", l->name);
   }
@@ -114,10 +131,15 @@ static tsl_status read_pipeline(loader *l, const cJSON *root) {
   return read_pre_tokenizer(l, root);
 }
 
-/* Record id -> string, growing the per-id table; a second string for one id is an error. */
-static tsl_status set_id(loader *l, int64_t id, char *s, const char *what) {
-  if (id < 0 || id >= (1 << 30))
-    return tsl_error(TESSEL_E_CONFIG, "%s: %s '%s' has id %lld, outside [0, 2^30)", l->name, what, s, (long long)id);
+/* Record id -> string, growing the per-id table; a second string for one id is an error.
+** An id no dense numbering of the file's entries reaches is refused before
+** the table grows to it (a 100-byte file could otherwise ask for gigabytes). */
+static tsl_status set_id(loader *l, const cJSON *num, char *s, const char *what) {
+  double v = num->valuedouble;
+  if (v != floor(v) || v < 0 || v >= (double)TSL_MIN(l->id_bound, 1 << 30))
+    return tsl_error(TESSEL_E_CONFIG, "%s: %s '%s' has id %.17g, not a whole number in [0, %lld): ids must be dense "
+                     "(0 .. the number of tokens - 1)", l->name, what, s, v, (long long)TSL_MIN(l->id_bound, 1 << 30));
+  int64_t id = (int64_t)v;
   if (id >= l->t->vocab_size) {
     tsl_status st = tsl_tok_reserve(&l->strings, &l->strings_cap, (size_t)id + 1, sizeof *l->strings);
     if (st < 0) return st;
@@ -139,7 +161,7 @@ static tsl_status read_vocab(loader *l, const cJSON *model) {
     int64_t *slot;
     int added;
     if (!cJSON_IsNumber(e)) return tsl_error(TESSEL_E_CONFIG, "%s: model.vocab['%s'] is not a number", l->name, e->string);
-    TSL_TRY(st, set_id(l, (int64_t)e->valuedouble, e->string, "token"));
+    TSL_TRY(st, set_id(l, e, e->string, "token"));
     TSL_TRY(st, tsl_strmap_put(&l->by_string, e->string, strlen(e->string), (int64_t)e->valuedouble, &slot, &added));
     if (!added) return tsl_error(TESSEL_E_CONFIG, "%s: model.vocab lists '%s' twice", l->name, e->string);
   }
@@ -148,8 +170,11 @@ fail:
   return st;
 }
 
-/* One merge: its two parts (either form) and their ids. */
-static tsl_status merge_parts(loader *l, const cJSON *m, int rank, char *buf, size_t cap, size_t *a_len, int64_t *ids) {
+/* One merge: its two parts (either form) and their ids. *buf (of *cap
+** bytes) grows to hold the joined parts: a token has no length limit (a
+** long run of one character trains into one). */
+static tsl_status merge_parts(loader *l, const cJSON *m, int rank, char **buf, size_t *cap, size_t *a_len,
+                              int64_t *ids) {
   const char *a, *b;
   size_t al, bl;
   if (cJSON_IsString(m)) {
@@ -161,16 +186,23 @@ static tsl_status merge_parts(loader *l, const cJSON *m, int rank, char *buf, si
   } else {
     goto bad;
   }
-  if (al + bl >= cap) return tsl_error(TESSEL_E_CONFIG, "%s: merge %d is too long", l->name, rank);
-  memcpy(buf, a, al);
-  memcpy(buf + al, b, bl);
-  buf[al + bl] = '\0';
+  if (al + bl >= *cap) {
+    size_t want = 2 * (al + bl) + 1;
+    char *grown = realloc(*buf, want);
+    if (!grown) return tsl_error(TESSEL_E_NOMEM, "%s: out of host memory for merge %d", l->name, rank);
+    *buf = grown, *cap = want;
+  }
+  char *joined = *buf;
+  memcpy(joined, a, al);
+  memcpy(joined + al, b, bl);
+  joined[al + bl] = '\0';
   *a_len = al;
-  const int64_t *ia = tsl_strmap_find(&l->by_string, buf, al), *ib = tsl_strmap_find(&l->by_string, buf + al, bl);
-  const int64_t *iab = tsl_strmap_find(&l->by_string, buf, al + bl);
+  const int64_t *ia = tsl_strmap_find(&l->by_string, joined, al);
+  const int64_t *ib = tsl_strmap_find(&l->by_string, joined + al, bl);
+  const int64_t *iab = tsl_strmap_find(&l->by_string, joined, al + bl);
   if (!ia || !ib || !iab)
     return tsl_error(TESSEL_E_CONFIG, "%s: merge %d ('%.*s' + '%s') uses or makes a token not in model.vocab", l->name,
-                     rank, (int)al, buf, buf + al);
+                     rank, (int)al, joined, joined + al);
   ids[0] = *ia, ids[1] = *ib, ids[2] = *iab;
   return TESSEL_OK;
 bad:
@@ -180,22 +212,24 @@ bad:
 static tsl_status read_merges(loader *l, const cJSON *model) {
   const cJSON *merges = field(model, "merges"), *m;
   tsl_status st;
-  char buf[4096];
+  char *buf = NULL;
+  size_t cap = 0;
   int rank = 0;
   if (!cJSON_IsArray(merges)) return tsl_error(TESSEL_E_CONFIG, "%s: model.merges is missing or not a list", l->name);
   TSL_TRY(st, tsl_pairmap_init(&l->t->merges, (size_t)cJSON_GetArraySize(merges)));
   cJSON_ArrayForEach(m, merges) {
     int64_t ids[3], *slot;
     size_t al;
-    TSL_TRY(st, merge_parts(l, m, rank, buf, sizeof buf, &al, ids));
+    TSL_TRY(st, merge_parts(l, m, rank, &buf, &cap, &al, ids));
     /* a pair listed twice keeps its last rank, as `tokenizers` does */
     TSL_TRY(st, tsl_pairmap_put(&l->t->merges, (uint32_t)ids[0], (uint32_t)ids[1], 0, &slot, NULL));
     *slot = (int64_t)rank << 32 | ids[2];
     l->t->hash = tsl_hash_bytes(ids, sizeof ids, l->t->hash);
     rank++;
   }
-  return TESSEL_OK;
+  st = TESSEL_OK;
 fail:
+  free(buf);
   return st;
 }
 
@@ -235,7 +269,7 @@ static tsl_status read_added(loader *l, const cJSON *root) {
       return tsl_error(TESSEL_E_CONFIG, "%s: added_tokens[%d] lacks an id or content", l->name, t->n_added);
     static const char *const flags[] = {"single_word", "lstrip", "rstrip"};
     for (size_t f = 0; f < TSL_ARRAY_LEN(flags); f++) TSL_TRY(st, refuse_if_set(l, a, content->valuestring, flags[f]));
-    TSL_TRY(st, set_id(l, (int64_t)id->valuedouble, content->valuestring, "added token"));
+    TSL_TRY(st, set_id(l, id, content->valuestring, "added token"));
     tsl_added_token *x = &t->added[t->n_added++];
     x->id = (int32_t)id->valuedouble;
     x->special = bool_field(a, "special", 0);
@@ -320,6 +354,8 @@ static tsl_status load_tree(loader *l, const cJSON *root) {
   tsl_tokenizer *t = l->t;
   tsl_status st;
   if (!cJSON_IsObject(root)) return tsl_error(TESSEL_E_IO, "%s: not a JSON object (truncated or not a tokenizer.json?)", l->name);
+  l->id_bound = (int64_t)cJSON_GetArraySize(field(field(root, "model"), "vocab")) +
+                 (int64_t)cJSON_GetArraySize(field(root, "added_tokens"));
   TSL_TRY(st, read_pipeline(l, root));
   TSL_TRY(st, read_model(l, root));
   TSL_TRY(st, read_added(l, root));

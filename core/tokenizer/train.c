@@ -280,6 +280,29 @@ static int by_stand_in(const void *x, const void *y) {
   return (a > b) - (a < b);
 }
 
+
+/* A special token must be UTF-8 (tokenizer.json is JSON text, and
+** `tokenizers` refuses the file otherwise) and must not be the stand-in of
+** a byte that is written as another character ("Ġ" is the space): it would
+** take that byte's id, and the byte would decode as the token's text. A
+** byte written as itself ("a") shares its id harmlessly, as in `tokenizers`. */
+static tsl_status check_special(const char *special) {
+  size_t len = strlen(special);
+  unsigned char *raw = malloc(len + 1);
+  if (!raw) return tsl_error(TESSEL_E_NOMEM, "out of host memory");
+  long n = tsl_bytelevel_decode(special, len, raw);
+  free(raw);
+  if (n < 0) return tsl_error(TESSEL_E_CONFIG, "special token '%s' is not valid UTF-8", special);
+  for (int b = 0; b < 256; b++) {
+    char stand_in[3] = {0};
+    unsigned char byte = (unsigned char)b;
+    tsl_bytelevel_encode(&byte, 1, stand_in);
+    if (strcmp(stand_in, special) == 0 && tsl_bytelevel_char(byte) != byte)
+      return tsl_error(TESSEL_E_CONFIG, "special token '%s' is the byte-level symbol of byte 0x%02X: it would take "
+                       "that byte's id", special, b);
+  }
+  return TESSEL_OK;
+}
 /* Special tokens, the byte alphabet, and each word as byte symbols. */
 static tsl_status initial_symbols(trainer *tr, const word_counts *wc, const tsl_tokenizer_train_opts *o) {
   tsl_status st;
@@ -357,6 +380,7 @@ tsl_status tsl_tokenizer_train(const char *const *files, int n_files, const tsl_
   if (n_files <= 0) return tsl_error(TESSEL_E_CONFIG, "no input files to train a tokenizer on");
   for (int i = 0; i < o->n_special; i++) { /* ids 0 .. n_special-1 are theirs, one each */
     if (!o->special[i][0]) return tsl_error(TESSEL_E_CONFIG, "a special token is empty");
+    TSL_TRY(st, check_special(o->special[i]));
     for (int j = 0; j < i; j++)
       if (strcmp(o->special[i], o->special[j]) == 0)
         return tsl_error(TESSEL_E_CONFIG, "special token '%s' is given twice", o->special[i]);

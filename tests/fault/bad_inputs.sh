@@ -5,8 +5,9 @@
 #
 # usage: bad_inputs.sh TESSEL SRC TMP PLUGIN_DIR
 #
-#   - a FIFO as the config, as a base: and as plugin.path (nothing writes
-#     to it: a plain open would wait forever);
+#   - a FIFO as the config, as a base:, as plugin.path and as a text to
+#     train a tokenizer on (nothing writes to it: a plain open would wait
+#     forever);
 #   - a truncated plugin and one built for another machine (aarch64);
 #   - a config nested 25,000 levels deep (50 KB);
 #   - a log.dir of 1,500 bytes: the paths derived from it stay whole;
@@ -64,6 +65,8 @@ expect 2 "$WORK/base_fifo.yaml:4:7: base: 'fifo.yaml' is a FIFO, not a config fi
 valid "plugin: {path: $WORK/libtessel-fifo.so}" >"$WORK/plugin_fifo.yaml"
 run fifo_plugin "$TESSEL" check "$WORK/plugin_fifo.yaml"
 expect 1 "libtessel-fifo.so: is a FIFO, not a shared object"
+run fifo_tokenizer_text "$TESSEL" tokenizer train "$WORK/fifo.yaml" --vocab 300 -o "$WORK/fifo_tokenizer.json"
+expect 1 "$WORK/fifo.yaml: not a regular file"
 
 # ---- a deep config, a long directory ----
 { printf 'x: '; head -c 25000 /dev/zero | tr '\0' '['; head -c 25000 /dev/zero | tr '\0' ']'; echo; } >"$WORK/deep.yaml"

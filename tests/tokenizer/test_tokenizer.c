@@ -14,6 +14,9 @@
 #include <cjson/cJSON.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "common/util.h"
 #include "harness.h"
@@ -219,11 +222,64 @@ static void test_refuses_what_it_cannot_encode(void) {
   expect_refused("model.merges.0", "[\"zz\", \"q\"]", TESSEL_E_CONFIG, "merge 0");
   expect_refused("model.vocab.\xc4\xa0", "5000", TESSEL_E_CONFIG, "ids must be dense");
   expect_refused("model.vocab.\xc4\xa0", "3", TESSEL_E_CONFIG, "id 3 is both");
+  expect_refused("model.vocab.\xc4\xa0", "512.5", TESSEL_E_CONFIG, "has id 512.5, not a whole number");
   tsl_tokenizer *t = NULL;
   CHECK_EQ_INT(tsl_tokenizer_parse("{\"model\": {\"vocab\": {", 21, "cut.json", &t), TESSEL_E_IO);
   CHECK_STR_CONTAINS(tsl_error_message(), "cut.json: not valid JSON");
   CHECK_EQ_INT(tsl_tokenizer_load("tests/tokenizer/fixtures/none.json", &t), TESSEL_E_IO);
   CHECK_STR_CONTAINS(tsl_error_message(), "none.json");
+}
+
+/* An id far beyond the file's entries is refused before any table grows
+** to it: under a 1 GiB address-space limit the old loader, which sized a
+** per-id table to 2^30 - 1 entries first, failed for want of memory. */
+static void test_huge_id_costs_nothing(void) {
+  static const char json[] = "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 1073741823}, \"merges\": []}, "
+                             "\"pre_tokenizer\": {\"type\": \"ByteLevel\"}}";
+  pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    struct rlimit lim = {1u << 30, 1u << 30};
+    setrlimit(RLIMIT_AS, &lim);
+    tsl_tokenizer *t = NULL;
+    tsl_status st = tsl_tokenizer_parse(json, sizeof json - 1, "huge.json", &t);
+    _exit(st == TESSEL_E_CONFIG && strstr(tsl_error_message(), "ids must be dense") ? 0 : 1);
+  }
+  int status = 0;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+  CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+/* A Split's String pattern is a literal, even with "\E" or regex
+** characters in it (it was wrapped in \Q...\E, which "\E" ends). */
+static void test_literal_split(void) {
+  char *json;
+  REQUIRE(tsl_read_file(FIXTURES "gpt2_1024.json", &json, NULL) == TESSEL_OK);
+  cJSON *root = cJSON_Parse(json);
+  free(json);
+  cJSON_ReplaceItemInObject(root, "pre_tokenizer",
+                            cJSON_Parse("{\"type\": \"Sequence\", \"pretokenizers\": [{\"type\": \"Split\", "
+                                        "\"pattern\": {\"String\": \"a\\\\E+(\"}, \"behavior\": \"Isolated\", "
+                                        "\"invert\": false}, {\"type\": \"ByteLevel\", \"add_prefix_space\": false, "
+                                        "\"use_regex\": false}]}"));
+  char *text = cJSON_Print(root);
+  tsl_tokenizer *t = NULL;
+  tsl_status st = tsl_tokenizer_parse(text, strlen(text), "literal.json", &t);
+  if (st < 0) fprintf(stderr, "%s\n", tsl_error_message());
+  REQUIRE(st == TESSEL_OK);
+  /* "xa\E+(y" splits into "x", "a\E+(", "y": the literal is one piece, so
+  ** "a\E+(" cannot merge with what follows it */
+  static const char input[] = "xa\\E+(y";
+  tsl_token_vec whole = {0}, piece = {0};
+  REQUIRE(tsl_tokenizer_encode(t, input, strlen(input), 0, tsl_token_vec_sink, &whole) == TESSEL_OK);
+  REQUIRE(tsl_tokenizer_encode(t, "a\\E+(", 5, 0, tsl_token_vec_sink, &piece) == TESSEL_OK);
+  CHECK(whole.n >= piece.n + 2);
+  for (size_t i = 0; i < piece.n && i + 1 < whole.n; i++) CHECK_EQ_INT(whole.ids[1 + i], piece.ids[i]);
+  tsl_token_vec_free(&whole);
+  tsl_token_vec_free(&piece);
+  tsl_tokenizer_free(t);
+  free(text);
+  cJSON_Delete(root);
 }
 
 /* The hash follows what encodes, not how the JSON is written. */
@@ -258,6 +314,8 @@ int main(void) {
   RUN(test_added_tokens_only_when_asked);
   RUN(test_long_pieces);
   RUN(test_refuses_what_it_cannot_encode);
+  RUN(test_huge_id_costs_nothing);
+  RUN(test_literal_split);
   RUN(test_hash);
   return HARNESS_EXIT();
 }

@@ -98,6 +98,45 @@ static void test_whole_text_token_count(void) {
   tsl_tokenizer_free(t);
 }
 
+/* A token of any length trains and loads: a run of 5000 dashes merges into
+** tokens of up to 4096 bytes, and the loader once refused merges of 4096
+** bytes or more ("merge 11 is too long") in a file it had written. */
+static void test_long_tokens_load(void) {
+  char input[1024], out[1024], dashes[5000];
+  memset(dashes, '-', sizeof dashes);
+  scratch_write(scratch_path(input, "dashes.txt"), dashes, sizeof dashes);
+  const char *special[] = {"<|endoftext|>"}, *files[] = {input};
+  tsl_tokenizer_train_opts o = {.vocab_size = 300, .special = special, .n_special = 1};
+  REQUIRE(tsl_tokenizer_train(files, 1, &o, scratch_path(out, "dashes.json"), NULL) == TESSEL_OK);
+  tsl_tokenizer *t = NULL;
+  tsl_status st = tsl_tokenizer_load(out, &t);
+  if (st < 0) fprintf(stderr, "%s\n", tsl_error_message());
+  REQUIRE(st == TESSEL_OK);
+  uint64_t n = 0;
+  REQUIRE(tsl_tokenizer_encode(t, dashes, sizeof dashes, 0, count, &n) == TESSEL_OK);
+  CHECK(n <= 4); /* 4096 + 512 + 256 + 128 + 8: the longest tokens cover the run */
+  tsl_tokenizer_free(t);
+}
+
+/* Special tokens tokenizer.json cannot hold, or that would take a byte's
+** id: not UTF-8, or the stand-in of a byte written as another character
+** ("Ġ", the space). A byte written as itself ("a") may be one. */
+static void test_special_tokens_checked(void) {
+  char input[1024], out[1024];
+  const char *files[] = {prefix_file(input, 20000)};
+  static const char *const bad[][2] = {{"<\xff>", "is not valid UTF-8"},
+                                       {"\xc4\xa0", "is the byte-level symbol of byte 0x20"}};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    const char *special[] = {bad[i][0]};
+    tsl_tokenizer_train_opts o = {.vocab_size = 300, .special = special, .n_special = 1};
+    CHECK_EQ_INT(tsl_tokenizer_train(files, 1, &o, scratch_path(out, "special.json"), NULL), TESSEL_E_CONFIG);
+    CHECK_STR_CONTAINS(tsl_error_message(), bad[i][1]);
+  }
+  const char *special[] = {"a"};
+  tsl_tokenizer_train_opts o = {.vocab_size = 300, .special = special, .n_special = 1};
+  CHECK_EQ_INT(tsl_tokenizer_train(files, 1, &o, scratch_path(out, "special_a.json"), NULL), TESSEL_OK);
+}
+
 int main(void) {
   if (!tsl_path_exists(TEXT)) {
     fprintf(stderr, "skipped: %s is not there (the shared data beside the repository)\n", TEXT);
@@ -107,6 +146,8 @@ int main(void) {
   RUN(test_gpt2_merges_equal);
   RUN(test_llama3_merges_equal);
   RUN(test_whole_text_token_count);
+  RUN(test_long_tokens_load);
+  RUN(test_special_tokens_checked);
   if (!harness_failures) scratch_cleanup();
   return HARNESS_EXIT();
 }
