@@ -156,12 +156,25 @@ static tsl_status encode_piece(tsl_tokenizer *t, const char *piece, size_t n, ou
   return st;
 }
 
+/* A piece the pre-tokenizer made, with a space put before it when each
+** piece gets one (prefix_each_piece) and it lacks one. */
+static tsl_status encode_pretok_piece(tsl_tokenizer *t, const char *piece, size_t n, out_buf *o) {
+  if (!t->prefix_each_piece || piece[0] == ' ') return encode_piece(t, piece, n, o);
+  char *spaced = malloc(n + 1);
+  if (!spaced) return tsl_error(TESSEL_E_NOMEM, "out of host memory encoding text");
+  spaced[0] = ' ';
+  memcpy(spaced + 1, piece, n);
+  tsl_status st = encode_piece(t, spaced, n + 1, o);
+  free(spaced);
+  return st;
+}
+
 /* One span of ordinary text: pre-tokenize it and encode each piece. */
 static tsl_status encode_span(tsl_tokenizer *t, const char *text, size_t len, out_buf *o) {
   tsl_status st = TESSEL_OK;
   char *spaced = NULL;
   if (len == 0) return TESSEL_OK;
-  if (t->add_prefix_space && text[0] != ' ') {
+  if (t->add_prefix_space && !t->prefix_each_piece && text[0] != ' ') {
     if (!(spaced = malloc(len + 1))) return tsl_error(TESSEL_E_NOMEM, "out of host memory encoding text");
     spaced[0] = ' ';
     memcpy(spaced + 1, text, len);
@@ -175,7 +188,8 @@ static tsl_status encode_span(tsl_tokenizer *t, const char *text, size_t len, ou
     size_t a, b;
     int rc;
     tsl_pretok_begin(&it, t->pretok, text, len);
-    while (st >= 0 && (rc = tsl_pretok_next(&it, &a, &b)) != 0) st = rc < 0 ? rc : encode_piece(t, text + a, b - a, o);
+    while (st >= 0 && (rc = tsl_pretok_next(&it, &a, &b)) != 0)
+      st = rc < 0 ? rc : encode_pretok_piece(t, text + a, b - a, o);
   }
   free(spaced);
   return st;

@@ -120,6 +120,7 @@ struct tsl_tokenizer {
   tsl_strmap by_bytes;       /* decoded bytes -> id, for ignore_merges */
   int ignore_merges;         /* a piece that is a whole token is not merged */
   int add_prefix_space;      /* a space before each span that lacks one */
+  int prefix_each_piece;     /* ...before each piece instead: a ByteLevel after a Split, as tokenizers does */
   tsl_added_token *added;
   int n_added;
   uint8_t added_first[256];  /* some added token starts with this byte */

@@ -9,7 +9,8 @@
 **   normalizer       null
 **   pre_tokenizer    ByteLevel (use_regex: GPT-2's regex; add_prefix_space),
 **                    or Sequence [Split {Regex | String, Isolated, not
-**                    inverted}, ByteLevel {use_regex: false}]
+**                    inverted}, ByteLevel {use_regex: false}] (there
+**                    add_prefix_space prefixes each piece of the Split)
 **   decoder          ByteLevel or null
 **   post_processor   anything: tessel never adds tokens implicitly
 **   added_tokens     without single_word, lstrip or rstrip
@@ -54,6 +55,8 @@ static int bool_field(const cJSON *obj, const char *key, int dflt) {
 
 static tsl_status read_byte_level(loader *l, const cJSON *bl, int regex_allowed) {
   l->t->add_prefix_space = bool_field(bl, "add_prefix_space", 0);
+  /* after a Split, tokenizers' ByteLevel prefixes every piece the Split made */
+  l->t->prefix_each_piece = l->t->add_prefix_space && l->pattern;
   if (!bool_field(bl, "use_regex", 1)) return TESSEL_OK;
   if (!regex_allowed)
     return tsl_error(TESSEL_E_UNSUPPORTED, "%s: a ByteLevel pre-tokenizer with use_regex after a Split: two regexes "
@@ -367,6 +370,7 @@ static tsl_status load_tree(loader *l, const cJSON *root) {
   }
   uint64_t flags[2] = {(uint64_t)t->ignore_merges, (uint64_t)t->add_prefix_space};
   t->hash = tsl_hash_bytes(flags, sizeof flags, t->hash);
+  if (t->prefix_each_piece) t->hash = tsl_hash_str("prefix each piece", t->hash); /* other hashes stay as recorded */
   TSL_TRY(st, tsl_strmap_init(&t->cache, 1 << 14));
   return TESSEL_OK;
 fail:
