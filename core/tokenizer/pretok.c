@@ -95,13 +95,12 @@ void tsl_pretok_begin(tsl_pretok_iter *it, tsl_pretok *p, const char *text, size
   it->len = len;
 }
 
-/* Search from it->pos; sets the next match, or none (have_match 0). */
+/* Search from it->from; sets the next match, or none (have_match 0). */
 static int find_match(tsl_pretok_iter *it) {
   tsl_pretok *p = it->p;
   PCRE2_SPTR s = (PCRE2_SPTR)it->text;
-  /* an empty match would cover nothing: the search skips them */
-  int rc = p->jit ? pcre2_jit_match(p->code, s, it->len, it->pos, PCRE2_NOTEMPTY, p->md, p->mctx)
-                  : pcre2_match(p->code, s, it->len, it->pos, PCRE2_NOTEMPTY, p->md, p->mctx);
+  int rc = p->jit ? pcre2_jit_match(p->code, s, it->len, it->from, 0, p->md, p->mctx)
+                  : pcre2_match(p->code, s, it->len, it->from, 0, p->md, p->mctx);
   if (rc == PCRE2_ERROR_NOMATCH) {
     it->have_match = 0;
     return 0;
@@ -118,23 +117,42 @@ static int find_match(tsl_pretok_iter *it) {
   return 1;
 }
 
+/* The length of the character at text[i]: its UTF-8 sequence, or one byte
+** where the text is not UTF-8. */
+static size_t char_len(const char *text, size_t len, size_t i) {
+  size_t n = 1;
+  if ((unsigned char)text[i] >= 0xC0)
+    while (n < 4 && i + n < len && ((unsigned char)text[i + n] & 0xC0) == 0x80) n++;
+  return n;
+}
+
+/* Pieces are the matches and the gaps between them, as tokenizers' Split
+** (Isolated) makes them. An empty match only splits: it yields no piece,
+** and the search goes on a character later, that character starting the
+** next gap (so a pattern that matches empty everywhere, like \s*, cuts
+** the text into characters, as tokenizers does). */
 int tsl_pretok_next(tsl_pretok_iter *it, size_t *start, size_t *end) {
-  if (it->pos >= it->len) return 0;
-  if (!it->have_match) {
-    int rc = find_match(it);
-    if (rc < 0) return rc;
-    if (rc == 0) { /* the rest of the text is one gap */
-      *start = it->pos;
-      *end = it->pos = it->len;
+  for (;;) {
+    if (it->pos >= it->len) return 0;
+    if (!it->have_match) {
+      int rc = it->from <= it->len ? find_match(it) : 0;
+      if (rc < 0) return rc;
+      if (rc == 0) { /* the rest of the text is one gap */
+        *start = it->pos;
+        *end = it->pos = it->len;
+        return 1;
+      }
+    }
+    *start = it->pos;
+    if (it->match_start > it->pos) { /* the gap before the match */
+      *end = it->pos = it->match_start;
       return 1;
     }
+    it->have_match = 0;
+    if (it->match_end > it->match_start) {
+      *end = it->pos = it->from = it->match_end;
+      return 1;
+    }
+    it->from = it->match_start < it->len ? it->match_start + char_len(it->text, it->len, it->match_start) : it->len + 1;
   }
-  *start = it->pos;
-  if (it->match_start > it->pos) { /* the gap before the match */
-    *end = it->pos = it->match_start;
-    return 1;
-  }
-  *end = it->pos = it->match_end;
-  it->have_match = 0;
-  return 1;
 }

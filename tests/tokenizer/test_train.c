@@ -137,6 +137,21 @@ static void test_special_tokens_checked(void) {
   CHECK_EQ_INT(tsl_tokenizer_train(files, 1, &o, scratch_path(out, "special_a.json"), NULL), TESSEL_OK);
 }
 
+/* A pattern that matches the empty string splits there, as tokenizers'
+** Split does: "\\s*" cuts text into characters and runs of white space,
+** so "ab ab ab ab" gives no merge (tokenizers 0.23.3's BpeTrainer gives
+** none either; empty matches were once skipped, and "ab" merged). */
+static void test_empty_matches_split(void) {
+  char input[1024], out[1024];
+  static const char text[] = "ab ab ab ab ab ab";
+  scratch_write(scratch_path(input, "abab.txt"), text, sizeof text - 1);
+  const char *special[] = {"<|endoftext|>"}, *files[] = {input};
+  tsl_tokenizer_train_opts o = {.vocab_size = 270, .special = special, .n_special = 1, .pattern = "\\s*"};
+  tsl_tokenizer_train_report r;
+  REQUIRE(tsl_tokenizer_train(files, 1, &o, scratch_path(out, "empty_matches.json"), &r) == TESSEL_OK);
+  CHECK_EQ_INT(r.merges, 0);
+}
+
 int main(void) {
   if (!tsl_path_exists(TEXT)) {
     fprintf(stderr, "skipped: %s is not there (the shared data beside the repository)\n", TEXT);
@@ -148,6 +163,7 @@ int main(void) {
   RUN(test_whole_text_token_count);
   RUN(test_long_tokens_load);
   RUN(test_special_tokens_checked);
+  RUN(test_empty_matches_split);
   if (!harness_failures) scratch_cleanup();
   return HARNESS_EXIT();
 }
