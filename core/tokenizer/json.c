@@ -263,6 +263,8 @@ static tsl_status read_added(loader *l, const cJSON *root) {
   const cJSON *list = field(root, "added_tokens"), *a;
   tsl_tokenizer *t = l->t;
   tsl_status st;
+  if (list && !cJSON_IsNull(list) && !cJSON_IsArray(list))
+    return tsl_error(TESSEL_E_CONFIG, "%s: added_tokens is not a list", l->name);
   int n = cJSON_GetArraySize(list);
   if (n == 0) return TESSEL_OK;
   if (!(t->added = calloc((size_t)n, sizeof *t->added))) return tsl_error(TESSEL_E_NOMEM, "out of host memory");
@@ -273,6 +275,11 @@ static tsl_status read_added(loader *l, const cJSON *root) {
     static const char *const flags[] = {"single_word", "lstrip", "rstrip"};
     for (size_t f = 0; f < TSL_ARRAY_LEN(flags); f++) TSL_TRY(st, refuse_if_set(l, a, content->valuestring, flags[f]));
     TSL_TRY(st, set_id(l, id, content->valuestring, "added token"));
+    /* two ids for one text: encoding would take one and `eot` report the other */
+    for (int i = 0; i < t->n_added; i++)
+      if (strcmp(t->added[i].text, content->valuestring) == 0 && t->added[i].id != (int32_t)id->valuedouble)
+        return tsl_error(TESSEL_E_CONFIG, "%s: added token '%s' has two ids, %d and %d", l->name,
+                         content->valuestring, t->added[i].id, (int)id->valuedouble);
     tsl_added_token *x = &t->added[t->n_added++];
     x->id = (int32_t)id->valuedouble;
     x->special = bool_field(a, "special", 0);

@@ -237,6 +237,10 @@ static void test_refuses_what_it_cannot_encode(void) {
   expect_refused("model.vocab.\xc4\xa0", "5000", TESSEL_E_CONFIG, "ids must be dense");
   expect_refused("model.vocab.\xc4\xa0", "3", TESSEL_E_CONFIG, "id 3 is both");
   expect_refused("model.vocab.\xc4\xa0", "512.5", TESSEL_E_CONFIG, "has id 512.5, not a whole number");
+  expect_refused("added_tokens", "\"abc\"", TESSEL_E_CONFIG, "added_tokens is not a list");
+  expect_refused("added_tokens", "[{\"id\": 0, \"content\": \"<|endoftext|>\", \"special\": true}, "
+                 "{\"id\": 1024, \"content\": \"<|endoftext|>\", \"special\": true}]",
+                 TESSEL_E_CONFIG, "added token '<|endoftext|>' has two ids, 0 and 1024");
   tsl_tokenizer *t = NULL;
   CHECK_EQ_INT(tsl_tokenizer_parse("{\"model\": {\"vocab\": {", 21, "cut.json", &t), TESSEL_E_IO);
   CHECK_STR_CONTAINS(tsl_error_message(), "cut.json: not valid JSON");

@@ -146,7 +146,9 @@ static int decode(tsl_tokenizer *t, const char *path) {
     }
     fwrite(s, 1, n, stdout);
   }
-  if (rc == TSL_EXIT_OK && !feof(in))
+  if (rc == TSL_EXIT_OK && ferror(in))
+    rc = tsl_fail(tsl_error(TESSEL_E_IO, "%s: cannot read: %s", path ? path : "standard input", strerror(errno)));
+  else if (rc == TSL_EXIT_OK && !feof(in))
     rc = tsl_fail(tsl_error(TESSEL_E_CONFIG, "%s: expected whole-number ids", path ? path : "standard input"));
   if (path) fclose(in);
   return rc;
