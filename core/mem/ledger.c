@@ -70,6 +70,15 @@ static tsl_status full_error(const tsl_ledger *l, tessel_tier tier, uint64_t byt
   if (tier == TESSEL_TIER_NVME && !l->nvme_dir)
     return tsl_error(TESSEL_E_NOMEM, "cannot place '%s' (%s) on the nvme tier: no nvme directory is configured",
                      name, tsl_format_bytes(bytes, req, sizeof req));
+  if (a->capacity == UINT64_MAX) /* no limit of ours: the machine itself refused */
+    return tsl_error(TESSEL_E_NOMEM,
+                     "the %s tier cannot hold '%s': allocating %s more failed (the machine is out of memory) "
+                     "with %s in use (model data %s, activations and scratch %s). Lower train.micro_batch_size "
+                     "or the model size, run on more ranks, or pick a strategy that shards or offloads state "
+                     "(gemini).",
+                     tsl_tier_name(tier), name, tsl_format_bytes(bytes, req, sizeof req),
+                     tsl_format_bytes(a->in_use, use, sizeof use), tsl_format_bytes(model_bytes, model, sizeof model),
+                     tsl_format_bytes(a->in_use - model_bytes, act, sizeof act));
   return tsl_error(TESSEL_E_NOMEM,
                    "the %s tier cannot hold '%s': it needs %s more, and %s of %s is in use (model "
                    "data %s, activations and scratch %s). Lower train.micro_batch_size, raise "
