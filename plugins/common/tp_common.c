@@ -18,11 +18,11 @@ const char *tp_shape_key(const tp_base *b) { return b->tp_opt ? "tp" : NULL; }
 tessel_status tp_resolve_tp(tp_base *b, int world, int fit, int fit_q, int smallest, int *tp) {
   const tessel_cfg_api *cfg = b->x.api->cfg;
   if (!b->tp_opt && !b->dp_opt && world > 1 && fit_q == 1)
-    return cfg->error_at(b->x.host, b->x.section, NULL,
-                         "no tensor-parallel group of more than one rank divides the world size %d, and one rank "
-                         "per group would only replicate the model: run on a multiple of %d ranks, or set tp "
-                         "(and dp)",
-                         world, smallest);
+    b->x.api->log(b->x.host, TESSEL_LOG_WARN,
+                  "no tensor-parallel group of more than one rank divides the world size %d: every rank holds the "
+                  "whole model and this runs as plain data parallelism; run on a multiple of %d ranks, or set tp, "
+                  "for tensor parallelism",
+                  world, smallest);
   if (b->dp_opt && world % b->dp_opt != 0)
     return cfg->error_at(b->x.host, b->x.section, "dp", "dp %d does not divide the world size %d", b->dp_opt, world);
   *tp = b->tp_opt ? b->tp_opt : b->dp_opt ? world / b->dp_opt : fit;

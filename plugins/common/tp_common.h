@@ -46,9 +46,10 @@ tessel_status tp_base_create(tp_base *b, const tessel_host_api *api, tessel_host
 /* mesh: the tensor-parallel group size for a world: `tp`, or the world over
 ** `dp`, or `fit` (the largest group the plugin can arrange that divides the
 ** world; the rest is data parallel); errors at `dp` when the two disagree.
-** A `fit` of one grid point (fit_q 1) on several ranks is an error at the
-** section naming `smallest`, the least world with a real group: that
-** default would only replicate the model, which the user did not ask for. */
+** A `fit` of one grid point (fit_q 1) on several ranks is allowed (the
+** strategy then runs at any world size, as plugin-check runs it) with a
+** warning naming `smallest`, the least world with a real group: that
+** default only replicates the model, which the user may not expect. */
 tessel_status tp_resolve_tp(tp_base *b, int world, int fit, int fit_q, int smallest, int *tp);
 /* The key an error about the group's shape points at: `tp`, or the section. */
 const char *tp_shape_key(const tp_base *b);

@@ -113,5 +113,16 @@ for cmd in check run; do
     || fail "tessel $cmd missing.yaml" "expected exit status 2 and the path named, got $rc: $first"
 done
 
+# (d) tp2d or tp3d left to choose its group on a world no grid or cube
+# divides runs as plain data parallelism: it checks, and says so.
+for case in "tp2d 2 4" "tp3d 4 8"; do
+  read -r name world least <<<"$case"
+  $wrapper "$tessel" check --world "$world" --set plugin.name="$name" configs/quickstart.yaml >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+  checked=$((checked + 1))
+  [ $rc -eq 0 ] && grep -q "runs as plain data parallelism; run on a multiple of $least ranks" "$tmp/err" \
+    || fail "$name at $world ranks" "expected exit status 0 and a warning, got $rc: $(head -n 3 "$tmp/err")"
+done
+
 echo "$checked config(s) checked, $failures failure(s)"
 [ $failures -eq 0 ]
