@@ -257,6 +257,19 @@ static void test_derived_paths_keep_their_length(void) {
   tsl_config_free(cfg);
 }
 
+/* A config whose settings read, with `data` as its second line, fails the
+** checks on files with `want` (LINE:COL: message) first. */
+static void files_refused(const char *data, const char *want) {
+  char p[1024], text[512];
+  snprintf(text, sizeof text, "model: {layers: 1, heads: 1, channels: 4, seq_len: 4}\n%s\ntrain: {steps: 1}\n", data);
+  put(p, "files_refused.yaml", text);
+  tsl_config *cfg = load_ok(p);
+  tsl_settings s;
+  CHECK_EQ_INT(tsl_settings_read(cfg, &s), TESSEL_OK);
+  CHECK_ERROR(tsl_settings_check_files(cfg, &s, NULL), "%s:%s", p, want);
+  tsl_config_free(cfg);
+}
+
 static void test_files_and_threads(void) {
   char p[1024];
   /* globs that match nothing and an absurd thread count are config mistakes */
@@ -281,14 +294,7 @@ static void test_files_and_threads(void) {
   CHECK_STR_CONTAINS(tsl_error_message(), want);
   tsl_config_free(cfg);
   /* data.text entries must match too; the shards they make need not exist yet */
-  put(p, "text.yaml",
-      "model: {layers: 1, heads: 1, channels: 4, seq_len: 4}\n"
-      "data: {text: [\"tests/config/*.c\", \"no/such.txt\"]}\n"
-      "train: {steps: 1}\n");
-  cfg = load_ok(p);
-  CHECK_EQ_INT(tsl_settings_read(cfg, &s), TESSEL_OK);
-  CHECK_ERROR(tsl_settings_check_files(cfg, &s, NULL), "%s:2:14: data.text: no files match 'no/such.txt'", p);
-  tsl_config_free(cfg);
+  files_refused("data: {text: [\"tests/config/*.c\", \"no/such.txt\"]}", "2:14: data.text: no files match 'no/such.txt'");
 }
 
 /* Values that would otherwise be taken and mean nothing, or something else:
@@ -348,15 +354,8 @@ static void test_values_that_mean_nothing(void) {
       "train: {steps: 1}\n");
   CHECK_EQ_INT(read_all(p), TESSEL_OK);
 
-  put(p, "tokenizer.yaml",
-      "model: {layers: 1, heads: 1, channels: 4, seq_len: 4}\n"
-      "data: {text: [\"tests/config/*.c\"], tokenizer: /no/such/tokenizer.json}\n"
-      "train: {steps: 1}\n");
-  cfg = load_ok(p);
-  CHECK_EQ_INT(tsl_settings_read(cfg, &s), TESSEL_OK);
-  CHECK_ERROR(tsl_settings_check_files(cfg, &s, NULL),
-              "%s:2:47: data.tokenizer: cannot read /no/such/tokenizer.json: No such file or directory", p);
-  tsl_config_free(cfg);
+  files_refused("data: {text: [\"tests/config/*.c\"], tokenizer: /no/such/tokenizer.json}",
+                "2:47: data.tokenizer: cannot read /no/such/tokenizer.json: No such file or directory");
 }
 
 int main(void) {
