@@ -31,7 +31,11 @@ static tsl_status derived_string(tsl_cfg *map, const char *key, const char *base
   char *dflt = tsl_asprintf("%s%s", base, tail);
   if (!dflt) return TESSEL_E_NOMEM;
   tsl_status st = tsl_cfg_file(map, key, dflt, out);
-  free(dflt); /* the tree keeps its own copy of a recorded default */
+  /* the tree keeps its own copy of a recorded default; after a mistake
+  ** (say, a null value) *out may still be dflt, which is freed here, and
+  ** later keys derive from it */
+  if (*out == dflt) *out = "";
+  free(dflt);
   return st;
 }
 
