@@ -22,7 +22,11 @@
 #   - a sample prompt with a byte the byte-level model never sees (it was
 #     taken modulo the vocabulary);
 #   - log.metrics naming a directory: an error naming the key, and no
-#     temporary file left beside it.
+#     temporary file left beside it;
+#   - a model the machine cannot hold (an address-space limit) with no
+#     device.memory_limit set: the error says the machine is out of memory
+#     instead of advising a larger limit "of 16777216 TiB";
+#   - tokenizer decode of a directory: cannot read, not "expected ids".
 . "$(dirname "$0")/common.sh" "$1" "$2" "$3" bad_inputs
 PLUGINS=$4
 
@@ -157,5 +161,11 @@ mkdir -p "$WORK/metrics_dir"
 run metrics_dir "$TESSEL" run "$WORK/digits.yaml" --set train.sample_tokens=0 --set log.metrics="$WORK/metrics_dir"
 expect 1 "log.metrics: $WORK/metrics_dir: cannot replace"
 [ -e "$WORK/metrics_dir.tmp" ] && fail "left $WORK/metrics_dir.tmp behind"
+run out_of_memory bash -c 'ulimit -v 3000000 && exec "$@"' _ "$TESSEL" run "$WORK/digits.yaml" \
+  --set train.sample_tokens=0 --set model.layers=24 --set model.channels=2048 --set checkpoint.every=0
+expect 1 "allocating" "more failed (the machine is out of memory)"
+grep -q "16777216 TiB\|raise device.memory_limit" "$WORK/out_of_memory.err" && fail "blamed device.memory_limit"
+run decode_directory "$TESSEL" tokenizer decode tests/tokenizer/fixtures/gpt2_1024.json "$WORK"
+expect 1 "$WORK: cannot read: Is a directory"
 
 finish "ok: FIFOs, broken plugins, damaged and self-overwriting checkpoints, long option lists, odd bytes and values: each a clear error"
