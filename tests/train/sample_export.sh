@@ -22,6 +22,8 @@ echo '{}' >"$WORK/hf/tokenizer_config.json"
 [ -s "$WORK/hf/model.safetensors" ] && [ -s "$WORK/hf/config.json" ] || fail "export wrote no files"
 [ -e "$WORK/hf/tokenizer.json" ] || [ -e "$WORK/hf/tokenizer_config.json" ] && fail "an earlier export's tokenizer files stayed"
 grep -q '"n_layer":[[:space:]]*2' "$WORK/hf/config.json" || fail "config.json lacks n_layer 2"
+# byte-level: no end-of-text token, so none named (transformers' default 50256 is outside the vocabulary)
+grep -q '"eos_token_id":[[:space:]]*null' "$WORK/hf/config.json" || fail "config.json names an eos token: $(cat "$WORK/hf/config.json")"
 
 # weights holding NaN (here the export's last float, imported back) are
 # refused by sample, which once printed NUL bytes

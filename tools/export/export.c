@@ -53,14 +53,19 @@ static cJSON *hf_config(const tsl_model_settings *m) {
   return root;
 }
 
-/* config.json; eot >= 0 is the tokenizer's end-of-text id (GPT-2's
-** default, 50256, is outside other vocabularies). */
+/* config.json; eot >= 0 is the tokenizer's end-of-text id. Without one
+** (byte-level data) the ids are null: left out, transformers would take
+** its defaults (GPT-2's 50256, Llama's 1 and 2), tokens this model does
+** not have or that mean bytes. */
 static tsl_status write_hf_config(const tsl_ckpt *c, const char *path, int eot) {
   tsl_status st;
   cJSON *root = hf_config(&c->arch);
   if (eot >= 0) {
     cJSON_AddNumberToObject(root, "bos_token_id", eot);
     cJSON_AddNumberToObject(root, "eos_token_id", eot);
+  } else {
+    cJSON_AddNullToObject(root, "bos_token_id");
+    cJSON_AddNullToObject(root, "eos_token_id");
   }
   char *text = cJSON_Print(root);
   cJSON_Delete(root);
