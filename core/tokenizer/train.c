@@ -308,7 +308,9 @@ static tsl_status initial_symbols(trainer *tr, const word_counts *wc, const tsl_
   tsl_status st;
   int byte_id[256], id;
   unsigned char order[256];
-  TSL_TRY(st, tsl_strmap_init(&tr->vocab, (size_t)o->vocab_size + 256));
+  /* sized for a usual vocabulary, not the one asked for: the map grows, and
+  ** --vocab 2^30 (as many merges as the text allows) would ask for 2^31 slots */
+  TSL_TRY(st, tsl_strmap_init(&tr->vocab, (size_t)TSL_MIN(o->vocab_size, 1 << 17) + 256));
   for (int i = 0; i < o->n_special; i++) TSL_TRY(st, add_token(tr, o->special[i], strlen(o->special[i]), &id));
   for (int b = 0; b < 256; b++) order[b] = (unsigned char)b;
   qsort(order, 256, 1, by_stand_in);

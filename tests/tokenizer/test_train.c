@@ -152,6 +152,18 @@ static void test_empty_matches_split(void) {
   CHECK_EQ_INT(r.merges, 0);
 }
 
+/* The largest vocabulary the option takes trains on a small text (as many
+** merges as it allows): the vocabulary table was once sized for the request,
+** 2^31 slots, and the run failed for memory whatever the text. */
+static void test_vocab_beyond_the_text(void) {
+  char input[1024], out[1024];
+  const char *special[] = {"<|endoftext|>"}, *files[] = {prefix_file(input, 20000)};
+  tsl_tokenizer_train_opts o = {.vocab_size = 1 << 30, .special = special, .n_special = 1};
+  tsl_tokenizer_train_report r;
+  REQUIRE(tsl_tokenizer_train(files, 1, &o, scratch_path(out, "all_merges.json"), &r) == TESSEL_OK);
+  CHECK(r.vocab_size > 257 && r.vocab_size < 20000);
+}
+
 int main(void) {
   if (!tsl_path_exists(TEXT)) {
     fprintf(stderr, "skipped: %s is not there (the shared data beside the repository)\n", TEXT);
@@ -164,6 +176,7 @@ int main(void) {
   RUN(test_long_tokens_load);
   RUN(test_special_tokens_checked);
   RUN(test_empty_matches_split);
+  RUN(test_vocab_beyond_the_text);
   if (!harness_failures) scratch_cleanup();
   return HARNESS_EXIT();
 }
