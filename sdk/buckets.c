@@ -206,15 +206,31 @@ static tessel_status pack(tessel_buckets *bs, tessel_bucket *b, int to_stage) {
   return TESSEL_OK;
 }
 
+/* Wait for the first launched bucket still in flight (its packed data stay
+** staged until tessel_buckets_finish). */
+static tessel_status wait_oldest(tessel_buckets *bs) {
+  for (int i = 0; i < bs->n; i++) {
+    tessel_bucket *b = &bs->b[i];
+    if (!b->launched || !b->work) continue;
+    tessel_status st = bs->x.api->comm->wait(bs->x.host, b->work);
+    b->work = NULL;
+    bs->in_flight--;
+    return st;
+  }
+  return TESSEL_OK;
+}
+
 tessel_status tessel_buckets_ready(tessel_buckets *bs, int unit, int micro, tessel_bucket_launch_fn launch,
                                    void *ctx) {
   if (micro != bs->micro_steps - 1) return TESSEL_OK;
   for (int i = 0; i < bs->n; i++) {
     tessel_bucket *b = &bs->b[i];
     if (b->launched || b->ready_unit < unit) continue;
+    if (bs->in_flight >= TESSEL_BUCKETS_IN_FLIGHT) TESSEL_TRY(wait_oldest(bs));
     if (b->packed) TESSEL_TRY(pack(bs, b, 1));
     TESSEL_TRY(launch(ctx, b));
     b->launched = 1;
+    if (b->work) bs->in_flight++;
   }
   return TESSEL_OK;
 }
@@ -236,6 +252,7 @@ tessel_status tessel_buckets_finish(tessel_buckets *bs) {
     b->launched = 0;
     b->work = NULL;
   }
+  bs->in_flight = 0;
   return first;
 }
 

@@ -94,6 +94,7 @@ typedef struct tessel_buckets {
   int shard_rank;     /* a shard plan: this rank's place in the group     */
   int shard_size;     /*   that shards the gradients (0 for other plans)  */
   uint64_t staged;    /* elements of the staging for packed buckets      */
+  int in_flight;      /* launched buckets whose collective is not yet waited for */
 } tessel_buckets;
 
 /* The class of a parameter for bucketing, or −1 to leave it out. */
@@ -126,9 +127,12 @@ tessel_status tessel_buckets_plan_shards(tessel_buckets *bs, const tessel_sdk *x
 tessel_status tessel_bucket_sum(const tessel_buckets *bs, tessel_group *g, tessel_bucket *b);
 
 /* Launch one bucket's collective, asynchronously (b->work). */
+enum { TESSEL_BUCKETS_IN_FLIGHT = 256 };
 typedef tessel_status (*tessel_bucket_launch_fn)(void *ctx, tessel_bucket *b);
 /* After backward of `unit` on micro-batch `micro`: in the last micro-batch,
-** launch every bucket whose gradients are now final, in bucket order. */
+** launch every bucket whose gradients are now final, in bucket order. With
+** TESSEL_BUCKETS_IN_FLIGHT collectives outstanding, the oldest is waited for
+** before the next starts (the core holds a bounded number, see host.h). */
 tessel_status tessel_buckets_ready(tessel_buckets *bs, int unit, int micro, tessel_bucket_launch_fn launch,
                                    void *ctx);
 /* Wait for every launched bucket and unpack the packed ones; a bucket that

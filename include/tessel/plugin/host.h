@@ -76,7 +76,10 @@ typedef struct tessel_stream_api {
 /* Collectives on device buffers, counted by the core per group and step.
 ** Each call is asynchronous when `work` is non-NULL (finish it with `wait`,
 ** or `test` until it reports done: either frees the handle, which must not
-** be used again), synchronous otherwise. Counts are in elements of `dtype`.
+** be used again), synchronous otherwise. At most 1024 asynchronous calls
+** may be outstanding on a rank; one more is a TESSEL_E_INTERNAL error, so
+** a strategy with many small messages waits for some first (the SDK's
+** buckets keep 256 in flight). Counts are in elements of `dtype`.
 **
 ** Buffers: send and recv of an all-reduce or reduce may be the same buffer
 ** (in place); a reduce-scatter may write into this rank's block of its own
