@@ -67,6 +67,18 @@ static tsl_status setup(trainer *t) {
   t->data.data_ranks = dims.data_ranks;
   t->data.micro_batch = dims.micro_batch;
   TSL_TRY(st, tsl_model_create(rt, &dims, s->train.seed, &t->model));
+  return TESSEL_OK;
+fail:
+  return st;
+}
+
+/* The FLOPs and the peak MFU is counted against. ensure_peak has a barrier:
+** it runs only once every rank has its model (a strategy's setup may fail
+** on one rank alone). */
+static tsl_status measure(trainer *t) {
+  tsl_runtime *rt = t->rt;
+  const tsl_settings *s = &rt->settings;
+  tsl_status st;
   t->flops_per_token = 6.0 * (double)tsl_model_params(t->model)->total_numel +
                        12.0 * s->model.layers * (double)s->model.seq_len * s->model.channels;
   TSL_TRY(st, ensure_peak(t));
@@ -299,6 +311,7 @@ tsl_status tsl_trainer_open(tsl_runtime *rt, const tsl_train_opts *opts, tsl_tra
   *t = (trainer){.rt = rt, .opts = *opts, .started = opts->started ? opts->started : tsl_now()};
   /* agree after each part: each has collectives the next must not meet alone */
   tsl_status st = tsl_world_agree(&rt->world, setup(t));
+  if (st >= 0) st = tsl_world_agree(&rt->world, measure(t));
   if (st >= 0) st = tsl_world_agree(&rt->world, resume(t));
   if (st >= 0) st = tsl_world_agree(&rt->world, tsl_reporter_open(&t->report, rt, t->start_step));
   if (st < 0) {

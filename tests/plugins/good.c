@@ -9,7 +9,8 @@
 ** provoke option errors and unknown-key reports in a plugin section.
 **
 ** The same source is built twice, with TESTGOOD_VERSION "1.0" and "2.0", so
-** that two ranks can be made to load different builds.
+** that two ranks can be made to load different builds; and once with
+** TESTGOOD_SETUP_FAILS_ON_RANK=R, whose setup fails on rank R alone.
 */
 #include <stdint.h>
 #include <stdlib.h>
@@ -74,6 +75,16 @@ static tessel_status tg_grads_finish(void *inst) {
   return TESSEL_OK;
 }
 
+#ifdef TESTGOOD_SETUP_FAILS_ON_RANK
+static tessel_status tg_setup(void *inst) {
+  testgood *t = inst;
+  int rank = 0;
+  tessel_status st = t->api->world(t->host, &rank, NULL);
+  if (st < 0 || rank != TESTGOOD_SETUP_FAILS_ON_RANK) return st;
+  return t->api->set_error(t->host, TESSEL_E_NOMEM, "testgood: no room for its buffers on rank %d", rank);
+}
+#endif
+
 static const tessel_strategy table = {
     .size = sizeof(tessel_strategy),
     .abi_version = TESSEL_ABI_VERSION,
@@ -85,6 +96,9 @@ static const tessel_strategy table = {
     .destroy = tg_destroy,
     .mesh = tg_mesh,
     .grads_finish = tg_grads_finish,
+#ifdef TESTGOOD_SETUP_FAILS_ON_RANK
+    .setup = tg_setup,
+#endif
 };
 
 TESSEL_STRATEGY_DEFINE(table)
