@@ -57,9 +57,12 @@ static void finalize_mpi(void) {
 tessel_status tessel_run_open(const char *config, const char *const *sets, int n_sets, tessel_run **out) {
   tsl_world w;
   tsl_error_clear();
+  if (!out) return tsl_error(TESSEL_E_CONFIG, "tessel_run_open: out is NULL (where would the run go?)");
   *out = NULL;
   if (!config || n_sets < 0 || (n_sets > 0 && !sets))
     return tsl_error(TESSEL_E_CONFIG, "tessel_run_open: a config path and n_sets ≥ 0 --set strings are required");
+  for (int i = 0; i < n_sets; i++)
+    if (!sets[i]) return tsl_error(TESSEL_E_CONFIG, "tessel_run_open: sets[%d] is NULL (n_sets is %d)", i, n_sets);
   tsl_status st = tsl_world_init(NULL, NULL, &w);
   if (st < 0) return st;
   if (w.owns_mpi) atexit(finalize_mpi);
@@ -68,10 +71,22 @@ tessel_status tessel_run_open(const char *config, const char *const *sets, int n
   return tsl_session_open(&w, config, sets, n_sets, &opts, out);
 }
 
+/* A run handle the calls can use: NULL is a caller's mistake, reported. */
+static tsl_status check_run(const tessel_run *run, const char *call) {
+  if (run) return TESSEL_OK;
+  return tsl_error(TESSEL_E_CONFIG, "%s: the run is NULL (tessel_run_open failed, or was not called)", call);
+}
+
 tessel_status tessel_run_step(tessel_run *run, tessel_step_info *out) {
   tsl_step_report r;
   tsl_error_clear();
-  tsl_status st = tsl_trainer_step(run->trainer, &r);
+  tsl_status st = check_run(run, "tessel_run_step");
+  if (st < 0) return st;
+  /* a bad .size is refused before the step, not after it was taken */
+  if (out && out->size < sizeof(uint32_t))
+    return tsl_error(TESSEL_E_VERSION, "tessel_run_step: out->size is %u: set .size = sizeof(tessel_step_info)",
+                     out->size);
+  st = tsl_trainer_step(run->trainer, &r);
   if (st < 0) return st;
   tessel_step_info info = {.size = sizeof info, .step = r.step, .steps = r.steps, .loss = r.loss, .lr = r.lr,
                            .grad_norm = r.grad_norm, .val_loss = r.val_loss, .step_time_s = r.step_time,
@@ -81,18 +96,23 @@ tessel_status tessel_run_step(tessel_run *run, tessel_step_info *out) {
 
 tessel_status tessel_run_evaluate(tessel_run *run, double *val_loss) {
   tsl_error_clear();
+  tsl_status st = check_run(run, "tessel_run_evaluate");
+  if (st < 0) return st;
+  if (!val_loss) return tsl_error(TESSEL_E_CONFIG, "tessel_run_evaluate: val_loss is NULL");
   return tsl_trainer_evaluate(run->trainer, val_loss);
 }
 
 tessel_status tessel_run_save(tessel_run *run, char *dir, size_t cap) {
   const char *path = NULL;
   tsl_error_clear();
-  tsl_status st = tsl_trainer_save(run->trainer, &path);
+  tsl_status st = check_run(run, "tessel_run_save");
+  if (st < 0) return st;
+  st = tsl_trainer_save(run->trainer, &path);
   if (st >= 0 && dir && cap) snprintf(dir, cap, "%s", path);
   return st;
 }
 
-int64_t tessel_run_last_step(const tessel_run *run) { return tsl_trainer_last_step(run->trainer); }
+int64_t tessel_run_last_step(const tessel_run *run) { return run ? tsl_trainer_last_step(run->trainer) : -1; }
 
 void tessel_run_close(tessel_run *run) {
   if (!run) return;

@@ -78,10 +78,11 @@ tessel_status tessel_run_evaluate(tessel_run *run, double *val_loss);
 ** already); its directory is written to dir (up to cap bytes) when given. */
 tessel_status tessel_run_save(tessel_run *run, char *dir, size_t cap);
 
-/* The newest step taken (or resumed from). */
+/* The newest step taken (or resumed from); -1 for a NULL run. */
 int64_t tessel_run_last_step(const tessel_run *run);
 
-/* Release the run: its memory, devices, communicators, run directory. */
+/* Release the run: its memory, devices, communicators, run directory.
+** NULL does nothing. Like free(), once per run: the handle is gone after. */
 void tessel_run_close(tessel_run *run);
 
 /* What the last failing call of this process said. */

@@ -9,7 +9,9 @@
 ** validates, saves, closes; then opens the same run again, which resumes
 ** from that checkpoint, and prints "resumed at N". With STEPS 0 it only
 ** opens, and prints the error of a failing open. Exit 0, or 1 with the
-** library's error.
+** library's error. Before all that, and after the first open, the calls are
+** misused (NULL handles and outputs, a NULL --set string, a step_info of
+** .size 0): each must fail with an error, not crash or take a step.
 */
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +24,37 @@ static int failed(const char *what) {
   return 1;
 }
 
+static int misuse(const char *what) {
+  fprintf(stderr, "api_demo: %s was not refused\n", what);
+  return 1;
+}
+
+/* Calls without a run: each an error value with a message. */
+static int misuse_without_run(const char *config) {
+  const char *null_set[] = {NULL};
+  tessel_run *run = NULL;
+  double val;
+  if (tessel_run_open(config, NULL, 0, NULL) >= 0) return misuse("tessel_run_open(..., NULL)");
+  if (tessel_run_open(config, null_set, 1, &run) >= 0 || run) return misuse("a NULL --set string");
+  if (!strstr(tessel_last_error(), "sets[0] is NULL")) return misuse("a NULL --set string (message)");
+  if (tessel_run_step(NULL, NULL) >= 0) return misuse("tessel_run_step(NULL)");
+  if (tessel_run_evaluate(NULL, &val) >= 0) return misuse("tessel_run_evaluate(NULL)");
+  if (tessel_run_save(NULL, NULL, 0) >= 0) return misuse("tessel_run_save(NULL)");
+  if (tessel_run_last_step(NULL) != -1) return misuse("tessel_run_last_step(NULL)");
+  tessel_run_close(NULL);
+  return 0;
+}
+
+/* Calls on an open run with bad arguments: refused, and no step taken. */
+static int misuse_with_run(tessel_run *run) {
+  int64_t before = tessel_run_last_step(run);
+  tessel_step_info unsized = {.size = 0};
+  if (tessel_run_evaluate(run, NULL) >= 0) return misuse("tessel_run_evaluate(run, NULL)");
+  if (tessel_run_step(run, &unsized) >= 0) return misuse("a tessel_step_info of .size 0");
+  if (tessel_run_last_step(run) != before) return misuse("a step taken before refusing .size 0");
+  return 0;
+}
+
 int main(int argc, char **argv) {
   if (argc < 3) {
     fprintf(stderr, "usage: api_demo CONFIG STEPS [KEY=VALUE...]\n");
@@ -31,7 +64,9 @@ int main(int argc, char **argv) {
   int n_sets = argc - 3;
   long long steps = atoll(argv[2]);
   tessel_run *run;
+  if (misuse_without_run(argv[1])) return 1;
   if (tessel_run_open(argv[1], sets, n_sets, &run) < 0) return failed("tessel_run_open");
+  if (misuse_with_run(run)) return 1;
   /* a caller built against an older header knows only the first fields:
   ** the library must write no more than .size bytes, and keep .size */
   struct {
