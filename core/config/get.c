@@ -251,8 +251,14 @@ tsl_status tsl_cfg_file(tsl_cfg *map, const char *key, const char *dflt, const c
 
 tsl_status tsl_cfg_enum(tsl_cfg *map, const char *key, const char *const *choices, int dflt, int *out) {
   const char *s;
-  tsl_status st = tsl_cfg_string(map, key, choices[dflt], &s);
+  int count = 0;
   *out = dflt;
+  while (choices && choices[count]) count++;
+  /* a plugin's call may name a default past the list's end */
+  if (dflt < 0 || dflt >= count)
+    return tsl_error(TESSEL_E_INTERNAL, "reading '%s': the default choice %d is not an index into its %d choices",
+                     key, dflt, count);
+  tsl_status st = tsl_cfg_string(map, key, choices[dflt], &s);
   if (st < 0) return st;
   int n = 0;
   for (; choices[n]; n++) {

@@ -193,6 +193,15 @@ tsl_status tsl_plugin_open(const char *path, tsl_plugin **out) {
                    path, t->size, TSL_STRATEGY_MIN_SIZE, TESSEL_ABI_MAJOR(TESSEL_ABI_VERSION));
     goto fail;
   }
+  /* sizeof a table of any ABI 2.x header is a whole number of pointer-sized
+  ** fields; another size would cut a hook pointer in two */
+  if (t->size % _Alignof(tessel_strategy) != 0) {
+    st = tsl_error(TESSEL_E_VERSION,
+                   "%s: its strategy table claims %u bytes, not a multiple of %zu as sizeof(tessel_strategy) "
+                   "always is: set .size = sizeof(tessel_strategy).",
+                   path, t->size, (size_t)_Alignof(tessel_strategy));
+    goto fail;
+  }
   if (TESSEL_ABI_MAJOR(t->abi_version) != TESSEL_ABI_MAJOR(TESSEL_ABI_VERSION)) {
     st = tsl_error(TESSEL_E_VERSION,
                    "%s was built for plugin ABI %u.%u; this tessel speaks ABI %u.%u. Rebuild the plugin "

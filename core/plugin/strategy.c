@@ -1,4 +1,5 @@
 /* core/plugin/strategy.c — starting the configured strategy. */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,17 +32,28 @@ static tsl_status check_mesh(tsl_runtime *rt, int world_size) {
   for (int a = 0; a < m->naxes; a++) {
     if (m->sizes[a] < 1)
       return tsl_error(TESSEL_E_INTERNAL, "strategy '%s' declared axis %d with size %d", who, a, m->sizes[a]);
-    product *= m->sizes[a];
+    /* a product past any world is a mismatch already (and must not wrap) */
+    if (product <= INT_MAX) product *= m->sizes[a];
     char part[64];
     snprintf(part, sizeof part, "%s%s %d", a ? " × " : "", m->names[a] ? m->names[a] : "axis", m->sizes[a]);
     strncat(shape, part, sizeof shape - strlen(shape) - 1);
   }
   if (product != world_size)
-    return tsl_cfg_error(rt->settings.plugin.section, NULL, "the mesh %s = %lld does not match the world size %d",
-                         shape, product, world_size);
+    return tsl_cfg_error(rt->settings.plugin.section, NULL, "the mesh %s = %s%lld does not match the world size %d",
+                         shape, product > INT_MAX ? "more than " : "", product > INT_MAX ? (long long)INT_MAX : product,
+                         world_size);
   if (m->n_groups < 0 || m->n_groups > TESSEL_MESH_MAX_GROUPS)
     return tsl_error(TESSEL_E_INTERNAL, "strategy '%s' listed %d extra groups (at most %d)", who, m->n_groups,
                      TESSEL_MESH_MAX_GROUPS);
+  /* axis masks name axes that exist */
+  const uint32_t axes = m->naxes >= 32 ? UINT32_MAX : (1u << m->naxes) - 1;
+  if (m->data_axes & ~axes)
+    return tsl_error(TESSEL_E_INTERNAL, "strategy '%s' declared data_axes 0x%x, naming axes beyond its %d", who,
+                     m->data_axes, m->naxes);
+  for (int g = 0; g < m->n_groups; g++)
+    if (m->groups[g] & ~axes)
+      return tsl_error(TESSEL_E_INTERNAL, "strategy '%s' declared group %d as axes 0x%x, beyond its %d axes", who, g,
+                       m->groups[g], m->naxes);
   return TESSEL_OK;
 }
 

@@ -47,7 +47,8 @@ typedef struct tessel_sdk {
 
 /* ---------------------------------------------------------------- options */
 
-/* An optional integer in [1, max]: *out 0 when the key is absent. */
+/* An optional integer in [1, max] (max is capped at INT_MAX, the most *out
+** holds): *out 0 when the key is absent. */
 tessel_status tessel_opt_count(const tessel_sdk *x, const char *key, int64_t max, int *out);
 /* A size (units allowed) that must be positive; `dflt` when absent. */
 tessel_status tessel_opt_positive_size(const tessel_sdk *x, const char *key, uint64_t dflt, uint64_t *out);

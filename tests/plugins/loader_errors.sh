@@ -176,6 +176,7 @@ broken future 1 "built for plugin ABI 3.x" "tessel_strategy_v3" "speaks plugin A
 broken v1 1 "built for plugin ABI 1.x" "tessel_strategy_v1" "speaks plugin ABI $ABI" "Port the plugin to ABI 2"
 broken abifield 1 "built for plugin ABI 3.0" "this tessel speaks ABI $ABI"
 broken small 1 "strategy table is 16 bytes"
+broken oddsize 1 "not a multiple of 8 as sizeof(tessel_strategy) always is"
 broken misnamed 1 "calls itself 'somethingelse'" "file name says 'misnamed'"
 broken nomesh 1 "lacks the required hook 'mesh'"
 broken optcap 1 "declares TESSEL_CAP_OWNS_OPTIMIZER but lacks the hook 'optimizer_step'"
@@ -198,6 +199,19 @@ check_case createcfg "$config"
 expect_failure 2
 expect_err "$config:6:9: plugin.mode: mode must be fast or slow"
 [ "$failures" -eq "$before" ] || show
+
+# A mesh or a getter call the core must refuse, not take: a product that
+# wraps to the world size, masks naming axes that do not exist, an enum
+# default past its choices (read out of bounds once).
+for m in "overflow|does not match the world size 1" "data_axes|declared data_axes 0x6, naming axes beyond its 1" \
+         "group|declared group 0 as axes 0x30, beyond its 1 axes" "enum|the default choice 9 is not an index into its 2 choices"; do
+  before=$failures
+  config=$(cfg "badmesh_${m%%|*}" "path: $PLUGINS/badmesh/libtessel-badmesh.so" "mistake: ${m%%|*}")
+  check_case "badmesh_${m%%|*}" "$config"
+  [ "$status" -ne 0 ] && [ "$status" -lt 128 ] || fail "badmesh ${m%%|*}: status $status"
+  expect_err "${m#*|}"
+  [ "$failures" -eq "$before" ] || show
+done
 
 # --------------------------------------------------- a plugin's own options
 
