@@ -43,6 +43,9 @@ expect_exit 0 "profile: none" plan $g --world 2 --strategy ddp
 # as --memory-limit is (ddp keeps 9.5 MiB a rank of this model)
 expect_exit 0 "^1 .*dp 2 .* no$" plan $g --world 2 --strategy ddp --set device.memory_limit=1MiB
 expect_exit 0 "^1 .*dp 2 .* yes$" plan $g --world 2 --strategy ddp --set device.memory_limit=64MiB
+# a device no gemini candidate fits: those are listed as not ranked, with
+# gemini's reason, and the plan goes on (it once stopped: "out of memory")
+expect_exit 0 "gemini {placement: auto}: strategy 'gemini' failed in estimate" plan $g --world 2 --memory-limit 1MiB
 
 # --write: the best fitting candidates as configurations for the world
 "$TESSEL" plan $g --world 4 --top 6 --write "$WORK/best" --set data.dir="$WORK/data" >"$WORK/write.log" 2>&1 \

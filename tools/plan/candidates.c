@@ -94,25 +94,28 @@ tsl_status tsl_plan_candidate(tsl_plan *p, tsl_plan_cand *c) {
   tsl_model *model = NULL;
   tsl_world_single(&rt.world, p->world);
   c->world = p->world;
-  tsl_status st = tsl_runtime_configure(&rt, p->config, sets, n, p->world);
+  tsl_status st = tsl_runtime_configure(&rt, p->config, sets, n, p->world), own = TESSEL_OK;
   if (st >= 0) st = tsl_model_dims_for(&rt, &c->dims);
   if (st >= 0) st = tsl_model_plan(&rt, &c->dims, &model);
   if (st >= 0) {
     c->mesh = rt.mesh;
     describe_mesh(c);
     c->yaml = tsl_config_emit_given(rt.config);
-    if (!c->yaml) st = TESSEL_E_NOMEM;
+    if (!c->yaml) st = own = tsl_error(TESSEL_E_NOMEM, "out of host memory for a candidate's config");
   }
   if (st >= 0 && !rt.plugin->vt.estimate) {
     c->state = TSL_CAND_NO_ESTIMATE;
   } else if (st >= 0) {
     c->ranks = calloc((size_t)c->world, sizeof *c->ranks);
-    st = c->ranks ? estimate_ranks(p, c, &rt) : tsl_error(TESSEL_E_NOMEM, "out of host memory for %d ranks", c->world);
+    st = c->ranks ? estimate_ranks(p, c, &rt)
+                  : (own = tsl_error(TESSEL_E_NOMEM, "out of host memory for %d ranks", c->world));
   }
+  /* a strategy's own failure, TESSEL_E_NOMEM included (a device that
+  ** cannot hold it), refuses the candidate; only the planner's stops it */
   if (st < 0) refuse(c, st);
   tsl_runtime_destroy(&rt);
   free(plugin);
-  return st == TESSEL_E_NOMEM ? st : TESSEL_OK;
+  return own;
 }
 
 /* ---- enumeration ---- */
