@@ -45,7 +45,10 @@ static void decision(const tsl_compare *c, const tsl_cmp_verdict *v, char *buf, 
                          "(%s %.1f%% ahead of %s, spread %.1f%%%s), so choose by memory: ", names, f->label, v->percent,
                          v->runner_up->label, v->spread,
                          c->repeat > 1 ? "" : "; one trial cannot tell noise from a difference: use --repeat 3");
-    if (n < cap && device_peak(ch) < device_peak(f))
+    int least = 1; /* ch needs less than every other of the tied, the fastest among them or not */
+    for (int i = 0; i < v->n_tied; i++)
+      if (v->tied[i] != ch && device_peak(v->tied[i]) <= device_peak(ch)) least = 0;
+    if (n < cap && least)
       n += (size_t)snprintf(buf + n, cap - n, "**%s** needs the least device memory per rank of them (%s).", ch->label,
                             a);
     else if (n < cap)
