@@ -43,6 +43,15 @@ tsl_status tsl_hook_failed(tsl_runtime *rt, tsl_status st, const char *hook_fmt,
   pthread_mutex_lock(&h->lock);
   snprintf(msg, sizeof msg, "%s", h->err[0] ? h->err : tsl_error_message());
   pthread_mutex_unlock(&h->lock);
+  /* a status outside tessel_status is the plugin's bug; it must not pass for
+  ** one of the core's own (TSL_E_DECLINED is -100) */
+  if (st < TESSEL_E_NUMERIC) {
+    char own[4096];
+    snprintf(own, sizeof own, "returned %d, which is not a tessel_status (TESSEL_E_CONFIG .. TESSEL_E_NUMERIC)%s%s",
+             (int)st, msg[0] ? ": " : "", msg);
+    snprintf(msg, sizeof msg, "%s", own);
+    st = TESSEL_E_INTERNAL;
+  }
   if (!msg[0]) snprintf(msg, sizeof msg, "%s", tsl_status_name(st));
   if (st == TESSEL_E_CONFIG && !tsl_has_position(msg) && rt->settings.plugin.section)
     return tsl_cfg_error(rt->settings.plugin.section, NULL, "%s", msg);

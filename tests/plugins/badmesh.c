@@ -5,20 +5,23 @@
 **   data_axes   a data-axis mask naming an axis the mesh does not have
 **   group       an extra group over an axis the mesh does not have
 **   enum        a get_enum default past the end of its choices (create)
+**   status      create returns -100, not a tessel_status (it once read as
+**               the core's own "declined by the strategy", exit 3)
 */
 #include "broken.h"
 
-enum { OVERFLOW, DATA_AXES, GROUP, ENUM };
+enum { OVERFLOW, DATA_AXES, GROUP, ENUM, STATUS };
 static int mistake;
 
 static tessel_status bm_create(const tessel_host_api *api, tessel_host *host, const tessel_cfg *section,
                                void **inst) {
-  static const char *const kinds[] = {"overflow", "data_axes", "group", "enum", NULL};
+  static const char *const kinds[] = {"overflow", "data_axes", "group", "enum", "status", NULL};
   static const char *const two[] = {"a", "b", NULL};
   tessel_status st = api->cfg->get_enum(host, section, "mistake", kinds, 0, &mistake);
   if (st < 0) return st;
   int unused;
   if (mistake == ENUM && (st = api->cfg->get_enum(host, section, "e", two, 9, &unused)) < 0) return st;
+  if (mistake == STATUS) return -100;
   *inst = &broken_instance;
   return TESSEL_OK;
 }

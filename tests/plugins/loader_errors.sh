@@ -203,13 +203,17 @@ expect_err "$config:6:9: plugin.mode: mode must be fast or slow"
 # A mesh or a getter call the core must refuse, not take: a product that
 # wraps to the world size, masks naming axes that do not exist, an enum
 # default past its choices (read out of bounds once).
-for m in "overflow|does not match the world size 1" "data_axes|declared data_axes 0x6, naming axes beyond its 1" \
-         "group|declared group 0 as axes 0x30, beyond its 1 axes" "enum|the default choice 9 is not an index into its 2 choices"; do
+for m in "overflow|2|does not match the world size 1" "data_axes|1|declared data_axes 0x6, naming axes beyond its 1" \
+         "group|1|declared group 0 as axes 0x30, beyond its 1 axes" \
+         "enum|1|the default choice 9 is not an index into its 2 choices" \
+         "status|1|returned -100, which is not a tessel_status"; do
+  kind=${m%%|*} rest=${m#*|}
+  want=${rest%%|*} text=${rest#*|}
   before=$failures
-  config=$(cfg "badmesh_${m%%|*}" "path: $PLUGINS/badmesh/libtessel-badmesh.so" "mistake: ${m%%|*}")
-  check_case "badmesh_${m%%|*}" "$config"
-  [ "$status" -ne 0 ] && [ "$status" -lt 128 ] || fail "badmesh ${m%%|*}: status $status"
-  expect_err "${m#*|}"
+  config=$(cfg "badmesh_$kind" "path: $PLUGINS/badmesh/libtessel-badmesh.so" "mistake: $kind")
+  check_case "badmesh_$kind" "$config"
+  [ "$status" -eq "$want" ] || fail "badmesh $kind: status $status, expected $want"
+  expect_err "$text"
   [ "$failures" -eq "$before" ] || show
 done
 
