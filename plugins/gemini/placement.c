@@ -240,5 +240,19 @@ tessel_status gm_settle(gemini *g, int *promoted, gm_sim *steady) {
     extra += bytes;
     (*promoted)++;
   }
-  return gm_simulate(g, GM_CACHE, g->prefetch, 0, 0, steady);
+  if ((st = gm_simulate(g, GM_CACHE, g->prefetch, 0, 0, steady)) < 0) return st;
+  if (budget == UINT64_MAX || steady->peak <= budget) return TESSEL_OK;
+  /* keeping chunks gathered (and prefetching) would pass the budget: release
+  ** each after use, as the warm-up step did */
+  char a[32], b[32];
+  g->api->log(g->host, TESSEL_LOG_INFO,
+              "placement auto: keeping chunks gathered would peak at %s of model data, over the budget of %s: "
+              "each chunk is released after use, without prefetch, as in the warm-up",
+              gm_bytes(steady->peak, a), gm_bytes(budget, b));
+  g->policy = GM_RELEASE;
+  g->prefetch = 0;
+  if ((st = gm_simulate(g, GM_RELEASE, 0, 0, 0, steady)) < 0) return st;
+  if (g->nonmodel + steady->peak > gm_limit(g) && g->nonmodel + steady->peak <= g->cap)
+    take_headroom(g, g->nonmodel + steady->peak);
+  return TESSEL_OK;
 }

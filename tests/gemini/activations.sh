@@ -7,7 +7,8 @@
 #   - auto at its defaults recomputes activations instead, says which, and
 #     stays under limit × steady_ratio;
 #   - under 22 MiB, where static offload cannot keep the activations, auto
-#     trains by recomputing them.
+#     trains by recomputing them;
+#   - on two ranks under 1 MiB, auto's steady step stays under its budget.
 # Every run's losses equal the reference's within 1e-5 (tests/equiv/equiv.sh
 # argues the tolerance; recomputation itself changes no bit, see
 # tests/recompute).
@@ -50,4 +51,21 @@ if "$TESSEL" run "$CONFIG" --set device.memory_limit=22MiB --set log.dir="$WORK/
 fi
 train auto22 22 $((22 * MiB * 4 / 5)) "${auto[@]}"
 grep -q "placement auto: activations do not fit" "$WORK/auto22.log" || fail "auto22: nothing recomputed"
+
+# Two ranks under 1 MiB (the tiny model at 32 channels, 16 positions): the
+# steady step of the cache policy would pass auto's budget, so it keeps the
+# warm-up's release-after-use. It once planned over its own budget: with
+# steady_ratio 1.0 step 2 failed for want of device memory, and at 0.8 the
+# peak passed limit × 0.8 without a word.
+small=(--set model.channels=32 --set model.seq_len=16 --set train.steps=4 --set device.memory_limit=1MiB
+       --set train.eval_every=0 --set plugin.placement=auto)
+for ratio in 1.0 0.8; do
+  "$TESSEL" launch -n 2 tests/gemini/tiny.yaml "${common[@]}" "${small[@]}" --set plugin.steady_ratio=$ratio \
+    --set log.dir="$WORK/two_$ratio" >"$WORK/two_$ratio.log" 2>&1 ||
+    { cat "$WORK/two_$ratio.log" >&2; fail "two ranks, steady_ratio $ratio: did not train under 1 MiB"; }
+  top=$(peak "$WORK/two_$ratio/metrics.jsonl")
+  ceiling=$(awk -v r=$ratio -v m=$MiB 'BEGIN { printf "%d", r * m }')
+  [ "$top" -le "$ceiling" ] || fail "two ranks, steady_ratio $ratio: device peak $top B above $ceiling B"
+  echo "ok two ranks, steady_ratio $ratio: device peak $top B (ceiling $ceiling B)"
+done
 rm -rf "$WORK"
