@@ -33,4 +33,7 @@ expect nomesh "lacks the required hook 'mesh'"
 expect createfail "the run failed"
 expect noopt "does not compute what one process computes"
 expect dropstate "a checkpoint does not restore the state exactly"
-echo "ok: plugin-check passes $n built-in plugin(s) and fails 11 broken ones with their reasons"
+# a run's positioned config error is the reason shown (it once said only "exit 2")
+expect badmesh "the run failed (exit 2): .*plugin: the mesh .* does not match the world size"
+expect oddsize "not a multiple of 8"
+echo "ok: plugin-check passes $n built-in plugin(s) and fails 13 broken ones with their reasons"

@@ -11,6 +11,7 @@
 #include <cjson/cJSON.h>
 #include <getopt.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -187,13 +188,25 @@ static int run(const check *c, int k, int ranks, const char *name, const char *c
 }
 
 /* The last line of a failed run's log that says what went wrong. */
+/* Does the line carry a FILE:LINE:COL: position, as config errors do? */
+static int positioned(const char *line) {
+  for (const char *p = strchr(line, ':'); p; p = strchr(p + 1, ':')) {
+    int a = 0, b = 0, n = 0;
+    if (sscanf(p, ":%d:%d:%n", &a, &b, &n) == 2 && n > 0) return 1;
+  }
+  return 0;
+}
+
+/* Why a run failed: its last error line (an "error" or a positioned config
+** mistake), and the signal when the exit status says a rank died of one. */
 static void failure_detail(const check *c, const char *name, int rc, char *out, size_t cap) {
-  char path[4096], *text = NULL, *last = NULL;
+  char path[4096], *text = NULL, *last = NULL, died[96] = "";
   snprintf(path, sizeof path, "%s/%s.log", c->dir, name);
   if (tsl_read_file(path, &text, NULL) == TESSEL_OK)
     for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n"))
-      if (strstr(line, "error")) last = line;
-  snprintf(out, cap, "the run failed (exit %d)%s%s; its log: %s", rc, last ? ": " : "", last ? last : "", path);
+      if (strstr(line, "error") || positioned(line)) last = line;
+  if (rc > 128 && rc < 128 + 65) snprintf(died, sizeof died, ": a rank died of signal %d (%s)", rc - 128, strsignal(rc - 128));
+  snprintf(out, cap, "the run failed (exit %d%s)%s%s; its log: %s", rc, died, last ? ": " : "", last ? last : "", path);
   free(text);
 }
 
