@@ -116,8 +116,7 @@ tsl_status tsl_plugin_locate(const char *name, const char *path, char **out) {
   return st;
 }
 
-/* NAME from ".../libtessel-NAME.so", or NULL when the file is not named so. */
-static char *name_from_path(const char *path) {
+char *tsl_plugin_name_from_path(const char *path) {
   const char *base = strrchr(path, '/');
   base = base ? base + 1 : path;
   size_t n = strlen(base);
@@ -151,7 +150,7 @@ tsl_status tsl_plugin_open(const char *path, tsl_plugin **out) {
   tsl_plugin *p = calloc(1, sizeof *p);
   if (!p) return tsl_error(TESSEL_E_NOMEM, "out of host memory loading %s", path);
   p->path = tsl_strdup(path);
-  p->name = name_from_path(path);
+  p->name = tsl_plugin_name_from_path(path);
   if (!p->path) {
     st = TESSEL_E_NOMEM;
     goto fail;

@@ -47,6 +47,9 @@ void tsl_plugin_dirs_free(char **dirs);
 ** directory, sorted by name; *out and its strings are heap-allocated.
 ** Returns how many. */
 int tsl_plugin_list_dir(const char *dir, char ***out);
+/* NAME from ".../libtessel-NAME.so" (heap), or NULL when the file is not
+** named so: the name a search for the strategy finds it by. */
+char *tsl_plugin_name_from_path(const char *path);
 
 /* Comma-separated names of the capability bits, into buf. */
 const char *tsl_plugin_caps_string(uint64_t caps, char *buf, size_t cap);

@@ -273,6 +273,20 @@ grep -qE "^createfail +1\\.0 +$ABI_RE " "$out" || fail "createfail is not listed
 grep -qE "^createcfg +1\\.0 +$ABI_RE " "$out" || fail "createcfg is not listed as loadable"
 [ "$failures" -eq "$before" ] || show
 
+# A broken file earlier in the path shadows a good one of the same name (a
+# search by name finds the broken one, so the listing must not offer the
+# good one as usable); a directory named twice is listed once.
+before=$failures
+mkdir -p "$TMP/brokenfirst"
+cp "$PLUGINS/nosym/libtessel-nosym.so" "$TMP/brokenfirst/libtessel-testgood.so"
+case_name=shadow_broken
+run shadow_broken env TESSEL_PLUGIN_PATH="$TMP/brokenfirst:$PLUGINS/good-v1:$PLUGINS/good-v1/" "$TESSEL" plugins
+[ "$status" -eq 0 ] || fail "tessel plugins failed (status $status)"
+grep -A1 -E "^testgood " "$out" | grep -qF "shadowed by an earlier file of the same name, which cannot load" ||
+  fail "the good testgood is not reported as shadowed by the broken one"
+[ "$(grep -c "$PLUGINS/good-v1/libtessel-testgood.so" "$out")" -eq 1 ] || fail "a directory named twice is listed twice"
+[ "$failures" -eq "$before" ] || show
+
 if [ "$failures" -ne 0 ]; then
   echo "$failures failure(s)" >&2
   exit 1

@@ -19,34 +19,61 @@ const tsl_command tsl_cmd_plugins = {
     "is listed with the reason.\n",
     plugins};
 
+/* Is dirs[d] the same directory as an earlier entry of the path? */
+static int listed_before(char **dirs, int d) {
+  char *here = realpath(dirs[d], NULL);
+  int same = 0;
+  for (int e = 0; e < d && here && !same; e++) {
+    char *there = realpath(dirs[e], NULL);
+    same = there && !strcmp(here, there);
+    free(there);
+  }
+  free(here);
+  return same;
+}
+
 static int plugins(int argc, char **argv) {
   (void)argv;
   if (argc > 1) return tsl_usage_error(&tsl_cmd_plugins, "takes no arguments");
   char caps[256];
   int n_dirs = 0, n_seen = 0, found = 0;
-  char **dirs = tsl_plugin_search_dirs(&n_dirs), **seen = NULL;
+  /* the first file of each name, as a search finds it, and whether it loads */
+  struct first {
+    char *name;
+    int broken;
+  } *seen = NULL;
+  char **dirs = tsl_plugin_search_dirs(&n_dirs);
   if (!dirs) return tsl_fail(tsl_error(TESSEL_E_NOMEM, "out of host memory listing plugins"));
   printf("%-10s %-9s %-5s %-40s %s\n", "NAME", "VERSION", "ABI", "CAPABILITIES", "DESCRIPTION / PATH");
   for (int d = 0; d < n_dirs; d++) {
+    if (listed_before(dirs, d)) continue; /* a directory named twice in the path is searched once */
     char **files;
     int n = tsl_plugin_list_dir(dirs[d], &files);
     for (int i = 0; i < n; i++) {
+      char *name = tsl_plugin_name_from_path(files[i]);
+      const struct first *earlier = NULL;
+      for (int k = 0; k < n_seen && name && !earlier; k++)
+        if (!strcmp(seen[k].name, name)) earlier = &seen[k];
       tsl_plugin *p = NULL;
+      int loads = tsl_plugin_open(files[i], &p) >= 0;
       found++;
-      if (tsl_plugin_open(files[i], &p) < 0) {
-        printf("%-10s %-9s %-5s %-40s %s\n  cannot load: %s\n", "?", "-", "-", "-", files[i], tsl_error_message());
-        free(files[i]);
-        continue;
+      if (!loads) printf("%-10s %-9s %-5s %-40s %s\n  cannot load: %s\n", "?", "-", "-", "-", files[i], tsl_error_message());
+      else
+        printf("%-10s %-9s %u.%-3u %-40s %s\n  %s%s\n", p->name, p->vt.version ? p->vt.version : "-",
+               TESSEL_ABI_MAJOR(p->vt.abi_version), TESSEL_ABI_MINOR(p->vt.abi_version),
+               tsl_plugin_caps_string(p->vt.caps, caps, sizeof caps), p->vt.description ? p->vt.description : "",
+               files[i],
+               !earlier          ? ""
+               : earlier->broken ? "  (shadowed by an earlier file of the same name, which cannot load: "
+                                   "`plugin: {name: ...}` finds that one)"
+                                 : "  (shadowed by an earlier one of the same name)");
+      struct first *more = earlier || !name ? NULL : realloc(seen, sizeof *seen * (size_t)(n_seen + 1));
+      if (more) {
+        seen = more;
+        seen[n_seen++] = (struct first){.name = name, .broken = !loads};
+        name = NULL;
       }
-      int shadowed = 0;
-      for (int k = 0; k < n_seen; k++) shadowed |= !strcmp(seen[k], p->name);
-      char **more = shadowed ? NULL : realloc(seen, sizeof *seen * (size_t)(n_seen + 1));
-      if (more && (more[n_seen] = tsl_strdup(p->name))) n_seen++;
-      if (more) seen = more;
-      printf("%-10s %-9s %u.%-3u %-40s %s\n  %s%s\n", p->name, p->vt.version ? p->vt.version : "-",
-             TESSEL_ABI_MAJOR(p->vt.abi_version), TESSEL_ABI_MINOR(p->vt.abi_version),
-             tsl_plugin_caps_string(p->vt.caps, caps, sizeof caps), p->vt.description ? p->vt.description : "",
-             files[i], shadowed ? "  (shadowed by an earlier one of the same name)" : "");
+      free(name);
       tsl_plugin_free(p);
       free(files[i]);
     }
@@ -54,7 +81,7 @@ static int plugins(int argc, char **argv) {
   }
   if (!found) printf("(no strategy plugins found; set TESSEL_PLUGIN_PATH or build the plugins)\n");
   tsl_plugin_dirs_free(dirs);
-  for (int k = 0; k < n_seen; k++) free(seen[k]);
+  for (int k = 0; k < n_seen; k++) free(seen[k].name);
   free(seen);
   return TSL_EXIT_OK;
 }
