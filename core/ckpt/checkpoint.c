@@ -219,11 +219,18 @@ static int list_steps(const char *dir, int64_t **out) {
   return n;
 }
 
+/* This process's temporary directory for step `step` in `dir`: what a save
+** writes before renaming it into place, and what a prune renames a step to
+** before removing it; the next start sweeps away any that a crash left. */
+static char *temporary_dir(const char *dir, int64_t step) {
+  return tsl_asprintf("%s/.tmp-step_%08lld-%d", dir, (long long)step, (int)getpid());
+}
+
 /* Remove all but the newest `keep` step directories, never the one just
-** written (a run restarted from an older checkpoint saves older steps). */
-/* Each old checkpoint is first renamed to a temporary's name and then
-** removed: a crash while its files go leaves a leftover the next start
-** sweeps away, never a step_N that looks whole and is not. */
+** written (a run restarted from an older checkpoint saves older steps).
+** Each is first renamed to a temporary's name and then removed: a crash
+** while its files go leaves a leftover the next start sweeps away, never
+** a step_N that looks whole and is not. */
 static tsl_status prune(const char *dir, int keep, int64_t just_saved) {
   int64_t *steps;
   tsl_status st = TESSEL_OK;
@@ -231,7 +238,7 @@ static tsl_status prune(const char *dir, int keep, int64_t just_saved) {
   for (int i = keep; keep > 0 && i < n && st >= 0; i++) {
     if (steps[i] == just_saved) continue;
     char *path = tsl_asprintf("%s/step_%08lld", dir, (long long)steps[i]);
-    char *doomed = tsl_asprintf("%s/.tmp-step_%08lld-%d", dir, (long long)steps[i], (int)getpid());
+    char *doomed = temporary_dir(dir, steps[i]);
     if (!path || !doomed) st = TESSEL_E_NOMEM;
     else if (rename(path, doomed) != 0) st = tsl_error(TESSEL_E_IO, "%s: cannot remove: %s", path, strerror(errno));
     else st = tsl_remove_tree(doomed);
@@ -319,7 +326,7 @@ tsl_status tsl_ckpt_save(tsl_model *m, int64_t step, char **saved) {
   tsl_status st = TESSEL_OK, wst = TESSEL_OK;
   int64_t last_step = 0;
   char *final = tsl_asprintf("%s/step_%08lld", dir, (long long)step), *last = NULL;
-  char *tmp = tsl_asprintf("%s/.tmp-step_%08lld-%d", dir, (long long)step, (int)getpid());
+  char *tmp = temporary_dir(dir, step);
   /* every rank goes through the same gathers whatever happens to rank 0's
   ** files, so an allocation failure here is rank 0's write error too */
   if (!final || !tmp) wst = tsl_error(TESSEL_E_NOMEM, "out of host memory saving a checkpoint");

@@ -65,6 +65,13 @@ const char *tsl_closest(const char *word, const char *const *candidates, int n) 
   return best && best_d <= limit + 1 && best_d < (int)strlen(word) ? best : NULL;
 }
 
+int tsl_parse_decimal(const char *s, double *out, char **end) {
+  /* digits first: strtod alone would also take "nan", "inf" and hex */
+  if (!isdigit((unsigned char)*s) && *s != '.') return -1;
+  *out = strtod(s, end);
+  return *end == s || !isfinite(*out) || (*end > s + 1 && (s[1] == 'x' || s[1] == 'X')) ? -1 : 0;
+}
+
 int tsl_parse_size(const char *s, uint64_t *out) {
   static const struct { const char *unit; double mult; } units[] = {
       {"", 1.0},          {"B", 1.0},          {"K", 1024.0},       {"KiB", 1024.0},
@@ -73,11 +80,9 @@ int tsl_parse_size(const char *s, uint64_t *out) {
       {"TiB", 1099511627776.0}, {"TB", 1e12}};
   char *end = NULL;
   errno = 0;
+  double v;
   while (isspace((unsigned char)*s)) s++;
-  /* digits first: strtod alone would also take "nan", "inf" and hex */
-  if (!isdigit((unsigned char)*s) && *s != '.') return -1;
-  double v = strtod(s, &end);
-  if (errno || end == s || !isfinite(v) || (end > s + 1 && (s[1] == 'x' || s[1] == 'X'))) return -1;
+  if (tsl_parse_decimal(s, &v, &end) != 0 || errno) return -1;
   while (isspace((unsigned char)*end)) end++;
   for (size_t i = 0; i < TSL_ARRAY_LEN(units); i++) {
     if (strcmp(end, units[i].unit) == 0) {

@@ -22,6 +22,9 @@ int tsl_edit_distance(const char *a, const char *b);
 /* The candidate closest to `word` if it is close enough to suggest. */
 const char *tsl_closest(const char *word, const char *const *candidates, int n);
 
+/* A plain decimal number at the start of s ("12", "1.5", "2e3"), as strtod
+** reads it but not "nan", "inf" or hex: 0 with *out and *end set, else -1. */
+int tsl_parse_decimal(const char *s, double *out, char **end);
 /* Parse "512", "64KiB", "25MiB", "1.5GiB", "2GB" into bytes. 0 on success,
 ** -1 on a malformed string, a negative or non-finite value, or one above
 ** zero that would round to 0 bytes. */

@@ -6,7 +6,6 @@
 ** the one thing that ends its own reader. */
 #include "settings.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <glob.h>
 #include <math.h>
@@ -25,26 +24,22 @@ static void keep(tsl_status *st, tsl_status got) {
 }
 
 /* A string key whose default is derived from another path: "<base><tail>",
-** built at its full length. */
+** built at its full length. *derived (when given) tells whether the value
+** is that default, written out or not: a resolved config (`tessel check`,
+** a checkpoint's config.yaml) repeats it, and read back it means the same. */
 static tsl_status derived_string(tsl_cfg *map, const char *key, const char *base, const char *tail,
-                                 const char **out) {
+                                 const char **out, int *derived) {
   char *dflt = tsl_asprintf("%s%s", base, tail);
+  if (derived) *derived = 1;
   if (!dflt) return TESSEL_E_NOMEM;
   tsl_status st = tsl_cfg_file(map, key, dflt, out);
   /* the tree keeps its own copy of a recorded default; after a mistake
   ** (say, a null value) *out may still be dflt, which is freed here, and
   ** later keys derive from it */
   if (*out == dflt) *out = "";
+  if (derived) *derived = !strcmp(*out, dflt);
   free(dflt);
   return st;
-}
-
-/* Whether value is base + tail, the glob derived_string gives by default:
-** a resolved config (`tessel check`, a checkpoint's config.yaml) repeats
-** it, and read back it means the same. */
-static int is_derived(const char *value, const char *base, const char *tail) {
-  size_t nb = strlen(base), nt = strlen(tail);
-  return strlen(value) == nb + nt && !strncmp(value, base, nb) && !strcmp(value + nb, tail);
 }
 
 /* 8/3 · C rounded up to a multiple of 64: SwiGLU's three matrices then hold
@@ -122,18 +117,19 @@ static tsl_status read_data(tsl_cfg *root, tsl_settings *s) {
   tsl_status st = tsl_cfg_section(root, "data", 1, &d);
   if (st < 0) return st;
   keep(&st, tsl_cfg_string_list(d, "text", &s->data.text, &s->data.n_text));
-  keep(&st, derived_string(d, "dir", s->log.dir, "/data", &s->data.dir));
+  keep(&st, derived_string(d, "dir", s->log.dir, "/data", &s->data.dir, NULL));
   keep(&st, tsl_cfg_float(d, "val_fraction", 0.1, 0.0, 0.5, &s->data.val_fraction));
   keep(&st, tsl_cfg_file(d, "tokenizer", NULL, &s->data.tokenizer));
   if (s->data.n_text > 0) {
     s->data.prepared = 1;
-    keep(&st, derived_string(d, "train", s->data.dir, "/train_*.bin", &s->data.train));
-    if (s->data.train && !is_derived(s->data.train, s->data.dir, "/train_*.bin"))
+    int derived;
+    keep(&st, derived_string(d, "train", s->data.dir, "/train_*.bin", &s->data.train, &derived));
+    if (!derived)
       keep(&st, tsl_cfg_error(d, "train", "give 'train' (a glob of token shards) or 'text' (files to prepare), not "
                               "both: the text is prepared into data.dir and trained on from there"));
     if (s->data.val_fraction > 0) {
-      keep(&st, derived_string(d, "val", s->data.dir, "/val_*.bin", &s->data.val));
-      if (s->data.val && !is_derived(s->data.val, s->data.dir, "/val_*.bin"))
+      keep(&st, derived_string(d, "val", s->data.dir, "/val_*.bin", &s->data.val, &derived));
+      if (!derived)
         keep(&st, tsl_cfg_error(d, "val", "'val' beside 'text' with val_fraction %g: the text's last part is the "
                                 "validation set; set val_fraction: 0 to validate on 'val' instead",
                                 s->data.val_fraction));
@@ -158,10 +154,8 @@ static double parse_duration(const char *text) {
   if (!*p) return -1;
   while (*p) {
     char *end;
-    if (!isdigit((unsigned char)*p) && *p != '.') return -1;
-    double v = strtod(p, &end);
-    if (end == p || !isfinite(v) || (end > p + 1 && (p[1] == 'x' || p[1] == 'X'))) return -1;
-    double unit = 1;
+    double v, unit = 1;
+    if (tsl_parse_decimal(p, &v, &end) != 0) return -1;
     switch (*end) {
       case 'd': unit = 86400; end++; break;
       case 'h': unit = 3600; end++; break;
@@ -305,7 +299,7 @@ static tsl_status read_checkpoint(tsl_cfg *root, tsl_settings *s) {
   int64_t keep_n;
   tsl_status st = tsl_cfg_section(root, "checkpoint", 0, &c);
   if (st < 0) return st;
-  keep(&st, derived_string(c, "dir", s->log.dir, "/checkpoints", &s->ckpt.dir));
+  keep(&st, derived_string(c, "dir", s->log.dir, "/checkpoints", &s->ckpt.dir, NULL));
   keep(&st, tsl_cfg_int(c, "every", 0, 0, I64_MAX, &s->ckpt.every));
   keep(&st, tsl_cfg_int(c, "keep", 3, 0, 1 << 20, &keep_n));
   keep(&st, tsl_cfg_enum(c, "resume", resumes, TSL_RESUME_AUTO, &resume));
@@ -323,8 +317,8 @@ static tsl_status read_log(tsl_cfg *root, tsl_settings *s) {
   /* other sections' default paths live under log.dir: give them one */
   s->log.dir = s->name;
   if (st < 0) return st;
-  keep(&st, derived_string(l, "dir", "runs/", s->name, &s->log.dir));
-  keep(&st, derived_string(l, "metrics", s->log.dir, "/metrics.jsonl", &s->log.metrics));
+  keep(&st, derived_string(l, "dir", "runs/", s->name, &s->log.dir, NULL));
+  keep(&st, derived_string(l, "metrics", s->log.dir, "/metrics.jsonl", &s->log.metrics, NULL));
   keep(&st, tsl_cfg_file(l, "tensorboard", NULL, &s->log.tensorboard));
   keep(&st, tsl_cfg_int(l, "every", 10, 1, I64_MAX, &s->log.every));
   keep(&st, tsl_cfg_enum(l, "progress", progress, TSL_PROGRESS_AUTO, &prog));

@@ -160,12 +160,12 @@ static tsl_status encode_piece(tsl_tokenizer *t, const char *piece, size_t n, ou
 ** piece gets one (prefix_each_piece) and it lacks one. */
 static tsl_status encode_pretok_piece(tsl_tokenizer *t, const char *piece, size_t n, out_buf *o) {
   if (!t->prefix_each_piece || piece[0] == ' ') return encode_piece(t, piece, n, o);
-  char *spaced = malloc(n + 1);
+  char small[256], *spaced = n < sizeof small ? small : malloc(n + 1); /* pieces are mostly short: no malloc */
   if (!spaced) return tsl_error(TESSEL_E_NOMEM, "out of host memory encoding text");
   spaced[0] = ' ';
   memcpy(spaced + 1, piece, n);
   tsl_status st = encode_piece(t, spaced, n + 1, o);
-  free(spaced);
+  if (spaced != small) free(spaced);
   return st;
 }
 

@@ -291,16 +291,15 @@ static tsl_status check_special(const char *special) {
   unsigned char *raw = malloc(len + 1);
   if (!raw) return tsl_error(TESSEL_E_NOMEM, "out of host memory");
   long n = tsl_bytelevel_decode(special, len, raw);
+  char stand_in[3] = {0};
+  /* a single byte's stand-in decodes to that byte and encodes back to itself */
+  if (n == 1) tsl_bytelevel_encode(raw, 1, stand_in);
+  unsigned char byte = raw[0];
   free(raw);
   if (n < 0) return tsl_error(TESSEL_E_CONFIG, "special token '%s' is not valid UTF-8", special);
-  for (int b = 0; b < 256; b++) {
-    char stand_in[3] = {0};
-    unsigned char byte = (unsigned char)b;
-    tsl_bytelevel_encode(&byte, 1, stand_in);
-    if (strcmp(stand_in, special) == 0 && tsl_bytelevel_char(byte) != byte)
-      return tsl_error(TESSEL_E_CONFIG, "special token '%s' is the byte-level symbol of byte 0x%02X: it would take "
-                       "that byte's id", special, b);
-  }
+  if (n == 1 && !strcmp(stand_in, special) && tsl_bytelevel_char(byte) != byte)
+    return tsl_error(TESSEL_E_CONFIG, "special token '%s' is the byte-level symbol of byte 0x%02X: it would take "
+                     "that byte's id", special, byte);
   return TESSEL_OK;
 }
 /* Special tokens, the byte alphabet, and each word as byte symbols. */

@@ -50,11 +50,13 @@ static tsl_status lock_dir(const char *dir, const char *what, int *fd_out) {
   return st;
 }
 
+/* Is `name` a "step_N.old-PID" that a resave had moved aside? */
+static int moved_aside(const char *name) { return fnmatch("step_[0-9]*.old-[0-9]*", name, 0) == 0; }
+
 /* Is `name` a leftover of an interrupted checkpoint (".tmp-step_N-PID", or
-** a "step_N.old-PID" that a resave had moved aside)? */
+** a step moved aside)? */
 static int stale_checkpoint(const char *name) {
-  return fnmatch(".tmp-step_[0-9]*-[0-9]*", name, 0) == 0 ||
-         fnmatch("step_[0-9]*.old-[0-9]*", name, 0) == 0;
+  return fnmatch(".tmp-step_[0-9]*-[0-9]*", name, 0) == 0 || moved_aside(name);
 }
 
 /* Is `name` an atomic file's temporary ("NAME.tmp.PID")? */
@@ -72,8 +74,8 @@ static int restore_moved_aside(const char *dir) {
   int restored = 0;
   if (!d) return 0;
   for (struct dirent *e; (e = readdir(d)) != NULL;) {
+    if (!moved_aside(e->d_name)) continue;
     const char *old = strstr(e->d_name, ".old-");
-    if (fnmatch("step_[0-9]*.old-[0-9]*", e->d_name, 0) != 0 || !old) continue;
     char *from = tsl_asprintf("%s/%s", dir, e->d_name);
     char *to = tsl_asprintf("%s/%.*s", dir, (int)(old - e->d_name), e->d_name);
     if (from && to && !tsl_path_exists(to)) {

@@ -63,6 +63,12 @@ static int draw(const float *logits, int V, double temperature, int top_k, doubl
   return best;
 }
 
+long tsl_prompt_byte_outside(const char *prompt, int vocab) {
+  for (long i = 0; prompt[i]; i++)
+    if ((unsigned char)prompt[i] >= vocab) return i;
+  return -1;
+}
+
 /* The prompt as ids: encoded with the tokenizer, or its bytes. */
 static tsl_status prompt_ids(const tsl_sample_opts *o, int V, tsl_token_vec *v) {
   size_t len = strlen(o->prompt);
@@ -70,12 +76,14 @@ static tsl_status prompt_ids(const tsl_sample_opts *o, int V, tsl_token_vec *v) 
     if (V > 256)
       return tsl_error(TESSEL_E_CONFIG, "this model has a vocabulary of %d tokens and no tokenizer to turn them into "
                        "text (its checkpoint stores none: give tessel sample --tokenizer FILE)", V);
+    const char *bytes = len ? o->prompt : "\n";
+    long bad = tsl_prompt_byte_outside(bytes, V);
+    if (bad >= 0)
+      return tsl_error(TESSEL_E_CONFIG, "the prompt's byte %ld (0x%02X) is not in this byte-level model's "
+                       "vocabulary of %d tokens: it never saw that byte", bad, (unsigned)(unsigned char)bytes[bad], V);
     tsl_status st = TESSEL_OK;
-    for (size_t i = 0; (i < len || (len == 0 && i == 0)) && st >= 0; i++) {
-      int32_t b = len ? (unsigned char)o->prompt[i] : '\n';
-      if (b >= V)
-        return tsl_error(TESSEL_E_CONFIG, "the prompt's byte %zu (0x%02X) is not in this byte-level model's "
-                         "vocabulary of %d tokens: it never saw that byte", i, (unsigned)b, V);
+    for (size_t i = 0; bytes[i] && st >= 0; i++) {
+      int32_t b = (unsigned char)bytes[i];
       st = tsl_token_vec_sink(v, &b, 1);
     }
     return st;

@@ -34,4 +34,8 @@ typedef struct tsl_sample_opts {
 ** tokenizer whose size is not the model's vocabulary is TESSEL_E_CONFIG. */
 tsl_status tsl_sample(const tsl_settings *s, tsl_tensor_fn src, void *ctx, const tsl_sample_opts *o, FILE *out);
 
+/* The index of the first byte of `prompt` that a byte-level vocabulary of
+** `vocab` tokens lacks (the model never sees it), or -1. */
+long tsl_prompt_byte_outside(const char *prompt, int vocab);
+
 #endif

@@ -10,6 +10,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "data/record.h"
+#include "train/sample.h"
 #include "tokenizer/tokenizer.h"
 
 static tsl_cfg *section(tsl_runtime *rt, const char *name) {
@@ -105,12 +106,13 @@ tsl_status tsl_vocab_check(tsl_runtime *rt) {
                          "byte-level); set data.tokenizer, or train.sample_tokens: 0", s->train.sample_tokens,
                          s->model.vocab_size);
   const char *prompt = s->train.sample_prompt;
-  for (size_t i = 0; !rt->tokenizer && s->train.sample_tokens > 0 && prompt && prompt[i]; i++)
-    if ((unsigned char)prompt[i] >= s->model.vocab_size)
-      return tsl_cfg_error(section(rt, "train"), "sample_prompt",
-                           "byte %zu (0x%02X) is not in this byte-level model's vocabulary of %d tokens: it "
-                           "never sees that byte",
-                           i, (unsigned)(unsigned char)prompt[i], s->model.vocab_size);
+  long bad = !rt->tokenizer && s->train.sample_tokens > 0 && prompt ? tsl_prompt_byte_outside(prompt, s->model.vocab_size)
+                                                                    : -1;
+  if (bad >= 0)
+    return tsl_cfg_error(section(rt, "train"), "sample_prompt",
+                         "byte %ld (0x%02X) is not in this byte-level model's vocabulary of %d tokens: it never "
+                         "sees that byte",
+                         bad, (unsigned)(unsigned char)prompt[bad], s->model.vocab_size);
   return TESSEL_OK;
 fail:
   return st;
