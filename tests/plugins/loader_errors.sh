@@ -202,11 +202,13 @@ expect_err "$config:6:9: plugin.mode: mode must be fast or slow"
 
 # A mesh or a getter call the core must refuse, not take: a product that
 # wraps to the world size, masks naming axes that do not exist, an enum
-# default past its choices (read out of bounds once).
+# default past its choices (read out of bounds once), and "unsupported" from
+# an optional hook: a failure, never a silent switch to the core's default.
 for m in "overflow|2|does not match the world size 1" "data_axes|1|declared data_axes 0x6, naming axes beyond its 1" \
          "group|1|declared group 0 as axes 0x30, beyond its 1 axes" \
          "enum|1|the default choice 9 is not an index into its 2 choices" \
-         "status|1|returned -100, which is not a tessel_status"; do
+         "status|1|returned -100, which is not a tessel_status" \
+         "unsupported|1|failed in layout(wte.weight): no layout for a parameter of 2 dimensions"; do
   kind=${m%%|*} rest=${m#*|}
   want=${rest%%|*} text=${rest#*|}
   before=$failures

@@ -17,8 +17,10 @@ enum {
   TESSEL_OK = 0,
   TESSEL_E_CONFIG = -1,      /* invalid configuration or option: a user error */
   TESSEL_E_NOMEM = -2,       /* a memory tier cannot hold the request          */
-  TESSEL_E_UNSUPPORTED = -3, /* not possible here; an optional hook may return
-                                it to ask for the core default                 */
+  TESSEL_E_UNSUPPORTED = -3, /* not possible here: a failure like the others,
+                                except from setup (the strategy declines the
+                                device); for the core's default, leave the
+                                hook NULL or its out-struct as given          */
   TESSEL_E_VERSION = -4,     /* ABI, plugin build or file format mismatch      */
   TESSEL_E_COMM = -5,        /* a collective or point-to-point transfer failed */
   TESSEL_E_DEVICE = -6,      /* the device backend failed                      */
