@@ -141,6 +141,14 @@ static tsl_status read_data(tsl_cfg *root, tsl_settings *s) {
   } else {
     keep(&st, tsl_cfg_file(d, "train", NULL, &s->data.train));
     keep(&st, tsl_cfg_file(d, "val", NULL, &s->data.val));
+    /* keys that only shape the preparation of 'text': silently unused
+    ** beside 'train', a user would believe the split or the place applied */
+    if (tsl_cfg_has(d, "val_fraction"))
+      keep(&st, tsl_cfg_error(d, "val_fraction", "splits the files of 'text'; shards given as 'train' are not split: "
+                              "give the validation shards as 'val'"));
+    if (tsl_cfg_has(d, "dir"))
+      keep(&st, tsl_cfg_error(d, "dir", "is where the files of 'text' are prepared; with 'train' (shards already "
+                              "prepared) nothing goes there"));
   }
   return st;
 }
