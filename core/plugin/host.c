@@ -71,6 +71,7 @@ static void host_log(tessel_host *h, int level, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
+  if (level == TESSEL_LOG_WARN && RT(h)->hush_plugin_warnings) level = TESSEL_LOG_DEBUG;
   tsl_log(level, "%s: %s", plugin_name(RT(h)), msg);
 }
 

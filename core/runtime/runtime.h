@@ -61,6 +61,10 @@ typedef struct tsl_runtime {
   ** with (NULL: byte-level data); stored in checkpoints, used to sample */
   tsl_tokenizer *tokenizer;
   struct tsl_plan_ctx *plan; /* while `tessel plan` asks the strategy: where its answers go */
+  /* set by `tessel plan` for strategies and options the user did not
+  ** configure: they are only being asked, so their warnings (advice for a
+  ** run of theirs) are logged at debug level, not read as the plan's */
+  int hush_plugin_warnings;
 } tsl_runtime;
 
 #endif

@@ -46,6 +46,15 @@ expect_exit 0 "^1 .*dp 2 .* yes$" plan $g --world 2 --strategy ddp --set device.
 # a device no gemini candidate fits: those are listed as not ranked, with
 # gemini's reason, and the plan goes on (it once stopped: "out of memory")
 expect_exit 0 "gemini {placement: auto}: strategy 'gemini' failed in estimate" plan $g --world 2 --memory-limit 1MiB
+# a strategy's warning is advice for a run of it: shown when the user
+# configured that strategy, not when plan only asks it about its options
+# (tp3d at 4 ranks once warned above every plan, listed or not)
+expect_exit 0 "warning: tp3d: no tensor-parallel group" plan $g --world 4 --set 'plugin={name: tp3d}'
+"$TESSEL" plan $g --world 4 >"$WORK/quiet.log" 2>&1 || { cat "$WORK/quiet.log" >&2; fail "plan --world 4 failed"; }
+grep -q "^warning: tp3d" "$WORK/quiet.log" && { cat "$WORK/quiet.log" >&2; fail "plan shows tp3d's warning for a run nobody asked for"; }
+grep -q "tp3d {(defaults)}: offers no option set for 4 rank" "$WORK/quiet.log" \
+  || { cat "$WORK/quiet.log" >&2; fail "plan does not say why tp3d is not ranked"; }
+echo "ok: plan shows a strategy's warnings only for the configured one"
 
 # --write: the best fitting candidates as configurations for the world
 "$TESSEL" plan $g --world 4 --top 6 --write "$WORK/best" --set data.dir="$WORK/data" >"$WORK/write.log" 2>&1 \

@@ -90,7 +90,7 @@ tsl_status tsl_plan_candidate(tsl_plan *p, tsl_plan_cand *c) {
   char *plugin = c->as_configured ? NULL : tsl_asprintf("plugin={name: %s%s%s}", c->strategy, c->options[0] ? ", " : "",
                                                          c->options);
   int n = make_sets(p, plugin, sets);
-  tsl_runtime rt = {0};
+  tsl_runtime rt = {.hush_plugin_warnings = !c->as_configured};
   tsl_model *model = NULL;
   tsl_world_single(&rt.world, p->world);
   c->world = p->world;
@@ -127,7 +127,7 @@ static tsl_status enumerate_one(tsl_plan *p, const char *name) {
   char *plugin = tsl_asprintf("plugin={name: %s}", name);
   const char *sets[MAX_SETS];
   int n = make_sets(p, plugin, sets), before = p->n;
-  tsl_runtime rt = {0};
+  tsl_runtime rt = {.hush_plugin_warnings = 1};
   tsl_world_single(&rt.world, p->world);
   tsl_plan_ctx ctx = {.plan = p, .strategy = name};
   tsl_status st = tsl_runtime_configure(&rt, p->config, sets, n, p->world);
