@@ -73,7 +73,9 @@ void tsl_world_single(tsl_world *w, int size) {
   w->host[sizeof w->host - 1] = '\0';
 }
 
-void tsl_world_print_error(const tsl_world *w, tsl_status st) { tsl_print_error(w->rank, w->size, st); }
+void tsl_world_print_error(const tsl_world *w, tsl_status st) {
+  if (!w->quiet_errors) tsl_print_error(w->rank, w->size, st);
+}
 
 /* Every rank's status, gathered; NULL (after aborting) is impossible. */
 static int *gather_status(const tsl_world *w, tsl_status mine) {
@@ -106,15 +108,19 @@ tsl_status tsl_world_agree(const tsl_world *w, tsl_status mine) {
   }
   int *all = gather_status(w, mine);
   tsl_status first = TESSEL_OK;
-  for (int r = 0; r < w->size && first == TESSEL_OK; r++) first = all[r] < 0 ? all[r] : TESSEL_OK;
+  int who = -1;
+  for (int r = 0; r < w->size && first == TESSEL_OK; r++)
+    if (all[r] < 0) first = all[r], who = r;
   /* rank 0 speaks for every rank that failed the same way */
   if (mine < 0 && (w->rank == 0 || all[0] >= 0 || all[0] != mine)) tsl_world_print_error(w, mine);
+  /* a rank that did not fail still says why it stops (tessel_last_error) */
+  if (mine >= 0 && first < 0) tsl_error(first, "rank %d failed (%s); see its message", who, tsl_status_name(first));
   free(all);
   return first;
 }
 
 void tsl_world_abort(const tsl_world *w, tsl_status st) {
-  tsl_world_print_error(w, st);
+  tsl_print_error(w->rank, w->size, st); /* the process ends: nobody else can print it */
   int code = tsl_status_exit_code(st);
   if (w->active && w->size > 1) MPI_Abort(MPI_COMM_WORLD, code);
   exit(code);

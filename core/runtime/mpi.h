@@ -20,6 +20,7 @@ typedef struct tsl_world {
   int owns_mpi;               /* we started it, so we finalise it */
   char host[64];              /* this machine's name, for messages */
   tsl_cpus cpus;              /* the cores this rank may use, and how many local ranks share them */
+  int quiet_errors;           /* a program using the C API prints tessel_last_error itself */
 } tsl_world;
 
 /* Start MPI (or join it), learn this rank's place, its machine's name and
@@ -31,7 +32,8 @@ void tsl_world_single(tsl_world *w, int size);
 
 /* Collective: every rank passes its status; returns the first failing
 ** status of any rank (or 0). Ranks that failed print their error as the
-** policy above says; ranks that did not fail print nothing. */
+** policy above says (unless quiet_errors); ranks that did not fail print
+** nothing, and their error message names the first rank that failed. */
 tsl_status tsl_world_agree(const tsl_world *w, tsl_status mine);
 
 /* Collective, printing nothing: the first failing status of any rank (or

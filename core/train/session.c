@@ -67,6 +67,7 @@ tessel_status tessel_run_open(const char *config, const char *const *sets, int n
   if (st < 0) return st;
   if (w.owns_mpi) atexit(finalize_mpi);
   w.owns_mpi = 0;
+  w.quiet_errors = 1;
   tsl_train_opts opts = {.world_abort = 0};
   return tsl_session_open(&w, config, sets, n_sets, &opts, out);
 }

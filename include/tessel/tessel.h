@@ -26,8 +26,10 @@
 **
 ** Errors: a call returns TESSEL_OK (0) or a negative tessel_status
 ** (tessel/plugin.h); tessel_last_error() says what failed and where, as
-** the command line prints it. A config mistake reads FILE:LINE:COL. Calls
-** of one thread at a time.
+** the command line prints it; the library itself prints no error. A config
+** mistake reads FILE:LINE:COL. When one rank fails, every rank's call
+** fails, and a rank that did not fail itself names the first one that did.
+** Calls of one thread at a time.
 **
 ** Versioning: tessel_step_info is a sized struct — set .size to sizeof
 ** before the call; tessel writes no more than that and keeps it, so a

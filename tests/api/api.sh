@@ -58,7 +58,20 @@ if "$DEMO" "$WORK/run.yaml" 0 model.layers=0 log.dir="$WORK/bad" >"$WORK/bad.out
   fail "a run with model.layers=0 opened"
 fi
 grep -q "tessel_run_open failed: .*model.layers.*" "$WORK/bad.err" || { cat "$WORK/bad.err" >&2; fail "no positioned message"; }
-echo "ok: a config mistake comes back from tessel_run_open with its message"
+# the program prints the message; the library printing it too showed it twice
+[ "$(grep -c "model.layers" "$WORK/bad.err")" -eq 1 ] || { cat "$WORK/bad.err" >&2; fail "the message is printed twice"; }
+echo "ok: a config mistake comes back from tessel_run_open with its message, printed once by the program"
+
+# two ranks, and only rank 1's --set is wrong: rank 0 gets a failure too,
+# and its tessel_last_error names the rank that failed (it was empty)
+set +e
+"${MPI[0]}" -n 1 "${MPI[@]:3}" "$DEMO" "$WORK/run.yaml" 0 log.dir="$WORK/bad2" plugin.name=ddp : \
+  -n 1 "$DEMO" "$WORK/run.yaml" 0 log.dir="$WORK/bad2" plugin.name=ddp model.layers=0 >"$WORK/bad2.out" 2>"$WORK/bad2.err"
+set -e
+grep -q "tessel_run_open failed: rank 1 failed (config error); see its message" "$WORK/bad2.err" &&
+  grep -q "tessel_run_open failed: .*model.layers: must be" "$WORK/bad2.err" ||
+  { cat "$WORK/bad2.err" >&2; fail "a failure of rank 1 alone is not reported on both ranks"; }
+echo "ok: a config mistake on one rank fails the open on both, and rank 0 names rank 1"
 
 PREFIX=$WORK/prefix
 cmake --install "$BUILD" --prefix "$PREFIX" >/dev/null || fail "cmake --install failed"

@@ -62,7 +62,7 @@ valid() { # a config on line 1-3 that `check` accepts, plus extra lines
 # ---- FIFOs ----
 mkfifo "$WORK/fifo.yaml" "$WORK/libtessel-fifo.so"
 run fifo_config "$TESSEL" check "$WORK/fifo.yaml"
-expect 1 "$WORK/fifo.yaml: is a FIFO, not a regular file"
+expect 2 "$WORK/fifo.yaml: is a FIFO, not a config file" # the command line's mistake, as with base:
 valid "base: fifo.yaml" >"$WORK/base_fifo.yaml"
 run fifo_base "$TESSEL" check "$WORK/base_fifo.yaml"
 expect 2 "$WORK/base_fifo.yaml:4:7: base: 'fifo.yaml' is a FIFO, not a config file"
