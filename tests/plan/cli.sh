@@ -27,7 +27,8 @@ expect_exit() {
 g=tests/plan/gpt2.yaml
 expect_exit 2 "expected one CONFIG" plan --world 2
 expect_exit 2 "world N is required" plan $g
-expect_exit 2 "bad option or value" plan $g --world 0
+expect_exit 2 "--world needs a number of ranks from 1 to 65536, got .0." plan $g --world 0
+expect_exit 2 "--top needs a number of rows from 1 to 60, got .61." plan $g --world 2 --top 61
 expect_exit 2 "does not exist" plan missing.yaml --world 2
 printf 'model: {layers: 2\n' >"$WORK/broken.yaml"
 expect_exit 2 "broken.yaml:" plan "$WORK/broken.yaml" --world 2

@@ -10,6 +10,8 @@
 #ifndef TSL_CLI_H
 #define TSL_CLI_H
 
+#include <getopt.h>
+
 #include "common/status.h"
 
 #define TSL_EXIT_OK 0
@@ -36,6 +38,11 @@ int tsl_cli_main(int argc, char **argv);
 
 /* Print "tessel CMD: message" and the usage line; returns TSL_EXIT_USAGE. */
 int tsl_usage_error(const tsl_command *cmd, const char *fmt, ...) TSL_PRINTF(2, 3);
+/* A usage error for option `opt` as getopt_long returned it: "--NAME needs
+** WANT, got 'VALUE'" (the option named as opts names it), or, for an
+** unknown option or a missing value, which getopt has already reported,
+** "bad option". Returns TSL_EXIT_USAGE. */
+int tsl_option_error(const tsl_command *cmd, const struct option *opts, int opt, const char *want);
 /* If argv asks for help, print the command's usage and return 1. */
 int tsl_wants_help(const tsl_command *cmd, int argc, char **argv);
 /* `tessel CMD ARG -o OUT` (or --out OUT): *arg and *out, 0 when they parse,

@@ -7,6 +7,7 @@
 
 #include "backend.h"
 #include "cli/cli.h"
+#include "common/log.h"
 #include "common/util.h"
 #include "runtime/cpus.h"
 #include "train/peak.h"
@@ -23,7 +24,7 @@ const tsl_command tsl_cmd_bench = {
     "measurement); this command measures again and replaces the record. The record lives in\n"
     "$XDG_CACHE_HOME/tessel/peak-HOST.json (or ~/.cache/tessel/peak-HOST.json); a run whose ranks use\n"
     "another number of threads is credited the same rate per thread.\n\n"
-    "  --threads N   threads to measure with (default: every core this process may use)\n\n"
+    "  --threads N   threads to measure with (default and at most: every core this process may use)\n\n"
     "bench comm times every collective (all-reduce, reduce-scatter, all-gather, all-to-all, broadcast,\n"
     "reduce, paired sends) on groups of 2, 4, ... up to N consecutive ranks, at five message sizes up to\n"
     "--max-bytes (default 8MiB; 128MiB on cuda), through MPI (cpu) or NCCL (cuda), and fits an alpha-beta\n"
@@ -45,7 +46,14 @@ static int bench(int argc, char **argv) {
   argc--, argv++;
   while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1)
     if (c != 'j' || tsl_parse_count(optarg, &threads) != 0 || threads < 1)
-      return tsl_usage_error(&tsl_cmd_bench, "bad option or value");
+      return tsl_option_error(&tsl_cmd_bench, opts, c, "a number of threads of 1 or more");
+  /* threads beyond the cores only time-share them: the rate, recorded per
+  ** thread, would understate every core and inflate every later MFU */
+  if (threads > cpus.cores) {
+    tsl_log(TESSEL_LOG_WARN, "--threads %lld is more than the %d CPU(s) this process may use: measuring with %d",
+            threads, cpus.cores, cpus.cores);
+    threads = cpus.cores;
+  }
   tsl_backend be = *tsl_cpu_backend();
   tsl_backend_opts bo = {.size = sizeof bo, .threads = (int)threads};
   tsl_status st = be.init(&be, &bo);

@@ -40,7 +40,7 @@ int tsl_bench_comm(int argc, char **argv) {
     } else if (c == 'm' && tsl_parse_size(optarg, &max_bytes) == 0 && max_bytes >= 4096) {
       o.max_bytes = (double)max_bytes;
     } else {
-      return tsl_usage_error(&tsl_cmd_bench, "bad option or value for bench comm");
+      return tsl_option_error(&tsl_cmd_bench, opts, c, c == 'd' ? "cpu or cuda" : "a size of at least 4KiB");
     }
   }
   if (optind != argc) return tsl_usage_error(&tsl_cmd_bench, "bench comm takes no arguments");

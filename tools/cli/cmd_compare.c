@@ -78,27 +78,45 @@ static int compare(int argc, char **argv) {
   optind = 0;
   while ((opt = getopt_long(argc, argv, "n:o:", opts, NULL)) != -1) {
     int ok = 1;
+    const char *want = NULL;
     switch (opt) {
       case 'S':
-        ok = tsl_parse_count(optarg, &v) == 0 && v >= 1;
+        ok = tsl_parse_count(optarg, &v) == 0 && v >= 1 && v <= 1 << 30;
         c.steps = v;
+        want = "a whole number of steps from 1 to 1073741824";
         break;
-      case 'n': ok = tsl_parse_count(optarg, &ranks) == 0 && ranks >= 1 && ranks <= 4096; break;
+      case 'n':
+        ok = tsl_parse_count(optarg, &ranks) == 0 && ranks >= 1 && ranks <= 4096;
+        want = "a number of ranks from 1 to 4096";
+        break;
       case 'o': /* short enough that every path made under it fits its buffer whole */
         ok = strlen(optarg) <= TSL_CMP_MAX_OUT;
         if (ok) snprintf(c.out, sizeof c.out, "%s", optarg);
+        want = "a directory path of at most " TSL_STR(TSL_CMP_MAX_OUT) " bytes";
         break;
-      case 't': ok = tsl_parse_number(optarg, &c.tolerance) == 0 && c.tolerance >= 0; break;
-      case 'w': ok = tsl_option_int(optarg, 0, 1 << 30, &c.warmup); break;
-      case 'r': ok = tsl_option_int(optarg, 1, TSL_CMP_MAX_TRIALS, &c.repeat); break;
-      case 'v': ok = tsl_parse_number(optarg, &c.val_tolerance) == 0 && c.val_tolerance >= 0; break;
+      case 't':
+        ok = tsl_parse_number(optarg, &c.tolerance) == 0 && c.tolerance >= 0;
+        want = "a relative tolerance of 0 or more";
+        break;
+      case 'w':
+        ok = tsl_option_int(optarg, 0, 1 << 30, &c.warmup);
+        want = "a whole number of steps from 0 to 1073741824";
+        break;
+      case 'r':
+        ok = tsl_option_int(optarg, 1, TSL_CMP_MAX_TRIALS, &c.repeat);
+        want = "a number of trials from 1 to " TSL_STR(TSL_CMP_MAX_TRIALS);
+        break;
+      case 'v':
+        ok = tsl_parse_number(optarg, &c.val_tolerance) == 0 && c.val_tolerance >= 0;
+        want = "a relative tolerance of 0 or more";
+        break;
       case 's': sets[c.n_sets++] = optarg; break;
       case 'a': c.allow_different = 1; break;
       default: ok = 0;
     }
     if (!ok) {
       free(sets);
-      return tsl_usage_error(&tsl_cmd_compare, "bad option or value (--out takes at most %d bytes)", TSL_CMP_MAX_OUT);
+      return tsl_option_error(&tsl_cmd_compare, opts, opt, want);
     }
   }
   c.n_runs = argc - optind;

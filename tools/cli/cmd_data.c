@@ -42,7 +42,7 @@ static int data(int argc, char **argv) {
     else if (c == 'k') tokenizer = optarg;
     else if (c == 'v' && tsl_parse_number(optarg, &po.val_fraction) == 0) continue;
     else if (c == 't' && tsl_parse_count(optarg, &tokens) == 0 && tokens > 0) po.shard_tokens = (uint64_t)tokens;
-    else return tsl_usage_error(&tsl_cmd_data, "bad option or value");
+    else return tsl_option_error(&tsl_cmd_data, opts, c, c == 'v' ? "a fraction from 0 to 0.5" : "a number of tokens above 0");
   }
   if (!out) return tsl_usage_error(&tsl_cmd_data, "missing -o DIR");
   if (optind >= argc) return tsl_usage_error(&tsl_cmd_data, "no input files");

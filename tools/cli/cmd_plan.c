@@ -65,27 +65,45 @@ static int parse_args(int argc, char **argv, plan_args *a) {
   optind = 0;
   while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
     int ok = 1;
+    const char *want = NULL;
     switch (c) {
-      case 'w': ok = tsl_parse_count(optarg, &a->world) == 0 && a->world >= 1 && a->world <= 1 << 16; break;
+      case 'w':
+        ok = tsl_parse_count(optarg, &a->world) == 0 && a->world >= 1 && a->world <= 1 << 16;
+        want = "a number of ranks from 1 to 65536";
+        break;
       case 'p': a->profile = optarg; break;
-      case 'm': ok = tsl_parse_size(optarg, &a->memory_limit) == 0 && a->memory_limit > 0; break;
-      case 'k': ok = tsl_option_int(optarg, 1, MAX_TOP, &a->top); break;
+      case 'm':
+        ok = tsl_parse_size(optarg, &a->memory_limit) == 0 && a->memory_limit > 0;
+        want = "a size above 0 (bytes, or with a unit: 80GiB)";
+        break;
+      case 'k':
+        ok = tsl_option_int(optarg, 1, MAX_TOP, &a->top);
+        want = "a number of rows from 1 to " TSL_STR(MAX_TOP);
+        break;
       case 'W': a->write_dir = optarg; break;
       case 'j': a->json = optarg; break;
       case 'v': a->validate = 1; break;
-      case 'S': ok = tsl_option_int(optarg, 2, 1 << 20, &a->steps); break;
-      case 'r': ok = tsl_option_int(optarg, 1, 32, &a->repeat); break;
+      case 'S':
+        ok = tsl_option_int(optarg, 2, 1 << 20, &a->steps);
+        want = "a number of steps from 2 to 1048576";
+        break;
+      case 'r':
+        ok = tsl_option_int(optarg, 1, 32, &a->repeat);
+        want = "a number of trials from 1 to 32";
+        break;
       case 'x':
         ok = a->n_only < MAX_ONLY;
         if (ok) a->only[a->n_only++] = optarg;
+        want = "at most " TSL_STR(MAX_ONLY) " strategies";
         break;
       case 's':
         ok = a->n_sets < MAX_SETS;
         if (ok) a->sets[a->n_sets++] = optarg;
+        want = "at most " TSL_STR(MAX_SETS) " overrides";
         break;
       default: ok = 0;
     }
-    if (!ok) return tsl_usage_error(&tsl_cmd_plan, "bad option or value%s%s", optarg ? ": " : "", optarg ? optarg : "");
+    if (!ok) return tsl_option_error(&tsl_cmd_plan, opts, c, want);
   }
   if (optind != argc - 1) return tsl_usage_error(&tsl_cmd_plan, "expected one CONFIG file");
   if (!a->world) return tsl_usage_error(&tsl_cmd_plan, "--world N is required: the ranks to plan for");

@@ -340,7 +340,8 @@ static int plugin_check(int argc, char **argv) {
   }
   if (c != -1 || optind != argc - 1) {
     free(sets);
-    return tsl_usage_error(&tsl_cmd_plugin_check, c != -1 ? "bad option or value" : "expected one plugin file");
+    return c != -1 ? tsl_option_error(&tsl_cmd_plugin_check, opts, c, "a list of up to 8 rank counts from 1 to 1024 (1,2,4)")
+                   : tsl_usage_error(&tsl_cmd_plugin_check, "expected one plugin file");
   }
   char real[4096], dir[] = "/tmp/tessel-plugin-check-......";
   memset(dir + sizeof dir - 7, 'X', 6); /* mkdtemp's template ends in six of them */

@@ -41,20 +41,34 @@ static int sample(int argc, char **argv) {
   optind = 0;
   while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
     int ok = 1;
+    const char *want = NULL;
     switch (c) {
       case 'p': o.prompt = optarg; break;
-      case 'n': ok = tsl_option_int(optarg, 0, 1 << 20, &o.tokens); break;
-      case 't': ok = tsl_parse_number(optarg, &o.temperature) == 0 && o.temperature >= 0; break;
-      case 'k': ok = tsl_option_int(optarg, 0, 1 << 24, &o.top_k); break;
+      case 'n':
+        ok = tsl_option_int(optarg, 0, 1 << 20, &o.tokens);
+        want = "a number of tokens from 0 to 1048576";
+        break;
+      case 't':
+        ok = tsl_parse_number(optarg, &o.temperature) == 0 && o.temperature >= 0;
+        want = "a temperature of 0 (greedy) or more";
+        break;
+      case 'k':
+        ok = tsl_option_int(optarg, 0, 1 << 24, &o.top_k);
+        want = "a number of tokens from 0 (all) to 16777216";
+        break;
       case 's':
         ok = tsl_parse_count(optarg, &v) == 0;
         o.seed = (uint64_t)v;
+        want = "a whole number of 0 or more";
         break;
-      case 'j': ok = tsl_option_int(optarg, 0, 4096, &o.threads); break;
+      case 'j':
+        ok = tsl_option_int(optarg, 0, 4096, &o.threads);
+        want = "a number of threads from 0 (every core) to 4096";
+        break;
       case 'z': tokenizer = optarg; break;
       default: ok = 0;
     }
-    if (!ok) return tsl_usage_error(&tsl_cmd_sample, "bad option or value");
+    if (!ok) return tsl_option_error(&tsl_cmd_sample, opts, c, want);
   }
   if (optind != argc - 1) return tsl_usage_error(&tsl_cmd_sample, "expected one checkpoint directory");
   tsl_ckpt ck;

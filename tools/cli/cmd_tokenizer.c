@@ -48,21 +48,27 @@ static int train(int argc, char **argv) {
   optind = 0;
   while ((c = getopt_long(argc, argv, "o:", opts, NULL)) != -1) {
     int ok = 1;
+    const char *want = NULL;
     switch (c) {
-      case 'v': ok = tsl_option_int(optarg, 2, 1 << 30, &o.vocab_size); break;
+      case 'v':
+        ok = tsl_option_int(optarg, 2, 1 << 30, &o.vocab_size);
+        want = "a vocabulary size from 2 to 1073741824";
+        break;
       case 'o': out = optarg; break;
       case 's':
         ok = n_special < MAX_SPECIAL;
         if (ok) special[n_special++] = optarg;
+        want = "at most " TSL_STR(MAX_SPECIAL) " special tokens";
         break;
       case 'm':
         ok = tsl_parse_count(optarg, &v) == 0;
         o.min_frequency = v;
+        want = "a whole number of 0 or more";
         break;
       case 'p': o.pattern = tsl_tokenizer_pattern_named(optarg) ? tsl_tokenizer_pattern_named(optarg) : optarg; break;
       default: ok = 0;
     }
-    if (!ok) return tsl_usage_error(&tsl_cmd_tokenizer, "bad option or value");
+    if (!ok) return tsl_option_error(&tsl_cmd_tokenizer, opts, c, want);
   }
   if (!out) return tsl_usage_error(&tsl_cmd_tokenizer, "train: missing -o tokenizer.json");
   if (!o.vocab_size) return tsl_usage_error(&tsl_cmd_tokenizer, "train: missing --vocab N");

@@ -22,6 +22,13 @@ int tsl_usage_error(const tsl_command *cmd, const char *fmt, ...) {
   return TSL_EXIT_USAGE;
 }
 
+int tsl_option_error(const tsl_command *cmd, const struct option *opts, int opt, const char *want) {
+  if (opt == '?' || opt == ':' || !want) return tsl_usage_error(cmd, "bad option");
+  for (const struct option *o = opts; o->name; o++)
+    if (o->val == opt) return tsl_usage_error(cmd, "--%s needs %s, got '%s'", o->name, want, optarg ? optarg : "");
+  return tsl_usage_error(cmd, "-%c needs %s, got '%s'", opt, want, optarg ? optarg : "");
+}
+
 int tsl_wants_help(const tsl_command *cmd, int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--")) break;

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Command-line options as a user mistypes them: a value out of range is a
+# usage error (exit 2) that names the option and what it takes (every one
+# once read "bad option or value", and compare's blamed --out, which was
+# not given); `bench peak --threads` above the CPUs is lowered with a
+# warning, since a rate recorded per thread from time-shared threads
+# inflated every later run's MFU (a recorded 100000 threads read as MFU in
+# the millions of percent).
+#
+#   options.sh TESSEL TMP
+set -euo pipefail
+TESSEL=$1; TMP=$2
+WORK=$TMP/cli_options.$$
+rm -rf "$WORK"; mkdir -p "$WORK"
+export XDG_CACHE_HOME=$WORK/cache
+fail() { echo "FAIL: $*" >&2; exit 1; }
+# bad TEXT ARGS...: tessel ARGS exits 2 and its first line of stderr contains TEXT
+bad() {
+  local text=$1; shift
+  set +e; "$TESSEL" "$@" >"$WORK/out" 2>"$WORK/err"; local rc=$?; set -e
+  [ $rc -eq 2 ] || { cat "$WORK/err" >&2; fail "tessel $*: exit $rc, expected 2"; }
+  grep -qF -- "$text" "$WORK/err" || { cat "$WORK/err" >&2; fail "tessel $*: no '$text'"; }
+  echo "ok: tessel $* -> $text"
+}
+bad "--repeat needs a number of trials from 1 to 32, got '1000'" compare a.yaml b.yaml --repeat 1000
+bad "--steps needs a whole number of steps from 1" compare a.yaml b.yaml --steps 0
+bad "--tolerance needs a relative tolerance of 0 or more, got '-1'" compare a.yaml b.yaml --tolerance -1
+bad "-n needs a number of ranks from 1 to 4096, got '0'" compare a.yaml b.yaml -n 0
+bad "tessel compare: bad option" compare a.yaml b.yaml --bogus
+bad "--temperature needs a temperature of 0 (greedy) or more, got '-1'" sample ckpt --temperature -1
+bad "--shard-tokens needs a number of tokens above 0, got '0'" data prepare x.txt -o d --shard-tokens 0
+bad "--vocab needs a vocabulary size from 2 to 1073741824, got '1'" tokenizer train x.txt -o t.json --vocab 1
+bad "--threads needs a number of threads of 1 or more, got '0'" bench peak --threads 0
+bad "--max-bytes needs a size of at least 4KiB, got '1'" bench comm --max-bytes 1
+bad "--ranks needs a list of up to 8 rank counts" plugin-check x.so --ranks 0
+
+cpus=$(nproc)
+"$TESSEL" bench peak --threads $((cpus + 5)) >"$WORK/peak.out" 2>"$WORK/peak.err" || { cat "$WORK/peak.err" >&2; fail "bench peak failed"; }
+grep -q "warning: --threads $((cpus + 5)) is more than the $cpus CPU(s)" "$WORK/peak.err" ||
+  { cat "$WORK/peak.err" >&2; fail "no warning for --threads above the CPUs"; }
+grep -Eq "\"threads\":[[:space:]]*$cpus," "$XDG_CACHE_HOME"/tessel/peak-*.json ||
+  { cat "$XDG_CACHE_HOME"/tessel/peak-*.json >&2; fail "the record is not of $cpus threads"; }
+echo "ok: bench peak --threads $((cpus + 5)) measures and records $cpus threads"
+rm -rf "$WORK"
