@@ -147,7 +147,11 @@ static int by_tps(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-/* Median, range and spread of the trials' throughput; the typical trial. */
+/* Median, range and spread of the trials' throughput, and the typical
+** trial: the median one (of an even number, the slower of the two in the
+** middle). Its throughput is the run's, so that the row's tokens/s, ms/step,
+** MFU, time split and memory all describe that one trial (the mean of the
+** two middle throughputs once sat beside another trial's step time). */
 static void over_trials(const tsl_compare *c, tsl_cmp_run *run) {
   const tsl_cmp_trial *ok[TSL_CMP_MAX_TRIALS];
   double v[TSL_CMP_MAX_TRIALS];
@@ -163,7 +167,7 @@ static void over_trials(const tsl_compare *c, tsl_cmp_run *run) {
   run->n_ok = n;
   run->typical = (int)(ok[(n - 1) / 2] - run->trials);
   for (int i = 0; i < n; i++) v[i] = ok[i]->tps_median;
-  run->tps = tsl_median(v, n);
+  run->tps = ok[(n - 1) / 2]->tps_median;
   tsl_min_max(v, n, &run->tps_lo, &run->tps_hi);
   run->spread = run->tps > 0 ? (run->tps_hi - run->tps_lo) / run->tps : NAN;
   run->reproducible = 1;
