@@ -38,7 +38,10 @@ expect_exit 2 "bad.json: compute.peak_tflops" plan $g --world 2 --profile "$WORK
 # candidate's: exit 2 once, before anything is planned
 expect_exit 2 "unknown key 'bogus' in model" plan $g --world 2 --set model.bogus=1
 expect_exit 2 "init_from: cannot start from these weights" plan $g --world 2 --set model.init_from="$WORK/none"
-expect_exit 0 "nosuch {(defaults)}:.*not found" plan $g --world 2 --strategy nosuch
+expect_exit 0 "nosuch {(defaults)}: plugin.name: strategy plugin 'nosuch' was not found" plan $g --world 2 --strategy nosuch
+# the whole message (it once ended at "Looked for:"), without a position in
+# the plugin override the planner wrote itself
+expect_exit 0 "^    Check the name (.tessel plugins. lists what is installed)" plan $g --world 2 --strategy nosuch
 expect_exit 0 "profile: none" plan $g --world 2 --strategy ddp
 # the configuration's device.memory_limit is the device a candidate must fit,
 # as --memory-limit is (ddp keeps 9.5 MiB a rank of this model)

@@ -28,9 +28,17 @@ static int make_sets(const tsl_plan *p, const char *plugin, const char **sets) {
   return n;
 }
 
+/* Refuse a candidate for the current error. Its position in the plugin
+** override the planner wrote itself ("--set=plugin={name: X}:1:21: "),
+** which the user never typed, is left out. */
 static void refuse(tsl_plan_cand *c, tsl_status st) {
+  const char *why = tsl_error_message()[0] ? tsl_error_message() : tsl_status_name(st), *end;
+  int line, col, used = 0;
+  if (!strncmp(why, "--set=plugin={", 14) && (end = strstr(why, "}:")) &&
+      sscanf(end + 2, "%d:%d: %n", &line, &col, &used) == 2 && used)
+    why = end + 2 + used;
   c->state = TSL_CAND_REFUSED;
-  snprintf(c->error, sizeof c->error, "%s", tsl_error_message()[0] ? tsl_error_message() : tsl_status_name(st));
+  snprintf(c->error, sizeof c->error, "%s", why);
   tsl_error_clear();
 }
 
@@ -150,11 +158,9 @@ static tsl_status enumerate_one(tsl_plan *p, const char *name) {
   if (st < 0 && st != TESSEL_E_NOMEM) {
     char why[2048];
     snprintf(why, sizeof why, "%s", tsl_error_message());
-    tsl_error_clear();
     if ((st = tsl_plan_add(p, name, "", 0)) >= 0) {
-      tsl_plan_cand *c = &p->c[p->n - 1];
-      c->state = TSL_CAND_REFUSED;
-      snprintf(c->error, sizeof c->error, "%s", why);
+      tsl_error(TESSEL_E_CONFIG, "%s", why);
+      refuse(&p->c[p->n - 1], TESSEL_E_CONFIG);
     }
   }
   tsl_runtime_destroy(&rt);

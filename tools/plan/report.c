@@ -107,11 +107,17 @@ static void refused(const tsl_plan *p, FILE *out, int most) {
   for (int i = 0; i < p->n && shown < most; i++) {
     const tsl_plan_cand *c = &p->c[p->order[i]];
     if (c->state == TSL_CAND_OK) continue;
-    char opts[512], first[320];
+    char opts[512];
     label(c, opts, sizeof opts);
     const char *why = c->state == TSL_CAND_NO_ESTIMATE ? "no estimate (the strategy has no estimate hook)" : c->error;
-    snprintf(first, sizeof first, "%.*s", (int)strcspn(why, "\n"), why);
-    fprintf(out, "  %s {%s}: %s\n", c->strategy, opts, first);
+    /* the whole reason: a message's later lines (the paths looked in, what
+    ** to do) are part of it */
+    fprintf(out, "  %s {%s}: ", c->strategy, opts);
+    for (size_t n;; why += n + 1) {
+      n = strcspn(why, "\n");
+      fprintf(out, "%.*s%s", (int)n, why, why[n] ? "\n    " : "\n");
+      if (!why[n]) break;
+    }
     shown++;
   }
   if (shown < n) fprintf(out, "  ... and %d more (--strategy NAME narrows the list)\n", n - shown);
