@@ -195,21 +195,29 @@ fail:
   return st;
 }
 
-/* A rerun that makes fewer shards must not leave the old run's tail behind,
-** or a glob over the directory would mix the two corpora. */
+/* A rerun that makes fewer shards must not leave the old run's shards
+** behind, or a glob over the directory would mix the two corpora: every
+** SPLIT_<digits>.bin numbered `from` or later goes, wherever the numbering
+** has gaps (walking up from `from` until a number was missing once left a
+** stale shard after a gap in place). */
 static tsl_status remove_stale_shards(const char *dir, const char *split, int from) {
-  for (int i = from;; i++) {
-    char *path = shard_path(dir, split, i);
-    if (!path) return TESSEL_E_NOMEM;
-    int rc = unlink(path), err = errno;
-    if (rc != 0 && err != ENOENT) {
-      tsl_error(TESSEL_E_IO, "%s: cannot remove a stale shard: %s", path, strerror(err));
-      free(path);
-      return TESSEL_E_IO;
-    }
-    free(path);
-    if (rc != 0) return TESSEL_OK;
+  tsl_status st = TESSEL_OK;
+  char *pattern = tsl_asprintf("%s/%s_*.bin", dir, split);
+  glob_t g = {0};
+  if (!pattern) return TESSEL_E_NOMEM;
+  int rc = glob(pattern, 0, NULL, &g);
+  free(pattern);
+  if (rc == GLOB_NOMATCH) return TESSEL_OK;
+  if (rc != 0) return tsl_error(TESSEL_E_IO, "%s: cannot list its %s shards", dir, split);
+  for (size_t i = 0; i < g.gl_pathc && st >= 0; i++) {
+    const char *name = strrchr(g.gl_pathv[i], '/') + 1 + strlen(split) + 1, *end = name;
+    while (*end >= '0' && *end <= '9') end++;
+    if (end == name || strcmp(end, ".bin") != 0 || end - name > 9 || atoi(name) < from) continue;
+    if (unlink(g.gl_pathv[i]) != 0 && errno != ENOENT)
+      st = tsl_error(TESSEL_E_IO, "%s: cannot remove a stale shard: %s", g.gl_pathv[i], strerror(errno));
   }
+  globfree(&g);
+  return st;
 }
 
 static tsl_status check_tokenizer(const tsl_tokenizer *t) {

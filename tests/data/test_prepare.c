@@ -139,6 +139,17 @@ static void test_rerun_removes_stale_shards(void) {
   CHECK(!tsl_path_exists(scratch_path(p, "rerun/train_000001.bin")));
   CHECK(!tsl_path_exists(scratch_path(p, "rerun/train_000026.bin")));
   CHECK(!tsl_path_exists(scratch_path(p, "rerun/val_000000.bin")));
+  /* shards after a gap in the numbering go too (a walk up from the last
+  ** new shard stopped at the first missing number), and a file that is
+  ** not a numbered shard stays */
+  scratch_write(scratch_path(p, "rerun/train_000005.bin"), t, 4);
+  scratch_write(scratch_path(p, "rerun/train_1234567.bin"), t, 4);
+  scratch_write(scratch_path(p, "rerun/train_notes.bin"), t, 4);
+  REQUIRE(tsl_data_prepare(inputs, 1, dir, &big, &rep) == TESSEL_OK);
+  CHECK(tsl_path_exists(scratch_path(p, "rerun/train_000000.bin")));
+  CHECK(!tsl_path_exists(scratch_path(p, "rerun/train_000005.bin")));
+  CHECK(!tsl_path_exists(scratch_path(p, "rerun/train_1234567.bin")));
+  CHECK(tsl_path_exists(scratch_path(p, "rerun/train_notes.bin")));
 }
 
 static void test_default_options(void) {
