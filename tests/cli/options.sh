@@ -34,6 +34,14 @@ bad "--threads needs a number of threads of 1 or more, got '0'" bench peak --thr
 bad "--max-bytes needs a size of at least 4KiB, got '1'" bench comm --max-bytes 1
 bad "--ranks needs a list of up to 8 rank counts" plugin-check x.so --ranks 0
 
+# the two commands that are not table entries have help too (they were
+# once called unknown, with themselves as the suggestion)
+for cmd in version help; do
+  "$TESSEL" help $cmd >"$WORK/out" 2>&1 || { cat "$WORK/out" >&2; fail "tessel help $cmd failed"; }
+  grep -q "^usage: tessel $cmd" "$WORK/out" || { cat "$WORK/out" >&2; fail "tessel help $cmd: no usage"; }
+done
+echo "ok: tessel help version, tessel help help"
+
 cpus=$(nproc)
 "$TESSEL" bench peak --threads $((cpus + 5)) >"$WORK/peak.out" 2>"$WORK/peak.err" || { cat "$WORK/peak.err" >&2; fail "bench peak failed"; }
 grep -q "warning: --threads $((cpus + 5)) is more than the $cpus CPU(s)" "$WORK/peak.err" ||

@@ -49,6 +49,8 @@ int tsl_cli_main(int argc, char **argv) {
   if (!strcmp(name, "help") || !strcmp(name, "--help") || !strcmp(name, "-h")) {
     if (argc > 2) {
       const tsl_command *c = find(argv[2]);
+      if (!strcmp(argv[2], "version")) return puts("usage: tessel version\n\nprints tessel's version and its plugin ABI") < 0;
+      if (!strcmp(argv[2], "help")) return puts("usage: tessel help [CMD]\n\nlists the commands, or prints CMD's help") < 0;
       if (!c) return unknown(argv[2]);
       fputs(c->usage, stdout);
       return TSL_EXIT_OK;
