@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/log.h"
 #include "common/util.h"
 #include "train/report.h"
 
@@ -94,4 +95,20 @@ double tsl_peak_flops(const tsl_settings *s, double cores) {
   free(text);
   free(path);
   return peak;
+}
+
+tsl_status tsl_peak_ensure(tsl_runtime *rt) {
+  const tsl_settings *s = &rt->settings;
+  if (s->device.peak_tflops > 0 || s->device.kind != TSL_DEVICE_CPU) return TESSEL_OK;
+  if (rt->world.local_rank == 0 && tsl_peak_flops(s, 1) <= 0) {
+    char *path = tsl_peak_cache_path();
+    tsl_info("MFU: measuring this machine's sgemm peak once (kept in %s; `tessel bench peak` measures again)",
+             path ? path : "the cache");
+    free(path);
+    double gflops = tsl_peak_measure(&rt->be, 1024, NULL);
+    if (gflops <= 0 || tsl_peak_save(rt->threads, gflops) < 0)
+      tsl_warn("could not record the measured peak (%s); MFU is shown as '-'", tsl_error_message());
+    tsl_error_clear();
+  }
+  return tsl_world_barrier(&rt->world);
 }

@@ -11,6 +11,7 @@
 #define TSL_PEAK_H
 
 #include "backend.h"
+#include "runtime/runtime.h"
 #include "runtime/settings.h"
 
 /* Where this machine's measurement is kept (heap string). */
@@ -25,5 +26,10 @@ tsl_status tsl_peak_save(int threads, double gflops);
 ** else 0 (unknown: the backend is not the CPU's, or nothing is recorded with
 ** the OpenBLAS kernels loaded now). */
 double tsl_peak_flops(const tsl_settings *s, double cores);
+/* Collective: with no peak on record for this CPU (and no
+** device.peak_tflops), the first local rank of each machine measures it
+** with the started backend (a second or two, once per machine) while the
+** others wait. A failure to record it is a warning: MFU is then unknown. */
+tsl_status tsl_peak_ensure(tsl_runtime *rt);
 
 #endif

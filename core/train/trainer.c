@@ -37,25 +37,6 @@ struct tsl_trainer {
 };
 typedef struct tsl_trainer trainer;
 
-/* With no peak on record for this CPU, the first local rank of each machine
-** measures it (a second or two, once per machine) while the others wait. */
-static tsl_status ensure_peak(trainer *t) {
-  tsl_runtime *rt = t->rt;
-  const tsl_settings *s = &rt->settings;
-  if (s->device.peak_tflops > 0 || s->device.kind != TSL_DEVICE_CPU) return TESSEL_OK;
-  if (rt->world.local_rank == 0 && tsl_peak_flops(s, 1) <= 0) {
-    char *path = tsl_peak_cache_path();
-    tsl_info("MFU: measuring this machine's sgemm peak once (kept in %s; `tessel bench peak` measures again)",
-             path ? path : "the cache");
-    free(path);
-    double gflops = tsl_peak_measure(&rt->be, 1024, NULL);
-    if (gflops <= 0 || tsl_peak_save(rt->threads, gflops) < 0)
-      tsl_warn("could not record the measured peak (%s); MFU is shown as '-'", tsl_error_message());
-    tsl_error_clear();
-  }
-  return tsl_world_barrier(&rt->world);
-}
-
 static tsl_status setup(trainer *t) {
   tsl_runtime *rt = t->rt;
   const tsl_settings *s = &rt->settings;
@@ -72,7 +53,7 @@ fail:
   return st;
 }
 
-/* The FLOPs and the peak MFU is counted against. ensure_peak has a barrier:
+/* The FLOPs and the peak MFU is counted against. tsl_peak_ensure has a barrier:
 ** it runs only once every rank has its model (a strategy's setup may fail
 ** on one rank alone). */
 static tsl_status measure(trainer *t) {
@@ -81,7 +62,7 @@ static tsl_status measure(trainer *t) {
   tsl_status st;
   t->flops_per_token = 6.0 * (double)tsl_model_params(t->model)->total_numel +
                        12.0 * s->model.layers * (double)s->model.seq_len * s->model.channels;
-  TSL_TRY(st, ensure_peak(t));
+  TSL_TRY(st, tsl_peak_ensure(rt));
   /* MFU against the cores this rank's threads really get */
   t->mfu_cores = tsl_cpus_effective(&rt->world.cpus, rt->threads);
   t->peak_flops = tsl_peak_flops(s, t->mfu_cores);

@@ -198,7 +198,7 @@ static cJSON *profile_json(const bench *b, const tsl_commbench_opts *o, double m
   cJSON_AddNumberToObject(root, "ranks_per_node", b->rt.world.local_size);
   cJSON *compute = cJSON_AddObjectToObject(root, "compute");
   cJSON_AddStringToObject(compute, "device", o->device == TSL_DEVICE_CUDA ? "gpu" : "cpu");
-  /* the GEMM rate `tessel bench peak` recorded, when it has: a device's, or one thread's */
+  /* the GEMM rate on record (`tessel bench peak`, or measured above): a device's, or one thread's */
   tsl_settings s = {0};
   s.device.kind = o->device;
   double peak = tsl_peak_flops(&s, 1.0);
@@ -223,6 +223,8 @@ tsl_status tsl_commbench_run(const tsl_world *w, const tsl_commbench_opts *o, FI
   cJSON *links = cJSON_CreateArray();
   double memory_bw = 0;
   TSL_TRY(st, tsl_runtime_devices(&b.rt));
+  /* the profile's compute rate: without it `tessel plan` cannot time a step */
+  TSL_TRY(st, tsl_peak_ensure(&b.rt));
   uint64_t bytes = (uint64_t)o->max_bytes;
   TSL_TRY(st, tsl_mem_alloc(&b.rt.ledger, TESSEL_TIER_DEVICE, TESSEL_MEM_SCRATCH, bytes, "send buffer", (void **)&b.send));
   TSL_TRY(st, tsl_mem_alloc(&b.rt.ledger, TESSEL_TIER_DEVICE, TESSEL_MEM_SCRATCH, bytes, "receive buffer",
