@@ -44,7 +44,10 @@ static tessel_status simulate(gemini *g, gm_sim *peak_step, gm_sim *steady) {
   *steady = *peak_step;
   int promoted;
   if (st >= 0 && g->o.placement == GM_AUTO) st = gm_settle(g, &promoted, steady);
-  if (steady->peak > peak_step->peak) peak_step->peak = steady->peak;
+  if (steady->peak > peak_step->peak) {
+    peak_step->peak = steady->peak;
+    peak_step->peak_grads = steady->peak_grads;
+  }
   g->dry = 0;
   return st;
 }
@@ -90,8 +93,12 @@ tessel_status gm_estimate(void *inst, const tessel_plan_query *q, tessel_estimat
     out->memory[TESSEL_TIER_HOST][k] += start[TESSEL_TIER_HOST][k];
     out->memory[TESSEL_TIER_NVME][k] += start[TESSEL_TIER_NVME][k];
   }
-  /* gathered chunks, gradient buffers and reduce results at the peak */
-  out->memory[TESSEL_TIER_DEVICE][TESSEL_MEM_PARAM] += peak.peak > resident ? peak.peak - resident : 0;
+  /* gathered chunks (parameters), gradient buffers and reduce results
+  ** (gradients) at the peak, as the ledger files them */
+  uint64_t transient = peak.peak > resident ? peak.peak - resident : 0;
+  uint64_t grads = peak.peak_grads < transient ? peak.peak_grads : transient;
+  out->memory[TESSEL_TIER_DEVICE][TESSEL_MEM_GRAD] += grads;
+  out->memory[TESSEL_TIER_DEVICE][TESSEL_MEM_PARAM] += transient - grads;
   TESSEL_TRY(traffic(g, q, &steady));
   return tessel_est_step_flops(&x, 0, g->dims.units - 1, &out->flops);
 }

@@ -182,6 +182,10 @@ typedef struct gemini {
   uint64_t nonmodel;      /* activations and scratch: setup estimate, then measured (dp max) */
   uint64_t dev_bytes;     /* this plugin's model data on the device now */
   uint64_t dev_peak;
+  /* of dev_bytes, the transient gradient buffers (gathered gradients,
+  ** reduced shards), now and at dev_peak: what a plan counts as gradients,
+  ** as the ledger does, rather than parameters */
+  uint64_t grad_bytes, grad_at_peak;
   int headroom;           /* auto: a step fits only in the whole device, not × steady_ratio */
   int acts_decided;       /* auto: the activations' placement is chosen */
   int32_t *act_tier, *act_rec; /* per unit: what auto chose (NULL: nothing) */
@@ -262,6 +266,7 @@ tessel_status gm_grads_finish(void *inst);
 /* A training step simulated dry: the current placement, the given policy and prefetch. */
 typedef struct gm_sim {
   uint64_t peak;       /* most model-data device bytes at once, resident shards included */
+  uint64_t peak_grads; /* of them, transient gradient buffers */
   uint64_t ag_bytes[2], rs_bytes;
   uint64_t ag_calls[2], rs_calls;
 } gm_sim;

@@ -224,6 +224,7 @@ tessel_status gm_simulate(gemini *g, gm_policy policy, int prefetch, int all_off
   s.warmup = 0;
   if (unbounded) s.cap = UINT64_MAX;
   s.dev_bytes = s.dev_peak = gm_resident_bytes(&s);
+  s.grad_bytes = s.grad_at_peak = 0;
   s.training = 0;
   if ((st = gm_set_grad_sync(&s, 1)) < 0) goto done;
   for (int p = 0; p < s.train.n && st >= 0; p++) {
@@ -232,7 +233,7 @@ tessel_status gm_simulate(gemini *g, gm_policy policy, int prefetch, int all_off
     if (st >= 0 && core_prefetches(&s, &s.train.v[p])) st = gm_prefetch_ahead(&s, p);
   }
   if (st >= 0) st = finish(&s);
-  *out = (gm_sim){.peak = s.dev_peak, .ag_bytes = {s.ag_bytes[0], s.ag_bytes[1]}, .rs_bytes = s.rs_bytes,
+  *out = (gm_sim){.peak = s.dev_peak, .peak_grads = s.grad_at_peak, .ag_bytes = {s.ag_bytes[0], s.ag_bytes[1]}, .rs_bytes = s.rs_bytes,
                   .ag_calls = {s.ag_calls[0], s.ag_calls[1]}, .rs_calls = s.rs_calls};
 done:
   free(s.cs.t);

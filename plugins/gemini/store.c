@@ -28,13 +28,17 @@
 
 #include "gemini.h"
 
-static void count_device(gemini *g, uint64_t bytes) {
+static void count_device(gemini *g, uint64_t bytes, int transient_grad) {
   g->dev_bytes += bytes;
-  if (g->dev_bytes > g->dev_peak) g->dev_peak = g->dev_bytes;
+  if (transient_grad) g->grad_bytes += bytes;
+  if (g->dev_bytes > g->dev_peak) {
+    g->dev_peak = g->dev_bytes;
+    g->grad_at_peak = g->grad_bytes;
+  }
 }
 
-tessel_status gm_alloc(gemini *g, tessel_tier tier, tessel_mem_kind kind, uint64_t bytes, const char *what, int chunk,
-                       void **out) {
+static tessel_status alloc_counted(gemini *g, tessel_tier tier, tessel_mem_kind kind, uint64_t bytes,
+                                   const char *what, int chunk, int transient_grad, void **out) {
   *out = NULL;
   if (!g->dry) {
     char name[96];
@@ -42,8 +46,13 @@ tessel_status gm_alloc(gemini *g, tessel_tier tier, tessel_mem_kind kind, uint64
     tessel_status st = g->api->mem->alloc(g->host, tier, kind, bytes, name, out);
     if (st < 0) return st;
   }
-  if (tier == TESSEL_TIER_DEVICE) count_device(g, bytes);
+  if (tier == TESSEL_TIER_DEVICE) count_device(g, bytes, transient_grad);
   return TESSEL_OK;
+}
+
+tessel_status gm_alloc(gemini *g, tessel_tier tier, tessel_mem_kind kind, uint64_t bytes, const char *what, int chunk,
+                       void **out) {
+  return alloc_counted(g, tier, kind, bytes, what, chunk, 0, out);
 }
 
 void gm_free(gemini *g, tessel_tier tier, void **ptr, uint64_t bytes) {
@@ -67,9 +76,10 @@ static void drop_pooled(gemini *g, int i) {
 
 tessel_status gm_take(gemini *g, tessel_mem_kind kind, uint64_t bytes, int zero, const char *what, int chunk,
                       void **out) {
+  int grad = kind == TESSEL_MEM_GRAD;
   *out = NULL;
   if (g->dry) {
-    count_device(g, bytes);
+    count_device(g, bytes, grad);
     return TESSEL_OK;
   }
   for (int i = g->npool - 1; i >= 0; i--) {
@@ -77,7 +87,7 @@ tessel_status gm_take(gemini *g, tessel_mem_kind kind, uint64_t bytes, int zero,
     *out = g->pool[i].ptr;
     g->pooled -= bytes;
     g->pool[i] = g->pool[--g->npool];
-    count_device(g, bytes);
+    count_device(g, bytes, grad);
     /* A reused buffer held finite values: a gradient or parameters of
     ** this run, which stops at the first non-finite loss or gradient. */
     if (!zero) return TESSEL_OK;
@@ -86,13 +96,13 @@ tessel_status gm_take(gemini *g, tessel_mem_kind kind, uint64_t bytes, int zero,
   }
   uint64_t high = g->dev_bytes + bytes > g->dev_peak ? g->dev_bytes + bytes : g->dev_peak;
   while (g->npool > 0 && g->dev_bytes + g->pooled + bytes > high) drop_pooled(g, g->npool - 1);
-  tessel_status st = gm_alloc(g, TESSEL_TIER_DEVICE, kind, bytes, what, chunk, out); /* zero-filled */
-  return st;
+  return alloc_counted(g, TESSEL_TIER_DEVICE, kind, bytes, what, chunk, grad, out); /* zero-filled */
 }
 
 void gm_give(gemini *g, tessel_mem_kind kind, void **ptr, uint64_t bytes) {
   if (!g->dry && !*ptr) return;
   g->dev_bytes -= bytes;
+  if (kind == TESSEL_MEM_GRAD) g->grad_bytes -= bytes;
   if (!g->dry) {
     if (g->npool == g->pool_cap) {
       int cap = g->pool_cap ? 2 * g->pool_cap : 16;

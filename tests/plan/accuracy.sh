@@ -3,7 +3,9 @@
 # configuration for its world (`tessel plan --json`), train it for 3 steps,
 # and check with plan_check that the predicted peak memory of every tier is
 # within 5% of the ledger's measured peak (the largest rank's, the largest
-# step's) and that every communicator's predicted payload bytes and calls
+# step's), that the device peak's split into parameters, gradients,
+# optimizer state, activations and scratch is the ledger's (each within 5%
+# of the peak), and that every communicator's predicted payload bytes and calls
 # equal rank 0's counters in every step. 5% because the prediction leaves out
 # only what no formula sees: buffers a kernel takes for itself in a step;
 # measured differences are printed (most are 0.00%).

@@ -52,6 +52,33 @@ static const cJSON *configured(const cJSON *plan) {
   return NULL;
 }
 
+/* The device peak's split into kinds (summary.json beside the metrics: the
+** ledger's split at its peak) against the prediction's: each kind within
+** `tol` of the peak, so that a plan files a buffer as the run does (gemini's
+** gradient buffers were once predicted as parameters). */
+static int check_split(const cJSON *memory, const char *metrics_path, double tol) {
+  static const char *const kinds[][2] = {{"params", "params"}, {"grads", "grads"}, {"optim", "optim"},
+                                         {"acts", "activations"}, {"scratch", "scratch"}};
+  char path[4096];
+  const char *slash = strrchr(metrics_path, '/');
+  snprintf(path, sizeof path, "%.*ssummary.json", slash ? (int)(slash - metrics_path + 1) : 0, metrics_path);
+  char *text = slurp(path);
+  cJSON *summary = text ? cJSON_Parse(text) : NULL;
+  const cJSON *got = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(summary, "memory_peak"), "device");
+  const cJSON *want = cJSON_GetObjectItemCaseSensitive(memory, "device");
+  int bad = 0;
+  if (!got) bad = printf("FAIL: %s has no device memory peak\n", path) > 0;
+  double peak = num(got, "peak");
+  for (size_t k = 0; k < sizeof kinds / sizeof kinds[0] && !bad; k++) {
+    double w = num(want, kinds[k][0]), g = num(got, kinds[k][1]);
+    bad = fabs(w - g) > tol * peak;
+    printf("%s: device %s at the peak predicted %.0f, measured %.0f\n", bad ? "FAIL" : "ok", kinds[k][1], w, g);
+  }
+  cJSON_Delete(summary);
+  free(text);
+  return bad;
+}
+
 /* Rank 0's predicted payload and calls on a communicator. */
 static void predicted(const cJSON *cand, const char *group, double *payload, double *calls) {
   const cJSON *l;
@@ -118,6 +145,7 @@ int main(int argc, char **argv) {
            got > 0 ? 100.0 * (want - got) / got : 0.0);
     bad = err > tol;
   }
+  if (!bad) bad = check_split(memory, argv[2], tol);
   if (steps < first) bad = printf("FAIL: %s has %d step(s), none checked\n", argv[2], steps) > 0;
   cJSON_Delete(plan);
   free(plan_text);
