@@ -89,5 +89,11 @@ expect_refused 2 "was trained with tokenizer $(hash_of $GPT2)" "$(hash_of "$WORK
 # a damaged stored tokenizer is caught by the checkpoint's checksums
 printf ' ' >>"$CK/tokenizer.json"
 expect_refused 1 "tokenizer.json is" -- "$TESSEL" sample "$CK" --tokens 3
+# decode names an id past int64 as written (it once named LLONG_MAX), and a
+# word that is not an id
+expect_refused 2 "id 99999999999999999999 is outside the vocabulary of $GPT2 (1024 tokens)" -- \
+  bash -c "echo 99999999999999999999 | '$TESSEL' tokenizer decode $GPT2"
+expect_refused 2 "standard input: expected whole-number ids, got 'x3'" -- \
+  bash -c "echo 1 x3 | '$TESSEL' tokenizer decode $GPT2"
 rm -rf "$WORK"
 echo "ok: vocabulary mismatches refused before training; checkpoints carry the tokenizer"

@@ -139,23 +139,28 @@ static int encode(tsl_tokenizer *t, const char *path, int count, int ordinary) {
 
 static int decode(tsl_tokenizer *t, const char *path) {
   FILE *in = path ? fopen(path, "r") : stdin;
-  long long id;
+  const char *name = path ? path : "standard input";
+  char word[64];
   int rc = TSL_EXIT_OK;
   if (!in) return tsl_fail(tsl_error(TESSEL_E_IO, "%s: cannot open: %s", path, strerror(errno)));
-  while (fscanf(in, "%lld", &id) == 1) {
+  /* each id as written: one past int64 must be named as given, not as
+  ** the LLONG_MAX a conversion saturates to */
+  while (rc == TSL_EXIT_OK && fscanf(in, "%63s", word) == 1) {
+    char *end;
     size_t n;
-    const char *s = id >= INT32_MIN && id <= INT32_MAX ? tsl_tokenizer_token(t, (int32_t)id, &n) : NULL;
-    if (!s) {
-      rc = tsl_fail(tsl_error(TESSEL_E_CONFIG, "id %lld is outside the vocabulary of %s (%d tokens)", id,
+    errno = 0;
+    long long id = strtoll(word, &end, 10);
+    const char *s = !errno && id >= INT32_MIN && id <= INT32_MAX ? tsl_tokenizer_token(t, (int32_t)id, &n) : NULL;
+    if (end == word || *end)
+      rc = tsl_fail(tsl_error(TESSEL_E_CONFIG, "%s: expected whole-number ids, got '%s'", name, word));
+    else if (!s)
+      rc = tsl_fail(tsl_error(TESSEL_E_CONFIG, "id %s is outside the vocabulary of %s (%d tokens)", word,
                               tsl_tokenizer_name(t), tsl_tokenizer_vocab_size(t)));
-      break;
-    }
-    fwrite(s, 1, n, stdout);
+    else
+      fwrite(s, 1, n, stdout);
   }
   if (rc == TSL_EXIT_OK && ferror(in))
-    rc = tsl_fail(tsl_error(TESSEL_E_IO, "%s: cannot read: %s", path ? path : "standard input", strerror(errno)));
-  else if (rc == TSL_EXIT_OK && !feof(in))
-    rc = tsl_fail(tsl_error(TESSEL_E_CONFIG, "%s: expected whole-number ids", path ? path : "standard input"));
+    rc = tsl_fail(tsl_error(TESSEL_E_IO, "%s: cannot read: %s", name, strerror(errno)));
   if (path) fclose(in);
   return rc;
 }
