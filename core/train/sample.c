@@ -164,8 +164,12 @@ tsl_status tsl_sample(const tsl_settings *s, tsl_tensor_fn src, void *src_ctx, c
     double u = (double)(tsl_mix64(o->seed ^ tsl_mix64((uint64_t)k)) >> 11) / 9007199254740992.0;
     int tok = draw(row, V, o->temperature, o->top_k, u);
     ctx.tokens[ctx.len++] = tok;
+    if (k == 0) fputs(o->prompt, out);
     emit(o, tok, out);
   }
+  /* the prompt only once a token is drawn: a refusal leaves out untouched */
+  if (o->tokens == 0) fputs(o->prompt, out);
+  fputc('\n', out);
 fail:
   free(whole);
   free(row);

@@ -30,7 +30,8 @@ typedef struct tsl_sample_opts {
   tsl_tokenizer *tokenizer; /* NULL: byte-level */
 } tsl_sample_opts;
 
-/* `s` supplies the model dimensions. Writes the generated text to out. A
+/* `s` supplies the model dimensions. Writes the prompt, the generated text
+** and a newline to out, nothing when it fails before the first token. A
 ** tokenizer whose size is not the model's vocabulary is TESSEL_E_CONFIG. */
 tsl_status tsl_sample(const tsl_settings *s, tsl_tensor_fn src, void *ctx, const tsl_sample_opts *o, FILE *out);
 

@@ -266,9 +266,7 @@ static tsl_status final_sample(trainer *t) {
                          .temperature = s->train.sample_temperature, .top_k = s->train.sample_top_k,
                          .seed = s->train.seed, .threads = s->device.threads, .tokenizer = rt->tokenizer};
     tsl_report_line(&t->report, "sample (%d tokens, temperature %g):", o.tokens, o.temperature);
-    fputs(o.prompt, stdout);
     st = tsl_sample(s, gathered_tensor, &g, &o, stdout);
-    fputc('\n', stdout);
     fflush(stdout);
   }
   for (int i = 0; i < ps->n; i++) free(g.whole[i]);

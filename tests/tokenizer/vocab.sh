@@ -80,6 +80,8 @@ a=$("$TESSEL" sample "$CK" --prompt "static<|endoftext|>" --tokens 12 --temperat
 b=$("$TESSEL" sample "$CK" --prompt "static<|endoftext|>" --tokens 12 --temperature 0)
 [ "$a" = "$b" ] || fail "greedy sampling with a tokenizer is not deterministic"
 expect_refused 2 "$LLAMA has 512 tokens" "vocabulary is 1024" -- "$TESSEL" sample "$CK" --tokenizer $LLAMA
+# a refusal writes nothing to standard output (the prompt came first once)
+[ ! -s "$WORK/out" ] || fail "sample wrote $(wc -c <"$WORK/out") byte(s) to standard output before refusing"
 # resuming under another tokenizer of the same size is refused, naming both
 sed 's/"<|endoftext|>"/"<|end_of_text|>"/' $GPT2 >"$WORK/renamed.json"
 "$TESSEL" data prepare "core/config/*.c" -o "$WORK/renamed" --tokenizer "$WORK/renamed.json" >/dev/null || fail "prepare renamed"

@@ -78,11 +78,7 @@ static int sample(int argc, char **argv) {
   s.train.seed = ck.seed;
   if (!tokenizer) tokenizer = ck.tokenizer;
   if (tokenizer) st = tsl_tokenizer_load(tokenizer, &o.tokenizer);
-  if (st >= 0) {
-    fputs(o.prompt, stdout);
-    st = tsl_sample(&s, from_checkpoint, &ck, &o, stdout);
-    fputc('\n', stdout);
-  }
+  if (st >= 0) st = tsl_sample(&s, from_checkpoint, &ck, &o, stdout);
   tsl_tokenizer_free(o.tokenizer);
   tsl_ckpt_close(&ck);
   return st < 0 ? tsl_fail(st) : TSL_EXIT_OK;
