@@ -103,10 +103,24 @@ static const char *state_suffix(tsl_model *m, tsl_ckpt_file kind, int k) {
 
 /* ---- writing ---- */
 
+/* Rank 0's first write error of a save: its status and its message, kept
+** at once, since the gathers that go on after it run strategy hooks, which
+** clear the current message (a gemini save once failed with "in DIR: "). */
+typedef struct write_error {
+  tsl_status st;
+  char *why;
+} write_error;
+
+static void note(write_error *we, tsl_status st) {
+  if (st >= 0 || we->st < 0) return;
+  we->st = st;
+  we->why = tsl_strdup(tsl_error_message());
+}
+
 /* Stream one file's states into safetensors (rank 0 writes; every rank
-** takes part in the gathers). A write error on rank 0 is remembered in
-** *wst and the gathers go on, so no rank is left waiting. */
-static tsl_status write_states(tsl_model *m, const char *path, tsl_ckpt_file kind, tsl_status *wst) {
+** takes part in the gathers). A write error on rank 0 is noted in *we and
+** the gathers go on, so no rank is left waiting. */
+static tsl_status write_states(tsl_model *m, const char *path, tsl_ckpt_file kind, write_error *we) {
   tsl_status st = TESSEL_OK;
   tsl_params *ps = tsl_model_params(m);
   int rank = tsl_model_runtime(m)->world.rank, per = states_per_param(m, kind), nt = ps->n * per;
@@ -129,23 +143,23 @@ static tsl_status write_states(tsl_model *m, const char *path, tsl_ckpt_file kin
   if (rank == 0) {
     global = malloc(most * sizeof(float));
     file = malloc(most * sizeof(float));
-    if (*wst >= 0 && (!global || !file)) *wst = tsl_error(TESSEL_E_NOMEM, "out of host memory writing a checkpoint");
+    if (we->st >= 0 && (!global || !file)) note(we, tsl_error(TESSEL_E_NOMEM, "out of host memory writing a checkpoint"));
     static const char *const keys[] = {"format"};
     static const char *const values[] = {"tessel"};
-    if (*wst >= 0) *wst = tsl_st_writer_begin(path, descs, nt, keys, values, 1, &w);
+    if (we->st >= 0) note(we, tsl_st_writer_begin(path, descs, nt, keys, values, 1, &w));
   }
   for (int k = 0; k < nt; k++) {
     const tsl_param *p = &ps->p[k / per];
-    st = tsl_gather_state(m, k / per, state_at(kind, k % per), *wst >= 0 ? global : NULL);
+    st = tsl_gather_state(m, k / per, state_at(kind, k % per), we->st >= 0 ? global : NULL);
     if (st < 0) goto done;
-    if (rank == 0 && *wst >= 0) {
+    if (rank == 0 && we->st >= 0) {
       to_file(p, global, file);
-      *wst = tsl_st_writer_put(w, k, file, (uint64_t)descs[k].shape[0] * (uint64_t)descs[k].shape[1] * sizeof(float));
+      note(we, tsl_st_writer_put(w, k, file, (uint64_t)descs[k].shape[0] * (uint64_t)descs[k].shape[1] * sizeof(float)));
     }
   }
   if (rank == 0 && w) {
-    if (*wst >= 0)
-      *wst = tsl_st_writer_finish(w); /* frees the writer either way */
+    if (we->st >= 0)
+      note(we, tsl_st_writer_finish(w)); /* frees the writer either way */
     else
       tsl_st_writer_abort(w);
   }
@@ -302,52 +316,52 @@ fail:
 
 /* Why rank 0 could not write: the cause, the space a checkpoint needs and
 ** has, and that the last checkpoint is still there. */
-static tsl_status write_failure(const tsl_runtime *rt, tsl_status st, int64_t step, const char *last) {
+static tsl_status write_failure(const tsl_runtime *rt, const write_error *we, int64_t step, const char *last) {
   const char *dir = rt->settings.ckpt.dir;
-  char need[32], have[32] = "an unknown amount", *why = tsl_strdup(tsl_error_message());
+  char need[32], have[32] = "an unknown amount";
   uint64_t bytes = tsl_ckpt_bytes(&rt->settings), free_bytes;
   tsl_format_bytes(bytes, need, sizeof need);
   if (tsl_free_bytes(dir, &free_bytes) >= 0) tsl_format_bytes(free_bytes, have, sizeof have);
-  st = tsl_error(st,
+  return tsl_error(we->st,
                  "cannot write checkpoint step_%08lld in %s: %s\n"
                  "One checkpoint of this model needs about %llu bytes (%s); the file system there has %s free. "
                  "%s%s. Free some space or point checkpoint.dir at another disk: running the same command again "
                  "resumes from the last checkpoint.",
-                 (long long)step, dir, why ? why : "", (unsigned long long)bytes, need, have,
+                 (long long)step, dir, we->why ? we->why : "", (unsigned long long)bytes, need, have,
                  last ? "The last checkpoint is intact: " : "No checkpoint was written before this one",
                  last ? last : "");
-  free(why);
-  return st;
 }
 
 tsl_status tsl_ckpt_save(tsl_model *m, int64_t step, char **saved) {
   tsl_runtime *rt = tsl_model_runtime(m);
   const char *dir = rt->settings.ckpt.dir;
   tsl_status st = TESSEL_OK, wst = TESSEL_OK;
+  write_error we = {TESSEL_OK, NULL};
   int64_t last_step = 0;
   char *final = tsl_asprintf("%s/step_%08lld", dir, (long long)step), *last = NULL;
   char *tmp = temporary_dir(dir, step);
   /* every rank goes through the same gathers whatever happens to rank 0's
   ** files, so an allocation failure here is rank 0's write error too */
-  if (!final || !tmp) wst = tsl_error(TESSEL_E_NOMEM, "out of host memory saving a checkpoint");
+  if (!final || !tmp) note(&we, tsl_error(TESSEL_E_NOMEM, "out of host memory saving a checkpoint"));
   if (rt->world.rank == 0) {
-    if (wst >= 0) wst = tsl_ckpt_latest(dir, &last, &last_step);
-    if (wst >= 0) wst = tsl_mkdir_p(dir);
-    if (wst >= 0) wst = tsl_remove_tree(tmp);
-    if (wst >= 0) wst = tsl_mkdir_p(tmp);
+    if (we.st >= 0) note(&we, tsl_ckpt_latest(dir, &last, &last_step));
+    if (we.st >= 0) note(&we, tsl_mkdir_p(dir));
+    if (we.st >= 0) note(&we, tsl_remove_tree(tmp));
+    if (we.st >= 0) note(&we, tsl_mkdir_p(tmp));
   }
   for (tsl_ckpt_file k = TSL_CKPT_MODEL; k <= TSL_CKPT_PRIVATE && st >= 0; k++) {
     char *path = tmp ? tsl_asprintf("%s/%s", tmp, tsl_ckpt_files[k]) : NULL;
-    if (!path && wst >= 0) wst = tsl_error(TESSEL_E_NOMEM, "out of host memory saving a checkpoint");
-    st = write_states(m, path, k, &wst);
+    if (!path && we.st >= 0) note(&we, tsl_error(TESSEL_E_NOMEM, "out of host memory saving a checkpoint"));
+    st = write_states(m, path, k, &we);
     free(path);
   }
   if (rt->world.rank == 0) {
-    if (st >= 0 && wst >= 0) wst = finish_dir(m, tmp, final, step);
-    if (wst < 0) wst = write_failure(rt, wst, step, last);
+    if (st >= 0 && we.st >= 0) note(&we, finish_dir(m, tmp, final, step));
+    if (we.st < 0) wst = write_failure(rt, &we, step, last);
     /* nothing half-written stays behind, whatever failed */
     if ((st < 0 || wst < 0) && tmp) tsl_remove_tree(tmp);
   }
+  free(we.why);
   if (st < 0) goto done;
   /* every rank learns whether rank 0 managed to write */
   int32_t code = wst;

@@ -82,6 +82,11 @@ expect_failure "$d/turns_ro" 1 "cannot write checkpoint step_00000002" "Read-onl
 run lib_read_only_mid_run_2_ranks "$d/ro2" inject "$d/ro2" erofs:600000 two_ranks
 expect_failure "$d/ro2" 1 "cannot write checkpoint step_00000002" "Read-only file system" \
   "One checkpoint of this model needs about"
+# a strategy that stores state itself: its gathers after the failed write
+# run its hooks, which once wiped the cause from the message
+run lib_full_mid_run_gemini "$d/gemini" inject "$d/gemini" enospc:600000 single --set plugin.name=gemini
+expect_failure "$d/gemini" 1 "cannot write checkpoint step_00000002" "No space left on device" \
+  "The last checkpoint is intact: $d/gemini/step_00000001"
 echo "not a directory" >"$d/afile"
 run not_a_directory "$d/afile" single
 expect_failure "$d/afile" - "exists and is not a directory" "bytes"
