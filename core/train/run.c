@@ -16,7 +16,6 @@ tsl_status tsl_run_config(const tsl_world *w, const char *config, const char *co
   if (st < 0) return st;
   tsl_trainer *t = tsl_session_trainer(run);
   const tsl_settings *s = &tsl_session_runtime(run)->settings;
-  tsl_signals_install(w->rank == 0);
   while (st >= 0 && !end.stop && tsl_trainer_last_step(t) < s->train.steps) {
     tsl_step_report r;
     st = tsl_trainer_step(t, &r);
@@ -26,7 +25,6 @@ tsl_status tsl_run_config(const tsl_world *w, const char *config, const char *co
     if (!isnan(r.val_loss)) end.val_loss = r.val_loss;
   }
   if (st >= 0) st = tsl_trainer_finish(t, &end);
-  tsl_signals_restore();
   tessel_run_close(run);
   return st >= 0 && end.stop ? TSL_TRAIN_STOPPED : st;
 }

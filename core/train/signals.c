@@ -44,6 +44,8 @@ void tsl_signals_install(int announce) {
   installed = 1;
 }
 
+void tsl_signals_announce(int announce) { announce_first = announce; }
+
 void tsl_signals_restore(void) {
   if (!installed) return;
   for (int i = 0; i < 3; i++) sigaction(caught[i], &previous[i], NULL);

@@ -25,8 +25,13 @@
 #define TSL_STOP_STEPS 1001 /* train.stop_after */
 
 /* Catch SIGTERM, SIGINT and SIGUSR1 for the rest of the run. `announce`:
-** print a line on stderr when the first one arrives (rank 0). */
+** print a line on stderr when the first one arrives (rank 0). `tessel run`
+** installs them first thing, before MPI starts, so that a signal while the
+** run starts up stops it after its first step (the first step's agreement
+** is where every rank learns of a signal that reached one of them) instead
+** of killing it; it says which rank announces once ranks are known. */
 void tsl_signals_install(int announce);
+void tsl_signals_announce(int announce);
 /* Give the three signals back their previous handlers. */
 void tsl_signals_restore(void);
 /* The first signal received since tsl_signals_install, or 0. */

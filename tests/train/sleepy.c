@@ -8,7 +8,9 @@
 ** model, data and arithmetic are the core's, so the loss is bit-identical to
 ** a run without a strategy: a comparison of the two differs in speed only,
 ** by an amount the test knows. It also lets the signal tests have steps long
-** enough to send a second signal within one.
+** enough to send a second signal within one, and (`setup_sleep_ms`, slept in
+** its setup hook) a start-up long enough to signal a run before its first
+** step.
 */
 #include <errno.h>
 #include <time.h>
@@ -17,21 +19,32 @@
 #include "tessel/plugin.h"
 
 typedef struct inst {
-  int64_t sleep_ms;
+  int64_t sleep_ms, setup_sleep_ms;
 } inst;
 
 static tessel_status create(const tessel_host_api *api, tessel_host *host, const tessel_cfg *section, void **out) {
   static inst self;
   *out = &self;
-  return api->cfg->get_int(host, section, "sleep_ms", 0, 0, 60000, &self.sleep_ms);
+  tessel_status st = api->cfg->get_int(host, section, "sleep_ms", 0, 0, 60000, &self.sleep_ms);
+  if (st < 0) return st;
+  return api->cfg->get_int(host, section, "setup_sleep_ms", 0, 0, 60000, &self.setup_sleep_ms);
+}
+
+/* Sleep ms milliseconds whatever signals arrive. */
+static void sleep_ms(int64_t ms) {
+  struct timespec left = {ms / 1000, (long)(ms % 1000) * 1000000L};
+  while (nanosleep(&left, &left) != 0 && errno == EINTR) {
+  }
+}
+
+static tessel_status setup(void *p) {
+  sleep_ms(((const inst *)p)->setup_sleep_ms);
+  return TESSEL_OK;
 }
 
 static tessel_status before_forward(void *p, int unit, int micro) {
   const inst *self = p;
-  if (unit != 0 || micro != 0 || self->sleep_ms == 0) return TESSEL_OK;
-  struct timespec left = {self->sleep_ms / 1000, (long)(self->sleep_ms % 1000) * 1000000L};
-  while (nanosleep(&left, &left) != 0 && errno == EINTR) {
-  }
+  if (unit == 0 && micro == 0) sleep_ms(self->sleep_ms);
   return TESSEL_OK;
 }
 
@@ -43,6 +56,7 @@ static const tessel_strategy strategy = {
     .description = "test strategy: sleeps a set time before each step's forward pass",
     .create = create,
     .mesh = dp_mesh,
+    .setup = setup,
     .before_forward = before_forward,
 };
 

@@ -1,7 +1,8 @@
 # Stopping a run early, one process: SIGINT stops after the step in progress
 # with a checkpoint and exit status 75, and the run resumes to the end; a
 # second SIGINT within the same step aborts at once (killed by SIGINT, no
-# checkpoint); train.stop_after_time stops before the limit, status 75.
+# checkpoint); SIGTERM during start-up stops after the first step;
+# train.stop_after_time stops before the limit, status 75.
 # Steps are made long (the sleepy test strategy sleeps 300 ms in each) so
 # the signals surely land inside one.
 . "$(dirname "$0")/common.sh" "$1" "$2" "$3" stop
@@ -31,6 +32,21 @@ step=$(sed -n 's/.*stopped at step \([0-9]*\) by SIGINT.*/\1/p' "$WORK/int.log")
 "$TESSEL" run "$WORK/tiny.yaml" --set log.dir="$WORK/int" --set train.steps=40 >"$WORK/int2.log" 2>&1 \
   || { cat "$WORK/int2.log" >&2; fail "the run stopped by SIGINT did not resume"; }
 grep -q "resuming from .*$(printf 'step_%08d' "$step")" "$WORK/int2.log" || fail "did not resume from step $step"
+
+# a signal while the run starts up (here: a strategy's setup that takes
+# 3 s, after the run directory exists) stops it after its first step, as any
+# other; the process was once killed by it (exit 143, no message)
+set +e
+"$TESSEL" run "$WORK/tiny.yaml" --set log.dir="$WORK/early" "${slow[@]}" --set plugin.sleep_ms=0 \
+  --set plugin.setup_sleep_ms=3000 >"$WORK/early.log" 2>&1 &
+pid=$!
+for _ in $(seq 1 300); do [ -d "$WORK/early" ] && break; sleep 0.1; done
+kill -TERM $pid
+wait $pid
+rc=$?
+set -e
+[ $rc -eq 75 ] && grep -q "stopped at step 1 by SIGTERM" "$WORK/early.log" ||
+  { cat "$WORK/early.log" >&2; fail "SIGTERM during start-up: exit status $rc, expected 75 after step 1"; }
 
 set +e
 "$TESSEL" run "$WORK/tiny.yaml" --set log.dir="$WORK/abort" "${slow[@]}" --set plugin.sleep_ms=2000 \

@@ -47,13 +47,16 @@ static int run(int argc, char **argv) {
   }
 
   tsl_world world;
+  tsl_signals_install(0);
   tsl_status st = tsl_world_init(&argc, &argv, &world);
   if (st >= 0) {
+    tsl_signals_announce(world.rank == 0);
     st = tsl_run_config(&world, argv[optind], sets, n_sets, &topts);
     tsl_world_finalize(&world);
   } else {
     tsl_fail(st);
   }
+  tsl_signals_restore();
   free(sets);
   return st == TSL_TRAIN_STOPPED ? TSL_EXIT_STOPPED : tsl_status_exit_code(st);
 }
