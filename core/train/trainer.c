@@ -33,6 +33,7 @@ struct tsl_trainer {
   int64_t last_saved; /* step of the newest checkpoint written by this run (0: none) */
   int64_t last_step;  /* the newest step taken (or resumed from) */
   int64_t stop_at;    /* train.stop_after's last step of this invocation (0: none) */
+  double eval_s;      /* how long the last validation took (0: none yet) */
   double started;     /* when the run command began (train.stop_after_time counts from it) */
 };
 typedef struct tsl_trainer trainer;
@@ -274,12 +275,18 @@ static tsl_status final_sample(trainer *t) {
   return st;
 }
 
-/* This rank's reason to stop after the step that took `step_time`: a
-** signal, or train.stop_after_time when another step would pass it. */
-static int stop_reason(const trainer *t, double step_time) {
-  double limit = t->rt->settings.train.stop_after_time;
+/* This rank's reason to stop after `step`, which took `step_time`: a
+** signal, or train.stop_after_time when the next step would pass it — with
+** its validation when one is due then (the last one's time, or before the
+** first a third of a step per batch, forward only), which once carried a
+** run seconds past its limit. */
+static int stop_reason(const trainer *t, int64_t step, double step_time) {
+  const tsl_settings *s = &t->rt->settings;
+  double limit = s->train.stop_after_time, next = step_time;
   if (tsl_signal_received()) return tsl_signal_received();
-  if (limit > 0 && tsl_now() - t->started + step_time > limit) return TSL_STOP_TIME;
+  if (t->data.val && ((s->train.eval_every && (step + 1) % s->train.eval_every == 0) || step + 1 == s->train.steps))
+    next += t->eval_s > 0 ? t->eval_s : (double)s->train.eval_batches * step_time / 3;
+  if (limit > 0 && tsl_now() - t->started + next > limit) return TSL_STOP_TIME;
   return 0;
 }
 
@@ -323,9 +330,12 @@ tsl_status tsl_trainer_step(tsl_trainer *t, tsl_step_report *r) {
   int final = step == s->train.steps, stopping = step == t->stop_at;
   TSL_TRY(st, one_step(t, step, r));
   t->last_step = step;
-  if (t->data.val && ((s->train.eval_every && step % s->train.eval_every == 0) || final))
+  if (t->data.val && ((s->train.eval_every && step % s->train.eval_every == 0) || final)) {
+    double began = tsl_now();
     TSL_TRY(st, evaluate(t, &r->val_loss));
-  TSL_TRY(st, tsl_step_agree(rt, r, stop_reason(t, r->step_time)));
+    t->eval_s = tsl_now() - began;
+  }
+  TSL_TRY(st, tsl_step_agree(rt, r, stop_reason(t, step, r->step_time)));
   if (final) r->stop = 0;
   else if (!r->stop && stopping) r->stop = TSL_STOP_STEPS;
   TSL_TRY(st, tsl_report_step(&t->report, rt, r));

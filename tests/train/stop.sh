@@ -74,7 +74,20 @@ steps=$(wc -l <"$WORK/time/metrics.jsonl")
 # 300 ms steps within 2 s, start-up included: fewer than 7, and some
 [ "$steps" -ge 1 ] && [ "$steps" -lt 7 ] || fail "stop_after_time: $steps steps in 2 s of 300 ms steps"
 ls "$WORK/time/checkpoints" | grep -q "$(printf 'step_%08d' "$steps")" || fail "stop_after_time: no checkpoint"
+# a validation due at the next step counts: 300 ms steps validating every
+# 4th step over 5 batches (1.5 s, the sleep is in every forward), limit
+# 4.5 s: steps 1-7 end near 3.9 s, and step 8 with its validation would end
+# near 5.7 s, so the run stops at step 7 at the latest (it once took step 8
+# and its validation, 1.2 s past the limit)
+set +e
+"$TESSEL" run "$WORK/tiny.yaml" --set log.dir="$WORK/val" "${slow[@]}" --set train.stop_after_time=4.5s \
+  --set train.eval_every=4 --set train.eval_batches=5 >"$WORK/val.log" 2>&1
+rc=$?
+set -e
+at=$(sed -n 's/.*stopped at step \([0-9]*\) by train.stop_after_time.*/\1/p' "$WORK/val.log")
+[ $rc -eq 75 ] && [ -n "$at" ] && [ "$at" -le 7 ] ||
+  { cat "$WORK/val.log" >&2; fail "stop_after_time with a validation due: status $rc, stopped at step '$at', expected 7 or before"; }
 grep -q "stop_after_time.*not a duration" <("$TESSEL" check "$WORK/tiny.yaml" --set train.stop_after_time=3x 2>&1) \
   || fail "a malformed duration is not a config error"
 rm -rf "$WORK"
-echo "ok: SIGINT stops at step $step with a checkpoint (75) and resumes; a second SIGINT aborts; stop_after_time stops after $steps steps"
+echo "ok: SIGINT stops at step $step with a checkpoint (75) and resumes; a second SIGINT aborts; stop_after_time stops after $steps steps, and at step $at before a validation would pass it"
