@@ -240,17 +240,20 @@ static char *temporary_dir(const char *dir, int64_t step) {
   return tsl_asprintf("%s/.tmp-step_%08lld-%d", dir, (long long)step, (int)getpid());
 }
 
-/* Remove all but the newest `keep` step directories, never the one just
-** written (a run restarted from an older checkpoint saves older steps).
+/* Keep the newest `keep` step directories up to the one just written, and
+** leave the later ones alone: a run that went back to an older checkpoint
+** (--resume, or resume: never) writes below them, and they belong to the
+** part it abandoned, which is the user's to keep or remove (pruning by the
+** highest steps once removed the new run's own checkpoints for them).
 ** Each is first renamed to a temporary's name and then removed: a crash
 ** while its files go leaves a leftover the next start sweeps away, never
 ** a step_N that looks whole and is not. */
 static tsl_status prune(const char *dir, int keep, int64_t just_saved) {
   int64_t *steps;
   tsl_status st = TESSEL_OK;
-  int n = list_steps(dir, &steps);
-  for (int i = keep; keep > 0 && i < n && st >= 0; i++) {
-    if (steps[i] == just_saved) continue;
+  int n = list_steps(dir, &steps), kept = 0;
+  for (int i = 0; keep > 0 && i < n && st >= 0; i++) {
+    if (steps[i] > just_saved || kept++ < keep) continue;
     char *path = tsl_asprintf("%s/step_%08lld", dir, (long long)steps[i]);
     char *doomed = temporary_dir(dir, steps[i]);
     if (!path || !doomed) st = TESSEL_E_NOMEM;
@@ -286,6 +289,38 @@ static tsl_status rename_into_place(const char *tmp, const char *final) {
   return st;
 }
 
+/* Record `step` in dir/latest as the newest checkpoint of the run writing
+** dir. Auto resume follows it rather than the highest step: after a run
+** went back to an older step, the higher ones are the part it abandoned
+** (they once won the next resume, and "resume with the same command" went
+** back to them). A crash before it is written leaves the previous save
+** named, an older point of the same run. */
+static tsl_status track(const char *dir, int64_t step) {
+  char text[32], *path = tsl_asprintf("%s/%s", dir, TSL_CKPT_LATEST);
+  int len = snprintf(text, sizeof text, "step_%08lld\n", (long long)step);
+  tsl_status st = path ? tsl_atomic_write_file(path, text, (size_t)len) : TESSEL_E_NOMEM;
+  free(path);
+  return st;
+}
+
+/* The step dir/latest names when that checkpoint is there, else -1. */
+static int64_t tracked(const char *dir) {
+  char *path = tsl_asprintf("%s/%s", dir, TSL_CKPT_LATEST), *text = NULL, *step_dir = NULL;
+  size_t len = 0;
+  int64_t step = -1;
+  if (path && tsl_path_exists(path) && tsl_read_file(path, &text, &len) >= 0 && len < 40) {
+    text[strcspn(text, "\n")] = '\0';
+    step = entry_step(text);
+    step_dir = step >= 0 ? tsl_asprintf("%s/%s", dir, text) : NULL;
+    if (!step_dir || !tsl_path_exists(step_dir)) step = -1;
+  }
+  tsl_error_clear(); /* an unreadable record only means: fall back to the highest step */
+  free(step_dir);
+  free(text);
+  free(path);
+  return step;
+}
+
 /* Rank 0's file work for one checkpoint: everything but the gathers. */
 static tsl_status finish_dir(tsl_model *m, const char *tmp, const char *final, int64_t step) {
   tsl_status st;
@@ -308,6 +343,7 @@ static tsl_status finish_dir(tsl_model *m, const char *tmp, const char *final, i
   TSL_TRY(st, tsl_fsync_path(tmp));
   TSL_TRY(st, rename_into_place(tmp, final));
   TSL_TRY(st, tsl_fsync_path(s->ckpt.dir));
+  TSL_TRY(st, track(s->ckpt.dir, step));
   TSL_TRY(st, prune(s->ckpt.dir, s->ckpt.keep, step));
   return TESSEL_OK;
 fail:
@@ -384,9 +420,11 @@ done:
 tsl_status tsl_ckpt_latest(const char *dir, char **path, int64_t *step) {
   int64_t *steps;
   *path = NULL;
-  if (list_steps(dir, &steps) == 0) return TESSEL_OK;
-  *step = steps[0];
-  free(steps);
+  if ((*step = tracked(dir)) < 0) {
+    if (list_steps(dir, &steps) == 0) return TESSEL_OK;
+    *step = steps[0];
+    free(steps);
+  }
   *path = tsl_asprintf("%s/step_%08lld", dir, (long long)*step);
   return *path ? TESSEL_OK : TESSEL_E_NOMEM;
 }

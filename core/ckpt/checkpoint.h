@@ -53,8 +53,13 @@ tsl_status tsl_ckpt_save(tsl_model *m, int64_t step, char **saved);
 /* About how many bytes one checkpoint of the configured model takes. */
 uint64_t tsl_ckpt_bytes(const tsl_settings *s);
 
-/* The newest step_NNNNNNNN directory under dir: *path NULL (and OK) when
-** none. Temporaries and other names are ignored. */
+/* The file in checkpoint.dir that names the newest checkpoint of the run
+** writing there. */
+#define TSL_CKPT_LATEST "latest"
+
+/* The checkpoint a run in dir resumes from: the one dir/latest names (each
+** save records itself there), else the highest step_NNNNNNNN. *path NULL
+** (and OK) when there is none. Temporaries and other names are ignored. */
 tsl_status tsl_ckpt_latest(const char *dir, char **path, int64_t *step);
 
 /* Open and validate a checkpoint directory (TESSEL_E_IO, naming the file

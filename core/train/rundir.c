@@ -53,10 +53,11 @@ static tsl_status lock_dir(const char *dir, const char *what, int *fd_out) {
 /* Is `name` a "step_N.old-PID" that a resave had moved aside? */
 static int moved_aside(const char *name) { return fnmatch("step_[0-9]*.old-[0-9]*", name, 0) == 0; }
 
-/* Is `name` a leftover of an interrupted checkpoint (".tmp-step_N-PID", or
-** a step moved aside)? */
+/* Is `name` a leftover of an interrupted checkpoint (".tmp-step_N-PID", a
+** step moved aside, or the record of the newest one half-written)? */
 static int stale_checkpoint(const char *name) {
-  return fnmatch(".tmp-step_[0-9]*-[0-9]*", name, 0) == 0 || moved_aside(name);
+  return fnmatch(".tmp-step_[0-9]*-[0-9]*", name, 0) == 0 || moved_aside(name) ||
+         fnmatch(TSL_CKPT_LATEST ".tmp.[0-9]*", name, 0) == 0;
 }
 
 /* Is `name` an atomic file's temporary ("NAME.tmp.PID")? */

@@ -365,9 +365,13 @@ tsl_status tsl_trainer_finish(tsl_trainer *t, tsl_run_end *end) {
   tsl_status st = TESSEL_OK;
   end->wall_s = tsl_now() - t->started;
   end->mfu_cores = t->mfu_cores;
+  /* how to go on: the same command, unless it names where to start (it
+  ** would go back there) or never resumes (it would start over) */
+  int named = t->opts.resume_dir || rt->settings.ckpt.resume == TSL_RESUME_NEVER;
   if (end->stop)
-    tsl_report_line(&t->report, "stopped at step %lld by %s: resume with the same command (exit status %d)",
-                    (long long)t->last_saved, tsl_stop_reason_name(end->stop), TSL_EXIT_STOPPED);
+    tsl_report_line(&t->report, "stopped at step %lld by %s: resume with %s%s (exit status %d)",
+                    (long long)t->last_saved, tsl_stop_reason_name(end->stop),
+                    named ? "--resume " : "the same command", named ? t->last_ckpt : "", TSL_EXIT_STOPPED);
   else if (!isnan(end->val_loss))
     tsl_report_line(&t->report, "validation loss %.4f", end->val_loss);
   st = tsl_report_summary(&t->report, rt, end);

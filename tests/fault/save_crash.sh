@@ -35,7 +35,7 @@ all_whole() {
   for d in "$CK"/step_*; do
     "$TESSEL" sample "$d" --tokens 2 >/dev/null 2>"$WORK/sample.err" || fail "$1: $d does not load: $(cat "$WORK/sample.err")"
   done
-  leftovers=$(ls -A "$CK" | grep -v '^step_[0-9]*$' | grep -v '^\.tessel-lock$' || true)
+  leftovers=$(ls -A "$CK" | grep -v '^step_[0-9]*$' | grep -v '^\.tessel-lock$' | grep -v '^latest$' || true)
   [ -z "$leftovers" ] || fail "$1: left in $CK: $leftovers"
 }
 

@@ -1,0 +1,44 @@
+# Going back: a run resumed from an older checkpoint (--resume, as after a
+# loss spike) or started over in the same directory (resume: never) writes
+# below the checkpoints of the part it abandoned. Those must not win the
+# next resume (they once did: the retried run came back "already done"
+# from the old step 12, and its stop told the user to run a command that
+# went back to its start again), and pruning must not remove the new run's
+# checkpoints for them (keep counted the old, higher steps first).
+. "$(dirname "$0")/common.sh" "$1" "$2" "$3" branch
+ck=$WORK/run/checkpoints
+go() { "$TESSEL" run "$WORK/tiny.yaml" --set log.dir="$WORK/run" --set checkpoint.every=2 --set checkpoint.keep=2 "$@"; }
+
+go >"$WORK/first.log" 2>&1 || { cat "$WORK/first.log" >&2; fail "the first run failed"; }
+[ "$(cat "$ck/latest")" = step_00000012 ] || fail "latest names '$(cat "$ck/latest")', expected step_00000012"
+
+# back to step 10 with another learning rate (copied back: keep 2 left 10 and 12)
+set +e
+go --resume "$ck/step_00000010" --set optimizer.lr=1e-3 --set train.stop_after=1 >"$WORK/retry.log" 2>&1
+rc=$?
+set -e
+[ $rc -eq 75 ] || { cat "$WORK/retry.log" >&2; fail "the retry exited $rc, expected 75"; }
+grep -q "stopped at step 11 by train.stop_after: resume with --resume $ck/step_00000011 " "$WORK/retry.log" ||
+  { cat "$WORK/retry.log" >&2; fail "the stop does not name the checkpoint to resume from"; }
+[ "$(cat "$ck/latest")" = step_00000011 ] || fail "latest names '$(cat "$ck/latest")' after the retry's step 11"
+[ -d "$ck/step_00000010" ] && [ -d "$ck/step_00000012" ] ||
+  fail "pruning removed a checkpoint (kept: $(ls "$ck" | tr '\n' ' '))"
+
+go --set optimizer.lr=1e-3 >"$WORK/again.log" 2>&1 || { cat "$WORK/again.log" >&2; fail "the retry's resume failed"; }
+grep -q "resuming from .*step_00000011 (step 11)" "$WORK/again.log" ||
+  { cat "$WORK/again.log" >&2; fail "the next run did not resume the retry at step 11"; }
+grep -q "^  lr: 1e-3$" "$ck/step_00000012/config.yaml" || fail "step 12 is still the abandoned run's"
+
+# resume: never in the same directory: the new run's own steps are kept
+set +e
+go --set checkpoint.resume=never --set train.stop_after=4 >"$WORK/never.log" 2>&1
+rc=$?
+set -e
+[ $rc -eq 75 ] || { cat "$WORK/never.log" >&2; fail "the fresh run exited $rc, expected 75"; }
+[ -d "$ck/step_00000002" ] && [ -d "$ck/step_00000004" ] ||
+  fail "the fresh run's own checkpoints were pruned (kept: $(ls "$ck" | tr '\n' ' '))"
+grep -q "resume with --resume $ck/step_00000004 " "$WORK/never.log" || fail "resume: never's stop says to rerun the same command"
+go >"$WORK/after.log" 2>&1 || { cat "$WORK/after.log" >&2; fail "resuming the fresh run failed"; }
+grep -q "resuming from .*step_00000004 (step 4)" "$WORK/after.log" || { cat "$WORK/after.log" >&2; fail "did not resume the fresh run at step 4"; }
+rm -rf "$WORK"
+echo "ok: a run that went back resumes where it stopped, keeps its checkpoints and names how to go on"
