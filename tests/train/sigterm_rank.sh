@@ -3,7 +3,8 @@
 # (stopped, resumable); running again resumes there and ends with every
 # step's loss bit-equal to a run that was never stopped. The learning rate
 # is kept constant so that the run can be cut short at any step S and then
-# compared with a straight run of S + 10 steps.
+# compared with a straight run of S + 10 steps. Then Ctrl-C and SIGTERM to
+# `tessel launch` end its job with 75 and a checkpoint.
 . "$(dirname "$0")/common.sh" "$1" "$2" "$3" sigterm_rank
 MPI=(mpirun -n 2 --bind-to none)
 [ "$(id -u)" -eq 0 ] && MPI+=(--allow-run-as-root)
@@ -47,5 +48,28 @@ losses "$WORK/straight/metrics.jsonl" >"$WORK/a"
 losses "$WORK/stopped/metrics.jsonl" >"$WORK/b"
 [ "$(wc -l <"$WORK/a")" -eq $total ] || fail "the straight run logged $(wc -l <"$WORK/a") steps, not $total"
 cmp -s "$WORK/a" "$WORK/b" || fail "the resumed losses differ from the run that never stopped"
+
+# Ctrl-C (SIGINT) and SIGTERM to `tessel launch`: it turns them into the
+# SIGUSR1 mpirun forwards to every rank (SIGINT or SIGTERM to mpirun itself
+# kills the ranks a second later, and mpirun exited 1 though the ranks had
+# stopped with 75), so the job ends with 75 and a checkpoint
+for sig in INT TERM; do
+  "$TESSEL" launch -n 2 "$WORK/tiny.yaml" ${common[*]} --set log.dir="$WORK/launch$sig" --set train.steps=1000000 \
+    >"$WORK/launch$sig.log" 2>&1 &
+  job=$!
+  for _ in $(seq 1 300); do
+    [ -f "$WORK/launch$sig/metrics.jsonl" ] && [ "$(wc -l <"$WORK/launch$sig/metrics.jsonl")" -ge 5 ] && break
+    sleep 0.1
+  done
+  kill -$sig $job
+  set +e
+  wait $job
+  rc=$?
+  set -e
+  at=$(sed -n 's/.*stopped at step \([0-9]*\) by SIGUSR1.*/\1/p' "$WORK/launch$sig.log")
+  [ $rc -eq 75 ] && [ -n "$at" ] && [ -d "$WORK/launch$sig/checkpoints/$(printf 'step_%08d' "$at")" ] ||
+    { cat "$WORK/launch$sig.log" >&2; fail "SIG$sig to tessel launch: status $rc, stop step '$at'"; }
+done
 rm -rf "$WORK"
-echo "ok: SIGTERM to one rank stopped both at step $step (status 75 each, one checkpoint); resumed to $total bit-equal"
+echo "ok: SIGTERM to one rank stopped both at step $step (status 75 each, one checkpoint); resumed to $total bit-equal;" \
+  "SIGINT and SIGTERM to tessel launch end with 75 and a checkpoint"

@@ -1,8 +1,11 @@
 /* tools/cli/cmd_launch.c — `tessel launch -n N CONFIG`: mpirun with the right flags. */
 #include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
@@ -17,9 +20,56 @@ const tsl_command tsl_cmd_launch = {
     "With at least N CPUs available to it (its affinity mask: taskset, a cgroup, Slurm), each rank is bound\n"
     "to its own equal part of them and runs that many threads; with fewer, the ranks are left unbound\n"
     "(--oversubscribe) and share the CPUs, one thread each. Adds --allow-run-as-root when run as root.\n"
+    "Ctrl-C, SIGTERM or SIGUSR1 stop the run after its step with a checkpoint (exit status 75; mpirun gets\n"
+    "SIGUSR1, which it forwards to every rank); a second Ctrl-C aborts. Exits with mpirun's status.\n"
     "For several machines use mpirun or srun directly (docs/cluster.md).\n\n"
     "  -n N   number of ranks\n",
     launch};
+
+static volatile sig_atomic_t mpirun_pid, interrupts;
+
+/* mpirun kills the ranks a second after it gets SIGTERM or SIGINT itself,
+** too soon for a checkpoint; SIGUSR1 it forwards to every rank, which stop
+** after the step with a checkpoint (exit 75). So a first Ctrl-C, SIGTERM or
+** SIGUSR1 to `tessel launch` reaches mpirun as SIGUSR1, and a second Ctrl-C
+** as SIGINT, which aborts. */
+static void forward(int sig) {
+  if (mpirun_pid <= 0) return;
+  kill(mpirun_pid, sig == SIGINT && interrupts++ > 0 ? SIGINT : SIGUSR1);
+}
+
+/* Run mpirun as a child in its own process group (a terminal's Ctrl-C then
+** reaches only this process, which forwards it as above; its standard
+** input is /dev/null, since a background group reading the terminal would
+** be stopped) and return its exit status. */
+static int supervise(char **args) {
+  struct sigaction sa = {.sa_handler = forward}, old[3];
+  static const int sigs[3] = {SIGINT, SIGTERM, SIGUSR1};
+  sigemptyset(&sa.sa_mask);
+  for (int i = 0; i < 3; i++) sigaction(sigs[i], &sa, &old[i]);
+  pid_t pid = fork();
+  if (pid == 0) {
+    int null = open("/dev/null", O_RDONLY);
+    if (null >= 0) dup2(null, 0);
+    setpgid(0, 0);
+    for (int i = 0; i < 3; i++) sigaction(sigs[i], &old[i], NULL);
+    execvp(args[0], args);
+    fprintf(stderr, "error: cannot start mpirun: %s (install openmpi-bin)\n", strerror(errno));
+    _exit(TSL_EXIT_FAILURE);
+  }
+  int status = 0, rc = TSL_EXIT_FAILURE;
+  if (pid < 0) {
+    fprintf(stderr, "error: cannot start mpirun: %s\n", strerror(errno));
+  } else {
+    mpirun_pid = pid;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+  mpirun_pid = 0;
+  for (int i = 0; i < 3; i++) sigaction(sigs[i], &old[i], NULL);
+  return rc;
+}
 
 static int launch(int argc, char **argv) {
   long long n = 0;
@@ -33,8 +83,7 @@ static int launch(int argc, char **argv) {
   }
   fprintf(stderr, "launch: %s\n", how);
   fflush(stderr);
-  execvp(args[0], args);
-  fprintf(stderr, "error: cannot start mpirun: %s (install openmpi-bin)\n", strerror(errno));
+  int rc = supervise(args);
   tsl_spawn_argv_free(args);
-  return TSL_EXIT_FAILURE;
+  return rc;
 }
