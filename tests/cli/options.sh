@@ -33,6 +33,9 @@ bad "--vocab needs a vocabulary size from 2 to 1073741824, got '1'" tokenizer tr
 bad "--threads needs a number of threads of 1 or more, got '0'" bench peak --threads 0
 bad "--max-bytes needs a size of at least 4KiB, got '1'" bench comm --max-bytes 1
 bad "--ranks needs a list of up to 8 rank counts" plugin-check x.so --ranks 0
+# launch's own mistakes before mpirun starts N ranks to find them
+bad "tessel launch: $WORK/nope.yaml: no such config file" launch -n 2 "$WORK/nope.yaml"
+bad "tessel launch: -n is given twice" launch -n 2 -n 3 "$WORK/nope.yaml"
 
 # the two commands that are not table entries have help too (they were
 # once called unknown, with themselves as the suggestion)

@@ -75,6 +75,10 @@ static int launch(int argc, char **argv) {
   long long n = 0;
   if (argc < 4 || strcmp(argv[1], "-n") != 0 || tsl_parse_count(argv[2], &n) != 0 || n < 1 || n > 4096)
     return tsl_usage_error(&tsl_cmd_launch, "expected -n N CONFIG");
+  /* mistakes `tessel run` would find only after mpirun started N of it */
+  if (!strcmp(argv[3], "-n")) return tsl_usage_error(&tsl_cmd_launch, "-n is given twice");
+  if (access(argv[3], F_OK) != 0)
+    return tsl_usage_error(&tsl_cmd_launch, "%s: no such config file", argv[3]);
   char how[512];
   char **args = tsl_run_argv((int)n, 1, argv + 3, argc - 3, how, sizeof how);
   if (!args) {
