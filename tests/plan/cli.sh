@@ -70,6 +70,14 @@ for f in "$WORK"/best/*.yaml; do
 done
 [ "$n" -eq 6 ] || fail "plan --write --top 6 wrote $n configurations"
 echo "ok: plan --write wrote $n configurations that tessel check accepts at 4 ranks"
+# a log.dir the config names: each written configuration gets its own below
+# it (they shared it, so running them in turn resumed the first's checkpoint)
+"$TESSEL" plan $g --world 4 --top 3 --write "$WORK/own" --set log.dir="$WORK/mine" >"$WORK/own.log" 2>&1 \
+  || { cat "$WORK/own.log" >&2; fail "plan --write with log.dir failed"; }
+dirs=$(sed -n '/^log:/,/^[a-z]/s/^  dir: //p' "$WORK"/own/*.yaml | sort -u)
+[ "$(echo "$dirs" | grep -c "^$WORK/mine/plan-")" -eq 3 ] ||
+  { echo "$dirs" >&2; fail "the written configurations do not each have their own log.dir under $WORK/mine"; }
+echo "ok: plan --write gives each configuration its own log.dir under the one the config names"
 
 # GPT-2 1.5B on 64 H100s
 plan=$WORK/gpt2_1.5b.json

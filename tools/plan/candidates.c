@@ -20,10 +20,11 @@
 
 #define MAX_SETS 300
 
-/* The configuration's sets, then `plugin` when given. */
+/* The configuration's sets, then `plugin` when given (room is left for
+** given_yaml's three). */
 static int make_sets(const tsl_plan *p, const char *plugin, const char **sets) {
   int n = 0;
-  for (int i = 0; i < p->n_sets && n < MAX_SETS - 1; i++) sets[n++] = p->sets[i];
+  for (int i = 0; i < p->n_sets && n < MAX_SETS - 4; i++) sets[n++] = p->sets[i];
   if (plugin) sets[n++] = plugin;
   return n;
 }
@@ -93,6 +94,40 @@ static tsl_status estimate_ranks(tsl_plan *p, tsl_plan_cand *c, tsl_runtime *rt)
   return st;
 }
 
+/* Is KEY of SECTION given in the configuration (not a default)? */
+static int given(const tsl_runtime *rt, const char *section, const char *key) {
+  tsl_cfg *s = NULL;
+  return tsl_cfg_section(tsl_config_root(rt->config), section, 0, &s) >= 0 && tsl_cfg_has(s, key);
+}
+
+/* The candidate's configuration as given, for --write. A log.dir or
+** checkpoint.dir the user named becomes the candidate's own
+** (DIR/plan-STRATEGY-N): written configurations run one after another once
+** shared it, and each resumed the first's checkpoint ("already done").
+** Text data then stays prepared where it was. (A path that cannot be given
+** back as --set leaves the configuration as it was.) */
+static char *given_yaml(const tsl_plan *p, const tsl_plan_cand *c, const tsl_runtime *rt, const char **sets, int n) {
+  const tsl_settings *s = &rt->settings;
+  int k = n, index = (int)(c - p->c) + 1;
+  char *own[3] = {NULL, NULL, NULL}, *yaml = NULL;
+  tsl_config *cfg;
+  if (given(rt, "log", "dir")) {
+    sets[k++] = own[0] = tsl_asprintf("log.dir=%s/plan-%s-%d", s->log.dir, c->strategy, index);
+    if (s->data.n_text > 0 && !given(rt, "data", "dir")) sets[k++] = own[1] = tsl_asprintf("data.dir=%s", s->data.dir);
+  }
+  if (given(rt, "checkpoint", "dir"))
+    sets[k++] = own[2] = tsl_asprintf("checkpoint.dir=%s/plan-%s-%d", s->ckpt.dir, c->strategy, index);
+  for (int i = n; i < k; i++)
+    if (!sets[i]) k = n;
+  if (k > n && tsl_config_load(p->config, sets, k, &cfg) >= 0) {
+    yaml = tsl_config_emit_given(cfg);
+    tsl_config_free(cfg);
+  }
+  tsl_error_clear();
+  for (int i = 0; i < 3; i++) free(own[i]);
+  return yaml ? yaml : tsl_config_emit_given(rt->config);
+}
+
 tsl_status tsl_plan_candidate(tsl_plan *p, tsl_plan_cand *c) {
   const char *sets[MAX_SETS];
   char *plugin = c->as_configured ? NULL : tsl_asprintf("plugin={name: %s%s%s}", c->strategy, c->options[0] ? ", " : "",
@@ -108,7 +143,7 @@ tsl_status tsl_plan_candidate(tsl_plan *p, tsl_plan_cand *c) {
   if (st >= 0) {
     c->mesh = rt.mesh;
     describe_mesh(c);
-    c->yaml = tsl_config_emit_given(rt.config);
+    c->yaml = given_yaml(p, c, &rt, sets, n);
     if (!c->yaml) st = own = tsl_error(TESSEL_E_NOMEM, "out of host memory for a candidate's config");
   }
   if (st >= 0 && !rt.plugin->vt.estimate) {
