@@ -13,7 +13,8 @@
 #     time within 5% (parts are averaged so that they add up exactly; 5%
 #     allows the rounding of the printed milliseconds); the memory split adds
 #     up to the peak within 1%.
-#  4. With two trials, each row's tokens/s and ms/step describe one trial.
+#  4. With two trials, each row's tokens/s and ms/step describe one trial;
+#     the run folders of an earlier comparison in --out are cleared.
 #   verdict.sh TESSEL SRC TMP SLEEPY_PLUGIN
 set -uo pipefail
 TESSEL=$1; SRC=$2; TMP=$3; PLUGIN=$4
@@ -61,11 +62,14 @@ grep -q '^## Time per step' "$R" && grep -q '^## Memory per rank at the peak' "$
 #    same trial's: tokens/s × ms/step = the 64 tokens of a step, within 1%
 #    for the printed rounding (the mean of the two middle trials' tokens/s
 #    once sat beside the slower one's step time, 7% to 2x apart).
+mkdir -p "$WORK/even/7-earlier@2/trial-1" "$WORK/even/notes"
 "$TESSEL" compare "$WORK/plain.yaml" "$WORK/plain.yaml" --repeat 2 --steps 10 --out "$WORK/even" >"$WORK/even.log" 2>&1 \
   || { cat "$WORK/even.log" >&2; fail "the comparison with two trials failed"; }
 grep '^| plain@1[#2]* | 1 | ok |' "$WORK/even/report.md" | awk -F'|' '{ split($7, t, " "); tokens = t[1] * $10 / 1000
   printf "%s: %s tokens/s × %s ms = %.2f tokens\n", $2, t[1], $10, tokens
   d = (tokens - 64) / 64; if (d < 0) d = -d; if (d > 0.01) bad = 1; n++ } END { exit bad || n != 2 }' \
   || { cat "$WORK/even/report.md" >&2; fail "a row's tokens/s and ms/step are not of the same trial"; }
+[ ! -d "$WORK/even/7-earlier@2" ] || fail "an earlier comparison's run folder is left beside the new report"
+[ -d "$WORK/even/notes" ] || fail "a folder compare did not write was removed"
 rm -rf "$WORK"
 echo "ok: identical configs: no measurable difference; plain@1 faster than sleepy@1 by $pct%; splits add up"

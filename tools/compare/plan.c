@@ -1,4 +1,5 @@
 /* tools/compare/plan.c — loading the configurations and checking they agree. */
+#include <glob.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -188,9 +189,31 @@ static tsl_status same_model(tsl_compare *c) {
   return st;
 }
 
+/* Remove the run folders an earlier comparison left in the report folder
+** ("N-LABEL" holding "trial-1") that this one does not write again: the
+** report would otherwise sit beside another comparison's runs. */
+static tsl_status clear_earlier(const tsl_compare *c) {
+  tsl_status st = TESSEL_OK;
+  char *pattern = tsl_asprintf("%s/[0-9]*-*/trial-1", c->out);
+  glob_t g = {0};
+  if (!pattern) return TESSEL_E_NOMEM;
+  if (glob(pattern, GLOB_NOSORT, NULL, &g) == 0) {
+    for (size_t i = 0; i < g.gl_pathc && st >= 0; i++) {
+      *strrchr(g.gl_pathv[i], '/') = '\0';
+      int ours = 0;
+      for (int r = 0; r < c->n_runs; r++) ours |= !strcmp(g.gl_pathv[i], c->runs[r].dir);
+      if (!ours) st = tsl_remove_tree(g.gl_pathv[i]);
+    }
+  }
+  globfree(&g);
+  free(pattern);
+  return st;
+}
+
 tsl_status tsl_compare_plan(tsl_compare *c) {
   tsl_status st = same_model(c);
   if (st < 0) return st;
+  if ((st = clear_earlier(c)) < 0) return st;
   char failures[8192] = "";
   for (int r = 0; r < c->n_runs; r++) {
     tsl_cmp_run *run = &c->runs[r];
