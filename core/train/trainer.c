@@ -275,6 +275,12 @@ static tsl_status final_sample(trainer *t) {
   return st;
 }
 
+/* Does `step` end with a validation (train.eval_every, and the last step)? */
+static int validates(const trainer *t, int64_t step) {
+  const tsl_settings *s = &t->rt->settings;
+  return t->data.val && ((s->train.eval_every && step % s->train.eval_every == 0) || step == s->train.steps);
+}
+
 /* This rank's reason to stop after `step`, which took `step_time`: a
 ** signal, or train.stop_after_time when the next step would pass it — with
 ** its validation when one is due then (the last one's time, or before the
@@ -284,7 +290,7 @@ static int stop_reason(const trainer *t, int64_t step, double step_time) {
   const tsl_settings *s = &t->rt->settings;
   double limit = s->train.stop_after_time, next = step_time;
   if (tsl_signal_received()) return tsl_signal_received();
-  if (t->data.val && ((s->train.eval_every && (step + 1) % s->train.eval_every == 0) || step + 1 == s->train.steps))
+  if (validates(t, step + 1))
     next += t->eval_s > 0 ? t->eval_s : (double)s->train.eval_batches * step_time / 3;
   if (limit > 0 && tsl_now() - t->started + next > limit) return TSL_STOP_TIME;
   return 0;
@@ -330,7 +336,7 @@ tsl_status tsl_trainer_step(tsl_trainer *t, tsl_step_report *r) {
   int final = step == s->train.steps, stopping = step == t->stop_at;
   TSL_TRY(st, one_step(t, step, r));
   t->last_step = step;
-  if (t->data.val && ((s->train.eval_every && step % s->train.eval_every == 0) || final)) {
+  if (validates(t, step)) {
     double began = tsl_now();
     TSL_TRY(st, evaluate(t, &r->val_loss));
     t->eval_s = tsl_now() - began;
