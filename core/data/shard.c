@@ -96,10 +96,16 @@ tsl_status tsl_shard_open(const char *path, int vocab_size, tsl_shard *out) {
   uint64_t size = 0, count = 0;
 
   memset(out, 0, sizeof *out);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  /* O_NONBLOCK: a FIFO the glob matched opens at once and is refused below,
+  ** where a plain open waited for a writer for ever */
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return tsl_error(TESSEL_E_IO, "%s: cannot open: %s", path, strerror(errno));
   if (fstat(fd, &sb) != 0) {
     st = tsl_error(TESSEL_E_IO, "%s: cannot stat: %s", path, strerror(errno));
+    goto fail;
+  }
+  if (!S_ISREG(sb.st_mode)) {
+    st = tsl_error(TESSEL_E_IO, "%s: is %s, not a token shard", path, tsl_file_kind(sb.st_mode));
     goto fail;
   }
   size = (uint64_t)sb.st_size;

@@ -71,6 +71,15 @@ run fifo_plugin "$TESSEL" check "$WORK/plugin_fifo.yaml"
 expect 1 "libtessel-fifo.so: is a FIFO, not a shared object"
 run fifo_tokenizer_text "$TESSEL" tokenizer train "$WORK/fifo.yaml" --vocab 300 -o "$WORK/fifo_tokenizer.json"
 expect 1 "$WORK/fifo.yaml: not a regular file"
+# a FIFO or a directory among the shards a glob matches (the FIFO once made
+# the run wait for ever, deaf to SIGTERM)
+mkdir -p "$WORK/shards/train_000001.bin" && mkfifo "$WORK/shards/train_000000.bin"
+valid "data: {train: \"$WORK/shards/train_000000.bin\"}" | sed '2d' >"$WORK/shard_fifo.yaml"
+run fifo_shard "$TESSEL" run "$WORK/shard_fifo.yaml" --set log.dir="$WORK/shard_fifo"
+expect 1 "$WORK/shards/train_000000.bin: is a FIFO, not a token shard"
+valid "data: {train: \"$WORK/shards/train_000001.bin\"}" | sed '2d' >"$WORK/shard_dir.yaml"
+run dir_shard "$TESSEL" run "$WORK/shard_dir.yaml" --set log.dir="$WORK/shard_dir"
+expect 1 "$WORK/shards/train_000001.bin: is a directory, not a token shard"
 
 # ---- a deep config, a long directory ----
 { printf 'x: '; head -c 25000 /dev/zero | tr '\0' '['; head -c 25000 /dev/zero | tr '\0' ']'; echo; } >"$WORK/deep.yaml"
