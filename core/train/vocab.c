@@ -41,15 +41,16 @@ tsl_status tsl_vocab_load(tsl_runtime *rt) {
   return check_tokenizer_size(rt); /* before any preparation */
 }
 
-/* One shard directory's record against the run. */
-static tsl_status check_dir(tsl_runtime *rt, const char *dir) {
+/* One shard directory's record against the run. `byte_level`: check
+** byte-level directories too (the second pass; see tsl_vocab_check). */
+static tsl_status check_dir(tsl_runtime *rt, const char *dir, int byte_level) {
   tsl_data_record r;
   tsl_status st = tsl_data_record_read(dir, &r);
   char what[4200];
   if (st < 0 || !r.found) return st;
   const char *named = rt->settings.data.tokenizer;
   if (!r.has_tokenizer) {
-    if (!rt->tokenizer) return TESSEL_OK;
+    if (!rt->tokenizer || !byte_level) return TESSEL_OK;
     return tsl_cfg_error(section(rt, "data"), named ? "tokenizer" : NULL,
                          "the shards in %s are byte-level (vocabulary 256), but this run's tokenizer is %s; prepare "
                          "them with it (tessel data prepare --tokenizer)", dir, tsl_tokenizer_name(rt->tokenizer));
@@ -70,7 +71,7 @@ static tsl_status check_dir(tsl_runtime *rt, const char *dir) {
 }
 
 /* Every distinct directory of the shards a glob matches. */
-static tsl_status check_glob(tsl_runtime *rt, const char *pattern) {
+static tsl_status check_glob(tsl_runtime *rt, const char *pattern, int byte_level) {
   glob_t g;
   tsl_status st = TESSEL_OK;
   char *last = NULL;
@@ -81,7 +82,7 @@ static tsl_status check_glob(tsl_runtime *rt, const char *pattern) {
       st = TESSEL_E_NOMEM;
       break;
     }
-    if (!last || strcmp(dir, last) != 0) st = check_dir(rt, dir);
+    if (!last || strcmp(dir, last) != 0) st = check_dir(rt, dir, byte_level);
     free(last);
     last = dir;
   }
@@ -92,8 +93,13 @@ static tsl_status check_glob(tsl_runtime *rt, const char *pattern) {
 
 tsl_status tsl_vocab_check(tsl_runtime *rt) {
   tsl_status st;
-  TSL_TRY(st, check_glob(rt, rt->settings.data.train));
-  TSL_TRY(st, check_glob(rt, rt->settings.data.val));
+  /* tokenizer-made directories first, byte-level ones after: a byte-level
+  ** directory met before the one whose tokenizer the run adopts was once
+  ** let through, and trained under that tokenizer */
+  for (int byte_level = 0; byte_level <= 1; byte_level++) {
+    TSL_TRY(st, check_glob(rt, rt->settings.data.train, byte_level));
+    TSL_TRY(st, check_glob(rt, rt->settings.data.val, byte_level));
+  }
   if (rt->tokenizer) {
     TSL_TRY(st, check_tokenizer_size(rt));
     tsl_info("tokenizer: %s (%d tokens, end-of-text %d, hash %016" PRIx64 ")", tsl_tokenizer_name(rt->tokenizer),

@@ -65,6 +65,13 @@ expect_refused 2 "model.vocab_size: 512" "$WORK/gpt2 were made with" "has 1024 t
 # data.tokenizer against the tokenizer of the shards: both hashes named
 expect_refused 2 "data.tokenizer" "$(hash_of $GPT2)" "$(hash_of $LLAMA)" -- run other "$WORK/gpt2" --set model.vocab_size=512 --set data.tokenizer=$LLAMA
 expect_refused 2 "are byte-level (vocabulary 256)" "$GPT2" -- run bytes_tok "$WORK/bytes" --set data.tokenizer=$GPT2
+# byte-level training shards beside tokenizer-made validation shards, in
+# either order of checking (the byte-level ones, met first, once trained
+# under the tokenizer adopted from the others)
+expect_refused 2 "$WORK/bytes are byte-level (vocabulary 256)" "$WORK/gpt2/tokenizer.json" -- \
+  run mixed "$WORK/bytes" --set "data.val=$WORK/gpt2/val_*.bin"
+expect_refused 2 "$WORK/bytes are byte-level (vocabulary 256)" "$WORK/gpt2/tokenizer.json" -- \
+  run mixed2 "$WORK/gpt2" --set "data.val=$WORK/bytes/val_*.bin"
 # byte-level data in a larger vocabulary trains, but cannot be turned into text
 expect_refused 2 "train.sample_tokens: 5" "no tokenizer" -- run bytes_sample "$WORK/bytes" --set train.sample_tokens=5
 run bytes1024 "$WORK/bytes" >/dev/null 2>&1 || fail "byte-level data under vocab_size 1024 did not train"
