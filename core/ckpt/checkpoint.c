@@ -627,6 +627,15 @@ tsl_status tsl_ckpt_restore(tsl_model *m, const tsl_ckpt *c) {
     return tsl_error(TESSEL_E_CONFIG, "checkpoint %s was trained with tokenizer %016" PRIx64 " (%s); this run's "
                      "tokenizer %s is %016" PRIx64, c->path, c->tokenizer_hash, c->tokenizer, tsl_tokenizer_name(t),
                      tsl_tokenizer_hash(t));
+  /* byte-level data against a tokenizer's, either way round: the ids mean
+  ** other things. A step-0 checkpoint without one (imported from a model
+  ** directory that had none) says nothing about its data. */
+  if (c->step > 0 && !t != !c->tokenizer)
+    return tsl_error(TESSEL_E_CONFIG, "checkpoint %s was trained on %s%s; this run's data is %s%s: a token id means "
+                     "another thing in each, so it cannot resume there (prepare the data as the checkpoint's was)",
+                     c->path, c->tokenizer ? "shards made with the tokenizer " : "byte-level shards",
+                     c->tokenizer ? c->tokenizer : "", t ? "made with the tokenizer " : "byte-level",
+                     t ? tsl_tokenizer_name(t) : "");
   uint64_t most = 1;
   for (int i = 0; i < ps->n; i++) most = TSL_MAX(most, (uint64_t)ps->p[i].info.shape[0] * (uint64_t)ps->p[i].info.shape[1]);
   float *mem = malloc(most * sizeof(float));

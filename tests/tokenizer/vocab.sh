@@ -76,6 +76,10 @@ expect_refused 2 "$WORK/bytes are byte-level (vocabulary 256)" "$WORK/gpt2/token
 expect_refused 2 "train.sample_tokens: 5" "no tokenizer" -- run bytes_sample "$WORK/bytes" --set train.sample_tokens=5
 run bytes1024 "$WORK/bytes" >/dev/null 2>&1 || fail "byte-level data under vocab_size 1024 did not train"
 expect_refused 2 "vocabulary of 1024 tokens and no tokenizer" -- "$TESSEL" sample "$WORK/bytes1024/checkpoints/step_00000002" --tokens 3
+# resuming that byte-level run on tokenizer-made shards (it once went on
+# silently, and its next checkpoint carried the tokenizer)
+expect_refused 2 "was trained on byte-level shards" "made with the tokenizer $WORK/gpt2/tokenizer.json" -- \
+  run bytes1024 "$WORK/gpt2" --set train.steps=3
 
 # A run on tokenizer-made shards adopts their tokenizer: checkpoint, sample, resume.
 run ok "$WORK/gpt2" >/dev/null 2>&1 || fail "a run on tokenizer-made shards failed"
