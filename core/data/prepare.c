@@ -35,6 +35,8 @@ typedef struct input_file {
   char *path;
   uint64_t size;      /* bytes when stat'ed */
   uint64_t val_bytes; /* the last val_bytes go to validation */
+  dev_t dev;          /* which file it is, whatever it is called */
+  ino_t ino;
 } input_file;
 
 typedef struct input_list {
@@ -58,11 +60,15 @@ static void input_list_free(input_list *l) {
   memset(l, 0, sizeof *l);
 }
 
+/* Add a file once: named twice (say "a.txt" and "*.txt"), or through
+** another name (a link), it was prepared twice, its tokens doubled. */
 static tsl_status input_list_add(input_list *l, const char *path) {
   struct stat sb;
   if (stat(path, &sb) != 0)
     return tsl_error(TESSEL_E_IO, "%s: cannot open: %s", path, strerror(errno));
   if (!S_ISREG(sb.st_mode)) return tsl_error(TESSEL_E_IO, "%s: not a regular file", path);
+  for (int i = 0; i < l->n; i++)
+    if (l->v[i].dev == sb.st_dev && l->v[i].ino == sb.st_ino) return TESSEL_OK;
   if (l->n == l->cap) {
     int cap = l->cap ? 2 * l->cap : 16;
     input_file *v = realloc(l->v, (size_t)cap * sizeof *v);
@@ -74,6 +80,8 @@ static tsl_status input_list_add(input_list *l, const char *path) {
   f->path = tsl_strdup(path);
   if (!f->path) return TESSEL_E_NOMEM;
   f->size = (uint64_t)sb.st_size;
+  f->dev = sb.st_dev;
+  f->ino = sb.st_ino;
   f->val_bytes = 0;
   l->n++;
   return TESSEL_OK;

@@ -42,6 +42,20 @@ static tsl_status derived_string(tsl_cfg *map, const char *key, const char *base
   return st;
 }
 
+/* `path` with glob(3)'s special characters escaped, for a pattern that
+** must match under that directory only: data.dir "runs/exp[1]/data" once
+** made "runs/exp[1]/data/train_*.bin" match runs/exp1's shards. Heap. */
+static char *glob_literal(const char *path) {
+  char *out = malloc(2 * strlen(path) + 1), *o = out;
+  if (!out) return NULL;
+  for (const char *p = path; *p; p++) {
+    if (strchr("*?[]\\", *p)) *o++ = '\\';
+    *o++ = *p;
+  }
+  *o = '\0';
+  return out;
+}
+
 /* 8/3 · C rounded up to a multiple of 64: SwiGLU's three matrices then hold
 ** about as many weights as a 4·C GELU MLP's two. */
 static int64_t swiglu_ffn(int64_t channels) { return (8 * channels / 3 + 63) / 64 * 64; }
@@ -120,15 +134,18 @@ static tsl_status read_data(tsl_cfg *root, tsl_settings *s) {
   keep(&st, derived_string(d, "dir", s->log.dir, "/data", &s->data.dir, NULL));
   keep(&st, tsl_cfg_float(d, "val_fraction", 0.1, 0.0, 0.5, &s->data.val_fraction));
   keep(&st, tsl_cfg_file(d, "tokenizer", NULL, &s->data.tokenizer));
-  if (s->data.n_text > 0) {
+  char *dir = s->data.n_text > 0 && s->data.dir ? glob_literal(s->data.dir) : NULL;
+  if (s->data.n_text > 0 && !dir) {
+    keep(&st, TESSEL_E_NOMEM);
+  } else if (s->data.n_text > 0) {
     s->data.prepared = 1;
     int derived;
-    keep(&st, derived_string(d, "train", s->data.dir, "/train_*.bin", &s->data.train, &derived));
+    keep(&st, derived_string(d, "train", dir, "/train_*.bin", &s->data.train, &derived));
     if (!derived)
       keep(&st, tsl_cfg_error(d, "train", "give 'train' (a glob of token shards) or 'text' (files to prepare), not "
                               "both: the text is prepared into data.dir and trained on from there"));
     if (s->data.val_fraction > 0) {
-      keep(&st, derived_string(d, "val", s->data.dir, "/val_*.bin", &s->data.val, &derived));
+      keep(&st, derived_string(d, "val", dir, "/val_*.bin", &s->data.val, &derived));
       if (!derived)
         keep(&st, tsl_cfg_error(d, "val", "'val' beside 'text' with val_fraction %g: the text's last part is the "
                                 "validation set; set val_fraction: 0 to validate on 'val' instead",
@@ -150,6 +167,7 @@ static tsl_status read_data(tsl_cfg *root, tsl_settings *s) {
       keep(&st, tsl_cfg_error(d, "dir", "is where the files of 'text' are prepared; with 'train' (shards already "
                               "prepared) nothing goes there"));
   }
+  free(dir);
   return st;
 }
 

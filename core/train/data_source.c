@@ -14,7 +14,10 @@
 #include "tokenizer/tokenizer.h"
 #include "train/vocab.h"
 
-/* Hash of the sources' names, sizes and modification times, and the tokenizer. */
+/* Hash of the sources' names, sizes, inodes and change and modification
+** times (to the nanosecond), and the tokenizer. Whole-second mtimes alone
+** missed an edit of the same size within a second, and one that kept the old
+** mtime (cp -p, touch -r), which still changes the ctime. */
 static uint64_t sources_hash(const tsl_settings *s, const tsl_tokenizer *t) {
   uint64_t h = tsl_hash_bytes(&s->data.val_fraction, sizeof s->data.val_fraction, 0x64617461);
   if (t) h = tsl_mix64(h ^ tsl_tokenizer_hash(t));
@@ -25,7 +28,8 @@ static uint64_t sources_hash(const tsl_settings *s, const tsl_tokenizer *t) {
       struct stat sb;
       if (stat(g.gl_pathv[k], &sb) != 0) continue;
       h = tsl_hash_str(g.gl_pathv[k], h);
-      int64_t meta[2] = {(int64_t)sb.st_size, (int64_t)sb.st_mtime};
+      int64_t meta[6] = {(int64_t)sb.st_size,         (int64_t)sb.st_ino,          (int64_t)sb.st_mtim.tv_sec,
+                         (int64_t)sb.st_mtim.tv_nsec, (int64_t)sb.st_ctim.tv_sec, (int64_t)sb.st_ctim.tv_nsec};
       h = tsl_hash_bytes(meta, sizeof meta, h);
     }
     globfree(&g);

@@ -1,0 +1,50 @@
+# data.text as it is prepared into data.dir:
+#  - a file listed twice (by name and through a glob) is prepared once (its
+#    tokens were doubled);
+#  - an edit that keeps the size and the modification time (cp -p, touch
+#    -r, or within one second) is seen and the text prepared again (the
+#    stamp hashed whole-second mtimes and sizes only, and the run trained on
+#    the old shards);
+#  - a run directory whose name has glob characters (a config exp[1].yaml)
+#    trains on the shards it prepared (runs/exp[1]/data/train_*.bin once
+#    matched runs/exp1's, or nothing).
+. "$(dirname "$0")/common.sh" "$1" "$2" "$3" data_text
+mkdir -p "$WORK/txt"
+head -c 20000 "$SRC/README.md" >"$WORK/txt/a.txt"
+cat > "$WORK/dup.yaml" <<YAML
+model: {layers: 1, heads: 2, channels: 16, seq_len: 16}
+data: {text: ["$WORK/txt/a.txt", "$WORK/txt/*.txt"], val_fraction: 0}
+train: {steps: 1, batch_size: 2, sample_tokens: 0}
+device: {threads: 1}
+log: {progress: never}
+YAML
+tokens() { sed -n 's/.*data: prepared \([0-9]*\) file(s) into .*: \([0-9]*\) training.*/\1 \2/p' "$1"; }
+
+"$TESSEL" run "$WORK/dup.yaml" --set log.dir="$WORK/dup" >"$WORK/dup.log" 2>&1 || { cat "$WORK/dup.log" >&2; fail "run failed"; }
+[ "$(tokens "$WORK/dup.log")" = "1 $(wc -c <"$WORK/txt/a.txt")" ] ||
+  { cat "$WORK/dup.log" >&2; fail "a.txt, listed twice, was not prepared once"; }
+
+# the same size, the same mtime, other bytes
+touch -r "$WORK/txt/a.txt" "$WORK/stamp"
+printf 'ZZZZZZZZZZ' | dd of="$WORK/txt/a.txt" conv=notrunc status=none
+touch -r "$WORK/stamp" "$WORK/txt/a.txt"
+"$TESSEL" run "$WORK/dup.yaml" --set log.dir="$WORK/dup" --set train.steps=2 >"$WORK/edit.log" 2>&1 ||
+  { cat "$WORK/edit.log" >&2; fail "the run after the edit failed"; }
+grep -q "data: prepared" "$WORK/edit.log" || { cat "$WORK/edit.log" >&2; fail "the edited text was not prepared again"; }
+[ "$(od -An -tu2 -j1024 -N20 "$WORK/dup/data/train_000000.bin" | tr -s ' \n' ' ')" = " 90 90 90 90 90 90 90 90 90 90 " ] ||
+  fail "the shard does not hold the edited text (ten 'Z', token 90)"
+
+# glob characters in the run directory's name
+mkdir -p "$WORK/glob/exp1/data"
+cp "$WORK/dup/data/train_000000.bin" "$WORK/glob/exp1/data/train_000000.bin" # a decoy a bare pattern would match
+printf 'ab%.0s' $(seq 1 5000) >"$WORK/txt/b.txt"
+sed "s|\"$WORK/txt/a.txt\", \"$WORK/txt/\*.txt\"|\"$WORK/txt/b.txt\"|" "$WORK/dup.yaml" >"$WORK/b.yaml"
+"$TESSEL" run "$WORK/b.yaml" --set log.dir="$WORK/glob/exp[1]" >"$WORK/glob.log" 2>&1 ||
+  { cat "$WORK/glob.log" >&2; fail "the run in exp[1] failed"; }
+[ "$(tokens "$WORK/glob.log")" = "1 10000" ] || { cat "$WORK/glob.log" >&2; fail "b.txt was not prepared in exp[1]"; }
+losses "$WORK/glob/exp[1]/metrics.jsonl" >"$WORK/l1"
+"$TESSEL" run "$WORK/b.yaml" --set log.dir="$WORK/plain" >/dev/null 2>&1 || fail "the run in plain failed"
+losses "$WORK/plain/metrics.jsonl" >"$WORK/l2"
+cmp -s "$WORK/l1" "$WORK/l2" || fail "the run in exp[1] did not train on its own shards (losses differ from the same run elsewhere)"
+rm -rf "$WORK"
+echo "ok: a file listed twice is prepared once; an edit keeping size and mtime is prepared again; exp[1] trains on its shards"
