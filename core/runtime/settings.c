@@ -240,6 +240,10 @@ static tsl_status read_train(tsl_cfg *root, tsl_settings *s) {
   keep(&st, mb);
   keep(&st, tsl_cfg_int(t, "seed", 1337, 0, I64_MAX, &seed));
   keep(&st, tsl_cfg_int(t, "eval_every", 0, 0, I64_MAX, &s->train.eval_every));
+  /* read and silently never used, a user would believe the run validates */
+  if (s->train.eval_every > 0 && !s->data.val)
+    keep(&st, tsl_cfg_error(t, "eval_every", "%lld, but this run has no validation data: give data.val, or data.text "
+                            "with data.val_fraction above 0", (long long)s->train.eval_every));
   keep(&st, tsl_cfg_int(t, "eval_batches", 8, 1, 1 << 20, &s->train.eval_batches));
   keep(&st, tsl_cfg_int(t, "sample_tokens", 200, 0, 1 << 20, &tokens));
   keep(&st, tsl_cfg_string(t, "sample_prompt", "\n", &s->train.sample_prompt));

@@ -20,7 +20,7 @@ WORK=$TMP/gemini_traffic.$$
 rm -rf "$WORK"; mkdir -p "$WORK"; cd "$SRC"
 fail() { echo "FAIL: $*" >&2; exit 1; }
 # no validation split: the last step's evaluation would gather chunks too, inside that step's counters
-common=(--set train.steps=3 --set train.sample_tokens=0 --set data.val_fraction=0 --set checkpoint.resume=never
+common=(--set train.steps=3 --set train.sample_tokens=0 --set data.val_fraction=0 --set train.eval_every=0 --set checkpoint.resume=never
         --set log.progress=never --set data.dir="$WORK/data" --set device.threads=1)
 field() { grep -o "\"dp\":{[^}]*}" "$1" | sed -n "s/.*\"$2\":\([0-9]*\).*/\1/p"; }
 
