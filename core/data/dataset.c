@@ -105,6 +105,14 @@ uint64_t tsl_dataset_tokens(const tsl_dataset *ds) { return ds->tokens; }
 
 int tsl_dataset_shards(const tsl_dataset *ds) { return ds->n; }
 
+int tsl_dataset_short_shards(const tsl_dataset *ds, uint64_t *tokens) {
+  int n = 0;
+  *tokens = 0;
+  for (int i = 0; i < ds->n; i++)
+    if (ds->start_cum[i + 1] == ds->start_cum[i]) n++, *tokens += ds->shards[i].count;
+  return n;
+}
+
 uint64_t tsl_dataset_windows(const tsl_dataset *ds) { return ds->window_cum[ds->n]; }
 
 /* The shard j holding global index r of a prefix sum: cum[j] <= r < cum[j+1].

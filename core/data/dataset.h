@@ -41,6 +41,9 @@ uint64_t tsl_dataset_tokens(const tsl_dataset *ds);
 int tsl_dataset_shards(const tsl_dataset *ds);
 /* Number of distinct validation windows. */
 uint64_t tsl_dataset_windows(const tsl_dataset *ds);
+/* Shards too short for one window of seq_len+1 tokens (never drawn from),
+** and the tokens they hold. */
+int tsl_dataset_short_shards(const tsl_dataset *ds, uint64_t *tokens);
 
 /* Fill inputs/targets [count, seq_len] (host memory) with sequences
 ** first..first+count-1 of the global training batch at `step`; targets are

@@ -102,6 +102,39 @@ static tsl_status unseen(const tsl_runtime *rt, tsl_status st, const char *key) 
                         key, rt->world.rank, rt->world.host);
 }
 
+/* The validation part data.val_fraction leaves of data.text holds no
+** window of seq_len+1 tokens (or no token at all): said in the terms of the
+** config, not of the derived data.val glob the user never wrote. */
+static tsl_status val_too_short(const tsl_settings *s) {
+  char *why = tsl_strdup(tsl_error_message());
+  tsl_status st = tsl_error(TESSEL_E_CONFIG, "data.val_fraction %g leaves the validation part of data.text too short for "
+                            "one sequence of seq_len+1 = %d tokens (%s): raise data.val_fraction, or set it to 0 to "
+                            "train without validation", s->data.val_fraction, s->model.seq_len + 1, why ? why : "");
+  free(why);
+  return st;
+}
+
+/* What the data has that a run never uses, said once: shards too short for
+** a sequence (never drawn from; all but one of a thousand short documents
+** were once skipped without a word), and validation data smaller than
+** eval_batches × batch_size sequences (windows then repeat, and the loss
+** weighs them unequally). */
+static void warn_unused(const tsl_settings *s, const tsl_data_source *d) {
+  uint64_t tokens;
+  int n = tsl_dataset_short_shards(d->train, &tokens);
+  if (n > 0)
+    tsl_warn("data.train: %d of %d shard(s) (%llu tokens) are shorter than seq_len+1 = %d tokens and are never "
+             "trained on", n, tsl_dataset_shards(d->train), (unsigned long long)tokens, s->model.seq_len + 1);
+  uint64_t have = d->val ? tsl_dataset_windows(d->val) : 0, batch = (uint64_t)s->train.batch_size;
+  uint64_t want = (uint64_t)s->train.eval_batches * batch;
+  char fix[96] = "add validation data";
+  if (have >= batch) snprintf(fix, sizeof fix, "lower train.eval_batches to %llu", (unsigned long long)(have / batch));
+  if (d->val && have < want)
+    tsl_warn("data.val holds %llu sequence(s) of seq_len+1 tokens, but train.eval_batches × train.batch_size = "
+             "%llu: each validation repeats some of them, weighing them unequally (%s to use each at most once)",
+             (unsigned long long)have, (unsigned long long)want, fix);
+}
+
 tsl_status tsl_data_open(tsl_runtime *rt, tsl_data_source *d) {
   const tsl_settings *s = &rt->settings;
   tsl_status st = TESSEL_OK;
@@ -116,8 +149,10 @@ tsl_status tsl_data_open(tsl_runtime *rt, tsl_data_source *d) {
   if (st < 0) return unseen(rt, st, "data.train");
   if (s->data.val) {
     st = tsl_dataset_open(s->data.val, s->model.vocab_size, s->model.seq_len, &d->val);
+    if (st < 0 && s->data.n_text > 0) return val_too_short(s);
     if (st < 0) return unseen(rt, st, "data.val");
   }
+  if (rt->world.rank == 0) warn_unused(s, d);
   return TESSEL_OK;
 }
 

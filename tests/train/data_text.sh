@@ -7,7 +7,11 @@
 #    the old shards);
 #  - a run directory whose name has glob characters (a config exp[1].yaml)
 #    trains on the shards it prepared (runs/exp[1]/data/train_*.bin once
-#    matched runs/exp1's, or nothing).
+#    matched runs/exp1's, or nothing);
+#  - a validation part too short for a sequence is said in terms of
+#    data.val_fraction (it was an error about a data.val never written, exit
+#    1 or 2 by the case), and data the run never uses (shards shorter than a
+#    sequence, validation windows that repeat) is warned about.
 . "$(dirname "$0")/common.sh" "$1" "$2" "$3" data_text
 mkdir -p "$WORK/txt"
 head -c 20000 "$SRC/README.md" >"$WORK/txt/a.txt"
@@ -46,5 +50,34 @@ losses "$WORK/glob/exp[1]/metrics.jsonl" >"$WORK/l1"
 "$TESSEL" run "$WORK/b.yaml" --set log.dir="$WORK/plain" >/dev/null 2>&1 || fail "the run in plain failed"
 losses "$WORK/plain/metrics.jsonl" >"$WORK/l2"
 cmp -s "$WORK/l1" "$WORK/l2" || fail "the run in exp[1] did not train on its own shards (losses differ from the same run elsewhere)"
+
+# 100 bytes with val_fraction 0.1 leave 10 validation tokens; 40 with 0.02, none
+head -c 100 "$WORK/txt/a.txt" >"$WORK/txt/short.txt"
+for vf in 0.1 0.02; do
+  [ $vf = 0.02 ] && head -c 40 "$WORK/txt/a.txt" >"$WORK/txt/short.txt"
+  set +e
+  "$TESSEL" run "$WORK/dup.yaml" --set "data.text=[\"$WORK/txt/short.txt\"]" --set data.val_fraction=$vf \
+    --set log.dir="$WORK/short$vf" >"$WORK/short.log" 2>&1
+  rc=$?
+  set -e
+  [ $rc -eq 2 ] && grep -q "data.val_fraction $vf leaves the validation part of data.text too short for one sequence of seq_len+1 = 17 tokens" "$WORK/short.log" ||
+    { cat "$WORK/short.log" >&2; fail "val_fraction $vf on a short text: exit $rc"; }
+done
+
+# a shard shorter than a sequence beside a long one; 12 validation windows
+# against eval_batches 4 × batch 2
+mkdir -p "$WORK/mixed"
+"$TESSEL" data prepare "$WORK/txt/b.txt" -o "$WORK/mixed" --val-fraction 0.02 >/dev/null
+printf 'tiny' >"$WORK/txt/tiny.txt"
+"$TESSEL" data prepare "$WORK/txt/tiny.txt" -o "$WORK/tiny" --val-fraction 0 >/dev/null
+cp "$WORK/tiny/train_000000.bin" "$WORK/mixed/train_000001.bin"
+sed "s|^data: .*|data: {train: \"$WORK/mixed/train_*.bin\", val: \"$WORK/mixed/val_*.bin\"}|" "$WORK/dup.yaml" >"$WORK/mixed.yaml"
+"$TESSEL" run "$WORK/mixed.yaml" --set train.eval_batches=8 --set log.dir="$WORK/mixedrun" >"$WORK/mixed.log" 2>&1 ||
+  { cat "$WORK/mixed.log" >&2; fail "the run on mixed shards failed"; }
+grep -q "warning: data.train: 1 of 2 shard(s) (4 tokens) are shorter than seq_len+1 = 17 tokens and are never trained on" "$WORK/mixed.log" ||
+  { cat "$WORK/mixed.log" >&2; fail "no warning for the short shard"; }
+grep -q "warning: data.val holds 12 sequence(s) of seq_len+1 tokens, but train.eval_batches × train.batch_size = 16" "$WORK/mixed.log" ||
+  { cat "$WORK/mixed.log" >&2; fail "no warning for repeated validation windows"; }
 rm -rf "$WORK"
-echo "ok: a file listed twice is prepared once; an edit keeping size and mtime is prepared again; exp[1] trains on its shards"
+echo "ok: a file listed twice is prepared once; an edit keeping size and mtime is prepared again; exp[1] trains on its shards;" \
+  "a short validation part names data.val_fraction; unused shards and repeated windows are warned about"
