@@ -1,12 +1,16 @@
 /* core/train/data_source.c */
 #include "train/data_source.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <glob.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "common/log.h"
 #include "common/util.h"
@@ -67,25 +71,62 @@ static tsl_status prepare(const tsl_settings *s, tsl_tokenizer *t, const char *s
   return TESSEL_OK;
 }
 
+/* Bring data.dir's shards up to `stamp` and hold them for this run with a
+** shared lock on data.dir/.tessel-data-lock (kept in d): a run that needs
+** other shards there (another data.text or tokenizer in the same data.dir)
+** must not replace them under one that reads them; two runs once trained
+** on each other's text that way. Preparing takes the lock exclusively, and
+** a run finding it held waits for the preparer, then reads the same
+** shards, or is refused when they are not its own. */
+static tsl_status hold_prepared(const tsl_settings *s, tsl_tokenizer *t, const char *stamp, tsl_data_source *d) {
+  tsl_status st = tsl_mkdir_p(s->data.dir);
+  char *path = tsl_asprintf("%s/.tessel-data-lock", s->data.dir);
+  if (st < 0 || !path) {
+    free(path);
+    return st < 0 ? st : TESSEL_E_NOMEM;
+  }
+  int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  free(path);
+  if (fd < 0) return tsl_error(TESSEL_E_IO, "data.dir %s: cannot create its lock file: %s", s->data.dir, strerror(errno));
+  if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+    if (!stamped(s, stamp)) st = prepare(s, t, stamp);
+    flock(fd, LOCK_SH);
+  } else {
+    while (flock(fd, LOCK_SH) != 0 && errno == EINTR) {
+    }
+    if (!stamped(s, stamp))
+      st = tsl_error(TESSEL_E_CONFIG, "data.dir %s holds shards another running tessel run prepared from other "
+                     "sources (its data.text or tokenizer), and this run cannot prepare its own there while that one "
+                     "reads them: give this run its own data.dir", s->data.dir);
+  }
+  if (st < 0) {
+    close(fd);
+    return st;
+  }
+  d->locked = 1;
+  d->lock_fd = fd;
+  return TESSEL_OK;
+}
+
 /* Collective. Rank 0 prepares data.text when its stamp is stale and tells
 ** every rank the stamp. A machine whose data.dir does not carry it (not the
 ** same directory: no shared filesystem) gets its own copy, prepared by its
 ** first rank and stamped the same, so the next run finds it. Preparation
 ** is deterministic, so every copy holds the same tokens. */
-static tsl_status prepare_text(tsl_runtime *rt) {
+static tsl_status prepare_text(tsl_runtime *rt, tsl_data_source *d) {
   const tsl_settings *s = &rt->settings;
   char stamp[32] = "";
   tsl_status st = TESSEL_OK;
   if (rt->world.rank == 0) {
     snprintf(stamp, sizeof stamp, "%016" PRIx64 "\n", sources_hash(s, rt->tokenizer));
-    if (!stamped(s, stamp)) st = prepare(s, rt->tokenizer, stamp);
+    st = hold_prepared(s, rt->tokenizer, stamp, d);
   }
   TSL_TRY(st, tsl_world_first_failure(&rt->world, st));
   TSL_TRY(st, tsl_world_bcast(&rt->world, stamp, (int)sizeof stamp));
   if (rt->world.rank != 0 && rt->world.local_rank == 0 && !stamped(s, stamp)) {
     tsl_warn("host %s does not see the shards rank 0 prepared in %s (not a shared filesystem?): preparing a copy "
              "here", rt->world.host, s->data.dir);
-    if ((st = prepare(s, rt->tokenizer, stamp)) < 0)
+    if ((st = hold_prepared(s, rt->tokenizer, stamp, d)) < 0)
       tsl_error_wrap(st, "rank %d on host %s", rt->world.rank, rt->world.host);
   }
   st = tsl_world_first_failure(&rt->world, st);
@@ -142,7 +183,7 @@ tsl_status tsl_data_open(tsl_runtime *rt, tsl_data_source *d) {
   d->seed = s->train.seed;
   d->batch_size = s->train.batch_size;
   st = tsl_world_first_failure(&rt->world, tsl_vocab_load(rt));
-  if (st >= 0 && s->data.n_text > 0) st = prepare_text(rt);
+  if (st >= 0 && s->data.n_text > 0) st = prepare_text(rt, d);
   if (st >= 0) st = tsl_vocab_check(rt);
   if (st < 0) return st;
   st = tsl_dataset_open(s->data.train, s->model.vocab_size, s->model.seq_len, &d->train);
@@ -160,6 +201,8 @@ void tsl_data_close(tsl_data_source *d) {
   if (d->train) tsl_dataset_close(d->train);
   if (d->val) tsl_dataset_close(d->val);
   d->train = d->val = NULL;
+  if (d->locked) close(d->lock_fd); /* releases the lock */
+  d->locked = 0;
 }
 
 static int64_t first_sequence(const tsl_data_source *d, int micro) {

@@ -28,6 +28,7 @@ typedef struct tsl_data_source {
   int data_rank, data_ranks, micro_batch, batch_size;
   int64_t step;       /* the step the training batch function serves */
   int64_t eval_batch; /* the evaluation batch the eval function serves */
+  int locked, lock_fd; /* a shared lock on data.dir while the run reads what it prepared there */
 } tsl_data_source;
 
 /* Prepare (if configured) and open the datasets. Collective. */

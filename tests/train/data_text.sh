@@ -11,7 +11,10 @@
 #  - a validation part too short for a sequence is said in terms of
 #    data.val_fraction (it was an error about a data.val never written, exit
 #    1 or 2 by the case), and data the run never uses (shards shorter than a
-#    sequence, validation windows that repeat) is warned about.
+#    sequence, validation windows that repeat) is warned about;
+#  - two runs in one data.dir: while one trains, another of the same text
+#    runs beside it, and one of other text is refused (it once re-prepared
+#    the directory under the first, and one trained on the other's text).
 . "$(dirname "$0")/common.sh" "$1" "$2" "$3" data_text
 mkdir -p "$WORK/txt"
 head -c 20000 "$SRC/README.md" >"$WORK/txt/a.txt"
@@ -78,6 +81,32 @@ grep -q "warning: data.train: 1 of 2 shard(s) (4 tokens) are shorter than seq_le
   { cat "$WORK/mixed.log" >&2; fail "no warning for the short shard"; }
 grep -q "warning: data.val holds 12 sequence(s) of seq_len+1 tokens, but train.eval_batches × train.batch_size = 16" "$WORK/mixed.log" ||
   { cat "$WORK/mixed.log" >&2; fail "no warning for repeated validation windows"; }
+
+cat > "$WORK/shared.yaml" <<YAML
+model: {layers: 1, heads: 2, channels: 16, seq_len: 16}
+data: {text: ["$WORK/txt/b.txt"], dir: $WORK/shared, val_fraction: 0}
+train: {steps: 100000000, batch_size: 2, sample_tokens: 0}
+device: {threads: 1}
+checkpoint: {every: 0}
+log: {progress: never, every: 1000000}
+YAML
+"$TESSEL" run "$WORK/shared.yaml" --set log.dir="$WORK/first" >"$WORK/first.log" 2>&1 &
+first=$!
+for _ in $(seq 1 300); do [ -f "$WORK/first/metrics.jsonl" ] && break; sleep 0.1; done
+"$TESSEL" run "$WORK/shared.yaml" --set log.dir="$WORK/same" --set train.steps=2 >"$WORK/same.log" 2>&1 ||
+  { kill $first; cat "$WORK/same.log" >&2; fail "a run of the same text beside the first failed"; }
+set +e
+"$TESSEL" run "$WORK/shared.yaml" --set log.dir="$WORK/other" --set train.steps=2 --set "data.text=[\"$WORK/txt/a.txt\"]" \
+  >"$WORK/other.log" 2>&1
+rc=$?
+kill -TERM $first
+wait $first
+set -e
+[ $rc -eq 2 ] && grep -q "data.dir $WORK/shared holds shards another running tessel run prepared from other sources" "$WORK/other.log" ||
+  { cat "$WORK/other.log" >&2; fail "a run of other text in the first's data.dir: exit $rc"; }
+"$TESSEL" run "$WORK/shared.yaml" --set log.dir="$WORK/other" --set train.steps=2 --set "data.text=[\"$WORK/txt/a.txt\"]" \
+  >"$WORK/other2.log" 2>&1 || { cat "$WORK/other2.log" >&2; fail "the other text did not prepare once the first run ended"; }
 rm -rf "$WORK"
 echo "ok: a file listed twice is prepared once; an edit keeping size and mtime is prepared again; exp[1] trains on its shards;" \
-  "a short validation part names data.val_fraction; unused shards and repeated windows are warned about"
+  "a short validation part names data.val_fraction; unused shards and repeated windows are warned about;" \
+  "a running run's data.dir is shared by its text and refused to another"
