@@ -1,7 +1,8 @@
 /*
 ** tests/fuzz/fuzz.h — what the fuzz targets share.
 **
-** Each target (fuzz_config.c, fuzz_safetensors.c, fuzz_shard.c, fuzz_elf.c)
+** Each target (fuzz_config.c, fuzz_safetensors.c, fuzz_shard.c, fuzz_elf.c,
+** fuzz_tokenizer.c, fuzz_ckpt_meta.c, fuzz_hf_config.c, fuzz_profile.c)
 ** defines fuzz_target and LLVMFuzzerTestOneInput, and fuzz_util.c the
 ** LLVMFuzzerInitialize they share, so each builds
 ** with libFuzzer (clang -fsanitize=fuzzer, -DTESSEL_LIBFUZZER=ON) or with

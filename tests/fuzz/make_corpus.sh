@@ -12,6 +12,15 @@
 # corpus/shard        shards `tessel data prepare` makes of a short text,
 #                     and one of no tokens
 # corpus/elf          two small strategy plugins built by the test suite
+# corpus/tokenizer    the tokenizer fixtures (GPT-2 and Llama 3 kinds), small
+#                     byte-level BPEs cut from them (256 byte symbols and a
+#                     few merges) in each supported variant, and refused ones
+# corpus/ckpt_meta    the tiny checkpoint's trainer.json (as the directory
+#                     step_00000001, and as another), a version 1 one, damaged ones
+# corpus/hf_config    GPT-2 and Llama config.json as transformers writes them,
+#                     one with a shard index, refused ones
+# corpus/profile      bench/profiles/*.json, a measured CPU profile's shape,
+#                     refused ones
 #
 # Inputs of past crashes (crash-*, hang-*) stay: they are regression tests.
 set -eu
@@ -85,4 +94,141 @@ fresh elf
 for p in good-v1/libtessel-testgood.so nosym/libtessel-nosym.so; do
   strip --strip-unneeded -o "$HERE/corpus/elf/$(basename "$p" .so)" "$BUILD/test-plugins/$p"
 done
-echo "seed corpora: $(for d in config safetensors shard elf; do printf '%s %d, ' $d "$(ls "$HERE/corpus/$d" | wc -l)"; done)"
+# ---- tokenizer.json ----
+fresh tokenizer
+for f in gpt2_1024 llama3_512; do cp "tests/tokenizer/fixtures/$f.json" "$HERE/corpus/tokenizer/$f"; done
+python3 - "$HERE/corpus/tokenizer" tests/tokenizer/fixtures <<'PY'
+import copy, json, sys
+out, fixtures = sys.argv[1], sys.argv[2]
+def small(name, merges):
+    """The fixture with its 256 byte symbols, <|endoftext|> and its first merges."""
+    t = json.load(open(f"{fixtures}/{name}.json"))
+    keep = 257 + merges
+    t["model"]["vocab"] = {k: v for k, v in t["model"]["vocab"].items() if v < keep}
+    t["model"]["merges"] = t["model"]["merges"][:merges]
+    return t
+def write(name, t):
+    with open(f"{out}/{name}", "w", encoding="utf-8") as f:
+        json.dump(t, f, ensure_ascii=False, separators=(",", ":"))
+gpt2, llama = small("gpt2_1024", 24), small("llama3_512", 24)
+write("small-gpt2", gpt2)
+write("small-llama3", llama)
+t = copy.deepcopy(llama)  # every option tessel honours at once
+t["model"]["ignore_merges"] = True
+t["model"]["merges"] = [m.split(" ") if isinstance(m, str) else m for m in t["model"]["merges"]]
+t["pre_tokenizer"]["pretokenizers"][1]["add_prefix_space"] = True
+t["added_tokens"].append({"id": 281, "content": "<|pad|>", "special": False})
+t["model"]["vocab"]["<|pad|>"] = 281
+write("small-llama3-options", t)
+t = copy.deepcopy(gpt2)
+t["pre_tokenizer"] = {"type": "Sequence", "pretokenizers": [
+    {"type": "Split", "pattern": {"String": " "}, "behavior": "Isolated", "invert": False},
+    {"type": "ByteLevel", "add_prefix_space": False, "use_regex": False}]}
+write("small-split-string", t)
+t = copy.deepcopy(gpt2)
+t["pre_tokenizer"]["add_prefix_space"] = True
+t["decoder"] = None
+t["added_tokens"] = []
+write("small-prefix-space-no-added", t)
+t = copy.deepcopy(gpt2); t["normalizer"] = {"type": "NFC"}; write("bad-normalizer", t)
+t = copy.deepcopy(gpt2); t["model"]["vocab"]["zz"] = t["model"]["vocab"].pop("\u0100"); write("bad-missing-byte", t)
+t = copy.deepcopy(gpt2); t["model"]["vocab"]["zz"] = 400; write("bad-id-hole", t)
+t = copy.deepcopy(gpt2); t["model"]["merges"].append("zz q"); write("bad-merge-unknown", t)
+t = copy.deepcopy(gpt2); t["model"]["type"] = "WordPiece"; write("bad-model-type", t)
+t = copy.deepcopy(gpt2); t["added_tokens"][0]["lstrip"] = True; write("bad-added-lstrip", t)
+PY
+head -c 3000 tests/tokenizer/fixtures/gpt2_1024.json >"$HERE/corpus/tokenizer/bad-truncated"
+
+# ---- trainer.json ----
+fresh ckpt_meta
+cp "$ck/trainer.json" "$HERE/corpus/ckpt_meta/tiny"
+{ cat "$ck/trainer.json"; printf '%s' "$MARK"; printf 'runs/x/checkpoints/step_00000007/'; } \
+  >"$HERE/corpus/ckpt_meta/tiny-other-step"
+python3 - "$ck/trainer.json" "$HERE/corpus/ckpt_meta" <<'PY'
+import json, struct, sys
+t, out = json.load(open(sys.argv[1])), sys.argv[2]
+def fnv(data, seed):  # tsl_hash_bytes
+    h = 1469598103934665603 ^ seed
+    for b in data:
+        h = ((h ^ b) * 1099511628211) % 2**64
+    return h
+def write(name, d):
+    with open(f"{out}/{name}", "w") as f:
+        json.dump(d, f, indent=1)
+v1 = {k: t[k] for k in ("format", "step", "seed", "next_data_step", "world_size", "config_hash", "plugin",
+                        "tessel_version")}
+v1["version"] = 1
+v1["model"] = {k: t["model"][k] for k in ("layers", "heads", "channels", "seq_len", "vocab_size")}
+v1["model_hash"] = "%016x" % fnv(struct.pack("<5i", *v1["model"].values()), 0x6d6f64656c)
+v1["files"] = {k: v for k, v in t["files"].items() if k != "private.safetensors"}
+write("version-1", v1)
+d = json.loads(json.dumps(t))  # a Llama with a tokenizer (meta_crc32 is resealed by the fuzzer)
+d["model"].update(arch="llama", heads=4, kv_heads=2, channels=8, ffn=24, rope_theta=500000, norm_eps=1e-6,
+                  tie_embeddings=False)
+m = d["model"]
+dims = [1.0, m["layers"], m["heads"], m["kv_heads"], m["channels"], m["ffn"], m["seq_len"], m["vocab_size"],
+        m["rope_theta"], m["norm_eps"], 0.0]
+d["model_hash"] = "%016x" % fnv(struct.pack("<11d", *dims), 0x6d6f64656c)
+d["tokenizer"] = {"file": "tokenizer.json", "hash": "0123456789abcdef"}
+d["files"]["tokenizer.json"] = {"bytes": 2100, "crc32": "89abcdef"}
+write("llama-tokenizer", d)
+d = dict(t, version=3); write("bad-version-3", d)
+d = json.loads(json.dumps(t)); d["model"]["heads"] = 3; write("bad-heads", d)
+d = json.loads(json.dumps(t)); d["model"]["arch"] = "llama"; d["model"]["kv_heads"] = 2; write("bad-llama", d)
+d = dict(t, tokenizer={"file": "tokenizer.json", "hash": "00112233445566778"}); write("bad-tokenizer-hash", d)
+d = dict(t); del d["files"]; write("bad-no-files", d)
+PY
+head -c 300 "$ck/trainer.json" >"$HERE/corpus/ckpt_meta/bad-truncated"
+
+# ---- config.json ----
+fresh hf_config
+cat >"$HERE/corpus/hf_config/gpt2" <<'JSON'
+{"activation_function": "gelu_new", "architectures": ["GPT2LMHeadModel"], "attn_pdrop": 0.1, "bos_token_id": 50256,
+ "embd_pdrop": 0.1, "eos_token_id": 50256, "initializer_range": 0.02, "layer_norm_epsilon": 1e-05,
+ "model_type": "gpt2", "n_ctx": 1024, "n_embd": 768, "n_head": 12, "n_inner": null, "n_layer": 12,
+ "n_positions": 1024, "reorder_and_upcast_attn": false, "resid_pdrop": 0.1, "scale_attn_by_inverse_layer_idx": false,
+ "scale_attn_weights": true, "tie_word_embeddings": true, "torch_dtype": "float32", "transformers_version": "4.44.0",
+ "use_cache": true, "vocab_size": 50257}
+JSON
+cat >"$HERE/corpus/hf_config/llama" <<'JSON'
+{"architectures": ["LlamaForCausalLM"], "attention_bias": false, "attention_dropout": 0.0, "bos_token_id": 1,
+ "eos_token_id": 2, "head_dim": 64, "hidden_act": "silu", "hidden_size": 512, "initializer_range": 0.02,
+ "intermediate_size": 1376, "max_position_embeddings": 2048, "mlp_bias": false, "model_type": "llama",
+ "num_attention_heads": 8, "num_hidden_layers": 4, "num_key_value_heads": 2, "pretraining_tp": 1,
+ "rms_norm_eps": 1e-06, "rope_scaling": null, "rope_theta": 500000.0, "tie_word_embeddings": false,
+ "torch_dtype": "bfloat16", "transformers_version": "4.44.0", "use_cache": true, "vocab_size": 32000}
+JSON
+cat >"$HERE/corpus/hf_config/llama-rope-parameters" <<'JSON'
+{"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 1,
+ "intermediate_size": 128, "vocab_size": 256, "max_position_embeddings": 32, "tie_word_embeddings": true,
+ "rope_parameters": {"rope_theta": 10000.0, "rope_type": "default"}, "rms_norm_eps": 1e-05}
+JSON
+{ cat "$HERE/corpus/hf_config/gpt2"; printf '%s' "$MARK"
+  printf '{"metadata": {"total_size": 1024}, "weight_map": {"transformer.wte.weight": "model-00001-of-00002.safetensors", "transformer.wpe.weight": "model-00002-of-00002.safetensors", "lm_head.weight": "model-00001-of-00002.safetensors"}}'
+} >"$HERE/corpus/hf_config/gpt2-sharded"
+printf '{"model_type": "llama", "rope_scaling": {"type": "linear", "factor": 2.0}}' \
+  >"$HERE/corpus/hf_config/bad-rope-scaling"
+printf '{"model_type": "gpt2", "n_embd": 100, "n_head": 3}' >"$HERE/corpus/hf_config/bad-heads"
+printf '{"model_type": "mistral", "hidden_size": 4096}' >"$HERE/corpus/hf_config/bad-model-type"
+{ printf '{"model_type": "gpt2", "n_layer": 1, "n_embd": 8, "n_head": 2}'; printf '%s' "$MARK"
+  printf '{"weight_map": {"a": "../escape.safetensors", "b": ".hidden"}}'; } >"$HERE/corpus/hf_config/bad-index"
+
+# ---- machine profiles ----
+fresh profile
+for f in bench/profiles/*.json; do cp "$f" "$HERE/corpus/profile/$(basename "$f" .json)"; done
+cat >"$HERE/corpus/profile/cpu-measured" <<'JSON'
+{"name": "host", "ranks_per_node": 4, "overlap": 0.5,
+ "compute": {"device": "cpu", "gflops_per_core": 40.5, "cores": 16, "efficiency": 0.6},
+ "memory": {"device": 34359738368, "host": "64GiB"},
+ "streams": [{"world": 1, "gbps": 12.5}, {"world": 4, "gbps": 6.25}],
+ "links": [{"within": "node", "collective": "all_reduce", "ranks": 2, "world": 2, "alpha_us": 3.5, "busbw_gbps": 8},
+           {"within": "node", "collective": "all_gather", "ranks": 4, "world": 4, "alpha_us": 6, "busbw_gbps": 5},
+           {"within": "node", "collective": "recv", "ranks": 2, "world": 4, "alpha_us": 2, "busbw_gbps": 9},
+           {"within": "cluster", "collective": "any", "alpha_us": 40, "busbw_gbps": 1.5}]}
+JSON
+printf '{"compute": {"device": "gpu"}, "links": [{"within": "node", "alpha_us": 1, "busbw_gbps": 1}]}' \
+  >"$HERE/corpus/profile/bad-no-peak"
+printf '{"compute": {"device": "cpu", "gflops_per_core": 1, "cores": 1}, "links": []}' >"$HERE/corpus/profile/bad-no-links"
+printf '{"compute": {"device": "tpu"}, "memory": {"device": "lots"}, "links": [{"within": "rack"}]}' \
+  >"$HERE/corpus/profile/bad-kinds"
+echo "seed corpora: $(for d in config safetensors shard elf tokenizer ckpt_meta hf_config profile; do printf '%s %d, ' $d "$(ls "$HERE/corpus/$d" | wc -l)"; done)"

@@ -1,0 +1,85 @@
+/*
+** tests/fuzz/fuzz_tokenizer.c — the tokenizer.json loader, and encoding and
+** decoding with what it loads.
+**
+** Input: a tokenizer.json, parsed from memory (tsl_tokenizer_parse, what
+** tsl_tokenizer_load calls on the file's text). A tokenizer that loads
+** encodes a fixed text and the input's last bytes (up to 63, the count
+** taken from the last byte), with and without added tokens; every id must be
+** in the vocabulary and the ids must decode to the text, as tokenizer.h
+** promises for any byte string — with add_prefix_space, to the text with
+** spaces put in (the one documented exception, see test_tokenizer.c). An
+** encoding may fail (a file's regex can exceed PCRE2's match limit), but
+** only with a message.
+*/
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/status.h"
+#include "common/util.h"
+#include "fuzz.h"
+#include "tokenizer/internal.h" /* add_prefix_space: which round trip to expect */
+#include "tokenizer/tokenizer.h"
+
+const char fuzz_target[] = "tokenizer";
+
+/* A promise broken: say which. */
+static void broken(const char *what) {
+  fprintf(stderr, "fuzz_tokenizer: %s\n", what);
+  abort();
+}
+
+static const char fixed[] = "Hello world! It's 2024:\tcaf\xc3\xa9 \xff\xfe<|endoftext|>  x\n\n";
+
+/* The ids decode to text[0, len) — or, when spaces may be put in, to it
+** with some spaces added: every decoded byte matches the next byte of the
+** text or is a space. */
+static int decodes_to(const tsl_tokenizer *t, const tsl_token_vec *v, const char *text, size_t len, int spaces) {
+  size_t at = 0;
+  for (size_t i = 0; i < v->n; i++) {
+    size_t n;
+    const char *s = tsl_tokenizer_token(t, v->ids[i], &n);
+    if (!s) return 0;
+    for (size_t k = 0; k < n; k++) {
+      if (at < len && s[k] == text[at]) at++;
+      else if (!spaces || s[k] != ' ') return 0;
+    }
+  }
+  return at == len;
+}
+
+static void round_trip(tsl_tokenizer *t, const char *text, size_t len) {
+  for (int flags = 0; flags <= TSL_TOK_ADDED; flags += TSL_TOK_ADDED) {
+    tsl_token_vec v = {0};
+    tsl_error_clear();
+    if (tsl_tokenizer_encode(t, text, len, flags, tsl_token_vec_sink, &v) < 0) {
+      /* the vocabulary encodes every byte string, but a file's regex may give up (its match limit) */
+      if (!tsl_error_message()[0]) broken("an encoding failed without a message");
+      tsl_token_vec_free(&v);
+      tsl_error_clear();
+      continue;
+    }
+    for (size_t i = 0; i < v.n; i++)
+      if (v.ids[i] < 0 || v.ids[i] >= tsl_tokenizer_vocab_size(t)) broken("an id outside the vocabulary");
+    if (!decodes_to(t, &v, text, len, t->add_prefix_space)) broken("the ids do not decode to the text");
+    tsl_token_vec_free(&v);
+  }
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  tsl_tokenizer *t = NULL;
+  if (tsl_tokenizer_parse((const char *)data, size, "fuzz/tokenizer.json", &t) >= 0) {
+    size_t len, tail = TSL_MIN(size, (size_t)(data[size - 1] % 64)); /* a tokenizer is not empty */
+    const char *json = tsl_tokenizer_json(t, &len);
+    if (len != size || (size && memcmp(json, data, size) != 0)) broken("not the text it was loaded from");
+    int eot = tsl_tokenizer_eot(t);
+    if (eot < -1 || eot >= tsl_tokenizer_vocab_size(t)) broken("an end-of-text id outside the vocabulary");
+    (void)tsl_tokenizer_hash(t);
+    round_trip(t, fixed, sizeof fixed - 1);
+    round_trip(t, (const char *)data + size - tail, tail);
+    tsl_tokenizer_free(t);
+  }
+  tsl_error_clear();
+  return 0;
+}
