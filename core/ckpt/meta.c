@@ -123,9 +123,35 @@ static int set_checksum(cJSON *root) {
   return cJSON_AddStringToObject(root, "meta_crc32", hex) != NULL;
 }
 
+/* Every number of the tree as the shortest decimal that reads back as exactly
+** it (a raw item), once the checksum is taken. cJSON prints 15 significant
+** digits whenever they read back within a relative 2.2e-16: a rope_theta one
+** ulp above 10000 would be written as 10000, and the description would then
+** fail its own meta_crc32 (and model_hash) when read back. */
+static int exact_numbers(cJSON *item) {
+  for (cJSON *c = item->child; c; c = c->next) {
+    if (!cJSON_IsNumber(c)) {
+      if (!exact_numbers(c)) return 0;
+      continue;
+    }
+    char text[32];
+    for (int digits = 15; digits <= 17; digits++) {
+      snprintf(text, sizeof text, "%.*g", digits, c->valuedouble);
+      if (strtod(text, NULL) == c->valuedouble) break;
+    }
+    cJSON *raw = isfinite(c->valuedouble) ? cJSON_CreateRaw(text) : cJSON_CreateNull(); /* as cJSON prints inf */
+    if (!raw) return 0;
+    raw->string = c->string; /* the key moves over (NULL in an array) */
+    c->string = NULL;
+    cJSON_ReplaceItemViaPointer(item, c, raw);
+    c = raw;
+  }
+  return 1;
+}
+
 char *tsl_ckpt_meta_reseal(const char *json) {
   cJSON *root = cJSON_Parse(json);
-  char *out = cJSON_IsObject(root) && set_checksum(root) ? cJSON_Print(root) : NULL;
+  char *out = cJSON_IsObject(root) && set_checksum(root) && exact_numbers(root) ? cJSON_Print(root) : NULL;
   cJSON_Delete(root);
   return out;
 }
@@ -179,7 +205,7 @@ static cJSON *meta_json(const tsl_ckpt_meta *m) {
     cJSON_AddNumberToObject(e, "bytes", (double)m->files[f].bytes);
     add_hex(e, "crc32", m->files[f].crc32, 8);
   }
-  if (!set_checksum(root)) {
+  if (!set_checksum(root) || !exact_numbers(root)) {
     cJSON_Delete(root);
     return NULL;
   }

@@ -162,16 +162,19 @@ v1["model"] = {k: t["model"][k] for k in ("layers", "heads", "channels", "seq_le
 v1["model_hash"] = "%016x" % fnv(struct.pack("<5i", *v1["model"].values()), 0x6d6f64656c)
 v1["files"] = {k: v for k, v in t["files"].items() if k != "private.safetensors"}
 write("version-1", v1)
-d = json.loads(json.dumps(t))  # a Llama with a tokenizer (meta_crc32 is resealed by the fuzzer)
-d["model"].update(arch="llama", heads=4, kv_heads=2, channels=8, ffn=24, rope_theta=500000, norm_eps=1e-6,
-                  tie_embeddings=False)
-m = d["model"]
-dims = [1.0, m["layers"], m["heads"], m["kv_heads"], m["channels"], m["ffn"], m["seq_len"], m["vocab_size"],
-        m["rope_theta"], m["norm_eps"], 0.0]
-d["model_hash"] = "%016x" % fnv(struct.pack("<11d", *dims), 0x6d6f64656c)
-d["tokenizer"] = {"file": "tokenizer.json", "hash": "0123456789abcdef"}
-d["files"]["tokenizer.json"] = {"bytes": 2100, "crc32": "89abcdef"}
-write("llama-tokenizer", d)
+def llama(rope_theta, norm_eps):  # a Llama with a tokenizer (meta_crc32 is resealed by the fuzzer)
+    d = json.loads(json.dumps(t))
+    d["model"].update(arch="llama", heads=4, kv_heads=2, channels=8, ffn=24, rope_theta=rope_theta,
+                      norm_eps=norm_eps, tie_embeddings=False)
+    m = d["model"]
+    dims = [1.0, m["layers"], m["heads"], m["kv_heads"], m["channels"], m["ffn"], m["seq_len"], m["vocab_size"],
+            m["rope_theta"], m["norm_eps"], 0.0]
+    d["model_hash"] = "%016x" % fnv(struct.pack("<11d", *dims), 0x6d6f64656c)
+    d["tokenizer"] = {"file": "tokenizer.json", "hash": "0123456789abcdef"}
+    d["files"]["tokenizer.json"] = {"bytes": 2100, "crc32": "89abcdef"}
+    return d
+write("llama-tokenizer", llama(500000, 1e-6))
+write("llama-17-digits", llama(10000.000000000002, 1.0000000000000002e-05))  # numbers cJSON printed inexactly
 d = dict(t, version=3); write("bad-version-3", d)
 d = json.loads(json.dumps(t)); d["model"]["heads"] = 3; write("bad-heads", d)
 d = json.loads(json.dumps(t)); d["model"]["arch"] = "llama"; d["model"]["kv_heads"] = 2; write("bad-llama", d)

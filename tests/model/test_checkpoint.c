@@ -6,7 +6,8 @@
 ** the file and the problem named, and so is one whose trainer.json is
 ** sealed but wrong (dimensions out of range, a step that is not the
 ** directory's) or whose tensors do not match its dimensions (dropped,
-** renamed, shape-swapped, integer-typed);
+** renamed, shape-swapped, integer-typed); a description's numbers read
+** back exactly;
 ** the file and the problem named; a model of other dimensions is refused;
 ** the export has GPT-2's names, shapes and dtype.
 */
@@ -18,6 +19,7 @@
 
 #include "ckpt/checkpoint.h"
 #include "export/export.h"
+#include "common/atomic_file.h"
 #include "common/util.h"
 #include "fixture.h"
 #include "harness.h"
@@ -238,6 +240,34 @@ static void test_descriptions_are_validated(void) {
   fixture_release(&a);
 }
 
+/* trainer.json holds its numbers exactly: a rope_theta or norm_eps one ulp
+** off a round value, and a step near 2^53, read back as they were written
+** (cJSON printed 15 digits, so such a checkpoint failed its own checksum). */
+static void test_description_numbers_are_exact(void) {
+  char ck[1200], file[1300], *text = NULL;
+  tsl_ckpt_meta m = {.step = 9007199254740990, .world_size = 1}, back;
+  m.model = (tsl_model_settings){.arch = TSL_ARCH_LLAMA, .layers = 1, .heads = 2, .kv_heads = 1, .channels = 8,
+                                 .ffn = 24, .seq_len = 4, .vocab_size = 32, .rope_theta = 10000.000000000002,
+                                 .norm_eps = 1.0000000000000002e-05};
+  m.model_hash = tsl_ckpt_model_hash(&m.model);
+  snprintf(ck, sizeof ck, "%s/exact", dir);
+  REQUIRE(tsl_mkdir_p(ck) == TESSEL_OK);
+  for (int f = 0; f < TSL_CKPT_N_FILES; f++) {
+    m.files[f].present = f != TSL_CKPT_TOKENIZER;
+    snprintf(file, sizeof file, "%s/%s", ck, tsl_ckpt_files[f]);
+    REQUIRE(tsl_atomic_write_file(file, "", 0) == TESSEL_OK);
+  }
+  REQUIRE(tsl_ckpt_meta_write(ck, &m) == TESSEL_OK);
+  snprintf(file, sizeof file, "%s/trainer.json", ck);
+  REQUIRE(tsl_read_file(file, &text, NULL) == TESSEL_OK);
+  tsl_status st = tsl_ckpt_meta_parse(text, file, -1, &back);
+  if (st < 0) fprintf(stderr, "%s\n", tsl_error_message());
+  CHECK_EQ_INT(st, TESSEL_OK);
+  CHECK(back.step == m.step && back.model.rope_theta == m.model.rope_theta &&
+        back.model.norm_eps == m.model.norm_eps);
+  free(text);
+}
+
 /* Rewrite `ckpt`'s model.safetensors from good's, with tensor `victim`
 ** dropped (how 'd'), renamed (how 'r'), shape-swapped ('s') or typed I32
 ** ('i'); then reseal trainer.json over the new file. */
@@ -386,6 +416,7 @@ int main(void) {
   RUN(test_keeps_only_the_newest);
   RUN(test_damaged_checkpoints_are_refused);
   RUN(test_descriptions_are_validated);
+  RUN(test_description_numbers_are_exact);
   RUN(test_tensors_must_match_the_dimensions);
   RUN(test_other_dimensions_are_refused);
   RUN(test_export_has_gpt2_layout);
