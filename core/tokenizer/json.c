@@ -13,7 +13,9 @@
 **                    add_prefix_space prefixes each piece of the Split)
 **   decoder          ByteLevel or null
 **   post_processor   anything: tessel never adds tokens implicitly
-**   added_tokens     without single_word, lstrip or rstrip
+**   added_tokens     without single_word, lstrip or rstrip; one that is
+**                    also model.vocab's entry for its id must stand for its
+**                    own text there (an ASCII token does, 'Ġ' does not)
 ** Ids must be dense (0 .. size-1) and all 256 byte symbols present.
 */
 #include <cjson/cJSON.h>
@@ -303,6 +305,21 @@ static const tsl_added_token *added_with_id(const tsl_tokenizer *t, int32_t id) 
   return NULL;
 }
 
+/* An added token that is also model.vocab's entry for its id (set_id made
+** the two texts one) is reached two ways: cut out of a text as itself, and
+** merged from the bytes the byte-level entry stands for. It decodes to its
+** own text, so both must be that text: an added "\u0120" would decode a
+** merged space as the two bytes of 'Ġ', and decode(encode(x)) != x. */
+static tsl_status check_added_in_vocab(const loader *l, const tsl_added_token *a, unsigned char *scratch) {
+  const int64_t *id = tsl_strmap_find(&l->by_string, a->text, a->len);
+  if (!id || *id != a->id) return TESSEL_OK;
+  long n = tsl_bytelevel_decode(a->text, a->len, scratch);
+  if (n == (long)a->len && memcmp(scratch, a->text, a->len) == 0) return TESSEL_OK;
+  return tsl_error(TESSEL_E_UNSUPPORTED, "%s: added token '%s' (id %d) is also in model.vocab, where it stands "
+                   "(byte-level) for other bytes than its text; an id decodes to one byte string", l->name, a->text,
+                   a->id);
+}
+
 /* Each id's bytes; the 256 byte symbols; the hash of the whole. */
 static tsl_status build_tables(loader *l) {
   tsl_tokenizer *t = l->t;
@@ -323,7 +340,11 @@ static tsl_status build_tables(loader *l) {
     const char *s = l->strings[id];
     long n = a ? (long)a->len : tsl_bytelevel_decode(s, strlen(s), (unsigned char *)t->bytes + at);
     if (n < 0) return tsl_error(TESSEL_E_CONFIG, "%s: token %d is not valid UTF-8", l->name, id);
-    if (a) memcpy(t->bytes + at, a->text, a->len);
+    if (a) {
+      tsl_status st = check_added_in_vocab(l, a, (unsigned char *)t->bytes + at);
+      if (st < 0) return st;
+      memcpy(t->bytes + at, a->text, a->len);
+    }
     t->off[id] = (uint32_t)at;
     t->len[id] = (uint32_t)n;
     uint64_t tag[2] = {(uint64_t)id, a ? 1u + (unsigned)a->special : 0u};

@@ -8,7 +8,8 @@
 ** `merges`, a ByteLevel pre-tokenizer (its built-in GPT-2 regex, or a Split
 ** on a regex such as Llama 3's followed by ByteLevel without regex), and
 ** `added_tokens` such as <|endoftext|>. Anything else (a normalizer, BPE
-** dropout, byte fallback, added tokens with lstrip/rstrip/single_word) is
+** dropout, byte fallback, added tokens with lstrip/rstrip/single_word, an
+** added token that is also a vocabulary entry standing for other bytes) is
 ** refused at load with the field named, never half-supported.
 **
 ** Encoding: added tokens are cut out first (when asked), every other span is

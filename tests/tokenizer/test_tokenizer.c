@@ -241,6 +241,9 @@ static void test_refuses_what_it_cannot_encode(void) {
   expect_refused("added_tokens", "[{\"id\": 0, \"content\": \"<|endoftext|>\", \"special\": true}, "
                  "{\"id\": 1024, \"content\": \"<|endoftext|>\", \"special\": true}]",
                  TESSEL_E_CONFIG, "added token '<|endoftext|>' has two ids, 0 and 1024");
+  /* the vocabulary's space symbol as an added token: a merged space would decode as 'Ġ' */
+  expect_refused("added_tokens", "[{\"id\": 221, \"content\": \"\\u0120\", \"special\": false}]",
+                 TESSEL_E_UNSUPPORTED, "added token '\xc4\xa0' (id 221) is also in model.vocab");
   tsl_tokenizer *t = NULL;
   CHECK_EQ_INT(tsl_tokenizer_parse("{\"model\": {\"vocab\": {", 21, "cut.json", &t), TESSEL_E_IO);
   CHECK_STR_CONTAINS(tsl_error_message(), "cut.json: not valid JSON");
