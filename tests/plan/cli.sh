@@ -34,6 +34,10 @@ printf 'model: {layers: 2\n' >"$WORK/broken.yaml"
 expect_exit 2 "broken.yaml:" plan "$WORK/broken.yaml" --world 2
 printf '{"compute": {"device": "gpu"}, "links": []}\n' >"$WORK/bad.json"
 expect_exit 2 "bad.json: compute.peak_tflops" plan $g --world 2 --profile "$WORK/bad.json"
+# a size past 2^64 bytes is refused (it was converted to an integer it does not fit)
+printf '{"compute": {"device": "gpu", "peak_tflops": 1}, "memory": {"device": 1e20},
+  "links": [{"within": "node", "alpha_us": 1, "busbw_gbps": 1}]}\n' >"$WORK/huge.json"
+expect_exit 2 "huge.json: device: expected a size" plan $g --world 2 --profile "$WORK/huge.json"
 # a mistake outside the plugin section is the configuration's, not a
 # candidate's: exit 2 once, before anything is planned
 expect_exit 2 "unknown key 'bogus' in model" plan $g --world 2 --set model.bogus=1

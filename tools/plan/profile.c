@@ -61,11 +61,13 @@ static void number(reader *r, const cJSON *obj, const char *key, double lo, doub
   *out = v->valuedouble;
 }
 
-/* A size ("80GiB" or a number of bytes). */
+/* A size ("80GiB" or a number of bytes); a number past what a uint64_t
+** holds is refused, as tsl_parse_size refuses such a text (converting it
+** would be undefined). */
 static void size(reader *r, const cJSON *obj, const char *key, uint64_t *out) {
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
   if (!v) return;
-  if (cJSON_IsNumber(v) && v->valuedouble >= 0) *out = (uint64_t)v->valuedouble;
+  if (cJSON_IsNumber(v) && v->valuedouble >= 0 && v->valuedouble <= 1.8e19) *out = (uint64_t)v->valuedouble;
   else if (!cJSON_IsString(v) || tsl_parse_size(v->valuestring, out) != 0)
     bad(r, key, "expected a size such as 80GiB");
 }
