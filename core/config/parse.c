@@ -58,10 +58,26 @@ static yaml_mark_t mark_at_offset(const parser *p, size_t offset) {
   return m;
 }
 
+/* Where a plain key that libyaml gave up on starts, when the item before
+** the problem runs past YAML's 1024-character limit for an implicit key
+** (libyaml then reports an unclosed '{' or a missing ':'), else -1. */
+static long long overlong_key(const parser *p) {
+  size_t end = p->yaml.problem_mark.index, start = end;
+  if (p->yaml.error != YAML_SCANNER_ERROR && p->yaml.error != YAML_PARSER_ERROR) return -1;
+  while (start > 0 && start <= p->len && !strchr(",{[\n", p->text[start - 1])) start--;
+  while (start < end && start < p->len && (p->text[start] == ' ' || p->text[start] == '\t')) start++;
+  return end - start > 1024 && end <= p->len ? (long long)start : -1;
+}
+
 static tsl_status syntax_error(parser *p) {
   tsl_mark k = mark_of(p, p->yaml.error == YAML_READER_ERROR ? mark_at_offset(p, p->yaml.problem_offset)
                                                               : p->yaml.problem_mark);
   const char *problem = p->yaml.problem ? p->yaml.problem : "malformed YAML", *open = unclosed(&p->yaml);
+  long long key = overlong_key(p);
+  if (key >= 0)
+    return tsl_cfg_report(p->cfg, mark_of(p, mark_at_offset(p, (size_t)key)),
+                          "YAML syntax error: a key of more than 1024 characters here; YAML reads an implicit key of "
+                          "at most 1024 (libyaml: %s)", problem);
   if (open)
     return tsl_cfg_report(p->cfg, mark_of(p, p->yaml.context_mark),
                           "YAML syntax error: the %s here is never closed (%s at line %d, column %d)", open,
