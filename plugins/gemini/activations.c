@@ -125,6 +125,7 @@ static tessel_status decide(gemini *g) {
 
 tessel_status gm_place_state(void *inst, tessel_state_ref what, tessel_placement *out) {
   gemini *g = inst;
+  if (what.kind == TESSEL_STATE_ACT) g->acts_kept |= out->recompute != TESSEL_RECOMPUTE_FULL;
   if (what.kind != TESSEL_STATE_ACT || g->o.placement != GM_AUTO || !g->o.auto_recompute) return TESSEL_OK;
   if (!g->acts_decided) TESSEL_TRY(decide(g));
   if (!g->act_rec || what.index < 0 || what.index >= g->dims.units) return TESSEL_OK;

@@ -188,6 +188,7 @@ typedef struct gemini {
   uint64_t grad_bytes, grad_at_peak;
   int headroom;           /* auto: a step fits only in the whole device, not × steady_ratio */
   int acts_decided;       /* auto: the activations' placement is chosen */
+  int acts_kept;          /* some unit's activations are not fully recomputed (train.recompute) */
   int32_t *act_tier, *act_rec; /* per unit: what auto chose (NULL: nothing) */
   struct gm_pooled *pool; /* released transient buffers, kept for reuse */
   int npool, pool_cap;

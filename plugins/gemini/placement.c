@@ -165,6 +165,8 @@ tessel_status gm_check_fit(gemini *g) {
   if (automatic && other + least.peak > gm_limit(g) && other + least.peak <= g->cap)
     take_headroom(g, other + least.peak);
   uint64_t limit = gm_limit(g);
+  /* auto would have taken the headroom up to the whole device: that is
+  ** what it had, not limit × steady_ratio */
   if (other + least.peak > limit)
     return g->api->set_error(
         g->host, TESSEL_E_NOMEM,
@@ -172,8 +174,9 @@ tessel_status gm_check_fit(gemini *g) {
         "on the device (%s of activations and scratch, %s for the chunks of the largest unit and their gradients), "
         "and %s is available. Raise device.memory_limit, lower train.micro_batch_size, set a smaller "
         "plugin.chunk_size%s.",
-        gm_bytes(other + least.peak, a), gm_bytes(other, b), gm_bytes(least.peak, c), gm_bytes(limit, d),
-        automatic && g->o.auto_recompute ? "" : " or recompute activations (train.recompute: full)");
+        gm_bytes(other + least.peak, a), gm_bytes(other, b), gm_bytes(least.peak, c),
+        gm_bytes(automatic ? g->cap : limit, d),
+        (automatic && g->o.auto_recompute) || !g->acts_kept ? "" : " or recompute activations (train.recompute: full)");
   if (automatic) return TESSEL_OK;
   if ((st = gm_simulate(g, GM_RELEASE, g->o.prefetch, 0, 0, &planned)) < 0) return st;
   if (other + planned.peak > limit)

@@ -5,7 +5,9 @@
 # the plain run without a limit (tolerance 1e-5, as tests/equiv/equiv.sh
 # argues), every step's device peak in the ledger staying under the limit —
 # under limit × steady_ratio for auto. A limit below even gemini's minimum
-# stops before step 1 with the bytes needed and the bytes available.
+# stops before step 1 with the bytes needed and the bytes available (for
+# auto, the whole device, whose headroom it would take) and suggests full
+# recomputation only to a run without it.
 set -euo pipefail
 TESSEL=$1; SRC=$2; TMP=$3
 WORK=$TMP/gemini_memory.$$
@@ -58,4 +60,14 @@ fi
 grep -q "cannot train on this device even with every chunk offloaded: a step needs at least .* and 2.00 MiB is available" \
   "$WORK/tiny.log" || { cat "$WORK/tiny.log" >&2; fail "no minimum-bytes message for a 2 MiB device"; }
 [ ! -s "$WORK/tiny/metrics.jsonl" ] || fail "a step ran before the minimum-bytes error"
+grep -q "or recompute activations (train.recompute: full)" "$WORK/tiny.log" || fail "2 MiB: recomputation not suggested"
+# under auto the whole device is what it has (it takes the headroom), not
+# limit × steady_ratio; and full recompute is not suggested to a run that has it
+if "$TESSEL" run "$CONFIG" --set device.memory_limit=1MiB --set log.dir="$WORK/tiny_auto" "${common[@]}" \
+   --set plugin.placement=auto --set train.recompute=full >"$WORK/tiny_auto.log" 2>&1; then
+  fail "gemini auto trained in 1 MiB, below its minimum"
+fi
+grep -q "even with every chunk offloaded: a step needs at least .* and 1.00 MiB is available" "$WORK/tiny_auto.log" ||
+  { cat "$WORK/tiny_auto.log" >&2; fail "auto: the message does not give the whole 1 MiB device as available"; }
+grep -q "train.recompute: full" "$WORK/tiny_auto.log" && fail "full recompute suggested to a run that recomputes everything"
 rm -rf "$WORK"
