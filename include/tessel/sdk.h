@@ -29,6 +29,15 @@ extern "C" {
     if (tessel_try_st_ < 0) return tessel_try_st_; \
   } while (0)
 
+/* Keep the first failure of `expr` in st and go on: a plugin reading its
+** options this way reports every mistake of its section at once (a getter
+** that refuses a value still stores its default). */
+#define TESSEL_KEEP(st, expr)                                    \
+  do {                                                           \
+    tessel_status tessel_keep_st_ = (expr);                      \
+    if (tessel_keep_st_ < 0 && (st) >= 0) (st) = tessel_keep_st_; \
+  } while (0)
+
 /* Assign `expr` to st and jump to the enclosing function's `fail:` label
 ** when it fails (for functions that clean up). */
 #define TESSEL_CHECK(st, expr) \

@@ -9,8 +9,9 @@ tessel_status tp_base_create(tp_base *b, const tessel_host_api *api, tessel_host
                              uint32_t (*replicated)(tessel_param_role)) {
   b->x = (tessel_sdk){api, host, section};
   b->replicated = replicated;
-  TESSEL_TRY(tessel_opt_count(&b->x, "tp", 1 << 20, &b->tp_opt));
-  return tessel_opt_count(&b->x, "dp", 1 << 20, &b->dp_opt);
+  tessel_status st = tessel_opt_count(&b->x, "tp", 1 << 20, &b->tp_opt);
+  TESSEL_KEEP(st, tessel_opt_count(&b->x, "dp", 1 << 20, &b->dp_opt)); /* both read: both reported */
+  return st;
 }
 
 const char *tp_shape_key(const tp_base *b) { return b->tp_opt ? "tp" : NULL; }

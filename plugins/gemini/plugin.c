@@ -15,7 +15,9 @@ static int has(gemini *g, const tessel_cfg *sec, const char *key) {
 
 /* Each option is read only where it applies (chunk_size only when given:
 ** its absence means "search"), so the resolved section `tessel check`
-** prints holds no value the options would then refuse. */
+** prints holds no value the options would then refuse. Every one is read
+** whatever the others hold, so that all the section's mistakes are
+** reported at once; the checks between options run when they read. */
 static tessel_status options(gemini *g, const tessel_cfg *sec) {
   const tessel_cfg_api *cfg = g->api->cfg;
   tessel_host *h = g->host;
@@ -23,37 +25,39 @@ static tessel_status options(gemini *g, const tessel_cfg *sec) {
   static const char *const placements[] = {"static", "auto", NULL};
   int placement = GM_STATIC;
   int64_t prefetch = 0;
-  tessel_status st;
+  tessel_status st = TESSEL_OK;
   o->shard_param_frac = 1.0;
   o->steady_ratio = 0.8;
-  if ((has(g, sec, "chunk_size") && (st = cfg->get_size(h, sec, "chunk_size", 0, &o->chunk_bytes)) < 0) ||
-      (st = cfg->get_enum(h, sec, "placement", placements, GM_STATIC, &placement)) < 0 ||
-      (st = cfg->get_float(h, sec, "nvme_optim_frac", 0.0, 0.0, 1.0, &o->nvme_optim_frac)) < 0 ||
-      (st = cfg->get_int(h, sec, "prefetch", 0, 0, 1 << 20, &prefetch)) < 0 ||
-      (st = cfg->get_string(h, sec, "nvme_dir", NULL, &o->nvme_dir)) < 0)
-    return st;
+  if (has(g, sec, "chunk_size")) {
+    tessel_status got = cfg->get_size(h, sec, "chunk_size", 0, &o->chunk_bytes);
+    TESSEL_KEEP(st, got);
+    if (got >= 0 && o->chunk_bytes == 0)
+      TESSEL_KEEP(st, cfg->error_at(h, sec, "chunk_size",
+                                    "must be positive (a size such as 1MiB; leave it out to search for one)"));
+  }
+  TESSEL_KEEP(st, cfg->get_enum(h, sec, "placement", placements, GM_STATIC, &placement));
+  TESSEL_KEEP(st, cfg->get_float(h, sec, "nvme_optim_frac", 0.0, 0.0, 1.0, &o->nvme_optim_frac));
+  TESSEL_KEEP(st, cfg->get_int(h, sec, "prefetch", 0, 0, 1 << 20, &prefetch));
+  TESSEL_KEEP(st, cfg->get_string(h, sec, "nvme_dir", NULL, &o->nvme_dir));
   o->placement = (gm_placement)placement;
   o->prefetch = (int)prefetch;
-  if (has(g, sec, "chunk_size") && o->chunk_bytes == 0)
-    return cfg->error_at(h, sec, "chunk_size",
-                         "must be positive (a size such as 1MiB; leave it out to search for one)");
   if (o->placement == GM_AUTO) {
     for (size_t i = 0; i < sizeof static_only / sizeof *static_only; i++)
       if (has(g, sec, static_only[i]))
-        return cfg->error_at(h, sec, static_only[i],
-                             "applies to placement: static only (placement: auto places chunks itself)");
-    if ((st = cfg->get_float(h, sec, "steady_ratio", 0.8, 0.0, 1.0, &o->steady_ratio)) < 0 ||
-        (st = cfg->get_bool(h, sec, "auto_recompute", 1, &o->auto_recompute)) < 0)
-      return st;
-    if (o->steady_ratio <= 0.0)
-      return cfg->error_at(h, sec, "steady_ratio", "must be above 0, got %g", o->steady_ratio);
+        TESSEL_KEEP(st, cfg->error_at(h, sec, static_only[i],
+                                      "applies to placement: static only (placement: auto places chunks itself)"));
+    tessel_status ratio = cfg->get_float(h, sec, "steady_ratio", 0.8, 0.0, 1.0, &o->steady_ratio);
+    TESSEL_KEEP(st, ratio);
+    TESSEL_KEEP(st, cfg->get_bool(h, sec, "auto_recompute", 1, &o->auto_recompute));
+    if (ratio >= 0 && o->steady_ratio <= 0.0)
+      TESSEL_KEEP(st, cfg->error_at(h, sec, "steady_ratio", "must be above 0, got %g", o->steady_ratio));
   } else {
     for (size_t i = 0; i < sizeof auto_only / sizeof *auto_only; i++)
-      if (has(g, sec, auto_only[i])) return cfg->error_at(h, sec, auto_only[i], "applies to placement: auto only");
-    if ((st = cfg->get_float(h, sec, "shard_param_frac", 1.0, 0.0, 1.0, &o->shard_param_frac)) < 0 ||
-        (st = cfg->get_float(h, sec, "offload_optim_frac", 0.0, 0.0, 1.0, &o->offload_optim_frac)) < 0 ||
-        (st = cfg->get_float(h, sec, "offload_param_frac", 0.0, 0.0, 1.0, &o->offload_param_frac)) < 0)
-      return st;
+      if (has(g, sec, auto_only[i])) TESSEL_KEEP(st, cfg->error_at(h, sec, auto_only[i], "applies to placement: auto only"));
+    TESSEL_KEEP(st, cfg->get_float(h, sec, "shard_param_frac", 1.0, 0.0, 1.0, &o->shard_param_frac));
+    TESSEL_KEEP(st, cfg->get_float(h, sec, "offload_optim_frac", 0.0, 0.0, 1.0, &o->offload_optim_frac));
+    TESSEL_KEEP(st, cfg->get_float(h, sec, "offload_param_frac", 0.0, 0.0, 1.0, &o->offload_param_frac));
+    if (st < 0) return st;
     if (o->offload_param_frac > o->offload_optim_frac)
       return cfg->error_at(h, sec, "offload_param_frac",
                            "parameters leave the device only with their optimizer state (the fp32 master is the "
@@ -65,6 +69,7 @@ static tessel_status options(gemini *g, const tessel_cfg *sec) {
                            "exceed offload_optim_frac (%g)",
                            o->offload_optim_frac);
   }
+  if (st < 0) return st;
   if (o->nvme_optim_frac > 0 && !o->nvme_dir)
     return cfg->error_at(h, sec, "nvme_optim_frac",
                          "needs nvme_dir in this section, the directory for gemini's NVMe files (device.nvme_dir "

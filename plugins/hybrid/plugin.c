@@ -20,20 +20,25 @@ static tessel_status read_stage_layers(hybrid *h) {
   return TESSEL_OK;
 }
 
+/* Every option is read whatever the others hold, so that all the
+** section's mistakes are reported at once; the stage list is checked
+** against pp only when pp itself is valid. */
 static tessel_status read_options(hybrid *h) {
   const tessel_cfg_api *cfg = h->x.api->cfg;
-  int64_t tp, pp, zero;
-  TESSEL_TRY(cfg->get_int(h->x.host, h->x.section, "tp", 1, 1, 1 << 16, &tp));
-  TESSEL_TRY(cfg->get_int(h->x.host, h->x.section, "pp", 1, 1, HYBRID_MAX_STAGES, &pp));
+  int64_t tp = 1, pp = 1, zero = 0;
+  tessel_status st = TESSEL_OK, pp_st = cfg->get_int(h->x.host, h->x.section, "pp", 1, 1, HYBRID_MAX_STAGES, &pp);
+  TESSEL_KEEP(st, cfg->get_int(h->x.host, h->x.section, "tp", 1, 1, 1 << 16, &tp));
+  TESSEL_KEEP(st, pp_st);
   h->tp = (int)tp;
   h->pp = (int)pp;
-  TESSEL_TRY(tessel_opt_count(&h->x, "dp", 1 << 20, &h->dp));
-  TESSEL_TRY(cfg->get_bool(h->x.host, h->x.section, "sequence_parallel", 0, &h->sp));
-  TESSEL_TRY(cfg->get_int(h->x.host, h->x.section, "zero_stage", 0, 0, 2, &zero));
+  TESSEL_KEEP(st, tessel_opt_count(&h->x, "dp", 1 << 20, &h->dp));
+  TESSEL_KEEP(st, cfg->get_bool(h->x.host, h->x.section, "sequence_parallel", 0, &h->sp));
+  TESSEL_KEEP(st, cfg->get_int(h->x.host, h->x.section, "zero_stage", 0, 0, 2, &zero));
   h->zero = (int)zero;
-  TESSEL_TRY(tessel_opt_count(&h->x, "num_microbatches", 1 << 20, &h->microbatches));
-  TESSEL_TRY(tessel_opt_positive_size(&h->x, "bucket_size", 25u << 20, &h->bucket_bytes));
-  return read_stage_layers(h);
+  TESSEL_KEEP(st, tessel_opt_count(&h->x, "num_microbatches", 1 << 20, &h->microbatches));
+  TESSEL_KEEP(st, tessel_opt_positive_size(&h->x, "bucket_size", 25u << 20, &h->bucket_bytes));
+  if (pp_st >= 0) TESSEL_KEEP(st, read_stage_layers(h));
+  return st;
 }
 
 static tessel_status create(const tessel_host_api *api, tessel_host *host, const tessel_cfg *section, void **out) {

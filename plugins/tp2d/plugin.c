@@ -10,7 +10,7 @@ static tessel_status create(const tessel_host_api *api, tessel_host *host, const
   if (!t) return api->set_error(host, TESSEL_E_NOMEM, "out of host memory");
   int64_t depth = 1;
   tessel_status st = tp_base_create(&t->b, api, host, section, tp2d_replicated);
-  if (st >= 0) st = api->cfg->get_int(host, section, "depth", 1, 1, 1 << 10, &depth);
+  TESSEL_KEEP(st, api->cfg->get_int(host, section, "depth", 1, 1, 1 << 10, &depth));
   if (st < 0) {
     free(t);
     return st;
