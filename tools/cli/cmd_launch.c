@@ -10,6 +10,7 @@
 
 #include "cli/cli.h"
 #include "cli/spawn.h"
+#include "common/util.h"
 
 static int launch(int argc, char **argv);
 
@@ -64,7 +65,7 @@ static int supervise(char **args) {
     mpirun_pid = pid;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
-    rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    rc = tsl_exit_status(status);
   }
   mpirun_pid = 0;
   for (int i = 0; i < 3; i++) sigaction(sigs[i], &old[i], NULL);
@@ -77,7 +78,7 @@ static int launch(int argc, char **argv) {
     return tsl_usage_error(&tsl_cmd_launch, "expected -n N CONFIG");
   /* mistakes `tessel run` would find only after mpirun started N of it */
   if (!strcmp(argv[3], "-n")) return tsl_usage_error(&tsl_cmd_launch, "-n is given twice");
-  if (access(argv[3], F_OK) != 0)
+  if (!tsl_path_exists(argv[3]))
     return tsl_usage_error(&tsl_cmd_launch, "%s: no such config file", argv[3]);
   char how[512];
   char **args = tsl_run_argv((int)n, 1, argv + 3, argc - 3, how, sizeof how);

@@ -82,5 +82,9 @@ int tsl_spawn_wait(char **argv, const char *log_path) {
   close(fd);
   int status;
   if (pid < 0 || waitpid(pid, &status, 0) < 0) return -1;
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return tsl_exit_status(status);
+}
+
+int tsl_exit_status(int wait_status) {
+  return WIFEXITED(wait_status) ? WEXITSTATUS(wait_status) : 128 + WTERMSIG(wait_status);
 }

@@ -18,6 +18,10 @@
 char **tsl_run_argv(int ranks, int launcher, char *const *run_args, int n_args, char *how, size_t how_cap);
 void tsl_spawn_argv_free(char **argv);
 
+/* A child's exit status from waitpid's: its code, or 128 + the signal
+** that killed it, as a shell reports it. */
+int tsl_exit_status(int wait_status);
+
 /* Run argv to completion with stdout and stderr appended to log_path.
 ** Returns the exit status (128 + signal when killed), or -1 when it could
 ** not start. */
