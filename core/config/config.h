@@ -98,6 +98,9 @@ void tsl_cfg_skip_unknown(tsl_cfg *node);
 ** NULL or absent): "FILE:LINE:COL: path.key: <message>". */
 tsl_status tsl_cfg_error(tsl_cfg *node, const char *key, const char *fmt, ...) TSL_PRINTF(3, 4);
 tsl_status tsl_cfg_verror(tsl_cfg *node, const char *key, const char *fmt, va_list ap);
+/* The same at item `item` of the list at `key` (at the key when it holds
+** no such item). */
+tsl_status tsl_cfg_item_error(tsl_cfg *node, const char *key, int item, const char *fmt, ...) TSL_PRINTF(4, 5);
 
 /* The dotted path of a node ("model", "plugin.stage_layers"), built on
 ** first request and kept with the node. */

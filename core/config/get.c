@@ -17,7 +17,9 @@ static const char *kind_name(tsl_node_kind k) {
   }
 }
 
-tsl_status tsl_cfg_verror(tsl_cfg *node, const char *key, const char *fmt, va_list ap) {
+/* The error at `key` of `node`, or at item `item` of the list there when
+** item >= 0 (a path in data.text, say). */
+static tsl_status report_at(tsl_cfg *node, const char *key, int item, const char *fmt, va_list ap) {
   char *msg = NULL;
   if (vasprintf(&msg, fmt, ap) < 0) return tsl_error(TESSEL_E_NOMEM, "out of host memory reporting a mistake");
   tsl_status st;
@@ -25,20 +27,33 @@ tsl_status tsl_cfg_verror(tsl_cfg *node, const char *key, const char *fmt, va_li
     st = tsl_error(TESSEL_E_CONFIG, "%s%s%s", key ? key : "", key ? ": " : "", msg);
   } else {
     tsl_entry *e = key ? tsl_node_find(node, key) : NULL;
-    tsl_mark m = e && !e->value->is_default ? e->value->mark : node->mark;
+    const tsl_cfg *at = e && !e->value->is_default ? e->value : node;
+    if (e && item >= 0 && at->kind == TSL_NODE_LIST && item < at->n_items) at = at->items[item];
     char *path = e ? tsl_strdup(tsl_cfg_path(e->value)) : key ? tsl_node_child_path(node, key)
                                                                 : tsl_strdup(tsl_cfg_path(node));
-    st = tsl_cfg_report(node->owner, m, "%s%s%s", path && *path ? path : "", path && *path ? ": " : "", msg);
+    st = tsl_cfg_report(node->owner, at->mark, "%s%s%s", path && *path ? path : "", path && *path ? ": " : "", msg);
     free(path);
   }
   free(msg);
   return st;
 }
 
+tsl_status tsl_cfg_verror(tsl_cfg *node, const char *key, const char *fmt, va_list ap) {
+  return report_at(node, key, -1, fmt, ap);
+}
+
 tsl_status tsl_cfg_error(tsl_cfg *node, const char *key, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  tsl_status st = tsl_cfg_verror(node, key, fmt, ap);
+  tsl_status st = report_at(node, key, -1, fmt, ap);
+  va_end(ap);
+  return st;
+}
+
+tsl_status tsl_cfg_item_error(tsl_cfg *node, const char *key, int item, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  tsl_status st = report_at(node, key, item, fmt, ap);
   va_end(ap);
   return st;
 }
@@ -103,28 +118,35 @@ static const char *quoted_note(const tsl_cfg *v) {
   return v->kind == TSL_NODE_SCALAR && v->quoted ? "the quoted string " : "";
 }
 
+/* 0, or -1 for text that is not a decimal integer, or 1 for one past
+** int64's range (*out is then its limit, of the right sign). */
 static int parse_int(const char *s, int64_t *out) {
   char *end;
   errno = 0;
   long long v = strtoll(s, &end, 10);
-  if (errno || end == s || *end) return -1;
+  if (end == s || *end) return -1;
   *out = v;
-  return 0;
+  return errno == ERANGE ? 1 : errno ? -1 : 0;
 }
 
+/* 0, or -1 for text that is not a decimal number (C's hexadecimal floats,
+** inf and nan are not YAML numbers), or 1 for one past double's range. A
+** value below the smallest normal double reads as the nearest one. */
 static int parse_float(const char *s, double *out) {
   char *end;
+  if (strpbrk(s, "xX")) return -1;
   errno = 0;
   double v = strtod(s, &end);
-  if (errno || end == s || *end || !isfinite(v)) return -1;
+  if (end == s || *end || isnan(v)) return -1;
   *out = v;
+  if (isinf(v)) return strpbrk(s, "iI") ? -1 : 1;
   return 0;
 }
 
-static tsl_status range_error_int(tsl_cfg *map, const char *key, int64_t v, int64_t min, int64_t max) {
-  if (min == INT64_MIN) return tsl_cfg_error(map, key, "must be at most %" PRId64 ", got %" PRId64, max, v);
-  if (max == INT64_MAX) return tsl_cfg_error(map, key, "must be at least %" PRId64 ", got %" PRId64, min, v);
-  return tsl_cfg_error(map, key, "must be between %" PRId64 " and %" PRId64 ", got %" PRId64, min, max, v);
+static tsl_status range_error_int(tsl_cfg *map, const char *key, const char *v, int64_t min, int64_t max) {
+  if (min == INT64_MIN) return tsl_cfg_error(map, key, "must be at most %" PRId64 ", got %s", max, v);
+  if (max == INT64_MAX) return tsl_cfg_error(map, key, "must be at least %" PRId64 ", got %s", min, v);
+  return tsl_cfg_error(map, key, "must be between %" PRId64 " and %" PRId64 ", got %s", min, max, v);
 }
 
 tsl_status tsl_cfg_int(tsl_cfg *map, const char *key, int64_t dflt, int64_t min, int64_t max,
@@ -142,9 +164,9 @@ tsl_status tsl_cfg_int(tsl_cfg *map, const char *key, int64_t dflt, int64_t min,
   }
   int64_t x;
   *out = dflt; /* what a reader that goes on after the mistake sees */
-  if (v->quoted || parse_int(v->scalar, &x) != 0)
-    return tsl_cfg_error(map, key, "expected an integer, got %s'%s'", quoted_note(v), v->scalar);
-  if (x < min || x > max) return range_error_int(map, key, x, min, max);
+  int parsed = v->quoted ? -1 : parse_int(v->scalar, &x);
+  if (parsed < 0) return tsl_cfg_error(map, key, "expected an integer, got %s'%s'", quoted_note(v), v->scalar);
+  if (parsed > 0 || x < min || x > max) return range_error_int(map, key, v->scalar, min, max);
   *out = x;
   return TESSEL_OK;
 }
@@ -171,9 +193,11 @@ tsl_status tsl_cfg_float(tsl_cfg *map, const char *key, double dflt, double min,
     return record_default(map, key, TSL_NODE_SCALAR, text);
   }
   double x;
-  if (v->quoted || parse_float(v->scalar, &x) != 0)
-    return tsl_cfg_error(map, key, "expected a number, got %s'%s'", quoted_note(v), v->scalar);
-  if (x < min || x > max) {
+  int parsed = v->quoted ? -1 : parse_float(v->scalar, &x);
+  if (parsed < 0) return tsl_cfg_error(map, key, "expected a number, got %s'%s'", quoted_note(v), v->scalar);
+  if (parsed > 0 && isinf(min) && isinf(max))
+    return tsl_cfg_error(map, key, "%s is past the largest number (about 1.8e308)", v->scalar);
+  if (parsed > 0 || x < min || x > max) {
     char lo[40], hi[40];
     format_double(min, lo, sizeof lo);
     format_double(max, hi, sizeof hi);
@@ -186,8 +210,8 @@ tsl_status tsl_cfg_float(tsl_cfg *map, const char *key, double dflt, double min,
 }
 
 tsl_status tsl_cfg_bool(tsl_cfg *map, const char *key, int dflt, int *out) {
-  static const char *const yes[] = {"true", "True", "TRUE", "yes", "Yes", "on", "On"};
-  static const char *const no[] = {"false", "False", "FALSE", "no", "No", "off", "Off"};
+  static const char *const yes[] = {"true", "True", "TRUE", "yes", "Yes", "YES", "on", "On", "ON"};
+  static const char *const no[] = {"false", "False", "FALSE", "no", "No", "NO", "off", "Off", "OFF"};
   tsl_cfg *v;
   tsl_status st = scalar_of(map, key, "true or false", &v);
   *out = dflt;

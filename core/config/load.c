@@ -188,6 +188,10 @@ static tsl_status apply_set(tsl_config *cfg, const char *arg) {
   char *keypath = NULL, *label = tsl_asprintf("--set=%s", arg);
   tsl_cfg *value = NULL;
   if (!label) return TESSEL_E_NOMEM;
+  /* a line break would split the label from its position (the value's
+  ** own lines are counted after it) */
+  for (char *c = label; *c; c++)
+    if (*c == '\n' || *c == '\r') *c = ' ';
   /* column 7 is the key path, just after "--set=" */
   tsl_mark km = {tsl_config_intern_file(cfg, label), 1, 7};
   if (!km.file) {

@@ -44,14 +44,16 @@ static const char *unclosed(const yaml_parser_t *y) {
 
 /* The line and column of a byte offset into the input: libyaml's reader
 ** (bad UTF-8, control characters such as NUL) reports only an offset, and
-** leaves problem_mark at the start of the file. */
-static yaml_mark_t mark_at_offset(const parser *p, size_t offset) {
+** leaves problem_mark at the start of the file. Lines end as libyaml ends
+** them: at "\r\n", "\n" or a lone "\r" (a file saved with classic Mac
+** line ends). */
+static yaml_mark_t mark_at_offset(const char *text, size_t len, size_t offset) {
   yaml_mark_t m = {.index = offset};
-  for (size_t i = 0; i < offset && i < p->len; i++) {
-    if (p->text[i] == '\n') {
+  for (size_t i = 0; i < offset && i < len; i++) {
+    if (text[i] == '\n' || (text[i] == '\r' && (i + 1 >= len || text[i + 1] != '\n'))) {
       m.line++;
       m.column = 0;
-    } else if (((unsigned char)p->text[i] & 0xC0) != 0x80) {
+    } else if (text[i] != '\r' && ((unsigned char)text[i] & 0xC0) != 0x80) { /* columns count characters */
       m.column++;
     }
   }
@@ -70,12 +72,12 @@ static long long overlong_key(const parser *p) {
 }
 
 static tsl_status syntax_error(parser *p) {
-  tsl_mark k = mark_of(p, p->yaml.error == YAML_READER_ERROR ? mark_at_offset(p, p->yaml.problem_offset)
+  tsl_mark k = mark_of(p, p->yaml.error == YAML_READER_ERROR ? mark_at_offset(p->text, p->len, p->yaml.problem_offset)
                                                               : p->yaml.problem_mark);
   const char *problem = p->yaml.problem ? p->yaml.problem : "malformed YAML", *open = unclosed(&p->yaml);
   long long key = overlong_key(p);
   if (key >= 0)
-    return tsl_cfg_report(p->cfg, mark_of(p, mark_at_offset(p, (size_t)key)),
+    return tsl_cfg_report(p->cfg, mark_of(p, mark_at_offset(p->text, p->len, (size_t)key)),
                           "YAML syntax error: a key of more than 1024 characters here; YAML reads an implicit key of "
                           "at most 1024 (libyaml: %s)", problem);
   if (open)
@@ -205,6 +207,28 @@ static tsl_status parse_collection(parser *p, tsl_cfg *n) {
   return st;
 }
 
+/* The tags a value may carry: YAML's own for its kind (and "!", YAML's
+** non-specific tag, for a string). Any other tag asks for a meaning a
+** config has none of, so it is refused rather than dropped. */
+static const char *const scalar_tags[] = {YAML_STR_TAG, YAML_INT_TAG, YAML_FLOAT_TAG, YAML_BOOL_TAG, YAML_NULL_TAG,
+                                          "!", NULL};
+static const char *const map_tags[] = {YAML_MAP_TAG, NULL};
+static const char *const list_tags[] = {YAML_SEQ_TAG, NULL};
+
+static int tag_known(const char *tag, const char *const *known) {
+  for (int i = 0; tag && known[i]; i++)
+    if (!strcmp(tag, known[i])) return 1;
+  return !tag;
+}
+
+static tsl_status unknown_tag(parser *p, tsl_mark m, const char *tag) {
+  const char *yaml = "tag:yaml.org,2002:";
+  int std = !strncmp(tag, yaml, strlen(yaml));
+  return tsl_cfg_report(p->cfg, m, "the tag %s%s has no meaning here: a config value takes no tag, or one of "
+                        "YAML's own for its kind (!!str, !!int, !!float, !!bool, !!null, !!map, !!seq)",
+                        std ? "!!" : "", std ? tag + strlen(yaml) : tag);
+}
+
 /* Build the node that starts with event `ev` (consumed and deleted here).
 ** It is about to become `key` of map `parent` (or its next item when
 ** `parent` is a list): knowing where it goes gives messages about its
@@ -215,17 +239,29 @@ static tsl_status parse_node(parser *p, yaml_event_t *ev, tsl_cfg *parent, const
   tsl_cfg *n = NULL;
   switch (ev->type) {
     case YAML_SCALAR_EVENT: {
-      /* `!!str 1` is the string "1", as if quoted: a number's getter refuses it */
-      const int str_tag = ev->data.scalar.tag && !strcmp((const char *)ev->data.scalar.tag, YAML_STR_TAG);
+      const char *tag = (const char *)ev->data.scalar.tag;
+      if (!tag_known(tag, scalar_tags)) {
+        st = unknown_tag(p, m, tag);
+        break;
+      }
+      /* `!!str 1` is the string "1", as if quoted: a number's getter
+      ** refuses it; `!!int "2"` is the number 2 */
+      const int str_tag = tag && (!strcmp(tag, YAML_STR_TAG) || !strcmp(tag, "!"));
       n = tsl_node_new(p->cfg, is_null_scalar(ev) && !str_tag ? TSL_NODE_NULL : TSL_NODE_SCALAR, m);
       if (!n) st = TESSEL_E_NOMEM;
       else if (n->kind == TSL_NODE_SCALAR) st = scalar_text(p, ev, "this value", &n->scalar);
-      if (n) n->quoted = ev->data.scalar.style != YAML_PLAIN_SCALAR_STYLE || str_tag;
+      if (n) n->quoted = str_tag || (!tag && ev->data.scalar.style != YAML_PLAIN_SCALAR_STYLE);
       break;
     }
     case YAML_MAPPING_START_EVENT:
-    case YAML_SEQUENCE_START_EVENT:
-      n = tsl_node_new(p->cfg, ev->type == YAML_MAPPING_START_EVENT ? TSL_NODE_MAP : TSL_NODE_LIST, m);
+    case YAML_SEQUENCE_START_EVENT: {
+      const int is_map = ev->type == YAML_MAPPING_START_EVENT;
+      const char *tag = (const char *)(is_map ? ev->data.mapping_start.tag : ev->data.sequence_start.tag);
+      if (!tag_known(tag, is_map ? map_tags : list_tags)) {
+        st = unknown_tag(p, m, tag);
+        break;
+      }
+      n = tsl_node_new(p->cfg, is_map ? TSL_NODE_MAP : TSL_NODE_LIST, m);
       if (n) {
         n->parent = parent;
         n->key = key;
@@ -233,6 +269,7 @@ static tsl_status parse_node(parser *p, yaml_event_t *ev, tsl_cfg *parent, const
       }
       st = n ? parse_collection(p, n) : TESSEL_E_NOMEM;
       break;
+    }
     case YAML_ALIAS_EVENT:
       st = tsl_cfg_report(p->cfg, m, "YAML aliases (*name) are not supported; use 'base:' to share settings");
       break;
@@ -294,14 +331,9 @@ tsl_status tsl_parse_yaml(tsl_config *cfg, const char *text, size_t len, const c
                           int line_offset, int col_offset, int depth, tsl_cfg **out) {
   parser p = {.cfg = cfg, .text = text, .len = len, .line_offset = line_offset, .col_offset = col_offset,
               .depth = depth};
-  for (size_t i = 0; i < len; i++) {
-    if (text[i] == '\n') {
-      p.end_line++;
-      p.end_col = 0;
-    } else if (((unsigned char)text[i] & 0xC0) != 0x80) { /* columns count characters, not bytes */
-      p.end_col++;
-    }
-  }
+  yaml_mark_t end = mark_at_offset(text, len, len);
+  p.end_line = end.line;
+  p.end_col = end.column;
   p.file = tsl_config_intern_file(cfg, file);
   if (!p.file) return TESSEL_E_NOMEM;
   if (!yaml_parser_initialize(&p.yaml))

@@ -392,11 +392,13 @@ static int matches(const char *pattern) {
   return rc == 0;
 }
 
-static tsl_status no_match(tsl_cfg *node, const char *key, const char *pattern, const char *who) {
+/* `item`: the index of the pattern in a list at `key`, or -1. */
+static tsl_status no_match(tsl_cfg *node, const char *key, int item, const char *pattern, const char *who) {
   char *cwd = getcwd(NULL, 0);
-  tsl_status st = tsl_cfg_error(node, key, "no files match '%s'%s%s%s%s", pattern, pattern[0] == '/' ? "" : " (from ",
-                                pattern[0] == '/' ? "" : cwd ? cwd : "the working directory",
-                                pattern[0] == '/' ? "" : ")", who ? who : "");
+  tsl_status st = tsl_cfg_item_error(node, key, item, "no files match '%s'%s%s%s%s", pattern,
+                                     pattern[0] == '/' ? "" : " (from ",
+                                     pattern[0] == '/' ? "" : cwd ? cwd : "the working directory",
+                                     pattern[0] == '/' ? "" : ")", who ? who : "");
   free(cwd);
   return st;
 }
@@ -413,10 +415,10 @@ tsl_status tsl_settings_check_files(tsl_config *cfg, const tsl_settings *s, cons
     int n;
     if (tsl_cfg_string_list(data, "text", &text, &n) < 0) return TESSEL_OK;
     for (int i = 0; i < n; i++)
-      if (!matches(text[i])) keep(&st, no_match(data, "text", text[i], who));
+      if (!matches(text[i])) keep(&st, no_match(data, "text", i, text[i], who));
     return st;
   }
-  if (s->data.train && !matches(s->data.train)) keep(&st, no_match(data, "train", s->data.train, who));
-  if (s->data.val && !matches(s->data.val)) keep(&st, no_match(data, "val", s->data.val, who));
+  if (s->data.train && !matches(s->data.train)) keep(&st, no_match(data, "train", -1, s->data.train, who));
+  if (s->data.val && !matches(s->data.val)) keep(&st, no_match(data, "val", -1, s->data.val, who));
   return st;
 }

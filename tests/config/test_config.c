@@ -37,8 +37,9 @@ static void test_int(void) {
   CHECK_ERROR(tsl_cfg_int(n, "neg", 0, 1, INT64_MAX, &v), "%s:3:8: n.neg: must be at least 1, got -3", p);
   CHECK_ERROR(tsl_cfg_int(n, "neg", 0, INT64_MIN, -5, &v), "%s:3:8: n.neg: must be at most -5, got -3", p);
   CHECK_ERROR(tsl_cfg_int(n, "hi", 0, 1, 10, &v), "%s:10:7: n.hi: must be between 1 and 10, got 11", p);
+  /* an integer past int64 is out of range, not "not an integer" */
   CHECK_ERROR(tsl_cfg_int(n, "big", 0, INT64_MIN, INT64_MAX, &v),
-              "%s:4:8: n.big: expected an integer, got '99999999999999999999'", p);
+              "%s:4:8: n.big: must be at most 9223372036854775807, got 99999999999999999999", p);
   CHECK_ERROR(tsl_cfg_int(n, "word", 0, 0, 10, &v), "%s:5:9: n.word: expected an integer, got 'abc'", p);
   CHECK_ERROR(tsl_cfg_int(n, "frac", 0, 0, 10, &v), "%s:7:9: n.frac: expected an integer, got '1.5'", p);
   CHECK_ERROR(tsl_cfg_int(n, "lst", 0, 0, 10, &v), "%s:8:8: n.lst: expected an integer, got a list", p);
@@ -75,7 +76,8 @@ static void test_float(void) {
   /* non-finite numbers would poison training; they are refused */
   CHECK_ERROR(tsl_cfg_float(f, "nan", 0, -INFINITY, INFINITY, &x), "%s:5:8: f.nan: expected a number, got 'nan'", p);
   CHECK_ERROR(tsl_cfg_float(f, "inf", 0, -INFINITY, INFINITY, &x), "%s:6:8: f.inf: expected a number, got 'inf'", p);
-  CHECK_ERROR(tsl_cfg_float(f, "big", 0, -INFINITY, INFINITY, &x), "%s:8:8: f.big: expected a number, got '1e999'", p);
+  CHECK_ERROR(tsl_cfg_float(f, "big", 0, -INFINITY, INFINITY, &x),
+              "%s:8:8: f.big: 1e999 is past the largest number (about 1.8e308)", p);
   CHECK_ERROR(tsl_cfg_float(f, "word", 0, 0, 1, &x), "%s:7:9: f.word: expected a number, got 'fast'", p);
   tsl_config_free(cfg);
 }

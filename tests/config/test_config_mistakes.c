@@ -294,7 +294,8 @@ static void test_files_and_threads(void) {
   CHECK_STR_CONTAINS(tsl_error_message(), want);
   tsl_config_free(cfg);
   /* data.text entries must match too; the shards they make need not exist yet */
-  files_refused("data: {text: [\"tests/config/*.c\", \"no/such.txt\"]}", "2:14: data.text: no files match 'no/such.txt'");
+  /* at the entry itself, not at the list's first */
+  files_refused("data: {text: [\"tests/config/*.c\", \"no/such.txt\"]}", "2:35: data.text: no files match 'no/such.txt'");
 }
 
 /* Values that would otherwise be taken and mean nothing, or something else:
@@ -358,6 +359,53 @@ static void test_values_that_mean_nothing(void) {
                 "2:47: data.tokenizer: cannot read /no/such/tokenizer.json: No such file or directory");
 }
 
+/* YAML's own forms, read as YAML reads them: positions in a file whose
+** lines end in a lone CR (every line after the first was reported as line
+** 1); explicit tags (`!!int "2"` is 2, a tag of no meaning is refused, not
+** dropped); integers past int64 and numbers past double are out of range,
+** not "not a number"; C's hexadecimal floats are not YAML numbers; YAML
+** 1.1's upper-case booleans; and a --set value with a line break keeps its
+** position at the front of its message. */
+static void test_yaml_forms(void) {
+  static const char *const refused[][2] = {
+      {"model: {layers: 1, heads: 1, channels: 4, seq_len: 4}\rdata: {train: x}\rtrain: {steps: 1, seed: x}\r",
+       ":3:25: train.seed: expected an integer, got 'x'"},
+      {"model: {layers: 1, heads: 1, channels: 4, seq_len: !foo 4}\ndata: {train: x}\ntrain: {steps: 1}\n",
+       ":1:52: the tag !foo has no meaning here"},
+      {"model: !!seq {layers: 1, heads: 1, channels: 4, seq_len: 4}\ndata: {train: x}\ntrain: {steps: 1}\n",
+       ":1:8: the tag !!seq has no meaning here"},
+      {"model: {layers: 9223372036854775808, heads: 1, channels: 4, seq_len: 4}\ndata: {train: x}\ntrain: {steps: 1}\n",
+       ":1:17: model.layers: must be between 1 and 1048576, got 9223372036854775808"},
+      {"model: {layers: 1, heads: 1, channels: 4, seq_len: 4}\ndata: {train: x}\ntrain: {steps: 1}\n"
+       "optimizer: {lr: 1e400}\n",
+       ":4:17: optimizer.lr: must be between 0 and 10, got 1e400"},
+      {"model: {layers: 1, heads: 1, channels: 4, seq_len: 4}\ndata: {train: x}\ntrain: {steps: 1}\n"
+       "optimizer: {lr: 0x1p-10}\n",
+       ":4:17: optimizer.lr: expected a number, got '0x1p-10'"},
+  };
+  for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+    char p[1024];
+    put(p, "forms.yaml", refused[i][0]);
+    CHECK_EQ_INT(read_all(p), TESSEL_E_CONFIG);
+    CHECK_STR_CONTAINS(tsl_error_message(), refused[i][1]);
+  }
+  char p[1024];
+  put(p, "forms_ok.yaml",
+      "model: {layers: !!int \"3\", heads: 1, channels: 4, seq_len: 4}\ndata: {train: x}\n"
+      "train: {steps: 1, offload_activations: YES}\noptimizer: {lr: !!float \"5e-324\"}\n");
+  tsl_config *cfg = load_ok(p);
+  tsl_settings s;
+  CHECK_EQ_INT(tsl_settings_read(cfg, &s), TESSEL_OK);
+  CHECK_EQ_INT(s.model.layers, 3);
+  CHECK(s.train.offload_activations == 1);
+  CHECK(s.optim.lr == 5e-324);
+  tsl_config_free(cfg);
+  const char *const sets[] = {"model.layers=1\nfoo: 2"};
+  CHECK_EQ_INT(tsl_config_load(p, sets, 1, &cfg), TESSEL_E_CONFIG);
+  CHECK_STR_CONTAINS(tsl_error_message(), "--set=model.layers=1 foo: 2:2:4: ");
+  CHECK(strstr(tsl_error_message() + 1, "--set=") == NULL); /* said once: it was repeated as an "error:" */
+}
+
 int main(void) {
   scratch_init("test_config_mistakes");
   RUN(test_every_mistake_in_file_order);
@@ -371,6 +419,7 @@ int main(void) {
   RUN(test_derived_paths_keep_their_length);
   RUN(test_files_and_threads);
   RUN(test_values_that_mean_nothing);
+  RUN(test_yaml_forms);
   int code = HARNESS_EXIT();
   if (code == 0) tsl_remove_tree(scratch);
   return code;
