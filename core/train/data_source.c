@@ -134,11 +134,27 @@ fail:
   return st;
 }
 
-/* A dataset a rank cannot open: name the rank and its host, since on a
-** cluster the usual cause is a path that only some machines have. */
-static tsl_status unseen(const tsl_runtime *rt, tsl_status st, const char *key) {
-  if (rt->world.size == 1) return tsl_error_wrap(st, "%s", key);
-  return tsl_error_wrap(st, "%s on rank %d, host %s (every machine needs the shards at this path: a shared "
+const char *tsl_data_key(const tsl_settings *s, int val) {
+  if (s->data.n_text > 0) return "text";
+  return val ? "val" : "train";
+}
+
+/* A dataset a rank cannot open. A mistake of the config (tokens past
+** model.vocab_size, shards shorter than a sequence) is reported at the key
+** that names the data; anything else names the rank and its host, since on
+** a cluster the usual cause is a path that only some machines have. */
+static tsl_status unseen(tsl_runtime *rt, tsl_status st, int val) {
+  const char *key = tsl_data_key(&rt->settings, val);
+  if (st == TESSEL_E_CONFIG) {
+    tsl_cfg *data = NULL;
+    char *why = tsl_strdup(tsl_error_message());
+    tsl_cfg_section(tsl_config_root(rt->config), "data", 0, &data);
+    st = why ? tsl_cfg_error(data, key, "%s", why) : TESSEL_E_NOMEM;
+    free(why);
+    return st;
+  }
+  if (rt->world.size == 1) return tsl_error_wrap(st, "data.%s", key);
+  return tsl_error_wrap(st, "data.%s on rank %d, host %s (every machine needs the shards at this path: a shared "
                         "filesystem, or the same files prepared on each; see docs/cluster.md)",
                         key, rt->world.rank, rt->world.host);
 }
@@ -184,17 +200,32 @@ tsl_status tsl_data_open(tsl_runtime *rt, tsl_data_source *d) {
   d->batch_size = s->train.batch_size;
   st = tsl_world_first_failure(&rt->world, tsl_vocab_load(rt));
   if (st >= 0 && s->data.n_text > 0) st = prepare_text(rt, d);
-  if (st >= 0) st = tsl_vocab_check(rt);
+  if (st >= 0) st = tsl_vocab_check(rt, 1);
   if (st < 0) return st;
   st = tsl_dataset_open(s->data.train, s->model.vocab_size, s->model.seq_len, &d->train);
-  if (st < 0) return unseen(rt, st, "data.train");
+  if (st < 0) return unseen(rt, st, 0);
   if (s->data.val) {
     st = tsl_dataset_open(s->data.val, s->model.vocab_size, s->model.seq_len, &d->val);
     if (st < 0 && s->data.n_text > 0) return val_too_short(s);
-    if (st < 0) return unseen(rt, st, "data.val");
+    if (st < 0) return unseen(rt, st, 1);
   }
   if (rt->world.rank == 0) warn_unused(s, d);
   return TESSEL_OK;
+}
+
+tsl_status tsl_data_check(tsl_runtime *rt) {
+  const tsl_settings *s = &rt->settings;
+  int shards = s->data.n_text == 0; /* data.text's shards are prepared (again) by the run */
+  tsl_status st = tsl_vocab_load(rt);
+  if (st >= 0) st = tsl_vocab_check(rt, shards);
+  for (int val = 0; val <= 1 && st >= 0 && shards; val++) {
+    const char *pattern = val ? s->data.val : s->data.train;
+    tsl_dataset *ds = NULL;
+    if (pattern && (st = tsl_dataset_open(pattern, s->model.vocab_size, s->model.seq_len, &ds)) < 0)
+      st = unseen(rt, st, val);
+    tsl_dataset_close(ds);
+  }
+  return st;
 }
 
 void tsl_data_close(tsl_data_source *d) {

@@ -33,6 +33,14 @@ typedef struct tsl_data_source {
 
 /* Prepare (if configured) and open the datasets. Collective. */
 tsl_status tsl_data_open(tsl_runtime *rt, tsl_data_source *d);
+/* What tsl_data_open would refuse, found without preparing or training
+** (`tessel check`): the tokenizer, the vocabulary against the shards, and
+** every shard's tokens and length. Shards data.text makes are left to the
+** run, which prepares them again when their sources changed. Local. */
+tsl_status tsl_data_check(tsl_runtime *rt);
+/* The data key a config gives the training (val = 0) or validation (1)
+** shards with: "train", "val", or "text" when they are prepared from it. */
+const char *tsl_data_key(const tsl_settings *s, int val);
 void tsl_data_close(tsl_data_source *d);
 
 /* tsl_batch_fn implementations over a tsl_data_source. */

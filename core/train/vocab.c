@@ -12,6 +12,7 @@
 #include "data/record.h"
 #include "train/sample.h"
 #include "tokenizer/tokenizer.h"
+#include "train/data_source.h"
 
 static tsl_cfg *section(tsl_runtime *rt, const char *name) {
   tsl_cfg *c = NULL;
@@ -41,9 +42,11 @@ tsl_status tsl_vocab_load(tsl_runtime *rt) {
   return check_tokenizer_size(rt); /* before any preparation */
 }
 
-/* One shard directory's record against the run. `byte_level`: check
-** byte-level directories too (the second pass; see tsl_vocab_check). */
-static tsl_status check_dir(tsl_runtime *rt, const char *dir, int byte_level) {
+/* One shard directory's record against the run. `key`: the data key that
+** names its shards, blamed for a disagreement unless the run names its
+** tokenizer. `byte_level`: check byte-level directories too (the second
+** pass; see tsl_vocab_check). */
+static tsl_status check_dir(tsl_runtime *rt, const char *dir, const char *key, int byte_level) {
   tsl_data_record r;
   tsl_status st = tsl_data_record_read(dir, &r);
   char what[4200];
@@ -51,7 +54,7 @@ static tsl_status check_dir(tsl_runtime *rt, const char *dir, int byte_level) {
   const char *named = rt->settings.data.tokenizer;
   if (!r.has_tokenizer) {
     if (!rt->tokenizer || !byte_level) return TESSEL_OK;
-    return tsl_cfg_error(section(rt, "data"), named ? "tokenizer" : NULL,
+    return tsl_cfg_error(section(rt, "data"), named ? "tokenizer" : key,
                          "the shards in %s are byte-level (vocabulary 256), but this run's tokenizer is %s; prepare "
                          "them with it (tessel data prepare --tokenizer)", dir, tsl_tokenizer_name(rt->tokenizer));
   }
@@ -62,7 +65,7 @@ static tsl_status check_dir(tsl_runtime *rt, const char *dir, int byte_level) {
   }
   uint64_t have = tsl_tokenizer_hash(rt->tokenizer);
   if (have != r.hash)
-    return tsl_cfg_error(section(rt, "data"), named ? "tokenizer" : NULL,
+    return tsl_cfg_error(section(rt, "data"), named ? "tokenizer" : key,
                          "the shards in %s were made with tokenizer %016" PRIx64 " (%s), but this run's tokenizer %s "
                          "is %016" PRIx64 "; prepare the shards again with it, or use theirs", dir, r.hash, r.tokenizer,
                          tsl_tokenizer_name(rt->tokenizer), have);
@@ -71,7 +74,7 @@ static tsl_status check_dir(tsl_runtime *rt, const char *dir, int byte_level) {
 }
 
 /* Every distinct directory of the shards a glob matches. */
-static tsl_status check_glob(tsl_runtime *rt, const char *pattern, int byte_level) {
+static tsl_status check_glob(tsl_runtime *rt, const char *pattern, const char *key, int byte_level) {
   glob_t g;
   tsl_status st = TESSEL_OK;
   char *last = NULL;
@@ -82,7 +85,7 @@ static tsl_status check_glob(tsl_runtime *rt, const char *pattern, int byte_leve
       st = TESSEL_E_NOMEM;
       break;
     }
-    if (!last || strcmp(dir, last) != 0) st = check_dir(rt, dir, byte_level);
+    if (!last || strcmp(dir, last) != 0) st = check_dir(rt, dir, key, byte_level);
     free(last);
     last = dir;
   }
@@ -91,14 +94,14 @@ static tsl_status check_glob(tsl_runtime *rt, const char *pattern, int byte_leve
   return st;
 }
 
-tsl_status tsl_vocab_check(tsl_runtime *rt) {
+tsl_status tsl_vocab_check(tsl_runtime *rt, int shards) {
   tsl_status st;
   /* tokenizer-made directories first, byte-level ones after: a byte-level
   ** directory met before the one whose tokenizer the run adopts was once
   ** let through, and trained under that tokenizer */
-  for (int byte_level = 0; byte_level <= 1; byte_level++) {
-    TSL_TRY(st, check_glob(rt, rt->settings.data.train, byte_level));
-    TSL_TRY(st, check_glob(rt, rt->settings.data.val, byte_level));
+  for (int byte_level = 0; byte_level <= 1 && shards; byte_level++) {
+    TSL_TRY(st, check_glob(rt, rt->settings.data.train, tsl_data_key(&rt->settings, 0), byte_level));
+    TSL_TRY(st, check_glob(rt, rt->settings.data.val, tsl_data_key(&rt->settings, 1), byte_level));
   }
   if (rt->tokenizer) {
     TSL_TRY(st, check_tokenizer_size(rt));

@@ -20,8 +20,10 @@
 
 /* Load data.tokenizer into rt->tokenizer (when set). */
 tsl_status tsl_vocab_load(tsl_runtime *rt);
-/* Check the shards of data.train and data.val against the model and
-** rt->tokenizer, adopting the shards' tokenizer when the run names none. */
-tsl_status tsl_vocab_check(tsl_runtime *rt);
+/* Check the shards of data.train and data.val (when `shards`) against the
+** model and rt->tokenizer, adopting the shards' tokenizer when the run
+** names none; then what the model's size asks of the tokenizer and of
+** train.sample_tokens and sample_prompt. */
+tsl_status tsl_vocab_check(tsl_runtime *rt, int shards);
 
 #endif

@@ -48,7 +48,7 @@ cfg() {
   shift
   {
     echo 'model: {layers: 1, heads: 1, channels: 8, seq_len: 8}'
-    echo "data: {train: \"$TMP/*.yaml\"}" # a glob that matches: `check` stops before the data
+    echo "data: {text: [\"$TMP/*.yaml\"]}" # text a run would prepare: `check` leaves it to the run
     echo 'train: {steps: 1}'
     echo 'plugin:'
     for line in "$@"; do echo "  $line"; done
@@ -151,6 +151,14 @@ config=$(cfg not_found_path "path: $TMP/dirA/libtessel-gone.so")
 check_case not_found_path "$config"
 expect_failure 2
 expect_err "$TMP/dirA/libtessel-gone.so" "plugin.path"
+
+# A file not named libtessel-NAME.so: said at plugin.path (line 5, column 9)
+# like the others (it once came without a position)
+touch "$TMP/dirA/strategy.so"
+config=$(cfg misnamed "path: $TMP/dirA/strategy.so")
+check_case misnamed "$config"
+expect_failure 2
+expect_err "$config:5:9: plugin.path: $TMP/dirA/strategy.so: strategy plugin files are named libtessel-<name>.so"
 
 # ------------------------------------------------------------ broken files
 

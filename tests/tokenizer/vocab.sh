@@ -51,6 +51,21 @@ run() { # run NAME DATA_DIR [--set ...]
     --set "data.val=$dir/val_*.bin" "$@"
 }
 
+# `tessel check` finds what the run would refuse, from the files already there
+check() { # check DATA_DIR [--set ...]
+  local dir=$1
+  shift
+  "$TESSEL" check "$WORK/base.yaml" --quiet --set "data.train=$dir/train_*.bin" --set "data.val=$dir/val_*.bin" "$@"
+}
+expect_refused 2 "model.vocab_size: 512" "$WORK/gpt2 were made with" -- check "$WORK/gpt2" --set model.vocab_size=512
+expect_refused 2 "data.tokenizer" "$(hash_of $LLAMA)" -- check "$WORK/gpt2" --set model.vocab_size=512 --set data.tokenizer=$LLAMA
+# a disagreement between the shards is said at the key that names them
+expect_refused 2 "--set=data.val=$WORK/bytes/val_*.bin:1:16: data.val: the shards in $WORK/bytes are byte-level" -- \
+  check "$WORK/gpt2" --set "data.val=$WORK/bytes/val_*.bin"
+expect_refused 2 "data.train: data '$WORK/bytes/train_*.bin'" "is >= model.vocab_size = 100" -- check "$WORK/bytes" --set model.vocab_size=100
+expect_refused 2 "train.sample_tokens: 5" "no tokenizer" -- check "$WORK/bytes" --set train.sample_tokens=5
+check "$WORK/gpt2" || fail "check refused shards that agree with the model"
+
 # model.vocab_size against data.tokenizer, before any text is prepared
 cat > "$WORK/text.yaml" <<YAML
 base: base.yaml

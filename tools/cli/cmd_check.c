@@ -8,6 +8,7 @@
 #include "model/model.h"
 #include "plugin/host.h"
 #include "runtime/build.h"
+#include "train/data_source.h"
 
 static int check(int argc, char **argv);
 
@@ -15,7 +16,8 @@ const tsl_command tsl_cmd_check = {
     "check", "validate a config (and its strategy's options and mesh) and print it resolved",
     "usage: tessel check CONFIG [--world N] [--set KEY=VALUE]... [--quiet]\n\n"
     "Validates the whole configuration without training: every section, the strategy plugin's own options,\n"
-    "its mesh against a world of N ranks (default 1), the batch split and the parameter layouts. Prints the\n"
+    "its mesh against a world of N ranks (default 1), the batch split, the parameter layouts, and the data:\n"
+    "the tokenizer, and every shard's vocabulary and length (shards data.text makes are left to the run). Prints the\n"
     "resolved configuration — base files merged, --set applied, defaults filled in — on standard output.\n"
     "Errors read FILE:LINE:COL: message.\n\n"
     "  --world N         the number of ranks to validate for (default 1)\n"
@@ -71,6 +73,7 @@ static int check(int argc, char **argv) {
   tsl_status st = tsl_runtime_configure(&rt, argv[optind], sets, n_sets, (int)world);
   if (st >= 0) st = tsl_model_dims_for(&rt, &dims);
   if (st >= 0) st = tsl_model_plan(&rt, &dims, &model);
+  if (st >= 0) st = tsl_data_check(&rt);
   if (st >= 0 && !quiet) {
     st = tsl_config_emit(rt.config, stdout);
     fflush(stdout);
