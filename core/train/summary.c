@@ -167,8 +167,9 @@ static cJSON *summary_json(const tsl_reporter *r, const tsl_runtime *rt, const t
   return o;
 }
 
-/* The same, for people. */
-static void print_summary(tsl_reporter *r, const cJSON *o, const ranks_info *g) {
+/* The same, for people. `peak_set`: the peak MFU is taken against came
+** from device.peak_tflops rather than a measurement. */
+static void print_summary(tsl_reporter *r, const cJSON *o, const ranks_info *g, int peak_set) {
   char wall[32], b[6][32];
   const cJSON *split = cJSON_GetObjectItemCaseSensitive(o, "time_split_s");
   double mfu = cJSON_GetObjectItemCaseSensitive(o, "mfu")->valuedouble;
@@ -191,7 +192,10 @@ static void print_summary(tsl_reporter *r, const cJSON *o, const ranks_info *g) 
   tsl_report_line(r, "time per step (mean over ranks, largest in brackets): compute %.1f ms (%.1f) | communication "
                   "wait %.1f ms (%.1f) | pipeline bubble %.1f ms (%.1f) | step %.1f ms (%.1f)",
                   v[1][0], v[1][1], v[2][0], v[2][1], v[3][0], v[3][1], v[0][0], v[0][1]);
-  if (has_mfu && mfu > 1.0)
+  if (has_mfu && mfu > 1.0 && peak_set)
+    tsl_warn("MFU above 100%%: device.peak_tflops is below what this run reached; set it to the device's peak, or "
+             "leave it out to use the measured one");
+  else if (has_mfu && mfu > 1.0)
     tsl_warn("MFU above 100%%: the recorded peak of this machine is too low (measured while it was busy?); "
              "`tessel bench peak` measures it again");
   for (int t = 0; t < TESSEL_TIER_COUNT; t++) {
@@ -218,7 +222,7 @@ tsl_status tsl_report_summary(tsl_reporter *r, const tsl_runtime *rt, const tsl_
   tsl_status st = gather(rt, &g);
   if (st >= 0 && rt->world.rank == 0 && r->n_steps > 0) {
     cJSON *o = summary_json(r, rt, end, &g);
-    print_summary(r, o, &g);
+    print_summary(r, o, &g, rt->settings.device.peak_tflops > 0);
     st = write_summary(rt, o);
     cJSON_Delete(o);
   }
