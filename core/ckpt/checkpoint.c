@@ -13,6 +13,7 @@
 
 #include "common/atomic_file.h"
 #include "common/log.h"
+#include "ckpt/import.h"
 #include "common/util.h"
 #include "optim/optim.h"
 #include "tokenizer/tokenizer.h"
@@ -617,10 +618,13 @@ tsl_status tsl_ckpt_restore(tsl_model *m, const tsl_ckpt *c) {
   tsl_params *ps = tsl_model_params(m);
   const tsl_model_settings *want = &tsl_model_runtime(m)->settings.model;
   if (!same_model(&c->arch, want)) {
-    char have[256], asked[256];
-    describe_model(&c->arch, have, sizeof have);
-    describe_model(want, asked, sizeof asked);
-    return tsl_error(TESSEL_E_CONFIG, "checkpoint %s holds a %s model; the config asks for %s", c->path, have, asked);
+    char whose[4200];
+    snprintf(whose, sizeof whose, "checkpoint %s holds", c->path);
+    return tsl_config_outcome(tsl_model_runtime(m)->config,
+                              tsl_model_compare(want, &c->arch, whose, 1,
+                                                "resume with the model it holds, or start a new run elsewhere "
+                                                "(another log.dir or checkpoint.dir, or checkpoint.resume: never), "
+                                                "or from its weights (model.init_from)"));
   }
   const tsl_tokenizer *t = tsl_model_runtime(m)->tokenizer;
   if (t && c->tokenizer && tsl_tokenizer_hash(t) != c->tokenizer_hash)

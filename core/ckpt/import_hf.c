@@ -106,6 +106,21 @@ fail:
   return st;
 }
 
+/* rope_scaling must be absent, null, or say plain frequencies: transformers
+** 4 writes {"rope_type": "default"} (earlier {"type": "default"}) for
+** rotary positions without scaling. */
+static tsl_status plain_scaling(const hf_json *j, const char *why) {
+  static const char *const plain[] = {"default", NULL};
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(j->root, "rope_scaling");
+  if (!cJSON_IsObject(v)) return refuse_set(j, "rope_scaling", why);
+  hf_json inner = {j->path, v};
+  const char *key = cJSON_GetObjectItemCaseSensitive(v, "rope_type") ? "rope_type" : "type";
+  if (!cJSON_GetObjectItemCaseSensitive(v, key)) return refuse_set(j, "rope_scaling", why);
+  tsl_status st = one_of(&inner, key, plain, why);
+  if (st < 0) tsl_error_wrap(st, "rope_scaling");
+  return st;
+}
+
 /* The rotary base. transformers 5 writes rope_parameters {rope_theta,
 ** rope_type}; earlier versions a top-level rope_theta and rope_scaling.
 ** Only plain frequencies (rope_type "default", no scaling) are tessel's. */
@@ -114,14 +129,11 @@ static tsl_status rope(const hf_json *j, double *theta) {
   static const char *const why = "tessel's rotary positions have no scaling (plain rope_theta frequencies)";
   const cJSON *params = cJSON_GetObjectItemCaseSensitive(j->root, "rope_parameters");
   tsl_status st;
-  if (!params || cJSON_IsNull(params)) {
-    TSL_TRY(st, refuse_set(j, "rope_scaling", why));
-    return number(j, "rope_theta", 10000.0, 1.0, 1e12, theta);
-  }
+  TSL_TRY(st, plain_scaling(j, why));
+  if (!params || cJSON_IsNull(params)) return number(j, "rope_theta", 10000.0, 1.0, 1e12, theta);
   if (!cJSON_IsObject(params)) return tsl_error(TESSEL_E_IO, "%s: 'rope_parameters' must be an object", j->path);
   hf_json inner = {j->path, params};
   TSL_TRY(st, one_of(&inner, "rope_type", plain, why));
-  TSL_TRY(st, refuse_set(j, "rope_scaling", why));
   return number(&inner, "rope_theta", 10000.0, 1.0, 1e12, theta);
 fail:
   return st;
@@ -130,7 +142,7 @@ fail:
 /* LlamaConfig, with transformers' defaults for absent keys (rms_norm_eps
 ** 1e-6, rope_theta 10000, max_position_embeddings 2048, untied head). */
 static tsl_status llama(const hf_json *j, tsl_model_settings *m) {
-  static const char *const silu[] = {"silu", NULL};
+  static const char *const silu[] = {"silu", "swish", NULL}; /* one function under two names in transformers */
   tsl_status st;
   int head_dim;
   m->arch = TSL_ARCH_LLAMA;

@@ -2,42 +2,59 @@
 ** pretrained weights. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "ckpt/checkpoint.h"
 #include "ckpt/import.h"
 #include "common/log.h"
 #include "common/util.h"
 
-/* A configured value against the weights' own. */
-static tsl_status differs(const tsl_model_settings *c, const char *key, double want, double have) {
-  return tsl_cfg_error(c->section, key, "is %g, but the weights model.init_from names (%s) have %g: the model "
-                       "section must describe the model the run starts from", want, c->init_from, have);
+/* One key of the model section against the weights' value: "is A, but
+** WHOSE B; FIX". */
+static tsl_status differs(const tsl_model_settings *c, const char *key, const char *want, const char *have,
+                          const char *whose, const char *fix) {
+  return tsl_cfg_error(c->section, key, "is %s, but %s %s; %s", want, whose, have, fix);
 }
 
-static tsl_status compare(const tsl_model_settings *c, const tsl_model_settings *w) {
+tsl_status tsl_model_compare(const tsl_model_settings *c, const tsl_model_settings *w, const char *whose,
+                             int same_len, const char *fix) {
   static const char *const archs[] = {"gpt2", "llama"};
-  if (c->arch != w->arch)
-    return tsl_cfg_error(c->section, "arch", "is %s, but the weights model.init_from names (%s) are a %s model",
-                         archs[c->arch], c->init_from, archs[w->arch]);
+  tsl_status st = TESSEL_OK;
+  char want[32], have[64];
+  if (c->arch != w->arch) {
+    snprintf(have, sizeof have, "a %s model", archs[w->arch]);
+    return differs(c, "arch", archs[c->arch], have, whose, fix);
+  }
   const struct {
     const char *key;
     double want, have;
   } sizes[] = {{"layers", c->layers, w->layers},          {"heads", c->heads, w->heads},
                {"kv_heads", c->kv_heads, w->kv_heads},    {"channels", c->channels, w->channels},
                {"ffn", c->ffn, w->ffn},                   {"vocab_size", c->vocab_size, w->vocab_size},
-               {"rope_theta", c->rope_theta, w->rope_theta}, {"norm_eps", c->norm_eps, w->norm_eps}};
+               {"rope_theta", c->rope_theta, w->rope_theta}, {"norm_eps", c->norm_eps, w->norm_eps},
+               {"seq_len", c->seq_len, w->seq_len}};
+  /* the keys the config gives first: a value derived from them (ffn from
+  ** channels, kv_heads from heads) differs only because they do */
+  int given = 0;
   for (size_t i = 0; i < TSL_ARRAY_LEN(sizes); i++)
-    if (sizes[i].want != sizes[i].have) return differs(c, sizes[i].key, sizes[i].want, sizes[i].have);
+    given |= sizes[i].want != sizes[i].have && tsl_cfg_has(c->section, sizes[i].key);
+  for (size_t i = 0; i < TSL_ARRAY_LEN(sizes); i++) {
+    if (sizes[i].want == sizes[i].have || (given && !tsl_cfg_has(c->section, sizes[i].key))) continue;
+    int is_len = !strcmp(sizes[i].key, "seq_len");
+    /* rotary positions work at any length; GPT-2's learned table has rows
+    ** for w->seq_len positions, of which a shorter context uses the first */
+    if (is_len && !same_len && (c->arch == TSL_ARCH_LLAMA || c->seq_len < w->seq_len)) continue;
+    snprintf(want, sizeof want, "%.17g", sizes[i].want);
+    if (is_len && !same_len)
+      snprintf(have, sizeof have, "position embeddings (wpe) for %.17g tokens only", sizes[i].have);
+    else
+      snprintf(have, sizeof have, "%.17g", sizes[i].have);
+    st = differs(c, sizes[i].key, want, have, whose, fix);
+  }
   if (c->tie_embeddings != w->tie_embeddings)
-    return tsl_cfg_error(c->section, "tie_embeddings", "is %s, but the weights model.init_from names (%s) have %s",
-                         c->tie_embeddings ? "true" : "false", c->init_from,
-                         w->tie_embeddings ? "one table for the embedding and the head" : "a separate lm_head");
-  /* rotary positions work at any length; GPT-2's learned table has rows
-  ** for w->seq_len positions, of which a shorter context uses the first */
-  if (c->arch == TSL_ARCH_GPT2 && c->seq_len > w->seq_len)
-    return tsl_cfg_error(c->section, "seq_len", "is %d, but the weights model.init_from names (%s) have position "
-                         "embeddings (wpe) for %d tokens only", c->seq_len, c->init_from, w->seq_len);
-  return TESSEL_OK;
+    st = differs(c, "tie_embeddings", c->tie_embeddings ? "true" : "false",
+                 w->tie_embeddings ? "one table for the embedding and the head" : "a separate lm_head", whose, fix);
+  return st;
 }
 
 tsl_status tsl_init_from_check(const tsl_settings *s) {
@@ -51,7 +68,11 @@ tsl_status tsl_init_from_check(const tsl_settings *s) {
     snprintf(why, sizeof why, "%s", tsl_error_message());
     return tsl_cfg_error(c->section, "init_from", "cannot start from these weights: %s", why);
   }
-  if (st >= 0) st = compare(c, tsl_weights_model(w));
+  char whose[4200];
+  snprintf(whose, sizeof whose, "the weights model.init_from names (%s) have", c->init_from);
+  if (st >= 0)
+    st = tsl_model_compare(c, tsl_weights_model(w), whose, 0,
+                           "the model section must describe the model the run starts from");
   tsl_weights_close(w);
   return st;
 }

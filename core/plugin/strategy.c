@@ -57,6 +57,15 @@ static tsl_status check_mesh(tsl_runtime *rt, int world_size) {
   return TESSEL_OK;
 }
 
+/* A configuration mistake in finding or opening the plugin, said at the
+** key that named it (plugin.path, else plugin.name). */
+static tsl_status at_plugin_key(const tsl_settings *s, tsl_status st) {
+  if (st != TESSEL_E_CONFIG) return st;
+  char msg[4096];
+  snprintf(msg, sizeof msg, "%s", tsl_error_message());
+  return tsl_cfg_error(s->plugin.section, s->plugin.path ? "path" : "name", "%s", msg);
+}
+
 tsl_status tsl_strategy_start(tsl_runtime *rt, int world_size) {
   tsl_status st;
   const tsl_settings *s = &rt->settings;
@@ -71,14 +80,8 @@ tsl_status tsl_strategy_start(tsl_runtime *rt, int world_size) {
     rt->mesh = (tessel_mesh){.size = sizeof rt->mesh, .naxes = 1, .names = {"dp"}, .sizes = {1}, .data_axes = 1};
     return TESSEL_OK;
   }
-  st = tsl_plugin_locate(s->plugin.name, s->plugin.path, &path);
-  if (st == TESSEL_E_CONFIG) { /* point at the key that named it */
-    char msg[4096];
-    snprintf(msg, sizeof msg, "%s", tsl_error_message());
-    st = tsl_cfg_error(s->plugin.section, s->plugin.path ? "path" : "name", "%s", msg);
-  }
-  if (st < 0) goto fail;
-  TSL_TRY(st, tsl_plugin_open(path, &rt->plugin));
+  TSL_TRY(st, at_plugin_key(s, tsl_plugin_locate(s->plugin.name, s->plugin.path, &path)));
+  TSL_TRY(st, at_plugin_key(s, tsl_plugin_open(path, &rt->plugin)));
   if (s->plugin.name && strcmp(s->plugin.name, rt->plugin->name) != 0) {
     st = tsl_cfg_error(s->plugin.section, "name", "names strategy '%s', but plugin.path is %s ('%s')", s->plugin.name,
                        path, rt->plugin->name);

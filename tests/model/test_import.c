@@ -255,8 +255,29 @@ static void test_tokenizer_comes_along(void) {
   tsl_tokenizer_free(t);
 }
 
+/* What transformers writes for the model tessel has, under other names:
+** rope_scaling saying plain frequencies (transformers 4's {"rope_type":
+** "default"}, older {"type": "default"}), and hidden_act "swish", the same
+** function as "silu". Each was refused. */
+static void test_plain_spellings_accepted(void) {
+  static const char *const configs[] = {"{\"rope_scaling\": {\"rope_type\": \"default\"},",
+                                        "{\"rope_scaling\": {\"type\": \"default\"},", "{\"hidden_act\": \"swish\","};
+  for (size_t i = 0; i < sizeof configs / sizeof configs[0]; i++) {
+    char name[32], out[1024];
+    snprintf(name, sizeof name, "plain-%zu", i);
+    char *dir = hf_dir(name, TESSEL_F32, configs[i], NULL, NULL);
+    snprintf(name, sizeof name, "plain-%zu-ckpt", i);
+    CHECK_EQ_INT(tsl_import_hf(dir, scratch_path(out, name)), TESSEL_OK);
+  }
+}
+
 static void test_refusals_name_the_problem(void) {
   refused(hf_dir("scaling", TESSEL_F32, "{\"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8.0},", NULL, NULL),
+          TESSEL_E_UNSUPPORTED, "rope_scaling: ");
+  CHECK_STR_CONTAINS(tsl_error_message(), "'rope_type' is llama3");
+  refused(hf_dir("scaling-old", TESSEL_F32, "{\"rope_scaling\": {\"type\": \"linear\", \"factor\": 2.0},", NULL, NULL),
+          TESSEL_E_UNSUPPORTED, "rope_scaling: ");
+  refused(hf_dir("scaling-bare", TESSEL_F32, "{\"rope_scaling\": {\"factor\": 2.0},", NULL, NULL),
           TESSEL_E_UNSUPPORTED, "'rope_scaling' is set");
   refused(hf_dir("scaling5", TESSEL_F32, "{\"rope_parameters\": {\"rope_theta\": 5e5, \"rope_type\": \"llama3\"},", NULL,
                  NULL), TESSEL_E_UNSUPPORTED, "'rope_type' is llama3");
@@ -292,6 +313,7 @@ int main(void) {
   RUN(test_shards_import_like_one_file);
   RUN(test_rope_parameters);
   RUN(test_tokenizer_comes_along);
+  RUN(test_plain_spellings_accepted);
   RUN(test_refusals_name_the_problem);
   scratch_cleanup();
   return HARNESS_EXIT();

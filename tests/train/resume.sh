@@ -1,5 +1,8 @@
 # N steps straight = k steps, stop, resume, N-k steps — bit for bit: the same
 # loss text at every step and byte-identical final model and optimizer state.
+# Resuming under a changed model section is refused at each key that differs,
+# with both values and what to do (it once described both models, in words
+# that left out the keys which differed).
 . "$(dirname "$0")/common.sh" "$1" "$2" "$3" resume
 
 "$TESSEL" run "$WORK/tiny.yaml" --set log.dir="$WORK/straight" >/dev/null 2>&1 || fail "straight run failed"
@@ -21,5 +24,17 @@ for f in model.safetensors optimizer.safetensors; do
   cmp "$WORK/straight/checkpoints/step_00000012/$f" "$WORK/resumed/checkpoints/step_00000012/$f" \
     || fail "$f differs after resuming"
 done
+set +e
+"$TESSEL" run "$WORK/tiny.yaml" --set log.dir="$WORK/resumed" --set train.steps=20 --set model.channels=16 \
+  --set model.heads=4 >"$WORK/changed.log" 2>&1
+rc=$?
+set -e
+[ $rc -eq 2 ] || fail "resuming under another model exited $rc, expected 2: $(cat "$WORK/changed.log")"
+for want in "--set=model.channels=16:1:22: model.channels: is 16, but checkpoint $WORK/resumed/checkpoints/step_00000012 holds 32" \
+  "--set=model.heads=4:1:19: model.heads: is 4, but checkpoint" "checkpoint.resume: never"; do
+  grep -qF -- "$want" "$WORK/changed.log" || fail "no '$want' in: $(cat "$WORK/changed.log")"
+done
+# ffn and kv_heads follow channels and heads: not mistakes of their own
+! grep -qE "model.(ffn|kv_heads)" "$WORK/changed.log" || fail "derived keys reported: $(cat "$WORK/changed.log")"
 rm -rf "$WORK"
 echo "ok: 12 straight steps equal 5 + resume + 7, bit for bit"
