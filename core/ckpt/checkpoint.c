@@ -591,7 +591,8 @@ tsl_status tsl_ckpt_param(const tsl_ckpt *c, const tsl_param *p, float *whole) {
 /* Does the checkpoint's model equal the configured one? */
 static int same_model(const tsl_model_settings *a, const tsl_model_settings *b) {
   return a->arch == b->arch && a->layers == b->layers && a->heads == b->heads && a->kv_heads == b->kv_heads &&
-         a->channels == b->channels && a->ffn == b->ffn && a->seq_len == b->seq_len && a->vocab_size == b->vocab_size &&
+         a->channels == b->channels && a->ffn == b->ffn && a->seq_len == b->seq_len && a->positions == b->positions &&
+         a->vocab_size == b->vocab_size &&
          a->rope_theta == b->rope_theta && a->norm_eps == b->norm_eps && a->tie_embeddings == b->tie_embeddings;
 }
 

@@ -51,14 +51,15 @@ tsl_status tsl_weights_file_tensor(const tsl_weights *w, const tsl_param *p, flo
 tsl_status tsl_import_hf(const char *hf_dir, const char *out_dir);
 
 /* model.init_from: check the configured model against the weights it names
-** (a config error at the key that differs, e.g. model.channels), and load
-** them into a model just built from those settings (every rank its part). */
-tsl_status tsl_init_from_check(const tsl_settings *s);
+** (a config error at the key that differs, e.g. model.channels), taking
+** their model.positions when the config leaves it out; and load them into
+** a model just built from those settings (every rank its part). */
+tsl_status tsl_init_from_check(tsl_settings *s);
 /* The configured model c against the model of weights w, described as
 ** `whose` ("checkpoint DIR holds"): a config error at every key of the model
-** section that differs, each ending in `fix`. `same_len`: seq_len must be
-** equal too (else a GPT-2 may be shorter than its position table, and a
-** Llama any length). */
+** section that differs, each ending in `fix`. `same_len`: seq_len and
+** positions must be equal too (else a GPT-2's positions may be fewer than
+** the rows of the weights' position table, and a Llama's anything). */
 tsl_status tsl_model_compare(const tsl_model_settings *c, const tsl_model_settings *w, const char *whose,
                              int same_len, const char *fix);
 tsl_status tsl_init_from_load(tsl_model *m);

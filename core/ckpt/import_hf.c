@@ -85,6 +85,7 @@ static tsl_status gpt2(const hf_json *j, tsl_model_settings *m) {
                      m->channels, m->heads);
   TSL_TRY(st, whole(j, "n_inner", 4.0 * m->channels, 1, 1 << 24, &m->ffn));
   TSL_TRY(st, whole(j, "n_positions", 1024, 1, 1 << 20, &m->seq_len));
+  m->positions = m->seq_len;
   TSL_TRY(st, whole(j, "vocab_size", 50257, 2, 1 << 24, &m->vocab_size));
   TSL_TRY(st, one_of(j, "activation_function", gelu, "tessel's GPT-2 computes the tanh GELU (gelu_new)"));
   TSL_TRY(st, number(j, "layer_norm_epsilon", 1e-5, 1e-12, 1.0, &eps));
@@ -152,6 +153,7 @@ static tsl_status llama(const hf_json *j, tsl_model_settings *m) {
   TSL_TRY(st, whole(j, "hidden_size", 4096, 1, 1 << 20, &m->channels));
   TSL_TRY(st, whole(j, "intermediate_size", 11008, 1, 1 << 24, &m->ffn));
   TSL_TRY(st, whole(j, "max_position_embeddings", 2048, 1, 1 << 20, &m->seq_len));
+  m->positions = m->seq_len;
   TSL_TRY(st, whole(j, "vocab_size", 32000, 2, 1 << 24, &m->vocab_size));
   TSL_TRY(st, rope(j, &m->rope_theta));
   TSL_TRY(st, number(j, "rms_norm_eps", 1e-6, 1e-12, 1.0, &m->norm_eps));

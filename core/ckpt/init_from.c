@@ -16,10 +16,35 @@ static tsl_status differs(const tsl_model_settings *c, const char *key, const ch
   return tsl_cfg_error(c->section, key, "is %s, but %s %s; %s", want, whose, have, fix);
 }
 
+/* How a model's context compares with the weights': a resume must match
+** both seq_len and positions; a run starting from weights may train at
+** any seq_len its positions allow (settings.c), and a GPT-2's positions
+** are rows of the weights' wpe, of which it may keep the first. Said at
+** positions when the config gives it, else at seq_len, whose default it
+** follows. */
+static tsl_status compare_context(const tsl_model_settings *c, const tsl_model_settings *w, const char *whose,
+                                  int same_len, const char *fix) {
+  char want[32], have[96];
+  tsl_status st = TESSEL_OK;
+  if (same_len && c->seq_len != w->seq_len) {
+    snprintf(want, sizeof want, "%d", c->seq_len);
+    snprintf(have, sizeof have, "%d", w->seq_len);
+    st = differs(c, "seq_len", want, have, whose, fix);
+  }
+  int too_long = c->arch == TSL_ARCH_GPT2 && c->positions > w->positions;
+  if ((same_len && c->positions != w->positions) || too_long) {
+    const char *key = tsl_cfg_has(c->section, "positions") ? "positions" : "seq_len";
+    snprintf(want, sizeof want, "%d", !strcmp(key, "positions") ? c->positions : c->seq_len);
+    if (too_long) snprintf(have, sizeof have, "position embeddings (wpe) for %d tokens only", w->positions);
+    else snprintf(have, sizeof have, "a model made for %d positions", w->positions);
+    st = differs(c, key, want, have, whose, fix);
+  }
+  return st;
+}
+
 tsl_status tsl_model_compare(const tsl_model_settings *c, const tsl_model_settings *w, const char *whose,
                              int same_len, const char *fix) {
   static const char *const archs[] = {"gpt2", "llama"};
-  tsl_status st = TESSEL_OK;
   char want[32], have[64];
   if (c->arch != w->arch) {
     snprintf(have, sizeof have, "a %s model", archs[w->arch]);
@@ -31,24 +56,17 @@ tsl_status tsl_model_compare(const tsl_model_settings *c, const tsl_model_settin
   } sizes[] = {{"layers", c->layers, w->layers},          {"heads", c->heads, w->heads},
                {"kv_heads", c->kv_heads, w->kv_heads},    {"channels", c->channels, w->channels},
                {"ffn", c->ffn, w->ffn},                   {"vocab_size", c->vocab_size, w->vocab_size},
-               {"rope_theta", c->rope_theta, w->rope_theta}, {"norm_eps", c->norm_eps, w->norm_eps},
-               {"seq_len", c->seq_len, w->seq_len}};
+               {"rope_theta", c->rope_theta, w->rope_theta}, {"norm_eps", c->norm_eps, w->norm_eps}};
   /* the keys the config gives first: a value derived from them (ffn from
   ** channels, kv_heads from heads) differs only because they do */
   int given = 0;
   for (size_t i = 0; i < TSL_ARRAY_LEN(sizes); i++)
     given |= sizes[i].want != sizes[i].have && tsl_cfg_has(c->section, sizes[i].key);
+  tsl_status st = compare_context(c, w, whose, same_len, fix);
   for (size_t i = 0; i < TSL_ARRAY_LEN(sizes); i++) {
     if (sizes[i].want == sizes[i].have || (given && !tsl_cfg_has(c->section, sizes[i].key))) continue;
-    int is_len = !strcmp(sizes[i].key, "seq_len");
-    /* rotary positions work at any length; GPT-2's learned table has rows
-    ** for w->seq_len positions, of which a shorter context uses the first */
-    if (is_len && !same_len && (c->arch == TSL_ARCH_LLAMA || c->seq_len < w->seq_len)) continue;
     snprintf(want, sizeof want, "%.17g", sizes[i].want);
-    if (is_len && !same_len)
-      snprintf(have, sizeof have, "position embeddings (wpe) for %.17g tokens only", sizes[i].have);
-    else
-      snprintf(have, sizeof have, "%.17g", sizes[i].have);
+    snprintf(have, sizeof have, "%.17g", sizes[i].have);
     st = differs(c, sizes[i].key, want, have, whose, fix);
   }
   if (c->tie_embeddings != w->tie_embeddings)
@@ -57,8 +75,8 @@ tsl_status tsl_model_compare(const tsl_model_settings *c, const tsl_model_settin
   return st;
 }
 
-tsl_status tsl_init_from_check(const tsl_settings *s) {
-  const tsl_model_settings *c = &s->model;
+tsl_status tsl_init_from_check(tsl_settings *s) {
+  tsl_model_settings *c = &s->model;
   tsl_weights *w = NULL;
   if (!c->init_from) return TESSEL_OK;
   tsl_status st = tsl_weights_open(c->init_from, &w);
@@ -67,6 +85,12 @@ tsl_status tsl_init_from_check(const tsl_settings *s) {
     char why[2048];
     snprintf(why, sizeof why, "%s", tsl_error_message());
     return tsl_cfg_error(c->section, "init_from", "cannot start from these weights: %s", why);
+  }
+  /* fine-tuning at a shorter context keeps the weights' whole position
+  ** table (and the context their export says they are made for) */
+  if (st >= 0 && !tsl_cfg_has(c->section, "positions") && tsl_weights_model(w)->positions > c->positions) {
+    c->positions = tsl_weights_model(w)->positions;
+    st = tsl_cfg_redefault_int(c->section, "positions", c->positions);
   }
   char whose[4200];
   snprintf(whose, sizeof whose, "the weights model.init_from names (%s) have", c->init_from);

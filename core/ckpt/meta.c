@@ -24,7 +24,9 @@ const char *const tsl_ckpt_files[TSL_CKPT_N_FILES] = {"model.safetensors", "opti
 uint64_t tsl_ckpt_model_hash(const tsl_model_settings *m) {
   double dims[11] = {m->arch,     m->layers, m->heads,      m->kv_heads,   m->channels,      m->ffn,
                      m->seq_len, m->vocab_size, m->rope_theta, m->norm_eps, m->tie_embeddings};
-  return tsl_hash_bytes(dims, sizeof dims, 0x6d6f64656cull);
+  uint64_t h = tsl_hash_bytes(dims, sizeof dims, 0x6d6f64656cull);
+  /* positions came later: a model made for its own context hashes as before */
+  return m->positions == m->seq_len ? h : tsl_mix64(h ^ (uint64_t)m->positions);
 }
 
 /* A version-1 description's model_hash: GPT-2's five dimensions. */
@@ -79,7 +81,11 @@ static const char *const covered[] = {
     "plugin.version", "tessel_version", "tokenizer.hash", "files.model.safetensors.bytes",
     "files.model.safetensors.crc32", "files.optimizer.safetensors.bytes", "files.optimizer.safetensors.crc32",
     "files.private.safetensors.bytes", "files.private.safetensors.crc32", "files.config.yaml.bytes",
-    "files.config.yaml.crc32", "files.tokenizer.json.bytes", "files.tokenizer.json.crc32"};
+    "files.config.yaml.crc32", "files.tokenizer.json.bytes", "files.tokenizer.json.crc32", "model.positions"};
+
+/* Covered fields that came after descriptions were first written: absent,
+** they leave the checksum as those descriptions have it. */
+static int later_field(const char *path) { return !strcmp(path, "model.positions"); }
 
 /* The item at a covered path; file names hold dots, so "files.NAME.key"
 ** splits at its first and last. */
@@ -100,6 +106,7 @@ static uint32_t meaning_crc(const cJSON *root) {
   uLong c = crc32(0L, Z_NULL, 0);
   for (size_t i = 0; i < TSL_ARRAY_LEN(covered); i++) {
     const cJSON *v = item_at(root, covered[i]);
+    if (!v && later_field(covered[i])) continue;
     char num[64];
     const char *text = !v                 ? "(absent)"
                        : cJSON_IsString(v) ? v->valuestring
@@ -183,6 +190,7 @@ static cJSON *meta_json(const tsl_ckpt_meta *m) {
   cJSON_AddNumberToObject(model, "channels", d->channels);
   cJSON_AddNumberToObject(model, "ffn", d->ffn);
   cJSON_AddNumberToObject(model, "seq_len", d->seq_len);
+  cJSON_AddNumberToObject(model, "positions", d->positions);
   cJSON_AddNumberToObject(model, "vocab_size", d->vocab_size);
   cJSON_AddNumberToObject(model, "rope_theta", d->rope_theta);
   cJSON_AddNumberToObject(model, "norm_eps", d->norm_eps);
@@ -322,6 +330,10 @@ static tsl_status read_model(const reader *r, tsl_ckpt_meta *m) {
   d->kv_heads = (int)v[5], d->ffn = (int)v[6];
   TSL_TRY(st, number(r, "model.rope_theta", 1.0, 1e12, 10000.0, &d->rope_theta));
   TSL_TRY(st, number(r, "model.norm_eps", 1e-12, 1.0, 1e-5, &d->norm_eps));
+  /* absent (written before it was): made for the context it trained on */
+  int64_t positions = d->seq_len;
+  if (item_at(r->root, "model.positions")) TSL_TRY(st, whole(r, "model.positions", d->seq_len, 1 << 20, &positions));
+  d->positions = (int)positions;
   if (d->channels % d->heads != 0)
     return tsl_error(TESSEL_E_IO, "%s: model.channels %d does not split into model.heads %d", r->where, d->channels,
                      d->heads);

@@ -112,6 +112,16 @@ fail:
   return st;
 }
 
+tsl_status tsl_cfg_redefault_int(tsl_cfg *map, const char *key, int64_t value) {
+  tsl_entry *e = map ? tsl_node_find(map, key) : NULL;
+  if (!e || !e->value->is_default) return TESSEL_OK;
+  char *text = tsl_asprintf("%" PRId64, value);
+  if (!text) return tsl_error(TESSEL_E_NOMEM, "out of host memory reading the configuration");
+  free(e->value->scalar);
+  e->value->scalar = text;
+  return TESSEL_OK;
+}
+
 /* Quotes make a value a string, so "7" is not a number; a message that
 ** showed only '7' would not say why it was refused. */
 static const char *quoted_note(const tsl_cfg *v) {

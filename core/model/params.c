@@ -22,7 +22,7 @@ void tsl_model_dim_sizes(const tsl_settings *s, int tensor_parallel, int64_t dim
   dim[TESSEL_DIM_HEAD_SIZE] = s->model.channels / s->model.heads;
   dim[TESSEL_DIM_FFN] = s->model.ffn;
   dim[TESSEL_DIM_VOCAB] = tsl_padded_vocab(s->model.vocab_size, tensor_parallel);
-  dim[TESSEL_DIM_POSITIONS] = s->model.seq_len;
+  dim[TESSEL_DIM_POSITIONS] = s->model.positions;
 }
 
 int64_t tsl_dim_extent(const int64_t dim[TESSEL_DIM_COUNT], tessel_dim d) {

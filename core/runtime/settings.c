@@ -68,7 +68,7 @@ static tsl_status refuse_for_gpt2(tsl_cfg *m, const char *key, const char *why) 
 
 static tsl_status read_model(tsl_cfg *root, tsl_settings *s) {
   tsl_cfg *m;
-  int64_t v[5], kv = 1, ffn = 1;
+  int64_t v[5], kv = 1, ffn = 1, positions = 1;
   int ok[5], arch = TSL_ARCH_GPT2;
   static const char *const keys[] = {"layers", "heads", "channels", "seq_len"};
   static const char *const archs[] = {"gpt2", "llama", NULL};
@@ -111,6 +111,12 @@ static tsl_status read_model(tsl_cfg *root, tsl_settings *s) {
   int64_t c = ok[2] ? v[2] : 1;
   keep(&st, tsl_cfg_int(m, "ffn", arch == TSL_ARCH_LLAMA ? swiglu_ffn(c) : 4 * c, 1, 1 << 24, &ffn));
   keep(&st, tsl_cfg_file(m, "init_from", NULL, &s->model.init_from));
+  /* with init_from, tsl_init_from_check raises the default to the weights' */
+  tsl_status pst = tsl_cfg_int(m, "positions", ok[3] ? v[3] : 1, 1, 1 << 20, &positions);
+  keep(&st, pst);
+  if (pst >= 0 && ok[3] && positions < v[3])
+    keep(&st, tsl_cfg_error(m, "positions", "%lld, shorter than seq_len %lld: the model must be made for the "
+                            "context it trains on", (long long)positions, (long long)v[3]));
   if (arch == TSL_ARCH_LLAMA && ok[1] && ok[2] && v[2] % v[1] == 0 && (v[2] / v[1]) % 2 != 0)
     keep(&st, tsl_cfg_error(m, "heads", "heads of %lld channels (%lld / %lld): rotary positions rotate pairs, so "
                             "the head size must be even", (long long)(v[2] / v[1]), (long long)v[2], (long long)v[1]));
@@ -122,6 +128,7 @@ static tsl_status read_model(tsl_cfg *root, tsl_settings *s) {
   s->model.channels = (int)v[2];
   s->model.ffn = (int)ffn;
   s->model.seq_len = (int)v[3];
+  s->model.positions = (int)positions;
   s->model.vocab_size = (int)v[4];
   return TESSEL_OK;
 }

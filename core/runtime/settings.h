@@ -25,6 +25,7 @@ typedef enum { TSL_PROGRESS_AUTO = 0, TSL_PROGRESS_ALWAYS = 1, TSL_PROGRESS_NEVE
 typedef struct tsl_model_settings {
   tsl_arch_kind arch;
   int layers, heads, kv_heads, channels, ffn, seq_len;
+  int positions;         /* the longest context the model is made for (GPT-2: rows of wpe), >= seq_len */
   int vocab_size;        /* the tokenizer's vocabulary */
   double rope_theta, norm_eps;
   int tie_embeddings;

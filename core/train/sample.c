@@ -111,18 +111,26 @@ static void emit(const tsl_sample_opts *o, int32_t tok, FILE *out) {
   fflush(out); /* stream: each token shows as it is drawn */
 }
 
-tsl_status tsl_sample(const tsl_settings *s, tsl_tensor_fn src, void *src_ctx, const tsl_sample_opts *o, FILE *out) {
+tsl_status tsl_sample(const tsl_settings *given, tsl_tensor_fn src, void *src_ctx, const tsl_sample_opts *o,
+                      FILE *out) {
   tsl_status st;
   tsl_runtime rt;
   tsl_model *m = NULL;
   float *whole = NULL, *row = NULL;
-  context ctx = {.seq_len = s->model.seq_len};
-  int V = s->model.vocab_size;
+  int V = given->model.vocab_size;
   tsl_token_vec prompt = {0};
   if ((st = prompt_ids(o, V, &prompt)) < 0) {
     tsl_token_vec_free(&prompt);
     return st;
   }
+  /* the model runs over the longest context this sample reaches, not the
+  ** whole seq_len: every token is a forward over all of it, and an imported
+  ** model's seq_len is its max_position_embeddings (131072 for Llama 3) */
+  tsl_settings copy = *given;
+  const tsl_settings *s = &copy;
+  int64_t reach = (int64_t)prompt.n + o->tokens - 1;
+  copy.model.seq_len = (int)TSL_MAX(1, TSL_MIN((int64_t)given->model.seq_len, reach));
+  context ctx = {.seq_len = s->model.seq_len};
   TSL_TRY(st, tsl_runtime_local(&rt, s, o->threads));
   tessel_model_dims dims;
   tsl_model_dims_single(&rt, &dims);

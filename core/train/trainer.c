@@ -61,8 +61,13 @@ static tsl_status measure(trainer *t) {
   tsl_runtime *rt = t->rt;
   const tsl_settings *s = &rt->settings;
   tsl_status st;
-  t->flops_per_token = 6.0 * (double)tsl_model_params(t->model)->total_numel +
-                       12.0 * s->model.layers * (double)s->model.seq_len * s->model.channels;
+  /* N without the position table: a lookup, no product (and its rows past
+  ** seq_len are not even read), as nanoGPT and PaLM count it */
+  const tsl_params *ps = tsl_model_params(t->model);
+  double n = (double)ps->total_numel;
+  for (int i = 0; i < ps->n; i++)
+    if (ps->p[i].info.role == TESSEL_ROLE_POSITIONS) n -= (double)ps->p[i].info.shape[0] * ps->p[i].info.shape[1];
+  t->flops_per_token = 6.0 * n + 12.0 * s->model.layers * (double)s->model.seq_len * s->model.channels;
   TSL_TRY(st, tsl_peak_ensure(rt));
   /* MFU against the cores this rank's threads really get */
   t->mfu_cores = tsl_cpus_effective(&rt->world.cpus, rt->threads);

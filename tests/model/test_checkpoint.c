@@ -247,7 +247,7 @@ static void test_description_numbers_are_exact(void) {
   char ck[1200], file[1300], *text = NULL;
   tsl_ckpt_meta m = {.step = 9007199254740990, .world_size = 1}, back;
   m.model = (tsl_model_settings){.arch = TSL_ARCH_LLAMA, .layers = 1, .heads = 2, .kv_heads = 1, .channels = 8,
-                                 .ffn = 24, .seq_len = 4, .vocab_size = 32, .rope_theta = 10000.000000000002,
+                                 .ffn = 24, .seq_len = 4, .positions = 4, .vocab_size = 32, .rope_theta = 10000.000000000002,
                                  .norm_eps = 1.0000000000000002e-05};
   m.model_hash = tsl_ckpt_model_hash(&m.model);
   snprintf(ck, sizeof ck, "%s/exact", dir);
@@ -350,7 +350,8 @@ static void test_other_dimensions_are_refused(void) {
   tsl_ckpt ck;
   REQUIRE(tsl_ckpt_open(path, &ck) == TESSEL_OK);
   CHECK_EQ_INT(tsl_ckpt_restore(wide, &ck), TESSEL_E_CONFIG);
-  CHECK_STR_CONTAINS(tsl_error_message(), "channels 16");
+  CHECK_STR_CONTAINS(tsl_error_message(), "model.channels: is 32, but checkpoint ");
+  CHECK_STR_CONTAINS(tsl_error_message(), " holds 16; ");
   tsl_ckpt_close(&ck);
   free(path);
   fixture_release(&a);

@@ -38,7 +38,7 @@ static tsl_status batch(void *ctx, int micro, int32_t *inputs, int32_t *targets)
 static void test_blocked_head_matches_double(void) {
   tsl_settings s = {0};
   s.model = (tsl_model_settings){.arch = TSL_ARCH_LLAMA, .layers = L, .heads = H, .kv_heads = 1, .channels = C,
-                                 .ffn = 16, .seq_len = T, .vocab_size = V, .rope_theta = 10000.0, .norm_eps = 1e-5};
+                                 .ffn = 16, .seq_len = T, .positions = T, .vocab_size = V, .rope_theta = 10000.0, .norm_eps = 1e-5};
   s.train.seed = 5;
   tsl_runtime rt;
   tsl_model *m;

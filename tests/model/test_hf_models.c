@@ -75,6 +75,7 @@ static float *logits_from(const char *dir) {
   tsl_settings s = {.model = *tsl_weights_model(w)};
   tsl_weights_close(w);
   s.model.seq_len = T;
+  s.model.positions = T;
   s.model.init_from = dir;
   s.train.seed = 1;
   REQUIRE(tsl_init_from_check(&s) == TESSEL_OK);

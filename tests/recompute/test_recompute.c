@@ -57,6 +57,7 @@ static int make_runtime(tsl_runtime *rt, tsl_arch_kind arch, const variant *v) {
   s.model.channels = C;
   s.model.ffn = arch == TSL_ARCH_LLAMA ? 24 : 4 * C;
   s.model.seq_len = T;
+  s.model.positions = T;
   s.model.vocab_size = V;
   s.model.norm_eps = 1e-5;
   s.model.rope_theta = 10000.0;

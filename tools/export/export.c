@@ -25,7 +25,7 @@ static cJSON *hf_config(const tsl_model_settings *m) {
     cJSON_AddNumberToObject(root, "num_key_value_heads", m->kv_heads);
     cJSON_AddNumberToObject(root, "hidden_size", m->channels);
     cJSON_AddNumberToObject(root, "intermediate_size", m->ffn);
-    cJSON_AddNumberToObject(root, "max_position_embeddings", m->seq_len);
+    cJSON_AddNumberToObject(root, "max_position_embeddings", m->positions);
     cJSON_AddNumberToObject(root, "rope_theta", m->rope_theta);
     cJSON_AddNumberToObject(root, "rms_norm_eps", m->norm_eps);
     cJSON_AddStringToObject(root, "hidden_act", "silu");
@@ -39,8 +39,8 @@ static cJSON *hf_config(const tsl_model_settings *m) {
     cJSON_AddNumberToObject(root, "n_head", m->heads);
     cJSON_AddNumberToObject(root, "n_embd", m->channels);
     cJSON_AddNumberToObject(root, "n_inner", m->ffn);
-    cJSON_AddNumberToObject(root, "n_positions", m->seq_len);
-    cJSON_AddNumberToObject(root, "n_ctx", m->seq_len);
+    cJSON_AddNumberToObject(root, "n_positions", m->positions);
+    cJSON_AddNumberToObject(root, "n_ctx", m->positions);
     cJSON_AddStringToObject(root, "activation_function", "gelu_new");
     cJSON_AddNumberToObject(root, "layer_norm_epsilon", 1e-5);
     cJSON_AddNumberToObject(root, "resid_pdrop", 0);
@@ -88,7 +88,7 @@ static tsl_status write_tokenizer_files(const tsl_ckpt *c, const tsl_tokenizer *
   if (st < 0) return st;
   cJSON *root = cJSON_CreateObject();
   cJSON_AddStringToObject(root, "tokenizer_class", "PreTrainedTokenizerFast");
-  cJSON_AddNumberToObject(root, "model_max_length", c->arch.seq_len);
+  cJSON_AddNumberToObject(root, "model_max_length", c->arch.positions);
   cJSON_AddBoolToObject(root, "clean_up_tokenization_spaces", 0);
   int eot = tsl_tokenizer_eot(t);
   if (eot >= 0) {
