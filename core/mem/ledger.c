@@ -90,7 +90,28 @@ static tsl_status full_error(const tsl_ledger *l, tessel_tier tier, uint64_t byt
                    tsl_format_bytes(a->in_use - model_bytes, act, sizeof act));
 }
 
-/* Create the unlinked backing file of an NVMe allocation. */
+/* Room for `bytes` in the NVMe directory, taken now: a sparse file would
+** only fail for want of space at its first write, a step or more into the
+** run (the files are unlinked, so the user cannot even see them there). A
+** file system without fallocate gets the sparse file. */
+static tsl_status nvme_reserve(const tsl_ledger *l, int fd, const char *path, uint64_t bytes, const char *name) {
+  if (bytes == 0 || fallocate(fd, 0, 0, (off_t)bytes) == 0) return TESSEL_OK;
+  if ((errno == EOPNOTSUPP || errno == ENOSYS) && ftruncate(fd, (off_t)bytes) == 0) return TESSEL_OK;
+  if (errno != ENOSPC && errno != EDQUOT && errno != EFBIG)
+    return tsl_error(TESSEL_E_IO, "nvme tier: cannot size %s to %llu bytes for '%s': %s", path,
+                     (unsigned long long)bytes, name, strerror(errno));
+  int err = errno;
+  char need[32], have[32] = "an unknown amount";
+  uint64_t free_bytes;
+  if (tsl_free_bytes(l->nvme_dir, &free_bytes) >= 0) tsl_format_bytes(free_bytes, have, sizeof have);
+  return tsl_error(TESSEL_E_IO,
+                   "nvme tier: cannot reserve %s for '%s' in %s: %s (%s free there). Free some space, point the "
+                   "NVMe directory (gemini's plugin.nvme_dir, or device.nvme_dir) at a larger disk, or place less "
+                   "on NVMe (gemini's nvme_optim_frac)",
+                   tsl_format_bytes(bytes, need, sizeof need), name, l->nvme_dir, strerror(err), have);
+}
+
+/* Create the unlinked backing file of an NVMe allocation, its space taken. */
 static tsl_status nvme_create(tsl_ledger *l, uint64_t bytes, const char *name, int *fd_out) {
   char *path = tsl_asprintf("%s/tessel-%d-%llu.swap", l->nvme_dir, (int)getpid(),
                             (unsigned long long)l->next_nvme);
@@ -99,13 +120,13 @@ static tsl_status nvme_create(tsl_ledger *l, uint64_t bytes, const char *name, i
   tsl_status st = TESSEL_OK;
   if (fd < 0) {
     st = tsl_error(TESSEL_E_IO, "nvme tier: cannot create %s for '%s': %s", path, name, strerror(errno));
-  } else if (unlink(path) != 0 || ftruncate(fd, (off_t)bytes) != 0) {
-    st = tsl_error(TESSEL_E_IO, "nvme tier: cannot size %s to %llu bytes for '%s': %s", path,
-                   (unsigned long long)bytes, name, strerror(errno));
-    close(fd);
+  } else if (unlink(path) != 0) {
+    st = tsl_error(TESSEL_E_IO, "nvme tier: cannot unlink %s for '%s': %s", path, name, strerror(errno));
   } else {
-    *fd_out = fd;
+    st = nvme_reserve(l, fd, path, bytes, name);
   }
+  if (st < 0 && fd >= 0) close(fd);
+  if (st >= 0) *fd_out = fd;
   free(path);
   return st;
 }

@@ -17,8 +17,8 @@
 **   TESSEL_FAULT=kill-after-remove:TEXT   the same after removing a path
 **                                  that contains TEXT
 **
-** It wraps the calls tessel's own code makes (write, pwrite, mkdir, open,
-** openat, statvfs); stdio's internal writes are not seen, which is fine:
+** It wraps the calls tessel's own code makes (write, pwrite, fallocate,
+** mkdir, open, openat, statvfs); stdio's internal writes are not seen, which is fine:
 ** the checkpoint tensors, the bulk of every checkpoint, go through write().
 */
 #include <dlfcn.h>
@@ -91,6 +91,7 @@ static int allow_write(int fd, size_t n) {
 
 typedef ssize_t (*write_fn)(int, const void *, size_t);
 typedef ssize_t (*pwrite_fn)(int, const void *, size_t, off_t);
+typedef int (*fallocate_fn)(int, int, off_t, off_t);
 typedef int (*mkdir_fn)(const char *, mode_t);
 typedef int (*open_fn)(const char *, int, ...);
 typedef int (*open64_fn)(const char *, int, ...);
@@ -109,6 +110,13 @@ ssize_t pwrite(int fd, const void *buf, size_t n, off_t off) {
   REAL(pwrite);
   if (!allow_write(fd, n)) return -1;
   return real_pwrite(fd, buf, n, off);
+}
+
+/* Reserving space counts as writing it. */
+int fallocate(int fd, int how, off_t off, off_t len) {
+  REAL(fallocate);
+  if (!allow_write(fd, (size_t)len)) return -1;
+  return real_fallocate(fd, how, off, len);
 }
 
 int mkdir(const char *path, mode_t m) {
