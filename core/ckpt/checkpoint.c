@@ -430,6 +430,26 @@ tsl_status tsl_ckpt_latest(const char *dir, char **path, int64_t *step) {
   return *path ? TESSEL_OK : TESSEL_E_NOMEM;
 }
 
+char *tsl_ckpt_intact_before(const char *dir, const char *damaged) {
+  int64_t *steps = NULL;
+  char *found = NULL;
+  const char *base = strrchr(damaged, '/');
+  int64_t step = entry_step(base ? base + 1 : damaged);
+  int n = step > 0 ? list_steps(dir, &steps) : 0;
+  for (int i = 0; i < n && !found; i++) {
+    tsl_ckpt c;
+    char *path = steps[i] < step ? tsl_asprintf("%s/step_%08lld", dir, (long long)steps[i]) : NULL;
+    if (path && tsl_ckpt_open(path, &c) >= 0) {
+      tsl_ckpt_close(&c);
+      found = path;
+    } else {
+      free(path);
+    }
+  }
+  free(steps);
+  return found;
+}
+
 /* ---- reading ---- */
 
 /* Every file's size and CRC-32 as trainer.json recorded them. */

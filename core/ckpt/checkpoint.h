@@ -61,6 +61,11 @@ uint64_t tsl_ckpt_bytes(const tsl_settings *s);
 ** save records itself there), else the highest step_NNNNNNNN. *path NULL
 ** (and OK) when there is none. Temporaries and other names are ignored. */
 tsl_status tsl_ckpt_latest(const char *dir, char **path, int64_t *step);
+/* The newest checkpoint in dir before the step of checkpoint `damaged`
+** that opens and validates (heap path), or NULL: where a run can go on
+** from when a newer one is damaged. Leaves the error of the last one
+** tried. */
+char *tsl_ckpt_intact_before(const char *dir, const char *damaged);
 
 /* Open and validate a checkpoint directory (TESSEL_E_IO, naming the file
 ** and the problem, when anything is wrong). */

@@ -2,7 +2,8 @@
 # loss text at every step and byte-identical final model and optimizer state.
 # Resuming under a changed model section is refused at each key that differs,
 # with both values and what to do (it once described both models, in words
-# that left out the keys which differed).
+# that left out the keys which differed). A damaged newest checkpoint is
+# refused naming the newest intact one to go on from.
 . "$(dirname "$0")/common.sh" "$1" "$2" "$3" resume
 
 "$TESSEL" run "$WORK/tiny.yaml" --set log.dir="$WORK/straight" >/dev/null 2>&1 || fail "straight run failed"
@@ -36,5 +37,16 @@ for want in "--set=model.channels=16:1:22: model.channels: is 16, but checkpoint
 done
 # ffn and kv_heads follow channels and heads: not mistakes of their own
 ! grep -qE "model.(ffn|kv_heads)" "$WORK/changed.log" || fail "derived keys reported: $(cat "$WORK/changed.log")"
+# a damaged newest checkpoint: the refusal names the newest intact one
+printf 'X' | dd of="$WORK/resumed/checkpoints/step_00000012/model.safetensors" bs=1 seek=300 conv=notrunc status=none
+set +e
+"$TESSEL" run "$WORK/tiny.yaml" --set log.dir="$WORK/resumed" --set train.steps=14 >"$WORK/damaged.log" 2>&1
+rc=$?
+set -e
+[ $rc -eq 1 ] || fail "resuming from a damaged checkpoint exited $rc, expected 1: $(cat "$WORK/damaged.log")"
+grep -qF "The newest intact checkpoint before it is $WORK/resumed/checkpoints/step_00000005: go on from there with \`tessel run CONFIG --resume $WORK/resumed/checkpoints/step_00000005\`" \
+  "$WORK/damaged.log" || fail "the refusal does not name step 5 to go on from: $(cat "$WORK/damaged.log")"
+"$TESSEL" run "$WORK/tiny.yaml" --set log.dir="$WORK/resumed" --set train.steps=14 \
+  --resume "$WORK/resumed/checkpoints/step_00000005" >/dev/null 2>&1 || fail "--resume with the intact checkpoint failed"
 rm -rf "$WORK"
 echo "ok: 12 straight steps equal 5 + resume + 7, bit for bit"
