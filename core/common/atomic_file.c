@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/util.h"
@@ -19,7 +20,13 @@ static void release(tsl_atomic_file *af) {
 }
 
 tsl_status tsl_atomic_open(const char *path, tsl_atomic_file *af) {
+  struct stat sb;
   af->fd = -1;
+  af->path = af->tmp = NULL;
+  /* the rename would put a file where a device, FIFO or socket was (as
+  ** root, -o /dev/null replaced /dev/null) */
+  if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode))
+    return tsl_error(TESSEL_E_IO, "%s: is %s, not a file: name a file to write", path, tsl_file_kind(sb.st_mode));
   af->path = tsl_strdup(path);
   af->tmp = tsl_asprintf("%s.tmp.%ld", path, (long)getpid());
   if (!af->path || !af->tmp) {

@@ -19,7 +19,9 @@ typedef struct tsl_atomic_file {
   int fd;     /* -1 once released */
 } tsl_atomic_file;
 
-/* Create the temporary file. On failure *af is released (nothing to abort). */
+/* Create the temporary file; a path that exists and is not a regular file
+** (a device, a FIFO) is refused. On failure *af is released (nothing to
+** abort). */
 tsl_status tsl_atomic_open(const char *path, tsl_atomic_file *af);
 /* Append n bytes (errors name the temporary file). */
 tsl_status tsl_atomic_write(tsl_atomic_file *af, const void *buf, size_t n);

@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <unistd.h>
 
@@ -33,10 +34,20 @@ static tsl_status truncate_metrics(const char *path, int64_t keep_step, FILE *ou
   return TESSEL_OK;
 }
 
+/* Open log.metrics for appending, first cut back to the steps a resumed run
+** keeps (written aside and renamed over it). A character device is
+** appended to as it is (/dev/null throws the metrics away); the rename
+** would have replaced it, and any other file that is not a regular one,
+** with a file. */
 static tsl_status open_metrics(tsl_reporter *r, const tsl_settings *s, int64_t resume_step) {
+  struct stat sb;
+  int exists = stat(s->log.metrics, &sb) == 0, device = exists && S_ISCHR(sb.st_mode);
+  if (exists && !device && !S_ISREG(sb.st_mode))
+    return tsl_error(TESSEL_E_IO, "log.metrics: %s is %s, not a file: name a file to write the metrics to",
+                     s->log.metrics, tsl_file_kind(sb.st_mode));
   char *dir = tsl_dirname(s->log.metrics), *tmp = tsl_asprintf("%s.tmp", s->log.metrics);
   tsl_status st = dir && tmp ? tsl_mkdir_p(dir) : TESSEL_E_NOMEM;
-  if (st >= 0) {
+  if (st >= 0 && !device) {
     FILE *f = fopen(tmp, "w");
     if (!f) {
       st = tsl_error(TESSEL_E_IO, "log.metrics: %s: cannot create: %s", tmp, strerror(errno));
@@ -212,7 +223,8 @@ static tsl_status write_json(tsl_reporter *r, const tsl_runtime *rt, const tsl_s
   if (!text) return tsl_error(TESSEL_E_NOMEM, "out of host memory writing metrics");
   int bad = fprintf(r->metrics, "%s\n", text) < 0 || fflush(r->metrics) != 0;
   free(text);
-  return bad ? tsl_error(TESSEL_E_IO, "%s: write failed: %s", rt->settings.log.metrics, strerror(errno)) : TESSEL_OK;
+  return bad ? tsl_error(TESSEL_E_IO, "log.metrics: %s: write failed: %s", rt->settings.log.metrics, strerror(errno))
+             : TESSEL_OK;
 }
 
 static tsl_status write_tensorboard(tsl_reporter *r, const tsl_step_report *s) {

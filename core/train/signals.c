@@ -61,6 +61,7 @@ const char *tsl_stop_reason_name(int reason) {
     case SIGUSR1: return "SIGUSR1";
     case TSL_STOP_TIME: return "train.stop_after_time";
     case TSL_STOP_STEPS: return "train.stop_after";
+    case TSL_STOP_LOG: return "a failed write of the run's log";
   }
   return "a stop request";
 }

@@ -23,6 +23,7 @@
 /* A stop reason that is not a signal number. */
 #define TSL_STOP_TIME 1000  /* train.stop_after_time */
 #define TSL_STOP_STEPS 1001 /* train.stop_after */
+#define TSL_STOP_LOG 1002   /* the run's log (metrics) could not be written: stop with a checkpoint, then fail */
 
 /* Catch SIGTERM, SIGINT and SIGUSR1 for the rest of the run. `announce`:
 ** print a line on stderr when the first one arrives (rank 0). `tessel run`

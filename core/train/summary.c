@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "common/log.h"
 #include "common/stats.h"
@@ -209,8 +210,14 @@ static void print_summary(tsl_reporter *r, const cJSON *o, const ranks_info *g, 
   }
 }
 
+/* summary.json goes beside log.metrics, or in log.dir when the metrics go
+** to a device (/dev/null), whose directory is no place for it. */
 static tsl_status write_summary(const tsl_runtime *rt, const cJSON *o) {
-  char *dir = tsl_dirname(rt->settings.log.metrics), *path = dir ? tsl_asprintf("%s/summary.json", dir) : NULL;
+  struct stat sb;
+  const char *metrics = rt->settings.log.metrics;
+  int device = stat(metrics, &sb) == 0 && S_ISCHR(sb.st_mode);
+  char *dir = device ? tsl_strdup(rt->settings.log.dir) : tsl_dirname(metrics);
+  char *path = dir ? tsl_asprintf("%s/summary.json", dir) : NULL;
   tsl_status st = path ? tsl_write_json_file(path, o) : tsl_error(TESSEL_E_NOMEM, "out of host memory");
   free(path);
   free(dir);

@@ -35,6 +35,7 @@ struct tsl_trainer {
   int64_t stop_at;    /* train.stop_after's last step of this invocation (0: none) */
   double eval_s;      /* how long the last validation took (0: none yet) */
   double started;     /* when the run command began (train.stop_after_time counts from it) */
+  char *log_error;    /* why the metrics could not be written (rank 0): the run stops at the next step */
 };
 typedef struct tsl_trainer trainer;
 
@@ -307,6 +308,7 @@ static int validates(const trainer *t, int64_t step) {
 static int stop_reason(const trainer *t, int64_t step, double step_time) {
   const tsl_settings *s = &t->rt->settings;
   double limit = s->train.stop_after_time, next = step_time;
+  if (t->log_error) return TSL_STOP_LOG;
   if (tsl_signal_received()) return tsl_signal_received();
   if (validates(t, step + 1))
     next += t->eval_s > 0 ? t->eval_s : (double)s->train.eval_batches * step_time / 3;
@@ -362,7 +364,16 @@ tsl_status tsl_trainer_step(tsl_trainer *t, tsl_step_report *r) {
   TSL_TRY(st, tsl_step_agree(rt, r, stop_reason(t, step, r->step_time)));
   if (final) r->stop = 0;
   else if (!r->stop && stopping) r->stop = TSL_STOP_STEPS;
-  TSL_TRY(st, tsl_report_step(&t->report, rt, r));
+  /* a log that cannot be written (a full disk) ends the run, but with a
+  ** checkpoint: every rank learns it at the next step's agreement (saving
+  ** is collective), and stops after that step */
+  if (!t->log_error && tsl_report_step(&t->report, rt, r) < 0) {
+    if (!(t->log_error = tsl_strdup(tsl_error_message()))) {
+      st = TESSEL_E_NOMEM;
+      goto fail;
+    }
+    tsl_warn("%s: stopping after the next step, with a checkpoint", t->log_error);
+  }
   if ((s->ckpt.every && step % s->ckpt.every == 0) || final || stopping || r->stop) TSL_TRY(st, save(t, step));
   return TESSEL_OK;
 fail:
@@ -392,6 +403,15 @@ tsl_status tsl_trainer_finish(tsl_trainer *t, tsl_run_end *end) {
   /* how to go on: the same command, unless it names where to start (it
   ** would go back there) or never resumes (it would start over) */
   int named = t->opts.resume_dir || rt->settings.ckpt.resume == TSL_RESUME_NEVER;
+  if (t->log_error || end->stop == TSL_STOP_LOG) {
+    tsl_report_summary(&t->report, rt, end); /* what can still be said */
+    st = tsl_error(TESSEL_E_IO, "%s\nThe run stopped at step %lld with checkpoint %s. Make room there (or point "
+                   "log.dir or log.metrics elsewhere) and run %s%s again to go on from it.",
+                   t->log_error ? t->log_error : "rank 0 could not write the run's log", (long long)t->last_saved,
+                   t->last_ckpt ? t->last_ckpt : "(none)", named ? "with --resume " : "the same command",
+                   named && t->last_ckpt ? t->last_ckpt : "");
+    return step_failed(t, st);
+  }
   if (end->stop)
     tsl_report_line(&t->report, "stopped at step %lld by %s: resume with %s%s (exit status %d)",
                     (long long)t->last_saved, tsl_stop_reason_name(end->stop),
@@ -409,5 +429,6 @@ void tsl_trainer_close(tsl_trainer *t) {
   tsl_data_close(&t->data);
   tsl_model_destroy(t->model);
   free(t->last_ckpt);
+  free(t->log_error);
   free(t);
 }
