@@ -181,6 +181,9 @@ static tsl_status check_room(const tsl_settings *s) {
 
 static tsl_status claim(const tsl_settings *s, tsl_run_dir *d) {
   tsl_status st;
+  const char *dirs[2] = {s->log.dir, s->ckpt.dir};
+  for (int i = 0; i < 2; i++)
+    if (!tsl_path_exists(dirs[i]) && !(d->made[d->n_made++] = tsl_strdup(dirs[i]))) return TESSEL_E_NOMEM;
   TSL_TRY(st, lock_dir(s->log.dir, "log.dir", &d->fds[d->n]));
   d->n++;
   TSL_TRY(st, check_writable(s));
@@ -201,8 +204,7 @@ fail:
 
 tsl_status tsl_run_dir_open(tsl_runtime *rt, tsl_run_dir *d) {
   tsl_status st = TESSEL_OK;
-  d->fds[0] = d->fds[1] = -1;
-  d->n = 0;
+  *d = (tsl_run_dir){.fds = {-1, -1}};
   if (rt->world.rank == 0) st = claim(&rt->settings, d);
   if (st < 0) tsl_run_dir_close(d);
   return st;
@@ -212,4 +214,16 @@ void tsl_run_dir_close(tsl_run_dir *d) {
   for (int i = 0; i < d->n; i++)
     if (d->fds[i] >= 0) close(d->fds[i]);
   d->n = 0;
+  for (int i = 0; i < d->n_made; i++) free(d->made[i]);
+  d->n_made = 0;
+}
+
+void tsl_run_dir_abandon(tsl_run_dir *d) {
+  for (int i = d->n_made - 1; i >= 0 && d->n > 0; i--) { /* checkpoint.dir first: it may be inside log.dir */
+    char *lock = tsl_asprintf("%s/" LOCK_NAME, d->made[i]);
+    if (lock) unlink(lock);
+    rmdir(d->made[i]); /* only when empty: whatever else is there stays */
+    free(lock);
+  }
+  tsl_run_dir_close(d);
 }

@@ -32,6 +32,7 @@ tsl_status tsl_session_open(const tsl_world *w, const char *config, const char *
   if (st >= 0) st = tsl_world_agree(&rt->world, tsl_runtime_comm(rt));
   if (st >= 0) st = tsl_trainer_open(rt, &o, &run->trainer);
   if (st < 0) {
+    tsl_run_dir_abandon(&run->dir);
     tessel_run_close(run);
     return st;
   }

@@ -174,6 +174,12 @@ run out_of_memory bash -c 'ulimit -v 3000000 && exec "$@"' _ "$TESSEL" run "$WOR
   --set train.sample_tokens=0 --set model.layers=24 --set model.channels=2048 --set checkpoint.every=0
 expect 1 "allocating" "more failed (the machine is out of memory)"
 grep -q "16777216 TiB\|raise device.memory_limit" "$WORK/out_of_memory.err" && fail "blamed device.memory_limit"
+# a run that fails before its first step leaves no run directory it made
+# (only its lock files were in it)
+run too_small "$TESSEL" run "$WORK/digits.yaml" --set train.sample_tokens=0 --set device.memory_limit=1KiB \
+  --set log.dir="$WORK/fresh/run"
+expect 1 "the device tier cannot hold"
+[ -e "$WORK/fresh/run" ] && fail "a run that never trained left $WORK/fresh/run: $(ls -A "$WORK/fresh/run")"
 run decode_directory "$TESSEL" tokenizer decode tests/tokenizer/fixtures/gpt2_1024.json "$WORK"
 expect 1 "$WORK: cannot read: Is a directory"
 
