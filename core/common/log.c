@@ -35,7 +35,10 @@ void tsl_log(int level, const char *fmt, ...) {
 void tsl_print_error(int rank, int world, tsl_status st) {
   const char *msg = tsl_error_message();
   if (!msg[0]) msg = tsl_status_name(st);
-  if (world > 1) fprintf(stderr, "[rank %d] ", rank);
-  fprintf(stderr, "%s%s\n", tsl_has_position(msg) ? "" : "error: ", msg);
+  /* a mistake at FILE:LINE:COL is the config's, whichever rank found it:
+  ** the position starts the line, as editors and compilers expect */
+  int positioned = tsl_has_position(msg);
+  if (world > 1 && !positioned) fprintf(stderr, "[rank %d] ", rank);
+  fprintf(stderr, "%s%s\n", positioned ? "" : "error: ", msg);
   fflush(stderr);
 }

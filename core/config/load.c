@@ -234,6 +234,11 @@ static tsl_status apply_set(tsl_config *cfg, const char *arg) {
       st = tsl_cfg_report(cfg, km, "malformed key path (expected e.g. model.layers)");
       goto fail;
     }
+    if (!dot && map == cfg->root && !strcmp(s, "base")) {
+      st = tsl_cfg_report(cfg, km, "'base' is followed as the files are read, before any --set: set the keys "
+                          "you want from that file instead");
+      goto fail;
+    }
     if (!dot) { /* the last part: replace or insert the value */
       tsl_entry *e = tsl_node_find(map, s);
       if (e) {
@@ -249,8 +254,13 @@ static tsl_status apply_set(tsl_config *cfg, const char *arg) {
     st = set_section(cfg, map, s, km, &sub);
     if (st == TESSEL_E_CONFIG) {
       char *where = tsl_node_child_path(map, s);
-      st = tsl_cfg_report(cfg, km, "'%s' is a value, not a section, so '%s' cannot be set inside it",
-                          where ? where : s, dot + 1);
+      tsl_entry *e = tsl_node_find(map, s);
+      if (e && e->value->kind == TSL_NODE_LIST)
+        st = tsl_cfg_report(cfg, km, "'%s' is a list: give it whole (--set '%s=[a, b]'), not '%s' inside it",
+                            where ? where : s, where ? where : s, dot + 1);
+      else
+        st = tsl_cfg_report(cfg, km, "'%s' is a value, not a section, so '%s' cannot be set inside it",
+                            where ? where : s, dot + 1);
       free(where);
     }
     if (st < 0) goto fail;

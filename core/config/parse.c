@@ -144,8 +144,8 @@ static tsl_status parse_entry(parser *p, tsl_cfg *map, yaml_event_t *kev) {
   tsl_entry *dup = tsl_node_find(map, key);
   if (dup) {
     const char *where = tsl_cfg_path(map);
-    tsl_cfg_report(p->cfg, km, "duplicate key '%s'%s%s (first defined at line %d)", key, where[0] ? " in " : "",
-                   where, dup->key_mark.line);
+    tsl_cfg_report(p->cfg, km, "duplicate key '%s'%s%s (first defined at %d:%d)", key, where[0] ? " in " : "",
+                   where, dup->key_mark.line, dup->key_mark.col);
     free(key);
     return skip_value(p);
   }

@@ -285,13 +285,13 @@ static void test_syntax_error(void) {
 static void test_duplicate_key(void) {
   char p[1024];
   put(p, "dup.yaml", "model:\n  layers: 2\n  heads: 4\n  layers: 3\n");
-  CHECK_ERROR(load_fail(p), "%s:4:3: duplicate key 'layers' in model (first defined at line 2)", p);
+  CHECK_ERROR(load_fail(p), "%s:4:3: duplicate key 'layers' in model (first defined at 2:3)", p);
   put(p, "dup_top.yaml", "a: 1\nb: 2\na: 3\n");
-  CHECK_ERROR(load_fail(p), "%s:3:1: duplicate key 'a' (first defined at line 1)", p);
+  CHECK_ERROR(load_fail(p), "%s:3:1: duplicate key 'a' (first defined at 1:1)", p);
   put(p, "dup_deep.yaml", "x:\n  y:\n    z: 1\n\n    z: 2\n");
-  CHECK_ERROR(load_fail(p), "%s:5:5: duplicate key 'z' in x.y (first defined at line 3)", p);
+  CHECK_ERROR(load_fail(p), "%s:5:5: duplicate key 'z' in x.y (first defined at 3:5)", p);
   put(p, "dup_flow.yaml", "m: {a: 1, a: 2}\n");
-  CHECK_ERROR(load_fail(p), "%s:1:11: duplicate key 'a' in m (first defined at line 1)", p);
+  CHECK_ERROR(load_fail(p), "%s:1:11: duplicate key 'a' in m (first defined at 1:5)", p);
 }
 
 static void test_wrong_type(void) {

@@ -80,8 +80,8 @@ static void test_load_reports_every_duplicate_and_set(void) {
   const char *const sets[] = {"c.d", "b.x.y=1", "ok=2"};
   tsl_status st = load_fail_sets(p, sets, 3);
   CHECK_ERROR(st,
-              "%s:2:11: duplicate key 'x' in b (first defined at line 2)\n"
-              "%s:3:1: duplicate key 'a' (first defined at line 1)\n"
+              "%s:2:11: duplicate key 'x' in b (first defined at 2:5)\n"
+              "%s:3:1: duplicate key 'a' (first defined at 1:1)\n"
               "--set=c.d:1:7: expected KEY.PATH=VALUE, e.g. --set model.layers=6\n"
               "--set=b.x.y=1:1:7: 'b.x' is a value, not a section, so 'y' cannot be set inside it",
               p, p);
@@ -404,6 +404,15 @@ static void test_yaml_forms(void) {
   CHECK_EQ_INT(tsl_config_load(p, sets, 1, &cfg), TESSEL_E_CONFIG);
   CHECK_STR_CONTAINS(tsl_error_message(), "--set=model.layers=1 foo: 2:2:4: ");
   CHECK(strstr(tsl_error_message() + 1, "--set=") == NULL); /* said once: it was repeated as an "error:" */
+  /* a list is named a list, and base: is not for --set (it was "a value,
+  ** not a section" and "unknown section 'base'") */
+  put(p, "forms_list.yaml", "model: {layers: 1, heads: 1, channels: 4, seq_len: 4}\ndata: {text: [a.txt]}\n"
+      "train: {steps: 1}\n");
+  const char *const item[] = {"data.text.0=b.txt"}, *const base[] = {"base=other.yaml"};
+  CHECK_EQ_INT(tsl_config_load(p, item, 1, &cfg), TESSEL_E_CONFIG);
+  CHECK_STR_CONTAINS(tsl_error_message(), "--set=data.text.0=b.txt:1:7: 'data.text' is a list: give it whole");
+  CHECK_EQ_INT(tsl_config_load(p, base, 1, &cfg), TESSEL_E_CONFIG);
+  CHECK_STR_CONTAINS(tsl_error_message(), "--set=base=other.yaml:1:7: 'base' is followed as the files are read");
 }
 
 int main(void) {
