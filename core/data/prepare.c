@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -314,4 +315,17 @@ fail:
   free(chunk);
   input_list_free(&files);
   return st;
+}
+
+tsl_status tsl_data_dir_claim(const char *dir, int *fd) {
+  char *path = tsl_asprintf("%s/" TSL_DATA_LOCK, dir);
+  if (!path) return TESSEL_E_NOMEM;
+  *fd = open(path, O_RDWR | O_CLOEXEC);
+  free(path);
+  if (*fd < 0 || flock(*fd, LOCK_EX | LOCK_NB) == 0) return TESSEL_OK;
+  close(*fd);
+  *fd = -1;
+  return tsl_error(TESSEL_E_IO, "%s is in use: a running tessel run reads the shards it prepared there from "
+                   "data.text, and preparing would replace them under it. Wait for that run to end, or prepare "
+                   "into another directory", dir);
 }

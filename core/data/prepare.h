@@ -47,4 +47,15 @@ typedef struct tsl_prepare_report {
 tsl_status tsl_data_prepare(const char *const *inputs, int n_inputs, const char *out_dir,
                             const tsl_prepare_opts *opts, tsl_prepare_report *report);
 
+/* The lock file of a data directory: a run holds it shared while it reads
+** the shards it prepared there from data.text, and exclusively while it
+** prepares them. */
+#define TSL_DATA_LOCK ".tessel-data-lock"
+
+/* Take dir's lock exclusively for `tessel data prepare`, or refuse
+** (TESSEL_E_IO) while a run reads the shards there: preparing would replace
+** them under it. *fd is -1 when dir has no lock file yet (no run has
+** used it); close it when done. */
+tsl_status tsl_data_dir_claim(const char *dir, int *fd);
+
 #endif

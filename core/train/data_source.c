@@ -80,7 +80,7 @@ static tsl_status prepare(const tsl_settings *s, tsl_tokenizer *t, const char *s
 ** shards, or is refused when they are not its own. */
 static tsl_status hold_prepared(const tsl_settings *s, tsl_tokenizer *t, const char *stamp, tsl_data_source *d) {
   tsl_status st = tsl_mkdir_p(s->data.dir);
-  char *path = tsl_asprintf("%s/.tessel-data-lock", s->data.dir);
+  char *path = tsl_asprintf("%s/" TSL_DATA_LOCK, s->data.dir);
   if (st < 0 || !path) {
     free(path);
     return st < 0 ? st : TESSEL_E_NOMEM;

@@ -13,8 +13,9 @@
 #    1 or 2 by the case), and data the run never uses (shards shorter than a
 #    sequence, validation windows that repeat) is warned about;
 #  - two runs in one data.dir: while one trains, another of the same text
-#    runs beside it, and one of other text is refused (it once re-prepared
-#    the directory under the first, and one trained on the other's text).
+#    runs beside it, and one of other text is refused, as is `tessel data
+#    prepare` into it (a run once re-prepared the directory under the
+#    first, and one trained on the other's text).
 . "$(dirname "$0")/common.sh" "$1" "$2" "$3" data_text
 mkdir -p "$WORK/txt"
 head -c 20000 "$SRC/README.md" >"$WORK/txt/a.txt"
@@ -99,11 +100,16 @@ set +e
 "$TESSEL" run "$WORK/shared.yaml" --set log.dir="$WORK/other" --set train.steps=2 --set "data.text=[\"$WORK/txt/a.txt\"]" \
   >"$WORK/other.log" 2>&1
 rc=$?
+# `tessel data prepare` into it is refused too (it replaced the shards under the run)
+"$TESSEL" data prepare "$WORK/txt/a.txt" -o "$WORK/shared" >"$WORK/prep.log" 2>&1
+prc=$?
 kill -TERM $first
 wait $first
 set -e
 [ $rc -eq 2 ] && grep -q "data.dir $WORK/shared holds shards another running tessel run prepared from other sources" "$WORK/other.log" ||
   { cat "$WORK/other.log" >&2; fail "a run of other text in the first's data.dir: exit $rc"; }
+[ $prc -eq 1 ] && grep -q "$WORK/shared is in use: a running tessel run reads the shards it prepared there" "$WORK/prep.log" ||
+  { cat "$WORK/prep.log" >&2; fail "data prepare into a running run's data.dir: exit $prc"; }
 "$TESSEL" run "$WORK/shared.yaml" --set log.dir="$WORK/other" --set train.steps=2 --set "data.text=[\"$WORK/txt/a.txt\"]" \
   >"$WORK/other2.log" 2>&1 || { cat "$WORK/other2.log" >&2; fail "the other text did not prepare once the first run ended"; }
 rm -rf "$WORK"
