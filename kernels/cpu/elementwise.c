@@ -177,7 +177,7 @@ int tsl_cpu_swiglu_backward(tsl_backend *be, tsl_stream *s, void *dgate, void *d
     const float x = g[i] < -80.0f ? -80.0f : g[i];
     const float e = tsl_cpu_expf(-x), sg = 1.0f / (1.0f + e);
     const float di = d[i], ui = u[i];
-    du[i] = di * (g[i] >= -80.0f ? g[i] * sg : -0.0f);
+    du[i] = di * (g[i] < -80.0f ? -0.0f : g[i] * sg); /* a NaN gate stays NaN */
     dg[i] = di * ui * (sg + x * (e * sg * sg));
   }
   return TESSEL_OK;

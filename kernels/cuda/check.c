@@ -6,7 +6,8 @@
 ** like the core's own error slot. Before init has finished a failure is only
 ** kept (the core reads it through last_error and reports it as the reason
 ** the device did not start); afterwards it is also logged at error level,
-** because kernel failures reach the core as bare status codes. Running out
+** because kernel failures reach the core as bare status codes; before it
+** has finished, only the first failure is kept. Running out
 ** of device memory is the exception: the memory ledger reports it with the
 ** tensor, the tier and what is in use, and a caller may well try a smaller
 ** request, so it is kept but not logged.
@@ -57,6 +58,10 @@ static const char *short_path(const char *file) {
 
 static int record(int status, const char *file, int line, const char *what) {
   char where[96] = "";
+  /* during start-up the first failure is the cause: the cleanup after it
+  ** (a synchronize on a broken context, say) fails too and must not take
+  ** its place */
+  if (!diag.running && diag.last[0]) return status;
   if (diag.device >= 0) snprintf(where, sizeof where, ", rank %d, GPU %d", diag.rank, diag.device);
   snprintf(diag.last, sizeof diag.last, "%s (%s:%d%s)", what, short_path(file), line, where);
   if (diag.running && status != TESSEL_E_NOMEM) {

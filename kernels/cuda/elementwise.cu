@@ -22,16 +22,20 @@ static __global__ void gelu_forward_kernel(bf16 *out, const bf16 *inp, int64_t n
 }
 
 /* dinp = gelu'(x)·dout, x clamped to ±10 where the second term is below
-** 1e-35 (keeps e·s² finite). */
+** 1e-35 (keeps e·s² finite), and exactly 0 below −10, as on the CPU. The
+** clamp compares rather than using fminf/fmaxf, which turn a NaN into the
+** bound: a NaN must come out NaN. */
 static __global__ void gelu_backward_kernel(bf16 *dinp, const bf16 *inp, const bf16 *dout, int64_t n) {
   TSL_GRID_LOOP(i, n) {
-    float x = fminf(fmaxf(ld_bf16(inp + i), -10.0f), 10.0f);
+    const float in = ld_bf16(inp + i);
+    float x = in > 10.0f ? 10.0f : (in < -10.0f ? -10.0f : in);
     float x2 = x * x;
     float u = GELU_K * (x + GELU_C * x2 * x);
     float du = GELU_K * (1.0f + 3.0f * GELU_C * x2);
     float e = expf(-2.0f * u);
     float sg = 1.0f / (1.0f + e);
-    st_bf16(dinp + i, (sg + 2.0f * x * (e * sg * sg) * du) * ld_bf16(dout + i));
+    float grad = sg + 2.0f * x * (e * sg * sg) * du;
+    st_bf16(dinp + i, (in < -10.0f ? 0.0f : grad) * ld_bf16(dout + i));
   }
 }
 
@@ -72,13 +76,14 @@ static __global__ void swiglu_forward_kernel(bf16 *out, const bf16 *gate, const 
 }
 
 /* dgate = dout·up·silu'(gate), dup = dout·silu(gate); silu' = σ + x·e·σ²
-** with x clamped at −80 (see the CPU version) */
+** with x clamped at −80 by comparison, so that a NaN stays NaN (see the
+** CPU version) */
 static __global__ void swiglu_backward_kernel(bf16 *dgate, bf16 *dup, const bf16 *dout, const bf16 *gate,
                                               const bf16 *up, int64_t n) {
   TSL_GRID_LOOP(i, n) {
-    const float g = ld_bf16(gate + i), x = fmaxf(g, -80.0f), d = ld_bf16(dout + i);
+    const float g = ld_bf16(gate + i), x = g < -80.0f ? -80.0f : g, d = ld_bf16(dout + i);
     const float e = expf(-x), sg = 1.0f / (1.0f + e);
-    st_bf16(dup + i, d * (g >= -80.0f ? g * sg : -0.0f));
+    st_bf16(dup + i, d * (g < -80.0f ? -0.0f : g * sg));
     st_bf16(dgate + i, d * ld_bf16(up + i) * (sg + x * (e * sg * sg)));
   }
 }

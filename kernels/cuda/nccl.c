@@ -266,8 +266,17 @@ static int all_to_all(tsl_backend *be, tsl_dcomm *c, const tsl_coll *op, size_t 
 
 /* Counts are per rank's block, as tsl_coll documents, which is how NCCL
 ** counts too (reduce-scatter: recvcount, all-gather: sendcount). */
+/* Once the watch has aborted the rank's communicators (any failure of the
+** backend does), their handles are freed: no call may reach NCCL with them. */
+static int aborted(tsl_backend *be) {
+  tsl_nccl_watch *w = tsl_cuda(be)->watch;
+  return w && w->aborted ? watch_failed(w, TESSEL_E_COMM) : TESSEL_OK;
+}
+
 int tsl_cuda_dcomm_post(tsl_backend *be, tsl_dcomm *c, const tsl_coll *op, tsl_stream *s) {
   ncclDataType_t t;
+  int gone = aborted(be);
+  if (gone < 0) return gone;
   if (!nccl_type(op->dtype, &t))
     return TSL_CUDA_FAIL(TESSEL_E_UNSUPPORTED, "NCCL has no type for tessel dtype %d", (int)op->dtype);
   const ncclRedOp_t rop = nccl_op(op->op);
@@ -294,6 +303,8 @@ int tsl_cuda_dcomm_post(tsl_backend *be, tsl_dcomm *c, const tsl_coll *op, tsl_s
 /* With non-blocking communicators the end of a group may return
 ** ncclInProgress: then every communicator is polled until it settles. */
 int tsl_cuda_dcomm_group(tsl_backend *be, int begin) {
+  int gone = aborted(be);
+  if (gone < 0) return gone;
   if (begin) return TSL_NCCL(ncclGroupStart());
   ncclResult_t r = ncclGroupEnd();
   if (r != ncclInProgress) return TSL_NCCL(r);

@@ -71,6 +71,24 @@ static void test_swiglu(void) {
   }
 }
 
+/* The edges where the clamps act, as the CPU has them: below x = −10
+** GELU's derivative is exactly 0, and a NaN input stays NaN in every
+** gradient (fminf/fmaxf turned it into the bound). */
+static void test_clamp_edges(void) {
+  tsl_backend *be = gt_cuda();
+  float x[4] = {NAN, -20.0f, -10.5f, -100.0f}, ones[4] = {1, 1, 1, 1};
+  void *d_x = gt_up_bf16(x, 4), *d_one = gt_up_bf16(ones, 4), *d_a = gt_alloc(8), *d_b = gt_alloc(8);
+  GT_OK(be->gelu_backward(be, gt_s, d_a, d_x, d_one, 4));
+  float *gelu = gt_down_bf16(d_a, 4);
+  CHECK(isnan(gelu[0]) && gelu[1] == 0.0f && gelu[2] == 0.0f && gelu[3] == 0.0f);
+  GT_OK(be->swiglu_backward(be, gt_s, d_a, d_b, d_one, d_x, d_one, 4));
+  float *dgate = gt_down_bf16(d_a, 4), *dup = gt_down_bf16(d_b, 4);
+  CHECK(isnan(dgate[0]) && isnan(dup[0]));
+  CHECK(fabsf(dgate[3]) < 1e-30f && dup[3] == 0.0f);
+  gt_free(d_x), gt_free(d_one), gt_free(d_a), gt_free(d_b);
+  free(gelu), free(dgate), free(dup);
+}
+
 static void test_add_axpy_scale(void) {
   tsl_backend *be = gt_cuda(), *cpu = kt_backend();
   uint64_t rng = 42;
@@ -157,6 +175,7 @@ int main(void) {
   gt_cuda();
   RUN(test_gelu);
   RUN(test_swiglu);
+  RUN(test_clamp_edges);
   RUN(test_add_axpy_scale);
   RUN(test_convert);
   return HARNESS_EXIT();

@@ -117,6 +117,10 @@ static void test_gelu_backward(void) {
   CHECK_EQ_INT(be->gelu_backward(be, NULL, g, big, ones, 7), 0);
   CHECK(g[0] == 1.0f && g[2] == 1.0f);
   CHECK(g[1] == 0.0f && g[3] == 0.0f && g[4] == 0.0f && g[5] == 0.0f && g[6] == 0.0f);
+  /* a NaN input gives a NaN gradient, not the clamp's bound */
+  float nan_x = NAN, nan_g = 0.0f;
+  CHECK_EQ_INT(be->gelu_backward(be, NULL, &nan_g, &nan_x, ones, 1), 0);
+  CHECK(isnan(nan_g));
   free(x), free(dout), free(dinp), free(ref), free(mag);
 }
 
@@ -295,6 +299,11 @@ static void test_swiglu(void) {
   CHECK(g[0] == 1.0f && g[2] == 1.0f);
   CHECK(fabsf(g[1]) < 1e-30f && fabsf(g[3]) < 1e-30f && fabsf(g[4]) < 1e-30f);
   CHECK(u[0] == 1e4f && u[1] == 0.0f);
+  /* a NaN gate gives NaN gradients (dup was −0: the comparison with −80
+  ** failed and took the limit) */
+  float nan_gate = NAN, dgn = 0.0f, dun = 0.0f;
+  CHECK_EQ_INT(be->swiglu_backward(be, NULL, &dgn, &dun, ones, &nan_gate, ones, 1), 0);
+  CHECK(isnan(dgn) && isnan(dun));
   free(gate), free(up), free(dout), free(out), free(dg), free(du), free(ref), free(mag), free(rdg),
       free(mdg), free(rdu), free(mdu);
 }
