@@ -107,6 +107,16 @@ static void warn_cpus(const tsl_runtime *rt) {
              c->share, rt->world.host, c->cores, c->list, rt->threads);
 }
 
+int tsl_threads_asked(const tsl_settings *s) {
+  const char *omp = getenv("OMP_NUM_THREADS");
+  char *end = NULL;
+  if (s->device.threads > 0) return s->device.threads;
+  /* as OpenMP programs (PyTorch among them) take it; a list ("4,2", nested
+  ** levels) or anything else not a count is left to the CPU count */
+  long env = omp ? strtol(omp, &end, 10) : 0;
+  return end && end != omp && !*end && env > 0 && env <= TSL_MAX_THREADS ? (int)env : 0;
+}
+
 tsl_status tsl_runtime_devices(tsl_runtime *rt) {
   tsl_status st;
   const tsl_settings *s = &rt->settings;
@@ -115,7 +125,7 @@ tsl_status tsl_runtime_devices(tsl_runtime *rt) {
   } else {
     rt->be = *tsl_cpu_backend();
   }
-  rt->threads = tsl_cpus_threads(&rt->world.cpus, s->device.threads);
+  rt->threads = tsl_cpus_threads(&rt->world.cpus, tsl_threads_asked(s));
   warn_cpus(rt);
   tsl_backend_opts opts = {.size = sizeof opts, .threads = rt->threads, .device_index = rt->world.local_rank,
                            .log = tsl_log, .rank = rt->world.rank};

@@ -17,6 +17,9 @@ tsl_status tsl_runtime_configure(tsl_runtime *rt, const char *path, const char *
 ** its plugin section (whose keys are left to the strategy), for planning
 ** before any strategy is chosen. */
 tsl_status tsl_runtime_configure_core(tsl_runtime *rt, const char *path, const char *const *sets, int n_sets);
+/* The threads a rank is asked for: device.threads, else OMP_NUM_THREADS
+** when it is a plain count, else 0 (the rank's share of its CPUs). */
+int tsl_threads_asked(const tsl_settings *s);
 /* Select and start the device backend, the memory ledger and the streams. */
 tsl_status tsl_runtime_devices(tsl_runtime *rt);
 /* Build the communicators of the strategy's mesh (collective). */

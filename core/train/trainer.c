@@ -13,6 +13,7 @@
 #include "common/util.h"
 #include "model/model.h"
 #include "optim/optim.h"
+#include "runtime/build.h"
 #include "runtime/cpus.h"
 #include "train/data_source.h"
 #include "train/peak.h"
@@ -250,7 +251,7 @@ static void print_header(trainer *t) {
   const tsl_cpus *c = &rt->world.cpus;
   tsl_info("cpu: %d thread(s) per rank; rank 0 may use %d core(s) (CPUs %s on %s), shared by %d rank(s)%s",
            rt->threads, c->cores, c->list, rt->world.host, c->share,
-           s->device.threads ? "; threads from device.threads" : "");
+           s->device.threads ? "; threads from device.threads" : tsl_threads_asked(s) ? "; threads from OMP_NUM_THREADS" : "");
   if (t->peak_flops <= 0)
     tsl_info("MFU: unknown for this device; set device.peak_tflops to its peak to see it");
 }

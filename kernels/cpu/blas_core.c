@@ -80,6 +80,15 @@ void tsl_cpu_blas_restart(char **argv) {
   int core = set_if_unset("OPENBLAS_CORETYPE", tsl_cpu_blas_core_better());
   int pool = tsl_cpu_blas_pool_started() && set_if_unset("OPENBLAS_NUM_THREADS", "1");
   if (!core && !pool) return;
+  /* the program's own path, not /proc/self/exe: the kernel names a process
+  ** after the file it executes, and ranks named "exe" escape pgrep, pkill
+  ** and top */
+  char self[4096];
+  ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (len > 0) {
+    self[len] = '\0';
+    execv(self, argv);
+  }
   execv("/proc/self/exe", argv);
   if (core) unsetenv("OPENBLAS_CORETYPE");
   if (pool) unsetenv("OPENBLAS_NUM_THREADS");

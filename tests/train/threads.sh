@@ -1,7 +1,7 @@
 # Threads follow the CPUs a process may use: under `taskset -c 0` a run
 # reports and uses one thread; unrestricted, one per CPU it may use; under
 # `mpirun -n 2 --bind-to core` each rank runs one thread (summary.json lists
-# every rank's threads). Needs two CPUs for the contrast: skipped (77) on one.
+# every rank's threads); OMP_NUM_THREADS, when set, is the count. Needs two CPUs for the contrast: skipped (77) on one.
 . "$(dirname "$0")/common.sh" "$1" "$2" "$3" threads
 cpus=$(taskset -pc $$ | sed 's/.*: //' | awk -F, '{ n = 0; for (i = 1; i <= NF; i++) { split($i, r, "-"); n += (r[2] == "" ? 1 : r[2] - r[1] + 1) } print n }')
 if [ "$cpus" -lt 2 ]; then echo "skip: this process may use $cpus CPU(s); the test needs 2"; exit 77; fi
@@ -13,8 +13,22 @@ grep -q "backend cpu: 1 thread," "$WORK/one.log" || { cat "$WORK/one.log" >&2; f
 grep -q "cpu: 1 thread(s) per rank; rank 0 may use 1 core(s) (CPUs 0 " "$WORK/one.log" \
   || { cat "$WORK/one.log" >&2; fail "taskset -c 0: the run does not report 1 thread on CPU 0"; }
 
-"$TESSEL" run "$WORK/tiny.yaml" --set log.dir="$WORK/all" >"$WORK/all.log" 2>&1 || fail "the unrestricted run failed"
+env -u OMP_NUM_THREADS "$TESSEL" run "$WORK/tiny.yaml" --set log.dir="$WORK/all" >"$WORK/all.log" 2>&1 ||
+  fail "the unrestricted run failed"
 grep -q "backend cpu: $cpus threads," "$WORK/all.log" || { cat "$WORK/all.log" >&2; fail "unrestricted: not $cpus threads"; }
+# the restart that picks OpenBLAS's kernels keeps the process's name (it
+# ran as "exe", which pgrep, pkill and top could not find)
+"$TESSEL" run "$WORK/tiny.yaml" --set log.dir="$WORK/named" --set train.steps=100000 >/dev/null 2>&1 &
+pid=$!
+for _ in $(seq 1 100); do [ -f "$WORK/named/metrics.jsonl" ] && break; sleep 0.1; done
+name=$(cat /proc/$pid/comm 2>/dev/null || echo gone)
+kill -TERM $pid
+wait $pid || true
+[ "$name" = "$(basename "$TESSEL")" ] || fail "a running tessel is named '$name'"
+# OMP_NUM_THREADS is taken as OpenMP programs take it (it was overridden)
+OMP_NUM_THREADS=1 "$TESSEL" run "$WORK/tiny.yaml" --set log.dir="$WORK/omp" >"$WORK/omp.log" 2>&1 || fail "the OMP_NUM_THREADS=1 run failed"
+grep -q "cpu: 1 thread(s) per rank; .*; threads from OMP_NUM_THREADS" "$WORK/omp.log" ||
+  { cat "$WORK/omp.log" >&2; fail "OMP_NUM_THREADS=1 did not give one thread"; }
 
 MPI=(mpirun -n 2 --bind-to core)
 [ "$(id -u)" -eq 0 ] && MPI+=(--allow-run-as-root)
