@@ -550,6 +550,9 @@ tsl_status tsl_ckpt_open(const char *dir, tsl_ckpt *c) {
   c->arch = meta.model;
   snprintf(c->plugin, sizeof c->plugin, "%s", meta.plugin);
   TSL_TRY(st, check_files(dir, &meta));
+  c->fingerprint = tsl_hash_bytes(&meta.step, sizeof meta.step, meta.model_hash);
+  for (int f = 0; f < TSL_CKPT_N_FILES; f++)
+    c->fingerprint = tsl_hash_bytes(&meta.files[f], sizeof meta.files[f], c->fingerprint);
   if (meta.files[TSL_CKPT_TOKENIZER].present) {
     if (!(c->tokenizer = tsl_asprintf("%s/%s", dir, tsl_ckpt_files[TSL_CKPT_TOKENIZER]))) {
       st = TESSEL_E_NOMEM;

@@ -43,6 +43,7 @@ typedef struct tsl_ckpt {
   char plugin[64];
   char *tokenizer;         /* path of its tokenizer.json; NULL: byte-level, none stored */
   uint64_t tokenizer_hash;
+  uint64_t fingerprint; /* of its step and every file's size and CRC-32: the same bytes, the same value */
   tsl_st_file *model, *optim, *priv; /* priv NULL in a version-1 checkpoint */
 } tsl_ckpt;
 

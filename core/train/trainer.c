@@ -119,11 +119,26 @@ static tsl_status resume(trainer *t) {
   if (!path) return s->model.init_from ? tsl_init_from_load(t->model) : TESSEL_OK;
   tsl_ckpt c;
   st = tsl_ckpt_open(path, &c);
-  if (st >= 0) {
+  /* every rank reads the path rank 0 chose on its own machine: where that
+  ** is not one shared directory, another checkpoint may stand there */
+  const int opened = st >= 0;
+  uint64_t mine = opened ? c.fingerprint : 0, first = mine;
+  tsl_status bst = tsl_world_bcast(&rt->world, &first, sizeof first);
+  const int stale = opened && bst >= 0 && first && mine != first;
+  if (stale)
+    st = tsl_error(TESSEL_E_IO, "rank %d on host %s finds another checkpoint at %s than rank 0 on host %s (other "
+                   "files, or another step): checkpoint.dir must be one directory every machine shares (see "
+                   "docs/cluster.md); remove the stale copy",
+                   rt->world.rank, rt->world.host, path, host0);
+  else if (opened && bst < 0)
+    st = bst;
+  else if (opened)
     st = tsl_ckpt_restore(t->model, &c);
+  if (opened) {
     t->start_step = c.step;
     tsl_ckpt_close(&c);
   }
+  if (stale) goto fail;
   if (st < 0 && rt->world.rank != 0 && strcmp(host0, rt->world.host) != 0) {
     tsl_error_wrap(st, "rank %d on host %s resuming from %s, which rank 0 found on host %s (checkpoint.dir must be "
                    "on a filesystem every machine shares; see docs/cluster.md)",
