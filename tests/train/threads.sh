@@ -44,6 +44,12 @@ grep -q "^launch: 2 rank(s), each bound to $((cpus / 2)) of the $cpus CPU(s)" "$
   || { cat "$WORK/launch.log" >&2; fail "launch does not say how it bound the ranks"; }
 threads=$(tr -d ' \t\n' <"$WORK/launched/summary.json" | grep -o '"threads":[0-9]*' | cut -d: -f2 | tr '\n' ' ')
 [ "$threads" = "$((cpus / 2)) $((cpus / 2)) " ] || fail "tessel launch -n 2: threads per rank '$threads'"
+# under taskset the ranks stay on the CPUs it gave (mpirun bound them to CPU 0)
+last=$((cpus - 1))
+taskset -c $last "$TESSEL" launch -n 1 "$WORK/tiny.yaml" --set log.dir="$WORK/masked" >"$WORK/masked.log" 2>&1 ||
+  { cat "$WORK/masked.log" >&2; fail "tessel launch under taskset failed"; }
+grep -q "rank 0 may use 1 core(s) (CPUs $last on" "$WORK/masked.log" ||
+  { cat "$WORK/masked.log" >&2; fail "tessel launch under taskset -c $last ran its rank elsewhere"; }
 
 # a rank that cannot see the shards names itself and its host
 if "${MPI[@]}" "$TESSEL" run "$WORK/tiny.yaml" --set plugin.name=ddp --set log.dir="$WORK/noshards" \

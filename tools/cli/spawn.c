@@ -14,12 +14,24 @@
 /* mpirun's placement: each rank bound to its own equal part of the cores
 ** this process may use when there are enough, else unbound and
 ** oversubscribed (the OS shares the cores; the ranks see that and say so).
-** Hardware threads are counted as CPUs, as sched_getaffinity counts them. */
+** Hardware threads are counted as CPUs, as sched_getaffinity counts them.
+** Under a mask narrower than the machine (taskset, a Slurm step bound by
+** affinity rather than a cgroup) mpirun would bind to the machine's CPUs
+** from 0, outside the mask, and Open MPI 4's --cpu-set cannot be combined
+** with a number of CPUs per rank: the ranks are left unbound, inheriting
+** the mask, and share it (each runs its part of it). */
 static int binding(char **argv, int k, int ranks, char *how, size_t how_cap) {
   tsl_cpus cpus;
   char pe[48];
   tsl_cpus_self(&cpus);
-  if (ranks <= cpus.cores) {
+  long online = sysconf(_SC_NPROCESSORS_ONLN);
+  if (ranks <= cpus.cores && online > cpus.cores) {
+    argv[k++] = tsl_strdup("--bind-to");
+    argv[k++] = tsl_strdup("none");
+    if (how)
+      snprintf(how, how_cap, "%d rank(s) sharing the %d CPU(s) this process may use (%s), unbound: mpirun would "
+               "bind them to the machine's first CPUs instead", ranks, cpus.cores, cpus.list);
+  } else if (ranks <= cpus.cores) {
     int per = cpus.cores / ranks;
     snprintf(pe, sizeof pe, "slot:PE=%d", per);
     argv[k++] = tsl_strdup("--use-hwthread-cpus");
