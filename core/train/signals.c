@@ -5,7 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static volatile sig_atomic_t first_signal, interrupts, announce_first;
+static volatile sig_atomic_t first_signal, announce_first;
 static struct sigaction previous[3];
 static const int caught[3] = {SIGTERM, SIGINT, SIGUSR1};
 static int installed;
@@ -15,13 +15,17 @@ static void say(const char *msg, size_t len) {
   (void)written; /* nothing to do when stderr is gone */
 }
 
-/* Only async-signal-safe calls here: write, signal, raise. */
+/* Only async-signal-safe calls here: write, signal, raise. A SIGINT or
+** SIGTERM after a first stop signal aborts at once, by that signal: the
+** run may be stuck where the flag is never looked at (a collective a
+** broken rank never joins), and `tessel launch` turns a second Ctrl-C into
+** mpirun's SIGTERM to the ranks. A repeated SIGUSR1 changes nothing. */
 static void on_signal(int sig) {
-  if (sig == SIGINT && ++interrupts >= 2) {
-    static const char msg[] = "\ntessel: second interrupt, aborting without a checkpoint\n";
+  if (first_signal && sig != SIGUSR1) {
+    static const char msg[] = "\ntessel: second stop signal, aborting without a checkpoint\n";
     say(msg, sizeof msg - 1);
-    signal(SIGINT, SIG_DFL);
-    raise(SIGINT);
+    signal(sig, SIG_DFL);
+    raise(sig);
     return;
   }
   if (first_signal) return;
@@ -38,7 +42,7 @@ void tsl_signals_install(int announce) {
   sa.sa_handler = on_signal;
   sa.sa_flags = SA_RESTART; /* blocking I/O and MPI calls go on; the loop looks at the flag */
   sigemptyset(&sa.sa_mask);
-  first_signal = interrupts = 0;
+  first_signal = 0;
   announce_first = announce;
   for (int i = 0; i < 3; i++) sigaction(caught[i], &sa, &previous[i]);
   installed = 1;

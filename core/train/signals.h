@@ -5,7 +5,7 @@
 ** `--signal`, or mpirun, which forwards it to every rank) ask the run to
 ** stop: every rank finishes the step it is in, a checkpoint is written, and
 ** the process exits with TSL_EXIT_STOPPED, so a job script can requeue it.
-** A second SIGINT aborts at once. `train.stop_after_time` stops the same
+** A SIGINT or SIGTERM after the first stop signal aborts at once. `train.stop_after_time` stops the same
 ** way before a time limit.
 **
 ** A signal may reach one rank only (kill to one process, a node's own

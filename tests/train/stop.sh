@@ -60,8 +60,24 @@ wait $pid
 rc=$?
 set -e
 [ $rc -eq 130 ] || { cat "$WORK/abort.log" >&2; fail "second SIGINT: exit status $rc, expected 130 (killed by SIGINT)"; }
-grep -q "second interrupt, aborting" "$WORK/abort.log" || fail "second SIGINT: not announced"
+grep -q "second stop signal, aborting" "$WORK/abort.log" || fail "second SIGINT: not announced"
 [ -z "$(ls "$WORK/abort/checkpoints" 2>/dev/null)" ] || fail "second SIGINT: a checkpoint was written"
+
+# SIGUSR1 then SIGTERM (a requeue notice, then the end of the grace time, or
+# launch's second Ctrl-C as mpirun passes it on) aborts by SIGTERM: a run
+# stuck where the flag is never read once waited for it for ever
+set +e
+"$TESSEL" run "$WORK/tiny.yaml" --set log.dir="$WORK/abort2" "${slow[@]}" --set plugin.sleep_ms=2000 \
+  >"$WORK/abort2.log" 2>&1 &
+pid=$!
+wait_steps "$WORK/abort2" 1
+kill -USR1 $pid
+sleep 0.3
+kill -TERM $pid
+wait $pid
+rc=$?
+set -e
+[ $rc -eq 143 ] || { cat "$WORK/abort2.log" >&2; fail "SIGUSR1 then SIGTERM: exit status $rc, expected 143 (SIGTERM)"; }
 
 set +e
 "$TESSEL" run "$WORK/tiny.yaml" --set log.dir="$WORK/time" "${slow[@]}" --set train.stop_after_time=2s \

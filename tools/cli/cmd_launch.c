@@ -27,7 +27,7 @@ const tsl_command tsl_cmd_launch = {
     "  -n N   number of ranks\n",
     launch};
 
-static volatile sig_atomic_t mpirun_pid, interrupts;
+static volatile sig_atomic_t mpirun_pid, interrupts, pending;
 
 /* mpirun kills the ranks a second after it gets SIGTERM or SIGINT itself,
 ** too soon for a checkpoint; SIGUSR1 it forwards to every rank, which stop
@@ -35,8 +35,9 @@ static volatile sig_atomic_t mpirun_pid, interrupts;
 ** SIGUSR1 to `tessel launch` reaches mpirun as SIGUSR1, and a second Ctrl-C
 ** as SIGINT, which aborts. */
 static void forward(int sig) {
-  if (mpirun_pid <= 0) return;
-  kill(mpirun_pid, sig == SIGINT && interrupts++ > 0 ? SIGINT : SIGUSR1);
+  int to = sig == SIGINT && interrupts++ > 0 ? SIGINT : SIGUSR1;
+  if (mpirun_pid > 0) kill(mpirun_pid, to);
+  else pending = to; /* before mpirun exists: passed on once it does (it was lost) */
 }
 
 /* Run mpirun as a child in its own process group (a terminal's Ctrl-C then
@@ -63,6 +64,7 @@ static int supervise(char **args) {
     fprintf(stderr, "error: cannot start mpirun: %s\n", strerror(errno));
   } else {
     mpirun_pid = pid;
+    if (pending) kill(pid, pending);
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
     rc = tsl_exit_status(status);
