@@ -69,7 +69,9 @@ tessel_status tessel_run_open(const char *config, const char *const *sets, int n
   if (w.owns_mpi) atexit(finalize_mpi);
   w.owns_mpi = 0;
   w.quiet_errors = 1;
-  tsl_train_opts opts = {.world_abort = 0};
+  /* a failure inside a step on some ranks only leaves the others in a
+  ** collective: ending the job is the alternative to a hang */
+  tsl_train_opts opts = {.world_abort = w.size > 1};
   return tsl_session_open(&w, config, sets, n_sets, &opts, out);
 }
 

@@ -369,6 +369,11 @@ tsl_status tsl_trainer_step(tsl_trainer *t, tsl_step_report *r) {
   tsl_status st;
   int64_t step = t->last_step + 1;
   *r = (tsl_step_report){.step = step, .steps = s->train.steps, .val_loss = NAN};
+  /* every rank counts the same steps, so every rank refuses alike */
+  if (step > s->train.steps)
+    return tsl_error(TESSEL_E_CONFIG, "the run has taken its train.steps = %lld steps, where its learning-rate "
+                     "schedule ends and its last checkpoint was written; raise train.steps to train on",
+                     (long long)s->train.steps);
   int final = step == s->train.steps, stopping = step == t->stop_at;
   TSL_TRY(st, one_step(t, step, r));
   t->last_step = step;

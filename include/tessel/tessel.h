@@ -8,9 +8,10 @@
 **     return 1;
 **   }
 **   tessel_step_info info = {.size = sizeof info};
-**   while (tessel_run_last_step(run) < 100 && tessel_run_step(run, &info) == TESSEL_OK)
+**   do {
+**     if (tessel_run_step(run, &info) < 0) break;  // tessel_last_error() says why
 **     printf("step %lld loss %.4f\n", (long long)info.step, info.loss);
-**   tessel_run_save(run, NULL, 0);
+**   } while (info.step < info.steps);
 **   tessel_run_close(run);
 **
 ** A run is what `tessel run CONFIG` trains — the strategy, data, metrics
@@ -28,7 +29,11 @@
 ** (tessel/plugin.h); tessel_last_error() says what failed and where, as
 ** the command line prints it; the library itself prints no error. A config
 ** mistake reads FILE:LINE:COL. When one rank fails, every rank's call
-** fails, and a rank that did not fail itself names the first one that did.
+** fails, and a rank that did not fail itself names the first one that did
+** — except inside a step, an evaluation or a save on some ranks only: the
+** others then wait in a collective the failed ones never join, so with
+** several ranks the library prints the failing rank's message and ends the
+** job (MPI_Abort), as `tessel run` does, rather than hang.
 ** Calls of one thread at a time.
 **
 ** Versioning: tessel_step_info is a sized struct — set .size to sizeof
@@ -69,7 +74,8 @@ const char *tessel_version(void);
 tessel_status tessel_run_open(const char *config, const char *const *sets, int n_sets, tessel_run **out);
 
 /* Take the next training step (validating and checkpointing when the
-** config says it is due); *out (optional) gets its figures. */
+** config says it is due); *out (optional) gets its figures. The run ends
+** at train.steps, where its schedule ends: a step past it is refused. */
 tessel_status tessel_run_step(tessel_run *run, tessel_step_info *out);
 
 /* The validation loss of the model as it stands (train.eval_batches

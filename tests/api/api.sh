@@ -62,6 +62,16 @@ grep -q "tessel_run_open failed: .*model.layers.*" "$WORK/bad.err" || { cat "$WO
 [ "$(grep -c "model.layers" "$WORK/bad.err")" -eq 1 ] || { cat "$WORK/bad.err" >&2; fail "the message is printed twice"; }
 echo "ok: a config mistake comes back from tessel_run_open with its message, printed once by the program"
 
+# a step past train.steps is refused (the header's loop once trained on to
+# "step 100/6" at the schedule's last learning rate)
+if "$DEMO" "$WORK/run.yaml" 9 log.dir="$WORK/past" >"$WORK/past.out" 2>"$WORK/past.err"; then
+  fail "a ninth step of an 8-step run was taken"
+fi
+grep -q "tessel_run_step failed: the run has taken its train.steps = 8 steps" "$WORK/past.err" ||
+  { cat "$WORK/past.err" >&2; fail "a step past train.steps is not refused with its reason"; }
+[ "$(grep -c "^step " "$WORK/past.out")" -eq 8 ] || fail "the run did not take its 8 steps before refusing"
+echo "ok: a step past train.steps is refused"
+
 # two ranks, and only rank 1's --set is wrong: rank 0 gets a failure too,
 # and its tessel_last_error names the rank that failed (it was empty)
 set +e
@@ -72,6 +82,19 @@ grep -q "tessel_run_open failed: rank 1 failed (config error); see its message" 
   grep -q "tessel_run_open failed: .*model.layers: must be" "$WORK/bad2.err" ||
   { cat "$WORK/bad2.err" >&2; fail "a failure of rank 1 alone is not reported on both ranks"; }
 echo "ok: a config mistake on one rank fails the open on both, and rank 0 names rank 1"
+
+# a step that fails on rank 1 alone: rank 0 waits in the gradients' sum for
+# ever unless the job ends (the library returned on rank 1 and rank 0 hung)
+set +e
+timeout 60 "${MPI[@]}" "$DEMO" "$WORK/run.yaml" 3 log.dir="$WORK/stepfail" \
+  plugin.path="$BUILD/test-plugins/good-stepfail/libtessel-testgood.so" >"$WORK/stepfail.out" 2>"$WORK/stepfail.err"
+rc=$?
+set -e
+[ $rc -ne 124 ] || { cat "$WORK/stepfail.err" >&2; fail "a step failing on one rank left the job waiting"; }
+[ $rc -ne 0 ] || fail "a step failing on one rank ended the job with status 0"
+grep -q "testgood: its gradients are lost on rank 1" "$WORK/stepfail.err" ||
+  { cat "$WORK/stepfail.err" >&2; fail "the failing rank's message is not shown"; }
+echo "ok: a step failing on one rank ends the job with its message (exit $rc)"
 
 PREFIX=$WORK/prefix
 cmake --install "$BUILD" --prefix "$PREFIX" >/dev/null || fail "cmake --install failed"

@@ -10,7 +10,8 @@
 **
 ** The same source is built twice, with TESTGOOD_VERSION "1.0" and "2.0", so
 ** that two ranks can be made to load different builds; and once with
-** TESTGOOD_SETUP_FAILS_ON_RANK=R, whose setup fails on rank R alone.
+** TESTGOOD_SETUP_FAILS_ON_RANK=R, whose setup fails on rank R alone, and
+** TESTGOOD_STEP_FAILS_ON_RANK=R, whose every step fails there.
 */
 #include <stdint.h>
 #include <stdlib.h>
@@ -56,12 +57,18 @@ static tessel_status tg_mesh(void *inst, int world_size, tessel_mesh *out) {
   return TESSEL_OK;
 }
 
-/* Sum every gradient over the data ranks, in place. */
+/* Sum every gradient over the data ranks, in place (failing on rank
+** TESTGOOD_STEP_FAILS_ON_RANK alone, when it is defined, before the sum
+** the other ranks then wait in). */
 static tessel_status tg_grads_finish(void *inst) {
   testgood *t = inst;
   const tessel_host_api *api = t->api;
-  int world, n;
-  tessel_status st = api->world(t->host, NULL, &world);
+  int world, n, rank = 0;
+  tessel_status st = api->world(t->host, &rank, &world);
+#ifdef TESTGOOD_STEP_FAILS_ON_RANK
+  if (st >= 0 && rank == TESTGOOD_STEP_FAILS_ON_RANK)
+    return api->set_error(t->host, TESSEL_E_DEVICE, "testgood: its gradients are lost on rank %d", rank);
+#endif
   if (st < 0 || world == 1) return st;
   tessel_group *dp = NULL;
   if ((st = api->comm->group(t->host, 1u, &dp)) < 0 || (st = api->model->param_count(t->host, &n)) < 0) return st;
