@@ -226,6 +226,9 @@ tsl_status tsl_comm_group(tsl_comm *c, uint32_t axes, tessel_group **out) {
   }
   char name[64];
   group_name(c, axes, name, sizeof name);
+  if (axes >> c->naxes)
+    return tsl_error(TESSEL_E_INTERNAL, "no communicator over the axis set 0x%x: the mesh has %d axes (bits 0x%x)",
+                     axes, c->naxes, (1u << c->naxes) - 1);
   return tsl_error(TESSEL_E_INTERNAL,
                    "no communicator over the axes '%s': list that axis set in tessel_mesh.groups so it is "
                    "created with the others", name);

@@ -168,10 +168,14 @@ tsl_status tsl_plugin_open(const char *path, tsl_plugin **out) {
     if (major)
       st = tsl_error(TESSEL_E_VERSION,
                      "%s was built for plugin ABI %d.x (it exports tessel_strategy_v%d); this tessel "
-                     "speaks plugin ABI %u.%u and loads only tessel_strategy_v%u. Port the plugin to ABI %u "
-                     "(docs/plugin-guide.md) and rebuild it against this tessel's plugin.h.",
+                     "speaks plugin ABI %u.%u and loads only tessel_strategy_v%u. %s",
                      path, major, major, TESSEL_ABI_MAJOR(TESSEL_ABI_VERSION), TESSEL_ABI_MINOR(TESSEL_ABI_VERSION),
-                     TESSEL_ABI_MAJOR(TESSEL_ABI_VERSION), TESSEL_ABI_MAJOR(TESSEL_ABI_VERSION));
+                     TESSEL_ABI_MAJOR(TESSEL_ABI_VERSION),
+                     (unsigned)major > TESSEL_ABI_MAJOR(TESSEL_ABI_VERSION)
+                         ? "The plugin is for a newer tessel: run it with that tessel, or build the plugin's "
+                           "version for this one."
+                         : "Port the plugin to this ABI (docs/plugin-guide.md) and rebuild it against this "
+                           "tessel's plugin.h.");
     else
       st = tsl_error(TESSEL_E_VERSION,
                      "%s does not export the entry symbol %s, so it is not a tessel strategy plugin "
