@@ -12,7 +12,10 @@
 **      norms, attention and activations) for the first k blocks, k = 1..L;
 **   2. then also their kept part on the host (copied out after forward and
 **      fetched back ahead of backward), first k blocks;
-**   3. then full recompute (keep only the block's input), first k blocks.
+**   3. then full recompute (keep only the block's input), first k blocks;
+**   4. last, full recompute of every unit, the embedding and the head too
+**      (what train.recompute: full does: the head's final norm is then
+**      not kept either).
 **
 ** Each candidate is weighed exactly: the core sizes its activation storage
 ** for any placement (model->act_memory). The first candidate that fits
@@ -32,6 +35,9 @@
 
 #include "gemini.h"
 
+/* The escalation's last candidate: every unit in full. */
+#define GM_LAST_CANDIDATE(L) (3 * (L) + 1)
+
 /* The model data a step needs on the device at the least. */
 static tessel_status least_model(gemini *g, uint64_t *out) {
   gm_sim least;
@@ -50,10 +56,10 @@ static tessel_status least_model(gemini *g, uint64_t *out) {
 ** 0 past the last one. */
 static int candidate(const gemini *g, int c, int32_t *tier, int32_t *rec) {
   int L = g->dims.layers;
-  if (c > 3 * L) return 0;
+  if (c > GM_LAST_CANDIDATE(L)) return 0;
   int level = c == 0 ? 0 : (c - 1) / L + 1, k = c == 0 ? 0 : (c - 1) % L + 1;
   for (int u = 0; u < g->dims.units; u++) {
-    int block = u >= 1 && u <= L, l = !block || level == 0 ? 0 : u <= k ? level : level - 1;
+    int block = u >= 1 && u <= L, l = level == 0 ? 0 : level > 3 ? 3 : !block ? 0 : u <= k ? level : level - 1;
     tier[u] = l == 2 ? TESSEL_TIER_HOST : TESSEL_TIER_DEVICE;
     rec[u] = l == 0 ? TESSEL_RECOMPUTE_NONE : l == 3 ? TESSEL_RECOMPUTE_FULL : TESSEL_RECOMPUTE_SELECTIVE;
   }
@@ -73,6 +79,8 @@ static const char *describe(const gemini *g, char *buf, size_t cap) {
                           g->act_tier[u] == TESSEL_TIER_HOST ? " with the rest on the host" : "");
     first = u + 1;
   }
+  if (g->act_rec[g->dims.units - 1] == TESSEL_RECOMPUTE_FULL && n < cap)
+    snprintf(buf + n, cap - n, ", and the embedding and head full recompute too");
   return buf;
 }
 
@@ -112,7 +120,7 @@ static tessel_status decide(gemini *g) {
   TESSEL_TRY(first_fit(g, (uint64_t)((double)dev.capacity * g->o.steady_ratio), model, &found, &bytes));
   if (!found) TESSEL_TRY(first_fit(g, dev.capacity, model, &found, &bytes));
   if (!found) { /* the least of all; setup says why even that fails */
-    candidate(g, 3 * g->dims.layers, g->act_tier, g->act_rec);
+    candidate(g, GM_LAST_CANDIDATE(g->dims.layers), g->act_tier, g->act_rec);
     TESSEL_TRY(api->act_memory(g->host, g->act_tier, g->act_rec, &bytes, &host));
   }
   if (bytes == plain) return TESSEL_OK;

@@ -7,7 +7,8 @@
 #   - auto at its defaults recomputes activations instead, says which, and
 #     stays under limit × steady_ratio;
 #   - under 22 MiB, where static offload cannot keep the activations, auto
-#     trains by recomputing them;
+#     trains by recomputing them; and just above the least device static
+#     offload trains with train.recompute: full, auto trains as well;
 #   - on two ranks under 1 MiB, auto's steady step stays under its budget.
 # Every run's losses equal the reference's within 1e-5 (tests/equiv/equiv.sh
 # argues the tolerance; recomputation itself changes no bit, see
@@ -51,6 +52,14 @@ if "$TESSEL" run "$CONFIG" --set device.memory_limit=22MiB --set log.dir="$WORK/
 fi
 train auto22 22 $((22 * MiB * 4 / 5)) "${auto[@]}"
 grep -q "placement auto: activations do not fit" "$WORK/auto22.log" || fail "auto22: nothing recomputed"
+# 13.32 MiB (13640 KiB), just above where static offload with train.recompute:
+# full trains (about 13634 KiB): auto gets there too by recomputing the
+# embedding and head units as well (it stopped at the blocks and refused)
+limit=$((13640 * 1024))
+train fullstatic 13.3203125 $limit "${offload[@]}" --set train.recompute=full
+train autofull 13.3203125 $limit "${auto[@]}"
+grep -q "and the embedding and head full recompute too" "$WORK/autofull.log" ||
+  fail "autofull: the log does not say the head is recomputed too"
 
 # Two ranks under 1 MiB (the tiny model at 32 channels, 16 positions): the
 # steady step of the cache policy would pass auto's budget, so it keeps the
