@@ -100,34 +100,41 @@ static tessel_status first_fit(gemini *g, uint64_t limit, uint64_t model, int *f
   return TESSEL_OK;
 }
 
+tessel_status gm_acts_choose(gemini *g, uint64_t capacity, gm_acts_choice *out) {
+  const tessel_model_api *api = g->api->model;
+  int found = 0;
+  *out = (gm_acts_choice){0};
+  if (!TESSEL_HAS(api, tessel_model_api, act_memory) || !api->act_memory || capacity == UINT64_MAX) return TESSEL_OK;
+  TESSEL_TRY(least_model(g, &out->model));
+  int U = g->dims.units;
+  if ((!g->act_tier && !(g->act_tier = calloc((size_t)U, sizeof *g->act_tier))) ||
+      (!g->act_rec && !(g->act_rec = calloc((size_t)U, sizeof *g->act_rec))))
+    return g->api->set_error(g->host, TESSEL_E_NOMEM, "out of host memory for the activation plan");
+  candidate(g, 0, g->act_tier, g->act_rec);
+  TESSEL_TRY(api->act_memory(g->host, g->act_tier, g->act_rec, &out->plain_device, &out->plain_host));
+  TESSEL_TRY(first_fit(g, (uint64_t)((double)capacity * g->o.steady_ratio), out->model, &found, &out->device));
+  if (!found) TESSEL_TRY(first_fit(g, capacity, out->model, &found, &out->device));
+  if (!found) /* the least of all; setup says why even that fails */
+    candidate(g, GM_LAST_CANDIDATE(g->dims.layers), g->act_tier, g->act_rec);
+  TESSEL_TRY(api->act_memory(g->host, g->act_tier, g->act_rec, &out->device, &out->host));
+  out->changed = out->device != out->plain_device;
+  return TESSEL_OK;
+}
+
 static tessel_status decide(gemini *g) {
   tessel_tier_stats dev = {.size = sizeof dev};
-  const tessel_model_api *api = g->api->model;
-  uint64_t model, plain, host, bytes = 0;
-  int found = 0;
+  gm_acts_choice choice;
   char a[32], b[32], c[32], d[256];
   g->acts_decided = 1;
   /* no bounded device to fit (or none yet: `tessel check`): keep everything */
-  if (!TESSEL_HAS(api, tessel_model_api, act_memory) || !api->act_memory ||
-      g->api->mem->stats(g->host, TESSEL_TIER_DEVICE, &dev) < 0 || dev.capacity == UINT64_MAX)
-    return TESSEL_OK;
-  TESSEL_TRY(least_model(g, &model));
-  int U = g->dims.units;
-  if (!(g->act_tier = calloc((size_t)U, sizeof *g->act_tier)) || !(g->act_rec = calloc((size_t)U, sizeof *g->act_rec)))
-    return g->api->set_error(g->host, TESSEL_E_NOMEM, "out of host memory for the activation plan");
-  candidate(g, 0, g->act_tier, g->act_rec);
-  TESSEL_TRY(api->act_memory(g->host, g->act_tier, g->act_rec, &plain, &host));
-  TESSEL_TRY(first_fit(g, (uint64_t)((double)dev.capacity * g->o.steady_ratio), model, &found, &bytes));
-  if (!found) TESSEL_TRY(first_fit(g, dev.capacity, model, &found, &bytes));
-  if (!found) { /* the least of all; setup says why even that fails */
-    candidate(g, GM_LAST_CANDIDATE(g->dims.layers), g->act_tier, g->act_rec);
-    TESSEL_TRY(api->act_memory(g->host, g->act_tier, g->act_rec, &bytes, &host));
-  }
-  if (bytes == plain) return TESSEL_OK;
+  if (g->api->mem->stats(g->host, TESSEL_TIER_DEVICE, &dev) < 0) return TESSEL_OK;
+  TESSEL_TRY(gm_acts_choose(g, dev.capacity, &choice));
+  if (!choice.changed) return TESSEL_OK;
   g->api->log(g->host, TESSEL_LOG_INFO,
               "placement auto: activations do not fit beside the chunks, so %s: the core's non-model memory is %s "
               "on the device instead of %s, next to at least %s of chunks",
-              describe(g, d, sizeof d), gm_bytes(bytes, a), gm_bytes(plain, b), gm_bytes(model, c));
+              describe(g, d, sizeof d), gm_bytes(choice.device, a), gm_bytes(choice.plain_device, b),
+              gm_bytes(choice.model, c));
   return TESSEL_OK;
 }
 

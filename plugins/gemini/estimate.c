@@ -76,6 +76,13 @@ tessel_status gm_estimate(void *inst, const tessel_plan_query *q, tessel_estimat
   }
   TESSEL_TRY(tessel_est_core(&x, q, &whole, 0, out));
   out->memory[TESSEL_TIER_DEVICE][TESSEL_MEM_SCRATCH] += 2 * sizeof(double); /* the norm and shared decisions */
+  if (g->o.placement == GM_AUTO && g->o.auto_recompute) { /* the activations as auto will place them */
+    gm_acts_choice acts;
+    TESSEL_TRY(gm_acts_choose(g, q->device_capacity, &acts));
+    uint64_t *dev_act = &out->memory[TESSEL_TIER_DEVICE][TESSEL_MEM_ACT];
+    *dev_act -= acts.plain_device - acts.device < *dev_act ? acts.plain_device - acts.device : *dev_act;
+    out->memory[TESSEL_TIER_HOST][TESSEL_MEM_ACT] += acts.host - acts.plain_host;
+  }
   g->cap = q->device_capacity;
   g->nonmodel = out->memory[TESSEL_TIER_DEVICE][TESSEL_MEM_ACT] + out->memory[TESSEL_TIER_DEVICE][TESSEL_MEM_SCRATCH];
   gm_place(g);

@@ -284,6 +284,16 @@ tessel_status gm_settle(gemini *g, int *promoted, gm_sim *steady);
 ** offloaded when they do not fit. */
 tessel_status gm_place_state(void *inst, tessel_state_ref what, tessel_placement *out);
 
+/* What placement auto does with the activations under a device of
+** `capacity` bytes (activations.c): the core's non-model bytes on the
+** device and host with everything kept and as chosen, and the least model
+** data beside them. g->act_tier/act_rec hold the choice. */
+typedef struct gm_acts_choice {
+  uint64_t plain_device, plain_host, device, host, model;
+  int changed; /* something is recomputed or offloaded */
+} gm_acts_choice;
+tessel_status gm_acts_choose(gemini *g, uint64_t capacity, gm_acts_choice *out);
+
 /* optim.c */
 tessel_status gm_grad_norm(void *inst, double *sumsq);
 tessel_status gm_optimizer_step(void *inst, const tessel_optim_step *hp);
