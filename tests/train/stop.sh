@@ -48,35 +48,27 @@ set -e
 [ $rc -eq 75 ] && grep -q "stopped at step 1 by SIGTERM" "$WORK/early.log" ||
   { cat "$WORK/early.log" >&2; fail "SIGTERM during start-up: exit status $rc, expected 75 after step 1"; }
 
-set +e
-"$TESSEL" run "$WORK/tiny.yaml" --set log.dir="$WORK/abort" "${slow[@]}" --set plugin.sleep_ms=2000 \
-  >"$WORK/abort.log" 2>&1 &
-pid=$!
-wait_steps "$WORK/abort" 1
-kill -INT $pid
-sleep 0.3
-kill -INT $pid
-wait $pid
-rc=$?
-set -e
+# abort NAME FIRST SECOND: a slow run signalled twice mid-step; sets rc
+abort() {
+  set +e
+  "$TESSEL" run "$WORK/tiny.yaml" --set log.dir="$WORK/$1" "${slow[@]}" --set plugin.sleep_ms=2000 >"$WORK/$1.log" 2>&1 &
+  local pid=$!
+  wait_steps "$WORK/$1" 1
+  kill -"$2" $pid
+  sleep 0.3
+  kill -"$3" $pid
+  wait $pid
+  rc=$?
+  set -e
+}
+abort abort INT INT
 [ $rc -eq 130 ] || { cat "$WORK/abort.log" >&2; fail "second SIGINT: exit status $rc, expected 130 (killed by SIGINT)"; }
 grep -q "second stop signal, aborting" "$WORK/abort.log" || fail "second SIGINT: not announced"
 [ -z "$(ls "$WORK/abort/checkpoints" 2>/dev/null)" ] || fail "second SIGINT: a checkpoint was written"
-
 # SIGUSR1 then SIGTERM (a requeue notice, then the end of the grace time, or
 # launch's second Ctrl-C as mpirun passes it on) aborts by SIGTERM: a run
 # stuck where the flag is never read once waited for it for ever
-set +e
-"$TESSEL" run "$WORK/tiny.yaml" --set log.dir="$WORK/abort2" "${slow[@]}" --set plugin.sleep_ms=2000 \
-  >"$WORK/abort2.log" 2>&1 &
-pid=$!
-wait_steps "$WORK/abort2" 1
-kill -USR1 $pid
-sleep 0.3
-kill -TERM $pid
-wait $pid
-rc=$?
-set -e
+abort abort2 USR1 TERM
 [ $rc -eq 143 ] || { cat "$WORK/abort2.log" >&2; fail "SIGUSR1 then SIGTERM: exit status $rc, expected 143 (SIGTERM)"; }
 
 set +e
