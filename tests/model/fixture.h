@@ -22,6 +22,7 @@ static inline tsl_settings fixture_settings(tsl_arch_kind arch, int layers, int 
   s.model.channels = channels;
   s.model.ffn = ffn;
   s.model.seq_len = seq_len;
+  s.model.positions = seq_len;
   s.model.vocab_size = vocab;
   s.model.rope_theta = theta;
   s.model.norm_eps = 1e-5;
