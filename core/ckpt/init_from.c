@@ -33,7 +33,10 @@ static tsl_status compare_context(const tsl_model_settings *c, const tsl_model_s
   }
   int too_long = c->arch == TSL_ARCH_GPT2 && c->positions > w->positions;
   if ((same_len && c->positions != w->positions) || too_long) {
-    const char *key = tsl_cfg_has(c->section, "positions") ? "positions" : "seq_len";
+    /* a resume's positions are the checkpoint's to match; a start from
+    ** weights with too few rows is its seq_len's fault, unless it set
+    ** positions itself */
+    const char *key = same_len || tsl_cfg_has(c->section, "positions") ? "positions" : "seq_len";
     snprintf(want, sizeof want, "%d", !strcmp(key, "positions") ? c->positions : c->seq_len);
     if (too_long) snprintf(have, sizeof have, "position embeddings (wpe) for %d tokens only", w->positions);
     else snprintf(have, sizeof have, "a model made for %d positions", w->positions);

@@ -5,7 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static volatile sig_atomic_t first_signal, announce_first;
+static volatile sig_atomic_t first_signal, announce_first, settled;
 static struct sigaction previous[3];
 static const int caught[3] = {SIGTERM, SIGINT, SIGUSR1};
 static int installed;
@@ -21,6 +21,12 @@ static void say(const char *msg, size_t len) {
 ** broken rank never joins), and `tessel launch` turns a second Ctrl-C into
 ** mpirun's SIGTERM to the ranks. A repeated SIGUSR1 changes nothing. */
 static void on_signal(int sig) {
+  if (settled && sig != SIGINT) return; /* the stop is done: mpirun's SIGTERM to the last ranks, a scheduler's repeat */
+  if (settled) { /* Ctrl-C at the end (the sample): nothing is left to save */
+    signal(SIGINT, SIG_DFL);
+    raise(SIGINT);
+    return;
+  }
   if (first_signal && sig != SIGUSR1) {
     static const char msg[] = "\ntessel: second stop signal, aborting without a checkpoint\n";
     say(msg, sizeof msg - 1);
@@ -42,7 +48,7 @@ void tsl_signals_install(int announce) {
   sa.sa_handler = on_signal;
   sa.sa_flags = SA_RESTART; /* blocking I/O and MPI calls go on; the loop looks at the flag */
   sigemptyset(&sa.sa_mask);
-  first_signal = 0;
+  first_signal = settled = 0;
   announce_first = announce;
   for (int i = 0; i < 3; i++) sigaction(caught[i], &sa, &previous[i]);
   installed = 1;
@@ -57,6 +63,8 @@ void tsl_signals_restore(void) {
 }
 
 int tsl_signal_received(void) { return first_signal; }
+
+void tsl_signals_settle(void) { settled = 1; }
 
 const char *tsl_stop_reason_name(int reason) {
   switch (reason) {

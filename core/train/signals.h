@@ -37,6 +37,12 @@ void tsl_signals_announce(int announce);
 void tsl_signals_restore(void);
 /* The first signal received since tsl_signals_install, or 0. */
 int tsl_signal_received(void);
+/* The run's last checkpoint is written: from now on SIGTERM and SIGUSR1
+** change nothing (a stopped job's last ranks get mpirun's SIGTERM when the
+** first exits, and schedulers repeat theirs; neither may turn a clean stop
+** with its checkpoint into an abort), and SIGINT ends the process at once
+** (the end-of-run sample, say: nothing is left to save). */
+void tsl_signals_settle(void);
 /* "SIGTERM", "train.stop_after_time", ... for a stop reason. */
 const char *tsl_stop_reason_name(int reason);
 

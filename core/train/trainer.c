@@ -396,6 +396,7 @@ tsl_status tsl_trainer_step(tsl_trainer *t, tsl_step_report *r) {
     tsl_warn("%s: stopping after the next step, with a checkpoint", t->log_error);
   }
   if ((s->ckpt.every && step % s->ckpt.every == 0) || final || stopping || r->stop) TSL_TRY(st, save(t, step));
+  if (final || stopping || r->stop) tsl_signals_settle();
   return TESSEL_OK;
 fail:
   return step_failed(t, st);

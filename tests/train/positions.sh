@@ -43,6 +43,15 @@ full fixture "$SRC/$GPT2"
 full exported "$WORK/hf"
 [ -s "$WORK/fixture.losses" ] && cmp -s "$WORK/fixture.losses" "$WORK/exported.losses" ||
   fail "the exported model differs from the fixture at positions 16-31: $(tr '\n' ' ' <"$WORK/fixture.losses") vs $(tr '\n' ' ' <"$WORK/exported.losses")"
+# resuming it from a config without init_from (positions then default to
+# seq_len, 16) is refused at model.positions, not at the seq_len that agrees
+sed "s|, init_from: [^}]*}|}|" "$WORK/ft.yaml" >"$WORK/noinit.yaml"
+set +e
+"$TESSEL" run "$WORK/noinit.yaml" --set log.dir="$WORK/ft" --set train.steps=3 >/dev/null 2>"$WORK/noinit.err"
+rc=$?
+set -e
+[ $rc -eq 2 ] && grep -q "model.positions: is 16, but checkpoint .* holds a model made for 32 positions" "$WORK/noinit.err" ||
+  fail "resuming without init_from: exit $rc, $(cat "$WORK/noinit.err")"
 # a GPT-2 cannot be made for more positions than its weights have
 set +e
 "$TESSEL" check "$WORK/ft.yaml" --quiet --set model.positions=64 >/dev/null 2>"$WORK/err"

@@ -69,6 +69,10 @@ for sig in INT TERM; do
   at=$(sed -n 's/.*stopped at step \([0-9]*\) by SIGUSR1.*/\1/p' "$WORK/launch$sig.log")
   [ $rc -eq 75 ] && [ -n "$at" ] && [ -d "$WORK/launch$sig/checkpoints/$(printf 'step_%08d' "$at")" ] ||
     { cat "$WORK/launch$sig.log" >&2; fail "SIG$sig to tessel launch: status $rc, stop step '$at'"; }
+  # mpirun's SIGTERM to the rank still finishing, once the first has exited
+  # 75, is no second stop signal: the stop and its checkpoint are done
+  ! grep -q "aborting without a checkpoint" "$WORK/launch$sig.log" ||
+    { cat "$WORK/launch$sig.log" >&2; fail "SIG$sig to tessel launch: a rank said it aborted after the stop"; }
 done
 rm -rf "$WORK"
 echo "ok: SIGTERM to one rank stopped both at step $step (status 75 each, one checkpoint); resumed to $total bit-equal;" \
