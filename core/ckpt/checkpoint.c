@@ -531,14 +531,37 @@ fail:
   return st;
 }
 
-tsl_status tsl_ckpt_open(const char *dir, tsl_ckpt *c) {
+/* The checkpoint `path` stands for (heap): itself; or, given a checkpoint
+** directory or its `latest` file, the checkpoint `latest` names (else the
+** highest step there), as a resume would pick it. */
+static char *resolve(const char *path) {
+  struct stat sb;
+  char *json = tsl_asprintf("%s/trainer.json", path), *found = NULL;
+  int64_t step;
+  const char *base = strrchr(path, '/');
+  int is_ckpt = json && tsl_path_exists(json);
+  free(json);
+  if (is_ckpt || stat(path, &sb) != 0) return tsl_strdup(path);
+  if (S_ISREG(sb.st_mode) && !strcmp(base ? base + 1 : path, TSL_CKPT_LATEST)) {
+    char *dir = tsl_dirname(path);
+    if (dir && tsl_ckpt_latest(dir, &found, &step) < 0) found = NULL;
+    free(dir);
+  } else if (S_ISDIR(sb.st_mode) && tsl_ckpt_latest(path, &found, &step) < 0) {
+    found = NULL;
+  }
+  tsl_error_clear();
+  return found ? found : tsl_strdup(path);
+}
+
+tsl_status tsl_ckpt_open(const char *given, tsl_ckpt *c) {
   tsl_status st;
   char *text = NULL, *json = NULL;
   tsl_ckpt_meta meta;
   memset(c, 0, sizeof *c);
-  if (!tsl_path_exists(dir)) return tsl_error(TESSEL_E_IO, "%s: no such checkpoint directory", dir);
-  json = tsl_asprintf("%s/trainer.json", dir);
-  if (!(c->path = tsl_strdup(dir)) || !json) {
+  if (!tsl_path_exists(given)) return tsl_error(TESSEL_E_IO, "%s: no such checkpoint directory", given);
+  if (!(c->path = resolve(given))) return TESSEL_E_NOMEM;
+  const char *dir = c->path;
+  if (!(json = tsl_asprintf("%s/trainer.json", dir))) {
     st = TESSEL_E_NOMEM;
     goto fail;
   }

@@ -69,7 +69,9 @@ tsl_status tsl_ckpt_latest(const char *dir, char **path, int64_t *step);
 char *tsl_ckpt_intact_before(const char *dir, const char *damaged);
 
 /* Open and validate a checkpoint directory (TESSEL_E_IO, naming the file
-** and the problem, when anything is wrong). */
+** and the problem, when anything is wrong). A checkpoint.dir, or its
+** `latest` file, stands for the checkpoint a resume would pick there;
+** c->path is the one opened. */
 tsl_status tsl_ckpt_open(const char *path, tsl_ckpt *c);
 /* The tensor check of tsl_ckpt_open: c's model and optimizer files hold
 ** exactly the tensors of c's model, F32, in their shapes. */

@@ -136,6 +136,11 @@ static tsl_status resume(trainer *t) {
     st = tsl_ckpt_restore(t->model, &c);
   if (opened) {
     t->start_step = c.step;
+    char *chosen = strcmp(c.path, path) ? tsl_strdup(c.path) : NULL; /* --resume named its checkpoint.dir */
+    if (chosen) {
+      free(path);
+      path = chosen;
+    }
     tsl_ckpt_close(&c);
   }
   if (stale) goto fail;

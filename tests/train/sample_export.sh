@@ -12,6 +12,12 @@ case "$a" in "int "*) ;; *) fail "sample does not start with the prompt: $a" ;; 
 c=$("$TESSEL" sample "$CK" --prompt "int " --tokens 40 --temperature 1 --top-k 5 --seed 3)
 d=$("$TESSEL" sample "$CK" --prompt "int " --tokens 40 --temperature 1 --top-k 5 --seed 3)
 [ "$c" = "$d" ] || fail "seeded sampling is not reproducible"
+# checkpoint.dir, or its `latest` file, stands for the checkpoint a resume
+# would pick (they were refused: ".../latest/trainer.json: Not a directory")
+for given in "$WORK/run/checkpoints" "$WORK/run/checkpoints/latest"; do
+  e=$("$TESSEL" sample "$given" --prompt "int " --tokens 40 --temperature 0) || fail "sample $given failed"
+  [ "$e" = "$a" ] || fail "sample $given did not take step 12"
+done
 
 # the directory is made; tokenizer files an earlier export left would
 # describe another vocabulary than this byte-level model's, and go
