@@ -27,6 +27,14 @@ static tsl_status read_all(const char *path) {
   return st;
 }
 
+/* A config of `text` is refused, with `want` in the message. */
+static void refused_with(const char *text, const char *want) {
+  char p[1024];
+  put(p, "refused.yaml", text);
+  CHECK_EQ_INT(read_all(p), TESSEL_E_CONFIG);
+  CHECK_STR_CONTAINS(tsl_error_message(), want);
+}
+
 static int count_lines(const char *text) {
   int n = 1;
   for (; *text; text++) n += *text == '\n';
@@ -320,12 +328,10 @@ static void test_values_that_mean_nothing(void) {
       {"train: {steps: 1}\nlog: {metrics: \"\"}", "log.metrics: an empty path"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    char p[1024], text[512];
+    char text[512];
     snprintf(text, sizeof text, "model: {layers: 1, heads: 1, channels: 4, seq_len: 4}\ndata: {train: x}\n%s\n",
              cases[i][0]);
-    put(p, "meaningless.yaml", text);
-    CHECK_EQ_INT(read_all(p), TESSEL_E_CONFIG);
-    CHECK_STR_CONTAINS(tsl_error_message(), cases[i][1]);
+    refused_with(text, cases[i][1]);
   }
   char p[1024];
   put(p, "fine.yaml",
@@ -383,12 +389,7 @@ static void test_yaml_forms(void) {
        "optimizer: {lr: 0x1p-10}\n",
        ":4:17: optimizer.lr: expected a number, got '0x1p-10'"},
   };
-  for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
-    char p[1024];
-    put(p, "forms.yaml", refused[i][0]);
-    CHECK_EQ_INT(read_all(p), TESSEL_E_CONFIG);
-    CHECK_STR_CONTAINS(tsl_error_message(), refused[i][1]);
-  }
+  for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) refused_with(refused[i][0], refused[i][1]);
   char p[1024];
   put(p, "forms_ok.yaml",
       "model: {layers: !!int \"3\", heads: 1, channels: 4, seq_len: 4}\ndata: {train: x}\n"
