@@ -77,7 +77,8 @@ tsl_status tsl_cfg_size(tsl_cfg *node, const char *key, uint64_t dflt, uint64_t 
 /* Record another default for a key a getter found absent (a default that
 ** depends on a file read later); a value the config gives is kept. */
 tsl_status tsl_cfg_redefault_int(tsl_cfg *map, const char *key, int64_t value);
-/* dflt may be NULL: then absence leaves *out NULL and records nothing. */
+/* dflt may be NULL: then absence, or a null value, leaves *out NULL and
+** records nothing. */
 tsl_status tsl_cfg_string(tsl_cfg *node, const char *key, const char *dflt, const char **out);
 /* A string naming a file or directory: as tsl_cfg_string, and "" is an
 ** error at the key (it would fail only when the run first used it). */

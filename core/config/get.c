@@ -261,6 +261,13 @@ tsl_status tsl_cfg_size(tsl_cfg *map, const char *key, uint64_t dflt, uint64_t *
 
 tsl_status tsl_cfg_string(tsl_cfg *map, const char *key, const char *dflt, const char **out) {
   tsl_cfg *v;
+  tsl_entry *e = map && map->kind == TSL_NODE_MAP ? tsl_node_find(map, key) : NULL;
+  /* `key: null` (or ~) of a string that is optional means none, as YAML's
+  ** null says: `init_from: null` was "expected a string, got nothing" */
+  if (!dflt && e && e->value->kind == TSL_NODE_NULL) {
+    *out = NULL;
+    return declare(map, key);
+  }
   tsl_status st = scalar_of(map, key, "a string", &v);
   *out = dflt;
   if (st < 0) return st;

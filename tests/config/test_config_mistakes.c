@@ -365,7 +365,8 @@ static void test_values_that_mean_nothing(void) {
                 "2:47: data.tokenizer: cannot read /no/such/tokenizer.json: No such file or directory");
 }
 
-/* YAML's own forms, read as YAML reads them: positions in a file whose
+/* YAML's own forms, read as YAML reads them (an optional path given as
+** null is none); positions in a file whose
 ** lines end in a lone CR (every line after the first was reported as line
 ** 1); explicit tags (`!!int "2"` is 2, a tag of no meaning is refused, not
 ** dropped); integers past int64 and numbers past double are out of range,
@@ -392,12 +393,13 @@ static void test_yaml_forms(void) {
   for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) refused_with(refused[i][0], refused[i][1]);
   char p[1024];
   put(p, "forms_ok.yaml",
-      "model: {layers: !!int \"3\", heads: 1, channels: 4, seq_len: 4}\ndata: {train: x}\n"
+      "model: {layers: !!int \"3\", heads: 1, channels: 4, seq_len: 4, init_from: null}\ndata: {train: x}\n"
       "train: {steps: 1, offload_activations: YES}\noptimizer: {lr: !!float \"5e-324\"}\n");
   tsl_config *cfg = load_ok(p);
   tsl_settings s;
   CHECK_EQ_INT(tsl_settings_read(cfg, &s), TESSEL_OK);
   CHECK_EQ_INT(s.model.layers, 3);
+  CHECK(s.model.init_from == NULL);
   CHECK(s.train.offload_activations == 1);
   CHECK(s.optim.lr == 5e-324);
   tsl_config_free(cfg);
