@@ -11,9 +11,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "ckpt/import.h"
 #include "common/atomic_file.h"
 #include "common/log.h"
-#include "ckpt/import.h"
 #include "common/util.h"
 #include "optim/optim.h"
 #include "tokenizer/tokenizer.h"
@@ -574,8 +574,10 @@ tsl_status tsl_ckpt_open(const char *given, tsl_ckpt *c) {
   snprintf(c->plugin, sizeof c->plugin, "%s", meta.plugin);
   TSL_TRY(st, check_files(dir, &meta));
   c->fingerprint = tsl_hash_bytes(&meta.step, sizeof meta.step, meta.model_hash);
-  for (int f = 0; f < TSL_CKPT_N_FILES; f++)
-    c->fingerprint = tsl_hash_bytes(&meta.files[f], sizeof meta.files[f], c->fingerprint);
+  for (int f = 0; f < TSL_CKPT_N_FILES; f++) { /* the fields, not the struct: its padding is no part of it */
+    uint64_t file[3] = {(uint64_t)meta.files[f].present, meta.files[f].bytes, meta.files[f].crc32};
+    c->fingerprint = tsl_hash_bytes(file, sizeof file, c->fingerprint);
+  }
   if (meta.files[TSL_CKPT_TOKENIZER].present) {
     if (!(c->tokenizer = tsl_asprintf("%s/%s", dir, tsl_ckpt_files[TSL_CKPT_TOKENIZER]))) {
       st = TESSEL_E_NOMEM;

@@ -41,7 +41,7 @@ static tsl_status truncate_metrics(const char *path, int64_t keep_step, FILE *ou
 ** with a file. */
 static tsl_status open_metrics(tsl_reporter *r, const tsl_settings *s, int64_t resume_step) {
   struct stat sb;
-  int exists = stat(s->log.metrics, &sb) == 0, device = exists && S_ISCHR(sb.st_mode);
+  int exists = stat(s->log.metrics, &sb) == 0, device = r->metrics_device = exists && S_ISCHR(sb.st_mode);
   if (exists && !device && !S_ISREG(sb.st_mode))
     return tsl_error(TESSEL_E_IO, "log.metrics: %s is %s, not a file: name a file to write the metrics to",
                      s->log.metrics, tsl_file_kind(sb.st_mode));

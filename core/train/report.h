@@ -41,6 +41,7 @@ typedef struct tsl_step_record {
 
 typedef struct tsl_reporter {
   FILE *metrics;        /* rank 0 only */
+  int metrics_device;   /* log.metrics is a character device (/dev/null): summary.json goes to log.dir */
   tsl_tfevents tb;      /* rank 0 only, when log.tensorboard is set */
   int progress;         /* draw a progress bar */
   int bar_drawn;

@@ -22,14 +22,10 @@ static void say(const char *msg, size_t len) {
 ** mpirun's SIGTERM to the ranks. A repeated SIGUSR1 changes nothing. */
 static void on_signal(int sig) {
   if (settled && sig != SIGINT) return; /* the stop is done: mpirun's SIGTERM to the last ranks, a scheduler's repeat */
-  if (settled) { /* Ctrl-C at the end (the sample): nothing is left to save */
-    signal(SIGINT, SIG_DFL);
-    raise(SIGINT);
-    return;
-  }
-  if (first_signal && sig != SIGUSR1) {
+  /* after the last checkpoint a Ctrl-C has nothing left to save (the sample) */
+  if (settled || (first_signal && sig != SIGUSR1)) {
     static const char msg[] = "\ntessel: second stop signal, aborting without a checkpoint\n";
-    say(msg, sizeof msg - 1);
+    if (!settled) say(msg, sizeof msg - 1);
     signal(sig, SIG_DFL);
     raise(sig);
     return;

@@ -6,7 +6,6 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "common/log.h"
 #include "common/stats.h"
@@ -212,11 +211,8 @@ static void print_summary(tsl_reporter *r, const cJSON *o, const ranks_info *g, 
 
 /* summary.json goes beside log.metrics, or in log.dir when the metrics go
 ** to a device (/dev/null), whose directory is no place for it. */
-static tsl_status write_summary(const tsl_runtime *rt, const cJSON *o) {
-  struct stat sb;
-  const char *metrics = rt->settings.log.metrics;
-  int device = stat(metrics, &sb) == 0 && S_ISCHR(sb.st_mode);
-  char *dir = device ? tsl_strdup(rt->settings.log.dir) : tsl_dirname(metrics);
+static tsl_status write_summary(const tsl_reporter *r, const tsl_runtime *rt, const cJSON *o) {
+  char *dir = r->metrics_device ? tsl_strdup(rt->settings.log.dir) : tsl_dirname(rt->settings.log.metrics);
   char *path = dir ? tsl_asprintf("%s/summary.json", dir) : NULL;
   tsl_status st = path ? tsl_write_json_file(path, o) : tsl_error(TESSEL_E_NOMEM, "out of host memory");
   free(path);
@@ -230,7 +226,7 @@ tsl_status tsl_report_summary(tsl_reporter *r, const tsl_runtime *rt, const tsl_
   if (st >= 0 && rt->world.rank == 0 && r->n_steps > 0) {
     cJSON *o = summary_json(r, rt, end, &g);
     print_summary(r, o, &g, rt->settings.device.peak_tflops > 0);
-    st = write_summary(rt, o);
+    st = write_summary(r, rt, o);
     cJSON_Delete(o);
   }
   free(g.values);

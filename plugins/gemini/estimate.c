@@ -79,9 +79,9 @@ tessel_status gm_estimate(void *inst, const tessel_plan_query *q, tessel_estimat
   if (g->o.placement == GM_AUTO && g->o.auto_recompute) { /* the activations as auto will place them */
     gm_acts_choice acts;
     TESSEL_TRY(gm_acts_choose(g, q->device_capacity, &acts));
-    uint64_t *dev_act = &out->memory[TESSEL_TIER_DEVICE][TESSEL_MEM_ACT];
-    *dev_act -= acts.plain_device - acts.device < *dev_act ? acts.plain_device - acts.device : *dev_act;
-    out->memory[TESSEL_TIER_HOST][TESSEL_MEM_ACT] += acts.host - acts.plain_host;
+    uint64_t *dev_act = &out->memory[TESSEL_TIER_DEVICE][TESSEL_MEM_ACT], saved = acts.plain_device - acts.device;
+    *dev_act = *dev_act > saved ? *dev_act - saved : 0;
+    out->memory[TESSEL_TIER_HOST][TESSEL_MEM_ACT] += acts.host - acts.plain_host; /* what offload moved there */
   }
   g->cap = q->device_capacity;
   g->nonmodel = out->memory[TESSEL_TIER_DEVICE][TESSEL_MEM_ACT] + out->memory[TESSEL_TIER_DEVICE][TESSEL_MEM_SCRATCH];

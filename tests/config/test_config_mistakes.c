@@ -27,6 +27,15 @@ static tsl_status read_all(const char *path) {
   return st;
 }
 
+/* A config of `text` (written to name, whose path lands in p) whose
+** settings read; the caller frees it. */
+static tsl_config *settings_of(char *p, const char *name, const char *text, tsl_settings *s) {
+  put(p, name, text);
+  tsl_config *cfg = load_ok(p);
+  CHECK_EQ_INT(tsl_settings_read(cfg, s), TESSEL_OK);
+  return cfg;
+}
+
 /* A config of `text` is refused, with `want` in the message. */
 static void refused_with(const char *text, const char *want) {
   char p[1024];
@@ -270,10 +279,8 @@ static void test_derived_paths_keep_their_length(void) {
 static void files_refused(const char *data, const char *want) {
   char p[1024], text[512];
   snprintf(text, sizeof text, "model: {layers: 1, heads: 1, channels: 4, seq_len: 4}\n%s\ntrain: {steps: 1}\n", data);
-  put(p, "files_refused.yaml", text);
-  tsl_config *cfg = load_ok(p);
   tsl_settings s;
-  CHECK_EQ_INT(tsl_settings_read(cfg, &s), TESSEL_OK);
+  tsl_config *cfg = settings_of(p, "files_refused.yaml", text, &s);
   CHECK_ERROR(tsl_settings_check_files(cfg, &s, NULL), "%s:%s", p, want);
   tsl_config_free(cfg);
 }
@@ -334,12 +341,11 @@ static void test_values_that_mean_nothing(void) {
     refused_with(text, cases[i][1]);
   }
   char p[1024];
-  put(p, "fine.yaml",
-      "model: {layers: 1, heads: 1, channels: 4, seq_len: 4}\ndata: {train: x}\n"
-      "train: {steps: 1, stop_after_time: 1h30m}\ndevice: {memory_limit: 1.5KiB}\n");
-  tsl_config *cfg = load_ok(p);
   tsl_settings s;
-  CHECK_EQ_INT(tsl_settings_read(cfg, &s), TESSEL_OK);
+  tsl_config *cfg = settings_of(p, "fine.yaml",
+                                "model: {layers: 1, heads: 1, channels: 4, seq_len: 4}\ndata: {train: x}\n"
+                                "train: {steps: 1, stop_after_time: 1h30m}\ndevice: {memory_limit: 1.5KiB}\n",
+                                &s);
   CHECK(s.train.stop_after_time == 5400.0);
   CHECK(s.device.memory_limit == 1536);
   tsl_config_free(cfg);
@@ -392,12 +398,12 @@ static void test_yaml_forms(void) {
   };
   for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) refused_with(refused[i][0], refused[i][1]);
   char p[1024];
-  put(p, "forms_ok.yaml",
-      "model: {layers: !!int \"3\", heads: 1, channels: 4, seq_len: 4, init_from: null}\ndata: {train: x}\n"
-      "train: {steps: 1, offload_activations: YES}\noptimizer: {lr: !!float \"5e-324\"}\n");
-  tsl_config *cfg = load_ok(p);
   tsl_settings s;
-  CHECK_EQ_INT(tsl_settings_read(cfg, &s), TESSEL_OK);
+  tsl_config *cfg = settings_of(
+      p, "forms_ok.yaml",
+      "model: {layers: !!int \"3\", heads: 1, channels: 4, seq_len: 4, init_from: null}\ndata: {train: x}\n"
+      "train: {steps: 1, offload_activations: YES}\noptimizer: {lr: !!float \"5e-324\"}\n",
+      &s);
   CHECK_EQ_INT(s.model.layers, 3);
   CHECK(s.model.init_from == NULL);
   CHECK(s.train.offload_activations == 1);
