@@ -79,15 +79,19 @@ static tsl_status full_error(const tsl_ledger *l, tessel_tier tier, uint64_t byt
                      tsl_tier_name(tier), name, tsl_format_bytes(bytes, req, sizeof req),
                      tsl_format_bytes(a->in_use, use, sizeof use), tsl_format_bytes(model_bytes, model, sizeof model),
                      tsl_format_bytes(a->in_use - model_bytes, act, sizeof act));
+  static const char *acts_advice[2][2] = {
+      {" recompute or offload activations (train.recompute, train.offload_activations),",
+       " recompute activations (train.recompute),"},
+      {" offload activations (train.offload_activations),", ""}};
   return tsl_error(TESSEL_E_NOMEM,
                    "the %s tier cannot hold '%s': it needs %s more, and %s of %s is in use (model "
                    "data %s, activations and scratch %s). Lower train.micro_batch_size, raise "
-                   "device.memory_limit, recompute or offload activations (train.recompute, "
-                   "train.offload_activations), or shard or offload the model state (gemini).",
+                   "device.memory_limit,%s or shard or offload the model state (gemini).",
                    tsl_tier_name(tier), name, tsl_format_bytes(bytes, req, sizeof req),
                    tsl_format_bytes(a->in_use, use, sizeof use), tsl_format_bytes(a->capacity, cap, sizeof cap),
                    tsl_format_bytes(model_bytes, model, sizeof model),
-                   tsl_format_bytes(a->in_use - model_bytes, act, sizeof act));
+                   tsl_format_bytes(a->in_use - model_bytes, act, sizeof act),
+                   acts_advice[l->acts_recomputed != 0][l->acts_offloaded != 0]);
 }
 
 /* Room for `bytes` in the NVMe directory, taken now: a sparse file would

@@ -40,6 +40,10 @@ typedef struct tsl_ledger {
   char *nvme_dir;
   uint64_t next_nvme;
   void *bounce; /* host staging for NVMe <-> device */
+  /* What the run already does with activations (train.recompute: full for
+  ** every block, train.offload_activations), so that an out-of-memory
+  ** message suggests only what is left to try. */
+  int acts_recomputed, acts_offloaded;
 } tsl_ledger;
 
 /* device_capacity 0 means: what the backend reports free. nvme_dir may be

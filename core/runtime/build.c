@@ -137,6 +137,9 @@ tsl_status tsl_runtime_devices(tsl_runtime *rt) {
   if (st < 0) return tsl_error_wrap(st, "starting the %s backend on rank %d", rt->be.name, rt->world.rank);
   rt->be_ready = 1;
   TSL_TRY(st, tsl_ledger_init(&rt->ledger, &rt->be, s->device.memory_limit, s->device.nvme_dir));
+  rt->ledger.acts_recomputed = s->train.recompute == TESSEL_RECOMPUTE_FULL &&
+                               (!s->train.recompute_layers || s->train.recompute_layers >= s->model.layers);
+  rt->ledger.acts_offloaded = s->train.offload_activations;
   if ((st = rt->be.stream_create(&rt->be, &rt->compute)) < 0 || (st = rt->be.stream_create(&rt->be, &rt->comm_stream)) < 0)
     return tsl_error_wrap(st, "creating streams");
   return TESSEL_OK;

@@ -180,6 +180,11 @@ run too_small "$TESSEL" run "$WORK/digits.yaml" --set train.sample_tokens=0 --se
   --set log.dir="$WORK/fresh/run"
 expect 1 "the device tier cannot hold"
 [ -e "$WORK/fresh/run" ] && fail "a run that never trained left $WORK/fresh/run: $(ls -A "$WORK/fresh/run")"
+# the advice leaves out what the run already does with its activations
+run too_small_acts "$TESSEL" run "$WORK/digits.yaml" --set train.sample_tokens=0 --set device.memory_limit=1KiB \
+  --set train.recompute=full --set train.offload_activations=true
+expect 1 "the device tier cannot hold" "raise device.memory_limit, or shard or offload the model state"
+grep -q "train.recompute\|train.offload_activations" "$WORK/too_small_acts.err" && fail "suggested what the run already does"
 run decode_directory "$TESSEL" tokenizer decode tests/tokenizer/fixtures/gpt2_1024.json "$WORK"
 expect 1 "$WORK: cannot read: Is a directory"
 
