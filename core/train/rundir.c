@@ -179,11 +179,36 @@ static tsl_status check_room(const tsl_settings *s) {
                    (unsigned long long)need, tsl_format_bytes(need, need_text, sizeof need_text));
 }
 
+/* Cuts the last component off path (trailing slashes first); 0 when none
+** is left to cut ("runs", "/"). */
+static int cut_last(char *path) {
+  size_t n = strlen(path);
+  while (n > 1 && path[n - 1] == '/') path[--n] = '\0';
+  char *slash = strrchr(path, '/');
+  if (!slash) return 0;
+  if (slash == path) slash[1] = '\0';
+  else *slash = '\0';
+  return slash != path || n > 1;
+}
+
+/* How many levels of `dir` do not exist yet: 1 for the directory alone,
+** more when its parents are missing too (mkdir -p makes them all). */
+static int missing_levels(const char *dir) {
+  char *p = tsl_strdup(dir);
+  int levels = 1;
+  while (p && cut_last(p) && p[0] && strcmp(p, "/") && !tsl_path_exists(p)) levels++;
+  free(p);
+  return levels;
+}
+
 static tsl_status claim(const tsl_settings *s, tsl_run_dir *d) {
   tsl_status st;
   const char *dirs[2] = {s->log.dir, s->ckpt.dir};
-  for (int i = 0; i < 2; i++)
-    if (!tsl_path_exists(dirs[i]) && !(d->made[d->n_made++] = tsl_strdup(dirs[i]))) return TESSEL_E_NOMEM;
+  for (int i = 0; i < 2; i++) {
+    if (tsl_path_exists(dirs[i])) continue;
+    if (!(d->made[d->n_made] = tsl_strdup(dirs[i]))) return TESSEL_E_NOMEM;
+    d->made_deep[d->n_made++] = missing_levels(dirs[i]);
+  }
   TSL_TRY(st, lock_dir(s->log.dir, "log.dir", &d->fds[d->n]));
   d->n++;
   TSL_TRY(st, check_writable(s));
@@ -222,8 +247,10 @@ void tsl_run_dir_abandon(tsl_run_dir *d) {
   for (int i = d->n_made - 1; i >= 0 && d->n > 0; i--) { /* checkpoint.dir first: it may be inside log.dir */
     char *lock = tsl_asprintf("%s/" LOCK_NAME, d->made[i]);
     if (lock) unlink(lock);
-    rmdir(d->made[i]); /* only when empty: whatever else is there stays */
     free(lock);
+    /* only while empty: whatever else is there stays, and so do its parents */
+    for (int level = 0; level < d->made_deep[i] && rmdir(d->made[i]) == 0 && cut_last(d->made[i]); level++)
+      ;
   }
   tsl_run_dir_close(d);
 }

@@ -25,7 +25,8 @@
 typedef struct tsl_run_dir {
   int fds[2]; /* the held lock files, -1 when unused */
   int n;
-  char *made[2]; /* the directories this run created (log.dir, then checkpoint.dir) */
+  char *made[2];   /* the directories this run created (log.dir, then checkpoint.dir) */
+  int made_deep[2]; /* how many levels of each it created: 2 when its parent was new too */
   int n_made;
 } tsl_run_dir;
 
@@ -36,9 +37,9 @@ tsl_status tsl_run_dir_open(tsl_runtime *rt, tsl_run_dir *d);
 /* Release the locks (a no-op on ranks other than 0). */
 void tsl_run_dir_close(tsl_run_dir *d);
 /* For a run that failed before it trained (a mistake found once the
-** world is known, say): remove the directories it created that hold
-** nothing but their lock file, so that it leaves nothing behind; then
-** release the locks. */
+** world is known, say): remove the directories it created, parents such
+** as runs/ included, that hold nothing but their lock file, so that it
+** leaves nothing behind; then release the locks. */
 void tsl_run_dir_abandon(tsl_run_dir *d);
 
 #endif

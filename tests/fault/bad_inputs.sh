@@ -174,12 +174,18 @@ run out_of_memory bash -c 'ulimit -v 3000000 && exec "$@"' _ "$TESSEL" run "$WOR
   --set train.sample_tokens=0 --set model.layers=24 --set model.channels=2048 --set checkpoint.every=0
 expect 1 "allocating" "more failed (the machine is out of memory)"
 grep -q "16777216 TiB\|raise device.memory_limit" "$WORK/out_of_memory.err" && fail "blamed device.memory_limit"
-# a run that fails before its first step leaves no run directory it made
-# (only its lock files were in it)
+# a run that fails before its first step leaves no run directory it made,
+# parents included (only its lock files were in them), and keeps the rest
 run too_small "$TESSEL" run "$WORK/digits.yaml" --set train.sample_tokens=0 --set device.memory_limit=1KiB \
   --set log.dir="$WORK/fresh/run"
 expect 1 "the device tier cannot hold"
-[ -e "$WORK/fresh/run" ] && fail "a run that never trained left $WORK/fresh/run: $(ls -A "$WORK/fresh/run")"
+[ -e "$WORK/fresh" ] && fail "a run that never trained left $WORK/fresh: $(find "$WORK/fresh")"
+mkdir -p "$WORK/kept" && touch "$WORK/kept/mine"
+run too_small_kept "$TESSEL" run "$WORK/digits.yaml" --set train.sample_tokens=0 --set device.memory_limit=1KiB \
+  --set log.dir="$WORK/kept/a/run/"
+expect 1 "the device tier cannot hold"
+[ "$(cd "$WORK/kept" && find . | sort | tr '\n' ' ')" = ". ./mine " ] ||
+  fail "a run that never trained left or took: $(find "$WORK/kept")"
 # the advice leaves out what the run already does with its activations
 run too_small_acts "$TESSEL" run "$WORK/digits.yaml" --set train.sample_tokens=0 --set device.memory_limit=1KiB \
   --set train.recompute=full --set train.offload_activations=true
