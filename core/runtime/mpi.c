@@ -32,11 +32,25 @@ static void count_sharing(MPI_Comm local, tsl_world *w) {
   free(all);
 }
 
+/* A process no launcher started (a plain `tessel run`) is an Open MPI
+** singleton: MPI_Init starts a local daemon, and that daemon's default
+** launcher (rsh) refuses to start without ssh or rsh on PATH, as in most
+** containers ("Unable to start a daemon on the local node"). A singleton
+** launches nothing, so it gets the launcher made for that, "isolated";
+** an OMPI_MCA_plm the user set stays, and other MPIs ignore the variable. */
+static void singleton_launcher(void) {
+  static const char *const launched[] = {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE"};
+  for (size_t i = 0; i < sizeof launched / sizeof launched[0]; i++)
+    if (getenv(launched[i])) return;
+  setenv("OMPI_MCA_plm", "isolated", 0);
+}
+
 tsl_status tsl_world_init(int *argc, char ***argv, tsl_world *w) {
   int provided, inited = 0;
   memset(w, 0, sizeof *w);
   MPI_Initialized(&inited);
   if (!inited) {
+    singleton_launcher();
     tsl_status st = mpi_check(MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided), "MPI_Init");
     if (st < 0) return st;
     w->owns_mpi = 1;
