@@ -347,7 +347,7 @@ void tsl_st_writer_abort(tsl_st_writer *w) {
 
 struct tsl_st_file {
   char *path;
-  void *map;
+  const char *map;
   uint64_t map_bytes;
   const unsigned char *data; /* the data area: map + 8 + header length */
   int n;
@@ -517,9 +517,7 @@ fail:
 
 tsl_status tsl_st_open(const char *path, tsl_st_file **out) {
   tsl_status st = TESSEL_OK;
-  struct stat sb;
   tsl_st_file *f = NULL;
-  int fd = -1;
 
   *out = NULL;
   f = calloc(1, sizeof *f);
@@ -527,32 +525,17 @@ tsl_status tsl_st_open(const char *path, tsl_st_file **out) {
     st = tsl_error(TESSEL_E_NOMEM, "%s: out of host memory", path);
     goto fail;
   }
-  fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    st = tsl_error(TESSEL_E_IO, "%s: cannot open: %s", path, strerror(errno));
-    goto fail;
-  }
-  if (fstat(fd, &sb) != 0) {
-    st = tsl_error(TESSEL_E_IO, "%s: cannot stat: %s", path, strerror(errno));
-    goto fail;
-  }
-  uint64_t size = (uint64_t)sb.st_size;
+  /* a regular file only: a FIFO or device in its place is refused, never waited on */
+  size_t size;
+  TSL_TRY(st, tsl_map_file(path, &f->map, &size));
+  f->map_bytes = size;
   if (size < 8) {
     st = tsl_error(TESSEL_E_IO, "%s: truncated: %llu bytes, too short for the 8-byte header "
                    "length", path, (unsigned long long)size);
     goto fail;
   }
-  void *map = mmap(NULL, (size_t)size, PROT_READ, MAP_PRIVATE, fd, 0);
-  if (map == MAP_FAILED) {
-    st = tsl_error(TESSEL_E_IO, "%s: cannot map: %s", path, strerror(errno));
-    goto fail;
-  }
-  f->map = map;
-  f->map_bytes = size;
-  close(fd);
-  fd = -1;
 
-  const unsigned char *p = map;
+  const unsigned char *p = (const unsigned char *)f->map;
   uint64_t hlen = 0;
   for (int b = 0; b < 8; b++) hlen |= (uint64_t)p[b] << (8 * b);
   if (hlen > size - 8) {
@@ -580,14 +563,13 @@ tsl_status tsl_st_open(const char *path, tsl_st_file **out) {
   return TESSEL_OK;
 
 fail:
-  if (fd >= 0) close(fd);
   tsl_st_close(f);
   return st;
 }
 
 void tsl_st_close(tsl_st_file *f) {
   if (!f) return;
-  if (f->map) munmap(f->map, (size_t)f->map_bytes);
+  tsl_unmap_file(f->map, (size_t)f->map_bytes);
   free_tensors(f->tensors, f->n);
   free(f->by_name);
   for (int i = 0; i < f->n_meta; i++) {

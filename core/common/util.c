@@ -242,12 +242,14 @@ tsl_status tsl_map_file(const char *path, const char **data, size_t *len) {
   ** ever; it opens at once and is then refused as not a regular file */
   int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return tsl_error(TESSEL_E_IO, "%s: cannot open: %s", path, strerror(errno));
-  if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+  int stat_rc = fstat(fd, &sb), err = errno;
+  if (stat_rc != 0 || !S_ISREG(sb.st_mode)) {
     close(fd);
-    return tsl_error(TESSEL_E_IO, "%s: not a regular file", path);
+    if (stat_rc != 0) return tsl_error(TESSEL_E_IO, "%s: cannot stat: %s", path, strerror(err));
+    return tsl_error(TESSEL_E_IO, "%s: is %s, not a regular file", path, tsl_file_kind(sb.st_mode));
   }
   void *p = sb.st_size > 0 ? mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0) : NULL;
-  int err = errno;
+  err = errno;
   close(fd);
   if (p == MAP_FAILED) return tsl_error(TESSEL_E_IO, "%s: cannot map: %s", path, strerror(err));
   *data = p;

@@ -5,7 +5,7 @@
 #
 # usage: bad_inputs.sh TESSEL SRC TMP PLUGIN_DIR
 #
-#   - a FIFO as the config, as a base:, as plugin.path and as a text to
+#   - a FIFO as the config, as a base:, as plugin.path, as Hugging Face weights and as a text to
 #     train a tokenizer on (nothing writes to it: a plain open would wait
 #     forever);
 #   - a truncated plugin and one built for another machine (aarch64);
@@ -70,7 +70,12 @@ valid "plugin: {path: $WORK/libtessel-fifo.so}" >"$WORK/plugin_fifo.yaml"
 run fifo_plugin "$TESSEL" check "$WORK/plugin_fifo.yaml"
 expect 1 "libtessel-fifo.so: is a FIFO, not a shared object"
 run fifo_tokenizer_text "$TESSEL" tokenizer train "$WORK/fifo.yaml" --vocab 300 -o "$WORK/fifo_tokenizer.json"
-expect 1 "$WORK/fifo.yaml: not a regular file"
+expect 1 "$WORK/fifo.yaml: is a FIFO, not a regular file"
+# a FIFO as a Hugging Face model's weights, imported or started from
+mkdir -p "$WORK/hf_fifo" && cp tests/fixtures/gpt2_tiny/config.json "$WORK/hf_fifo/"
+mkfifo "$WORK/hf_fifo/model.safetensors"
+run fifo_import "$TESSEL" import "$WORK/hf_fifo" -o "$WORK/hf_fifo_out"
+expect 1 "$WORK/hf_fifo/model.safetensors: is a FIFO, not a regular file"
 # a FIFO or a directory among the shards a glob matches (the FIFO once made
 # the run wait for ever, deaf to SIGTERM)
 mkdir -p "$WORK/shards/train_000001.bin" && mkfifo "$WORK/shards/train_000000.bin"
