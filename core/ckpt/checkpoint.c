@@ -30,6 +30,16 @@ tsl_status tsl_ckpt_params_of(const tsl_model_settings *model, tsl_params *ps) {
   return tsl_params_register(ps, &arch, model->layers, dim, model->vocab_size, model->arch == TSL_ARCH_LLAMA);
 }
 
+tsl_status tsl_ckpt_tensor_count(const tsl_model_settings *model, int64_t *count, int64_t *per_block) {
+  tsl_settings s = {.model = *model};
+  tsl_arch arch;
+  tsl_status st = tsl_arch_for(&s, &arch);
+  if (st < 0) return st;
+  *per_block = arch.block.n_params;
+  *count = arch.embed.n_params + arch.head.n_params + *per_block * model->layers;
+  return TESSEL_OK;
+}
+
 uint64_t tsl_ckpt_bytes(const tsl_settings *s) {
   tsl_params ps = {0};
   if (tsl_ckpt_params_of(&s->model, &ps) < 0) return 0;
@@ -506,16 +516,14 @@ static tsl_status check_tensor(const tsl_ckpt *c, const char *file, tsl_st_file 
 tsl_status tsl_ckpt_check_tensors(const tsl_ckpt *c) {
   tsl_status st = TESSEL_OK;
   tsl_params ps = {0};
-  tsl_arch arch;
-  tsl_settings s = {.model = c->arch};
+  int64_t want, per_block;
   /* counted first, so that a description claiming a huge model cannot make
   ** this allocate one */
-  TSL_TRY(st, tsl_arch_for(&s, &arch));
-  int want = arch.embed.n_params + arch.head.n_params + arch.block.n_params * c->arch.layers;
+  TSL_TRY(st, tsl_ckpt_tensor_count(&c->arch, &want, &per_block));
   if (tsl_st_count(c->model) != want || tsl_st_count(c->optim) != 2 * want)
     return tsl_error(TESSEL_E_IO, "checkpoint %s: model.safetensors holds %d tensors and optimizer.safetensors %d; "
-                     "the model in trainer.json has %d and %d", c->path, tsl_st_count(c->model),
-                     tsl_st_count(c->optim), want, 2 * want);
+                     "the model in trainer.json has %lld and %lld", c->path, tsl_st_count(c->model),
+                     tsl_st_count(c->optim), (long long)want, 2 * (long long)want);
   TSL_TRY(st, tsl_ckpt_params_of(&c->arch, &ps));
   char name[160];
   for (int i = 0; i < ps.n && st >= 0; i++) {

@@ -94,6 +94,11 @@ uint64_t tsl_model_hash(const tsl_settings *s);
 /* The parameters of a model of these settings (names, roles, shapes, file
 ** layout) as a checkpoint stores them; no runtime needed. */
 tsl_status tsl_ckpt_params_of(const tsl_model_settings *model, tsl_params *ps);
+/* How many tensors a model of these settings has, and how many of them
+** each block has, found without building its parameter list: a description
+** claiming a huge model is caught by comparing this with a file's tensor
+** count before anything is allocated. */
+tsl_status tsl_ckpt_tensor_count(const tsl_model_settings *model, int64_t *count, int64_t *per_block);
 /* How a parameter is stored in model.safetensors (and in Hugging Face's
 ** files): its rows as saved (a padded vocabulary's extra rows are not) and
 ** their layout (Hugging Face's [out, in] for nn.Linear weights). */

@@ -94,6 +94,21 @@ static tsl_status check_tensors(const tsl_weights *w) {
   return TESSEL_OK;
 }
 
+/* The files hold about as many tensors as the config's model has: a
+** config.json claiming a million layers beside a small model is refused
+** before its parameter list is built. A shortfall of less than a block is
+** left to check_tensors, which names the missing tensor. */
+static tsl_status enough_tensors(const tsl_weights *w) {
+  int64_t want, per_block, have = 0;
+  tsl_status st = tsl_ckpt_tensor_count(&w->model, &want, &per_block);
+  if (st < 0) return st;
+  for (int f = 0; f < w->n_files; f++) have += tsl_st_count(w->files[f]);
+  if (have + per_block >= want) return TESSEL_OK;
+  return tsl_error(TESSEL_E_IO, "%s: config.json describes a model of %lld tensors (%d layers), but its weights hold "
+                   "only %lld: the config and the weights are of different models", w->dir, (long long)want,
+                   w->model.layers, (long long)have);
+}
+
 tsl_status tsl_weights_open(const char *dir, tsl_weights **out) {
   tsl_status st;
   char *trainer = tsl_asprintf("%s/trainer.json", dir), *config = tsl_asprintf("%s/config.json", dir);
@@ -112,6 +127,7 @@ tsl_status tsl_weights_open(const char *dir, tsl_weights **out) {
     w->hf = 1;
     TSL_TRY(st, tsl_hf_config(dir, &w->model));
     TSL_TRY(st, tsl_hf_open_files(dir, &w->files, &w->n_files));
+    TSL_TRY(st, enough_tensors(w));
   } else {
     st = tsl_error(TESSEL_E_IO, "%s is neither a tessel checkpoint (trainer.json) nor a Hugging Face model directory "
                    "(config.json)%s", dir, tsl_path_exists(dir) ? "" : ": it does not exist");

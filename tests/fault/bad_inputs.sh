@@ -76,6 +76,13 @@ mkdir -p "$WORK/hf_fifo" && cp tests/fixtures/gpt2_tiny/config.json "$WORK/hf_fi
 mkfifo "$WORK/hf_fifo/model.safetensors"
 run fifo_import "$TESSEL" import "$WORK/hf_fifo" -o "$WORK/hf_fifo_out"
 expect 1 "$WORK/hf_fifo/model.safetensors: is a FIFO, not a regular file"
+# a config.json claiming a million layers beside a small model: refused before
+# anything of that size is allocated (20 s and 4 GB before)
+mkdir -p "$WORK/hf_huge" && cp tests/fixtures/gpt2_tiny/model.safetensors "$WORK/hf_huge/"
+sed 's/"n_layer": *[0-9]*/"n_layer": 1048576/' tests/fixtures/gpt2_tiny/config.json >"$WORK/hf_huge/config.json"
+grep -q '"n_layer": 1048576' "$WORK/hf_huge/config.json" || fail "could not make the config claim 2^20 layers"
+run huge_import bash -c 'ulimit -v 1000000 && exec "$@"' _ "$TESSEL" import "$WORK/hf_huge" -o "$WORK/hf_huge_out"
+expect 1 "config.json describes a model of" "(1048576 layers), but its weights hold only"
 # a FIFO or a directory among the shards a glob matches (the FIFO once made
 # the run wait for ever, deaf to SIGTERM)
 mkdir -p "$WORK/shards/train_000001.bin" && mkfifo "$WORK/shards/train_000000.bin"
