@@ -229,6 +229,14 @@ static void test_rope_parameters(void) {
   REQUIRE(tsl_weights_open(out, &w) == TESSEL_OK);
   CHECK(tsl_weights_model(w)->rope_theta == 500000.0);
   tsl_weights_close(w);
+  /* a rope_parameters without its own theta leaves the top-level one in
+  ** force, as transformers 5 reads it (it was imported as 10000) */
+  dir = hf_dir("rope-top", TESSEL_F32, "{\"rope_theta\": 500000.0, \"rope_parameters\": {\"rope_type\": \"default\"},",
+               NULL, NULL);
+  REQUIRE(tsl_import_hf(dir, scratch_path(out, "rope-top-ckpt")) == TESSEL_OK);
+  REQUIRE(tsl_weights_open(out, &w) == TESSEL_OK);
+  CHECK(tsl_weights_model(w)->rope_theta == 500000.0);
+  tsl_weights_close(w);
 }
 
 /* A tokenizer.json tessel reads and of the model's vocabulary goes into the
