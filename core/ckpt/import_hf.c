@@ -177,6 +177,32 @@ fail:
   return st;
 }
 
+static int cmp_key(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
+
+/* A key given twice in some object under `node`, or NULL (in *dup). Python's
+** json keeps a repeated key's last value and cJSON its first, so tessel and
+** transformers would read two different models from one config.json. */
+static tsl_status duplicate_key(const cJSON *node, const char **dup) {
+  int n = 0;
+  const cJSON *e;
+  for (e = node->child; e; e = e->next) n++;
+  if (cJSON_IsObject(node) && n > 1) {
+    const char **keys = malloc((size_t)n * sizeof *keys);
+    if (!keys) return tsl_error(TESSEL_E_NOMEM, "out of host memory");
+    n = 0;
+    for (e = node->child; e; e = e->next) keys[n++] = e->string;
+    qsort(keys, (size_t)n, sizeof *keys, cmp_key);
+    for (int i = 1; i < n && !*dup; i++)
+      if (strcmp(keys[i - 1], keys[i]) == 0) *dup = keys[i];
+    free(keys);
+  }
+  for (e = node->child; e && !*dup; e = e->next) {
+    tsl_status st = duplicate_key(e, dup);
+    if (st < 0) return st;
+  }
+  return TESSEL_OK;
+}
+
 tsl_status tsl_hf_config(const char *dir, tsl_model_settings *out) {
   tsl_status st;
   char *path = tsl_asprintf("%s/config.json", dir), *text = NULL;
@@ -186,9 +212,14 @@ tsl_status tsl_hf_config(const char *dir, tsl_model_settings *out) {
   TSL_TRY(st, tsl_read_file(path, &text, NULL));
   root = cJSON_Parse(text);
   const cJSON *type = cJSON_GetObjectItemCaseSensitive(root, "model_type");
+  const char *dup = NULL;
   hf_json j = {path, root};
+  if (root) TSL_TRY(st, duplicate_key(root, &dup));
   if (!cJSON_IsObject(root)) {
     st = tsl_error(TESSEL_E_IO, "%s: not a JSON object", path);
+  } else if (dup) {
+    st = tsl_error(TESSEL_E_IO, "%s: key '%s' is given twice (transformers would read the last value): keep one",
+                   path, dup);
   } else if (!cJSON_IsString(type)) {
     st = tsl_error(TESSEL_E_IO, "%s: no 'model_type' (a transformers config names it)", path);
   } else if (strcmp(type->valuestring, "gpt2") == 0) {

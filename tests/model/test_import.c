@@ -16,6 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
+
 #include "../data/scratch.h"
 #include "bf16.h"
 #include "ckpt/checkpoint.h"
@@ -61,20 +63,43 @@ static void write_tensors(const char *path, tsl_st_file *src, int first, int las
   REQUIRE(tsl_st_writer_finish(w) == TESSEL_OK);
 }
 
-/* DIR with the fixture's config.json (after `edit`: a replacement of its
-** first line "{" when not NULL) and its tensors as `dtype`. */
+/* DIR/config.json with the keys of `edit` set: a JSON object's opening,
+** '{"key": value,' (NULL: none), whose keys replace the config's. */
+static void edit_config(const char *dir, const char *edit) {
+  char path[1100], whole[512], *text = NULL;
+  snprintf(path, sizeof path, "%s/config.json", dir);
+  REQUIRE(tsl_read_file(path, &text, NULL) == TESSEL_OK);
+  cJSON *config = cJSON_Parse(text), *item;
+  free(text);
+  REQUIRE(config);
+  snprintf(whole, sizeof whole, "%.*s}", edit ? (int)(strrchr(edit, ',') - edit) : 1, edit ? edit : "{");
+  cJSON *changes = cJSON_Parse(whole);
+  REQUIRE(changes);
+  while ((item = changes->child)) {
+    cJSON_DetachItemViaPointer(changes, item);
+    cJSON_DeleteItemFromObjectCaseSensitive(config, item->string);
+    cJSON_AddItemToObject(config, item->string, item);
+  }
+  cJSON_Delete(changes);
+  REQUIRE((text = cJSON_Print(config)));
+  cJSON_Delete(config);
+  scratch_write(path, text, strlen(text));
+  free(text);
+}
+
+/* DIR with the fixture's config.json (edited by `edit`, see edit_config)
+** and its tensors as `dtype`. */
 static char *hf_dir(const char *name, tessel_dtype dtype, const char *edit, const char *skip, const char *extra) {
   static char dir[1024];
   char path[1100], *text = NULL;
+  size_t len = 0;
   scratch_path(dir, name);
   REQUIRE(tsl_mkdir_p(dir) == TESSEL_OK);
-  REQUIRE(tsl_read_file(FIXTURE "/config.json", &text, NULL) == TESSEL_OK);
+  REQUIRE(tsl_read_file(FIXTURE "/config.json", &text, &len) == TESSEL_OK);
   snprintf(path, sizeof path, "%s/config.json", dir);
-  FILE *f = fopen(path, "w");
-  REQUIRE(f);
-  fprintf(f, "%s%s", edit ? edit : "{", strchr(text, '{') + 1);
-  fclose(f);
+  scratch_write(path, text, len);
   free(text);
+  edit_config(dir, edit);
   tsl_st_file *src;
   REQUIRE(tsl_st_open(FIXTURE "/model.safetensors", &src) == TESSEL_OK);
   snprintf(path, sizeof path, "%s/model.safetensors", dir);
@@ -115,13 +140,9 @@ static void add_tokenizer(const char *dir, const char *tokenizer, int vocab) {
   }
   REQUIRE(tsl_st_writer_finish(w) == TESSEL_OK);
   tsl_st_close(src);
-  snprintf(path, sizeof path, "%s/config.json", dir);
-  REQUIRE(tsl_read_file(path, &text, &len) == TESSEL_OK);
-  FILE *f = fopen(path, "w");
-  REQUIRE(f);
-  fprintf(f, "{\"vocab_size\": %d,%s", vocab, strchr(text, '{') + 1);
-  fclose(f);
-  free(text);
+  char edit[64];
+  snprintf(edit, sizeof edit, "{\"vocab_size\": %d,", vocab);
+  edit_config(dir, edit);
 }
 
 /* The tensors of CKPT/model.safetensors equal those of another one. */
@@ -306,6 +327,12 @@ static void test_refusals_name_the_problem(void) {
           "'rms_norm_eps' must be a number in [1e-12, 1]");
   refused(hf_dir("gpt2-heads", TESSEL_F32, "{\"model_type\": \"gpt2\", \"n_head\": 3, \"n_embd\": 32,", NULL, NULL),
           TESSEL_E_UNSUPPORTED, "n_embd 32 does not split into n_head 3 heads");
+  /* a key given twice: transformers reads its last value, cJSON its first */
+  static const char twice[] = "{\"model_type\": \"llama\", \"rms_norm_eps\": 1e-6, \"rms_norm_eps\": 1e-5}";
+  char *dup = hf_dir("duplicate", TESSEL_F32, NULL, NULL, NULL), dup_config[1100];
+  snprintf(dup_config, sizeof dup_config, "%s/config.json", dup);
+  scratch_write(dup_config, twice, strlen(twice));
+  refused(dup, TESSEL_E_IO, "key 'rms_norm_eps' is given twice");
   /* a stale copy of a tensor in a second shard is not taken silently */
   refused(sharded_dir("twice", 0), TESSEL_E_IO, "' is in both model-00001-of-00002.safetensors and "
           "model-00002-of-00002.safetensors");
