@@ -48,6 +48,20 @@ static const tsl_st_desc *find(const tsl_weights *w, const char *name, tsl_st_fi
   return NULL;
 }
 
+/* Whether a GPT-2 file holds `name` under both spellings, nested and bare:
+** tessel would take one and transformers the other, so neither is taken. */
+static int in_both_spellings(const tsl_weights *w, const char *name) {
+  char nested[160];
+  int found[2] = {0, 0};
+  if (!w->hf || w->model.arch != TSL_ARCH_GPT2) return 0;
+  snprintf(nested, sizeof nested, "transformer.%s", name);
+  for (int f = 0; f < w->n_files; f++) {
+    found[0] |= tsl_st_find(w->files[f], nested) >= 0;
+    found[1] |= tsl_st_find(w->files[f], name) >= 0;
+  }
+  return found[0] && found[1];
+}
+
 /* Tensors a Hugging Face file may hold that are not parameters: GPT-2's
 ** attention-mask buffers, old Llama files' rotary frequencies, and the head
 ** of a model whose head is the embedding (transformers ties it on load). */
@@ -74,6 +88,9 @@ static tsl_status check_tensors(const tsl_weights *w) {
     if (!d)
       return tsl_error(TESSEL_E_IO, "%s: no tensor '%s', which a %s model of this config has", w->dir, p->name,
                        w->model.arch == TSL_ARCH_LLAMA ? "LlamaForCausalLM" : "GPT2LMHeadModel");
+    if (in_both_spellings(w, p->name))
+      return tsl_error(TESSEL_E_IO, "%s: tensor '%s' is there twice, as 'transformer.%s' too, and the two may differ: "
+                       "keep one", w->dir, p->name, p->name);
     int fits = d->ndim == p->info.ndim && d->shape[0] == shape[0] && (d->ndim == 1 || d->shape[1] == shape[1]);
     if (!fits || (d->dtype != TESSEL_F32 && d->dtype != TESSEL_BF16 && d->dtype != TESSEL_F16))
       return tsl_error(TESSEL_E_IO, "%s: tensor '%s' is %s of %d dimension(s) [%lld, %lld]; the config makes it %s "

@@ -240,6 +240,27 @@ static void refused(const char *dir, tsl_status status, const char *what) {
   CHECK(!tsl_path_exists(out));
 }
 
+/* GPT-2 files name their tensors under "transformer." or bare; one file
+** holding a tensor both ways is refused. tessel used to take the nested
+** copy without a word, where transformers loads the bare one. */
+static void test_gpt2_tensor_in_both_spellings(void) {
+  char dir[1024], path[1100], *text = NULL;
+  size_t len = 0;
+  scratch_path(dir, "gpt2-both");
+  REQUIRE(tsl_mkdir_p(dir) == TESSEL_OK);
+  REQUIRE(tsl_read_file("tests/fixtures/gpt2_tiny/config.json", &text, &len) == TESSEL_OK);
+  snprintf(path, sizeof path, "%s/config.json", dir);
+  scratch_write(path, text, len);
+  free(text);
+  tsl_st_file *src;
+  REQUIRE(tsl_st_open("tests/fixtures/gpt2_tiny/model.safetensors", &src) == TESSEL_OK);
+  REQUIRE(tsl_st_find(src, "transformer.h.0.ln_1.weight") >= 0);
+  snprintf(path, sizeof path, "%s/model.safetensors", dir);
+  write_tensors(path, src, 0, tsl_st_count(src), TESSEL_F32, NULL, "h.0.ln_1.weight");
+  tsl_st_close(src);
+  refused(dir, TESSEL_E_IO, "tensor 'h.0.ln_1.weight' is there twice, as 'transformer.h.0.ln_1.weight' too");
+}
+
 /* transformers 5 writes the rotary base inside rope_parameters. */
 static void test_rope_parameters(void) {
   char out[1024];
@@ -347,6 +368,7 @@ int main(void) {
   RUN(test_bf16_imports_as_its_values);
   RUN(test_shards_import_like_one_file);
   RUN(test_rope_parameters);
+  RUN(test_gpt2_tensor_in_both_spellings);
   RUN(test_tokenizer_comes_along);
   RUN(test_plain_spellings_accepted);
   RUN(test_refusals_name_the_problem);
