@@ -314,16 +314,23 @@ static tsl_status track(const char *dir, int64_t step) {
   return st;
 }
 
-/* The step dir/latest names when that checkpoint is there, else -1. */
+/* The step dir/latest names when that checkpoint is there, else -1. The
+** name may end in spaces or a CRLF (a file edited by hand). */
 static int64_t tracked(const char *dir) {
   char *path = tsl_asprintf("%s/%s", dir, TSL_CKPT_LATEST), *text = NULL, *step_dir = NULL;
   size_t len = 0;
   int64_t step = -1;
-  if (path && tsl_path_exists(path) && tsl_read_file(path, &text, &len) >= 0 && len < 40) {
-    text[strcspn(text, "\n")] = '\0';
-    step = entry_step(text);
-    step_dir = step >= 0 ? tsl_asprintf("%s/%s", dir, text) : NULL;
-    if (!step_dir || !tsl_path_exists(step_dir)) step = -1;
+  if (path && tsl_path_exists(path)) {
+    if (tsl_read_file(path, &text, &len) >= 0 && len < 40) {
+      while (len > 0 && strchr(" \t\r\n", text[len - 1])) text[--len] = '\0';
+      step = entry_step(text);
+      step_dir = step >= 0 ? tsl_asprintf("%s/%s", dir, text) : NULL;
+      if (!step_dir || !tsl_path_exists(step_dir)) step = -1;
+    }
+    /* the run that wrote it went back to that step on purpose: say so when it cannot be followed */
+    if (step < 0)
+      tsl_log(TESSEL_LOG_WARN, "%s does not name a checkpoint in %s (expected one line, step_NNNNNNNN); going by the "
+              "highest step instead", path, dir);
   }
   tsl_error_clear(); /* an unreadable record only means: fall back to the highest step */
   free(step_dir);

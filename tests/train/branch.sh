@@ -38,7 +38,15 @@ set -e
 [ -d "$ck/step_00000002" ] && [ -d "$ck/step_00000004" ] ||
   fail "the fresh run's own checkpoints were pruned (kept: $(ls "$ck" | tr '\n' ' '))"
 grep -q "resume with --resume $ck/step_00000004 " "$WORK/never.log" || fail "resume: never's stop says to rerun the same command"
+# latest as an editor on Windows saves it (CRLF) still names the step; it
+# was ignored, and the run went back to the abandoned run's step 12
+printf 'step_00000004\r\n' >"$ck/latest"
 go >"$WORK/after.log" 2>&1 || { cat "$WORK/after.log" >&2; fail "resuming the fresh run failed"; }
 grep -q "resuming from .*step_00000004 (step 4)" "$WORK/after.log" || { cat "$WORK/after.log" >&2; fail "did not resume the fresh run at step 4"; }
+# a latest that names no checkpoint is said, not silently passed over
+echo step_00000099 >"$ck/latest"
+"$TESSEL" sample "$ck" --tokens 1 >"$WORK/sample.out" 2>"$WORK/sample.err" || { cat "$WORK/sample.err" >&2; fail "sample failed"; }
+grep -q "$ck/latest does not name a checkpoint in $ck" "$WORK/sample.err" ||
+  { cat "$WORK/sample.err" >&2; fail "a latest naming no checkpoint went unmentioned"; }
 rm -rf "$WORK"
 echo "ok: a run that went back resumes where it stopped, keeps its checkpoints and names how to go on"
