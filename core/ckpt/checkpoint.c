@@ -580,6 +580,17 @@ tsl_status tsl_ckpt_open(const char *given, tsl_ckpt *c) {
     st = TESSEL_E_NOMEM;
     goto fail;
   }
+  if (!tsl_path_exists(json)) {
+    char *hf = tsl_asprintf("%s/config.json", dir);
+    int is_hf = hf && tsl_path_exists(hf);
+    free(hf);
+    if (is_hf) {
+      st = tsl_error(TESSEL_E_IO, "%s is a Hugging Face model directory, not a tessel checkpoint: start a run from "
+                     "its weights with model.init_from, or make it a checkpoint with `tessel import %s -o DIR`",
+                     dir, dir);
+      goto fail;
+    }
+  }
   TSL_TRY(st, tsl_read_file(json, &text, NULL));
   TSL_TRY(st, tsl_ckpt_meta_parse(text, json, tsl_ckpt_dir_step(dir), &meta));
   c->step = meta.step;

@@ -423,7 +423,11 @@ static tsl_status parse_tensor(const tsl_st_file *f, const cJSON *entry, st_tens
   if (t->end < t->begin)
     return tsl_error(TESSEL_E_IO, "%s: tensor '%s': data_offsets [%" PRIu64 ", %" PRIu64
                      "] end before they begin", f->path, name, t->begin, t->end);
-  if (desc_bytes(&t->desc, &want) < 0 || want != t->end - t->begin)
+  if (desc_bytes(&t->desc, &want) < 0)
+    return tsl_error(TESSEL_E_IO, "%s: tensor '%s': shape %s of %s is too large: its size in bytes does not fit "
+                     "in 64 bits", f->path, name, format_shape(&t->desc, shape_text, sizeof shape_text),
+                     tsl_dtype_name(t->desc.dtype));
+  if (want != t->end - t->begin)
     return tsl_error(TESSEL_E_IO, "%s: tensor '%s': data_offsets [%" PRIu64 ", %" PRIu64
                      "] hold %" PRIu64 " bytes, but shape %s of %s needs %" PRIu64, f->path, name,
                      t->begin, t->end, t->end - t->begin,

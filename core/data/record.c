@@ -25,7 +25,7 @@ tsl_status tsl_data_record_write(const char *dir, const tsl_tokenizer *t) {
   }
   cJSON *root = cJSON_CreateObject();
   cJSON_AddStringToObject(root, "format", "tessel-tokens");
-  cJSON_AddNumberToObject(root, "version", 1);
+  cJSON_AddNumberToObject(root, "version", TSL_DATA_RECORD_VERSION);
   cJSON_AddNumberToObject(root, "vocab_size", t ? tsl_tokenizer_vocab_size(t) : 256);
   if (t) {
     cJSON *tok = cJSON_AddObjectToObject(root, "tokenizer");
@@ -55,8 +55,12 @@ tsl_status tsl_data_record_read(const char *dir, tsl_data_record *r) {
   TSL_TRY(st, tsl_read_file(path, &text, NULL));
   cJSON *root = cJSON_Parse(text), *fmt = cJSON_GetObjectItemCaseSensitive(root, "format");
   cJSON *vocab = cJSON_GetObjectItemCaseSensitive(root, "vocab_size"), *tok = cJSON_GetObjectItemCaseSensitive(root, "tokenizer");
-  cJSON *hash = cJSON_GetObjectItemCaseSensitive(tok, "hash");
-  if (!cJSON_IsString(fmt) || strcmp(fmt->valuestring, "tessel-tokens") != 0 || !cJSON_IsNumber(vocab) ||
+  cJSON *hash = cJSON_GetObjectItemCaseSensitive(tok, "hash"), *version = cJSON_GetObjectItemCaseSensitive(root, "version");
+  if (cJSON_IsNumber(version) && version->valuedouble != TSL_DATA_RECORD_VERSION) {
+    st = tsl_error(TESSEL_E_VERSION, "%s: token record version %g; this tessel reads version %d (prepare the data "
+                   "again with this tessel, or use the one that wrote it)", path, version->valuedouble,
+                   TSL_DATA_RECORD_VERSION);
+  } else if (!cJSON_IsNumber(version) || !cJSON_IsString(fmt) || strcmp(fmt->valuestring, "tessel-tokens") != 0 || !cJSON_IsNumber(vocab) ||
       !(cJSON_IsNull(tok) || cJSON_IsString(hash))) {
     st = tsl_error(TESSEL_E_IO, "%s: not a tessel token record (damaged? run `tessel data prepare` again)", path);
   } else {

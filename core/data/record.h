@@ -17,6 +17,9 @@
 #include "common/status.h"
 #include "tokenizer/tokenizer.h"
 
+/* The record's format; another version is refused (TESSEL_E_VERSION). */
+#define TSL_DATA_RECORD_VERSION 1
+
 typedef struct tsl_data_record {
   int found;          /* 0: the directory has no tokens.json */
   int vocab_size;     /* 256 for byte-level shards */
@@ -29,7 +32,8 @@ typedef struct tsl_data_record {
 ** DIR/tokenizer.json copied from it (or removed when byte-level). */
 tsl_status tsl_data_record_write(const char *dir, const tsl_tokenizer *t);
 /* Read DIR/tokens.json; r->found is 0 when there is none. A record that is
-** there but damaged is a TESSEL_E_IO error naming it. */
+** there but damaged is a TESSEL_E_IO error naming it, one of another
+** version TESSEL_E_VERSION. */
 tsl_status tsl_data_record_read(const char *dir, tsl_data_record *r);
 
 #endif

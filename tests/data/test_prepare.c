@@ -272,6 +272,11 @@ static void test_tokenizer_documents(void) {
   REQUIRE(tsl_data_record_read(dir, &r) == TESSEL_OK);
   CHECK(r.found && !r.has_tokenizer && r.vocab_size == 256);
   CHECK(!tsl_path_exists(scratch_path(path, "tokens/tokenizer.json")));
+  /* a record of a later format is refused, not read as this one */
+  static const char later[] = "{\"format\": \"tessel-tokens\", \"version\": 9, \"vocab_size\": 256, \"tokenizer\": null}";
+  scratch_write(scratch_path(path, "tokens/tokens.json"), later, strlen(later));
+  CHECK_EQ_INT(tsl_data_record_read(dir, &r), TESSEL_E_VERSION);
+  CHECK_STR_CONTAINS(tsl_error_message(), "token record version 9; this tessel reads version 1");
   tsl_token_vec_free(&train);
   tsl_token_vec_free(&val);
   tsl_token_vec_free(&want_train);

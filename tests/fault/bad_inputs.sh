@@ -83,6 +83,9 @@ sed 's/"n_layer": *[0-9]*/"n_layer": 1048576/' tests/fixtures/gpt2_tiny/config.j
 grep -q '"n_layer": 1048576' "$WORK/hf_huge/config.json" || fail "could not make the config claim 2^20 layers"
 run huge_import bash -c 'ulimit -v 1000000 && exec "$@"' _ "$TESSEL" import "$WORK/hf_huge" -o "$WORK/hf_huge_out"
 expect 1 "config.json describes a model of" "(1048576 layers), but its weights hold only"
+run sample_hf "$TESSEL" sample tests/fixtures/gpt2_tiny --tokens 2
+expect 1 "tests/fixtures/gpt2_tiny is a Hugging Face model directory, not a tessel checkpoint" "model.init_from" \
+  "tessel import"
 # a FIFO or a directory among the shards a glob matches (the FIFO once made
 # the run wait for ever, deaf to SIGTERM)
 mkdir -p "$WORK/shards/train_000001.bin" && mkfifo "$WORK/shards/train_000000.bin"
