@@ -46,7 +46,7 @@ static void test_separated_trials_name_the_faster(void) {
   make_run(&r[1], "fast", 990, 1000, 1010, 3, 100);
   tsl_cmp_verdict v = decide(r, 2, 3);
   CHECK(v.measurable);
-  CHECK(v.choice == &r[1] && v.runner_up == &r[0]);
+  CHECK(v.choice == &r[1] && v.runner_up == &r[0] && v.versus == &r[0]);
   CHECK_CLOSE(v.percent, 100.0, 1e-9, 0); /* 1000 / 500 - 1 */
   CHECK_CLOSE(v.spread, 6.0, 1e-9, 0);    /* slow: (510 - 480) / 500 */
   CHECK(v.smallest == &r[0]);             /* reported, not chosen: it is measurably slower */
@@ -73,6 +73,33 @@ static void test_slower_config_is_not_chosen_for_memory(void) {
   CHECK(v.smallest == &r[2]);
 }
 
+/* Two runs of one config on a machine with bursts of load (measured): the
+** medians are 56× apart, but each run's trials spread wider than the gap
+** between A's slowest and B's fastest. The medians' difference was once
+** the test, and called them different. */
+static void test_wild_trials_of_one_config_tie(void) {
+  static tsl_cmp_run r[2];
+  make_run(&r[0], "same", 322, 322, 5489, 2, 100);
+  make_run(&r[1], "same#2", 18085, 18085, 44661, 2, 100);
+  tsl_cmp_verdict v = decide(r, 2, 2);
+  CHECK(!v.measurable);
+  CHECK_EQ_INT(v.n_tied, 2);
+}
+
+/* The figures beside a tie are those of the pair that is tied: with a and
+** b separated and c tied with a by its spread, they compare a with c. */
+static void test_tie_is_reported_with_the_tied_pair(void) {
+  static tsl_cmp_run r[3];
+  make_run(&r[0], "a", 2996, 3000, 3234, 3, 100);
+  make_run(&r[1], "b", 2159, 2160, 2194, 3, 100);
+  make_run(&r[2], "c", 2118, 2120, 2737, 3, 100);
+  tsl_cmp_verdict v = decide(r, 3, 3);
+  CHECK(v.fastest == &r[0] && v.runner_up == &r[1] && v.versus == &r[2]);
+  CHECK_EQ_INT(v.n_tied, 2);
+  CHECK(!v.measurable);
+  CHECK_CLOSE(v.percent, 100.0 * (3000.0 / 2120.0 - 1.0), 1e-9, 0);
+}
+
 static void test_one_trial_proves_nothing(void) {
   static tsl_cmp_run r[2];
   make_run(&r[0], "a", 0, 2000, 0, 1, 100);
@@ -95,6 +122,8 @@ int main(void) {
   RUN(test_separated_trials_name_the_faster);
   RUN(test_difference_within_twice_the_spread_is_noise);
   RUN(test_slower_config_is_not_chosen_for_memory);
+  RUN(test_wild_trials_of_one_config_tie);
+  RUN(test_tie_is_reported_with_the_tied_pair);
   RUN(test_one_trial_proves_nothing);
   RUN(test_other_function_takes_no_part);
   return HARNESS_EXIT();

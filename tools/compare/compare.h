@@ -111,7 +111,10 @@ typedef struct tsl_cmp_verdict {
   const tsl_cmp_run *choice;              /* the recommendation */
   const tsl_cmp_run *tied[TSL_CMP_MAX_TIED]; /* the fastest and those not measurably slower */
   int n_tied;
-  double percent;                          /* how much faster the fastest is than runner_up (tokens/s) */
+  /* what percent and spread compare the fastest with: the slowest of those
+  ** tied with it, or the runner-up when none is */
+  const tsl_cmp_run *versus;
+  double percent;                          /* how much faster the fastest is than versus (median tokens/s) */
   double spread;                           /* the larger spread of those two, percent */
   int measurable;                          /* that difference exceeds the noise */
 } tsl_cmp_verdict;

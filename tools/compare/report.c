@@ -38,13 +38,19 @@ static void decision(const tsl_compare *c, const tsl_cmp_verdict *v, char *buf, 
   } else if (v->n_tied == 1) {
     n = (size_t)snprintf(buf, cap, "For this model on this machine: **%s**, because %s is faster than %s by %.1f%% "
                          "(spread %.1f%%) and trains the same function; it needs %s of device memory per rank.",
-                         f->label, f->label, v->runner_up->label, v->percent, v->spread, a);
+                         f->label, f->label, v->versus->label, v->percent, v->spread, a);
   } else {
+    const tsl_cmp_run *alone = f->n_ok < 2 ? f : v->versus->n_ok < 2 ? v->versus : NULL;
+    char why[160] = "";
+    if (alone && c->repeat > 1)
+      snprintf(why, sizeof why, "; only one trial of %s completed, and one trial cannot tell noise from a difference",
+               alone->label);
+    else if (alone)
+      snprintf(why, sizeof why, "; one trial cannot tell noise from a difference: use --repeat 3");
     name_list(v, names, sizeof names);
     n = (size_t)snprintf(buf, cap, "For this model on this machine: no measurable difference in speed between %s "
-                         "(%s %.1f%% ahead of %s, spread %.1f%%%s), so choose by memory: ", names, f->label, v->percent,
-                         v->runner_up->label, v->spread,
-                         c->repeat > 1 ? "" : "; one trial cannot tell noise from a difference: use --repeat 3");
+                         "(%s %.1f%% ahead of %s by median, spread %.1f%%%s), so choose by memory: ", names, f->label,
+                         v->percent, v->versus->label, v->spread, why);
     int least = 1; /* ch needs less than every other of the tied, the fastest among them or not */
     for (int i = 0; i < v->n_tied; i++)
       if (v->tied[i] != ch && device_peak(v->tied[i]) <= device_peak(ch)) least = 0;
@@ -112,8 +118,8 @@ static void write_markdown(const tsl_compare *c, FILE *md, const char *verdict, 
   fprintf(md, "\n%d configuration(s), %lld steps each, same model, data and seed, %d interleaved trial(s) of each "
               "(A B C, C B A, A B C …). Throughput is the median over trials of each trial's median over steps %d–%lld "
               "(warm-up: the first %d); spread is the range of the trials over that median. A configuration is "
-              "called faster only when its slowest trial beats the other's fastest and the difference is at least "
-              "twice the larger spread and 2%%. \"vs first\" is the largest per-step relative loss difference "
+              "called faster only when its slowest trial beats the other's fastest by at least twice the larger "
+              "spread and 2%%. \"vs first\" is the largest per-step relative loss difference "
               "against the first configuration, called equivalent up to %g; a strategy that declares itself lossy "
               "is judged by its final validation loss instead (within %g%%).\n\n",
           c->n_runs, (long long)c->steps, c->repeat, c->warmup + 1, (long long)c->steps, c->warmup, c->tolerance,
