@@ -56,3 +56,7 @@ void tsl_min_max(const double *v, int64_t n, double *min, double *max) {
     if (isnan(*max) || v[i] > *max) *max = v[i];
   }
 }
+
+double tsl_rate_at(double rate, double time, double median_time) {
+  return median_time > 0 ? rate * time / median_time : NAN;
+}

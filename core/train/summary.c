@@ -154,11 +154,16 @@ static cJSON *summary_json(const tsl_reporter *r, const tsl_runtime *rt, const t
   else cJSON_AddNullToObject(o, "stopped_by");
   put_number(o, "final_loss", end->final_loss);
   put_number(o, "val_loss", end->val_loss);
-  double tps = MEDIAN(r, tokens_per_s);
+  double step = MEDIAN(r, step_time), tps = NAN, mfu = NAN;
+  if (r->n_steps > 0) {
+    const tsl_step_record *last = &r->steps[r->n_steps - 1];
+    tps = tsl_rate_at(last->tokens_per_s, last->step_time, step);
+    mfu = tsl_rate_at(last->mfu, last->step_time, step);
+  }
   put_number(o, "tokens_per_s", tps);
   put_number(o, "tokens_per_s_per_rank", tps / rt->world.size);
-  put_number(o, "step_time_s", MEDIAN(r, step_time));
-  put_number(o, "mfu", MEDIAN(r, mfu));
+  put_number(o, "step_time_s", step);
+  put_number(o, "mfu", mfu);
   cJSON_AddNumberToObject(o, "mfu_cores_per_rank", end->mfu_cores);
   cJSON_AddItemToObject(o, "time_split_s", split_json(r));
   cJSON_AddItemToObject(o, "memory_peak", memory_json(g));

@@ -127,9 +127,10 @@ static tsl_status read_trial(const tsl_compare *c, tsl_cmp_trial *t) {
     st = tsl_error(TESSEL_E_IO, "%s has %d of %lld steps", path, t->n_steps, (long long)c->steps);
   if (st >= 0) {
     int kept = t->n_steps - c->warmup;
-    t->tps_median = tsl_median(t->tps + c->warmup, kept);
-    t->step_ms = 1e3 * tsl_median(t->step_s + c->warmup, kept);
-    t->mfu = tsl_median(m.mfu, m.n);
+    double step = tsl_median(t->step_s + c->warmup, kept);
+    t->step_ms = 1e3 * step;
+    t->tps_median = tsl_rate_at(t->tps[c->warmup], t->step_s[c->warmup], step);
+    t->mfu = tsl_rate_at(m.mfu[0], t->step_s[c->warmup], step);
     typical_split(t, &m);
     for (int g = 0; g < t->n_groups; g++) {
       t->groups[g].payload = tsl_median(t->groups[g].payload_steps, kept);
