@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/spawn.h"
 #include "common/util.h"
 #include "compare/compare.h"
 
@@ -140,9 +141,15 @@ static int compare(int argc, char **argv) {
     }
   tsl_status st = tsl_mkdir_p(c.out);
   if (st >= 0) st = tsl_compare_plan(&c);
-  int failed = 0;
+  int failed = 0, stopped = 0;
   if (st >= 0) {
     tsl_compare_run_all(&c);
+    stopped = tsl_spawn_stopped();
+  }
+  if (st >= 0 && stopped) { /* the running trial was stopped and has ended */
+    fprintf(stderr, "compare: stopped by signal %d, with no trial left running; the trials so far are under %s\n",
+            stopped, c.out);
+  } else if (st >= 0) {
     st = tsl_compare_measure(&c);
     if (st >= 0) st = tsl_compare_report(&c, stdout);
     for (int r = 0; r < c.n_runs; r++)
@@ -152,5 +159,6 @@ static int compare(int argc, char **argv) {
   free(c.runs);
   free(sets);
   if (st < 0) return tsl_fail(st);
+  if (stopped) return 128 + stopped;
   return failed ? TSL_EXIT_FAILURE : TSL_EXIT_OK;
 }

@@ -1,7 +1,9 @@
 /* tools/cli/spawn.c */
 #include "cli/spawn.h"
 
+#include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,20 +83,51 @@ void tsl_spawn_argv_free(char **argv) {
   free(argv);
 }
 
+static volatile sig_atomic_t child_pid, stop_signal, stop_count;
+
+/* A stop for this command is a stop for its child: SIGUSR1 first (a run
+** checkpoints after its step and exits; mpirun forwards SIGUSR1 to every
+** rank, where SIGTERM would have it kill them a second later), then, on a
+** second signal, SIGINT, which aborts it. */
+static void pass_on(int sig) {
+  if (!stop_signal) stop_signal = sig;
+  if (child_pid > 0) kill(child_pid, stop_count++ ? SIGINT : SIGUSR1);
+}
+
+int tsl_spawn_stopped(void) { return stop_signal; }
+
 int tsl_spawn_wait(char **argv, const char *log_path) {
+  static const int sigs[3] = {SIGINT, SIGTERM, SIGUSR1};
+  struct sigaction sa = {.sa_handler = pass_on}, old[3];
+  if (stop_signal) return 128 + stop_signal; /* stopped before: start nothing more */
   int fd = open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd < 0) return -1;
+  sigemptyset(&sa.sa_mask);
+  for (int i = 0; i < 3; i++) sigaction(sigs[i], &sa, &old[i]);
   pid_t pid = fork();
   if (pid == 0) {
+    /* its own process group: a terminal's Ctrl-C reaches only this process,
+    ** which passes it on once (twice would abort the run) */
+    setpgid(0, 0);
+    for (int i = 0; i < 3; i++) sigaction(sigs[i], &old[i], NULL);
     dup2(fd, 1);
     dup2(fd, 2);
     execvp(argv[0], argv);
     _exit(127);
   }
   close(fd);
-  int status;
-  if (pid < 0 || waitpid(pid, &status, 0) < 0) return -1;
-  return tsl_exit_status(status);
+  int status = 0, rc = -1;
+  if (pid > 0) {
+    child_pid = pid;
+    stop_count = 0;
+    if (stop_signal) kill(pid, SIGUSR1); /* arrived while it was being started */
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    rc = tsl_exit_status(status);
+  }
+  child_pid = 0;
+  for (int i = 0; i < 3; i++) sigaction(sigs[i], &old[i], NULL);
+  return rc;
 }
 
 int tsl_exit_status(int wait_status) {

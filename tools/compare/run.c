@@ -75,6 +75,7 @@ void tsl_compare_run_all(tsl_compare *c) {
   for (int k = 0; k < c->repeat; k++)
     for (int i = 0; i < c->n_runs; i++) {
       int r = k % 2 ? c->n_runs - 1 - i : i;
+      if (tsl_spawn_stopped()) return; /* the trial it stopped has ended; start no other */
       if (!c->runs[r].failed) run_trial(c, &c->runs[r], k);
     }
 }

@@ -1,0 +1,30 @@
+# A stop signal to `tessel compare` (kill, a scheduler's time limit) stops
+# its running trial and waits for it: no trial outlives the command (one
+# went on training to its last step, into the next comparison's folder),
+# no further trial starts, and compare exits 128 + the signal.
+#   stop.sh TESSEL SRC TMP
+set -uo pipefail
+TESSEL=$1; SRC=$2; TMP=$3
+WORK=$TMP/compare_stop.$$
+rm -rf "$WORK"; mkdir -p "$WORK"; cd "$SRC"
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+"$TESSEL" compare configs/quickstart.yaml configs/quickstart.yaml --steps 100000 --repeat 2 --out "$WORK/cmp" \
+  --set model.layers=1 --set device.threads=1 --set data.dir="$WORK/data" >"$WORK/out" 2>&1 &
+pid=$!
+for _ in $(seq 300); do # the first trial is training (up to 30 s)
+  [ -n "$(find "$WORK/cmp" -name metrics.jsonl -size +0 2>/dev/null)" ] && break
+  sleep 0.1
+done
+[ -n "$(find "$WORK/cmp" -name metrics.jsonl -size +0 2>/dev/null)" ] || { cat "$WORK/out" >&2; fail "no trial started training"; }
+kill -TERM "$pid"
+wait "$pid"
+rc=$?
+[ "$rc" -eq 143 ] || { cat "$WORK/out" >&2; fail "compare exited $rc after SIGTERM, expected 143"; }
+grep -q "compare: stopped by signal 15, with no trial left running" "$WORK/out" || { cat "$WORK/out" >&2; fail "the stop is not said"; }
+left=$(pgrep -f -- "log.dir=$WORK/cmp" || true)
+[ -z "$left" ] || { ps -o pid,cmd -p $left >&2; kill -KILL $left; fail "trials outlived compare"; }
+trials=$(find "$WORK/cmp" -name metrics.jsonl | wc -l)
+[ "$trials" -eq 1 ] || fail "$trials trials ran, expected only the one that was stopped"
+rm -rf "$WORK"
+echo "ok: a stopped compare stops its running trial, starts no other and exits 143"
