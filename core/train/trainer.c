@@ -29,7 +29,9 @@ struct tsl_trainer {
   tsl_model *model;
   tsl_reporter report;
   int64_t start_step;
-  char *last_ckpt;
+  char *last_ckpt;    /* the newest checkpoint written or resumed from, at step ckpt_step */
+  char *good_ckpt;    /* the newest checkpoint whose weights gave a finite loss at the next step */
+  int64_t ckpt_step;
   double flops_per_token, peak_flops, mfu_cores;
   int64_t last_saved; /* step of the newest checkpoint written by this run (0: none) */
   int64_t last_step;  /* the newest step taken (or resumed from) */
@@ -173,6 +175,7 @@ static tsl_status resume(trainer *t) {
   else
     tsl_info("resuming from %s (step %lld)", path, (long long)t->start_step);
   t->last_ckpt = path;
+  t->ckpt_step = t->start_step;
   return TESSEL_OK;
 fail:
   free(path);
@@ -186,6 +189,34 @@ static tsl_status global_loss(trainer *t, int micro_steps, double *loss) {
   if (st >= 0) st = tsl_comm_world_reduce(t->rt->comm, v, 2, TESSEL_SUM);
   *loss = v[1] > 0 ? v[0] / v[1] : NAN;
   return st;
+}
+
+/* What to resume from once the weights after step `bad` went wrong (the
+** loss they gave, or the validation after that step, was not finite): the
+** newest checkpoint whose weights gave a finite loss at the step after it.
+** A newer one holds the bad weights themselves, and resuming from it would
+** fail the same way whatever the learning rate. */
+static void recovery(const trainer *t, int64_t bad, char *buf, size_t cap) {
+  static const char *const remedy = "a lower optimizer.lr or a tighter optimizer.grad_clip";
+  size_t n = 0;
+  if (t->last_ckpt && t->ckpt_step >= bad && t->last_ckpt != t->good_ckpt)
+    n = (size_t)snprintf(buf, cap, "The newest checkpoint, %s, holds those weights. ", t->last_ckpt);
+  if (n >= cap) return;
+  if (t->good_ckpt && tsl_path_exists(t->good_ckpt))
+    snprintf(buf + n, cap - n, "The last good checkpoint is %s; resume from it (tessel run --resume DIR) with %s.",
+             t->good_ckpt, remedy);
+  else if (t->good_ckpt)
+    snprintf(buf + n, cap - n, "The last good checkpoint, %s, has been pruned (checkpoint.keep): start again with %s.",
+             t->good_ckpt, remedy);
+  else
+    snprintf(buf + n, cap - n, "No checkpoint of good weights was written: start again with %s.", remedy);
+}
+
+/* A finite loss at `step` proves the checkpoint of the step before good. */
+static void confirm(trainer *t, int64_t step) {
+  if (!t->last_ckpt || t->ckpt_step != step - 1 || t->good_ckpt == t->last_ckpt) return;
+  free(t->good_ckpt);
+  t->good_ckpt = t->last_ckpt; /* shared until the next save replaces last_ckpt */
 }
 
 static tsl_status evaluate(trainer *t, double *val_loss) {
@@ -205,6 +236,14 @@ static tsl_status evaluate(trainer *t, double *val_loss) {
   double v[2] = {sum, count};
   TSL_TRY(st, tsl_comm_world_reduce(t->rt->comm, v, 2, TESSEL_SUM));
   *val_loss = v[0] / v[1];
+  if (!isfinite(*val_loss)) { /* NaN is also "not evaluated" in a step report: never let it pass for that */
+    char where[1024];
+    recovery(t, t->last_step, where, sizeof where);
+    return tsl_error(TESSEL_E_NUMERIC,
+                     "the validation loss became %s after step %lld: the weights that step made give non-finite "
+                     "losses (its training loss was computed before the update), so the run stopped without saving "
+                     "them. %s", isnan(*val_loss) ? "NaN" : "infinite", (long long)t->last_step, where);
+  }
   return TESSEL_OK;
 fail:
   return st;
@@ -214,9 +253,9 @@ static tsl_status save(trainer *t, int64_t step) {
   char *path = NULL;
   tsl_status st = tsl_ckpt_save(t->model, step, &path);
   if (st < 0) return st;
-  free(t->last_ckpt);
+  if (t->last_ckpt != t->good_ckpt) free(t->last_ckpt);
   t->last_ckpt = path;
-  t->last_saved = step;
+  t->ckpt_step = t->last_saved = step;
   tsl_report_line(&t->report, "checkpoint: %s", path);
   return TESSEL_OK;
 }
@@ -233,13 +272,13 @@ static tsl_status one_step(trainer *t, int64_t step, tsl_step_report *r) {
   tsl_model_set_batch(m, tsl_data_train_batch, &t->data);
   TSL_TRY(st, tsl_model_train_step(m));
   TSL_TRY(st, global_loss(t, tsl_model_dims(m)->micro_steps, &r->loss));
-  if (!isfinite(r->loss))
-    return tsl_error(TESSEL_E_NUMERIC,
-                     "the loss became %s at step %lld, so the run stopped before applying that step. The last good "
-                     "checkpoint is %s; resume from it (tessel run --resume DIR) with a lower optimizer.lr or a "
-                     "tighter optimizer.grad_clip.",
-                     isnan(r->loss) ? "NaN" : "infinite", (long long)step,
-                     t->last_ckpt ? t->last_ckpt : "none (no checkpoint was written yet)");
+  if (!isfinite(r->loss)) {
+    char where[1024];
+    recovery(t, step - 1, where, sizeof where);
+    return tsl_error(TESSEL_E_NUMERIC, "the loss became %s at step %lld, so the run stopped before applying that step. %s",
+                     isnan(r->loss) ? "NaN" : "infinite", (long long)step, where);
+  }
+  confirm(t, step);
   TSL_TRY(st, tsl_grad_norm(m, &r->grad_norm));
   r->lr = tsl_lr_at(s, step);
   TSL_TRY(st, tsl_optimizer_step(m, step, r->lr, tsl_clip_scale(r->grad_norm, s->optim.grad_clip)));
@@ -455,6 +494,7 @@ void tsl_trainer_close(tsl_trainer *t) {
   tsl_reporter_close(&t->report);
   tsl_data_close(&t->data);
   tsl_model_destroy(t->model);
+  if (t->good_ckpt != t->last_ckpt) free(t->good_ckpt);
   free(t->last_ckpt);
   free(t->log_error);
   free(t);

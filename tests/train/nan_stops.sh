@@ -1,5 +1,6 @@
 # A NaN loss stops the run at its step, before the update, with the last good
-# checkpoint named; exit status 1.
+# checkpoint named: not the one whose weights gave the NaN. A NaN validation
+# loss stops it too, without saving the weights that gave it. Exit status 1.
 . "$(dirname "$0")/common.sh" "$1" "$2" "$3" nan
 PLUGIN=$4
 
@@ -10,8 +11,32 @@ rc=$?
 set -e
 [ $rc -eq 1 ] || { cat "$WORK/out" >&2; fail "exit status $rc, expected 1"; }
 grep -q "NaN at step 5" "$WORK/out" || { cat "$WORK/out" >&2; fail "the error does not name step 5"; }
-grep -q "step_00000004" "$WORK/out" || { cat "$WORK/out" >&2; fail "the error does not name the last good checkpoint"; }
+# step 4's weights gave the NaN: its checkpoint cannot help, whatever the lr;
+# step 2's gave a finite loss at step 3
+grep -q "The newest checkpoint, $WORK/run/checkpoints/step_00000004, holds those weights. The last good checkpoint is $WORK/run/checkpoints/step_00000002;" \
+  "$WORK/out" || { cat "$WORK/out" >&2; fail "the error does not tell the checkpoint of the bad weights from the last good one"; }
 [ -d "$WORK/run/checkpoints/step_00000005" ] && fail "a checkpoint was written after the NaN"
 [ "$(losses "$WORK/run/metrics.jsonl" | wc -l)" -eq 4 ] || fail "metrics should stop at step 4"
+
+# a checkpoint two steps back is good as it is
+set +e
+"$TESSEL" run "$WORK/tiny.yaml" --set log.dir="$WORK/three" --set checkpoint.every=3 \
+  --set plugin.path="$PLUGIN" --set plugin.nan_at_step=5 >"$WORK/three.out" 2>&1
+set -e
+grep -q "so the run stopped before applying that step. The last good checkpoint is $WORK/three/checkpoints/step_00000003;" \
+  "$WORK/three.out" || { cat "$WORK/three.out" >&2; fail "step_00000003 is not named the last good checkpoint"; }
+
+# a NaN validation loss stops the run too: NaN once meant "not evaluated",
+# and the run went on, reporting an older validation loss as its last
+set +e
+"$TESSEL" run "$WORK/tiny.yaml" --set log.dir="$WORK/val" --set checkpoint.every=2 --set train.eval_every=2 \
+  --set plugin.path="$PLUGIN" --set plugin.nan_at_step=1000 --set plugin.nan_val_after=4 >"$WORK/val.out" 2>&1
+rc=$?
+set -e
+[ $rc -eq 1 ] || { cat "$WORK/val.out" >&2; fail "a NaN validation loss: exit status $rc, expected 1"; }
+grep -q "the validation loss became NaN after step 4: .* The last good checkpoint is $WORK/val/checkpoints/step_00000002;" \
+  "$WORK/val.out" || { cat "$WORK/val.out" >&2; fail "the NaN validation loss is not reported with the last good checkpoint"; }
+[ -d "$WORK/val/checkpoints/step_00000004" ] && fail "the weights that gave a NaN validation loss were saved"
+[ "$(losses "$WORK/val/metrics.jsonl" | wc -l)" -eq 3 ] || fail "metrics should stop at step 3"
 rm -rf "$WORK"
-echo "ok: NaN at step 5 stopped the run and named step_00000004"
+echo "ok: NaN losses, in training and in validation, stop the run and name the last good checkpoint"

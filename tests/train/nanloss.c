@@ -5,7 +5,9 @@
 ** gradients) through the host kernels, then, from training step
 ** `nan_at_step` on, replaces the first token's loss with NaN, so the test
 ** can check that the trainer stops before applying that step's update and
-** names the last good checkpoint.
+** names the last good checkpoint. With `nan_val_after` N, the validations
+** after training step N get a NaN loss instead, as weights gone bad in
+** that step's update would give.
 */
 #include <math.h>
 #include <stddef.h>
@@ -16,7 +18,7 @@
 typedef struct inst {
   const tessel_host_api *api;
   tessel_host *host;
-  int64_t nan_at_step, steps_seen;
+  int64_t nan_at_step, nan_val_after, steps_seen;
 } inst;
 
 static tessel_status create(const tessel_host_api *api, tessel_host *host, const tessel_cfg *section, void **out) {
@@ -24,6 +26,8 @@ static tessel_status create(const tessel_host_api *api, tessel_host *host, const
   self.api = api;
   self.host = host;
   tessel_status st = api->cfg->get_int(host, section, "nan_at_step", 3, 1, INT64_MAX, &self.nan_at_step);
+  tessel_status val = api->cfg->get_int(host, section, "nan_val_after", 0, 0, INT64_MAX, &self.nan_val_after);
+  if (st >= 0) st = val;
   *out = &self;
   return st;
 }
@@ -47,7 +51,9 @@ static tessel_status head(void *p, const tessel_op_ctx *c, const tessel_head_arg
       return st;
     self->steps_seen++;
   }
-  if (a->dinp && self->steps_seen >= self->nan_at_step) {
+  int poisoned = a->dinp ? self->steps_seen >= self->nan_at_step
+                         : self->nan_val_after > 0 && self->steps_seen >= self->nan_val_after;
+  if (poisoned) {
     float nan = NAN;
     return self->api->mem->copy(self->host, TESSEL_TIER_DEVICE, a->losses, 0, TESSEL_TIER_HOST, &nan, 0, sizeof nan,
                                 c->stream);
