@@ -10,12 +10,18 @@
 #include "compute/compute.h"
 #include "plugin/host.h"
 
+/* Step s (from 1) of N with w warm-up steps, as llm.c and nanoGPT count
+** (their step is s − 1): lr·s/w while s ≤ w, then the decay from lr at its
+** first step (s = w + 1) towards min_lr, which it would reach at s = N + 1.
+** So a run without warm-up trains its first step at lr, and one step
+** (train.steps: 1) is not taken at min_lr; the last step is above min_lr
+** by the decay's last stride. */
 double tsl_lr_at(const tsl_settings *s, int64_t step) {
   double lr = s->optim.lr, min_lr = s->optim.min_lr;
   int64_t warm = s->optim.warmup_steps, total = s->train.steps;
   if (step <= warm) return lr * (double)step / (double)warm;
   if (total <= warm) return lr;
-  double p = (double)(step - warm) / (double)(total - warm);
+  double p = (double)(step - 1 - warm) / (double)(total - warm);
   if (p > 1.0) p = 1.0;
   switch (s->optim.decay) {
     case TSL_DECAY_COSINE: return min_lr + 0.5 * (1.0 + cos(M_PI * p)) * (lr - min_lr);

@@ -163,6 +163,14 @@ static void test_unequal_runs_split_by_heads(void) {
   tsl_params_free(&ps);
 }
 
+/* The schedule llm.c's train_gpt2.c computes (its step is ours − 1):
+** warm-up lr·(step+1)/w, then min + ½(1 + cos π·(step − w)/(N − w))·(lr − min). */
+static double llmc_lr(int64_t step, int64_t warm, int64_t total, double lr, double min_lr) {
+  int64_t it = step - 1;
+  if (it < warm) return lr * (double)(it + 1) / (double)warm;
+  return min_lr + 0.5 * (1.0 + cos(M_PI * (double)(it - warm) / (double)(total - warm))) * (lr - min_lr);
+}
+
 static void test_learning_rate_schedule(void) {
   tsl_settings s = {0};
   s.train.steps = 1000;
@@ -173,17 +181,24 @@ static void test_learning_rate_schedule(void) {
   CHECK_CLOSE(tsl_lr_at(&s, 1), 1e-5, 1e-15, 0);   /* linear warm-up from 0 */
   CHECK_CLOSE(tsl_lr_at(&s, 50), 5e-4, 1e-15, 0);
   CHECK_CLOSE(tsl_lr_at(&s, 100), 1e-3, 1e-15, 0); /* peak at the end of warm-up */
-  CHECK_CLOSE(tsl_lr_at(&s, 550), 5.5e-4, 1e-12, 0); /* cosine midpoint: (lr + min_lr) / 2 */
-  CHECK_CLOSE(tsl_lr_at(&s, 1000), 1e-4, 1e-15, 0); /* min_lr at the last step */
+  CHECK_CLOSE(tsl_lr_at(&s, 101), 1e-3, 1e-15, 0); /* and at the decay's first step */
+  CHECK_CLOSE(tsl_lr_at(&s, 551), 5.5e-4, 1e-12, 0); /* cosine midpoint: (lr + min_lr) / 2 */
+  for (int64_t k = 1; k <= 1000; k++) CHECK_CLOSE(tsl_lr_at(&s, k), llmc_lr(k, 100, 1000, 1e-3, 1e-4), 1e-15, 0);
+  CHECK(tsl_lr_at(&s, 1000) > 1e-4); /* min_lr comes after the last step */
   for (int64_t k = 101; k < 1000; k++) CHECK(tsl_lr_at(&s, k + 1) <= tsl_lr_at(&s, k)); /* monotone decay */
   s.optim.decay = TSL_DECAY_LINEAR;
-  CHECK_CLOSE(tsl_lr_at(&s, 550), 5.5e-4, 1e-12, 0);
-  CHECK_CLOSE(tsl_lr_at(&s, 325), 7.75e-4, 1e-12, 0);
+  CHECK_CLOSE(tsl_lr_at(&s, 551), 5.5e-4, 1e-12, 0);
+  CHECK_CLOSE(tsl_lr_at(&s, 326), 7.75e-4, 1e-12, 0);
   s.optim.decay = TSL_DECAY_CONSTANT;
   CHECK_CLOSE(tsl_lr_at(&s, 900), 1e-3, 1e-15, 0);
+  /* no warm-up: the first step at the peak (it once started decayed, and
+  ** train.steps: 1 trained at min_lr) */
   s.optim.warmup_steps = 0;
   s.optim.decay = TSL_DECAY_COSINE;
-  CHECK_CLOSE(tsl_lr_at(&s, 1), 1e-4 + 0.5 * (1 + cos(M_PI / 1000)) * 9e-4, 1e-15, 0);
+  CHECK_CLOSE(tsl_lr_at(&s, 1), 1e-3, 1e-15, 0);
+  CHECK_CLOSE(tsl_lr_at(&s, 2), llmc_lr(2, 0, 1000, 1e-3, 1e-4), 1e-15, 0);
+  s.train.steps = 1;
+  CHECK_CLOSE(tsl_lr_at(&s, 1), 1e-3, 1e-15, 0);
 }
 
 static void test_gradient_clipping(void) {
