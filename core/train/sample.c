@@ -123,13 +123,15 @@ tsl_status tsl_sample(const tsl_settings *given, tsl_tensor_fn src, void *src_ct
     tsl_token_vec_free(&prompt);
     return st;
   }
-  /* the model runs over the longest context this sample reaches, not the
-  ** whole seq_len: every token is a forward over all of it, and an imported
-  ** model's seq_len is its max_position_embeddings (131072 for Llama 3) */
+  /* the model sees as much of the text as it is made for (model.positions,
+  ** as transformers' generate does), not only the seq_len it trained at;
+  ** and it runs over the longest context this sample reaches, not all of
+  ** that: every token is a forward over all of it, and an imported Llama 3
+  ** is made for 131072 positions */
   tsl_settings copy = *given;
   const tsl_settings *s = &copy;
   int64_t reach = (int64_t)prompt.n + o->tokens - 1;
-  copy.model.seq_len = (int)TSL_MAX(1, TSL_MIN((int64_t)given->model.seq_len, reach));
+  copy.model.seq_len = (int)TSL_MAX(1, TSL_MIN((int64_t)given->model.positions, reach));
   context ctx = {.seq_len = s->model.seq_len};
   TSL_TRY(st, tsl_runtime_local(&rt, s, o->threads));
   tessel_model_dims dims;
@@ -164,8 +166,8 @@ tsl_status tsl_sample(const tsl_settings *given, tsl_tensor_fn src, void *src_ct
     for (int v = 0; v < V; v++)
       if (!isfinite(row[v])) {
         st = tsl_error(TESSEL_E_NUMERIC, "the model's logit for token %d is %g at generated token %d: its weights "
-                       "hold NaN or Inf, so there is nothing to sample (a run that diverged, or a model imported "
-                       "that way)", v,
+                       "hold NaN or Inf, or values so large that the logits overflow, so there is nothing to sample "
+                       "(a run that diverged, or a model imported that way)", v,
                        (double)row[v], k);
         goto fail;
       }

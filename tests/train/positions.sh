@@ -43,6 +43,16 @@ full fixture "$SRC/$GPT2"
 full exported "$WORK/hf"
 [ -s "$WORK/fixture.losses" ] && cmp -s "$WORK/fixture.losses" "$WORK/exported.losses" ||
   fail "the exported model differs from the fixture at positions 16-31: $(tr '\n' ' ' <"$WORK/fixture.losses") vs $(tr '\n' ' ' <"$WORK/exported.losses")"
+# sampling sees the context the model is made for, 32 tokens, not the 16 it
+# was fine-tuned at (as transformers' generate does): the fine-tuned
+# checkpoint (seq_len 16) samples what the fixture imported as it is
+# (seq_len 32) samples, past token 16 too
+"$TESSEL" import "$SRC/$GPT2" -o "$WORK/fixture-ck" >/dev/null || fail "import of the fixture failed"
+"$TESSEL" sample "$CK" --prompt "HELLO WORLD, THIS IS A TEST OF" --tokens 28 --temperature 0 >"$WORK/tuned.txt" || fail "sampling $CK failed"
+"$TESSEL" sample "$WORK/fixture-ck" --prompt "HELLO WORLD, THIS IS A TEST OF" --tokens 28 --temperature 0 >"$WORK/fixture.txt" ||
+  fail "sampling the imported fixture failed"
+cmp -s "$WORK/tuned.txt" "$WORK/fixture.txt" ||
+  fail "the checkpoint fine-tuned at seq_len 16 samples otherwise than the model: $(cat -v "$WORK/tuned.txt") vs $(cat -v "$WORK/fixture.txt")"
 # resuming it from a config without init_from (positions then default to
 # seq_len, 16) is refused at model.positions, not at the seq_len that agrees
 sed "s|, init_from: [^}]*}|}|" "$WORK/ft.yaml" >"$WORK/noinit.yaml"
