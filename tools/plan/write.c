@@ -1,7 +1,11 @@
 /* tools/plan/write.c — the best candidates as configurations to run. */
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/util.h"
 #include "plan/plan.h"
@@ -25,8 +29,39 @@ static tsl_status write_one(const tsl_plan *p, const tsl_plan_cand *c, int index
   return TESSEL_OK;
 }
 
+/* The files an earlier plan wrote into dir (NN-STRATEGY.yaml that begin as
+** write_one begins them), removed so that dir holds this plan's choices
+** only: left there, an old plan's 03..12 sat beside a new plan's 01, 02. */
+static tsl_status remove_earlier(const char *dir) {
+  static const char mark[] = "# tessel plan, choice ";
+  DIR *d = opendir(dir);
+  if (!d) return tsl_error(TESSEL_E_IO, "%s: cannot list: %s", dir, strerror(errno));
+  tsl_status st = TESSEL_OK;
+  struct dirent *e;
+  while (st >= 0 && (e = readdir(d))) {
+    size_t len = strlen(e->d_name);
+    if (len < 9 || !isdigit((unsigned char)e->d_name[0]) || !isdigit((unsigned char)e->d_name[1]) ||
+        e->d_name[2] != '-' || strcmp(e->d_name + len - 5, ".yaml") != 0)
+      continue;
+    char *path = tsl_asprintf("%s/%s", dir, e->d_name), head[sizeof mark] = "";
+    if (!path) {
+      st = TESSEL_E_NOMEM;
+      break;
+    }
+    FILE *f = fopen(path, "r");
+    size_t got = f ? fread(head, 1, sizeof mark - 1, f) : 0;
+    if (f) fclose(f);
+    if (got == sizeof mark - 1 && memcmp(head, mark, got) == 0 && unlink(path) != 0)
+      st = tsl_error(TESSEL_E_IO, "%s: cannot remove an earlier plan's file: %s", path, strerror(errno));
+    free(path);
+  }
+  closedir(d);
+  return st;
+}
+
 tsl_status tsl_plan_write(const tsl_plan *p, int top, const char *dir, char ***paths, int *n) {
   tsl_status st = tsl_mkdir_p(dir);
+  if (st >= 0) st = remove_earlier(dir);
   *n = 0;
   *paths = calloc((size_t)top, sizeof **paths);
   if (!*paths) return tsl_error(TESSEL_E_NOMEM, "out of host memory");
