@@ -7,6 +7,7 @@
 #include "cli/cli.h"
 #include "common/util.h"
 #include "plan/plan.h"
+#include "plugin/loader.h"
 #include "plan/validate.h"
 
 #define MAX_SETS 256
@@ -134,6 +135,15 @@ static int plan(int argc, char **argv) {
   if (rc != TSL_EXIT_OK) return rc;
   const char *config = argv[optind];
   if (!tsl_path_exists(config)) return tsl_usage_error(&tsl_cmd_plan, "%s does not exist", config);
+  if (a.profile && !tsl_path_exists(a.profile))
+    return tsl_usage_error(&tsl_cmd_plan, "--profile %s does not exist (`tessel bench peak` and `tessel bench comm` "
+                           "measure this machine's; docs/plan.md describes the file)", a.profile);
+  for (int i = 0; i < a.n_only; i++) { /* a strategy asked for by name must exist: planning nothing is no answer */
+    char *found = NULL;
+    if (tsl_plugin_locate(a.only[i], NULL, &found) < 0)
+      return tsl_usage_error(&tsl_cmd_plan, "--strategy %s: %s", a.only[i], tsl_error_message());
+    free(found);
+  }
   tsl_plan p = {.config = config, .sets = a.sets, .n_sets = a.n_sets, .world = (int)a.world, .only = a.only,
                 .n_only = a.n_only, .memory_limit = a.memory_limit};
   double t0 = tsl_now();

@@ -59,6 +59,10 @@ int tsl_cli_main(int argc, char **argv) {
     return TSL_EXIT_OK;
   }
   if (!strcmp(name, "version") || !strcmp(name, "--version")) {
+    if (argc > 2) {
+      fprintf(stderr, "tessel version: takes no arguments, got '%s'\nusage: tessel version\n", argv[2]);
+      return TSL_EXIT_USAGE;
+    }
     printf("tessel %s (plugin ABI %u.%u)\n", tessel_version(), TESSEL_ABI_MAJOR(TESSEL_ABI_VERSION),
            TESSEL_ABI_MINOR(TESSEL_ABI_VERSION));
     return TSL_EXIT_OK;
