@@ -126,6 +126,7 @@ struct tsl_tokenizer {
   int n_added;
   uint8_t added_first[256];  /* some added token starts with this byte */
   int eot;
+  int bos;                   /* <|begin_of_text|>, <s> or <bos>; else eot (GPT-2's one token) */
   uint64_t hash;
   tsl_pretok *pretok;        /* NULL: each span is one piece */
   /* encoder state: cached pieces (bytes -> offset << 8 | count into cache_ids) */

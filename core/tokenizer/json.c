@@ -27,8 +27,17 @@
 #include "common/util.h"
 #include "tokenizer/internal.h"
 
-/* End-of-text tokens, in the order they are looked for. */
+/* End-of-text and beginning-of-text tokens, in the order they are looked for. */
 static const char *const eot_names[] = {"<|endoftext|>", "<|end_of_text|>", "</s>", "<eos>"};
+static const char *const bos_names[] = {"<|begin_of_text|>", "<s>", "<bos>"};
+
+/* The id of the first added special token among names, or -1. */
+static int special_named(const tsl_tokenizer *t, const char *const *names, size_t n_names) {
+  for (size_t k = 0; k < n_names; k++)
+    for (int i = 0; i < t->n_added; i++)
+      if (t->added[i].special && strcmp(t->added[i].text, names[k]) == 0) return t->added[i].id;
+  return -1;
+}
 
 typedef struct loader {
   tsl_tokenizer *t;
@@ -290,10 +299,9 @@ static tsl_status read_added(loader *l, const cJSON *root) {
     t->added_first[(unsigned char)x->text[0]] = 1;
   }
   qsort(t->added, (size_t)t->n_added, sizeof *t->added, longer_first);
-  t->eot = -1;
-  for (size_t k = 0; k < TSL_ARRAY_LEN(eot_names) && t->eot < 0; k++)
-    for (int i = 0; i < t->n_added; i++)
-      if (t->added[i].special && strcmp(t->added[i].text, eot_names[k]) == 0) t->eot = t->added[i].id;
+  t->eot = special_named(t, eot_names, TSL_ARRAY_LEN(eot_names));
+  t->bos = special_named(t, bos_names, TSL_ARRAY_LEN(bos_names));
+  if (t->bos < 0) t->bos = t->eot; /* GPT-2's one token does both */
   return TESSEL_OK;
 fail:
   return st;
@@ -417,7 +425,7 @@ tsl_status tsl_tokenizer_parse(const char *json, size_t len, const char *name, t
   memcpy(t->json, json, len);
   t->json[len] = '\0';
   t->json_len = len;
-  t->eot = -1;
+  t->eot = t->bos = -1;
   t->hash = 0x62706531; /* changing what the hash covers changes every recorded hash */
   cJSON *root = cJSON_ParseWithLength(json, len);
   if (!root) st = tsl_error(TESSEL_E_IO, "%s: not valid JSON (truncated or not a tokenizer.json?)", name);
@@ -465,6 +473,7 @@ void tsl_tokenizer_free(tsl_tokenizer *t) {
 
 int tsl_tokenizer_vocab_size(const tsl_tokenizer *t) { return t->vocab_size; }
 int tsl_tokenizer_eot(const tsl_tokenizer *t) { return t->eot; }
+int tsl_tokenizer_bos(const tsl_tokenizer *t) { return t->bos; }
 uint64_t tsl_tokenizer_hash(const tsl_tokenizer *t) { return t->hash; }
 const char *tsl_tokenizer_name(const tsl_tokenizer *t) { return t->name; }
 

@@ -45,6 +45,11 @@ int tsl_tokenizer_vocab_size(const tsl_tokenizer *t);
 /* The end-of-text token (the first added special token among
 ** <|endoftext|>, <|end_of_text|>, </s>, <eos>), or -1 when there is none. */
 int tsl_tokenizer_eot(const tsl_tokenizer *t);
+/* The beginning-of-text token (the first added special token among
+** <|begin_of_text|>, <s>, <bos>), else the end-of-text one, which GPT-2
+** uses for both; -1 when there is neither. What an export declares as BOS:
+** tessel itself never adds it. */
+int tsl_tokenizer_bos(const tsl_tokenizer *t);
 /* A hash of everything that decides encoding and decoding (regex, vocabulary,
 ** merges, added tokens), independent of how the JSON is formatted. */
 uint64_t tsl_tokenizer_hash(const tsl_tokenizer *t);

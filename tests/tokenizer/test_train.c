@@ -118,6 +118,28 @@ static void test_long_tokens_load(void) {
   tsl_tokenizer_free(t);
 }
 
+/* Which added tokens begin and end a text: Llama 3's two, or GPT-2's one
+** for both. An export declares them as BOS and EOS; it once called
+** <|end_of_text|> the BOS too. */
+static void test_begin_and_end_tokens(void) {
+  char input[1024], out[1024];
+  scratch_write(scratch_path(input, "bos.txt"), "hello hello world", 17);
+  const char *files[] = {input}, *llama[] = {"<|begin_of_text|>", "<|end_of_text|>"}, *gpt2[] = {"<|endoftext|>"};
+  tsl_tokenizer *t = NULL;
+  tsl_tokenizer_train_opts o = {.vocab_size = 262, .special = llama, .n_special = 2};
+  REQUIRE(tsl_tokenizer_train(files, 1, &o, scratch_path(out, "llama.json"), NULL) == TESSEL_OK);
+  REQUIRE(tsl_tokenizer_load(out, &t) == TESSEL_OK);
+  CHECK_EQ_INT(tsl_tokenizer_bos(t), 0); /* BpeTrainer gives the special tokens the first ids, in order */
+  CHECK_EQ_INT(tsl_tokenizer_eot(t), 1);
+  tsl_tokenizer_free(t);
+  o = (tsl_tokenizer_train_opts){.vocab_size = 262, .special = gpt2, .n_special = 1};
+  REQUIRE(tsl_tokenizer_train(files, 1, &o, scratch_path(out, "gpt2.json"), NULL) == TESSEL_OK);
+  REQUIRE(tsl_tokenizer_load(out, &t) == TESSEL_OK);
+  CHECK_EQ_INT(tsl_tokenizer_bos(t), 0);
+  CHECK_EQ_INT(tsl_tokenizer_eot(t), 0);
+  tsl_tokenizer_free(t);
+}
+
 /* Special tokens tokenizer.json cannot hold, or that would take a byte's
 ** id: not UTF-8, or the stand-in of a byte written as another character
 ** ("Ġ", the space). A byte written as itself ("a") may be one. */
@@ -175,6 +197,7 @@ int main(void) {
   RUN(test_whole_text_token_count);
   RUN(test_long_tokens_load);
   RUN(test_special_tokens_checked);
+  RUN(test_begin_and_end_tokens);
   RUN(test_empty_matches_split);
   RUN(test_vocab_beyond_the_text);
   if (!harness_failures) scratch_cleanup();

@@ -57,5 +57,18 @@ set -e
 [ $rc -eq 1 ] || fail "exporting a truncated checkpoint exited $rc, expected 1"
 grep -q "truncated" "$WORK/err" || fail "unclear error: $(cat "$WORK/err")"
 [ -e "$WORK/x.safetensors" ] && fail "a failed export left a file behind"
+# a Llama 3-style tokenizer's two tokens are declared as what they are: BOS
+# <|begin_of_text|> (id 0) and EOS <|end_of_text|> (id 1); the end of text
+# was once called the BOS too
+"$TESSEL" tokenizer train core/config/*.c --vocab 300 --special '<|begin_of_text|>' --special '<|end_of_text|>' \
+  -o "$WORK/l3.json" >/dev/null || fail "tokenizer train failed"
+"$TESSEL" run "$WORK/tiny.yaml" --set train.steps=1 --set model.vocab_size=300 --set data.tokenizer="$WORK/l3.json" \
+  --set data.dir="$WORK/l3data" --set log.dir="$WORK/l3run" >"$WORK/l3.log" 2>&1 || { cat "$WORK/l3.log" >&2; fail "the run failed"; }
+mkdir -p "$WORK/l3hf"
+"$TESSEL" export "$WORK/l3run/checkpoints/step_00000001" -o "$WORK/l3hf/model.safetensors" >/dev/null || fail "export failed"
+flat=$(tr -d ' \t\n' <"$WORK/l3hf/config.json")
+case $flat in *'"bos_token_id":0'*'"eos_token_id":1'*) ;; *) fail "config.json: $flat" ;; esac
+flat=$(tr -d ' \t\n' <"$WORK/l3hf/tokenizer_config.json")
+case $flat in *'"bos_token":"<|begin_of_text|>"'*'"eos_token":"<|end_of_text|>"'*) ;; *) fail "tokenizer_config.json: $flat" ;; esac
 rm -rf "$WORK"
 echo "ok: sample is reproducible, export writes the model and config (no stale tokenizer), damaged checkpoints are refused"

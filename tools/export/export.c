@@ -53,26 +53,37 @@ static cJSON *hf_config(const tsl_model_settings *m) {
   return root;
 }
 
-/* config.json; eot >= 0 is the tokenizer's end-of-text id. Without one
-** (byte-level data) the ids are null: left out, transformers would take
-** its defaults (GPT-2's 50256, Llama's 1 and 2), tokens this model does
-** not have or that mean bytes. */
-static tsl_status write_hf_config(const tsl_ckpt *c, const char *path, int eot) {
+/* One of config.json's token ids: null when the tokenizer has no such token
+** (byte-level data has none): left out, transformers would take its
+** defaults (GPT-2's 50256, Llama's 1 and 2), tokens this model does not
+** have or that mean bytes. */
+static void add_token_id(cJSON *root, const char *key, int id) {
+  if (id >= 0) cJSON_AddNumberToObject(root, key, id);
+  else cJSON_AddNullToObject(root, key);
+}
+
+/* config.json, with the tokenizer's beginning- and end-of-text ids (-1:
+** none). */
+static tsl_status write_hf_config(const tsl_ckpt *c, const char *path, int bos, int eot) {
   tsl_status st;
   cJSON *root = hf_config(&c->arch);
-  if (eot >= 0) {
-    cJSON_AddNumberToObject(root, "bos_token_id", eot);
-    cJSON_AddNumberToObject(root, "eos_token_id", eot);
-  } else {
-    cJSON_AddNullToObject(root, "bos_token_id");
-    cJSON_AddNullToObject(root, "eos_token_id");
-  }
+  add_token_id(root, "bos_token_id", bos);
+  add_token_id(root, "eos_token_id", eot);
   char *text = cJSON_Print(root);
   cJSON_Delete(root);
   if (!text) return tsl_error(TESSEL_E_NOMEM, "out of host memory writing %s", path);
   st = tsl_atomic_write_file(path, text, strlen(text));
   free(text);
   return st;
+}
+
+/* tokenizer_config.json's name for token `id` (none when -1). */
+static void add_token_name(cJSON *root, const char *key, const tsl_tokenizer *t, int id) {
+  size_t n;
+  const char *s = id >= 0 ? tsl_tokenizer_token(t, id, &n) : NULL;
+  char *name = s ? tsl_asprintf("%.*s", (int)n, s) : NULL;
+  if (name) cJSON_AddStringToObject(root, key, name);
+  free(name);
 }
 
 /* tokenizer.json as stored in the checkpoint, and the tokenizer_config.json
@@ -90,17 +101,8 @@ static tsl_status write_tokenizer_files(const tsl_ckpt *c, const tsl_tokenizer *
   cJSON_AddStringToObject(root, "tokenizer_class", "PreTrainedTokenizerFast");
   cJSON_AddNumberToObject(root, "model_max_length", c->arch.positions);
   cJSON_AddBoolToObject(root, "clean_up_tokenization_spaces", 0);
-  int eot = tsl_tokenizer_eot(t);
-  if (eot >= 0) {
-    size_t n;
-    const char *s = tsl_tokenizer_token(t, eot, &n);
-    char *name = tsl_asprintf("%.*s", (int)n, s);
-    if (name) {
-      cJSON_AddStringToObject(root, "bos_token", name);
-      cJSON_AddStringToObject(root, "eos_token", name);
-    }
-    free(name);
-  }
+  add_token_name(root, "bos_token", t, tsl_tokenizer_bos(t));
+  add_token_name(root, "eos_token", t, tsl_tokenizer_eot(t));
   text = cJSON_Print(root);
   cJSON_Delete(root);
   path = tsl_asprintf("%s/tokenizer_config.json", dir);
@@ -189,7 +191,7 @@ tsl_status tsl_export_hf(const char *ckpt_dir, const char *out_path) {
   st = tsl_st_writer_finish(w);
   if (st < 0) goto fail;
   config = tsl_asprintf("%s/config.json", dir);
-  st = config ? write_hf_config(&c, config, t ? tsl_tokenizer_eot(t) : -1) : TESSEL_E_NOMEM;
+  st = config ? write_hf_config(&c, config, t ? tsl_tokenizer_bos(t) : -1, t ? tsl_tokenizer_eot(t) : -1) : TESSEL_E_NOMEM;
   if (st >= 0 && t) st = write_tokenizer_files(&c, t, dir);
   if (st >= 0 && !t) st = remove_stale_tokenizer(dir);
 fail:
