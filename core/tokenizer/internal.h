@@ -89,6 +89,8 @@ const char *tsl_pretok_pattern(const tsl_pretok *p);
 typedef struct tsl_pretok_iter {
   tsl_pretok *p;
   const char *text;
+  const char *searched;          /* what the regex sees: text, or its copy with U+180E replaced (pretok.c) */
+  tsl_status failed;             /* set by begin when the copy could not be made */
   size_t len, pos;               /* pos: where the next piece starts */
   size_t from;                   /* where the next search starts (past an empty match) */
   size_t match_start, match_end; /* the next match, found ahead of a gap */

@@ -11,6 +11,9 @@ copied into it) and writes, under tests/tokenizer/fixtures/:
   llama3_512.json  the same kind on the first 100 000 bytes, but split by
                    Llama 3's regex (Split, Isolated) before a regex-less
                    ByteLevel, vocabulary 512
+  gpt2_spaces_300.json  GPT-2's kind on the first 40 000 bytes with every
+                   newline made " \n\r  ", vocabulary 300: merges of white
+                   space, so that where a regex cuts white space shows in ids
   cases.json       test texts of our own (Unicode, white space runs, digits,
                    contractions, special tokens) and the ids each tokenizer
                    gives them (encode(text, add_special_tokens=False)); also
@@ -60,6 +63,8 @@ CASES = [
     ("mixed_case_contractions", "IT'S, it's, It'S; I'M, I'LL, THEY'RE, WE'VE, HE'D"),
     ("empty", ""),
     ("unreachable_tokens", "zzq, zzq zzqzzq and zzq."),
+    # U+180E is a format character now, no longer a space (PCRE2 10.42 still calls it one)
+    ("mongolian_vowel_separator", " \n\r\u180e and a\u180e b \u180e  c\u180e\u180e\n \u180e"),
 ]
 
 
@@ -88,6 +93,7 @@ def main():
     toks = {
         "gpt2_1024": byte_level_bpe(None, text[:300000], 1024),
         "llama3_512": byte_level_bpe(LLAMA3, text[:100000], 512),
+        "gpt2_spaces_300": byte_level_bpe(None, text[:40000].replace("\n", " \n\r  "), 300),
     }
     for name, tok in toks.items():
         tok.save(os.path.join(OUT, name + ".json"), pretty=True)
