@@ -295,11 +295,18 @@ static tsl_status check_special(const char *special) {
   /* a single byte's stand-in decodes to that byte and encodes back to itself */
   if (n == 1) tsl_bytelevel_encode(raw, 1, stand_in);
   unsigned char byte = raw[0];
+  int itself = n == (long)len && memcmp(raw, special, len) == 0;
   free(raw);
   if (n < 0) return tsl_error(TESSEL_E_CONFIG, "special token '%s' is not valid UTF-8", special);
   if (n == 1 && !strcmp(stand_in, special) && tsl_bytelevel_char(byte) != byte)
     return tsl_error(TESSEL_E_CONFIG, "special token '%s' is the byte-level symbol of byte 0x%02X: it would take "
                      "that byte's id", special, byte);
+  /* as the loader requires of an added token that is also a vocabulary
+  ** entry (json.c): a file written with it could not be read back */
+  if (!itself)
+    return tsl_error(TESSEL_E_CONFIG, "special token '%s' holds characters that byte-level BPE uses for other bytes "
+                     "('Ġ' is the space): its id would decode to those bytes, not to its text; write it with "
+                     "characters that stand for themselves, as <|endoftext|> is", special);
   return TESSEL_OK;
 }
 /* Special tokens, the byte alphabet, and each word as byte symbols. */

@@ -142,12 +142,15 @@ static void test_begin_and_end_tokens(void) {
 
 /* Special tokens tokenizer.json cannot hold, or that would take a byte's
 ** id: not UTF-8, or the stand-in of a byte written as another character
-** ("Ġ", the space). A byte written as itself ("a") may be one. */
+** ("Ġ", the space), or stand-ins among other characters ("Ġdon": written,
+** then refused by every command that loads the file). A byte written as
+** itself ("a") may be one. */
 static void test_special_tokens_checked(void) {
   char input[1024], out[1024];
   const char *files[] = {prefix_file(input, 20000)};
   static const char *const bad[][2] = {{"<\xff>", "is not valid UTF-8"},
-                                       {"\xc4\xa0", "is the byte-level symbol of byte 0x20"}};
+                                       {"\xc4\xa0", "is the byte-level symbol of byte 0x20"},
+                                       {"\xc4\xa0" "don", "holds characters that byte-level BPE uses for other bytes"}};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     const char *special[] = {bad[i][0]};
     tsl_tokenizer_train_opts o = {.vocab_size = 300, .special = special, .n_special = 1};
