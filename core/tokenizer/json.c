@@ -436,7 +436,10 @@ tsl_status tsl_tokenizer_parse(const char *json, size_t len, const char *name, t
   free(l.pattern);
   if (st < 0) {
     tsl_tokenizer_free(t);
-    return st;
+    /* what is wrong inside a file is the file's, as with a damaged
+    ** checkpoint (exit 1); a config that names it makes that a mistake at
+    ** its key (vocab.c) */
+    return st == TESSEL_E_CONFIG ? TESSEL_E_IO : st;
   }
   *out = t;
   return TESSEL_OK;

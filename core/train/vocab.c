@@ -38,7 +38,12 @@ tsl_status tsl_vocab_load(tsl_runtime *rt) {
   const char *path = rt->settings.data.tokenizer;
   if (!path || rt->tokenizer) return TESSEL_OK;
   tsl_status st = tsl_tokenizer_load(path, &rt->tokenizer);
-  if (st < 0) return tsl_error_wrap(st, "data.tokenizer");
+  if (st == TESSEL_E_NOMEM) return st;
+  if (st < 0) {
+    char why[4096];
+    snprintf(why, sizeof why, "%s", tsl_error_message()); /* the message buffer is reused for the error made of it */
+    return tsl_cfg_error(section(rt, "data"), "tokenizer", "%s", why);
+  }
   return check_tokenizer_size(rt); /* before any preparation */
 }
 

@@ -83,6 +83,17 @@ sed 's/"n_layer": *[0-9]*/"n_layer": 1048576/' tests/fixtures/gpt2_tiny/config.j
 grep -q '"n_layer": 1048576' "$WORK/hf_huge/config.json" || fail "could not make the config claim 2^20 layers"
 run huge_import bash -c 'ulimit -v 1000000 && exec "$@"' _ "$TESSEL" import "$WORK/hf_huge" -o "$WORK/hf_huge_out"
 expect 1 "config.json describes a model of" "(1048576 layers), but its weights hold only"
+# a damaged tokenizer: as a command's input file a runtime failure (exit 1),
+# named by a config a mistake at its key (exit 2); both once varied with
+# what was wrong inside it
+printf '{"model": {"vocab": {' >"$WORK/cut_tokenizer.json"
+run cut_tokenizer_encode "$TESSEL" tokenizer encode "$WORK/cut_tokenizer.json" core/config/parse.c
+expect 1 "$WORK/cut_tokenizer.json: not valid JSON"
+printf '%s\n' "model: {layers: 2, heads: 2, channels: 32, seq_len: 16, vocab_size: 256}" \
+  "data: {text: [\"core/config/*.c\"], dir: $WORK/data, tokenizer: $WORK/cut_tokenizer.json}" \
+  "train: {steps: 2, batch_size: 4, sample_tokens: 0}" >"$WORK/cut_tokenizer.yaml"
+run cut_tokenizer_run "$TESSEL" run "$WORK/cut_tokenizer.yaml" --set log.dir="$WORK/cut_tokenizer_run"
+expect 2 "$WORK/cut_tokenizer.yaml:2:" "data.tokenizer: $WORK/cut_tokenizer.json: not valid JSON"
 run sample_hf "$TESSEL" sample tests/fixtures/gpt2_tiny --tokens 2
 expect 1 "tests/fixtures/gpt2_tiny is a Hugging Face model directory, not a tessel checkpoint" "model.init_from" \
   "tessel import"
