@@ -688,20 +688,18 @@ static tsl_status load_state(tsl_model *m, const tsl_ckpt *c, tsl_st_file *f, in
   return tsl_scatter_state(m, i, ref, mem);
 }
 
-tsl_status tsl_ckpt_restore(tsl_model *m, const tsl_ckpt *c) {
-  tsl_status st = TESSEL_OK;
-  tsl_params *ps = tsl_model_params(m);
-  const tsl_model_settings *want = &tsl_model_runtime(m)->settings.model;
+tsl_status tsl_ckpt_fits(const tsl_runtime *rt, const tsl_ckpt *c) {
+  const tsl_model_settings *want = &rt->settings.model;
   if (!same_model(&c->arch, want)) {
     char whose[4200];
     snprintf(whose, sizeof whose, "checkpoint %s holds", c->path);
-    return tsl_config_outcome(tsl_model_runtime(m)->config,
-                              tsl_model_compare(want, &c->arch, whose, 1,
-                                                "resume with the model it holds, or start a new run elsewhere "
-                                                "(another log.dir or checkpoint.dir, or checkpoint.resume: never), "
-                                                "or from its weights (model.init_from)"));
+    return tsl_config_outcome(rt->config, tsl_model_compare(want, &c->arch, whose, 1,
+                                                            "resume with the model it holds, or start a new run "
+                                                            "elsewhere (another log.dir or checkpoint.dir, or "
+                                                            "checkpoint.resume: never), or from its weights "
+                                                            "(model.init_from)"));
   }
-  const tsl_tokenizer *t = tsl_model_runtime(m)->tokenizer;
+  const tsl_tokenizer *t = rt->tokenizer;
   if (t && c->tokenizer && tsl_tokenizer_hash(t) != c->tokenizer_hash)
     return tsl_error(TESSEL_E_CONFIG, "checkpoint %s was trained with tokenizer %016" PRIx64 " (%s); this run's "
                      "tokenizer %s is %016" PRIx64, c->path, c->tokenizer_hash, c->tokenizer, tsl_tokenizer_name(t),
@@ -715,6 +713,31 @@ tsl_status tsl_ckpt_restore(tsl_model *m, const tsl_ckpt *c) {
                      c->path, c->tokenizer ? "shards made with the tokenizer " : "byte-level shards",
                      c->tokenizer ? c->tokenizer : "", t ? "made with the tokenizer " : "byte-level",
                      t ? tsl_tokenizer_name(t) : "");
+  return TESSEL_OK;
+}
+
+tsl_status tsl_ckpt_check_resume(const tsl_runtime *rt) {
+  char *path = NULL;
+  int64_t step;
+  tsl_ckpt c;
+  if (rt->settings.ckpt.resume != TSL_RESUME_AUTO) return TESSEL_OK;
+  tsl_status st = tsl_ckpt_latest(rt->settings.ckpt.dir, &path, &step);
+  if (st < 0 || !path) return st;
+  st = tsl_ckpt_open(path, &c);
+  if (st >= 0) {
+    st = tsl_ckpt_fits(rt, &c);
+    tsl_ckpt_close(&c);
+  } else {
+    tsl_error_wrap(st, "the run would resume from %s", path);
+  }
+  free(path);
+  return st;
+}
+
+tsl_status tsl_ckpt_restore(tsl_model *m, const tsl_ckpt *c) {
+  tsl_status st = tsl_ckpt_fits(tsl_model_runtime(m), c);
+  if (st < 0) return st;
+  tsl_params *ps = tsl_model_params(m);
   uint64_t most = 1;
   for (int i = 0; i < ps->n; i++) most = TSL_MAX(most, (uint64_t)ps->p[i].info.shape[0] * (uint64_t)ps->p[i].info.shape[1]);
   float *mem = malloc(most * sizeof(float));

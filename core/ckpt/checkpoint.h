@@ -82,6 +82,14 @@ void tsl_ckpt_close(tsl_ckpt *c);
 ** the model (each rank its part). The model must be the checkpoint's, and
 ** the run's tokenizer the one stored with it (when both have one). */
 tsl_status tsl_ckpt_restore(tsl_model *m, const tsl_ckpt *c);
+/* Whether a run of rt's settings can resume from c: the same model (each
+** differing key named at its position) and the same kind of data
+** (tokenizer). What tsl_ckpt_restore checks first. */
+tsl_status tsl_ckpt_fits(const tsl_runtime *rt, const tsl_ckpt *c);
+/* What `tessel check` can say of the resume a run would make: under
+** checkpoint.resume auto, the newest checkpoint in checkpoint.dir (if any)
+** opens and fits (tsl_ckpt_fits). */
+tsl_status tsl_ckpt_check_resume(const tsl_runtime *rt);
 
 /* Parameter p's master weights as the model holds them in memory (a
 ** padded vocabulary's rows zero, linears [in, out]), checking the file

@@ -2,7 +2,7 @@
 # loss text at every step and byte-identical final model and optimizer state.
 # Resuming under a changed model section is refused at each key that differs,
 # with both values and what to do (it once described both models, in words
-# that left out the keys which differed). A damaged newest checkpoint is
+# that left out the keys which differed), by `tessel check` too. A damaged newest checkpoint is
 # refused naming the newest intact one to go on from.
 . "$(dirname "$0")/common.sh" "$1" "$2" "$3" resume
 
@@ -37,6 +37,17 @@ for want in "--set=model.channels=16:1:22: model.channels: is 16, but checkpoint
 done
 # ffn and kv_heads follow channels and heads: not mistakes of their own
 ! grep -qE "model.(ffn|kv_heads)" "$WORK/changed.log" || fail "derived keys reported: $(cat "$WORK/changed.log")"
+# `tessel check` says so too (it passed, and the run then refused), and
+# passes where the run would not resume
+set +e
+"$TESSEL" check "$WORK/tiny.yaml" --quiet --set log.dir="$WORK/resumed" --set model.channels=16 --set model.heads=4 \
+  >/dev/null 2>"$WORK/check.log"
+rc=$?
+set -e
+[ $rc -eq 2 ] && grep -qF -- "--set=model.channels=16:1:22: model.channels: is 16, but checkpoint" "$WORK/check.log" ||
+  fail "check of a config whose run would not resume: exit $rc, $(cat "$WORK/check.log")"
+"$TESSEL" check "$WORK/tiny.yaml" --quiet --set log.dir="$WORK/resumed" --set model.channels=16 --set model.heads=4 \
+  --set checkpoint.resume=never 2>"$WORK/never.log" || fail "check with resume: never failed: $(cat "$WORK/never.log")"
 # a damaged newest checkpoint: the refusal names the newest intact one
 printf 'X' | dd of="$WORK/resumed/checkpoints/step_00000012/model.safetensors" bs=1 seek=300 conv=notrunc status=none
 set +e

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ckpt/checkpoint.h"
 #include "cli/cli.h"
 #include "model/model.h"
 #include "plugin/host.h"
@@ -74,6 +75,7 @@ static int check(int argc, char **argv) {
   if (st >= 0) st = tsl_model_dims_for(&rt, &dims);
   if (st >= 0) st = tsl_model_plan(&rt, &dims, &model);
   if (st >= 0) st = tsl_data_check(&rt);
+  if (st >= 0) st = tsl_ckpt_check_resume(&rt);
   if (st >= 0 && !quiet) {
     st = tsl_config_emit(rt.config, stdout);
     fflush(stdout);
