@@ -48,7 +48,9 @@ const tsl_command tsl_cmd_compare = {
     "  --set KEY=VALUE           override a key in every config (repeatable)\n"
     "  --allow-different-models  compare configs whose model, data, seed or batch differ\n\n"
     "exit status: 0 when every trial completed, 1 when any failed (the report still lists it), 2 usage,\n"
-    "or configs that do not load, do not pass `tessel check` or do not train the same model (nothing runs)\n",
+    "or configs that do not load, do not pass `tessel check` or do not train the same model (nothing runs).\n"
+    "Ctrl-C, SIGTERM or SIGHUP stop the running trial after its step and end the comparison without a\n"
+    "report: exit status 128 + the signal\n",
     compare};
 
 /* "file.yaml@4" -> file.yaml on 4 ranks; no suffix -> dflt. */
@@ -141,15 +143,9 @@ static int compare(int argc, char **argv) {
     }
   tsl_status st = tsl_mkdir_p(c.out);
   if (st >= 0) st = tsl_compare_plan(&c);
-  int failed = 0, stopped = 0;
-  if (st >= 0) {
-    tsl_compare_run_all(&c);
-    stopped = tsl_spawn_stopped();
-  }
-  if (st >= 0 && stopped) { /* the running trial was stopped and has ended */
-    fprintf(stderr, "compare: stopped by signal %d, with no trial left running; the trials so far are under %s\n",
-            stopped, c.out);
-  } else if (st >= 0) {
+  if (st >= 0 && !tsl_spawn_stopped()) tsl_compare_run_all(&c);
+  int failed = 0, stopped = tsl_spawn_stopped();
+  if (!stopped && st >= 0) {
     st = tsl_compare_measure(&c);
     if (st >= 0) st = tsl_compare_report(&c, stdout);
     for (int r = 0; r < c.n_runs; r++)
@@ -158,7 +154,7 @@ static int compare(int argc, char **argv) {
   tsl_compare_free(&c);
   free(c.runs);
   free(sets);
+  if (stopped) return tsl_spawn_stop_report("compare"); /* what a stopped check or trial said is not the answer */
   if (st < 0) return tsl_fail(st);
-  if (stopped) return 128 + stopped;
   return failed ? TSL_EXIT_FAILURE : TSL_EXIT_OK;
 }

@@ -361,6 +361,7 @@ static int plugin_check(int argc, char **argv) {
     if (ok) tsl_remove_tree(dir);
   }
   free(sets);
+  if (tsl_spawn_stopped()) return tsl_spawn_stop_report("plugin-check"); /* its runs were stopped, not failed */
   printf("%s\n", ok ? "result: ok" : "result: FAILED");
   return ok ? TSL_EXIT_OK : TSL_EXIT_FAILURE;
 }

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -96,20 +97,30 @@ static void pass_on(int sig) {
 
 int tsl_spawn_stopped(void) { return stop_signal; }
 
+int tsl_spawn_stop_report(const char *command) {
+  fprintf(stderr, "%s: stopped by signal %d, with nothing it started left running\n", command, (int)stop_signal);
+  return 128 + stop_signal;
+}
+
 int tsl_spawn_wait(char **argv, const char *log_path) {
-  static const int sigs[3] = {SIGINT, SIGTERM, SIGUSR1};
-  struct sigaction sa = {.sa_handler = pass_on}, old[3];
+  /* SIGHUP too: a closed terminal or ssh session stops the command */
+  static const int sigs[4] = {SIGINT, SIGTERM, SIGUSR1, SIGHUP};
+  struct sigaction sa = {.sa_handler = pass_on}, old[4];
   if (stop_signal) return 128 + stop_signal; /* stopped before: start nothing more */
   int fd = open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd < 0) return -1;
   sigemptyset(&sa.sa_mask);
-  for (int i = 0; i < 3; i++) sigaction(sigs[i], &sa, &old[i]);
-  pid_t pid = fork();
+  for (int i = 0; i < 4; i++) sigaction(sigs[i], &sa, &old[i]);
+  pid_t parent = getpid(), pid = fork();
   if (pid == 0) {
     /* its own process group: a terminal's Ctrl-C reaches only this process,
-    ** which passes it on once (twice would abort the run) */
+    ** which passes it on once (twice would abort the run). And a stop when
+    ** this process dies however it dies (SIGKILL, Ctrl-\), so that the
+    ** child never trains on alone */
     setpgid(0, 0);
-    for (int i = 0; i < 3; i++) sigaction(sigs[i], &old[i], NULL);
+    prctl(PR_SET_PDEATHSIG, SIGUSR1);
+    if (getppid() != parent) _exit(128 + SIGUSR1); /* it died before the line above */
+    for (int i = 0; i < 4; i++) sigaction(sigs[i], &old[i], NULL);
     dup2(fd, 1);
     dup2(fd, 2);
     execvp(argv[0], argv);
@@ -126,7 +137,7 @@ int tsl_spawn_wait(char **argv, const char *log_path) {
     rc = tsl_exit_status(status);
   }
   child_pid = 0;
-  for (int i = 0; i < 3; i++) sigaction(sigs[i], &old[i], NULL);
+  for (int i = 0; i < 4; i++) sigaction(sigs[i], &old[i], NULL);
   return rc;
 }
 

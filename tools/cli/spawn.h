@@ -24,12 +24,16 @@ int tsl_exit_status(int wait_status);
 
 /* Run argv to completion with stdout and stderr appended to log_path.
 ** Returns the exit status (128 + signal when killed), or -1 when it could
-** not start. A SIGINT, SIGTERM or SIGUSR1 to this process meanwhile is
-** passed on as a stop (SIGUSR1; a second as SIGINT) and waited for, so no
-** child outlives the command; after one, nothing more is started (the
-** return is 128 + that signal). */
+** not start. A SIGINT, SIGTERM, SIGUSR1 or SIGHUP to this process
+** meanwhile is passed on as a stop (SIGUSR1; a second as SIGINT) and
+** waited for, and the child gets a stop too if this process dies, so no
+** child trains on alone; after a stop nothing more is started (the return
+** is 128 + that signal). */
 int tsl_spawn_wait(char **argv, const char *log_path);
 /* The signal that stopped this command while it ran children, or 0. */
 int tsl_spawn_stopped(void);
+/* Say that `command` was stopped (the results of its stopped children are
+** no answer) and return its exit status, 128 + the signal. */
+int tsl_spawn_stop_report(const char *command);
 
 #endif

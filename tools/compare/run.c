@@ -64,7 +64,8 @@ static void run_trial(tsl_compare *c, tsl_cmp_run *run, int k) {
   if (rc != 0) {
     t->failed = 1;
     tsl_compare_first_error(log, t->error, sizeof t->error);
-    tsl_info("compare: %s trial %d failed (exit status %d): %s", run->label, k + 1, rc, t->error);
+    if (tsl_spawn_stopped()) tsl_info("compare: %s trial %d stopped by the signal", run->label, k + 1);
+    else tsl_info("compare: %s trial %d failed (exit status %d): %s", run->label, k + 1, rc, t->error);
   }
 }
 

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/spawn.h"
 #include "common/util.h"
 #include "compare/compare.h"
 #include "compare/table.h"
@@ -141,10 +142,13 @@ tsl_status tsl_plan_validate(const tsl_plan *p, char **paths, int n, int steps, 
   fflush(out);
   tsl_status st = tsl_mkdir_p(cmp.out);
   if (st >= 0) st = tsl_compare_plan(&cmp);
-  if (st >= 0) {
-    tsl_compare_run_all(&cmp);
-    st = tsl_compare_measure(&cmp);
+  if (st >= 0 && !tsl_spawn_stopped()) tsl_compare_run_all(&cmp);
+  if (tsl_spawn_stopped()) { /* nothing to report: the caller says so */
+    tsl_compare_free(&cmp);
+    free(cmp.runs);
+    return TESSEL_OK;
   }
+  if (st >= 0) st = tsl_compare_measure(&cmp);
   if (st >= 0) st = tsl_compare_report(&cmp, out);
   if (st >= 0) {
     fprintf(out, "\npredicted against measured: step time (median of the trials' medians after %d warm-up step(s), "
