@@ -36,13 +36,11 @@ bad "--ranks needs a list of up to 8 rank counts" plugin-check x.so --ranks 0
 # launch's own mistakes before mpirun starts N ranks to find them
 bad "tessel launch: $WORK/nope.yaml: no such config file" launch -n 2 "$WORK/nope.yaml"
 bad "tessel launch: -n is given twice" launch -n 2 -n 3 "$WORK/nope.yaml"
-# extra arguments, a missing profile and a strategy that does not exist (the
-# first two exited 0 and 1, a misspelt --strategy planned nothing, exit 0)
+# extra arguments and a missing profile (they exited 0 and 1)
 bad "tessel version: takes no arguments, got 'extra'" version extra
 printf 'model: {layers: 1, heads: 2, channels: 16, seq_len: 8, vocab_size: 64}\ndata: {text: [x.txt]}\ntrain: {steps: 1, batch_size: 2}\n' \
   >"$WORK/plan.yaml"
 bad "--profile $WORK/none.json does not exist" plan "$WORK/plan.yaml" --world 2 --profile "$WORK/none.json"
-bad "--strategy nosuch: strategy plugin 'nosuch' was not found" plan "$WORK/plan.yaml" --world 2 --strategy nosuch
 
 # the two commands that are not table entries have help too (they were
 # once called unknown, with themselves as the suggestion)

@@ -74,13 +74,22 @@ for f in "$WORK"/best/*.yaml; do
 done
 [ "$n" -eq 6 ] || fail "plan --write --top 6 wrote $n configurations"
 echo "ok: plan --write wrote $n configurations that tessel check accepts at 4 ranks"
-# a second plan into the same folder replaces the first's files (its 03..06
-# stayed beside the new 01, 02) and leaves the user's own alone
-echo "# mine" >"$WORK/best/07-notes.yaml"
+# a second plan into the same folder says which of the first's choices are
+# left beside its own (03..06 sat there unmentioned), and removes nothing:
+# one may be the config it plans from; replacing that one is refused
 "$TESSEL" plan $g --world 4 --top 2 --write "$WORK/best" --set data.dir="$WORK/data" >"$WORK/write2.log" 2>&1 \
   || { cat "$WORK/write2.log" >&2; fail "the second plan --write failed"; }
-[ "$(cd "$WORK/best" && ls | tr '\n' ' ')" = "$(cd "$WORK/best" && ls 01-*.yaml 02-*.yaml | tr '\n' ' ')07-notes.yaml " ] ||
-  fail "after a second plan --write --top 2 the folder holds: $(ls "$WORK/best" | tr '\n' ' ')"
+grep -q "best also holds 4 choice(s) of an earlier plan (.*03-.*), left as they are" "$WORK/write2.log" ||
+  { cat "$WORK/write2.log" >&2; fail "the earlier plan's choices went unmentioned"; }
+[ "$(ls "$WORK/best" | wc -l)" -eq 6 ] || fail "the second plan --write changed what the folder holds: $(ls "$WORK/best")"
+first=$(ls "$WORK/best"/01-*.yaml)
+set +e
+"$TESSEL" plan "$first" --world 4 --top 1 --write "$WORK/best" >"$WORK/write3.log" 2>&1
+rc=$?
+set -e
+[ $rc -eq 2 ] && grep -q "would replace $first, the config being planned" "$WORK/write3.log" ||
+  { cat "$WORK/write3.log" >&2; fail "planning from a written choice into its own folder: exit $rc"; }
+[ -s "$first" ] || fail "the config being planned was replaced"
 # a log.dir the config names: each written configuration gets its own below
 # it (they shared it, so running them in turn resumed the first's checkpoint)
 "$TESSEL" plan $g --world 4 --top 3 --write "$WORK/own" --set log.dir="$WORK/mine" >"$WORK/own.log" 2>&1 \

@@ -5,9 +5,9 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/spawn.h"
 #include "common/util.h"
 #include "plan/plan.h"
-#include "plugin/loader.h"
 #include "plan/validate.h"
 
 #define MAX_SETS 256
@@ -44,7 +44,8 @@ const tsl_command tsl_cmd_plan = {
     "                      largest rank, rank 0's traffic lines, FLOPs, time) as JSON\n"
     "  --strategy NAME     plan only this strategy (repeatable)\n"
     "  --set KEY=VALUE     override a config key (repeatable)\n\n"
-    "exit status: 0 planned (even when nothing fits), 2 usage or configuration error, 1 other failure\n",
+    "exit status: 0 planned (even when nothing fits), 2 usage or configuration error, 1 other failure,\n"
+    "128 + the signal when Ctrl-C, SIGTERM or SIGHUP stopped --validate (its running trial stops after its step)\n",
     plan};
 
 typedef struct plan_args {
@@ -138,12 +139,6 @@ static int plan(int argc, char **argv) {
   if (a.profile && !tsl_path_exists(a.profile))
     return tsl_usage_error(&tsl_cmd_plan, "--profile %s does not exist (`tessel bench peak` and `tessel bench comm` "
                            "measure this machine's; docs/plan.md describes the file)", a.profile);
-  for (int i = 0; i < a.n_only; i++) { /* a strategy asked for by name must exist: planning nothing is no answer */
-    char *found = NULL;
-    if (tsl_plugin_locate(a.only[i], NULL, &found) < 0)
-      return tsl_usage_error(&tsl_cmd_plan, "--strategy %s: %s", a.only[i], tsl_error_message());
-    free(found);
-  }
   tsl_plan p = {.config = config, .sets = a.sets, .n_sets = a.n_sets, .world = (int)a.world, .only = a.only,
                 .n_only = a.n_only, .memory_limit = a.memory_limit};
   double t0 = tsl_now();
@@ -165,5 +160,5 @@ static int plan(int argc, char **argv) {
   for (int i = 0; i < n_written; i++) free(written[i]);
   free(written);
   tsl_plan_free(&p);
-  return st < 0 ? tsl_fail(st) : TSL_EXIT_OK;
+  return tsl_spawn_stopped() ? tsl_spawn_stop_report("plan --validate") : st < 0 ? tsl_fail(st) : TSL_EXIT_OK;
 }

@@ -1,19 +1,73 @@
 /* tools/plan/write.c — the best candidates as configurations to run. */
 #include <ctype.h>
 #include <dirent.h>
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
+#include "common/log.h"
 #include "common/util.h"
 #include "plan/plan.h"
+
+/* Whether `path` begins as write_one begins a file: one a plan wrote. */
+static int written_by_plan(const char *path) {
+  static const char mark[] = "# tessel plan, choice ";
+  char head[sizeof mark] = "";
+  FILE *f = fopen(path, "r");
+  size_t got = f ? fread(head, 1, sizeof mark - 1, f) : 0;
+  if (f) fclose(f);
+  return got == sizeof mark - 1 && memcmp(head, mark, got) == 0;
+}
+
+/* An earlier plan's choices this one did not replace (NN-STRATEGY.yaml in
+** dir, among `paths`' n names or not), said in a warning: beside this
+** plan's, comparing every file there would mix two plans. Not removed: one
+** may be the config just planned, or a choice the user edited. */
+static void warn_earlier(const char *dir, char *const *paths, int n) {
+  DIR *d = opendir(dir);
+  if (!d) return;
+  char list[1024] = "";
+  int count = 0;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    size_t len = strlen(e->d_name);
+    if (len < 9 || !isdigit((unsigned char)e->d_name[0]) || !isdigit((unsigned char)e->d_name[1]) ||
+        e->d_name[2] != '-' || strcmp(e->d_name + len - 5, ".yaml") != 0)
+      continue;
+    char *path = tsl_asprintf("%s/%s", dir, e->d_name);
+    int ours = 0;
+    for (int i = 0; path && i < n; i++) ours |= strcmp(paths[i], path) == 0;
+    if (path && !ours && written_by_plan(path) && ++count <= 8)
+      snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", count > 1 ? ", " : "", e->d_name);
+    free(path);
+  }
+  closedir(d);
+  if (count)
+    tsl_warn("%s also holds %d choice(s) of an earlier plan (%s%s), left as they are: remove them before running "
+             "every file there", dir, count, list, count > 8 ? ", ..." : "");
+}
+
+/* The file a choice would be written to must not be the config planned. */
+static tsl_status not_the_config(const tsl_plan *p, const char *path) {
+  char *a = realpath(path, NULL), *b = realpath(p->config, NULL);
+  int same = a && b && strcmp(a, b) == 0;
+  free(a);
+  free(b);
+  if (!same) return TESSEL_OK;
+  return tsl_error(TESSEL_E_CONFIG, "--write would replace %s, the config being planned, with a choice: write to "
+                   "another folder", p->config);
+}
 
 static tsl_status write_one(const tsl_plan *p, const tsl_plan_cand *c, int index, const char *dir, char **path) {
   char a[32];
   *path = tsl_asprintf("%s/%02d-%s.yaml", dir, index, c->strategy);
   if (!*path) return TESSEL_E_NOMEM;
+  tsl_status st = not_the_config(p, *path);
+  if (st < 0) {
+    free(*path);
+    *path = NULL;
+    return st;
+  }
   FILE *f = fopen(*path, "w");
   if (!f) return tsl_error(TESSEL_E_IO, "%s: cannot create", *path);
   fprintf(f, "# tessel plan, choice %d for %d rank(s): %s {%s}, mesh %s\n", index, p->world, c->strategy,
@@ -29,39 +83,8 @@ static tsl_status write_one(const tsl_plan *p, const tsl_plan_cand *c, int index
   return TESSEL_OK;
 }
 
-/* The files an earlier plan wrote into dir (NN-STRATEGY.yaml that begin as
-** write_one begins them), removed so that dir holds this plan's choices
-** only: left there, an old plan's 03..12 sat beside a new plan's 01, 02. */
-static tsl_status remove_earlier(const char *dir) {
-  static const char mark[] = "# tessel plan, choice ";
-  DIR *d = opendir(dir);
-  if (!d) return tsl_error(TESSEL_E_IO, "%s: cannot list: %s", dir, strerror(errno));
-  tsl_status st = TESSEL_OK;
-  struct dirent *e;
-  while (st >= 0 && (e = readdir(d))) {
-    size_t len = strlen(e->d_name);
-    if (len < 9 || !isdigit((unsigned char)e->d_name[0]) || !isdigit((unsigned char)e->d_name[1]) ||
-        e->d_name[2] != '-' || strcmp(e->d_name + len - 5, ".yaml") != 0)
-      continue;
-    char *path = tsl_asprintf("%s/%s", dir, e->d_name), head[sizeof mark] = "";
-    if (!path) {
-      st = TESSEL_E_NOMEM;
-      break;
-    }
-    FILE *f = fopen(path, "r");
-    size_t got = f ? fread(head, 1, sizeof mark - 1, f) : 0;
-    if (f) fclose(f);
-    if (got == sizeof mark - 1 && memcmp(head, mark, got) == 0 && unlink(path) != 0)
-      st = tsl_error(TESSEL_E_IO, "%s: cannot remove an earlier plan's file: %s", path, strerror(errno));
-    free(path);
-  }
-  closedir(d);
-  return st;
-}
-
 tsl_status tsl_plan_write(const tsl_plan *p, int top, const char *dir, char ***paths, int *n) {
   tsl_status st = tsl_mkdir_p(dir);
-  if (st >= 0) st = remove_earlier(dir);
   *n = 0;
   *paths = calloc((size_t)top, sizeof **paths);
   if (!*paths) return tsl_error(TESSEL_E_NOMEM, "out of host memory");
@@ -71,5 +94,6 @@ tsl_status tsl_plan_write(const tsl_plan *p, int top, const char *dir, char ***p
     if ((*paths)[*n]) printf("wrote %s\n", (*paths)[(*n)++]);
   }
   if (st >= 0 && *n == 0) printf("nothing to write: no candidate fits\n");
+  if (st >= 0) warn_earlier(dir, *paths, *n);
   return st;
 }
