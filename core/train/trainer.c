@@ -202,14 +202,23 @@ static void recovery(const trainer *t, int64_t bad, char *buf, size_t cap) {
   if (t->last_ckpt && t->ckpt_step >= bad && t->last_ckpt != t->good_ckpt)
     n = (size_t)snprintf(buf, cap, "The newest checkpoint, %s, holds those weights. ", t->last_ckpt);
   if (n >= cap) return;
-  if (t->good_ckpt && tsl_path_exists(t->good_ckpt))
+  if (t->good_ckpt && tsl_path_exists(t->good_ckpt)) {
     snprintf(buf + n, cap - n, "The last good checkpoint is %s; resume from it (tessel run --resume DIR) with %s.",
              t->good_ckpt, remedy);
+    return;
+  }
+  /* none seen good by this process (one resumed from the bad weights, say):
+  ** an older intact checkpoint of the directory may be */
+  char *older = t->last_ckpt ? tsl_ckpt_intact_before(t->rt->settings.ckpt.dir, t->last_ckpt) : NULL;
+  if (older)
+    snprintf(buf + n, cap - n, "The newest checkpoint before it is %s; resume from it (tessel run --resume DIR) with "
+             "%s.", older, remedy);
   else if (t->good_ckpt)
     snprintf(buf + n, cap - n, "The last good checkpoint, %s, has been pruned (checkpoint.keep): start again with %s.",
              t->good_ckpt, remedy);
   else
-    snprintf(buf + n, cap - n, "No checkpoint of good weights was written: start again with %s.", remedy);
+    snprintf(buf + n, cap - n, "No checkpoint of good weights is left: start again with %s.", remedy);
+  free(older);
 }
 
 /* A finite loss at `step` proves the checkpoint of the step before good. */

@@ -18,6 +18,15 @@ grep -q "The newest checkpoint, $WORK/run/checkpoints/step_00000004, holds those
 [ -d "$WORK/run/checkpoints/step_00000005" ] && fail "a checkpoint was written after the NaN"
 [ "$(losses "$WORK/run/metrics.jsonl" | wc -l)" -eq 4 ] || fail "metrics should stop at step 4"
 
+# resumed from the bad weights, the run has seen none good: the one before
+# them on disk is named (it said none was left)
+set +e
+"$TESSEL" run "$WORK/tiny.yaml" --set log.dir="$WORK/run" --set checkpoint.every=2 --set plugin.path="$PLUGIN" \
+  --set plugin.nan_at_step=1 --resume "$WORK/run/checkpoints/step_00000004" >"$WORK/again.out" 2>&1
+set -e
+grep -q "holds those weights. The newest checkpoint before it is $WORK/run/checkpoints/step_00000002;" "$WORK/again.out" ||
+  { cat "$WORK/again.out" >&2; fail "after a resume the older checkpoint on disk is not named"; }
+
 # a checkpoint two steps back is good as it is
 set +e
 "$TESSEL" run "$WORK/tiny.yaml" --set log.dir="$WORK/three" --set checkpoint.every=3 \
