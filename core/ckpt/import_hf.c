@@ -131,13 +131,13 @@ static tsl_status rope(const hf_json *j, double *theta) {
   const cJSON *params = cJSON_GetObjectItemCaseSensitive(j->root, "rope_parameters");
   tsl_status st;
   TSL_TRY(st, plain_scaling(j, why));
-  TSL_TRY(st, number(j, "rope_theta", 10000.0, 1.0, 1e12, theta));
-  if (!params || cJSON_IsNull(params)) return TESSEL_OK;
+  if (!params || cJSON_IsNull(params)) return number(j, "rope_theta", 10000.0, 1.0, 1e12, theta);
   if (!cJSON_IsObject(params)) return tsl_error(TESSEL_E_IO, "%s: 'rope_parameters' must be an object", j->path);
   hf_json inner = {j->path, params};
   TSL_TRY(st, one_of(&inner, "rope_type", plain, why));
-  /* rope_parameters without a theta takes the top-level one, as transformers does */
-  return number(&inner, "rope_theta", *theta, 1.0, 1e12, theta);
+  /* the theta transformers reads: rope_parameters' own, else the top-level one */
+  if (cJSON_GetObjectItemCaseSensitive(params, "rope_theta")) return number(&inner, "rope_theta", 10000.0, 1.0, 1e12, theta);
+  return number(j, "rope_theta", 10000.0, 1.0, 1e12, theta);
 fail:
   return st;
 }

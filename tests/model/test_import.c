@@ -279,6 +279,13 @@ static void test_rope_parameters(void) {
   REQUIRE(tsl_weights_open(out, &w) == TESSEL_OK);
   CHECK(tsl_weights_model(w)->rope_theta == 500000.0);
   tsl_weights_close(w);
+  /* and one with its own theta does not look at the top-level one */
+  dir = hf_dir("rope-inner", TESSEL_F32, "{\"rope_theta\": 0, \"rope_parameters\": {\"rope_type\": \"default\", "
+               "\"rope_theta\": 20000.0},", NULL, NULL);
+  REQUIRE(tsl_import_hf(dir, scratch_path(out, "rope-inner-ckpt")) == TESSEL_OK);
+  REQUIRE(tsl_weights_open(out, &w) == TESSEL_OK);
+  CHECK(tsl_weights_model(w)->rope_theta == 20000.0);
+  tsl_weights_close(w);
 }
 
 /* A tokenizer.json tessel reads and of the model's vocabulary goes into the
