@@ -231,7 +231,7 @@ tsl_status tsl_run_dir_open(tsl_runtime *rt, tsl_run_dir *d) {
   tsl_status st = TESSEL_OK;
   *d = (tsl_run_dir){.fds = {-1, -1}};
   if (rt->world.rank == 0) st = claim(&rt->settings, d);
-  if (st < 0) tsl_run_dir_close(d);
+  if (st < 0) tsl_run_dir_abandon(d); /* refused (checkpoint.dir in use, say): nothing of ours stays */
   return st;
 }
 
