@@ -314,21 +314,25 @@ static tsl_status track(const char *dir, int64_t step) {
   return st;
 }
 
-/* The step dir/latest names when that checkpoint is there, else -1. The
-** name may end in spaces or a CRLF (a file edited by hand). */
-static int64_t tracked(const char *dir) {
+/* The step dir/latest names when that checkpoint is there, else -1. Its
+** first line is the name, which may be wrapped in spaces or end in a CRLF
+** (a file edited by hand). */
+static int64_t tracked(const char *dir, int warn) {
   char *path = tsl_asprintf("%s/%s", dir, TSL_CKPT_LATEST), *text = NULL, *step_dir = NULL;
   size_t len = 0;
   int64_t step = -1;
   if (path && tsl_path_exists(path)) {
-    if (tsl_read_file(path, &text, &len) >= 0 && len < 40) {
-      while (len > 0 && strchr(" \t\r\n", text[len - 1])) text[--len] = '\0';
-      step = entry_step(text);
-      step_dir = step >= 0 ? tsl_asprintf("%s/%s", dir, text) : NULL;
+    if (tsl_read_file(path, &text, &len) >= 0 && len < 4096) {
+      char *name = text + strspn(text, " \t");
+      size_t n = strcspn(name, "\r\n");
+      while (n > 0 && (name[n - 1] == ' ' || name[n - 1] == '\t')) n--;
+      name[n] = '\0';
+      step = entry_step(name);
+      step_dir = step >= 0 ? tsl_asprintf("%s/%s", dir, name) : NULL;
       if (!step_dir || !tsl_path_exists(step_dir)) step = -1;
     }
     /* the run that wrote it went back to that step on purpose: say so when it cannot be followed */
-    if (step < 0)
+    if (step < 0 && warn)
       tsl_log(TESSEL_LOG_WARN, "%s does not name a checkpoint in %s (expected one line, step_NNNNNNNN); going by the "
               "highest step instead", path, dir);
   }
@@ -337,6 +341,19 @@ static int64_t tracked(const char *dir) {
   free(text);
   free(path);
   return step;
+}
+
+/* tsl_ckpt_latest; `warn`: say so when the latest file names nothing */
+static tsl_status latest_of(const char *dir, int warn, char **path, int64_t *step) {
+  int64_t *steps;
+  *path = NULL;
+  if ((*step = tracked(dir, warn)) < 0) {
+    if (list_steps(dir, &steps) == 0) return TESSEL_OK;
+    *step = steps[0];
+    free(steps);
+  }
+  *path = tsl_asprintf("%s/step_%08lld", dir, (long long)*step);
+  return *path ? TESSEL_OK : TESSEL_E_NOMEM;
 }
 
 /* Rank 0's file work for one checkpoint: everything but the gathers. */
@@ -398,7 +415,7 @@ tsl_status tsl_ckpt_save(tsl_model *m, int64_t step, char **saved) {
   ** files, so an allocation failure here is rank 0's write error too */
   if (!final || !tmp) note(&we, tsl_error(TESSEL_E_NOMEM, "out of host memory saving a checkpoint"));
   if (rt->world.rank == 0) {
-    if (we.st >= 0) note(&we, tsl_ckpt_latest(dir, &last, &last_step));
+    if (we.st >= 0) note(&we, latest_of(dir, 0, &last, &last_step)); /* the resume said it already */
     if (we.st >= 0) note(&we, tsl_mkdir_p(dir));
     if (we.st >= 0) note(&we, tsl_remove_tree(tmp));
     if (we.st >= 0) note(&we, tsl_mkdir_p(tmp));
@@ -435,17 +452,8 @@ done:
   return st;
 }
 
-tsl_status tsl_ckpt_latest(const char *dir, char **path, int64_t *step) {
-  int64_t *steps;
-  *path = NULL;
-  if ((*step = tracked(dir)) < 0) {
-    if (list_steps(dir, &steps) == 0) return TESSEL_OK;
-    *step = steps[0];
-    free(steps);
-  }
-  *path = tsl_asprintf("%s/step_%08lld", dir, (long long)*step);
-  return *path ? TESSEL_OK : TESSEL_E_NOMEM;
-}
+
+tsl_status tsl_ckpt_latest(const char *dir, char **path, int64_t *step) { return latest_of(dir, 1, path, step); }
 
 char *tsl_ckpt_intact_before(const char *dir, const char *damaged) {
   int64_t *steps = NULL;
