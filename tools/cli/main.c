@@ -40,6 +40,8 @@ static int unknown(const char *name) {
   return TSL_EXIT_USAGE;
 }
 
+static const char version_usage[] = "usage: tessel version\n\nprints tessel's version and its plugin ABI";
+
 int tsl_cli_main(int argc, char **argv) {
   if (argc < 2) {
     overview(stderr);
@@ -49,7 +51,7 @@ int tsl_cli_main(int argc, char **argv) {
   if (!strcmp(name, "help") || !strcmp(name, "--help") || !strcmp(name, "-h")) {
     if (argc > 2) {
       const tsl_command *c = find(argv[2]);
-      if (!strcmp(argv[2], "version")) return puts("usage: tessel version\n\nprints tessel's version and its plugin ABI") < 0;
+      if (!strcmp(argv[2], "version")) return puts(version_usage) < 0;
       if (!strcmp(argv[2], "help")) return puts("usage: tessel help [CMD]\n\nlists the commands, or prints CMD's help") < 0;
       if (!c) return unknown(argv[2]);
       fputs(c->usage, stdout);
@@ -59,6 +61,8 @@ int tsl_cli_main(int argc, char **argv) {
     return TSL_EXIT_OK;
   }
   if (!strcmp(name, "version") || !strcmp(name, "--version")) {
+    if (argc > 2 && (!strcmp(argv[2], "--help") || !strcmp(argv[2], "-h")))
+      return puts(version_usage) < 0;
     if (argc > 2) {
       fprintf(stderr, "tessel version: takes no arguments, got '%s'\nusage: tessel version\n", argv[2]);
       return TSL_EXIT_USAGE;
