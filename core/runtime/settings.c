@@ -288,7 +288,12 @@ static tsl_status read_optimizer(tsl_cfg *root, tsl_settings *s) {
   keep(&st, tsl_cfg_enum(o, "decay", decays, TSL_DECAY_COSINE, &decay));
   keep(&st, tsl_cfg_float(o, "beta1", 0.9, 0.0, 0.999999, &s->optim.beta1));
   keep(&st, tsl_cfg_float(o, "beta2", 0.95, 0.0, 0.999999, &s->optim.beta2));
-  keep(&st, tsl_cfg_float(o, "eps", 1e-8, 0.0, 1.0, &s->optim.eps));
+  tsl_status eps = tsl_cfg_float(o, "eps", 1e-8, 0.0, 1.0, &s->optim.eps);
+  keep(&st, eps);
+  if (eps >= 0 && s->optim.eps == 0)
+    keep(&st, tsl_cfg_error(o, "eps", "0 makes AdamW divide 0 by 0 wherever a gradient is exactly zero (the "
+                            "embedding row of a token the batches never hold), and those weights NaN: use a small "
+                            "positive eps such as 1e-8"));
   keep(&st, tsl_cfg_float(o, "weight_decay", 0.1, 0.0, 10.0, &s->optim.weight_decay));
   keep(&st, tsl_cfg_float(o, "grad_clip", 1.0, 0.0, INFINITY, &s->optim.grad_clip));
   if (lr >= 0 && min_lr >= 0 && s->optim.min_lr > s->optim.lr)
