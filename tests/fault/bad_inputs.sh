@@ -212,6 +212,16 @@ run too_small_kept "$TESSEL" run "$WORK/digits.yaml" --set train.sample_tokens=0
 expect 1 "the device tier cannot hold"
 [ "$(cd "$WORK/kept" && find . | sort | tr '\n' ' ')" = ". ./mine " ] ||
   fail "a run that never trained left or took: $(find "$WORK/kept")"
+# refused at the lock of a checkpoint.dir another run holds: the log.dir it
+# made for itself goes too (its lock file and new parents stayed)
+mkdir -p "$WORK/busy"
+exec 9>"$WORK/busy/.tessel-lock" # held by this shell, as another run would hold it
+flock -x 9
+run busy_ckpt "$TESSEL" run "$WORK/digits.yaml" --set train.sample_tokens=0 --set log.dir="$WORK/lockless/run" \
+  --set checkpoint.dir="$WORK/busy"
+exec 9>&-
+expect 1 "checkpoint.dir $WORK/busy is in use by another tessel run"
+[ -e "$WORK/lockless" ] && fail "a run refused at checkpoint.dir's lock left $(find "$WORK/lockless")"
 # the advice leaves out what the run already does with its activations
 run too_small_acts "$TESSEL" run "$WORK/digits.yaml" --set train.sample_tokens=0 --set device.memory_limit=1KiB \
   --set train.recompute=full --set train.offload_activations=true

@@ -38,9 +38,10 @@ set -e
 [ -d "$ck/step_00000002" ] && [ -d "$ck/step_00000004" ] ||
   fail "the fresh run's own checkpoints were pruned (kept: $(ls "$ck" | tr '\n' ' '))"
 grep -q "resume with --resume $ck/step_00000004 " "$WORK/never.log" || fail "resume: never's stop says to rerun the same command"
-# latest as an editor on Windows saves it (CRLF) still names the step; it
-# was ignored, and the run went back to the abandoned run's step 12
-printf 'step_00000004\r\n' >"$ck/latest"
+# latest as an editor on Windows saves it (CRLF) still names the step, its
+# first line; it was ignored, and the run went back to the abandoned run's
+# step 12
+printf '  step_00000004 \r\nstep_00000002\n' >"$ck/latest" # the first line, spaces around it
 go >"$WORK/after.log" 2>&1 || { cat "$WORK/after.log" >&2; fail "resuming the fresh run failed"; }
 grep -q "resuming from .*step_00000004 (step 4)" "$WORK/after.log" || { cat "$WORK/after.log" >&2; fail "did not resume the fresh run at step 4"; }
 # a latest that names no checkpoint is said, not silently passed over
