@@ -96,6 +96,8 @@ static tsl_status agree_on_checkpoint(trainer *t, char **path, char *host0, size
   if (rt->world.rank == 0) {
     if (t->opts.resume_dir && !t->opts.resume_dir[0])
       st = tsl_error(TESSEL_E_CONFIG, "the checkpoint to resume from is an empty path");
+    else if (t->opts.resume_dir && !tsl_path_exists(t->opts.resume_dir)) /* the command line's mistake: exit 2 */
+      st = tsl_error(TESSEL_E_CONFIG, "--resume %s: no such checkpoint directory", t->opts.resume_dir);
     else if (t->opts.resume_dir) found = tsl_strdup(t->opts.resume_dir);
     else if (rt->settings.ckpt.resume == TSL_RESUME_AUTO) st = tsl_ckpt_latest(rt->settings.ckpt.dir, &found, &step);
     if (found && strlen(found) >= sizeof pick.path)

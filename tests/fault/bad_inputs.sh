@@ -184,6 +184,9 @@ expect 2 "$WORK/latin1.yaml:4:6: YAML syntax error: incomplete UTF-8 octet seque
 run resume_empty "$TESSEL" run "$WORK/run.yaml" --resume ""
 expect 2 "--resume needs a checkpoint directory"
 grep -q "^step" "$WORK/resume_empty.out" "$WORK/resume_empty.err" && fail "--resume \"\" trained"
+# a mistyped --resume is the command line's mistake (it exited 1)
+run resume_missing "$TESSEL" run "$WORK/run.yaml" --resume "$WORK/no_such_step"
+expect 2 "--resume $WORK/no_such_step: no such checkpoint directory"
 seq 1 3000 >"$WORK/digits.txt" # bytes 0x0A and 0x30-0x39 only
 printf '%s\n' "model: {layers: 1, heads: 2, channels: 16, seq_len: 8, vocab_size: 64}" \
   "data: {text: [\"$WORK/digits.txt\"], dir: $WORK/digits}" \
