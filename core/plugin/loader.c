@@ -28,6 +28,19 @@ static char *installed_dir(void) {
   return out;
 }
 
+/* The build tree's plugins, for a libtessel that lies in that build tree
+** itself (the tests, a developer's build/bin/tessel). An installed one
+** never looks there: it would list every plugin twice, and where one is
+** missing from the install, load a developer's build of another version. */
+static char *build_dir(void) {
+  const char *slash = strrchr(TESSEL_BUILD_PLUGIN_DIR, '/');
+  size_t tree = slash ? (size_t)(slash - TESSEL_BUILD_PLUGIN_DIR) : 0;
+  char *lib = tsl_dso_library_dir();
+  int inside = lib && tree && strncmp(lib, TESSEL_BUILD_PLUGIN_DIR, tree) == 0 && (lib[tree] == '/' || !lib[tree]);
+  free(lib);
+  return inside ? tsl_strdup(TESSEL_BUILD_PLUGIN_DIR) : NULL;
+}
+
 char **tsl_plugin_search_dirs(int *n_out) {
   const char *env = getenv("TESSEL_PLUGIN_PATH");
   int cap = 3, n = 0;
@@ -42,7 +55,7 @@ char **tsl_plugin_search_dirs(int *n_out) {
     if (*d && (dirs[n] = tsl_strdup(d))) n++;
   free(copy);
   if ((dirs[n] = installed_dir())) n++;
-  if ((dirs[n] = tsl_strdup(TESSEL_BUILD_PLUGIN_DIR))) n++;
+  if ((dirs[n] = build_dir())) n++;
   *n_out = n;
   return dirs;
 }
