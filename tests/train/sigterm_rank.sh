@@ -73,6 +73,9 @@ for sig in INT TERM; do
   # 75, is no second stop signal: the stop and its checkpoint are done
   ! grep -q "aborting without a checkpoint" "$WORK/launch$sig.log" ||
     { cat "$WORK/launch$sig.log" >&2; fail "SIG$sig to tessel launch: a rank said it aborted after the stop"; }
+  # the last line says what 75 means, after mpirun's "non-zero status" banner
+  tail -n 1 "$WORK/launch$sig.log" | grep -q "^launch: the run stopped early with a checkpoint (exit status 75, not a failure)" ||
+    { cat "$WORK/launch$sig.log" >&2; fail "SIG$sig to tessel launch: the last line does not say the stop was clean"; }
 done
 rm -rf "$WORK"
 echo "ok: SIGTERM to one rank stopped both at step $step (status 75 each, one checkpoint); resumed to $total bit-equal;" \

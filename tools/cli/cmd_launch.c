@@ -11,6 +11,7 @@
 #include "cli/cli.h"
 #include "cli/spawn.h"
 #include "common/util.h"
+#include "train/signals.h"
 
 static int launch(int argc, char **argv);
 
@@ -92,5 +93,13 @@ static int launch(int argc, char **argv) {
   fflush(stderr);
   int rc = supervise(args);
   tsl_spawn_argv_free(args);
+  /* mpirun's banners about a "non-zero status" come last, after the run's
+  ** own words: say again, in the last line, what the status means */
+  if (rc == TSL_EXIT_STOPPED)
+    fprintf(stderr, "launch: the run stopped early with a checkpoint (exit status %d, not a failure); how to go on "
+            "is said above\n", rc);
+  else if (rc == TSL_EXIT_USAGE)
+    fprintf(stderr, "launch: the config was refused before training (exit status %d): its mistakes are above, "
+            "before mpirun's report\n", rc);
   return rc;
 }
