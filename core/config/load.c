@@ -43,7 +43,8 @@ static tsl_status resolve_base(tsl_config *cfg, const char *path, const tsl_cfg 
                           base_node->kind == TSL_NODE_SCALAR ? ", got an empty string" : "");
   const char *name = base_node->scalar;
   char *dir = tsl_dirname(path);
-  char *full = !dir ? NULL : name[0] == '/' ? tsl_strdup(name) : tsl_asprintf("%s/%s", dir, name);
+  /* beside a config in the working directory, as written (not "./name") */
+  char *full = !dir ? NULL : name[0] == '/' || !strcmp(dir, ".") ? tsl_strdup(name) : tsl_asprintf("%s/%s", dir, name);
   free(dir);
   if (!full) return TESSEL_E_NOMEM;
   struct stat sb;
@@ -77,6 +78,9 @@ static tsl_status apply_base(tsl_config *cfg, const char *path, int depth, char 
     goto fail;
   }
   TSL_TRY(st, merge_into(base_root, *root));
+  /* what the merged config lacks is the including file's to add: a missing
+  ** section is reported there, not in the shared base */
+  base_root->mark = (*root)->mark;
   tsl_node_free(*root);
   *root = base_root;
   base_root = NULL;
