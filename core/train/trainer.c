@@ -248,7 +248,7 @@ static tsl_status evaluate(trainer *t, double *val_loss) {
   TSL_TRY(st, tsl_comm_world_reduce(t->rt->comm, v, 2, TESSEL_SUM));
   *val_loss = v[0] / v[1];
   if (!isfinite(*val_loss)) { /* NaN is also "not evaluated" in a step report: never let it pass for that */
-    char where[1024];
+    char where[9216]; /* two paths of up to 4 KiB and the words around them */
     recovery(t, t->last_step, where, sizeof where);
     return tsl_error(TESSEL_E_NUMERIC,
                      "the validation loss became %s after step %lld: the weights that step made give non-finite "
@@ -284,7 +284,7 @@ static tsl_status one_step(trainer *t, int64_t step, tsl_step_report *r) {
   TSL_TRY(st, tsl_model_train_step(m));
   TSL_TRY(st, global_loss(t, tsl_model_dims(m)->micro_steps, &r->loss));
   if (!isfinite(r->loss)) {
-    char where[1024];
+    char where[9216]; /* two paths of up to 4 KiB and the words around them */
     recovery(t, step - 1, where, sizeof where);
     return tsl_error(TESSEL_E_NUMERIC, "the loss became %s at step %lld, so the run stopped before applying that step. %s",
                      isnan(r->loss) ? "NaN" : "infinite", (long long)step, where);
