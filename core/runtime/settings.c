@@ -138,8 +138,13 @@ static tsl_status read_data(tsl_cfg *root, tsl_settings *s) {
   tsl_status st = tsl_cfg_section(root, "data", 1, &d);
   if (st < 0) return st;
   keep(&st, tsl_cfg_string_list(d, "text", &s->data.text, &s->data.n_text));
-  keep(&st, derived_string(d, "dir", s->log.dir, "/data", &s->data.dir, NULL));
-  keep(&st, tsl_cfg_float(d, "val_fraction", 0.1, 0.0, 0.5, &s->data.val_fraction));
+  /* dir and val_fraction shape the preparation of 'text': beside 'train'
+  ** they take no default (a resolved config that printed them would be
+  ** refused when read again) and, given, are refused below */
+  int shards = s->data.n_text == 0 && tsl_cfg_has(d, "train");
+  if (!shards || tsl_cfg_has(d, "dir")) keep(&st, derived_string(d, "dir", s->log.dir, "/data", &s->data.dir, NULL));
+  if (!shards || tsl_cfg_has(d, "val_fraction"))
+    keep(&st, tsl_cfg_float(d, "val_fraction", 0.1, 0.0, 0.5, &s->data.val_fraction));
   keep(&st, tsl_cfg_file(d, "tokenizer", NULL, &s->data.tokenizer));
   char *dir = s->data.n_text > 0 && s->data.dir ? glob_literal(s->data.dir) : NULL;
   if (s->data.n_text > 0 && !dir) {

@@ -127,7 +127,7 @@ static void remove_leftovers(const tsl_settings *s) {
   if (tmp && tsl_path_exists(tmp) && unlink(tmp) == 0) n++;
   free(tmp);
   /* data.dir may be shared by other runs; only one inside our own directory is ours alone */
-  if (tsl_path_exists(s->data.dir) && inside(s->data.dir, s->log.dir)) n += sweep(s->data.dir, stale_file);
+  if (s->data.dir && tsl_path_exists(s->data.dir) && inside(s->data.dir, s->log.dir)) n += sweep(s->data.dir, stale_file);
   if (n) tsl_info("removed %d temporar%s left by an interrupted run", n, n == 1 ? "y" : "ies");
 }
 

@@ -124,5 +124,20 @@ for case in "tp2d 2 4" "tp3d 4 8"; do
     || fail "$name at $world ranks" "expected exit status 0 and a warning, got $rc: $(head -n 3 "$tmp/err")"
 done
 
+# (e) The resolved config `check` prints is what a run uses: checked again,
+# it passes. Shards given as data.train once printed data.dir and
+# val_fraction, which are refused beside train.
+$wrapper "$tessel" data prepare README.md -o "$tmp/shards" >/dev/null 2>&1 || fail "data prepare README.md" "failed"
+printf '%s\n' "model: {layers: 1, heads: 2, channels: 16, seq_len: 16}" \
+  "data: {train: \"$tmp/shards/train_*.bin\", val: \"$tmp/shards/val_*.bin\"}" "train: {steps: 1, batch_size: 2}" \
+  >"$tmp/shards.yaml"
+for cfg in configs/quickstart.yaml "$tmp/shards.yaml"; do
+  $wrapper "$tessel" check "$cfg" >"$tmp/resolved.yaml" 2>"$tmp/err" || fail "$cfg" "did not check: $(head -n 3 "$tmp/err")"
+  $wrapper "$tessel" check --quiet "$tmp/resolved.yaml" >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+  checked=$((checked + 1))
+  [ $rc -eq 0 ] || fail "$cfg, as check printed it" "expected exit 0, got $rc: $(head -n 3 "$tmp/err")"
+done
+
 echo "$checked config(s) checked, $failures failure(s)"
 [ $failures -eq 0 ]
