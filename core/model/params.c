@@ -64,6 +64,7 @@ static void declare(tsl_params *ps, const tsl_param_decl *d, const int64_t dim[T
   p->real_rows = d->ndim == 2 && d->dims[0] == TESSEL_DIM_VOCAB ? vocab_valid : in->shape[0];
   p->offset = TESSEL_NO_OFFSET;
   ps->total_numel += (uint64_t)in->shape[0] * (uint64_t)in->shape[1];
+  ps->real_numel += (uint64_t)p->real_rows * (uint64_t)in->shape[1];
   ps->n++;
 }
 

@@ -42,7 +42,8 @@ typedef struct tsl_params {
   int n;
   int unit_base[3];     /* first parameter of the embedding, block 0, head */
   int block_params;     /* parameters per block */
-  uint64_t total_numel; /* elements of the whole (logical) model */
+  uint64_t total_numel; /* elements of the whole (logical) model, a padded vocabulary's rows included */
+  uint64_t real_numel;  /* the same without those rows: the model's parameters, as saved and exported */
   uint64_t core_numel;  /* local elements in flat core storage */
 } tsl_params;
 

@@ -315,7 +315,7 @@ static void print_header(trainer *t) {
            "parameters",
            s->model.arch == TSL_ARCH_LLAMA ? "llama" : "gpt2", s->model.layers, s->model.heads, s->model.kv_heads,
            s->model.channels, s->model.ffn, s->model.seq_len, s->model.vocab_size,
-           (double)tsl_model_params(t->model)->total_numel / 1e6);
+           (double)tsl_model_params(t->model)->real_numel / 1e6);
   tsl_info("batch: %d sequences × %d tokens per step = %d data rank(s) × %d micro-batch(es) of %d", s->train.batch_size,
            s->model.seq_len, d->data_ranks, d->micro_steps, d->micro_batch);
   const tsl_cpus *c = &rt->world.cpus;

@@ -63,6 +63,18 @@ static void stats(const tsl_param *p, double *mean, double *sd) {
   free(v);
 }
 
+/* GPT-2 124M as transformers counts it (GPT2LMHeadModel's num_parameters():
+** 124,439,808, the tied head counted once); the 47 rows its vocabulary of
+** 50,257 is padded to inside tessel are not parameters of the model. The
+** start-up line once said 124.48M. */
+static void test_gpt2_124m_parameter_count(void) {
+  tsl_params ps;
+  REQUIRE(fixture_gpt2_params(&ps, 12, 768, 1024, 50257, 12, 12) == 0);
+  CHECK_EQ_INT(ps.real_numel, 124439808);
+  CHECK_EQ_INT(ps.total_numel, 124439808 + (50304 - 50257) * 768);
+  tsl_params_free(&ps);
+}
+
 static void test_gpt2_initialisation(void) {
   tsl_params ps;
   double mean, sd;
@@ -238,6 +250,7 @@ static void test_weight_decay_only_on_matrices(void) {
 
 int main(void) {
   RUN(test_gpt2_names_and_shapes);
+  RUN(test_gpt2_124m_parameter_count);
   RUN(test_gpt2_initialisation);
   RUN(test_init_is_layout_independent);
   RUN(test_unequal_runs_split_by_heads);
