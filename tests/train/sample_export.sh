@@ -12,6 +12,9 @@ case "$a" in "int "*) ;; *) fail "sample does not start with the prompt: $a" ;; 
 c=$("$TESSEL" sample "$CK" --prompt "int " --tokens 40 --temperature 1 --top-k 5 --seed 3)
 d=$("$TESSEL" sample "$CK" --prompt "int " --tokens 40 --temperature 1 --top-k 5 --seed 3)
 [ "$c" = "$d" ] || fail "seeded sampling is not reproducible"
+# top-k 1 keeps only the most likely token, whatever the temperature: greedy
+e=$("$TESSEL" sample "$CK" --prompt "int " --tokens 40 --temperature 1.5 --top-k 1 --seed 3)
+[ "$e" = "$a" ] || fail "top-k 1 is not greedy: '$e' against '$a'"
 # checkpoint.dir, or its `latest` file, stands for the checkpoint a resume
 # would pick (they were refused: ".../latest/trainer.json: Not a directory")
 for given in "$WORK/run/checkpoints" "$WORK/run/checkpoints/latest"; do
