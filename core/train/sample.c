@@ -137,11 +137,13 @@ tsl_status tsl_sample(const tsl_settings *given, tsl_tensor_fn src, void *src_ct
     tsl_token_vec_free(&prompt);
     return st;
   }
-  /* the model sees as much of the text as it is made for (model.positions,
-  ** as transformers' generate does), not only the seq_len it trained at;
-  ** and it runs over the longest context this sample reaches, not all of
-  ** that: every token is a forward over all of it, and an imported Llama 3
-  ** is made for 131072 positions */
+  /* the model sees as much of the text as it is made for (model.positions),
+  ** not only the seq_len it trained at: the last `positions` tokens, a
+  ** window that slides once the text is longer (GPT-2 has no position past
+  ** its table; transformers would run a Llama on, beyond what it was made
+  ** for). And it runs over the longest context this sample reaches, not all
+  ** of that: every token is a forward over all of it, and an imported Llama
+  ** 3 is made for 131072 positions */
   tsl_settings copy = *given;
   const tsl_settings *s = &copy;
   int64_t reach = (int64_t)prompt.n + o->tokens - 1;
