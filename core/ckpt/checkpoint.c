@@ -452,7 +452,6 @@ done:
   return st;
 }
 
-
 tsl_status tsl_ckpt_latest(const char *dir, char **path, int64_t *step) { return latest_of(dir, 1, path, step); }
 
 char *tsl_ckpt_intact_before(const char *dir, const char *damaged) {
