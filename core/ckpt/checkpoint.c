@@ -677,7 +677,6 @@ static int same_model(const tsl_model_settings *a, const tsl_model_settings *b) 
          a->rope_theta == b->rope_theta && a->norm_eps == b->norm_eps && a->tie_embeddings == b->tie_embeddings;
 }
 
-
 /* Load one state of one parameter from a file tensor. `optional`: a missing
 ** tensor leaves the state as it is (a private slot the checkpoint lacks). */
 static tsl_status load_state(tsl_model *m, const tsl_ckpt *c, tsl_st_file *f, int i, tessel_state_ref ref,

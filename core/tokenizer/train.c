@@ -280,7 +280,6 @@ static int by_stand_in(const void *x, const void *y) {
   return (a > b) - (a < b);
 }
 
-
 /* A special token must be UTF-8 (tokenizer.json is JSON text, and
 ** `tokenizers` refuses the file otherwise) and must not be the stand-in of
 ** a byte that is written as another character ("Ġ" is the space): it would
