@@ -48,6 +48,9 @@ typedef struct tsl_config tsl_config;
 ** TESSEL_E_IO (a config file that cannot be read); *out is NULL then. */
 tsl_status tsl_config_load(const char *path, const char *const *sets, int n_sets, tsl_config **out);
 void tsl_config_free(tsl_config *cfg);
+/* Whether `path` is one of the files the config was read from (the file
+** given, or a base: it includes), compared as real paths. */
+int tsl_config_reads(const tsl_config *cfg, const char *path);
 /* The root map. */
 tsl_cfg *tsl_config_root(const tsl_config *cfg);
 /* The file it was loaded from. */

@@ -305,6 +305,18 @@ tsl_status tsl_config_load(const char *path, const char *const *sets, int n_sets
   return TESSEL_OK;
 }
 
+int tsl_config_reads(const tsl_config *cfg, const char *path) {
+  char *want = realpath(path, NULL);
+  int found = 0;
+  for (int i = 0; want && i < cfg->n_files && !found; i++) { /* --set labels are no files: realpath fails */
+    char *have = realpath(cfg->files[i], NULL);
+    found = have && strcmp(have, want) == 0;
+    free(have);
+  }
+  free(want);
+  return found;
+}
+
 void tsl_config_free(tsl_config *cfg) {
   if (!cfg) return;
   tsl_node_free(cfg->root);

@@ -82,14 +82,22 @@ echo "ok: plan --write wrote $n configurations that tessel check accepts at 4 ra
 grep -q "best also holds 4 choice(s) of an earlier plan (.*03-.*), left as they are" "$WORK/write2.log" ||
   { cat "$WORK/write2.log" >&2; fail "the earlier plan's choices went unmentioned"; }
 [ "$(ls "$WORK/best" | wc -l)" -eq 6 ] || fail "the second plan --write changed what the folder holds: $(ls "$WORK/best")"
+# (nor one it includes as its base, and nothing is written before saying so)
 first=$(ls "$WORK/best"/01-*.yaml)
-set +e
-"$TESSEL" plan "$first" --world 4 --top 1 --write "$WORK/best" >"$WORK/write3.log" 2>&1
-rc=$?
-set -e
-[ $rc -eq 2 ] && grep -q "would replace $first, the config being planned" "$WORK/write3.log" ||
-  { cat "$WORK/write3.log" >&2; fail "planning from a written choice into its own folder: exit $rc"; }
-[ -s "$first" ] || fail "the config being planned was replaced"
+second=$(ls "$WORK/best"/02-*.yaml)
+cp "$first" "$WORK/first.before"
+cp "$second" "$WORK/second.before"
+printf 'base: %s\ntrain: {steps: 3}\n' "$second" >"$WORK/mine.yaml"
+for cfg in "$first" "$WORK/mine.yaml"; do
+  set +e
+  "$TESSEL" plan "$cfg" --world 4 --top 2 --write "$WORK/best" >"$WORK/write3.log" 2>&1
+  rc=$?
+  set -e
+  [ $rc -eq 2 ] && grep -q "would replace .*, which $cfg is read from, with a choice: write to another folder (nothing was written)" \
+    "$WORK/write3.log" || { cat "$WORK/write3.log" >&2; fail "planning $cfg into the folder of what it reads: exit $rc"; }
+  cmp -s "$first" "$WORK/first.before" && cmp -s "$second" "$WORK/second.before" ||
+    fail "planning $cfg replaced a file before refusing"
+done
 # a log.dir the config names: each written configuration gets its own below
 # it (they shared it, so running them in turn resumed the first's checkpoint)
 "$TESSEL" plan $g --world 4 --top 3 --write "$WORK/own" --set log.dir="$WORK/mine" >"$WORK/own.log" 2>&1 \

@@ -7,6 +7,7 @@
 
 #include "common/log.h"
 #include "common/util.h"
+#include "config/config.h"
 #include "plan/plan.h"
 
 /* Whether `path` begins as write_one begins a file: one a plan wrote. */
@@ -47,27 +48,30 @@ static void warn_earlier(const char *dir, char *const *paths, int n) {
              "every file there", dir, count, list, count > 8 ? ", ..." : "");
 }
 
-/* The file a choice would be written to must not be the config planned. */
-static tsl_status not_the_config(const tsl_plan *p, const char *path) {
-  char *a = realpath(path, NULL), *b = realpath(p->config, NULL);
-  int same = a && b && strcmp(a, b) == 0;
-  free(a);
-  free(b);
-  if (!same) return TESSEL_OK;
-  return tsl_error(TESSEL_E_CONFIG, "--write would replace %s, the config being planned, with a choice: write to "
-                   "another folder", p->config);
+/* No choice may be written over a file the planned config is read from:
+** the config itself or a base: it includes (an edited choice planned again
+** into its own folder). All are checked before anything is written. */
+static tsl_status no_input_replaced(const tsl_plan *p, int top, const char *dir) {
+  tsl_config *cfg = NULL;
+  tsl_status st = tsl_config_load(p->config, p->sets, p->n_sets, &cfg);
+  if (st < 0) return st;
+  const tsl_plan_cand *c;
+  for (int i = 0; i < top && st >= 0 && (c = tsl_plan_fitting(p, i)); i++) {
+    char *path = tsl_asprintf("%s/%02d-%s.yaml", dir, i + 1, c->strategy);
+    if (!path) st = TESSEL_E_NOMEM;
+    else if (tsl_config_reads(cfg, path))
+      st = tsl_error(TESSEL_E_CONFIG, "--write would replace %s, which %s is read from, with a choice: write to "
+                     "another folder (nothing was written)", path, p->config);
+    free(path);
+  }
+  tsl_config_free(cfg);
+  return st;
 }
 
 static tsl_status write_one(const tsl_plan *p, const tsl_plan_cand *c, int index, const char *dir, char **path) {
   char a[32];
   *path = tsl_asprintf("%s/%02d-%s.yaml", dir, index, c->strategy);
   if (!*path) return TESSEL_E_NOMEM;
-  tsl_status st = not_the_config(p, *path);
-  if (st < 0) {
-    free(*path);
-    *path = NULL;
-    return st;
-  }
   FILE *f = fopen(*path, "w");
   if (!f) return tsl_error(TESSEL_E_IO, "%s: cannot create", *path);
   fprintf(f, "# tessel plan, choice %d for %d rank(s): %s {%s}, mesh %s\n", index, p->world, c->strategy,
@@ -84,7 +88,8 @@ static tsl_status write_one(const tsl_plan *p, const tsl_plan_cand *c, int index
 }
 
 tsl_status tsl_plan_write(const tsl_plan *p, int top, const char *dir, char ***paths, int *n) {
-  tsl_status st = tsl_mkdir_p(dir);
+  tsl_status st = no_input_replaced(p, top, dir);
+  if (st >= 0) st = tsl_mkdir_p(dir);
   *n = 0;
   *paths = calloc((size_t)top, sizeof **paths);
   if (!*paths) return tsl_error(TESSEL_E_NOMEM, "out of host memory");
