@@ -210,8 +210,11 @@ static void recovery(const trainer *t, int64_t bad, char *buf, size_t cap) {
     return;
   }
   /* none seen good by this process (one resumed from the bad weights, say):
-  ** an older intact checkpoint of the directory may be */
-  char *older = t->last_ckpt ? tsl_ckpt_intact_before(t->rt->settings.ckpt.dir, t->last_ckpt) : NULL;
+  ** an older intact checkpoint beside those weights may be (in the
+  ** directory they are in: --resume may name another run's) */
+  char *dir = t->last_ckpt ? tsl_dirname(t->last_ckpt) : NULL;
+  char *older = dir ? tsl_ckpt_intact_before(dir, t->last_ckpt) : NULL;
+  free(dir);
   if (older)
     snprintf(buf + n, cap - n, "The newest checkpoint before it is %s; resume from it (tessel run --resume DIR) with "
              "%s.", older, remedy);

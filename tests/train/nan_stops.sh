@@ -19,9 +19,10 @@ grep -q "The newest checkpoint, $WORK/run/checkpoints/step_00000004, holds those
 [ "$(losses "$WORK/run/metrics.jsonl" | wc -l)" -eq 4 ] || fail "metrics should stop at step 4"
 
 # resumed from the bad weights, the run has seen none good: the one before
-# them on disk is named (it said none was left)
+# them, beside them, is named (it said none was left; then it looked in the
+# new run's own directory, not the one --resume named)
 set +e
-"$TESSEL" run "$WORK/tiny.yaml" --set log.dir="$WORK/run" --set checkpoint.every=2 --set plugin.path="$PLUGIN" \
+"$TESSEL" run "$WORK/tiny.yaml" --set log.dir="$WORK/other" --set checkpoint.every=2 --set plugin.path="$PLUGIN" \
   --set plugin.nan_at_step=1 --resume "$WORK/run/checkpoints/step_00000004" >"$WORK/again.out" 2>&1
 set -e
 grep -q "holds those weights. The newest checkpoint before it is $WORK/run/checkpoints/step_00000002;" "$WORK/again.out" ||
