@@ -77,6 +77,28 @@ for sig in INT TERM; do
   tail -n 1 "$WORK/launch$sig.log" | grep -q "^launch: the run stopped early with a checkpoint (exit status 75, not a failure)" ||
     { cat "$WORK/launch$sig.log" >&2; fail "SIG$sig to tessel launch: the last line does not say the stop was clean"; }
 done
+# launch killed outright (SIGKILL: nothing to pass on) or by a closed
+# terminal (SIGHUP): mpirun is told to stop by the kernel, or by launch,
+# and the ranks stop with a checkpoint (they trained on alone, holding the
+# directory's lock)
+for sig in KILL HUP; do
+  "$TESSEL" launch -n 2 "$WORK/tiny.yaml" ${common[*]} --set log.dir="$WORK/orphan$sig" --set train.steps=1000000 \
+    >"$WORK/orphan$sig.log" 2>&1 &
+  job=$!
+  for _ in $(seq 1 300); do
+    [ -f "$WORK/orphan$sig/metrics.jsonl" ] && [ "$(wc -l <"$WORK/orphan$sig/metrics.jsonl")" -ge 5 ] && break
+    sleep 0.1
+  done
+  kill -$sig $job
+  wait $job 2>/dev/null || true
+  for _ in $(seq 1 300); do
+    [ -z "$(pgrep -f -- "log.dir=$WORK/orphan$sig" || true)" ] && break
+    sleep 0.1
+  done
+  left=$(pgrep -f -- "log.dir=$WORK/orphan$sig" || true)
+  [ -z "$left" ] || { kill -KILL $left; fail "SIG$sig to tessel launch left its job running"; }
+  ls "$WORK/orphan$sig/checkpoints" | grep -q "^step_" || fail "SIG$sig to tessel launch: the job stopped without a checkpoint"
+done
 rm -rf "$WORK"
 echo "ok: SIGTERM to one rank stopped both at step $step (status 75 each, one checkpoint); resumed to $total bit-equal;" \
-  "SIGINT and SIGTERM to tessel launch end with 75 and a checkpoint"
+  "SIGINT and SIGTERM to tessel launch end with 75 and a checkpoint; SIGKILL and SIGHUP to it stop the job too"

@@ -22,7 +22,7 @@ const tsl_command tsl_cmd_launch = {
     "With at least N CPUs available to it (its affinity mask: taskset, a cgroup, Slurm), each rank is bound\n"
     "to its own equal part of them and runs that many threads; with fewer, the ranks are left unbound\n"
     "(--oversubscribe) and share the CPUs, one thread each. Adds --allow-run-as-root when run as root.\n"
-    "Ctrl-C, SIGTERM or SIGUSR1 stop the run after its step with a checkpoint (exit status 75; mpirun gets\n"
+    "Ctrl-C, SIGTERM, SIGUSR1 or SIGHUP stop the run after its step with a checkpoint (exit status 75; mpirun gets\n"
     "SIGUSR1, which it forwards to every rank); a second Ctrl-C aborts. Exits with mpirun's status.\n"
     "For several machines use mpirun or srun directly (docs/cluster.md).\n\n"
     "  -n N   number of ranks\n",
@@ -46,16 +46,18 @@ static void forward(int sig) {
 ** input is /dev/null, since a background group reading the terminal would
 ** be stopped) and return its exit status. */
 static int supervise(char **args) {
-  struct sigaction sa = {.sa_handler = forward}, old[3];
-  static const int sigs[3] = {SIGINT, SIGTERM, SIGUSR1};
+  /* SIGHUP too: a closed terminal or ssh session stops the job (mpirun is
+  ** in its own group, so it would not hear it) */
+  struct sigaction sa = {.sa_handler = forward}, old[4];
+  static const int sigs[4] = {SIGINT, SIGTERM, SIGUSR1, SIGHUP};
   sigemptyset(&sa.sa_mask);
-  for (int i = 0; i < 3; i++) sigaction(sigs[i], &sa, &old[i]);
-  pid_t pid = fork();
+  for (int i = 0; i < 4; i++) sigaction(sigs[i], &sa, &old[i]);
+  pid_t parent = getpid(), pid = fork();
   if (pid == 0) {
     int null = open("/dev/null", O_RDONLY);
     if (null >= 0) dup2(null, 0);
-    setpgid(0, 0);
-    for (int i = 0; i < 3; i++) sigaction(sigs[i], &old[i], NULL);
+    tsl_spawn_detach(parent); /* mpirun passes the stop on to every rank */
+    for (int i = 0; i < 4; i++) sigaction(sigs[i], &old[i], NULL);
     execvp(args[0], args);
     fprintf(stderr, "error: cannot start mpirun: %s (install openmpi-bin)\n", strerror(errno));
     _exit(TSL_EXIT_FAILURE);
@@ -71,7 +73,7 @@ static int supervise(char **args) {
     rc = tsl_exit_status(status);
   }
   mpirun_pid = 0;
-  for (int i = 0; i < 3; i++) sigaction(sigs[i], &old[i], NULL);
+  for (int i = 0; i < 4; i++) sigaction(sigs[i], &old[i], NULL);
   return rc;
 }
 

@@ -95,6 +95,12 @@ static void pass_on(int sig) {
   if (child_pid > 0) kill(child_pid, stop_count++ ? SIGINT : SIGUSR1);
 }
 
+void tsl_spawn_detach(pid_t parent) {
+  setpgid(0, 0);
+  prctl(PR_SET_PDEATHSIG, SIGUSR1);
+  if (getppid() != parent) _exit(128 + SIGUSR1); /* it died before the line above */
+}
+
 int tsl_spawn_stopped(void) { return stop_signal; }
 
 int tsl_spawn_stop_report(const char *command) {
@@ -113,13 +119,7 @@ int tsl_spawn_wait(char **argv, const char *log_path) {
   for (int i = 0; i < 4; i++) sigaction(sigs[i], &sa, &old[i]);
   pid_t parent = getpid(), pid = fork();
   if (pid == 0) {
-    /* its own process group: a terminal's Ctrl-C reaches only this process,
-    ** which passes it on once (twice would abort the run). And a stop when
-    ** this process dies however it dies (SIGKILL, Ctrl-\), so that the
-    ** child never trains on alone */
-    setpgid(0, 0);
-    prctl(PR_SET_PDEATHSIG, SIGUSR1);
-    if (getppid() != parent) _exit(128 + SIGUSR1); /* it died before the line above */
+    tsl_spawn_detach(parent);
     for (int i = 0; i < 4; i++) sigaction(sigs[i], &old[i], NULL);
     dup2(fd, 1);
     dup2(fd, 2);

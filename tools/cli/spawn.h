@@ -6,6 +6,7 @@
 #define TSL_SPAWN_H
 
 #include <stddef.h>
+#include <sys/types.h>
 
 /* argv for running `tessel run ARGS...` on `ranks` local ranks: mpirun
 ** when ranks > 1 or `launcher` is set, else the program itself. Under
@@ -30,6 +31,11 @@ int tsl_exit_status(int wait_status);
 ** child trains on alone; after a stop nothing more is started (the return
 ** is 128 + that signal). */
 int tsl_spawn_wait(char **argv, const char *log_path);
+/* In a child just forked from `parent`: its own process group (a
+** terminal's Ctrl-C then reaches only the parent, which passes it on once:
+** twice would abort a run), and a stop (SIGUSR1) when the parent dies
+** however it dies (SIGKILL, Ctrl-\), so that no child trains on alone. */
+void tsl_spawn_detach(pid_t parent);
 /* The signal that stopped this command while it ran children, or 0. */
 int tsl_spawn_stopped(void);
 /* Say that `command` was stopped (the results of its stopped children are
