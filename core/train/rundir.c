@@ -210,7 +210,7 @@ static tsl_status claim(const tsl_settings *s, tsl_run_dir *d) {
     d->made_deep[d->n_made++] = missing_levels(dirs[i]);
   }
   TSL_TRY(st, lock_dir(s->log.dir, "log.dir", &d->fds[d->n]));
-  d->n++;
+  d->locked[d->n++] = tsl_strdup(s->log.dir);
   TSL_TRY(st, check_writable(s));
   /* one directory for both is one lock: a second flock of it would refuse us */
   char *a = realpath(s->log.dir, NULL), *b = realpath(s->ckpt.dir, NULL);
@@ -219,7 +219,7 @@ static tsl_status claim(const tsl_settings *s, tsl_run_dir *d) {
   free(b);
   if (!same) {
     TSL_TRY(st, lock_dir(s->ckpt.dir, "checkpoint.dir", &d->fds[d->n]));
-    d->n++;
+    d->locked[d->n++] = tsl_strdup(s->ckpt.dir);
   }
   remove_leftovers(s); /* before counting free space: a crash can leave a whole checkpoint behind */
   return check_room(s);
@@ -236,15 +236,27 @@ tsl_status tsl_run_dir_open(tsl_runtime *rt, tsl_run_dir *d) {
 }
 
 void tsl_run_dir_close(tsl_run_dir *d) {
-  for (int i = 0; i < d->n; i++)
+  for (int i = 0; i < d->n; i++) {
     if (d->fds[i] >= 0) close(d->fds[i]);
+    free(d->locked[i]);
+    d->locked[i] = NULL;
+  }
   d->n = 0;
   for (int i = 0; i < d->n_made; i++) free(d->made[i]);
   d->n_made = 0;
 }
 
+/* Whether this run holds the lock of `dir`: a directory another run took
+** first (both saw it missing; that run won its lock) is that run's. */
+static int holds(const tsl_run_dir *d, const char *dir) {
+  for (int i = 0; i < d->n; i++)
+    if (d->locked[i] && strcmp(d->locked[i], dir) == 0) return 1;
+  return 0;
+}
+
 void tsl_run_dir_abandon(tsl_run_dir *d) {
-  for (int i = d->n_made - 1; i >= 0 && d->n > 0; i--) { /* checkpoint.dir first: it may be inside log.dir */
+  for (int i = d->n_made - 1; i >= 0; i--) { /* checkpoint.dir first: it may be inside log.dir */
+    if (!holds(d, d->made[i])) continue;
     char *lock = tsl_asprintf("%s/" LOCK_NAME, d->made[i]);
     if (lock) unlink(lock);
     free(lock);

@@ -23,7 +23,8 @@
 #include "runtime/runtime.h"
 
 typedef struct tsl_run_dir {
-  int fds[2]; /* the held lock files, -1 when unused */
+  int fds[2];       /* the held lock files, -1 when unused */
+  char *locked[2];  /* the directories whose locks they are */
   int n;
   char *made[2];   /* the directories this run created (log.dir, then checkpoint.dir) */
   int made_deep[2]; /* how many levels of each it created: 2 when its parent was new too */
