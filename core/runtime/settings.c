@@ -7,6 +7,7 @@
 #include "settings.h"
 
 #include <errno.h>
+#include <float.h>
 #include <glob.h>
 #include <math.h>
 #include <stdio.h>
@@ -295,10 +296,10 @@ static tsl_status read_optimizer(tsl_cfg *root, tsl_settings *s) {
   keep(&st, tsl_cfg_float(o, "beta2", 0.95, 0.0, 0.999999, &s->optim.beta2));
   tsl_status eps = tsl_cfg_float(o, "eps", 1e-8, 0.0, 1.0, &s->optim.eps);
   keep(&st, eps);
-  if (eps >= 0 && s->optim.eps == 0)
-    keep(&st, tsl_cfg_error(o, "eps", "0 makes AdamW divide 0 by 0 wherever a gradient is exactly zero (the "
-                            "embedding row of a token the batches never hold), and those weights NaN: use a small "
-                            "positive eps such as 1e-8"));
+  if (eps >= 0 && s->optim.eps < FLT_MIN) /* the kernels compute in fp32, where such an eps is 0 */
+    keep(&st, tsl_cfg_error(o, "eps", "%g is 0 to AdamW's fp32 arithmetic, which then divides 0 by 0 wherever a "
+                            "gradient is exactly zero (the embedding row of a token the batches never hold), and "
+                            "those weights become NaN: use a small positive eps such as 1e-8", s->optim.eps));
   keep(&st, tsl_cfg_float(o, "weight_decay", 0.1, 0.0, 10.0, &s->optim.weight_decay));
   keep(&st, tsl_cfg_float(o, "grad_clip", 1.0, 0.0, INFINITY, &s->optim.grad_clip));
   if (lr >= 0 && min_lr >= 0 && s->optim.min_lr > s->optim.lr)
