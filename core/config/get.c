@@ -154,9 +154,10 @@ static int parse_float(const char *s, double *out) {
 }
 
 static tsl_status range_error_int(tsl_cfg *map, const char *key, const char *v, int64_t min, int64_t max,
-                                  int beyond) {
-  /* past int64 itself on the open side: "at least 0" would not say why */
-  if (beyond && (max == INT64_MAX || min == INT64_MIN))
+                                  int beyond, int64_t x) {
+  /* past int64 itself on a side the range leaves open ("at least 0, got
+  ** 9223372036854775808" would not say why); x is then int64's limit */
+  if (beyond && ((x == INT64_MAX && max == INT64_MAX) || (x == INT64_MIN && min == INT64_MIN)))
     return tsl_cfg_error(map, key, "%s is out of range: a 64-bit integer holds %" PRId64 " to %" PRId64, v, INT64_MIN,
                          INT64_MAX);
   if (min == INT64_MIN) return tsl_cfg_error(map, key, "must be at most %" PRId64 ", got %s", max, v);
@@ -181,7 +182,7 @@ tsl_status tsl_cfg_int(tsl_cfg *map, const char *key, int64_t dflt, int64_t min,
   *out = dflt; /* what a reader that goes on after the mistake sees */
   int parsed = v->quoted ? -1 : parse_int(v->scalar, &x);
   if (parsed < 0) return tsl_cfg_error(map, key, "expected an integer, got %s'%s'", quoted_note(v), v->scalar);
-  if (parsed > 0 || x < min || x > max) return range_error_int(map, key, v->scalar, min, max, parsed > 0);
+  if (parsed > 0 || x < min || x > max) return range_error_int(map, key, v->scalar, min, max, parsed > 0, x);
   *out = x;
   return TESSEL_OK;
 }

@@ -45,6 +45,8 @@ static void test_int(void) {
   CHECK_ERROR(tsl_cfg_int(n, "big", 0, 0, INT64_MAX, &v),
               "%s:4:8: n.big: 99999999999999999999 is out of range: a 64-bit integer holds", p);
   CHECK_ERROR(tsl_cfg_int(n, "big", 0, 0, 10, &v), "%s:4:8: n.big: must be between 0 and 10, got 99999999999999999999", p);
+  /* past int64 on the bounded side: the bound is the answer */
+  CHECK_ERROR(tsl_cfg_int(n, "big", 0, INT64_MIN, 10, &v), "%s:4:8: n.big: must be at most 10, got 99999999999999999999", p);
   CHECK_ERROR(tsl_cfg_int(n, "word", 0, 0, 10, &v), "%s:5:9: n.word: expected an integer, got 'abc'", p);
   CHECK_ERROR(tsl_cfg_int(n, "frac", 0, 0, 10, &v), "%s:7:9: n.frac: expected an integer, got '1.5'", p);
   CHECK_ERROR(tsl_cfg_int(n, "lst", 0, 0, 10, &v), "%s:8:8: n.lst: expected an integer, got a list", p);
