@@ -24,7 +24,7 @@ static int written_by_plan(const char *path) {
 ** dir, among `paths`' n names or not), said in a warning: beside this
 ** plan's, comparing every file there would mix two plans. Not removed: one
 ** may be the config just planned, or a choice the user edited. */
-static void warn_earlier(const char *dir, char *const *paths, int n) {
+static void warn_earlier(const tsl_config *cfg, const char *dir, char *const *paths, int n) {
   DIR *d = opendir(dir);
   if (!d) return;
   char list[1024] = "";
@@ -38,7 +38,7 @@ static void warn_earlier(const char *dir, char *const *paths, int n) {
     char *path = tsl_asprintf("%s/%s", dir, e->d_name);
     int ours = 0;
     for (int i = 0; path && i < n; i++) ours |= strcmp(paths[i], path) == 0;
-    if (path && !ours && written_by_plan(path) && ++count <= 8)
+    if (path && !ours && !tsl_config_reads(cfg, path) && written_by_plan(path) && ++count <= 8)
       snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", count > 1 ? ", " : "", e->d_name);
     free(path);
   }
@@ -51,10 +51,8 @@ static void warn_earlier(const char *dir, char *const *paths, int n) {
 /* No choice may be written over a file the planned config is read from:
 ** the config itself or a base: it includes (an edited choice planned again
 ** into its own folder). All are checked before anything is written. */
-static tsl_status no_input_replaced(const tsl_plan *p, int top, const char *dir) {
-  tsl_config *cfg = NULL;
-  tsl_status st = tsl_config_load(p->config, p->sets, p->n_sets, &cfg);
-  if (st < 0) return st;
+static tsl_status no_input_replaced(const tsl_plan *p, const tsl_config *cfg, int top, const char *dir) {
+  tsl_status st = TESSEL_OK;
   const tsl_plan_cand *c;
   for (int i = 0; i < top && st >= 0 && (c = tsl_plan_fitting(p, i)); i++) {
     char *path = tsl_asprintf("%s/%02d-%s.yaml", dir, i + 1, c->strategy);
@@ -64,7 +62,6 @@ static tsl_status no_input_replaced(const tsl_plan *p, int top, const char *dir)
                      "another folder (nothing was written)", path, p->config);
     free(path);
   }
-  tsl_config_free(cfg);
   return st;
 }
 
@@ -88,17 +85,20 @@ static tsl_status write_one(const tsl_plan *p, const tsl_plan_cand *c, int index
 }
 
 tsl_status tsl_plan_write(const tsl_plan *p, int top, const char *dir, char ***paths, int *n) {
-  tsl_status st = no_input_replaced(p, top, dir);
+  tsl_config *cfg = NULL; /* what the plan read: never written over, never called an earlier plan's */
+  tsl_status st = tsl_config_load(p->config, p->sets, p->n_sets, &cfg);
+  if (st >= 0) st = no_input_replaced(p, cfg, top, dir);
   if (st >= 0) st = tsl_mkdir_p(dir);
   *n = 0;
   *paths = calloc((size_t)top, sizeof **paths);
-  if (!*paths) return tsl_error(TESSEL_E_NOMEM, "out of host memory");
+  if (!*paths) st = tsl_error(TESSEL_E_NOMEM, "out of host memory");
   const tsl_plan_cand *c;
   while (*n < top && st >= 0 && (c = tsl_plan_fitting(p, *n))) {
     st = write_one(p, c, *n + 1, dir, &(*paths)[*n]);
     if ((*paths)[*n]) printf("wrote %s\n", (*paths)[(*n)++]);
   }
   if (st >= 0 && *n == 0) printf("nothing to write: no candidate fits\n");
-  if (st >= 0) warn_earlier(dir, *paths, *n);
+  if (st >= 0) warn_earlier(cfg, dir, *paths, *n);
+  tsl_config_free(cfg);
   return st;
 }
