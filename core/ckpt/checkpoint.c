@@ -722,6 +722,20 @@ tsl_status tsl_ckpt_fits(const tsl_runtime *rt, const tsl_ckpt *c) {
   return TESSEL_OK;
 }
 
+tsl_status tsl_ckpt_damaged(const char *dir, const char *path, tsl_status st) {
+  char *why = tsl_strdup(tsl_error_message());
+  char *older = why ? tsl_ckpt_intact_before(dir, path) : NULL;
+  if (older)
+    st = tsl_error(st, "resuming from %s: %s\nThe newest intact checkpoint before it is %s: go on from there with "
+                   "`tessel run CONFIG --resume %s` (the steps after it are trained again), or move the damaged "
+                   "one away", path, why ? why : "", older, older);
+  else
+    st = tsl_error(st, "resuming from %s: %s\nNo older checkpoint there is intact", path, why ? why : "");
+  free(older);
+  free(why);
+  return st;
+}
+
 tsl_status tsl_ckpt_check_resume(const tsl_runtime *rt) {
   char *path = NULL;
   int64_t step;
@@ -733,6 +747,8 @@ tsl_status tsl_ckpt_check_resume(const tsl_runtime *rt) {
   if (st >= 0) {
     st = tsl_ckpt_fits(rt, &c);
     tsl_ckpt_close(&c);
+  } else if (st == TESSEL_E_IO) {
+    st = tsl_ckpt_damaged(rt->settings.ckpt.dir, path, st); /* what the run would say */
   } else {
     tsl_error_wrap(st, "the run would resume from %s", path);
   }

@@ -86,6 +86,10 @@ tsl_status tsl_ckpt_restore(tsl_model *m, const tsl_ckpt *c);
 ** differing key named at its position) and the same kind of data
 ** (tokenizer). What tsl_ckpt_restore checks first. */
 tsl_status tsl_ckpt_fits(const tsl_runtime *rt, const tsl_ckpt *c);
+/* The error st (set) of a damaged checkpoint `path` that a run would
+** resume from, told with the newest intact one before it in `dir` to go on
+** from, or that there is none. Returns st. */
+tsl_status tsl_ckpt_damaged(const char *dir, const char *path, tsl_status st);
 /* What `tessel check` can say of the resume a run would make: under
 ** checkpoint.resume auto, the newest checkpoint in checkpoint.dir (if any)
 ** opens and fits (tsl_ckpt_fits). */

@@ -155,16 +155,7 @@ static tsl_status resume(trainer *t) {
     goto fail;
   }
   if (st == TESSEL_E_IO && !t->opts.resume_dir) { /* a damaged newest checkpoint: name one to go on from */
-    char *why = tsl_strdup(tsl_error_message());
-    char *older = why ? tsl_ckpt_intact_before(s->ckpt.dir, path) : NULL;
-    if (older)
-      st = tsl_error(st, "resuming from %s: %s\nThe newest intact checkpoint before it is %s: go on from there with "
-                     "`tessel run CONFIG --resume %s` (the steps after it are trained again), or move the damaged "
-                     "one away", path, why ? why : "", older, older);
-    else
-      st = tsl_error(st, "resuming from %s: %s\nNo older checkpoint there is intact", path, why ? why : "");
-    free(older);
-    free(why);
+    st = tsl_ckpt_damaged(s->ckpt.dir, path, st);
     goto fail;
   }
   if (st < 0) {

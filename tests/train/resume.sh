@@ -57,6 +57,13 @@ set -e
 [ $rc -eq 1 ] || fail "resuming from a damaged checkpoint exited $rc, expected 1: $(cat "$WORK/damaged.log")"
 grep -qF "The newest intact checkpoint before it is $WORK/resumed/checkpoints/step_00000005: go on from there with \`tessel run CONFIG --resume $WORK/resumed/checkpoints/step_00000005\`" \
   "$WORK/damaged.log" || fail "the refusal does not name step 5 to go on from: $(cat "$WORK/damaged.log")"
+# and `tessel check` says what the run would
+set +e
+"$TESSEL" check "$WORK/tiny.yaml" --quiet --set log.dir="$WORK/resumed" --set train.steps=14 >/dev/null 2>"$WORK/check_damaged.log"
+rc=$?
+set -e
+[ $rc -eq 1 ] && grep -qF "The newest intact checkpoint before it is $WORK/resumed/checkpoints/step_00000005" \
+  "$WORK/check_damaged.log" || fail "check of a run that would resume from a damaged checkpoint: exit $rc, $(cat "$WORK/check_damaged.log")"
 "$TESSEL" run "$WORK/tiny.yaml" --set log.dir="$WORK/resumed" --set train.steps=14 \
   --resume "$WORK/resumed/checkpoints/step_00000005" >/dev/null 2>&1 || fail "--resume with the intact checkpoint failed"
 rm -rf "$WORK"
