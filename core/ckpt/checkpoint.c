@@ -15,6 +15,7 @@
 #include "common/atomic_file.h"
 #include "common/log.h"
 #include "common/util.h"
+#include "config/config.h"
 #include "optim/optim.h"
 #include "tokenizer/tokenizer.h"
 
@@ -706,20 +707,25 @@ tsl_status tsl_ckpt_fits(const tsl_runtime *rt, const tsl_ckpt *c) {
                                                             "(model.init_from)"));
   }
   const tsl_tokenizer *t = rt->tokenizer;
+  char why[16384] = "";
   if (t && c->tokenizer && tsl_tokenizer_hash(t) != c->tokenizer_hash)
-    return tsl_error(TESSEL_E_CONFIG, "checkpoint %s was trained with tokenizer %016" PRIx64 " (%s); this run's "
-                     "tokenizer %s is %016" PRIx64, c->path, c->tokenizer_hash, c->tokenizer, tsl_tokenizer_name(t),
-                     tsl_tokenizer_hash(t));
+    snprintf(why, sizeof why, "checkpoint %s was trained with tokenizer %016" PRIx64 " (%s); this run's tokenizer %s "
+             "is %016" PRIx64 ": resume with the one it was trained with, or start a new run elsewhere", c->path,
+             c->tokenizer_hash, c->tokenizer, tsl_tokenizer_name(t), tsl_tokenizer_hash(t));
   /* byte-level data against a tokenizer's, either way round: the ids mean
   ** other things. A step-0 checkpoint without one (imported from a model
   ** directory that had none) says nothing about its data. */
-  if (c->step > 0 && !t != !c->tokenizer)
-    return tsl_error(TESSEL_E_CONFIG, "checkpoint %s was trained on %s%s; this run's data is %s%s: a token id means "
-                     "another thing in each, so it cannot resume there (prepare the data as the checkpoint's was)",
-                     c->path, c->tokenizer ? "shards made with the tokenizer " : "byte-level shards",
-                     c->tokenizer ? c->tokenizer : "", t ? "made with the tokenizer " : "byte-level",
-                     t ? tsl_tokenizer_name(t) : "");
-  return TESSEL_OK;
+  else if (c->step > 0 && !t != !c->tokenizer)
+    snprintf(why, sizeof why, "checkpoint %s was trained on %s%s; this run's data is %s%s: a token id means another "
+             "thing in each, so it cannot resume there (prepare the data as the checkpoint's was)", c->path,
+             c->tokenizer ? "shards made with the tokenizer " : "byte-level shards", c->tokenizer ? c->tokenizer : "",
+             t ? "made with the tokenizer " : "byte-level", t ? tsl_tokenizer_name(t) : "");
+  if (!why[0]) return TESSEL_OK;
+  /* the config's mistake, at data.tokenizer (or the data section) */
+  tsl_cfg *data = NULL;
+  if (rt->config) tsl_cfg_section(tsl_config_root(rt->config), "data", 0, &data);
+  if (!data) return tsl_error(TESSEL_E_CONFIG, "%s", why);
+  return tsl_cfg_error(data, tsl_cfg_has(data, "tokenizer") ? "tokenizer" : NULL, "%s", why);
 }
 
 tsl_status tsl_ckpt_damaged(const char *dir, const char *path, tsl_status st) {

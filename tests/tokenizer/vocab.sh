@@ -111,7 +111,8 @@ expect_refused 2 "$LLAMA has 512 tokens" "vocabulary is 1024" -- "$TESSEL" sampl
 # resuming under another tokenizer of the same size is refused, naming both
 sed 's/"<|endoftext|>"/"<|end_of_text|>"/' $GPT2 >"$WORK/renamed.json"
 "$TESSEL" data prepare "core/config/*.c" -o "$WORK/renamed" --tokenizer "$WORK/renamed.json" >/dev/null || fail "prepare renamed"
-expect_refused 2 "was trained with tokenizer $(hash_of $GPT2)" "$(hash_of "$WORK/renamed.json")" -- \
+expect_refused 2 "was trained with tokenizer $(hash_of $GPT2)" "$(hash_of "$WORK/renamed.json")" \
+  ":1:7: data: checkpoint" "resume with the one it was trained with" -- \
   "$TESSEL" run "$WORK/base.yaml" --set log.dir="$WORK/ok" --set "data.train=$WORK/renamed/train_*.bin" \
   --set train.steps=4
 # a damaged stored tokenizer is caught by the checkpoint's checksums
