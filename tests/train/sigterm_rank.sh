@@ -53,15 +53,20 @@ cmp -s "$WORK/a" "$WORK/b" || fail "the resumed losses differ from the run that 
 # SIGUSR1 mpirun forwards to every rank (SIGINT or SIGTERM to mpirun itself
 # kills the ranks a second later, and mpirun exited 1 though the ranks had
 # stopped with 75), so the job ends with 75 and a checkpoint
-for sig in INT TERM; do
-  "$TESSEL" launch -n 2 "$WORK/tiny.yaml" ${common[*]} --set log.dir="$WORK/launch$sig" --set train.steps=1000000 \
-    >"$WORK/launch$sig.log" 2>&1 &
+# launch_and_signal NAME SIG: `tessel launch -n 2` into $WORK/NAME, sent SIG
+# once it has taken 5 steps; its pid in $job
+launch_and_signal() {
+  "$TESSEL" launch -n 2 "$WORK/tiny.yaml" ${common[*]} --set log.dir="$WORK/$1" --set train.steps=1000000 \
+    >"$WORK/$1.log" 2>&1 &
   job=$!
   for _ in $(seq 1 300); do
-    [ -f "$WORK/launch$sig/metrics.jsonl" ] && [ "$(wc -l <"$WORK/launch$sig/metrics.jsonl")" -ge 5 ] && break
+    [ -f "$WORK/$1/metrics.jsonl" ] && [ "$(wc -l <"$WORK/$1/metrics.jsonl")" -ge 5 ] && break
     sleep 0.1
   done
-  kill -$sig $job
+  kill -"$2" $job
+}
+for sig in INT TERM; do
+  launch_and_signal "launch$sig" $sig
   set +e
   wait $job
   rc=$?
@@ -82,14 +87,7 @@ done
 # and the ranks stop with a checkpoint (they trained on alone, holding the
 # directory's lock)
 for sig in KILL HUP; do
-  "$TESSEL" launch -n 2 "$WORK/tiny.yaml" ${common[*]} --set log.dir="$WORK/orphan$sig" --set train.steps=1000000 \
-    >"$WORK/orphan$sig.log" 2>&1 &
-  job=$!
-  for _ in $(seq 1 300); do
-    [ -f "$WORK/orphan$sig/metrics.jsonl" ] && [ "$(wc -l <"$WORK/orphan$sig/metrics.jsonl")" -ge 5 ] && break
-    sleep 0.1
-  done
-  kill -$sig $job
+  launch_and_signal "orphan$sig" $sig
   wait $job 2>/dev/null || true
   for _ in $(seq 1 300); do
     [ -z "$(pgrep -f -- "log.dir=$WORK/orphan$sig" || true)" ] && break
