@@ -192,7 +192,7 @@ static tsl_status global_loss(trainer *t, int micro_steps, double *loss) {
 static void recovery(const trainer *t, int64_t bad, char *buf, size_t cap) {
   static const char *const remedy = "a lower optimizer.lr or a tighter optimizer.grad_clip";
   size_t n = 0;
-  if (t->last_ckpt && t->ckpt_step >= bad && t->last_ckpt != t->good_ckpt)
+  if (t->last_ckpt && t->ckpt_step >= bad)
     n = (size_t)snprintf(buf, cap, "The newest checkpoint, %s, holds those weights. ", t->last_ckpt);
   if (n >= cap) return;
   if (t->good_ckpt && tsl_path_exists(t->good_ckpt)) {
@@ -217,11 +217,12 @@ static void recovery(const trainer *t, int64_t bad, char *buf, size_t cap) {
   free(older);
 }
 
-/* A finite loss at `step` proves the checkpoint of the step before good. */
+/* A finite loss at `step` proves the checkpoint of the step before good
+** (a copy of its path: NULL after a failed copy, so nothing is named). */
 static void confirm(trainer *t, int64_t step) {
-  if (!t->last_ckpt || t->ckpt_step != step - 1 || t->good_ckpt == t->last_ckpt) return;
+  if (!t->last_ckpt || t->ckpt_step != step - 1) return;
   free(t->good_ckpt);
-  t->good_ckpt = t->last_ckpt; /* shared until the next save replaces last_ckpt */
+  t->good_ckpt = tsl_strdup(t->last_ckpt);
 }
 
 static tsl_status evaluate(trainer *t, double *val_loss) {
@@ -258,7 +259,7 @@ static tsl_status save(trainer *t, int64_t step) {
   char *path = NULL;
   tsl_status st = tsl_ckpt_save(t->model, step, &path);
   if (st < 0) return st;
-  if (t->last_ckpt != t->good_ckpt) free(t->last_ckpt);
+  free(t->last_ckpt);
   t->last_ckpt = path;
   t->ckpt_step = t->last_saved = step;
   tsl_report_line(&t->report, "checkpoint: %s", path);
@@ -499,7 +500,7 @@ void tsl_trainer_close(tsl_trainer *t) {
   tsl_reporter_close(&t->report);
   tsl_data_close(&t->data);
   tsl_model_destroy(t->model);
-  if (t->good_ckpt != t->last_ckpt) free(t->good_ckpt);
+  free(t->good_ckpt);
   free(t->last_ckpt);
   free(t->log_error);
   free(t);
