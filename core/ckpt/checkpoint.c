@@ -259,7 +259,10 @@ static char *temporary_dir(const char *dir, int64_t step) {
 ** highest steps once removed the new run's own checkpoints for them).
 ** Each is first renamed to a temporary's name and then removed: a crash
 ** while its files go leaves a leftover the next start sweeps away, never
-** a step_N that looks whole and is not. */
+** a step_N that looks whole and is not. A step that cannot be removed is
+** a warning, not a failure: the new checkpoint is written and tracked by
+** then, and stopping the run for an old one's files (as HF Trainer and
+** Megatron do not) would lose the steps until the next start. */
 static tsl_status prune(const char *dir, int keep, int64_t just_saved) {
   int64_t *steps;
   tsl_status st = TESSEL_OK;
@@ -268,9 +271,16 @@ static tsl_status prune(const char *dir, int keep, int64_t just_saved) {
     if (steps[i] > just_saved || kept++ < keep) continue;
     char *path = tsl_asprintf("%s/step_%08lld", dir, (long long)steps[i]);
     char *doomed = temporary_dir(dir, steps[i]);
-    if (!path || !doomed) st = TESSEL_E_NOMEM;
-    else if (rename(path, doomed) != 0) st = tsl_error(TESSEL_E_IO, "%s: cannot remove: %s", path, strerror(errno));
-    else st = tsl_remove_tree(doomed);
+    if (!path || !doomed) {
+      st = TESSEL_E_NOMEM;
+    } else if (rename(path, doomed) != 0) {
+      tsl_log(TESSEL_LOG_WARN, "checkpoint.keep: cannot remove the old checkpoint %s: %s. It stays and the run goes "
+              "on; remove it by hand.", path, strerror(errno));
+    } else if (tsl_remove_tree(doomed) < 0) {
+      tsl_log(TESSEL_LOG_WARN, "checkpoint.keep: the old checkpoint %s was only partly removed: %s. The run goes "
+              "on; what is left is removed when a run next starts in %s.", path, tsl_error_message(), dir);
+      tsl_error_clear();
+    }
     free(path);
     free(doomed);
   }

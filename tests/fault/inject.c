@@ -16,6 +16,10 @@
 **                                  between two steps of a save)
 **   TESSEL_FAULT=kill-after-remove:TEXT   the same after removing a path
 **                                  that contains TEXT
+**   TESSEL_FAULT=deny-rename:TEXT  renaming a path there whose old name
+**                                  contains TEXT fails with EACCES
+**   TESSEL_FAULT=deny-remove:TEXT  removing a path there that contains
+**                                  TEXT fails with EACCES
 **
 ** It wraps the calls tessel's own code makes (write, pwrite, fallocate,
 ** mkdir, open, openat, statvfs); stdio's internal writes are not seen, which is fine:
@@ -34,7 +38,7 @@
 #include <sys/types.h>
 #include <unistd.h>
 
-enum { NONE, ENOSPC_AFTER, EROFS_AFTER, FULL, KILL_AFTER_RENAME, KILL_AFTER_REMOVE };
+enum { NONE, ENOSPC_AFTER, EROFS_AFTER, FULL, KILL_AFTER_RENAME, KILL_AFTER_REMOVE, DENY_RENAME, DENY_REMOVE };
 
 static int mode = -1;
 static long long budget;
@@ -53,6 +57,8 @@ static void setup(void) {
   else if (strcmp(f, "full") == 0) mode = FULL;
   else if (sscanf(f, "kill-after-rename:%255s", kill_text) == 1) mode = KILL_AFTER_RENAME;
   else if (sscanf(f, "kill-after-remove:%255s", kill_text) == 1) mode = KILL_AFTER_REMOVE;
+  else if (sscanf(f, "deny-rename:%255s", kill_text) == 1) mode = DENY_RENAME;
+  else if (sscanf(f, "deny-remove:%255s", kill_text) == 1) mode = DENY_REMOVE;
 }
 
 static int under(const char *path) {
@@ -174,14 +180,27 @@ int statvfs(const char *path, struct statvfs *out) {
   return rc;
 }
 
+/* Is `path` the one the fault `when` is about? (kill_text names it) */
+static int targets(int when, const char *path) {
+  setup();
+  return mode == when && under(path) && strstr(path, kill_text);
+}
+
 /* Dies as a crash would, once `path` has been done to. */
 static void kill_if(int when, const char *path) {
-  setup();
-  if (mode == when && under(path) && strstr(path, kill_text)) raise(SIGKILL);
+  if (targets(when, path)) raise(SIGKILL);
+}
+
+/* Refuses `path` as a directory without write permission would. */
+static int denied(int when, const char *path) {
+  if (!targets(when, path)) return 0;
+  errno = EACCES;
+  return 1;
 }
 
 int rename(const char *from, const char *to) {
   REAL(rename);
+  if (denied(DENY_RENAME, from)) return -1;
   int rc = real_rename(from, to);
   if (rc == 0) kill_if(KILL_AFTER_RENAME, to);
   return rc;
@@ -189,6 +208,7 @@ int rename(const char *from, const char *to) {
 
 int remove(const char *path) {
   REAL(remove);
+  if (denied(DENY_REMOVE, path)) return -1;
   int rc = real_remove(path);
   if (rc == 0) kill_if(KILL_AFTER_REMOVE, path);
   return rc;
