@@ -1,6 +1,6 @@
 /*
 ** core/data/dataset.c — layout-independent training batches and fixed
-** validation windows over memory-mapped shards.
+** validation windows over token shards.
 **
 ** Two prefix sums make both lookups a binary search: start_cum[j] counts the
 ** training window starts in shards before j, window_cum[j] the validation
@@ -129,11 +129,20 @@ static int find_shard(const uint64_t *cum, int n, uint64_t r) {
   return lo;
 }
 
-static void copy_window(const uint16_t *tokens, int seq_len, int32_t *inputs, int32_t *targets) {
-  for (int t = 0; t < seq_len; t++) {
+/* Window `off` of shard j: seq_len + 1 tokens, as inputs and the targets
+** shifted by one. */
+static tsl_status copy_window(const tsl_dataset *ds, int j, uint64_t off, int32_t *inputs, int32_t *targets) {
+  uint16_t window[TSL_DATASET_MAX_WINDOW];
+  int n = ds->seq_len + 1;
+  uint16_t *tokens = n <= TSL_DATASET_MAX_WINDOW ? window : malloc(sizeof *tokens * (size_t)n);
+  if (!tokens) return tsl_error(TESSEL_E_NOMEM, "out of host memory for a window of %d tokens", n);
+  tsl_status st = tsl_shard_read(&ds->shards[j], off, (uint64_t)n, tokens);
+  for (int t = 0; st >= 0 && t < ds->seq_len; t++) {
     inputs[t] = tokens[t];
     targets[t] = tokens[t + 1];
   }
+  if (tokens != window) free(tokens);
+  return st;
 }
 
 /* The batch's randomness: a function of (seed, step, sequence) alone, so
@@ -142,27 +151,31 @@ static uint64_t window_hash(uint64_t seed, int64_t step, int64_t seq) {
   return tsl_mix64(tsl_mix64(tsl_mix64(seed) ^ (uint64_t)step) ^ (uint64_t)seq);
 }
 
-void tsl_dataset_train_batch(const tsl_dataset *ds, uint64_t seed, int64_t step, int64_t first,
-                             int count, int32_t *inputs, int32_t *targets) {
+tsl_status tsl_dataset_train_batch(const tsl_dataset *ds, uint64_t seed, int64_t step, int64_t first,
+                                   int count, int32_t *inputs, int32_t *targets) {
   uint64_t total = ds->start_cum[ds->n];
-  for (int c = 0; c < count; c++) {
+  tsl_status st = TESSEL_OK;
+  for (int c = 0; c < count && st >= 0; c++) {
     uint64_t r = window_hash(seed, step, first + c) % total;
     int j = find_shard(ds->start_cum, ds->n, r);
     uint64_t off = r - ds->start_cum[j];
     size_t row = (size_t)c * (size_t)ds->seq_len;
-    copy_window(ds->shards[j].tokens + off, ds->seq_len, inputs + row, targets + row);
+    st = copy_window(ds, j, off, inputs + row, targets + row);
   }
+  return st;
 }
 
-void tsl_dataset_eval_batch(const tsl_dataset *ds, int64_t first, int count, int32_t *inputs,
-                            int32_t *targets) {
+tsl_status tsl_dataset_eval_batch(const tsl_dataset *ds, int64_t first, int count, int32_t *inputs,
+                                  int32_t *targets) {
   int64_t total = (int64_t)ds->window_cum[ds->n];
-  for (int c = 0; c < count; c++) {
+  tsl_status st = TESSEL_OK;
+  for (int c = 0; c < count && st >= 0; c++) {
     int64_t k = (first + c) % total;
     if (k < 0) k += total;
     int j = find_shard(ds->window_cum, ds->n, (uint64_t)k);
     uint64_t off = ((uint64_t)k - ds->window_cum[j]) * (uint64_t)ds->seq_len;
     size_t row = (size_t)c * (size_t)ds->seq_len;
-    copy_window(ds->shards[j].tokens + off, ds->seq_len, inputs + row, targets + row);
+    st = copy_window(ds, j, off, inputs + row, targets + row);
   }
+  return st;
 }

@@ -45,14 +45,18 @@ uint64_t tsl_dataset_windows(const tsl_dataset *ds);
 ** and the tokens they hold. */
 int tsl_dataset_short_shards(const tsl_dataset *ds, uint64_t *tokens);
 
+/* Windows up to this many tokens are read into a buffer on the stack. */
+#define TSL_DATASET_MAX_WINDOW 4097
+
 /* Fill inputs/targets [count, seq_len] (host memory) with sequences
 ** first..first+count-1 of the global training batch at `step`; targets are
-** the inputs shifted by one token. */
-void tsl_dataset_train_batch(const tsl_dataset *ds, uint64_t seed, int64_t step, int64_t first,
-                             int count, int32_t *inputs, int32_t *targets);
+** the inputs shifted by one token. Fails as tsl_shard_read does: a shard
+** changed under the run. */
+tsl_status tsl_dataset_train_batch(const tsl_dataset *ds, uint64_t seed, int64_t step, int64_t first,
+                                   int count, int32_t *inputs, int32_t *targets);
 /* Fill inputs/targets with validation windows first..first+count-1
-** (modulo tsl_dataset_windows). */
-void tsl_dataset_eval_batch(const tsl_dataset *ds, int64_t first, int count, int32_t *inputs,
-                            int32_t *targets);
+** (modulo tsl_dataset_windows); fails as tsl_dataset_train_batch. */
+tsl_status tsl_dataset_eval_batch(const tsl_dataset *ds, int64_t first, int count, int32_t *inputs,
+                                  int32_t *targets);
 
 #endif

@@ -1,5 +1,5 @@
 /*
-** core/data/shard.c — writing and mapping llm.c token shards.
+** core/data/shard.c — writing and reading llm.c token shards.
 */
 #include "data/shard.h"
 
@@ -8,15 +8,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/atomic_file.h"
 #include "common/util.h"
 
-/* Tokens are used straight from the mapping as uint16, so the host byte order
-** must be the file's. */
+/* Tokens are read straight into uint16 arrays, so the host byte order must
+** be the file's. */
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "tessel token shards are little-endian; this host is not"
 #endif
@@ -54,8 +53,30 @@ tsl_status tsl_shard_write(const char *path, const uint16_t *tokens, uint64_t co
   return tsl_atomic_commit(&af);
 }
 
-/* Check the mapped header and size; the message names what was expected and
-** what the file holds. */
+/* Read `bytes` at `offset` of the open shard file; a short read means the
+** file got shorter since it was opened: it was truncated or rewritten in
+** place under the run. */
+static tsl_status read_at(int fd, const char *path, uint64_t offset, void *buf, size_t bytes) {
+  size_t done = 0;
+  while (done < bytes) {
+    ssize_t n = pread(fd, (char *)buf + done, bytes - done, (off_t)(offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return tsl_error(TESSEL_E_IO, "%s: read failed: %s", path, strerror(errno));
+    if (n == 0) {
+      struct stat sb;
+      long long now = fstat(fd, &sb) == 0 ? (long long)sb.st_size : -1;
+      return tsl_error(TESSEL_E_IO, "%s: is now %lld bytes, too short to hold byte %llu it held when the run opened "
+                       "it: the shard was truncated or rewritten in place. Replace shards only by writing new files "
+                       "and renaming them (as `tessel data prepare` does), or stop the run first",
+                       path, now, (unsigned long long)(offset + done));
+    }
+    done += (size_t)n;
+  }
+  return TESSEL_OK;
+}
+
+/* Check the header against the file's size; the message names what was
+** expected and what the file holds. */
 static tsl_status check_header(const char *path, const unsigned char *map, uint64_t size,
                                uint64_t *count) {
   int32_t magic = get_le32(map), version = get_le32(map + 4), n = get_le32(map + 8);
@@ -77,29 +98,49 @@ static tsl_status check_header(const char *path, const unsigned char *map, uint6
   return TESSEL_OK;
 }
 
-static tsl_status check_vocab(const char *path, const uint16_t *tokens, uint64_t count,
-                              int vocab_size) {
-  for (uint64_t i = 0; i < count; i++) {
-    if (tokens[i] >= vocab_size)
-      return tsl_error(TESSEL_E_CONFIG,
-                       "%s: token %u at offset %llu is >= model.vocab_size = %d; the shard was "
-                       "made for a larger vocabulary than model.vocab_size",
-                       path, (unsigned)tokens[i], (unsigned long long)i, vocab_size);
-  }
-  return TESSEL_OK;
+/* A token >= vocab_size at index `at` of the shard: the data were made for
+** another vocabulary (or changed under the run). */
+static tsl_status bad_token(const char *path, unsigned token, uint64_t at, int vocab_size) {
+  return tsl_error(TESSEL_E_CONFIG,
+                   "%s: token %u at offset %llu is >= model.vocab_size = %d; the shard was "
+                   "made for a larger vocabulary than model.vocab_size",
+                   path, token, (unsigned long long)at, vocab_size);
+}
+
+tsl_status tsl_shard_read(const tsl_shard *s, uint64_t first, uint64_t n, uint16_t *out) {
+  if (first > s->count || n > s->count - first) return TESSEL_E_INTERNAL;
+  tsl_status st = read_at(s->fd, s->path, TSL_SHARD_HEADER_BYTES + 2 * first, out, (size_t)n * sizeof *out);
+  for (uint64_t i = 0; st >= 0 && s->vocab_size > 0 && i < n; i++)
+    if (out[i] >= s->vocab_size) st = bad_token(s->path, out[i], first + i, s->vocab_size);
+  return st;
+}
+
+/* Every token < vocab_size, read in blocks of a few hundred KiB. */
+static tsl_status check_vocab(const tsl_shard *s) {
+  enum { BLOCK = 1 << 17 };
+  uint16_t *buf = malloc(BLOCK * sizeof *buf);
+  tsl_status st = buf ? TESSEL_OK : tsl_error(TESSEL_E_NOMEM, "%s: out of host memory to check the shard", s->path);
+  for (uint64_t at = 0; st >= 0 && at < s->count; at += BLOCK)
+    st = tsl_shard_read(s, at, TSL_MIN((uint64_t)BLOCK, s->count - at), buf);
+  free(buf);
+  return st;
 }
 
 tsl_status tsl_shard_open(const char *path, int vocab_size, tsl_shard *out) {
   tsl_status st = TESSEL_OK;
   struct stat sb;
-  void *map = MAP_FAILED;
-  uint64_t size = 0, count = 0;
+  unsigned char header[TSL_SHARD_HEADER_BYTES];
 
   memset(out, 0, sizeof *out);
   /* O_NONBLOCK: a FIFO the glob matched opens at once and is refused below,
   ** where a plain open waited for a writer for ever */
   int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) return tsl_error(TESSEL_E_IO, "%s: cannot open: %s", path, strerror(errno));
+  if (fd < 0) {
+    if (errno == EMFILE)
+      return tsl_error(TESSEL_E_IO, "%s: cannot open: %s (a run keeps every shard open; raise `ulimit -n`)", path,
+                       strerror(errno));
+    return tsl_error(TESSEL_E_IO, "%s: cannot open: %s", path, strerror(errno));
+  }
   if (fstat(fd, &sb) != 0) {
     st = tsl_error(TESSEL_E_IO, "%s: cannot stat: %s", path, strerror(errno));
     goto fail;
@@ -108,42 +149,35 @@ tsl_status tsl_shard_open(const char *path, int vocab_size, tsl_shard *out) {
     st = tsl_error(TESSEL_E_IO, "%s: is %s, not a token shard", path, tsl_file_kind(sb.st_mode));
     goto fail;
   }
-  size = (uint64_t)sb.st_size;
+  uint64_t size = (uint64_t)sb.st_size;
   if (size < TSL_SHARD_HEADER_BYTES) {
     st = tsl_error(TESSEL_E_IO, "%s: truncated: %llu bytes, shorter than the %d-byte shard header",
                    path, (unsigned long long)size, TSL_SHARD_HEADER_BYTES);
     goto fail;
   }
-  map = mmap(NULL, (size_t)size, PROT_READ, MAP_PRIVATE, fd, 0);
-  if (map == MAP_FAILED) {
-    st = tsl_error(TESSEL_E_IO, "%s: cannot map: %s", path, strerror(errno));
-    goto fail;
-  }
-  TSL_TRY(st, check_header(path, map, size, &count));
-  const uint16_t *tokens = (const uint16_t *)((const unsigned char *)map + TSL_SHARD_HEADER_BYTES);
-  if (vocab_size > 0) TSL_TRY(st, check_vocab(path, tokens, count, vocab_size));
-
-  out->path = tsl_strdup(path);
-  if (!out->path) {
+  TSL_TRY(st, read_at(fd, path, 0, header, sizeof header));
+  TSL_TRY(st, check_header(path, header, size, &out->count));
+  if (!(out->path = tsl_strdup(path))) {
     st = TESSEL_E_NOMEM;
     goto fail;
   }
-  close(fd);
-  out->tokens = tokens;
-  out->count = count;
-  out->map = map;
-  out->map_bytes = size;
+  out->fd = fd;
+  out->vocab_size = vocab_size;
+  if (vocab_size > 0 && (st = check_vocab(out)) < 0) {
+    tsl_shard_close(out);
+    return st;
+  }
   return TESSEL_OK;
 
 fail:
-  if (map != MAP_FAILED) munmap(map, (size_t)size);
   close(fd);
+  memset(out, 0, sizeof *out);
   return st;
 }
 
 void tsl_shard_close(tsl_shard *s) {
   if (!s) return;
-  if (s->map) munmap(s->map, (size_t)s->map_bytes);
+  if (s->path) close(s->fd); /* an open shard is one with a path */
   free(s->path);
   memset(s, 0, sizeof *s);
 }

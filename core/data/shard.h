@@ -3,7 +3,12 @@
 **
 ** A shard is a 1024-byte header of 256 little-endian int32 — [0] magic
 ** 20240520, [1] version 1, [2] token count — followed by that many uint16
-** tokens. Files are memory-mapped read-only; offsets are 64-bit throughout.
+** tokens. Offsets are 64-bit throughout.
+**
+** An open shard keeps its file open and reads windows with pread, never a
+** mapping: a file truncated under a running run (a copy made in place on a
+** shared file system) is then a read error naming the file, where a mapping
+** killed the process with SIGBUS.
 */
 #ifndef TSL_SHARD_H
 #define TSL_SHARD_H
@@ -17,11 +22,10 @@
 #define TSL_SHARD_MAX_TOKENS 2147483647ull /* the header holds an int32 count */
 
 typedef struct tsl_shard {
-  char *path;
-  const uint16_t *tokens; /* mapped; valid until tsl_shard_close */
+  char *path; /* NULL: not open */
+  int fd;
   uint64_t count;
-  void *map;
-  uint64_t map_bytes;
+  int vocab_size; /* tokens read are checked against it when > 0 */
 } tsl_shard;
 
 /* Write tokens as a shard, atomically (path.tmp.<pid>, fsync, rename, fsync
@@ -38,5 +42,12 @@ tsl_status tsl_shard_write(const char *path, const uint16_t *tokens, uint64_t co
 ** failure *out is zeroed and needs no close. */
 tsl_status tsl_shard_open(const char *path, int vocab_size, tsl_shard *out);
 void tsl_shard_close(tsl_shard *s);
+
+/* Tokens [first, first + n) of an open shard into out. TESSEL_E_IO naming
+** the file when it got shorter since it was opened (truncated or rewritten
+** in place) or cannot be read; TESSEL_E_CONFIG for a token >= the vocab_size
+** it was opened with. The range must lie within count (else
+** TESSEL_E_INTERNAL). */
+tsl_status tsl_shard_read(const tsl_shard *s, uint64_t first, uint64_t n, uint16_t *out);
 
 #endif

@@ -242,13 +242,12 @@ static int64_t first_sequence(const tsl_data_source *d, int micro) {
 
 tsl_status tsl_data_train_batch(void *ctx, int micro, int32_t *inputs, int32_t *targets) {
   const tsl_data_source *d = ctx;
-  tsl_dataset_train_batch(d->train, d->seed, d->step, first_sequence(d, micro), d->micro_batch, inputs, targets);
-  return TESSEL_OK;
+  return tsl_dataset_train_batch(d->train, d->seed, d->step, first_sequence(d, micro), d->micro_batch, inputs,
+                                 targets);
 }
 
 tsl_status tsl_data_eval_batch(void *ctx, int micro, int32_t *inputs, int32_t *targets) {
   const tsl_data_source *d = ctx;
   int64_t first = d->eval_batch * d->batch_size + first_sequence(d, micro);
-  tsl_dataset_eval_batch(d->val, first, d->micro_batch, inputs, targets);
-  return TESSEL_OK;
+  return tsl_dataset_eval_batch(d->val, first, d->micro_batch, inputs, targets);
 }

@@ -56,16 +56,17 @@ static void test_batch_is_layout_independent(void) {
   static int32_t in[B * T], tg[B * T], in2[B * T], tg2[B * T];
   const int cuts[] = {0, 10, 11, 37, 64};
   tsl_dataset *ds = open_ds();
-  tsl_dataset_train_batch(ds, 1234, 17, 0, B, in, tg);
+  REQUIRE(tsl_dataset_train_batch(ds, 1234, 17, 0, B, in, tg) == TESSEL_OK);
   /* the same batch built as uneven slices, as ranks of any layout would */
   for (size_t c = 0; c + 1 < sizeof cuts / sizeof *cuts; c++)
-    tsl_dataset_train_batch(ds, 1234, 17, cuts[c], cuts[c + 1] - cuts[c], in2 + cuts[c] * T,
-                            tg2 + cuts[c] * T);
+    REQUIRE(tsl_dataset_train_batch(ds, 1234, 17, cuts[c], cuts[c + 1] - cuts[c], in2 + cuts[c] * T,
+                            tg2 + cuts[c] * T) == TESSEL_OK);
   CHECK(memcmp(in, in2, sizeof in) == 0);
   CHECK(memcmp(tg, tg2, sizeof tg) == 0);
   /* and one sequence at a time, in reverse order, from a second handle */
   tsl_dataset *again = open_ds();
-  for (int i = B - 1; i >= 0; i--) tsl_dataset_train_batch(again, 1234, 17, i, 1, in2 + i * T, tg2 + i * T);
+  for (int i = B - 1; i >= 0; i--)
+    REQUIRE(tsl_dataset_train_batch(again, 1234, 17, i, 1, in2 + i * T, tg2 + i * T) == TESSEL_OK);
   CHECK(memcmp(in, in2, sizeof in) == 0);
   CHECK(memcmp(tg, tg2, sizeof tg) == 0);
   tsl_dataset_close(again);
@@ -76,10 +77,10 @@ static void test_steps_and_seeds_differ(void) {
   enum { B = 16 };
   static int32_t base[B * T], other[B * T], tg[B * T];
   tsl_dataset *ds = open_ds();
-  tsl_dataset_train_batch(ds, 1, 0, 0, B, base, tg);
-  tsl_dataset_train_batch(ds, 1, 1, 0, B, other, tg);
+  REQUIRE(tsl_dataset_train_batch(ds, 1, 0, 0, B, base, tg) == TESSEL_OK);
+  REQUIRE(tsl_dataset_train_batch(ds, 1, 1, 0, B, other, tg) == TESSEL_OK);
   CHECK(memcmp(base, other, sizeof base) != 0);
-  tsl_dataset_train_batch(ds, 2, 0, 0, B, other, tg);
+  REQUIRE(tsl_dataset_train_batch(ds, 2, 0, 0, B, other, tg) == TESSEL_OK);
   CHECK(memcmp(base, other, sizeof base) != 0);
   /* sequences within one batch are not all the same window either */
   int distinct = 0;
@@ -97,7 +98,7 @@ static void test_windows_stay_in_shards(void) {
   tsl_dataset *ds = open_ds();
   int bad = 0;
   for (int s = 0; s < STEPS; s++) {
-    tsl_dataset_train_batch(ds, 99, s, 0, B, in, tg);
+    REQUIRE(tsl_dataset_train_batch(ds, 99, s, 0, B, in, tg) == TESSEL_OK);
     for (int i = 0; i < B; i++) {
       if (!window_ok(in + i * T, tg + i * T)) {
         bad++;
@@ -125,7 +126,7 @@ static void test_draw_matches_contract(void) {
   const uint64_t seed = 0xfeedbeefull;
   const int64_t step = 123456789;
   tsl_dataset *ds = open_ds();
-  tsl_dataset_train_batch(ds, seed, step, 1000, B, in, tg);
+  REQUIRE(tsl_dataset_train_batch(ds, seed, step, 1000, B, in, tg) == TESSEL_OK);
   for (int i = 0; i < B; i++) {
     uint64_t u = tsl_mix64(tsl_mix64(tsl_mix64(seed) ^ (uint64_t)step) ^ (uint64_t)(1000 + i));
     uint64_t r = u % 96; /* 42 + 22 + 0 + 32 valid starts */
@@ -146,13 +147,13 @@ static void test_eval_windows_enumerate(void) {
   const int want_start[W] = {0,    8,    16,   24,   32,   40,  1000,
                              1008, 1016, 3000, 3008, 3016, 3024};
   tsl_dataset *ds = open_ds();
-  tsl_dataset_eval_batch(ds, 0, W, in, tg);
+  REQUIRE(tsl_dataset_eval_batch(ds, 0, W, in, tg) == TESSEL_OK);
   for (int k = 0; k < W; k++) {
     CHECK_EQ_INT(in[k * T], want_start[k]);
     CHECK(window_ok(in + k * T, tg + k * T));
   }
   /* a slice, and indices past the end wrapping around */
-  tsl_dataset_eval_batch(ds, 11, 4, in2, tg2);
+  REQUIRE(tsl_dataset_eval_batch(ds, 11, 4, in2, tg2) == TESSEL_OK);
   CHECK(memcmp(in2, in + 11 * T, 2 * T * sizeof *in) == 0);
   CHECK(memcmp(in2 + 2 * T, in, 2 * T * sizeof *in) == 0);
   CHECK(memcmp(tg2, tg + 11 * T, 2 * T * sizeof *tg) == 0);

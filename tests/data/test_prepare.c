@@ -30,7 +30,11 @@ static uint64_t read_split(const char *dir, const char *split, uint64_t shard_to
     REQUIRE(tsl_shard_open(path, 256, &s) == TESSEL_OK);
     CHECK(s.count >= 1 && s.count <= shard_tokens);
     REQUIRE(total + s.count <= cap);
-    for (uint64_t k = 0; k < s.count; k++) out[total + k] = (unsigned char)s.tokens[k];
+    for (uint64_t k = 0; k < s.count; k++) {
+      uint16_t t;
+      REQUIRE(tsl_shard_read(&s, k, 1, &t) == TESSEL_OK);
+      out[total + k] = (unsigned char)t;
+    }
     total += s.count;
     tsl_shard_close(&s);
     (*shards)++;
@@ -213,7 +217,9 @@ static tsl_token_vec read_ids(const char *dir, const char *split, int vocab) {
   snprintf(path, sizeof path, "%s/%s_000000.bin", dir, split);
   REQUIRE(tsl_shard_open(path, vocab, &s) == TESSEL_OK);
   for (uint64_t i = 0; i < s.count; i++) {
-    int32_t id = s.tokens[i];
+    uint16_t t;
+    REQUIRE(tsl_shard_read(&s, i, 1, &t) == TESSEL_OK);
+    int32_t id = t;
     REQUIRE(tsl_token_vec_sink(&v, &id, 1) == TESSEL_OK);
   }
   tsl_shard_close(&s);
