@@ -53,7 +53,7 @@ cmp -s "$WORK/a" "$WORK/b" || fail "the resumed losses differ from the run that 
 # SIGUSR1 mpirun forwards to every rank (SIGINT or SIGTERM to mpirun itself
 # kills the ranks a second later, and mpirun exited 1 though the ranks had
 # stopped with 75), so the job ends with 75 and a checkpoint
-# launch_and_signal NAME SIG: `tessel launch -n 2` into $WORK/NAME, sent SIG
+# launch_and_signal NAME [SIG]: `tessel launch -n 2` into $WORK/NAME, sent SIG
 # once it has taken 5 steps; its pid in $job
 launch_and_signal() {
   "$TESSEL" launch -n 2 "$WORK/tiny.yaml" ${common[*]} --set log.dir="$WORK/$1" --set train.steps=1000000 \
@@ -63,7 +63,7 @@ launch_and_signal() {
     [ -f "$WORK/$1/metrics.jsonl" ] && [ "$(wc -l <"$WORK/$1/metrics.jsonl")" -ge 5 ] && break
     sleep 0.1
   done
-  kill -"$2" $job
+  if [ -n "${2:-}" ]; then kill -"$2" $job; fi
 }
 for sig in INT TERM; do
   launch_and_signal "launch$sig" $sig
@@ -82,6 +82,25 @@ for sig in INT TERM; do
   tail -n 1 "$WORK/launch$sig.log" | grep -q "^launch: the run stopped early with a checkpoint (exit status 75, not a failure)" ||
     { cat "$WORK/launch$sig.log" >&2; fail "SIG$sig to tessel launch: the last line does not say the stop was clean"; }
 done
+# a job whose step never ends (a rank stuck: SIGSTOP stands for a hung file
+# system or a collective its peer never joins) cannot stop with a
+# checkpoint, so a second SIGTERM to launch (a scheduler's, after its grace
+# time) must end it; it was passed on as another SIGUSR1 and changed nothing
+launch_and_signal stuck
+rank=$(pgrep -f "^$TESSEL run $WORK/tiny.yaml.*log.dir=$WORK/stuck" | tail -1)
+[ -n "$rank" ] || fail "stuck: no rank process found"
+kill -STOP "$rank"
+kill -TERM $job
+sleep 1
+kill -TERM $job
+for _ in $(seq 1 300); do kill -0 $job 2>/dev/null || break; sleep 0.1; done
+if kill -0 $job 2>/dev/null; then
+  kill -KILL $job $(pgrep -f -- "log.dir=$WORK/stuck") 2>/dev/null
+  fail "stuck: two SIGTERMs to tessel launch did not end a job with a stopped rank within 30 s"
+fi
+wait $job 2>/dev/null || true
+left=$(pgrep -f -- "log.dir=$WORK/stuck" || true)
+[ -z "$left" ] || { kill -KILL $left; fail "stuck: the job's processes outlived tessel launch"; }
 # launch killed outright (SIGKILL: nothing to pass on) or by a closed
 # terminal (SIGHUP): mpirun is told to stop by the kernel, or by launch,
 # and the ranks stop with a checkpoint (they trained on alone, holding the

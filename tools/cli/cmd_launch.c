@@ -23,20 +23,24 @@ const tsl_command tsl_cmd_launch = {
     "to its own equal part of them and runs that many threads; with fewer, the ranks are left unbound\n"
     "(--oversubscribe) and share the CPUs, one thread each. Adds --allow-run-as-root when run as root.\n"
     "Ctrl-C, SIGTERM, SIGUSR1 or SIGHUP stop the run after its step with a checkpoint (exit status 75; mpirun gets\n"
-    "SIGUSR1, which it forwards to every rank); a second Ctrl-C aborts. Exits with mpirun's status.\n"
+    "SIGUSR1, which it forwards to every rank); a second Ctrl-C, SIGTERM or SIGHUP aborts. Exits with mpirun's status.\n"
     "For several machines use mpirun or srun directly (docs/cluster.md).\n\n"
     "  -n N   number of ranks\n",
     launch};
 
-static volatile sig_atomic_t mpirun_pid, interrupts, pending;
+static volatile sig_atomic_t mpirun_pid, stops, pending;
 
 /* mpirun kills the ranks a second after it gets SIGTERM or SIGINT itself,
 ** too soon for a checkpoint; SIGUSR1 it forwards to every rank, which stop
-** after the step with a checkpoint (exit 75). So a first Ctrl-C, SIGTERM or
-** SIGUSR1 to `tessel launch` reaches mpirun as SIGUSR1, and a second Ctrl-C
-** as SIGINT, which aborts. */
+** after the step with a checkpoint (exit 75). So a first stop signal to
+** `tessel launch` reaches mpirun as SIGUSR1, and a later Ctrl-C, SIGTERM or
+** SIGHUP as SIGINT, which aborts, as a second one aborts `tessel run`: a
+** job whose step never ends (a rank stuck in a collective) cannot stop
+** with a checkpoint, and a scheduler's second SIGTERM must end it. A
+** repeated SIGUSR1 changes nothing, as in the ranks. */
 static void forward(int sig) {
-  int to = sig == SIGINT && interrupts++ > 0 ? SIGINT : SIGUSR1;
+  int to = sig != SIGUSR1 && stops > 0 ? SIGINT : SIGUSR1;
+  stops++;
   if (mpirun_pid > 0) kill(mpirun_pid, to);
   else pending = to; /* before mpirun exists: passed on once it does (it was lost) */
 }
