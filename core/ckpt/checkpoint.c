@@ -495,7 +495,13 @@ static tsl_status check_files(const char *dir, const tsl_ckpt_meta *meta) {
     if (!meta->files[f].present) continue;
     char *path = tsl_asprintf("%s/%s", dir, tsl_ckpt_files[f]);
     tsl_status st = path ? tsl_file_crc32(path, &have, &size) : TESSEL_E_NOMEM;
+    /* a file that is there but fails to read may be a passing fault (a
+    ** network file system): the checkpoint may well be whole */
+    int there = st < 0 && st != TESSEL_E_NOMEM && tsl_path_exists(path);
     free(path);
+    if (there)
+      return tsl_error_wrap(st, "checkpoint %s could not be read (run again if the read error passes; if it stays, "
+                            "the checkpoint is damaged)", dir);
     if (st < 0) return tsl_error_wrap(st, "checkpoint %s is incomplete", dir);
     if (size != meta->files[f].bytes)
       return tsl_error(TESSEL_E_IO, "checkpoint %s is truncated or altered: %s is %llu bytes, trainer.json recorded %llu",

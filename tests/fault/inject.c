@@ -20,9 +20,12 @@
 **                                  contains TEXT fails with EACCES
 **   TESSEL_FAULT=deny-remove:TEXT  removing a path there that contains
 **                                  TEXT fails with EACCES
+**   TESSEL_FAULT=eio-read:TEXT     reading a file there whose path contains
+**                                  TEXT fails with EIO (a failing disk or
+**                                  network file system)
 **
-** It wraps the calls tessel's own code makes (write, pwrite, fallocate,
-** mkdir, open, openat, statvfs); stdio's internal writes are not seen, which is fine:
+** It wraps the calls tessel's own code makes (write, pwrite, read,
+** fallocate, mkdir, open, openat, statvfs, rename, remove); stdio's internal writes are not seen, which is fine:
 ** the checkpoint tensors, the bulk of every checkpoint, go through write().
 */
 #include <dlfcn.h>
@@ -38,7 +41,7 @@
 #include <sys/types.h>
 #include <unistd.h>
 
-enum { NONE, ENOSPC_AFTER, EROFS_AFTER, FULL, KILL_AFTER_RENAME, KILL_AFTER_REMOVE, DENY_RENAME, DENY_REMOVE };
+enum { NONE, ENOSPC_AFTER, EROFS_AFTER, FULL, KILL_AFTER_RENAME, KILL_AFTER_REMOVE, DENY_RENAME, DENY_REMOVE, EIO_READ };
 
 static int mode = -1;
 static long long budget;
@@ -59,18 +62,24 @@ static void setup(void) {
   else if (sscanf(f, "kill-after-remove:%255s", kill_text) == 1) mode = KILL_AFTER_REMOVE;
   else if (sscanf(f, "deny-rename:%255s", kill_text) == 1) mode = DENY_RENAME;
   else if (sscanf(f, "deny-remove:%255s", kill_text) == 1) mode = DENY_REMOVE;
+  else if (sscanf(f, "eio-read:%255s", kill_text) == 1) mode = EIO_READ;
 }
 
 static int under(const char *path) {
   return path && dir_len && strncmp(path, dir, dir_len) == 0 && (path[dir_len] == '/' || path[dir_len] == '\0');
 }
 
-static int fd_under(int fd) {
-  char link[64], path[4096];
+/* The path fd was opened with, or "" */
+static void fd_path(int fd, char *path, size_t cap) {
+  char link[64];
   snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
-  ssize_t n = readlink(link, path, sizeof path - 1);
-  if (n <= 0) return 0;
-  path[n] = '\0';
+  ssize_t n = readlink(link, path, cap - 1);
+  path[n > 0 ? n : 0] = '\0';
+}
+
+static int fd_under(int fd) {
+  char path[4096];
+  fd_path(fd, path, sizeof path);
   return under(path);
 }
 
@@ -96,6 +105,7 @@ static int allow_write(int fd, size_t n) {
   if (!real_##name) real_##name = (name##_fn)dlsym(RTLD_NEXT, #name)
 
 typedef ssize_t (*write_fn)(int, const void *, size_t);
+typedef ssize_t (*read_fn)(int, void *, size_t);
 typedef ssize_t (*pwrite_fn)(int, const void *, size_t, off_t);
 typedef int (*fallocate_fn)(int, int, off_t, off_t);
 typedef int (*mkdir_fn)(const char *, mode_t);
@@ -110,6 +120,20 @@ ssize_t write(int fd, const void *buf, size_t n) {
   REAL(write);
   if (!allow_write(fd, n)) return -1;
   return real_write(fd, buf, n);
+}
+
+ssize_t read(int fd, void *buf, size_t n) {
+  REAL(read);
+  setup();
+  if (mode == EIO_READ) {
+    char path[4096];
+    fd_path(fd, path, sizeof path);
+    if (under(path) && strstr(path, kill_text)) {
+      errno = EIO;
+      return -1;
+    }
+  }
+  return real_read(fd, buf, n);
 }
 
 ssize_t pwrite(int fd, const void *buf, size_t n, off_t off) {
