@@ -397,21 +397,32 @@ fail:
 }
 
 /* Why rank 0 could not write: the cause, the space a checkpoint needs and
-** has, and that the last checkpoint is still there. */
+** has, and that the last checkpoint is still there. The advice is about
+** space only when space may be the cause: the cause says the disk or a
+** quota is full, or there is not room for two checkpoints; otherwise the
+** failed write is the file system's (a read-only remount, a failing disk,
+** a lost network server). */
 static tsl_status write_failure(const tsl_runtime *rt, const write_error *we, int64_t step, const char *last) {
   const char *dir = rt->settings.ckpt.dir;
   char need[32], have[32] = "an unknown amount";
   uint64_t bytes = tsl_ckpt_bytes(&rt->settings), free_bytes;
+  const char *why = we->why ? we->why : "";
+  int roomy = 0;
   tsl_format_bytes(bytes, need, sizeof need);
-  if (tsl_free_bytes(dir, &free_bytes) >= 0) tsl_format_bytes(free_bytes, have, sizeof have);
+  if (tsl_free_bytes(dir, &free_bytes) >= 0) {
+    tsl_format_bytes(free_bytes, have, sizeof have);
+    roomy = free_bytes / 2 >= bytes && !strstr(why, strerror(ENOSPC)) && !strstr(why, strerror(EDQUOT));
+  }
   return tsl_error(we->st,
                  "cannot write checkpoint step_%08lld in %s: %s\n"
                  "One checkpoint of this model needs about %llu bytes (%s); the file system there has %s free. "
-                 "%s%s. Free some space or point checkpoint.dir at another disk: running the same command again "
-                 "resumes from the last checkpoint.",
-                 (long long)step, dir, we->why ? we->why : "", (unsigned long long)bytes, need, have,
+                 "%s%s. %s: running the same command again resumes from the last checkpoint.",
+                 (long long)step, dir, why, (unsigned long long)bytes, need, have,
                  last ? "The last checkpoint is intact: " : "No checkpoint was written before this one",
-                 last ? last : "");
+                 last ? last : "",
+                 roomy ? "There is room, so the cause is the file system (read-only, a failing disk or network "
+                         "server): fix it or point checkpoint.dir at another disk"
+                       : "Free some space or point checkpoint.dir at another disk");
 }
 
 tsl_status tsl_ckpt_save(tsl_model *m, int64_t step, char **saved) {

@@ -73,12 +73,15 @@ expect_failure "$d/full" - "free, but one checkpoint of this model needs about" 
 # one checkpoint (about 420,000 bytes written) fits in 600,000, the second does not
 run lib_full_mid_run "$d/fills" inject "$d/fills" enospc:600000 single
 expect_failure "$d/fills" 1 "cannot write checkpoint step_00000002" "No space left on device" \
-  "One checkpoint of this model needs about" "The last checkpoint is intact: $d/fills/step_00000001"
+  "One checkpoint of this model needs about" "The last checkpoint is intact: $d/fills/step_00000001" \
+  "Free some space or point checkpoint.dir at another disk"
 run lib_read_only_at_start "$d/ro" inject "$d/ro" erofs:0 single
 expect_failure "$d/ro" - "cannot create directory: Read-only file system" "bytes"
 run lib_read_only_mid_run "$d/turns_ro" inject "$d/turns_ro" erofs:600000 single
+# with room on the disk the advice is about the file system, not space
 expect_failure "$d/turns_ro" 1 "cannot write checkpoint step_00000002" "Read-only file system" \
-  "One checkpoint of this model needs about" "The last checkpoint is intact"
+  "One checkpoint of this model needs about" "The last checkpoint is intact" \
+  "There is room, so the cause is the file system"
 run lib_read_only_mid_run_2_ranks "$d/ro2" inject "$d/ro2" erofs:600000 two_ranks
 expect_failure "$d/ro2" 1 "cannot write checkpoint step_00000002" "Read-only file system" \
   "One checkpoint of this model needs about"
