@@ -16,9 +16,13 @@
 #include "common/stats.h"
 #include "common/util.h"
 
-/* Keep the lines of steps <= keep_step from an existing metrics file. */
+/* Keep the lines of steps <= keep_step from an existing metrics file, and
+** say which steps up to keep_step have no line: the steps trained while the
+** metrics could not be written (a full disk), which the run cannot log
+** again. */
 static tsl_status truncate_metrics(const char *path, int64_t keep_step, FILE *out) {
   char *text = NULL;
+  double last = 0;
   if (!tsl_path_exists(path)) return TESSEL_OK;
   tsl_status st = tsl_read_file(path, &text, NULL);
   if (st < 0) return st;
@@ -27,10 +31,17 @@ static tsl_status truncate_metrics(const char *path, int64_t keep_step, FILE *ou
     if (next) *next++ = '\0';
     cJSON *o = cJSON_Parse(line);
     cJSON *step = cJSON_GetObjectItemCaseSensitive(o, "step");
-    if (cJSON_IsNumber(step) && step->valuedouble <= (double)keep_step) fprintf(out, "%s\n", line);
+    if (cJSON_IsNumber(step) && step->valuedouble <= (double)keep_step) {
+      fprintf(out, "%s\n", line);
+      last = TSL_MAX(last, step->valuedouble);
+    }
     cJSON_Delete(o);
   }
   free(text);
+  if (last < (double)keep_step)
+    tsl_log(TESSEL_LOG_WARN, "log.metrics: %s has no lines for steps %.0f to %lld, which the checkpoint holds (they "
+            "were trained while the metrics could not be written); it goes on from step %lld", path, last + 1,
+            (long long)keep_step, (long long)keep_step + 1);
   return TESSEL_OK;
 }
 
@@ -53,7 +64,12 @@ static tsl_status open_metrics(tsl_reporter *r, const tsl_settings *s, int64_t r
       st = tsl_error(TESSEL_E_IO, "log.metrics: %s: cannot create: %s", tmp, strerror(errno));
     } else {
       if (resume_step > 0) st = truncate_metrics(s->log.metrics, resume_step, f);
-      fclose(f);
+      /* a short copy (a disk still full) must not replace the metrics */
+      int failed = ferror(f);
+      if (fclose(f) != 0 || failed) {
+        int err = errno;
+        if (st >= 0) st = tsl_error(TESSEL_E_IO, "log.metrics: %s: cannot write: %s", tmp, strerror(err));
+      }
       if (st >= 0 && rename(tmp, s->log.metrics) != 0)
         st = tsl_error(TESSEL_E_IO, "log.metrics: %s: cannot replace: %s", s->log.metrics, strerror(errno));
       if (st < 0) unlink(tmp);

@@ -12,6 +12,8 @@
 #   resumed run's metrics are cut back by writing a file aside and renaming
 #   it over log.metrics: as root that put a file where /dev/null was, and
 #   summary.json went to /dev); summary.json goes to log.dir.
+# - a resumed run whose metrics lack lines of steps its checkpoint holds
+#   (trained while the disk was full) says which, and goes on after them.
 # - tokenizer train -o FIFO is refused, and the FIFO stays (the same rename
 #   replaced it).
 . "$(dirname "$0")/common.sh" "$1" "$2" "$3" log_full
@@ -29,6 +31,16 @@ grep -qF "The run stopped at step 2 with checkpoint $WORK/full/checkpoints/step_
 "$TESSEL" run "$WORK/tiny.yaml" --set log.dir="$WORK/full" --set checkpoint.every=0 >"$WORK/again.log" 2>&1 ||
   fail "the same command with room did not go on: $(cat "$WORK/again.log")"
 grep -q "resuming from .*step_00000002" "$WORK/again.log" || fail "the second run did not resume from step 2"
+
+case_name=metrics_gap
+"$TESSEL" run "$WORK/tiny.yaml" --set log.dir="$WORK/gap" --set train.stop_after=3 >"$WORK/gap1.log" 2>&1
+[ $? -eq 75 ] || fail "the first run did not stop at step 3: $(tail -2 "$WORK/gap1.log")"
+sed -i '$d' "$WORK/gap/metrics.jsonl" # step 3's line was never written
+"$TESSEL" run "$WORK/tiny.yaml" --set log.dir="$WORK/gap" >"$WORK/gap2.log" 2>&1 || fail "the resumed run failed"
+grep -qF "metrics.jsonl has no lines for steps 3 to 3, which the checkpoint holds" "$WORK/gap2.log" ||
+  fail "the gap in the metrics is not reported: $(cat "$WORK/gap2.log")"
+[ "$(sed -n 's/.*"step":\([0-9]*\),.*/\1/p' "$WORK/gap/metrics.jsonl" | tr '\n' ' ')" = "1 2 4 5 6 " ] ||
+  fail "metrics steps: $(sed -n 's/.*"step":\([0-9]*\),.*/\1/p' "$WORK/gap/metrics.jsonl" | tr '\n' ' ')"
 
 case_name=metrics_null
 "$TESSEL" run "$WORK/tiny.yaml" --set log.dir="$WORK/null" --set log.metrics=/dev/null --set train.steps=2 \
