@@ -1,7 +1,9 @@
 /*
 ** tests/plugins/noopt.c — owns the optimizer and never steps it: the
 ** weights stay as they were initialised, so the loss leaves one process's
-** behind after the first step. plugin-check must fail it.
+** behind after the first step. plugin-check must fail it, also when it
+** declares TESSEL_CAP_LOSSY (NOOPT_NAME "nooptlossy"): a lossy strategy must
+** still learn.
 */
 #include "trainers.h"
 
@@ -27,4 +29,8 @@ static tessel_status write_moment(void *inst, int param, tessel_state_ref ref, c
   return st < 0 ? st : t->api->mem->copy(t->host, TESSEL_TIER_DEVICE, at, 0, TESSEL_TIER_HOST, host, 0, 4 * n, NULL);
 }
 
-TRAINER_TABLE("noopt", "test strategy: an optimizer step that does nothing", step_nothing, read_moment, write_moment)
+#ifndef NOOPT_NAME
+#define NOOPT_NAME "noopt"
+#endif
+
+TRAINER_TABLE(NOOPT_NAME, "test strategy: an optimizer step that does nothing", step_nothing, read_moment, write_moment)

@@ -90,13 +90,19 @@ static inline tessel_status tr_moment(trainer *t, int param, tessel_state_ref re
   return st;
 }
 
+/* Extra capabilities of a test trainer: -DTRAINER_CAPS=TESSEL_CAP_LOSSY. */
+#ifndef TRAINER_CAPS
+#define TRAINER_CAPS 0
+#endif
+
 #define TRAINER_TABLE(NAME, DESCRIPTION, OPTIMIZER_STEP, STATE_READ, STATE_WRITE)                           \
   static const tessel_strategy table = {.size = sizeof(tessel_strategy),                                    \
                                         .abi_version = TESSEL_ABI_VERSION,                                  \
                                         .name = NAME,                                                       \
                                         .version = "1.0",                                                   \
                                         .description = DESCRIPTION,                                         \
-                                        .caps = TESSEL_CAP_DATA_PARALLEL | TESSEL_CAP_OWNS_OPTIMIZER,       \
+                                        .caps = TESSEL_CAP_DATA_PARALLEL | TESSEL_CAP_OWNS_OPTIMIZER |      \
+                                                TRAINER_CAPS,                                               \
                                         .create = tr_create,                                                \
                                         .destroy = tr_destroy,                                              \
                                         .mesh = tr_mesh,                                                    \
