@@ -124,4 +124,27 @@ char *tsl_config_emit_given(const tsl_config *cfg);
 ** where they came from. NULL section = the whole configuration. */
 uint64_t tsl_cfg_hash(const tsl_cfg *node);
 
+/* The resolved configuration as records for comparing it with another
+** process's: "PATH\0VALUE\0ORIGIN\0" for every value (a scalar, a null, an
+** empty map or list; a list's items as PATH[i]), sorted by PATH. ORIGIN is
+** where the value was written (FILE:LINE:COL), or "" for a getter's
+** default. A key whose dotted path is in `skip` (NULL-terminated) is left
+** out with everything under it. A heap buffer of *len bytes; NULL with the
+** error set when out of memory. */
+char *tsl_config_records(const tsl_config *cfg, const char *const *skip, size_t *len);
+
+/* Where two configurations differ: a path and each side's value and origin
+** (as in the records; value NULL where that side lacks the path). */
+typedef struct tsl_config_diff {
+  const char *path;
+  const char *value[2], *origin[2];
+} tsl_config_diff;
+
+/* Compare two tsl_config_records buffers: 1 with *d at the first path (in
+** their order) whose value differs, else 0. A path only one side has is a
+** difference only where that side wrote it: a default only one side has
+** follows from a value written elsewhere, which is reported. *d points into
+** a and b. */
+int tsl_config_records_differ(const char *a, size_t alen, const char *b, size_t blen, tsl_config_diff *d);
+
 #endif

@@ -786,6 +786,89 @@ static void test_hash(void) {
   tsl_config_free(c2);
 }
 
+/* Two configurations as another rank would compare them: `a_text` and
+** `b_text` (b with its --set arguments), each section read by the same
+** getters so that both record the same defaults. Returns whether they
+** differ, with the difference's fields copied into `out` ("path|v0@o0|v1@o1",
+** "-" for a side without the path). */
+static int records_differ(const char *a_text, const char *b_text, const char *const *sets, int n_sets,
+                          const char *const *skip, char *out, size_t cap) {
+  char pa[1024], pb[1024];
+  tsl_config *cfg[2] = {load_ok(put(pa, "rec/a.yaml", a_text)), load_ok_sets(put(pb, "rec/b.yaml", b_text), sets,
+                                                                            n_sets)};
+  char *rec[2];
+  size_t len[2];
+  for (int k = 0; k < 2; k++) {
+    tsl_cfg *root = tsl_config_root(cfg[k]), *m = NULL;
+    int64_t v;
+    const char **list;
+    int n;
+    tsl_cfg_section(root, "model", 0, &m);
+    if (m) {
+      tsl_cfg_int(m, "layers", 2, 1, 99, &v);
+      tsl_cfg_int(m, "heads", 4, 1, 99, &v);
+      tsl_cfg_string_list(m, "files", &list, &n);
+    }
+    tsl_cfg_section(root, "log", 0, &m);
+    tsl_cfg_int(m, "every", 10, 1, 99, &v);
+    /* a key read only when another is given, as a strategy's options are */
+    tsl_cfg_section(root, "plugin", 0, &m);
+    if (tsl_cfg_has(m, "name")) tsl_cfg_int(m, "bucket", 3, 1, 99, &v);
+    rec[k] = tsl_config_records(cfg[k], skip, &len[k]);
+    REQUIRE(rec[k] != NULL);
+  }
+  tsl_config_diff d;
+  int differ = tsl_config_records_differ(rec[0], len[0], rec[1], len[1], &d);
+  if (differ)
+    snprintf(out, cap, "%s|%s@%s|%s@%s", d.path, d.value[0] ? d.value[0] : "-", d.origin[0] ? d.origin[0] : "-",
+             d.value[1] ? d.value[1] : "-", d.origin[1] ? d.origin[1] : "-");
+  for (int k = 0; k < 2; k++) {
+    free(rec[k]);
+    tsl_config_free(cfg[k]);
+  }
+  return differ;
+}
+
+static void test_records_differ(void) {
+  char got[2048], want[2048];
+  const char *base = "model: {layers: 2, heads: 6, files: [x, y]}\nlog: {every: 5}\n";
+  /* key order, layout and where a value was written do not matter */
+  const char *const same[] = {"log.every=5"};
+  CHECK(!records_differ(base, "log: {every: 7}\nmodel:\n  files: [x, y]\n  heads: 6\n  layers: 2\n", same, 1, NULL,
+                        got, sizeof got));
+  /* a value: both sides, with where each was written */
+  const char *const heads[] = {"model.heads=8"};
+  CHECK(records_differ(base, base, heads, 1, NULL, got, sizeof got));
+  snprintf(want, sizeof want, "model.heads|6@%s/rec/a.yaml:1:27|8@--set=model.heads=8:1:19", scratch);
+  CHECK_STR_CONTAINS(got, want);
+  /* the first path in order: log.every before model.layers */
+  CHECK(records_differ(base, "model: {layers: 3, heads: 6, files: [x, y]}\nlog: {every: 6}\n", NULL, 0, NULL, got,
+                       sizeof got));
+  CHECK_STR_CONTAINS(got, "log.every|5@");
+  /* a list's item, and a list of another length */
+  CHECK(records_differ(base, "model: {layers: 2, heads: 6, files: [x, z]}\nlog: {every: 5}\n", NULL, 0, NULL, got,
+                       sizeof got));
+  CHECK_STR_CONTAINS(got, "model.files[1]|y@");
+  CHECK(records_differ(base, "model: {layers: 2, heads: 6, files: [x]}\nlog: {every: 5}\n", NULL, 0, NULL, got,
+                       sizeof got));
+  CHECK_STR_CONTAINS(got, "model.files[1]|y@");
+  CHECK_STR_CONTAINS(got, "|-@-");
+  /* a default against a value written */
+  CHECK(records_differ(base, "model: {layers: 2, files: [x, y]}\nlog: {every: 5}\n", NULL, 0, NULL, got, sizeof got));
+  snprintf(want, sizeof want, "model.heads|6@%s/rec/a.yaml:1:27|4@", scratch);
+  CHECK(strlen(got) == strlen(want)); /* no origin: b's default */
+  CHECK_STR_CONTAINS(got, want);
+  /* a default only one side has follows from what it wrote: that is the
+  ** difference (plugin.bucket, read only with plugin.name, is passed by) */
+  CHECK(records_differ("model: {}\nplugin: {name: x}\n", "model: {}\n", NULL, 0, NULL, got, sizeof got));
+  snprintf(want, sizeof want, "plugin.name|x@%s/rec/a.yaml:2:16|-@-", scratch);
+  CHECK_STR_CONTAINS(got, want);
+  /* a key left out of the comparison, with everything under it */
+  const char *const skip[] = {"log.every", "model.files", NULL};
+  CHECK(!records_differ(base, "model: {layers: 2, heads: 6, files: [q]}\nlog: {every: 9}\n", NULL, 0, skip, got,
+                        sizeof got));
+}
+
 /* ---- odd files ---- */
 
 static void test_empty_and_null(void) {
@@ -867,6 +950,7 @@ int main(void) {
   RUN(test_defaults_emitted);
   RUN(test_emit_roundtrip);
   RUN(test_hash);
+  RUN(test_records_differ);
   RUN(test_empty_and_null);
   RUN(test_yaml_features);
   int code = HARNESS_EXIT();
