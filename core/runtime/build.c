@@ -1,6 +1,7 @@
 /* core/runtime/build.c */
 #include "runtime/build.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -44,6 +45,106 @@ tsl_status tsl_runtime_configure(tsl_runtime *rt, const char *path, const char *
 
 tsl_status tsl_runtime_configure_core(tsl_runtime *rt, const char *path, const char *const *sets, int n_sets) {
   return configure(rt, path, sets, n_sets, 0);
+}
+
+/* Keys that may differ between ranks, left out of the comparison: each says
+** how one process uses its own machine or what it prints, never what the
+** ranks compute together or which shared files they use.
+**   device.threads          this machine's cores (as OMP_NUM_THREADS, which
+**                           may differ between machines too)
+**   log.level, log.progress what this rank prints
+**   plugin.path             where this machine keeps the strategy's library:
+**                           the builds loaded are compared by their bytes
+**                           (tsl_strategy_check_agreement)
+** Everything else, paths included, must be the same on every rank, as the
+** same command line gives (docs/cluster.md: the same path on every machine). */
+static const char *const per_rank_keys[] = {"device.threads", "log.level", "log.progress", "plugin.path", NULL};
+
+/* One rank's side of a difference: "128 on rank 1 (FILE:LINE:COL)". */
+static void describe_side(char *buf, size_t cap, const tsl_config_diff *d, int side, int rank) {
+  if (!d->value[side])
+    snprintf(buf, cap, "not given on rank %d (its default applies)", rank);
+  else
+    snprintf(buf, cap, "%s on rank %d (%s)", d->value[side], rank, d->origin[side][0] ? d->origin[side] : "default");
+}
+
+/* This rank's line of the report: empty when its config is rank 0's. */
+static void compare_with_rank0(const tsl_world *w, const char *first, size_t first_len, const char *mine,
+                               size_t len, char *line, size_t cap) {
+  tsl_config_diff d;
+  char here[512], there[512];
+  line[0] = '\0';
+  if (w->rank == 0 || !tsl_config_records_differ(first, first_len, mine, len, &d)) return;
+  describe_side(here, sizeof here, &d, 1, w->rank);
+  describe_side(there, sizeof there, &d, 0, 0);
+  snprintf(line, cap, "rank %d's config differs from rank 0's at %s: %s, %s", w->rank, d.path, here, there);
+}
+
+/* The report of every rank whose line is not empty (the first few of them). */
+static tsl_status config_report(const tsl_world *w, const char *lines, int cap, const uint64_t *differs) {
+  enum { SHOWN = 8 };
+  char report[8192] = "";
+  int n = 0;
+  for (int r = 1; r < w->size; r++) {
+    if (!differs[r] || n++ >= SHOWN) continue;
+    strncat(report, "\n  ", sizeof report - strlen(report) - 1);
+    strncat(report, lines + (size_t)r * (size_t)cap, sizeof report - strlen(report) - 1);
+  }
+  if (n > SHOWN) {
+    char more[64];
+    snprintf(more, sizeof more, "\n  ... and %d more rank(s)", n - SHOWN);
+    strncat(report, more, sizeof report - strlen(report) - 1);
+  }
+  char keys[256] = "";
+  for (int i = 0; per_rank_keys[i]; i++) {
+    strncat(keys, i ? ", " : "", sizeof keys - strlen(keys) - 1);
+    strncat(keys, per_rank_keys[i], sizeof keys - strlen(keys) - 1);
+  }
+  return tsl_error(TESSEL_E_CONFIG,
+                   "the ranks do not run the same configuration:%s\n"
+                   "Every rank must run the same config: start them all with the same file and --set options (a "
+                   "difference comes from a file edited while the job started, a --set given to some ranks only, or "
+                   "a stale copy on one machine). Only %s may differ between ranks.",
+                   report, keys);
+}
+
+/* A collective step's allocation: every rank learns whether all of them
+** have theirs before any goes on to the collective that needs it. */
+static tsl_status all_allocated(const tsl_world *w, int ok) {
+  return tsl_world_first_failure(
+      w, ok ? TESSEL_OK : tsl_error(TESSEL_E_NOMEM, "out of host memory comparing the ranks' configurations"));
+}
+
+tsl_status tsl_runtime_check_config_agreement(tsl_runtime *rt) {
+  enum { CAP = 1280 };
+  const tsl_world *w = &rt->world;
+  if (w->size == 1) return TESSEL_OK;
+  size_t len = 0;
+  char *mine = tsl_config_records(rt->config, per_rank_keys, &len), *first = NULL, *lines = NULL;
+  uint64_t *differs = calloc((size_t)w->size, sizeof *differs), bytes = len;
+  char line[CAP];
+  tsl_status st;
+  TSL_TRY(st, all_allocated(w, mine && differs && len <= INT_MAX));
+  TSL_TRY(st, tsl_world_bcast(w, &bytes, sizeof bytes));
+  first = w->rank == 0 ? mine : malloc(bytes ? bytes : 1);
+  TSL_TRY(st, all_allocated(w, first != NULL));
+  TSL_TRY(st, tsl_world_bcast(w, first, (int)bytes));
+  compare_with_rank0(w, first, bytes, mine, len, line, sizeof line);
+  TSL_TRY(st, tsl_world_allgather_u64(w, line[0] != '\0', differs));
+  int any = 0;
+  for (int r = 1; r < w->size; r++) any |= differs[r] != 0;
+  if (!any) goto done;
+  lines = malloc((size_t)w->size * CAP);
+  TSL_TRY(st, all_allocated(w, lines != NULL));
+  TSL_TRY(st, tsl_world_allgather_str(w, line, lines, CAP));
+  st = config_report(w, lines, CAP, differs);
+fail:
+done:
+  if (first != mine) free(first);
+  free(mine);
+  free(differs);
+  free(lines);
+  return st;
 }
 
 /* Find and load libtessel-cuda.so: beside libtessel, then in the build tree. */

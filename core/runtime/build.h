@@ -17,6 +17,13 @@ tsl_status tsl_runtime_configure(tsl_runtime *rt, const char *path, const char *
 ** its plugin section (whose keys are left to the strategy), for planning
 ** before any strategy is chosen. */
 tsl_status tsl_runtime_configure_core(tsl_runtime *rt, const char *path, const char *const *sets, int n_sets);
+/* Compare every rank's resolved configuration with rank 0's (collective;
+** after tsl_runtime_configure succeeded on every rank, before anything is
+** sized from the configuration). Where some differ: TESSEL_E_CONFIG on
+** every rank, with the same report naming each rank that differs, the
+** first key where it does and both values with where they were written.
+** The few keys that may differ per rank are listed in build.c. */
+tsl_status tsl_runtime_check_config_agreement(tsl_runtime *rt);
 /* The threads a rank is asked for: device.threads, else OMP_NUM_THREADS
 ** when it is a plain count, else 0 (the rank's share of its CPUs). */
 int tsl_threads_asked(const tsl_settings *s);

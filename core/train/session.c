@@ -26,6 +26,7 @@ tsl_status tsl_session_open(const tsl_world *w, const char *config, const char *
   if (!o.started) o.started = tsl_now();
   rt->world = *w;
   tsl_status st = tsl_world_agree(&rt->world, tsl_runtime_configure(rt, config, sets, n_sets, rt->world.size));
+  if (st >= 0) st = tsl_world_agree(&rt->world, tsl_runtime_check_config_agreement(rt));
   if (st >= 0) st = tsl_world_agree(&rt->world, tsl_strategy_check_agreement(rt));
   if (st >= 0) st = tsl_world_agree(&rt->world, tsl_run_dir_open(rt, &run->dir));
   if (st >= 0) st = tsl_world_agree(&rt->world, tsl_runtime_devices(rt));
