@@ -11,12 +11,22 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "cpu.h"
 
 typedef struct cpu_ctx {
-  char description[320];
+  char description[512];
 } cpu_ctx;
+
+/* Under an address-space limit (ulimit -v, RLIMIT_AS) OpenBLAS 0.3 cannot
+** fail: when the mapping of a thread's 128 MiB work buffer is refused it
+** tries again for ever, and the run spins in its first product. A memory
+** limit (a cgroup, Slurm's --mem, device.memory_limit) fails cleanly. */
+static int address_space_limited(void) {
+  struct rlimit lim;
+  return getrlimit(RLIMIT_AS, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY;
+}
 
 /* opts->threads (> 0) sets the OpenMP team size; 0 leaves OpenMP's default
 ** (all cores, or OMP_NUM_THREADS). That team runs every kernel, sgemm
@@ -39,13 +49,17 @@ static int cpu_init(tsl_backend *be, const tsl_backend_opts *opts) {
   /* The `tessel` program gets here with neither unless the user set the
   ** variables; a program that links libtessel may: say what to set. */
   const char *better = tsl_cpu_blas_core_better();
-  char hint[160] = "";
+  char hint[400] = "";
   int used = 0;
   if (better)
     used = snprintf(hint, sizeof hint, "; set OPENBLAS_CORETYPE=%s for this CPU's faster kernels", better);
   if (pool)
+    used += snprintf(hint + used, sizeof hint - (size_t)used,
+                     "; set OPENBLAS_NUM_THREADS=1: its own thread pool only competes with OpenMP's");
+  if (address_space_limited())
     snprintf(hint + used, sizeof hint - (size_t)used,
-             "; set OPENBLAS_NUM_THREADS=1: its own thread pool only competes with OpenMP's");
+             "; ulimit -v is set: OpenBLAS waits for ever when it cannot map its 128 MiB buffer per thread, "
+             "so limit memory with a cgroup or device.memory_limit instead");
   snprintf(ctx->description, sizeof ctx->description, "cpu: %d thread%s, OpenBLAS %s (%s%s)", threads,
            threads == 1 ? "" : "s", version, core ? core : "?", hint);
   be->ctx = ctx;
