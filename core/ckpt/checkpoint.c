@@ -121,6 +121,7 @@ static const char *state_suffix(tsl_model *m, tsl_ckpt_file kind, int k) {
 typedef struct write_error {
   tsl_status st;
   char *why;
+  int placed; /* the new step directory was renamed into place before the failure */
 } write_error;
 
 static void note(write_error *we, tsl_status st) {
@@ -367,8 +368,10 @@ static tsl_status latest_of(const char *dir, int warn, char **path, int64_t *ste
   return *path ? TESSEL_OK : TESSEL_E_NOMEM;
 }
 
-/* Rank 0's file work for one checkpoint: everything but the gathers. */
-static tsl_status finish_dir(tsl_model *m, const char *tmp, const char *final, int64_t step) {
+/* Rank 0's file work for one checkpoint: everything but the gathers.
+** *placed: the step directory is in place (what fails after it is the
+** file system's syncing or the `latest` record). */
+static tsl_status finish_dir(tsl_model *m, const char *tmp, const char *final, int64_t step, int *placed) {
   tsl_status st;
   const tsl_runtime *rt = tsl_model_runtime(m);
   const tsl_settings *s = &rt->settings;
@@ -388,6 +391,7 @@ static tsl_status finish_dir(tsl_model *m, const char *tmp, const char *final, i
   TSL_TRY(st, write_trainer_json(m, tmp, step));
   TSL_TRY(st, tsl_fsync_path(tmp));
   TSL_TRY(st, rename_into_place(tmp, final));
+  *placed = 1;
   TSL_TRY(st, tsl_fsync_path(s->ckpt.dir));
   TSL_TRY(st, track(s->ckpt.dir, step));
   TSL_TRY(st, prune(s->ckpt.dir, s->ckpt.keep, step));
@@ -402,7 +406,8 @@ fail:
 ** quota is full, or there is not room for two checkpoints; otherwise the
 ** failed write is the file system's (a read-only remount, a failing disk,
 ** a lost network server). */
-static tsl_status write_failure(const tsl_runtime *rt, const write_error *we, int64_t step, const char *last) {
+static tsl_status write_failure(const tsl_runtime *rt, const write_error *we, int64_t step, const char *placed,
+                                const char *last) {
   const char *dir = rt->settings.ckpt.dir;
   char need[32], have[32] = "an unknown amount";
   uint64_t bytes = tsl_ckpt_bytes(&rt->settings), free_bytes;
@@ -413,13 +418,20 @@ static tsl_status write_failure(const tsl_runtime *rt, const write_error *we, in
     tsl_format_bytes(free_bytes, have, sizeof have);
     roomy = free_bytes / 2 >= bytes && !strstr(why, strerror(ENOSPC)) && !strstr(why, strerror(EDQUOT));
   }
+  char earlier[4200];
+  snprintf(earlier, sizeof earlier, "%s%s", last ? "The last checkpoint is intact: " : "No checkpoint was written "
+           "before this one", last ? last : "");
+  if (placed) /* a resume checks every file against its recorded size and CRC-32 first */
+    return tsl_error(we->st,
+                     "checkpoint step_%08lld is in place in %s, but the file system failed after it was: %s\n"
+                     "It may not survive a crash of the machine. %s. Running the same command again resumes from "
+                     "the checkpoint %s/%s names, after checking its files.",
+                     (long long)step, dir, why, earlier, dir, TSL_CKPT_LATEST);
   return tsl_error(we->st,
                  "cannot write checkpoint step_%08lld in %s: %s\n"
                  "One checkpoint of this model needs about %llu bytes (%s); the file system there has %s free. "
-                 "%s%s. %s: running the same command again resumes from the last checkpoint.",
-                 (long long)step, dir, why, (unsigned long long)bytes, need, have,
-                 last ? "The last checkpoint is intact: " : "No checkpoint was written before this one",
-                 last ? last : "",
+                 "%s. %s: running the same command again resumes from the last checkpoint.",
+                 (long long)step, dir, why, (unsigned long long)bytes, need, have, earlier,
                  roomy ? "There is room, so the cause is the file system (read-only, a failing disk or network "
                          "server): fix it or point checkpoint.dir at another disk"
                        : "Free some space or point checkpoint.dir at another disk");
@@ -429,7 +441,7 @@ tsl_status tsl_ckpt_save(tsl_model *m, int64_t step, char **saved) {
   tsl_runtime *rt = tsl_model_runtime(m);
   const char *dir = rt->settings.ckpt.dir;
   tsl_status st = TESSEL_OK, wst = TESSEL_OK;
-  write_error we = {TESSEL_OK, NULL};
+  write_error we = {TESSEL_OK, NULL, 0};
   int64_t last_step = 0;
   char *final = tsl_asprintf("%s/step_%08lld", dir, (long long)step), *last = NULL;
   char *tmp = temporary_dir(dir, step);
@@ -449,8 +461,8 @@ tsl_status tsl_ckpt_save(tsl_model *m, int64_t step, char **saved) {
     free(path);
   }
   if (rt->world.rank == 0) {
-    if (st >= 0 && we.st >= 0) note(&we, finish_dir(m, tmp, final, step));
-    if (we.st < 0) wst = write_failure(rt, &we, step, last);
+    if (st >= 0 && we.st >= 0) note(&we, finish_dir(m, tmp, final, step, &we.placed));
+    if (we.st < 0) wst = write_failure(rt, &we, step, we.placed ? final : NULL, last);
     /* nothing half-written stays behind, whatever failed */
     if ((st < 0 || wst < 0) && tmp) tsl_remove_tree(tmp);
   }

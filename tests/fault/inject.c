@@ -20,11 +20,13 @@
 **                                  contains TEXT fails with EACCES
 **   TESSEL_FAULT=deny-remove:TEXT  removing a path there that contains
 **                                  TEXT fails with EACCES
+**   TESSEL_FAULT=eio-fsync-dir     fsync of the directory TESSEL_FAULT_DIR
+**                                  itself fails with EIO
 **   TESSEL_FAULT=eio-read:TEXT     reading a file there whose path contains
 **                                  TEXT fails with EIO (a failing disk or
 **                                  network file system)
 **
-** It wraps the calls tessel's own code makes (write, pwrite, read,
+** It wraps the calls tessel's own code makes (write, pwrite, read, fsync,
 ** fallocate, mkdir, open, openat, statvfs, rename, remove); stdio's internal writes are not seen, which is fine:
 ** the checkpoint tensors, the bulk of every checkpoint, go through write().
 */
@@ -41,7 +43,7 @@
 #include <sys/types.h>
 #include <unistd.h>
 
-enum { NONE, ENOSPC_AFTER, EROFS_AFTER, FULL, KILL_AFTER_RENAME, KILL_AFTER_REMOVE, DENY_RENAME, DENY_REMOVE, EIO_READ };
+enum { NONE, ENOSPC_AFTER, EROFS_AFTER, FULL, KILL_AFTER_RENAME, KILL_AFTER_REMOVE, DENY_RENAME, DENY_REMOVE, EIO_READ, EIO_FSYNC_DIR };
 
 static int mode = -1;
 static long long budget;
@@ -58,6 +60,7 @@ static void setup(void) {
   if (sscanf(f, "enospc:%lld", &budget) == 1) mode = ENOSPC_AFTER;
   else if (sscanf(f, "erofs:%lld", &budget) == 1) mode = EROFS_AFTER;
   else if (strcmp(f, "full") == 0) mode = FULL;
+  else if (strcmp(f, "eio-fsync-dir") == 0) mode = EIO_FSYNC_DIR;
   else if (sscanf(f, "kill-after-rename:%255s", kill_text) == 1) mode = KILL_AFTER_RENAME;
   else if (sscanf(f, "kill-after-remove:%255s", kill_text) == 1) mode = KILL_AFTER_REMOVE;
   else if (sscanf(f, "deny-rename:%255s", kill_text) == 1) mode = DENY_RENAME;
@@ -106,6 +109,7 @@ static int allow_write(int fd, size_t n) {
 
 typedef ssize_t (*write_fn)(int, const void *, size_t);
 typedef ssize_t (*read_fn)(int, void *, size_t);
+typedef int (*fsync_fn)(int);
 typedef ssize_t (*pwrite_fn)(int, const void *, size_t, off_t);
 typedef int (*fallocate_fn)(int, int, off_t, off_t);
 typedef int (*mkdir_fn)(const char *, mode_t);
@@ -134,6 +138,20 @@ ssize_t read(int fd, void *buf, size_t n) {
     }
   }
   return real_read(fd, buf, n);
+}
+
+int fsync(int fd) {
+  REAL(fsync);
+  setup();
+  if (mode == EIO_FSYNC_DIR) {
+    char path[4096];
+    fd_path(fd, path, sizeof path);
+    if (dir_len && strcmp(path, dir) == 0) {
+      errno = EIO;
+      return -1;
+    }
+  }
+  return real_fsync(fd);
 }
 
 ssize_t pwrite(int fd, const void *buf, size_t n, off_t off) {
