@@ -491,6 +491,12 @@ tsl_status tsl_trainer_finish(tsl_trainer *t, tsl_run_end *end) {
   else if (!isnan(end->val_loss))
     tsl_report_line(&t->report, "validation loss %.4f", end->val_loss);
   st = tsl_report_summary(&t->report, rt, end);
+  if (st < 0 && t->last_ckpt) { /* training itself is done: say so, or the user would train again */
+    char *why = tsl_strdup(tsl_error_message());
+    tsl_error(st, "%s\nThe training itself is done and its last checkpoint, %s, is written; only the summary is "
+              "missing.", why ? why : "", t->last_ckpt);
+    free(why);
+  }
   if (st >= 0 && !end->stop && rt->settings.train.sample_tokens > 0) st = final_sample(t);
   return st < 0 ? step_failed(t, st) : st;
 }

@@ -7,7 +7,9 @@
 #     command resumes from it;
 #   - a save whose directory fsync fails after the step was renamed into
 #     place says the step is there; the next run resumes from the step
-#     `latest` names.
+#     `latest` names;
+#   - a summary that cannot be written after the training says the
+#     training and its last checkpoint are done.
 #
 # usage: read_error.sh TESSEL SRC TMP FAULT_LIB
 . "$(dirname "$0")/common.sh" "$1" "$2" "$3" read_error
@@ -43,5 +45,14 @@ grep -q "cannot write checkpoint" "$WORK/fsync.log" && fail "a checkpoint in pla
   || fail "the run after the failed fsync failed: $(tail -3 "$WORK/after.log")"
 # the failure came before `latest` named step 7: the run goes on from step 6
 grep -q "resuming from $CK/step_00000006" "$WORK/after.log" || fail "did not resume from step 6: $(cat "$WORK/after.log")"
+
+# summary.json cannot be made durable after training finished: the error
+# says the training and its last checkpoint are done (it said only the cause)
+env LD_PRELOAD="$LIB" TESSEL_FAULT_DIR="$WORK/sum" TESSEL_FAULT=eio-fsync-dir \
+  "$TESSEL" run "$WORK/tiny.yaml" --set log.dir="$WORK/sum" --set train.steps=2 >"$WORK/sum.log" 2>&1
+status=$?
+[ $status -eq 1 ] || fail "a failed summary: exit status $status, expected 1"
+grep -q "The training itself is done and its last checkpoint, $WORK/sum/checkpoints/step_00000002, is written" \
+  "$WORK/sum.log" || fail "a failed summary does not say the training is done: $(tail -3 "$WORK/sum.log")"
 
 finish "ok: a checkpoint that fails to read is reported as unreadable and resumes once it reads; one in place when the file system failed is named as such"
