@@ -38,7 +38,7 @@ static tsl_status read_local(tsl_model *m, int i, tessel_state_ref ref, float *h
                      p->name);
   tsl_hook_enter(rt);
   tsl_status st = rt->plugin->vt.state_read(rt->inst, i, ref, host);
-  return st < 0 ? tsl_hook_failed(rt, st, "state_read(%s)", p->name) : TESSEL_OK;
+  return st != TESSEL_OK ? tsl_hook_failed(rt, st, "state_read(%s)", p->name) : TESSEL_OK;
 }
 
 tsl_status tsl_gather_state(tsl_model *m, int i, tessel_state_ref ref, float *global) {
@@ -102,7 +102,7 @@ tsl_status tsl_scatter_state(tsl_model *m, int i, tessel_state_ref ref, const fl
   } else {
     tsl_hook_enter(rt);
     st = rt->plugin->vt.state_write(rt->inst, i, ref, part);
-    if (st < 0) st = tsl_hook_failed(rt, st, "state_write(%s)", p->name);
+    if (st != TESSEL_OK) st = tsl_hook_failed(rt, st, "state_write(%s)", p->name);
   }
   free(part);
   return st;

@@ -14,7 +14,7 @@
   do {                                                                                   \
     if ((m)->rt->plugin && (m)->rt->plugin->vt.hook) {                                   \
       tsl_hook_enter((m)->rt);                                                           \
-      if (((st) = (m)->rt->plugin->vt.hook((m)->rt->inst, ##__VA_ARGS__)) < 0) {         \
+      if (((st) = (m)->rt->plugin->vt.hook((m)->rt->inst, ##__VA_ARGS__)) != TESSEL_OK) { \
         (st) = tsl_hook_failed((m)->rt, st, #hook);                                      \
         goto fail;                                                                       \
       }                                                                                  \
@@ -192,7 +192,7 @@ tsl_status tsl_model_materialize(tsl_model *m, uint64_t seed) {
   TSL_TRY(st, tsl_acts_allocate(m));
   if (m->rt->plugin && m->rt->plugin->vt.setup) {
     tsl_hook_enter(m->rt);
-    if ((st = m->rt->plugin->vt.setup(m->rt->inst)) < 0) {
+    if ((st = m->rt->plugin->vt.setup(m->rt->inst)) != TESSEL_OK) {
       st = tsl_hook_failed(m->rt, st, "setup");
       /* setup is the first hook that sees the backend: "not possible here"
       ** from it means the strategy declines this device, which is not a

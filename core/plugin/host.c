@@ -33,6 +33,16 @@ void tsl_hook_enter(tsl_runtime *rt) {
   tsl_error_clear();
 }
 
+/* Frame `msg`, what went wrong in `hook`, as the strategy's failure. */
+static tsl_status frame(tsl_runtime *rt, tsl_status st, const char *hook, const char *msg) {
+  if (st == TESSEL_E_CONFIG && !tsl_has_position(msg) && rt->settings.plugin.section)
+    return tsl_cfg_error(rt->settings.plugin.section, NULL, "%s", msg);
+  tsl_error(st, "%s", msg);
+  if (rt->world.size > 1)
+    return tsl_error_wrap(st, "strategy '%s' failed in %s on rank %d", plugin_name(rt), hook, rt->world.rank);
+  return tsl_error_wrap(st, "strategy '%s' failed in %s", plugin_name(rt), hook);
+}
+
 tsl_status tsl_hook_failed(tsl_runtime *rt, tsl_status st, const char *hook_fmt, ...) {
   tessel_host *h = &rt->host;
   char hook[256], msg[4096];
@@ -44,25 +54,31 @@ tsl_status tsl_hook_failed(tsl_runtime *rt, tsl_status st, const char *hook_fmt,
   snprintf(msg, sizeof msg, "%s", h->err[0] ? h->err : tsl_error_message());
   pthread_mutex_unlock(&h->lock);
   /* a status outside tessel_status is the plugin's bug; it must not pass for
-  ** one of the core's own (TSL_E_DECLINED is -100) */
-  if (st < TESSEL_E_NUMERIC) {
+  ** one of the core's own (TSL_E_DECLINED is -100), nor a positive one for
+  ** success */
+  if (st < TESSEL_E_NUMERIC || st > TESSEL_OK) {
     char own[4096];
-    snprintf(own, sizeof own, "returned %d, which is not a tessel_status (TESSEL_E_CONFIG .. TESSEL_E_NUMERIC)%s%s",
+    snprintf(own, sizeof own, "returned %d, which is not a tessel_status (0, or TESSEL_E_CONFIG .. TESSEL_E_NUMERIC)%s%s",
              (int)st, msg[0] ? ": " : "", msg);
     snprintf(msg, sizeof msg, "%s", own);
     st = TESSEL_E_INTERNAL;
   }
   if (!msg[0]) snprintf(msg, sizeof msg, "%s", tsl_status_name(st));
-  if (st == TESSEL_E_CONFIG && !tsl_has_position(msg) && rt->settings.plugin.section)
-    return tsl_cfg_error(rt->settings.plugin.section, NULL, "%s", msg);
-  tsl_error(st, "%s", msg);
-  if (rt->world.size > 1)
-    return tsl_error_wrap(st, "strategy '%s' failed in %s on rank %d", plugin_name(rt), hook, rt->world.rank);
-  return tsl_error_wrap(st, "strategy '%s' failed in %s", plugin_name(rt), hook);
+  return frame(rt, st, hook, msg);
+}
+
+tsl_status tsl_hook_refuse(tsl_runtime *rt, const char *hook_fmt, ...) {
+  char hook[256], msg[4096];
+  va_list ap;
+  va_start(ap, hook_fmt);
+  vsnprintf(hook, sizeof hook, hook_fmt, ap);
+  va_end(ap);
+  snprintf(msg, sizeof msg, "%s", tsl_error_message());
+  return frame(rt, TESSEL_E_INTERNAL, hook, msg);
 }
 
 tsl_status tsl_hook_status(tsl_runtime *rt, tsl_status st, const char *hook) {
-  return st < 0 ? tsl_hook_failed(rt, st, "%s", hook) : st;
+  return st != TESSEL_OK ? tsl_hook_failed(rt, st, "%s", hook) : st;
 }
 
 static void host_log(tessel_host *h, int level, const char *fmt, ...) {

@@ -31,9 +31,16 @@ const tessel_state_api *tsl_host_state(void);
 ** the plugin's message (or, when it set none, the message of the host call
 ** that failed) as "strategy 'NAME' failed in HOOK on rank R: ..."; a
 ** configuration error without a position gets the plugin section's.
-** tsl_hook_status does the same for a status that may be success. */
+** tsl_hook_status does the same for a status that may be success. A
+** status that is neither 0 nor a TESSEL_E_* (a positive one too) is the
+** plugin's bug, reported as such: callers treat any status != TESSEL_OK
+** from a hook as its failure.
+** tsl_hook_refuse: the hook succeeded but the core refuses its answer; the
+** core's message (set with tsl_error just before) framed the same way, as
+** TESSEL_E_INTERNAL. */
 void tsl_hook_enter(tsl_runtime *rt);
 tsl_status tsl_hook_failed(tsl_runtime *rt, tsl_status st, const char *hook_fmt, ...) TSL_PRINTF(3, 4);
+tsl_status tsl_hook_refuse(tsl_runtime *rt, const char *hook_fmt, ...) TSL_PRINTF(2, 3);
 tsl_status tsl_hook_status(tsl_runtime *rt, tsl_status st, const char *hook);
 
 #endif

@@ -90,7 +90,7 @@ tsl_status tsl_strategy_start(tsl_runtime *rt, int world_size) {
   TSL_TRY(st, check_caps(rt));
   tsl_hook_enter(rt);
   st = rt->plugin->vt.create(tsl_host_api(), &rt->host, (const tessel_cfg *)s->plugin.section, &rt->inst);
-  if (st < 0) {
+  if (st != TESSEL_OK) {
     st = tsl_hook_failed(rt, st, "create");
     goto fail;
   }
@@ -98,7 +98,7 @@ tsl_status tsl_strategy_start(tsl_runtime *rt, int world_size) {
   rt->mesh = (tessel_mesh){.size = sizeof rt->mesh};
   tsl_hook_enter(rt);
   st = rt->plugin->vt.mesh(rt->inst, world_size, &rt->mesh);
-  if (st < 0) {
+  if (st != TESSEL_OK) {
     st = tsl_hook_failed(rt, st, "mesh");
     goto fail;
   }

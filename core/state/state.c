@@ -48,7 +48,7 @@ static tsl_status ask(tsl_runtime *rt, tessel_state_ref ref, int layers, tessel_
   if (rt->plugin && rt->plugin->vt.place) {
     tsl_hook_enter(rt);
     tsl_status st = rt->plugin->vt.place(rt->inst, ref, &p);
-    if (st < 0) return tsl_hook_failed(rt, st, "place");
+    if (st != TESSEL_OK) return tsl_hook_failed(rt, st, "place");
   }
   p.size = sizeof p;
   if (!p.chunk_bytes) p.chunk_bytes = TSL_STATE_CHUNK_BYTES;

@@ -44,7 +44,8 @@
 ** starts threads joins them in `destroy`.
 **
 ** Errors. Every hook and every host call returns tessel_status: 0 is
-** success, negative values are error kinds; results come back through
+** success, negative values are error kinds (a hook returning any other
+** value fails as "not a tessel_status"); results come back through
 ** out-parameters. Detail goes through `api->set_error(host, status, ...)`,
 ** which returns its status so `return api->set_error(...)` reads well; the
 ** message lives in the plugin instance's own buffer. The core prefixes the

@@ -75,7 +75,7 @@ static tsl_status estimate_ranks(tsl_plan *p, tsl_plan_cand *c, tsl_runtime *rt)
     tsl_plan_query_init(&q, c->world, r, cap, NULL);
     tsl_hook_enter(rt);
     st = rt->plugin->vt.estimate(rt->inst, &q, &e);
-    if (st < 0) {
+    if (st != TESSEL_OK) {
       st = tsl_hook_failed(rt, st, "estimate for rank %d", r);
       break;
     }
@@ -184,7 +184,7 @@ static tsl_status enumerate_one(tsl_plan *p, const char *name) {
     rt.plan = &ctx;
     tsl_hook_enter(&rt);
     st = rt.plugin->vt.enumerate(rt.inst, &q);
-    if (st < 0) st = tsl_hook_failed(&rt, st, "enumerate");
+    if (st != TESSEL_OK) st = tsl_hook_failed(&rt, st, "enumerate");
     rt.plan = NULL;
   }
   if (st >= 0 && p->n == before && !rt.plugin->vt.enumerate) st = tsl_plan_add(p, name, "", 0);
