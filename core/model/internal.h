@@ -111,6 +111,16 @@ tsl_status tsl_acts_size(const tsl_model *m, const tsl_unit_plan *plans, uint64_
 ** plan says). */
 void tsl_acts_bind_kept(tsl_model *m, int slot, int unit, void *base);
 
+/* fit.c: refuse (framed as the strategy's hook) what the ops the core runs
+** on this rank cannot compute with: an ABSENT weight of a unit that runs
+** here, a core-stored part whose shape is not the one the geometry implies,
+** rows that the core's embedding, head, linear or norm would not keep. */
+tsl_status tsl_fit_check(tsl_model *m);
+/* Before unit `unit` runs (forward 0, backward 1): every plugin-stored
+** parameter a core op of it reads has its data (and, to take gradients,
+** its gradient) bound. */
+tsl_status tsl_fit_bound(tsl_model *m, int unit, int backward);
+
 /* recompute.c: the plan of a unit's activations under a placement. */
 tsl_status tsl_unit_plan_for(const tsl_unit_decl *d, const tessel_placement *p, tsl_unit_plan *out);
 /* "none", "selective", "full" */

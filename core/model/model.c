@@ -85,7 +85,24 @@ tsl_status tsl_model_dims_for(const tsl_runtime *rt, tessel_model_dims *d) {
   return TESSEL_OK;
 }
 
-tsl_status tsl_geometry_complete(const tessel_model_dims *d, const char *who, tessel_geometry *g) {
+/* The first field of a completed geometry that does not fit the model, or
+** NULL. */
+static const char *geometry_fault(const tessel_model_dims *d, const tessel_geometry *g) {
+  if (g->rows < 1) return "rows is below 1";
+  if (g->width < 1) return "width is below 1";
+  if (g->batch * d->seq_len != g->inner_rows) return "inner_rows is not batch × seq";
+  if (g->heads < 1 || g->kv_heads < 1) return "heads and kv_heads must be at least 1";
+  if (g->heads % g->kv_heads != 0) return "heads is not a multiple of kv_heads";
+  if (g->ffn < 1) return "ffn is below 1";
+  if (g->vocab < 1 || g->vocab_begin < 0 || g->vocab_begin + g->vocab > d->dim[TESSEL_DIM_VOCAB])
+    return "the vocabulary rows are outside the vocabulary";
+  if (g->act_slots < 1) return "act_slots is below 1";
+  if (g->unit_first < 0 || g->unit_last >= d->units || g->unit_first > g->unit_last)
+    return "the units are outside the model";
+  return NULL;
+}
+
+tsl_status tsl_geometry_complete(const tessel_model_dims *d, tessel_geometry *g) {
   int64_t BT = (int64_t)d->micro_batch * d->seq_len;
   if (!g->rows) g->rows = BT;
   if (!g->width) g->width = d->dim[TESSEL_DIM_HIDDEN];
@@ -97,15 +114,16 @@ tsl_status tsl_geometry_complete(const tessel_model_dims *d, const char *who, te
   if (!g->vocab) g->vocab = d->dim[TESSEL_DIM_VOCAB];
   if (!g->act_slots) g->act_slots = 1;
   if (!g->unit_last && !g->unit_first) g->unit_last = d->units - 1;
-  if (g->batch * d->seq_len != g->inner_rows || g->heads < 1 || g->kv_heads < 1 || g->heads % g->kv_heads != 0 ||
-      g->unit_first < 0 || g->unit_last >= d->units || g->unit_first > g->unit_last || g->act_slots < 1 ||
-      g->vocab_begin < 0 || g->vocab_begin + g->vocab > d->dim[TESSEL_DIM_VOCAB])
+  const char *fault = geometry_fault(d, g);
+  if (fault)
     return tsl_error(TESSEL_E_INTERNAL,
-                     "%s: inconsistent geometry (inner_rows %lld, batch %lld × seq %d, heads %lld, kv_heads %lld, "
-                     "vocabulary rows %lld..%lld of %lld, units %d..%d of %d)",
-                     who, (long long)g->inner_rows, (long long)g->batch, d->seq_len, (long long)g->heads,
-                     (long long)g->kv_heads, (long long)g->vocab_begin, (long long)(g->vocab_begin + g->vocab),
-                     (long long)d->dim[TESSEL_DIM_VOCAB], g->unit_first, g->unit_last, d->units);
+                     "inconsistent geometry: %s (rows %lld, width %lld, inner_rows %lld, batch %lld × seq %d, "
+                     "heads %lld, kv_heads %lld, ffn %lld, vocabulary rows %lld..%lld of %lld, act_slots %d, "
+                     "units %d..%d of %d)",
+                     fault, (long long)g->rows, (long long)g->width, (long long)g->inner_rows, (long long)g->batch,
+                     d->seq_len, (long long)g->heads, (long long)g->kv_heads, (long long)g->ffn,
+                     (long long)g->vocab_begin, (long long)(g->vocab_begin + g->vocab),
+                     (long long)d->dim[TESSEL_DIM_VOCAB], g->act_slots, g->unit_first, g->unit_last, d->units);
   return TESSEL_OK;
 }
 
@@ -114,10 +132,9 @@ static tsl_status geometry(tsl_model *m) {
   if (m->rt->plugin && m->rt->plugin->vt.geometry) {
     tsl_hook_enter(m->rt);
     tsl_status st = m->rt->plugin->vt.geometry(m->rt->inst, &g);
-    if (st < 0) return tsl_hook_failed(m->rt, st, "geometry");
+    if (st != TESSEL_OK) return tsl_hook_failed(m->rt, st, "geometry");
   }
-  tsl_status st = tsl_geometry_complete(&m->dims, m->rt->plugin ? m->rt->plugin->name : "core", &g);
-  if (st < 0) return st;
+  if (tsl_geometry_complete(&m->dims, &g) < 0) return tsl_hook_refuse(m->rt, "geometry");
   m->geo = g;
   return TESSEL_OK;
 }
@@ -168,6 +185,7 @@ tsl_status tsl_model_plan(tsl_runtime *rt, const tessel_model_dims *dims, tsl_mo
   TSL_TRY(st, build_units(m));
   TSL_TRY(st, tsl_params_layout(rt, &m->params));
   TSL_TRY(st, geometry(m));
+  TSL_TRY(st, tsl_fit_check(m));
   tessel_optimizer_info oi;
   tsl_optimizer_describe(&rt->settings, &oi);
   int core_optim = !(rt->plugin && (rt->plugin->vt.caps & TESSEL_CAP_OWNS_OPTIMIZER));
@@ -187,6 +205,7 @@ tsl_status tsl_model_materialize(tsl_model *m, uint64_t seed) {
   st = tsl_layouts_share(&m->rt->world, mine, m->params.n, &m->layouts);
   free(mine);
   TSL_TRY(st, st);
+  TSL_TRY(st, tsl_params_check_cover(m->rt, &m->params, &m->layouts));
   TSL_TRY(st, tsl_state_allocate(&m->state, &m->params));
   TSL_TRY(st, tsl_state_init(&m->state, &m->params, seed));
   TSL_TRY(st, tsl_acts_allocate(m));
@@ -265,6 +284,7 @@ tsl_status tsl_model_forward(tsl_model *m, int micro, int slot, int unit) {
   tessel_op_ctx c;
   TSL_TRY(st, unit_begin(m, micro, slot, unit, &c));
   HOOK(st, m, before_forward, unit, micro);
+  TSL_TRY(st, tsl_fit_bound(m, unit, 0));
   tessel_unit_kind kind = m->units[unit].info.kind;
   if (kind != TESSEL_UNIT_BLOCK) TSL_TRY(st, load_batch(m, &m->slots[slot], micro));
   TSL_TRY(st, tsl_exec_forward(m, &c, slot, unit, micro));
@@ -281,6 +301,7 @@ tsl_status tsl_model_backward(tsl_model *m, int micro, int slot, int unit) {
   tessel_op_ctx c;
   TSL_TRY(st, unit_begin(m, micro, slot, unit, &c));
   HOOK(st, m, before_backward, unit, micro);
+  TSL_TRY(st, tsl_fit_bound(m, unit, 1));
   TSL_TRY(st, tsl_exec_backward(m, &c, slot, unit));
   HOOK(st, m, after_backward, unit, micro);
   if (unit > m->geo.unit_first) HOOK(st, m, prefetch, unit - 1, TESSEL_PHASE_BACKWARD);

@@ -34,9 +34,9 @@ tsl_status tsl_model_dims_for(const tsl_runtime *rt, tessel_model_dims *out);
 void tsl_model_dims_single(const tsl_runtime *rt, tessel_model_dims *out);
 
 /* Fill the fields a strategy's geometry left zero with the single-process
-** values (tessel_geometry) and check the result against the model; `who`
-** names the strategy in the error. */
-tsl_status tsl_geometry_complete(const tessel_model_dims *d, const char *who, tessel_geometry *g);
+** values (tessel_geometry) and check the result against the model; the
+** error says which field does not fit. */
+tsl_status tsl_geometry_complete(const tessel_model_dims *d, tessel_geometry *g);
 /* The reduction scratch the core keeps for a geometry (cross-entropy and
 ** norm statistics per row, the gradient norm), taken when activations are
 ** allocated so that a strategy that plans memory at setup sees it. */

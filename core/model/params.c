@@ -175,36 +175,42 @@ void tsl_param_local_shape(const tsl_param *p, const tessel_layout *l, int64_t o
   }
 }
 
-static tsl_status check_layout(const tsl_runtime *rt, tsl_param *p) {
+/* Is one layout, on its own, a part the core can hold? The message says
+** why not (the caller frames it as the layout hook's answer). */
+static tsl_status check_layout(tsl_param *p) {
   const tessel_layout *l = &p->layout;
-  const char *who = rt->plugin ? rt->plugin->name : "core";
   uint64_t numel = (uint64_t)p->info.shape[0] * (uint64_t)p->info.shape[1];
+  if (l->store != TESSEL_STORE_CORE && l->store != TESSEL_STORE_PLUGIN)
+    return tsl_error(TESSEL_E_INTERNAL, "store %d is not a tessel_store (TESSEL_STORE_CORE or TESSEL_STORE_PLUGIN)",
+                     (int)l->store);
   switch (l->kind) {
     case TESSEL_LAYOUT_REPLICATED:
     case TESSEL_LAYOUT_ABSENT: break;
     case TESSEL_LAYOUT_FLAT:
       if (l->flat_begin > l->flat_end || l->flat_end > numel)
-        return tsl_error(TESSEL_E_INTERNAL, "%s: flat range [%llu, %llu) of %s is outside its %llu elements", who,
-                         (unsigned long long)l->flat_begin, (unsigned long long)l->flat_end, p->name,
-                         (unsigned long long)numel);
+        return tsl_error(TESSEL_E_INTERNAL, "flat range [%llu, %llu) is outside its %llu elements",
+                         (unsigned long long)l->flat_begin, (unsigned long long)l->flat_end, (unsigned long long)numel);
       break;
     case TESSEL_LAYOUT_SPLIT:
       if (l->nsplit < 1 || l->nsplit > 2)
-        return tsl_error(TESSEL_E_INTERNAL, "%s: %s is split along %d dimensions (1 or 2 allowed)", who, p->name,
-                         l->nsplit);
+        return tsl_error(TESSEL_E_INTERNAL, "split along %d dimensions (1 or 2 allowed)", l->nsplit);
+      if (l->nsplit == 2 && l->split[0].dim == l->split[1].dim)
+        return tsl_error(TESSEL_E_INTERNAL, "dimension %d is split twice (split[0] and split[1] must cut different "
+                         "dimensions)", l->split[0].dim);
       for (int i = 0; i < l->nsplit; i++) {
         const tessel_split *s = &l->split[i];
-        if (s->dim < 0 || s->dim >= p->info.ndim || (l->nsplit == 2 && l->split[0].dim == l->split[1].dim))
-          return tsl_error(TESSEL_E_INTERNAL, "%s: %s has no dimension %d to split", who, p->name, s->dim);
+        if (s->dim < 0 || s->dim >= p->info.ndim)
+          return tsl_error(TESSEL_E_INTERNAL, "split[%d] cuts dimension %d of a %d-dimensional tensor", i, s->dim,
+                           p->info.ndim);
         dim_split d = split_of(p, l, s->dim);
         int whole = s->parts >= 1 && s->index >= 0 && s->index < s->parts;
         for (int r = 0; r < d.runs && whole; r++) whole = run_width(d, r) % s->parts == 0;
         if (!whole)
-          return tsl_error(TESSEL_E_INTERNAL, "%s: cannot give %s piece %d of %d along dimension %d (%lld elements in %d run(s))",
-                           who, p->name, s->index, s->parts, s->dim, (long long)p->info.shape[s->dim], d.runs);
+          return tsl_error(TESSEL_E_INTERNAL, "cannot give piece %d of %d along dimension %d (%lld elements in %d run(s))",
+                           s->index, s->parts, s->dim, (long long)p->info.shape[s->dim], d.runs);
       }
       break;
-    default: return tsl_error(TESSEL_E_INTERNAL, "%s: unknown layout kind %d for %s", who, (int)l->kind, p->name);
+    default: return tsl_error(TESSEL_E_INTERNAL, "unknown layout kind %d", (int)l->kind);
   }
   tsl_param_local_shape(p, l, p->local_shape);
   p->local_numel = (uint64_t)p->local_shape[0] * (uint64_t)p->local_shape[1];
@@ -220,10 +226,10 @@ tsl_status tsl_params_layout(tsl_runtime *rt, tsl_params *ps) {
     if (rt->plugin && rt->plugin->vt.layout) {
       tsl_hook_enter(rt);
       st = rt->plugin->vt.layout(rt->inst, &p->info, &l);
-      if (st < 0) return tsl_hook_failed(rt, st, "layout(%s)", p->name);
+      if (st != TESSEL_OK) return tsl_hook_failed(rt, st, "layout(%s)", p->name);
     }
     p->layout = l;
-    TSL_TRY(st, check_layout(rt, p));
+    if (check_layout(p) < 0) return tsl_hook_refuse(rt, "layout(%s)", p->name);
     p->offset = TESSEL_NO_OFFSET;
     if (l.store == TESSEL_STORE_CORE && l.kind != TESSEL_LAYOUT_ABSENT) {
       p->offset = ps->core_numel;
@@ -231,8 +237,167 @@ tsl_status tsl_params_layout(tsl_runtime *rt, tsl_params *ps) {
     }
   }
   return TESSEL_OK;
-fail:
-  return st;
+}
+
+/* ---- the ranks' parts together ---- */
+
+/* Intervals [lo, hi) along one dimension: one per run. */
+typedef struct span {
+  int64_t lo[TESSEL_MAX_SEGMENTS], hi[TESSEL_MAX_SEGMENTS];
+  int n;
+} span;
+
+/* A rank's part in (row, column) space: a block is one box, a flat range
+** up to three (its first row's tail, whole rows, its last row's head). */
+typedef struct part {
+  span rows[3], cols[3];
+  int n, rank;
+  const tessel_layout *l;
+} part;
+
+static span interval(int64_t lo, int64_t hi) { return (span){.lo = {lo}, .hi = {hi}, .n = 1}; }
+
+static span span_of(dim_split s) {
+  span o = {.n = s.runs};
+  int64_t start = 0;
+  for (int r = 0; r < s.runs; r++) {
+    int64_t piece = run_width(s, r) / s.parts;
+    o.lo[r] = start + s.index * piece;
+    o.hi[r] = o.lo[r] + piece;
+    start += run_width(s, r);
+  }
+  return o;
+}
+
+static int64_t span_len(const span *s) {
+  int64_t n = 0;
+  for (int i = 0; i < s->n; i++) n += s->hi[i] - s->lo[i];
+  return n;
+}
+
+static int spans_meet(const span *a, const span *b) {
+  for (int i = 0; i < a->n; i++)
+    for (int j = 0; j < b->n; j++)
+      if (a->lo[i] < b->hi[j] && b->lo[j] < a->hi[i]) return 1;
+  return 0;
+}
+
+static void add_box(part *o, span rows, span cols) {
+  o->rows[o->n] = rows;
+  o->cols[o->n++] = cols;
+}
+
+static part part_of(const tsl_param *p, const tessel_layout *l, int rank) {
+  part o = {.rank = rank, .l = l};
+  if (l->kind != TESSEL_LAYOUT_FLAT) {
+    add_box(&o, span_of(split_of(p, l, 0)), p->info.ndim == 2 ? span_of(split_of(p, l, 1)) : interval(0, 1));
+    return o;
+  }
+  int64_t C = p->info.shape[1], b = (int64_t)l->flat_begin, e = (int64_t)l->flat_end;
+  if (b == e) return o;
+  int64_t r0 = b / C, r1 = (e - 1) / C;
+  if (r0 == r1) {
+    add_box(&o, interval(r0, r0 + 1), interval(b % C, (e - 1) % C + 1));
+    return o;
+  }
+  add_box(&o, interval(r0, r0 + 1), interval(b % C, C));
+  if (r1 > r0 + 1) add_box(&o, interval(r0 + 1, r1), interval(0, C));
+  add_box(&o, interval(r1, r1 + 1), interval(0, (e - 1) % C + 1));
+  return o;
+}
+
+static uint64_t part_numel(const part *a) {
+  uint64_t n = 0;
+  for (int i = 0; i < a->n; i++) n += (uint64_t)(span_len(&a->rows[i]) * span_len(&a->cols[i]));
+  return n;
+}
+
+static int parts_meet(const part *a, const part *b) {
+  for (int i = 0; i < a->n; i++)
+    for (int j = 0; j < b->n; j++)
+      if (spans_meet(&a->rows[i], &b->rows[j]) && spans_meet(&a->cols[i], &b->cols[j])) return 1;
+  return 0;
+}
+
+/* "rank 1 holds piece 0 of 2 along dimension 0" */
+static void describe(const part *a, char *buf, size_t cap) {
+  const tessel_layout *l = a->l;
+  int n = snprintf(buf, cap, "rank %d holds ", a->rank);
+  if (l->kind == TESSEL_LAYOUT_REPLICATED) snprintf(buf + n, cap - (size_t)n, "the whole tensor");
+  else if (l->kind == TESSEL_LAYOUT_FLAT)
+    snprintf(buf + n, cap - (size_t)n, "elements [%llu, %llu)", (unsigned long long)l->flat_begin,
+             (unsigned long long)l->flat_end);
+  else
+    for (int i = 0; i < l->nsplit && n < (int)cap; i++)
+      n += snprintf(buf + n, cap - (size_t)n, "%spiece %d of %d along dimension %d", i ? " and " : "",
+                    l->split[i].index, l->split[i].parts, l->split[i].dim);
+}
+
+/* The first elements no flat part holds: [*lo, *hi). */
+static void first_gap(const part *parts, int n, uint64_t numel, uint64_t *lo, uint64_t *hi) {
+  uint64_t x = 0;
+  for (int moved = 1; moved;) {
+    moved = 0;
+    for (int q = 0; q < n; q++)
+      if (parts[q].l->flat_begin <= x && x < parts[q].l->flat_end) x = parts[q].l->flat_end, moved = 1;
+  }
+  *lo = x;
+  *hi = numel;
+  for (int q = 0; q < n; q++)
+    if (parts[q].l->flat_begin > x && parts[q].l->flat_begin < *hi) *hi = parts[q].l->flat_begin;
+}
+
+/* Parameter i: the distinct parts (ranks holding the same part are
+** replicas) meet nowhere and hold every element. `parts` has room for one
+** per rank. */
+static tsl_status check_cover(const tsl_param *p, const tsl_layouts *t, int i, part *parts) {
+  uint64_t numel = (uint64_t)p->info.shape[0] * (uint64_t)p->info.shape[1], held = 0;
+  int n = 0, flat = 1;
+  char a[160], b[160];
+  for (int r = 0; r < t->world; r++) {
+    const tessel_layout *l = tsl_layout_of(t, r, i);
+    int seen = l->kind == TESSEL_LAYOUT_ABSENT;
+    for (int q = 0; q < n && !seen; q++) seen = tsl_layouts_same_part(parts[q].l, l);
+    if (seen) continue;
+    parts[n] = part_of(p, l, r);
+    for (int q = 0; q < n; q++) {
+      if (!parts_meet(&parts[q], &parts[n])) continue;
+      describe(&parts[q], a, sizeof a);
+      describe(&parts[n], b, sizeof b);
+      return tsl_error(TESSEL_E_INTERNAL,
+                       "the parts of %s on ranks %d and %d overlap (%s, %s): every element must be in one part "
+                       "(ranks that hold the same part are its replicas)",
+                       p->name, parts[q].rank, r, a, b);
+    }
+    held += part_numel(&parts[n]);
+    flat &= l->kind == TESSEL_LAYOUT_FLAT;
+    n++;
+  }
+  if (held == numel) return TESSEL_OK;
+  if (n && flat) {
+    uint64_t lo, hi;
+    first_gap(parts, n, numel, &lo, &hi);
+    return tsl_error(TESSEL_E_INTERNAL, "elements [%llu, %llu) of %s are held by no rank (the ranks hold %llu of its "
+                     "%llu elements)", (unsigned long long)lo, (unsigned long long)hi, p->name,
+                     (unsigned long long)held, (unsigned long long)numel);
+  }
+  if (n) describe(&parts[0], a, sizeof a);
+  return tsl_error(TESSEL_E_INTERNAL, "%llu of the %llu elements of %s are held by no rank (%d distinct part(s)%s%s%s)",
+                   (unsigned long long)(numel - held), (unsigned long long)numel, p->name, n, n ? ": " : "",
+                   n ? a : "", n > 1 ? ", …" : "");
+}
+
+tsl_status tsl_params_check_cover(tsl_runtime *rt, const tsl_params *ps, const tsl_layouts *t) {
+  part *parts = calloc((size_t)t->world, sizeof *parts);
+  if (!parts) return tsl_error(TESSEL_E_NOMEM, "out of host memory checking the ranks' layouts");
+  tsl_status st = TESSEL_OK;
+  int i = 0;
+  while (i < ps->n && (st = check_cover(&ps->p[i], t, i, parts)) >= 0) i++;
+  free(parts);
+  if (st >= 0) return st;
+  /* every rank finds the same, from the same exchanged layouts: no "on rank" */
+  return tsl_error_wrap(st, "strategy '%s' failed in layout(%s)", rt->plugin ? rt->plugin->name : "core",
+                        ps->p[i].name);
 }
 
 /* ---- initialisation ---- */

@@ -19,6 +19,7 @@
 #include <stdint.h>
 #include "model/arch.h"
 #include "runtime/runtime.h"
+#include "state/layouts.h"
 
 typedef struct tsl_param {
   tessel_param_info info;
@@ -70,6 +71,12 @@ int tsl_params_index(const tsl_params *ps, int layers, int unit, int w);
 /* Ask the strategy for each layout (NULL hook: replicated) and validate it;
 ** then give every CORE-stored part its flat offset. */
 tsl_status tsl_params_layout(tsl_runtime *rt, tsl_params *ps);
+
+/* After every rank's layouts are exchanged (t): refuse,
+** naming the parameter and the ranks, a parameter whose distinct parts
+** (ranks holding the same part are replicas) overlap or leave elements
+** that no rank holds. */
+tsl_status tsl_params_check_cover(tsl_runtime *rt, const tsl_params *ps, const tsl_layouts *t);
 
 /* Initial values of global elements [begin, end) of a parameter, and of its
 ** local part (local_numel values), on the host. */

@@ -29,7 +29,7 @@ const tessel_layout *tsl_layout_of(const tsl_layouts *t, int rank, int param) {
   return &t->all[(size_t)rank * (size_t)t->n + (size_t)param];
 }
 
-static int same_part(const tessel_layout *a, const tessel_layout *b) {
+int tsl_layouts_same_part(const tessel_layout *a, const tessel_layout *b) {
   if (a->kind != b->kind) return 0;
   switch (a->kind) {
     case TESSEL_LAYOUT_REPLICATED:
@@ -51,6 +51,6 @@ int tsl_layouts_supplies(const tsl_layouts *t, int r, int i, int (*class_of)(voi
   if (l->kind == TESSEL_LAYOUT_ABSENT) return 0;
   int mine = class_of ? class_of(ctx, r) : 0;
   for (int q = 0; q < r; q++)
-    if ((!class_of || class_of(ctx, q) == mine) && same_part(tsl_layout_of(t, q, i), l)) return 0;
+    if ((!class_of || class_of(ctx, q) == mine) && tsl_layouts_same_part(tsl_layout_of(t, q, i), l)) return 0;
   return 1;
 }

@@ -24,6 +24,8 @@ tsl_status tsl_layouts_share(const tsl_world *w, const tessel_layout *mine, int 
 void tsl_layouts_free(tsl_layouts *t);
 
 const tessel_layout *tsl_layout_of(const tsl_layouts *t, int rank, int param);
+/* Do two layouts keep the same part (of the same parameter)? */
+int tsl_layouts_same_part(const tessel_layout *a, const tessel_layout *b);
 /* Does rank r supply parameter i: it holds a part, and no lower rank in the
 ** same class holds the same part? `class_of` (NULL: one class) gives each
 ** rank's class, e.g. its coordinate in a shard group. */

@@ -152,7 +152,7 @@ static tsl_status core_state(tessel_host *h, const tessel_geometry *g, uint64_t 
   memset(out, 0, sizeof(uint64_t) * TESSEL_TIER_COUNT * TESSEL_MEM_KIND_COUNT);
   tessel_geometry geo;
   tsl_copy_in(&geo, sizeof geo, g);
-  tsl_status st = tsl_geometry_complete(tsl_model_dims(rt->model), rt->plugin->name, &geo);
+  tsl_status st = tsl_geometry_complete(tsl_model_dims(rt->model), &geo);
   uint64_t act_device = 0, act_host = 0;
   if (st >= 0) st = tsl_model_act_bytes(rt->model, &geo, &act_device, &act_host);
   if (st < 0) return st;
