@@ -18,7 +18,7 @@ tsl_status tsl_strategy_start(tsl_runtime *rt, int world_size);
 void tsl_strategy_stop(tsl_runtime *rt);
 
 /* Collective: stop with a per-rank report unless every rank loaded the
-** same plugin build. */
+** same plugin build, then unless every rank's mesh hook gave the same mesh. */
 tsl_status tsl_strategy_check_agreement(tsl_runtime *rt);
 
 /* Host tables of other modules. */

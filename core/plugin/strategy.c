@@ -21,23 +21,31 @@ static tsl_status check_caps(tsl_runtime *rt) {
                        rt->plugin->name);
 }
 
+/* "dp 2 × tp 3": the mesh's axes (naxes already checked). */
+static void mesh_shape(const tessel_mesh *m, char *shape, size_t cap) {
+  shape[0] = '\0';
+  for (int a = 0; a < m->naxes; a++) {
+    char part[64];
+    snprintf(part, sizeof part, "%s%s %d", a ? " × " : "", m->names[a] ? m->names[a] : "axis", m->sizes[a]);
+    strncat(shape, part, cap - strlen(shape) - 1);
+  }
+}
+
 static tsl_status check_mesh(tsl_runtime *rt, int world_size) {
   const tessel_mesh *m = &rt->mesh;
   const char *who = rt->plugin->name;
   if (m->naxes < 1 || m->naxes > TESSEL_MESH_MAX_AXES)
     return tsl_error(TESSEL_E_INTERNAL, "strategy '%s' declared a mesh of %d axes (1..%d allowed)", who, m->naxes,
                      TESSEL_MESH_MAX_AXES);
-  char shape[256] = "";
+  char shape[256];
   long long product = 1;
   for (int a = 0; a < m->naxes; a++) {
     if (m->sizes[a] < 1)
       return tsl_error(TESSEL_E_INTERNAL, "strategy '%s' declared axis %d with size %d", who, a, m->sizes[a]);
     /* a product past any world is a mismatch already (and must not wrap) */
     if (product <= INT_MAX) product *= m->sizes[a];
-    char part[64];
-    snprintf(part, sizeof part, "%s%s %d", a ? " × " : "", m->names[a] ? m->names[a] : "axis", m->sizes[a]);
-    strncat(shape, part, sizeof shape - strlen(shape) - 1);
   }
+  mesh_shape(m, shape, sizeof shape);
   if (product != world_size)
     return tsl_cfg_error(rt->settings.plugin.section, NULL, "the mesh %s = %s%lld does not match the world size %d",
                          shape, product > INT_MAX ? "more than " : "", product > INT_MAX ? (long long)INT_MAX : product,
@@ -117,11 +125,11 @@ void tsl_strategy_stop(tsl_runtime *rt) {
   rt->plugin = NULL;
 }
 
-tsl_status tsl_strategy_check_agreement(tsl_runtime *rt) {
+/* Collective: every rank loaded the same build (a per-rank report if not). */
+static tsl_status check_builds(tsl_runtime *rt) {
   enum { CAP = 512 };
   tsl_status st = TESSEL_OK;
   const tsl_world *w = &rt->world;
-  if (w->size == 1) return TESSEL_OK;
   uint64_t *prints = calloc((size_t)w->size, sizeof *prints);
   char *labels = calloc((size_t)w->size, CAP);
   char mine[CAP];
@@ -154,4 +162,39 @@ done:
   free(prints);
   free(labels);
   return st;
+}
+
+/* Collective: every rank's mesh hook gave the same mesh (the communicators
+** are built from it on every rank at once; different meshes would leave
+** the ranks in different collectives). */
+static tsl_status check_meshes(tsl_runtime *rt) {
+  enum { CAP = 512 };
+  const tsl_world *w = &rt->world;
+  const tessel_mesh *m = &rt->mesh;
+  char mine[CAP], groups[CAP] = "";
+  char *all = calloc((size_t)w->size, CAP);
+  if (!all) return tsl_error(TESSEL_E_NOMEM, "out of host memory comparing meshes");
+  mesh_shape(m, mine, sizeof mine);
+  for (int g = 0; g < m->n_groups; g++) {
+    char part[32];
+    snprintf(part, sizeof part, "%s0x%x", g ? ", " : "; groups ", m->groups[g]);
+    strncat(groups, part, sizeof groups - strlen(groups) - 1);
+  }
+  size_t n = strlen(mine);
+  snprintf(mine + n, sizeof mine - n, " (data axes 0x%x%s)", m->data_axes, groups);
+  tsl_status st = tsl_world_allgather_str(w, mine, all, CAP);
+  for (int r = 1; r < w->size && st >= 0; r++)
+    if (strcmp(all + (size_t)r * CAP, all) != 0)
+      st = tsl_error(TESSEL_E_INTERNAL,
+                     "strategy '%s' gave rank %d the mesh %s, and rank 0 the mesh %s: its mesh hook must answer the "
+                     "same on every rank",
+                     rt->plugin->name, r, all + (size_t)r * CAP, all);
+  free(all);
+  return st;
+}
+
+tsl_status tsl_strategy_check_agreement(tsl_runtime *rt) {
+  if (rt->world.size == 1) return TESSEL_OK;
+  tsl_status st = check_builds(rt);
+  return st < 0 || !rt->plugin ? st : check_meshes(rt);
 }
