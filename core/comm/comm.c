@@ -690,6 +690,12 @@ void tsl_comm_progress(tsl_comm *c) {
     if (c->groups[i].reds) order_exchanges(&c->groups[i], NULL);
 }
 
+int tsl_comm_outstanding(const tsl_comm *c) {
+  int n = 0;
+  for (int i = 0; i < TSL_MAX_WORK; i++) n += c->works[i].in_use;
+  return n;
+}
+
 int tsl_comm_group_count(const tsl_comm *c) { return c->n_groups; }
 tessel_group *tsl_comm_group_at(tsl_comm *c, int i) { return &c->groups[i]; }
 tsl_comm_counts tsl_group_step_counts(const tessel_group *g) { return g->step; }

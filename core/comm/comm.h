@@ -105,6 +105,9 @@ tsl_status tsl_work_test(tsl_comm *c, tessel_work *w, int *done);
 ** inside MPI calls); the core calls it between units of compute. */
 void tsl_comm_progress(tsl_comm *c);
 
+/* Non-blocking transfers started and not yet waited for (or tested done). */
+int tsl_comm_outstanding(const tsl_comm *c);
+
 /* Counters: per group for the current step, and the number of groups. */
 int tsl_comm_group_count(const tsl_comm *c);
 tessel_group *tsl_comm_group_at(tsl_comm *c, int i);

@@ -345,6 +345,15 @@ tsl_status tsl_model_train_step(tsl_model *m) {
     }
   }
   HOOK(st, m, grads_finish);
+  /* the optimizer reads the gradients next: a transfer still in flight
+  ** would race with it */
+  int busy = m->rt->comm ? tsl_comm_outstanding(m->rt->comm) : 0;
+  if (busy) {
+    tsl_error(TESSEL_E_INTERNAL,
+              "it returned with %d non-blocking transfer(s) still in flight: wait for each (comm->wait) before it "
+              "returns, since all gradient communication of the step must be complete then", busy);
+    return tsl_hook_refuse(m->rt, "grads_finish");
+  }
   return TESSEL_OK;
 fail:
   return st;
