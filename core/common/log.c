@@ -15,6 +15,11 @@ void tsl_log_set_level(int level) { log_level = level; }
 
 int tsl_log_level(void) { return log_level; }
 
+int tsl_log_rank(int *world) {
+  *world = log_world;
+  return log_rank;
+}
+
 /* One write per line: stderr is unbuffered, and the ranks of a job share
 ** it, so a line written in pieces was spliced with other ranks' lines. */
 static void write_line(const char *prefix, const char *tag, const char *fmt, va_list ap) {

@@ -15,6 +15,8 @@
 void tsl_log_set_rank(int rank, int world);
 void tsl_log_set_level(int level); /* TESSEL_LOG_* ; default INFO */
 int tsl_log_level(void);
+/* The rank messages are prefixed with, and the world size. */
+int tsl_log_rank(int *world);
 void tsl_log(int level, const char *fmt, ...) TSL_PRINTF(2, 3);
 void tsl_vlog(int level, const char *fmt, va_list ap);
 

@@ -5,12 +5,14 @@
 #include <stdlib.h>
 
 #include "common/util.h"
+#include "plugin/crash.h"
 #include "plugin/elf.h"
 
 tsl_status tsl_dso_open(const char *path, const char *what, const char *hint, void **handle) {
   *handle = NULL;
   tsl_status st = tsl_elf_check(path);
   if (st < 0) return tsl_error_wrap(st, "the %s %s is not a loadable shared object", what, path);
+  tsl_crash_watch(what, path); /* before dlopen: its constructors run inside it */
   void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (!h) {
     const char *why = dlerror();

@@ -22,6 +22,7 @@
 **   unbound       plugin-stored and whole, but never bound
 **   mesh_differs  rank 1 declares the mesh dp 1 × x N, the others dp N
 **   inflight      grads_finish starts the sums and returns without waiting
+**   crash         grads_finish writes through a NULL pointer
 */
 #include <stdint.h>
 #include <stdlib.h>
@@ -117,6 +118,10 @@ static tessel_status mf_grads_finish(void *inst) {
   tessel_group *dp = NULL;
   int n, started = 0;
   tessel_status st;
+  if (is(t, "crash")) { /* a bug in a hook: the core must name the plugin */
+    volatile int *nowhere = NULL;
+    *nowhere = 1;
+  }
   if (t->world == 1) return TESSEL_OK;
   if ((st = api->comm->group(t->host, 1u, &dp)) < 0 || (st = api->model->param_count(t->host, &n)) < 0) return st;
   for (int i = 0; i < n && i < MAX_PARAMS; i++) {

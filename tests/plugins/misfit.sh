@@ -48,6 +48,10 @@ if [ "$WHICH" = one ]; then
   expect slots 1 "$S geometry on rank 0: inconsistent geometry: act_slots is below 1" "${check[@]}"
   expect unbound 1 "$S before_forward: wte.weight is STORE_PLUGIN and has no data bound when unit 0 (embedding) runs forward" \
     "$TESSEL" run "$WORK/run.yaml"
+  # a hook that crashes: the process still dies by the signal (a core file,
+  # Open MPI's backtrace), but first says the crash is in the plugin
+  expect crash 139 "error: the process crashed (SIGSEGV, a bad memory access) inside the strategy plugin $PLUGINS/misfit/libtessel-testmisfit.so: a bug in it" \
+    "$TESSEL" run "$WORK/run.yaml"
 else
   expect flat_overlap 1 "the parts of wte.weight on ranks 0 and 1 overlap (rank 0 holds elements [0, 4112), rank 1 holds elements [4096, 8192))" "${launch[@]}"
   expect flat_missing 1 "elements [4096, 8192) of wte.weight are held by no rank (the ranks hold 4096 of its 8192 elements)" "${launch[@]}"
