@@ -46,3 +46,12 @@ tiny_config() {
     for line in "$@"; do echo "$line"; done
   } >"$WORK/tiny.yaml"
 }
+
+# under_fault DIR FAULT LOG ARGS...: `tessel run $WORK/tiny.yaml ARGS` with
+# the fault library ($LIB, tests/fault/inject.c) doing FAULT under DIR, its
+# output in LOG; returns the run's exit status
+under_fault() {
+  local dir=$1 fault=$2 log=$3
+  shift 3
+  env LD_PRELOAD="$LIB" TESSEL_FAULT_DIR="$dir" TESSEL_FAULT="$fault" "$TESSEL" run "$WORK/tiny.yaml" "$@" >"$log" 2>&1
+}

@@ -19,8 +19,7 @@ CK=$WORK/run/checkpoints
 faulty() {
   local name=$1 fault=$2
   shift 2
-  env LD_PRELOAD="$LIB" TESSEL_FAULT_DIR="$CK" TESSEL_FAULT="$fault" \
-    "$TESSEL" run "$WORK/tiny.yaml" --set log.dir="$WORK/run" "$@" >"$WORK/$name.log" 2>&1 \
+  under_fault "$CK" "$fault" "$WORK/$name.log" --set log.dir="$WORK/run" "$@" \
     || fail "$name: exit status $?, expected 0: $(tail -3 "$WORK/$name.log")"
   grep -q "warning: checkpoint.keep: .*step_00000001" "$WORK/$name.log" \
     || fail "$name: no warning names step_00000001: $(cat "$WORK/$name.log")"

@@ -18,8 +18,8 @@ tiny_config 4 0
 CK=$WORK/run/checkpoints
 "$TESSEL" run "$WORK/tiny.yaml" --set log.dir="$WORK/run" >"$WORK/first.log" 2>&1 || die "the first run failed"
 
-env LD_PRELOAD="$LIB" TESSEL_FAULT_DIR="$CK/step_00000004" TESSEL_FAULT=eio-read:optimizer.safetensors \
-  "$TESSEL" run "$WORK/tiny.yaml" --set log.dir="$WORK/run" --set train.steps=6 >"$WORK/eio.log" 2>&1
+under_fault "$CK/step_00000004" eio-read:optimizer.safetensors "$WORK/eio.log" --set log.dir="$WORK/run" \
+  --set train.steps=6
 status=$?
 [ $status -eq 1 ] || fail "a read error resuming: exit status $status, expected 1: $(tail -3 "$WORK/eio.log")"
 grep -q "checkpoint $CK/step_00000004 could not be read (run again if the read error passes" "$WORK/eio.log" \
@@ -34,8 +34,7 @@ grep -q "resuming from $CK/step_00000004" "$WORK/again.log" || fail "the run did
 # the directory's fsync after step 6 was renamed into place fails: the
 # message says the checkpoint is there (it once called it unwritten and
 # named the one before as the last), and the next run resumes from it
-env LD_PRELOAD="$LIB" TESSEL_FAULT_DIR="$CK" TESSEL_FAULT=eio-fsync-dir \
-  "$TESSEL" run "$WORK/tiny.yaml" --set log.dir="$WORK/run" --set train.steps=7 >"$WORK/fsync.log" 2>&1
+under_fault "$CK" eio-fsync-dir "$WORK/fsync.log" --set log.dir="$WORK/run" --set train.steps=7
 status=$?
 [ $status -eq 1 ] || fail "a failed fsync: exit status $status, expected 1: $(tail -3 "$WORK/fsync.log")"
 grep -q "checkpoint step_00000007 is in place in $CK, but the file system failed after it was: .*Input/output error" \
@@ -48,8 +47,7 @@ grep -q "resuming from $CK/step_00000006" "$WORK/after.log" || fail "did not res
 
 # summary.json cannot be made durable after training finished: the error
 # says the training and its last checkpoint are done (it said only the cause)
-env LD_PRELOAD="$LIB" TESSEL_FAULT_DIR="$WORK/sum" TESSEL_FAULT=eio-fsync-dir \
-  "$TESSEL" run "$WORK/tiny.yaml" --set log.dir="$WORK/sum" --set train.steps=2 >"$WORK/sum.log" 2>&1
+under_fault "$WORK/sum" eio-fsync-dir "$WORK/sum.log" --set log.dir="$WORK/sum" --set train.steps=2
 status=$?
 [ $status -eq 1 ] || fail "a failed summary: exit status $status, expected 1"
 grep -q "The training itself is done and its last checkpoint, $WORK/sum/checkpoints/step_00000002, is written" \

@@ -24,8 +24,7 @@ CK=$WORK/run/checkpoints
 crashed() {
   local name=$1 fault=$2
   shift 2
-  env LD_PRELOAD="$LIB" TESSEL_FAULT_DIR="$CK" TESSEL_FAULT="$fault" \
-    "$TESSEL" run "$WORK/tiny.yaml" --set log.dir="$WORK/run" "$@" >"$WORK/$name.log" 2>&1
+  under_fault "$CK" "$fault" "$WORK/$name.log" --set log.dir="$WORK/run" "$@"
   local status=$?
   [ $status -eq 137 ] || die "$name: exit status $status, expected the fault's SIGKILL (137): $(tail -3 "$WORK/$name.log")"
 }
