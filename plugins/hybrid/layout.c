@@ -26,12 +26,15 @@ static tessel_status check_tensor_parallel(hybrid *h, const tessel_model_dims *d
   else if (dim[TESSEL_DIM_KV_HEADS] % h->tp) what = "key/value heads", n = dim[TESSEL_DIM_KV_HEADS];
   else if (dim[TESSEL_DIM_FFN] % h->tp) what = "MLP columns (model.ffn)", n = dim[TESSEL_DIM_FFN];
   else if (dim[TESSEL_DIM_VOCAB] % h->tp) what = "vocabulary rows (model.vocab_size, padded)", n = dim[TESSEL_DIM_VOCAB];
+  /* only a model with key/value heads of its own has kv_heads to set (GPT-2 refuses the key) */
+  int kv_hint = dim[TESSEL_DIM_KV_HEADS] % h->tp && dim[TESSEL_DIM_KV_HEADS] != dim[TESSEL_DIM_HEADS];
   if (what)
     return cfg->error_at(h->x.host, h->x.section, "tp",
-                         "the model's %lld %s do not split over tp %d: every tensor-parallel rank keeps an equal share%s",
+                         "the model's %lld %s do not split over tp %d: every tensor-parallel rank keeps an equal "
+                         "share%s",
                          (long long)n, what, h->tp,
-                         dim[TESSEL_DIM_KV_HEADS] % h->tp == 0 ? ""
-                         : " (key/value heads are split, not replicated, so kv_heads must be a multiple of tp)");
+                         kv_hint ? " (key/value heads are split, not replicated, so kv_heads must be a multiple of tp)"
+                                 : "");
   int64_t tokens = (int64_t)d->micro_batch * d->seq_len;
   if (h->sp && tokens % h->tp != 0)
     return cfg->error_at(h->x.host, h->x.section, "sequence_parallel",

@@ -15,6 +15,8 @@
 #       # args: --set model.layers=abc              (extra arguments, split on spaces)
 #       # expect-also: LINE:COL: <text>             (another line of stderr, for configs
 #                                                    with several mistakes; repeatable)
+#       # expect-not: <text>                        (text no line of stderr may hold: a hint
+#                                                    that does not apply; repeatable)
 #     A crash (status >= 128) or a sanitizer report is a failure.
 #
 # TESSEL_TEST_WRAPPER, when set, runs tessel under a command, e.g.
@@ -97,6 +99,9 @@ for cfg in "${bad[@]}"; do
     grep -qF -- "$file:${BASH_REMATCH[1]}: ${BASH_REMATCH[2]}" "$tmp/err" \
       || problems+=("expected a line '$file:${BASH_REMATCH[1]}: ${BASH_REMATCH[2]}...'")
   done < <(sed -n 's/^# expect-also: //p' "$cfg")
+  while IFS= read -r never; do
+    grep -qF -- "$never" "$tmp/err" && problems+=("expected no line holding '$never'")
+  done < <(sed -n 's/^# expect-not: //p' "$cfg")
   if [ ${#problems[@]} -gt 0 ]; then
     fail "$cfg${args:+ ($args)}" "${problems[@]}" "- expected: $prefix...$text..." "+ got:      $first"
   fi
