@@ -1,5 +1,6 @@
 /* plugins/common/tp_common.c — options, mesh coordinates, scratch, bias as
 ** GEMMs with a ones vector, norms over a split hidden dimension. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,7 +15,27 @@ tessel_status tp_base_create(tp_base *b, const tessel_host_api *api, tessel_host
   return st;
 }
 
-const char *tp_shape_key(const tp_base *b) { return b->tp_opt ? "tp" : NULL; }
+const char *tp_shape_key(const tp_base *b) { return b->tp_opt ? "tp" : b->dp_opt ? "dp" : NULL; }
+
+const char *tp_group_words(const tp_base *b, int world, int tp, char *buf, size_t cap) {
+  if (!b->tp_opt && b->dp_opt)
+    snprintf(buf, cap, "tp %d (world size %d / dp %d)", tp, world, b->dp_opt);
+  else
+    snprintf(buf, cap, "tp %d", tp);
+  return buf;
+}
+
+const char *tp_nearest(int v, int world, int (*fits)(const void *ctx, int world, int v), const void *ctx, char *buf,
+                       size_t cap) {
+  int below = v - 1, above = v + 1;
+  while (below >= 1 && !fits(ctx, world, below)) below--;
+  while (above <= world && !fits(ctx, world, above)) above++;
+  if (below >= 1 && above <= world)
+    snprintf(buf, cap, "%d or %d", below, above);
+  else
+    snprintf(buf, cap, "%d", below >= 1 ? below : above);
+  return buf;
+}
 
 tessel_status tp_resolve_tp(tp_base *b, int world, int fit, int fit_q, int smallest, int *tp) {
   const tessel_cfg_api *cfg = b->x.api->cfg;

@@ -51,8 +51,16 @@ tessel_status tp_base_create(tp_base *b, const tessel_host_api *api, tessel_host
 ** warning naming `smallest`, the least world with a real group: that
 ** default only replicates the model, which the user may not expect. */
 tessel_status tp_resolve_tp(tp_base *b, int world, int fit, int fit_q, int smallest, int *tp);
-/* The key an error about the group's shape points at: `tp`, or the section. */
+/* The key an error about the group's shape points at: `tp`, else `dp` (the
+** group is then the world over dp), or the section. */
 const char *tp_shape_key(const tp_base *b);
+/* The group of `tp` ranks as the options made it, for an error: "tp 8", or
+** "tp 2 (world size 4 / dp 2)" when dp did. Returns buf. */
+const char *tp_group_words(const tp_base *b, int world, int tp, char *buf, size_t cap);
+/* The values nearest `v` in [1, world], below and above, for which `fits`
+** holds: "1 or 4" (one alone when one side has none). Returns buf. */
+const char *tp_nearest(int v, int world, int (*fits)(const void *ctx, int world, int v), const void *ctx, char *buf,
+                       size_t cap);
 
 /* Keep the mesh, fill this rank's coordinates, and list the extra groups
 ** the replicated roles' gradients are summed over. */

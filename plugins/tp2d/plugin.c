@@ -34,12 +34,27 @@ static int isqrt(int n) {
   return r;
 }
 
-/* tp / depth is not a square: name the squares around it and, when one
-** exists, a depth that would make it one. */
-static tessel_status not_square(tp2d *t, int tp) {
+/* Does a group of tp ranks make depth grids of q×q? */
+static int grid_fits(const tp2d *t, int tp) {
+  int per = tp / t->depth, q = isqrt(per);
+  return tp % t->depth == 0 && q * q == per;
+}
+
+/* A dp whose group (world / dp) makes the grids. */
+static int dp_fits(const void *ctx, int world, int dp) { return world % dp == 0 && grid_fits(ctx, world / dp); }
+
+static int divides(const void *ctx, int world, int v) {
+  (void)ctx;
+  return world % v == 0;
+}
+
+/* tp / depth is not a square: name the choices around it (of tp, or of dp
+** when dp made the group) and, when one exists, a depth that would make it
+** a square. */
+static tessel_status not_square(tp2d *t, int world, int tp) {
   const tessel_cfg_api *cfg = t->b.x.api->cfg;
   int per = tp / t->depth, r = isqrt(per);
-  char alt[96] = "";
+  char alt[96] = "", group[96], near[32], tries[64];
   for (int d = 2; d <= tp; d++) {
     int s = isqrt(tp / d);
     if (tp % d == 0 && s >= 2 && s * s == tp / d && d != t->depth) {
@@ -47,14 +62,18 @@ static tessel_status not_square(tp2d *t, int tp) {
       break;
     }
   }
+  tp_group_words(&t->b, world, tp, group, sizeof group);
+  if (t->b.tp_opt)
+    snprintf(tries, sizeof tries, "tp %d or %d", r * r * t->depth, (r + 1) * (r + 1) * t->depth);
+  else
+    snprintf(tries, sizeof tries, "dp %s", tp_nearest(t->b.dp_opt, world, dp_fits, t, near, sizeof near));
   const char *key = tp_shape_key(&t->b);
   if (t->depth == 1)
-    return cfg->error_at(t->b.x.host, t->b.x.section, key, "tp2d needs q² ranks per depth layer: %d is not a square; try %d or %d%s",
-                         tp, r * r, (r + 1) * (r + 1), alt);
+    return cfg->error_at(t->b.x.host, t->b.x.section, key,
+                         "tp2d needs q² ranks per depth layer: %s is not a square; try %s%s", group, tries, alt);
   return cfg->error_at(t->b.x.host, t->b.x.section, key,
-                       "tp2d needs q² ranks per depth layer: tp %d over depth %d is %d per layer, not a square; try tp %d "
-                       "or %d%s",
-                       tp, t->depth, per, r * r * t->depth, (r + 1) * (r + 1) * t->depth, alt);
+                       "tp2d needs q² ranks per depth layer: %s over depth %d is %d per layer, not a square; try %s%s",
+                       group, t->depth, per, tries, alt);
 }
 
 /* The largest depth · q² that divides the world: the default group. */
@@ -65,17 +84,26 @@ static int largest_grid(const tp2d *t, int world) {
   return best;
 }
 
-/* tp = depth · q², and the world a whole number of such groups. */
+/* tp = depth · q², and the world a whole number of such groups. Without
+** tp, a depth that does not divide the world leaves no group to choose:
+** refused at depth before any default (and its warning) is made. */
 static tessel_status resolve(tp2d *t, int world, int *tp_out) {
   const tessel_cfg_api *cfg = t->b.x.api->cfg;
   int tp;
+  char group[96];
+  if (!t->b.tp_opt && world % t->depth != 0)
+    return cfg->error_at(t->b.x.host, t->b.x.section, "depth",
+                         "depth %d does not divide the world size %d: every depth layer of a tensor-parallel group "
+                         "has its own ranks; try depth %s",
+                         t->depth, world, tp_nearest(t->depth, world, divides, NULL, group, sizeof group));
   const int fit = largest_grid(t, world);
   tessel_status st = tp_resolve_tp(&t->b, world, fit, isqrt(fit / t->depth), 4 * t->depth, &tp);
   if (st < 0) return st;
   if (tp % t->depth != 0)
-    return cfg->error_at(t->b.x.host, t->b.x.section, "depth", "depth %d does not divide tp %d: tp = depth · q²", t->depth, tp);
+    return cfg->error_at(t->b.x.host, t->b.x.section, "depth", "depth %d does not divide %s: tp = depth · q²", t->depth,
+                         tp_group_words(&t->b, world, tp, group, sizeof group));
   int q = isqrt(tp / t->depth);
-  if (q * q != tp / t->depth) return not_square(t, tp);
+  if (q * q != tp / t->depth) return not_square(t, world, tp);
   if (world % tp != 0)
     return cfg->error_at(t->b.x.host, t->b.x.section, tp_shape_key(&t->b),
                          "tp %d (depth %d × %d×%d grid) does not divide the world size %d", tp, t->depth, q, q, world);

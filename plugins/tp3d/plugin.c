@@ -38,6 +38,13 @@ static int largest_cube(int world) {
   return best;
 }
 
+/* A dp whose group (world / dp) is a cube. */
+static int dp_fits(const void *ctx, int world, int dp) {
+  (void)ctx;
+  int q = icbrt(world / dp);
+  return world % dp == 0 && q * q * q == world / dp;
+}
+
 static tessel_status mesh(void *inst, int world, tessel_mesh *m) {
   tp3d *t = inst;
   const tessel_cfg_api *cfg = t->b.x.api->cfg;
@@ -49,9 +56,14 @@ static tessel_status mesh(void *inst, int world, tessel_mesh *m) {
   tessel_status st = tp_resolve_tp(&t->b, world, fit, icbrt(fit), 8, &tp);
   if (st < 0) return st;
   int q = icbrt(tp);
-  if (q * q * q != tp)
-    return cfg->error_at(h, sec, tp_key, "tp3d needs q³ ranks: %d is not a cube; try %d or %d", tp, q * q * q,
+  char group[96], near[32];
+  tp_group_words(&t->b, world, tp, group, sizeof group);
+  if (q * q * q != tp && t->b.tp_opt)
+    return cfg->error_at(h, sec, tp_key, "tp3d needs q³ ranks: %s is not a cube; try tp %d or %d", group, q * q * q,
                          (q + 1) * (q + 1) * (q + 1));
+  if (q * q * q != tp)
+    return cfg->error_at(h, sec, tp_key, "tp3d needs q³ ranks: %s is not a cube; try dp %s", group,
+                         tp_nearest(t->b.dp_opt, world, dp_fits, NULL, near, sizeof near));
   if (world % tp != 0)
     return cfg->error_at(h, sec, tp_key, "tp %d (a %d×%d×%d cube) does not divide the world size %d", tp, q, q, q, world);
   t->q = q;
