@@ -2,6 +2,7 @@
 #include "tessel/sdk.h"
 
 #include <limits.h>
+#include <stdio.h>
 
 tessel_status tessel_opt_count(const tessel_sdk *x, const char *key, int64_t max, int *out) {
   int has = 0;
@@ -24,4 +25,17 @@ tessel_status tessel_opt_positive_size(const tessel_sdk *x, const char *key, uin
   }
   if (*out == 0) return x->api->cfg->error_at(x->host, x->section, key, "must be positive (a size such as 25MiB)");
   return TESSEL_OK;
+}
+
+const char *tessel_vocab_hint(const tessel_model_dims *d, int64_t parts, char *buf, size_t cap) {
+  int64_t a = TESSEL_VOCAB_ALIGN_TP, b = parts;
+  while (b) { /* gcd: padded rows split when they are a multiple of lcm(align, parts) */
+    int64_t r = a % b;
+    a = b;
+    b = r;
+  }
+  int64_t step = TESSEL_VOCAB_ALIGN_TP / a * parts, vocab = (d->vocab_valid + step - 1) / step * step;
+  snprintf(buf, cap, "; byte-level data can take model.vocab_size: %lld, which splits (a tokenizer's vocabulary "
+           "cannot grow: choose another tp)", (long long)vocab);
+  return buf;
 }

@@ -10,7 +10,7 @@
 #include "plugin/host.h"
 
 int64_t tsl_padded_vocab(int64_t vocab, int tensor_parallel) {
-  int64_t m = tensor_parallel ? 128 : 64;
+  int64_t m = tensor_parallel ? TESSEL_VOCAB_ALIGN_TP : 64;
   return (vocab + m - 1) / m * m;
 }
 

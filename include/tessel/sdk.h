@@ -61,6 +61,13 @@ typedef struct tessel_sdk {
 tessel_status tessel_opt_count(const tessel_sdk *x, const char *key, int64_t max, int *out);
 /* A size (units allowed) that must be positive; `dflt` when absent. */
 tessel_status tessel_opt_positive_size(const tessel_sdk *x, const char *key, uint64_t dflt, uint64_t *out);
+/* The way out when a tensor-parallel strategy's padded vocabulary
+** d->dim[TESSEL_DIM_VOCAB] does not split into `parts` equal pieces, as the
+** end of its error message: "; byte-level data can take model.vocab_size:
+** 384 ...", the smallest value at or above the real vocabulary whose padding
+** (to a multiple of TESSEL_VOCAB_ALIGN_TP) splits. A tokenizer fixes the
+** vocabulary, so the way out is for byte-level data only. Returns buf. */
+const char *tessel_vocab_hint(const tessel_model_dims *d, int64_t parts, char *buf, size_t cap);
 
 /* ------------------------------------------------------------------- mesh */
 

@@ -21,20 +21,25 @@ static tessel_status check_tensor_parallel(hybrid *h, const tessel_model_dims *d
   const tessel_cfg_api *cfg = h->x.api->cfg;
   const int64_t *dim = d->dim;
   const char *what = NULL;
+  char vocab[192] = "";
   int64_t n = 0;
   if (dim[TESSEL_DIM_HEADS] % h->tp) what = "query heads", n = dim[TESSEL_DIM_HEADS];
   else if (dim[TESSEL_DIM_KV_HEADS] % h->tp) what = "key/value heads", n = dim[TESSEL_DIM_KV_HEADS];
   else if (dim[TESSEL_DIM_FFN] % h->tp) what = "MLP columns (model.ffn)", n = dim[TESSEL_DIM_FFN];
-  else if (dim[TESSEL_DIM_VOCAB] % h->tp) what = "vocabulary rows (model.vocab_size, padded)", n = dim[TESSEL_DIM_VOCAB];
+  else if (dim[TESSEL_DIM_VOCAB] % h->tp) {
+    what = "vocabulary rows (model.vocab_size, padded)", n = dim[TESSEL_DIM_VOCAB];
+    tessel_vocab_hint(d, h->tp, vocab, sizeof vocab);
+  }
   /* only a model with key/value heads of its own has kv_heads to set (GPT-2 refuses the key) */
   int kv_hint = dim[TESSEL_DIM_KV_HEADS] % h->tp && dim[TESSEL_DIM_KV_HEADS] != dim[TESSEL_DIM_HEADS];
   if (what)
     return cfg->error_at(h->x.host, h->x.section, "tp",
                          "the model's %lld %s do not split over tp %d: every tensor-parallel rank keeps an equal "
-                         "share%s",
+                         "share%s%s",
                          (long long)n, what, h->tp,
                          kv_hint ? " (key/value heads are split, not replicated, so kv_heads must be a multiple of tp)"
-                                 : "");
+                                 : "",
+                         vocab);
   int64_t tokens = (int64_t)d->micro_batch * d->seq_len;
   if (h->sp && tokens % h->tp != 0)
     return cfg->error_at(h->x.host, h->x.section, "sequence_parallel",

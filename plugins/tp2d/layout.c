@@ -23,11 +23,14 @@ static tessel_status validate(tp2d *t) {
               {TESSEL_DIM_FFN, "MLP columns (model.ffn)"},
               {TESSEL_DIM_VOCAB, "vocabulary rows (model.vocab_size, padded)"}};
   for (size_t i = 0; i < sizeof cuts / sizeof cuts[0]; i++)
-    if (d.dim[cuts[i].dim] % q != 0)
+    if (d.dim[cuts[i].dim] % q != 0) {
+      char hint[192] = "";
+      if (cuts[i].dim == TESSEL_DIM_VOCAB) tessel_vocab_hint(&d, q, hint, sizeof hint);
       return cfg->error_at(t->b.x.host, t->b.x.section, tp_shape_key(&t->b),
                            "the model's %lld %s do not split over the q = %d columns of the grid (tp %d): each column "
-                           "keeps an equal share",
-                           (long long)d.dim[cuts[i].dim], cuts[i].what, q, t->depth * q * q);
+                           "keeps an equal share%s",
+                           (long long)d.dim[cuts[i].dim], cuts[i].what, q, t->depth * q * q, hint);
+    }
   t->b.dims = d;
   t->seqs = d.micro_batch / t->depth;
   t->m = (int64_t)(d.micro_batch / dq) * d.seq_len;

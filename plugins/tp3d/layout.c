@@ -28,10 +28,13 @@ static tessel_status validate(tp3d *t) {
               {TESSEL_DIM_VOCAB, 1, "vocabulary rows (model.vocab_size, padded)"}};
   for (size_t i = 0; i < sizeof cuts / sizeof cuts[0]; i++) {
     int parts = cuts[i].by_q2 ? q2 : q;
-    if (d.dim[cuts[i].dim] % parts != 0)
+    if (d.dim[cuts[i].dim] % parts != 0) {
+      char hint[192] = "";
+      if (cuts[i].dim == TESSEL_DIM_VOCAB) tessel_vocab_hint(&d, parts, hint, sizeof hint);
       return cfg->error_at(t->b.x.host, t->b.x.section, key,
-                           "the model's %lld %s do not split %d ways over the %d×%d×%d cube (tp %d)",
-                           (long long)d.dim[cuts[i].dim], cuts[i].what, parts, q, q, q, tp);
+                           "the model's %lld %s do not split %d ways over the %d×%d×%d cube (tp %d)%s",
+                           (long long)d.dim[cuts[i].dim], cuts[i].what, parts, q, q, q, tp, hint);
+    }
   }
   t->b.dims = d;
   t->rows = (int64_t)(d.micro_batch / q2) * d.seq_len;

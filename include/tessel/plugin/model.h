@@ -26,6 +26,9 @@ typedef enum {
   TESSEL_DIM_POSITIONS = 7  /* positions of a learned position table        */
 } tessel_dim;
 #define TESSEL_DIM_COUNT 8
+/* dim[VOCAB] is model.vocab_size rounded up to a multiple of this for a
+** strategy that declares TESSEL_CAP_TENSOR_PARALLEL (of 64 for others). */
+#define TESSEL_VOCAB_ALIGN_TP 128
 
 /* The model as a strategy sees it. The chain of units: unit 0 is the
 ** embedding, units 1..layers the blocks, unit layers+1 the head; pipeline
