@@ -3,6 +3,7 @@
 #include "ckpt/import.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -186,6 +187,19 @@ static void to_f32(tessel_dtype dtype, const unsigned char *data, uint64_t n, fl
   }
 }
 
+/* Weights holding NaN or infinity load as they are (transformers loads
+** them too), but every loss computed from them is non-finite: name the
+** tensor and the first such element, so that the run's NaN has a cause. */
+static void warn_non_finite(const tsl_weights *w, const char *name, const float *x, const int64_t shape[2]) {
+  uint64_t n = (uint64_t)shape[0] * (uint64_t)shape[1], bad = 0, first = 0;
+  for (uint64_t i = 0; i < n; i++)
+    if (!isfinite(x[i]) && bad++ == 0) first = i;
+  if (bad)
+    tsl_warn("%s: tensor '%s' holds %llu non-finite value(s), the first at [%llu, %llu]: a run that starts from "
+             "these weights gets a non-finite loss", w->dir, name, (unsigned long long)bad,
+             (unsigned long long)(first / (uint64_t)shape[1]), (unsigned long long)(first % (uint64_t)shape[1]));
+}
+
 tsl_status tsl_weights_file_tensor(const tsl_weights *w, const tsl_param *p, float *file) {
   tsl_st_file *f;
   int i;
@@ -205,6 +219,7 @@ tsl_status tsl_weights_file_tensor(const tsl_weights *w, const tsl_param *p, flo
     return tsl_error(TESSEL_E_INTERNAL, "%s: '%s' is asked for as [%lld, %lld] but holds [%lld, %lld]", w->dir, p->name,
                      (long long)shape[0], (long long)shape[1], (long long)mine[0], (long long)mine[1]);
   to_f32(d->dtype, tsl_st_data(f, i, &bytes), (uint64_t)shape[0] * (uint64_t)shape[1], file);
+  warn_non_finite(w, d->name, file, shape);
   return TESSEL_OK;
 }
 

@@ -184,6 +184,24 @@ static tsl_status global_loss(trainer *t, int micro_steps, double *loss) {
   return st;
 }
 
+/* Weights no update has made (step 0: a fresh start, model.init_from, or
+** an imported checkpoint resumed) went wrong: neither the learning rate nor
+** clipping can be the cause, so name where they came from instead. */
+static void bad_start(const trainer *t, char *buf, size_t cap) {
+  const char *init_from = t->rt->settings.model.init_from;
+  static const char *const not_lr = "No update had been applied, so optimizer.lr and optimizer.grad_clip are not the "
+                                    "cause";
+  if (t->last_ckpt) /* a resume takes the place of model.init_from */
+    snprintf(buf, cap, "%s: the weights of the checkpoint resumed from, %s, give it. Look for non-finite values in "
+             "them, or start from other weights.", not_lr, t->last_ckpt);
+  else if (init_from)
+    snprintf(buf, cap, "%s: the weights model.init_from names (%s) give it; a warning above names each tensor that "
+             "holds a non-finite value. Start from other weights.", not_lr, init_from);
+  else
+    snprintf(buf, cap, "%s: the freshly initialised model gives it on this data; look at the data and the model "
+             "section.", not_lr);
+}
+
 /* What to resume from once the weights after step `bad` went wrong (the
 ** loss they gave, or the validation after that step, was not finite): the
 ** newest checkpoint whose weights gave a finite loss at the step after it.
@@ -192,8 +210,13 @@ static tsl_status global_loss(trainer *t, int micro_steps, double *loss) {
 static void recovery(const trainer *t, int64_t bad, char *buf, size_t cap) {
   static const char *const remedy = "a lower optimizer.lr or a tighter optimizer.grad_clip";
   size_t n = 0;
+  if (bad == 0) {
+    bad_start(t, buf, cap);
+    return;
+  }
   if (t->last_ckpt && t->ckpt_step >= bad)
-    n = (size_t)snprintf(buf, cap, "The newest checkpoint, %s, holds those weights. ", t->last_ckpt);
+    n = (size_t)snprintf(buf, cap, "The %s, %s, holds those weights. ",
+                         t->last_saved ? "newest checkpoint" : "checkpoint resumed from", t->last_ckpt);
   if (n >= cap) return;
   if (t->good_ckpt && tsl_path_exists(t->good_ckpt)) {
     snprintf(buf + n, cap - n, "The last good checkpoint is %s; resume from it (tessel run --resume DIR) with %s.",
