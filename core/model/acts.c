@@ -7,11 +7,11 @@
 **                  placed on the device;
 **   host arena     (host, every slot) the kept part of every unit placed on
 **                  the host, between its forward and its backward;
-**   workspace      (device) the transient buffers and statistics of the
-**                  unit running now: every unit carves its own from the
-**                  start, so its size is the largest unit's;
-**   staging        (device, two) the kept part of a host-placed unit while
-**                  it runs, and of the next one being fetched (offload.c);
+**   workspace      (device) the two staging buffers, which hold the kept
+**                  part of a host-placed unit while it runs and of its
+**                  neighbour on its way to or from the host (offload.c),
+**                  then the transient buffers and statistics of the unit
+**                  running now (shared_size says where each unit's go);
 **   gradients      (device) one set per unit kind, reused unit after unit,
 **                  the residual gradient, a scratch, the logits and losses.
 ** A unit's kept part is its kept buffers then its kept statistics, carved
@@ -177,31 +177,57 @@ static void carve_slot(const tsl_model *m, const tsl_unit_plan *plans, carver *c
   }
 }
 
-/* The transient parts: every unit's from the workspace's start. Returns the
-** largest. */
-static uint64_t carve_transient(const tsl_model *m, const tsl_unit_plan *plans, void *base, tsl_slot *s) {
-  uint64_t most = 0;
-  for (int u = 0; u < m->dims.units; u++) {
-    if (!tsl_act_on_rank(m, u)) continue;
-    carver c = {base, 0};
-    tsl_unit_acts scratch, *ua = s ? &s->units[u] : &scratch;
-    carve_part(m, &c, m->units[u].decl, &plans[u], ua, 0);
-    most = TSL_MAX(most, c.used);
-  }
-  return most;
+/* Bytes of unit u's kept part (kept = 1) or transient part (kept = 0). */
+static uint64_t part_size(const tsl_model *m, const tsl_unit_plan *plans, int u, int kept) {
+  carver c = {0};
+  tsl_unit_acts scratch;
+  carve_part(m, &c, m->units[u].decl, &plans[u], &scratch, kept);
+  return c.used;
 }
 
-/* The largest kept part of a host-placed unit: each staging buffer's size. */
-static uint64_t stage_size(const tsl_model *m, const tsl_unit_plan *plans) {
-  uint64_t most = 0;
+/* A unit whose kept part waits on the host, and so runs in a staging
+** buffer. */
+static int staged(const tsl_model *m, const tsl_unit_plan *plans, int u) {
+  return plans[u].tier == TESSEL_TIER_HOST && part_size(m, plans, u, 1) > 0;
+}
+
+/* The workspace's size; *stage: each staging buffer's, the largest kept
+** part of a staged unit. The buffers come first. A staged unit runs its
+** transient part past both: its own buffer and the one its neighbour's
+** part is copied through are in use. Any other unit has at most the
+** neighbour's copy beside it, so its transient part ends where the
+** workspace ends and may lie over buffer 1 (offload.c hands the buffer to
+** it while it runs). Recomputing a unit in full next to staged units thus
+** costs no more than staging it: what it keeps nothing of, its transient
+** part holds in the room of one buffer. */
+static uint64_t shared_size(const tsl_model *m, const tsl_unit_plan *plans, uint64_t *stage) {
+  uint64_t kept = 0, after = 0, other = 0;
   for (int u = 0; u < m->dims.units; u++) {
-    if (!tsl_act_on_rank(m, u) || plans[u].tier != TESSEL_TIER_HOST) continue;
-    carver c = {0};
-    tsl_unit_acts scratch;
-    carve_part(m, &c, m->units[u].decl, &plans[u], &scratch, 1);
-    most = TSL_MAX(most, c.used);
+    if (!tsl_act_on_rank(m, u)) continue;
+    uint64_t t = part_size(m, plans, u, 0);
+    if (staged(m, plans, u)) {
+      kept = TSL_MAX(kept, part_size(m, plans, u, 1));
+      after = TSL_MAX(after, t);
+    } else {
+      other = TSL_MAX(other, t);
+    }
   }
-  return most;
+  *stage = kept;
+  return TSL_MAX(2 * kept + after, kept + other);
+}
+
+/* Bind slot s's transient parts into the workspace at base, laid out as
+** shared_size says. */
+static void carve_transient(const tsl_model *m, const tsl_unit_plan *plans, void *base, tsl_slot *s) {
+  uint64_t stage, bytes = shared_size(m, plans, &stage);
+  for (int u = 0; u < m->dims.units; u++) {
+    if (!tsl_act_on_rank(m, u)) continue;
+    int own_stage = staged(m, plans, u);
+    uint64_t at = own_stage ? 2 * stage : bytes - part_size(m, plans, u, 0);
+    carver c = {base, at};
+    carve_part(m, &c, m->units[u].decl, &plans[u], &s->units[u], 0);
+    s->units[u].over_stage = !own_stage && at < 2 * stage;
+  }
 }
 
 static void carve_grads(tsl_model *m, carver *c) {
@@ -241,8 +267,8 @@ tsl_status tsl_acts_size(const tsl_model *m, const tsl_unit_plan *plans, uint64_
   s.resid = resid;
   carve_slot(m, plans, &c, &h, &s);
   carve_grads(&probe, &g);
-  *device = c.used * (uint64_t)m->geo.act_slots + carve_transient(m, plans, NULL, NULL) + 2 * stage_size(m, plans) +
-            g.used;
+  uint64_t stage;
+  *device = c.used * (uint64_t)m->geo.act_slots + shared_size(m, plans, &stage) + g.used;
   *host = h.used * (uint64_t)m->geo.act_slots;
 done:
   free(ua);
@@ -292,16 +318,12 @@ fail:
 static tsl_status alloc_shared(tsl_model *m, const tsl_unit_plan *plans) {
   tsl_status st;
   tsl_runtime *rt = m->rt;
-  uint64_t ws = carve_transient(m, plans, NULL, NULL);
+  uint64_t ws = shared_size(m, plans, &m->stage_bytes);
   if (ws) TSL_TRY(st, tsl_mem_alloc(&rt->ledger, TESSEL_TIER_DEVICE, TESSEL_MEM_ACT, ws, "activation workspace",
                                     &m->workspace));
   for (int i = 0; i < m->n_slots; i++) carve_transient(m, plans, m->workspace, &m->slots[i]);
-  m->stage_bytes = stage_size(m, plans);
-  for (int b = 0; b < 2 && m->stage_bytes; b++) {
-    m->stage[b].unit = -1;
-    TSL_TRY(st, tsl_mem_alloc(&rt->ledger, TESSEL_TIER_DEVICE, TESSEL_MEM_ACT, m->stage_bytes,
-                              "activation staging", &m->stage[b].buf));
-  }
+  for (int b = 0; b < 2 && m->stage_bytes; b++)
+    m->stage[b] = (tsl_stage){.buf = (char *)m->workspace + b * m->stage_bytes, .unit = -1};
   if (m->stage_bytes && rt->be.stream_create(&rt->be, &m->offload) < 0)
     return tsl_error(TESSEL_E_DEVICE, "creating the stream for activation offload");
   carver c = {0};

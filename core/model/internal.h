@@ -35,12 +35,13 @@ typedef struct tsl_unit_acts {
   float *saved[TSL_UNIT_MAX_OPS][2];     /* norm: mean, rstd; attention: lse */
   void *host;                            /* HOST tier: the kept part between its passes */
   uint64_t kept_bytes;                   /* size of the kept part */
+  int over_stage;                        /* its transient part lies over staging buffer 1 (acts.c) */
 } tsl_unit_acts;
 
 /* A device buffer that holds the kept part of a host-placed unit while it
 ** runs or waits to run (offload.c). */
 typedef struct tsl_stage {
-  void *buf;
+  void *buf;               /* in the workspace */
   int slot, unit;          /* whose kept part it holds; unit -1: none */
   int valid;               /* it holds that part's current values */
   tsl_event *copied;       /* the last copy into or out of it, on the offload stream */
@@ -76,7 +77,7 @@ struct tsl_model {
   int n_slots;
   void *grad_arena;
   tsl_grad_set grads[3];       /* embedding, block, head */
-  void *workspace;             /* transient buffers of the unit running now */
+  void *workspace;             /* the staging buffers, then transient buffers of the unit running now */
   void *host_arena;            /* per slot, the kept parts of host-placed units */
   tsl_stage stage[2];          /* one for the unit running, one being filled */
   uint64_t stage_bytes, stage_uses;
@@ -130,7 +131,8 @@ const char *tsl_recompute_name(int recompute);
 ** tiers. enter before the unit's ops run (backward: its kept part fetched
 ** unless a prefetch brought it), leave after (forward in training: copied
 ** out to the host); prefetch starts fetching a unit's part ahead of its
-** backward. Units on the device pass through. */
+** backward. Other units pass through, taking staging buffer 1 while they
+** run if their transient part lies over it. */
 tsl_status tsl_offload_enter(tsl_model *m, int slot, int unit, int backward);
 tsl_status tsl_offload_leave(tsl_model *m, int slot, int unit, int backward);
 tsl_status tsl_offload_prefetch(tsl_model *m, int slot, int unit);

@@ -16,6 +16,12 @@
 ** compute waits for the last copy into or out of a buffer before using it,
 ** and a copy waits for the last compute that used the buffer. On the CPU
 ** backend streams and events are NULL and copies complete when called.
+**
+** The buffers are the start of the workspace (acts.c). A unit whose kept
+** part is not staged may run its transient part over buffer 1: it takes
+** the buffer as its compute would (waiting for the buffer's last copy, and
+** what the buffer held is gone, to be fetched again if needed), and the
+** next copy into the buffer waits for that compute.
 */
 #include "common/util.h"
 #include "model/internal.h"
@@ -76,9 +82,17 @@ fail:
   return st;
 }
 
+/* Staging buffer 1 for the transient part of a unit that is not staged. */
+static tsl_status take_buffer_1(tsl_model *m) {
+  tsl_stage *g = &m->stage[1];
+  g->unit = -1;
+  g->valid = 0;
+  return wait(m, m->rt->compute, g->copied);
+}
+
 tsl_status tsl_offload_enter(tsl_model *m, int slot, int unit, int backward) {
   tsl_status st;
-  if (!on_host(m, slot, unit)) return TESSEL_OK;
+  if (!on_host(m, slot, unit)) return m->slots[slot].units[unit].over_stage ? take_buffer_1(m) : TESSEL_OK;
   int b = holding(m, slot, unit);
   b = b < 0 ? pick(m) : b;
   if (!backward) tag(m, b, slot, unit, 0); /* the forward writes it afresh */
@@ -92,7 +106,8 @@ fail:
 
 tsl_status tsl_offload_leave(tsl_model *m, int slot, int unit, int backward) {
   tsl_status st;
-  if (!on_host(m, slot, unit)) return TESSEL_OK;
+  if (!on_host(m, slot, unit))
+    return m->slots[slot].units[unit].over_stage ? record(m, m->rt->compute, &m->stage[1].computed) : TESSEL_OK;
   int b = holding(m, slot, unit);
   if (b < 0) return tsl_error(TESSEL_E_INTERNAL, "unit %d (slot %d) left a staging buffer it never entered", unit, slot);
   tsl_stage *g = &m->stage[b];
@@ -124,7 +139,6 @@ void tsl_offload_free(tsl_model *m) {
     tsl_stage *g = &m->stage[b];
     if (g->copied) be->event_free(be, g->copied);
     if (g->computed) be->event_free(be, g->computed);
-    if (g->buf) tsl_mem_free(&rt->ledger, TESSEL_TIER_DEVICE, g->buf);
     *g = (tsl_stage){.unit = -1};
   }
   if (m->offload) be->stream_destroy(be, m->offload);

@@ -7,8 +7,9 @@
 # strategy through `tessel run`) once per activation placement: everything
 # kept (the reference); selective recompute; full recompute; the first 2
 # blocks in full; everything kept but offloaded to the host; selective with
-# the kept part offloaded (MODES, a space-separated subset that starts with
-# none, selective, full, may name fewer).
+# the kept part offloaded; the first 2 blocks in full and the rest offloaded
+# (MODES, a space-separated subset that starts with none, selective, full,
+# may name fewer).
 # Every run must match the reference bit for bit:
 #   - every step's loss and gradient norm, as the metrics print them (%.17g:
 #     the same text is the same double);
@@ -19,8 +20,10 @@
 # Recomputation reruns the same kernels on the same inputs (and, under a
 # strategy, the same collectives in the same order), offload copies bytes:
 # there is nothing to tolerate. It also checks that recomputation lowers
-# the device peak (selective below none, full below selective) and that
-# offload puts activations on the host tier.
+# the device peak (selective below none, full below selective), that
+# offload puts activations on the host tier, and that recomputing the first
+# 2 blocks in full and offloading takes no more of the device than the
+# better of the two alone.
 set -euo pipefail
 TESSEL=$1; SRC=$2; TMP=$3; NAME=$4; RANKS=$5; CONFIG=$6
 shift 6
@@ -31,7 +34,7 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 common=(--set train.steps=4 --set train.sample_tokens=0 --set train.eval_every=0 --set checkpoint.resume=never
         --set checkpoint.every=4 --set log.every=1 --set log.progress=never --set data.dir="$WORK/data"
         --set device.threads=1 "$@")
-read -r -a MODES <<<"${MODES:-none selective full first2 offload selective_offload}"
+read -r -a MODES <<<"${MODES:-none selective full first2 offload selective_offload first2_offload}"
 declare -A SET=(
   [none]="--set train.recompute=none"
   [selective]="--set train.recompute=selective"
@@ -39,6 +42,7 @@ declare -A SET=(
   [first2]="--set train.recompute=2"
   [offload]="--set train.offload_activations=true"
   [selective_offload]="--set train.recompute=selective --set train.offload_activations=true"
+  [first2_offload]="--set train.recompute=2 --set train.offload_activations=true"
 )
 field() { sed -n "s/.*\"$1\":\\([^,}]*\\).*/\\1/p" "$2"; }
 device_peak() { grep -o '"device":{"peak":[0-9]*' "$1" | sed 's/.*://' | sort -n | tail -1; }
@@ -81,5 +85,14 @@ if [ -d "$WORK/selective_offload" ]; then
   host=$(host_peak "$WORK/selective_offload/metrics.jsonl")
   [ "${host:-0}" -gt 0 ] || fail "offload put nothing on the host tier"
   echo "ok selective offload: ${host} B on the host"
+fi
+if [ -d "$WORK/first2_offload" ]; then
+  both=$(device_peak "$WORK/first2_offload/metrics.jsonl")
+  for alone in first2 offload; do
+    [ -d "$WORK/$alone" ] || continue
+    one=$(device_peak "$WORK/$alone/metrics.jsonl")
+    [ "$both" -le "$one" ] || fail "the first 2 blocks in full with offload peak at $both B on the device, above $alone alone ($one B)"
+  done
+  echo "ok first 2 blocks in full with offload: device peak $both B, no more than either alone"
 fi
 rm -rf "$WORK"
