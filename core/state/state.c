@@ -109,6 +109,10 @@ tsl_status tsl_state_plan(tsl_runtime *rt, tsl_state *s, int n_units, int n_slot
   s->n_units = n_units;
   s->act_at = calloc((size_t)n_units, sizeof *s->act_at);
   if (!s->act_at) return tsl_error(TESSEL_E_NOMEM, "out of host memory for placements");
+  /* every unit's default first: a strategy weighing activations as a whole
+  ** reads the run's own placement of the units it has not answered for */
+  for (int u = 0; u < n_units; u++)
+    s->act_at[u] = default_place(rt, (tessel_state_ref){TESSEL_STATE_ACT, u}, n_units - 2);
   for (int u = 0; u < n_units; u++) {
     tessel_state_ref ref = {TESSEL_STATE_ACT, u};
     TSL_TRY(st, ask(rt, ref, n_units - 2, &s->act_at[u]));

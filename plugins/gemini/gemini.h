@@ -188,8 +188,10 @@ typedef struct gemini {
   uint64_t grad_bytes, grad_at_peak;
   int headroom;           /* auto: a step fits only in the whole device, not × steady_ratio */
   int acts_decided;       /* auto: the activations' placement is chosen */
-  int acts_kept;          /* some unit's activations are not fully recomputed (train.recompute) */
-  int32_t *act_tier, *act_rec; /* per unit: what auto chose (NULL: nothing) */
+  /* per unit (one allocation, act_tier): the activations' placement auto
+  ** chose, or the run's own where auto does not choose, and the run's own
+  ** (train.recompute, train.offload_activations); NULL: not read */
+  int32_t *act_tier, *act_rec, *run_tier, *run_rec;
   struct gm_pooled *pool; /* released transient buffers, kept for reuse */
   int npool, pool_cap;
   uint64_t pooled;        /* their bytes */
@@ -253,6 +255,10 @@ uint64_t gm_budget(const gemini *g);         /* room for model data on the devic
 tessel_status gm_make_room(gemini *g, int pos, uint64_t demand);
 tessel_status gm_prefetch_ahead(gemini *g, int pos);
 tessel_status gm_check_fit(gemini *g);       /* stop before step 1 when a step cannot fit */
+/* The error for a device of `have` bytes that cannot hold even the least
+** step: `other` bytes of activations and scratch beside `least` of model
+** data (every chunk offloaded). Says what is left to try. */
+tessel_status gm_refuse_least(gemini *g, uint64_t other, uint64_t least, uint64_t have);
 tessel_status gm_warmup_end(gemini *g);      /* auto: measure, promote, switch to caching */
 void gm_warmup_sample(gemini *g, int unit);
 
@@ -286,13 +292,17 @@ tessel_status gm_place_state(void *inst, tessel_state_ref what, tessel_placement
 
 /* What placement auto does with the activations under a device of
 ** `capacity` bytes (activations.c): the core's non-model bytes on the
-** device and host with everything kept and as chosen, and the least model
-** data beside them. g->act_tier/act_rec hold the choice. */
+** device and host as the run placed them and as chosen, and the least model
+** data beside them. g->act_tier/act_rec hold the choice (the run's own
+** placement unless auto with auto_recompute). */
 typedef struct gm_acts_choice {
   uint64_t plain_device, plain_host, device, host, model;
-  int changed; /* something is recomputed or offloaded */
+  int changed; /* something more is recomputed or offloaded */
+  int fits;    /* the choice and the least model data fit the whole device */
 } gm_acts_choice;
 tessel_status gm_acts_choose(gemini *g, uint64_t capacity, gm_acts_choice *out);
+/* Every unit's activations are placed to be recomputed in full. */
+int gm_acts_all_full(const gemini *g);
 
 /* optim.c */
 tessel_status gm_grad_norm(void *inst, double *sumsq);

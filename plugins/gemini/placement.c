@@ -29,7 +29,9 @@
 ** scratch (first step); so "measuring non-model memory" is reading the
 ** ledger: exact at setup, and checked around every unit of the warm-up.
 */
+#include <ctype.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "gemini.h"
 
@@ -154,6 +156,40 @@ static void take_headroom(gemini *g, uint64_t need) {
               gm_bytes((uint64_t)((double)g->cap * g->o.steady_ratio), c));
 }
 
+tessel_status gm_refuse_least(gemini *g, uint64_t other, uint64_t least, uint64_t have) {
+  char a[32], b[32], c[32], d[32], advice[512] = "";
+  const tessel_model_dims *dims = &g->dims;
+  int all_full = gm_acts_all_full(g);
+  /* what is left to try: auto with auto_recompute has recomputed all it
+  ** would, and a smaller chunk cannot help activations that fill the device
+  ** on their own */
+  const char *left[] = {
+      "raise device.memory_limit",
+      dims->micro_batch > 1 ? "lower train.micro_batch_size" : NULL,
+      "shorten model.seq_len",
+      dims->micro_steps == 1 && dims->micro_batch > 1 ? "run on more ranks (they split the batch)" : NULL,
+      other < have ? "set a smaller plugin.chunk_size" : NULL,
+      !all_full && !(g->o.placement == GM_AUTO && g->o.auto_recompute)
+          ? "recompute activations (train.recompute: full)"
+          : NULL};
+  int n = 0, total = 0;
+  for (size_t i = 0; i < sizeof left / sizeof *left; i++) total += left[i] != NULL;
+  for (size_t i = 0; i < sizeof left / sizeof *left; i++) {
+    if (!left[i]) continue;
+    size_t at = strlen(advice);
+    snprintf(advice + at, sizeof advice - at, "%s%s", n == 0 ? "" : n == total - 1 ? " or " : ", ", left[i]);
+    n++;
+  }
+  advice[0] = (char)toupper((unsigned char)advice[0]);
+  return g->api->set_error(
+      g->host, TESSEL_E_NOMEM,
+      "this model cannot train on this device even with every chunk offloaded%s: a step needs at least %s on the "
+      "device (%s of activations and scratch, %s for the chunks of the largest unit and their gradients), and %s is "
+      "available. %s.",
+      all_full ? " and every unit's activations recomputed in full" : "", gm_bytes(other + least, a),
+      gm_bytes(other, b), gm_bytes(least, c), gm_bytes(have, d), advice);
+}
+
 tessel_status gm_check_fit(gemini *g) {
   tessel_status st;
   gm_sim least, planned;
@@ -167,16 +203,7 @@ tessel_status gm_check_fit(gemini *g) {
   uint64_t limit = gm_limit(g);
   /* auto would have taken the headroom up to the whole device: that is
   ** what it had, not limit × steady_ratio */
-  if (other + least.peak > limit)
-    return g->api->set_error(
-        g->host, TESSEL_E_NOMEM,
-        "this model cannot train on this device even with every chunk offloaded: a step needs at least %s "
-        "on the device (%s of activations and scratch, %s for the chunks of the largest unit and their gradients), "
-        "and %s is available. Raise device.memory_limit, lower train.micro_batch_size, set a smaller "
-        "plugin.chunk_size%s.",
-        gm_bytes(other + least.peak, a), gm_bytes(other, b), gm_bytes(least.peak, c),
-        gm_bytes(automatic ? g->cap : limit, d),
-        (automatic && g->o.auto_recompute) || !g->acts_kept ? "" : " or recompute activations (train.recompute: full)");
+  if (other + least.peak > limit) return gm_refuse_least(g, other, least.peak, automatic ? g->cap : limit);
   if (automatic) return TESSEL_OK;
   if ((st = gm_simulate(g, GM_RELEASE, g->o.prefetch, 0, 0, &planned)) < 0) return st;
   if (other + planned.peak > limit)

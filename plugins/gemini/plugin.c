@@ -99,7 +99,6 @@ static void destroy(void *inst) {
   gm_chunks_free(&g->cs);
   free(g->warm_unit);
   free(g->act_tier);
-  free(g->act_rec);
   free(g);
 }
 

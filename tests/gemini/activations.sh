@@ -9,6 +9,16 @@
 #   - under 22 MiB, where static offload cannot keep the activations, auto
 #     trains by recomputing them; and just above the least device static
 #     offload trains with train.recompute: full, auto trains as well;
+#   - with the run's own train.recompute: 1, auto plans with it: it trains
+#     under 16 MiB as plain auto does (it once refused, planning without the
+#     request and then merging it), stays under limit × steady_ratio at
+#     22 MiB (it once took the headroom), and logs the non-model bytes the
+#     core really allocates;
+#   - under 12 MiB, where even every unit recomputed in full does not fit
+#     beside the least chunks, auto and static offload with train.recompute:
+#     full both stop at start-up with the bytes a step needs and what is
+#     available (they once died in the core's allocator, advising what they
+#     already did);
 #   - on two ranks under 1 MiB, auto's steady step stays under its budget.
 # Every run's losses equal the reference's within 1e-5 (tests/equiv/equiv.sh
 # argues the tolerance; recomputation itself changes no bit, see
@@ -60,6 +70,32 @@ train fullstatic 13.3203125 $limit "${offload[@]}" --set train.recompute=full
 train autofull 13.3203125 $limit "${auto[@]}"
 grep -q "and the embedding and head full recompute too" "$WORK/autofull.log" ||
   fail "autofull: the log does not say the head is recomputed too"
+
+# The run's own recompute request is part of what auto plans
+train user16 16 $((16 * MiB)) "${auto[@]}" --set train.recompute=1
+train user22 22 $((22 * MiB * 4 / 5)) "${auto[@]}" --set train.recompute=1
+if grep -q "using the headroom" "$WORK/user22.log"; then fail "user22: took the headroom where plain auto does not"; fi
+said=$(sed -n 's/.*placement auto: activations do not fit.*non-model memory is \([0-9.]* [KM]iB\) on the device.*/\1/p' \
+  "$WORK/user22.log")
+allocated=$(sed -n 's/.*placement auto (warm-up step first):.*non-model \([0-9.]* [KM]iB\)$/\1/p' "$WORK/user22.log")
+[ -n "$said" ] && [ "$said" = "$allocated" ] ||
+  fail "user22: the choice's log says ${said:-nothing} of non-model memory, the core allocated ${allocated:-?}"
+echo "ok user22: logs the $said of non-model memory the core allocates"
+
+# Activations alone too large: stopped at start-up, saying what a step needs
+too_small() { # NAME ARGS...
+  local name=$1; shift
+  if "$TESSEL" run "$CONFIG" --set device.memory_limit=12MiB --set log.dir="$WORK/$name" "${common[@]}" "$@" \
+     >"$WORK/$name.log" 2>&1; then fail "$name: trained under 12 MiB"; fi
+  grep -q "even with every chunk offloaded and every unit's activations recomputed in full: a step needs at least \
+[0-9.]* MiB on the device (.* of activations and scratch, .*), and 12.00 MiB is available" "$WORK/$name.log" || { cat "$WORK/$name.log" >&2; fail "$name: not the start-up message"; }
+  if grep -q "shard or offload the model state\|recompute activations" "$WORK/$name.log"; then
+    fail "$name: advises what the run already does"
+  fi
+  echo "ok $name: stops at start-up with what a step needs"
+}
+too_small auto12 "${auto[@]}"
+too_small static12 "${offload[@]}" --set train.recompute=full --set train.offload_activations=true
 
 # Two ranks under 1 MiB (the tiny model at 32 channels, 16 positions): the
 # steady step of the cache policy would pass auto's budget, so it keeps the

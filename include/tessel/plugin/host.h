@@ -259,7 +259,9 @@ typedef struct tessel_state_api {
   uint32_t size;
   tessel_status (*optimizer)(tessel_host *, tessel_optimizer_info *out);
   /* What was decided for a kind (after layouts; the `place` hook's answer
-  ** checked and completed). */
+  ** checked and completed). ACT may be read from `place` on: a unit not yet
+  ** answered for reads as the run's own placement of it (train.recompute,
+  ** train.offload_activations), the default its `place` call will see. */
   tessel_status (*placement)(tessel_host *, tessel_state_ref, tessel_placement *out);
   /* The flat core buffer of MASTER, GRAD, WORK, SLOT i or PRIVATE i and its
   ** element count; device-tier buffers only (a placed one on the host or
