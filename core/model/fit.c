@@ -45,7 +45,9 @@ static void shape_needed(const tsl_model *m, int u, int k, int which, int64_t ou
   const tsl_unit_decl *d = m->units[u].decl;
   const tsl_op_decl *od = &d->ops[k];
   const tessel_op *op = &m->units[u].ops[k];
-  int64_t in = tsl_act_width(m, d, od->in[0]), V = m->dims.dim[TESSEL_DIM_VOCAB];
+  /* the embedding reads token ids, not an activation (its in[0] is -1) */
+  int64_t in = op->kind == TESSEL_OP_EMBEDDING ? 0 : tsl_act_width(m, d, od->in[0]);
+  int64_t V = m->dims.dim[TESSEL_DIM_VOCAB];
   switch (op->kind) {
     case TESSEL_OP_LINEAR: {
       int64_t o = tsl_act_width(m, d, od->out[0]);
