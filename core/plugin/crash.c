@@ -45,24 +45,37 @@ static const char *signal_name(int sig) {
   }
 }
 
-/* The watched object one of the crashing thread's frames is in, or -1.
-** backtrace and dladdr are not on POSIX's async-signal-safe list, but they
-** only read the loaded objects' tables here (backtrace's own library is
-** loaded by tsl_crash_watch beforehand), as crash reporters do. */
-static int culprit(void) {
+static int in_libc(const char *file) { return strstr(file, "/libc.so") || strstr(file, "/libc-"); }
+
+static char self_file[4096]; /* the object this handler is in */
+
+/* The watched object the crash happened in, or -1. The frames are this
+** handler's, then the C library's (the signal trampoline; an abort, a
+** failed assert or a memcpy on a bad pointer pass through it too), then
+** the code that was running: that first frame outside both decides.
+** Whatever ran beneath a hook (the core, MPI, OpenBLAS) is not the
+** plugin's, nor is a signal another process sent. backtrace and dladdr
+** are not on POSIX's async-signal-safe list, but they only read the
+** loaded objects' tables here (backtrace's own library is loaded by
+** tsl_crash_watch beforehand), as crash reporters do. */
+static int culprit(const siginfo_t *si) {
   void *frames[MAX_FRAMES];
-  int n = backtrace(frames, MAX_FRAMES);
-  for (int f = 0; f < n; f++) {
-    Dl_info info;
-    if (!dladdr(frames[f], &info) || !info.dli_fname) continue;
+  if (si->si_code <= 0 && si->si_pid != getpid()) return -1;
+  int n = backtrace(frames, MAX_FRAMES), f = 0;
+  Dl_info info;
+  while (f < n && dladdr(frames[f], &info) && info.dli_fname && strcmp(info.dli_fname, self_file) == 0) f++;
+  for (; f < n; f++) {
+    if (!dladdr(frames[f], &info) || !info.dli_fname) return -1;
+    if (in_libc(info.dli_fname)) continue;
     for (int w = 0; w < n_watched; w++)
       if (strcmp(info.dli_fname, watched[w].path) == 0) return w;
+    return -1;
   }
   return -1;
 }
 
 static void on_crash(int sig, siginfo_t *si, void *uc) {
-  int w = culprit(), world;
+  int w = culprit(si), world;
   if (w >= 0) {
     int rank = tsl_log_rank(&world);
     put("\n");
@@ -107,6 +120,9 @@ void tsl_crash_watch(const char *what, const char *path) {
   if (n > 0) return;
   void *frame;
   backtrace(&frame, 1); /* loads its unwinder now, not inside the handler */
+  Dl_info self;
+  if (dladdr((void *)on_crash, &self) && self.dli_fname && strlen(self.dli_fname) < sizeof self_file)
+    strcpy(self_file, self.dli_fname);
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
   sa.sa_sigaction = on_crash;

@@ -5,8 +5,9 @@
 ** pointer in one of its hooks ends the process by a signal, and all a user
 ** saw was the signal and Open MPI's backtrace of addresses. Every object
 ** tsl_dso_open loads is recorded here; on SIGSEGV, SIGBUS, SIGFPE, SIGILL
-** or SIGABRT a handler looks for a frame of the crashing thread's stack in
-** one of them and says which (with the rank), then hands the signal to the
+** or SIGABRT a handler looks at the code the thread was in (past the C
+** library: an abort, a memcpy) and, when that is one of them, says which
+** (with the rank), then hands the signal to the
 ** handler that was there before (Open MPI's backtrace, a sanitizer's
 ** report) or to the default action (a core file), so the process still
 ** ends by that signal.
