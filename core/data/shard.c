@@ -98,21 +98,31 @@ static tsl_status check_header(const char *path, const unsigned char *map, uint6
   return TESSEL_OK;
 }
 
-/* A token >= vocab_size at index `at` of the shard: the data were made for
-** another vocabulary (or changed under the run). */
-static tsl_status bad_token(const char *path, unsigned token, uint64_t at, int vocab_size) {
-  return tsl_error(TESSEL_E_CONFIG,
-                   "%s: token %u at offset %llu is >= model.vocab_size = %d; the shard was "
-                   "made for a larger vocabulary than model.vocab_size",
-                   path, token, (unsigned long long)at, vocab_size);
+/* Tokens [first, first + n) into out, each checked against the shard's
+** vocabulary: at open, a token beyond it means the data were made for a
+** larger one (a configuration mistake); later, that the file changed
+** under the run (it was checked when opened). */
+static tsl_status read_tokens(const tsl_shard *s, uint64_t first, uint64_t n, uint16_t *out, int opening) {
+  if (first > s->count || n > s->count - first) return TESSEL_E_INTERNAL;
+  tsl_status st = read_at(s->fd, s->path, TSL_SHARD_HEADER_BYTES + 2 * first, out, (size_t)n * sizeof *out);
+  for (uint64_t i = 0; st >= 0 && s->vocab_size > 0 && i < n; i++) {
+    if (out[i] < s->vocab_size) continue;
+    if (opening)
+      return tsl_error(TESSEL_E_CONFIG,
+                       "%s: token %u at offset %llu is >= model.vocab_size = %d; the shard was made for a larger "
+                       "vocabulary than model.vocab_size",
+                       s->path, (unsigned)out[i], (unsigned long long)(first + i), s->vocab_size);
+    return tsl_error(TESSEL_E_IO,
+                     "%s: token %u at offset %llu is now >= model.vocab_size = %d, though every token was below it "
+                     "when the run opened the shard: it was rewritten in place. Replace shards only by writing new "
+                     "files and renaming them (as `tessel data prepare` does), or stop the run first",
+                     s->path, (unsigned)out[i], (unsigned long long)(first + i), s->vocab_size);
+  }
+  return st;
 }
 
 tsl_status tsl_shard_read(const tsl_shard *s, uint64_t first, uint64_t n, uint16_t *out) {
-  if (first > s->count || n > s->count - first) return TESSEL_E_INTERNAL;
-  tsl_status st = read_at(s->fd, s->path, TSL_SHARD_HEADER_BYTES + 2 * first, out, (size_t)n * sizeof *out);
-  for (uint64_t i = 0; st >= 0 && s->vocab_size > 0 && i < n; i++)
-    if (out[i] >= s->vocab_size) st = bad_token(s->path, out[i], first + i, s->vocab_size);
-  return st;
+  return read_tokens(s, first, n, out, 0);
 }
 
 /* Every token < vocab_size, read in blocks of a few hundred KiB. */
@@ -121,7 +131,7 @@ static tsl_status check_vocab(const tsl_shard *s) {
   uint16_t *buf = malloc(BLOCK * sizeof *buf);
   tsl_status st = buf ? TESSEL_OK : tsl_error(TESSEL_E_NOMEM, "%s: out of host memory to check the shard", s->path);
   for (uint64_t at = 0; st >= 0 && at < s->count; at += BLOCK)
-    st = tsl_shard_read(s, at, TSL_MIN((uint64_t)BLOCK, s->count - at), buf);
+    st = read_tokens(s, at, TSL_MIN((uint64_t)BLOCK, s->count - at), buf, 1);
   free(buf);
   return st;
 }

@@ -45,9 +45,9 @@ void tsl_shard_close(tsl_shard *s);
 
 /* Tokens [first, first + n) of an open shard into out. TESSEL_E_IO naming
 ** the file when it got shorter since it was opened (truncated or rewritten
-** in place) or cannot be read; TESSEL_E_CONFIG for a token >= the vocab_size
-** it was opened with. The range must lie within count (else
-** TESSEL_E_INTERNAL). */
+** in place) or cannot be read, or holds a token >= the vocab_size it was
+** opened with (every token was checked then: the file changed). The range
+** must lie within count (else TESSEL_E_INTERNAL). */
 tsl_status tsl_shard_read(const tsl_shard *s, uint64_t first, uint64_t n, uint16_t *out);
 
 #endif
