@@ -100,6 +100,18 @@ static int next_record(const char **p, const char *end, const char *field[3]) {
   return 1;
 }
 
+/* Do two values as written mean the same? The same text, or the same
+** number (2e-3 and 0.002), or the same size (25MiB and the default's
+** 26214400 bytes): each rank reads its own values the same way. */
+static int same_value(const char *a, const char *b) {
+  if (!strcmp(a, b)) return 1;
+  char *ea, *eb;
+  double da = strtod(a, &ea), db = strtod(b, &eb);
+  if (ea != a && !*ea && eb != b && !*eb) return da == db; /* two plain numbers */
+  uint64_t sa, sb; /* a size with its unit, against one without or with another */
+  return tsl_parse_size(a, &sa) == 0 && tsl_parse_size(b, &sb) == 0 && sa == sb;
+}
+
 int tsl_config_records_differ(const char *a, size_t alen, const char *b, size_t blen, tsl_config_diff *d) {
   const char *pa = a, *pb = b, *ra[3], *rb[3];
   int has_a = next_record(&pa, a + alen, ra), has_b = next_record(&pb, b + blen, rb);
@@ -109,7 +121,7 @@ int tsl_config_records_differ(const char *a, size_t alen, const char *b, size_t 
     /* a default only one side has was read because of something that side
     ** wrote (another strategy's options, another architecture's keys):
     ** that written value is the difference worth naming */
-    if ((c < 0 && ra[2][0]) || (c > 0 && rb[2][0]) || (c == 0 && strcmp(ra[1], rb[1]))) {
+    if ((c < 0 && ra[2][0]) || (c > 0 && rb[2][0]) || (c == 0 && !same_value(ra[1], rb[1]))) {
       d->path = c <= 0 ? ra[0] : rb[0];
       if (c <= 0) d->value[0] = ra[1], d->origin[0] = ra[2];
       if (c >= 0) d->value[1] = rb[1], d->origin[1] = rb[2];

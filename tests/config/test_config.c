@@ -863,6 +863,12 @@ static void test_records_differ(void) {
   CHECK(records_differ("model: {}\nplugin: {name: x}\n", "model: {}\n", NULL, 0, NULL, got, sizeof got));
   snprintf(want, sizeof want, "plugin.name|x@%s/rec/a.yaml:2:16|-@-", scratch);
   CHECK_STR_CONTAINS(got, want);
+  /* values that mean the same: numbers written two ways, a size with and
+  ** without its unit (a default is recorded in bytes); 2 and 2.4 do differ */
+  CHECK(!records_differ("a: {lr: 2e-3, size: 25MiB}\n", "a: {lr: 0.002, size: 26214400}\n", NULL, 0, NULL, got,
+                        sizeof got));
+  CHECK(records_differ("a: {lr: 2}\n", "a: {lr: 2.4}\n", NULL, 0, NULL, got, sizeof got));
+  CHECK(records_differ("a: {size: 25MiB}\n", "a: {size: 25MB}\n", NULL, 0, NULL, got, sizeof got));
   /* a key left out of the comparison, with everything under it */
   const char *const skip[] = {"log.every", "model.files", NULL};
   CHECK(!records_differ(base, "model: {layers: 2, heads: 6, files: [q]}\nlog: {every: 9}\n", NULL, 0, skip, got,
