@@ -25,7 +25,7 @@ static void put(const char *s) {
   (void)w; /* nothing to do when stderr is gone */
 }
 
-/* A non-negative int in decimal, without stdio (not async-signal-safe). */
+/* A non-negative int in decimal, without stdio (which is not async-signal-safe). */
 static void put_int(int v) {
   char buf[16];
   int i = sizeof buf - 1;
