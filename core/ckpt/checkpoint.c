@@ -1,7 +1,6 @@
 /* core/ckpt/checkpoint.c */
 #include "ckpt/checkpoint.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -12,8 +11,8 @@
 #include <unistd.h>
 
 #include "ckpt/import.h"
+#include "ckpt/steps.h"
 #include "common/atomic_file.h"
-#include "common/log.h"
 #include "common/util.h"
 #include "config/config.h"
 #include "optim/optim.h"
@@ -208,166 +207,6 @@ static tsl_status write_trainer_json(const tsl_model *m, const char *dir, int64_
   return tsl_ckpt_meta_write(dir, &meta);
 }
 
-/* The step of a directory entry named exactly step_NNNNNNNN, or -1. */
-static int64_t entry_step(const char *name) {
-  char want[40];
-  int64_t s = tsl_ckpt_dir_step(name);
-  if (s < 0) return -1;
-  snprintf(want, sizeof want, "step_%08lld", (long long)s);
-  return strcmp(want, name) == 0 ? s : -1;
-}
-
-/* Step numbers of the step_ directories under dir, newest first, in a heap
-** array (*out NULL when there are none); returns how many. */
-static int list_steps(const char *dir, int64_t **out) {
-  DIR *d = opendir(dir);
-  int n = 0, cap = 0;
-  int64_t *steps = NULL;
-  *out = NULL;
-  if (!d) return 0;
-  for (struct dirent *e; (e = readdir(d)) != NULL;) {
-    int64_t s = entry_step(e->d_name);
-    if (s < 0) continue;
-    if (n == cap) {
-      int64_t *p = realloc(steps, sizeof *p * (size_t)(cap = cap ? 2 * cap : 64));
-      if (!p) break;
-      steps = p;
-    }
-    steps[n++] = s;
-  }
-  closedir(d);
-  for (int i = 1; i < n; i++) /* insertion sort, descending */
-    for (int j = i; j > 0 && steps[j] > steps[j - 1]; j--) {
-      int64_t x = steps[j];
-      steps[j] = steps[j - 1];
-      steps[j - 1] = x;
-    }
-  *out = steps;
-  return n;
-}
-
-/* This process's temporary directory for step `step` in `dir`: what a save
-** writes before renaming it into place, and what a prune renames a step to
-** before removing it; the next start sweeps away any that a crash left. */
-static char *temporary_dir(const char *dir, int64_t step) {
-  return tsl_asprintf("%s/.tmp-step_%08lld-%d", dir, (long long)step, (int)getpid());
-}
-
-/* Keep the newest `keep` step directories up to the one just written, and
-** leave the later ones alone: a run that went back to an older checkpoint
-** (--resume, or resume: never) writes below them, and they belong to the
-** part it abandoned, which is the user's to keep or remove (pruning by the
-** highest steps once removed the new run's own checkpoints for them).
-** Each is first renamed to a temporary's name and then removed: a crash
-** while its files go leaves a leftover the next start sweeps away, never
-** a step_N that looks whole and is not. A step that cannot be removed is
-** a warning, not a failure: the new checkpoint is written and tracked by
-** then, and stopping the run for an old one's files (as HF Trainer and
-** Megatron do not) would lose the steps until the next start. */
-static tsl_status prune(const char *dir, int keep, int64_t just_saved) {
-  int64_t *steps;
-  tsl_status st = TESSEL_OK;
-  int n = list_steps(dir, &steps), kept = 0;
-  for (int i = 0; keep > 0 && i < n && st >= 0; i++) {
-    if (steps[i] > just_saved || kept++ < keep) continue;
-    char *path = tsl_asprintf("%s/step_%08lld", dir, (long long)steps[i]);
-    char *doomed = temporary_dir(dir, steps[i]);
-    if (!path || !doomed) {
-      st = TESSEL_E_NOMEM;
-    } else if (rename(path, doomed) != 0) {
-      tsl_log(TESSEL_LOG_WARN, "checkpoint.keep: cannot remove the old checkpoint %s: %s. It stays and the run goes "
-              "on; remove it by hand.", path, strerror(errno));
-    } else if (tsl_remove_tree(doomed) < 0) {
-      tsl_log(TESSEL_LOG_WARN, "checkpoint.keep: the old checkpoint %s was only partly removed: %s. The run goes "
-              "on; what is left is removed when a run next starts in %s.", path, tsl_error_message(), dir);
-      tsl_error_clear();
-    }
-    free(path);
-    free(doomed);
-  }
-  free(steps);
-  return st;
-}
-
-/* Put the finished temporary directory in place of `final`. */
-static tsl_status rename_into_place(const char *tmp, const char *final) {
-  tsl_status st = TESSEL_OK;
-  if (!tsl_path_exists(final)) { /* the usual case */
-    if (rename(tmp, final) != 0) return tsl_error(TESSEL_E_IO, "%s: cannot rename into place: %s", final, strerror(errno));
-    return TESSEL_OK;
-  }
-  /* the same step saved again, e.g. after a resume: the old one is moved
-  ** aside until the new one is in place */
-  char *aside = tsl_asprintf("%s.old-%d", final, (int)getpid());
-  if (!aside) return TESSEL_E_NOMEM;
-  if (rename(final, aside) != 0) {
-    st = tsl_error(TESSEL_E_IO, "%s: cannot move aside: %s", final, strerror(errno));
-  } else if (rename(tmp, final) != 0) {
-    st = tsl_error(TESSEL_E_IO, "%s: cannot rename into place: %s", final, strerror(errno));
-    rename(aside, final);
-  } else {
-    st = tsl_remove_tree(aside);
-  }
-  free(aside);
-  return st;
-}
-
-/* Record `step` in dir/latest as the newest checkpoint of the run writing
-** dir. Auto resume follows it rather than the highest step: after a run
-** went back to an older step, the higher ones are the part it abandoned
-** (they once won the next resume, and "resume with the same command" went
-** back to them). A crash before it is written leaves the previous save
-** named, an older point of the same run. */
-static tsl_status track(const char *dir, int64_t step) {
-  char text[32], *path = tsl_asprintf("%s/%s", dir, TSL_CKPT_LATEST);
-  int len = snprintf(text, sizeof text, "step_%08lld\n", (long long)step);
-  tsl_status st = path ? tsl_atomic_write_file(path, text, (size_t)len) : TESSEL_E_NOMEM;
-  free(path);
-  return st;
-}
-
-/* The step dir/latest names when that checkpoint is there, else -1. Its
-** first line is the name, which may be wrapped in spaces or end in a CRLF
-** (a file edited by hand). */
-static int64_t tracked(const char *dir, int warn) {
-  char *path = tsl_asprintf("%s/%s", dir, TSL_CKPT_LATEST), *text = NULL, *step_dir = NULL;
-  size_t len = 0;
-  int64_t step = -1;
-  if (path && tsl_path_exists(path)) {
-    if (tsl_read_file(path, &text, &len) >= 0 && len < 4096) {
-      char *name = text + strspn(text, " \t");
-      size_t n = strcspn(name, "\r\n");
-      while (n > 0 && (name[n - 1] == ' ' || name[n - 1] == '\t')) n--;
-      name[n] = '\0';
-      step = entry_step(name);
-      step_dir = step >= 0 ? tsl_asprintf("%s/%s", dir, name) : NULL;
-      if (!step_dir || !tsl_path_exists(step_dir)) step = -1;
-    }
-    /* the run that wrote it went back to that step on purpose: say so when it cannot be followed */
-    if (step < 0 && warn)
-      tsl_log(TESSEL_LOG_WARN, "%s does not name a checkpoint in %s (expected one line, step_NNNNNNNN); going by the "
-              "highest step instead", path, dir);
-  }
-  tsl_error_clear(); /* an unreadable record only means: fall back to the highest step */
-  free(step_dir);
-  free(text);
-  free(path);
-  return step;
-}
-
-/* tsl_ckpt_latest; `warn`: say so when the latest file names nothing */
-static tsl_status latest_of(const char *dir, int warn, char **path, int64_t *step) {
-  int64_t *steps;
-  *path = NULL;
-  if ((*step = tracked(dir, warn)) < 0) {
-    if (list_steps(dir, &steps) == 0) return TESSEL_OK;
-    *step = steps[0];
-    free(steps);
-  }
-  *path = tsl_asprintf("%s/step_%08lld", dir, (long long)*step);
-  return *path ? TESSEL_OK : TESSEL_E_NOMEM;
-}
-
 /* Rank 0's file work for one checkpoint: everything but the gathers.
 ** *placed: the step directory is in place (what fails after it is the
 ** file system's syncing or the `latest` record). */
@@ -390,11 +229,11 @@ static tsl_status finish_dir(tsl_model *m, const char *tmp, const char *final, i
   }
   TSL_TRY(st, write_trainer_json(m, tmp, step));
   TSL_TRY(st, tsl_fsync_path(tmp));
-  TSL_TRY(st, rename_into_place(tmp, final));
+  TSL_TRY(st, tsl_ckpt_rename_into_place(tmp, final));
   *placed = 1;
   TSL_TRY(st, tsl_fsync_path(s->ckpt.dir));
-  TSL_TRY(st, track(s->ckpt.dir, step));
-  TSL_TRY(st, prune(s->ckpt.dir, s->ckpt.keep, step));
+  TSL_TRY(st, tsl_ckpt_track(s->ckpt.dir, step));
+  TSL_TRY(st, tsl_ckpt_prune(s->ckpt.dir, s->ckpt.keep, step));
   return TESSEL_OK;
 fail:
   return st;
@@ -444,12 +283,12 @@ tsl_status tsl_ckpt_save(tsl_model *m, int64_t step, char **saved) {
   write_error we = {TESSEL_OK, NULL, 0};
   int64_t last_step = 0;
   char *final = tsl_asprintf("%s/step_%08lld", dir, (long long)step), *last = NULL;
-  char *tmp = temporary_dir(dir, step);
+  char *tmp = tsl_ckpt_temporary_dir(dir, step);
   /* every rank goes through the same gathers whatever happens to rank 0's
   ** files, so an allocation failure here is rank 0's write error too */
   if (!final || !tmp) note(&we, tsl_error(TESSEL_E_NOMEM, "out of host memory saving a checkpoint"));
   if (rt->world.rank == 0) {
-    if (we.st >= 0) note(&we, latest_of(dir, 0, &last, &last_step)); /* the resume said it already */
+    if (we.st >= 0) note(&we, tsl_ckpt_latest_of(dir, 0, &last, &last_step)); /* the resume said it already */
     if (we.st >= 0) note(&we, tsl_mkdir_p(dir));
     if (we.st >= 0) note(&we, tsl_remove_tree(tmp));
     if (we.st >= 0) note(&we, tsl_mkdir_p(tmp));
@@ -484,28 +323,6 @@ done:
   free(tmp);
   free(last);
   return st;
-}
-
-tsl_status tsl_ckpt_latest(const char *dir, char **path, int64_t *step) { return latest_of(dir, 1, path, step); }
-
-char *tsl_ckpt_intact_before(const char *dir, const char *damaged) {
-  int64_t *steps = NULL;
-  char *found = NULL;
-  const char *base = strrchr(damaged, '/');
-  int64_t step = entry_step(base ? base + 1 : damaged);
-  int n = step > 0 ? list_steps(dir, &steps) : 0;
-  for (int i = 0; i < n && !found; i++) {
-    tsl_ckpt c;
-    char *path = steps[i] < step ? tsl_asprintf("%s/step_%08lld", dir, (long long)steps[i]) : NULL;
-    if (path && tsl_ckpt_open(path, &c) >= 0) {
-      tsl_ckpt_close(&c);
-      found = path;
-    } else {
-      free(path);
-    }
-  }
-  free(steps);
-  return found;
 }
 
 /* ---- reading ---- */

@@ -1,0 +1,200 @@
+/*
+** core/ckpt/steps.c — the checkpoint directory: its step_N directories,
+** the `latest` record of the run writing it, the temporaries a save or a
+** prune works in, and checkpoint.keep's pruning.
+*/
+#include "ckpt/steps.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ckpt/checkpoint.h"
+#include "common/atomic_file.h"
+#include "common/log.h"
+#include "common/util.h"
+
+/* The step of a directory entry named exactly step_NNNNNNNN, or -1. */
+static int64_t entry_step(const char *name) {
+  char want[40];
+  int64_t s = tsl_ckpt_dir_step(name);
+  if (s < 0) return -1;
+  snprintf(want, sizeof want, "step_%08lld", (long long)s);
+  return strcmp(want, name) == 0 ? s : -1;
+}
+
+/* Step numbers of the step_ directories under dir, newest first, in a heap
+** array (*out NULL when there are none); returns how many. */
+static int list_steps(const char *dir, int64_t **out) {
+  DIR *d = opendir(dir);
+  int n = 0, cap = 0;
+  int64_t *steps = NULL;
+  *out = NULL;
+  if (!d) return 0;
+  for (struct dirent *e; (e = readdir(d)) != NULL;) {
+    int64_t s = entry_step(e->d_name);
+    if (s < 0) continue;
+    if (n == cap) {
+      int64_t *p = realloc(steps, sizeof *p * (size_t)(cap = cap ? 2 * cap : 64));
+      if (!p) break;
+      steps = p;
+    }
+    steps[n++] = s;
+  }
+  closedir(d);
+  for (int i = 1; i < n; i++) /* insertion sort, descending */
+    for (int j = i; j > 0 && steps[j] > steps[j - 1]; j--) {
+      int64_t x = steps[j];
+      steps[j] = steps[j - 1];
+      steps[j - 1] = x;
+    }
+  *out = steps;
+  return n;
+}
+
+/* This process's temporary directory for step `step` in `dir`: what a save
+** writes before renaming it into place, and what a prune renames a step to
+** before removing it; the next start sweeps away any that a crash left. */
+char *tsl_ckpt_temporary_dir(const char *dir, int64_t step) {
+  return tsl_asprintf("%s/.tmp-step_%08lld-%d", dir, (long long)step, (int)getpid());
+}
+
+/* Keep the newest `keep` step directories up to the one just written, and
+** leave the later ones alone: a run that went back to an older checkpoint
+** (--resume, or resume: never) writes below them, and they belong to the
+** part it abandoned, which is the user's to keep or remove (pruning by the
+** highest steps once removed the new run's own checkpoints for them).
+** Each is first renamed to a temporary's name and then removed: a crash
+** while its files go leaves a leftover the next start sweeps away, never
+** a step_N that looks whole and is not. A step that cannot be removed is
+** a warning, not a failure: the new checkpoint is written and tracked by
+** then, and stopping the run for an old one's files (as HF Trainer and
+** Megatron do not) would lose the steps until the next start. */
+tsl_status tsl_ckpt_prune(const char *dir, int keep, int64_t just_saved) {
+  int64_t *steps;
+  tsl_status st = TESSEL_OK;
+  int n = list_steps(dir, &steps), kept = 0;
+  for (int i = 0; keep > 0 && i < n && st >= 0; i++) {
+    if (steps[i] > just_saved || kept++ < keep) continue;
+    char *path = tsl_asprintf("%s/step_%08lld", dir, (long long)steps[i]);
+    char *doomed = tsl_ckpt_temporary_dir(dir, steps[i]);
+    if (!path || !doomed) {
+      st = TESSEL_E_NOMEM;
+    } else if (rename(path, doomed) != 0) {
+      tsl_log(TESSEL_LOG_WARN, "checkpoint.keep: cannot remove the old checkpoint %s: %s. It stays and the run goes "
+              "on; remove it by hand.", path, strerror(errno));
+    } else if (tsl_remove_tree(doomed) < 0) {
+      tsl_log(TESSEL_LOG_WARN, "checkpoint.keep: the old checkpoint %s was only partly removed: %s. The run goes "
+              "on; what is left is removed when a run next starts in %s.", path, tsl_error_message(), dir);
+      tsl_error_clear();
+    }
+    free(path);
+    free(doomed);
+  }
+  free(steps);
+  return st;
+}
+
+/* Put the finished temporary directory in place of `final`. */
+tsl_status tsl_ckpt_rename_into_place(const char *tmp, const char *final) {
+  tsl_status st = TESSEL_OK;
+  if (!tsl_path_exists(final)) { /* the usual case */
+    if (rename(tmp, final) != 0) return tsl_error(TESSEL_E_IO, "%s: cannot rename into place: %s", final, strerror(errno));
+    return TESSEL_OK;
+  }
+  /* the same step saved again, e.g. after a resume: the old one is moved
+  ** aside until the new one is in place */
+  char *aside = tsl_asprintf("%s.old-%d", final, (int)getpid());
+  if (!aside) return TESSEL_E_NOMEM;
+  if (rename(final, aside) != 0) {
+    st = tsl_error(TESSEL_E_IO, "%s: cannot move aside: %s", final, strerror(errno));
+  } else if (rename(tmp, final) != 0) {
+    st = tsl_error(TESSEL_E_IO, "%s: cannot rename into place: %s", final, strerror(errno));
+    rename(aside, final);
+  } else {
+    st = tsl_remove_tree(aside);
+  }
+  free(aside);
+  return st;
+}
+
+/* Record `step` in dir/latest as the newest checkpoint of the run writing
+** dir. Auto resume follows it rather than the highest step: after a run
+** went back to an older step, the higher ones are the part it abandoned
+** (they once won the next resume, and "resume with the same command" went
+** back to them). A crash before it is written leaves the previous save
+** named, an older point of the same run. */
+tsl_status tsl_ckpt_track(const char *dir, int64_t step) {
+  char text[32], *path = tsl_asprintf("%s/%s", dir, TSL_CKPT_LATEST);
+  int len = snprintf(text, sizeof text, "step_%08lld\n", (long long)step);
+  tsl_status st = path ? tsl_atomic_write_file(path, text, (size_t)len) : TESSEL_E_NOMEM;
+  free(path);
+  return st;
+}
+
+/* The step dir/latest names when that checkpoint is there, else -1. Its
+** first line is the name, which may be wrapped in spaces or end in a CRLF
+** (a file edited by hand). */
+static int64_t tracked(const char *dir, int warn) {
+  char *path = tsl_asprintf("%s/%s", dir, TSL_CKPT_LATEST), *text = NULL, *step_dir = NULL;
+  size_t len = 0;
+  int64_t step = -1;
+  if (path && tsl_path_exists(path)) {
+    if (tsl_read_file(path, &text, &len) >= 0 && len < 4096) {
+      char *name = text + strspn(text, " \t");
+      size_t n = strcspn(name, "\r\n");
+      while (n > 0 && (name[n - 1] == ' ' || name[n - 1] == '\t')) n--;
+      name[n] = '\0';
+      step = entry_step(name);
+      step_dir = step >= 0 ? tsl_asprintf("%s/%s", dir, name) : NULL;
+      if (!step_dir || !tsl_path_exists(step_dir)) step = -1;
+    }
+    /* the run that wrote it went back to that step on purpose: say so when it cannot be followed */
+    if (step < 0 && warn)
+      tsl_log(TESSEL_LOG_WARN, "%s does not name a checkpoint in %s (expected one line, step_NNNNNNNN); going by the "
+              "highest step instead", path, dir);
+  }
+  tsl_error_clear(); /* an unreadable record only means: fall back to the highest step */
+  free(step_dir);
+  free(text);
+  free(path);
+  return step;
+}
+
+/* tsl_ckpt_latest; `warn`: say so when the latest file names nothing */
+tsl_status tsl_ckpt_latest_of(const char *dir, int warn, char **path, int64_t *step) {
+  int64_t *steps;
+  *path = NULL;
+  if ((*step = tracked(dir, warn)) < 0) {
+    if (list_steps(dir, &steps) == 0) return TESSEL_OK;
+    *step = steps[0];
+    free(steps);
+  }
+  *path = tsl_asprintf("%s/step_%08lld", dir, (long long)*step);
+  return *path ? TESSEL_OK : TESSEL_E_NOMEM;
+}
+
+tsl_status tsl_ckpt_latest(const char *dir, char **path, int64_t *step) { return tsl_ckpt_latest_of(dir, 1, path, step); }
+
+char *tsl_ckpt_intact_before(const char *dir, const char *damaged) {
+  int64_t *steps = NULL;
+  char *found = NULL;
+  const char *base = strrchr(damaged, '/');
+  int64_t step = entry_step(base ? base + 1 : damaged);
+  int n = step > 0 ? list_steps(dir, &steps) : 0;
+  for (int i = 0; i < n && !found; i++) {
+    tsl_ckpt c;
+    char *path = steps[i] < step ? tsl_asprintf("%s/step_%08lld", dir, (long long)steps[i]) : NULL;
+    if (path && tsl_ckpt_open(path, &c) >= 0) {
+      tsl_ckpt_close(&c);
+      found = path;
+    } else {
+      free(path);
+    }
+  }
+  free(steps);
+  return found;
+}
