@@ -24,6 +24,7 @@ struct tsl_dataset {
   uint64_t *start_cum;  /* [n + 1] */
   uint64_t *window_cum; /* [n + 1] */
   uint64_t tokens;
+  uint16_t *window; /* [seq_len + 1]: the window being read (one thread builds the batches) */
 };
 
 static uint64_t train_starts(uint64_t count, int seq_len) {
@@ -69,8 +70,9 @@ tsl_status tsl_dataset_open(const char *glob_pattern, int vocab_size, int seq_le
     ds->shards = calloc(g.gl_pathc, sizeof *ds->shards);
     ds->start_cum = calloc(g.gl_pathc + 1, sizeof *ds->start_cum);
     ds->window_cum = calloc(g.gl_pathc + 1, sizeof *ds->window_cum);
+    ds->window = malloc(sizeof *ds->window * ((size_t)seq_len + 1));
   }
-  if (!ds || !ds->shards || !ds->start_cum || !ds->window_cum) {
+  if (!ds || !ds->shards || !ds->start_cum || !ds->window_cum || !ds->window) {
     st = tsl_error(TESSEL_E_NOMEM, "data '%s': out of host memory for %zu shards", glob_pattern,
                    g.gl_pathc);
     goto fail;
@@ -113,6 +115,7 @@ void tsl_dataset_close(tsl_dataset *ds) {
   free(ds->shards);
   free(ds->start_cum);
   free(ds->window_cum);
+  free(ds->window);
   free(ds);
 }
 
@@ -147,16 +150,12 @@ static int find_shard(const uint64_t *cum, int n, uint64_t r) {
 /* Window `off` of shard j: seq_len + 1 tokens, as inputs and the targets
 ** shifted by one. */
 static tsl_status copy_window(const tsl_dataset *ds, int j, uint64_t off, int32_t *inputs, int32_t *targets) {
-  uint16_t window[TSL_DATASET_MAX_WINDOW];
-  int n = ds->seq_len + 1;
-  uint16_t *tokens = n <= TSL_DATASET_MAX_WINDOW ? window : malloc(sizeof *tokens * (size_t)n);
-  if (!tokens) return tsl_error(TESSEL_E_NOMEM, "out of host memory for a window of %d tokens", n);
-  tsl_status st = tsl_shard_read(&ds->shards[j], off, (uint64_t)n, tokens);
+  uint16_t *tokens = ds->window;
+  tsl_status st = tsl_shard_read(&ds->shards[j], off, (uint64_t)ds->seq_len + 1, tokens);
   for (int t = 0; st >= 0 && t < ds->seq_len; t++) {
     inputs[t] = tokens[t];
     targets[t] = tokens[t + 1];
   }
-  if (tokens != window) free(tokens);
   return st;
 }
 

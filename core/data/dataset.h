@@ -45,9 +45,6 @@ uint64_t tsl_dataset_windows(const tsl_dataset *ds);
 ** and the tokens they hold. */
 int tsl_dataset_short_shards(const tsl_dataset *ds, uint64_t *tokens);
 
-/* Windows up to this many tokens are read into a buffer on the stack. */
-#define TSL_DATASET_MAX_WINDOW 4097
-
 /* Fill inputs/targets [count, seq_len] (host memory) with sequences
 ** first..first+count-1 of the global training batch at `step`; targets are
 ** the inputs shifted by one token. Fails as tsl_shard_read does: a shard

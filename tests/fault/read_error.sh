@@ -18,12 +18,20 @@ tiny_config 4 0
 CK=$WORK/run/checkpoints
 "$TESSEL" run "$WORK/tiny.yaml" --set log.dir="$WORK/run" >"$WORK/first.log" 2>&1 || die "the first run failed"
 
-under_fault "$CK/step_00000004" eio-read:optimizer.safetensors "$WORK/eio.log" --set log.dir="$WORK/run" \
-  --set train.steps=6
-status=$?
-[ $status -eq 1 ] || fail "a read error resuming: exit status $status, expected 1: $(tail -3 "$WORK/eio.log")"
-grep -q "checkpoint $CK/step_00000004 could not be read (run again if the read error passes" "$WORK/eio.log" \
-  || fail "a read error resuming is not reported as one: $(cat "$WORK/eio.log")"
+# fails_with NAME DIR FAULT TEXT ARGS...: a run under FAULT that exits 1
+# saying TEXT (a grep pattern); its output in $WORK/NAME.log
+fails_with() {
+  local name=$1 dir=$2 fault=$3 text=$4
+  shift 4
+  under_fault "$dir" "$fault" "$WORK/$name.log" "$@"
+  local status=$?
+  [ $status -eq 1 ] || fail "$name: exit status $status, expected 1: $(tail -3 "$WORK/$name.log")"
+  grep -q -- "$text" "$WORK/$name.log" || fail "$name: no '$text': $(cat "$WORK/$name.log")"
+}
+
+fails_with eio "$CK/step_00000004" eio-read:optimizer.safetensors \
+  "checkpoint $CK/step_00000004 could not be read (run again if the read error passes" \
+  --set log.dir="$WORK/run" --set train.steps=6
 grep -q "Input/output error" "$WORK/eio.log" || fail "the read error's cause is not given: $(cat "$WORK/eio.log")"
 grep -q "is incomplete" "$WORK/eio.log" && fail "a checkpoint that failed to read is called incomplete"
 
@@ -34,11 +42,9 @@ grep -q "resuming from $CK/step_00000004" "$WORK/again.log" || fail "the run did
 # the directory's fsync after step 6 was renamed into place fails: the
 # message says the checkpoint is there (it once called it unwritten and
 # named the one before as the last), and the next run resumes from it
-under_fault "$CK" eio-fsync-dir "$WORK/fsync.log" --set log.dir="$WORK/run" --set train.steps=7
-status=$?
-[ $status -eq 1 ] || fail "a failed fsync: exit status $status, expected 1: $(tail -3 "$WORK/fsync.log")"
-grep -q "checkpoint step_00000007 is in place in $CK, but the file system failed after it was: .*Input/output error" \
-  "$WORK/fsync.log" || fail "a failed fsync after the rename is not reported as such: $(cat "$WORK/fsync.log")"
+fails_with fsync "$CK" eio-fsync-dir \
+  "checkpoint step_00000007 is in place in $CK, but the file system failed after it was: .*Input/output error" \
+  --set log.dir="$WORK/run" --set train.steps=7
 grep -q "cannot write checkpoint" "$WORK/fsync.log" && fail "a checkpoint in place is called unwritten"
 "$TESSEL" run "$WORK/tiny.yaml" --set log.dir="$WORK/run" --set train.steps=8 >"$WORK/after.log" 2>&1 \
   || fail "the run after the failed fsync failed: $(tail -3 "$WORK/after.log")"
@@ -47,10 +53,8 @@ grep -q "resuming from $CK/step_00000006" "$WORK/after.log" || fail "did not res
 
 # summary.json cannot be made durable after training finished: the error
 # says the training and its last checkpoint are done (it said only the cause)
-under_fault "$WORK/sum" eio-fsync-dir "$WORK/sum.log" --set log.dir="$WORK/sum" --set train.steps=2
-status=$?
-[ $status -eq 1 ] || fail "a failed summary: exit status $status, expected 1"
-grep -q "The training itself is done and its last checkpoint, $WORK/sum/checkpoints/step_00000002, is written" \
-  "$WORK/sum.log" || fail "a failed summary does not say the training is done: $(tail -3 "$WORK/sum.log")"
+fails_with sum "$WORK/sum" eio-fsync-dir \
+  "The training itself is done and its last checkpoint, $WORK/sum/checkpoints/step_00000002, is written" \
+  --set log.dir="$WORK/sum" --set train.steps=2
 
 finish "ok: a checkpoint that fails to read is reported as unreadable and resumes once it reads; one in place when the file system failed is named as such"
