@@ -41,6 +41,8 @@ typedef struct tsl_backend_opts {
   int device_index; /* which GPU, chosen by local rank                 */
   void (*log)(int level, const char *fmt, ...);
   int rank;         /* world rank, for the backend's error messages     */
+  double comm_timeout; /* seconds a wait for device collectives may take
+                       ** before the rank gives up (0: forever)          */
 } tsl_backend_opts;
 
 /* The shape of one attention call (see attention_forward). */

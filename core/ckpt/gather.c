@@ -2,11 +2,13 @@
 #include "ckpt/gather.h"
 
 #include <mpi.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/util.h"
 #include "plugin/host.h"
+#include "runtime/mpi_wait.h"
 
 /* The parameter as rank r lays it out (for its local shape and indexing). */
 static void param_as(tsl_model *m, int r, int i, tsl_param *out) {
@@ -70,11 +72,17 @@ tsl_status tsl_gather_state(tsl_model *m, int i, tessel_state_ref ref, float *gl
   for (int r = 1; r < t->world; r++) {
     if (!tsl_layouts_supplies(t, r, i, NULL, NULL)) continue;
     param_as(m, r, i, &as);
+    MPI_Request req;
+    char what[256];
     if (w->rank == r) {
-      if (MPI_Send(part, (int)as.local_numel, MPI_FLOAT, 0, i, MPI_COMM_WORLD) != MPI_SUCCESS)
+      snprintf(what, sizeof what, "sending %s to rank 0 for a checkpoint", as.name);
+      if (MPI_Isend(part, (int)as.local_numel, MPI_FLOAT, 0, i, MPI_COMM_WORLD, &req) != MPI_SUCCESS ||
+          tsl_mpi_wait(&req, what, MPI_COMM_WORLD) != MPI_SUCCESS)
         st = tsl_error(TESSEL_E_COMM, "sending %s to rank 0 for a checkpoint failed", as.name);
     } else if (w->rank == 0) {
-      if (MPI_Recv(part, (int)as.local_numel, MPI_FLOAT, r, i, MPI_COMM_WORLD, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+      snprintf(what, sizeof what, "receiving %s from rank %d for a checkpoint", as.name, r);
+      if (MPI_Irecv(part, (int)as.local_numel, MPI_FLOAT, r, i, MPI_COMM_WORLD, &req) != MPI_SUCCESS ||
+          tsl_mpi_wait(&req, what, MPI_COMM_WORLD) != MPI_SUCCESS)
         st = tsl_error(TESSEL_E_COMM, "receiving %s from rank %d for a checkpoint failed", as.name, r);
       else if (global)
         tsl_param_insert(&as, part, global);

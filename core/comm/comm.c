@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "comm/mpi_reduce.h"
+#include "runtime/mpi_wait.h"
 #include "common/util.h"
 
 #define TSL_MAX_WORK 1024
@@ -28,7 +29,8 @@ struct tessel_group {
 struct tessel_work {
   MPI_Request req;
   tsl_mpi_reduce *red;    /* an MPI reduction in rank order (mpi_reduce.h) */
-  tessel_group *group;    /* its group, whose list it is on */
+  tessel_group *group;    /* its group (a reduction: whose list it is on) */
+  const char *what;       /* the call's name, for a wait that times out */
   tessel_work *next_red;
   tsl_status failed;      /* a reduction that failed while advancing, and why */
   char why[256];
@@ -76,12 +78,14 @@ static tsl_status adopt_group(tsl_comm *c, tessel_group *g, int rc, const char *
   tsl_status st = mpi_status(rc, what, g);
   if (st < 0) return st;
   MPI_Comm_set_errhandler(g->comm, MPI_ERRORS_RETURN);
+  MPI_Comm_set_name(g->comm, g->name); /* what a wait that times out names */
   MPI_Comm_rank(g->comm, &g->rank);
   MPI_Comm_size(g->comm, &g->size);
   if ((st = mpi_status(MPI_Comm_dup(g->comm, &g->gathers), "MPI_Comm_dup", g)) < 0) {
     MPI_Comm_free(&g->comm);
     return st;
   }
+  MPI_Comm_set_name(g->gathers, g->name);
   c->n_groups++;
   return TESSEL_OK;
 }
@@ -127,13 +131,19 @@ static int has_device_engine(const tsl_backend *be) {
 ** from the group's rank 0, and the agreement on every rank's status. */
 static int bcast_group(void *arg, void *buf, int bytes) {
   tessel_group *g = arg;
-  return MPI_Bcast(buf, bytes, MPI_BYTE, 0, g->comm) == MPI_SUCCESS ? TESSEL_OK : TESSEL_E_COMM;
+  MPI_Request req;
+  int rc = MPI_Ibcast(buf, bytes, MPI_BYTE, 0, g->comm, &req);
+  if (rc == MPI_SUCCESS) rc = tsl_mpi_wait(&req, "creating the device communicator", g->comm);
+  return rc == MPI_SUCCESS ? TESSEL_OK : TESSEL_E_COMM;
 }
 
 static int agree_group(void *arg, int status) {
   tessel_group *g = arg;
   int lowest = status;
-  return MPI_Allreduce(&status, &lowest, 1, MPI_INT, MPI_MIN, g->comm) == MPI_SUCCESS ? lowest : TESSEL_E_COMM;
+  MPI_Request req;
+  int rc = MPI_Iallreduce(&status, &lowest, 1, MPI_INT, MPI_MIN, g->comm, &req);
+  if (rc == MPI_SUCCESS) rc = tsl_mpi_wait(&req, "creating the device communicator", g->comm);
+  return rc == MPI_SUCCESS ? lowest : TESSEL_E_COMM;
 }
 
 static tsl_status device_error(const tsl_comm *c, tsl_status st, const char *what, const tessel_group *g) {
@@ -563,10 +573,12 @@ static tsl_status post(tsl_comm *c, tessel_group *g, const coll *k, tessel_work 
   }
   if (work) {
     (*work)->p2p = is_p2p(k->kind);
+    (*work)->group = g;
+    (*work)->what = k->name;
     return TESSEL_OK;
   }
   /* a blocking call: the whole call is waiting (MPI moves the data inside it) */
-  st = mpi_status(MPI_Wait(req, MPI_STATUS_IGNORE), k->name, g);
+  st = mpi_status(tsl_mpi_wait(req, k->name, g->comm), k->name, g);
   charge(c, t0, is_p2p(k->kind));
   return st;
 }
@@ -624,7 +636,10 @@ tsl_status tsl_barrier(tsl_comm *c, tessel_group *g) {
   tsl_status st = flush(c);
   if (st < 0) return st;
   double t0 = tsl_now();
-  st = mpi_status(MPI_Barrier(g->comm), "barrier", g);
+  MPI_Request req;
+  int rc = MPI_Ibarrier(g->comm, &req);
+  if (rc == MPI_SUCCESS) rc = tsl_mpi_wait(&req, "barrier", g->comm);
+  st = mpi_status(rc, "barrier", g);
   charge(c, t0, 0);
   return st;
 }
@@ -651,7 +666,7 @@ tsl_status tsl_work_wait(tsl_comm *c, tessel_work *w) {
   if (w->device) return device_wait(c, w);
   if (w->red || w->failed) return wait_red(c, w);
   double t0 = tsl_now();
-  int rc = MPI_Wait(&w->req, MPI_STATUS_IGNORE);
+  int rc = tsl_mpi_wait(&w->req, w->what, w->group->comm);
   charge(c, t0, w->p2p);
   w->in_use = 0;
   return mpi_status(rc, "wait", NULL);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "bf16.h"
+#include "runtime/mpi_wait.h"
 
 struct tsl_mpi_reduce {
   MPI_Comm comm, gathers;
@@ -31,6 +32,10 @@ static MPI_Datatype wire_type(tessel_dtype dt) {
     case TESSEL_I32: return MPI_INT32_T;
     default: return MPI_UINT16_T;
   }
+}
+
+static const char *kind_name(tsl_coll_kind kind) {
+  return kind == TSL_COLL_ALL_REDUCE ? "all-reduce" : kind == TSL_COLL_REDUCE_SCATTER ? "reduce-scatter" : "reduce";
 }
 
 tsl_status tsl_mpi_reduce_supported(tessel_dtype dt, tessel_redop op) {
@@ -181,7 +186,8 @@ tsl_status tsl_mpi_reduce_start(MPI_Comm comm, MPI_Comm gathers, tsl_coll_kind k
 tsl_status tsl_mpi_reduce_exchange(tsl_mpi_reduce *r, int block, int *done) {
   *done = r->phase > 0;
   if (*done) return TESSEL_OK;
-  int flag = 1, rc = block ? MPI_Wait(&r->req, MPI_STATUS_IGNORE) : MPI_Test(&r->req, &flag, MPI_STATUS_IGNORE);
+  int flag = 1, rc = block ? tsl_mpi_wait(&r->req, kind_name(r->kind), r->comm)
+                           : MPI_Test(&r->req, &flag, MPI_STATUS_IGNORE);
   if (rc != MPI_SUCCESS) return mpi_fail(r, rc, "exchanging blocks to reduce");
   if (!flag) return TESSEL_OK;
   if ((rc = exchange_done(r)) != MPI_SUCCESS) return mpi_fail(r, rc, "all-gather of reduced blocks");
@@ -195,7 +201,8 @@ tsl_status tsl_mpi_reduce_finish(tsl_mpi_reduce *r, int block, int *done) {
   int flag = 1;
   *done = 0;
   if (r->phase == 1) {
-    int rc = block ? MPI_Wait(&r->req, MPI_STATUS_IGNORE) : MPI_Test(&r->req, &flag, MPI_STATUS_IGNORE);
+    int rc = block ? tsl_mpi_wait(&r->req, kind_name(r->kind), r->gathers)
+                   : MPI_Test(&r->req, &flag, MPI_STATUS_IGNORE);
     if (rc != MPI_SUCCESS) return mpi_fail(r, rc, "all-gather of reduced blocks");
     if (!flag) return TESSEL_OK;
   }

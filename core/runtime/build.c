@@ -12,6 +12,7 @@
 #include "model/model.h"
 #include "plugin/dso.h"
 #include "plugin/host.h"
+#include "runtime/mpi_wait.h"
 #include "tokenizer/tokenizer.h"
 
 /* tsl_runtime_configure, the strategy started only when `world_size` > 0. */
@@ -22,6 +23,7 @@ static tsl_status configure(tsl_runtime *rt, const char *path, const char *const
   ** is recorded and tsl_config_outcome reports them together */
   st = tsl_settings_read(rt->config, &rt->settings);
   tsl_log_set_level(rt->settings.log.level);
+  if (st >= 0) tsl_mpi_set_timeout(rt->settings.train.comm_timeout);
   /* on a cluster the usual cause is a path only some machines have */
   char who[512] = "";
   if (rt->world.size > 1)
@@ -229,7 +231,7 @@ tsl_status tsl_runtime_devices(tsl_runtime *rt) {
   rt->threads = tsl_cpus_threads(&rt->world.cpus, tsl_threads_asked(s));
   warn_cpus(rt);
   tsl_backend_opts opts = {.size = sizeof opts, .threads = rt->threads, .device_index = rt->world.local_rank,
-                           .log = tsl_log, .rank = rt->world.rank};
+                           .log = tsl_log, .rank = rt->world.rank, .comm_timeout = tsl_mpi_timeout()};
   tsl_error_clear();
   st = rt->be.init(&rt->be, &opts);
   if (st < 0 && rt->be.last_error) /* a loaded backend says why itself */

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "runtime/mpi_wait.h"
 
 static tsl_status mpi_check(int rc, const char *what) {
   if (rc == MPI_SUCCESS) return TESSEL_OK;
@@ -23,8 +24,10 @@ static void count_sharing(MPI_Comm local, tsl_world *w) {
   tsl_cpus_self(&w->cpus);
   unsigned char *all = malloc((size_t)w->local_size * TSL_CPUS_MASK_BYTES);
   if (!all) return;
-  if (MPI_Allgather(w->cpus.mask, TSL_CPUS_MASK_BYTES, MPI_BYTE, all, TSL_CPUS_MASK_BYTES, MPI_BYTE, local) ==
-      MPI_SUCCESS) {
+  MPI_Request req;
+  int rc = MPI_Iallgather(w->cpus.mask, TSL_CPUS_MASK_BYTES, MPI_BYTE, all, TSL_CPUS_MASK_BYTES, MPI_BYTE, local, &req);
+  if (rc == MPI_SUCCESS) rc = tsl_mpi_wait(&req, "sharing out this machine's cores", local);
+  if (rc == MPI_SUCCESS) {
     w->cpus.share = 0;
     for (int r = 0; r < w->local_size; r++)
       w->cpus.share += tsl_cpus_overlap(w->cpus.mask, all + (size_t)r * TSL_CPUS_MASK_BYTES);
@@ -91,10 +94,18 @@ void tsl_world_print_error(const tsl_world *w, tsl_status st) {
   if (!w->quiet_errors) tsl_print_error(w->rank, w->size, st);
 }
 
+/* MPI_Allgather of `bytes` from every rank over the world, within the
+** communication timeout; MPI's code. */
+static int world_allgather(const void *mine, void *all, int bytes, const char *what) {
+  MPI_Request req;
+  int rc = MPI_Iallgather(mine, bytes, MPI_BYTE, all, bytes, MPI_BYTE, MPI_COMM_WORLD, &req);
+  return rc == MPI_SUCCESS ? tsl_mpi_wait(&req, what, MPI_COMM_WORLD) : rc;
+}
+
 /* Every rank's status, gathered; NULL (after aborting) is impossible. */
 static int *gather_status(const tsl_world *w, tsl_status mine) {
   int *all = calloc((size_t)w->size, sizeof(int));
-  if (!all || MPI_Allgather(&mine, 1, MPI_INT, all, 1, MPI_INT, MPI_COMM_WORLD) != MPI_SUCCESS) {
+  if (!all || world_allgather(&mine, all, sizeof mine, "agreeing on every rank's status") != MPI_SUCCESS) {
     /* cannot agree: fail loudly rather than risk a hang */
     free(all);
     tsl_world_abort(w, mine < 0 ? mine : TESSEL_E_COMM);
@@ -145,8 +156,7 @@ tsl_status tsl_world_allgather_u64(const tsl_world *w, uint64_t mine, uint64_t *
     out[0] = mine;
     return TESSEL_OK;
   }
-  return mpi_check(MPI_Allgather(&mine, 1, MPI_UINT64_T, out, 1, MPI_UINT64_T, MPI_COMM_WORLD),
-                   "MPI_Allgather");
+  return mpi_check(world_allgather(&mine, out, sizeof mine, "all-gather"), "MPI_Allgather");
 }
 
 tsl_status tsl_world_allgather_str(const tsl_world *w, const char *mine, char *out, int cap) {
@@ -157,17 +167,21 @@ tsl_status tsl_world_allgather_str(const tsl_world *w, const char *mine, char *o
   if (!w->active)
     memcpy(out, buf, (size_t)cap);
   else
-    st = mpi_check(MPI_Allgather(buf, cap, MPI_CHAR, out, cap, MPI_CHAR, MPI_COMM_WORLD), "MPI_Allgather");
+    st = mpi_check(world_allgather(buf, out, cap, "all-gather"), "MPI_Allgather");
   free(buf);
   return st;
 }
 
 tsl_status tsl_world_barrier(const tsl_world *w) {
   if (!w->active || w->size == 1) return TESSEL_OK;
-  return mpi_check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
+  MPI_Request req;
+  int rc = MPI_Ibarrier(MPI_COMM_WORLD, &req);
+  return mpi_check(rc == MPI_SUCCESS ? tsl_mpi_wait(&req, "barrier", MPI_COMM_WORLD) : rc, "MPI_Barrier");
 }
 
 tsl_status tsl_world_bcast(const tsl_world *w, void *buf, int bytes) {
   if (!w->active || w->size == 1) return TESSEL_OK;
-  return mpi_check(MPI_Bcast(buf, bytes, MPI_BYTE, 0, MPI_COMM_WORLD), "MPI_Bcast");
+  MPI_Request req;
+  int rc = MPI_Ibcast(buf, bytes, MPI_BYTE, 0, MPI_COMM_WORLD, &req);
+  return mpi_check(rc == MPI_SUCCESS ? tsl_mpi_wait(&req, "broadcast", MPI_COMM_WORLD) : rc, "MPI_Bcast");
 }

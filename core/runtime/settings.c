@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "common/util.h"
+#include "runtime/mpi_wait.h"
 
 #define I64_MAX INT64_MAX
 
@@ -209,6 +210,20 @@ static double parse_duration(const char *text) {
   return isfinite(total) && total > 0 ? total : -1;
 }
 
+/* train.comm_timeout: a duration, or 0 to wait forever. */
+static tsl_status read_comm_timeout(tsl_cfg *t, tsl_settings *s) {
+  const char *v;
+  s->train.comm_timeout = TSL_COMM_TIMEOUT_DEFAULT;
+  tsl_status st = tsl_cfg_string(t, "comm_timeout", "30m", &v);
+  if (st < 0) return st;
+  double seconds = strcmp(v, "0") == 0 ? 0 : parse_duration(v);
+  if (seconds < 0)
+    return tsl_cfg_error(t, "comm_timeout", "'%s' is not a duration: write e.g. 30m, 90s or 2h, or 0 to wait forever",
+                         v);
+  s->train.comm_timeout = seconds;
+  return TESSEL_OK;
+}
+
 /* train.recompute: none | selective | full, or a count N of blocks, the
 ** first N of which are recomputed in full (Megatron-LM's "block" method).
 ** layers is 0 when the model's own keys were wrong: any N ≥ 1 passes then. */
@@ -247,6 +262,7 @@ static tsl_status read_train(tsl_cfg *root, tsl_settings *s) {
   if (limit && (s->train.stop_after_time = parse_duration(limit)) < 0)
     keep(&st, tsl_cfg_error(t, "stop_after_time", "'%s' is not a duration above zero: write e.g. 3h50m, 90m, 45s or 1d12h",
                             limit));
+  keep(&st, read_comm_timeout(t, s));
   tsl_status b = tsl_cfg_int(t, "batch_size", 8, 1, 1 << 24, &batch);
   tsl_status mb = tsl_cfg_int(t, "micro_batch_size", 0, 0, 1 << 24, &micro);
   keep(&st, b);

@@ -48,6 +48,7 @@ typedef struct tsl_settings {
     int64_t steps;
     int64_t stop_after;    /* leave after this many steps of one invocation (0: never) */
     double stop_after_time; /* leave, with a checkpoint, before this many seconds have passed (0: never) */
+    double comm_timeout;   /* seconds a rank waits for the others in one call before ending the job (0: forever) */
     int batch_size;        /* sequences per optimizer step, all ranks together */
     int micro_batch_size;  /* sequences per micro-batch on one data rank (0: derived) */
     uint64_t seed;

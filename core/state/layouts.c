@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/mpi_wait.h"
+
 tsl_status tsl_layouts_share(const tsl_world *w, const tessel_layout *mine, int n, tsl_layouts *t) {
   t->world = w->size;
   t->n = n;
@@ -12,7 +14,9 @@ tsl_status tsl_layouts_share(const tsl_world *w, const tessel_layout *mine, int 
   if (!t->all) return tsl_error(TESSEL_E_NOMEM, "out of host memory exchanging layouts");
   int bytes = (int)(sizeof(tessel_layout) * (size_t)n);
   if (w->active && w->size > 1) {
-    if (MPI_Allgather(mine, bytes, MPI_BYTE, t->all, bytes, MPI_BYTE, MPI_COMM_WORLD) != MPI_SUCCESS)
+    MPI_Request req;
+    int rc = MPI_Iallgather(mine, bytes, MPI_BYTE, t->all, bytes, MPI_BYTE, MPI_COMM_WORLD, &req);
+    if (rc != MPI_SUCCESS || tsl_mpi_wait(&req, "exchanging parameter layouts", MPI_COMM_WORLD) != MPI_SUCCESS)
       return tsl_error(TESSEL_E_COMM, "exchanging parameter layouts failed");
   } else {
     memcpy(t->all, mine, (size_t)bytes);

@@ -76,6 +76,7 @@ static int cuda_init(tsl_backend *be, const tsl_backend_opts *opts) {
   tsl_cuda_ctx *ctx = calloc(1, sizeof *ctx);
   if (!ctx) return TSL_CUDA_FAIL(TESSEL_E_NOMEM, "out of host memory for the CUDA backend");
   ctx->device = device;
+  ctx->comm_timeout = o.comm_timeout;
   be->ctx = ctx;
   cublasLtHandle_t lt = NULL;
   st = TSL_BLAS(cublasLtCreate(&lt));

@@ -144,7 +144,11 @@ static int stream_done(void *arg) {
 int tsl_cuda_comms_wait(tsl_backend *be, cudaStream_t s) {
   tsl_nccl_watch *w = tsl_cuda(be)->watch;
   if (!w || !w->n) return TSL_CU(cudaStreamSynchronize(s));
-  int st = tsl_nccl_watch_wait(w, stream_done, &s, 0.0, "waiting for the GPU");
+  /* the GPU's queued work includes collectives that wait for the peers: a
+  ** peer that never posts its side keeps them spinning, so this wait has the
+  ** time limit the MPI engine's waits have */
+  int st = tsl_nccl_watch_wait(w, stream_done, &s, tsl_cuda(be)->comm_timeout,
+                               "waiting for the GPU's queued work and collectives (train.comm_timeout)");
   return st < 0 && w->aborted ? watch_failed(w, st) : st;
 }
 

@@ -73,6 +73,7 @@ typedef struct tsl_cuda_ctx {
   struct tsl_stream legacy;  /* what a NULL tsl_stream means */
   struct tsl_event *free_events;
   struct tsl_nccl_watch *watch; /* the live NCCL communicators; NULL before the first */
+  double comm_timeout;          /* tsl_backend_opts.comm_timeout */
 } tsl_cuda_ctx;
 
 static inline tsl_cuda_ctx *tsl_cuda(tsl_backend *be) { return (tsl_cuda_ctx *)be->ctx; }

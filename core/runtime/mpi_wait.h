@@ -1,0 +1,31 @@
+/*
+** core/runtime/mpi_wait.h — waiting for MPI with a deadline.
+**
+** A rank that stops taking part (stuck in a loop, on a hung file system, in
+** a debugger, stopped by a signal) leaves every other rank waiting in its
+** next collective, and MPI waits forever: a job that hangs until the
+** scheduler's limit. Every wait of the core's MPI traffic goes through here
+** instead: it finishes as MPI_Wait does, and past the communication timeout
+** (train.comm_timeout; 30 minutes, torch.distributed's default, until the
+** config is read) the waiting rank prints what it was waiting for and ends
+** the job with MPI_Abort. Nothing else is safe then: any further collective,
+** even to agree on stopping, would wait for the same missing rank.
+*/
+#ifndef TSL_MPI_WAIT_H
+#define TSL_MPI_WAIT_H
+
+#include <mpi.h>
+
+#define TSL_COMM_TIMEOUT_DEFAULT 1800.0
+
+/* Seconds a rank waits for the others in one call; 0: forever. */
+void tsl_mpi_set_timeout(double seconds);
+double tsl_mpi_timeout(void);
+
+/* MPI_Wait(req) within the timeout; returns MPI's code. Past the timeout
+** it does not return: WHAT on `comm` (by its MPI name, which the core sets
+** to its group's) is reported as this rank's failure and the job aborted
+** with exit status 1. */
+int tsl_mpi_wait(MPI_Request *req, const char *what, MPI_Comm comm);
+
+#endif

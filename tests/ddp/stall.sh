@@ -1,0 +1,19 @@
+# A rank that stops taking part without dying (SIGSTOP: what a hung file
+# system or a debugger does to it) leaves the other waiting in a collective.
+# With train.comm_timeout = 3s the waiting rank gives up: the job ends,
+# non-zero, within 30 s (the timeout, then mpirun's teardown of a stopped
+# process), the message comes from the rank that waited and names what it
+# waited for and the key, and no process is left behind.
+. "$(dirname "$0")/job.sh" "$1" "$2" "$3" ddp_stall --set train.comm_timeout=3s
+pick_rank
+kill -STOP "$victim"
+job_ended 30
+no_orphans
+other=$((1 - victim_rank))
+grep -q "^\[rank $other\] error: .* on group '[a-z+]*' has waited [0-9]* s for the other ranks (train.comm_timeout)" \
+  "$WORK/log" || { cat "$WORK/log" >&2; fail "rank $other did not say what it waited for"; }
+if grep -q "^\[rank $victim_rank\] error: .*has waited" "$WORK/log"; then
+  cat "$WORK/log" >&2; fail "the stopped rank $victim_rank reported waiting"
+fi
+rm -rf "$WORK"
+echo "ok: a stopped rank ended the job with status $rc after ${elapsed}s, reported by rank $other"
