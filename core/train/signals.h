@@ -1,11 +1,13 @@
 /*
 ** core/train/signals.h — stopping a run so that it can go on later.
 **
-** SIGTERM (a scheduler's notice), SIGINT (Ctrl-C) and SIGUSR1 (Slurm's
-** `--signal`, or mpirun, which forwards it to every rank) ask the run to
-** stop: every rank finishes the step it is in, a checkpoint is written, and
-** the process exits with TSL_EXIT_STOPPED, so a job script can requeue it.
-** A SIGINT or SIGTERM after the first stop signal aborts at once. `train.stop_after_time` stops the same
+** SIGTERM (a scheduler's notice), SIGINT (Ctrl-C), SIGUSR1 (Slurm's
+** `--signal`, or mpirun, which forwards it to every rank), SIGHUP (the
+** terminal or ssh session closed) and SIGPIPE (the reader of the log went
+** away) ask the run to stop: every rank finishes the step it is in, a
+** checkpoint is written, and the process exits with TSL_EXIT_STOPPED, so a
+** job script can requeue it. A SIGINT, SIGTERM or SIGHUP after the first
+** stop signal aborts at once. `train.stop_after_time` stops the same
 ** way before a time limit.
 **
 ** A signal may reach one rank only (kill to one process, a node's own
@@ -25,7 +27,7 @@
 #define TSL_STOP_STEPS 1001 /* train.stop_after */
 #define TSL_STOP_LOG 1002   /* the run's log (metrics) could not be written: stop with a checkpoint, then fail */
 
-/* Catch SIGTERM, SIGINT and SIGUSR1 for the rest of the run. `announce`:
+/* Catch the stop signals above for the rest of the run. `announce`:
 ** print a line on stderr when the first one arrives (rank 0). `tessel run`
 ** installs them first thing, before MPI starts, so that a signal while the
 ** run starts up stops it after its first step (the first step's agreement
@@ -33,7 +35,7 @@
 ** of killing it; it says which rank announces once ranks are known. */
 void tsl_signals_install(int announce);
 void tsl_signals_announce(int announce);
-/* Give the three signals back their previous handlers. */
+/* Give the stop signals back their previous handlers. */
 void tsl_signals_restore(void);
 /* The first signal received since tsl_signals_install, or 0. */
 int tsl_signal_received(void);

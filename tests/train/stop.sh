@@ -1,5 +1,6 @@
 # Stopping a run early, one process: SIGINT stops after the step in progress
-# with a checkpoint and exit status 75, and the run resumes to the end; a
+# with a checkpoint and exit status 75, and the run resumes to the end;
+# SIGHUP and SIGPIPE (a gone terminal, a gone reader) stop the same way; a
 # second SIGINT within the same step aborts at once (killed by SIGINT, no
 # checkpoint); SIGTERM during start-up stops after the first step;
 # train.stop_after_time stops before the limit, status 75.
@@ -32,6 +33,33 @@ step=$(sed -n 's/.*stopped at step \([0-9]*\) by SIGINT.*/\1/p' "$WORK/int.log")
 "$TESSEL" run "$WORK/tiny.yaml" --set log.dir="$WORK/int" --set train.steps=40 >"$WORK/int2.log" 2>&1 \
   || { cat "$WORK/int2.log" >&2; fail "the run stopped by SIGINT did not resume"; }
 grep -q "resuming from .*$(printf 'step_%08d' "$step")" "$WORK/int2.log" || fail "did not resume from step $step"
+
+# SIGHUP (a closed terminal or ssh session) stops as SIGINT does; it once
+# killed the run at once (exit 129), losing every step since the last
+# checkpoint
+set +e
+"$TESSEL" run "$WORK/tiny.yaml" --set log.dir="$WORK/hup" "${slow[@]}" >"$WORK/hup.log" 2>&1 &
+pid=$!
+wait_steps "$WORK/hup" 2
+kill -HUP $pid
+wait $pid
+rc=$?
+set -e
+step=$(sed -n 's/.*stopped at step \([0-9]*\) by SIGHUP.*/\1/p' "$WORK/hup.log")
+[ $rc -eq 75 ] && [ -n "$step" ] && [ -d "$WORK/hup/checkpoints/$(printf 'step_%08d' "$step")" ] ||
+  { cat "$WORK/hup.log" >&2; fail "SIGHUP: exit status $rc, expected 75 with a checkpoint"; }
+
+# the log's reader going away (`tessel run | head`) raises SIGPIPE at the
+# next log line: the run stops after that step with a checkpoint and exit
+# status 75 (it was killed by SIGPIPE, 141); its own later lines, which
+# raise SIGPIPE again, change nothing
+set +e
+"$TESSEL" run "$WORK/tiny.yaml" --set log.dir="$WORK/pipe" "${slow[@]}" 2>&1 | head -c 1 >/dev/null
+rc=${PIPESTATUS[0]}
+set -e
+steps=$(wc -l <"$WORK/pipe/metrics.jsonl")
+[ $rc -eq 75 ] && [ "$steps" -lt 40 ] && [ -d "$WORK/pipe/checkpoints/$(printf 'step_%08d' "$steps")" ] ||
+  fail "SIGPIPE: exit status $rc after $steps steps, expected 75 with a checkpoint at the last step"
 
 # a signal while the run starts up (here: a strategy's setup that takes
 # 3 s, after the run directory exists) stops it after its first step, as any

@@ -17,8 +17,10 @@ const tsl_command tsl_cmd_run = {
     "process is a rank (or use `tessel launch -n N CONFIG`). Rank 0 prints the log.\n\n"
     "  --set KEY=VALUE   override a config key, e.g. --set model.layers=6 (repeatable)\n"
     "  --resume DIR      resume from this checkpoint directory instead of checkpoint.resume\n\n"
-    "SIGTERM, SIGINT (Ctrl-C) or SIGUSR1 stop the run after the step in progress, with a checkpoint;\n"
-    "a second SIGINT aborts at once. train.stop_after and train.stop_after_time stop it the same way.\n\n"
+    "SIGTERM, SIGINT (Ctrl-C), SIGUSR1, SIGHUP (a closed terminal or ssh session) or SIGPIPE (the log's\n"
+    "reader gone: `| tee` ended) stop the run after the step in progress, with a checkpoint; a second\n"
+    "SIGINT, SIGTERM or SIGHUP aborts at once. train.stop_after and train.stop_after_time stop it the\n"
+    "same way.\n\n"
     "exit status: 0 finished, 1 runtime failure, 2 usage or configuration error, 3 the strategy declines\n"
     "this device (its setup reports the combination as unsupported), 75 stopped early with a checkpoint:\n"
     "run the same command again to resume (e.g. requeue the job)\n",
