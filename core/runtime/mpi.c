@@ -49,9 +49,15 @@ static void singleton_launcher(void) {
 }
 
 tsl_status tsl_world_init(int *argc, char ***argv, tsl_world *w) {
-  int provided, inited = 0;
+  int provided, inited = 0, ended = 0;
   memset(w, 0, sizeof *w);
   MPI_Initialized(&inited);
+  /* MPI cannot start again in a process that finalised it (the MPI
+  ** standard), and any MPI call now would abort the whole program */
+  if (inited) MPI_Finalized(&ended);
+  if (ended)
+    return tsl_error(TESSEL_E_COMM, "MPI has been finalised in this process (MPI_Finalize), and MPI cannot be "
+                     "started again: open every run before the program's MPI_Finalize");
   if (!inited) {
     singleton_launcher();
     tsl_status st = mpi_check(MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided), "MPI_Init");

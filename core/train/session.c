@@ -8,6 +8,7 @@
 #include "common/util.h"
 #include "plugin/host.h"
 #include "runtime/build.h"
+#include "train/signals.h"
 #include "train/rundir.h"
 
 struct tessel_run {
@@ -82,38 +83,65 @@ static tsl_status check_run(const tessel_run *run, const char *call) {
   return tsl_error(TESSEL_E_CONFIG, "%s: the run is NULL (tessel_run_open failed, or was not called)", call);
 }
 
+/* Collective: the outcome of a call's argument checks, the same on every
+** rank. A mistake on one rank only (`rank == 0 ? &v : NULL`) would
+** otherwise send the others into the call's collectives alone. A rank
+** whose run is NULL still takes part, over the MPI world every run uses. */
+static tsl_status agree_args(const tessel_run *run, tsl_status mine) {
+  tsl_world w;
+  if (run) {
+    w = run->rt.world;
+  } else {
+    int started = 0, ended = 0;
+    MPI_Initialized(&started);
+    if (started) MPI_Finalized(&ended);
+    if (!started || ended) return mine;
+    memset(&w, 0, sizeof w);
+    w.active = 1;
+    MPI_Comm_rank(MPI_COMM_WORLD, &w.rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &w.size);
+  }
+  return tsl_world_first_failure(&w, mine);
+}
+
 tessel_status tessel_run_step(tessel_run *run, tessel_step_info *out) {
   tsl_step_report r;
   tsl_error_clear();
   tsl_status st = check_run(run, "tessel_run_step");
-  if (st < 0) return st;
   /* a bad .size is refused before the step, not after it was taken */
-  if (out && out->size < sizeof(uint32_t))
-    return tsl_error(TESSEL_E_VERSION, "tessel_run_step: out->size is %u: set .size = sizeof(tessel_step_info)",
-                     out->size);
+  if (st >= 0 && out && out->size < sizeof(uint32_t))
+    st = tsl_error(TESSEL_E_VERSION, "tessel_run_step: out->size is %u: set .size = sizeof(tessel_step_info)",
+                   out->size);
+  if ((st = agree_args(run, st)) < 0) return st;
+  int64_t before = tsl_trainer_last_step(run->trainer);
   st = tsl_trainer_step(run->trainer, &r);
-  if (st < 0) return st;
+  /* a step that failed after it was taken (its checkpoint) still counts */
+  if (st < 0 && tsl_trainer_last_step(run->trainer) == before) return st;
   tessel_step_info info = {.size = sizeof info, .step = r.step, .steps = r.steps, .loss = r.loss, .lr = r.lr,
                            .grad_norm = r.grad_norm, .val_loss = r.val_loss, .step_time_s = r.step_time,
-                           .tokens_per_s = r.tokens_per_s};
-  return out ? tsl_copy_out(out, &info, sizeof info) : TESSEL_OK;
+                           .tokens_per_s = r.tokens_per_s,
+                           .stopped_by = st >= 0 && r.stop ? tsl_stop_reason_name(r.stop) : NULL};
+  tsl_status copied = out ? tsl_copy_out(out, &info, sizeof info) : TESSEL_OK;
+  return st < 0 ? st : copied;
 }
 
 tessel_status tessel_run_evaluate(tessel_run *run, double *val_loss) {
   tsl_error_clear();
   tsl_status st = check_run(run, "tessel_run_evaluate");
-  if (st < 0) return st;
-  if (!val_loss) return tsl_error(TESSEL_E_CONFIG, "tessel_run_evaluate: val_loss is NULL");
+  if (st >= 0 && !val_loss) st = tsl_error(TESSEL_E_CONFIG, "tessel_run_evaluate: val_loss is NULL");
+  if ((st = agree_args(run, st)) < 0) return st;
   return tsl_trainer_evaluate(run->trainer, val_loss);
 }
 
 tessel_status tessel_run_save(tessel_run *run, char *dir, size_t cap) {
   const char *path = NULL;
   tsl_error_clear();
-  tsl_status st = check_run(run, "tessel_run_save");
+  tsl_status st = agree_args(run, check_run(run, "tessel_run_save"));
   if (st < 0) return st;
   st = tsl_trainer_save(run->trainer, &path);
-  if (st >= 0 && dir && cap) snprintf(dir, cap, "%s", path);
+  if (st >= 0 && dir && cap && (size_t)snprintf(dir, cap, "%s", path) >= cap)
+    st = tsl_error(TESSEL_E_CONFIG, "tessel_run_save: checkpoint %s is saved, but its path does not fit in dir "
+                   "(cap %zu bytes; it needs %zu)", path, cap, strlen(path) + 1);
   return st;
 }
 

@@ -36,6 +36,7 @@ struct tsl_trainer {
   int64_t last_saved; /* step of the newest checkpoint written by this run (0: none) */
   int64_t last_step;  /* the newest step taken (or resumed from) */
   int64_t stop_at;    /* train.stop_after's last step of this invocation (0: none) */
+  int stopped;        /* why the run stopped after last_step with a checkpoint (signals.h), or 0 */
   double eval_s;      /* how long the last validation took (0: none yet) */
   double started;     /* when the run command began (train.stop_after_time counts from it) */
   char *log_error;    /* why the metrics could not be written (rank 0): the run stops at the next step */
@@ -447,6 +448,12 @@ tsl_status tsl_trainer_step(tsl_trainer *t, tsl_step_report *r) {
     return tsl_error(TESSEL_E_CONFIG, "the run has taken its train.steps = %lld steps, where its learning-rate "
                      "schedule ends and its last checkpoint was written; raise train.steps to train on",
                      (long long)s->train.steps);
+  /* every rank agreed on the stop; a step after it would be one past the
+  ** time limit (and checkpoint again, every step) */
+  if (t->stopped)
+    return tsl_error(TESSEL_E_CONFIG, "the run stopped at step %lld by %s, with checkpoint %s; open it again "
+                     "to resume from there", (long long)t->last_step, tsl_stop_reason_name(t->stopped),
+                     t->last_ckpt ? t->last_ckpt : "(none)");
   int final = step == s->train.steps, stopping = step == t->stop_at;
   TSL_TRY(st, one_step(t, step, r));
   t->last_step = step;
@@ -470,6 +477,7 @@ tsl_status tsl_trainer_step(tsl_trainer *t, tsl_step_report *r) {
   }
   if ((s->ckpt.every && step % s->ckpt.every == 0) || final || stopping || r->stop) TSL_TRY(st, save(t, step));
   if (final || stopping || r->stop) tsl_signals_settle();
+  t->stopped = r->stop;
   return TESSEL_OK;
 fail:
   return step_failed(t, st);

@@ -37,8 +37,9 @@ typedef struct tsl_trainer tsl_trainer;
 tsl_status tsl_trainer_open(tsl_runtime *rt, const tsl_train_opts *opts, tsl_trainer **out);
 /* Collective: the next step — train, validate when due, agree on the
 ** figures and on stopping (r->stop), report, checkpoint when due (every
-** checkpoint.every steps, the last step, a stop). A failure is printed,
-** and with world_abort one rank's failure ends the job. */
+** checkpoint.every steps, the last step, a stop). After a stop every later
+** step is refused. A failure is printed, and with world_abort one rank's
+** failure ends the job. */
 tsl_status tsl_trainer_step(tsl_trainer *t, tsl_step_report *r);
 /* Collective: the validation loss over train.eval_batches batches. */
 tsl_status tsl_trainer_evaluate(tsl_trainer *t, double *val_loss);

@@ -11,7 +11,7 @@
 **   do {
 **     if (tessel_run_step(run, &info) < 0) break;  // tessel_last_error() says why
 **     printf("step %lld loss %.4f\n", (long long)info.step, info.loss);
-**   } while (info.step < info.steps);
+**   } while (info.step < info.steps && !info.stopped_by);
 **   tessel_run_close(run);
 **
 ** A run is what `tessel run CONFIG` trains — the strategy, data, metrics
@@ -30,11 +30,15 @@
 ** the command line prints it; the library itself prints no error. A config
 ** mistake reads FILE:LINE:COL. When one rank fails, every rank's call
 ** fails, and a rank that did not fail itself names the first one that did
-** — except inside a step, an evaluation or a save on some ranks only: the
-** others then wait in a collective the failed ones never join, so with
-** several ranks the library prints the failing rank's message and ends the
-** job (MPI_Abort), as `tessel run` does, rather than hang.
-** Calls of one thread at a time.
+** (a mistake in the arguments on one rank included) — except inside a
+** step, an evaluation or a save on some ranks only: the others then wait
+** in a collective the failed ones never join, so with several ranks the
+** library prints the failing rank's message and ends the job (MPI_Abort),
+** as `tessel run` does, rather than hang.
+** Calls of one thread at a time. Opening a run sets the process's OpenMP
+** thread count to the run's device.threads (and OpenBLAS's to 1, since
+** tessel runs one BLAS call per OpenMP thread); runs open at the same time
+** share them, so give them the same device.threads.
 **
 ** Versioning: tessel_step_info is a sized struct — set .size to sizeof
 ** before the call; tessel writes no more than that and keeps it, so a
@@ -63,6 +67,12 @@ typedef struct tessel_step_info {
   double lr, grad_norm;
   double val_loss;     /* when the step validated (train.eval_every, the last step), else NaN */
   double step_time_s, tokens_per_s;
+  /* NULL, or why the run stops after this step — "SIGTERM" (or another
+  ** stop signal), "train.stop_after", "train.stop_after_time", "a failed
+  ** write of the run's log" — as `tessel run` stops with exit status 75:
+  ** the step's checkpoint is written, and later steps are refused; open the
+  ** run again to resume from it. */
+  const char *stopped_by;
 } tessel_step_info;
 
 /* The library's version, e.g. "0.1.0". */
@@ -75,7 +85,10 @@ tessel_status tessel_run_open(const char *config, const char *const *sets, int n
 
 /* Take the next training step (validating and checkpointing when the
 ** config says it is due); *out (optional) gets its figures. The run ends
-** at train.steps, where its schedule ends: a step past it is refused. */
+** at train.steps, where its schedule ends: a step past it is refused, as
+** is a step after one that stopped (out->stopped_by). A step that fails
+** after it was taken (its checkpoint could not be written, say) still
+** counts: tessel_run_last_step tells, and *out has its figures. */
 tessel_status tessel_run_step(tessel_run *run, tessel_step_info *out);
 
 /* The validation loss of the model as it stands (train.eval_batches
@@ -83,7 +96,8 @@ tessel_status tessel_run_step(tessel_run *run, tessel_step_info *out);
 tessel_status tessel_run_evaluate(tessel_run *run, double *val_loss);
 
 /* Checkpoint the newest step under checkpoint.dir (unless it is saved
-** already); its directory is written to dir (up to cap bytes) when given. */
+** already); its directory is written to dir (up to cap bytes) when given:
+** a path that does not fit is an error (the checkpoint is saved). */
 tessel_status tessel_run_save(tessel_run *run, char *dir, size_t cap);
 
 /* The newest step taken (or resumed from); -1 for a NULL run. */
@@ -93,7 +107,8 @@ int64_t tessel_run_last_step(const tessel_run *run);
 ** NULL does nothing. Like free(), once per run: the handle is gone after. */
 void tessel_run_close(tessel_run *run);
 
-/* What the last failing call of this process said. */
+/* What the last failing call of this process said, until the next call
+** of this API (each clears it first); "" when that call succeeded. */
 const char *tessel_last_error(void);
 
 #ifdef __cplusplus

@@ -96,6 +96,32 @@ grep -q "testgood: its gradients are lost on rank 1" "$WORK/stepfail.err" ||
   { cat "$WORK/stepfail.err" >&2; fail "the failing rank's message is not shown"; }
 echo "ok: a step failing on one rank ends the job with its message (exit $rc)"
 
+# train.stop_after through the API: the step that stops says why
+# (stopped_by), its checkpoint is written, and a step after it is refused
+# (the library once went on, and past train.stop_after_time wrote a
+# checkpoint after every step)
+"$DEMO" "$WORK/run.yaml" 8 log.dir="$WORK/stop" train.stop_after=3 >"$WORK/stop.out" 2>"$WORK/stop.err" ||
+  { cat "$WORK/stop.err" >&2; fail "the run with train.stop_after=3 failed"; }
+[ "$(grep -c "^step " "$WORK/stop.out")" -eq 3 ] && grep -q "^stopped by train.stop_after$" "$WORK/stop.out" &&
+  grep -q "^refused after the stop: the run stopped at step 3 by train.stop_after" "$WORK/stop.out" &&
+  grep -q "^saved .*step_00000003$" "$WORK/stop.out" && grep -q "^resumed at 3$" "$WORK/stop.out" ||
+  { cat "$WORK/stop.out" "$WORK/stop.err" >&2; fail "train.stop_after through the API"; }
+[ "$(ls "$WORK/stop/checkpoints" | grep -c '^step_')" -eq 1 ] || fail "train.stop_after: more than one checkpoint"
+echo "ok: the API reports train.stop_after's stop, with one checkpoint, and refuses the step after it"
+
+# one rank's bad argument (an evaluation into NULL on rank 1 only, as
+# `rank == 0 ? &v : NULL` does) fails the call on both ranks; rank 0 once
+# waited in the evaluation's collective until the job was aborted
+set +e
+API_DEMO_NULL_EVAL_RANK=1 timeout 60 "${MPI[@]}" -x API_DEMO_NULL_EVAL_RANK "$DEMO" "$WORK/run.yaml" 2   log.dir="$WORK/nulleval" plugin.name=ddp train.comm_timeout=20s >"$WORK/nulleval.out" 2>"$WORK/nulleval.err"
+rc=$?
+set -e
+[ $rc -eq 0 ] && [ "$(grep -c "^evaluate refused: " "$WORK/nulleval.out")" -eq 2 ] &&
+  grep -q "^evaluate refused: rank 1 failed" "$WORK/nulleval.out" &&
+  grep -q "^evaluate refused: tessel_run_evaluate: val_loss is NULL" "$WORK/nulleval.out" ||
+  { cat "$WORK/nulleval.out" "$WORK/nulleval.err" >&2; fail "a bad argument on one rank (exit $rc)"; }
+echo "ok: a bad argument on one rank fails the call on both, and the run goes on"
+
 PREFIX=$WORK/prefix
 cmake --install "$BUILD" --prefix "$PREFIX" >/dev/null || fail "cmake --install failed"
 PC=$(dirname "$(find "$PREFIX" -name tessel.pc | head -1)")

@@ -12,6 +12,14 @@
 ** library's error. Before all that, and after the first open, the calls are
 ** misused (NULL handles and outputs, a NULL --set string, a step_info of
 ** .size 0): each must fail with an error, not crash or take a step.
+**
+** A step that stops the run (out.stopped_by: train.stop_after, a signal)
+** prints "stopped by REASON"; the program then tries one more step, which
+** must be refused ("refused after the stop: MESSAGE"), and goes on to
+** validate and save. With API_DEMO_NULL_EVAL_RANK=R the rank whose
+** OMPI_COMM_WORLD_RANK is R first asks for an evaluation into NULL and the
+** others into a variable: every rank must be refused ("evaluate refused:
+** MESSAGE"), none may wait for the others.
 */
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,6 +53,17 @@ static int misuse_without_run(const char *config) {
   return 0;
 }
 
+/* One rank's bad argument fails the call on every rank (when asked to). */
+static int misuse_on_one_rank(tessel_run *run) {
+  const char *who = getenv("API_DEMO_NULL_EVAL_RANK"), *me = getenv("OMPI_COMM_WORLD_RANK");
+  double val;
+  if (!who || !me) return 0;
+  if (tessel_run_evaluate(run, strcmp(who, me) == 0 ? NULL : &val) >= 0)
+    return misuse("an evaluation into NULL on one rank");
+  printf("evaluate refused: %s\n", tessel_last_error());
+  return 0;
+}
+
 /* Calls on an open run with bad arguments: refused, and no step taken. */
 static int misuse_with_run(tessel_run *run) {
   int64_t before = tessel_run_last_step(run);
@@ -66,7 +85,7 @@ int main(int argc, char **argv) {
   tessel_run *run;
   if (misuse_without_run(argv[1])) return 1;
   if (tessel_run_open(argv[1], sets, n_sets, &run) < 0) return failed("tessel_run_open");
-  if (misuse_with_run(run)) return 1;
+  if (misuse_with_run(run) || misuse_on_one_rank(run)) return 1;
   /* a caller built against an older header knows only the first fields:
   ** the library must write no more than .size bytes, and keep .size */
   struct {
@@ -75,9 +94,19 @@ int main(int argc, char **argv) {
   } older;
   memset(&older, 0xAB, sizeof older);
   older.info.size = (uint32_t)offsetof(tessel_step_info, val_loss);
-  while (tessel_run_last_step(run) < steps) {
+  tessel_step_info info = {.size = sizeof info};
+  if (steps > 0) { /* the first step into the older caller's struct */
     if (tessel_run_step(run, &older.info) < 0) return failed("tessel_run_step");
     printf("step %lld loss %.17g\n", (long long)older.info.step, older.info.loss);
+  }
+  while (tessel_run_last_step(run) < steps && !info.stopped_by) {
+    if (tessel_run_step(run, &info) < 0) return failed("tessel_run_step");
+    printf("step %lld loss %.17g\n", (long long)info.step, info.loss);
+  }
+  if (info.stopped_by) {
+    printf("stopped by %s\n", info.stopped_by);
+    if (tessel_run_step(run, &info) >= 0) return misuse("a step after the run stopped");
+    printf("refused after the stop: %s\n", tessel_last_error());
   }
   const unsigned char *tail = (const unsigned char *)&older.info + offsetof(tessel_step_info, val_loss);
   for (size_t i = 0; i < sizeof older - offsetof(tessel_step_info, val_loss); i++)
