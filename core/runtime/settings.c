@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <float.h>
 #include <glob.h>
+#include <sys/stat.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -437,17 +438,76 @@ static tsl_status no_match(tsl_cfg *node, const char *key, int item, const char 
   return st;
 }
 
-tsl_status tsl_settings_check_files(tsl_config *cfg, const tsl_settings *s, const char *who) {
+/* Whether `path` is `dir` or lies under it. */
+static int within(const char *path, const char *dir) {
+  size_t n = strlen(dir);
+  return dir[0] && strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/' || dir[n - 1] == '/');
+}
+
+/* An output path the run will create (want_dir: a directory, else a file):
+** refused when it exists as the other kind, or when the nearest existing
+** directory above it is a file. Returns the path at fault, or NULL. */
+static char *output_path_fault(const char *path, int want_dir, const char **why) {
+  struct stat sb;
+  if (stat(path, &sb) == 0) {
+    *why = want_dir && !S_ISDIR(sb.st_mode) ? "exists and is not a directory"
+           : !want_dir && S_ISDIR(sb.st_mode) ? "is a directory, not a file" : NULL;
+    return *why ? tsl_strdup(path) : NULL;
+  }
+  char *up = tsl_strdup(path);
+  for (char *cut; up && (cut = strrchr(up, '/')) && cut != up;) {
+    *cut = '\0';
+    if (stat(up, &sb) != 0) continue;
+    if (S_ISDIR(sb.st_mode)) break;
+    *why = "is not a directory, so nothing can be created under it";
+    return up;
+  }
+  free(up);
+  return NULL;
+}
+
+/* log.dir, checkpoint.dir, log.metrics and log.tensorboard as the run will
+** create them; a path under one already refused is not refused again. */
+static tsl_status check_outputs(tsl_cfg *root, const tsl_settings *s, const char *who) {
+  struct {
+    const char *section, *key, *path;
+    int dir;
+  } out[] = {{"log", "dir", s->log.dir, 1},
+             {"checkpoint", "dir", s->ckpt.dir, 1},
+             {"log", "metrics", s->log.metrics, 0},
+             {"log", "tensorboard", s->log.tensorboard, 1}};
   tsl_status st = TESSEL_OK;
+  char *refused[4] = {0};
+  int n_refused = 0;
+  for (size_t i = 0; i < sizeof out / sizeof out[0]; i++) {
+    const char *why = NULL;
+    int seen = 0;
+    if (!out[i].path || !out[i].path[0]) continue;
+    for (int k = 0; k < n_refused; k++) seen |= within(out[i].path, refused[k]);
+    char *fault = seen ? NULL : output_path_fault(out[i].path, out[i].dir, &why);
+    if (!fault) continue;
+    tsl_cfg *sec = NULL;
+    tsl_cfg_section(root, out[i].section, 0, &sec);
+    keep(&st, sec ? tsl_cfg_error(sec, out[i].key, "%s %s%s", fault, why, who ? who : "")
+                  : tsl_error(TESSEL_E_CONFIG, "%s.%s: %s %s%s", out[i].section, out[i].key, fault, why,
+                              who ? who : ""));
+    refused[n_refused++] = fault;
+  }
+  for (int k = 0; k < n_refused; k++) free(refused[k]);
+  return st;
+}
+
+tsl_status tsl_settings_check_files(tsl_config *cfg, const tsl_settings *s, const char *who) {
+  tsl_status st = check_outputs(tsl_config_root(cfg), s, who);
   tsl_cfg *data = NULL;
-  if (tsl_cfg_section(tsl_config_root(cfg), "data", 0, &data) < 0 || !data) return TESSEL_OK;
+  if (tsl_cfg_section(tsl_config_root(cfg), "data", 0, &data) < 0 || !data) return st;
   if (s->data.tokenizer && access(s->data.tokenizer, R_OK) != 0)
     keep(&st, tsl_cfg_error(data, "tokenizer", "cannot read %s: %s%s", s->data.tokenizer, strerror(errno),
                             who ? who : ""));
   if (s->data.prepared) { /* the shards are made at the start of the run: their sources must be there */
     const char **text;
     int n;
-    if (tsl_cfg_string_list(data, "text", &text, &n) < 0) return TESSEL_OK;
+    if (tsl_cfg_string_list(data, "text", &text, &n) < 0) return st;
     for (int i = 0; i < n; i++)
       if (!matches(text[i])) keep(&st, no_match(data, "text", i, text[i], who));
     return st;

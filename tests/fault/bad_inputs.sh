@@ -197,7 +197,8 @@ expect 2 "$WORK/digits.yaml:3:67: train.sample_prompt: byte 2 (0x41) is not in t
 grep -q "^step" "$WORK/prompt_byte.out" "$WORK/prompt_byte.err" && fail "trained before refusing the prompt"
 mkdir -p "$WORK/metrics_dir"
 run metrics_dir "$TESSEL" run "$WORK/digits.yaml" --set train.sample_tokens=0 --set log.metrics="$WORK/metrics_dir"
-expect 1 "log.metrics: $WORK/metrics_dir is a directory, not a file"
+# refused with the config, before anything is prepared or trained
+expect 2 "--set=log.metrics=$WORK/metrics_dir:1:19: log.metrics: $WORK/metrics_dir is a directory, not a file"
 [ -e "$WORK/metrics_dir.tmp" ] && fail "left $WORK/metrics_dir.tmp behind"
 run out_of_memory bash -c 'ulimit -v 3000000 && exec "$@"' _ "$TESSEL" run "$WORK/digits.yaml" \
   --set train.sample_tokens=0 --set model.layers=24 --set model.channels=2048 --set checkpoint.every=0

@@ -90,9 +90,11 @@ expect_failure "$d/ro2" 1 "cannot write checkpoint step_00000002" "Read-only fil
 run lib_full_mid_run_gemini "$d/gemini" inject "$d/gemini" enospc:600000 single --set plugin.name=gemini
 expect_failure "$d/gemini" 1 "cannot write checkpoint step_00000002" "No space left on device" \
   "The last checkpoint is intact: $d/gemini/step_00000001"
+# a file where checkpoint.dir goes is a mistake of the config, found with it
 echo "not a directory" >"$d/afile"
 run not_a_directory "$d/afile" single
-expect_failure "$d/afile" - "exists and is not a directory" "bytes"
+[ "$status" -eq 2 ] && grep -qF "checkpoint.dir: $d/afile exists and is not a directory" "$WORK/$case_name.log" ||
+  fail "a file as checkpoint.dir: exit status $status, expected 2 with the key: $(head -3 "$WORK/$case_name.log")"
 
 # ---- a real small file system, when this machine lets us mount one ----
 tmpfs() { # DIR SIZE [ro]
