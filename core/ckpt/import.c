@@ -76,6 +76,28 @@ static int known_extra(const tsl_weights *w, const char *name) {
   return w->model.tie_embeddings && strcmp(name, "lm_head.weight") == 0;
 }
 
+/* A tied model's file may still hold an lm_head.weight: transformers 4.x
+** then loads it into the one shared table, tessel takes the embedding, so
+** the same files would be two models. Only a copy of the embedding is
+** taken (bit for bit, in the same dtype). */
+static tsl_status check_tied_head(const tsl_weights *w) {
+  tsl_st_file *hf = NULL, *ef = NULL;
+  int hi = -1, ei = -1;
+  const tsl_st_desc *head = w->hf && w->model.tie_embeddings ? find(w, "lm_head.weight", &hf, &hi) : NULL;
+  const char *embedding = NULL;
+  for (int i = 0; i < w->params.n && !embedding; i++)
+    if (w->params.p[i].info.role == TESSEL_ROLE_EMBEDDING) embedding = w->params.p[i].name;
+  const tsl_st_desc *emb = head && embedding ? find(w, embedding, &ef, &ei) : NULL;
+  if (!head || !emb) return TESSEL_OK;
+  uint64_t hb = 0, eb = 0;
+  const void *h = tsl_st_data(hf, hi, &hb), *e = tsl_st_data(ef, ei, &eb);
+  if (head->dtype == emb->dtype && hb == eb && memcmp(h, e, hb) == 0) return TESSEL_OK;
+  return tsl_error(TESSEL_E_UNSUPPORTED, "%s: config.json ties the head to the embedding (tie_word_embeddings), but "
+                   "the weights hold an lm_head.weight that differs from %s, so which of the two the model uses is "
+                   "ambiguous (transformers 4.x loads lm_head.weight into both). Set tie_word_embeddings to false in "
+                   "config.json to keep both, or remove lm_head.weight to use the embedding", w->dir, emb->name);
+}
+
 /* Every parameter present with its file shape and a float dtype; in a
 ** Hugging Face directory, no tensor the model has no place for. */
 static tsl_status check_tensors(const tsl_weights *w) {
@@ -109,7 +131,7 @@ static tsl_status check_tensors(const tsl_weights *w) {
                          "architecture, or does it have biases tessel's does not?)", w->dir, name,
                          w->model.arch == TSL_ARCH_LLAMA ? "Llama" : "GPT-2");
     }
-  return TESSEL_OK;
+  return check_tied_head(w);
 }
 
 /* The files hold about as many tensors as the config's model has: a

@@ -364,6 +364,15 @@ static void test_refusals_name_the_problem(void) {
   /* a stale copy of a tensor in a second shard is not taken silently */
   refused(sharded_dir("twice", 0), TESSEL_E_IO, "' is in both model-00001-of-00002.safetensors and "
           "model-00002-of-00002.safetensors");
+  /* a tied model whose file holds a head of its own: transformers 4.x
+  ** loads that head into the shared table, tessel took the embedding */
+  refused(hf_dir("tied-own-head", TESSEL_F32, "{\"tie_word_embeddings\": true,", NULL, NULL), TESSEL_E_UNSUPPORTED,
+          "ties the head to the embedding (tie_word_embeddings), but the weights hold an lm_head.weight that differs "
+          "from model.embed_tokens.weight");
+  char out[1024];
+  scratch_path(out, "tied-ckpt");
+  CHECK_EQ_INT(tsl_import_hf(hf_dir("tied", TESSEL_F32, "{\"tie_word_embeddings\": true,", "lm_head.weight", NULL), out),
+               TESSEL_OK);
   char *dir = hf_dir("no-weights", TESSEL_F32, NULL, NULL, NULL), path[1100];
   snprintf(path, sizeof path, "%s/model.safetensors", dir);
   remove(path);
