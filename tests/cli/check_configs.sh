@@ -108,14 +108,19 @@ for cfg in "${bad[@]}"; do
 done
 
 # (c) A config file that does not exist is a usage error too: exit status 2,
-# the path named, for check and run alike.
+# the path named, for check and run alike; so is a file's name with a
+# slash after it (it read "Not a directory", exit 1) and an empty name.
 for cmd in check run; do
-  $wrapper "$tessel" $cmd "$tmp/missing.yaml" >"$tmp/out" 2>"$tmp/err"
-  rc=$?
-  checked=$((checked + 1))
-  first=$(head -n 1 "$tmp/err")
-  [ $rc -eq 2 ] && [[ $first == *"$tmp/missing.yaml: no such config file"* ]] \
-    || fail "tessel $cmd missing.yaml" "expected exit status 2 and the path named, got $rc: $first"
+  for path in "$tmp/missing.yaml" configs/quickstart.yaml/ ""; do
+    $wrapper "$tessel" $cmd "$path" >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+    checked=$((checked + 1))
+    first=$(head -n 1 "$tmp/err")
+    want="$path: no such config file"
+    [ -n "$path" ] || want="the config file's name is empty"
+    [ $rc -eq 2 ] && [[ $first == *"$want"* ]] \
+      || fail "tessel $cmd '$path'" "expected exit status 2 and '$want', got $rc: $first"
+  done
 done
 
 # (d) tp2d or tp3d left to choose its group on a world no grid or cube
