@@ -466,8 +466,9 @@ static char *output_path_fault(const char *path, int want_dir, const char **why)
   return NULL;
 }
 
-/* log.dir, checkpoint.dir, log.metrics and log.tensorboard as the run will
-** create them; a path under one already refused is not refused again. */
+/* log.dir, checkpoint.dir, log.metrics, log.tensorboard and (for data.text)
+** data.dir as the run will create them; a path under one already refused is
+** not refused again. */
 static tsl_status check_outputs(tsl_cfg *root, const tsl_settings *s, const char *who) {
   struct {
     const char *section, *key, *path;
@@ -475,9 +476,10 @@ static tsl_status check_outputs(tsl_cfg *root, const tsl_settings *s, const char
   } out[] = {{"log", "dir", s->log.dir, 1},
              {"checkpoint", "dir", s->ckpt.dir, 1},
              {"log", "metrics", s->log.metrics, 0},
-             {"log", "tensorboard", s->log.tensorboard, 1}};
+             {"log", "tensorboard", s->log.tensorboard, 1},
+             {"data", "dir", s->data.prepared ? s->data.dir : NULL, 1}};
   tsl_status st = TESSEL_OK;
-  char *refused[4] = {0};
+  char *refused[sizeof out / sizeof out[0]] = {0};
   int n_refused = 0;
   for (size_t i = 0; i < sizeof out / sizeof out[0]; i++) {
     const char *why = NULL;

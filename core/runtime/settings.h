@@ -104,8 +104,8 @@ tsl_status tsl_settings_read(tsl_config *cfg, tsl_settings *s);
 
 /* The files the settings name, as far as they can be checked before a run:
 ** data.train and data.val (when given) and every data.text entry must match
-** at least one file; log.dir, checkpoint.dir, log.metrics and
-** log.tensorboard must not exist as the wrong kind (a file where a
+** at least one file; log.dir, checkpoint.dir, log.metrics, log.tensorboard
+** and (with data.text) data.dir must not exist as the wrong kind (a file where a
 ** directory goes, or under a file). Mistakes are recorded positioned, like the others;
 ** `who` (NULL: none) follows each, e.g. the rank and host that looked. */
 tsl_status tsl_settings_check_files(tsl_config *cfg, const tsl_settings *s, const char *who);

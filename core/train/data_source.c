@@ -83,7 +83,7 @@ static tsl_status hold_prepared(const tsl_settings *s, tsl_tokenizer *t, const c
   char *path = tsl_asprintf("%s/" TSL_DATA_LOCK, s->data.dir);
   if (st < 0 || !path) {
     free(path);
-    return st < 0 ? st : TESSEL_E_NOMEM;
+    return st < 0 ? tsl_error_wrap(st, "data.dir") : TESSEL_E_NOMEM;
   }
   int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   free(path);
