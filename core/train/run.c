@@ -13,7 +13,10 @@ tsl_status tsl_run_config(const tsl_world *w, const char *config, const char *co
   tsl_train_opts o = *opts;
   o.world_abort = w->size > 1;
   tsl_status st = tsl_session_open(w, config, sets, n_sets, &o, &run);
-  if (st < 0) return st;
+  if (st < 0) { /* nothing to save: mpirun's SIGTERM as the ranks leave is not a stop request */
+    tsl_signals_settle();
+    return st;
+  }
   tsl_trainer *t = tsl_session_trainer(run);
   const tsl_settings *s = &tsl_session_runtime(run)->settings;
   while (st >= 0 && !end.stop && tsl_trainer_last_step(t) < s->train.steps) {
