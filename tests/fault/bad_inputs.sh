@@ -14,7 +14,8 @@
 #   - a checkpoint whose trainer.json was edited (heads 0, layers 0, a step
 #     that is not the directory's): sample, export and resume refuse it;
 #   - `export CKPT -o CKPT/model.safetensors`, which would overwrite the
-#     checkpoint's own model;
+#     checkpoint's own model, also with CKPT given as its checkpoint.dir or
+#     `latest`, and into another checkpoint;
 #   - 300 --set options and 40 TESSEL_PLUGIN_PATH entries, more than any
 #     fixed table would hold;
 #   - bytes that are not UTF-8, found where they are, not at 1:1;
@@ -161,6 +162,22 @@ run export_into_checkpoint "$TESSEL" export "$ck" -o "$ck/model.safetensors"
 expect 2 "is inside the checkpoint" "would overwrite the checkpoint's own files"
 cmp -s "$ck/model.safetensors" "$WORK/model.before" || fail "the checkpoint's model was overwritten"
 [ -e "$ck/config.json" ] && fail "config.json was written into the checkpoint"
+# the same through what stands for it (checkpoint.dir, its `latest`), into
+# a new directory inside it, and into another step's directory: the
+# guard once compared the output with the argument as typed
+ckdir=$(dirname "$ck")
+cp -r "$ckdir/step_00000002" "$ckdir/step_00000001"
+for spec in "latest $ckdir/latest $ck/model.safetensors" "dir $ckdir $ck/model.safetensors" \
+  "new_subdir $ckdir $ck/hf/model.safetensors" "other_step $ckdir $ckdir/step_00000001/model.safetensors"; do
+  set -- $spec
+  run "export_into_checkpoint_$1" "$TESSEL" export "$2" -o "$3"
+  expect 2 "is inside the checkpoint" "would overwrite the checkpoint's own files"
+done
+cmp -s "$ck/model.safetensors" "$WORK/model.before" || fail "the checkpoint's model was overwritten"
+cmp -s "$ckdir/step_00000001/model.safetensors" "$WORK/model.before" || fail "another checkpoint's model was overwritten"
+[ -e "$ck/config.json" ] || [ -e "$ck/hf" ] || [ -e "$ckdir/step_00000001/config.json" ] &&
+  fail "an export wrote into a checkpoint"
+rm -r "$ckdir/step_00000001"
 run sample_after "$TESSEL" sample "$ck" --tokens 4
 expect 0
 

@@ -112,21 +112,46 @@ static tsl_status write_tokenizer_files(const tsl_ckpt *c, const tsl_tokenizer *
   return st;
 }
 
+/* The real path of `dir`, or of its nearest existing parent when it does
+** not exist yet (what tsl_mkdir_p will create the rest under); NULL when
+** none can be resolved. */
+static char *existing_realpath(const char *dir) {
+  char *p = tsl_strdup(dir), *real = NULL;
+  while (p && !(real = realpath(p, NULL)) && errno == ENOENT && strcmp(p, "/") && strcmp(p, ".")) {
+    char *up = tsl_dirname(p);
+    free(p);
+    p = up;
+  }
+  free(p);
+  return real;
+}
+
 /* The export writes its file and config.json into one directory; when that
-** is the checkpoint's own, it would replace model.safetensors (or add to a
-** directory whose every file trainer.json accounts for). */
-static tsl_status check_destination(const char *ckpt_dir, const char *out_path) {
+** is, or is inside, a checkpoint it would replace model.safetensors (or add
+** to a directory whose every file trainer.json accounts for). Refused: the
+** checkpoint it reads (`ckpt`, the step directory the argument resolved to:
+** a checkpoint.dir or its `latest` stands for one), compared as real paths
+** so that neither another spelling nor a symlink gets past, and any other
+** checkpoint the directory (or the existing parent it would be made in) is. */
+static tsl_status check_destination(const char *ckpt, const char *out_path) {
   char *dir = tsl_dirname(out_path);
-  char *a = dir ? realpath(dir, NULL) : NULL, *b = realpath(ckpt_dir, NULL);
-  int same = a && b && strcmp(a, b) == 0;
+  char *a = dir ? existing_realpath(dir) : NULL, *b = realpath(ckpt, NULL);
+  char *json = a ? tsl_asprintf("%s/trainer.json", a) : NULL;
+  size_t n = b ? strlen(b) : 0;
+  const char *victim = NULL;
+  if (a && b && strncmp(a, b, n) == 0 && (a[n] == '\0' || a[n] == '/')) victim = ckpt;
+  else if (json && tsl_path_exists(json)) victim = a;
+  tsl_status st = TESSEL_OK;
+  if (victim)
+    st = tsl_error(TESSEL_E_CONFIG,
+                   "%s is inside the checkpoint %s: exporting there would overwrite the checkpoint's own files. "
+                   "Write the export to another directory (it holds model.safetensors and config.json).",
+                   out_path, victim);
   free(dir);
   free(a);
   free(b);
-  if (!same) return TESSEL_OK;
-  return tsl_error(TESSEL_E_CONFIG,
-                   "%s is inside the checkpoint %s: exporting there would overwrite the checkpoint's own files. "
-                   "Write the export to another directory (it holds the .safetensors file and config.json).",
-                   out_path, ckpt_dir);
+  free(json);
+  return st;
 }
 
 /* A byte-level model has no tokenizer files; an earlier export's left in
@@ -155,8 +180,8 @@ tsl_status tsl_export_hf(const char *ckpt_dir, const char *out_path) {
   char (*names)[128] = NULL;
   char *dir = NULL, *config = NULL;
   tsl_tokenizer *t = NULL;
-  TSL_TRY(st, check_destination(ckpt_dir, out_path));
   TSL_TRY(st, tsl_ckpt_open(ckpt_dir, &c));
+  TSL_TRY(st, check_destination(c.path, out_path));
   if (!(dir = tsl_dirname(out_path))) {
     st = TESSEL_E_NOMEM;
     goto fail;

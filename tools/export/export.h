@@ -11,7 +11,8 @@
 ** tokenizer_config.json there (AutoTokenizer.from_pretrained(dir) loads
 ** them), and config.json's bos/eos_token_id are its end-of-text id.
 ** The checkpoint is validated first (tsl_ckpt_open), and an OUT inside the
-** checkpoint directory is refused (TESSEL_E_CONFIG): it would overwrite the
+** checkpoint directory it opens (also when a checkpoint.dir or its `latest`
+** file named it) is refused (TESSEL_E_CONFIG): it would overwrite the
 ** checkpoint's own model.
 */
 #ifndef TSL_EXPORT_H
