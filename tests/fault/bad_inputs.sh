@@ -15,7 +15,8 @@
 #     that is not the directory's): sample, export and resume refuse it;
 #   - `export CKPT -o CKPT/model.safetensors`, which would overwrite the
 #     checkpoint's own model, also with CKPT given as its checkpoint.dir or
-#     `latest`, and into another checkpoint;
+#     `latest`, and into another checkpoint; and an export named other than
+#     model.safetensors, which nothing would load;
 #   - 300 --set options and 40 TESSEL_PLUGIN_PATH entries, more than any
 #     fixed table would hold;
 #   - bytes that are not UTF-8, found where they are, not at 1:1;
@@ -178,6 +179,16 @@ cmp -s "$ckdir/step_00000001/model.safetensors" "$WORK/model.before" || fail "an
 [ -e "$ck/config.json" ] || [ -e "$ck/hf" ] || [ -e "$ckdir/step_00000001/config.json" ] &&
   fail "an export wrote into a checkpoint"
 rm -r "$ckdir/step_00000001"
+# only model.safetensors is loaded back (from_pretrained, tessel import):
+# another name, or a directory, is refused with the -o to use
+mkdir -p "$WORK/hf_dir"
+for spec in "name $WORK/named/weights.safetensors $WORK/named/model.safetensors" \
+  "directory $WORK/hf_dir $WORK/hf_dir/model.safetensors"; do
+  set -- $spec
+  run "export_$1" "$TESSEL" export "$ckdir" -o "$2"
+  expect 2 "the export must be named model.safetensors" "write -o $3"
+done
+[ -e "$WORK/named" ] || [ -n "$(ls "$WORK/hf_dir")" ] && fail "a refused export wrote something"
 run sample_after "$TESSEL" sample "$ck" --tokens 4
 expect 0
 

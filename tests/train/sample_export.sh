@@ -54,12 +54,12 @@ set -e
 grep -q "no such checkpoint" "$WORK/err" || fail "unclear error: $(cat "$WORK/err")"
 truncate -s 100 "$CK/model.safetensors"
 set +e
-"$TESSEL" export "$CK" -o "$WORK/x.safetensors" >/dev/null 2>"$WORK/err"
+"$TESSEL" export "$CK" -o "$WORK/x/model.safetensors" >/dev/null 2>"$WORK/err"
 rc=$?
 set -e
 [ $rc -eq 1 ] || fail "exporting a truncated checkpoint exited $rc, expected 1"
 grep -q "truncated" "$WORK/err" || fail "unclear error: $(cat "$WORK/err")"
-[ -e "$WORK/x.safetensors" ] && fail "a failed export left a file behind"
+[ -e "$WORK/x" ] && fail "a failed export left a directory behind"
 # a Llama 3-style tokenizer's two tokens are declared as what they are: BOS
 # <|begin_of_text|> (id 0) and EOS <|end_of_text|> (id 1); the end of text
 # was once called the BOS too

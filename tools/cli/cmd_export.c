@@ -1,4 +1,4 @@
-/* tools/cli/cmd_export.c — `tessel export CKPT -o FILE`. */
+/* tools/cli/cmd_export.c — `tessel export CKPT -o DIR/model.safetensors`. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -10,14 +10,17 @@ static int export_cmd(int argc, char **argv);
 
 const tsl_command tsl_cmd_export = {
     "export", "write a checkpoint as a Hugging Face model (safetensors + config.json)",
-    "usage: tessel export CKPT_DIR -o FILE.safetensors\n\n"
+    "usage: tessel export CKPT_DIR -o DIR/model.safetensors\n\n"
     "Writes the checkpoint's model as one fp32 safetensors file in Hugging Face layout and config.json in the\n"
     "same directory, so that transformers' from_pretrained(DIR) loads it: a GPT-2 as GPT2LMHeadModel\n"
     "(transformer.* names, Conv1D [in, out] weights, LM head tied to wte), a Llama as LlamaForCausalLM\n"
     "(nn.Linear [out, in] weights). When the checkpoint holds a tokenizer, tokenizer.json and\n"
     "tokenizer_config.json go there too (AutoTokenizer.from_pretrained(DIR)). `tessel import DIR -o CKPT`\n"
     "reads the directory back.\n\n"
-    "  -o, --out FILE   the safetensors file to write\n",
+    "CKPT_DIR may also be a checkpoint.dir or its `latest` file (the checkpoint a resume would take).\n\n"
+    "  -o, --out DIR/model.safetensors   the file to write: it must be named model.safetensors (the name\n"
+    "                                    from_pretrained and `tessel import` look for); DIR is made if\n"
+    "                                    needed, and must not be inside a checkpoint\n",
     export_cmd};
 
 static int export_cmd(int argc, char **argv) {

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "ckpt/checkpoint.h"
@@ -112,6 +113,25 @@ static tsl_status write_tokenizer_files(const tsl_ckpt *c, const tsl_tokenizer *
   return st;
 }
 
+/* The file must be model.safetensors: the one name transformers'
+** from_pretrained(DIR) and `tessel import DIR` look for, so another gives a
+** directory nothing loads. The refusal gives the -o to use (in the
+** directory given, when OUT names one). */
+static tsl_status check_name(const char *out_path) {
+  struct stat sb;
+  const char *slash = strrchr(out_path, '/');
+  if (!strcmp(slash ? slash + 1 : out_path, TSL_EXPORT_FILE)) return TESSEL_OK;
+  char *dir = stat(out_path, &sb) == 0 && S_ISDIR(sb.st_mode) ? tsl_strdup(out_path) : tsl_dirname(out_path);
+  size_t n = dir ? strlen(dir) : 0;
+  while (n > 1 && dir[n - 1] == '/') dir[--n] = '\0';
+  tsl_status st = tsl_error(TESSEL_E_CONFIG,
+                            "%s: the export must be named %s, the file transformers' from_pretrained(DIR) and "
+                            "`tessel import DIR` load: write -o %s/%s",
+                            out_path, TSL_EXPORT_FILE, dir ? dir : ".", TSL_EXPORT_FILE);
+  free(dir);
+  return st;
+}
+
 /* The real path of `dir`, or of its nearest existing parent when it does
 ** not exist yet (what tsl_mkdir_p will create the rest under); NULL when
 ** none can be resolved. */
@@ -180,6 +200,7 @@ tsl_status tsl_export_hf(const char *ckpt_dir, const char *out_path) {
   char (*names)[128] = NULL;
   char *dir = NULL, *config = NULL;
   tsl_tokenizer *t = NULL;
+  TSL_TRY(st, check_name(out_path));
   TSL_TRY(st, tsl_ckpt_open(ckpt_dir, &c));
   TSL_TRY(st, check_destination(c.path, out_path));
   if (!(dir = tsl_dirname(out_path))) {

@@ -1,9 +1,10 @@
 /*
 ** tools/export/export.h — a checkpoint as a Hugging Face model.
 **
-** Writes OUT (safetensors, metadata format=pt) with every parameter fp32
-** under its Hugging Face name and a config.json beside it, so that
-** from_pretrained(dir) loads the directory: a GPT-2 as GPT2LMHeadModel
+** Writes OUT, DIR/model.safetensors (safetensors, metadata format=pt; another
+** file name is refused, TESSEL_E_CONFIG: nothing would load it), with every
+** parameter fp32 under its Hugging Face name and a config.json beside it,
+** so that from_pretrained(dir) loads the directory: a GPT-2 as GPT2LMHeadModel
 ** ("transformer." + its name, Conv1D [in, out] weights — the orientation
 ** tessel trains in — and the LM head tied to wte), a Llama as
 ** LlamaForCausalLM (nn.Linear [out, in] weights, as checkpoints hold them).
@@ -19,6 +20,9 @@
 #define TSL_EXPORT_H
 
 #include "common/status.h"
+
+/* The name an export's weights must have. */
+#define TSL_EXPORT_FILE "model.safetensors"
 
 tsl_status tsl_export_hf(const char *ckpt_dir, const char *out_path);
 
