@@ -365,7 +365,7 @@ static void test_export_has_gpt2_layout(void) {
   REQUIRE(m && save(m, 1, &path) == TESSEL_OK);
   snprintf(out, sizeof out, "%s/hf/model.safetensors", dir);
   REQUIRE(tsl_mkdir_p(strcat(strcpy(cfg, dir), "/hf")) == TESSEL_OK);
-  REQUIRE(tsl_export_hf(path, out) == TESSEL_OK);
+  REQUIRE(tsl_export_hf(path, out, NULL) == TESSEL_OK);
   tsl_st_file *f;
   REQUIRE(tsl_st_open(out, &f) == TESSEL_OK);
   CHECK_EQ_INT(tsl_st_count(f), 4 + 12 * L);

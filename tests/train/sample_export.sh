@@ -68,7 +68,10 @@ grep -q "truncated" "$WORK/err" || fail "unclear error: $(cat "$WORK/err")"
 "$TESSEL" run "$WORK/tiny.yaml" --set train.steps=1 --set model.vocab_size=300 --set data.tokenizer="$WORK/l3.json" \
   --set data.dir="$WORK/l3data" --set log.dir="$WORK/l3run" >"$WORK/l3.log" 2>&1 || { cat "$WORK/l3.log" >&2; fail "the run failed"; }
 mkdir -p "$WORK/l3hf"
-"$TESSEL" export "$WORK/l3run/checkpoints/step_00000001" -o "$WORK/l3hf/model.safetensors" >/dev/null || fail "export failed"
+# given as checkpoint.dir, the files listed are those of the step it stands
+# for (they were looked for in checkpoint.dir itself, and left out)
+out=$("$TESSEL" export "$WORK/l3run/checkpoints" -o "$WORK/l3hf/model.safetensors") || fail "export failed"
+case $out in *"config.json, tokenizer.json, tokenizer_config.json beside it"*) ;; *) fail "export said: $out" ;; esac
 flat=$(tr -d ' \t\n' <"$WORK/l3hf/config.json")
 case $flat in *'"bos_token_id":0'*'"eos_token_id":1'*) ;; *) fail "config.json: $flat" ;; esac
 flat=$(tr -d ' \t\n' <"$WORK/l3hf/tokenizer_config.json")

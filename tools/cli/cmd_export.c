@@ -1,10 +1,8 @@
 /* tools/cli/cmd_export.c — `tessel export CKPT -o DIR/model.safetensors`. */
 #include <stdio.h>
-#include <stdlib.h>
 
 #include "export/export.h"
 #include "cli/cli.h"
-#include "common/util.h"
 
 static int export_cmd(int argc, char **argv);
 
@@ -27,11 +25,9 @@ static int export_cmd(int argc, char **argv) {
   const char *ckpt, *out;
   int rc = tsl_parse_arg_out(&tsl_cmd_export, argc, argv, "checkpoint directory", &ckpt, &out);
   if (rc) return rc;
-  tsl_status st = tsl_export_hf(ckpt, out);
+  int tokenizer;
+  tsl_status st = tsl_export_hf(ckpt, out, &tokenizer);
   if (st < 0) return tsl_fail(st);
-  char *tok = tsl_asprintf("%s/tokenizer.json", ckpt);
-  printf("wrote %s (and config.json%s beside it)\n", out,
-         tok && tsl_path_exists(tok) ? ", tokenizer.json, tokenizer_config.json" : "");
-  free(tok);
+  printf("wrote %s (and config.json%s beside it)\n", out, tokenizer ? ", tokenizer.json, tokenizer_config.json" : "");
   return TSL_EXIT_OK;
 }

@@ -192,7 +192,7 @@ static tsl_status remove_stale_tokenizer(const char *dir) {
   return st;
 }
 
-tsl_status tsl_export_hf(const char *ckpt_dir, const char *out_path) {
+tsl_status tsl_export_hf(const char *ckpt_dir, const char *out_path, int *wrote_tokenizer) {
   tsl_status st;
   tsl_ckpt c = {0};
   tsl_st_writer *w = NULL;
@@ -240,6 +240,7 @@ tsl_status tsl_export_hf(const char *ckpt_dir, const char *out_path) {
   st = config ? write_hf_config(&c, config, t ? tsl_tokenizer_bos(t) : -1, t ? tsl_tokenizer_eot(t) : -1) : TESSEL_E_NOMEM;
   if (st >= 0 && t) st = write_tokenizer_files(&c, t, dir);
   if (st >= 0 && !t) st = remove_stale_tokenizer(dir);
+  if (wrote_tokenizer) *wrote_tokenizer = t != NULL;
 fail:
   tsl_tokenizer_free(t);
   free(descs);

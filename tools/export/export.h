@@ -24,6 +24,9 @@
 /* The name an export's weights must have. */
 #define TSL_EXPORT_FILE "model.safetensors"
 
-tsl_status tsl_export_hf(const char *ckpt_dir, const char *out_path);
+/* *wrote_tokenizer (optional): whether the checkpoint had a tokenizer, whose
+** files were written beside OUT (CKPT_DIR may stand for another directory,
+** so the caller cannot look there). */
+tsl_status tsl_export_hf(const char *ckpt_dir, const char *out_path, int *wrote_tokenizer);
 
 #endif
