@@ -432,6 +432,36 @@ static char *resolve(const char *path) {
   return found ? found : tsl_strdup(path);
 }
 
+/* The error for a path that stands for no checkpoint (`dir`, resolved, has
+** no trainer.json), saying what it is instead and what to give: the things
+** users pass by mistake are a run's log.dir, a Hugging Face directory and
+** a file, and "DIR/trainer.json: cannot open" named none of them. */
+static tsl_status not_a_checkpoint(const char *dir) {
+  struct stat sb;
+  size_t n = strlen(dir);
+  while (n > 1 && dir[n - 1] == '/') n--; /* "runs/x/" names its checkpoints runs/x/checkpoints */
+  char *hf = tsl_asprintf("%.*s/config.json", (int)n, dir), *ckpts = tsl_asprintf("%.*s/checkpoints", (int)n, dir);
+  tsl_status st;
+  if (!hf || !ckpts)
+    st = tsl_error(TESSEL_E_NOMEM, "out of host memory");
+  else if (stat(dir, &sb) == 0 && !S_ISDIR(sb.st_mode))
+    st = tsl_error(TESSEL_E_IO, "%s is not a directory (it is %s): a checkpoint is a directory such as "
+                   "runs/NAME/checkpoints/step_NNNNNNNN", dir, tsl_file_kind(sb.st_mode));
+  else if (tsl_path_exists(hf))
+    st = tsl_error(TESSEL_E_IO, "%s is a Hugging Face model directory, not a tessel checkpoint: start a run from "
+                   "its weights with model.init_from, or make it a checkpoint with `tessel import %s -o DIR`",
+                   dir, dir);
+  else if (stat(ckpts, &sb) == 0 && S_ISDIR(sb.st_mode))
+    st = tsl_error(TESSEL_E_IO, "%s looks like a run directory, not a checkpoint: its checkpoints are in %s (give "
+                   "that for the newest, or one of its step_NNNNNNNN)", dir, ckpts);
+  else
+    st = tsl_error(TESSEL_E_IO, "%s is not a tessel checkpoint: it holds no trainer.json, nor step_NNNNNNNN "
+                   "checkpoints", dir);
+  free(hf);
+  free(ckpts);
+  return st;
+}
+
 tsl_status tsl_ckpt_open(const char *given, tsl_ckpt *c) {
   tsl_status st;
   char *text = NULL, *json = NULL;
@@ -445,15 +475,8 @@ tsl_status tsl_ckpt_open(const char *given, tsl_ckpt *c) {
     goto fail;
   }
   if (!tsl_path_exists(json)) {
-    char *hf = tsl_asprintf("%s/config.json", dir);
-    int is_hf = hf && tsl_path_exists(hf);
-    free(hf);
-    if (is_hf) {
-      st = tsl_error(TESSEL_E_IO, "%s is a Hugging Face model directory, not a tessel checkpoint: start a run from "
-                     "its weights with model.init_from, or make it a checkpoint with `tessel import %s -o DIR`",
-                     dir, dir);
-      goto fail;
-    }
+    st = not_a_checkpoint(dir);
+    goto fail;
   }
   TSL_TRY(st, tsl_read_file(json, &text, NULL));
   TSL_TRY(st, tsl_ckpt_meta_parse(text, json, tsl_ckpt_dir_step(dir), &meta));

@@ -17,6 +17,8 @@
 #     checkpoint's own model, also with CKPT given as its checkpoint.dir or
 #     `latest`, and into another checkpoint; and an export named other than
 #     model.safetensors, which nothing would load;
+#   - a run directory, a file and an empty directory where a checkpoint is
+#     expected (sample, export, --resume): each named as what it is;
 #   - 300 --set options and 40 TESSEL_PLUGIN_PATH entries, more than any
 #     fixed table would hold;
 #   - bytes that are not UTF-8, found where they are, not at 1:1;
@@ -191,6 +193,23 @@ done
 [ -e "$WORK/named" ] || [ -n "$(ls "$WORK/hf_dir")" ] && fail "a refused export wrote something"
 run sample_after "$TESSEL" sample "$ck" --tokens 4
 expect 0
+
+# ---- what is given where a checkpoint is expected ----
+# a run's log.dir, a file, a directory of neither: each said what it is
+# (they were "DIR/trainer.json: cannot open"), and the run directory where
+# its checkpoints are
+mkdir -p "$WORK/rundir" "$WORK/neither" && cp -r "$ckdir" "$WORK/rundir/checkpoints"
+rundir_said="$WORK/rundir looks like a run directory, not a checkpoint: its checkpoints are in $WORK/rundir/checkpoints"
+run rundir_sample "$TESSEL" sample "$WORK/rundir" --tokens 2
+expect 1 "$rundir_said"
+run rundir_export "$TESSEL" export "$WORK/rundir" -o "$WORK/rundir_hf/model.safetensors"
+expect 1 "$rundir_said"
+run rundir_resume "$TESSEL" run "$WORK/run.yaml" --resume "$WORK/rundir"
+expect 1 "resuming from $WORK/rundir: $rundir_said"
+run file_sample "$TESSEL" sample "$WORK/run.yaml"
+expect 1 "$WORK/run.yaml is not a directory (it is a regular file)"
+run neither_sample "$TESSEL" sample "$WORK/neither"
+expect 1 "$WORK/neither is not a tessel checkpoint: it holds no trainer.json, nor step_NNNNNNNN checkpoints"
 
 # ---- lists with no fixed size ----
 sets=()
