@@ -438,9 +438,8 @@ static char *resolve(const char *path) {
 ** a file, and "DIR/trainer.json: cannot open" named none of them. */
 static tsl_status not_a_checkpoint(const char *dir) {
   struct stat sb;
-  size_t n = strlen(dir);
-  while (n > 1 && dir[n - 1] == '/') n--; /* "runs/x/" names its checkpoints runs/x/checkpoints */
-  char *hf = tsl_asprintf("%.*s/config.json", (int)n, dir), *ckpts = tsl_asprintf("%.*s/checkpoints", (int)n, dir);
+  int n = (int)tsl_path_len(dir); /* "runs/x/" names its checkpoints runs/x/checkpoints */
+  char *hf = tsl_asprintf("%.*s/config.json", n, dir), *ckpts = tsl_asprintf("%.*s/checkpoints", n, dir);
   tsl_status st;
   if (!hf || !ckpts)
     st = tsl_error(TESSEL_E_NOMEM, "out of host memory");

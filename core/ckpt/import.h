@@ -46,8 +46,9 @@ int tsl_weights_is_hf(const tsl_weights *w);
 tsl_status tsl_weights_file_tensor(const tsl_weights *w, const tsl_param *p, float *file);
 
 /* `tessel import`: write the Hugging Face directory hf_dir as the new
-** checkpoint directory out_dir (never replacing an existing one; nothing
-** is left under out_dir when it fails). */
+** checkpoint directory out_dir ("out/" is "out"), making its parents,
+** never replacing an existing one. When it fails nothing is left: neither
+** out_dir, its temporary, nor a parent it made. */
 tsl_status tsl_import_hf(const char *hf_dir, const char *out_dir);
 
 /* model.init_from: check the configured model against the weights it names

@@ -59,8 +59,7 @@ tsl_status tsl_file_crc32(const char *path, uint32_t *crc, uint64_t *bytes) {
 }
 
 int64_t tsl_ckpt_dir_step(const char *dir) {
-  size_t n = strlen(dir);
-  while (n > 1 && dir[n - 1] == '/') n--; /* "step_00000003/" names the same directory */
+  size_t n = tsl_path_len(dir); /* "step_00000003/" names the same directory */
   const char *base = dir + n;
   while (base > dir && base[-1] != '/') base--;
   long long s;

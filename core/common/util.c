@@ -304,6 +304,12 @@ char *tsl_dirname(const char *path) {
   return d;
 }
 
+size_t tsl_path_len(const char *path) {
+  size_t n = strlen(path);
+  while (n > 1 && path[n - 1] == '/') n--;
+  return n;
+}
+
 char *tsl_cache_file(const char *name) {
   const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
   if (xdg && *xdg) return tsl_asprintf("%s/tessel/%s", xdg, name);

@@ -74,6 +74,9 @@ int tsl_path_exists(const char *path);
 tsl_status tsl_free_bytes(const char *path, uint64_t *out);
 /* Directory part of a path, as a heap string ("." when none). */
 char *tsl_dirname(const char *path);
+/* The length of path without its trailing slashes (a lone "/" kept):
+** "out/", as shell completion writes it, names the directory "out" does. */
+size_t tsl_path_len(const char *path);
 /* The file `name` in tessel's per-user cache: $XDG_CACHE_HOME/tessel/name,
 ** else ~/.cache/tessel/name (/tmp without a home), as a heap string. */
 char *tsl_cache_file(const char *name);

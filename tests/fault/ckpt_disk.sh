@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tests/fault/ckpt_disk.sh — a checkpoint directory that is full, read-only,
 # or not a directory, at the start of a run and in the middle of one, on one
-# rank and on two.
+# rank and on two; and `tessel import` onto a full disk.
 #
 # usage: ckpt_disk.sh TESSEL SRC TMP FAULT_LIB
 #
@@ -95,6 +95,16 @@ echo "not a directory" >"$d/afile"
 run not_a_directory "$d/afile" single
 [ "$status" -eq 2 ] && grep -qF "checkpoint.dir: $d/afile exists and is not a directory" "$WORK/$case_name.log" ||
   fail "a file as checkpoint.dir: exit status $status, expected 2 with the key: $(head -3 "$WORK/$case_name.log")"
+# an import that fills the disk leaves nothing, not even the parents it
+# made (written as shell completion does, with a trailing slash, which
+# once made the output directory itself and then failed to rename onto it)
+mkdir -p "$d/import"
+case_name=import_full
+inject "$d/import" enospc:1000 "$TESSEL" import tests/fixtures/gpt2_tiny -o "$d/import/new/ck/" >"$WORK/$case_name.log" 2>&1
+status=$?
+[ "$status" -eq 1 ] && grep -q "No space left on device" "$WORK/$case_name.log" ||
+  fail "exit status $status: $(cat "$WORK/$case_name.log")"
+[ -z "$(ls -A "$d/import")" ] || fail "a failed import left $(find "$d/import" -mindepth 1 | tr '\n' ' ')"
 
 # ---- a real small file system, when this machine lets us mount one ----
 tmpfs() { # DIR SIZE [ro]

@@ -31,6 +31,10 @@ A="$WORK/llama/checkpoints/step_00000003"
 export_import "$A" llama-back
 export_import "$WORK/gpt2/checkpoints/step_00000003" gpt2-back
 grep -q '"num_key_value_heads":[[:space:]]*2' "$WORK/llama-back-hf/config.json" || fail "config.json lacks the kv heads"
+# -o with a trailing slash, as shell completion writes it (its temporary
+# once made the directory itself, and the rename onto it failed)
+"$TESSEL" import "$WORK/gpt2-back-hf" -o "$WORK/slash/" >/dev/null || fail "import -o DIR/ failed"
+cmp -s "$WORK/gpt2-back/model.safetensors" "$WORK/slash/model.safetensors" || fail "import -o DIR/ wrote another model"
 echo "ok: export then import gives back model.safetensors byte for byte (Llama and GPT-2)"
 
 # (2) three ways to start from the step-3 weights, 4 steps each

@@ -122,8 +122,7 @@ static tsl_status check_name(const char *out_path) {
   const char *slash = strrchr(out_path, '/');
   if (!strcmp(slash ? slash + 1 : out_path, TSL_EXPORT_FILE)) return TESSEL_OK;
   char *dir = stat(out_path, &sb) == 0 && S_ISDIR(sb.st_mode) ? tsl_strdup(out_path) : tsl_dirname(out_path);
-  size_t n = dir ? strlen(dir) : 0;
-  while (n > 1 && dir[n - 1] == '/') dir[--n] = '\0';
+  if (dir) dir[tsl_path_len(dir)] = '\0';
   tsl_status st = tsl_error(TESSEL_E_CONFIG,
                             "%s: the export must be named %s, the file transformers' from_pretrained(DIR) and "
                             "`tessel import DIR` load: write -o %s/%s",
