@@ -1,6 +1,7 @@
 /*
 ** core/tokenizer/write.c — a trained BPE as tokenizer.json, field for field
-** what `tokenizers` writes for a byte-level BPE it trained itself.
+** what `tokenizers` writes for a byte-level BPE it trained itself (its
+** merges in the "a b" form every version reads).
 */
 #include "tokenizer/write.h"
 
@@ -41,7 +42,26 @@ static cJSON *pre_tokenizer(const tsl_bpe_json *b) {
   return seq;
 }
 
-static cJSON *model(const tsl_bpe_json *b, char *buf, char *buf2) {
+/* Merge r as every version of tokenizers reads it: the string "a b" (the
+** form of tokenizers < 0.20, hence of transformers <= 4.44, which cannot read
+** the [a, b] pairs later versions write). A part holding a space cannot be
+** written so (never a byte-level token: the space is its stand-in Ġ), and
+** is written as a pair. buf has room for both tokens and a separator. */
+static cJSON *merge(const tsl_bpe_json *b, int r, char *buf) {
+  uint32_t x = b->merges[r][0], y = b->merges[r][1];
+  const char *xs = b->strings + b->off[x], *ys = b->strings + b->off[y];
+  size_t xn = b->len[x], yn = b->len[y];
+  memcpy(buf, xs, xn);
+  buf[xn] = ' ';
+  memcpy(buf + xn + 1, ys, yn);
+  buf[xn + 1 + yn] = '\0';
+  if (!memchr(xs, ' ', xn) && !memchr(ys, ' ', yn)) return cJSON_CreateString(buf);
+  buf[xn] = '\0';
+  const char *parts[2] = {buf, buf + xn + 1};
+  return cJSON_CreateStringArray(parts, 2);
+}
+
+static cJSON *model(const tsl_bpe_json *b, char *buf) {
   cJSON *m = cJSON_CreateObject();
   cJSON_AddStringToObject(m, "type", "BPE");
   cJSON_AddNullToObject(m, "dropout");
@@ -53,14 +73,11 @@ static cJSON *model(const tsl_bpe_json *b, char *buf, char *buf2) {
   cJSON_AddBoolToObject(m, "ignore_merges", 0);
   cJSON *vocab = cJSON_AddObjectToObject(m, "vocab"), *merges = cJSON_AddArrayToObject(m, "merges");
   for (int id = 0; id < b->n_tokens; id++) cJSON_AddNumberToObject(vocab, token(b, (uint32_t)id, buf), id);
-  for (int r = 0; r < b->n_merges; r++) {
-    const char *parts[2] = {token(b, b->merges[r][0], buf), token(b, b->merges[r][1], buf2)};
-    cJSON_AddItemToArray(merges, cJSON_CreateStringArray(parts, 2));
-  }
+  for (int r = 0; r < b->n_merges; r++) cJSON_AddItemToArray(merges, merge(b, r, buf));
   return m;
 }
 
-static cJSON *document(const tsl_bpe_json *b, char *buf, char *buf2) {
+static cJSON *document(const tsl_bpe_json *b, char *buf) {
   cJSON *root = cJSON_CreateObject();
   cJSON_AddStringToObject(root, "version", "1.0");
   cJSON_AddNullToObject(root, "truncation");
@@ -81,20 +98,19 @@ static cJSON *document(const tsl_bpe_json *b, char *buf, char *buf2) {
   cJSON_AddItemToObject(root, "pre_tokenizer", pre_tokenizer(b));
   cJSON_AddItemToObject(root, "post_processor", byte_level(1, 0, 1));
   cJSON_AddItemToObject(root, "decoder", byte_level(1, 1, 1));
-  cJSON_AddItemToObject(root, "model", model(b, buf, buf2));
+  cJSON_AddItemToObject(root, "model", model(b, buf));
   return root;
 }
 
 tsl_status tsl_bpe_write_json(const char *path, const tsl_bpe_json *b) {
   size_t longest = 0;
   for (int id = 0; id < b->n_tokens; id++) longest = TSL_MAX(longest, b->len[id]);
-  char *buf = malloc(longest + 1), *buf2 = malloc(longest + 1), *text = NULL;
-  cJSON *root = buf && buf2 ? document(b, buf, buf2) : NULL;
+  char *buf = malloc(2 * longest + 2), *text = NULL; /* a token, or a merge's two and a separator */
+  cJSON *root = buf ? document(b, buf) : NULL;
   /* cJSON reports allocation failure only through what it fails to print */
   if (root) text = cJSON_Print(root);
   cJSON_Delete(root);
   free(buf);
-  free(buf2);
   if (!text) return tsl_error(TESSEL_E_NOMEM, "out of host memory writing %s", path);
   tsl_status st = tsl_atomic_write_file(path, text, strlen(text));
   free(text);

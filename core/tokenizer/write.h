@@ -19,9 +19,11 @@ typedef struct tsl_bpe_json {
   const char *pattern;          /* NULL: GPT-2's regex, built into ByteLevel */
 } tsl_bpe_json;
 
-/* Write the tokenizer atomically: model BPE with vocab and [a, b] merges,
-** the special tokens as added_tokens, a ByteLevel pre-tokenizer (after a
-** Split on `pattern` when one is given), ByteLevel decoder and
+/* Write the tokenizer atomically: model BPE with vocab and "a b" merges
+** (["a", "b"] for a pair whose part holds a space, which no byte-level
+** token does; tokenizers reads "a b" in every version, pairs only since
+** 0.20), the special tokens as added_tokens, a ByteLevel pre-tokenizer
+** (after a Split on `pattern` when one is given), ByteLevel decoder and
 ** post-processor. */
 tsl_status tsl_bpe_write_json(const char *path, const tsl_bpe_json *b);
 
