@@ -30,7 +30,9 @@
 #   - a model the machine cannot hold (an address-space limit) with no
 #     device.memory_limit set: the error says the machine is out of memory
 #     instead of advising a larger limit "of 16777216 TiB";
-#   - tokenizer decode of a directory: cannot read, not "expected ids".
+#   - tokenizer decode of a directory or a FIFO: refused, not "expected ids"
+#     or a wait; an id longer than 63 characters, once read as two; and
+#     endless junk on standard input, refused at once.
 . "$(dirname "$0")/common.sh" "$1" "$2" "$3" bad_inputs
 PLUGINS=$4
 
@@ -74,6 +76,8 @@ valid "plugin: {path: $WORK/libtessel-fifo.so}" >"$WORK/plugin_fifo.yaml"
 run fifo_plugin "$TESSEL" check "$WORK/plugin_fifo.yaml"
 expect 1 "libtessel-fifo.so: is a FIFO, not a shared object"
 run fifo_tokenizer_text "$TESSEL" tokenizer train "$WORK/fifo.yaml" --vocab 300 -o "$WORK/fifo_tokenizer.json"
+expect 1 "$WORK/fifo.yaml: is a FIFO, not a regular file"
+run fifo_decode "$TESSEL" tokenizer decode tests/tokenizer/fixtures/gpt2_1024.json "$WORK/fifo.yaml"
 expect 1 "$WORK/fifo.yaml: is a FIFO, not a regular file"
 # a FIFO as a Hugging Face model's weights, imported or started from
 mkdir -p "$WORK/hf_fifo" && cp tests/fixtures/gpt2_tiny/config.json "$WORK/hf_fifo/"
@@ -279,6 +283,17 @@ run too_small_acts "$TESSEL" run "$WORK/digits.yaml" --set train.sample_tokens=0
 expect 1 "the device tier cannot hold" "raise device.memory_limit, or shard or offload the model state"
 grep -q "train.recompute\|train.offload_activations" "$WORK/too_small_acts.err" && fail "suggested what the run already does"
 run decode_directory "$TESSEL" tokenizer decode tests/tokenizer/fixtures/gpt2_1024.json "$WORK"
-expect 1 "$WORK: cannot read: Is a directory"
+expect 1 "$WORK: is a directory, not a regular file"
+# an id of 70 characters is one id (it was read as two, 0 and 73); junk
+# without end is refused at once
+printf '%070d 73\n' 73 >"$WORK/long_id.txt"
+run long_id "$TESSEL" tokenizer decode tests/tokenizer/fixtures/gpt2_1024.json "$WORK/long_id.txt"
+expect 0
+[ "$(cat "$WORK/long_id.out")" = "$("$TESSEL" tokenizer decode tests/tokenizer/fixtures/gpt2_1024.json <<<"73 73")" ] ||
+  fail "decoded $(od -c "$WORK/long_id.out" | head -2)"
+case_name=endless_junk
+timeout 20 "$TESSEL" tokenizer decode tests/tokenizer/fixtures/gpt2_1024.json </dev/zero >/dev/null 2>"$WORK/$case_name.err"
+status=$?
+expect 2 "standard input: expected whole-number ids"
 
 finish "ok: FIFOs, broken plugins, damaged and self-overwriting checkpoints, long option lists, odd bytes and values: each a clear error"

@@ -1,7 +1,9 @@
 /* tools/cli/cmd_tokenizer.c — `tessel tokenizer train|encode|decode|info`. */
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -137,21 +139,65 @@ static int encode(tsl_tokenizer *t, const char *path, int count, int ordinary) {
   return TSL_EXIT_OK;
 }
 
+/* What decode reads ids from: a file read whole (tsl_read_file, which
+** refuses a FIFO or device at once, as encode does) or standard input,
+** streamed. */
+typedef struct id_source {
+  FILE *stream;         /* standard input, or NULL */
+  const char *p, *end;  /* the file's text */
+} id_source;
+
+static int next_char(id_source *s) {
+  if (s->stream) return getc(s->stream);
+  return s->p < s->end ? (unsigned char)*s->p++ : EOF;
+}
+
+#define SHOWN 64 /* the characters of a word a message quotes */
+
+/* The next white-space-separated id of s: 1 with *id set (saturated past
+** int64, so outside any vocabulary), 0 at the end, -1 for a word that is
+** not a whole number. An id of any length is read whole ("%63s" once cut
+** one in two ids); a word that cannot be one (a sign, then digits) only up
+** to what a message quotes, so an endless one (/dev/zero) is refused at
+** once. `shown` gets its first characters, "..." marking a cut. */
+static int next_id(id_source *s, long long *id, char shown[SHOWN + 4]) {
+  int c, n = 0, digits = 0, negative = 0, ok = 1;
+  unsigned long long v = 0;
+  while ((c = next_char(s)) != EOF && isspace(c)) continue;
+  if (c == EOF) return 0;
+  for (; c != EOF && !isspace(c) && (ok || n < SHOWN); c = next_char(s), n++) {
+    if (n < SHOWN) shown[n] = (char)c;
+    if (n == 0 && (c == '-' || c == '+')) {
+      negative = c == '-';
+    } else if (!isdigit(c)) {
+      ok = 0;
+    } else {
+      digits++;
+      v = v <= (ULLONG_MAX - 9) / 10 ? v * 10 + (unsigned)(c - '0') : ULLONG_MAX;
+    }
+  }
+  strcpy(shown + (n < SHOWN ? n : SHOWN), n > SHOWN ? "..." : "");
+  if (!ok || !digits) return -1;
+  *id = v > LLONG_MAX ? (negative ? LLONG_MIN : LLONG_MAX) : negative ? -(long long)v : (long long)v;
+  return 1;
+}
+
 static int decode(tsl_tokenizer *t, const char *path) {
-  FILE *in = path ? fopen(path, "r") : stdin;
+  char *text = NULL, word[SHOWN + 4];
+  size_t len = 0;
+  long long id;
+  int rc = TSL_EXIT_OK, got;
+  if (path) {
+    tsl_status st = tsl_read_file(path, &text, &len);
+    if (st < 0) return tsl_fail(st);
+  }
+  id_source src = {path ? NULL : stdin, text, text + len};
   const char *name = path ? path : "standard input";
-  char word[64];
-  int rc = TSL_EXIT_OK;
-  if (!in) return tsl_fail(tsl_error(TESSEL_E_IO, "%s: cannot open: %s", path, strerror(errno)));
-  /* each id as written: one past int64 must be named as given, not as
-  ** the LLONG_MAX a conversion saturates to */
-  while (rc == TSL_EXIT_OK && fscanf(in, "%63s", word) == 1) {
-    char *end;
+  while (rc == TSL_EXIT_OK && (got = next_id(&src, &id, word)) != 0) {
     size_t n;
-    errno = 0;
-    long long id = strtoll(word, &end, 10);
-    const char *s = !errno && id >= INT32_MIN && id <= INT32_MAX ? tsl_tokenizer_token(t, (int32_t)id, &n) : NULL;
-    if (end == word || *end)
+    const char *s = got > 0 && id >= INT32_MIN && id <= INT32_MAX ? tsl_tokenizer_token(t, (int32_t)id, &n) : NULL;
+    /* each id named as written: one past int64 is not the LLONG_MAX it saturates to */
+    if (got < 0)
       rc = tsl_fail(tsl_error(TESSEL_E_CONFIG, "%s: expected whole-number ids, got '%s'", name, word));
     else if (!s)
       rc = tsl_fail(tsl_error(TESSEL_E_CONFIG, "id %s is outside the vocabulary of %s (%d tokens)", word,
@@ -159,9 +205,9 @@ static int decode(tsl_tokenizer *t, const char *path) {
     else
       fwrite(s, 1, n, stdout);
   }
-  if (rc == TSL_EXIT_OK && ferror(in))
-    rc = tsl_fail(tsl_error(TESSEL_E_IO, "%s: cannot read: %s", name, strerror(errno)));
-  if (path) fclose(in);
+  if (rc == TSL_EXIT_OK && !path && ferror(stdin))
+    rc = tsl_fail(tsl_error(TESSEL_E_IO, "standard input: cannot read: %s", strerror(errno)));
+  free(text);
   return rc;
 }
 
