@@ -105,7 +105,9 @@ typedef struct tsl_tokenizer_train_report {
 /* Train a byte-level BPE on the files (each file one text, pre-tokenized as
 ** a whole) as `tokenizers`' BpeTrainer does with the full ByteLevel alphabet,
 ** and write the tokenizer.json to out_path atomically. Stops early (fewer
-** tokens than asked) when no pair is left to merge. */
+** tokens than asked) when no pair is left to merge. Refused: an out_path
+** that is one of the files, and an empty pattern (TESSEL_E_CONFIG); files
+** that hold no bytes at all (TESSEL_E_IO, as data prepare refuses them). */
 tsl_status tsl_tokenizer_train(const char *const *files, int n_files, const tsl_tokenizer_train_opts *o,
                                const char *out_path, tsl_tokenizer_train_report *report);
 

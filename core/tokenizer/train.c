@@ -19,6 +19,7 @@
 */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "common/util.h"
 #include "tokenizer/internal.h"
@@ -374,6 +375,18 @@ static void trainer_free(trainer *tr) {
   free(tr->merges);
 }
 
+/* The output must not be one of the inputs (by any name: the same file):
+** its atomic write would replace the text with the tokenizer. */
+static tsl_status check_output(const char *const *files, int n_files, const char *out_path) {
+  struct stat out, in;
+  if (stat(out_path, &out) != 0) return TESSEL_OK; /* a new file */
+  for (int i = 0; i < n_files; i++)
+    if (stat(files[i], &in) == 0 && in.st_dev == out.st_dev && in.st_ino == out.st_ino)
+      return tsl_error(TESSEL_E_CONFIG, "-o %s is the input file %s: writing the tokenizer there would replace the "
+                       "text it is trained on; write it to another file", out_path, files[i]);
+  return TESSEL_OK;
+}
+
 tsl_status tsl_tokenizer_train(const char *const *files, int n_files, const tsl_tokenizer_train_opts *o,
                                const char *out_path, tsl_tokenizer_train_report *report) {
   tsl_status st;
@@ -385,6 +398,11 @@ tsl_status tsl_tokenizer_train(const char *const *files, int n_files, const tsl_
     return tsl_error(TESSEL_E_CONFIG, "a vocabulary of %d is too small: the %d special token(s) and the 256 byte "
                      "symbols come first", o->vocab_size, o->n_special);
   if (n_files <= 0) return tsl_error(TESSEL_E_CONFIG, "no input files to train a tokenizer on");
+  /* an empty regex matches between every two characters: single-character words, nothing to merge */
+  if (o->pattern && !*o->pattern)
+    return tsl_error(TESSEL_E_CONFIG, "--pattern is empty: it would cut the text into single characters, leaving "
+                     "nothing to merge; give gpt2, llama3 or a regex");
+  TSL_TRY(st, check_output(files, n_files, out_path));
   for (int i = 0; i < o->n_special; i++) { /* ids 0 .. n_special-1 are theirs, one each */
     if (!o->special[i][0]) return tsl_error(TESSEL_E_CONFIG, "a special token is empty");
     TSL_TRY(st, check_special(o->special[i]));
@@ -394,6 +412,11 @@ tsl_status tsl_tokenizer_train(const char *const *files, int n_files, const tsl_
   }
   TSL_TRY(st, tsl_pretok_create(pattern, "--pattern", &p));
   TSL_TRY(st, count_files(&wc, p, files, n_files));
+  if (wc.bytes == 0) { /* as data prepare refuses it: a tokenizer of no text would be one of bytes alone */
+    st = tsl_error(TESSEL_E_IO, "empty input: %s%s holds no bytes", files[0],
+                   n_files > 1 ? " and every other input file" : "");
+    goto fail;
+  }
   TSL_TRY(st, initial_symbols(&tr, &wc, o));
   TSL_TRY(st, count_pairs(&tr));
   TSL_TRY(st, merge_loop(&tr, o));

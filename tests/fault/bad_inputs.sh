@@ -30,6 +30,8 @@
 #   - a model the machine cannot hold (an address-space limit) with no
 #     device.memory_limit set: the error says the machine is out of memory
 #     instead of advising a larger limit "of 16777216 TiB";
+#   - tokenizer train over one of its inputs, with an empty pattern, on
+#     empty text;
 #   - tokenizer decode of a directory or a FIFO: refused, not "expected ids"
 #     or a wait; an id longer than 63 characters, once read as two; and
 #     endless junk on standard input, refused at once.
@@ -282,6 +284,21 @@ run too_small_acts "$TESSEL" run "$WORK/digits.yaml" --set train.sample_tokens=0
   --set train.recompute=full --set train.offload_activations=true
 expect 1 "the device tier cannot hold" "raise device.memory_limit, or shard or offload the model state"
 grep -q "train.recompute\|train.offload_activations" "$WORK/too_small_acts.err" && fail "suggested what the run already does"
+# tokenizer train: an output that is one of the inputs (by another name too)
+# replaced the text with the tokenizer; an empty pattern or empty text
+# trained a tokenizer of bytes alone
+cp core/config/parse.c "$WORK/text.c" && ln -s "$WORK/text.c" "$WORK/text_link"
+for out in text.c text_link; do
+  run "train_over_input_$out" "$TESSEL" tokenizer train core/config/load.c "$WORK/text.c" --vocab 300 -o "$WORK/$out"
+  expect 2 "-o $WORK/$out is the input file $WORK/text.c"
+done
+cmp -s core/config/parse.c "$WORK/text.c" || fail "tokenizer train replaced its input"
+run train_empty_pattern "$TESSEL" tokenizer train "$WORK/text.c" --vocab 300 --pattern '' -o "$WORK/empty_pattern.json"
+expect 2 "--pattern is empty"
+: >"$WORK/empty.txt"
+run train_empty_text "$TESSEL" tokenizer train "$WORK/empty.txt" --vocab 300 -o "$WORK/empty_text.json"
+expect 1 "empty input: $WORK/empty.txt holds no bytes"
+[ -e "$WORK/empty_pattern.json" ] || [ -e "$WORK/empty_text.json" ] && fail "a refused training wrote a tokenizer"
 run decode_directory "$TESSEL" tokenizer decode tests/tokenizer/fixtures/gpt2_1024.json "$WORK"
 expect 1 "$WORK: is a directory, not a regular file"
 # an id of 70 characters is one id (it was read as two, 0 and 73); junk
