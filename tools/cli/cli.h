@@ -49,6 +49,13 @@ int tsl_wants_help(const tsl_command *cmd, int argc, char **argv);
 ** else a usage error naming `what` ARG is (returns TSL_EXIT_USAGE). */
 int tsl_parse_arg_out(const tsl_command *cmd, int argc, char **argv, const char *what, const char **arg,
                       const char **out);
+/* Flush standard output: TSL_EXIT_OK when everything written to it reached
+** its file, else TSL_EXIT_FAILURE after printing "error: standard output:
+** write failed: REASON" (a full disk, an I/O error: the results are short
+** and must not read as a success). A reader that closed the pipe is not
+** told about: it stopped reading on purpose (`| head`), and when SIGPIPE is
+** not ignored it has already ended the program just as quietly. */
+int tsl_stdout_written(void);
 /* Print the current error and return the exit code for `st`. */
 int tsl_fail(tsl_status st);
 /* Parse a whole non-negative integer / number; -1 on junk. */

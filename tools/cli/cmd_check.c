@@ -76,9 +76,15 @@ static int check(int argc, char **argv) {
   if (st >= 0) st = tsl_model_plan(&rt, &dims, &model);
   if (st >= 0) st = tsl_data_check(&rt);
   if (st >= 0) st = tsl_ckpt_check_resume(&rt);
+  int code = TSL_EXIT_OK;
   if (st >= 0 && !quiet) {
     st = tsl_config_emit(rt.config, stdout);
-    fflush(stdout);
+    /* libyaml's writes only fill stdio's buffer: whether the resolved
+    ** config reached its file is known after the flush, and "ok" must not
+    ** follow one that did not */
+    if (st >= 0) code = tsl_stdout_written();
+  }
+  if (st >= 0 && !quiet && code == TSL_EXIT_OK) {
     char mesh[256] = "";
     for (int a = 0; a < rt.mesh.naxes; a++) {
       char part[64];
@@ -88,7 +94,7 @@ static int check(int argc, char **argv) {
     fprintf(stderr, "ok: %s is valid for %lld rank(s): strategy %s, mesh %s, %d micro-batch(es) of %d per data rank\n",
             argv[optind], world, rt.plugin ? rt.plugin->name : "none", mesh, dims.micro_steps, dims.micro_batch);
   }
-  int code = st < 0 ? tsl_fail(st) : TSL_EXIT_OK;
+  if (st < 0) code = tsl_fail(st);
   tsl_runtime_destroy(&rt);
   free(a.sets);
   return code;

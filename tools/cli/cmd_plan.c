@@ -149,16 +149,19 @@ static int plan(int argc, char **argv) {
     tsl_plan_rank_all(&p);
     tsl_plan_report(&p, a.top, stdout);
     printf("\nplanned %d candidate(s) in %.2f s\n", p.n, tsl_now() - t0);
-    fflush(stdout);
-    if (a.json) st = tsl_plan_json(&p, a.json);
+    /* the table shows before the slower --json and --validate; one that
+    ** did not reach its file ends the plan */
+    rc = tsl_stdout_written();
+    if (rc == TSL_EXIT_OK && a.json) st = tsl_plan_json(&p, a.json);
   }
   char **written = NULL;
   int n_written = 0;
-  if (st >= 0 && (a.write_dir || a.validate))
+  if (st >= 0 && rc == TSL_EXIT_OK && (a.write_dir || a.validate))
     st = tsl_plan_write(&p, a.top, a.write_dir ? a.write_dir : "runs/plan/configs", &written, &n_written);
-  if (st >= 0 && a.validate) st = tsl_plan_validate(&p, written, n_written, a.steps, a.repeat, stdout);
+  if (st >= 0 && rc == TSL_EXIT_OK && a.validate)
+    st = tsl_plan_validate(&p, written, n_written, a.steps, a.repeat, stdout);
   for (int i = 0; i < n_written; i++) free(written[i]);
   free(written);
   tsl_plan_free(&p);
-  return tsl_spawn_stopped() ? tsl_spawn_stop_report("plan --validate") : st < 0 ? tsl_fail(st) : TSL_EXIT_OK;
+  return tsl_spawn_stopped() ? tsl_spawn_stop_report("plan --validate") : st < 0 ? tsl_fail(st) : rc;
 }

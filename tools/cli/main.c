@@ -42,7 +42,8 @@ static int unknown(const char *name) {
 
 static const char version_usage[] = "usage: tessel version\n\nprints tessel's version and its plugin ABI";
 
-int tsl_cli_main(int argc, char **argv) {
+/* The command line's command, its exit status. */
+static int dispatch(int argc, char **argv) {
   if (argc < 2) {
     overview(stderr);
     return TSL_EXIT_USAGE;
@@ -75,4 +76,11 @@ int tsl_cli_main(int argc, char **argv) {
   if (!c) return unknown(name);
   if (tsl_wants_help(c, argc - 1, argv + 1)) return TSL_EXIT_OK;
   return c->run(argc - 1, argv + 1);
+}
+
+int tsl_cli_main(int argc, char **argv) {
+  int rc = dispatch(argc, argv);
+  /* every command's results end on standard output, the last of them still
+  ** in its buffer: one check here covers them all */
+  return rc == TSL_EXIT_OK ? tsl_stdout_written() : rc;
 }

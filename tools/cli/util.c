@@ -40,6 +40,16 @@ int tsl_wants_help(const tsl_command *cmd, int argc, char **argv) {
   return 0;
 }
 
+int tsl_stdout_written(void) {
+  int flushed = fflush(stdout) == 0, err = errno;
+  if (flushed && !ferror(stdout)) return TSL_EXIT_OK;
+  if (!flushed && err == EPIPE) return TSL_EXIT_FAILURE;
+  /* the reason is known when this flush failed; an earlier flush that
+  ** failed after the last write took it with it */
+  fprintf(stderr, "error: standard output: write failed%s%s\n", flushed ? "" : ": ", flushed ? "" : strerror(err));
+  return TSL_EXIT_FAILURE;
+}
+
 int tsl_parse_arg_out(const tsl_command *cmd, int argc, char **argv, const char *what, const char **arg,
                       const char **out) {
   static const struct option opts[] = {{"out", required_argument, 0, 'o'}, {0, 0, 0, 0}};
