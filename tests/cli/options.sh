@@ -33,9 +33,37 @@ bad "--vocab needs a vocabulary size from 2 to 1073741824, got '1'" tokenizer tr
 bad "--threads needs a number of threads of 1 or more, got '0'" bench peak --threads 0
 bad "--max-bytes needs a size of at least 4KiB, got '1'" bench comm --max-bytes 1
 bad "--ranks needs a list of up to 8 rank counts" plugin-check x.so --ranks 0
-# launch's own mistakes before mpirun starts N ranks to find them
-bad "tessel launch: $WORK/nope.yaml: no such config file" launch -n 2 "$WORK/nope.yaml"
-bad "tessel launch: -n is given twice" launch -n 2 -n 3 "$WORK/nope.yaml"
+# launch's own mistakes before mpirun starts N ranks to find them: options
+# before CONFIG as `tessel run` takes them (--set was once taken for the
+# config file), -n's range named, and the config validated once for N
+# ranks, as `tessel check --world N` does, with no rank started (no
+# placement line: mpirun started 128 ranks to say that a batch of 2 does not
+# split over them)
+printf 'the quick brown fox jumps over the lazy dog\n%.0s' $(seq 200) >"$WORK/text.txt"
+printf 'model: {layers: 1, heads: 2, channels: 16, seq_len: 8, vocab_size: 256}\ndata: {text: [%s]}\ntrain: {steps: 2, batch_size: 2}\ncheckpoint: {resume: never}\nlog: {level: warn}\n' \
+  "$WORK/text.txt" >"$WORK/launch.yaml"
+launch_bad() {
+  bad "$@"
+  ! grep -q "^launch:" "$WORK/err" || { cat "$WORK/err" >&2; fail "tessel ${*:2}: mpirun was started"; }
+}
+launch_bad "$WORK/nope.yaml: no such config file" launch -n 2 "$WORK/nope.yaml"
+launch_bad "tessel launch: -n is given twice" launch -n 2 -n 3 "$WORK/nope.yaml"
+launch_bad "-n needs a whole number of ranks from 1 to 4096, got 'abc'" launch -n abc "$WORK/launch.yaml"
+launch_bad "-n needs a whole number of ranks from 1 to 4096, got '0'" launch -n 0 "$WORK/launch.yaml"
+launch_bad "-n needs a whole number of ranks from 1 to 4096, got '4097'" launch -n 4097 "$WORK/launch.yaml"
+launch_bad "tessel launch: missing -n N, the number of ranks" launch "$WORK/launch.yaml"
+launch_bad "tessel launch: expected one CONFIG file" launch -n 2 "$WORK/launch.yaml" extra
+launch_bad "--set=model.layers=two:1:20: model.layers: expected an integer, got 'two'" \
+  launch -n 2 --set model.layers=two --set 'plugin={name: ddp}' "$WORK/launch.yaml"
+launch_bad "this run has 2 ranks but no strategy" launch "$WORK/launch.yaml" -n2
+launch_bad "train.batch_size: 2 sequences do not split evenly over 128 data-parallel ranks" \
+  launch -n 128 --set 'plugin={name: ddp}' "$WORK/launch.yaml"
+if command -v mpirun >/dev/null; then
+  "$TESSEL" launch -n 2 --set 'plugin={name: ddp}' --set log.dir="$WORK/launched" -- "$WORK/launch.yaml" \
+    >"$WORK/out" 2>"$WORK/err" || { cat "$WORK/err" >&2; fail "launch -n 2 with options before CONFIG failed"; }
+  [ "$(grep -c '"step"' "$WORK/launched/metrics.jsonl")" -eq 2 ] || fail "launch -n 2: not 2 steps logged"
+  echo "ok: tessel launch -n 2 --set ... -- CONFIG trains"
+fi
 # extra arguments and a missing profile (they exited 0 and 1)
 bad "tessel version: takes no arguments, got 'extra'" version extra
 printf 'model: {layers: 1, heads: 2, channels: 16, seq_len: 8, vocab_size: 64}\ndata: {text: [x.txt]}\ntrain: {steps: 1, batch_size: 2}\n' \

@@ -13,6 +13,7 @@
 #include <getopt.h>
 
 #include "common/status.h"
+#include "runtime/runtime.h"
 
 #define TSL_EXIT_OK 0
 #define TSL_EXIT_FAILURE 1
@@ -28,6 +29,15 @@ typedef struct tsl_command {
 extern const tsl_command tsl_cmd_run, tsl_cmd_check, tsl_cmd_plugins, tsl_cmd_data, tsl_cmd_sample, tsl_cmd_export,
     tsl_cmd_import, tsl_cmd_bench, tsl_cmd_launch, tsl_cmd_plugin_check, tsl_cmd_compare, tsl_cmd_tokenizer,
     tsl_cmd_plan;
+
+/* What `tessel check CONFIG --world N` validates, in this process and
+** without training: the configuration with its --set overrides, the
+** strategy and its mesh for `world` ranks, the batch split, the parameter
+** layouts, the data, and, when `resume`, the checkpoint checkpoint.resume
+** would resume from. `rt` is zeroed by the caller, who destroys it
+** whatever this returns; *dims gets the batch split. */
+tsl_status tsl_check_config(tsl_runtime *rt, const char *path, const char *const *sets, int n_sets, int world,
+                            int resume, tessel_model_dims *dims);
 
 /* `tessel bench comm ...` (argv[0] is "comm"). */
 int tsl_bench_comm(int argc, char **argv);

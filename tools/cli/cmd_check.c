@@ -56,6 +56,18 @@ static int parse_args(int argc, char **argv, check_args *a) {
   return 0;
 }
 
+tsl_status tsl_check_config(tsl_runtime *rt, const char *path, const char *const *sets, int n_sets, int world,
+                            int resume, tessel_model_dims *dims) {
+  tsl_model *model = NULL; /* the runtime's: destroyed with it */
+  tsl_world_single(&rt->world, world);
+  tsl_status st = tsl_runtime_configure(rt, path, sets, n_sets, world);
+  if (st >= 0) st = tsl_model_dims_for(rt, dims);
+  if (st >= 0) st = tsl_model_plan(rt, dims, &model);
+  if (st >= 0) st = tsl_data_check(rt);
+  if (st >= 0 && resume) st = tsl_ckpt_check_resume(rt);
+  return st;
+}
+
 static int check(int argc, char **argv) {
   check_args a = {.sets = tsl_option_slots(argc), .world = 1};
   if (!a.sets) return tsl_fail(tsl_error(TESSEL_E_NOMEM, "out of host memory reading the command line"));
@@ -64,18 +76,11 @@ static int check(int argc, char **argv) {
     free(a.sets);
     return usage;
   }
-  const char **sets = a.sets;
-  int n_sets = a.n_sets, quiet = a.quiet;
+  int quiet = a.quiet;
   long long world = a.world;
   tsl_runtime rt = {0};
-  tsl_model *model = NULL;
   tessel_model_dims dims;
-  tsl_world_single(&rt.world, (int)world);
-  tsl_status st = tsl_runtime_configure(&rt, argv[optind], sets, n_sets, (int)world);
-  if (st >= 0) st = tsl_model_dims_for(&rt, &dims);
-  if (st >= 0) st = tsl_model_plan(&rt, &dims, &model);
-  if (st >= 0) st = tsl_data_check(&rt);
-  if (st >= 0) st = tsl_ckpt_check_resume(&rt);
+  tsl_status st = tsl_check_config(&rt, argv[optind], a.sets, a.n_sets, (int)world, 1, &dims);
   int code = TSL_EXIT_OK;
   if (st >= 0 && !quiet) {
     st = tsl_config_emit(rt.config, stdout);

@@ -1,6 +1,7 @@
 /* tools/cli/cmd_launch.c — `tessel launch -n N CONFIG`: mpirun with the right flags. */
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,21 +12,28 @@
 #include "cli/cli.h"
 #include "cli/spawn.h"
 #include "common/util.h"
+#include "runtime/build.h"
 #include "train/signals.h"
 
 static int launch(int argc, char **argv);
 
+#define MAX_RANKS 4096
+
 const tsl_command tsl_cmd_launch = {
     "launch", "run on N local ranks through mpirun: tessel launch -n N CONFIG [RUN ARGS]",
     "usage: tessel launch -n N CONFIG [--set KEY=VALUE]... [--resume DIR]\n\n"
-    "Starts `tessel run CONFIG ...` on N ranks of this machine with mpirun and says how it placed them.\n"
+    "Validates CONFIG for N ranks as `tessel check --world N` does (a mistake is reported once, exit status 2,\n"
+    "before any rank starts), then starts `tessel run CONFIG ...` on N ranks of this machine with mpirun and\n"
+    "says how it placed them. Options may come before or after CONFIG, as for `tessel run`.\n"
     "With at least N CPUs available to it (its affinity mask: taskset, a cgroup, Slurm), each rank is bound\n"
     "to its own equal part of them and runs that many threads; with fewer, the ranks are left unbound\n"
     "(--oversubscribe) and share the CPUs, one thread each. Adds --allow-run-as-root when run as root.\n"
     "Ctrl-C, SIGTERM, SIGUSR1 or SIGHUP stop the run after its step with a checkpoint (exit status 75; mpirun gets\n"
     "SIGUSR1, which it forwards to every rank); a second Ctrl-C, SIGTERM or SIGHUP aborts. Exits with mpirun's status.\n"
     "For several machines use mpirun or srun directly (docs/cluster.md).\n\n"
-    "  -n N   number of ranks\n",
+    "  -n N              number of ranks, 1 to " TSL_STR(MAX_RANKS) "\n"
+    "  --set KEY=VALUE   override a config key on every rank (repeatable)\n"
+    "  --resume DIR      resume from this checkpoint directory instead of checkpoint.resume\n",
     launch};
 
 static volatile sig_atomic_t mpirun_pid, stops, pending;
@@ -81,24 +89,91 @@ static int supervise(char **args) {
   return rc;
 }
 
+typedef struct launch_args {
+  int ranks, n_sets;
+  const char *config, *resume;
+  const char **sets;
+} launch_args;
+
+/* `tessel launch`'s options in any order around CONFIG, as `tessel run`
+** takes its own: 0, or the exit status of a usage error. */
+static int parse_args(int argc, char **argv, launch_args *a) {
+  static const struct option opts[] = {{"set", required_argument, 0, 's'}, {"resume", required_argument, 0, 'r'},
+                                       {0, 0, 0, 0}};
+  int c;
+  optind = 0;
+  while ((c = getopt_long(argc, argv, "n:s:r:", opts, NULL)) != -1) {
+    if (c == 'n') {
+      if (a->ranks) return tsl_usage_error(&tsl_cmd_launch, "-n is given twice");
+      if (!tsl_option_int(optarg, 1, MAX_RANKS, &a->ranks))
+        return tsl_option_error(&tsl_cmd_launch, opts, c, "a whole number of ranks from 1 to " TSL_STR(MAX_RANKS));
+    } else if (c == 's') {
+      a->sets[a->n_sets++] = optarg;
+    } else if (c == 'r' && optarg[0]) {
+      a->resume = optarg;
+    } else {
+      return tsl_usage_error(&tsl_cmd_launch, c == 'r' ? "--resume needs a checkpoint directory" : "bad option");
+    }
+  }
+  if (!a->ranks) return tsl_usage_error(&tsl_cmd_launch, "missing -n N, the number of ranks");
+  if (optind != argc - 1) return tsl_usage_error(&tsl_cmd_launch, "expected one CONFIG file");
+  a->config = argv[optind];
+  return 0;
+}
+
+/* The arguments of `tessel run` on every rank: CONFIG first, as `ps`
+** shows a rank and scripts look for it (a name starting with '-' as
+** ./NAME, which run cannot take for an option), then the options. NULL when
+** out of memory; free the array and args[0]. */
+static char **run_args(const launch_args *a, int *n) {
+  char **args = calloc((size_t)(2 * a->n_sets + 3), sizeof *args);
+  if (!args || !(args[0] = tsl_asprintf("%s%s", a->config[0] == '-' ? "./" : "", a->config))) {
+    free(args);
+    return NULL;
+  }
+  *n = 1;
+  for (int i = 0; i < a->n_sets; i++) {
+    args[(*n)++] = "--set";
+    args[(*n)++] = (char *)a->sets[i];
+  }
+  if (a->resume) {
+    args[(*n)++] = "--resume";
+    args[(*n)++] = (char *)a->resume;
+  }
+  return args;
+}
+
+/* The config's mistakes, found here once as `tessel check --world N` finds
+** them, not by N ranks after mpirun started them: 0 or the exit status.
+** With --resume the ranks check that checkpoint, not the one
+** checkpoint.resume names. */
+static int validate(const launch_args *a) {
+  tsl_runtime rt = {0};
+  tessel_model_dims dims;
+  tsl_status st = tsl_check_config(&rt, a->config, a->sets, a->n_sets, a->ranks, !a->resume, &dims);
+  int rc = st < 0 ? tsl_fail(st) : TSL_EXIT_OK;
+  tsl_runtime_destroy(&rt);
+  return rc;
+}
+
 static int launch(int argc, char **argv) {
-  long long n = 0;
-  if (argc < 4 || strcmp(argv[1], "-n") != 0 || tsl_parse_count(argv[2], &n) != 0 || n < 1 || n > 4096)
-    return tsl_usage_error(&tsl_cmd_launch, "expected -n N CONFIG");
-  /* mistakes `tessel run` would find only after mpirun started N of it */
-  if (!strcmp(argv[3], "-n")) return tsl_usage_error(&tsl_cmd_launch, "-n is given twice");
-  if (!tsl_path_exists(argv[3]))
-    return tsl_usage_error(&tsl_cmd_launch, "%s: no such config file", argv[3]);
-  char how[512];
-  char **args = tsl_run_argv((int)n, 1, argv + 3, argc - 3, how, sizeof how);
-  if (!args) {
+  launch_args a = {.sets = tsl_option_slots(argc)};
+  char how[512], **pass = NULL, **args = NULL;
+  int n_pass = 0, rc;
+  if (!a.sets) return tsl_fail(tsl_error(TESSEL_E_NOMEM, "out of host memory reading the command line"));
+  if ((rc = parse_args(argc, argv, &a)) != TSL_EXIT_OK || (rc = validate(&a)) != TSL_EXIT_OK) goto done;
+  if (!(pass = run_args(&a, &n_pass))) {
+    rc = tsl_fail(tsl_error(TESSEL_E_NOMEM, "out of host memory reading the command line"));
+    goto done;
+  }
+  if (!(args = tsl_run_argv(a.ranks, 1, pass, n_pass, how, sizeof how))) {
     fprintf(stderr, "error: cannot find the tessel executable: %s\n", strerror(errno));
-    return TSL_EXIT_FAILURE;
+    rc = TSL_EXIT_FAILURE;
+    goto done;
   }
   fprintf(stderr, "launch: %s\n", how);
   fflush(stderr);
-  int rc = supervise(args);
-  tsl_spawn_argv_free(args);
+  rc = supervise(args);
   /* mpirun's banners about a "non-zero status" come last, after the run's
   ** own words: say again, in the last line, what the status means */
   if (rc == TSL_EXIT_STOPPED)
@@ -107,5 +182,10 @@ static int launch(int argc, char **argv) {
   else if (rc == TSL_EXIT_USAGE)
     fprintf(stderr, "launch: the config was refused before training (exit status %d): its mistakes are above, "
             "before mpirun's report\n", rc);
+done:
+  tsl_spawn_argv_free(args);
+  if (pass) free(pass[0]);
+  free(pass);
+  free(a.sets);
   return rc;
 }
