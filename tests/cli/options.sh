@@ -33,6 +33,10 @@ bad "--vocab needs a vocabulary size from 2 to 1073741824, got '1'" tokenizer tr
 bad "--threads needs a number of threads of 1 or more, got '0'" bench peak --threads 0
 bad "--max-bytes needs a size of at least 4KiB, got '1'" bench comm --max-bytes 1
 bad "--ranks needs a list of up to 8 rank counts" plugin-check x.so --ranks 0
+# a ninth count was dropped unsaid; counts whose batch would be huge
+bad "--ranks needs a list of up to 8 rank counts from 1 to 1024 (1,2,4), got '1,2,3,4,5,6,7,8,9'" \
+  plugin-check x.so --ranks 1,2,3,4,5,6,7,8,9
+bad "--ranks: a batch that every count divides would be more than 4096 sequences" plugin-check x.so --ranks 1019,1021
 # launch's own mistakes before mpirun starts N ranks to find them: options
 # before CONFIG as `tessel run` takes them (--set was once taken for the
 # config file), -n's range named, and the config validated once for N

@@ -33,6 +33,11 @@
 #define LOSS_RTOL 1e-5
 /* A lossy strategy (compression, local steps) may end a few percent away. */
 #define LOSSY_RTOL 0.05
+/* --ranks: at most this many counts, each at most MAX_RANKS, whose batch
+** (batch_for) is at most MAX_BATCH sequences of the tiny models. */
+#define MAX_COUNTS 8
+#define MAX_RANKS 1024
+#define MAX_BATCH 4096
 
 static int plugin_check(int argc, char **argv);
 
@@ -50,7 +55,8 @@ const tsl_command tsl_cmd_plugin_check = {
     "  - at the largest rank count, a run stopped after 3 steps and resumed from its checkpoint\n"
     "    continues bit for bit like the run that never stopped.\n"
     "Prints one line per check and exits 0 when all pass, 1 otherwise.\n\n"
-    "  --ranks LIST      rank counts to train at (default 1,2,4)\n"
+    "  --ranks LIST      up to 8 rank counts to train at (default 1,2,4); the batch is the least common\n"
+    "                    multiple of 8 and the counts, so that each splits it\n"
     "  --set KEY=VALUE   override the runs' config, e.g. --set plugin.sync_every=2 (repeatable; plugin.*\n"
     "                    keys apply to the plugin's runs only)\n",
     plugin_check};
@@ -312,7 +318,25 @@ static int check_model(const check *c, int k, const int *ranks, int n_ranks) {
   return ok;
 }
 
-static tsl_status write_configs(const char *dir) {
+/* The configs' batch: divisible by 8 and by every rank count, so that
+** each splits it over its data-parallel ranks (a strategy at 3 ranks was
+** failed for the checker's own batch of 8); 0 when that needs more than
+** MAX_BATCH sequences. */
+static int batch_for(const int *ranks, int n_ranks) {
+  long long batch = 8;
+  for (int i = 0; i < n_ranks && batch <= MAX_BATCH; i++) {
+    long long a = batch, b = ranks[i];
+    while (b) {
+      long long r = a % b;
+      a = b;
+      b = r;
+    }
+    batch = batch / a * ranks[i];
+  }
+  return batch <= MAX_BATCH ? (int)batch : 0;
+}
+
+static tsl_status write_configs(const char *dir, int batch) {
   char path[4096];
   snprintf(path, sizeof path, "%s/train_000000.bin", dir);
   tsl_status st = write_tokens(path, 8192, 1);
@@ -325,46 +349,53 @@ static tsl_status write_configs(const char *dir) {
     fprintf(f,
             "model: %s\n"
             "data: {train: \"%s/train_*.bin\", val: \"%s/val_*.bin\"}\n"
-            "train: {steps: %d, batch_size: 8, eval_every: %d, eval_batches: 1, sample_tokens: 0}\n"
+            "train: {steps: %d, batch_size: %d, eval_every: %d, eval_batches: 1, sample_tokens: 0}\n"
             "optimizer: {lr: 1.0e-2, warmup_steps: 0}\n"
             "device: {threads: 1}\n"
             "checkpoint: {every: 0, resume: auto}\n"
             "log: {level: warn, progress: never}\n",
-            models[k].model, dir, dir, STEPS, STEPS);
+            models[k].model, dir, dir, STEPS, batch, STEPS);
     if (fclose(f) != 0) return tsl_error(TESSEL_E_IO, "%s: cannot write", path);
   }
   return st;
 }
 
+/* "1,2,4" into out: how many counts, or 0 when one is not a number from 1
+** to MAX_RANKS or there are more than `cap` (they were dropped unsaid). */
 static int parse_ranks(const char *s, int *out, int cap) {
   int n = 0;
-  for (const char *p = s; *p && n < cap;) {
+  for (const char *p = s;; p++) {
     char *end;
     long v = strtol(p, &end, 10);
-    if (end == p || v < 1 || v > 1024) return 0;
+    if (end == p || v < 1 || v > MAX_RANKS || n == cap || (*end && *end != ',')) return 0;
     out[n++] = (int)v;
-    p = *end == ',' ? end + 1 : end;
-    if (*end && *end != ',') return 0;
+    if (!*end) return n;
+    p = end;
   }
-  return n;
 }
 
 static int plugin_check(int argc, char **argv) {
   static const struct option opts[] = {{"set", required_argument, 0, 's'}, {"ranks", required_argument, 0, 'r'},
                                        {0, 0, 0, 0}};
   const char **sets = tsl_option_slots(argc);
-  int n_sets = 0, ranks[8] = {1, 2, 4}, n_ranks = 3, c;
+  int n_sets = 0, ranks[MAX_COUNTS] = {1, 2, 4}, n_ranks = 3, c;
   if (!sets) return tsl_fail(tsl_error(TESSEL_E_NOMEM, "out of host memory reading the command line"));
   optind = 0;
   while ((c = getopt_long(argc, argv, "s:r:", opts, NULL)) != -1) {
     if (c == 's') sets[n_sets++] = optarg;
-    else if (c == 'r' && (n_ranks = parse_ranks(optarg, ranks, 8)) > 0) continue;
+    else if (c == 'r' && (n_ranks = parse_ranks(optarg, ranks, MAX_COUNTS)) > 0) continue;
     else break;
   }
-  if (c != -1 || optind != argc - 1) {
+  int batch = batch_for(ranks, n_ranks);
+  if (c != -1 || optind != argc - 1 || !batch) {
     free(sets);
-    return c != -1 ? tsl_option_error(&tsl_cmd_plugin_check, opts, c, "a list of up to 8 rank counts from 1 to 1024 (1,2,4)")
-                   : tsl_usage_error(&tsl_cmd_plugin_check, "expected one plugin file");
+    if (c != -1)
+      return tsl_option_error(&tsl_cmd_plugin_check, opts, c,
+                              "a list of up to " TSL_STR(MAX_COUNTS) " rank counts from 1 to " TSL_STR(MAX_RANKS) " (1,2,4)");
+    if (!batch)
+      return tsl_usage_error(&tsl_cmd_plugin_check, "--ranks: a batch that every count divides would be more than "
+                             TSL_STR(MAX_BATCH) " sequences; choose counts with a smaller least common multiple");
+    return tsl_usage_error(&tsl_cmd_plugin_check, "expected one plugin file");
   }
   char real[4096], dir[] = "/tmp/tessel-plugin-check-......";
   memset(dir + sizeof dir - 7, 'X', 6); /* mkdtemp's template ends in six of them */
@@ -379,7 +410,7 @@ static int plugin_check(int argc, char **argv) {
       free(sets);
       return tsl_fail(tsl_error(TESSEL_E_IO, "cannot create a scratch directory under /tmp"));
     }
-    if (write_configs(dir) < 0) ok = report(0, "test data", tsl_error_message());
+    if (write_configs(dir, batch) < 0) ok = report(0, "test data", tsl_error_message());
     for (size_t k = 0; ok && k < sizeof models / sizeof models[0]; k++) ok = check_model(&chk, (int)k, ranks, n_ranks);
     if (ok || tsl_spawn_stopped()) tsl_remove_tree(dir); /* kept only to show why the plugin failed */
   }
