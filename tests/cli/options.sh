@@ -62,6 +62,9 @@ launch_bad "--set=model.layers=two:1:20: model.layers: expected an integer, got 
 launch_bad "this run has 2 ranks but no strategy" launch "$WORK/launch.yaml" -n2
 launch_bad "train.batch_size: 2 sequences do not split evenly over 128 data-parallel ranks" \
   launch -n 128 --set 'plugin={name: ddp}' "$WORK/launch.yaml"
+# a misspelt --strategy planned nothing and exited 0
+bad "--strategy 'dpp' is not an installed strategy (did you mean 'ddp'?); the installed ones are ddp," \
+  plan "$WORK/launch.yaml" --world 2 --strategy dpp
 if command -v mpirun >/dev/null; then
   "$TESSEL" launch -n 2 --set 'plugin={name: ddp}' --set log.dir="$WORK/launched" -- "$WORK/launch.yaml" \
     >"$WORK/out" 2>"$WORK/err" || { cat "$WORK/err" >&2; fail "launch -n 2 with options before CONFIG failed"; }

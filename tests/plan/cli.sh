@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tessel plan and tessel bench comm as a user meets them: usage and
-# configuration mistakes exit 2 with a clear message; a strategy that is not
-# installed is listed, not fatal; --write writes configurations `tessel
+# configuration mistakes exit 2 with a clear message, a --strategy that is
+# not installed too (a misspelt one planned nothing and exited 0); the
+# configuration's own strategy not found is listed, not fatal; --write writes configurations `tessel
 # check` accepts for the planned world; GPT-2 1.5B on the hand-written
 # 64 × H100 profile ranks every strategy, refuses what cannot run there for
 # the stated reasons, and keeps Megatron's 18 bytes of model state per
@@ -42,10 +43,11 @@ expect_exit 2 "huge.json: device: expected a size" plan $g --world 2 --profile "
 # candidate's: exit 2 once, before anything is planned
 expect_exit 2 "unknown key 'bogus' in model" plan $g --world 2 --set model.bogus=1
 expect_exit 2 "init_from: cannot start from these weights" plan $g --world 2 --set model.init_from="$WORK/none"
-expect_exit 0 "nosuch {(defaults)}: plugin.name: strategy plugin 'nosuch' was not found" plan $g --world 2 --strategy nosuch
-# the whole message (it once ended at "Looked for:"), without a position in
-# the plugin override the planner wrote itself
-expect_exit 0 "^    Check the name (.tessel plugins. lists what is installed)" plan $g --world 2 --strategy nosuch
+expect_exit 2 "--strategy 'nosuch' is not an installed strategy; the installed ones are .*ddp" plan $g --world 2 --strategy nosuch
+expect_exit 2 "--strategy 'dpp' is not an installed strategy (did you mean 'ddp'?)" plan $g --world 2 --strategy ddp --strategy dpp
+expect_exit 0 "nosuch {(as configured)}: .*plugin.name: strategy plugin 'nosuch' was not found" plan $g --world 2 --set plugin.name=nosuch
+# the whole message (it once ended at "Looked for:")
+expect_exit 0 "^    Check the name (.tessel plugins. lists what is installed)" plan $g --world 2 --set plugin.name=nosuch
 expect_exit 0 "profile: none" plan $g --world 2 --strategy ddp
 # the configuration's device.memory_limit is the device a candidate must fit,
 # as --memory-limit is (ddp keeps 9.5 MiB a rank of this model)

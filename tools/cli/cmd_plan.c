@@ -42,9 +42,10 @@ const tsl_command tsl_cmd_plan = {
     "  --repeat R          validation trials per candidate, interleaved (default 3)\n"
     "  --json FILE         every candidate, ranked, with its figures (memory per tier and kind at its\n"
     "                      largest rank, rank 0's traffic lines, FLOPs, time) as JSON\n"
-    "  --strategy NAME     plan only this strategy (repeatable)\n"
+    "  --strategy NAME     plan only this strategy (repeatable): an installed one or the config's own\n"
     "  --set KEY=VALUE     override a config key (repeatable)\n\n"
-    "exit status: 0 planned (even when nothing fits), 2 usage or configuration error, 1 other failure,\n"
+    "exit status: 0 planned (even when nothing fits), 2 usage or configuration error (a --strategy that is not\n"
+    "installed too), 1 other failure,\n"
     "128 + the signal when Ctrl-C, SIGTERM or SIGHUP stopped --validate (its running trial stops after its step)\n",
     plan};
 

@@ -226,6 +226,30 @@ static int installed(char **names, int cap) {
   return n;
 }
 
+static int listed(const char *const *names, int n, const char *name) {
+  for (int i = 0; i < n; i++)
+    if (!strcmp(names[i], name)) return 1;
+  return 0;
+}
+
+/* A --strategy name that is neither installed nor the configuration's own
+** strategy is a misspelling, the user's to fix (exit 2), not a candidate
+** refused with the plan's exit status 0. */
+static tsl_status check_named(const tsl_plan *p, const char *name, const char *const *installed_names, int n) {
+  if (listed(installed_names, n, name)) return TESSEL_OK;
+  for (int i = 0; i < p->n; i++)
+    if (p->c[i].as_configured && !strcmp(p->c[i].strategy, name)) return TESSEL_OK;
+  char list[1024] = "";
+  for (int i = 0; i < n; i++) {
+    strncat(list, i ? ", " : "", sizeof list - strlen(list) - 1);
+    strncat(list, installed_names[i], sizeof list - strlen(list) - 1);
+  }
+  const char *near = tsl_closest(name, installed_names, n);
+  return tsl_error(TESSEL_E_CONFIG, "--strategy '%s' is not an installed strategy%s%s%s; the installed ones are %s "
+                   "(`tessel plugins` lists them; TESSEL_PLUGIN_PATH adds directories)", name,
+                   near ? " (did you mean '" : "", near ? near : "", near ? "'?)" : "", n ? list : "none");
+}
+
 static int wanted(const tsl_plan *p, const char *name) {
   for (int i = 0; i < p->n_only; i++)
     if (!strcmp(p->only[i], name)) return 1;
@@ -252,10 +276,15 @@ static tsl_status add_as_configured(tsl_plan *p) {
 
 tsl_status tsl_plan_enumerate(tsl_plan *p) {
   char *names[256];
-  int n = p->n_only ? 0 : installed(names, 256);
-  for (int i = 0; i < p->n_only; i++) names[n++] = tsl_strdup(p->only[i]);
+  int n = installed(names, 256);
+  const char *const *known = (const char *const *)names;
   tsl_status st = add_as_configured(p);
-  for (int i = 0; i < n && st >= 0; i++) st = enumerate_one(p, names[i]);
+  for (int i = 0; i < p->n_only && st >= 0; i++) st = check_named(p, p->only[i], known, n);
+  /* the strategies named, in their order, or every installed one; one only
+  ** the configuration's plugin.path finds is its as-configured candidate */
+  const char *const *todo = p->n_only ? p->only : known;
+  for (int i = 0; i < (p->n_only ? p->n_only : n) && st >= 0; i++)
+    if (listed(known, n, todo[i])) st = enumerate_one(p, todo[i]);
   for (int i = 0; i < n; i++) free(names[i]);
   return st;
 }
