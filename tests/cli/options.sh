@@ -62,6 +62,16 @@ launch_bad "--set=model.layers=two:1:20: model.layers: expected an integer, got 
 launch_bad "this run has 2 ranks but no strategy" launch "$WORK/launch.yaml" -n2
 launch_bad "train.batch_size: 2 sequences do not split evenly over 128 data-parallel ranks" \
   launch -n 128 --set 'plugin={name: ddp}' "$WORK/launch.yaml"
+# -h or --help as an option's value is that value, not a help request (the
+# usage was printed, exit 0, and nothing sampled); after a flag it is help
+bad "--set=-h:1:7: expected KEY.PATH=VALUE" check "$WORK/launch.yaml" --set -h
+bad "--set=--help:1:" check --set --help "$WORK/launch.yaml"
+"$TESSEL" sample "$WORK/nock" --prompt -h --tokens 3 >"$WORK/out" 2>"$WORK/err" && fail "sample of no checkpoint succeeded"
+! grep -q "usage:" "$WORK/out" && grep -q "$WORK/nock: no such checkpoint directory" "$WORK/err" ||
+  { cat "$WORK/out" "$WORK/err" >&2; fail "sample --prompt -h: taken as a help request"; }
+"$TESSEL" check "$WORK/launch.yaml" --quiet -h >"$WORK/out" 2>&1 && grep -q "^usage: tessel check" "$WORK/out" ||
+  { cat "$WORK/out" >&2; fail "check --quiet -h: no help"; }
+echo "ok: -h as the value of --set and --prompt is a value; after --quiet it is help"
 # a misspelt --strategy planned nothing and exited 0
 bad "--strategy 'dpp' is not an installed strategy (did you mean 'ddp'?); the installed ones are ddp," \
   plan "$WORK/launch.yaml" --world 2 --strategy dpp

@@ -53,8 +53,6 @@ int tsl_usage_error(const tsl_command *cmd, const char *fmt, ...) TSL_PRINTF(2, 
 ** unknown option or a missing value, which getopt has already reported,
 ** "bad option". Returns TSL_EXIT_USAGE. */
 int tsl_option_error(const tsl_command *cmd, const struct option *opts, int opt, const char *want);
-/* If argv asks for help, print the command's usage and return 1. */
-int tsl_wants_help(const tsl_command *cmd, int argc, char **argv);
 /* `tessel CMD ARG -o OUT` (or --out OUT): *arg and *out, 0 when they parse,
 ** else a usage error naming `what` ARG is (returns TSL_EXIT_USAGE). */
 int tsl_parse_arg_out(const tsl_command *cmd, int argc, char **argv, const char *what, const char **arg,

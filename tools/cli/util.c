@@ -29,17 +29,6 @@ int tsl_option_error(const tsl_command *cmd, const struct option *opts, int opt,
   return tsl_usage_error(cmd, "-%c needs %s, got '%s'", opt, want, optarg ? optarg : "");
 }
 
-int tsl_wants_help(const tsl_command *cmd, int argc, char **argv) {
-  for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "--")) break;
-    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-      fputs(cmd->usage, stdout);
-      return 1;
-    }
-  }
-  return 0;
-}
-
 int tsl_stdout_written(void) {
   int flushed = fflush(stdout) == 0, err = errno;
   if (flushed && !ferror(stdout)) return TSL_EXIT_OK;
