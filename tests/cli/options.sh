@@ -72,6 +72,15 @@ bad "--set=--help:1:" check --set --help "$WORK/launch.yaml"
 "$TESSEL" check "$WORK/launch.yaml" --quiet -h >"$WORK/out" 2>&1 && grep -q "^usage: tessel check" "$WORK/out" ||
   { cat "$WORK/out" >&2; fail "check --quiet -h: no help"; }
 echo "ok: -h as the value of --set and --prompt is a value; after --quiet it is help"
+# a verb's usage error shows that verb's usage line (they showed the first:
+# tokenizer train's, bench peak's); extra arguments are refused (bench peak
+# ran, help printed the help, both exit 0)
+bad "usage: tessel tokenizer encode TOKENIZER [FILE]" tokenizer encode
+bad "usage: tessel tokenizer info TOKENIZER" tokenizer info a b
+! grep -q "tokenizer train" "$WORK/err" || { cat "$WORK/err" >&2; fail "tokenizer info a b: the train usage line"; }
+bad "usage: mpirun -n N tessel bench comm" bench comm --device gpu
+bad "tessel bench: bench peak takes no arguments, got 'extra'" bench peak extra
+bad "tessel help: takes one command, got 'extra' too" help run extra
 # a misspelt --strategy planned nothing and exited 0
 bad "--strategy 'dpp' is not an installed strategy (did you mean 'ddp'?); the installed ones are ddp," \
   plan "$WORK/launch.yaml" --world 2 --strategy dpp

@@ -46,7 +46,12 @@ int tsl_bench_comm(int argc, char **argv);
 ** command); returns its exit status. */
 int tsl_cli_main(int argc, char **argv);
 
-/* Print "tessel CMD: message" and the usage line; returns TSL_EXIT_USAGE. */
+/* The word after the command on its command line (set by tsl_cli_main):
+** for a command with verbs (`tokenizer encode`, `bench comm`) a usage
+** error shows that verb's usage line. */
+void tsl_usage_verb(const char *word);
+/* Print "tessel CMD: message" and the usage line (the verb's, see
+** tsl_usage_verb); returns TSL_EXIT_USAGE. */
 int tsl_usage_error(const tsl_command *cmd, const char *fmt, ...) TSL_PRINTF(2, 3);
 /* A usage error for option `opt` as getopt_long returned it: "--NAME needs
 ** WANT, got 'VALUE'" (the option named as opts names it), or, for an

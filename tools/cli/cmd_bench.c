@@ -47,6 +47,7 @@ static int bench(int argc, char **argv) {
   while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1)
     if (c != 'j' || tsl_parse_count(optarg, &threads) != 0 || threads < 1)
       return tsl_option_error(&tsl_cmd_bench, opts, c, "a number of threads of 1 or more");
+  if (optind != argc) return tsl_usage_error(&tsl_cmd_bench, "bench peak takes no arguments, got '%s'", argv[optind]);
   /* threads beyond the cores only time-share them: the rate, recorded per
   ** thread, would understate every core and inflate every later MFU */
   if (threads > cpus.cores) {

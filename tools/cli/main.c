@@ -87,6 +87,7 @@ static int wants_help(const tsl_command *c, int argc, char **argv) {
 }
 
 static const char version_usage[] = "usage: tessel version\n\nprints tessel's version and its plugin ABI";
+#define HELP_SYNOPSIS "usage: tessel help [CMD]"
 
 /* The command line's command, its exit status. */
 static int dispatch(int argc, char **argv) {
@@ -96,10 +97,14 @@ static int dispatch(int argc, char **argv) {
   }
   const char *name = argv[1];
   if (!strcmp(name, "help") || !strcmp(name, "--help") || !strcmp(name, "-h")) {
+    if (argc > 3) {
+      fprintf(stderr, "tessel help: takes one command, got '%s' too\n" HELP_SYNOPSIS "\n", argv[3]);
+      return TSL_EXIT_USAGE;
+    }
     if (argc > 2) {
       const tsl_command *c = find(argv[2]);
       if (!strcmp(argv[2], "version")) return puts(version_usage) < 0;
-      if (!strcmp(argv[2], "help")) return puts("usage: tessel help [CMD]\n\nlists the commands, or prints CMD's help") < 0;
+      if (!strcmp(argv[2], "help")) return puts(HELP_SYNOPSIS "\n\nlists the commands, or prints CMD's help") < 0;
       if (!c) return unknown(argv[2]);
       fputs(c->usage, stdout);
       return TSL_EXIT_OK;
@@ -120,6 +125,7 @@ static int dispatch(int argc, char **argv) {
   }
   const tsl_command *c = find(name);
   if (!c) return unknown(name);
+  tsl_usage_verb(argc > 2 ? argv[2] : NULL);
   if (wants_help(c, argc - 1, argv + 1)) return TSL_EXIT_OK;
   return c->run(argc - 1, argv + 1);
 }

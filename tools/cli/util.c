@@ -8,16 +8,44 @@
 
 #include "cli/cli.h"
 #include "common/log.h"
+#include "common/util.h"
+
+static const char *usage_verb;
+
+void tsl_usage_verb(const char *word) { usage_verb = word; }
+
+/* The line of cmd's synopsis (its usage text up to the first blank line)
+** that shows `tessel NAME VERB`, VERB the word after the command, without
+** its "usage:" or indentation; else the first line. NULL when there is
+** none; *len its length. */
+static const char *usage_line(const tsl_command *cmd, int *len) {
+  const char *start = strstr(cmd->usage, "usage:"), *line = start ? start + 6 : NULL;
+  if (!start) return NULL;
+  const char *end = strstr(start, "\n\n");
+  char *want = usage_verb && *usage_verb != '-' ? tsl_asprintf("tessel %s %s", cmd->name, usage_verb) : NULL;
+  size_t n = want ? strlen(want) : 0;
+  for (const char *p = want ? strstr(start, want) : NULL; p && (!end || p < end); p = strstr(p + n, want))
+    if (p[n] == ' ' || p[n] == '\n') {
+      while (p > start && p[-1] != '\n') p--; /* the start of its line: "       mpirun -n N tessel ..." */
+      line = p;
+      break;
+    }
+  free(want);
+  if (!strncmp(line, "usage:", 6)) line += 6;
+  line += strspn(line, " ");
+  *len = (int)strcspn(line, "\n");
+  return line;
+}
 
 int tsl_usage_error(const tsl_command *cmd, const char *fmt, ...) {
   va_list ap;
+  int len;
   fprintf(stderr, "tessel %s: ", cmd->name);
   va_start(ap, fmt);
   vfprintf(stderr, fmt, ap);
   va_end(ap);
-  const char *line = strstr(cmd->usage, "usage:");
-  const char *end = line ? strchr(line, '\n') : NULL;
-  if (line && end) fprintf(stderr, "\n%.*s\n", (int)(end - line), line);
+  const char *line = usage_line(cmd, &len);
+  if (line) fprintf(stderr, "\nusage: %.*s\n", len, line);
   else fputc('\n', stderr);
   return TSL_EXIT_USAGE;
 }
