@@ -251,9 +251,7 @@ static tsl_status check_named(const tsl_plan *p, const char *name, const char *c
 }
 
 static int wanted(const tsl_plan *p, const char *name) {
-  for (int i = 0; i < p->n_only; i++)
-    if (!strcmp(p->only[i], name)) return 1;
-  return p->n_only == 0;
+  return p->n_only == 0 || listed(p->only, p->n_only, name);
 }
 
 /* The configuration's own plugin section, as it is (planned later, like
