@@ -17,18 +17,22 @@ wait_steps() { # DIR N: until DIR/metrics.jsonl has N lines (at most 30 s)
   fail "no $2 steps in $1 after 30 s"
 }
 
-set +e
-"$TESSEL" run "$WORK/tiny.yaml" --set log.dir="$WORK/int" "${slow[@]}" >"$WORK/int.log" 2>&1 &
-pid=$!
-wait_steps "$WORK/int" 2
-kill -INT $pid
-wait $pid
-rc=$?
-set -e
-[ $rc -eq 75 ] || { cat "$WORK/int.log" >&2; fail "SIGINT: exit status $rc, expected 75"; }
-step=$(sed -n 's/.*stopped at step \([0-9]*\) by SIGINT.*/\1/p' "$WORK/int.log")
-[ -n "$step" ] || { cat "$WORK/int.log" >&2; fail "SIGINT: no 'stopped at step N by SIGINT' line"; }
-[ -d "$WORK/int/checkpoints/$(printf 'step_%08d' "$step")" ] || fail "SIGINT: no checkpoint at step $step"
+# stopped_by NAME SIG: a slow run signalled with SIG after 2 steps must stop
+# with exit status 75, say so, and leave that step's checkpoint; sets step
+stopped_by() {
+  set +e
+  "$TESSEL" run "$WORK/tiny.yaml" --set log.dir="$WORK/$1" "${slow[@]}" >"$WORK/$1.log" 2>&1 &
+  local pid=$! rc
+  wait_steps "$WORK/$1" 2
+  kill -"$2" $pid
+  wait $pid
+  rc=$?
+  set -e
+  step=$(sed -n "s/.*stopped at step \([0-9]*\) by SIG$2.*/\1/p" "$WORK/$1.log")
+  [ $rc -eq 75 ] && [ -n "$step" ] && [ -d "$WORK/$1/checkpoints/$(printf 'step_%08d' "$step")" ] ||
+    { cat "$WORK/$1.log" >&2; fail "SIG$2: exit status $rc, expected 75 with a checkpoint and a stop line"; }
+}
+stopped_by int INT
 [ "$(wc -l <"$WORK/int/metrics.jsonl")" -eq "$step" ] || fail "SIGINT: metrics go past step $step"
 "$TESSEL" run "$WORK/tiny.yaml" --set log.dir="$WORK/int" --set train.steps=40 >"$WORK/int2.log" 2>&1 \
   || { cat "$WORK/int2.log" >&2; fail "the run stopped by SIGINT did not resume"; }
@@ -37,17 +41,7 @@ grep -q "resuming from .*$(printf 'step_%08d' "$step")" "$WORK/int2.log" || fail
 # SIGHUP (a closed terminal or ssh session) stops as SIGINT does; it once
 # killed the run at once (exit 129), losing every step since the last
 # checkpoint
-set +e
-"$TESSEL" run "$WORK/tiny.yaml" --set log.dir="$WORK/hup" "${slow[@]}" >"$WORK/hup.log" 2>&1 &
-pid=$!
-wait_steps "$WORK/hup" 2
-kill -HUP $pid
-wait $pid
-rc=$?
-set -e
-step=$(sed -n 's/.*stopped at step \([0-9]*\) by SIGHUP.*/\1/p' "$WORK/hup.log")
-[ $rc -eq 75 ] && [ -n "$step" ] && [ -d "$WORK/hup/checkpoints/$(printf 'step_%08d' "$step")" ] ||
-  { cat "$WORK/hup.log" >&2; fail "SIGHUP: exit status $rc, expected 75 with a checkpoint"; }
+stopped_by hup HUP
 
 # the log's reader going away (`tessel run | head`) raises SIGPIPE at the
 # next log line: the run stops after that step with a checkpoint and exit
