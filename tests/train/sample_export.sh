@@ -27,9 +27,13 @@ done
 "$TESSEL" export "$CK" -o "$WORK/hf/model.safetensors" >/dev/null || fail "export into a new directory failed"
 echo '{"model": {"type": "BPE"}}' >"$WORK/hf/tokenizer.json"
 echo '{}' >"$WORK/hf/tokenizer_config.json"
+# nor does an earlier model's generation_config.json, whose eos_token_id and
+# sampling would steer transformers' generate() for this one
+echo '{"eos_token_id": 2, "do_sample": true}' >"$WORK/hf/generation_config.json"
 "$TESSEL" export "$CK" -o "$WORK/hf/model.safetensors" >/dev/null 2>&1 || fail "export failed"
 [ -s "$WORK/hf/model.safetensors" ] && [ -s "$WORK/hf/config.json" ] || fail "export wrote no files"
 [ -e "$WORK/hf/tokenizer.json" ] || [ -e "$WORK/hf/tokenizer_config.json" ] && fail "an earlier export's tokenizer files stayed"
+[ -e "$WORK/hf/generation_config.json" ] && fail "an earlier model's generation_config.json stayed"
 grep -q '"n_layer":[[:space:]]*2' "$WORK/hf/config.json" || fail "config.json lacks n_layer 2"
 # byte-level: no end-of-text token, so none named (transformers' default 50256 is outside the vocabulary)
 grep -q '"eos_token_id":[[:space:]]*null' "$WORK/hf/config.json" || fail "config.json names an eos token: $(cat "$WORK/hf/config.json")"

@@ -173,21 +173,31 @@ static tsl_status check_destination(const char *ckpt, const char *out_path) {
   return st;
 }
 
-/* A byte-level model has no tokenizer files; an earlier export's left in
-** the directory would be loaded with it (AutoTokenizer, tessel import) and
-** describe another vocabulary. */
-static tsl_status remove_stale_tokenizer(const char *dir) {
-  static const char *const files[] = {"tokenizer.json", "tokenizer_config.json"};
+/* Remove DIR/NAME, a file the export does not write but transformers would
+** read beside it; `why` ends the line that says so. */
+static tsl_status remove_stale(const char *dir, const char *name, const char *why) {
+  char *path = tsl_asprintf("%s/%s", dir, name);
   tsl_status st = TESSEL_OK;
-  for (size_t i = 0; i < sizeof files / sizeof files[0] && st >= 0; i++) {
-    char *path = tsl_asprintf("%s/%s", dir, files[i]);
-    if (!path) return TESSEL_E_NOMEM;
-    if (tsl_path_exists(path)) {
-      if (unlink(path) == 0) tsl_info("removed %s: this model is byte-level and has no tokenizer", path);
-      else st = tsl_error(TESSEL_E_IO, "%s: cannot remove an earlier export's tokenizer: %s", path, strerror(errno));
-    }
-    free(path);
+  if (!path) return TESSEL_E_NOMEM;
+  if (tsl_path_exists(path)) {
+    if (unlink(path) == 0) tsl_info("removed %s: %s", path, why);
+    else st = tsl_error(TESSEL_E_IO, "%s: cannot remove what an earlier export or model left there: %s", path,
+                        strerror(errno));
   }
+  free(path);
+  return st;
+}
+
+/* Files of an earlier model in the directory: a byte-level model has no
+** tokenizer files (an earlier one's would be loaded with it, AutoTokenizer
+** and tessel import alike, and describe another vocabulary), and no model
+** of tessel's has a generation_config.json (an earlier one's eos_token_id
+** and sampling settings would steer generate()). */
+static tsl_status remove_stale_files(const char *dir, int has_tokenizer) {
+  tsl_status st = remove_stale(dir, "generation_config.json", "it belongs to an earlier model, and would steer generate()");
+  if (st >= 0 && !has_tokenizer) st = remove_stale(dir, "tokenizer.json", "this model is byte-level and has no tokenizer");
+  if (st >= 0 && !has_tokenizer)
+    st = remove_stale(dir, "tokenizer_config.json", "this model is byte-level and has no tokenizer");
   return st;
 }
 
@@ -238,7 +248,7 @@ tsl_status tsl_export_hf(const char *ckpt_dir, const char *out_path, int *wrote_
   config = tsl_asprintf("%s/config.json", dir);
   st = config ? write_hf_config(&c, config, t ? tsl_tokenizer_bos(t) : -1, t ? tsl_tokenizer_eot(t) : -1) : TESSEL_E_NOMEM;
   if (st >= 0 && t) st = write_tokenizer_files(&c, t, dir);
-  if (st >= 0 && !t) st = remove_stale_tokenizer(dir);
+  if (st >= 0) st = remove_stale_files(dir, t != NULL);
   if (wrote_tokenizer) *wrote_tokenizer = t != NULL;
 fail:
   tsl_tokenizer_free(t);
