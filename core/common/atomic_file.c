@@ -35,7 +35,7 @@ tsl_status tsl_atomic_open(const char *path, tsl_atomic_file *af) {
   }
   af->fd = open(af->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (af->fd < 0) {
-    tsl_status st = tsl_error(TESSEL_E_IO, "%s: cannot create: %s", af->tmp, strerror(errno));
+    tsl_status st = tsl_error(TESSEL_E_IO, "%s: cannot create: %s", af->path, strerror(errno));
     release(af);
     return st;
   }
@@ -43,7 +43,7 @@ tsl_status tsl_atomic_open(const char *path, tsl_atomic_file *af) {
 }
 
 tsl_status tsl_atomic_write(tsl_atomic_file *af, const void *buf, size_t n) {
-  return tsl_write_all(af->fd, buf, n, af->tmp);
+  return tsl_write_all(af->fd, buf, n, af->path);
 }
 
 tsl_status tsl_atomic_commit(tsl_atomic_file *af) {
@@ -52,12 +52,12 @@ tsl_status tsl_atomic_commit(tsl_atomic_file *af) {
   int fd = af->fd;
   af->fd = -1;
   if (fsync(fd) != 0) {
-    st = tsl_error(TESSEL_E_IO, "%s: fsync failed: %s", af->tmp, strerror(errno));
+    st = tsl_error(TESSEL_E_IO, "%s: fsync failed: %s", af->path, strerror(errno));
     close(fd);
     goto fail;
   }
   if (close(fd) != 0) {
-    st = tsl_error(TESSEL_E_IO, "%s: close failed: %s", af->tmp, strerror(errno));
+    st = tsl_error(TESSEL_E_IO, "%s: close failed: %s", af->path, strerror(errno));
     goto fail;
   }
   if (rename(af->tmp, af->path) != 0) {

@@ -23,7 +23,8 @@ typedef struct tsl_atomic_file {
 ** (a device, a FIFO) is refused. On failure *af is released (nothing to
 ** abort). */
 tsl_status tsl_atomic_open(const char *path, tsl_atomic_file *af);
-/* Append n bytes (errors name the temporary file). */
+/* Append n bytes. Errors name the final path, the one the user gave: the
+** temporary name means nothing to them. */
 tsl_status tsl_atomic_write(tsl_atomic_file *af, const void *buf, size_t n);
 /* fsync, close, rename over path, fsync the directory. Releases *af whether
 ** or not it succeeds; on failure the temporary file is removed. */

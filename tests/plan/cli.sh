@@ -31,6 +31,10 @@ expect_exit 2 "world N is required" plan $g
 expect_exit 2 "--world needs a number of ranks from 1 to 65536, got .0." plan $g --world 0
 expect_exit 2 "--top needs a number of rows from 1 to 60, got .61." plan $g --world 2 --top 61
 expect_exit 2 "does not exist" plan missing.yaml --world 2
+# an output that cannot be written says why, under the name given (it
+# read "cannot create" and nothing more; a temporary name stood in for it)
+expect_exit 1 "$WORK: is a directory, not a file" plan $g --world 2 --json "$WORK"
+expect_exit 1 "$WORK/none/p.json: cannot create: No such file or directory" plan $g --world 2 --json "$WORK/none/p.json"
 printf 'model: {layers: 2\n' >"$WORK/broken.yaml"
 expect_exit 2 "broken.yaml:" plan "$WORK/broken.yaml" --world 2
 printf '{"compute": {"device": "gpu"}, "links": []}\n' >"$WORK/bad.json"

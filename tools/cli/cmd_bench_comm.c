@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/atomic_file.h"
 #include "cli/cli.h"
 #include "common/util.h"
 #include "plan/commbench.h"
@@ -15,10 +16,10 @@ static tsl_status save(const char *path, const char *json) {
   tsl_status st = dir ? tsl_mkdir_p(dir) : TESSEL_E_NOMEM;
   free(dir);
   if (st < 0) return st;
-  FILE *f = fopen(path, "w");
-  if (!f) return tsl_error(TESSEL_E_IO, "%s: cannot create", path);
-  int ok = fputs(json, f) >= 0 && fputc('\n', f) != EOF;
-  if (fclose(f) != 0 || !ok) return tsl_error(TESSEL_E_IO, "%s: cannot write", path);
+  char *line = tsl_asprintf("%s\n", json);
+  st = line ? tsl_atomic_write_file(path, line, strlen(line)) : TESSEL_E_NOMEM;
+  free(line);
+  if (st < 0) return st;
   printf("recorded in %s\n", path);
   return TESSEL_OK;
 }

@@ -2,7 +2,9 @@
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "common/atomic_file.h"
 #include "common/util.h"
 #include "plan/plan.h"
 
@@ -79,13 +81,10 @@ tsl_status tsl_plan_json(const tsl_plan *p, const char *path) {
   for (int i = 0; i < p->n; i++) cJSON_AddItemToArray(all, candidate(&p->c[p->order[i]], i + 1));
   char *text = cJSON_Print(root);
   cJSON_Delete(root);
-  tsl_status st = text ? TESSEL_OK : tsl_error(TESSEL_E_NOMEM, "out of host memory writing %s", path);
-  FILE *f = st >= 0 ? fopen(path, "w") : NULL;
-  if (st >= 0 && !f) st = tsl_error(TESSEL_E_IO, "%s: cannot create", path);
-  if (f) {
-    int ok = fputs(text, f) >= 0 && fputc('\n', f) != EOF;
-    if (fclose(f) != 0 || !ok) st = tsl_error(TESSEL_E_IO, "%s: cannot write", path);
-  }
+  char *line = text ? tsl_asprintf("%s\n", text) : NULL;
   free(text);
+  if (!line) return tsl_error(TESSEL_E_NOMEM, "out of host memory writing %s", path);
+  tsl_status st = tsl_atomic_write_file(path, line, strlen(line));
+  free(line);
   return st;
 }

@@ -1,6 +1,7 @@
 /* tools/plan/write.c — the best candidates as configurations to run. */
 #include <ctype.h>
 #include <dirent.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,7 +71,7 @@ static tsl_status write_one(const tsl_plan *p, const tsl_plan_cand *c, int index
   *path = tsl_asprintf("%s/%02d-%s.yaml", dir, index, c->strategy);
   if (!*path) return TESSEL_E_NOMEM;
   FILE *f = fopen(*path, "w");
-  if (!f) return tsl_error(TESSEL_E_IO, "%s: cannot create", *path);
+  if (!f) return tsl_error(TESSEL_E_IO, "%s: cannot create: %s", *path, strerror(errno));
   fprintf(f, "# tessel plan, choice %d for %d rank(s): %s {%s}, mesh %s\n", index, p->world, c->strategy,
           c->options[0] ? c->options : c->as_configured ? "as configured" : "defaults", c->mesh_text);
   fprintf(f, "# predicted: device %s per rank", tsl_format_bytes(c->peak[TESSEL_TIER_DEVICE], a, sizeof a));
