@@ -338,7 +338,11 @@ static tsl_status check_files(const char *dir, const tsl_ckpt_meta *meta) {
     /* a file that is there but fails to read may be a passing fault (a
     ** network file system): the checkpoint may well be whole */
     int there = st < 0 && st != TESSEL_E_NOMEM && tsl_path_exists(path);
+    int denied = there && access(path, R_OK) != 0 && errno == EACCES;
     free(path);
+    if (denied) /* not a fault that passes, nor damage: the reader lacks the right */
+      return tsl_error_wrap(st, "checkpoint %s could not be read: this user may not read it (check its files' "
+                            "permissions and owner)", dir);
     if (there)
       return tsl_error_wrap(st, "checkpoint %s could not be read (run again if the read error passes; if it stays, "
                             "the checkpoint is damaged)", dir);

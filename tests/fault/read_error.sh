@@ -51,6 +51,23 @@ grep -q "cannot write checkpoint" "$WORK/fsync.log" && fail "a checkpoint in pla
 # the failure came before `latest` named step 7: the run goes on from step 6
 grep -q "resuming from $CK/step_00000006" "$WORK/after.log" || fail "did not resume from step 6: $(cat "$WORK/after.log")"
 
+# a checkpoint this user may not read is neither a passing fault nor damage:
+# the message says so (it said "if it stays, the checkpoint is damaged").
+# As root, read it as nobody: root reads whatever the permissions say.
+as_user=()
+[ "$(id -u)" -eq 0 ] && as_user=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+chmod -R a+rX "$WORK"
+if "${as_user[@]}" test -x "$TESSEL" -a -r "$CK/step_00000006/trainer.json"; then
+  chmod 000 "$CK/step_00000006/model.safetensors"
+  "${as_user[@]}" "$TESSEL" sample "$CK/step_00000006" --tokens 2 >"$WORK/perm.log" 2>&1
+  status=$?
+  chmod 644 "$CK/step_00000006/model.safetensors"
+  [ $status -eq 1 ] && grep -q "could not be read: this user may not read it" "$WORK/perm.log" &&
+    ! grep -q "damaged" "$WORK/perm.log" || fail "unreadable checkpoint: exit status $status: $(cat "$WORK/perm.log")"
+else # a build directory an unprivileged user cannot reach: this one case cannot be set up
+  echo "not checked here: an unreadable checkpoint (user 65534 cannot reach $TESSEL or $WORK)"
+fi
+
 # summary.json cannot be made durable after training finished: the error
 # says the training and its last checkpoint are done (it said only the cause)
 fails_with sum "$WORK/sum" eio-fsync-dir \
