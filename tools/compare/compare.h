@@ -32,8 +32,8 @@
 
 typedef struct tsl_cmp_group {
   char name[64];
-  double payload, bus; /* bytes per step: the median over the measured steps
-                          (a validation step sends more; it is not typical) */
+  double payload, bus; /* bytes per step: the mean over the measured steps
+                          (a strategy that talks every few steps counts) */
   double *payload_steps, *bus_steps; /* per measured step, 0 where silent */
 } tsl_cmp_group;
 
@@ -43,8 +43,8 @@ typedef struct tsl_cmp_memory {
   int rank; /* the rank with that peak */
 } tsl_cmp_memory;
 
-/* A typical step, in seconds: parts are means over ranks (the *_max the
-** largest rank's), averaged over the middle half of the measured steps. */
+/* The mean step, in seconds: parts are means over ranks (the *_max the
+** largest rank's), averaged over the measured steps. */
 typedef struct tsl_cmp_split {
   double step, compute, comm_wait, bubble, comm_wait_max, bubble_max;
 } tsl_cmp_split;
@@ -57,7 +57,7 @@ typedef struct tsl_cmp_trial {
   int n_steps;
   double *loss, *tps, *step_s; /* per step */
   double val_loss;             /* the last one logged, NAN when none */
-  double tps_median, step_ms, mfu;
+  double tokens_per_s, step_ms, mfu;
   tsl_cmp_split split;
   tsl_cmp_memory memory[3]; /* device, host, nvme: from summary.json */
   int oversubscribed, lossy;

@@ -39,11 +39,13 @@ static tsl_cmp_group *group_named(tsl_cmp_trial *t, const char *name, int64_t st
 /* Per-step figures kept while reading, for the measured steps. */
 typedef struct series {
   double *mfu, *split[6]; /* step, compute, comm_wait, bubble means; comm_wait, bubble max */
+  double *step;           /* rank 0's step time */
+  char *validated;        /* the step also validated: its time and traffic are not a training step's */
   int n;
 } series;
 
 /* One metrics line: per-step series and (after warm-up) traffic and time. */
-static void take_line(tsl_cmp_trial *t, const cJSON *o, int measured, int64_t steps, int warmup, series *m) {
+static void take_line(tsl_cmp_trial *t, const cJSON *o, int measured, int64_t steps, series *m) {
   int i = t->n_steps++;
   t->loss[i] = number(o, "loss");
   t->tps[i] = number(o, "tokens_per_s");
@@ -51,32 +53,56 @@ static void take_line(tsl_cmp_trial *t, const cJSON *o, int measured, int64_t st
   if (!isnan(number(o, "val_loss"))) t->val_loss = number(o, "val_loss");
   if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "lossy"))) t->lossy = 1;
   if (!measured) return;
+  m->step[m->n] = t->step_s[i];
+  m->validated[m->n] = !isnan(number(o, "val_loss"));
   const cJSON *split = cJSON_GetObjectItemCaseSensitive(o, "time_split_s");
   static const char *const parts[] = {"step", "compute", "comm_wait", "bubble"};
   for (int p = 0; p < 4; p++) m->split[p][m->n] = number(cJSON_GetObjectItemCaseSensitive(split, parts[p]), "mean");
   m->split[4][m->n] = number(cJSON_GetObjectItemCaseSensitive(split, "comm_wait"), "max");
   m->split[5][m->n] = number(cJSON_GetObjectItemCaseSensitive(split, "bubble"), "max");
-  m->mfu[m->n++] = number(o, "mfu");
+  m->mfu[m->n] = number(o, "mfu");
   const cJSON *comm = cJSON_GetObjectItemCaseSensitive(o, "comm"), *g;
   cJSON_ArrayForEach(g, comm) {
     tsl_cmp_group *acc = group_named(t, g->string, steps);
     if (!acc) continue;
-    acc->payload_steps[i - warmup] = number(g, "payload_bytes");
-    acc->bus_steps[i - warmup] = number(g, "bus_bytes");
+    acc->payload_steps[m->n] = number(g, "payload_bytes");
+    acc->bus_steps[m->n] = number(g, "bus_bytes");
   }
+  m->n++;
 }
 
-/* The typical step of a trial: the parts averaged over the middle half of
-** its measured steps by step time, so they add up (stats.h). */
-static void typical_split(tsl_cmp_trial *t, const series *m) {
-  int64_t *idx = NULL, count = 0;
-  double sum[6] = {0};
-  tsl_middle_half(m->split[0], m->n, &idx, &count);
-  for (int64_t j = 0; j < count; j++)
-    for (int p = 0; p < 6; p++) sum[p] += isnan(m->split[p][idx[j]]) ? 0 : m->split[p][idx[j]];
-  free(idx);
-  double d = count ? (double)count : 1;
-  t->split = (tsl_cmp_split){sum[0] / d, sum[1] / d, sum[2] / d, sum[3] / d, sum[4] / d, sum[5] / d};
+/* Mean of the n values whose step counts (NAN as 0: a group silent on a
+** step moved nothing then); 0 for none. */
+static double mean(const double *v, const char *skip, int n) {
+  double sum = 0;
+  int k = 0;
+  for (int i = 0; i < n; i++)
+    if (!skip[i]) sum += isnan(v[i]) ? 0 : v[i], k++;
+  return k ? sum / k : 0;
+}
+
+/* The mean training step of a trial: its time, each part of it and each
+** group's traffic averaged over the measured steps, so the parts add up to
+** the time. A cost paid every few steps (a periodic synchronisation, a
+** spill) counts at its share; at the median, or over the middle half of
+** the steps, it vanished once fewer than half of the steps paid it. Steps
+** that also validated are left out (unless every one did): validation is
+** not training, and sends more in some strategies. */
+static void mean_step(tsl_cmp_trial *t, series *m) {
+  int all = 1, first = t->n_steps - m->n; /* the first measured step */
+  for (int i = 0; i < m->n; i++) all &= m->validated[i];
+  for (int i = 0; all && i < m->n; i++) m->validated[i] = 0;
+  double step = mean(m->step, m->validated, m->n);
+  t->step_ms = 1e3 * step;
+  t->tokens_per_s = tsl_rate_at(t->tps[first], t->step_s[first], step);
+  t->mfu = tsl_rate_at(m->mfu[0], m->step[0], step);
+  double part[6];
+  for (int p = 0; p < 6; p++) part[p] = mean(m->split[p], m->validated, m->n);
+  t->split = (tsl_cmp_split){part[0], part[1], part[2], part[3], part[4], part[5]};
+  for (int g = 0; g < t->n_groups; g++) {
+    t->groups[g].payload = mean(t->groups[g].payload_steps, m->validated, m->n);
+    t->groups[g].bus = mean(t->groups[g].bus_steps, m->validated, m->n);
+  }
 }
 
 static tsl_status read_summary(tsl_cmp_trial *t) {
@@ -112,39 +138,34 @@ static tsl_status read_trial(const tsl_compare *c, tsl_cmp_trial *t) {
   t->tps = calloc(n, sizeof(double));
   t->step_s = calloc(n, sizeof(double));
   m.mfu = calloc(n, sizeof(double));
-  int ok = t->loss && t->tps && t->step_s && m.mfu;
+  m.step = calloc(n, sizeof(double));
+  m.validated = calloc(n, 1);
+  int ok = t->loss && t->tps && t->step_s && m.mfu && m.step && m.validated;
   for (int p = 0; p < 6; p++) ok &= (m.split[p] = calloc(n, sizeof(double))) != NULL;
   t->val_loss = NAN;
   if (!ok) st = tsl_error(TESSEL_E_NOMEM, "out of host memory reading %s", path);
   for (char *line = strtok(text, "\n"); st >= 0 && line && t->n_steps < c->steps; line = strtok(NULL, "\n")) {
     cJSON *o = cJSON_Parse(line);
     if (!o) continue;
-    take_line(t, o, t->n_steps >= c->warmup, c->steps, c->warmup, &m);
+    take_line(t, o, t->n_steps >= c->warmup, c->steps, &m);
     cJSON_Delete(o);
   }
   free(text);
   if (st >= 0 && t->n_steps < c->steps)
     st = tsl_error(TESSEL_E_IO, "%s has %d of %lld steps", path, t->n_steps, (long long)c->steps);
   if (st >= 0) {
-    int kept = t->n_steps - c->warmup;
-    double step = tsl_median(t->step_s + c->warmup, kept);
-    t->step_ms = 1e3 * step;
-    t->tps_median = tsl_rate_at(t->tps[c->warmup], t->step_s[c->warmup], step);
-    t->mfu = tsl_rate_at(m.mfu[0], t->step_s[c->warmup], step);
-    typical_split(t, &m);
-    for (int g = 0; g < t->n_groups; g++) {
-      t->groups[g].payload = tsl_median(t->groups[g].payload_steps, kept);
-      t->groups[g].bus = tsl_median(t->groups[g].bus_steps, kept);
-    }
+    mean_step(t, &m);
     st = read_summary(t);
   }
   free(m.mfu);
+  free(m.step);
+  free(m.validated);
   for (int p = 0; p < 6; p++) free(m.split[p]);
   return st;
 }
 
 static int by_tps(const void *a, const void *b) {
-  double x = (*(const tsl_cmp_trial *const *)a)->tps_median, y = (*(const tsl_cmp_trial *const *)b)->tps_median;
+  double x = (*(const tsl_cmp_trial *const *)a)->tokens_per_s, y = (*(const tsl_cmp_trial *const *)b)->tokens_per_s;
   return (x > y) - (x < y);
 }
 
@@ -167,8 +188,8 @@ static void over_trials(const tsl_compare *c, tsl_cmp_run *run) {
   qsort(ok, (size_t)n, sizeof ok[0], by_tps);
   run->n_ok = n;
   run->typical = (int)(ok[(n - 1) / 2] - run->trials);
-  for (int i = 0; i < n; i++) v[i] = ok[i]->tps_median;
-  run->tps = ok[(n - 1) / 2]->tps_median;
+  for (int i = 0; i < n; i++) v[i] = ok[i]->tokens_per_s;
+  run->tps = ok[(n - 1) / 2]->tokens_per_s;
   tsl_min_max(v, n, &run->tps_lo, &run->tps_hi);
   run->spread = run->tps > 0 ? (run->tps_hi - run->tps_lo) / run->tps : NAN;
   run->reproducible = 1;

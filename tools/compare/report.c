@@ -116,8 +116,9 @@ static void write_markdown(const tsl_compare *c, FILE *md, const char *verdict, 
   fprintf(md, "# tessel compare\n\n%s\n\n", verdict);
   warnings(c, md, "- ");
   fprintf(md, "\n%d configuration(s), %lld steps each, same model, data and seed, %d interleaved trial(s) of each "
-              "(A B C, C B A, A B C …). Throughput is the median over trials of each trial's median over steps %d–%lld "
-              "(warm-up: the first %d); spread is the range of the trials over that median. A configuration is "
+              "(A B C, C B A, A B C …). Throughput is the median over trials of each trial's tokens over the time of "
+              "steps %d–%lld (warm-up: the first %d), so a cost paid every few steps counts; spread is the range "
+              "of the trials over that median. A configuration is "
               "called faster only when its slowest trial beats the other's fastest by at least twice the larger "
               "spread and 2%%. \"vs first\" is the largest per-step relative loss difference "
               "against the first configuration, called equivalent up to %g; a strategy that declares itself lossy "
@@ -126,9 +127,9 @@ static void write_markdown(const tsl_compare *c, FILE *md, const char *verdict, 
           100 * c->val_tolerance);
   tsl_compare_runs_table(c, t);
   tsl_table_print_markdown(t, md);
-  fprintf(md, "\n## Time per step\n\nA typical step of the median trial, in milliseconds: each part is the mean "
-              "over ranks (the largest rank's in brackets), averaged over the middle half of the measured steps by "
-              "step time, so compute + communication wait + pipeline bubble = step. Communication wait is time "
+  fprintf(md, "\n## Time per step\n\nThe mean step of the median trial, in milliseconds: each part is the mean "
+              "over ranks (the largest rank's in brackets), averaged over the measured steps, so compute + "
+              "communication wait + pipeline bubble = step. Communication wait is time "
               "blocked in collectives; the bubble is time blocked in point-to-point transfers between pipeline "
               "stages; compute is the rest.\n\n");
   tsl_compare_time_table(c, t);
@@ -137,7 +138,7 @@ static void write_markdown(const tsl_compare *c, FILE *md, const char *verdict, 
               "into what it held at that moment.\n\n");
   tsl_compare_memory_table(c, t);
   tsl_table_print_markdown(t, md);
-  fprintf(md, "\n## Traffic per step\n\nRank 0's bytes per communicator, the median over the measured steps.\n\n");
+  fprintf(md, "\n## Traffic per step\n\nRank 0's bytes per communicator, the mean over the measured steps.\n\n");
   tsl_compare_comm_table(c, t);
   tsl_table_print_markdown(t, md);
   if (drawn)

@@ -151,7 +151,7 @@ tsl_status tsl_plan_validate(const tsl_plan *p, char **paths, int n, int steps, 
   if (st >= 0) st = tsl_compare_measure(&cmp);
   if (st >= 0) st = tsl_compare_report(&cmp, out);
   if (st >= 0) {
-    fprintf(out, "\npredicted against measured: step time (median of the trials' medians after %d warm-up step(s), "
+    fprintf(out, "\npredicted against measured: step time (median of the trials' mean steps after %d warm-up step(s), "
                  "and the range of the trials), its split (the median trial's; communication and bubble of the "
                  "slowest rank)\n",
             cmp.warmup);
