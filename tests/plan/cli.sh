@@ -80,6 +80,12 @@ for f in "$WORK"/best/*.yaml; do
 done
 [ "$n" -eq 6 ] || fail "plan --write --top 6 wrote $n configurations"
 echo "ok: plan --write wrote $n configurations that tessel check accepts at 4 ranks"
+# a plan made for --memory-limit writes that limit into its choices: gemini's
+# auto placement, chosen for the limit, once ran unbounded from them
+"$TESSEL" plan $g --world 2 --strategy gemini --memory-limit 48MiB --top 1 --write "$WORK/limited" \
+  --set data.dir="$WORK/data" >"$WORK/limited.log" 2>&1 || { cat "$WORK/limited.log" >&2; fail "plan --memory-limit --write failed"; }
+grep -q "^  memory_limit: 50331648$" "$WORK"/limited/01-*.yaml ||
+  { cat "$WORK"/limited/01-*.yaml >&2; fail "the written choice lacks the planned device.memory_limit"; }
 # a second plan into the same folder says which of the first's choices are
 # left beside its own (03..06 sat there unmentioned), and removes nothing:
 # one may be the config it plans from; replacing that one is refused

@@ -21,10 +21,10 @@
 #define MAX_SETS 300
 
 /* The configuration's sets, then `plugin` when given (room is left for
-** given_yaml's three). */
+** given_yaml's four). */
 static int make_sets(const tsl_plan *p, const char *plugin, const char **sets) {
   int n = 0;
-  for (int i = 0; i < p->n_sets && n < MAX_SETS - 4; i++) sets[n++] = p->sets[i];
+  for (int i = 0; i < p->n_sets && n < MAX_SETS - 5; i++) sets[n++] = p->sets[i];
   if (plugin) sets[n++] = plugin;
   return n;
 }
@@ -104,12 +104,15 @@ static int given(const tsl_runtime *rt, const char *section, const char *key) {
 ** checkpoint.dir the user named becomes the candidate's own
 ** (DIR/plan-STRATEGY-N): written configurations run one after another once
 ** shared it, and each resumed the first's checkpoint ("already done").
-** Text data then stays prepared where it was. (A path that cannot be given
-** back as --set leaves the configuration as it was.) */
+** Text data then stays prepared where it was. A --memory-limit the plan
+** was made for becomes device.memory_limit: a strategy that places memory
+** by the device's room (gemini's auto placement) would otherwise run
+** unbounded, not as planned. (A path that cannot be given back as --set
+** leaves the configuration as it was.) */
 static char *given_yaml(const tsl_plan *p, const tsl_plan_cand *c, const tsl_runtime *rt, const char **sets, int n) {
   const tsl_settings *s = &rt->settings;
   int k = n, index = (int)(c - p->c) + 1;
-  char *own[3] = {NULL, NULL, NULL}, *yaml = NULL;
+  char *own[4] = {NULL, NULL, NULL, NULL}, *yaml = NULL;
   tsl_config *cfg;
   if (given(rt, "log", "dir")) {
     sets[k++] = own[0] = tsl_asprintf("log.dir=%s/plan-%s-%d", s->log.dir, c->strategy, index);
@@ -117,6 +120,8 @@ static char *given_yaml(const tsl_plan *p, const tsl_plan_cand *c, const tsl_run
   }
   if (given(rt, "checkpoint", "dir"))
     sets[k++] = own[2] = tsl_asprintf("checkpoint.dir=%s/plan-%s-%d", s->ckpt.dir, c->strategy, index);
+  if (p->memory_limit)
+    sets[k++] = own[3] = tsl_asprintf("device.memory_limit=%llu", (unsigned long long)p->memory_limit);
   for (int i = n; i < k; i++)
     if (!sets[i]) k = n;
   if (k > n && tsl_config_load(p->config, sets, k, &cfg) >= 0) {
@@ -124,7 +129,7 @@ static char *given_yaml(const tsl_plan *p, const tsl_plan_cand *c, const tsl_run
     tsl_config_free(cfg);
   }
   tsl_error_clear();
-  for (int i = 0; i < 3; i++) free(own[i]);
+  for (int i = 0; i < 4; i++) free(own[i]);
   return yaml ? yaml : tsl_config_emit_given(rt->config);
 }
 
