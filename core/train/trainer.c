@@ -139,6 +139,13 @@ static tsl_status resume(trainer *t) {
     st = bst;
   else if (opened)
     st = tsl_ckpt_restore(t->model, &c);
+  /* batches are a function of (seed, step): another seed is another
+  ** stream from here on, which a user means to do only knowingly */
+  if (opened && st >= 0 && c.seed != s->train.seed && rt->world.rank == 0)
+    tsl_warn("train.seed is %llu, but checkpoint %s was trained with seed %llu: the batches from here on are not "
+             "the ones the run would have drawn, so it does not continue as it would have; set train.seed to %llu "
+             "to continue it", (unsigned long long)s->train.seed, c.path, (unsigned long long)c.seed,
+             (unsigned long long)c.seed);
   if (opened) {
     t->start_step = c.step;
     char *chosen = strcmp(c.path, path) ? tsl_strdup(c.path) : NULL; /* --resume named its checkpoint.dir */

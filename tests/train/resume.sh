@@ -25,6 +25,13 @@ for f in model.safetensors optimizer.safetensors; do
   cmp "$WORK/straight/checkpoints/step_00000012/$f" "$WORK/resumed/checkpoints/step_00000012/$f" \
     || fail "$f differs after resuming"
 done
+# another seed on resume is another batch stream: said, once (it was silent)
+cp -r "$WORK/resumed" "$WORK/reseeded"
+"$TESSEL" run "$WORK/tiny.yaml" --set log.dir="$WORK/reseeded" --set train.steps=13 --set train.seed=9 \
+  >"$WORK/reseeded.log" 2>&1 || fail "resuming with another seed failed: $(cat "$WORK/reseeded.log")"
+[ "$(grep -c "warning: train.seed is 9, but checkpoint .*step_00000012 was trained with seed 7" "$WORK/reseeded.log")" -eq 1 ] ||
+  fail "resuming with another seed is not warned about once: $(cat "$WORK/reseeded.log")"
+grep -q "warning: train.seed" "$WORK/second.log" && fail "a resume with the same seed warned about it"
 set +e
 "$TESSEL" run "$WORK/tiny.yaml" --set log.dir="$WORK/resumed" --set train.steps=20 --set model.channels=16 \
   --set model.heads=4 >"$WORK/changed.log" 2>&1
