@@ -91,6 +91,7 @@ int tsl_compare_redirects(const tsl_compare *c, const tsl_cmp_run *run, const ch
   snprintf(buf[n++], sizeof buf[0], "checkpoint.dir=%s/checkpoints", dir);
   snprintf(buf[n++], sizeof buf[0], "checkpoint.resume=never");
   snprintf(buf[n++], sizeof buf[0], "train.sample_tokens=0");
+  snprintf(buf[n++], sizeof buf[0], "train.stop_after=0"); /* a trial runs its steps: it never resumes */
   snprintf(buf[n++], sizeof buf[0], "log.progress=never");
   if (run->text_data) snprintf(buf[n++], sizeof buf[0], "data.dir=%s/data", c->out);
   if (run->tensorboard) snprintf(buf[n++], sizeof buf[0], "log.tensorboard=%s/tensorboard", dir);

@@ -115,7 +115,7 @@ static void write_markdown(const tsl_compare *c, FILE *md, const char *verdict, 
                            const char *why) {
   fprintf(md, "# tessel compare\n\n%s\n\n", verdict);
   warnings(c, md, "- ");
-  fprintf(md, "\n%d configuration(s), %lld steps each, same model, data and seed, %d interleaved trial(s) of each "
+  fprintf(md, "\n%d configuration(s), %lld steps each, %s, %d interleaved trial(s) of each "
               "(A B C, C B A, A B C …). Throughput is the median over trials of each trial's tokens over the time of "
               "steps %d–%lld (warm-up: the first %d), so a cost paid every few steps counts; spread is the range "
               "of the trials over that median. A configuration is "
@@ -123,7 +123,10 @@ static void write_markdown(const tsl_compare *c, FILE *md, const char *verdict, 
               "spread and 2%%. \"vs first\" is the largest per-step relative loss difference "
               "against the first configuration, called equivalent up to %g; a strategy that declares itself lossy "
               "is judged by its final validation loss instead (within %g%%).\n\n",
-          c->n_runs, (long long)c->steps, c->repeat, c->warmup + 1, (long long)c->steps, c->warmup, c->tolerance,
+          c->n_runs, (long long)c->steps,
+          c->allow_different ? "the model, data, seed or batch allowed to differ (--allow-different-models)"
+                             : "same model, data and seed",
+          c->repeat, c->warmup + 1, (long long)c->steps, c->warmup, c->tolerance,
           100 * c->val_tolerance);
   tsl_compare_runs_table(c, t);
   tsl_table_print_markdown(t, md);

@@ -109,13 +109,16 @@ static void verdict(const tsl_compare *cmp, FILE *out) {
   }
   int tied = 0;
   for (int i = 0; i < v.n_tied; i++) tied |= v.tied[i] == first;
+  /* one trial gives no spread: it can neither tie nor separate two runs */
+  const char *noise = cmp->repeat < 2 ? "; one trial cannot tell noise from a difference: use --repeat 3" : "";
   if (v.fastest == first)
-    fprintf(out, "\nthe first-ranked candidate is the measured fastest (%s, %.0f tokens/s)%s\n", first->label,
-            first->tps, v.measurable ? "" : ", though not measurably faster than the next");
+    fprintf(out, "\nthe first-ranked candidate is the measured fastest (%s, %.0f tokens/s)%s%s\n", first->label,
+            first->tps, v.measurable || cmp->n_runs < 2 || noise[0] ? "" : ", though not measurably faster than the next",
+            cmp->n_runs < 2 ? "" : noise);
   else
-    fprintf(out, "\nthe measured fastest is %s (%.0f tokens/s); the first-ranked, %s, made %.0f tokens/s: %s\n",
+    fprintf(out, "\nthe measured fastest is %s (%.0f tokens/s); the first-ranked, %s, made %.0f tokens/s%s\n",
             v.fastest->label, v.fastest->tps, first->label, first->tps,
-            tied ? "within the measured noise of it" : "measurably slower");
+            noise[0] ? noise : tied ? ": within the measured noise of it" : ": measurably slower");
 }
 
 tsl_status tsl_plan_validate(const tsl_plan *p, char **paths, int n, int steps, int repeat, FILE *out) {
