@@ -88,9 +88,26 @@ static tsl_status input_list_add(input_list *l, const char *path) {
   return TESSEL_OK;
 }
 
+int tsl_data_own_file(const char *out_dir, const char *path) {
+  const char *base = strrchr(path, '/');
+  base = base ? base + 1 : path;
+  int index = 0, used = 0;
+  char split[8];
+  int shard = sscanf(base, "%5[a-z]_%6d.bin%n", split, &index, &used) == 2 && !base[used] &&
+              (!strcmp(split, "train") || !strcmp(split, "val"));
+  if (!shard && strcmp(base, "tokens.json") && strcmp(base, ".prepared") && strcmp(base, TSL_DATA_LOCK)) return 0;
+  char *dir = tsl_dirname(path), *a = dir ? realpath(dir, NULL) : NULL, *b = realpath(out_dir, NULL);
+  int same = a && b && !strcmp(a, b);
+  free(dir);
+  free(a);
+  free(b);
+  return same;
+}
+
 /* An input that exists is a file even if its name has glob characters;
-** otherwise a pattern is expanded (sorted) and a plain name is missing. */
-static tsl_status expand_input(input_list *l, const char *input) {
+** otherwise a pattern is expanded (sorted) and a plain name is missing.
+** A pattern's matches among out_dir's own files are not inputs. */
+static tsl_status expand_input(input_list *l, const char *input, const char *out_dir) {
   if (tsl_path_exists(input) || !strpbrk(input, "*?[")) return input_list_add(l, input);
 
   glob_t g;
@@ -104,7 +121,14 @@ static tsl_status expand_input(input_list *l, const char *input) {
     return tsl_error(TESSEL_E_IO, "input '%s': cannot expand the pattern", input);
   }
   tsl_status st = TESSEL_OK;
-  for (size_t i = 0; i < g.gl_pathc && st == TESSEL_OK; i++) st = input_list_add(l, g.gl_pathv[i]);
+  size_t own = 0;
+  for (size_t i = 0; i < g.gl_pathc && st == TESSEL_OK; i++) {
+    if (tsl_data_own_file(out_dir, g.gl_pathv[i])) own++;
+    else st = input_list_add(l, g.gl_pathv[i]);
+  }
+  if (st >= 0 && own == g.gl_pathc)
+    st = tsl_error(TESSEL_E_IO, "input '%s' matches only the shards and records %s holds, which are prepared "
+                   "there, not text", input, out_dir);
   globfree(&g);
   return st;
 }
@@ -262,7 +286,7 @@ tsl_status tsl_data_prepare(const char *const *inputs, int n_inputs, const char 
   if (n_inputs <= 0) return tsl_error(TESSEL_E_CONFIG, "no input files given");
   if (opts->tokenizer) TSL_TRY(st, check_tokenizer(opts->tokenizer));
 
-  for (int i = 0; i < n_inputs; i++) TSL_TRY(st, expand_input(&files, inputs[i]));
+  for (int i = 0; i < n_inputs; i++) TSL_TRY(st, expand_input(&files, inputs[i], out_dir));
   for (int i = 0; i < files.n; i++) {
     input_file *f = &files.v[i];
     f->val_bytes = (uint64_t)floor((double)f->size * opts->val_fraction);

@@ -52,6 +52,12 @@ tsl_status tsl_data_prepare(const char *const *inputs, int n_inputs, const char 
 ** prepares them. */
 #define TSL_DATA_LOCK ".tessel-data-lock"
 
+/* Whether `path` is a file preparation writes in out_dir: a shard
+** (train_NNNNNN.bin, val_NNNNNN.bin), tokens.json, the stamp or the lock. A
+** glob over the sources that also matches out_dir's files would otherwise
+** take the last preparation's output for text, and grow with every run. */
+int tsl_data_own_file(const char *out_dir, const char *path);
+
 /* Take dir's lock exclusively for `tessel data prepare`, or refuse
 ** (TESSEL_E_IO) while a run reads the shards there: preparing would replace
 ** them under it. *fd is -1 when dir has no lock file yet (no run has

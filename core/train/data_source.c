@@ -30,7 +30,7 @@ static uint64_t sources_hash(const tsl_settings *s, const tsl_tokenizer *t) {
     if (glob(s->data.text[i], 0, NULL, &g) != 0) continue;
     for (size_t k = 0; k < g.gl_pathc; k++) {
       struct stat sb;
-      if (stat(g.gl_pathv[k], &sb) != 0) continue;
+      if (tsl_data_own_file(s->data.dir, g.gl_pathv[k]) || stat(g.gl_pathv[k], &sb) != 0) continue;
       h = tsl_hash_str(g.gl_pathv[k], h);
       int64_t meta[6] = {(int64_t)sb.st_size,         (int64_t)sb.st_ino,          (int64_t)sb.st_mtim.tv_sec,
                          (int64_t)sb.st_mtim.tv_nsec, (int64_t)sb.st_ctim.tv_sec, (int64_t)sb.st_ctim.tv_nsec};

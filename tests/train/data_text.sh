@@ -42,6 +42,23 @@ grep -q "data: prepared" "$WORK/edit.log" || { cat "$WORK/edit.log" >&2; fail "t
 [ "$(od -An -tu2 -j1024 -N20 "$WORK/dup/data/train_000000.bin" | tr -s ' \n' ' ')" = " 90 90 90 90 90 90 90 90 90 90 " ] ||
   fail "the shard does not hold the edited text (ten 'Z', token 90)"
 
+# data.dir inside data.text's glob: its shards and records are no text, so
+# the corpus stays the same from run to run (it took the last run's shards
+# in, and grew every run); `tessel data prepare` alike
+mkdir -p "$WORK/corpus"
+cp "$WORK/txt/a.txt" "$WORK/corpus/a.txt"
+for i in 1 2; do
+  "$TESSEL" run "$WORK/dup.yaml" --set log.dir="$WORK/self$i" --set "data.text=[\"$WORK/corpus/*\"]" \
+    --set data.dir="$WORK/corpus" --set checkpoint.resume=never >"$WORK/self$i.log" 2>&1 ||
+    { cat "$WORK/self$i.log" >&2; fail "run $i over its own data.dir failed"; }
+done
+[ "$(tokens "$WORK/self1.log")" = "1 $(wc -c <"$WORK/corpus/a.txt")" ] ||
+  { cat "$WORK/self1.log" >&2; fail "data.dir's own files were taken for text"; }
+grep -q "data: prepared" "$WORK/self2.log" && { cat "$WORK/self2.log" >&2; fail "the second run prepared again"; }
+"$TESSEL" data prepare "$WORK/corpus/*" -o "$WORK/corpus" >"$WORK/self3.log" 2>&1 ||
+  { cat "$WORK/self3.log" >&2; fail "data prepare over its own output failed"; }
+grep -q "1 file" "$WORK/self3.log" || { cat "$WORK/self3.log" >&2; fail "data prepare took its own output for text"; }
+
 # glob characters in the run directory's name
 mkdir -p "$WORK/glob/exp1/data"
 cp "$WORK/dup/data/train_000000.bin" "$WORK/glob/exp1/data/train_000000.bin" # a decoy a bare pattern would match
