@@ -305,6 +305,12 @@ tsl_status tsl_data_prepare(const char *const *inputs, int n_inputs, const char 
     goto fail;
   }
   TSL_TRY(st, tsl_mkdir_p(out_dir));
+  /* the stamp of a run's data.text says which sources the shards came
+  ** from; these are about to be others (a run that found it would train on
+  ** them as its own), and a run writes its stamp after preparing */
+  char *stamp = tsl_asprintf("%s/.prepared", out_dir);
+  if (stamp) unlink(stamp);
+  free(stamp);
 
   /* with a tokenizer a part has at most one token per byte, plus its end-of-text
   ** and the up to 3 bytes a split point moves to a character boundary */

@@ -42,12 +42,18 @@ static uint64_t sources_hash(const tsl_settings *s, const tsl_tokenizer *t) {
 }
 
 /* Whether data.dir's stamp says its shards were prepared from sources
-** whose hash is `want` (a sources_hash as text). */
+** whose hash is `want` (a sources_hash as text), and the first shard of
+** each part it made is still there: shards removed by hand are prepared
+** again (the stamp alone once sent the run to fail on the missing files). */
 static int stamped(const tsl_settings *s, const char *want) {
   char *path = tsl_asprintf("%s/.prepared", s->data.dir), *old = NULL;
-  int same = path && tsl_read_file(path, &old, NULL) == TESSEL_OK && strcmp(old, want) == 0;
+  char *train = tsl_asprintf("%s/train_000000.bin", s->data.dir), *val = tsl_asprintf("%s/val_000000.bin", s->data.dir);
+  int same = path && train && val && tsl_read_file(path, &old, NULL) == TESSEL_OK && strcmp(old, want) == 0 &&
+             tsl_path_exists(train) && (s->data.val_fraction <= 0 || tsl_path_exists(val));
   free(old);
   free(path);
+  free(train);
+  free(val);
   tsl_error_clear();
   return same;
 }

@@ -59,6 +59,22 @@ grep -q "data: prepared" "$WORK/self2.log" && { cat "$WORK/self2.log" >&2; fail 
   { cat "$WORK/self3.log" >&2; fail "data prepare over its own output failed"; }
 grep -q "1 file" "$WORK/self3.log" || { cat "$WORK/self3.log" >&2; fail "data prepare took its own output for text"; }
 
+# shards removed by hand are prepared again (the stamp was trusted, and the
+# run failed on the missing files); `tessel data prepare` of other text into
+# the directory voids the stamp, so the run prepares its own text again
+# (it trained on the other text, silently)
+rm -f "$WORK/corpus"/train_*.bin
+"$TESSEL" run "$WORK/dup.yaml" --set log.dir="$WORK/self4" --set "data.text=[\"$WORK/corpus/*\"]" \
+  --set data.dir="$WORK/corpus" --set checkpoint.resume=never >"$WORK/self4.log" 2>&1 &&
+  grep -q "data: prepared" "$WORK/self4.log" || { cat "$WORK/self4.log" >&2; fail "removed shards were not prepared again"; }
+mkdir -p "$WORK/other"
+head -c 5000 "$SRC/docs/config.md" >"$WORK/other/b.txt"
+"$TESSEL" data prepare "$WORK/other/b.txt" -o "$WORK/corpus" >/dev/null 2>&1 || fail "data prepare of other text failed"
+"$TESSEL" run "$WORK/dup.yaml" --set log.dir="$WORK/self5" --set "data.text=[\"$WORK/corpus/*\"]" \
+  --set data.dir="$WORK/corpus" --set checkpoint.resume=never >"$WORK/self5.log" 2>&1 &&
+  [ "$(tokens "$WORK/self5.log")" = "1 $(wc -c <"$WORK/corpus/a.txt")" ] ||
+  { cat "$WORK/self5.log" >&2; fail "after data prepare of other text, the run did not prepare its own again"; }
+
 # glob characters in the run directory's name
 mkdir -p "$WORK/glob/exp1/data"
 cp "$WORK/dup/data/train_000000.bin" "$WORK/glob/exp1/data/train_000000.bin" # a decoy a bare pattern would match
