@@ -106,7 +106,8 @@ int tsl_data_own_file(const char *out_dir, const char *path) {
 
 /* An input that exists is a file even if its name has glob characters;
 ** otherwise a pattern is expanded (sorted) and a plain name is missing.
-** A pattern's matches among out_dir's own files are not inputs. */
+** A pattern's matches among out_dir's own files, and directories, are not
+** inputs. */
 static tsl_status expand_input(input_list *l, const char *input, const char *out_dir) {
   if (tsl_path_exists(input) || !strpbrk(input, "*?[")) return input_list_add(l, input);
 
@@ -121,14 +122,16 @@ static tsl_status expand_input(input_list *l, const char *input, const char *out
     return tsl_error(TESSEL_E_IO, "input '%s': cannot expand the pattern", input);
   }
   tsl_status st = TESSEL_OK;
-  size_t own = 0;
+  size_t skipped = 0;
   for (size_t i = 0; i < g.gl_pathc && st == TESSEL_OK; i++) {
-    if (tsl_data_own_file(out_dir, g.gl_pathv[i])) own++;
+    struct stat sb;
+    if (tsl_data_own_file(out_dir, g.gl_pathv[i])) skipped++;
+    else if (stat(g.gl_pathv[i], &sb) == 0 && S_ISDIR(sb.st_mode)) skipped++; /* a pattern means the files */
     else st = input_list_add(l, g.gl_pathv[i]);
   }
-  if (st >= 0 && own == g.gl_pathc)
-    st = tsl_error(TESSEL_E_IO, "input '%s' matches only the shards and records %s holds, which are prepared "
-                   "there, not text", input, out_dir);
+  if (st >= 0 && skipped == g.gl_pathc)
+    st = tsl_error(TESSEL_E_IO, "input '%s' matches only directories, or the shards and records %s holds, which "
+                   "are prepared there: no text", input, out_dir);
   globfree(&g);
   return st;
 }

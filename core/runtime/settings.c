@@ -510,8 +510,13 @@ tsl_status tsl_settings_check_files(tsl_config *cfg, const tsl_settings *s, cons
     const char **text;
     int n;
     if (tsl_cfg_string_list(data, "text", &text, &n) < 0) return st;
-    for (int i = 0; i < n; i++)
+    struct stat sb;
+    for (int i = 0; i < n; i++) {
       if (!matches(text[i])) keep(&st, no_match(data, "text", i, text[i], who));
+      else if (stat(text[i], &sb) == 0 && S_ISDIR(sb.st_mode)) /* named as itself, not through a pattern */
+        keep(&st, tsl_cfg_item_error(data, "text", i, "%s is a directory: name its files, e.g. '%s/*.txt'%s",
+                                     text[i], text[i], who ? who : ""));
+    }
     return st;
   }
   if (s->data.train && !matches(s->data.train)) keep(&st, no_match(data, "train", -1, s->data.train, who));
