@@ -95,7 +95,7 @@ tsl_status tsl_dataset_open(const char *glob_pattern, int vocab_size, int seq_le
   }
   if (ds->start_cum[ds->n] == 0) {
     st = tsl_error(TESSEL_E_CONFIG,
-                   "data '%s': the longest shard has %llu tokens, fewer than seq_len+1 = %d",
+                   "data '%s': the longest shard has %llu tokens, " TSL_DATASET_TOO_SHORT " = %d",
                    glob_pattern, (unsigned long long)longest, seq_len + 1);
     goto fail;
   }

@@ -42,18 +42,19 @@ static uint64_t sources_hash(const tsl_settings *s, const tsl_tokenizer *t) {
 }
 
 /* Whether data.dir's stamp says its shards were prepared from sources
-** whose hash is `want` (a sources_hash as text), and the first shard of
-** each part it made is still there: shards removed by hand are prepared
-** again (the stamp alone once sent the run to fail on the missing files). */
+** whose hash is `want` (a sources_hash as text), and the first training
+** shard and the record are still there: shards removed by hand are
+** prepared again (the stamp alone once sent the run to fail on the missing
+** files). */
 static int stamped(const tsl_settings *s, const char *want) {
   char *path = tsl_asprintf("%s/.prepared", s->data.dir), *old = NULL;
-  char *train = tsl_asprintf("%s/train_000000.bin", s->data.dir), *val = tsl_asprintf("%s/val_000000.bin", s->data.dir);
-  int same = path && train && val && tsl_read_file(path, &old, NULL) == TESSEL_OK && strcmp(old, want) == 0 &&
-             tsl_path_exists(train) && (s->data.val_fraction <= 0 || tsl_path_exists(val));
+  char *train = tsl_asprintf("%s/train_000000.bin", s->data.dir), *record = tsl_asprintf("%s/tokens.json", s->data.dir);
+  int same = path && train && record && tsl_read_file(path, &old, NULL) == TESSEL_OK && strcmp(old, want) == 0 &&
+             tsl_path_exists(train) && tsl_path_exists(record);
   free(old);
   free(path);
   free(train);
-  free(val);
+  free(record);
   tsl_error_clear();
   return same;
 }
@@ -167,14 +168,26 @@ static tsl_status unseen(tsl_runtime *rt, tsl_status st, int val) {
                         key, rt->world.rank, rt->world.host);
 }
 
+/* Whether `pattern` matches a file (the validation part of a short text
+** has no shard at all). */
+static int any_file(const char *pattern) {
+  glob_t g;
+  int rc = glob(pattern, 0, NULL, &g);
+  globfree(&g);
+  return rc == 0;
+}
+
 /* The validation part data.val_fraction leaves of data.text holds no
 ** window of seq_len+1 tokens (or no token at all): said in the terms of the
 ** config, not of the derived data.val glob the user never wrote. */
-static tsl_status val_too_short(const tsl_settings *s) {
+static tsl_status val_too_short(tsl_runtime *rt) {
+  const tsl_settings *s = &rt->settings;
   char *why = tsl_strdup(tsl_error_message());
-  tsl_status st = tsl_error(TESSEL_E_CONFIG, "data.val_fraction %g leaves the validation part of data.text too short for "
-                            "one sequence of seq_len+1 = %d tokens (%s): raise data.val_fraction, or set it to 0 to "
-                            "train without validation", s->data.val_fraction, s->model.seq_len + 1, why ? why : "");
+  tsl_cfg *data = NULL;
+  tsl_cfg_section(tsl_config_root(rt->config), "data", 0, &data);
+  tsl_status st = tsl_cfg_error(data, "val_fraction", "%g leaves the validation part of data.text too short for one "
+                                "sequence of seq_len+1 = %d tokens (%s): raise data.val_fraction, or set it to 0 to "
+                                "train without validation", s->data.val_fraction, s->model.seq_len + 1, why ? why : "");
   free(why);
   return st;
 }
@@ -214,7 +227,10 @@ tsl_status tsl_data_open(tsl_runtime *rt, tsl_data_source *d) {
   if (st < 0) return unseen(rt, st, 0);
   if (s->data.val) {
     st = tsl_dataset_open(s->data.val, s->model.vocab_size, s->model.seq_len, &d->val);
-    if (st < 0 && s->data.n_text > 0) return val_too_short(s);
+    /* only a validation part too short is val_fraction's doing; a token past
+    ** the vocabulary, an unreadable shard, are said as they are */
+    if (st < 0 && s->data.n_text > 0 && (strstr(tsl_error_message(), TSL_DATASET_TOO_SHORT) || !any_file(s->data.val)))
+      return val_too_short(rt);
     if (st < 0) return unseen(rt, st, 1);
   }
   if (rt->world.rank == 0) warn_unused(s, d);

@@ -97,9 +97,20 @@ for vf in 0.1 0.02; do
     --set log.dir="$WORK/short$vf" >"$WORK/short.log" 2>&1
   rc=$?
   set -e
-  [ $rc -eq 2 ] && grep -q "data.val_fraction $vf leaves the validation part of data.text too short for one sequence of seq_len+1 = 17 tokens" "$WORK/short.log" ||
+  [ $rc -eq 2 ] && grep -q "^--set=data.val_fraction=$vf:1:25: data.val_fraction: $vf leaves the validation part of data.text too short for one sequence of seq_len+1 = 17 tokens" "$WORK/short.log" ||
     { cat "$WORK/short.log" >&2; fail "val_fraction $vf on a short text: exit $rc"; }
 done
+# a validation part long enough but with a token past the vocabulary is said
+# as that, not as a val_fraction too small
+{ yes 'the quick brown fox' | head -c 900; printf '\303\251%.0s' $(seq 1 40); } >"$WORK/txt/accents.txt"
+set +e
+"$TESSEL" run "$WORK/dup.yaml" --set "data.text=[\"$WORK/txt/accents.txt\"]" --set data.val_fraction=0.1 \
+  --set model.vocab_size=128 --set log.dir="$WORK/accents" >"$WORK/accents.log" 2>&1
+rc=$?
+set -e
+[ $rc -eq 2 ] && grep -q "data.text: .*val_000000.bin: token 195 at offset [0-9]* is >= model.vocab_size = 128" "$WORK/accents.log" &&
+  ! grep -q "raise data.val_fraction" "$WORK/accents.log" ||
+  { cat "$WORK/accents.log" >&2; fail "a token past the vocabulary in the validation part: exit $rc"; }
 
 # a shard shorter than a sequence beside a long one; 12 validation windows
 # against eval_batches 4 × batch 2
