@@ -594,14 +594,19 @@ tsl_status tsl_ckpt_fits(const tsl_runtime *rt, const tsl_ckpt *c) {
     snprintf(why, sizeof why, "checkpoint %s was trained with tokenizer %016" PRIx64 " (%s); this run's tokenizer %s "
              "is %016" PRIx64 ": resume with the one it was trained with, or start a new run elsewhere", c->path,
              c->tokenizer_hash, c->tokenizer, tsl_tokenizer_name(t), tsl_tokenizer_hash(t));
-  /* byte-level data against a tokenizer's, either way round: the ids mean
-  ** other things. A step-0 checkpoint without one (imported from a model
-  ** directory that had none) says nothing about its data. */
+  /* data without a tokenizer against a tokenizer's, either way round: the
+  ** ids may mean other things. A step-0 checkpoint without one (imported
+  ** from a model directory that had none) says nothing about its data. Data
+  ** without one in a vocabulary other than bytes' (llm.c's shards, or bytes
+  ** in a larger model) is not called byte-level. */
   else if (c->step > 0 && !t != !c->tokenizer)
     snprintf(why, sizeof why, "checkpoint %s was trained on %s%s; this run's data is %s%s: a token id means another "
              "thing in each, so it cannot resume there (prepare the data as the checkpoint's was)", c->path,
-             c->tokenizer ? "shards made with the tokenizer " : "byte-level shards", c->tokenizer ? c->tokenizer : "",
-             t ? "made with the tokenizer " : "byte-level", t ? tsl_tokenizer_name(t) : "");
+             c->tokenizer ? "shards made with the tokenizer " : c->arch.vocab_size == 256 ? "byte-level shards"
+                                                                                          : "shards that name no tokenizer",
+             c->tokenizer ? c->tokenizer : "", t ? "made with the tokenizer " : want->vocab_size == 256 ? "byte-level"
+                                                                                 : "of shards that name no tokenizer",
+             t ? tsl_tokenizer_name(t) : "");
   if (!why[0]) return TESSEL_OK;
   /* the config's mistake, at data.tokenizer (or the data section) */
   tsl_cfg *data = NULL;

@@ -93,7 +93,7 @@ run bytes1024 "$WORK/bytes" >/dev/null 2>&1 || fail "byte-level data under vocab
 expect_refused 2 "vocabulary of 1024 tokens and no tokenizer" -- "$TESSEL" sample "$WORK/bytes1024/checkpoints/step_00000002" --tokens 3
 # resuming that byte-level run on tokenizer-made shards (it once went on
 # silently, and its next checkpoint carried the tokenizer)
-expect_refused 2 "was trained on byte-level shards" "made with the tokenizer $WORK/gpt2/tokenizer.json" -- \
+expect_refused 2 "was trained on shards that name no tokenizer" "made with the tokenizer $WORK/gpt2/tokenizer.json" -- \
   run bytes1024 "$WORK/gpt2" --set train.steps=3
 
 # A run on tokenizer-made shards adopts their tokenizer: checkpoint, sample, resume.
