@@ -27,6 +27,12 @@ bad "--steps needs a whole number of steps from 1" compare a.yaml b.yaml --steps
 bad "--tolerance needs a relative tolerance of 0 or more, got '-1'" compare a.yaml b.yaml --tolerance -1
 bad "-n needs a number of ranks from 1 to 4096, got '0'" compare a.yaml b.yaml -n 0
 bad "tessel compare: bad option" compare a.yaml b.yaml --bogus
+# a config whose name holds '@' is that config, not CONFIG@RANKS (it was
+# "bad rank count"): here it is refused for training another model
+printf 'model: {layers: 1, heads: 2, channels: 16, seq_len: 8}\ndata: {train: "x_*.bin"}\ntrain: {steps: 2}\n' >"$WORK/we@ird.yaml"
+sed 's/layers: 1/layers: 2/' "$WORK/we@ird.yaml" >"$WORK/other.yaml"
+bad "$WORK/we@ird.yaml and $WORK/other.yaml train different models" compare "$WORK/we@ird.yaml" "$WORK/other.yaml" \
+  --out "$WORK/cmp"
 bad "--temperature needs a temperature of 0 (greedy) or more, got '-1'" sample ckpt --temperature -1
 bad "--shard-tokens needs a number of tokens above 0, got '0'" data prepare x.txt -o d --shard-tokens 0
 bad "--vocab needs a vocabulary size from 2 to 1073741824, got '1'" tokenizer train x.txt -o t.json --vocab 1

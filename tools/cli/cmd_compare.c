@@ -56,7 +56,8 @@ const tsl_command tsl_cmd_compare = {
 
 /* "file.yaml@4" -> file.yaml on 4 ranks; no suffix -> dflt. */
 static int parse_target(char *arg, int dflt, tsl_cmp_run *run) {
-  char *at = strrchr(arg, '@');
+  /* a config whose own name holds '@' (we@ird.yaml) is named whole */
+  char *at = tsl_path_exists(arg) ? NULL : strrchr(arg, '@');
   long long ranks = dflt;
   if (at && at[1]) {
     if (tsl_parse_count(at + 1, &ranks) != 0 || ranks < 1 || ranks > 4096) return -1;
