@@ -76,14 +76,14 @@ tsl_status tsl_gather_state(tsl_model *m, int i, tessel_state_ref ref, float *gl
     char what[256];
     if (w->rank == r) {
       snprintf(what, sizeof what, "sending %s to rank 0 for a checkpoint", as.name);
-      if (MPI_Isend(part, (int)as.local_numel, MPI_FLOAT, 0, i, MPI_COMM_WORLD, &req) != MPI_SUCCESS ||
-          tsl_mpi_wait(&req, what, MPI_COMM_WORLD) != MPI_SUCCESS)
-        st = tsl_error(TESSEL_E_COMM, "sending %s to rank 0 for a checkpoint failed", as.name);
+      int rc = MPI_Isend(part, (int)as.local_numel, MPI_FLOAT, 0, i, MPI_COMM_WORLD, &req);
+      if (tsl_mpi_finish(rc, &req, what, "world") != MPI_SUCCESS)
+        st = tsl_error(TESSEL_E_COMM, "%s failed", what);
     } else if (w->rank == 0) {
       snprintf(what, sizeof what, "receiving %s from rank %d for a checkpoint", as.name, r);
-      if (MPI_Irecv(part, (int)as.local_numel, MPI_FLOAT, r, i, MPI_COMM_WORLD, &req) != MPI_SUCCESS ||
-          tsl_mpi_wait(&req, what, MPI_COMM_WORLD) != MPI_SUCCESS)
-        st = tsl_error(TESSEL_E_COMM, "receiving %s from rank %d for a checkpoint failed", as.name, r);
+      int rc = MPI_Irecv(part, (int)as.local_numel, MPI_FLOAT, r, i, MPI_COMM_WORLD, &req);
+      if (tsl_mpi_finish(rc, &req, what, "world") != MPI_SUCCESS)
+        st = tsl_error(TESSEL_E_COMM, "%s failed", what);
       else if (global)
         tsl_param_insert(&as, part, global);
     }

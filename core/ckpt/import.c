@@ -373,25 +373,13 @@ fail:
   return st;
 }
 
-/* The outermost directory of `dir` that does not exist yet (heap), or NULL
-** when dir exists: what making it creates, and a failed import removes. */
-static char *first_missing(const char *dir) {
-  char *p = tsl_strdup(dir), *missing = NULL;
-  while (p && !tsl_path_exists(p)) {
-    free(missing);
-    missing = p;
-    p = tsl_dirname(missing);
-  }
-  free(p);
-  return missing;
-}
-
-/* Remove the empty directories from `dir` up to `top` (one of its
-** ancestors, or itself): the parents an import made for its output. rmdir
-** takes only empty ones, so nothing another process put there goes. */
-static void remove_made(const char *dir, const char *top) {
+/* Remove the empty directories from `dir` up to, not including, `base`
+** (one of its ancestors, or itself, as tsl_existing_ancestor names it):
+** the parents an import made for its output. rmdir takes only empty ones,
+** so nothing another process put there goes. */
+static void remove_made(const char *dir, const char *base) {
   char *p = tsl_strdup(dir);
-  while (p && rmdir(p) == 0 && strcmp(p, top) != 0) {
+  while (p && strcmp(p, base) != 0 && rmdir(p) == 0) {
     char *up = tsl_dirname(p);
     free(p);
     p = up;
@@ -406,7 +394,7 @@ tsl_status tsl_import_hf(const char *hf_dir, const char *out_given) {
   /* "out/" is out: its temporary "out/.tmp-PID" made out/ itself, and the rename onto it failed */
   char *out_dir = tsl_asprintf("%.*s", (int)tsl_path_len(out_given), out_given);
   char *tmp = out_dir ? tsl_asprintf("%s.tmp-%d", out_dir, (int)getpid()) : NULL;
-  char *parent = out_dir ? tsl_dirname(out_dir) : NULL, *made = NULL;
+  char *parent = out_dir ? tsl_dirname(out_dir) : NULL, *base = NULL;
   if (!tmp || !parent) {
     st = tsl_error(TESSEL_E_NOMEM, "out of host memory");
     goto done;
@@ -422,7 +410,7 @@ tsl_status tsl_import_hf(const char *hf_dir, const char *out_given) {
     goto done;
   }
   t = hf_tokenizer(w);
-  made = first_missing(parent);
+  base = tsl_existing_ancestor(parent);
   st = tsl_remove_tree(tmp);
   if (st >= 0) st = tsl_mkdir_p(tmp);
   if (st >= 0) st = write_checkpoint(w, t, tmp);
@@ -431,7 +419,7 @@ tsl_status tsl_import_hf(const char *hf_dir, const char *out_given) {
   if (st >= 0) st = tsl_fsync_path(parent);
   if (st < 0) {
     tsl_remove_tree(tmp);
-    if (made) remove_made(parent, made);
+    if (base) remove_made(parent, base);
   }
 done:
   tsl_tokenizer_free(t);
@@ -439,6 +427,6 @@ done:
   free(out_dir);
   free(tmp);
   free(parent);
-  free(made);
+  free(base);
   return st;
 }

@@ -78,14 +78,12 @@ static tsl_status adopt_group(tsl_comm *c, tessel_group *g, int rc, const char *
   tsl_status st = mpi_status(rc, what, g);
   if (st < 0) return st;
   MPI_Comm_set_errhandler(g->comm, MPI_ERRORS_RETURN);
-  MPI_Comm_set_name(g->comm, g->name); /* what a wait that times out names */
   MPI_Comm_rank(g->comm, &g->rank);
   MPI_Comm_size(g->comm, &g->size);
   if ((st = mpi_status(MPI_Comm_dup(g->comm, &g->gathers), "MPI_Comm_dup", g)) < 0) {
     MPI_Comm_free(&g->comm);
     return st;
   }
-  MPI_Comm_set_name(g->gathers, g->name);
   c->n_groups++;
   return TESSEL_OK;
 }
@@ -132,8 +130,8 @@ static int has_device_engine(const tsl_backend *be) {
 static int bcast_group(void *arg, void *buf, int bytes) {
   tessel_group *g = arg;
   MPI_Request req;
-  int rc = MPI_Ibcast(buf, bytes, MPI_BYTE, 0, g->comm, &req);
-  if (rc == MPI_SUCCESS) rc = tsl_mpi_wait(&req, "creating the device communicator", g->comm);
+  int rc = tsl_mpi_finish(MPI_Ibcast(buf, bytes, MPI_BYTE, 0, g->comm, &req), &req, "creating the device communicator",
+                          g->name);
   return rc == MPI_SUCCESS ? TESSEL_OK : TESSEL_E_COMM;
 }
 
@@ -141,8 +139,8 @@ static int agree_group(void *arg, int status) {
   tessel_group *g = arg;
   int lowest = status;
   MPI_Request req;
-  int rc = MPI_Iallreduce(&status, &lowest, 1, MPI_INT, MPI_MIN, g->comm, &req);
-  if (rc == MPI_SUCCESS) rc = tsl_mpi_wait(&req, "creating the device communicator", g->comm);
+  int rc = tsl_mpi_finish(MPI_Iallreduce(&status, &lowest, 1, MPI_INT, MPI_MIN, g->comm, &req), &req,
+                          "creating the device communicator", g->name);
   return rc == MPI_SUCCESS ? lowest : TESSEL_E_COMM;
 }
 
@@ -465,7 +463,7 @@ static void unlink_red(tessel_work *w) {
 static tsl_status order_exchanges(tessel_group *g, tessel_work *until) {
   for (tessel_work *w = g->reds; w; w = w->next_red) {
     int done;
-    tsl_status st = tsl_mpi_reduce_exchange(w->red, until != NULL, &done);
+    tsl_status st = tsl_mpi_reduce_exchange(w->red, until != NULL, &done, w->what, g->name);
     if (st < 0) { /* the reduction freed itself; its owner hears why when it waits */
       unlink_red(w);
       w->failed = tsl_error_wrap(st, "a reduction on group '%s'", g->name);
@@ -479,7 +477,7 @@ static tsl_status order_exchanges(tessel_group *g, tessel_work *until) {
 
 static tsl_status finish_red(tessel_work *w, int block, int *done) {
   tessel_group *g = w->group;
-  tsl_status st = tsl_mpi_reduce_finish(w->red, block, done);
+  tsl_status st = tsl_mpi_reduce_finish(w->red, block, done, w->what, g->name);
   if (st < 0 || *done) {
     unlink_red(w);
     w->in_use = 0;
@@ -517,6 +515,7 @@ static tsl_status post_mpi_reduce(tsl_comm *c, tessel_group *g, const coll *k, t
     return tsl_error_wrap(st, "%s on group '%s'", k->name, g->name);
   }
   w->group = g;
+  w->what = k->name;
   tessel_work **tail = &g->reds;
   while (*tail) tail = &(*tail)->next_red;
   *tail = w;
@@ -578,7 +577,7 @@ static tsl_status post(tsl_comm *c, tessel_group *g, const coll *k, tessel_work 
     return TESSEL_OK;
   }
   /* a blocking call: the whole call is waiting (MPI moves the data inside it) */
-  st = mpi_status(tsl_mpi_wait(req, k->name, g->comm), k->name, g);
+  st = mpi_status(tsl_mpi_wait(req, k->name, g->name), k->name, g);
   charge(c, t0, is_p2p(k->kind));
   return st;
 }
@@ -637,9 +636,7 @@ tsl_status tsl_barrier(tsl_comm *c, tessel_group *g) {
   if (st < 0) return st;
   double t0 = tsl_now();
   MPI_Request req;
-  int rc = MPI_Ibarrier(g->comm, &req);
-  if (rc == MPI_SUCCESS) rc = tsl_mpi_wait(&req, "barrier", g->comm);
-  st = mpi_status(rc, "barrier", g);
+  st = mpi_status(tsl_mpi_finish(MPI_Ibarrier(g->comm, &req), &req, "barrier", g->name), "barrier", g);
   charge(c, t0, 0);
   return st;
 }
@@ -666,7 +663,7 @@ tsl_status tsl_work_wait(tsl_comm *c, tessel_work *w) {
   if (w->device) return device_wait(c, w);
   if (w->red || w->failed) return wait_red(c, w);
   double t0 = tsl_now();
-  int rc = tsl_mpi_wait(&w->req, w->what, w->group->comm);
+  int rc = tsl_mpi_wait(&w->req, w->what, w->group->name);
   charge(c, t0, w->p2p);
   w->in_use = 0;
   return mpi_status(rc, "wait", NULL);

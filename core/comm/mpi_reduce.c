@@ -34,10 +34,6 @@ static MPI_Datatype wire_type(tessel_dtype dt) {
   }
 }
 
-static const char *kind_name(tsl_coll_kind kind) {
-  return kind == TSL_COLL_ALL_REDUCE ? "all-reduce" : kind == TSL_COLL_REDUCE_SCATTER ? "reduce-scatter" : "reduce";
-}
-
 tsl_status tsl_mpi_reduce_supported(tessel_dtype dt, tessel_redop op) {
   if (dt == TESSEL_U8 || (unsigned)dt >= TESSEL_DTYPE_COUNT)
     return tsl_error(TESSEL_E_UNSUPPORTED, "the MPI engine reduces F32, F64, I32, BF16 and F16 data, not dtype %d",
@@ -183,10 +179,10 @@ tsl_status tsl_mpi_reduce_start(MPI_Comm comm, MPI_Comm gathers, tsl_coll_kind k
   return TESSEL_OK;
 }
 
-tsl_status tsl_mpi_reduce_exchange(tsl_mpi_reduce *r, int block, int *done) {
+tsl_status tsl_mpi_reduce_exchange(tsl_mpi_reduce *r, int block, int *done, const char *what, const char *group) {
   *done = r->phase > 0;
   if (*done) return TESSEL_OK;
-  int flag = 1, rc = block ? tsl_mpi_wait(&r->req, kind_name(r->kind), r->comm)
+  int flag = 1, rc = block ? tsl_mpi_wait(&r->req, what, group)
                            : MPI_Test(&r->req, &flag, MPI_STATUS_IGNORE);
   if (rc != MPI_SUCCESS) return mpi_fail(r, rc, "exchanging blocks to reduce");
   if (!flag) return TESSEL_OK;
@@ -197,11 +193,11 @@ tsl_status tsl_mpi_reduce_exchange(tsl_mpi_reduce *r, int block, int *done) {
 
 int tsl_mpi_reduce_exchanged(const tsl_mpi_reduce *r) { return r->phase > 0; }
 
-tsl_status tsl_mpi_reduce_finish(tsl_mpi_reduce *r, int block, int *done) {
+tsl_status tsl_mpi_reduce_finish(tsl_mpi_reduce *r, int block, int *done, const char *what, const char *group) {
   int flag = 1;
   *done = 0;
   if (r->phase == 1) {
-    int rc = block ? tsl_mpi_wait(&r->req, kind_name(r->kind), r->gathers)
+    int rc = block ? tsl_mpi_wait(&r->req, what, group)
                    : MPI_Test(&r->req, &flag, MPI_STATUS_IGNORE);
     if (rc != MPI_SUCCESS) return mpi_fail(r, rc, "all-gather of reduced blocks");
     if (!flag) return TESSEL_OK;

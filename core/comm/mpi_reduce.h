@@ -38,12 +38,13 @@ tsl_status tsl_mpi_reduce_start(MPI_Comm comm, MPI_Comm gathers, tsl_coll_kind k
                                 uint64_t count, tessel_dtype dt, tessel_redop op, int root, tsl_mpi_reduce **out);
 
 /* The exchange phase. Not blocking, *done says whether it is now past the exchange;
-** blocking, it waits for it. On failure the reduction is freed. */
-tsl_status tsl_mpi_reduce_exchange(tsl_mpi_reduce *r, int block, int *done);
+** blocking, it waits for it (tsl_mpi_wait: `what` on `group` names it when
+** it times out). On failure the reduction is freed. */
+tsl_status tsl_mpi_reduce_exchange(tsl_mpi_reduce *r, int block, int *done, const char *what, const char *group);
 int tsl_mpi_reduce_exchanged(const tsl_mpi_reduce *r);
 /* Past its exchange: finish (blocking) or see whether it has (*done); it
 ** is freed once done, and on failure. */
-tsl_status tsl_mpi_reduce_finish(tsl_mpi_reduce *r, int block, int *done);
+tsl_status tsl_mpi_reduce_finish(tsl_mpi_reduce *r, int block, int *done, const char *what, const char *group);
 /* Abandon (the communicator is going away). */
 void tsl_mpi_reduce_cancel(tsl_mpi_reduce *r);
 /* The dtypes and ops it can reduce: 0, or a status with a message. */

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <glob.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -280,6 +281,18 @@ int tsl_path_exists(const char *path) {
   return stat(path, &sb) == 0;
 }
 
+int tsl_path_within(const char *path, const char *dir) {
+  size_t n = strlen(dir);
+  return n && strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/' || dir[n - 1] == '/');
+}
+
+int tsl_glob_matches(const char *pattern) {
+  glob_t g;
+  int rc = glob(pattern, 0, NULL, &g);
+  globfree(&g);
+  return rc == 0;
+}
+
 tsl_status tsl_free_bytes(const char *path, uint64_t *out) {
   char *p = tsl_strdup(path);
   struct statvfs sv;
@@ -302,6 +315,21 @@ char *tsl_dirname(const char *path) {
   char *d = tsl_strdup(path);
   if (d) d[slash - path] = '\0';
   return d;
+}
+
+char *tsl_existing_ancestor(const char *path) {
+  struct stat sb;
+  char *p = tsl_strdup(path);
+  while (p && stat(p, &sb) != 0) {
+    if ((errno != ENOENT && errno != ENOTDIR) || !strcmp(p, "/") || !strcmp(p, ".")) {
+      free(p);
+      return NULL;
+    }
+    char *up = tsl_dirname(p);
+    free(p);
+    p = up;
+  }
+  return p;
 }
 
 size_t tsl_path_len(const char *path) {

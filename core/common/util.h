@@ -69,11 +69,21 @@ void tsl_unmap_file(const char *data, size_t len);
 /* Remove a directory tree (used for temporary checkpoint directories). */
 tsl_status tsl_remove_tree(const char *path);
 int tsl_path_exists(const char *path);
+/* Whether `path` is `dir` or lies under it, by their text: give both as
+** realpath(3) makes them to compare the files they name. */
+int tsl_path_within(const char *path, const char *dir);
+/* Whether a glob(3) pattern matches anything. */
+int tsl_glob_matches(const char *pattern);
 /* Bytes an unprivileged writer can still put on the file system holding
 ** `path` (or its nearest existing parent). */
 tsl_status tsl_free_bytes(const char *path, uint64_t *out);
 /* Directory part of a path, as a heap string ("." when none). */
 char *tsl_dirname(const char *path);
+/* The nearest of `path` and its parents that exists, as a heap string
+** (at worst "." or "/"), passing names that do not exist or lie under a
+** file: what making `path` would build on. NULL when out of memory, or when
+** a name cannot be examined for another reason (no permission). */
+char *tsl_existing_ancestor(const char *path);
 /* The length of path without its trailing slashes (a lone "/" kept):
 ** "out/", as shell completion writes it, names the directory "out" does. */
 size_t tsl_path_len(const char *path);

@@ -103,10 +103,9 @@ static tsl_status load_file(tsl_config *cfg, const char *path, int depth, char *
   if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode))
     return tsl_error(TESSEL_E_CONFIG, "%s: is %s, not a config file", path, tsl_file_kind(sb.st_mode));
   char *real = realpath(path, NULL);
-  if (!real && errno == ENOENT) return tsl_error(TESSEL_E_CONFIG, "%s: no such config file", path);
-  if (!real && errno == ENOTDIR) /* "run.yaml/", or a file above it */
-    return tsl_error(TESSEL_E_CONFIG, "%s: no such config file (a part of the path before the last is a file, not a "
-                     "directory)", path);
+  if (!real && (errno == ENOENT || errno == ENOTDIR)) /* ENOTDIR: "run.yaml/", or a file above it */
+    return tsl_error(TESSEL_E_CONFIG, "%s: no such config file%s", path,
+                     errno == ENOTDIR ? " (a part of the path before the last is a file, not a directory)" : "");
   if (!real && !(real = tsl_strdup(path))) return TESSEL_E_NOMEM;
   for (int i = 0; i < depth; i++) {
     if (strcmp(chain[i], real) == 0) {

@@ -88,27 +88,28 @@ static tsl_status input_list_add(input_list *l, const char *path) {
   return TESSEL_OK;
 }
 
-int tsl_data_own_file(const char *out_dir, const char *path) {
+int tsl_data_own_file(const char *real_out_dir, const char *path) {
   const char *base = strrchr(path, '/');
   base = base ? base + 1 : path;
   int index = 0, used = 0;
   char split[8];
   int shard = sscanf(base, "%5[a-z]_%6d.bin%n", split, &index, &used) == 2 && !base[used] &&
               (!strcmp(split, "train") || !strcmp(split, "val"));
-  if (!shard && strcmp(base, "tokens.json") && strcmp(base, ".prepared") && strcmp(base, TSL_DATA_LOCK)) return 0;
-  char *dir = tsl_dirname(path), *a = dir ? realpath(dir, NULL) : NULL, *b = realpath(out_dir, NULL);
-  int same = a && b && !strcmp(a, b);
+  if (!real_out_dir ||
+      (!shard && strcmp(base, "tokens.json") && strcmp(base, TSL_DATA_STAMP) && strcmp(base, TSL_DATA_LOCK)))
+    return 0;
+  char *dir = tsl_dirname(path), *real = dir ? realpath(dir, NULL) : NULL;
+  int same = real && !strcmp(real, real_out_dir);
   free(dir);
-  free(a);
-  free(b);
+  free(real);
   return same;
 }
 
 /* An input that exists is a file even if its name has glob characters;
 ** otherwise a pattern is expanded (sorted) and a plain name is missing.
-** A pattern's matches among out_dir's own files, and directories, are not
-** inputs. */
-static tsl_status expand_input(input_list *l, const char *input, const char *out_dir) {
+** A pattern's matches among out_dir's own files (real_out: its realpath),
+** and directories, are not inputs. */
+static tsl_status expand_input(input_list *l, const char *input, const char *out_dir, const char *real_out) {
   if (tsl_path_exists(input) || !strpbrk(input, "*?[")) return input_list_add(l, input);
 
   glob_t g;
@@ -125,7 +126,7 @@ static tsl_status expand_input(input_list *l, const char *input, const char *out
   size_t skipped = 0;
   for (size_t i = 0; i < g.gl_pathc && st == TESSEL_OK; i++) {
     struct stat sb;
-    if (tsl_data_own_file(out_dir, g.gl_pathv[i])) skipped++;
+    if (tsl_data_own_file(real_out, g.gl_pathv[i])) skipped++;
     else if (stat(g.gl_pathv[i], &sb) == 0 && S_ISDIR(sb.st_mode)) skipped++; /* a pattern means the files */
     else st = input_list_add(l, g.gl_pathv[i]);
   }
@@ -278,6 +279,7 @@ tsl_status tsl_data_prepare(const char *const *inputs, int n_inputs, const char 
   unsigned char *chunk = NULL;
   uint16_t *buf = NULL;
   uint64_t train = 0, val = 0;
+  char *real_out = NULL;
   shard_sink sinks[2] = {{.dir = out_dir, .split = "train"}, {.dir = out_dir, .split = "val"}};
 
   if (!opts) opts = &defaults;
@@ -289,7 +291,8 @@ tsl_status tsl_data_prepare(const char *const *inputs, int n_inputs, const char 
   if (n_inputs <= 0) return tsl_error(TESSEL_E_CONFIG, "no input files given");
   if (opts->tokenizer) TSL_TRY(st, check_tokenizer(opts->tokenizer));
 
-  for (int i = 0; i < n_inputs; i++) TSL_TRY(st, expand_input(&files, inputs[i], out_dir));
+  real_out = realpath(out_dir, NULL);
+  for (int i = 0; i < n_inputs; i++) TSL_TRY(st, expand_input(&files, inputs[i], out_dir, real_out));
   for (int i = 0; i < files.n; i++) {
     input_file *f = &files.v[i];
     f->val_bytes = (uint64_t)floor((double)f->size * opts->val_fraction);
@@ -311,7 +314,7 @@ tsl_status tsl_data_prepare(const char *const *inputs, int n_inputs, const char 
   /* the stamp of a run's data.text says which sources the shards came
   ** from; these are about to be others (a run that found it would train on
   ** them as its own), and a run writes its stamp after preparing */
-  char *stamp = tsl_asprintf("%s/.prepared", out_dir);
+  char *stamp = tsl_asprintf("%s/" TSL_DATA_STAMP, out_dir);
   if (stamp) unlink(stamp);
   free(stamp);
 
@@ -345,6 +348,7 @@ tsl_status tsl_data_prepare(const char *const *inputs, int n_inputs, const char 
   }
 fail:
   free(buf);
+  free(real_out);
   free(chunk);
   input_list_free(&files);
   return st;

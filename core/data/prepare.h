@@ -51,12 +51,16 @@ tsl_status tsl_data_prepare(const char *const *inputs, int n_inputs, const char 
 ** the shards it prepared there from data.text, and exclusively while it
 ** prepares them. */
 #define TSL_DATA_LOCK ".tessel-data-lock"
+/* The stamp a run's data.text preparation leaves: the hash of the sources
+** the shards in the directory were made from. */
+#define TSL_DATA_STAMP ".prepared"
 
-/* Whether `path` is a file preparation writes in out_dir: a shard
+/* Whether `path` is a file preparation writes in the directory whose
+** realpath(3) is real_out_dir (NULL: none exists yet): a shard
 ** (train_NNNNNN.bin, val_NNNNNN.bin), tokens.json, the stamp or the lock. A
-** glob over the sources that also matches out_dir's files would otherwise
-** take the last preparation's output for text, and grow with every run. */
-int tsl_data_own_file(const char *out_dir, const char *path);
+** glob over the sources that also matches those files would otherwise take
+** the last preparation's output for text, and grow with every run. */
+int tsl_data_own_file(const char *real_out_dir, const char *path);
 
 /* Take dir's lock exclusively for `tessel data prepare`, or refuse
 ** (TESSEL_E_IO) while a run reads the shards there: preparing would replace

@@ -131,8 +131,8 @@ static tsl_status geometry(tsl_model *m) {
   tessel_geometry g = {.size = sizeof g};
   if (m->rt->plugin && m->rt->plugin->vt.geometry) {
     tsl_hook_enter(m->rt);
-    tsl_status st = m->rt->plugin->vt.geometry(m->rt->inst, &g);
-    if (st != TESSEL_OK) return tsl_hook_failed(m->rt, st, "geometry");
+    tsl_status st = tsl_hook_status(m->rt, m->rt->plugin->vt.geometry(m->rt->inst, &g), "geometry");
+    if (st < 0) return st;
   }
   if (tsl_geometry_complete(&m->dims, &g) < 0) return tsl_hook_refuse(m->rt, "geometry");
   m->geo = g;

@@ -94,8 +94,8 @@ tsl_status tsl_grad_norm(tsl_model *m, double *norm) {
   double sumsq = 0, *dev;
   if (rt->plugin && rt->plugin->vt.grad_norm) {
     tsl_hook_enter(rt);
-    st = rt->plugin->vt.grad_norm(rt->inst, &sumsq);
-    if (st != TESSEL_OK) return tsl_hook_failed(rt, st, "grad_norm");
+    st = tsl_hook_status(rt, rt->plugin->vt.grad_norm(rt->inst, &sumsq), "grad_norm");
+    if (st < 0) return st;
     *norm = sqrt(sumsq);
     return TESSEL_OK;
   }
@@ -195,13 +195,12 @@ tsl_status tsl_optimizer_step(tsl_model *m, int64_t step, double lr, float grad_
   tessel_optim_step hp = {.size = sizeof hp, .step = step, .lr = (float)lr, .grad_scale = grad_scale};
   if (rt->plugin && rt->plugin->vt.prefetch) {
     tsl_hook_enter(rt);
-    if ((st = rt->plugin->vt.prefetch(rt->inst, -1, TESSEL_PHASE_OPTIMIZER)) != TESSEL_OK)
-      return tsl_hook_failed(rt, st, "prefetch");
+    if ((st = tsl_hook_status(rt, rt->plugin->vt.prefetch(rt->inst, -1, TESSEL_PHASE_OPTIMIZER), "prefetch")) < 0)
+      return st;
   }
   if (rt->plugin && rt->plugin->vt.optimizer_step && (rt->plugin->vt.caps & TESSEL_CAP_OWNS_OPTIMIZER)) {
     tsl_hook_enter(rt);
-    st = rt->plugin->vt.optimizer_step(rt->inst, &hp);
-    return st != TESSEL_OK ? tsl_hook_failed(rt, st, "optimizer_step") : TESSEL_OK;
+    return tsl_hook_status(rt, rt->plugin->vt.optimizer_step(rt->inst, &hp), "optimizer_step");
   }
   stepper c = {.m = m, .hp = &hp, .direct = tsl_tier_addressable(rt, s->master_at.tier)};
   for (int i = 0; i < s->n_slots; i++) c.direct &= tsl_tier_addressable(rt, s->slot_at[i].tier);

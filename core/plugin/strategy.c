@@ -98,18 +98,11 @@ tsl_status tsl_strategy_start(tsl_runtime *rt, int world_size) {
   TSL_TRY(st, check_caps(rt));
   tsl_hook_enter(rt);
   st = rt->plugin->vt.create(tsl_host_api(), &rt->host, (const tessel_cfg *)s->plugin.section, &rt->inst);
-  if (st != TESSEL_OK) {
-    st = tsl_hook_failed(rt, st, "create");
-    goto fail;
-  }
+  if ((st = tsl_hook_status(rt, st, "create")) < 0) goto fail;
   TSL_TRY(st, tsl_cfg_check_unknown(s->plugin.section));
   rt->mesh = (tessel_mesh){.size = sizeof rt->mesh};
   tsl_hook_enter(rt);
-  st = rt->plugin->vt.mesh(rt->inst, world_size, &rt->mesh);
-  if (st != TESSEL_OK) {
-    st = tsl_hook_failed(rt, st, "mesh");
-    goto fail;
-  }
+  if ((st = tsl_hook_status(rt, rt->plugin->vt.mesh(rt->inst, world_size, &rt->mesh), "mesh")) < 0) goto fail;
   TSL_TRY(st, check_mesh(rt, world_size));
   free(path);
   return TESSEL_OK;

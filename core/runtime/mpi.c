@@ -25,9 +25,9 @@ static void count_sharing(MPI_Comm local, tsl_world *w) {
   unsigned char *all = malloc((size_t)w->local_size * TSL_CPUS_MASK_BYTES);
   if (!all) return;
   MPI_Request req;
-  int rc = MPI_Iallgather(w->cpus.mask, TSL_CPUS_MASK_BYTES, MPI_BYTE, all, TSL_CPUS_MASK_BYTES, MPI_BYTE, local, &req);
-  if (rc == MPI_SUCCESS) rc = tsl_mpi_wait(&req, "sharing out this machine's cores", local);
-  if (rc == MPI_SUCCESS) {
+  if (tsl_mpi_finish(MPI_Iallgather(w->cpus.mask, TSL_CPUS_MASK_BYTES, MPI_BYTE, all, TSL_CPUS_MASK_BYTES, MPI_BYTE,
+                                    local, &req),
+                     &req, "sharing out this machine's cores", "local") == MPI_SUCCESS) {
     w->cpus.share = 0;
     for (int r = 0; r < w->local_size; r++)
       w->cpus.share += tsl_cpus_overlap(w->cpus.mask, all + (size_t)r * TSL_CPUS_MASK_BYTES);
@@ -105,7 +105,7 @@ void tsl_world_print_error(const tsl_world *w, tsl_status st) {
 static int world_allgather(const void *mine, void *all, int bytes, const char *what) {
   MPI_Request req;
   int rc = MPI_Iallgather(mine, bytes, MPI_BYTE, all, bytes, MPI_BYTE, MPI_COMM_WORLD, &req);
-  return rc == MPI_SUCCESS ? tsl_mpi_wait(&req, what, MPI_COMM_WORLD) : rc;
+  return tsl_mpi_finish(rc, &req, what, "world");
 }
 
 /* Every rank's status, gathered; NULL (after aborting) is impossible. */
@@ -157,23 +157,24 @@ void tsl_world_abort(const tsl_world *w, tsl_status st) {
   exit(code);
 }
 
-tsl_status tsl_world_allgather_u64(const tsl_world *w, uint64_t mine, uint64_t *out) {
-  if (!w->active) {
-    out[0] = mine;
+tsl_status tsl_world_allgather(const tsl_world *w, const void *mine, void *all, int bytes, const char *what) {
+  if (!w->active || w->size == 1) {
+    memcpy(all, mine, (size_t)bytes);
     return TESSEL_OK;
   }
-  return mpi_check(world_allgather(&mine, out, sizeof mine, "all-gather"), "MPI_Allgather");
+  tsl_status st = mpi_check(world_allgather(mine, all, bytes, what), "MPI_Allgather");
+  return st < 0 ? tsl_error_wrap(st, "%s", what) : st;
+}
+
+tsl_status tsl_world_allgather_u64(const tsl_world *w, uint64_t mine, uint64_t *out) {
+  return tsl_world_allgather(w, &mine, out, sizeof mine, "all-gather");
 }
 
 tsl_status tsl_world_allgather_str(const tsl_world *w, const char *mine, char *out, int cap) {
   char *buf = calloc(1, (size_t)cap);
   if (!buf) return tsl_error(TESSEL_E_NOMEM, "out of host memory");
   snprintf(buf, (size_t)cap, "%s", mine);
-  tsl_status st = TESSEL_OK;
-  if (!w->active)
-    memcpy(out, buf, (size_t)cap);
-  else
-    st = mpi_check(world_allgather(buf, out, cap, "all-gather"), "MPI_Allgather");
+  tsl_status st = tsl_world_allgather(w, buf, out, cap, "all-gather");
   free(buf);
   return st;
 }
@@ -181,13 +182,12 @@ tsl_status tsl_world_allgather_str(const tsl_world *w, const char *mine, char *o
 tsl_status tsl_world_barrier(const tsl_world *w) {
   if (!w->active || w->size == 1) return TESSEL_OK;
   MPI_Request req;
-  int rc = MPI_Ibarrier(MPI_COMM_WORLD, &req);
-  return mpi_check(rc == MPI_SUCCESS ? tsl_mpi_wait(&req, "barrier", MPI_COMM_WORLD) : rc, "MPI_Barrier");
+  return mpi_check(tsl_mpi_finish(MPI_Ibarrier(MPI_COMM_WORLD, &req), &req, "barrier", "world"), "MPI_Barrier");
 }
 
 tsl_status tsl_world_bcast(const tsl_world *w, void *buf, int bytes) {
   if (!w->active || w->size == 1) return TESSEL_OK;
   MPI_Request req;
   int rc = MPI_Ibcast(buf, bytes, MPI_BYTE, 0, MPI_COMM_WORLD, &req);
-  return mpi_check(rc == MPI_SUCCESS ? tsl_mpi_wait(&req, "broadcast", MPI_COMM_WORLD) : rc, "MPI_Bcast");
+  return mpi_check(tsl_mpi_finish(rc, &req, "broadcast", "world"), "MPI_Bcast");
 }

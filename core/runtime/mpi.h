@@ -44,6 +44,9 @@ tsl_status tsl_world_first_failure(const tsl_world *w, tsl_status mine);
 /* Print this rank's error and terminate every rank with `code`. */
 void tsl_world_abort(const tsl_world *w, tsl_status st) __attribute__((noreturn));
 
+/* Gather `bytes` from every rank into all[size * bytes] (collective, within
+** the communication timeout); `what` names it in an error. */
+tsl_status tsl_world_allgather(const tsl_world *w, const void *mine, void *all, int bytes, const char *what);
 /* Gather one uint64 from every rank into out[size] (collective). */
 tsl_status tsl_world_allgather_u64(const tsl_world *w, uint64_t mine, uint64_t *out);
 /* Gather a string of at most cap bytes from every rank into out[size*cap]. */

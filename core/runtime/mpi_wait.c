@@ -1,7 +1,6 @@
 /* core/runtime/mpi_wait.c — see mpi_wait.h. */
 #include "runtime/mpi_wait.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 
 #include "common/log.h"
@@ -13,11 +12,8 @@ void tsl_mpi_set_timeout(double seconds) { timeout_s = seconds; }
 double tsl_mpi_timeout(void) { return timeout_s; }
 
 /* The other ranks are not coming: say so, and end the job from here. */
-static void give_up(const char *what, MPI_Comm comm, double waited) {
-  int world = 1, rank = tsl_log_rank(&world), len = 0;
-  char group[MPI_MAX_OBJECT_NAME] = "";
-  if (comm == MPI_COMM_WORLD || MPI_Comm_get_name(comm, group, &len) != MPI_SUCCESS || !group[0])
-    snprintf(group, sizeof group, "world");
+static void give_up(const char *what, const char *group, double waited) {
+  int world = 1, rank = tsl_log_rank(&world);
   tsl_status st = tsl_error(TESSEL_E_COMM,
                             "%s on group '%s' has waited %.0f s for the other ranks (train.comm_timeout): a rank "
                             "has stopped taking part, stuck (in a loop, on a hung file system, in a debugger) or "
@@ -30,7 +26,11 @@ static void give_up(const char *what, MPI_Comm comm, double waited) {
   exit(tsl_status_exit_code(st));
 }
 
-int tsl_mpi_wait(MPI_Request *req, const char *what, MPI_Comm comm) {
+int tsl_mpi_finish(int started, MPI_Request *req, const char *what, const char *group) {
+  return started == MPI_SUCCESS ? tsl_mpi_wait(req, what, group) : started;
+}
+
+int tsl_mpi_wait(MPI_Request *req, const char *what, const char *group) {
   if (timeout_s <= 0) return MPI_Wait(req, MPI_STATUS_IGNORE);
   double start = tsl_now();
   /* MPI_Test drives MPI's progress as MPI_Wait does (and yields the core
@@ -39,6 +39,6 @@ int tsl_mpi_wait(MPI_Request *req, const char *what, MPI_Comm comm) {
   for (unsigned turn = 1;; turn++) {
     int done = 0, rc = MPI_Test(req, &done, MPI_STATUS_IGNORE);
     if (rc != MPI_SUCCESS || done) return rc;
-    if (turn % 256 == 0 && tsl_now() - start > timeout_s) give_up(what, comm, tsl_now() - start);
+    if (turn % 256 == 0 && tsl_now() - start > timeout_s) give_up(what, group, tsl_now() - start);
   }
 }

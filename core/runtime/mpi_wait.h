@@ -23,9 +23,13 @@ void tsl_mpi_set_timeout(double seconds);
 double tsl_mpi_timeout(void);
 
 /* MPI_Wait(req) within the timeout; returns MPI's code. Past the timeout
-** it does not return: WHAT on `comm` (by its MPI name, which the core sets
-** to its group's) is reported as this rank's failure and the job aborted
-** with exit status 1. */
-int tsl_mpi_wait(MPI_Request *req, const char *what, MPI_Comm comm);
+** it does not return: "WHAT on group GROUP" is reported as this rank's
+** failure and the job aborted with exit status 1. */
+int tsl_mpi_wait(MPI_Request *req, const char *what, const char *group);
+
+/* A non-blocking call's result `started` (its request in *req), waited for
+** as tsl_mpi_wait does when it started: tsl_mpi_finish(MPI_Ibarrier(comm,
+** &req), &req, "barrier", "world") is a blocking barrier within the timeout. */
+int tsl_mpi_finish(int started, MPI_Request *req, const char *what, const char *group);
 
 #endif

@@ -8,7 +8,6 @@
 
 #include <errno.h>
 #include <float.h>
-#include <glob.h>
 #include <sys/stat.h>
 #include <math.h>
 #include <stdio.h>
@@ -17,7 +16,6 @@
 #include <unistd.h>
 
 #include "common/util.h"
-#include "runtime/mpi_wait.h"
 
 #define I64_MAX INT64_MAX
 
@@ -214,7 +212,6 @@ static double parse_duration(const char *text) {
 /* train.comm_timeout: a duration, or 0 to wait forever. */
 static tsl_status read_comm_timeout(tsl_cfg *t, tsl_settings *s) {
   const char *v;
-  s->train.comm_timeout = TSL_COMM_TIMEOUT_DEFAULT;
   tsl_status st = tsl_cfg_string(t, "comm_timeout", "30m", &v);
   if (st < 0) return st;
   double seconds = strcmp(v, "0") == 0 ? 0 : parse_duration(v);
@@ -419,14 +416,6 @@ tsl_status tsl_settings_read(tsl_config *cfg, tsl_settings *s) {
   return st;
 }
 
-/* Does a glob match anything? */
-static int matches(const char *pattern) {
-  glob_t g;
-  int rc = glob(pattern, 0, NULL, &g);
-  globfree(&g);
-  return rc == 0;
-}
-
 /* `item`: the index of the pattern in a list at `key`, or -1. */
 static tsl_status no_match(tsl_cfg *node, const char *key, int item, const char *pattern, const char *who) {
   char *cwd = getcwd(NULL, 0);
@@ -438,31 +427,22 @@ static tsl_status no_match(tsl_cfg *node, const char *key, int item, const char 
   return st;
 }
 
-/* Whether `path` is `dir` or lies under it. */
-static int within(const char *path, const char *dir) {
-  size_t n = strlen(dir);
-  return dir[0] && strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/' || dir[n - 1] == '/');
-}
-
 /* An output path the run will create (want_dir: a directory, else a file):
 ** refused when it exists as the other kind, or when the nearest existing
 ** directory above it is a file. Returns the path at fault, or NULL. */
 static char *output_path_fault(const char *path, int want_dir, const char **why) {
   struct stat sb;
-  if (stat(path, &sb) == 0) {
-    *why = want_dir && !S_ISDIR(sb.st_mode) ? "exists and is not a directory"
-           : !want_dir && S_ISDIR(sb.st_mode) ? "is a directory, not a file" : NULL;
-    return *why ? tsl_strdup(path) : NULL;
+  char *near = tsl_existing_ancestor(path);
+  *why = NULL;
+  if (near && stat(near, &sb) == 0) {
+    if (strcmp(near, path) != 0) /* the first part that exists, above what is to be made */
+      *why = S_ISDIR(sb.st_mode) ? NULL : "is not a directory, so nothing can be created under it";
+    else
+      *why = want_dir && !S_ISDIR(sb.st_mode) ? "exists and is not a directory"
+             : !want_dir && S_ISDIR(sb.st_mode) ? "is a directory, not a file" : NULL;
   }
-  char *up = tsl_strdup(path);
-  for (char *cut; up && (cut = strrchr(up, '/')) && cut != up;) {
-    *cut = '\0';
-    if (stat(up, &sb) != 0) continue;
-    if (S_ISDIR(sb.st_mode)) break;
-    *why = "is not a directory, so nothing can be created under it";
-    return up;
-  }
-  free(up);
+  if (*why) return near;
+  free(near);
   return NULL;
 }
 
@@ -485,7 +465,7 @@ static tsl_status check_outputs(tsl_cfg *root, const tsl_settings *s, const char
     const char *why = NULL;
     int seen = 0;
     if (!out[i].path || !out[i].path[0]) continue;
-    for (int k = 0; k < n_refused; k++) seen |= within(out[i].path, refused[k]);
+    for (int k = 0; k < n_refused; k++) seen |= tsl_path_within(out[i].path, refused[k]);
     char *fault = seen ? NULL : output_path_fault(out[i].path, out[i].dir, &why);
     if (!fault) continue;
     tsl_cfg *sec = NULL;
@@ -512,14 +492,14 @@ tsl_status tsl_settings_check_files(tsl_config *cfg, const tsl_settings *s, cons
     if (tsl_cfg_string_list(data, "text", &text, &n) < 0) return st;
     struct stat sb;
     for (int i = 0; i < n; i++) {
-      if (!matches(text[i])) keep(&st, no_match(data, "text", i, text[i], who));
+      if (!tsl_glob_matches(text[i])) keep(&st, no_match(data, "text", i, text[i], who));
       else if (stat(text[i], &sb) == 0 && S_ISDIR(sb.st_mode)) /* named as itself, not through a pattern */
         keep(&st, tsl_cfg_item_error(data, "text", i, "%s is a directory: name its files, e.g. '%s/*.txt'%s",
                                      text[i], text[i], who ? who : ""));
     }
     return st;
   }
-  if (s->data.train && !matches(s->data.train)) keep(&st, no_match(data, "train", -1, s->data.train, who));
-  if (s->data.val && !matches(s->data.val)) keep(&st, no_match(data, "val", -1, s->data.val, who));
+  if (s->data.train && !tsl_glob_matches(s->data.train)) keep(&st, no_match(data, "train", -1, s->data.train, who));
+  if (s->data.val && !tsl_glob_matches(s->data.val)) keep(&st, no_match(data, "val", -1, s->data.val, who));
   return st;
 }

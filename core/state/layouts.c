@@ -1,27 +1,15 @@
 /* core/state/layouts.c */
 #include "state/layouts.h"
 
-#include <mpi.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include "runtime/mpi_wait.h"
 
 tsl_status tsl_layouts_share(const tsl_world *w, const tessel_layout *mine, int n, tsl_layouts *t) {
   t->world = w->size;
   t->n = n;
   t->all = calloc((size_t)w->size * (size_t)(n ? n : 1), sizeof(tessel_layout));
   if (!t->all) return tsl_error(TESSEL_E_NOMEM, "out of host memory exchanging layouts");
-  int bytes = (int)(sizeof(tessel_layout) * (size_t)n);
-  if (w->active && w->size > 1) {
-    MPI_Request req;
-    int rc = MPI_Iallgather(mine, bytes, MPI_BYTE, t->all, bytes, MPI_BYTE, MPI_COMM_WORLD, &req);
-    if (rc != MPI_SUCCESS || tsl_mpi_wait(&req, "exchanging parameter layouts", MPI_COMM_WORLD) != MPI_SUCCESS)
-      return tsl_error(TESSEL_E_COMM, "exchanging parameter layouts failed");
-  } else {
-    memcpy(t->all, mine, (size_t)bytes);
-  }
-  return TESSEL_OK;
+  return tsl_world_allgather(w, mine, t->all, (int)(sizeof(tessel_layout) * (size_t)n), "exchanging parameter layouts");
 }
 
 void tsl_layouts_free(tsl_layouts *t) {

@@ -47,8 +47,8 @@ static tsl_status ask(tsl_runtime *rt, tessel_state_ref ref, int layers, tessel_
   tessel_placement p = default_place(rt, ref, layers);
   if (rt->plugin && rt->plugin->vt.place) {
     tsl_hook_enter(rt);
-    tsl_status st = rt->plugin->vt.place(rt->inst, ref, &p);
-    if (st != TESSEL_OK) return tsl_hook_failed(rt, st, "place");
+    tsl_status st = tsl_hook_status(rt, rt->plugin->vt.place(rt->inst, ref, &p), "place");
+    if (st < 0) return st;
   }
   p.size = sizeof p;
   if (!p.chunk_bytes) p.chunk_bytes = TSL_STATE_CHUNK_BYTES;

@@ -25,12 +25,13 @@
 static uint64_t sources_hash(const tsl_settings *s, const tsl_tokenizer *t) {
   uint64_t h = tsl_hash_bytes(&s->data.val_fraction, sizeof s->data.val_fraction, 0x64617461);
   if (t) h = tsl_mix64(h ^ tsl_tokenizer_hash(t));
+  char *data_dir = realpath(s->data.dir, NULL);
   for (int i = 0; i < s->data.n_text; i++) {
     glob_t g;
     if (glob(s->data.text[i], 0, NULL, &g) != 0) continue;
     for (size_t k = 0; k < g.gl_pathc; k++) {
       struct stat sb;
-      if (tsl_data_own_file(s->data.dir, g.gl_pathv[k]) || stat(g.gl_pathv[k], &sb) != 0) continue;
+      if (tsl_data_own_file(data_dir, g.gl_pathv[k]) || stat(g.gl_pathv[k], &sb) != 0) continue;
       h = tsl_hash_str(g.gl_pathv[k], h);
       int64_t meta[6] = {(int64_t)sb.st_size,         (int64_t)sb.st_ino,          (int64_t)sb.st_mtim.tv_sec,
                          (int64_t)sb.st_mtim.tv_nsec, (int64_t)sb.st_ctim.tv_sec, (int64_t)sb.st_ctim.tv_nsec};
@@ -38,6 +39,7 @@ static uint64_t sources_hash(const tsl_settings *s, const tsl_tokenizer *t) {
     }
     globfree(&g);
   }
+  free(data_dir);
   return h;
 }
 
@@ -47,7 +49,7 @@ static uint64_t sources_hash(const tsl_settings *s, const tsl_tokenizer *t) {
 ** prepared again (the stamp alone once sent the run to fail on the missing
 ** files). */
 static int stamped(const tsl_settings *s, const char *want) {
-  char *path = tsl_asprintf("%s/.prepared", s->data.dir), *old = NULL;
+  char *path = tsl_asprintf("%s/" TSL_DATA_STAMP, s->data.dir), *old = NULL;
   char *train = tsl_asprintf("%s/train_000000.bin", s->data.dir), *record = tsl_asprintf("%s/tokens.json", s->data.dir);
   int same = path && train && record && tsl_read_file(path, &old, NULL) == TESSEL_OK && strcmp(old, want) == 0 &&
              tsl_path_exists(train) && tsl_path_exists(record);
@@ -68,7 +70,7 @@ static tsl_status prepare(const tsl_settings *s, tsl_tokenizer *t, const char *s
   if (st < 0) return tsl_error_wrap(st, "preparing data.text into %s", s->data.dir);
   tsl_info("data: prepared %d file(s) into %s: %llu training and %llu validation tokens", rep.files, s->data.dir,
            (unsigned long long)rep.train_tokens, (unsigned long long)rep.val_tokens);
-  char *path = tsl_asprintf("%s/.prepared", s->data.dir);
+  char *path = tsl_asprintf("%s/" TSL_DATA_STAMP, s->data.dir);
   FILE *f = path ? fopen(path, "w") : NULL;
   if (f) {
     fputs(stamp, f);
@@ -168,15 +170,6 @@ static tsl_status unseen(tsl_runtime *rt, tsl_status st, int val) {
                         key, rt->world.rank, rt->world.host);
 }
 
-/* Whether `pattern` matches a file (the validation part of a short text
-** has no shard at all). */
-static int any_file(const char *pattern) {
-  glob_t g;
-  int rc = glob(pattern, 0, NULL, &g);
-  globfree(&g);
-  return rc == 0;
-}
-
 /* The validation part data.val_fraction leaves of data.text holds no
 ** window of seq_len+1 tokens (or no token at all): said in the terms of the
 ** config, not of the derived data.val glob the user never wrote. */
@@ -229,7 +222,7 @@ tsl_status tsl_data_open(tsl_runtime *rt, tsl_data_source *d) {
     st = tsl_dataset_open(s->data.val, s->model.vocab_size, s->model.seq_len, &d->val);
     /* only a validation part too short is val_fraction's doing; a token past
     ** the vocabulary, an unreadable shard, are said as they are */
-    if (st < 0 && s->data.n_text > 0 && (strstr(tsl_error_message(), TSL_DATASET_TOO_SHORT) || !any_file(s->data.val)))
+    if (st < 0 && s->data.n_text > 0 && (strstr(tsl_error_message(), TSL_DATASET_TOO_SHORT) || !tsl_glob_matches(s->data.val)))
       return val_too_short(rt);
     if (st < 0) return unseen(rt, st, 1);
   }

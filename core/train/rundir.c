@@ -113,8 +113,7 @@ static int sweep(const char *dir, int (*stale)(const char *)) {
 /* Does `path` lie inside directory `dir`? */
 static int inside(const char *path, const char *dir) {
   char *p = realpath(path, NULL), *d = realpath(dir, NULL);
-  size_t n = d ? strlen(d) : 0;
-  int in = p && d && strncmp(p, d, n) == 0 && (p[n] == '/' || p[n] == '\0');
+  int in = p && d && tsl_path_within(p, d);
   free(p);
   free(d);
   return in;

@@ -92,9 +92,10 @@ static tessel_status read_run_placement(gemini *g) {
 }
 
 int gm_acts_all_full(const gemini *g) {
-  for (int u = 0; g->act_rec && u < g->dims.units; u++)
+  if (!g->act_rec) return 0;
+  for (int u = 0; u < g->dims.units; u++)
     if (g->act_rec[u] != TESSEL_RECOMPUTE_FULL) return 0;
-  return g->act_rec != NULL;
+  return 1;
 }
 
 /* Unit u keeps part of its activations on the host (one recomputed in
@@ -139,7 +140,7 @@ static tessel_status first_fit(gemini *g, uint64_t limit, uint64_t model, int *f
 
 tessel_status gm_acts_choose(gemini *g, uint64_t capacity, gm_acts_choice *out) {
   const tessel_model_api *api = g->api->model;
-  int search = g->o.placement == GM_AUTO && g->o.auto_recompute;
+  int search = gm_auto_places_acts(g);
   *out = (gm_acts_choice){.fits = 1};
   if (!TESSEL_HAS(api, tessel_model_api, act_memory) || !api->act_memory || capacity == UINT64_MAX) return TESSEL_OK;
   TESSEL_TRY(least_model(g, &out->model));
@@ -180,7 +181,7 @@ tessel_status gm_place_state(void *inst, tessel_state_ref what, tessel_placement
   gemini *g = inst;
   if (what.kind != TESSEL_STATE_ACT) return TESSEL_OK;
   if (!g->acts_decided) TESSEL_TRY(decide(g));
-  if (g->o.placement != GM_AUTO || !g->o.auto_recompute) return TESSEL_OK;
+  if (!gm_auto_places_acts(g)) return TESSEL_OK;
   if (!g->act_rec || what.index < 0 || what.index >= g->dims.units) return TESSEL_OK;
   if (g->act_rec[what.index] > out->recompute) out->recompute = g->act_rec[what.index];
   if (g->act_tier[what.index] == TESSEL_TIER_HOST) out->tier = TESSEL_TIER_HOST;

@@ -76,7 +76,7 @@ tessel_status gm_estimate(void *inst, const tessel_plan_query *q, tessel_estimat
   }
   TESSEL_TRY(tessel_est_core(&x, q, &whole, 0, out));
   out->memory[TESSEL_TIER_DEVICE][TESSEL_MEM_SCRATCH] += 2 * sizeof(double); /* the norm and shared decisions */
-  if (g->o.placement == GM_AUTO && g->o.auto_recompute) { /* the activations as auto will place them */
+  if (gm_auto_places_acts(g)) { /* the activations as auto will place them */
     gm_acts_choice acts;
     TESSEL_TRY(gm_acts_choose(g, q->device_capacity, &acts));
     uint64_t *dev_act = &out->memory[TESSEL_TIER_DEVICE][TESSEL_MEM_ACT], saved = acts.plain_device - acts.device;

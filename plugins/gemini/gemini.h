@@ -303,6 +303,9 @@ typedef struct gm_acts_choice {
 tessel_status gm_acts_choose(gemini *g, uint64_t capacity, gm_acts_choice *out);
 /* Every unit's activations are placed to be recomputed in full. */
 int gm_acts_all_full(const gemini *g);
+/* Whether auto placement chooses the activations' recomputation and tier
+** (placement auto with auto_recompute), rather than taking the run's. */
+static inline int gm_auto_places_acts(const gemini *g) { return g->o.placement == GM_AUTO && g->o.auto_recompute; }
 
 /* optim.c */
 tessel_status gm_grad_norm(void *inst, double *sumsq);

@@ -169,7 +169,7 @@ tessel_status gm_refuse_least(gemini *g, uint64_t other, uint64_t least, uint64_
       "shorten model.seq_len",
       dims->micro_steps == 1 && dims->micro_batch > 1 ? "run on more ranks (they split the batch)" : NULL,
       other < have ? "set a smaller plugin.chunk_size" : NULL,
-      !all_full && !(g->o.placement == GM_AUTO && g->o.auto_recompute)
+      !all_full && !gm_auto_places_acts(g)
           ? "recompute activations (train.recompute: full)"
           : NULL};
   int n = 0, total = 0;

@@ -39,7 +39,6 @@ static tsl_cmp_group *group_named(tsl_cmp_trial *t, const char *name, int64_t st
 /* Per-step figures kept while reading, for the measured steps. */
 typedef struct series {
   double *mfu, *split[6]; /* step, compute, comm_wait, bubble means; comm_wait, bubble max */
-  double *step;           /* rank 0's step time */
   char *validated;        /* the step also validated: its time and traffic are not a training step's */
   int n;
 } series;
@@ -53,7 +52,6 @@ static void take_line(tsl_cmp_trial *t, const cJSON *o, int measured, int64_t st
   if (!isnan(number(o, "val_loss"))) t->val_loss = number(o, "val_loss");
   if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "lossy"))) t->lossy = 1;
   if (!measured) return;
-  m->step[m->n] = t->step_s[i];
   m->validated[m->n] = !isnan(number(o, "val_loss"));
   const cJSON *split = cJSON_GetObjectItemCaseSensitive(o, "time_split_s");
   static const char *const parts[] = {"step", "compute", "comm_wait", "bubble"};
@@ -92,10 +90,10 @@ static void mean_step(tsl_cmp_trial *t, series *m) {
   int all = 1, first = t->n_steps - m->n; /* the first measured step */
   for (int i = 0; i < m->n; i++) all &= m->validated[i];
   for (int i = 0; all && i < m->n; i++) m->validated[i] = 0;
-  double step = mean(m->step, m->validated, m->n);
+  double step = mean(t->step_s + first, m->validated, m->n);
   t->step_ms = 1e3 * step;
   t->tokens_per_s = tsl_rate_at(t->tps[first], t->step_s[first], step);
-  t->mfu = tsl_rate_at(m->mfu[0], m->step[0], step);
+  t->mfu = tsl_rate_at(m->mfu[0], t->step_s[first], step);
   double part[6];
   for (int p = 0; p < 6; p++) part[p] = mean(m->split[p], m->validated, m->n);
   t->split = (tsl_cmp_split){part[0], part[1], part[2], part[3], part[4], part[5]};
@@ -138,9 +136,8 @@ static tsl_status read_trial(const tsl_compare *c, tsl_cmp_trial *t) {
   t->tps = calloc(n, sizeof(double));
   t->step_s = calloc(n, sizeof(double));
   m.mfu = calloc(n, sizeof(double));
-  m.step = calloc(n, sizeof(double));
   m.validated = calloc(n, 1);
-  int ok = t->loss && t->tps && t->step_s && m.mfu && m.step && m.validated;
+  int ok = t->loss && t->tps && t->step_s && m.mfu && m.validated;
   for (int p = 0; p < 6; p++) ok &= (m.split[p] = calloc(n, sizeof(double))) != NULL;
   t->val_loss = NAN;
   if (!ok) st = tsl_error(TESSEL_E_NOMEM, "out of host memory reading %s", path);
@@ -158,7 +155,6 @@ static tsl_status read_trial(const tsl_compare *c, tsl_cmp_trial *t) {
     st = read_summary(t);
   }
   free(m.mfu);
-  free(m.step);
   free(m.validated);
   for (int p = 0; p < 6; p++) free(m.split[p]);
   return st;

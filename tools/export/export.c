@@ -135,13 +135,8 @@ static tsl_status check_name(const char *out_path) {
 ** not exist yet (what tsl_mkdir_p will create the rest under); NULL when
 ** none can be resolved. */
 static char *existing_realpath(const char *dir) {
-  char *p = tsl_strdup(dir), *real = NULL;
-  while (p && !(real = realpath(p, NULL)) && errno == ENOENT && strcmp(p, "/") && strcmp(p, ".")) {
-    char *up = tsl_dirname(p);
-    free(p);
-    p = up;
-  }
-  free(p);
+  char *near = tsl_existing_ancestor(dir), *real = near ? realpath(near, NULL) : NULL;
+  free(near);
   return real;
 }
 
@@ -156,9 +151,8 @@ static tsl_status check_destination(const char *ckpt, const char *out_path) {
   char *dir = tsl_dirname(out_path);
   char *a = dir ? existing_realpath(dir) : NULL, *b = realpath(ckpt, NULL);
   char *json = a ? tsl_asprintf("%s/trainer.json", a) : NULL;
-  size_t n = b ? strlen(b) : 0;
   const char *victim = NULL;
-  if (a && b && strncmp(a, b, n) == 0 && (a[n] == '\0' || a[n] == '/')) victim = ckpt;
+  if (a && b && tsl_path_within(a, b)) victim = ckpt;
   else if (json && tsl_path_exists(json)) victim = a;
   tsl_status st = TESSEL_OK;
   if (victim)

@@ -110,11 +110,12 @@ static void verdict(const tsl_compare *cmp, FILE *out) {
   int tied = 0;
   for (int i = 0; i < v.n_tied; i++) tied |= v.tied[i] == first;
   /* one trial gives no spread: it can neither tie nor separate two runs */
-  const char *noise = cmp->repeat < 2 ? "; one trial cannot tell noise from a difference: use --repeat 3" : "";
+  const char *noise = cmp->repeat < 2 && cmp->n_runs > 1 ? "; one trial cannot tell noise from a difference: use "
+                                                           "--repeat 3" : "";
+  const char *untold = v.measurable || cmp->n_runs < 2 ? "" : ", though not measurably faster than the next";
   if (v.fastest == first)
-    fprintf(out, "\nthe first-ranked candidate is the measured fastest (%s, %.0f tokens/s)%s%s\n", first->label,
-            first->tps, v.measurable || cmp->n_runs < 2 || noise[0] ? "" : ", though not measurably faster than the next",
-            cmp->n_runs < 2 ? "" : noise);
+    fprintf(out, "\nthe first-ranked candidate is the measured fastest (%s, %.0f tokens/s)%s\n", first->label,
+            first->tps, noise[0] ? noise : untold);
   else
     fprintf(out, "\nthe measured fastest is %s (%.0f tokens/s); the first-ranked, %s, made %.0f tokens/s%s\n",
             v.fastest->label, v.fastest->tps, first->label, first->tps,
