@@ -19,11 +19,23 @@
 #define TSL_EXIT_FAILURE 1
 #define TSL_EXIT_USAGE 2
 
+/* One getopt_long table: the short options (getopt's optstring) and the
+** long ones, as a command parses them with tsl_getopt. */
+typedef struct tsl_options {
+  const char *shorts;
+  const struct option *longs;
+} tsl_options;
+
 typedef struct tsl_command {
   const char *name;
   const char *summary;
   const char *usage; /* full help text */
   int (*run)(int argc, char **argv); /* argv[0] is the command name */
+  /* Every table `run` parses with (one per verb for a command with verbs),
+  ** NULL-terminated, or NULL for none: the one place that says which
+  ** options take the next word as their value, read both by getopt and by
+  ** the help check, so that `sample --prompt -h` samples after "-h". */
+  const tsl_options *const *options;
 } tsl_command;
 
 extern const tsl_command tsl_cmd_run, tsl_cmd_check, tsl_cmd_plugins, tsl_cmd_data, tsl_cmd_sample, tsl_cmd_export,
@@ -39,12 +51,49 @@ extern const tsl_command tsl_cmd_run, tsl_cmd_check, tsl_cmd_plugins, tsl_cmd_da
 tsl_status tsl_check_config(tsl_runtime *rt, const char *path, const char *const *sets, int n_sets, int world,
                             int resume, tessel_model_dims *dims);
 
-/* `tessel bench comm ...` (argv[0] is "comm"). */
+/* `tessel run`'s options, which `tessel launch` takes too and passes on
+** to every rank's `tessel run`. */
+typedef struct tsl_run_args {
+  const char *config, *resume;
+  const char **sets; /* heap (tsl_option_slots), the caller frees it */
+  int n_sets;
+} tsl_run_args;
+/* The long options of `tessel run` and `tessel launch` (--set, --resume). */
+extern const struct option tsl_run_long_options[];
+/* A command's own option beyond `tessel run`'s, as getopt returned it
+** (value in optarg), or -1 once every option is read, to check the
+** command's required ones: 0, or the exit status of a usage error. */
+typedef int (*tsl_own_option)(void *ctx, int opt);
+/* Parse `tessel run`'s options in any order around one CONFIG into *a
+** (zeroed here), with table `opts` (tsl_run_long_options and the short
+** ones), passing any other option to `own` (NULL: none is taken). 0, or
+** the exit status of a usage error or of running out of memory; a->sets
+** is the caller's to free either way. */
+int tsl_parse_run_args(const tsl_command *cmd, const tsl_options *opts, tsl_own_option own, void *ctx, int argc,
+                       char **argv, tsl_run_args *a);
+
+/* `tessel bench comm ...` (argv[0] is "comm"), and its options. */
 int tsl_bench_comm(int argc, char **argv);
+extern const tsl_options tsl_bench_comm_options;
 
 /* `tessel COMMAND ...`: the program's whole command line (argv[1] is the
 ** command); returns its exit status. */
 int tsl_cli_main(int argc, char **argv);
+/* The table commands (not `version` and `help`); *n gets their count. */
+const tsl_command *const *tsl_cli_commands(int *n);
+/* Do c's arguments (argv[0] is its name) ask for help: -h or --help
+** before any "--", and not the value of an option before it? */
+int tsl_cli_wants_help(const tsl_command *c, int argc, char **argv);
+
+/* getopt_long over table o (optind is the caller's to reset). */
+int tsl_getopt(int argc, char **argv, const tsl_options *o);
+/* Does getopt, parsing with table o, take the word after `word` as the
+** value of an option `word` names? As getopt reads it: a long option by
+** its whole name or an unambiguous prefix, without "=VALUE"; a cluster of
+** short options whose last one takes a value. */
+int tsl_option_takes_next(const tsl_options *o, const char *word);
+/* The table of tsl_parse_arg_out: -o/--out. */
+extern const tsl_options tsl_out_options;
 
 /* The word after the command on its command line (set by tsl_cli_main):
 ** for a command with verbs (`tokenizer encode`, `bench comm`) a usage

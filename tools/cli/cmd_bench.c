@@ -14,6 +14,9 @@
 
 static int bench(int argc, char **argv);
 
+static const struct option peak_longs[] = {{"threads", required_argument, 0, 'j'}, {0, 0, 0, 0}};
+static const tsl_options peak_options = {"", peak_longs};
+
 const tsl_command tsl_cmd_bench = {
     "bench", "measure this machine: tessel bench peak (GEMM peak, for MFU), tessel bench comm (collectives)",
     "usage: tessel bench peak [--threads N]\n"
@@ -32,10 +35,9 @@ const tsl_command tsl_cmd_bench = {
     "the memory bandwidth a rank streams at, it is recorded as a machine profile for `tessel plan` in\n"
     "$XDG_CACHE_HOME/tessel/comm-BACKEND.json (or ~/.cache/tessel/...), or in --out FILE; a profile keeps\n"
     "one measurement per world size N.\n",
-    bench};
+    bench, (const tsl_options *const[]){&peak_options, &tsl_bench_comm_options, NULL}};
 
 static int bench(int argc, char **argv) {
-  static const struct option opts[] = {{"threads", required_argument, 0, 'j'}, {0, 0, 0, 0}};
   tsl_cpus cpus;
   tsl_cpus_self(&cpus);
   long long threads = cpus.cores;
@@ -44,9 +46,9 @@ static int bench(int argc, char **argv) {
   if (argc < 2 || strcmp(argv[1], "peak") != 0) return tsl_usage_error(&tsl_cmd_bench, "expected `bench peak` or `bench comm`");
   optind = 0;
   argc--, argv++;
-  while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1)
+  while ((c = tsl_getopt(argc, argv, &peak_options)) != -1)
     if (c != 'j' || tsl_parse_count(optarg, &threads) != 0 || threads < 1)
-      return tsl_option_error(&tsl_cmd_bench, opts, c, "a number of threads of 1 or more");
+      return tsl_option_error(&tsl_cmd_bench, peak_longs, c, "a number of threads of 1 or more");
   if (optind != argc) return tsl_usage_error(&tsl_cmd_bench, "bench peak takes no arguments, got '%s'", argv[optind]);
   /* threads beyond the cores only time-share them: the rate, recorded per
   ** thread, would understate every core and inflate every later MFU */

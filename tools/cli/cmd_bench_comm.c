@@ -24,15 +24,17 @@ static tsl_status save(const char *path, const char *json) {
   return TESSEL_OK;
 }
 
+static const struct option comm_longs[] = {{"device", required_argument, 0, 'd'}, {"out", required_argument, 0, 'o'},
+                                           {"max-bytes", required_argument, 0, 'm'}, {0, 0, 0, 0}};
+const tsl_options tsl_bench_comm_options = {"", comm_longs};
+
 int tsl_bench_comm(int argc, char **argv) {
-  static const struct option opts[] = {{"device", required_argument, 0, 'd'}, {"out", required_argument, 0, 'o'},
-                                       {"max-bytes", required_argument, 0, 'm'}, {0, 0, 0, 0}};
   tsl_commbench_opts o = {.device = TSL_DEVICE_CPU, .max_bytes = 8 << 20};
   const char *out = NULL;
   uint64_t max_bytes;
   int c;
   optind = 0;
-  while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+  while ((c = tsl_getopt(argc, argv, &tsl_bench_comm_options)) != -1) {
     if (c == 'd' && (!strcmp(optarg, "cpu") || !strcmp(optarg, "cuda"))) {
       o.device = !strcmp(optarg, "cuda") ? TSL_DEVICE_CUDA : TSL_DEVICE_CPU;
       if (o.device == TSL_DEVICE_CUDA) o.max_bytes = 128 << 20;
@@ -41,7 +43,7 @@ int tsl_bench_comm(int argc, char **argv) {
     } else if (c == 'm' && tsl_parse_size(optarg, &max_bytes) == 0 && max_bytes >= 4096) {
       o.max_bytes = (double)max_bytes;
     } else {
-      return tsl_option_error(&tsl_cmd_bench, opts, c, c == 'd' ? "cpu or cuda" : "a size of at least 4KiB");
+      return tsl_option_error(&tsl_cmd_bench, comm_longs, c, c == 'd' ? "cpu or cuda" : "a size of at least 4KiB");
     }
   }
   if (optind != argc) return tsl_usage_error(&tsl_cmd_bench, "bench comm takes no arguments");

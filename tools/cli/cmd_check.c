@@ -13,6 +13,10 @@
 
 static int check(int argc, char **argv);
 
+static const struct option check_longs[] = {
+    {"world", required_argument, 0, 'w'}, {"set", required_argument, 0, 's'}, {"quiet", no_argument, 0, 'q'}, {0, 0, 0, 0}};
+static const tsl_options check_options = {"w:s:q", check_longs};
+
 const tsl_command tsl_cmd_check = {
     "check", "validate a config (and its strategy's options and mesh) and print it resolved",
     "usage: tessel check CONFIG [--world N] [--set KEY=VALUE]... [--quiet]\n\n"
@@ -25,7 +29,7 @@ const tsl_command tsl_cmd_check = {
     "  --set KEY=VALUE   override a config key (repeatable)\n"
     "  --quiet           print nothing on success\n\n"
     "exit status: 0 valid, 2 invalid configuration or usage, 1 other failure (e.g. a broken plugin file)\n",
-    check};
+    check, (const tsl_options *const[]){&check_options, NULL}};
 
 typedef struct check_args {
   const char **sets;
@@ -35,11 +39,9 @@ typedef struct check_args {
 
 /* 0, or the exit status of a usage error. */
 static int parse_args(int argc, char **argv, check_args *a) {
-  static const struct option opts[] = {
-      {"world", required_argument, 0, 'w'}, {"set", required_argument, 0, 's'}, {"quiet", no_argument, 0, 'q'}, {0, 0, 0, 0}};
   int c;
   optind = 0;
-  while ((c = getopt_long(argc, argv, "w:s:q", opts, NULL)) != -1) {
+  while ((c = tsl_getopt(argc, argv, &check_options)) != -1) {
     if (c == 'w') {
       if (tsl_parse_count(optarg, &a->world) != 0 || a->world < 1 || a->world > 1 << 20)
         return tsl_usage_error(&tsl_cmd_check, "--world needs a number of ranks from 1 to %d, got '%s'", 1 << 20,

@@ -12,6 +12,14 @@
 
 static int compare(int argc, char **argv);
 
+static const struct option compare_longs[] = {{"steps", required_argument, 0, 'S'},    {"out", required_argument, 0, 'o'},
+                                              {"tolerance", required_argument, 0, 't'}, {"warmup", required_argument, 0, 'w'},
+                                              {"set", required_argument, 0, 's'},       {"repeat", required_argument, 0, 'r'},
+                                              {"val-tolerance", required_argument, 0, 'v'},
+                                              {"allow-different-models", no_argument, 0, 'a'},
+                                              {0, 0, 0, 0}};
+static const tsl_options compare_options = {"n:o:", compare_longs};
+
 const tsl_command tsl_cmd_compare = {
     "compare", "run several configs (strategies) on the same model and data; decide which is faster, and by how much",
     "usage: tessel compare A.yaml[@RANKS] B.yaml[@RANKS]... [--steps N] [--repeat K] [-n RANKS] [--out DIR]\n"
@@ -52,7 +60,7 @@ const tsl_command tsl_cmd_compare = {
     "or configs that do not load, do not pass `tessel check` or do not train the same model (nothing runs).\n"
     "Ctrl-C, SIGTERM or SIGHUP stop the running trial after its step and end the comparison without a\n"
     "report: exit status 128 + the signal\n",
-    compare};
+    compare, (const tsl_options *const[]){&compare_options, NULL}};
 
 /* "file.yaml@4" -> file.yaml on 4 ranks; no suffix -> dflt. */
 static int parse_target(char *arg, int dflt, tsl_cmp_run *run) {
@@ -69,12 +77,6 @@ static int parse_target(char *arg, int dflt, tsl_cmp_run *run) {
 }
 
 static int compare(int argc, char **argv) {
-  static const struct option opts[] = {{"steps", required_argument, 0, 'S'},    {"out", required_argument, 0, 'o'},
-                                       {"tolerance", required_argument, 0, 't'}, {"warmup", required_argument, 0, 'w'},
-                                       {"set", required_argument, 0, 's'},       {"repeat", required_argument, 0, 'r'},
-                                       {"val-tolerance", required_argument, 0, 'v'},
-                                       {"allow-different-models", no_argument, 0, 'a'},
-                                       {0, 0, 0, 0}};
   const char **sets = tsl_option_slots(argc);
   if (!sets) return tsl_fail(tsl_error(TESSEL_E_NOMEM, "out of host memory reading the command line"));
   tsl_compare c = {.steps = 20, .repeat = 3, .tolerance = 1e-5, .val_tolerance = 0.01, .warmup = -1, .sets = sets};
@@ -82,7 +84,7 @@ static int compare(int argc, char **argv) {
   int opt;
   snprintf(c.out, sizeof c.out, "runs/compare");
   optind = 0;
-  while ((opt = getopt_long(argc, argv, "n:o:", opts, NULL)) != -1) {
+  while ((opt = tsl_getopt(argc, argv, &compare_options)) != -1) {
     int ok = 1;
     const char *want = NULL;
     switch (opt) {
@@ -122,7 +124,7 @@ static int compare(int argc, char **argv) {
     }
     if (!ok) {
       free(sets);
-      return tsl_option_error(&tsl_cmd_compare, opts, opt, want);
+      return tsl_option_error(&tsl_cmd_compare, compare_longs, opt, want);
     }
   }
   c.n_runs = argc - optind;

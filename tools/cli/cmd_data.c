@@ -11,6 +11,13 @@
 
 static int data(int argc, char **argv);
 
+static const struct option data_longs[] = {{"out", required_argument, 0, 'o'},
+                                           {"val-fraction", required_argument, 0, 'v'},
+                                           {"shard-tokens", required_argument, 0, 't'},
+                                           {"tokenizer", required_argument, 0, 'k'},
+                                           {0, 0, 0, 0}};
+static const tsl_options data_options = {"o:", data_longs};
+
 const tsl_command tsl_cmd_data = {
     "data", "prepare text files as token shards: tessel data prepare FILE... -o DIR",
     "usage: tessel data prepare FILE... -o DIR [--tokenizer tokenizer.json] [--val-fraction F] [--shard-tokens N]\n\n"
@@ -24,14 +31,9 @@ const tsl_command tsl_cmd_data = {
     "  --tokenizer FILE       a Hugging Face tokenizer.json (default: bytes)\n"
     "  --val-fraction F       fraction of each file for validation, 0 to 0.5 (default 0.1)\n"
     "  --shard-tokens N       tokens per shard at most (default 100000000)\n",
-    data};
+    data, (const tsl_options *const[]){&data_options, NULL}};
 
 static int data(int argc, char **argv) {
-  static const struct option opts[] = {{"out", required_argument, 0, 'o'},
-                                       {"val-fraction", required_argument, 0, 'v'},
-                                       {"shard-tokens", required_argument, 0, 't'},
-                                       {"tokenizer", required_argument, 0, 'k'},
-                                       {0, 0, 0, 0}};
   const char *out = NULL, *tokenizer = NULL;
   tsl_prepare_opts po = {.val_fraction = 0.1, .shard_tokens = 100000000};
   long long tokens;
@@ -39,12 +41,12 @@ static int data(int argc, char **argv) {
   if (argc < 2 || strcmp(argv[1], "prepare") != 0) return tsl_usage_error(&tsl_cmd_data, "expected `data prepare`");
   optind = 0;
   argc--, argv++;
-  while ((c = getopt_long(argc, argv, "o:", opts, NULL)) != -1) {
+  while ((c = tsl_getopt(argc, argv, &data_options)) != -1) {
     if (c == 'o') out = optarg;
     else if (c == 'k') tokenizer = optarg;
     else if (c == 'v' && tsl_parse_number(optarg, &po.val_fraction) == 0) continue;
     else if (c == 't' && tsl_parse_count(optarg, &tokens) == 0 && tokens > 0) po.shard_tokens = (uint64_t)tokens;
-    else return tsl_option_error(&tsl_cmd_data, opts, c, c == 'v' ? "a fraction from 0 to 0.5" : "a number of tokens above 0");
+    else return tsl_option_error(&tsl_cmd_data, data_longs, c, c == 'v' ? "a fraction from 0 to 0.5" : "a number of tokens above 0");
   }
   if (!out) return tsl_usage_error(&tsl_cmd_data, "missing -o DIR");
   if (optind >= argc) return tsl_usage_error(&tsl_cmd_data, "no input files");

@@ -20,7 +20,7 @@ const tsl_command tsl_cmd_export = {
     "  -o, --out DIR/model.safetensors   the file to write: it must be named model.safetensors (the name\n"
     "                                    from_pretrained and `tessel import` look for); DIR is made if\n"
     "                                    needed, and must not be inside a checkpoint\n",
-    export_cmd};
+    export_cmd, (const tsl_options *const[]){&tsl_out_options, NULL}};
 
 static int export_cmd(int argc, char **argv) {
   const char *ckpt, *out;

@@ -17,7 +17,7 @@ const tsl_command tsl_cmd_import = {
     "Options tessel's models do not compute (rope_scaling, biases in a Llama, another activation) are\n"
     "refused by name. CKPT_DIR must not exist; nothing is left there when the import fails.\n\n"
     "  -o, --out DIR   the checkpoint directory to create\n",
-    import_cmd};
+    import_cmd, (const tsl_options *const[]){&tsl_out_options, NULL}};
 
 static int import_cmd(int argc, char **argv) {
   const char *hf, *out;

@@ -19,6 +19,9 @@ static int launch(int argc, char **argv);
 
 #define MAX_RANKS 4096
 
+/* `tessel run`'s options and -n */
+static const tsl_options launch_options = {"n:s:r:", tsl_run_long_options};
+
 const tsl_command tsl_cmd_launch = {
     "launch", "run on N local ranks through mpirun: tessel launch -n N CONFIG [RUN ARGS]",
     "usage: tessel launch -n N CONFIG [--set KEY=VALUE]... [--resume DIR]\n\n"
@@ -34,7 +37,7 @@ const tsl_command tsl_cmd_launch = {
     "  -n N              number of ranks, 1 to " TSL_STR(MAX_RANKS) "\n"
     "  --set KEY=VALUE   override a config key on every rank (repeatable)\n"
     "  --resume DIR      resume from this checkpoint directory instead of checkpoint.resume\n",
-    launch};
+    launch, (const tsl_options *const[]){&launch_options, NULL}};
 
 static volatile sig_atomic_t mpirun_pid, stops, pending;
 
@@ -90,34 +93,19 @@ static int supervise(char **args) {
 }
 
 typedef struct launch_args {
-  int ranks, n_sets;
-  const char *config, *resume;
-  const char **sets;
+  int ranks;
+  tsl_run_args run;
 } launch_args;
 
-/* `tessel launch`'s options in any order around CONFIG, as `tessel run`
-** takes its own: 0, or the exit status of a usage error. */
-static int parse_args(int argc, char **argv, launch_args *a) {
-  static const struct option opts[] = {{"set", required_argument, 0, 's'}, {"resume", required_argument, 0, 'r'},
-                                       {0, 0, 0, 0}};
-  int c;
-  optind = 0;
-  while ((c = getopt_long(argc, argv, "n:s:r:", opts, NULL)) != -1) {
-    if (c == 'n') {
-      if (a->ranks) return tsl_usage_error(&tsl_cmd_launch, "-n is given twice");
-      if (!tsl_option_int(optarg, 1, MAX_RANKS, &a->ranks))
-        return tsl_option_error(&tsl_cmd_launch, opts, c, "a whole number of ranks from 1 to " TSL_STR(MAX_RANKS));
-    } else if (c == 's') {
-      a->sets[a->n_sets++] = optarg;
-    } else if (c == 'r' && optarg[0]) {
-      a->resume = optarg;
-    } else {
-      return tsl_usage_error(&tsl_cmd_launch, c == 'r' ? "--resume needs a checkpoint directory" : "bad option");
-    }
-  }
-  if (!a->ranks) return tsl_usage_error(&tsl_cmd_launch, "missing -n N, the number of ranks");
-  if (optind != argc - 1) return tsl_usage_error(&tsl_cmd_launch, "expected one CONFIG file");
-  a->config = argv[optind];
+/* -n, launch's one option beyond `tessel run`'s (tsl_own_option; ctx is
+** the int of ranks). */
+static int ranks_option(void *ctx, int opt) {
+  int *ranks = ctx;
+  if (opt == -1) return *ranks ? 0 : tsl_usage_error(&tsl_cmd_launch, "missing -n N, the number of ranks");
+  if (*ranks) return tsl_usage_error(&tsl_cmd_launch, "-n is given twice");
+  if (!tsl_option_int(optarg, 1, MAX_RANKS, ranks))
+    return tsl_option_error(&tsl_cmd_launch, launch_options.longs, opt,
+                            "a whole number of ranks from 1 to " TSL_STR(MAX_RANKS));
   return 0;
 }
 
@@ -125,7 +113,7 @@ static int parse_args(int argc, char **argv, launch_args *a) {
 ** shows a rank and scripts look for it (a name starting with '-' as
 ** ./NAME, which run cannot take for an option), then the options. NULL when
 ** out of memory; free the array and args[0]. */
-static char **run_args(const launch_args *a, int *n) {
+static char **run_args(const tsl_run_args *a, int *n) {
   char **args = calloc((size_t)(2 * a->n_sets + 3), sizeof *args);
   if (!args || !(args[0] = tsl_asprintf("%s%s", a->config[0] == '-' ? "./" : "", a->config))) {
     free(args);
@@ -150,19 +138,19 @@ static char **run_args(const launch_args *a, int *n) {
 static int validate(const launch_args *a) {
   tsl_runtime rt = {0};
   tessel_model_dims dims;
-  tsl_status st = tsl_check_config(&rt, a->config, a->sets, a->n_sets, a->ranks, !a->resume, &dims);
+  tsl_status st = tsl_check_config(&rt, a->run.config, a->run.sets, a->run.n_sets, a->ranks, !a->run.resume, &dims);
   int rc = st < 0 ? tsl_fail(st) : TSL_EXIT_OK;
   tsl_runtime_destroy(&rt);
   return rc;
 }
 
 static int launch(int argc, char **argv) {
-  launch_args a = {.sets = tsl_option_slots(argc)};
+  launch_args a = {0};
   char how[512], **pass = NULL, **args = NULL;
   int n_pass = 0, rc;
-  if (!a.sets) return tsl_fail(tsl_error(TESSEL_E_NOMEM, "out of host memory reading the command line"));
-  if ((rc = parse_args(argc, argv, &a)) != TSL_EXIT_OK || (rc = validate(&a)) != TSL_EXIT_OK) goto done;
-  if (!(pass = run_args(&a, &n_pass))) {
+  rc = tsl_parse_run_args(&tsl_cmd_launch, &launch_options, ranks_option, &a.ranks, argc, argv, &a.run);
+  if (rc != TSL_EXIT_OK || (rc = validate(&a)) != TSL_EXIT_OK) goto done;
+  if (!(pass = run_args(&a.run, &n_pass))) {
     rc = tsl_fail(tsl_error(TESSEL_E_NOMEM, "out of host memory reading the command line"));
     goto done;
   }
@@ -186,6 +174,6 @@ done:
   tsl_spawn_argv_free(args);
   if (pass) free(pass[0]);
   free(pass);
-  free(a.sets);
+  free(a.run.sets);
   return rc;
 }

@@ -16,6 +16,14 @@
 
 static int plan(int argc, char **argv);
 
+static const struct option plan_longs[] = {{"world", required_argument, 0, 'w'},    {"profile", required_argument, 0, 'p'},
+                                           {"memory-limit", required_argument, 0, 'm'}, {"top", required_argument, 0, 'k'},
+                                           {"write", required_argument, 0, 'W'},    {"validate", no_argument, 0, 'v'},
+                                           {"steps", required_argument, 0, 'S'},    {"strategy", required_argument, 0, 'x'},
+                                           {"set", required_argument, 0, 's'},      {"json", required_argument, 0, 'j'},
+                                           {"repeat", required_argument, 0, 'r'},   {0, 0, 0, 0}};
+static const tsl_options plan_options = {"", plan_longs};
+
 const tsl_command tsl_cmd_plan = {
     "plan", "predict memory and step time of every strategy and its options for N ranks; rank them",
     "usage: tessel plan CONFIG --world N [--profile FILE] [--memory-limit SIZE] [--top K] [--write DIR]\n"
@@ -48,7 +56,7 @@ const tsl_command tsl_cmd_plan = {
     "exit status: 0 planned (even when nothing fits), 2 usage or configuration error (a --strategy that is not\n"
     "installed too), 1 other failure,\n"
     "128 + the signal when Ctrl-C, SIGTERM or SIGHUP stopped --validate (its running trial stops after its step)\n",
-    plan};
+    plan, (const tsl_options *const[]){&plan_options, NULL}};
 
 typedef struct plan_args {
   const char *sets[MAX_SETS], *only[MAX_ONLY], *profile, *write_dir, *json;
@@ -58,16 +66,10 @@ typedef struct plan_args {
 } plan_args;
 
 static int parse_args(int argc, char **argv, plan_args *a) {
-  static const struct option opts[] = {{"world", required_argument, 0, 'w'},    {"profile", required_argument, 0, 'p'},
-                                       {"memory-limit", required_argument, 0, 'm'}, {"top", required_argument, 0, 'k'},
-                                       {"write", required_argument, 0, 'W'},    {"validate", no_argument, 0, 'v'},
-                                       {"steps", required_argument, 0, 'S'},    {"strategy", required_argument, 0, 'x'},
-                                       {"set", required_argument, 0, 's'},      {"json", required_argument, 0, 'j'},
-                                       {"repeat", required_argument, 0, 'r'},   {0, 0, 0, 0}};
   int c;
   *a = (plan_args){.top = 10, .steps = 20, .repeat = 3};
   optind = 0;
-  while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+  while ((c = tsl_getopt(argc, argv, &plan_options)) != -1) {
     int ok = 1;
     const char *want = NULL;
     switch (c) {
@@ -107,7 +109,7 @@ static int parse_args(int argc, char **argv, plan_args *a) {
         break;
       default: ok = 0;
     }
-    if (!ok) return tsl_option_error(&tsl_cmd_plan, opts, c, want);
+    if (!ok) return tsl_option_error(&tsl_cmd_plan, plan_longs, c, want);
   }
   if (optind != argc - 1) return tsl_usage_error(&tsl_cmd_plan, "expected one CONFIG file");
   if (!a->world) return tsl_usage_error(&tsl_cmd_plan, "--world N is required: the ranks to plan for");

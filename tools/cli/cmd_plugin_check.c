@@ -41,6 +41,10 @@
 
 static int plugin_check(int argc, char **argv);
 
+static const struct option plugin_check_longs[] = {{"set", required_argument, 0, 's'}, {"ranks", required_argument, 0, 'r'},
+                                                   {0, 0, 0, 0}};
+static const tsl_options plugin_check_options = {"s:r:", plugin_check_longs};
+
 const tsl_command tsl_cmd_plugin_check = {
     "plugin-check", "check that a strategy plugin is well-formed and trains like one process",
     "usage: tessel plugin-check LIB.so [--ranks 1,2,4] [--set KEY=VALUE]...\n\n"
@@ -59,7 +63,7 @@ const tsl_command tsl_cmd_plugin_check = {
     "                    multiple of 8 and the counts, so that each splits it\n"
     "  --set KEY=VALUE   override the runs' config, e.g. --set plugin.sync_every=2 (repeatable; plugin.*\n"
     "                    keys apply to the plugin's runs only)\n",
-    plugin_check};
+    plugin_check, (const tsl_options *const[]){&plugin_check_options, NULL}};
 
 static int report(int ok, const char *what, const char *detail) {
   if (!ok && tsl_spawn_stopped()) return ok; /* a run this command stopped is no verdict on the plugin */
@@ -375,13 +379,11 @@ static int parse_ranks(const char *s, int *out, int cap) {
 }
 
 static int plugin_check(int argc, char **argv) {
-  static const struct option opts[] = {{"set", required_argument, 0, 's'}, {"ranks", required_argument, 0, 'r'},
-                                       {0, 0, 0, 0}};
   const char **sets = tsl_option_slots(argc);
   int n_sets = 0, ranks[MAX_COUNTS] = {1, 2, 4}, n_ranks = 3, c;
   if (!sets) return tsl_fail(tsl_error(TESSEL_E_NOMEM, "out of host memory reading the command line"));
   optind = 0;
-  while ((c = getopt_long(argc, argv, "s:r:", opts, NULL)) != -1) {
+  while ((c = tsl_getopt(argc, argv, &plugin_check_options)) != -1) {
     if (c == 's') sets[n_sets++] = optarg;
     else if (c == 'r' && (n_ranks = parse_ranks(optarg, ranks, MAX_COUNTS)) > 0) continue;
     else break;
@@ -390,7 +392,7 @@ static int plugin_check(int argc, char **argv) {
   if (c != -1 || optind != argc - 1 || !batch) {
     free(sets);
     if (c != -1)
-      return tsl_option_error(&tsl_cmd_plugin_check, opts, c,
+      return tsl_option_error(&tsl_cmd_plugin_check, plugin_check_longs, c,
                               "a list of up to " TSL_STR(MAX_COUNTS) " rank counts from 1 to " TSL_STR(MAX_RANKS) " (1,2,4)");
     if (!batch)
       return tsl_usage_error(&tsl_cmd_plugin_check, "--ranks: a batch that every count divides would be more than "

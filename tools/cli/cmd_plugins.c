@@ -17,7 +17,7 @@ const tsl_command tsl_cmd_plugins = {
     "plugin directory, the build tree. For each: name, version, plugin ABI, capabilities, description and\n"
     "path. A plugin of the same name later in the order is shadowed (not loaded); a file that fails to load\n"
     "is listed with the reason.\n",
-    plugins};
+    plugins, NULL}; /* takes no options */
 
 /* Is dirs[d] the same directory as an earlier entry of the path? */
 static int listed_before(char **dirs, int d) {

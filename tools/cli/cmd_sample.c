@@ -9,6 +9,12 @@
 
 static int sample(int argc, char **argv);
 
+static const struct option sample_longs[] = {{"prompt", required_argument, 0, 'p'},     {"tokens", required_argument, 0, 'n'},
+                                             {"temperature", required_argument, 0, 't'}, {"top-k", required_argument, 0, 'k'},
+                                             {"seed", required_argument, 0, 's'},        {"threads", required_argument, 0, 'j'},
+                                             {"tokenizer", required_argument, 0, 'z'},   {0, 0, 0, 0}};
+static const tsl_options sample_options = {"", sample_longs};
+
 const tsl_command tsl_cmd_sample = {
     "sample", "generate text from a checkpoint",
     "usage: tessel sample CKPT_DIR [--prompt TEXT] [--tokens N] [--temperature T] [--top-k K] [--seed S]\n"
@@ -27,22 +33,18 @@ const tsl_command tsl_cmd_sample = {
     "  --seed S            sampling seed (default 1337)\n"
     "  --threads N         CPU threads (default: all)\n"
     "  --tokenizer FILE    a tokenizer.json to use instead of the checkpoint's\n",
-    sample};
+    sample, (const tsl_options *const[]){&sample_options, NULL}};
 
 /* A parameter's whole tensor out of the checkpoint. */
 static tsl_status from_checkpoint(void *ctx, const tsl_param *p, float *whole) { return tsl_ckpt_param(ctx, p, whole); }
 
 static int sample(int argc, char **argv) {
-  static const struct option opts[] = {{"prompt", required_argument, 0, 'p'},     {"tokens", required_argument, 0, 'n'},
-                                       {"temperature", required_argument, 0, 't'}, {"top-k", required_argument, 0, 'k'},
-                                       {"seed", required_argument, 0, 's'},        {"threads", required_argument, 0, 'j'},
-                                       {"tokenizer", required_argument, 0, 'z'},   {0, 0, 0, 0}};
   const char *tokenizer = NULL;
   tsl_sample_opts o = {.prompt = "\n", .tokens = 200, .temperature = 1.0, .seed = 1337};
   long long v;
   int c;
   optind = 0;
-  while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+  while ((c = tsl_getopt(argc, argv, &sample_options)) != -1) {
     int ok = 1;
     const char *want = NULL;
     switch (c) {
@@ -71,7 +73,7 @@ static int sample(int argc, char **argv) {
       case 'z': tokenizer = optarg; break;
       default: ok = 0;
     }
-    if (!ok) return tsl_option_error(&tsl_cmd_sample, opts, c, want);
+    if (!ok) return tsl_option_error(&tsl_cmd_sample, sample_longs, c, want);
   }
   if (optind != argc - 1) return tsl_usage_error(&tsl_cmd_sample, "expected one checkpoint directory");
   tsl_ckpt ck;

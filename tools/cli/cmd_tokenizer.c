@@ -14,6 +14,13 @@
 
 static int tokenizer_cmd(int argc, char **argv);
 
+static const struct option train_longs[] = {{"vocab", required_argument, 0, 'v'},   {"out", required_argument, 0, 'o'},
+                                            {"special", required_argument, 0, 's'}, {"min-frequency", required_argument, 0, 'm'},
+                                            {"pattern", required_argument, 0, 'p'}, {0, 0, 0, 0}};
+static const tsl_options train_options = {"o:", train_longs};
+static const struct option encode_longs[] = {{"count", no_argument, 0, 'c'}, {"ordinary", no_argument, 0, 'r'}, {0, 0, 0, 0}};
+static const tsl_options encode_options = {"", encode_longs};
+
 const tsl_command tsl_cmd_tokenizer = {
     "tokenizer", "train a byte-level BPE tokenizer, or encode and decode with one",
     "usage: tessel tokenizer train FILE... --vocab N -o tokenizer.json [--special TOKEN]... [--min-frequency N]\n"
@@ -35,21 +42,18 @@ const tsl_command tsl_cmd_tokenizer = {
     "decode   reads ids (separated by white space) and writes the bytes they stand for.\n"
     "info     prints the vocabulary size, the end-of-text id and the tokenizer's hash.\n"
     "TOKENIZER is a Hugging Face tokenizer.json of a byte-level BPE (GPT-2, Llama 3, or one trained here).\n",
-    tokenizer_cmd};
+    tokenizer_cmd, (const tsl_options *const[]){&train_options, &encode_options, NULL}};
 
 #define MAX_SPECIAL 64
 
 static int train(int argc, char **argv) {
-  static const struct option opts[] = {{"vocab", required_argument, 0, 'v'},   {"out", required_argument, 0, 'o'},
-                                       {"special", required_argument, 0, 's'}, {"min-frequency", required_argument, 0, 'm'},
-                                       {"pattern", required_argument, 0, 'p'}, {0, 0, 0, 0}};
   static const char *const default_special[] = {"<|endoftext|>"};
   const char *special[MAX_SPECIAL], *out = NULL;
   tsl_tokenizer_train_opts o = {.special = default_special, .n_special = 1};
   long long v;
   int c, n_special = 0;
   optind = 0;
-  while ((c = getopt_long(argc, argv, "o:", opts, NULL)) != -1) {
+  while ((c = tsl_getopt(argc, argv, &train_options)) != -1) {
     int ok = 1;
     const char *want = NULL;
     switch (c) {
@@ -71,7 +75,7 @@ static int train(int argc, char **argv) {
       case 'p': o.pattern = tsl_tokenizer_pattern_named(optarg) ? tsl_tokenizer_pattern_named(optarg) : optarg; break;
       default: ok = 0;
     }
-    if (!ok) return tsl_option_error(&tsl_cmd_tokenizer, opts, c, want);
+    if (!ok) return tsl_option_error(&tsl_cmd_tokenizer, train_longs, c, want);
   }
   if (!out) return tsl_usage_error(&tsl_cmd_tokenizer, "train: missing -o tokenizer.json");
   if (!o.vocab_size) return tsl_usage_error(&tsl_cmd_tokenizer, "train: missing --vocab N");
@@ -213,7 +217,6 @@ static int decode(tsl_tokenizer *t, const char *path) {
 }
 
 static int tokenizer_cmd(int argc, char **argv) {
-  static const struct option opts[] = {{"count", no_argument, 0, 'c'}, {"ordinary", no_argument, 0, 'r'}, {0, 0, 0, 0}};
   int c, count = 0, ordinary = 0;
   if (argc < 2) return tsl_usage_error(&tsl_cmd_tokenizer, "expected train, encode, decode or info");
   const char *verb = argv[1];
@@ -222,7 +225,7 @@ static int tokenizer_cmd(int argc, char **argv) {
     return tsl_usage_error(&tsl_cmd_tokenizer, "unknown action '%s'; expected train, encode, decode or info", verb);
   optind = 0;
   argc--, argv++;
-  while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+  while ((c = tsl_getopt(argc, argv, &encode_options)) != -1) {
     if (c == 'c' && strcmp(verb, "encode") == 0) count = 1;
     else if (c == 'r' && strcmp(verb, "encode") == 0) ordinary = 1;
     else return tsl_usage_error(&tsl_cmd_tokenizer, "bad option for %s", verb);

@@ -40,48 +40,25 @@ static int unknown(const char *name) {
   return TSL_EXIT_USAGE;
 }
 
-/* Each command's options that take the next word as their value (its
-** getopt tables' required_argument ones, long and short): that word is
-** never a help request, `sample --prompt -h` samples after "-h". */
-static const struct {
-  const tsl_command *cmd;
-  const char *options; /* space-separated */
-} valued[] = {
-    {&tsl_cmd_run, "--set -s --resume -r"},
-    {&tsl_cmd_launch, "-n --set -s --resume -r"},
-    {&tsl_cmd_check, "--world -w --set -s"},
-    {&tsl_cmd_data, "-o --out --tokenizer --val-fraction --shard-tokens"},
-    {&tsl_cmd_tokenizer, "--vocab -o --out --special --min-frequency --pattern"},
-    {&tsl_cmd_sample, "--prompt --tokens --temperature --top-k --seed --threads --tokenizer"},
-    {&tsl_cmd_export, "-o --out"},
-    {&tsl_cmd_import, "-o --out"},
-    {&tsl_cmd_bench, "--threads --device --out --max-bytes"},
-    {&tsl_cmd_plugin_check, "--ranks -r --set -s"},
-    {&tsl_cmd_compare, "--steps --repeat -n --out -o --tolerance --val-tolerance --warmup --set"},
-    {&tsl_cmd_plan, "--world --profile --memory-limit --top --write --steps --repeat --json --strategy --set"},
-};
+const tsl_command *const *tsl_cli_commands(int *n) {
+  *n = (int)TSL_ARRAY_LEN(commands);
+  return commands;
+}
 
-/* Does `word` name an option of c that takes the next word as its value? */
+/* Does `word` name an option of c that takes the next word as its value,
+** in any of c's tables (a word is never a help request where getopt
+** would read it as a value)? */
 static int takes_value(const tsl_command *c, const char *word) {
-  size_t n = strlen(word);
-  for (size_t i = 0; i < TSL_ARRAY_LEN(valued); i++) {
-    if (valued[i].cmd != c) continue;
-    for (const char *p = valued[i].options; *p; p += strcspn(p, " "), p += *p == ' ')
-      if (strncmp(p, word, n) == 0 && (p[n] == ' ' || p[n] == '\0')) return 1;
-  }
+  for (const tsl_options *const *o = c->options; o && *o; o++)
+    if (tsl_option_takes_next(*o, word)) return 1;
   return 0;
 }
 
-/* If c's arguments (argv[0] is its name) ask for help — -h or --help
-** before any "--", not as an option's value — print its usage and return 1. */
-static int wants_help(const tsl_command *c, int argc, char **argv) {
+int tsl_cli_wants_help(const tsl_command *c, int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--")) break;
-    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-      fputs(c->usage, stdout);
-      return 1;
-    }
-    if (argv[i][0] == '-' && takes_value(c, argv[i])) i++; /* its value, whatever it reads */
+    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return 1;
+    if (takes_value(c, argv[i])) i++; /* its value, whatever it reads */
   }
   return 0;
 }
@@ -126,7 +103,10 @@ static int dispatch(int argc, char **argv) {
   const tsl_command *c = find(name);
   if (!c) return unknown(name);
   tsl_usage_verb(argc > 2 ? argv[2] : NULL);
-  if (wants_help(c, argc - 1, argv + 1)) return TSL_EXIT_OK;
+  if (tsl_cli_wants_help(c, argc - 1, argv + 1)) {
+    fputs(c->usage, stdout);
+    return TSL_EXIT_OK;
+  }
   return c->run(argc - 1, argv + 1);
 }
 

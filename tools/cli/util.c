@@ -57,6 +57,41 @@ int tsl_option_error(const tsl_command *cmd, const struct option *opts, int opt,
   return tsl_usage_error(cmd, "-%c needs %s, got '%s'", opt, want, optarg ? optarg : "");
 }
 
+int tsl_getopt(int argc, char **argv, const tsl_options *o) { return getopt_long(argc, argv, o->shorts, o->longs, NULL); }
+
+/* The long option `name` (n bytes, no "=VALUE") names as getopt_long reads
+** it: the one of that whole name, else the one it is a prefix of; NULL
+** when none, or when it is a prefix of several that differ (getopt calls
+** it ambiguous; several that agree in has_arg, flag and val count as one). */
+static const struct option *long_named(const struct option *longs, const char *name, size_t n) {
+  const struct option *found = NULL;
+  int ambiguous = 0;
+  for (const struct option *o = longs; n && o && o->name; o++) {
+    if (strncmp(o->name, name, n) != 0) continue;
+    if (o->name[n] == '\0') return o;
+    if (!found) found = o;
+    else if (found->has_arg != o->has_arg || found->flag != o->flag || found->val != o->val) ambiguous = 1;
+  }
+  return ambiguous ? NULL : found;
+}
+
+int tsl_option_takes_next(const tsl_options *o, const char *word) {
+  if (word[0] != '-' || word[1] == '\0') return 0;
+  if (word[1] == '-') {
+    if (strchr(word + 2, '=')) return 0;
+    const struct option *opt = long_named(o->longs, word + 2, strlen(word + 2));
+    return opt && opt->has_arg == required_argument;
+  }
+  /* the first option of the cluster that takes a value ends it: the rest
+  ** of the word is its value, or, when nothing is left, the next word
+  ** (an optional value, "x::", is never the next word) */
+  for (const char *p = word + 1; *p; p++) {
+    const char *s = *p == ':' ? NULL : strchr(o->shorts, *p);
+    if (s && s[1] == ':') return s[2] != ':' && p[1] == '\0';
+  }
+  return 0;
+}
+
 int tsl_stdout_written(void) {
   int flushed = fflush(stdout) == 0, err = errno;
   if (flushed && !ferror(stdout)) return TSL_EXIT_OK;
@@ -67,13 +102,15 @@ int tsl_stdout_written(void) {
   return TSL_EXIT_FAILURE;
 }
 
+static const struct option out_longs[] = {{"out", required_argument, 0, 'o'}, {0, 0, 0, 0}};
+const tsl_options tsl_out_options = {"o:", out_longs};
+
 int tsl_parse_arg_out(const tsl_command *cmd, int argc, char **argv, const char *what, const char **arg,
                       const char **out) {
-  static const struct option opts[] = {{"out", required_argument, 0, 'o'}, {0, 0, 0, 0}};
   int c;
   *out = NULL;
   optind = 0;
-  while ((c = getopt_long(argc, argv, "o:", opts, NULL)) != -1) {
+  while ((c = tsl_getopt(argc, argv, &tsl_out_options)) != -1) {
     if (c != 'o') return tsl_usage_error(cmd, "bad option");
     *out = optarg;
   }
