@@ -119,6 +119,7 @@ static const char *state_suffix(tsl_model *m, tsl_ckpt_file kind, int k) {
 ** clear the current message (a gemini save once failed with "in DIR: "). */
 typedef struct write_error {
   tsl_status st;
+  tsl_reason reason;
   char *why;
   int placed; /* the new step directory was renamed into place before the failure */
 } write_error;
@@ -126,6 +127,7 @@ typedef struct write_error {
 static void note(write_error *we, tsl_status st) {
   if (st >= 0 || we->st < 0) return;
   we->st = st;
+  we->reason = tsl_error_reason();
   we->why = tsl_strdup(tsl_error_message());
 }
 
@@ -185,9 +187,9 @@ done:
 
 static tsl_status write_config(const tsl_runtime *rt, const char *path) {
   FILE *f = fopen(path, "w");
-  if (!f) return tsl_error(TESSEL_E_IO, "%s: cannot create: %s", path, strerror(errno));
+  if (!f) return tsl_error_sys(TESSEL_E_IO, errno, "%s: cannot create", path);
   tsl_status st = tsl_config_emit(rt->config, f);
-  if (fflush(f) != 0 || fsync(fileno(f)) != 0) st = tsl_error(TESSEL_E_IO, "%s: write failed: %s", path, strerror(errno));
+  if (fflush(f) != 0 || fsync(fileno(f)) != 0) st = tsl_error_sys(TESSEL_E_IO, errno, "%s: write failed", path);
   fclose(f);
   return st;
 }
@@ -255,7 +257,7 @@ static tsl_status write_failure(const tsl_runtime *rt, const write_error *we, in
   tsl_format_bytes(bytes, need, sizeof need);
   if (tsl_free_bytes(dir, &free_bytes) >= 0) {
     tsl_format_bytes(free_bytes, have, sizeof have);
-    roomy = free_bytes / 2 >= bytes && !strstr(why, strerror(ENOSPC)) && !strstr(why, strerror(EDQUOT));
+    roomy = free_bytes / 2 >= bytes && we->reason != TSL_REASON_NO_SPACE;
   }
   char earlier[4200];
   snprintf(earlier, sizeof earlier, "%s%s", last ? "The last checkpoint is intact: " : "No checkpoint was written "
@@ -280,7 +282,7 @@ tsl_status tsl_ckpt_save(tsl_model *m, int64_t step, char **saved) {
   tsl_runtime *rt = tsl_model_runtime(m);
   const char *dir = rt->settings.ckpt.dir;
   tsl_status st = TESSEL_OK, wst = TESSEL_OK;
-  write_error we = {TESSEL_OK, NULL, 0};
+  write_error we = {TESSEL_OK, TSL_REASON_NONE, NULL, 0};
   int64_t last_step = 0;
   char *final = tsl_asprintf("%s/step_%08lld", dir, (long long)step), *last = NULL;
   char *tmp = tsl_ckpt_temporary_dir(dir, step);

@@ -102,7 +102,7 @@ tsl_status tsl_ckpt_prune(const char *dir, int keep, int64_t just_saved) {
 tsl_status tsl_ckpt_rename_into_place(const char *tmp, const char *final) {
   tsl_status st = TESSEL_OK;
   if (!tsl_path_exists(final)) { /* the usual case */
-    if (rename(tmp, final) != 0) return tsl_error(TESSEL_E_IO, "%s: cannot rename into place: %s", final, strerror(errno));
+    if (rename(tmp, final) != 0) return tsl_error_sys(TESSEL_E_IO, errno, "%s: cannot rename into place", final);
     return TESSEL_OK;
   }
   /* the same step saved again, e.g. after a resume: the old one is moved
@@ -110,9 +110,9 @@ tsl_status tsl_ckpt_rename_into_place(const char *tmp, const char *final) {
   char *aside = tsl_asprintf("%s.old-%d", final, (int)getpid());
   if (!aside) return TESSEL_E_NOMEM;
   if (rename(final, aside) != 0) {
-    st = tsl_error(TESSEL_E_IO, "%s: cannot move aside: %s", final, strerror(errno));
+    st = tsl_error_sys(TESSEL_E_IO, errno, "%s: cannot move aside", final);
   } else if (rename(tmp, final) != 0) {
-    st = tsl_error(TESSEL_E_IO, "%s: cannot rename into place: %s", final, strerror(errno));
+    st = tsl_error_sys(TESSEL_E_IO, errno, "%s: cannot rename into place", final);
     rename(aside, final);
   } else {
     st = tsl_remove_tree(aside);

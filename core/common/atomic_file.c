@@ -5,7 +5,6 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -35,7 +34,7 @@ tsl_status tsl_atomic_open(const char *path, tsl_atomic_file *af) {
   }
   af->fd = open(af->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (af->fd < 0) {
-    tsl_status st = tsl_error(TESSEL_E_IO, "%s: cannot create: %s", af->path, strerror(errno));
+    tsl_status st = tsl_error_sys(TESSEL_E_IO, errno, "%s: cannot create", af->path);
     release(af);
     return st;
   }
@@ -52,16 +51,16 @@ tsl_status tsl_atomic_commit(tsl_atomic_file *af) {
   int fd = af->fd;
   af->fd = -1;
   if (fsync(fd) != 0) {
-    st = tsl_error(TESSEL_E_IO, "%s: fsync failed: %s", af->path, strerror(errno));
+    st = tsl_error_sys(TESSEL_E_IO, errno, "%s: fsync failed", af->path);
     close(fd);
     goto fail;
   }
   if (close(fd) != 0) {
-    st = tsl_error(TESSEL_E_IO, "%s: close failed: %s", af->path, strerror(errno));
+    st = tsl_error_sys(TESSEL_E_IO, errno, "%s: close failed", af->path);
     goto fail;
   }
   if (rename(af->tmp, af->path) != 0) {
-    st = tsl_error(TESSEL_E_IO, "%s: cannot rename into place: %s", af->path, strerror(errno));
+    st = tsl_error_sys(TESSEL_E_IO, errno, "%s: cannot rename into place", af->path);
     goto fail;
   }
   dir = tsl_dirname(af->path);

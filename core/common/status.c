@@ -1,6 +1,7 @@
 /* core/common/status.c — the rank's error slot. */
 #include "status.h"
 
+#include <errno.h>
 #include <regex.h>
 #include <stdio.h>
 #include <string.h>
@@ -9,18 +10,56 @@
 #define TSL_ERROR_CAP 32768
 static char error_buf[TSL_ERROR_CAP];
 
-tsl_status tsl_verror(tsl_status status, const char *fmt, va_list ap) {
+static tsl_reason error_reason;
+
+/* The message and reason both: every error sets its reason, so none
+** outlives the message it came with. */
+static tsl_status set_error(tsl_status status, tsl_reason reason, const char *fmt, va_list ap) {
   vsnprintf(error_buf, sizeof error_buf, fmt, ap);
+  error_reason = reason;
   return status;
+}
+
+tsl_status tsl_verror(tsl_status status, const char *fmt, va_list ap) {
+  return set_error(status, TSL_REASON_NONE, fmt, ap);
 }
 
 tsl_status tsl_error(tsl_status status, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  tsl_verror(status, fmt, ap);
+  set_error(status, TSL_REASON_NONE, fmt, ap);
   va_end(ap);
   return status;
 }
+
+tsl_status tsl_error_for(tsl_status status, tsl_reason reason, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  set_error(status, reason, fmt, ap);
+  va_end(ap);
+  return status;
+}
+
+tsl_status tsl_error_sys(tsl_status status, int err, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  set_error(status, tsl_reason_of_errno(err), fmt, ap);
+  va_end(ap);
+  size_t n = strlen(error_buf);
+  snprintf(error_buf + n, sizeof error_buf - n, ": %s", strerror(err));
+  return status;
+}
+
+tsl_reason tsl_reason_of_errno(int err) {
+  switch (err) {
+    case ENOSPC:
+    case EDQUOT: return TSL_REASON_NO_SPACE;
+    case EMFILE: return TSL_REASON_FILE_LIMIT;
+    default: return TSL_REASON_NONE;
+  }
+}
+
+tsl_reason tsl_error_reason(void) { return error_reason; }
 
 tsl_status tsl_error_wrap(tsl_status status, const char *fmt, ...) {
   char prefix[1024], old[TSL_ERROR_CAP];
@@ -52,7 +91,10 @@ int tsl_has_position(const char *msg) {
 
 const char *tsl_error_message(void) { return error_buf; }
 
-void tsl_error_clear(void) { error_buf[0] = '\0'; }
+void tsl_error_clear(void) {
+  error_buf[0] = '\0';
+  error_reason = TSL_REASON_NONE;
+}
 
 const char *tsl_status_name(tsl_status status) {
   switch (status) {

@@ -28,9 +28,29 @@ typedef tessel_status tsl_status;
 ** so that scripts can tell "cannot run here" from "failed". */
 #define TSL_E_DECLINED (-100)
 
+/* Why the current error happened, where code must act on the cause: the
+** message is for people and may be reworded, the reason is not. An error
+** made by tsl_error has none; tsl_error_wrap keeps the reason of the
+** error it wraps. */
+typedef enum tsl_reason {
+  TSL_REASON_NONE = 0,
+  TSL_REASON_NO_SPACE,   /* ENOSPC or EDQUOT: the disk or a quota is full */
+  TSL_REASON_FILE_LIMIT, /* EMFILE: this process's limit on open files */
+  TSL_REASON_TOO_SHORT,  /* a dataset holds no window of seq_len+1 tokens */
+} tsl_reason;
+
 /* Set the error message and return `status` (so `return tsl_error(...)`). */
 tsl_status tsl_error(tsl_status status, const char *fmt, ...) TSL_PRINTF(2, 3);
 tsl_status tsl_verror(tsl_status status, const char *fmt, va_list ap);
+/* tsl_error with the reason code code may act on. */
+tsl_status tsl_error_for(tsl_status status, tsl_reason reason, const char *fmt, ...) TSL_PRINTF(3, 4);
+/* The error of a failed system call: the message "<fmt ...>: <strerror(err)>"
+** and the reason errno `err` stands for (tsl_reason_of_errno). */
+tsl_status tsl_error_sys(tsl_status status, int err, const char *fmt, ...) TSL_PRINTF(3, 4);
+/* The reason an errno value stands for, TSL_REASON_NONE for most. */
+tsl_reason tsl_reason_of_errno(int err);
+/* The current error's reason (TSL_REASON_NONE when none was given). */
+tsl_reason tsl_error_reason(void);
 /* Prefix the current message with "<context>: " and return `status` —
 ** unless the message starts with a FILE:LINE:COL position: then it already
 ** says where the mistake is, and that must stay first on the line (like a
@@ -38,6 +58,7 @@ tsl_status tsl_verror(tsl_status status, const char *fmt, va_list ap);
 tsl_status tsl_error_wrap(tsl_status status, const char *fmt, ...) TSL_PRINTF(2, 3);
 /* The current message ("" when none). */
 const char *tsl_error_message(void);
+/* Forget the current message and its reason. */
 void tsl_error_clear(void);
 /* Does a message start with a FILE:LINE:COL: position? */
 int tsl_has_position(const char *msg);

@@ -142,7 +142,8 @@ tsl_status tsl_write_all(int fd, const void *buf, size_t n, const char *path) {
   while (n > 0) {
     ssize_t w = write(fd, p, n);
     if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return tsl_error(TESSEL_E_IO, "%s: write failed: %s", path, w < 0 ? strerror(errno) : "no progress");
+    if (w < 0) return tsl_error_sys(TESSEL_E_IO, errno, "%s: write failed", path);
+    if (w == 0) return tsl_error(TESSEL_E_IO, "%s: write failed: no progress", path);
     p += w;
     n -= (size_t)w;
   }
@@ -154,7 +155,7 @@ tsl_status tsl_read_all(int fd, void *buf, size_t n, const char *path) {
   while (n > 0) {
     ssize_t r = read(fd, p, n);
     if (r < 0 && errno == EINTR) continue;
-    if (r < 0) return tsl_error(TESSEL_E_IO, "%s: read failed: %s", path, strerror(errno));
+    if (r < 0) return tsl_error_sys(TESSEL_E_IO, errno, "%s: read failed", path);
     if (r == 0) return tsl_error(TESSEL_E_IO, "%s: file is shorter than expected (truncated?)", path);
     p += r;
     n -= (size_t)r;
@@ -164,12 +165,12 @@ tsl_status tsl_read_all(int fd, void *buf, size_t n, const char *path) {
 
 tsl_status tsl_fsync_path(const char *path) {
   int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return tsl_error(TESSEL_E_IO, "%s: cannot open to sync: %s", path, strerror(errno));
+  if (fd < 0) return tsl_error_sys(TESSEL_E_IO, errno, "%s: cannot open to sync", path);
   int rc = fsync(fd);
   int err = errno;
   close(fd);
   if (rc != 0 && err != EINVAL)
-    return tsl_error(TESSEL_E_IO, "%s: fsync failed: %s", path, strerror(err));
+    return tsl_error_sys(TESSEL_E_IO, err, "%s: fsync failed", path);
   return TESSEL_OK;
 }
 
@@ -185,7 +186,7 @@ tsl_status tsl_mkdir_p(const char *path) {
     buf[i] = '\0';
     struct stat sb;
     if (mkdir(buf, 0777) != 0 && errno != EEXIST)
-      st = tsl_error(TESSEL_E_IO, "%s: cannot create directory: %s", buf, strerror(errno));
+      st = tsl_error_sys(TESSEL_E_IO, errno, "%s: cannot create directory", buf);
     else if (c == '\0' && (stat(buf, &sb) != 0 || !S_ISDIR(sb.st_mode)))
       st = tsl_error(TESSEL_E_IO, "%s: exists and is not a directory", buf);
     buf[i] = c;
@@ -209,9 +210,9 @@ tsl_status tsl_read_file(const char *path, char **out, size_t *len) {
   struct stat sb;
   /* O_NONBLOCK: opening a FIFO must not wait for a writer */
   int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) return tsl_error(TESSEL_E_IO, "%s: cannot open: %s", path, strerror(errno));
+  if (fd < 0) return tsl_error_sys(TESSEL_E_IO, errno, "%s: cannot open", path);
   if (fstat(fd, &sb) != 0) {
-    st = tsl_error(TESSEL_E_IO, "%s: cannot stat: %s", path, strerror(errno));
+    st = tsl_error_sys(TESSEL_E_IO, errno, "%s: cannot stat", path);
     goto fail;
   }
   if (!S_ISREG(sb.st_mode)) {
@@ -242,17 +243,17 @@ tsl_status tsl_map_file(const char *path, const char **data, size_t *len) {
   /* O_NONBLOCK: a FIFO with no writer would otherwise block the open for
   ** ever; it opens at once and is then refused as not a regular file */
   int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) return tsl_error(TESSEL_E_IO, "%s: cannot open: %s", path, strerror(errno));
+  if (fd < 0) return tsl_error_sys(TESSEL_E_IO, errno, "%s: cannot open", path);
   int stat_rc = fstat(fd, &sb), err = errno;
   if (stat_rc != 0 || !S_ISREG(sb.st_mode)) {
     close(fd);
-    if (stat_rc != 0) return tsl_error(TESSEL_E_IO, "%s: cannot stat: %s", path, strerror(err));
+    if (stat_rc != 0) return tsl_error_sys(TESSEL_E_IO, err, "%s: cannot stat", path);
     return tsl_error(TESSEL_E_IO, "%s: is %s, not a regular file", path, tsl_file_kind(sb.st_mode));
   }
   void *p = sb.st_size > 0 ? mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0) : NULL;
   err = errno;
   close(fd);
-  if (p == MAP_FAILED) return tsl_error(TESSEL_E_IO, "%s: cannot map: %s", path, strerror(err));
+  if (p == MAP_FAILED) return tsl_error_sys(TESSEL_E_IO, err, "%s: cannot map", path);
   *data = p;
   *len = (size_t)sb.st_size;
   return TESSEL_OK;
@@ -272,7 +273,7 @@ static int remove_entry(const char *path, const struct stat *sb, int flag, struc
 tsl_status tsl_remove_tree(const char *path) {
   if (!tsl_path_exists(path)) return TESSEL_OK;
   if (nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS) != 0)
-    return tsl_error(TESSEL_E_IO, "%s: cannot remove: %s", path, strerror(errno));
+    return tsl_error_sys(TESSEL_E_IO, errno, "%s: cannot remove", path);
   return TESSEL_OK;
 }
 
@@ -303,7 +304,7 @@ tsl_status tsl_free_bytes(const char *path, uint64_t *out) {
     p = up;
   }
   free(p);
-  if (rc != 0) return tsl_error(TESSEL_E_IO, "%s: cannot tell the free space: %s", path, strerror(errno));
+  if (rc != 0) return tsl_error_sys(TESSEL_E_IO, errno, "%s: cannot tell the free space", path);
   *out = (uint64_t)sv.f_bavail * (uint64_t)sv.f_frsize;
   return TESSEL_OK;
 }

@@ -94,9 +94,9 @@ tsl_status tsl_dataset_open(const char *glob_pattern, int vocab_size, int seq_le
     ds->window_cum[i + 1] = ds->window_cum[i] + eval_windows(count, seq_len);
   }
   if (ds->start_cum[ds->n] == 0) {
-    st = tsl_error(TESSEL_E_CONFIG,
-                   "data '%s': the longest shard has %llu tokens, " TSL_DATASET_TOO_SHORT " = %d",
-                   glob_pattern, (unsigned long long)longest, seq_len + 1);
+    st = tsl_error_for(TESSEL_E_CONFIG, TSL_REASON_TOO_SHORT,
+                       "data '%s': the longest shard has %llu tokens, fewer than seq_len+1 = %d", glob_pattern,
+                       (unsigned long long)longest, seq_len + 1);
     goto fail;
   }
   globfree(&g);

@@ -29,14 +29,11 @@
 
 typedef struct tsl_dataset tsl_dataset;
 
-/* What tsl_dataset_open's error says when no shard holds one window of
-** seq_len+1 tokens: a caller that derived the pattern (data.text's
-** validation part) tells that case from the others by it. */
-#define TSL_DATASET_TOO_SHORT "fewer than seq_len+1"
-
 /* Open every shard matching `glob_pattern`; no match is a TESSEL_E_IO error
 ** naming the pattern. At least one shard must hold seq_len + 1 tokens
-** (otherwise TESSEL_E_CONFIG); every token must be < vocab_size (checked
+** (otherwise TESSEL_E_CONFIG with reason TSL_REASON_TOO_SHORT, by which
+** a caller that derived the pattern, data.text's validation part, tells
+** that case from the others); every token must be < vocab_size (checked
 ** when vocab_size > 0; see tsl_shard_open). seq_len >= 1. */
 tsl_status tsl_dataset_open(const char *glob_pattern, int vocab_size, int seq_len,
                             tsl_dataset **out);

@@ -147,9 +147,9 @@ tsl_status tsl_shard_open(const char *path, int vocab_size, tsl_shard *out) {
   int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     if (errno == EMFILE)
-      return tsl_error(TESSEL_E_IO, "%s: cannot open: %s (a run keeps every shard open; raise `ulimit -n`)", path,
-                       strerror(errno));
-    return tsl_error(TESSEL_E_IO, "%s: cannot open: %s", path, strerror(errno));
+      return tsl_error_for(TESSEL_E_IO, TSL_REASON_FILE_LIMIT,
+                           "%s: cannot open: %s (a run keeps every shard open; raise `ulimit -n`)", path, strerror(errno));
+    return tsl_error_sys(TESSEL_E_IO, errno, "%s: cannot open", path);
   }
   if (fstat(fd, &sb) != 0) {
     st = tsl_error(TESSEL_E_IO, "%s: cannot stat: %s", path, strerror(errno));

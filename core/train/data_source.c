@@ -163,7 +163,7 @@ static tsl_status unseen(tsl_runtime *rt, tsl_status st, int val) {
     return st;
   }
   if (rt->world.size == 1) return tsl_error_wrap(st, "data.%s", key);
-  if (strstr(tsl_error_message(), strerror(EMFILE))) /* this machine's limit on open files, not a missing path */
+  if (tsl_error_reason() == TSL_REASON_FILE_LIMIT) /* this machine's limit on open files, not a missing path */
     return tsl_error_wrap(st, "data.%s on rank %d, host %s", key, rt->world.rank, rt->world.host);
   return tsl_error_wrap(st, "data.%s on rank %d, host %s (every machine needs the shards at this path: a shared "
                         "filesystem, or the same files prepared on each; see docs/cluster.md)",
@@ -222,7 +222,7 @@ tsl_status tsl_data_open(tsl_runtime *rt, tsl_data_source *d) {
     st = tsl_dataset_open(s->data.val, s->model.vocab_size, s->model.seq_len, &d->val);
     /* only a validation part too short is val_fraction's doing; a token past
     ** the vocabulary, an unreadable shard, are said as they are */
-    if (st < 0 && s->data.n_text > 0 && (strstr(tsl_error_message(), TSL_DATASET_TOO_SHORT) || !tsl_glob_matches(s->data.val)))
+    if (st < 0 && s->data.n_text > 0 && (tsl_error_reason() == TSL_REASON_TOO_SHORT || !tsl_glob_matches(s->data.val)))
       return val_too_short(rt);
     if (st < 0) return unseen(rt, st, 1);
   }

@@ -82,6 +82,12 @@ run lib_read_only_mid_run "$d/turns_ro" inject "$d/turns_ro" erofs:600000 single
 expect_failure "$d/turns_ro" 1 "cannot write checkpoint step_00000002" "Read-only file system" \
   "One checkpoint of this model needs about" "The last checkpoint is intact" \
   "There is room, so the cause is the file system"
+# the advice follows the cause the failure carries, not words of its
+# message: a directory whose name reads like a full disk was advised to
+# free space when it turned read-only
+named=$d/"No space left on device"
+run lib_read_only_named_like_full "$named" inject "$named" erofs:600000 single
+expect_failure "$named" 1 "Read-only file system" "There is room, so the cause is the file system"
 run lib_read_only_mid_run_2_ranks "$d/ro2" inject "$d/ro2" erofs:600000 two_ranks
 expect_failure "$d/ro2" 1 "cannot write checkpoint step_00000002" "Read-only file system" \
   "One checkpoint of this model needs about"
