@@ -147,10 +147,78 @@ void tsl_acts_bind_kept(tsl_model *m, int slot, int unit, void *base) {
   carve_part(m, &c, m->units[unit].decl, &m->units[unit].plan, &m->slots[slot].units[unit], 1);
 }
 
+/* Bytes of unit u's kept part (kept = 1) or transient part (kept = 0). */
+static uint64_t part_size(const tsl_model *m, const tsl_unit_plan *plans, int u, int kept) {
+  carver c = {0};
+  tsl_unit_acts scratch;
+  carve_part(m, &c, m->units[u].decl, &plans[u], &scratch, kept);
+  return c.used;
+}
+
+/* What one set of plans makes of this rank's units: each one's kept and
+** transient bytes (0 for a unit on another rank), measured once, and the
+** workspace they share (shared_size). Sizing and carving every slot read
+** these. */
+typedef struct act_sizes {
+  uint64_t *kept, *transient;
+  uint64_t stage, workspace;
+} act_sizes;
+
+/* A unit whose kept part waits on the host, and so runs in a staging
+** buffer. */
+static int staged(const tsl_unit_plan *plans, const act_sizes *z, int u) {
+  return plans[u].tier == TESSEL_TIER_HOST && z->kept[u] > 0;
+}
+
+/* The workspace's size; *stage: each staging buffer's, the largest kept
+** part of a staged unit. The buffers come first. A staged unit runs its
+** transient part past both: its own buffer and the one its neighbour's
+** part is copied through are in use. Any other unit has at most the
+** neighbour's copy beside it, so its transient part ends where the
+** workspace ends and may lie over buffer 1 (offload.c hands the buffer to
+** it while it runs). Recomputing a unit in full next to staged units thus
+** costs no more than staging it: what it keeps nothing of, its transient
+** part holds in the room of one buffer. */
+static uint64_t shared_size(const tsl_model *m, const tsl_unit_plan *plans, const act_sizes *z, uint64_t *stage) {
+  uint64_t kept = 0, after = 0, other = 0;
+  for (int u = 0; u < m->dims.units; u++) {
+    if (!tsl_act_on_rank(m, u)) continue;
+    if (staged(plans, z, u)) {
+      kept = TSL_MAX(kept, z->kept[u]);
+      after = TSL_MAX(after, z->transient[u]);
+    } else {
+      other = TSL_MAX(other, z->transient[u]);
+    }
+  }
+  *stage = kept;
+  return TSL_MAX(2 * kept + after, kept + other);
+}
+
+static void sizes_free(act_sizes *z) {
+  free(z->kept);
+  free(z->transient);
+  z->kept = z->transient = NULL;
+}
+
+/* Measure *z for `plans`; free it with sizes_free whatever this returns. */
+static tsl_status sizes_measure(const tsl_model *m, const tsl_unit_plan *plans, act_sizes *z) {
+  *z = (act_sizes){.kept = calloc((size_t)m->dims.units, sizeof *z->kept),
+                   .transient = calloc((size_t)m->dims.units, sizeof *z->transient)};
+  if (!z->kept || !z->transient) return tsl_error(TESSEL_E_NOMEM, "out of host memory sizing activations");
+  for (int u = 0; u < m->dims.units; u++) {
+    if (!tsl_act_on_rank(m, u)) continue;
+    z->kept[u] = part_size(m, plans, u, 1);
+    z->transient[u] = part_size(m, plans, u, 0);
+  }
+  z->workspace = shared_size(m, plans, z, &z->stage);
+  return TESSEL_OK;
+}
+
 /* One slot: its arena `c` (device) and its share of the host arena `h`.
-** The kept part of a host-placed unit is measured here and bound to a
-** staging buffer when the unit runs. */
-static void carve_slot(const tsl_model *m, const tsl_unit_plan *plans, carver *c, carver *h, tsl_slot *s) {
+** The kept part of a host-placed unit is bound to a staging buffer when
+** the unit runs; here it only takes its room in `h`. */
+static void carve_slot(const tsl_model *m, const tsl_unit_plan *plans, const act_sizes *z, carver *c, carver *h,
+                       tsl_slot *s) {
   uint64_t es = tessel_dtype_size(m->dims.act_dtype);
   uint64_t resid = (uint64_t)(m->geo.rows * m->geo.width) * es;
   uint64_t tokens = (uint64_t)m->dims.micro_batch * (uint64_t)m->dims.seq_len * sizeof(int32_t);
@@ -168,65 +236,23 @@ static void carve_slot(const tsl_model *m, const tsl_unit_plan *plans, carver *c
       carve_part(m, c, d, &plans[u], ua, 1);
       ua->kept_bytes = c->used - at;
     } else {
-      carver k = {0};
-      tsl_unit_acts scratch;
-      carve_part(m, &k, d, &plans[u], &scratch, 1);
-      ua->kept_bytes = k.used;
-      ua->host = carve(h, k.used);
+      ua->kept_bytes = z->kept[u];
+      ua->host = carve(h, z->kept[u]);
     }
   }
-}
-
-/* Bytes of unit u's kept part (kept = 1) or transient part (kept = 0). */
-static uint64_t part_size(const tsl_model *m, const tsl_unit_plan *plans, int u, int kept) {
-  carver c = {0};
-  tsl_unit_acts scratch;
-  carve_part(m, &c, m->units[u].decl, &plans[u], &scratch, kept);
-  return c.used;
-}
-
-/* A unit whose kept part waits on the host, and so runs in a staging
-** buffer. */
-static int staged(const tsl_model *m, const tsl_unit_plan *plans, int u) {
-  return plans[u].tier == TESSEL_TIER_HOST && part_size(m, plans, u, 1) > 0;
-}
-
-/* The workspace's size; *stage: each staging buffer's, the largest kept
-** part of a staged unit. The buffers come first. A staged unit runs its
-** transient part past both: its own buffer and the one its neighbour's
-** part is copied through are in use. Any other unit has at most the
-** neighbour's copy beside it, so its transient part ends where the
-** workspace ends and may lie over buffer 1 (offload.c hands the buffer to
-** it while it runs). Recomputing a unit in full next to staged units thus
-** costs no more than staging it: what it keeps nothing of, its transient
-** part holds in the room of one buffer. */
-static uint64_t shared_size(const tsl_model *m, const tsl_unit_plan *plans, uint64_t *stage) {
-  uint64_t kept = 0, after = 0, other = 0;
-  for (int u = 0; u < m->dims.units; u++) {
-    if (!tsl_act_on_rank(m, u)) continue;
-    uint64_t t = part_size(m, plans, u, 0);
-    if (staged(m, plans, u)) {
-      kept = TSL_MAX(kept, part_size(m, plans, u, 1));
-      after = TSL_MAX(after, t);
-    } else {
-      other = TSL_MAX(other, t);
-    }
-  }
-  *stage = kept;
-  return TSL_MAX(2 * kept + after, kept + other);
 }
 
 /* Bind slot s's transient parts into the workspace at base, laid out as
 ** shared_size says. */
-static void carve_transient(const tsl_model *m, const tsl_unit_plan *plans, void *base, tsl_slot *s) {
-  uint64_t stage, bytes = shared_size(m, plans, &stage);
+static void carve_transient(const tsl_model *m, const tsl_unit_plan *plans, const act_sizes *z, void *base,
+                            tsl_slot *s) {
   for (int u = 0; u < m->dims.units; u++) {
     if (!tsl_act_on_rank(m, u)) continue;
-    int own_stage = staged(m, plans, u);
-    uint64_t at = own_stage ? 2 * stage : bytes - part_size(m, plans, u, 0);
+    int own_stage = staged(plans, z, u);
+    uint64_t at = own_stage ? 2 * z->stage : z->workspace - z->transient[u];
     carver c = {base, at};
     carve_part(m, &c, m->units[u].decl, &plans[u], &s->units[u], 0);
-    s->units[u].over_stage = !own_stage && at < 2 * stage;
+    s->units[u].over_stage = !own_stage && at < 2 * z->stage;
   }
 }
 
@@ -257,20 +283,19 @@ tsl_status tsl_acts_size(const tsl_model *m, const tsl_unit_plan *plans, uint64_
   tsl_unit_acts *ua = calloc((size_t)m->dims.units, sizeof *ua);
   void **resid = calloc((size_t)m->dims.units + 1, sizeof *resid);
   carver c = {0}, h = {0}, g = {0};
-  tsl_status st = TESSEL_OK;
+  act_sizes z;
+  tsl_status st = sizes_measure(m, plans, &z);
   *device = *host = 0;
-  if (!ua || !resid) {
-    st = tsl_error(TESSEL_E_NOMEM, "out of host memory sizing activations");
-    goto done;
-  }
+  if (st >= 0 && (!ua || !resid)) st = tsl_error(TESSEL_E_NOMEM, "out of host memory sizing activations");
+  if (st < 0) goto done;
   s.units = ua;
   s.resid = resid;
-  carve_slot(m, plans, &c, &h, &s);
+  carve_slot(m, plans, &z, &c, &h, &s);
   carve_grads(&probe, &g);
-  uint64_t stage;
-  *device = c.used * (uint64_t)m->geo.act_slots + shared_size(m, plans, &stage) + g.used;
+  *device = c.used * (uint64_t)m->geo.act_slots + z.workspace + g.used;
   *host = h.used * (uint64_t)m->geo.act_slots;
 done:
+  sizes_free(&z);
   free(ua);
   free(resid);
   return st;
@@ -285,7 +310,7 @@ static tsl_status plan_units(tsl_model *m) {
   return TESSEL_OK;
 }
 
-static tsl_status alloc_slots(tsl_model *m, const tsl_unit_plan *plans) {
+static tsl_status alloc_slots(tsl_model *m, const tsl_unit_plan *plans, const act_sizes *z) {
   tsl_status st;
   tsl_runtime *rt = m->rt;
   int U = m->dims.units;
@@ -296,7 +321,7 @@ static tsl_status alloc_slots(tsl_model *m, const tsl_unit_plan *plans) {
     s->units = calloc((size_t)U, sizeof *s->units);
     if (!s->resid || !s->units) return tsl_error(TESSEL_E_NOMEM, "out of host memory for activation tables");
     carver c = {0};
-    carve_slot(m, plans, &c, &h, s);
+    carve_slot(m, plans, z, &c, &h, s);
     char name[64];
     snprintf(name, sizeof name, "activations (slot %d)", i);
     TSL_TRY(st, tsl_mem_alloc(&rt->ledger, TESSEL_TIER_DEVICE, TESSEL_MEM_ACT, c.used, name, &s->arena));
@@ -308,20 +333,20 @@ static tsl_status alloc_slots(tsl_model *m, const tsl_unit_plan *plans) {
   h = (carver){m->host_arena, 0};
   for (int i = 0; i < m->n_slots; i++) {
     carver c = {m->slots[i].arena, 0};
-    carve_slot(m, plans, &c, &h, &m->slots[i]);
+    carve_slot(m, plans, z, &c, &h, &m->slots[i]);
   }
   return TESSEL_OK;
 fail:
   return st;
 }
 
-static tsl_status alloc_shared(tsl_model *m, const tsl_unit_plan *plans) {
+static tsl_status alloc_shared(tsl_model *m, const tsl_unit_plan *plans, const act_sizes *z) {
   tsl_status st;
   tsl_runtime *rt = m->rt;
-  uint64_t ws = shared_size(m, plans, &m->stage_bytes);
-  if (ws) TSL_TRY(st, tsl_mem_alloc(&rt->ledger, TESSEL_TIER_DEVICE, TESSEL_MEM_ACT, ws, "activation workspace",
-                                    &m->workspace));
-  for (int i = 0; i < m->n_slots; i++) carve_transient(m, plans, m->workspace, &m->slots[i]);
+  m->stage_bytes = z->stage;
+  if (z->workspace) TSL_TRY(st, tsl_mem_alloc(&rt->ledger, TESSEL_TIER_DEVICE, TESSEL_MEM_ACT, z->workspace,
+                                              "activation workspace", &m->workspace));
+  for (int i = 0; i < m->n_slots; i++) carve_transient(m, plans, z, m->workspace, &m->slots[i]);
   for (int b = 0; b < 2 && m->stage_bytes; b++)
     m->stage[b] = (tsl_stage){.buf = (char *)m->workspace + b * m->stage_bytes, .unit = -1};
   if (m->stage_bytes && rt->be.stream_create(&rt->be, &m->offload) < 0)
@@ -344,6 +369,7 @@ uint64_t tsl_model_scratch_bytes(const tessel_geometry *g) {
 
 tsl_status tsl_acts_allocate(tsl_model *m) {
   tsl_status st;
+  act_sizes z = {0};
   m->n_slots = m->geo.act_slots;
   m->slots = calloc((size_t)m->n_slots, sizeof *m->slots);
   tsl_unit_plan *plans = calloc((size_t)m->dims.units, sizeof *plans);
@@ -353,8 +379,10 @@ tsl_status tsl_acts_allocate(tsl_model *m) {
   }
   TSL_TRY(st, plan_units(m));
   for (int u = 0; u < m->dims.units; u++) plans[u] = m->units[u].plan;
-  TSL_TRY(st, alloc_slots(m, plans));
-  TSL_TRY(st, alloc_shared(m, plans));
+  TSL_TRY(st, sizes_measure(m, plans, &z));
+  TSL_TRY(st, alloc_slots(m, plans, &z));
+  TSL_TRY(st, alloc_shared(m, plans, &z));
+  sizes_free(&z);
   free(plans);
   plans = NULL;
   /* the scratch is taken now so that a strategy that plans memory at
@@ -369,6 +397,7 @@ tsl_status tsl_acts_allocate(tsl_model *m) {
     return tsl_error(TESSEL_E_NOMEM, "out of host memory for batch staging");
   return TESSEL_OK;
 fail:
+  sizes_free(&z);
   free(plans);
   return st;
 }

@@ -17,7 +17,8 @@
 **    bytes of activations strictly fall from none to selective to full,
 **    offload moves bytes to the host tier and off the device, and full
 **    recompute of some blocks with offload takes no more of the device than
-**    either alone.
+**    either alone; and it is what tsl_model_act_bytes, which planners
+**    ask, says it will be.
 */
 #include <string.h>
 
@@ -92,6 +93,11 @@ static void train(tsl_arch_kind arch, const variant *v, result *out) {
   tsl_model_set_batch(m, fixed_batch, NULL);
   out->act_device = rt.ledger.tier[TESSEL_TIER_DEVICE].by_kind[TESSEL_MEM_ACT];
   out->act_host = rt.ledger.tier[TESSEL_TIER_HOST].by_kind[TESSEL_MEM_ACT];
+  /* the sizes a planner asks for are the bytes the model then takes */
+  uint64_t sized_device, sized_host;
+  REQUIRE(tsl_model_act_bytes(m, &m->geo, &sized_device, &sized_host) >= 0);
+  CHECK_EQ_INT(sized_device, out->act_device);
+  CHECK_EQ_INT(sized_host, out->act_host);
   const tsl_state *st = tsl_model_state(m);
   out->numel = st->numel;
   out->grad = malloc(st->numel * sizeof(float));
