@@ -59,12 +59,13 @@ int tsl_option_error(const tsl_command *cmd, const struct option *opts, int opt,
 
 int tsl_getopt(int argc, char **argv, const tsl_options *o) { return getopt_long(argc, argv, o->shorts, o->longs, NULL); }
 
-/* The long option `name` (n bytes, no "=VALUE") names as getopt_long reads
+/* The long option `name` (without "=VALUE") names as getopt_long reads
 ** it: the one of that whole name, else the one it is a prefix of; NULL
 ** when none, or when it is a prefix of several that differ (getopt calls
 ** it ambiguous; several that agree in has_arg, flag and val count as one). */
-static const struct option *long_named(const struct option *longs, const char *name, size_t n) {
+static const struct option *long_named(const struct option *longs, const char *name) {
   const struct option *found = NULL;
+  size_t n = strlen(name);
   int ambiguous = 0;
   for (const struct option *o = longs; n && o && o->name; o++) {
     if (strncmp(o->name, name, n) != 0) continue;
@@ -79,7 +80,7 @@ int tsl_option_takes_next(const tsl_options *o, const char *word) {
   if (word[0] != '-' || word[1] == '\0') return 0;
   if (word[1] == '-') {
     if (strchr(word + 2, '=')) return 0;
-    const struct option *opt = long_named(o->longs, word + 2, strlen(word + 2));
+    const struct option *opt = long_named(o->longs, word + 2);
     return opt && opt->has_arg == required_argument;
   }
   /* the first option of the cluster that takes a value ends it: the rest
