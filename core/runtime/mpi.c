@@ -82,7 +82,28 @@ tsl_status tsl_world_init(int *argc, char ***argv, tsl_world *w) {
   return TESSEL_OK;
 }
 
+/* Every rank has come to the end, within the communication timeout:
+** MPI_Finalize itself waits for the other ranks with no deadline, so a rank
+** stuck or stopped before its end would hang the others there for good.
+** Each rank tells every other one it is here (an empty message each way;
+** all sent before any is awaited), so a rank that waits too long can name
+** the rank that never came. */
+static void meet_at_end(const tsl_world *w) {
+  enum { TAG = 0x7e55 }; /* below the MPI_TAG_UB every MPI allows; only this exchange uses it */
+  char none = 0;
+  for (int pass = 0; pass < 2; pass++) {
+    for (int r = 0; r < w->size; r++) {
+      MPI_Request req;
+      if (r == w->rank) continue;
+      int rc = pass == 0 ? MPI_Isend(&none, 0, MPI_BYTE, r, TAG, MPI_COMM_WORLD, &req)
+                         : MPI_Irecv(NULL, 0, MPI_BYTE, r, TAG, MPI_COMM_WORLD, &req);
+      if (rc == MPI_SUCCESS) tsl_mpi_wait_for(&req, r, "the end of the run", "world");
+    }
+  }
+}
+
 void tsl_world_finalize(tsl_world *w) {
+  if (w->owns_mpi && w->size > 1) meet_at_end(w);
   if (w->owns_mpi) MPI_Finalize();
   w->active = w->owns_mpi = 0;
 }

@@ -26,6 +26,10 @@ typedef struct tsl_world {
 /* Start MPI (or join it), learn this rank's place, its machine's name and
 ** its cores (collective over the ranks of each machine). */
 tsl_status tsl_world_init(int *argc, char ***argv, tsl_world *w);
+/* Collective: end MPI if tsl_world_init started it. The ranks first wait
+** for each other within the communication timeout (train.comm_timeout);
+** past it a waiting rank names the ranks that never came and ends the job
+** (MPI_Abort) rather than wait in MPI_Finalize for good. */
 void tsl_world_finalize(tsl_world *w);
 /* A world of one rank without MPI, for commands that never communicate. */
 void tsl_world_single(tsl_world *w, int size);

@@ -11,16 +11,25 @@ static double timeout_s = TSL_COMM_TIMEOUT_DEFAULT;
 void tsl_mpi_set_timeout(double seconds) { timeout_s = seconds; }
 double tsl_mpi_timeout(void) { return timeout_s; }
 
-/* The other ranks are not coming: say so, and end the job from here. */
-static void give_up(const char *what, const char *group, double waited) {
+/* The other ranks are not coming: say so, and end the job from here.
+** `missing` is the rank that did not take part, when it is known (else -1). */
+static void give_up(const char *what, const char *group, double waited, int missing) {
   int world = 1, rank = tsl_log_rank(&world);
-  tsl_status st = tsl_error(TESSEL_E_COMM,
-                            "%s on group '%s' has waited %.0f s for the other ranks (train.comm_timeout): a rank "
-                            "has stopped taking part, stuck (in a loop, on a hung file system, in a debugger) or "
-                            "stopped; the ranks that do not report this are the ones to look at. The job ends now, "
-                            "and the same command resumes it from its last checkpoint. If a rank may legitimately "
-                            "keep the others waiting this long (a slow save), raise train.comm_timeout",
-                            what, group, waited);
+  tsl_status st;
+  if (missing >= 0)
+    st = tsl_error(TESSEL_E_COMM,
+                   "%s on group '%s' has waited %.0f s (train.comm_timeout) for rank %d, which never arrived: it is "
+                   "stuck (in a loop, on a hung file system, in a debugger) or stopped. The job ends now. If a rank "
+                   "may legitimately keep the others waiting this long (a slow save), raise train.comm_timeout",
+                   what, group, waited, missing);
+  else
+    st = tsl_error(TESSEL_E_COMM,
+                   "%s on group '%s' has waited %.0f s for the other ranks (train.comm_timeout): a rank "
+                   "has stopped taking part, stuck (in a loop, on a hung file system, in a debugger) or "
+                   "stopped; the ranks that do not report this are the ones to look at. The job ends now, "
+                   "and the same command resumes it from its last checkpoint. If a rank may legitimately "
+                   "keep the others waiting this long (a slow save), raise train.comm_timeout",
+                   what, group, waited);
   tsl_print_error(rank, world, st);
   MPI_Abort(MPI_COMM_WORLD, tsl_status_exit_code(st));
   exit(tsl_status_exit_code(st));
@@ -31,6 +40,10 @@ int tsl_mpi_finish(int started, MPI_Request *req, const char *what, const char *
 }
 
 int tsl_mpi_wait(MPI_Request *req, const char *what, const char *group) {
+  return tsl_mpi_wait_for(req, -1, what, group);
+}
+
+int tsl_mpi_wait_for(MPI_Request *req, int rank, const char *what, const char *group) {
   if (timeout_s <= 0) return MPI_Wait(req, MPI_STATUS_IGNORE);
   double start = tsl_now();
   /* MPI_Test drives MPI's progress as MPI_Wait does (and yields the core
@@ -39,6 +52,6 @@ int tsl_mpi_wait(MPI_Request *req, const char *what, const char *group) {
   for (unsigned turn = 1;; turn++) {
     int done = 0, rc = MPI_Test(req, &done, MPI_STATUS_IGNORE);
     if (rc != MPI_SUCCESS || done) return rc;
-    if (turn % 256 == 0 && tsl_now() - start > timeout_s) give_up(what, group, tsl_now() - start);
+    if (turn % 256 == 0 && tsl_now() - start > timeout_s) give_up(what, group, tsl_now() - start, rank);
   }
 }

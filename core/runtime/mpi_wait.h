@@ -32,4 +32,9 @@ int tsl_mpi_wait(MPI_Request *req, const char *what, const char *group);
 ** &req), &req, "barrier", "world") is a blocking barrier within the timeout. */
 int tsl_mpi_finish(int started, MPI_Request *req, const char *what, const char *group);
 
+/* tsl_mpi_wait(req) for a request that completes when rank `rank` takes
+** part: past the timeout the report names that rank as the one that never
+** arrived (-1: no rank in particular, as tsl_mpi_wait). */
+int tsl_mpi_wait_for(MPI_Request *req, int rank, const char *what, const char *group);
+
 #endif

@@ -1,5 +1,5 @@
-# tests/ddp/job.sh — a two-rank ddp job to do something to, for kill.sh and
-# stall.sh. Usage from a test:
+# tests/ddp/job.sh — a two-rank ddp job to do something to, for kill.sh,
+# stall.sh and stall_end.sh. Usage from a test:
 #   . "$(dirname "$0")/job.sh" TESSEL SRC TMP NAME [--set KEY=VALUE...]
 # starts the job in the background (pid $job, output $WORK/log) and returns
 # once training is under way; then pick_rank sets $victim (a rank's pid) and

@@ -14,6 +14,9 @@
 **   TESSEL_FAULT=kill-after-rename:TEXT   SIGKILL right after a rename there
 **                                  whose new name contains TEXT (a crash
 **                                  between two steps of a save)
+**   TESSEL_FAULT=stop-after-rename:TEXT   the same with SIGSTOP: the
+**                                  process stays, stuck, as a hung file
+**                                  system or a debugger leaves it
 **   TESSEL_FAULT=kill-after-remove:TEXT   the same after removing a path
 **                                  that contains TEXT
 **   TESSEL_FAULT=deny-rename:TEXT  renaming a path there whose old name
@@ -43,7 +46,7 @@
 #include <sys/types.h>
 #include <unistd.h>
 
-enum { NONE, ENOSPC_AFTER, EROFS_AFTER, FULL, KILL_AFTER_RENAME, KILL_AFTER_REMOVE, DENY_RENAME, DENY_REMOVE, EIO_READ, EIO_FSYNC_DIR };
+enum { NONE, ENOSPC_AFTER, EROFS_AFTER, FULL, KILL_AFTER_RENAME, STOP_AFTER_RENAME, KILL_AFTER_REMOVE, DENY_RENAME, DENY_REMOVE, EIO_READ, EIO_FSYNC_DIR };
 
 static int mode = -1;
 static long long budget;
@@ -62,6 +65,7 @@ static void setup(void) {
   else if (strcmp(f, "full") == 0) mode = FULL;
   else if (strcmp(f, "eio-fsync-dir") == 0) mode = EIO_FSYNC_DIR;
   else if (sscanf(f, "kill-after-rename:%255s", kill_text) == 1) mode = KILL_AFTER_RENAME;
+  else if (sscanf(f, "stop-after-rename:%255s", kill_text) == 1) mode = STOP_AFTER_RENAME;
   else if (sscanf(f, "kill-after-remove:%255s", kill_text) == 1) mode = KILL_AFTER_REMOVE;
   else if (sscanf(f, "deny-rename:%255s", kill_text) == 1) mode = DENY_RENAME;
   else if (sscanf(f, "deny-remove:%255s", kill_text) == 1) mode = DENY_REMOVE;
@@ -245,6 +249,7 @@ int rename(const char *from, const char *to) {
   if (denied(DENY_RENAME, from)) return -1;
   int rc = real_rename(from, to);
   if (rc == 0) kill_if(KILL_AFTER_RENAME, to);
+  if (rc == 0 && targets(STOP_AFTER_RENAME, to)) raise(SIGSTOP);
   return rc;
 }
 
