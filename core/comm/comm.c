@@ -176,7 +176,10 @@ tsl_status tsl_comm_create(const tsl_world *w, const tessel_mesh *mesh, const ts
                            tsl_comm **out) {
   tsl_status st;
   tsl_comm *c = calloc(1, sizeof *c);
-  if (!c) return tsl_error(TESSEL_E_NOMEM, "out of host memory building communicators");
+  if ((st = tsl_world_all_allocated(w, c != NULL, "building communicators")) < 0) {
+    free(c);
+    return st;
+  }
   c->naxes = mesh->naxes;
   c->data_axes = mesh->data_axes;
   int rem = w->rank;

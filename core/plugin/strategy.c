@@ -126,10 +126,7 @@ static tsl_status check_builds(tsl_runtime *rt) {
   uint64_t *prints = calloc((size_t)w->size, sizeof *prints);
   char *labels = calloc((size_t)w->size, CAP);
   char mine[CAP];
-  if (!prints || !labels) {
-    st = tsl_error(TESSEL_E_NOMEM, "out of host memory comparing plugin builds");
-    goto done;
-  }
+  TSL_TRY(st, tsl_world_all_allocated(w, prints && labels, "comparing plugin builds"));
   const tsl_plugin *p = rt->plugin;
   snprintf(mine, sizeof mine, "%s (version %s, build %016llx)", p ? p->path : "no plugin",
            p && p->vt.version ? p->vt.version : "-", p ? (unsigned long long)p->fingerprint : 0ull);
@@ -166,7 +163,8 @@ static tsl_status check_meshes(tsl_runtime *rt) {
   const tessel_mesh *m = &rt->mesh;
   char mine[CAP], groups[CAP] = "";
   char *all = calloc((size_t)w->size, CAP);
-  if (!all) return tsl_error(TESSEL_E_NOMEM, "out of host memory comparing meshes");
+  tsl_status st = tsl_world_all_allocated(w, all != NULL, "comparing meshes");
+  if (st < 0) goto done;
   mesh_shape(m, mine, sizeof mine);
   for (int g = 0; g < m->n_groups; g++) {
     char part[32];
@@ -175,13 +173,14 @@ static tsl_status check_meshes(tsl_runtime *rt) {
   }
   size_t n = strlen(mine);
   snprintf(mine + n, sizeof mine - n, " (data axes 0x%x%s)", m->data_axes, groups);
-  tsl_status st = tsl_world_allgather_str(w, mine, all, CAP);
+  st = tsl_world_allgather_str(w, mine, all, CAP);
   for (int r = 1; r < w->size && st >= 0; r++)
     if (strcmp(all + (size_t)r * CAP, all) != 0)
       st = tsl_error(TESSEL_E_INTERNAL,
                      "strategy '%s' gave rank %d the mesh %s, and rank 0 the mesh %s: its mesh hook must answer the "
                      "same on every rank",
                      rt->plugin->name, r, all + (size_t)r * CAP, all);
+done:
   free(all);
   return st;
 }

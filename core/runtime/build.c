@@ -110,15 +110,9 @@ static tsl_status config_report(const tsl_world *w, const char *lines, int cap, 
                    report, keys);
 }
 
-/* A collective step's allocation: every rank learns whether all of them
-** have theirs before any goes on to the collective that needs it. */
-static tsl_status all_allocated(const tsl_world *w, int ok) {
-  return tsl_world_first_failure(
-      w, ok ? TESSEL_OK : tsl_error(TESSEL_E_NOMEM, "out of host memory comparing the ranks' configurations"));
-}
-
 tsl_status tsl_runtime_check_config_agreement(tsl_runtime *rt) {
   enum { CAP = 1280 };
+  static const char what[] = "comparing the ranks' configurations";
   const tsl_world *w = &rt->world;
   if (w->size == 1) return TESSEL_OK;
   size_t len = 0;
@@ -126,10 +120,10 @@ tsl_status tsl_runtime_check_config_agreement(tsl_runtime *rt) {
   uint64_t *differs = calloc((size_t)w->size, sizeof *differs), bytes = len;
   char line[CAP];
   tsl_status st;
-  TSL_TRY(st, all_allocated(w, mine && differs && len <= INT_MAX));
+  TSL_TRY(st, tsl_world_all_allocated(w, mine && differs && len <= INT_MAX, what));
   TSL_TRY(st, tsl_world_bcast(w, &bytes, sizeof bytes));
   first = w->rank == 0 ? mine : malloc(bytes ? bytes : 1);
-  TSL_TRY(st, all_allocated(w, first != NULL));
+  TSL_TRY(st, tsl_world_all_allocated(w, first != NULL, what));
   TSL_TRY(st, tsl_world_bcast(w, first, (int)bytes));
   compare_with_rank0(w, first, bytes, mine, len, line, sizeof line);
   TSL_TRY(st, tsl_world_allgather_u64(w, line[0] != '\0', differs));
@@ -137,7 +131,7 @@ tsl_status tsl_runtime_check_config_agreement(tsl_runtime *rt) {
   for (int r = 1; r < w->size; r++) any |= differs[r] != 0;
   if (!any) goto done;
   lines = malloc((size_t)w->size * CAP);
-  TSL_TRY(st, all_allocated(w, lines != NULL));
+  TSL_TRY(st, tsl_world_all_allocated(w, lines != NULL, what));
   TSL_TRY(st, tsl_world_allgather_str(w, line, lines, CAP));
   st = config_report(w, lines, CAP, differs);
 fail:

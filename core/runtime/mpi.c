@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/crc32c.h"
 #include "common/log.h"
 #include "runtime/mpi_wait.h"
 
@@ -19,20 +20,21 @@ static tsl_status mpi_check(int rc, const char *what) {
 }
 
 /* How many ranks of this machine (`local`) have cores in common with this
-** one: they divide those cores between them. */
-static void count_sharing(MPI_Comm local, tsl_world *w) {
+** one: they divide those cores between them. Collective over the world. */
+static tsl_status count_sharing(MPI_Comm local, tsl_world *w) {
   tsl_cpus_self(&w->cpus);
   unsigned char *all = malloc((size_t)w->local_size * TSL_CPUS_MASK_BYTES);
-  if (!all) return;
   MPI_Request req;
-  if (tsl_mpi_finish(MPI_Iallgather(w->cpus.mask, TSL_CPUS_MASK_BYTES, MPI_BYTE, all, TSL_CPUS_MASK_BYTES, MPI_BYTE,
-                                    local, &req),
-                     &req, "sharing out this machine's cores", "local") == MPI_SUCCESS) {
+  tsl_status st = tsl_world_all_allocated(w, all != NULL, "sharing out this machine's cores");
+  if (st >= 0 && tsl_mpi_finish(MPI_Iallgather(w->cpus.mask, TSL_CPUS_MASK_BYTES, MPI_BYTE, all,
+                                               TSL_CPUS_MASK_BYTES, MPI_BYTE, local, &req),
+                                &req, "sharing out this machine's cores", "local") == MPI_SUCCESS) {
     w->cpus.share = 0;
     for (int r = 0; r < w->local_size; r++)
       w->cpus.share += tsl_cpus_overlap(w->cpus.mask, all + (size_t)r * TSL_CPUS_MASK_BYTES);
   }
   free(all);
+  return st;
 }
 
 /* A process no launcher started (a plain `tessel run`) is an Open MPI
@@ -73,8 +75,9 @@ tsl_status tsl_world_init(int *argc, char ***argv, tsl_world *w) {
   MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, w->rank, MPI_INFO_NULL, &local);
   MPI_Comm_rank(local, &w->local_rank);
   MPI_Comm_size(local, &w->local_size);
-  count_sharing(local, w);
+  tsl_status shared = count_sharing(local, w);
   MPI_Comm_free(&local);
+  if (shared < 0) return shared;
   int len = 0;
   char name[MPI_MAX_PROCESSOR_NAME];
   if (MPI_Get_processor_name(name, &len) == MPI_SUCCESS) snprintf(w->host, sizeof w->host, "%.*s", len, name);
@@ -129,10 +132,33 @@ static int world_allgather(const void *mine, void *all, int bytes, const char *w
   return tsl_mpi_finish(rc, &req, what, "world");
 }
 
-/* Every rank's status, gathered; NULL (after aborting) is impossible. */
-static int *gather_status(const tsl_world *w, tsl_status mine) {
-  int *all = calloc((size_t)w->size, sizeof(int));
-  if (!all || world_allgather(&mine, all, sizeof mine, "agreeing on every rank's status") != MPI_SUCCESS) {
+/* One rank's outcome as the others learn it. `own`: the failure is this
+** rank's, not one repeated from another rank (repeat_failure). */
+typedef struct outcome {
+  int32_t status, own;
+} outcome;
+
+/* The checksum of the last failure this process repeated from another rank. */
+static uint32_t repeated;
+
+static uint32_t said_now(void) {
+  const char *msg = tsl_error_message();
+  return tsl_crc32c(0, msg, strlen(msg));
+}
+
+/* This rank stops because rank r failed with `status`: it says so (its
+** tessel_last_error) and remembers that the words are not its own. */
+static tsl_status repeat_failure(int r, tsl_status status) {
+  tsl_error(status, "rank %d failed (%s); see its message", r, tsl_status_name(status));
+  repeated = said_now();
+  return status;
+}
+
+/* Every rank's outcome, gathered; NULL (after aborting) is impossible. */
+static outcome *gather_outcomes(const tsl_world *w, tsl_status mine) {
+  outcome me = {.status = mine, .own = mine < 0 && said_now() != repeated};
+  outcome *all = calloc((size_t)w->size, sizeof *all);
+  if (!all || world_allgather(&me, all, sizeof me, "agreeing on every rank's status") != MPI_SUCCESS) {
     /* cannot agree: fail loudly rather than risk a hang */
     free(all);
     tsl_world_abort(w, mine < 0 ? mine : TESSEL_E_COMM);
@@ -142,15 +168,16 @@ static int *gather_status(const tsl_world *w, tsl_status mine) {
 
 tsl_status tsl_world_first_failure(const tsl_world *w, tsl_status mine) {
   if (!w->active || w->size == 1) return mine;
-  int *all = gather_status(w, mine);
+  outcome *all = gather_outcomes(w, mine);
   tsl_status first = mine;
-  for (int r = 0; r < w->size && first >= 0; r++) {
-    if (all[r] < 0) {
-      first = tsl_error(all[r], "rank %d failed (%s); see its message", r, tsl_status_name(all[r]));
-    }
-  }
+  for (int r = 0; r < w->size && first >= 0; r++)
+    if (all[r].status < 0) first = repeat_failure(r, all[r].status);
   free(all);
   return first;
+}
+
+tsl_status tsl_world_all_allocated(const tsl_world *w, int ok, const char *what) {
+  return tsl_world_first_failure(w, ok ? TESSEL_OK : tsl_error(TESSEL_E_NOMEM, "out of host memory %s", what));
 }
 
 tsl_status tsl_world_agree(const tsl_world *w, tsl_status mine) {
@@ -158,15 +185,16 @@ tsl_status tsl_world_agree(const tsl_world *w, tsl_status mine) {
     if (mine < 0) tsl_world_print_error(w, mine);
     return mine;
   }
-  int *all = gather_status(w, mine);
+  outcome *all = gather_outcomes(w, mine);
   tsl_status first = TESSEL_OK;
   int who = -1;
   for (int r = 0; r < w->size && first == TESSEL_OK; r++)
-    if (all[r] < 0) first = all[r], who = r;
-  /* rank 0 speaks for every rank that failed the same way */
-  if (mine < 0 && (w->rank == 0 || all[0] >= 0 || all[0] != mine)) tsl_world_print_error(w, mine);
+    if (all[r].status < 0) first = all[r].status, who = r;
+  /* rank 0 speaks for every rank that failed the same way, but a failure it
+  ** only repeats from another rank speaks for nobody */
+  if (mine < 0 && (w->rank == 0 || !all[0].own || all[0].status != mine)) tsl_world_print_error(w, mine);
   /* a rank that did not fail still says why it stops (tessel_last_error) */
-  if (mine >= 0 && first < 0) tsl_error(first, "rank %d failed (%s); see its message", who, tsl_status_name(first));
+  if (mine >= 0 && first < 0) repeat_failure(who, first);
   free(all);
   return first;
 }
@@ -192,12 +220,14 @@ tsl_status tsl_world_allgather_u64(const tsl_world *w, uint64_t mine, uint64_t *
 }
 
 tsl_status tsl_world_allgather_str(const tsl_world *w, const char *mine, char *out, int cap) {
-  char *buf = calloc(1, (size_t)cap);
-  if (!buf) return tsl_error(TESSEL_E_NOMEM, "out of host memory");
-  snprintf(buf, (size_t)cap, "%s", mine);
-  tsl_status st = tsl_world_allgather(w, buf, out, cap, "all-gather");
-  free(buf);
-  return st;
+  /* this rank's own slot of `out` is what it sends (MPI_IN_PLACE): no
+  ** buffer to allocate, so no allocation on one rank to fail before the
+  ** collective the others are already in */
+  char *slot = out + (size_t)w->rank * (size_t)cap;
+  memset(slot, 0, (size_t)cap);
+  snprintf(slot, (size_t)cap, "%s", mine);
+  if (!w->active || w->size == 1) return TESSEL_OK;
+  return tsl_world_allgather(w, MPI_IN_PLACE, out, cap, "all-gather");
 }
 
 tsl_status tsl_world_barrier(const tsl_world *w) {

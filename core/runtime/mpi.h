@@ -45,6 +45,14 @@ tsl_status tsl_world_agree(const tsl_world *w, tsl_status mine);
 ** rank that did. */
 tsl_status tsl_world_first_failure(const tsl_world *w, tsl_status mine);
 
+/* Collective, printing nothing: whether every rank allocated what a
+** collective step needs (`ok`), learnt by all of them before any goes on
+** to that collective, so that one rank short of memory stops every rank at
+** once instead of leaving the others in the collective until the timeout.
+** This rank's failure is "out of host memory WHAT"; another's is named as
+** tsl_world_first_failure names it. */
+tsl_status tsl_world_all_allocated(const tsl_world *w, int ok, const char *what);
+
 /* Print this rank's error and terminate every rank with `code`. */
 void tsl_world_abort(const tsl_world *w, tsl_status st) __attribute__((noreturn));
 

@@ -28,9 +28,14 @@
 **   TESSEL_FAULT=eio-read:TEXT     reading a file there whose path contains
 **                                  TEXT fails with EIO (a failing disk or
 **                                  network file system)
+**   TESSEL_FAULT=enomem-calloc:NxS#K@R   the K-th calloc(N, S) of MPI rank
+**                                  R (OMPI_COMM_WORLD_RANK) returns NULL
+**                                  with ENOMEM: one rank short of memory at
+**                                  one allocation (TESSEL_FAULT_DIR is set,
+**                                  and unused)
 **
-** It wraps the calls tessel's own code makes (write, pwrite, read, fsync,
-** fallocate, mkdir, open, openat, statvfs, rename, remove); stdio's internal writes are not seen, which is fine:
+** It wraps the calls tessel's own code makes (calloc, write, pwrite, read,
+** fsync, fallocate, mkdir, open, openat, statvfs, rename, remove); stdio's internal writes are not seen, which is fine:
 ** the checkpoint tensors, the bulk of every checkpoint, go through write().
 */
 #include <dlfcn.h>
@@ -46,12 +51,14 @@
 #include <sys/types.h>
 #include <unistd.h>
 
-enum { NONE, ENOSPC_AFTER, EROFS_AFTER, FULL, KILL_AFTER_RENAME, STOP_AFTER_RENAME, KILL_AFTER_REMOVE, DENY_RENAME, DENY_REMOVE, EIO_READ, EIO_FSYNC_DIR };
+enum { NONE, ENOSPC_AFTER, EROFS_AFTER, FULL, KILL_AFTER_RENAME, STOP_AFTER_RENAME, KILL_AFTER_REMOVE, DENY_RENAME, DENY_REMOVE, EIO_READ, EIO_FSYNC_DIR, ENOMEM_CALLOC };
 
 static int mode = -1;
 static long long budget;
 static char dir[4096], kill_text[256];
 static size_t dir_len;
+static size_t nomem_n, nomem_size;
+static long nomem_nth;
 
 static void setup(void) {
   if (mode >= 0) return;
@@ -70,6 +77,10 @@ static void setup(void) {
   else if (sscanf(f, "deny-rename:%255s", kill_text) == 1) mode = DENY_RENAME;
   else if (sscanf(f, "deny-remove:%255s", kill_text) == 1) mode = DENY_REMOVE;
   else if (sscanf(f, "eio-read:%255s", kill_text) == 1) mode = EIO_READ;
+  else if (sscanf(f, "enomem-calloc:%zux%zu#%ld@%255s", &nomem_n, &nomem_size, &nomem_nth, kill_text) == 4) {
+    const char *rank = getenv("OMPI_COMM_WORLD_RANK");
+    mode = rank && strcmp(rank, kill_text) == 0 ? ENOMEM_CALLOC : NONE;
+  }
 }
 
 static int under(const char *path) {
@@ -123,6 +134,18 @@ typedef int (*openat_fn)(int, const char *, int, ...);
 typedef int (*statvfs_fn)(const char *, struct statvfs *);
 typedef int (*rename_fn)(const char *, const char *);
 typedef int (*remove_fn)(const char *);
+
+/* glibc's own calloc: looking it up with dlsym could allocate, and recurse */
+extern void *__libc_calloc(size_t n, size_t size);
+
+void *calloc(size_t n, size_t size) {
+  setup();
+  if (mode == ENOMEM_CALLOC && n == nomem_n && size == nomem_size && --nomem_nth == 0) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  return __libc_calloc(n, size);
+}
 
 ssize_t write(int fd, const void *buf, size_t n) {
   REAL(write);
