@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <regex.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* room for a configuration's 20 reported mistakes */
@@ -15,8 +16,22 @@ static tsl_reason error_reason;
 /* The message and reason both: every error sets its reason, so none
 ** outlives the message it came with. */
 static tsl_status set_error(tsl_status status, tsl_reason reason, const char *fmt, va_list ap) {
-  vsnprintf(error_buf, sizeof error_buf, fmt, ap);
+  char *msg = NULL;
+  va_list again;
+  va_copy(again, ap);
   error_reason = reason;
+  /* formatted apart from the slot, so that the slot's own text may be an
+  ** argument (tsl_error_wrap) */
+  if (vasprintf(&msg, fmt, again) < 0) msg = NULL;
+  va_end(again);
+  if (!msg) { /* out of memory: at least the start of it */
+    vsnprintf(error_buf, sizeof error_buf, fmt, ap);
+    return status;
+  }
+  /* past the slot's room a message keeps its start and its end (the hint) */
+  tsl_echo_cut_middle(msg, sizeof error_buf - 1);
+  memcpy(error_buf, msg, strlen(msg) + 1);
+  free(msg);
   return status;
 }
 
@@ -62,22 +77,18 @@ tsl_reason tsl_reason_of_errno(int err) {
 tsl_reason tsl_error_reason(void) { return error_reason; }
 
 tsl_status tsl_error_wrap(tsl_status status, const char *fmt, ...) {
-  char prefix[1024], old[TSL_ERROR_CAP];
+  enum { PREFIX_MAX = 1024 };
+  char *prefix = NULL;
   if (tsl_has_position(error_buf)) return status;
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(prefix, sizeof prefix, fmt, ap);
+  int n = vasprintf(&prefix, fmt, ap);
   va_end(ap);
-  memcpy(old, error_buf, sizeof old);
-  /* truncation is acceptable: the message is for people */
-  size_t n = strlen(prefix);
-  if (n + 2 >= sizeof error_buf) n = sizeof error_buf - 3;
-  memcpy(error_buf, prefix, n);
-  memcpy(error_buf + n, ": ", 2);
-  size_t room = sizeof error_buf - n - 3;
-  size_t m = strnlen(old, room);
-  memcpy(error_buf + n + 2, old, m);
-  error_buf[n + 2 + m] = '\0';
+  if (n < 0) return status; /* out of memory for the context: the message stays as it is */
+  /* a context echoing long user text must not crowd out the message */
+  tsl_echo_cut_middle(prefix, PREFIX_MAX);
+  tsl_error_for(status, error_reason, "%s: %s", prefix, error_buf); /* the wrapped error's reason stays */
+  free(prefix);
   return status;
 }
 
@@ -87,6 +98,31 @@ int tsl_has_position(const char *msg) {
   int found = regexec(&re, msg, 0, NULL, 0) == 0;
   regfree(&re);
   return found;
+}
+
+/* The start of a UTF-8 character at or before s + at (a cut never splits one). */
+static size_t char_start(const char *s, size_t at) {
+  while (at > 0 && ((unsigned char)s[at] & 0xC0) == 0x80) at--;
+  return at;
+}
+
+const char *tsl_echo(const char *text, char *buf, size_t cap) {
+  size_t n = text ? strlen(text) : 0;
+  if (!text || n <= TSL_ECHO_MAX) return text;
+  snprintf(buf, cap, "%.*s… (%zu bytes)", (int)char_start(text, TSL_ECHO_MAX), text, n);
+  return buf;
+}
+
+void tsl_echo_cut_middle(char *msg, size_t max) {
+  static const char ellipsis[] = " … ";
+  size_t n = strlen(msg);
+  if (n <= max) return;
+  size_t keep = (max - (sizeof ellipsis - 1)) / 2;
+  size_t head = char_start(msg, keep), tail = n - keep;
+  /* the tail starts at a character's first byte */
+  while (((unsigned char)msg[tail] & 0xC0) == 0x80) tail++;
+  memcpy(msg + head, ellipsis, sizeof ellipsis - 1);
+  memmove(msg + head + sizeof ellipsis - 1, msg + tail, n - tail + 1);
 }
 
 const char *tsl_error_message(void) { return error_buf; }

@@ -12,6 +12,7 @@
 #define TSL_STATUS_H
 
 #include <stdarg.h>
+#include <stddef.h>
 #include "tessel/plugin.h"
 
 typedef tessel_status tsl_status;
@@ -56,6 +57,22 @@ tsl_reason tsl_error_reason(void);
 ** says where the mistake is, and that must stay first on the line (like a
 ** compiler's), so it is left as it is. */
 tsl_status tsl_error_wrap(tsl_status status, const char *fmt, ...) TSL_PRINTF(2, 3);
+/* Room for a user's text (a config value, key or path, a --set argument)
+** echoed into a message: a 100 KiB value would crowd out the rest of it (the
+** position, the key, the hint), so past TSL_ECHO_MAX bytes it is cut. */
+#define TSL_ECHO_MAX 160
+#define TSL_ECHO_CAP (TSL_ECHO_MAX + 48)
+/* `text` as a message may echo it: `text` itself when at most TSL_ECHO_MAX
+** bytes, else its start (whole UTF-8 characters), an ellipsis and its full
+** length, written to buf[cap] (cap >= TSL_ECHO_CAP). NULL stays NULL. */
+const char *tsl_echo(const char *text, char *buf, size_t cap);
+/* tsl_echo into a buffer that lives as long as the enclosing block, for an
+** argument: tsl_error(st, "got '%s'", TSL_ECHO(value)). */
+#define TSL_ECHO(text) tsl_echo((text), (char[TSL_ECHO_CAP]){0}, TSL_ECHO_CAP)
+/* Cut the middle of a heap message longer than `max` bytes in place, so
+** that its start (a key) and its end (a hint) stay, around an ellipsis. */
+void tsl_echo_cut_middle(char *msg, size_t max);
+
 /* The current message ("" when none). */
 const char *tsl_error_message(void);
 /* Forget the current message and its reason. */

@@ -50,6 +50,9 @@ tsl_status tsl_cfg_report(tsl_config *cfg, tsl_mark m, const char *fmt, ...) {
   int n = vasprintf(&msg, fmt, ap);
   va_end(ap);
   if (n < 0) return tsl_error(TESSEL_E_NOMEM, "out of host memory reporting a configuration mistake");
+  /* user text a message echoes whole (rather than through TSL_ECHO) is cut
+  ** in the middle: the key before it and the hint after it stay */
+  tsl_echo_cut_middle(msg, TSL_CFG_MESSAGE_MAX);
   tsl_error(TESSEL_E_CONFIG, "%s:%d:%d: %s", m.file ? m.file : "?", m.line, m.col, msg);
   free(msg);
   if (cfg) record(cfg, m, tsl_error_message());

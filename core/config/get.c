@@ -31,7 +31,8 @@ static tsl_status report_at(tsl_cfg *node, const char *key, int item, const char
     if (e && item >= 0 && at->kind == TSL_NODE_LIST && item < at->n_items) at = at->items[item];
     char *path = e ? tsl_strdup(tsl_cfg_path(e->value)) : key ? tsl_node_child_path(node, key)
                                                                 : tsl_strdup(tsl_cfg_path(node));
-    st = tsl_cfg_report(node->owner, at->mark, "%s%s%s", path && *path ? path : "", path && *path ? ": " : "", msg);
+    st = tsl_cfg_report(node->owner, at->mark, "%s%s%s", path && *path ? TSL_ECHO(path) : "", path && *path ? ": " : "",
+                        msg);
     free(path);
   }
   free(msg);
@@ -181,7 +182,8 @@ tsl_status tsl_cfg_int(tsl_cfg *map, const char *key, int64_t dflt, int64_t min,
   int64_t x;
   *out = dflt; /* what a reader that goes on after the mistake sees */
   int parsed = v->quoted ? -1 : parse_int(v->scalar, &x);
-  if (parsed < 0) return tsl_cfg_error(map, key, "expected an integer, got %s'%s'", quoted_note(v), v->scalar);
+  if (parsed < 0) return tsl_cfg_error(map, key, "expected an integer, got %s'%s'", quoted_note(v),
+                                         TSL_ECHO(v->scalar));
   if (parsed > 0 || x < min || x > max) return range_error_int(map, key, v->scalar, min, max, parsed > 0, x);
   *out = x;
   return TESSEL_OK;
@@ -210,16 +212,17 @@ tsl_status tsl_cfg_float(tsl_cfg *map, const char *key, double dflt, double min,
   }
   double x;
   int parsed = v->quoted ? -1 : parse_float(v->scalar, &x);
-  if (parsed < 0) return tsl_cfg_error(map, key, "expected a number, got %s'%s'", quoted_note(v), v->scalar);
+  if (parsed < 0) return tsl_cfg_error(map, key, "expected a number, got %s'%s'", quoted_note(v),
+                                         TSL_ECHO(v->scalar));
   if (parsed > 0 && isinf(min) && isinf(max))
-    return tsl_cfg_error(map, key, "%s is past the largest number (about 1.8e308)", v->scalar);
+    return tsl_cfg_error(map, key, "%s is past the largest number (about 1.8e308)", TSL_ECHO(v->scalar));
   if (parsed > 0 || x < min || x > max) {
     char lo[40], hi[40];
     format_double(min, lo, sizeof lo);
     format_double(max, hi, sizeof hi);
-    if (isinf(max)) return tsl_cfg_error(map, key, "must be at least %s, got %s", lo, v->scalar);
-    if (isinf(min)) return tsl_cfg_error(map, key, "must be at most %s, got %s", hi, v->scalar);
-    return tsl_cfg_error(map, key, "must be between %s and %s, got %s", lo, hi, v->scalar);
+    if (isinf(max)) return tsl_cfg_error(map, key, "must be at least %s, got %s", lo, TSL_ECHO(v->scalar));
+    if (isinf(min)) return tsl_cfg_error(map, key, "must be at most %s, got %s", hi, TSL_ECHO(v->scalar));
+    return tsl_cfg_error(map, key, "must be between %s and %s, got %s", lo, hi, TSL_ECHO(v->scalar));
   }
   *out = x;
   return TESSEL_OK;
@@ -242,7 +245,7 @@ tsl_status tsl_cfg_bool(tsl_cfg *map, const char *key, int dflt, int *out) {
       return TESSEL_OK;
     }
   }
-  return tsl_cfg_error(map, key, "expected true or false, got %s'%s'", quoted_note(v), v->scalar);
+  return tsl_cfg_error(map, key, "expected true or false, got %s'%s'", quoted_note(v), TSL_ECHO(v->scalar));
 }
 
 tsl_status tsl_cfg_size(tsl_cfg *map, const char *key, uint64_t dflt, uint64_t *out) {
@@ -260,7 +263,7 @@ tsl_status tsl_cfg_size(tsl_cfg *map, const char *key, uint64_t dflt, uint64_t *
   if (tsl_parse_size(v->scalar, out) != 0) {
     *out = dflt;
     return tsl_cfg_error(map, key, "expected a size such as 4096, 64KiB, 25MiB or 2GB, got '%s'%s",
-                         v->scalar, v->scalar[0] == '-' ? " (sizes cannot be negative)" : "");
+                         TSL_ECHO(v->scalar), v->scalar[0] == '-' ? " (sizes cannot be negative)" : "");
   }
   return TESSEL_OK;
 }
@@ -320,8 +323,8 @@ tsl_status tsl_cfg_enum(tsl_cfg *map, const char *key, const char *const *choice
     strncat(list, choices[i], sizeof list - strlen(list) - 1);
   }
   const char *near = tsl_closest(s, choices, n);
-  if (near) return tsl_cfg_error(map, key, "'%s' is not one of %s (did you mean '%s'?)", s, list, near);
-  return tsl_cfg_error(map, key, "'%s' is not one of %s", s, list);
+  if (near) return tsl_cfg_error(map, key, "'%s' is not one of %s (did you mean '%s'?)", TSL_ECHO(s), list, near);
+  return tsl_cfg_error(map, key, "'%s' is not one of %s", TSL_ECHO(s), list);
 }
 
 /* Look up a list; a single scalar counts as a list of one. */
@@ -350,8 +353,9 @@ tsl_status tsl_cfg_int_list(tsl_cfg *map, const char *key, int64_t *out, int cap
   for (int i = 0; i < count; i++) {
     tsl_cfg *item = v->kind == TSL_NODE_LIST ? v->items[i] : v;
     if (item->kind != TSL_NODE_SCALAR || item->quoted || parse_int(item->scalar, &out[i]) != 0)
-      return tsl_cfg_report(item->owner, item->mark, "%s: expected an integer, got %s%s", tsl_cfg_path(item),
-                            quoted_note(item), item->kind == TSL_NODE_SCALAR ? item->scalar : kind_name(item->kind));
+      return tsl_cfg_report(item->owner, item->mark, "%s: expected an integer, got %s%s", TSL_ECHO(tsl_cfg_path(item)),
+                            quoted_note(item),
+                            item->kind == TSL_NODE_SCALAR ? TSL_ECHO(item->scalar) : kind_name(item->kind));
   }
   *n = count;
   return TESSEL_OK;
@@ -375,7 +379,7 @@ tsl_status tsl_cfg_string_list(tsl_cfg *map, const char *key, const char ***out,
   for (int i = 0; i < v->n_items; i++) {
     tsl_cfg *item = v->items[i];
     if (item->kind != TSL_NODE_SCALAR)
-      return tsl_cfg_report(item->owner, item->mark, "%s: expected a string, got %s", tsl_cfg_path(item),
+      return tsl_cfg_report(item->owner, item->mark, "%s: expected a string, got %s", TSL_ECHO(tsl_cfg_path(item)),
                             kind_name(item->kind));
     v->strings[i] = item->scalar;
   }
@@ -403,7 +407,7 @@ static tsl_entry *misspelling_of(tsl_cfg *map, const char *key) {
 static tsl_status misspelt(tsl_cfg *map, const tsl_entry *e, const char *key) {
   const char *where = tsl_cfg_path(map);
   return tsl_cfg_report(map->owner, e->key_mark, "unknown %s '%s'%s%s (did you mean '%s'?)",
-                        where[0] ? "key" : "section", e->key, where[0] ? " in " : "", where, key);
+                        where[0] ? "key" : "section", TSL_ECHO(e->key), where[0] ? " in " : "", TSL_ECHO(where), key);
 }
 
 int tsl_cfg_is_empty(const tsl_cfg *node) {
@@ -443,7 +447,8 @@ tsl_status tsl_cfg_section(tsl_cfg *map, const char *key, int required, tsl_cfg 
     e = tsl_node_find(map, key);
   }
   if (e->value->kind == TSL_NODE_SCALAR)
-    return tsl_cfg_error(map, key, "expected a section (map), got the value '%s'", e->value->scalar);
+    return tsl_cfg_error(map, key, "expected a section (map), got the value '%s'",
+                         TSL_ECHO(e->value->scalar));
   e->value->visited = 1;
   *out = e->value;
   return TESSEL_OK;
@@ -456,15 +461,15 @@ static tsl_status unknown_key(tsl_cfg *node, const tsl_entry *e) {
   const char *where = tsl_cfg_path(node), *what = where[0] ? "key" : "section";
   const char *near = tsl_closest(e->key, (const char *const *)node->asked, node->n_asked);
   if (near)
-    return tsl_cfg_report(node->owner, e->key_mark, "unknown %s '%s'%s%s (did you mean '%s'?)", what, e->key,
-                          where[0] ? " in " : "", where, near);
+    return tsl_cfg_report(node->owner, e->key_mark, "unknown %s '%s'%s%s (did you mean '%s'?)", what,
+                          TSL_ECHO(e->key), where[0] ? " in " : "", TSL_ECHO(where), near);
   char known[1024] = "";
   for (int k = 0; k < node->n_asked; k++) {
     strncat(known, k ? ", " : "", sizeof known - strlen(known) - 1);
     strncat(known, node->asked[k], sizeof known - strlen(known) - 1);
   }
-  return tsl_cfg_report(node->owner, e->key_mark, "unknown %s '%s'%s%s (known: %s)", what, e->key,
-                        where[0] ? " in " : "", where, known);
+  return tsl_cfg_report(node->owner, e->key_mark, "unknown %s '%s'%s%s (known: %s)", what, TSL_ECHO(e->key),
+                        where[0] ? " in " : "", TSL_ECHO(where), known);
 }
 
 tsl_status tsl_cfg_check_unknown(tsl_cfg *node) {

@@ -50,9 +50,11 @@ static tsl_status resolve_base(tsl_config *cfg, const char *path, const tsl_cfg 
   struct stat sb;
   tsl_status st = TESSEL_OK;
   if (stat(full, &sb) != 0)
-    st = tsl_cfg_report(cfg, base_node->mark, "base: no such config file '%s' (looked for %s)", name, full);
+    st = tsl_cfg_report(cfg, base_node->mark, "base: no such config file '%s' (looked for %s)", TSL_ECHO(name),
+                        TSL_ECHO(full));
   else if (!S_ISREG(sb.st_mode))
-    st = tsl_cfg_report(cfg, base_node->mark, "base: '%s' is %s, not a config file", name, tsl_file_kind(sb.st_mode));
+    st = tsl_cfg_report(cfg, base_node->mark, "base: '%s' is %s, not a config file", TSL_ECHO(name),
+                        tsl_file_kind(sb.st_mode));
   if (st < 0) free(full);
   else *out = full;
   return st;
@@ -74,7 +76,8 @@ static tsl_status apply_base(tsl_config *cfg, const char *path, int depth, char 
     /* an error inside the base already points into it (and so stays as it
     ** is); others get the base: line */
     if (!tsl_has_position(tsl_error_message()))
-      st = tsl_cfg_report(cfg, base_node->mark, "in base '%s': %s", base_node->scalar, tsl_error_message());
+      st = tsl_cfg_report(cfg, base_node->mark, "in base '%s': %s", TSL_ECHO(base_node->scalar),
+                          tsl_error_message());
     goto fail;
   }
   TSL_TRY(st, merge_into(base_root, *root));
@@ -192,7 +195,9 @@ static int valid_utf8(const unsigned char *s) {
 static tsl_status apply_set(tsl_config *cfg, const char *arg) {
   tsl_status st = TESSEL_OK;
   const char *eq = strchr(arg, '=');
-  char *keypath = NULL, *label = tsl_asprintf("--set=%s", arg);
+  /* the label names the argument; a long one only by its start, so that a
+  ** mistake's message keeps its key and hint */
+  char *keypath = NULL, *label = tsl_asprintf("--set=%s", TSL_ECHO(arg));
   tsl_cfg *value = NULL;
   if (!label) return TESSEL_E_NOMEM;
   /* a line break would split the label from its position (the value's
@@ -264,10 +269,10 @@ static tsl_status apply_set(tsl_config *cfg, const char *arg) {
       tsl_entry *e = tsl_node_find(map, s);
       if (e && e->value->kind == TSL_NODE_LIST)
         st = tsl_cfg_report(cfg, km, "'%s' is a list: give it whole (--set '%s=[a, b]'), not '%s' inside it",
-                            where ? where : s, where ? where : s, dot + 1);
+                            TSL_ECHO(where ? where : s), TSL_ECHO(where ? where : s), TSL_ECHO(dot + 1));
       else
         st = tsl_cfg_report(cfg, km, "'%s' is a value, not a section, so '%s' cannot be set inside it",
-                            where ? where : s, dot + 1);
+                            TSL_ECHO(where ? where : s), TSL_ECHO(dot + 1));
       free(where);
     }
     if (st < 0) goto fail;

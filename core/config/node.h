@@ -19,6 +19,9 @@
 #define TSL_CFG_MAX_DEPTH 64
 /* Mistakes reported per run; the rest are counted. */
 #define TSL_CFG_MAX_REPORTED 20
+/* The longest message of one mistake (the position aside), as the error
+** slot holds TSL_CFG_MAX_REPORTED of them. */
+#define TSL_CFG_MESSAGE_MAX 1400
 
 typedef enum { TSL_NODE_MAP, TSL_NODE_LIST, TSL_NODE_SCALAR, TSL_NODE_NULL } tsl_node_kind;
 

@@ -135,7 +135,7 @@ static tsl_status parse_entry(parser *p, tsl_cfg *map, yaml_event_t *kev) {
     const char *where = tsl_cfg_path(map);
     yaml_event_delete(kev);
     /* fatal: the events that follow are the insides of that key */
-    return tsl_cfg_report(p->cfg, km, "%s: keys must be plain names", where[0] ? where : "configuration");
+    return tsl_cfg_report(p->cfg, km, "%s: keys must be plain names", where[0] ? TSL_ECHO(where) : "configuration");
   }
   char *key = NULL;
   st = scalar_text(p, kev, "a key", &key);
@@ -144,8 +144,8 @@ static tsl_status parse_entry(parser *p, tsl_cfg *map, yaml_event_t *kev) {
   tsl_entry *dup = tsl_node_find(map, key);
   if (dup) {
     const char *where = tsl_cfg_path(map);
-    tsl_cfg_report(p->cfg, km, "duplicate key '%s'%s%s (first defined at %d:%d)", key, where[0] ? " in " : "",
-                   where, dup->key_mark.line, dup->key_mark.col);
+    tsl_cfg_report(p->cfg, km, "duplicate key '%s'%s%s (first defined at %d:%d)", TSL_ECHO(key),
+                   where[0] ? " in " : "", TSL_ECHO(where), dup->key_mark.line, dup->key_mark.col);
     free(key);
     return skip_value(p);
   }
@@ -226,7 +226,7 @@ static tsl_status unknown_tag(parser *p, tsl_mark m, const char *tag) {
   int std = !strncmp(tag, yaml, strlen(yaml));
   return tsl_cfg_report(p->cfg, m, "the tag %s%s has no meaning here: a config value takes no tag, or one of "
                         "YAML's own for its kind (!!str, !!int, !!float, !!bool, !!null, !!map, !!seq)",
-                        std ? "!!" : "", std ? tag + strlen(yaml) : tag);
+                        std ? "!!" : "", TSL_ECHO(std ? tag + strlen(yaml) : tag));
 }
 
 /* Build the node that starts with event `ev` (consumed and deleted here).

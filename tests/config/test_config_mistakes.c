@@ -13,12 +13,12 @@
 
 #include "config_fixture.h"
 
-/* Load, read the core's settings, look for unknown keys, and give the
-** outcome, as `tessel check` does before the strategy. */
-static tsl_status read_all(const char *path) {
+/* Load with `sets`, read the core's settings, look for unknown keys, and
+** give the outcome, as `tessel check` does before the strategy. */
+static tsl_status read_with(const char *path, const char *const *sets, int n_sets) {
   tsl_config *cfg = NULL;
   tsl_settings s;
-  tsl_status st = tsl_config_load(path, NULL, 0, &cfg);
+  tsl_status st = tsl_config_load(path, sets, n_sets, &cfg);
   if (st < 0) return st;
   st = tsl_settings_read(cfg, &s);
   tsl_status unknown = tsl_cfg_check_unknown(tsl_config_root(cfg));
@@ -26,6 +26,8 @@ static tsl_status read_all(const char *path) {
   tsl_config_free(cfg);
   return st;
 }
+
+static tsl_status read_all(const char *path) { return read_with(path, NULL, 0); }
 
 /* A config of `text` (written to name, whose path lands in p) whose
 ** settings read; the caller frees it. */
@@ -424,6 +426,56 @@ static void test_yaml_forms(void) {
   CHECK_STR_CONTAINS(tsl_error_message(), "--set=base=other.yaml:1:7: 'base' is followed as the files are read");
 }
 
+/* A 100 KiB value, key or path echoed in a mistake is cut short with an
+** ellipsis and its length: the position, the key and the hint stay (they
+** were pushed out of the 32 KiB message, or the key and position were). */
+static void test_long_user_text(void) {
+  enum { LONG = 100 * 1024 };
+  char *x = malloc(LONG + 1), *arg = malloc(LONG + 64), p[1024];
+  REQUIRE(x && arg);
+  memset(x, 'x', LONG);
+  x[LONG] = '\0';
+  put(p, "long.yaml", "model: {layers: 1, heads: 1, channels: 4, seq_len: 4}\ndata: {train: x}\ntrain: {steps: 1}\n");
+  const char *const sets[] = {arg};
+  snprintf(arg, LONG + 64, "model.layers=%s", x);
+  CHECK_EQ_INT(read_with(p, sets, 1), TESSEL_E_CONFIG);
+  const char *msg = tsl_error_message();
+  CHECK(strncmp(msg, "--set=model.layers=xxx", 22) == 0);
+  CHECK_STR_CONTAINS(msg, "… (102413 bytes):1:20: model.layers: expected an integer, got 'xxx");
+  CHECK_STR_CONTAINS(msg, "xxx… (102400 bytes)'");
+  CHECK(strlen(msg) < 1024);
+  snprintf(arg, LONG + 64, "%s=1", x); /* a key path */
+  CHECK_EQ_INT(read_with(p, sets, 1), TESSEL_E_CONFIG);
+  msg = tsl_error_message();
+  CHECK_STR_CONTAINS(msg, ":1:7: unknown section 'xxx");
+  CHECK_STR_CONTAINS(msg, "… (102400 bytes)' (known: ");
+  CHECK(strlen(msg) < 2048);
+  char *text = malloc(LONG + 256);
+  REQUIRE(text);
+  snprintf(text, LONG + 256, "model: {layers: 1, heads: 1, channels: 4, seq_len: 4}\ndata: {train: x}\n"
+           "train: {steps: 1}\ndevice: {kind: %s}\n", x);
+  put(p, "long_value.yaml", text);
+  CHECK_EQ_INT(read_all(p), TESSEL_E_CONFIG);
+  msg = tsl_error_message();
+  CHECK(strncmp(msg, p, strlen(p)) == 0);
+  CHECK_STR_CONTAINS(msg, ":4:16: device.kind: 'xxx");
+  CHECK_STR_CONTAINS(msg, "… (102400 bytes)' is not one of cpu, cuda");
+  CHECK(strlen(msg) < strlen(p) + 1024);
+  /* a message that echoes long text whole keeps its start and its end */
+  CHECK_EQ_INT(tsl_error(TESSEL_E_IO, "reading '%s': permission denied", x), TESSEL_E_IO);
+  msg = tsl_error_message();
+  CHECK(strncmp(msg, "reading 'xxx", 12) == 0);
+  CHECK_STR_CONTAINS(msg, "xxx … xxx");
+  CHECK(strlen(msg) > 16 * 1024 && strstr(msg, "': permission denied") == msg + strlen(msg) - 20);
+  CHECK_EQ_INT(tsl_error_wrap(TESSEL_E_IO, "loading '%s'", x), TESSEL_E_IO);
+  CHECK(strncmp(tsl_error_message(), "loading 'xxx", 12) == 0);
+  CHECK_STR_CONTAINS(tsl_error_message(), "': reading 'xxx");
+  CHECK_STR_CONTAINS(tsl_error_message(), "': permission denied");
+  free(text);
+  free(arg);
+  free(x);
+}
+
 int main(void) {
   scratch_init("test_config_mistakes");
   RUN(test_every_mistake_in_file_order);
@@ -438,6 +490,7 @@ int main(void) {
   RUN(test_files_and_threads);
   RUN(test_values_that_mean_nothing);
   RUN(test_yaml_forms);
+  RUN(test_long_user_text);
   int code = HARNESS_EXIT();
   if (code == 0) tsl_remove_tree(scratch);
   return code;
