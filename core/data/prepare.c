@@ -62,12 +62,18 @@ static void input_list_free(input_list *l) {
 }
 
 /* Add a file once: named twice (say "a.txt" and "*.txt"), or through
-** another name (a link), it was prepared twice, its tokens doubled. */
+** another name (a link), it was prepared twice, its tokens doubled. A file
+** this process may not read is refused here, before anything is written
+** (it failed halfway through, after the output directory was made and its
+** earlier shards replaced). */
 static tsl_status input_list_add(input_list *l, const char *path) {
   struct stat sb;
   if (stat(path, &sb) != 0)
     return tsl_error(TESSEL_E_IO, "%s: cannot open: %s", path, strerror(errno));
   if (!S_ISREG(sb.st_mode)) return tsl_error(TESSEL_E_IO, "%s: not a regular file", path);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return tsl_error(TESSEL_E_IO, "%s: cannot read: %s", path, strerror(errno));
+  close(fd);
   for (int i = 0; i < l->n; i++)
     if (l->v[i].dev == sb.st_dev && l->v[i].ino == sb.st_ino) return TESSEL_OK;
   if (l->n == l->cap) {
@@ -257,6 +263,28 @@ static tsl_status remove_stale_shards(const char *dir, const char *split, int fr
   return st;
 }
 
+/* After a failure: the files this preparation wrote into the directory it
+** made, and that directory with the parents it made (`base`: the nearest
+** one that was there already), so that nothing new stays behind. Only
+** while empty: whatever else is there stays. */
+static void remove_made_dir(const char *out_dir, const char *base) {
+  static const char *const records[] = {"tokens.json", "tokenizer.json"};
+  remove_stale_shards(out_dir, "train", 0);
+  remove_stale_shards(out_dir, "val", 0);
+  for (size_t i = 0; i < sizeof records / sizeof records[0]; i++) {
+    char *path = tsl_asprintf("%s/%s", out_dir, records[i]);
+    if (path) unlink(path);
+    free(path);
+  }
+  char *dir = tsl_strdup(out_dir);
+  while (dir && strcmp(dir, base) != 0 && rmdir(dir) == 0) {
+    char *up = tsl_dirname(dir);
+    free(dir);
+    dir = up;
+  }
+  free(dir);
+}
+
 static tsl_status check_tokenizer(const tsl_tokenizer *t) {
   if (tsl_tokenizer_vocab_size(t) > PREPARE_MAX_VOCAB)
     return tsl_error(TESSEL_E_CONFIG, "%s has %d tokens; shards store uint16 ids, so a vocabulary of at most %d",
@@ -279,7 +307,7 @@ tsl_status tsl_data_prepare(const char *const *inputs, int n_inputs, const char 
   unsigned char *chunk = NULL;
   uint16_t *buf = NULL;
   uint64_t train = 0, val = 0;
-  char *real_out = NULL;
+  char *real_out = NULL, *made_on = NULL; /* made_on: where out_dir was made, when this call made it */
   shard_sink sinks[2] = {{.dir = out_dir, .split = "train"}, {.dir = out_dir, .split = "val"}};
 
   if (!opts) opts = &defaults;
@@ -308,6 +336,10 @@ tsl_status tsl_data_prepare(const char *const *inputs, int n_inputs, const char 
     st = tsl_error(TESSEL_E_CONFIG, "%llu training tokens at shard_tokens = %llu make more than "
                    "%llu shards; raise shard_tokens", (unsigned long long)train,
                    (unsigned long long)opts->shard_tokens, PREPARE_MAX_SHARDS);
+    goto fail;
+  }
+  if (!tsl_path_exists(out_dir) && !(made_on = tsl_existing_ancestor(out_dir))) {
+    st = tsl_error(TESSEL_E_IO, "%s: cannot examine where it would be made: %s", out_dir, strerror(errno));
     goto fail;
   }
   TSL_TRY(st, tsl_mkdir_p(out_dir));
@@ -347,6 +379,8 @@ tsl_status tsl_data_prepare(const char *const *inputs, int n_inputs, const char 
     report->val_shards = sinks[1].shards;
   }
 fail:
+  if (st < 0 && made_on) remove_made_dir(out_dir, made_on);
+  free(made_on);
   free(buf);
   free(real_out);
   free(chunk);
