@@ -194,25 +194,31 @@ static tsl_status write_config(const tsl_runtime *rt, const char *path) {
   return st;
 }
 
-static tsl_status write_trainer_json(const tsl_model *m, const char *dir, int64_t step) {
+static tsl_status write_trainer_json(const tsl_model *m, const char *dir, int64_t step, uint64_t tokens) {
   const tsl_runtime *rt = tsl_model_runtime(m);
   const tsl_settings *s = &rt->settings;
-  tsl_ckpt_meta meta = {.step = step, .seed = s->train.seed, .world_size = rt->world.size, .model = s->model,
-                        .model_hash = tsl_model_hash(s), .config_hash = tsl_cfg_hash(tsl_config_root(rt->config))};
+  tsl_ckpt_meta meta = {.step = step, .tokens = (int64_t)tokens, .batch_size = s->train.batch_size,
+                        .data = tsl_ckpt_data_of(s), .seed = s->train.seed, .world_size = rt->world.size,
+                        .model = s->model, .model_hash = tsl_model_hash(s),
+                        .config_hash = tsl_cfg_hash(tsl_config_root(rt->config))};
   meta.model.section = NULL;
+  if (!meta.data) return tsl_error(TESSEL_E_NOMEM, "out of host memory writing trainer.json");
   for (int f = 0; f < TSL_CKPT_N_FILES; f++) meta.files[f].present = f != TSL_CKPT_TOKENIZER || rt->tokenizer;
   if (rt->tokenizer) meta.tokenizer_hash = tsl_tokenizer_hash(rt->tokenizer);
   snprintf(meta.plugin, sizeof meta.plugin, "%s", rt->plugin ? rt->plugin->name : "none");
   snprintf(meta.plugin_version, sizeof meta.plugin_version, "%s",
            rt->plugin && rt->plugin->vt.version ? rt->plugin->vt.version : "");
   snprintf(meta.tessel_version, sizeof meta.tessel_version, "%s", TESSEL_VERSION_STRING);
-  return tsl_ckpt_meta_write(dir, &meta);
+  tsl_status st = tsl_ckpt_meta_write(dir, &meta);
+  tsl_ckpt_meta_free(&meta);
+  return st;
 }
 
 /* Rank 0's file work for one checkpoint: everything but the gathers.
 ** *placed: the step directory is in place (what fails after it is the
 ** file system's syncing or the `latest` record). */
-static tsl_status finish_dir(tsl_model *m, const char *tmp, const char *final, int64_t step, int *placed) {
+static tsl_status finish_dir(tsl_model *m, const char *tmp, const char *final, int64_t step, uint64_t tokens,
+                             int *placed) {
   tsl_status st;
   const tsl_runtime *rt = tsl_model_runtime(m);
   const tsl_settings *s = &rt->settings;
@@ -229,7 +235,7 @@ static tsl_status finish_dir(tsl_model *m, const char *tmp, const char *final, i
     free(path);
     TSL_TRY(st, st);
   }
-  TSL_TRY(st, write_trainer_json(m, tmp, step));
+  TSL_TRY(st, write_trainer_json(m, tmp, step, tokens));
   TSL_TRY(st, tsl_fsync_path(tmp));
   TSL_TRY(st, tsl_ckpt_rename_into_place(tmp, final));
   *placed = 1;
@@ -278,7 +284,7 @@ static tsl_status write_failure(const tsl_runtime *rt, const write_error *we, in
                        : "Free some space or point checkpoint.dir at another disk");
 }
 
-tsl_status tsl_ckpt_save(tsl_model *m, int64_t step, char **saved) {
+tsl_status tsl_ckpt_save(tsl_model *m, int64_t step, uint64_t tokens, char **saved) {
   tsl_runtime *rt = tsl_model_runtime(m);
   const char *dir = rt->settings.ckpt.dir;
   tsl_status st = TESSEL_OK, wst = TESSEL_OK;
@@ -302,7 +308,7 @@ tsl_status tsl_ckpt_save(tsl_model *m, int64_t step, char **saved) {
     free(path);
   }
   if (rt->world.rank == 0) {
-    if (st >= 0 && we.st >= 0) note(&we, finish_dir(m, tmp, final, step, &we.placed));
+    if (st >= 0 && we.st >= 0) note(&we, finish_dir(m, tmp, final, step, tokens, &we.placed));
     if (we.st < 0) wst = write_failure(rt, &we, step, we.placed ? final : NULL, last);
     /* nothing half-written stays behind, whatever failed */
     if ((st < 0 || wst < 0) && tmp) tsl_remove_tree(tmp);
@@ -470,7 +476,7 @@ static tsl_status not_a_checkpoint(const char *dir) {
 tsl_status tsl_ckpt_open(const char *given, tsl_ckpt *c) {
   tsl_status st;
   char *text = NULL, *json = NULL;
-  tsl_ckpt_meta meta;
+  tsl_ckpt_meta meta = {0};
   memset(c, 0, sizeof *c);
   if (!tsl_path_exists(given)) return tsl_error(TESSEL_E_IO, "%s: no such checkpoint directory", given);
   if (!(c->path = resolve(given))) return TESSEL_E_NOMEM;
@@ -486,6 +492,14 @@ tsl_status tsl_ckpt_open(const char *given, tsl_ckpt *c) {
   TSL_TRY(st, tsl_read_file(json, &text, NULL));
   TSL_TRY(st, tsl_ckpt_meta_parse(text, json, tsl_ckpt_dir_step(dir), &meta));
   c->step = meta.step;
+  c->tokens = meta.tokens;
+  c->batch_size = meta.batch_size;
+  c->data = meta.data;
+  meta.data = NULL;
+  c->has_bos = meta.has_bos;
+  c->bos_id = meta.bos_id;
+  c->n_eos = meta.n_eos;
+  memcpy(c->eos_ids, meta.eos_ids, sizeof c->eos_ids);
   c->seed = meta.seed;
   c->model_hash = meta.model_hash;
   c->arch = meta.model;
@@ -516,6 +530,7 @@ tsl_status tsl_ckpt_open(const char *given, tsl_ckpt *c) {
   free(json);
   return TESSEL_OK;
 fail:
+  tsl_ckpt_meta_free(&meta);
   free(text);
   free(json);
   tsl_ckpt_close(c);
@@ -528,6 +543,7 @@ void tsl_ckpt_close(tsl_ckpt *c) {
   if (c->priv) tsl_st_close(c->priv);
   free(c->path);
   free(c->tokenizer);
+  free(c->data);
   memset(c, 0, sizeof *c);
 }
 

@@ -10,7 +10,8 @@
 **   config.yaml            the resolved configuration of the run
 **   tokenizer.json         the run's tokenizer, when it has one (its
 **                          Hugging Face file as loaded)
-**   trainer.json           step, seed, the model, strategy, config hash, the
+**   trainer.json           step, seed, tokens trained, global batch, the
+**                          data, the model, strategy, config hash, the
 **                          tokenizer's hash, and the size and CRC-32 of each
 **                          file above (ckpt/meta.h)
 ** It is written under a temporary name, every file fsync'd, then renamed
@@ -38,6 +39,10 @@
 typedef struct tsl_ckpt {
   char *path;
   int64_t step;
+  int64_t tokens; /* trained through step; -1: not recorded (see tsl_ckpt_tokens) */
+  int batch_size; /* sequences per step when it was written; 0: not recorded */
+  char *data;     /* the data it trained on (tsl_ckpt_data_of); NULL: not recorded */
+  int has_bos, bos_id, n_eos, eos_ids[TSL_CKPT_MAX_EOS]; /* an imported model's token ids */
   uint64_t seed, model_hash;
   tsl_model_settings arch; /* the model it holds */
   char plugin[64];
@@ -47,9 +52,10 @@ typedef struct tsl_ckpt {
   tsl_st_file *model, *optim, *priv; /* priv NULL in a version-1 checkpoint */
 } tsl_ckpt;
 
-/* Collective: write the checkpoint for `step` under settings.ckpt.dir and
-** prune to settings.ckpt.keep. *saved (optional) gets the directory. */
-tsl_status tsl_ckpt_save(tsl_model *m, int64_t step, char **saved);
+/* Collective: write the checkpoint for `step`, `tokens` trained through
+** it, under settings.ckpt.dir and prune to settings.ckpt.keep. *saved
+** (optional) gets the directory. */
+tsl_status tsl_ckpt_save(tsl_model *m, int64_t step, uint64_t tokens, char **saved);
 
 /* About how many bytes one checkpoint of the configured model takes. */
 uint64_t tsl_ckpt_bytes(const tsl_settings *s);
@@ -90,6 +96,16 @@ tsl_status tsl_ckpt_fits(const tsl_runtime *rt, const tsl_ckpt *c);
 ** resume from, told with the newest intact one before it in `dir` to go on
 ** from, or that there is none. Returns st. */
 tsl_status tsl_ckpt_damaged(const char *dir, const char *path, tsl_status st);
+/* The tokens trained through c's step: as recorded, or for a checkpoint
+** written before they were, step × the global batch it recorded (else
+** `batch_now`, the resuming run's) × seq_len. */
+uint64_t tsl_ckpt_tokens(const tsl_ckpt *c, int batch_now);
+/* Rank 0's warnings, once each, for settings a resume keeps but that change
+** what the run does from here (a checkpoint that did not record one says
+** nothing of it): another train.seed or train.batch_size (the batches
+** drawn, the tokens a step means), another data.text, data.train,
+** data.val or data.val_fraction (the data itself). */
+void tsl_ckpt_warn_changes(const tsl_runtime *rt, const tsl_ckpt *c);
 /* What `tessel check` can say of the resume a run would make: under
 ** checkpoint.resume auto, the newest checkpoint in checkpoint.dir (if any)
 ** opens and fits (tsl_ckpt_fits). */

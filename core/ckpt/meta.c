@@ -80,11 +80,18 @@ static const char *const covered[] = {
     "plugin.version", "tessel_version", "tokenizer.hash", "files.model.safetensors.bytes",
     "files.model.safetensors.crc32", "files.optimizer.safetensors.bytes", "files.optimizer.safetensors.crc32",
     "files.private.safetensors.bytes", "files.private.safetensors.crc32", "files.config.yaml.bytes",
-    "files.config.yaml.crc32", "files.tokenizer.json.bytes", "files.tokenizer.json.crc32", "model.positions"};
+    "files.config.yaml.crc32", "files.tokenizer.json.bytes", "files.tokenizer.json.crc32", "model.positions",
+    "tokens", "batch_size", "data.text", "data.val_fraction", "data.train", "data.val", "bos_token_id",
+    "eos_token_id"};
 
-/* Covered fields that came after descriptions were first written: absent,
-** they leave the checksum as those descriptions have it. */
-static int later_field(const char *path) { return !strcmp(path, "model.positions"); }
+/* Covered fields that came after descriptions were first written (from
+** model.positions on): absent, they leave the checksum as those
+** descriptions have it. */
+static int later_field(const char *path) {
+  for (size_t i = TSL_ARRAY_LEN(covered); i-- > 0 && strcmp(covered[i], "files.tokenizer.json.crc32") != 0;)
+    if (!strcmp(path, covered[i])) return 1;
+  return 0;
+}
 
 /* The item at a covered path; file names hold dots, so "files.NAME.key"
 ** splits at its first and last. */
@@ -99,6 +106,24 @@ static const cJSON *item_at(const cJSON *root, const char *path) {
   return cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(o, mid), last + 1);
 }
 
+/* A list's elements as text, each followed by a newline: strings as they
+** are, numbers as %.17g, anything else as "(other)" (heap; NULL when out of
+** memory, which the checksum then reads as "(other)" and fails). */
+static char *list_text(const cJSON *list) {
+  size_t len = 1;
+  const cJSON *e;
+  cJSON_ArrayForEach(e, list) len += (cJSON_IsString(e) ? strlen(e->valuestring) : 32) + 1;
+  char *out = malloc(len), *p = out;
+  if (!out) return NULL;
+  cJSON_ArrayForEach(e, list) {
+    if (cJSON_IsString(e)) p += sprintf(p, "%s\n", e->valuestring);
+    else if (cJSON_IsNumber(e)) p += sprintf(p, "%.17g\n", e->valuedouble);
+    else p += sprintf(p, "(other)\n");
+  }
+  *p = '\0';
+  return out;
+}
+
 /* CRC-32 of "path=value\n" for every covered field, numbers as %.17g:
 ** independent of key order, whitespace and how the JSON printed them. */
 static uint32_t meaning_crc(const cJSON *root) {
@@ -107,17 +132,21 @@ static uint32_t meaning_crc(const cJSON *root) {
     const cJSON *v = item_at(root, covered[i]);
     if (!v && later_field(covered[i])) continue;
     char num[64];
+    /* a list (data.text, eos_token_id) as its elements, one per line */
+    char *list = cJSON_IsArray(v) ? list_text(v) : NULL;
     const char *text = !v                 ? "(absent)"
                        : cJSON_IsString(v) ? v->valuestring
                        : cJSON_IsNumber(v) ? num
                        : cJSON_IsTrue(v)   ? "true"
                        : cJSON_IsFalse(v)  ? "false"
+                       : list              ? list
                                            : "(other)";
     if (cJSON_IsNumber(v)) snprintf(num, sizeof num, "%.17g", v->valuedouble);
     c = crc32(c, (const Bytef *)covered[i], (uInt)strlen(covered[i]));
     c = crc32(c, (const Bytef *)"=", 1);
     c = crc32(c, (const Bytef *)text, (uInt)strlen(text));
     c = crc32(c, (const Bytef *)"\n", 1);
+    free(list);
   }
   return (uint32_t)c;
 }
@@ -164,6 +193,24 @@ char *tsl_ckpt_meta_reseal(const char *json) {
 
 /* ---- writing ---- */
 
+char *tsl_ckpt_data_of(const tsl_settings *s) {
+  cJSON *o = cJSON_CreateObject();
+  if (s->data.n_text > 0) {
+    cJSON_AddItemToObject(o, "text", cJSON_CreateStringArray(s->data.text, s->data.n_text));
+    cJSON_AddNumberToObject(o, "val_fraction", s->data.val_fraction);
+  } else {
+    cJSON_AddStringToObject(o, "train", s->data.train ? s->data.train : "");
+  }
+  /* beside data.text, data.val is its split-off part unless val_fraction is 0 */
+  if (s->data.n_text == 0 || s->data.val_fraction == 0) {
+    if (s->data.val) cJSON_AddStringToObject(o, "val", s->data.val);
+    else cJSON_AddNullToObject(o, "val");
+  }
+  char *text = exact_numbers(o) ? cJSON_PrintUnformatted(o) : NULL;
+  cJSON_Delete(o);
+  return text;
+}
+
 static void add_hex(cJSON *o, const char *key, uint64_t v, int digits) {
   char hex[24];
   snprintf(hex, sizeof hex, "%0*" PRIx64, digits, v);
@@ -182,6 +229,9 @@ static cJSON *meta_json(const tsl_ckpt_meta *m) {
   ** step's batch is all a resumed run needs to know */
   cJSON_AddNumberToObject(root, "next_data_step", (double)(m->step + 1));
   cJSON_AddNumberToObject(root, "world_size", m->world_size);
+  if (m->tokens >= 0) cJSON_AddNumberToObject(root, "tokens", (double)m->tokens);
+  if (m->batch_size > 0) cJSON_AddNumberToObject(root, "batch_size", m->batch_size);
+  if (m->data) cJSON_AddItemToObject(root, "data", cJSON_Parse(m->data));
   cJSON_AddStringToObject(model, "arch", d->arch == TSL_ARCH_LLAMA ? "llama" : "gpt2");
   cJSON_AddNumberToObject(model, "layers", d->layers);
   cJSON_AddNumberToObject(model, "heads", d->heads);
@@ -206,6 +256,9 @@ static cJSON *meta_json(const tsl_ckpt_meta *m) {
   } else {
     cJSON_AddNullToObject(root, "tokenizer");
   }
+  if (m->has_bos) cJSON_AddNumberToObject(root, "bos_token_id", m->bos_id);
+  if (m->n_eos == 1) cJSON_AddNumberToObject(root, "eos_token_id", m->eos_ids[0]);
+  else if (m->n_eos > 1) cJSON_AddItemToObject(root, "eos_token_id", cJSON_CreateIntArray(m->eos_ids, m->n_eos));
   for (int f = 0; f < TSL_CKPT_N_FILES; f++) {
     if (!m->files[f].present) continue;
     cJSON *e = cJSON_AddObjectToObject(files, tsl_ckpt_files[f]);
@@ -365,6 +418,46 @@ fail:
   return st;
 }
 
+/* The fields that came later, each optional: the tokens trained, the
+** global batch and the data section (their kinds checked, member by
+** member), an imported model's token ids (in its vocabulary). */
+static tsl_status read_later(const reader *r, tsl_ckpt_meta *m) {
+  tsl_status st;
+  int64_t v = 0;
+  const double vocab = m->model.vocab_size - 1;
+  m->tokens = -1;
+  if (item_at(r->root, "tokens")) TSL_TRY(st, whole(r, "tokens", 0, MAX_WHOLE, &m->tokens));
+  if (item_at(r->root, "batch_size")) TSL_TRY(st, whole(r, "batch_size", 1, 1 << 24, &v));
+  m->batch_size = item_at(r->root, "batch_size") ? (int)v : 0;
+  if ((m->has_bos = item_at(r->root, "bos_token_id") != NULL)) TSL_TRY(st, whole(r, "bos_token_id", 0, vocab, &v));
+  m->bos_id = m->has_bos ? (int)v : 0;
+  const cJSON *eos = item_at(r->root, "eos_token_id"), *e, *ids = cJSON_IsArray(eos) ? eos : NULL;
+  if (ids && (cJSON_GetArraySize(eos) < 1 || cJSON_GetArraySize(eos) > TSL_CKPT_MAX_EOS))
+    return tsl_error(TESSEL_E_IO, "%s: 'eos_token_id' must list 1 to %d ids", r->where, TSL_CKPT_MAX_EOS);
+  if (eos && !ids) {
+    TSL_TRY(st, whole(r, "eos_token_id", 0, vocab, &v));
+    m->eos_ids[m->n_eos++] = (int)v;
+  }
+  cJSON_ArrayForEach(e, ids) {
+    if (!cJSON_IsNumber(e) || e->valuedouble != floor(e->valuedouble) || e->valuedouble < 0 || e->valuedouble > vocab)
+      return tsl_error(TESSEL_E_IO, "%s: 'eos_token_id' holds something not an id in [0, %.0f]", r->where, vocab);
+    m->eos_ids[m->n_eos++] = (int)e->valuedouble;
+  }
+  const cJSON *data = item_at(r->root, "data"), *text = item_at(r->root, "data.text");
+  if (!data) return TESSEL_OK;
+  const cJSON *fraction = item_at(r->root, "data.val_fraction"), *train = item_at(r->root, "data.train");
+  const cJSON *val = item_at(r->root, "data.val"), *texts = cJSON_IsArray(text) ? text : NULL;
+  int ok = cJSON_IsObject(data) && (!text || cJSON_IsArray(text)) && (!fraction || cJSON_IsNumber(fraction)) &&
+           (!train || cJSON_IsString(train)) && (!val || cJSON_IsString(val) || cJSON_IsNull(val));
+  cJSON_ArrayForEach(e, texts) ok = ok && cJSON_IsString(e);
+  if (!ok)
+    return tsl_error(TESSEL_E_IO, "%s: 'data' must be an object of text (a list of strings), val_fraction (a "
+                     "number), train and val (strings)", r->where);
+  return (m->data = cJSON_PrintUnformatted(data)) ? TESSEL_OK : tsl_error(TESSEL_E_NOMEM, "out of host memory");
+fail:
+  return st;
+}
+
 /* Every file a checkpoint of this version has, and the tokenizer when the
 ** description names one. */
 static tsl_status read_files(const reader *r, tsl_ckpt_meta *m) {
@@ -424,7 +517,13 @@ tsl_status tsl_ckpt_meta_parse(const char *json, const char *where, int64_t dir_
   TSL_TRY(st, text(&r, "plugin.version", m->plugin_version, sizeof m->plugin_version));
   TSL_TRY(st, text(&r, "tessel_version", m->tessel_version, sizeof m->tessel_version));
   TSL_TRY(st, read_files(&r, m));
+  TSL_TRY(st, read_later(&r, m));
 fail:
   cJSON_Delete(root);
   return st;
+}
+
+void tsl_ckpt_meta_free(tsl_ckpt_meta *m) {
+  free(m->data);
+  m->data = NULL;
 }

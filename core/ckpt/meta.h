@@ -2,10 +2,14 @@
 ** core/ckpt/meta.h — trainer.json, a checkpoint's description, validated
 ** like a config.
 **
-** trainer.json records the step, seed, data position, the model (its
+** trainer.json records the step, seed, data position, the tokens trained
+** so far, the global batch, the data the run trained on, the model (its
 ** architecture and every dimension), strategy, config hash, the run's
-** tokenizer (its hash, or null), and the size and CRC-32 of every other
-** file of the checkpoint. Since format version 2 it also holds
+** tokenizer (its hash, or null), the beginning- and end-of-text ids of an
+** imported model, and the size and CRC-32 of every other file of the
+** checkpoint. Fields that came later (tokens, batch_size, data, the token
+** ids) are absent from descriptions written before them, which read as
+** "not recorded". Since format version 2 it also holds
 ** `meta_crc32`: the CRC-32 of its own content — the unformatted JSON of
 ** every other field, so a change of meaning is caught and a change of
 ** whitespace is not. Reading refuses, naming the file and the field, a
@@ -39,9 +43,17 @@ typedef enum {
 } tsl_ckpt_file;
 extern const char *const tsl_ckpt_files[TSL_CKPT_N_FILES];
 
+/* The most end-of-text ids a description keeps (Hugging Face's
+** eos_token_id may be a list). */
+#define TSL_CKPT_MAX_EOS 8
+
 typedef struct tsl_ckpt_meta {
   int version;
   int64_t step;
+  int64_t tokens; /* tokens trained through `step`; -1: not recorded (written before it was) */
+  int batch_size; /* sequences per step, all ranks together; 0: not recorded */
+  char *data;     /* the data section (tsl_ckpt_data_of), unformatted JSON; NULL: not recorded */
+  int has_bos, bos_id, n_eos, eos_ids[TSL_CKPT_MAX_EOS]; /* an imported model's token ids (no tokenizer needed) */
   uint64_t seed, model_hash, config_hash;
   uint64_t tokenizer_hash; /* with files[TSL_CKPT_TOKENIZER].present */
   int world_size;
@@ -60,11 +72,21 @@ uint64_t tsl_ckpt_model_hash(const tsl_model_settings *m);
 /* Parse and validate the text of a trainer.json. `where` names it in
 ** messages; dir_step is the step of the directory's name (-1: not named
 ** step_NNNNNNNN, no comparison). Errors are TESSEL_E_IO (TESSEL_E_VERSION
-** for a format this tessel does not read). */
+** for a format this tessel does not read). out->data is the caller's to
+** free (tsl_ckpt_meta_free), also after a failure. */
 tsl_status tsl_ckpt_meta_parse(const char *json, const char *where, int64_t dir_step, tsl_ckpt_meta *out);
+/* Free what a parse allocated (out->data). */
+void tsl_ckpt_meta_free(tsl_ckpt_meta *m);
+
+/* The data section a run of these settings records (heap, unformatted
+** JSON): what decides the batches it draws, not where they are prepared —
+** data.text and data.val_fraction, or data.train; and data.val when it is
+** given rather than split off data.text. */
+char *tsl_ckpt_data_of(const tsl_settings *s);
 
 /* Write DIR/trainer.json for `m` atomically, after recording the size and
-** CRC-32 of each file m->files marks present into m->files. */
+** CRC-32 of each file m->files marks present into m->files. m->tokens < 0,
+** m->batch_size 0 and m->data NULL leave those fields out. */
 tsl_status tsl_ckpt_meta_write(const char *dir, tsl_ckpt_meta *m);
 
 /* The step in a checkpoint directory's name ("…/step_00001000" -> 1000),

@@ -202,7 +202,7 @@ static cJSON *step_json(const tsl_reporter *r, const tsl_runtime *rt, const tsl_
   cJSON *o = cJSON_CreateObject();
   cJSON_AddNumberToObject(o, "step", (double)s->step);
   cJSON_AddNumberToObject(o, "time", floor(unix_time() * 1e3) / 1e3);
-  cJSON_AddNumberToObject(o, "tokens", (double)((uint64_t)s->step * r->tokens_per_step));
+  cJSON_AddNumberToObject(o, "tokens", (double)s->tokens);
   add_exact(o, "loss", s->loss);
   if (!isnan(s->val_loss)) add_exact(o, "val_loss", s->val_loss);
   add_exact(o, "lr", s->lr);

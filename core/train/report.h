@@ -22,6 +22,7 @@ typedef struct tsl_phases {
 
 typedef struct tsl_step_report {
   int64_t step, steps;
+  uint64_t tokens;                /* trained through this step since step 0, the resumed steps included */
   double loss, lr, grad_norm;
   double step_time, tokens_per_s; /* rank 0's */
   double mfu;                     /* NAN when the peak is unknown */

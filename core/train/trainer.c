@@ -29,6 +29,7 @@ struct tsl_trainer {
   tsl_model *model;
   tsl_reporter report;
   int64_t start_step;
+  uint64_t tokens;    /* trained through last_step, all ranks together */
   char *last_ckpt;    /* the newest checkpoint written or resumed from, at step ckpt_step */
   char *good_ckpt;    /* the newest checkpoint whose weights gave a finite loss at the next step */
   int64_t ckpt_step;
@@ -139,13 +140,10 @@ static tsl_status resume(trainer *t) {
     st = bst;
   else if (opened)
     st = tsl_ckpt_restore(t->model, &c);
-  /* batches are a function of (seed, step): another seed is another
-  ** stream from here on, which a user means to do only knowingly */
-  if (opened && st >= 0 && c.seed != s->train.seed && rt->world.rank == 0)
-    tsl_warn("train.seed is %llu, but checkpoint %s was trained with seed %llu: the batches from here on are not "
-             "the ones the run would have drawn, so it does not continue as it would have; set train.seed to %llu "
-             "to continue it", (unsigned long long)s->train.seed, c.path, (unsigned long long)c.seed,
-             (unsigned long long)c.seed);
+  if (opened && st >= 0) {
+    tsl_ckpt_warn_changes(rt, &c);
+    t->tokens = tsl_ckpt_tokens(&c, s->train.batch_size);
+  }
   if (opened) {
     t->start_step = c.step;
     char *chosen = strcmp(c.path, path) ? tsl_strdup(c.path) : NULL; /* --resume named its checkpoint.dir */
@@ -288,7 +286,7 @@ fail:
 
 static tsl_status save(trainer *t, int64_t step) {
   char *path = NULL;
-  tsl_status st = tsl_ckpt_save(t->model, step, &path);
+  tsl_status st = tsl_ckpt_save(t->model, step, t->tokens, &path);
   if (st < 0) return st;
   free(t->last_ckpt);
   t->last_ckpt = path;
@@ -464,6 +462,8 @@ tsl_status tsl_trainer_step(tsl_trainer *t, tsl_step_report *r) {
   int final = step == s->train.steps, stopping = step == t->stop_at;
   TSL_TRY(st, one_step(t, step, r));
   t->last_step = step;
+  t->tokens += (uint64_t)s->train.batch_size * (uint64_t)s->model.seq_len;
+  r->tokens = t->tokens;
   if (validates(t, step)) {
     double began = tsl_now();
     TSL_TRY(st, evaluate(t, &r->val_loss));

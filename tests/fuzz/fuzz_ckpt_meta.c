@@ -60,7 +60,10 @@ static void check_rewrite(const tsl_ckpt_meta *m) {
   if (back.step != m->step || back.seed != m->seed || back.world_size != m->world_size ||
       back.model_hash != m->model_hash || back.config_hash != m->config_hash ||
       back.tokenizer_hash != m->tokenizer_hash || strcmp(back.plugin, m->plugin) != 0 ||
-      strcmp(back.plugin_version, m->plugin_version) != 0 || strcmp(back.tessel_version, m->tessel_version) != 0)
+      strcmp(back.plugin_version, m->plugin_version) != 0 || strcmp(back.tessel_version, m->tessel_version) != 0 ||
+      back.tokens != m->tokens || back.batch_size != m->batch_size || !back.data != !m->data ||
+      (m->data && strcmp(back.data, m->data) != 0) || back.has_bos != m->has_bos || back.bos_id != m->bos_id ||
+      back.n_eos != m->n_eos || memcmp(back.eos_ids, m->eos_ids, sizeof m->eos_ids) != 0)
     broken("a written description reads back different");
   if (a->arch != b->arch || a->layers != b->layers || a->heads != b->heads || a->kv_heads != b->kv_heads ||
       a->channels != b->channels || a->ffn != b->ffn || a->seq_len != b->seq_len || a->vocab_size != b->vocab_size ||
@@ -68,13 +71,16 @@ static void check_rewrite(const tsl_ckpt_meta *m) {
     broken("a written description reads back another model");
   for (int f = 0; f < TSL_CKPT_N_FILES; f++)
     if (back.files[f].present != m->files[f].present) broken("a written description reads back other files");
+  tsl_ckpt_meta_free(&back);
 }
 
 static void read_text(const char *text, int64_t dir_step) {
   tsl_ckpt_meta m;
-  if (tsl_ckpt_meta_parse(text, "fuzz/trainer.json", dir_step, &m) < 0) return;
-  check_read(&m, dir_step);
-  if (m.version == TSL_CKPT_FORMAT_VERSION) check_rewrite(&m);
+  if (tsl_ckpt_meta_parse(text, "fuzz/trainer.json", dir_step, &m) >= 0) {
+    check_read(&m, dir_step);
+    if (m.version == TSL_CKPT_FORMAT_VERSION) check_rewrite(&m);
+  }
+  tsl_ckpt_meta_free(&m);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

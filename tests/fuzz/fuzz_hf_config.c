@@ -62,6 +62,7 @@ static void check_import_meta(const tsl_model_settings *m) {
       b->channels != m->channels || b->ffn != m->ffn || b->seq_len != m->seq_len || b->vocab_size != m->vocab_size ||
       b->rope_theta != m->rope_theta || b->norm_eps != m->norm_eps || b->tie_embeddings != m->tie_embeddings)
     broken("the imported model's trainer.json reads back another model");
+  tsl_ckpt_meta_free(&back);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

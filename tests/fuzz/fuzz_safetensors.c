@@ -47,6 +47,7 @@ static void check_checkpoint(const fuzz_part *json, tsl_st_file *model, tsl_st_f
     tsl_ckpt c = {.path = where, .step = meta.step, .arch = meta.model, .model = model, .optim = optim};
     tsl_ckpt_check_tensors(&c);
   }
+  tsl_ckpt_meta_free(&meta);
   free(sealed);
   free(text);
 }

@@ -7,9 +7,10 @@
 ** sealed but wrong (dimensions out of range, a step that is not the
 ** directory's) or whose tensors do not match its dimensions (dropped,
 ** renamed, shape-swapped, integer-typed); a description's numbers read
-** back exactly;
-** the file and the problem named; a model of other dimensions is refused;
-** the export has GPT-2's names, shapes and dtype.
+** back exactly; the tokens trained and the global batch are recorded, and
+** read as not recorded from a description written before them; a model of
+** other dimensions is refused; the export has GPT-2's names, shapes and
+** dtype.
 */
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -68,7 +69,7 @@ static tsl_model *trained(tsl_runtime *rt, int steps, int channels) {
   return m;
 }
 
-static tsl_status save(tsl_model *m, int64_t step, char **path) { return tsl_ckpt_save(m, step, path); }
+static tsl_status save(tsl_model *m, int64_t step, char **path) { return tsl_ckpt_save(m, step, 0, path); }
 
 static void test_round_trip_is_bit_exact(void) {
   tsl_runtime a, b;
@@ -265,6 +266,7 @@ static void test_description_numbers_are_exact(void) {
   CHECK_EQ_INT(st, TESSEL_OK);
   CHECK(back.step == m.step && back.model.rope_theta == m.model.rope_theta &&
         back.model.norm_eps == m.model.norm_eps);
+  tsl_ckpt_meta_free(&back);
   free(text);
 }
 
@@ -315,6 +317,7 @@ static void tamper_model(const char *good, const char *ckpt, const char *victim,
   REQUIRE(tsl_ckpt_meta_parse(text, file, -1, &meta) == TESSEL_OK);
   free(text);
   REQUIRE(tsl_ckpt_meta_write(ckpt, &meta) == TESSEL_OK);
+  tsl_ckpt_meta_free(&meta);
 }
 
 static void test_tensors_must_match_the_dimensions(void) {
@@ -409,6 +412,62 @@ static void test_export_has_gpt2_layout(void) {
   fixture_release(&a);
 }
 
+/* good's trainer.json without the fields `drop` names (NULL-ended),
+** resealed into `ckpt`: a description written before they were. */
+static void put_without(const char *good, const char *ckpt, const char *const *drop) {
+  char file[1300], *text = NULL;
+  snprintf(file, sizeof file, "%s/trainer.json", good);
+  REQUIRE(tsl_read_file(file, &text, NULL) == TESSEL_OK);
+  cJSON *root = cJSON_Parse(text);
+  REQUIRE(root);
+  for (int i = 0; drop[i]; i++) cJSON_DeleteItemFromObjectCaseSensitive(root, drop[i]);
+  char *json = cJSON_Print(root);
+  REQUIRE(json);
+  copy_ckpt(good, ckpt);
+  put_sealed_json(ckpt, json);
+  cJSON_Delete(root);
+  free(json);
+  free(text);
+}
+
+/* trainer.json records the tokens trained and the global batch, covered by
+** its checksum; a description written before them reads as "not recorded",
+** and the tokens then follow from the step and the batch it did record,
+** else the resuming run's. */
+static void test_tokens_and_batch_are_recorded(void) {
+  tsl_runtime a;
+  char *good = NULL, old[1200];
+  tsl_model *m = trained(&a, 1, C);
+  const int batch = a.settings.train.batch_size;
+  REQUIRE(m && tsl_ckpt_save(m, 3, 1234, &good) == TESSEL_OK);
+  tsl_ckpt c;
+  REQUIRE(tsl_ckpt_open(good, &c) == TESSEL_OK);
+  CHECK(c.tokens == 1234 && c.batch_size == batch && tsl_ckpt_tokens(&c, 1) == 1234);
+  CHECK(c.data && strstr(c.data, "\"train\":\"none/*.bin\""));
+  tsl_ckpt_close(&c);
+  snprintf(old, sizeof old, "%s/old/step_00000003", dir);
+  REQUIRE(tsl_mkdir_p(old) == TESSEL_OK);
+  static const char *const no_tokens[] = {"tokens", NULL}, *const none[] = {"tokens", "batch_size", "data", NULL};
+  put_without(good, old, no_tokens);
+  REQUIRE(tsl_ckpt_open(old, &c) == TESSEL_OK);
+  CHECK(c.tokens == -1 && tsl_ckpt_tokens(&c, 1) == 3 * (uint64_t)batch * T);
+  tsl_ckpt_close(&c);
+  put_without(good, old, none);
+  REQUIRE(tsl_ckpt_open(old, &c) == TESSEL_OK);
+  CHECK(c.tokens == -1 && c.batch_size == 0 && !c.data && tsl_ckpt_tokens(&c, 5) == 3 * 5 * T);
+  tsl_ckpt_close(&c);
+  /* an edit of the count without a new checksum is caught */
+  copy_ckpt(good, old);
+  char *json = json_with(good, "tokens", "99"), file[1300];
+  snprintf(file, sizeof file, "%s/trainer.json", old);
+  FILE *f = fopen(file, "w");
+  REQUIRE(f && fputs(json, f) >= 0 && fclose(f) == 0);
+  free(json);
+  expect_refused(old, "does not match its checksum");
+  free(good);
+  fixture_release(&a);
+}
+
 int main(void) {
   const char *tmp = getenv("TESSEL_TEST_TMP");
   snprintf(dir, sizeof dir, "%s/checkpoint-%d", tmp ? tmp : "/tmp", (int)getpid());
@@ -418,6 +477,7 @@ int main(void) {
   RUN(test_damaged_checkpoints_are_refused);
   RUN(test_descriptions_are_validated);
   RUN(test_description_numbers_are_exact);
+  RUN(test_tokens_and_batch_are_recorded);
   RUN(test_tensors_must_match_the_dimensions);
   RUN(test_other_dimensions_are_refused);
   RUN(test_export_has_gpt2_layout);

@@ -1,0 +1,71 @@
+# Resuming under settings that change what a step is or what it draws
+# from. The tokens of metrics.jsonl count on from the checkpoint's (they
+# were step × the new batch, as if every earlier step had had it), and
+# checkpoints record them. Another train.batch_size, data.text,
+# data.val_fraction, data.train or data.val is warned about once each,
+# naming both values, as another train.seed is; an unchanged resume warns
+# of nothing.
+. "$(dirname "$0")/common.sh" "$1" "$2" "$3" resume_changed
+
+# the "tokens" of step N's metrics line
+tokens_at() { sed -n "s/^{\"step\":$2,.*\"tokens\":\([0-9]*\),.*/\1/p" "$1"; }
+
+set +e
+"$TESSEL" run "$WORK/tiny.yaml" --set log.dir="$WORK/run" --set train.stop_after=5 >/dev/null 2>&1
+rc=$?
+set -e
+[ $rc -eq 75 ] || fail "the first part exited with status $rc, expected 75"
+cp -r "$WORK/run" "$WORK/same"
+# 5 steps of 4 sequences of 16 tokens, then 3 of 8
+"$TESSEL" run "$WORK/tiny.yaml" --set log.dir="$WORK/run" --set train.steps=8 --set train.batch_size=8 \
+  >"$WORK/bigger.log" 2>&1 || fail "resuming with another batch size failed: $(cat "$WORK/bigger.log")"
+[ "$(tokens_at "$WORK/run/metrics.jsonl" 5)" = 320 ] || fail "step 5 logged $(tokens_at "$WORK/run/metrics.jsonl" 5) tokens, expected 320"
+[ "$(tokens_at "$WORK/run/metrics.jsonl" 6)" = 448 ] || fail "step 6 logged $(tokens_at "$WORK/run/metrics.jsonl" 6) tokens, expected 320 + 128"
+[ "$(tokens_at "$WORK/run/metrics.jsonl" 8)" = 704 ] || fail "step 8 logged $(tokens_at "$WORK/run/metrics.jsonl" 8) tokens, expected 320 + 3 × 128"
+grep -qE '"tokens":[[:space:]]*704,' "$WORK/run/checkpoints/step_00000008/trainer.json" ||
+  fail "the step-8 checkpoint does not record 704 tokens: $(cat "$WORK/run/checkpoints/step_00000008/trainer.json")"
+[ "$(grep -c "warning: train.batch_size is 8, but checkpoint .*step_00000005 was trained with 4 sequences per step" \
+  "$WORK/bigger.log")" -eq 1 ] || fail "another batch size is not warned about once: $(cat "$WORK/bigger.log")"
+grep -q "count on from the 320 trained so far" "$WORK/bigger.log" || fail "the warning does not say the tokens so far"
+# and on from there again, under the batch it was saved with: no warning
+"$TESSEL" run "$WORK/tiny.yaml" --set log.dir="$WORK/run" --set train.steps=9 --set train.batch_size=8 \
+  >"$WORK/again.log" 2>&1 || fail "resuming again failed: $(cat "$WORK/again.log")"
+[ "$(tokens_at "$WORK/run/metrics.jsonl" 9)" = 832 ] || fail "step 9 logged $(tokens_at "$WORK/run/metrics.jsonl" 9) tokens, expected 832"
+! grep -q "warning: train.batch_size" "$WORK/again.log" || fail "a resume with the saved batch size warned about it"
+
+# the data: each changed key named once, with both values
+cp -r "$WORK/same" "$WORK/other"
+"$TESSEL" run "$WORK/tiny.yaml" --set log.dir="$WORK/other" --set train.steps=6 --set 'data.text=["core/data/*.c"]' \
+  --set data.val_fraction=0.2 >"$WORK/data.log" 2>&1 || fail "resuming on other data failed: $(cat "$WORK/data.log")"
+for want in 'warning: data.text is ["core/data/*.c"], but checkpoint '"$WORK"'/other/checkpoints/step_00000005 was trained with data.text ["core/config/*.c"]' \
+  'warning: data.val_fraction is 0.2, but checkpoint '"$WORK"'/other/checkpoints/step_00000005 was trained with data.val_fraction 0.1'; do
+  [ "$(grep -cF -- "$want" "$WORK/data.log")" -eq 1 ] || fail "not warned once: '$want' in: $(cat "$WORK/data.log")"
+done
+# shards given as data.train, then others
+mkdir -p "$WORK/shards"
+cp "$WORK/data/train_000000.bin" "$WORK/shards/a.bin"
+cp "$WORK/data/train_000000.bin" "$WORK/shards/b.bin.other"
+cat >"$WORK/shards.yaml" <<YAML
+model: {layers: 2, heads: 2, channels: 32, seq_len: 16, vocab_size: 256}
+data: {train: "$WORK/shards/*.bin"}
+train: {steps: 3, batch_size: 4, seed: 7, sample_tokens: 0}
+device: {threads: 1}
+checkpoint: {keep: 0}
+log: {dir: $WORK/sh, every: 1, progress: never}
+YAML
+set +e
+"$TESSEL" run "$WORK/shards.yaml" --set train.stop_after=2 >/dev/null 2>&1
+rc=$?
+set -e
+[ $rc -eq 75 ] || fail "the run on shards exited with status $rc, expected 75"
+"$TESSEL" run "$WORK/shards.yaml" --set "data.train=$WORK/shards/*.bin.other" >"$WORK/train.log" 2>&1 ||
+  fail "resuming on other shards failed: $(cat "$WORK/train.log")"
+[ "$(grep -cF "warning: data.train is \"$WORK/shards/*.bin.other\", but checkpoint $WORK/sh/checkpoints/step_00000002 was trained with data.train \"$WORK/shards/*.bin\"" \
+  "$WORK/train.log")" -eq 1 ] || fail "other shards are not warned about once: $(cat "$WORK/train.log")"
+
+# nothing changed: nothing said
+"$TESSEL" run "$WORK/tiny.yaml" --set log.dir="$WORK/same" >"$WORK/same.log" 2>&1 || fail "a plain resume failed"
+! grep -q "warning: \(train\|data\)\." "$WORK/same.log" || fail "an unchanged resume warned: $(cat "$WORK/same.log")"
+[ "$(tokens_at "$WORK/same/metrics.jsonl" 12)" = 768 ] || fail "step 12 logged $(tokens_at "$WORK/same/metrics.jsonl" 12) tokens, expected 768"
+rm -rf "$WORK"
+echo "ok: tokens count on from the checkpoint under another batch size; changed batch and data warned about once each"
