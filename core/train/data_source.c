@@ -206,15 +206,22 @@ static void warn_unused(const tsl_settings *s, const tsl_data_source *d) {
              (unsigned long long)have, (unsigned long long)want, fix);
 }
 
+tsl_status tsl_data_vocab(tsl_runtime *rt) {
+  tsl_status st = tsl_vocab_load(rt);
+  /* shards given as they are name their tokenizer now; data.text's are
+  ** checked once prepared, and have data.tokenizer's (or none) */
+  if (st >= 0 && rt->settings.data.n_text == 0) st = tsl_vocab_check(rt, 1);
+  return st;
+}
+
 tsl_status tsl_data_open(tsl_runtime *rt, tsl_data_source *d) {
   const tsl_settings *s = &rt->settings;
   tsl_status st = TESSEL_OK;
   memset(d, 0, sizeof *d);
   d->seed = s->train.seed;
   d->batch_size = s->train.batch_size;
-  st = tsl_world_first_failure(&rt->world, tsl_vocab_load(rt));
-  if (st >= 0 && s->data.n_text > 0) st = prepare_text(rt, d);
-  if (st >= 0) st = tsl_vocab_check(rt, 1);
+  if (s->data.n_text > 0) st = prepare_text(rt, d);
+  if (st >= 0 && s->data.n_text > 0) st = tsl_vocab_check(rt, 1);
   if (st < 0) return st;
   st = tsl_dataset_open(s->data.train, s->model.vocab_size, s->model.seq_len, &d->train);
   if (st < 0) return unseen(rt, st, 0);

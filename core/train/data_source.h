@@ -31,7 +31,14 @@ typedef struct tsl_data_source {
   int locked, lock_fd; /* a shared lock on data.dir while the run reads what it prepared there */
 } tsl_data_source;
 
-/* Prepare (if configured) and open the datasets. Collective. */
+/* The run's tokenizer into rt->tokenizer, found without preparing or
+** writing anything: data.tokenizer, or the one shards given as data.train
+** and data.val were made with (checked against them and the model). What
+** a resume is checked against before tsl_data_open prepares data.text.
+** Local. */
+tsl_status tsl_data_vocab(tsl_runtime *rt);
+/* Prepare (if configured) and open the datasets, after tsl_data_vocab.
+** Collective. */
 tsl_status tsl_data_open(tsl_runtime *rt, tsl_data_source *d);
 /* What tsl_data_open would refuse, found without preparing or training
 ** (`tessel check`): the tokenizer, the vocabulary against the shards, and

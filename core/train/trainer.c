@@ -28,6 +28,10 @@ struct tsl_trainer {
   tsl_data_source data;
   tsl_model *model;
   tsl_reporter report;
+  tsl_ckpt ckpt;      /* the checkpoint to resume from, open from find_checkpoint until resume */
+  int have_ckpt;
+  char *resume_path;  /* its directory (NULL: none), until resume hands it to last_ckpt */
+  char host0[64];     /* where rank 0 found it */
   int64_t start_step;
   uint64_t tokens;    /* trained through last_step, all ranks together */
   char *last_ckpt;    /* the newest checkpoint written or resumed from, at step ckpt_step */
@@ -116,69 +120,74 @@ fail:
   return st;
 }
 
+/* Why resuming from t->resume_path failed (st): on a rank of another host
+** than rank 0's, that the path may not be the same directory there; under
+** automatic resume, a damaged checkpoint with the one to go on from. */
+static tsl_status resume_failed(trainer *t, tsl_status st) {
+  tsl_runtime *rt = t->rt;
+  const char *path = t->resume_path;
+  if (rt->world.rank != 0 && strcmp(t->host0, rt->world.host) != 0)
+    return tsl_error_wrap(st, "rank %d on host %s resuming from %s, which rank 0 found on host %s (checkpoint.dir "
+                          "must be on a filesystem every machine shares; see docs/cluster.md)",
+                          rt->world.rank, rt->world.host, path, t->host0);
+  if (st == TESSEL_E_IO && !t->opts.resume_dir) /* a damaged newest checkpoint: name one to go on from */
+    return tsl_ckpt_damaged(rt->settings.ckpt.dir, path, st);
+  return tsl_error_wrap(st, "resuming from %s", path);
+}
+
+/* The checkpoint the run resumes from (none: t->resume_path NULL), opened
+** and checked against the config — its model and its tokenizer, so the
+** run's tokenizer must be settled (tsl_data_vocab) — before any data is
+** prepared or anything written: a resume that is refused leaves the disk
+** as it was. */
+static tsl_status find_checkpoint(trainer *t) {
+  tsl_runtime *rt = t->rt;
+  tsl_status st = agree_on_checkpoint(t, &t->resume_path, t->host0, sizeof t->host0);
+  if (st < 0 || !t->resume_path) return st;
+  st = tsl_ckpt_open(t->resume_path, &t->ckpt);
+  /* every rank reads the path rank 0 chose on its own machine: where that
+  ** is not one shared directory, another checkpoint may stand there */
+  t->have_ckpt = st >= 0;
+  uint64_t mine = t->have_ckpt ? t->ckpt.fingerprint : 0, first = mine;
+  tsl_status bst = tsl_world_bcast(&rt->world, &first, sizeof first);
+  if (t->have_ckpt && bst >= 0 && first && mine != first)
+    return tsl_error(TESSEL_E_IO, "rank %d on host %s finds another checkpoint at %s than rank 0 on host %s (other "
+                     "files, or another step): checkpoint.dir must be one directory every machine shares (see "
+                     "docs/cluster.md); remove the stale copy",
+                     rt->world.rank, rt->world.host, t->resume_path, t->host0);
+  if (t->have_ckpt && bst < 0) st = bst;
+  else if (t->have_ckpt) st = tsl_ckpt_fits(rt, &t->ckpt);
+  if (t->have_ckpt && strcmp(t->ckpt.path, t->resume_path) != 0) { /* --resume named its checkpoint.dir */
+    char *chosen = tsl_strdup(t->ckpt.path);
+    if (!chosen) return TESSEL_E_NOMEM;
+    free(t->resume_path);
+    t->resume_path = chosen;
+  }
+  if (t->have_ckpt) t->start_step = t->ckpt.step;
+  return st < 0 ? resume_failed(t, st) : TESSEL_OK;
+}
+
+/* Load the checkpoint find_checkpoint opened (or model.init_from's weights)
+** into the model, and go on counting tokens from it. */
 static tsl_status resume(trainer *t) {
   tsl_runtime *rt = t->rt;
   const tsl_settings *s = &rt->settings;
-  char *path = NULL, host0[64];
-  tsl_status st = agree_on_checkpoint(t, &path, host0, sizeof host0);
-  if (st < 0) return st;
-  if (!path) return s->model.init_from ? tsl_init_from_load(t->model) : TESSEL_OK;
-  tsl_ckpt c;
-  st = tsl_ckpt_open(path, &c);
-  /* every rank reads the path rank 0 chose on its own machine: where that
-  ** is not one shared directory, another checkpoint may stand there */
-  const int opened = st >= 0;
-  uint64_t mine = opened ? c.fingerprint : 0, first = mine;
-  tsl_status bst = tsl_world_bcast(&rt->world, &first, sizeof first);
-  const int stale = opened && bst >= 0 && first && mine != first;
-  if (stale)
-    st = tsl_error(TESSEL_E_IO, "rank %d on host %s finds another checkpoint at %s than rank 0 on host %s (other "
-                   "files, or another step): checkpoint.dir must be one directory every machine shares (see "
-                   "docs/cluster.md); remove the stale copy",
-                   rt->world.rank, rt->world.host, path, host0);
-  else if (opened && bst < 0)
-    st = bst;
-  else if (opened)
-    st = tsl_ckpt_restore(t->model, &c);
-  if (opened && st >= 0) {
-    tsl_ckpt_warn_changes(rt, &c);
-    t->tokens = tsl_ckpt_tokens(&c, s->train.batch_size);
-  }
-  if (opened) {
-    t->start_step = c.step;
-    char *chosen = strcmp(c.path, path) ? tsl_strdup(c.path) : NULL; /* --resume named its checkpoint.dir */
-    if (chosen) {
-      free(path);
-      path = chosen;
-    }
-    tsl_ckpt_close(&c);
-  }
-  if (stale) goto fail;
-  if (st < 0 && rt->world.rank != 0 && strcmp(host0, rt->world.host) != 0) {
-    tsl_error_wrap(st, "rank %d on host %s resuming from %s, which rank 0 found on host %s (checkpoint.dir must be "
-                   "on a filesystem every machine shares; see docs/cluster.md)",
-                   rt->world.rank, rt->world.host, path, host0);
-    goto fail;
-  }
-  if (st == TESSEL_E_IO && !t->opts.resume_dir) { /* a damaged newest checkpoint: name one to go on from */
-    st = tsl_ckpt_damaged(s->ckpt.dir, path, st);
-    goto fail;
-  }
-  if (st < 0) {
-    tsl_error_wrap(st, "resuming from %s", path);
-    goto fail;
-  }
+  if (!t->resume_path) return s->model.init_from ? tsl_init_from_load(t->model) : TESSEL_OK;
+  tsl_status st = tsl_ckpt_restore(t->model, &t->ckpt);
+  if (st < 0) return resume_failed(t, st);
+  tsl_ckpt_warn_changes(rt, &t->ckpt);
+  t->tokens = tsl_ckpt_tokens(&t->ckpt, s->train.batch_size);
+  tsl_ckpt_close(&t->ckpt);
+  t->have_ckpt = 0;
   if (t->start_step >= s->train.steps)
-    tsl_info("checkpoint %s is at step %lld: train.steps = %lld is already done", path, (long long)t->start_step,
-             (long long)s->train.steps);
+    tsl_info("checkpoint %s is at step %lld: train.steps = %lld is already done", t->resume_path,
+             (long long)t->start_step, (long long)s->train.steps);
   else
-    tsl_info("resuming from %s (step %lld)", path, (long long)t->start_step);
-  t->last_ckpt = path;
+    tsl_info("resuming from %s (step %lld)", t->resume_path, (long long)t->start_step);
+  t->last_ckpt = t->resume_path;
+  t->resume_path = NULL;
   t->ckpt_step = t->start_step;
   return TESSEL_OK;
-fail:
-  free(path);
-  return st;
 }
 
 /* Mean loss over every token of the global batch (collective). */
@@ -417,7 +426,9 @@ tsl_status tsl_trainer_open(tsl_runtime *rt, const tsl_train_opts *opts, tsl_tra
   if (!t) return tsl_error(TESSEL_E_NOMEM, "out of host memory starting a run");
   *t = (trainer){.rt = rt, .opts = *opts, .started = opts->started ? opts->started : tsl_now()};
   /* agree after each part: each has collectives the next must not meet alone */
-  tsl_status st = tsl_world_agree(&rt->world, setup(t));
+  tsl_status st = tsl_world_agree(&rt->world, tsl_data_vocab(rt));
+  if (st >= 0) st = tsl_world_agree(&rt->world, find_checkpoint(t));
+  if (st >= 0) st = tsl_world_agree(&rt->world, setup(t));
   if (st >= 0) st = tsl_world_agree(&rt->world, measure(t));
   if (st >= 0) st = tsl_world_agree(&rt->world, resume(t));
   if (st >= 0) st = tsl_world_agree(&rt->world, tsl_reporter_open(&t->report, rt, t->start_step));
@@ -544,6 +555,8 @@ void tsl_trainer_close(tsl_trainer *t) {
   tsl_reporter_close(&t->report);
   tsl_data_close(&t->data);
   tsl_model_destroy(t->model);
+  if (t->have_ckpt) tsl_ckpt_close(&t->ckpt);
+  free(t->resume_path);
   free(t->good_ckpt);
   free(t->last_ckpt);
   free(t->log_error);
