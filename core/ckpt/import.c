@@ -365,6 +365,8 @@ static tsl_status write_checkpoint(const tsl_weights *w, const tsl_tokenizer *t,
     TSL_TRY(st, tsl_atomic_write_file(path, json, len));
     meta.tokenizer_hash = tsl_tokenizer_hash(t);
   }
+  /* kept whether or not the tokenizer is: `tessel export` writes them back */
+  tsl_hf_token_ids(w->dir, w->model.vocab_size, &meta);
   snprintf(meta.plugin, sizeof meta.plugin, "none");
   snprintf(meta.tessel_version, sizeof meta.tessel_version, "%s", TESSEL_VERSION_STRING);
   TSL_TRY(st, tsl_ckpt_meta_write(tmp, &meta));

@@ -17,7 +17,7 @@
 ** prefix.
 **
 ** tessel import writes a Hugging Face directory as a checkpoint directory
-** (step 0, zero AdamW moments) that `tessel run --resume` and
+** (step 0, zero AdamW moments, the model's bos and eos token ids) that `tessel run --resume` and
 ** model.init_from accept; model.init_from also takes the Hugging Face
 ** directory itself.
 */

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/log.h"
 #include "common/util.h"
 
 typedef struct hf_json {
@@ -235,6 +236,59 @@ fail:
   free(text);
   free(path);
   return st;
+}
+
+/* ---- the token ids ---- */
+
+/* The ids at `v` (an id, or a list of them) into ids[cap]: how many, 0 when
+** v is absent or null, -1 when it is not ids of a `vocab`-token vocabulary
+** that fit in cap. */
+static int token_ids(const cJSON *v, int vocab, int *ids, int cap) {
+  const cJSON *e;
+  int n = 0;
+  if (!v || cJSON_IsNull(v)) return 0;
+  if (cJSON_IsNumber(v)) {
+    if (v->valuedouble != floor(v->valuedouble) || v->valuedouble < 0 || v->valuedouble >= vocab) return -1;
+    ids[0] = (int)v->valuedouble;
+    return 1;
+  }
+  if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) < 1 || cJSON_GetArraySize(v) > cap) return -1;
+  cJSON_ArrayForEach(e, v) if (token_ids(e, vocab, &ids[n++], 1) != 1) return -1;
+  return n;
+}
+
+/* The warning for token ids a checkpoint cannot keep. */
+static void not_kept(const char *path, const cJSON *v, int vocab) {
+  char *value = cJSON_PrintUnformatted(v);
+  tsl_warn("%s: %s %s is not an id of the model's %d tokens, nor a list of at most %d: the checkpoint does not keep "
+           "it, and its export names none", path, v->string, value ? value : "", vocab, TSL_CKPT_MAX_EOS);
+  free(value);
+}
+
+void tsl_hf_token_ids(const char *dir, int vocab, tsl_ckpt_meta *m) {
+  static const char *const files[] = {"config.json", "generation_config.json"};
+  int bos_seen = 0, eos_seen = 0; /* the first file that gives one decides, good or not */
+  for (size_t f = 0; f < sizeof files / sizeof *files; f++) {
+    char *path = tsl_asprintf("%s/%s", dir, files[f]), *text = NULL;
+    cJSON *root = path && tsl_path_exists(path) && tsl_read_file(path, &text, NULL) >= 0 ? cJSON_Parse(text) : NULL;
+    const cJSON *bos = cJSON_GetObjectItemCaseSensitive(root, "bos_token_id");
+    const cJSON *eos = cJSON_GetObjectItemCaseSensitive(root, "eos_token_id");
+    int n;
+    if (!bos_seen && (n = token_ids(bos, vocab, &m->bos_id, 1)) != 0) {
+      bos_seen = 1;
+      m->has_bos = n > 0;
+      if (n < 0) not_kept(path, bos, vocab);
+    }
+    if (!eos_seen && (n = token_ids(eos, vocab, m->eos_ids, TSL_CKPT_MAX_EOS)) != 0) {
+      eos_seen = 1;
+      m->n_eos = n > 0 ? n : 0;
+      if (n < 0) not_kept(path, eos, vocab);
+    }
+    cJSON_Delete(root);
+    free(text);
+    free(path);
+  }
+  tsl_error_clear();
 }
 
 /* ---- the tensor files ---- */

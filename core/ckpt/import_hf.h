@@ -5,12 +5,20 @@
 #ifndef TSL_IMPORT_HF_H
 #define TSL_IMPORT_HF_H
 
+#include "ckpt/meta.h"
 #include "ckpt/safetensors.h"
 #include "runtime/settings.h"
 
 /* DIR/config.json (model_type gpt2 or llama) as model settings; absent keys
 ** take the transformers class defaults. */
 tsl_status tsl_hf_config(const char *dir, tsl_model_settings *out);
+
+/* The model's beginning- and end-of-text ids into m (has_bos, bos_id,
+** n_eos, eos_ids): config.json's bos_token_id and eos_token_id (an id or a
+** list), else generation_config.json's. An id outside the model's `vocab`
+** tokens, or a list of more than TSL_CKPT_MAX_EOS, is not kept, and a
+** warning says so: the weights import all the same. */
+void tsl_hf_token_ids(const char *dir, int vocab, tsl_ckpt_meta *m);
 
 /* Open DIR/model.safetensors, or every shard model.safetensors.index.json
 ** names; *files is a heap array of *n_files open files (close each, then

@@ -12,6 +12,8 @@
 #     character for character, and start below a fresh run's first loss.
 # (3) import refuses an existing destination and a directory that is no
 #     Hugging Face model, leaving nothing behind.
+# (4) a Hugging Face model's bos and eos ids survive import then export
+#     without a tokenizer.
 . "$(dirname "$0")/common.sh" "$1" "$2" "$3" import_resume
 
 llama=(--set model.arch=llama --set model.heads=4 --set model.kv_heads=2 --set checkpoint.every=3)
@@ -58,6 +60,30 @@ cmp -s "$WORK/original.losses" "$WORK/resumed.losses" || { paste "$WORK/original
 awk -v a="$(head -1 "$WORK/original.losses")" -v b="$(head -1 "$WORK/fresh.losses")" 'BEGIN { exit !(a < b - 0.1) }' \
   || fail "the first loss from trained weights ($(head -1 "$WORK/original.losses")) is not below a fresh start's ($(head -1 "$WORK/fresh.losses"))"
 echo "ok: init_from the original, init_from the re-imported and --resume of it train identically: $(tr '\n' ' ' <"$WORK/original.losses")"
+
+# (4) a Hugging Face model's beginning- and end-of-text ids come back in its
+# export though it has no tokenizer to keep (they were exported as null),
+# a list of end ids as the list; ids its vocabulary lacks are said not kept
+hf_ids() { # HF_DIR NAME: import HF_DIR as $WORK/NAME, export it to $WORK/NAME-hf
+  "$TESSEL" import "$1" -o "$WORK/$2" >"$WORK/$2.log" 2>&1 || fail "$2: import failed: $(cat "$WORK/$2.log")"
+  mkdir -p "$WORK/$2-hf"
+  "$TESSEL" export "$WORK/$2" -o "$WORK/$2-hf/model.safetensors" >/dev/null || fail "$2: export failed"
+}
+hf_ids tests/fixtures/llama_tiny llama-ids
+flat() { tr -d ' \t\n' <"$1"; }
+flat "$WORK/llama-ids-hf/config.json" | grep -qE '"bos_token_id":1[,}]' &&
+  flat "$WORK/llama-ids-hf/config.json" | grep -qE '"eos_token_id":2[,}]' ||
+  fail "the export lacks the imported model's bos 1 and eos 2: $(cat "$WORK/llama-ids-hf/config.json")"
+mkdir -p "$WORK/llama-list"
+cp tests/fixtures/llama_tiny/model.safetensors "$WORK/llama-list/"
+sed 's/"eos_token_id": 2,/"eos_token_id": [2, 5],/' tests/fixtures/llama_tiny/config.json >"$WORK/llama-list/config.json"
+hf_ids "$WORK/llama-list" llama-list-ids
+flat "$WORK/llama-list-ids-hf/config.json" | grep -qF '"eos_token_id":[2,5]' ||
+  fail "the export lacks the imported model's eos list [2, 5]: $(cat "$WORK/llama-list-ids-hf/config.json")"
+hf_ids tests/fixtures/gpt2_tiny gpt2-ids
+grep -qF "bos_token_id 50256 is not an id of the model's 96 tokens" "$WORK/gpt2-ids.log" ||
+  fail "an id outside the vocabulary is dropped without a word: $(cat "$WORK/gpt2-ids.log")"
+echo "ok: an imported model's token ids come back in its export"
 
 # (3) refusals
 set +e

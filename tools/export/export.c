@@ -54,22 +54,26 @@ static cJSON *hf_config(const tsl_model_settings *m) {
   return root;
 }
 
-/* One of config.json's token ids: null when the tokenizer has no such token
-** (byte-level data has none): left out, transformers would take its
-** defaults (GPT-2's 50256, Llama's 1 and 2), tokens this model does not
-** have or that mean bytes. */
-static void add_token_id(cJSON *root, const char *key, int id) {
-  if (id >= 0) cJSON_AddNumberToObject(root, key, id);
+/* One of config.json's token ids: its n ids (a list when more than one),
+** or null when the model has none (byte-level data has none): left out,
+** transformers would take its defaults (GPT-2's 50256, Llama's 1 and 2),
+** tokens this model does not have or that mean bytes. */
+static void add_token_ids(cJSON *root, const char *key, const int *ids, int n) {
+  if (n == 1) cJSON_AddNumberToObject(root, key, ids[0]);
+  else if (n > 1) cJSON_AddItemToObject(root, key, cJSON_CreateIntArray(ids, n));
   else cJSON_AddNullToObject(root, key);
 }
 
-/* config.json, with the tokenizer's beginning- and end-of-text ids (-1:
-** none). */
-static tsl_status write_hf_config(const tsl_ckpt *c, const char *path, int bos, int eot) {
+/* config.json, with the model's beginning- and end-of-text ids: those of
+** the Hugging Face model it was imported from (trainer.json keeps them,
+** whether or not its tokenizer could be kept), else its tokenizer's (t,
+** NULL: none). */
+static tsl_status write_hf_config(const tsl_ckpt *c, const tsl_tokenizer *t, const char *path) {
   tsl_status st;
+  int bos = t ? tsl_tokenizer_bos(t) : -1, eot = t ? tsl_tokenizer_eot(t) : -1;
   cJSON *root = hf_config(&c->arch);
-  add_token_id(root, "bos_token_id", bos);
-  add_token_id(root, "eos_token_id", eot);
+  add_token_ids(root, "bos_token_id", c->has_bos ? &c->bos_id : &bos, c->has_bos || bos >= 0);
+  add_token_ids(root, "eos_token_id", c->n_eos ? c->eos_ids : &eot, c->n_eos ? c->n_eos : eot >= 0);
   char *text = cJSON_Print(root);
   cJSON_Delete(root);
   if (!text) return tsl_error(TESSEL_E_NOMEM, "out of host memory writing %s", path);
@@ -240,7 +244,7 @@ tsl_status tsl_export_hf(const char *ckpt_dir, const char *out_path, int *wrote_
   st = tsl_st_writer_finish(w);
   if (st < 0) goto fail;
   config = tsl_asprintf("%s/config.json", dir);
-  st = config ? write_hf_config(&c, config, t ? tsl_tokenizer_bos(t) : -1, t ? tsl_tokenizer_eot(t) : -1) : TESSEL_E_NOMEM;
+  st = config ? write_hf_config(&c, t, config) : TESSEL_E_NOMEM;
   if (st >= 0 && t) st = write_tokenizer_files(&c, t, dir);
   if (st >= 0) st = remove_stale_files(dir, t != NULL);
   if (wrote_tokenizer) *wrote_tokenizer = t != NULL;
