@@ -14,10 +14,11 @@ uint64_t tsl_ckpt_tokens(const tsl_ckpt *c, int batch_now) {
   return (uint64_t)c->step * (uint64_t)batch * (uint64_t)c->arch.seq_len;
 }
 
-/* A data member as the warning names it: its JSON, or "not set". */
+/* A data member as the warning names it: its JSON, or "not set" (absent
+** or null). */
 static char *member_text(const cJSON *o, const char *key) {
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-  return v ? cJSON_PrintUnformatted(v) : tsl_strdup("not set");
+  return v && !cJSON_IsNull(v) ? cJSON_PrintUnformatted(v) : tsl_strdup("not set");
 }
 
 /* One warning per data key whose value differs from the checkpoint's
