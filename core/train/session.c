@@ -49,12 +49,30 @@ tsl_runtime *tsl_session_runtime(tessel_run *run) { return &run->rt; }
 
 const char *tessel_version(void) { return TESSEL_VERSION_STRING; }
 
+/* The MPI world every run of this process uses, when MPI is running: 0
+** when it was never started or is already finalised. */
+static int running_world(tsl_world *w) {
+  int started = 0, ended = 0;
+  MPI_Initialized(&started);
+  if (started) MPI_Finalized(&ended);
+  if (!started || ended) return 0;
+  memset(w, 0, sizeof *w);
+  w->active = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &w->rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &w->size);
+  return 1;
+}
+
 /* MPI started for the API is finalised when the program exits: a second
-** run in the same process needs it still running. */
+** run in the same process needs it still running. The ranks meet first
+** within the communication timeout (tsl_world_finalize), so a rank stuck
+** before its exit is named and the job ended instead of hanging the others
+** in MPI_Finalize. */
 static void finalize_mpi(void) {
-  int done = 0;
-  MPI_Finalized(&done);
-  if (!done) MPI_Finalize();
+  tsl_world w;
+  if (!running_world(&w)) return;
+  w.owns_mpi = 1;
+  tsl_world_finalize(&w);
 }
 
 tessel_status tessel_run_open(const char *config, const char *const *sets, int n_sets, tessel_run **out) {
@@ -89,18 +107,8 @@ static tsl_status check_run(const tessel_run *run, const char *call) {
 ** whose run is NULL still takes part, over the MPI world every run uses. */
 static tsl_status agree_args(const tessel_run *run, tsl_status mine) {
   tsl_world w;
-  if (run) {
-    w = run->rt.world;
-  } else {
-    int started = 0, ended = 0;
-    MPI_Initialized(&started);
-    if (started) MPI_Finalized(&ended);
-    if (!started || ended) return mine;
-    memset(&w, 0, sizeof w);
-    w.active = 1;
-    MPI_Comm_rank(MPI_COMM_WORLD, &w.rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &w.size);
-  }
+  if (run) w = run->rt.world;
+  else if (!running_world(&w)) return mine;
   return tsl_world_first_failure(&w, mine);
 }
 

@@ -122,6 +122,21 @@ set -e
   { cat "$WORK/nulleval.out" "$WORK/nulleval.err" >&2; fail "a bad argument on one rank (exit $rc)"; }
 echo "ok: a bad argument on one rank fails the call on both, and the run goes on"
 
+# a rank stuck after its last run (stopped before it exits) leaves the
+# other rank in the exit's MPI_Finalize, which has no deadline: the library's
+# exit handler meets the other ranks within train.comm_timeout first, names
+# the rank that never came and ends the job (it hung for ever)
+set +e
+API_DEMO_STOP_RANK=0 timeout 60 "${MPI[@]}" -x API_DEMO_STOP_RANK "$DEMO" "$WORK/run.yaml" 2 log.dir="$WORK/stuck" \
+  plugin.name=ddp train.comm_timeout=5s >"$WORK/stuck.out" 2>"$WORK/stuck.err"
+rc=$?
+pkill -9 -f "log.dir=$WORK/stuck" 2>/dev/null # a stopped rank a hung job left behind
+set -e
+[ $rc -ne 124 ] || { cat "$WORK/stuck.err" >&2; fail "a rank stuck at exit left the other waiting in MPI_Finalize"; }
+grep -q "the end of the run on group 'world' has waited [0-9]* s (train.comm_timeout) for rank 0, which never arrived" \
+  "$WORK/stuck.err" || { cat "$WORK/stuck.out" "$WORK/stuck.err" >&2; fail "the waiting rank did not name rank 0 (exit $rc)"; }
+echo "ok: a rank stuck at exit ends the job within train.comm_timeout, named by the rank that waited (exit $rc)"
+
 PREFIX=$WORK/prefix
 cmake --install "$BUILD" --prefix "$PREFIX" >/dev/null || fail "cmake --install failed"
 PC=$(dirname "$(find "$PREFIX" -name tessel.pc | head -1)")

@@ -21,6 +21,7 @@
 ** others into a variable: every rank must be refused ("evaluate refused:
 ** MESSAGE"), none may wait for the others.
 */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,6 +63,15 @@ static int misuse_on_one_rank(tessel_run *run) {
     return misuse("an evaluation into NULL on one rank");
   printf("evaluate refused: %s\n", tessel_last_error());
   return 0;
+}
+
+/* The rank named by API_DEMO_STOP_RANK stops itself before it exits, as a
+** program stuck after its last run would: the other ranks' exit must not
+** wait for it for ever. */
+static void stuck_at_exit(void) {
+  const char *who = getenv("API_DEMO_STOP_RANK"), *me = getenv("OMPI_COMM_WORLD_RANK");
+  fflush(stdout);
+  if (who && me && strcmp(who, me) == 0) raise(SIGSTOP);
 }
 
 /* Calls on an open run with bad arguments: refused, and no step taken. */
@@ -133,5 +143,6 @@ int main(int argc, char **argv) {
   printf("resumed at %lld\n", (long long)tessel_run_last_step(run));
   tessel_run_close(run);
   printf("tessel %s\n", tessel_version());
+  stuck_at_exit();
   return 0;
 }
