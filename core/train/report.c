@@ -19,16 +19,17 @@
 /* Keep the lines of steps <= keep_step from an existing metrics file, and
 ** say which steps up to keep_step have no line: the steps trained while the
 ** metrics could not be written (a full disk), which the run cannot log
-** again. */
+** again. Read a line at a time: the file of a long run is hundreds of
+** megabytes, which rank 0 would otherwise hold whole at every resume. */
 static tsl_status truncate_metrics(const char *path, int64_t keep_step, FILE *out) {
-  char *text = NULL;
+  char *line = NULL;
+  size_t cap = 0;
   double last = 0;
   if (!tsl_path_exists(path)) return TESSEL_OK;
-  tsl_status st = tsl_read_file(path, &text, NULL);
-  if (st < 0) return st;
-  for (char *line = text, *next; line && *line; line = next) {
-    next = strchr(line, '\n');
-    if (next) *next++ = '\0';
+  FILE *in = fopen(path, "r");
+  if (!in) return tsl_error(TESSEL_E_IO, "log.metrics: %s: cannot open: %s", path, strerror(errno));
+  for (ssize_t n; (n = getline(&line, &cap, in)) >= 0;) {
+    if (n > 0 && line[n - 1] == '\n') line[n - 1] = '\0';
     cJSON *o = cJSON_Parse(line);
     cJSON *step = cJSON_GetObjectItemCaseSensitive(o, "step");
     if (cJSON_IsNumber(step) && step->valuedouble <= (double)keep_step) {
@@ -37,7 +38,10 @@ static tsl_status truncate_metrics(const char *path, int64_t keep_step, FILE *ou
     }
     cJSON_Delete(o);
   }
-  free(text);
+  int failed = ferror(in), err = errno;
+  free(line);
+  fclose(in);
+  if (failed) return tsl_error(TESSEL_E_IO, "log.metrics: %s: cannot read: %s", path, strerror(err));
   if (last < (double)keep_step)
     tsl_log(TESSEL_LOG_WARN, "log.metrics: %s has no lines for steps %.0f to %lld, which the checkpoint holds (they "
             "were trained while the metrics could not be written); it goes on from step %lld", path, last + 1,
