@@ -96,6 +96,13 @@ tsl_status tsl_reporter_open(tsl_reporter *r, const tsl_runtime *rt, int64_t res
   if (rt->world.rank != 0) return TESSEL_OK;
   tsl_status st = open_metrics(r, s, resume_step);
   if (st >= 0 && s->log.tensorboard) st = tsl_tfevents_open(&r->tb, s->log.tensorboard, resume_step);
+  /* a fresh run that cannot start takes its (empty) metrics file away, which
+  ** would keep the log.dir it made from going too (rundir.h) */
+  if (st < 0 && resume_step == 0 && r->metrics && !r->metrics_device) {
+    fclose(r->metrics);
+    r->metrics = NULL;
+    unlink(s->log.metrics);
+  }
   return st;
 }
 

@@ -2,7 +2,7 @@
 # tests/fault/log_full.sh — the run's log on a full disk, and outputs named
 # where a device or a FIFO is.
 #
-# usage: log_full.sh TESSEL SRC TMP
+# usage: log_full.sh TESSEL SRC TMP LIB (LIB: the fault library, inject.c)
 #
 # - log.metrics on /dev/full (every write fails with ENOSPC): the run stops
 #   at the next step with a checkpoint and exits 1, saying where it stopped
@@ -14,9 +14,13 @@
 #   summary.json went to /dev); summary.json goes to log.dir.
 # - a resumed run whose metrics lack lines of steps its checkpoint holds
 #   (trained while the disk was full) says which, and goes on after them.
+# - log.tensorboard on a read-only disk: a fresh run fails before its first
+#   step and leaves no log.dir (the empty metrics file it had opened kept
+#   the directory it made).
 # - tokenizer train -o FIFO is refused, and the FIFO stays (the same rename
 #   replaced it).
 . "$(dirname "$0")/common.sh" "$1" "$2" "$3" log_full
+LIB=$4
 tiny_config 6 0
 case_name=metrics_full
 "$TESSEL" run "$WORK/tiny.yaml" --set log.dir="$WORK/full" --set log.metrics=/dev/full --set checkpoint.every=0 \
@@ -47,6 +51,14 @@ case_name=metrics_null
   >"$WORK/null.log" 2>&1 || fail "a run with log.metrics /dev/null failed: $(cat "$WORK/null.log")"
 [ -c /dev/null ] || fail "/dev/null is no longer a device"
 [ -f "$WORK/null/summary.json" ] || fail "summary.json is not in log.dir"
+
+case_name=tensorboard_read_only
+mkdir "$WORK/ro"
+under_fault "$WORK/ro" erofs:0 "$WORK/ro.log" --set log.dir="$WORK/fresh/run" --set log.tensorboard="$WORK/ro/tb"
+status=$?
+[ $status -eq 1 ] || fail "exit status $status, expected 1: $(cat "$WORK/ro.log")"
+grep -qF "log.tensorboard: $WORK/ro" "$WORK/ro.log" || fail "the message does not name log.tensorboard: $(cat "$WORK/ro.log")"
+[ -e "$WORK/fresh" ] && fail "a run that never trained left $(find "$WORK/fresh")"
 
 case_name=fifo_output
 mkfifo "$WORK/fifo"
