@@ -2,10 +2,15 @@
 # 2 and 4 ranks against one process, and a stop-and-resume) and fails each
 # broken plugin of the loader tests and the broken trainers (an optimizer
 # that does nothing, also declared lossy; checkpoints that drop the
-# moments), naming the reason.
+# moments), naming the reason. A failed check keeps its runs, with their
+# logs, in a scratch directory under $TMPDIR: this test's own, removed at the
+# end (they were made in /tmp whatever TMPDIR said, five more per test run).
 set -uo pipefail
 TESSEL=$1; PLUGINS=$2; BROKEN=$3
 fail() { echo "FAIL: $*" >&2; exit 1; }
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+export TMPDIR=$scratch
 n=0
 for so in "$PLUGINS"/libtessel-*.so; do
   out=$("$TESSEL" plugin-check "$so" 2>&1) || { echo "$out" >&2; fail "plugin-check rejects the built-in $so"; }
@@ -26,6 +31,12 @@ expect() { # CASE, reason the report must give
   rc=$?
   [ $rc -eq 1 ] || { echo "$out" >&2; fail "$1: exit status $rc, expected 1"; }
   echo "$out" | grep -q "^  FAIL" && echo "$out" | grep -q "$2" || { echo "$out" >&2; fail "$1: no FAIL line saying '$2'"; }
+  kept=$(echo "$out" | sed -n 's|.*its log: \(.*\)/[^/]*\.log$|\1|p' | head -1)
+  case $kept in
+    "") ;;
+    "$scratch"/tessel-plugin-check-*) rm -rf "$kept" ;;
+    *) fail "$1: the failed runs were kept in $kept, not under TMPDIR ($scratch)" ;;
+  esac
 }
 expect notso "not an ELF file"
 expect nosym "the entry symbol is not exported"

@@ -9,6 +9,7 @@
 ** run stopped halfway and resumed from its checkpoint must continue bit for
 ** bit like the run that never stopped: the plugin's state survives. */
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <getopt.h>
 #include <math.h>
 #include <signal.h>
@@ -58,7 +59,9 @@ const tsl_command tsl_cmd_plugin_check = {
     "    having fallen at least half as far as one process's);\n"
     "  - at the largest rank count, a run stopped after 3 steps and resumed from its checkpoint\n"
     "    continues bit for bit like the run that never stopped.\n"
-    "Prints one line per check and exits 0 when all pass, 1 otherwise.\n\n"
+    "Prints one line per check and exits 0 when all pass, 1 otherwise. The runs go to a scratch\n"
+    "directory in $TMPDIR (default /tmp), removed when the plugin passes and kept, with each run's\n"
+    "log, when it fails.\n\n"
     "  --ranks LIST      up to 8 rank counts to train at (default 1,2,4); the batch is the least common\n"
     "                    multiple of 8 and the counts, so that each splits it\n"
     "  --set KEY=VALUE   override the runs' config, e.g. --set plugin.sync_every=2 (repeatable; plugin.*\n"
@@ -399,8 +402,14 @@ static int plugin_check(int argc, char **argv) {
                              TSL_STR(MAX_BATCH) " sequences; choose counts with a smaller least common multiple");
     return tsl_usage_error(&tsl_cmd_plugin_check, "expected one plugin file");
   }
-  char real[4096], dir[] = "/tmp/tessel-plugin-check-......";
-  memset(dir + sizeof dir - 7, 'X', 6); /* mkdtemp's template ends in six of them */
+  /* the runs' scratch directory goes where the user keeps temporary files */
+  const char *tmp = getenv("TMPDIR");
+  char real[4096], dir[4096];
+  if (!tmp || !*tmp) tmp = "/tmp";
+  if (snprintf(dir, sizeof dir, "%s/tessel-plugin-check-XXXXXX", tmp) >= (int)sizeof dir) {
+    free(sets);
+    return tsl_fail(tsl_error(TESSEL_E_IO, "TMPDIR %s is too long for a scratch directory in it", tmp));
+  }
   if (!realpath(argv[optind], real)) snprintf(real, sizeof real, "%s", argv[optind]);
   printf("plugin-check %s\n", real);
   fflush(stdout);
@@ -410,7 +419,7 @@ static int plugin_check(int argc, char **argv) {
   if (ok) {
     if (!mkdtemp(dir)) {
       free(sets);
-      return tsl_fail(tsl_error(TESSEL_E_IO, "cannot create a scratch directory under /tmp"));
+      return tsl_fail(tsl_error(TESSEL_E_IO, "cannot create a scratch directory in %s: %s", tmp, strerror(errno)));
     }
     if (write_configs(dir, batch) < 0) ok = report(0, "test data", tsl_error_message());
     for (size_t k = 0; ok && k < sizeof models / sizeof models[0]; k++) ok = check_model(&chk, (int)k, ranks, n_ranks);
