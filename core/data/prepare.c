@@ -263,12 +263,8 @@ static tsl_status remove_stale_shards(const char *dir, const char *split, int fr
   return st;
 }
 
-/* After a failure: the files this preparation wrote into the directory it
-** made, and that directory with the parents it made (`base`: the nearest
-** one that was there already), so that nothing new stays behind. Only
-** while empty: whatever else is there stays. */
-static void remove_made_dir(const char *out_dir, const char *base) {
-  static const char *const records[] = {"tokens.json", "tokenizer.json"};
+void tsl_data_dir_unmake(const char *out_dir, const char *base) {
+  static const char *const records[] = {"tokens.json", "tokenizer.json", TSL_DATA_STAMP, TSL_DATA_LOCK};
   remove_stale_shards(out_dir, "train", 0);
   remove_stale_shards(out_dir, "val", 0);
   for (size_t i = 0; i < sizeof records / sizeof records[0]; i++) {
@@ -379,7 +375,7 @@ tsl_status tsl_data_prepare(const char *const *inputs, int n_inputs, const char 
     report->val_shards = sinks[1].shards;
   }
 fail:
-  if (st < 0 && made_on) remove_made_dir(out_dir, made_on);
+  if (st < 0 && made_on) tsl_data_dir_unmake(out_dir, made_on);
   free(made_on);
   free(buf);
   free(real_out);

@@ -62,6 +62,13 @@ tsl_status tsl_data_prepare(const char *const *inputs, int n_inputs, const char 
 ** the last preparation's output for text, and grow with every run. */
 int tsl_data_own_file(const char *real_out_dir, const char *path);
 
+/* After a failed preparation into a directory made for it: the files
+** preparation writes there (shards, records, the stamp and the lock) and the
+** directory with the parents made for it, up to `base`, the nearest one
+** that was there already; only while empty, so whatever else is there
+** stays. */
+void tsl_data_dir_unmake(const char *dir, const char *base);
+
 /* Take dir's lock exclusively for `tessel data prepare`, or refuse
 ** (TESSEL_E_IO) while a run reads the shards there: preparing would replace
 ** them under it. *fd is -1 when dir has no lock file yet (no run has

@@ -88,15 +88,26 @@ static tsl_status prepare(const tsl_settings *s, tsl_tokenizer *t, const char *s
 ** a run finding it held waits for the preparer, then reads the same
 ** shards, or is refused when they are not its own. */
 static tsl_status hold_prepared(const tsl_settings *s, tsl_tokenizer *t, const char *stamp, tsl_data_source *d) {
-  tsl_status st = tsl_mkdir_p(s->data.dir);
-  char *path = tsl_asprintf("%s/" TSL_DATA_LOCK, s->data.dir);
-  if (st < 0 || !path) {
-    free(path);
-    return st < 0 ? tsl_error_wrap(st, "data.dir") : TESSEL_E_NOMEM;
+  tsl_status st = TESSEL_OK;
+  char *path = NULL, *made_on = NULL; /* made_on: where data.dir was made from, when this run made it */
+  int fd = -1;
+  if (!tsl_path_exists(s->data.dir) && !(made_on = tsl_existing_ancestor(s->data.dir))) {
+    st = tsl_error(TESSEL_E_IO, "data.dir %s: cannot examine where it would be made: %s", s->data.dir, strerror(errno));
+    goto fail;
   }
-  int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  free(path);
-  if (fd < 0) return tsl_error(TESSEL_E_IO, "data.dir %s: cannot create its lock file: %s", s->data.dir, strerror(errno));
+  if ((st = tsl_mkdir_p(s->data.dir)) < 0) {
+    tsl_error_wrap(st, "data.dir");
+    goto fail;
+  }
+  if (!(path = tsl_asprintf("%s/" TSL_DATA_LOCK, s->data.dir))) {
+    st = TESSEL_E_NOMEM;
+    goto fail;
+  }
+  fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    st = tsl_error(TESSEL_E_IO, "data.dir %s: cannot create its lock file: %s", s->data.dir, strerror(errno));
+    goto fail;
+  }
   if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
     if (!stamped(s, stamp)) st = prepare(s, t, stamp);
     flock(fd, LOCK_SH);
@@ -108,13 +119,20 @@ static tsl_status hold_prepared(const tsl_settings *s, tsl_tokenizer *t, const c
                      "sources (its data.text or tokenizer), and this run cannot prepare its own there while that one "
                      "reads them: give this run its own data.dir", s->data.dir);
   }
-  if (st < 0) {
-    close(fd);
-    return st;
-  }
+  if (st < 0) goto fail;
   d->locked = 1;
   d->lock_fd = fd;
+  free(path);
+  free(made_on);
   return TESSEL_OK;
+fail:
+  /* a failed preparation leaves no data.dir behind that it made (removed
+  ** while the lock is still held) */
+  if (made_on) tsl_data_dir_unmake(s->data.dir, made_on);
+  if (fd >= 0) close(fd);
+  free(path);
+  free(made_on);
+  return st;
 }
 
 /* Collective. Rank 0 prepares data.text when its stamp is stale and tells

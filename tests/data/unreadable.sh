@@ -44,5 +44,19 @@ env LD_PRELOAD="$4" TESSEL_FAULT_DIR="$WORK" TESSEL_FAULT=eio-read:b.txt \
 [ $? -eq 1 ] || fail "a failing read did not fail the preparation"
 grep -q "b.txt" "$WORK/log" || fail "the message does not name the file that failed to read"
 [ ! -e "$WORK/new2" ] || fail "a preparation that failed halfway left $(find "$WORK/new2" | head -3 | tr '\n' ' ')behind"
+# the preparation `tessel run` does for data.text: a data.dir it made is
+# not left behind with its lock file when preparing fails (it was)
+chmod 000 "$WORK/b.txt"
+cat >"$WORK/run.yaml" <<YAML
+model: {layers: 1, heads: 2, channels: 16, seq_len: 8}
+data: {text: ["$WORK/a.txt", "$WORK/b.txt"], dir: $WORK/run/data}
+train: {steps: 1, batch_size: 2, sample_tokens: 0}
+log: {dir: $WORK/run/log, progress: never}
+YAML
+"${as_user[@]}" "$TESSEL" run "$WORK/run.yaml" >"$WORK/log" 2>&1
+rc=$?
+[ $rc -ne 0 ] || fail "a run whose data.text cannot be read succeeded"
+grep -q "$WORK/b.txt: cannot read: Permission denied" "$WORK/log" || fail "the run's message does not name the file"
+[ ! -e "$WORK/run/data" ] || fail "a run whose preparation failed left $(find "$WORK/run/data" | tr '\n' ' ')behind"
 rm -rf "$WORK"
 echo "ok: an unreadable input was refused before anything was written, named with its reason"
