@@ -10,7 +10,7 @@
 # A kill lands once training is under way (the trial's log shows a step),
 # 0–250 ms later: with a checkpoint after every step (about 90 ms, most of
 # it writing and syncing files) most kills hit a checkpoint being written.
-# Each new start resumes from the newest complete checkpoint, clears what
+# Each new start resumes from the checkpoint `latest` names, clears what
 # the killed run left half-written, and takes the run-directory lock the
 # kill released. train.steps is far beyond what the trials reach, however
 # fast the machine; both runs stop at the same step T with
@@ -46,8 +46,12 @@ for trial in $(seq 1 $TRIALS); do
   left_behind=$((left_behind + $(find "$WORK/killed/checkpoints" -maxdepth 1 -name '.tmp-step_*' | wc -l)))
 done
 
+# resume follows `latest`, which a save writes after renaming its step
+# directory into place: a kill between the two leaves a complete newer
+# directory that the next start does not take (docs/architecture.md)
 last=$(find "$WORK/killed/checkpoints" -maxdepth 1 -name 'step_*' | sort | tail -1)
 [ -n "$last" ] || die "no checkpoint was completed in $TRIALS trials"
+[ -s "$WORK/killed/checkpoints/latest" ] && last=$(head -1 "$WORK/killed/checkpoints/latest")
 K=$((10#${last##*step_}))
 T=$((K + 3))
 # a run that stops at train.stop_after exits 75: stopped early, resumable
