@@ -194,7 +194,8 @@ static tsl_status write_config(const tsl_runtime *rt, const char *path) {
   return st;
 }
 
-static tsl_status write_trainer_json(const tsl_model *m, const char *dir, int64_t step, uint64_t tokens) {
+static tsl_status write_trainer_json(const tsl_model *m, const char *dir, int64_t step, uint64_t tokens,
+                                     const tsl_token_ids *ids) {
   const tsl_runtime *rt = tsl_model_runtime(m);
   const tsl_settings *s = &rt->settings;
   tsl_ckpt_meta meta = {.step = step, .tokens = (int64_t)tokens, .batch_size = s->train.batch_size,
@@ -202,6 +203,7 @@ static tsl_status write_trainer_json(const tsl_model *m, const char *dir, int64_
                         .model = s->model, .model_hash = tsl_model_hash(s),
                         .config_hash = tsl_cfg_hash(tsl_config_root(rt->config))};
   meta.model.section = NULL;
+  if (ids) meta.ids = *ids;
   if (!meta.data) return tsl_error(TESSEL_E_NOMEM, "out of host memory writing trainer.json");
   for (int f = 0; f < TSL_CKPT_N_FILES; f++) meta.files[f].present = f != TSL_CKPT_TOKENIZER || rt->tokenizer;
   if (rt->tokenizer) meta.tokenizer_hash = tsl_tokenizer_hash(rt->tokenizer);
@@ -218,7 +220,7 @@ static tsl_status write_trainer_json(const tsl_model *m, const char *dir, int64_
 ** *placed: the step directory is in place (what fails after it is the
 ** file system's syncing or the `latest` record). */
 static tsl_status finish_dir(tsl_model *m, const char *tmp, const char *final, int64_t step, uint64_t tokens,
-                             int *placed) {
+                             const tsl_token_ids *ids, int *placed) {
   tsl_status st;
   const tsl_runtime *rt = tsl_model_runtime(m);
   const tsl_settings *s = &rt->settings;
@@ -235,7 +237,7 @@ static tsl_status finish_dir(tsl_model *m, const char *tmp, const char *final, i
     free(path);
     TSL_TRY(st, st);
   }
-  TSL_TRY(st, write_trainer_json(m, tmp, step, tokens));
+  TSL_TRY(st, write_trainer_json(m, tmp, step, tokens, ids));
   TSL_TRY(st, tsl_fsync_path(tmp));
   TSL_TRY(st, tsl_ckpt_rename_into_place(tmp, final));
   *placed = 1;
@@ -284,7 +286,7 @@ static tsl_status write_failure(const tsl_runtime *rt, const write_error *we, in
                        : "Free some space or point checkpoint.dir at another disk");
 }
 
-tsl_status tsl_ckpt_save(tsl_model *m, int64_t step, uint64_t tokens, char **saved) {
+tsl_status tsl_ckpt_save(tsl_model *m, int64_t step, uint64_t tokens, const tsl_token_ids *ids, char **saved) {
   tsl_runtime *rt = tsl_model_runtime(m);
   const char *dir = rt->settings.ckpt.dir;
   tsl_status st = TESSEL_OK, wst = TESSEL_OK;
@@ -308,7 +310,7 @@ tsl_status tsl_ckpt_save(tsl_model *m, int64_t step, uint64_t tokens, char **sav
     free(path);
   }
   if (rt->world.rank == 0) {
-    if (st >= 0 && we.st >= 0) note(&we, finish_dir(m, tmp, final, step, tokens, &we.placed));
+    if (st >= 0 && we.st >= 0) note(&we, finish_dir(m, tmp, final, step, tokens, ids, &we.placed));
     if (we.st < 0) wst = write_failure(rt, &we, step, we.placed ? final : NULL, last);
     /* nothing half-written stays behind, whatever failed */
     if ((st < 0 || wst < 0) && tmp) tsl_remove_tree(tmp);
@@ -496,10 +498,7 @@ tsl_status tsl_ckpt_open(const char *given, tsl_ckpt *c) {
   c->batch_size = meta.batch_size;
   c->data = meta.data;
   meta.data = NULL;
-  c->has_bos = meta.has_bos;
-  c->bos_id = meta.bos_id;
-  c->n_eos = meta.n_eos;
-  memcpy(c->eos_ids, meta.eos_ids, sizeof c->eos_ids);
+  c->ids = meta.ids;
   c->seed = meta.seed;
   c->model_hash = meta.model_hash;
   c->arch = meta.model;

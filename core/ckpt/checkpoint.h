@@ -42,7 +42,7 @@ typedef struct tsl_ckpt {
   int64_t tokens; /* trained through step; -1: not recorded (see tsl_ckpt_tokens) */
   int batch_size; /* sequences per step when it was written; 0: not recorded */
   char *data;     /* the data it trained on (tsl_ckpt_data_of); NULL: not recorded */
-  int has_bos, bos_id, n_eos, eos_ids[TSL_CKPT_MAX_EOS]; /* an imported model's token ids */
+  tsl_token_ids ids; /* an imported model's token ids */
   uint64_t seed, model_hash;
   tsl_model_settings arch; /* the model it holds */
   char plugin[64];
@@ -53,9 +53,10 @@ typedef struct tsl_ckpt {
 } tsl_ckpt;
 
 /* Collective: write the checkpoint for `step`, `tokens` trained through
-** it, under settings.ckpt.dir and prune to settings.ckpt.keep. *saved
+** it, with the token ids of the model it was trained from (`ids`, NULL:
+** none), under settings.ckpt.dir and prune to settings.ckpt.keep. *saved
 ** (optional) gets the directory. */
-tsl_status tsl_ckpt_save(tsl_model *m, int64_t step, uint64_t tokens, char **saved);
+tsl_status tsl_ckpt_save(tsl_model *m, int64_t step, uint64_t tokens, const tsl_token_ids *ids, char **saved);
 
 /* About how many bytes one checkpoint of the configured model takes. */
 uint64_t tsl_ckpt_bytes(const tsl_settings *s);

@@ -30,6 +30,7 @@ struct tsl_weights {
 
 const tsl_model_settings *tsl_weights_model(const tsl_weights *w) { return &w->model; }
 int tsl_weights_is_hf(const tsl_weights *w) { return w->hf; }
+const tsl_token_ids *tsl_weights_token_ids(const tsl_weights *w) { return w->hf ? NULL : &w->ckpt.ids; }
 
 /* A tensor by tessel name: GPT2LMHeadModel nests its tensors under
 ** "transformer." (some GPT-2 files do not), Llama's names are HF's own. */
@@ -366,7 +367,7 @@ static tsl_status write_checkpoint(const tsl_weights *w, const tsl_tokenizer *t,
     meta.tokenizer_hash = tsl_tokenizer_hash(t);
   }
   /* kept whether or not the tokenizer is: `tessel export` writes them back */
-  tsl_hf_token_ids(w->dir, w->model.vocab_size, &meta);
+  tsl_hf_token_ids(w->dir, w->model.vocab_size, &meta.ids);
   snprintf(meta.plugin, sizeof meta.plugin, "none");
   snprintf(meta.tessel_version, sizeof meta.tessel_version, "%s", TESSEL_VERSION_STRING);
   TSL_TRY(st, tsl_ckpt_meta_write(tmp, &meta));

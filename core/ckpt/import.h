@@ -24,6 +24,7 @@
 #ifndef TSL_IMPORT_H
 #define TSL_IMPORT_H
 
+#include "ckpt/meta.h"
 #include "model/model.h"
 
 typedef struct tsl_weights tsl_weights;
@@ -39,6 +40,9 @@ void tsl_weights_close(tsl_weights *w);
 const tsl_model_settings *tsl_weights_model(const tsl_weights *w);
 /* Is it a Hugging Face directory (not a tessel checkpoint)? */
 int tsl_weights_is_hf(const tsl_weights *w);
+/* The token ids a checkpoint keeps (see tsl_token_ids); NULL for a Hugging
+** Face directory, whose ids only `tessel import` reads. */
+const tsl_token_ids *tsl_weights_token_ids(const tsl_weights *w);
 
 /* Parameter p's tensor, fp32, in file layout [file rows, cols]. p comes
 ** from a model of the same sizes, except that a position table may have
@@ -63,6 +67,8 @@ tsl_status tsl_init_from_check(tsl_settings *s);
 ** the rows of the weights' position table, and a Llama's anything). */
 tsl_status tsl_model_compare(const tsl_model_settings *c, const tsl_model_settings *w, const char *whose,
                              int same_len, const char *fix);
-tsl_status tsl_init_from_load(tsl_model *m);
+/* *ids (zeroed first): the token ids the weights keep, for the run's
+** checkpoints to keep in turn. */
+tsl_status tsl_init_from_load(tsl_model *m, tsl_token_ids *ids);
 
 #endif

@@ -104,7 +104,7 @@ tsl_status tsl_init_from_check(tsl_settings *s) {
   return st;
 }
 
-tsl_status tsl_init_from_load(tsl_model *m) {
+tsl_status tsl_init_from_load(tsl_model *m, tsl_token_ids *ids) {
   tsl_status st;
   const char *dir = tsl_model_runtime(m)->settings.model.init_from;
   tsl_params *ps = tsl_model_params(m);
@@ -112,7 +112,9 @@ tsl_status tsl_init_from_load(tsl_model *m) {
   float *file = NULL, *mem = NULL;
   uint64_t most = 1;
   for (int i = 0; i < ps->n; i++) most = TSL_MAX(most, (uint64_t)ps->p[i].info.shape[0] * (uint64_t)ps->p[i].info.shape[1]);
+  *ids = (tsl_token_ids){0};
   TSL_TRY(st, tsl_weights_open(dir, &w));
+  if (tsl_weights_token_ids(w)) *ids = *tsl_weights_token_ids(w);
   file = malloc(most * sizeof *file);
   mem = malloc(most * sizeof *mem);
   if (!file || !mem) {

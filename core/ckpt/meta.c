@@ -256,9 +256,10 @@ static cJSON *meta_json(const tsl_ckpt_meta *m) {
   } else {
     cJSON_AddNullToObject(root, "tokenizer");
   }
-  if (m->has_bos) cJSON_AddNumberToObject(root, "bos_token_id", m->bos_id);
-  if (m->n_eos == 1) cJSON_AddNumberToObject(root, "eos_token_id", m->eos_ids[0]);
-  else if (m->n_eos > 1) cJSON_AddItemToObject(root, "eos_token_id", cJSON_CreateIntArray(m->eos_ids, m->n_eos));
+  if (m->ids.has_bos) cJSON_AddNumberToObject(root, "bos_token_id", m->ids.bos_id);
+  if (m->ids.n_eos == 1) cJSON_AddNumberToObject(root, "eos_token_id", m->ids.eos_ids[0]);
+  else if (m->ids.n_eos > 1)
+    cJSON_AddItemToObject(root, "eos_token_id", cJSON_CreateIntArray(m->ids.eos_ids, m->ids.n_eos));
   for (int f = 0; f < TSL_CKPT_N_FILES; f++) {
     if (!m->files[f].present) continue;
     cJSON *e = cJSON_AddObjectToObject(files, tsl_ckpt_files[f]);
@@ -429,19 +430,20 @@ static tsl_status read_later(const reader *r, tsl_ckpt_meta *m) {
   if (item_at(r->root, "tokens")) TSL_TRY(st, whole(r, "tokens", 0, MAX_WHOLE, &m->tokens));
   if (item_at(r->root, "batch_size")) TSL_TRY(st, whole(r, "batch_size", 1, 1 << 24, &v));
   m->batch_size = item_at(r->root, "batch_size") ? (int)v : 0;
-  if ((m->has_bos = item_at(r->root, "bos_token_id") != NULL)) TSL_TRY(st, whole(r, "bos_token_id", 0, vocab, &v));
-  m->bos_id = m->has_bos ? (int)v : 0;
+  if ((m->ids.has_bos = item_at(r->root, "bos_token_id") != NULL))
+    TSL_TRY(st, whole(r, "bos_token_id", 0, vocab, &v));
+  m->ids.bos_id = m->ids.has_bos ? (int)v : 0;
   const cJSON *eos = item_at(r->root, "eos_token_id"), *e, *ids = cJSON_IsArray(eos) ? eos : NULL;
   if (ids && (cJSON_GetArraySize(eos) < 1 || cJSON_GetArraySize(eos) > TSL_CKPT_MAX_EOS))
     return tsl_error(TESSEL_E_IO, "%s: 'eos_token_id' must list 1 to %d ids", r->where, TSL_CKPT_MAX_EOS);
   if (eos && !ids) {
     TSL_TRY(st, whole(r, "eos_token_id", 0, vocab, &v));
-    m->eos_ids[m->n_eos++] = (int)v;
+    m->ids.eos_ids[m->ids.n_eos++] = (int)v;
   }
   cJSON_ArrayForEach(e, ids) {
     if (!cJSON_IsNumber(e) || e->valuedouble != floor(e->valuedouble) || e->valuedouble < 0 || e->valuedouble > vocab)
       return tsl_error(TESSEL_E_IO, "%s: 'eos_token_id' holds something not an id in [0, %.0f]", r->where, vocab);
-    m->eos_ids[m->n_eos++] = (int)e->valuedouble;
+    m->ids.eos_ids[m->ids.n_eos++] = (int)e->valuedouble;
   }
   const cJSON *data = item_at(r->root, "data"), *text = item_at(r->root, "data.text");
   if (!data) return TESSEL_OK;

@@ -47,13 +47,20 @@ extern const char *const tsl_ckpt_files[TSL_CKPT_N_FILES];
 ** eos_token_id may be a list). */
 #define TSL_CKPT_MAX_EOS 8
 
+/* A model's beginning- and end-of-text token ids, as the Hugging Face
+** model it came from gave them: kept in every checkpoint trained from it,
+** so that its export names them though no tokenizer came with it. */
+typedef struct tsl_token_ids {
+  int has_bos, bos_id, n_eos, eos_ids[TSL_CKPT_MAX_EOS];
+} tsl_token_ids;
+
 typedef struct tsl_ckpt_meta {
   int version;
   int64_t step;
   int64_t tokens; /* tokens trained through `step`; -1: not recorded (written before it was) */
   int batch_size; /* sequences per step, all ranks together; 0: not recorded */
   char *data;     /* the data section (tsl_ckpt_data_of), unformatted JSON; NULL: not recorded */
-  int has_bos, bos_id, n_eos, eos_ids[TSL_CKPT_MAX_EOS]; /* an imported model's token ids (no tokenizer needed) */
+  tsl_token_ids ids; /* an imported model's token ids (no tokenizer needed) */
   uint64_t seed, model_hash, config_hash;
   uint64_t tokenizer_hash; /* with files[TSL_CKPT_TOKENIZER].present */
   int world_size;

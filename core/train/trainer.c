@@ -34,6 +34,7 @@ struct tsl_trainer {
   char host0[64];     /* where rank 0 found it */
   int64_t start_step;
   uint64_t tokens;    /* trained through last_step, all ranks together */
+  tsl_token_ids ids;  /* of the model the run started from (an imported one's), for its checkpoints */
   char *last_ckpt;    /* the newest checkpoint written or resumed from, at step ckpt_step */
   char *good_ckpt;    /* the newest checkpoint whose weights gave a finite loss at the next step */
   int64_t ckpt_step;
@@ -172,11 +173,12 @@ static tsl_status find_checkpoint(trainer *t) {
 static tsl_status resume(trainer *t) {
   tsl_runtime *rt = t->rt;
   const tsl_settings *s = &rt->settings;
-  if (!t->resume_path) return s->model.init_from ? tsl_init_from_load(t->model) : TESSEL_OK;
+  if (!t->resume_path) return s->model.init_from ? tsl_init_from_load(t->model, &t->ids) : TESSEL_OK;
   tsl_status st = tsl_ckpt_restore(t->model, &t->ckpt);
   if (st < 0) return resume_failed(t, st);
   tsl_ckpt_warn_changes(rt, &t->ckpt);
   t->tokens = tsl_ckpt_tokens(&t->ckpt, s->train.batch_size);
+  t->ids = t->ckpt.ids;
   tsl_ckpt_close(&t->ckpt);
   t->have_ckpt = 0;
   if (t->start_step >= s->train.steps)
@@ -295,7 +297,7 @@ fail:
 
 static tsl_status save(trainer *t, int64_t step) {
   char *path = NULL;
-  tsl_status st = tsl_ckpt_save(t->model, step, t->tokens, &path);
+  tsl_status st = tsl_ckpt_save(t->model, step, t->tokens, &t->ids, &path);
   if (st < 0) return st;
   free(t->last_ckpt);
   t->last_ckpt = path;

@@ -62,8 +62,9 @@ static void check_rewrite(const tsl_ckpt_meta *m) {
       back.tokenizer_hash != m->tokenizer_hash || strcmp(back.plugin, m->plugin) != 0 ||
       strcmp(back.plugin_version, m->plugin_version) != 0 || strcmp(back.tessel_version, m->tessel_version) != 0 ||
       back.tokens != m->tokens || back.batch_size != m->batch_size || !back.data != !m->data ||
-      (m->data && strcmp(back.data, m->data) != 0) || back.has_bos != m->has_bos || back.bos_id != m->bos_id ||
-      back.n_eos != m->n_eos || memcmp(back.eos_ids, m->eos_ids, sizeof m->eos_ids) != 0)
+      (m->data && strcmp(back.data, m->data) != 0) || back.ids.has_bos != m->ids.has_bos ||
+      back.ids.bos_id != m->ids.bos_id || back.ids.n_eos != m->ids.n_eos ||
+      memcmp(back.ids.eos_ids, m->ids.eos_ids, sizeof m->ids.eos_ids) != 0)
     broken("a written description reads back different");
   if (a->arch != b->arch || a->layers != b->layers || a->heads != b->heads || a->kv_heads != b->kv_heads ||
       a->channels != b->channels || a->ffn != b->ffn || a->seq_len != b->seq_len || a->vocab_size != b->vocab_size ||

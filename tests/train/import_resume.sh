@@ -83,7 +83,26 @@ flat "$WORK/llama-list-ids-hf/config.json" | grep -qF '"eos_token_id":[2,5]' ||
 hf_ids tests/fixtures/gpt2_tiny gpt2-ids
 grep -qF "bos_token_id 50256 is not an id of the model's 96 tokens" "$WORK/gpt2-ids.log" ||
   fail "an id outside the vocabulary is dropped without a word: $(cat "$WORK/gpt2-ids.log")"
-echo "ok: an imported model's token ids come back in its export"
+# and in the export of a run trained from the import, resumed from it or
+# started from its weights: every checkpoint of the run keeps them
+mkdir -p "$WORK/trained-ids"
+cp "$WORK/llama-back-hf/model.safetensors" "$WORK/trained-ids/"
+sed 's/"bos_token_id":[^,]*,/"bos_token_id": 3,/; s/"eos_token_id":[^,}]*/"eos_token_id": [4, 5]/' \
+  "$WORK/llama-back-hf/config.json" >"$WORK/trained-ids/config.json"
+"$TESSEL" import "$WORK/trained-ids" -o "$WORK/trained-ids-ckpt" >/dev/null 2>&1 || fail "importing trained-ids failed"
+for how in "--resume $WORK/trained-ids-ckpt" "--set model.init_from=$WORK/trained-ids-ckpt"; do
+  rm -rf "$WORK/tuned" "$WORK/tuned-hf"
+  # shellcheck disable=SC2086 # $how is an option and its value
+  "$TESSEL" run "$WORK/tiny.yaml" "${llama[@]}" --set train.steps=2 --set log.dir="$WORK/tuned" $how \
+    >"$WORK/tuned.log" 2>&1 || fail "training from the import ($how) failed: $(cat "$WORK/tuned.log")"
+  mkdir -p "$WORK/tuned-hf"
+  "$TESSEL" export "$WORK/tuned/checkpoints/step_00000002" -o "$WORK/tuned-hf/model.safetensors" >/dev/null ||
+    fail "exporting the run trained from the import ($how) failed"
+  flat "$WORK/tuned-hf/config.json" | grep -qE '"bos_token_id":3[,}]' &&
+    flat "$WORK/tuned-hf/config.json" | grep -qF '"eos_token_id":[4,5]' ||
+    fail "a run trained from the import ($how) lost its bos 3 and eos [4, 5]: $(cat "$WORK/tuned-hf/config.json")"
+done
+echo "ok: an imported model's token ids come back in its export, and in that of a run trained from it"
 
 # (3) refusals
 set +e

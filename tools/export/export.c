@@ -72,8 +72,8 @@ static tsl_status write_hf_config(const tsl_ckpt *c, const tsl_tokenizer *t, con
   tsl_status st;
   int bos = t ? tsl_tokenizer_bos(t) : -1, eot = t ? tsl_tokenizer_eot(t) : -1;
   cJSON *root = hf_config(&c->arch);
-  add_token_ids(root, "bos_token_id", c->has_bos ? &c->bos_id : &bos, c->has_bos || bos >= 0);
-  add_token_ids(root, "eos_token_id", c->n_eos ? c->eos_ids : &eot, c->n_eos ? c->n_eos : eot >= 0);
+  add_token_ids(root, "bos_token_id", c->ids.has_bos ? &c->ids.bos_id : &bos, c->ids.has_bos || bos >= 0);
+  add_token_ids(root, "eos_token_id", c->ids.n_eos ? c->ids.eos_ids : &eot, c->ids.n_eos ? c->ids.n_eos : eot >= 0);
   char *text = cJSON_Print(root);
   cJSON_Delete(root);
   if (!text) return tsl_error(TESSEL_E_NOMEM, "out of host memory writing %s", path);
