@@ -171,8 +171,9 @@ static tsl_status stage_block(stepper *c, uint64_t at, uint64_t packed, uint64_t
   return st;
 }
 
-/* Update elements [at, at+n) of the flat space (slots at `packed`), all of
-** one parameter. */
+/* Update elements [at, at+n) of the flat space (slots at `packed`), all
+** with the same weight decay: one parameter's, or a run of touching ones
+** (flat_run). */
 static tsl_status update_range(stepper *c, uint64_t at, uint64_t packed, uint64_t n, int no_decay) {
   tsl_runtime *rt = tsl_model_runtime(c->m);
   tsl_state *s = tsl_model_state(c->m);
