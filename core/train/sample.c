@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ckpt/gather.h"
 #include "common/util.h"
@@ -116,12 +117,21 @@ static tsl_status prompt_ids(const tsl_sample_opts *o, int V, tsl_token_vec *v) 
   return TESSEL_OK;
 }
 
-/* Write one generated token as text. */
-static void emit(const tsl_sample_opts *o, int32_t tok, FILE *out) {
-  size_t n;
+/* Write one generated token as text: its bytes exactly, except on a
+** terminal, where a control byte other than newline and tab is shown as
+** \xNN. A model early in training draws any byte, and ESC, BEL or CR
+** written raw would move the cursor, retitle or reset the user's terminal
+** (llm.c skips such tokens when it prints). */
+static void emit(const tsl_sample_opts *o, int32_t tok, int terminal, FILE *out) {
+  size_t n = 0;
+  unsigned char byte = (unsigned char)(tok & 0xff);
   const char *s = o->tokenizer ? tsl_tokenizer_token(o->tokenizer, tok, &n) : NULL;
-  if (s) fwrite(s, 1, n, out);
-  else fputc(tok & 0xff, out);
+  const unsigned char *b = s ? (const unsigned char *)s : &byte;
+  if (!s) n = 1;
+  for (size_t i = 0; i < n; i++) {
+    if (terminal && ((b[i] < 0x20 && b[i] != '\n' && b[i] != '\t') || b[i] == 0x7f)) fprintf(out, "\\x%02x", b[i]);
+    else fputc(b[i], out);
+  }
   fflush(out); /* stream: each token shows as it is drawn */
 }
 
@@ -131,7 +141,7 @@ tsl_status tsl_sample(const tsl_settings *given, tsl_tensor_fn src, void *src_ct
   tsl_runtime rt;
   tsl_model *m = NULL;
   float *whole = NULL, *row = NULL, *scratch = NULL;
-  int V = given->model.vocab_size;
+  int V = given->model.vocab_size, terminal = isatty(fileno(out));
   tsl_token_vec prompt = {0};
   if ((st = prompt_ids(o, V, &prompt)) < 0) {
     tsl_token_vec_free(&prompt);
@@ -192,7 +202,7 @@ tsl_status tsl_sample(const tsl_settings *given, tsl_tensor_fn src, void *src_ct
     int tok = draw(row, scratch, V, o->temperature, o->top_k, u);
     ctx.tokens[ctx.len++] = tok;
     if (k == 0) fputs(o->prompt, out);
-    emit(o, tok, out);
+    emit(o, tok, terminal, out);
   }
   /* the prompt only once a token is drawn: a refusal leaves out untouched */
   if (o->tokens == 0) fputs(o->prompt, out);

@@ -15,6 +15,17 @@ d=$("$TESSEL" sample "$CK" --prompt "int " --tokens 40 --temperature 1 --top-k 5
 # top-k 1 keeps only the most likely token, whatever the temperature: greedy
 e=$("$TESSEL" sample "$CK" --prompt "int " --tokens 40 --temperature 1.5 --top-k 1 --seed 3)
 [ "$e" = "$a" ] || fail "top-k 1 is not greedy: '$e' against '$a'"
+# an early model draws any byte: into a pipe they come out exactly, control
+# bytes included; on a terminal (script's pseudo-terminal) a control byte
+# other than newline and tab is shown as \xNN, since ESC, BEL or CR written
+# raw move the cursor or reset the terminal (the pty itself adds the CR of
+# each newline)
+hot=(sample "$CK" --prompt "int " --tokens 400 --temperature 1.5 --seed 3)
+"$TESSEL" "${hot[@]}" >"$WORK/piped" || fail "sampling into a pipe failed"
+LC_ALL=C grep -q $'[\x01-\x08\x0b-\x1f\x7f]' "$WORK/piped" || fail "the hot sample holds no control byte to show"
+script -qc "$(printf '%q ' "$TESSEL" "${hot[@]}")" /dev/null >"$WORK/tty" </dev/null || fail "sampling on a terminal failed"
+LC_ALL=C grep -q $'[\x01-\x08\x0b\x0c\x0e-\x1f\x7f]' "$WORK/tty" && fail "control bytes reached the terminal raw"
+grep -q '\\x[01][0-9a-f]' "$WORK/tty" || fail "the terminal was not shown the control bytes as \\xNN"
 # checkpoint.dir, or its `latest` file, stands for the checkpoint a resume
 # would pick (they were refused: ".../latest/trainer.json: Not a directory")
 for given in "$WORK/run/checkpoints" "$WORK/run/checkpoints/latest"; do
