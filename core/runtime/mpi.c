@@ -88,20 +88,22 @@ tsl_status tsl_world_init(int *argc, char ***argv, tsl_world *w) {
 /* Every rank has come to the end, within the communication timeout:
 ** MPI_Finalize itself waits for the other ranks with no deadline, so a rank
 ** stuck or stopped before its end would hang the others there for good.
-** Each rank tells every other one it is here (an empty message each way;
-** all sent before any is awaited), so a rank that waits too long can name
-** the rank that never came. */
+** Each rank tells every other one it is here with an empty message, so a
+** rank that waits too long can name the rank that never came. In round k
+** a rank sends to rank + k and receives from rank − k, both posted before
+** either is awaited: every send meets a receive posted in the same round,
+** whether or not MPI completes empty sends at once, and nothing is
+** allocated. */
 static void meet_at_end(const tsl_world *w) {
   enum { TAG = 0x7e55 }; /* below the MPI_TAG_UB every MPI allows; only this exchange uses it */
-  char none = 0;
-  for (int pass = 0; pass < 2; pass++) {
-    for (int r = 0; r < w->size; r++) {
-      MPI_Request req;
-      if (r == w->rank) continue;
-      int rc = pass == 0 ? MPI_Isend(&none, 0, MPI_BYTE, r, TAG, MPI_COMM_WORLD, &req)
-                         : MPI_Irecv(NULL, 0, MPI_BYTE, r, TAG, MPI_COMM_WORLD, &req);
-      if (rc == MPI_SUCCESS) tsl_mpi_wait_for(&req, r, "the end of the run", "world");
-    }
+  static const char none = 0;
+  for (int k = 1; k < w->size; k++) {
+    int to = (w->rank + k) % w->size, from = (w->rank - k + w->size) % w->size;
+    MPI_Request send, recv;
+    int recv_ok = MPI_Irecv(NULL, 0, MPI_BYTE, from, TAG, MPI_COMM_WORLD, &recv) == MPI_SUCCESS;
+    if (MPI_Isend(&none, 0, MPI_BYTE, to, TAG, MPI_COMM_WORLD, &send) == MPI_SUCCESS)
+      tsl_mpi_wait_for(&send, to, "the end of the run", "world");
+    if (recv_ok) tsl_mpi_wait_for(&recv, from, "the end of the run", "world");
   }
 }
 
