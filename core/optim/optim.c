@@ -63,29 +63,6 @@ static int class_of(void *ctx, int rank) {
   return pos;
 }
 
-/* A run of touching elements of the flat space, [a, b), slots from
-** `packed`, all with the same weight decay, handed to a kernel in one call:
-** a call per parameter cost a parallel region each, about a hundred per
-** step for a 4-layer GPT-2. */
-typedef struct flat_run {
-  uint64_t a, b, packed;
-  int no_decay;
-  const char *from; /* the first parameter in the run, for messages */
-} flat_run;
-
-/* Whether [a, b) at `packed` continues the run. */
-static int run_extends(const flat_run *run, uint64_t a, uint64_t packed, int no_decay) {
-  return run->b > run->a && a == run->b && packed == run->packed + (run->b - run->a) && no_decay == run->no_decay;
-}
-
-static tsl_status sumsq_run(tsl_runtime *rt, const tsl_state *s, double *dev, const flat_run *run) {
-  if (run->b <= run->a) return TESSEL_OK;
-  int rc = rt->be.sumsq(&rt->be, rt->compute, dev, s->grad + run->a, (int64_t)(run->b - run->a));
-  return rc < 0 ? tsl_error_wrap(rc, "gradient norm of %s onwards (elements [%llu, %llu))", run->from,
-                                 (unsigned long long)run->a, (unsigned long long)run->b)
-                : TESSEL_OK;
-}
-
 /* Σ g² over the parts this rank answers for (see state/layouts.h). */
 static tsl_status local_sumsq(tsl_model *m, double *dev) {
   tsl_runtime *rt = tsl_model_runtime(m);
@@ -96,8 +73,6 @@ static tsl_status local_sumsq(tsl_model *m, double *dev) {
   const tessel_range whole = {0, s->numel, 0};
   const tessel_range *r = sharded ? s->counted : &whole;
   int nr = sharded ? s->n_counted : 1;
-  flat_run run = {0};
-  tsl_status st;
   for (int i = 0; i < ps->n; i++) {
     const tsl_param *p = &ps->p[i];
     if (p->offset == TESSEL_NO_OFFSET ||
@@ -106,16 +81,11 @@ static tsl_status local_sumsq(tsl_model *m, double *dev) {
     for (int k = 0; k < nr; k++) {
       uint64_t a = TSL_MAX(p->offset, r[k].begin), b = TSL_MIN(p->offset + p->local_numel, r[k].end);
       if (a >= b) continue;
-      if (!run_extends(&run, a, a, 0)) {
-        TSL_TRY(st, sumsq_run(rt, s, dev, &run));
-        run = (flat_run){.a = a, .packed = a, .from = p->name};
-      }
-      run.b = b;
+      int rc = rt->be.sumsq(&rt->be, rt->compute, dev, s->grad + a, (int64_t)(b - a));
+      if (rc < 0) return tsl_error_wrap(rc, "gradient norm of %s", p->name);
     }
   }
-  return sumsq_run(rt, s, dev, &run);
-fail:
-  return st;
+  return TESSEL_OK;
 }
 
 tsl_status tsl_grad_norm(tsl_model *m, double *norm) {
@@ -171,9 +141,8 @@ static tsl_status stage_block(stepper *c, uint64_t at, uint64_t packed, uint64_t
   return st;
 }
 
-/* Update elements [at, at+n) of the flat space (slots at `packed`), all
-** with the same weight decay: one parameter's, or a run of touching ones
-** (flat_run). */
+/* Update elements [at, at+n) of the flat space (slots at `packed`), all of
+** one parameter. */
 static tsl_status update_range(stepper *c, uint64_t at, uint64_t packed, uint64_t n, int no_decay) {
   tsl_runtime *rt = tsl_model_runtime(c->m);
   tsl_state *s = tsl_model_state(c->m);
@@ -197,14 +166,6 @@ static tsl_status update_range(stepper *c, uint64_t at, uint64_t packed, uint64_
     done += k;
   }
   return TESSEL_OK;
-}
-
-static tsl_status update_run(stepper *c, const flat_run *run) {
-  if (run->b <= run->a) return TESSEL_OK;
-  tsl_status st = update_range(c, run->a, run->packed, run->b - run->a, run->no_decay);
-  return st < 0 ? tsl_error_wrap(st, "optimizer step on %s onwards (elements [%llu, %llu))", run->from,
-                                 (unsigned long long)run->a, (unsigned long long)run->b)
-                : TESSEL_OK;
 }
 
 /* Every replica puts its updated pieces where the others' copies of them
@@ -246,24 +207,16 @@ tsl_status tsl_optimizer_step(tsl_model *m, int64_t step, double lr, float grad_
   if (!c.direct &&
       (st = tsl_scratch(rt, (uint64_t)(s->n_slots + 1) * STAGE_ELEMS * sizeof(float), (void **)&c.stage)) < 0)
     return st;
-  flat_run run = {0};
   for (int k = 0; k < s->n_owned && st >= 0; k++) {
     const tessel_range *r = &s->owned[k];
     for (int i = 0; i < ps->n && st >= 0; i++) {
       const tsl_param *p = &ps->p[i];
       if (p->offset == TESSEL_NO_OFFSET) continue;
       uint64_t a = TSL_MAX(p->offset, r->begin), b = TSL_MIN(p->offset + p->local_numel, r->end);
-      uint64_t packed = r->packed + (a - r->begin);
-      int no_decay = (p->info.flags & TESSEL_PARAM_NO_DECAY) != 0;
-      if (a >= b) continue;
-      if (!run_extends(&run, a, packed, no_decay)) {
-        st = update_run(&c, &run);
-        run = (flat_run){.a = a, .packed = packed, .no_decay = no_decay, .from = p->name};
-      }
-      run.b = b;
+      if (a < b) st = update_range(&c, a, r->packed + (a - r->begin), b - a, (p->info.flags & TESSEL_PARAM_NO_DECAY) != 0);
+      if (st < 0) tsl_error_wrap(st, "optimizer step on %s", p->name);
     }
   }
-  if (st >= 0) st = update_run(&c, &run);
   if (st >= 0 && s->shard && s->shard_size > 1) st = gather_pieces(m);
   return st;
 }

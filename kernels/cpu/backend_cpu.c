@@ -99,15 +99,8 @@ static int cpu_copy(tsl_backend *be, void *dst, const void *src, uint64_t bytes,
   return TESSEL_OK;
 }
 
-/* Large buffers (a step's gradients: 13 MB for a 3.2M-parameter model) are
-** zeroed by the whole team: one thread alone left the others waiting for
-** it at the start of every step. */
 static int cpu_memset_zero(tsl_backend *be, void *dst, uint64_t bytes, tsl_stream *s) {
-  enum { CHUNK = 1 << 16 };
-  const int64_t chunks = (int64_t)((bytes + CHUNK - 1) / CHUNK);
-#pragma omp parallel for schedule(static) if (bytes >= 4 * (uint64_t)TSL_CPU_PARALLEL_MIN * sizeof(float))
-  for (int64_t i = 0; i < chunks; i++)
-    memset((char *)dst + (uint64_t)i * CHUNK, 0, TSL_MIN((uint64_t)CHUNK, bytes - (uint64_t)i * CHUNK));
+  if (bytes) memset(dst, 0, bytes);
   return TESSEL_OK;
 }
 

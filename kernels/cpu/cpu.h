@@ -112,10 +112,6 @@ void tsl_cpu_team_columns(int64_t cols, int64_t *lo, int64_t *hi);
 ** row as gelu'(gelu_x)·gelu_d and summed while in cache. */
 void tsl_cpu_column_sums_gelu(float *db, float *x, const float *gelu_x, const float *gelu_d, int64_t rows,
                               int64_t cols);
-/* The same over columns [lo, hi) only, on the calling thread: a team
-** already running splits the columns with tsl_cpu_team_columns. */
-void tsl_cpu_column_sums_part(float *db, float *x, const float *gelu_x, const float *gelu_d, int64_t rows,
-                              int64_t cols, int64_t lo, int64_t hi);
 /* db[cols] += Σ_rows x[rows, cols], parallel over columns so that the
 ** result does not depend on the thread count. */
 void tsl_cpu_column_sums(float *db, const float *x, int64_t rows, int64_t cols);

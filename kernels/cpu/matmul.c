@@ -90,51 +90,28 @@ static void team_range(int64_t extent, int64_t t, int64_t nt, int64_t *lo, int64
   *hi = TSL_MIN(*lo + per, extent);
 }
 
-/* One product and how C is cut between the team: `parts` blocks along rows
-** (by_rows) or columns, each thread of the team taking at most one. */
-typedef struct gemm_plan {
-  int trans_a, trans_b;
-  int64_t m, n, k;
-  float alpha;
-  const float *a;
-  int64_t lda;
-  const float *b;
-  int64_t ldb;
-  float beta;
-  float *c;
-  int64_t ldc;
-  int parts, by_rows;
-  int64_t extent;
-} gemm_plan;
-
-static gemm_plan plan_gemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
-                           int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
-  gemm_plan g = {.trans_a = trans_a, .trans_b = trans_b, .m = m, .n = n, .k = k, .alpha = alpha, .a = a,
-                 .lda = lda, .b = b, .ldb = ldb, .beta = beta, .c = c, .ldc = ldc};
-  g.parts = team_parts(m, n, k, 0, &g.by_rows, &g.extent);
-  return g;
-}
-
-/* Thread t of a team of nt does blocks t, t + nt, ... of the product: all
-** of them when the team is smaller than planned (one thread, nested). */
-static void gemm_part(const gemm_plan *g, int t, int nt) {
-  for (int part = t; part < g->parts; part += nt) {
-    int64_t lo, hi;
-    team_range(g->extent, part, g->parts, &lo, &hi);
-    if (hi <= lo) continue;
-    if (g->by_rows)
-      sgemm_block(g->trans_a, g->trans_b, lo, hi - lo, 0, g->n, g->k, g->alpha, g->a, g->lda, g->b, g->ldb, g->beta,
-                  g->c, g->ldc);
-    else
-      sgemm_block(g->trans_a, g->trans_b, 0, g->m, lo, hi - lo, g->k, g->alpha, g->a, g->lda, g->b, g->ldb, g->beta,
-                  g->c, g->ldc);
-  }
-}
-
 /* C = alpha·op(A)·op(B) + beta·C, with C cut into one block per thread. */
-static void sgemm_team(const gemm_plan *g) {
-#pragma omp parallel num_threads(g->parts) if (g->parts > 1)
-  gemm_part(g, omp_get_thread_num(), omp_get_num_threads());
+static void sgemm_team(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                       const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
+                       float *c, int64_t ldc) {
+  int by_rows;
+  int64_t extent;
+  int parts = team_parts(m, n, k, 0, &by_rows, &extent);
+  if (parts <= 1) {
+    sgemm_block(trans_a, trans_b, 0, m, 0, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    return;
+  }
+#pragma omp parallel num_threads(parts)
+  {
+    int64_t lo, hi;
+    team_range(extent, omp_get_thread_num(), omp_get_num_threads(), &lo, &hi);
+    if (hi > lo) {
+      if (by_rows)
+        sgemm_block(trans_a, trans_b, lo, hi - lo, 0, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+      else
+        sgemm_block(trans_a, trans_b, 0, m, lo, hi - lo, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    }
+  }
 }
 
 /* One thread's block of a linear layer: rows [r0, r0+m) and columns
@@ -186,19 +163,18 @@ static int linear_team(float *out, float *act, const float *inp, const float *w,
   return TESSEL_OK;
 }
 
-/* Checks a product's sizes and does what needs no sgemm: returns
-** TESSEL_OK with *done = 0 when the sgemm is still to run, *done = 1 when
-** C is already final (empty C, or k = 0). Leading dimensions are checked
-** here so that a bad call returns TESSEL_E_INTERNAL instead of OpenBLAS
-** printing and doing nothing. */
-static int gemm_prepare(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, int64_t lda, int64_t ldb,
-                        float beta, float *c, int64_t ldc, int *done) {
+/* C[m,n] = alpha·op(A)·op(B) + beta·C, all fp32 row-major; op(A) is [m,k],
+** op(B) is [k,n]. Leading dimensions are checked here so that a bad call
+** returns TESSEL_E_INTERNAL instead of OpenBLAS printing and doing nothing. */
+int tsl_cpu_gemm(tsl_backend *be, tsl_stream *s, int trans_a, int trans_b, int64_t m, int64_t n,
+                 int64_t k, float alpha, const void *a, int64_t lda, const void *b, int64_t ldb,
+                 float beta, void *c, int64_t ldc, tessel_dtype c_dtype) {
+  if (c_dtype != TESSEL_F32) return TESSEL_E_UNSUPPORTED;
   const int64_t sizes[] = {m, n, k, lda, ldb, ldc};
   for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
     int st = blas_size(sizes[i]);
     if (st) return st;
   }
-  *done = 1;
   if (m == 0 || n == 0) return TESSEL_OK;
   if (ldc < n) return TESSEL_E_INTERNAL;
   if (k == 0) {
@@ -206,20 +182,7 @@ static int gemm_prepare(int trans_a, int trans_b, int64_t m, int64_t n, int64_t 
     return TESSEL_OK;
   }
   if (lda < (trans_a ? m : k) || ldb < (trans_b ? k : n)) return TESSEL_E_INTERNAL;
-  *done = 0;
-  return TESSEL_OK;
-}
-
-/* C[m,n] = alpha·op(A)·op(B) + beta·C, all fp32 row-major; op(A) is [m,k],
-** op(B) is [k,n]. */
-int tsl_cpu_gemm(tsl_backend *be, tsl_stream *s, int trans_a, int trans_b, int64_t m, int64_t n,
-                 int64_t k, float alpha, const void *a, int64_t lda, const void *b, int64_t ldb,
-                 float beta, void *c, int64_t ldc, tessel_dtype c_dtype) {
-  if (c_dtype != TESSEL_F32) return TESSEL_E_UNSUPPORTED;
-  int done, st = gemm_prepare(trans_a, trans_b, m, n, k, lda, ldb, beta, c, ldc, &done);
-  if (st || done) return st;
-  gemm_plan g = plan_gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-  sgemm_team(&g);
+  sgemm_team(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   return TESSEL_OK;
 }
 
@@ -241,31 +204,18 @@ int tsl_cpu_linear_gelu_forward(tsl_backend *be, tsl_stream *s, void *pre, void 
 }
 
 /* dinp[rows,ic] = dout[rows,oc] · wᵀ (overwrite, skipped if NULL);
-** dw[ic,oc] += inpᵀ · dout; db[oc] += Σ_rows dout (skipped if NULL).
-** The three are independent, so each thread does its block of each in one
-** parallel region: one start and one join of the team instead of three. */
+** dw[ic,oc] += inpᵀ · dout; db[oc] += Σ_rows dout (skipped if NULL). */
 int tsl_cpu_linear_backward(tsl_backend *be, tsl_stream *s, void *dinp, float *dw, float *db,
                             const void *dout, const void *inp, const void *w, int64_t rows,
                             int64_t ic, int64_t oc) {
-  int st, dinp_done = 1, dw_done;
-  if (dinp && (st = gemm_prepare(0, 1, rows, ic, oc, oc, oc, 0.0f, dinp, ic, &dinp_done))) return st;
-  if ((st = gemm_prepare(1, 0, ic, oc, rows, ic, oc, 1.0f, dw, oc, &dw_done))) return st;
-  gemm_plan gx = plan_gemm(0, 1, rows, ic, oc, 1.0f, dout, oc, w, oc, 0.0f, dinp, ic);
-  gemm_plan gw = plan_gemm(1, 0, ic, oc, rows, 1.0f, inp, ic, dout, oc, 1.0f, dw, oc);
-  if (dinp_done) gx.parts = 0;
-  if (dw_done) gw.parts = 0;
-  int team = TSL_MAX(gx.parts, gw.parts);
-  if (db && rows * oc >= TSL_CPU_PARALLEL_MIN) team = omp_get_max_threads();
-#pragma omp parallel num_threads(team) if (team > 1)
-  {
-    gemm_part(&gx, omp_get_thread_num(), omp_get_num_threads());
-    gemm_part(&gw, omp_get_thread_num(), omp_get_num_threads());
-    if (db) {
-      int64_t lo, hi;
-      tsl_cpu_team_columns(oc, &lo, &hi);
-      tsl_cpu_column_sums_part(db, (float *)dout, NULL, NULL, rows, oc, lo, hi);
-    }
-  }
+  int st;
+  if (dinp && (st = tsl_cpu_gemm(be, s, 0, 1, rows, ic, oc, 1.0f, dout, oc, w, oc, 0.0f, dinp, ic,
+                                 TESSEL_F32)))
+    return st;
+  if ((st = tsl_cpu_gemm(be, s, 1, 0, ic, oc, rows, 1.0f, inp, ic, dout, oc, 1.0f, dw, oc,
+                         TESSEL_F32)))
+    return st;
+  if (db) tsl_cpu_column_sums(db, dout, rows, oc);
   return TESSEL_OK;
 }
 
@@ -273,35 +223,29 @@ void tsl_cpu_team_columns(int64_t cols, int64_t *lo, int64_t *hi) {
   team_range(cols, omp_get_thread_num(), omp_get_num_threads(), lo, hi);
 }
 
-/* Columns [lo, hi) of the column sums: every row walked over the range, a
-** chunk of columns at a time, so reads stay contiguous within a row and
-** each column is summed from row 0 up. With gelu_x, each row's chunk of x
-** is first written as gelu'(gelu_x)·gelu_d, then summed while in cache. */
-void tsl_cpu_column_sums_part(float *db, float *x, const float *gelu_x, const float *gelu_d, int64_t rows,
-                              int64_t cols, int64_t lo, int64_t hi) {
-  for (int64_t c0 = lo; c0 < hi; c0 += TSL_CPU_COLUMN_CHUNK) {
-    int64_t width = TSL_MIN(TSL_CPU_COLUMN_CHUNK, hi - c0);
-    float acc[TSL_CPU_COLUMN_CHUNK];
-    memset(acc, 0, (size_t)width * sizeof *acc);
-    for (int64_t r = 0; r < rows; r++) {
-      float *row = x + r * cols + c0;
-      if (gelu_x) tsl_cpu_gelu_grad_span(row, gelu_x + r * cols + c0, gelu_d + r * cols + c0, width);
-#pragma omp simd
-      for (int64_t j = 0; j < width; j++) acc[j] += row[j];
-    }
-    for (int64_t j = 0; j < width; j++) db[c0 + j] += acc[j];
-  }
-}
-
-/* Each thread owns a contiguous range of columns (tsl_cpu_team_columns):
-** nothing is shared, and the sums do not depend on the thread count. */
+/* Each thread owns a contiguous range of columns and walks every row over
+** it, a chunk of columns at a time: reads stay contiguous within a row,
+** nothing is shared, and each column is summed from row 0 up (hence the
+** same result for any thread count). With gelu_x, each row's chunk of x is
+** first written as gelu'(gelu_x)·gelu_d, then summed while in cache. */
 void tsl_cpu_column_sums_gelu(float *db, float *x, const float *gelu_x, const float *gelu_d, int64_t rows,
                               int64_t cols) {
 #pragma omp parallel if (rows * cols >= TSL_CPU_PARALLEL_MIN)
   {
     int64_t lo, hi;
     tsl_cpu_team_columns(cols, &lo, &hi);
-    tsl_cpu_column_sums_part(db, x, gelu_x, gelu_d, rows, cols, lo, hi);
+    for (int64_t c0 = lo; c0 < hi; c0 += TSL_CPU_COLUMN_CHUNK) {
+      int64_t width = TSL_MIN(TSL_CPU_COLUMN_CHUNK, hi - c0);
+      float acc[TSL_CPU_COLUMN_CHUNK];
+      memset(acc, 0, (size_t)width * sizeof *acc);
+      for (int64_t r = 0; r < rows; r++) {
+        float *row = x + r * cols + c0;
+        if (gelu_x) tsl_cpu_gelu_grad_span(row, gelu_x + r * cols + c0, gelu_d + r * cols + c0, width);
+#pragma omp simd
+        for (int64_t j = 0; j < width; j++) acc[j] += row[j];
+      }
+      for (int64_t j = 0; j < width; j++) db[c0 + j] += acc[j];
+    }
   }
 }
 
