@@ -205,6 +205,19 @@ static void expect_refused(const char *ckpt, const char *text) {
   CHECK_STR_CONTAINS(tsl_error_message(), text);
 }
 
+/* A copy of good with "key": value written into its trainer.json without a
+** new checksum is refused by the checksum. */
+static void expect_unsealed_edit_refused(const char *good, const char *copy, const char *key, const char *value) {
+  char file[1300], *json;
+  copy_ckpt(good, copy);
+  json = json_with(good, key, value);
+  snprintf(file, sizeof file, "%s/trainer.json", copy);
+  FILE *f = fopen(file, "w");
+  REQUIRE(f && fputs(json, f) >= 0 && fclose(f) == 0);
+  free(json);
+  expect_refused(copy, "trainer.json has been altered or damaged: its content does not match its checksum");
+}
+
 static void test_descriptions_are_validated(void) {
   tsl_runtime a;
   char *good = NULL, bad[1200];
@@ -230,13 +243,7 @@ static void test_descriptions_are_validated(void) {
     expect_refused(bad, cases[i].why);
   }
   /* an edit without a new checksum is caught by the checksum */
-  copy_ckpt(good, bad);
-  char *json = json_with(good, "heads", "4"), file[1300];
-  snprintf(file, sizeof file, "%s/trainer.json", bad);
-  FILE *f = fopen(file, "w");
-  REQUIRE(f && fputs(json, f) >= 0 && fclose(f) == 0);
-  free(json);
-  expect_refused(bad, "trainer.json has been altered or damaged: its content does not match its checksum");
+  expect_unsealed_edit_refused(good, bad, "heads", "4");
   free(good);
   fixture_release(&a);
 }
@@ -457,13 +464,7 @@ static void test_tokens_and_batch_are_recorded(void) {
   CHECK(c.tokens == -1 && c.batch_size == 0 && !c.data && tsl_ckpt_tokens(&c, 5) == 3 * 5 * T);
   tsl_ckpt_close(&c);
   /* an edit of the count without a new checksum is caught */
-  copy_ckpt(good, old);
-  char *json = json_with(good, "tokens", "99"), file[1300];
-  snprintf(file, sizeof file, "%s/trainer.json", old);
-  FILE *f = fopen(file, "w");
-  REQUIRE(f && fputs(json, f) >= 0 && fclose(f) == 0);
-  free(json);
-  expect_refused(old, "does not match its checksum");
+  expect_unsealed_edit_refused(good, old, "tokens", "99");
   free(good);
   fixture_release(&a);
 }
