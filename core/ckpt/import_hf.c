@@ -39,6 +39,18 @@ static tsl_status number(const hf_json *j, const char *key, double dflt, double 
   return TESSEL_OK;
 }
 
+/* A number that must be absent, null or `value` (its transformers default)
+** for tessel's model to compute what transformers does. */
+static tsl_status only(const hf_json *j, const char *key, double value, const char *why) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(j->root, key);
+  if (!v || cJSON_IsNull(v)) return TESSEL_OK;
+  if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble))
+    return tsl_error(TESSEL_E_IO, "%s: '%s' must be a number", j->path, key);
+  if (v->valuedouble != value)
+    return tsl_error(TESSEL_E_UNSUPPORTED, "%s: '%s' is %g; %s", j->path, key, v->valuedouble, why);
+  return TESSEL_OK;
+}
+
 static tsl_status boolean(const hf_json *j, const char *key, int dflt, int *out) {
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(j->root, key);
   if (!v || cJSON_IsNull(v)) {
@@ -71,12 +83,11 @@ static tsl_status refuse_set(const hf_json *j, const char *key, const char *why)
 
 /* GPT2Config: n_layer, n_head, n_embd, n_inner (4·n_embd when null),
 ** n_positions, vocab_size; tessel's GPT-2 is the tanh GELU, layer norm
-** epsilon 1e-5, scaled attention, a tied head. */
+** epsilon 1e-5, scaled attention, a tied head, no cross-attention. */
 static tsl_status gpt2(const hf_json *j, tsl_model_settings *m) {
   static const char *const gelu[] = {"gelu_new", "gelu_pytorch_tanh", NULL};
   static const char *const limits = "tessel's GPT-2 has no such option";
   tsl_status st;
-  double eps;
   m->arch = TSL_ARCH_GPT2;
   TSL_TRY(st, whole(j, "n_layer", 12, 1, 1 << 20, &m->layers));
   TSL_TRY(st, whole(j, "n_head", 12, 1, 1 << 20, &m->heads));
@@ -89,9 +100,7 @@ static tsl_status gpt2(const hf_json *j, tsl_model_settings *m) {
   m->positions = m->seq_len;
   TSL_TRY(st, whole(j, "vocab_size", 50257, 2, 1 << 24, &m->vocab_size));
   TSL_TRY(st, one_of(j, "activation_function", gelu, "tessel's GPT-2 computes the tanh GELU (gelu_new)"));
-  TSL_TRY(st, number(j, "layer_norm_epsilon", 1e-5, 1e-12, 1.0, &eps));
-  if (eps != 1e-5)
-    return tsl_error(TESSEL_E_UNSUPPORTED, "%s: 'layer_norm_epsilon' is %g; tessel's GPT-2 layer norms use 1e-5", j->path, eps);
+  TSL_TRY(st, only(j, "layer_norm_epsilon", 1e-5, "tessel's GPT-2 layer norms use 1e-5"));
   TSL_TRY(st, boolean(j, "tie_word_embeddings", 1, &m->tie_embeddings));
   if (!m->tie_embeddings)
     return tsl_error(TESSEL_E_UNSUPPORTED, "%s: 'tie_word_embeddings' is false; tessel's GPT-2 head is always wte", j->path);
@@ -100,6 +109,7 @@ static tsl_status gpt2(const hf_json *j, tsl_model_settings *m) {
   if (!scaled) return tsl_error(TESSEL_E_UNSUPPORTED, "%s: 'scale_attn_weights' is false; %s", j->path, limits);
   TSL_TRY(st, refuse_set(j, "scale_attn_by_inverse_layer_idx", limits));
   TSL_TRY(st, refuse_set(j, "reorder_and_upcast_attn", limits));
+  TSL_TRY(st, refuse_set(j, "add_cross_attention", "tessel's GPT-2 is a decoder alone, without cross-attention"));
   m->kv_heads = m->heads;
   m->rope_theta = 10000.0;
   m->norm_eps = 1e-5;
@@ -125,17 +135,22 @@ static tsl_status plain_scaling(const hf_json *j, const char *why) {
 
 /* The rotary base. transformers 5 writes rope_parameters {rope_theta,
 ** rope_type}; earlier versions a top-level rope_theta and rope_scaling.
-** Only plain frequencies (rope_type "default", no scaling) are tessel's. */
+** Only plain frequencies (rope_type "default", no scaling) over the whole
+** head are tessel's: later transformers size the frequencies by a
+** partial_rotary_factor, at the top level or in rope_parameters. */
 static tsl_status rope(const hf_json *j, double *theta) {
   static const char *const plain[] = {"default", NULL};
   static const char *const why = "tessel's rotary positions have no scaling (plain rope_theta frequencies)";
+  static const char *const whole_head = "tessel's rotary positions turn the whole head (1)";
   const cJSON *params = cJSON_GetObjectItemCaseSensitive(j->root, "rope_parameters");
   tsl_status st;
   TSL_TRY(st, plain_scaling(j, why));
+  TSL_TRY(st, only(j, "partial_rotary_factor", 1.0, whole_head));
   if (!params || cJSON_IsNull(params)) return number(j, "rope_theta", 10000.0, 1.0, 1e12, theta);
   if (!cJSON_IsObject(params)) return tsl_error(TESSEL_E_IO, "%s: 'rope_parameters' must be an object", j->path);
   hf_json inner = {j->path, params};
   TSL_TRY(st, one_of(&inner, "rope_type", plain, why));
+  TSL_TRY(st, only(&inner, "partial_rotary_factor", 1.0, whole_head));
   /* the theta transformers reads: rope_parameters' own, else the top-level one */
   if (cJSON_GetObjectItemCaseSensitive(params, "rope_theta")) return number(&inner, "rope_theta", 10000.0, 1.0, 1e12, theta);
   return number(j, "rope_theta", 10000.0, 1.0, 1e12, theta);

@@ -339,6 +339,15 @@ static void test_refusals_name_the_problem(void) {
   refused(hf_dir("scaling5", TESSEL_F32, "{\"rope_parameters\": {\"rope_theta\": 5e5, \"rope_type\": \"llama3\"},", NULL,
                  NULL), TESSEL_E_UNSUPPORTED, "'rope_type' is llama3");
   refused(hf_dir("bias", TESSEL_F32, "{\"attention_bias\": true,", NULL, NULL), TESSEL_E_UNSUPPORTED, "'attention_bias'");
+  /* options that make another model, each imported as tessel's own before */
+  refused(hf_dir("partial", TESSEL_F32, "{\"partial_rotary_factor\": 0.5,", NULL, NULL), TESSEL_E_UNSUPPORTED,
+          "'partial_rotary_factor' is 0.5; tessel's rotary positions turn the whole head");
+  refused(hf_dir("partial5", TESSEL_F32, "{\"rope_parameters\": {\"rope_type\": \"default\", "
+                 "\"partial_rotary_factor\": 0.25},", NULL, NULL), TESSEL_E_UNSUPPORTED,
+          "'partial_rotary_factor' is 0.25");
+  refused(hf_dir("gpt2-cross", TESSEL_F32, "{\"model_type\": \"gpt2\", \"tie_word_embeddings\": true, "
+                 "\"add_cross_attention\": true,", NULL, NULL),
+          TESSEL_E_UNSUPPORTED, "'add_cross_attention' is set; tessel's GPT-2 is a decoder alone");
   refused(hf_dir("act", TESSEL_F32, "{\"hidden_act\": \"gelu\",", NULL, NULL), TESSEL_E_UNSUPPORTED, "'hidden_act' is gelu");
   refused(hf_dir("qwen", TESSEL_F32, "{\"model_type\": \"qwen2\",", NULL, NULL), TESSEL_E_UNSUPPORTED,
           "model_type 'qwen2'");
