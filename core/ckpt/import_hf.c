@@ -83,7 +83,9 @@ static tsl_status refuse_set(const hf_json *j, const char *key, const char *why)
 
 /* GPT2Config: n_layer, n_head, n_embd, n_inner (4·n_embd when null),
 ** n_positions, vocab_size; tessel's GPT-2 is the tanh GELU, layer norm
-** epsilon 1e-5, scaled attention, a tied head, no cross-attention. */
+** epsilon 1e-5, scaled attention, a tied head, no cross-attention.
+** reorder_and_upcast_attn is taken: it only computes a half-precision
+** model's attention in fp32, the same scores as tessel's. */
 static tsl_status gpt2(const hf_json *j, tsl_model_settings *m) {
   static const char *const gelu[] = {"gelu_new", "gelu_pytorch_tanh", NULL};
   static const char *const limits = "tessel's GPT-2 has no such option";
@@ -108,7 +110,6 @@ static tsl_status gpt2(const hf_json *j, tsl_model_settings *m) {
   TSL_TRY(st, boolean(j, "scale_attn_weights", 1, &scaled));
   if (!scaled) return tsl_error(TESSEL_E_UNSUPPORTED, "%s: 'scale_attn_weights' is false; %s", j->path, limits);
   TSL_TRY(st, refuse_set(j, "scale_attn_by_inverse_layer_idx", limits));
-  TSL_TRY(st, refuse_set(j, "reorder_and_upcast_attn", limits));
   TSL_TRY(st, refuse_set(j, "add_cross_attention", "tessel's GPT-2 is a decoder alone, without cross-attention"));
   m->kv_heads = m->heads;
   m->rope_theta = 10000.0;

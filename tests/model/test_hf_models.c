@@ -17,6 +17,13 @@
 **   /tmp/hf/bin/pip install 'transformers<4.41' safetensors
 **   /tmp/hf/bin/python tests/fixtures/make_hf_fixtures.py
 **
+** Two more directories hold the same weights (a link to the model.safetensors
+** above) under a config with an option that changes how transformers
+** computes but not what: gpt2_upcast (reorder_and_upcast_attn, attention in
+** fp32 for a half-precision model) and llama_tp2 (pretraining_tp 2, each
+** projection in two slices); their *_io.safetensors hold transformers'
+** logits with the option set. tessel takes both options as its own model.
+**
 ** Each model is built by the core at the fixture's sizes (seq_len 16: GPT-2
 ** uses the first 16 rows of its 32 positions), loaded through
 ** model.init_from from the Hugging Face directory itself, run forward on the
@@ -137,11 +144,17 @@ static void compare_with_hf(const char *name) {
 
 static void test_llama_matches_transformers(void) { compare_with_hf("llama_tiny"); }
 static void test_gpt2_matches_transformers(void) { compare_with_hf("gpt2_tiny"); }
+/* reorder_and_upcast_attn was refused, though in fp32 it is GPT-2's own
+** attention */
+static void test_gpt2_upcast_matches_transformers(void) { compare_with_hf("gpt2_upcast"); }
+static void test_llama_tp2_matches_transformers(void) { compare_with_hf("llama_tp2"); }
 
 int main(void) {
   scratch_init("test_hf_models");
   RUN(test_llama_matches_transformers);
   RUN(test_gpt2_matches_transformers);
+  RUN(test_gpt2_upcast_matches_transformers);
+  RUN(test_llama_tp2_matches_transformers);
   scratch_cleanup();
   return HARNESS_EXIT();
 }
