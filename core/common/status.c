@@ -70,7 +70,18 @@ tsl_reason tsl_reason_of_errno(int err) {
     case ENOSPC:
     case EDQUOT: return TSL_REASON_NO_SPACE;
     case EMFILE: return TSL_REASON_FILE_LIMIT;
+    case ENFILE: return TSL_REASON_FILE_TABLE;
     default: return TSL_REASON_NONE;
+  }
+}
+
+const char *tsl_open_files_advice(int err) {
+  switch (err) {
+    case EMFILE: return "this process has as many files open as its limit allows: raise the limit (`ulimit -n`)";
+    case ENFILE:
+      return "the machine's table of open files is full, for every process on it: close files other programs hold, "
+             "or raise the system-wide limit (sysctl fs.file-max); this process's `ulimit -n` does not help";
+    default: return NULL;
   }
 }
 

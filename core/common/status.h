@@ -37,6 +37,7 @@ typedef enum tsl_reason {
   TSL_REASON_NONE = 0,
   TSL_REASON_NO_SPACE,   /* ENOSPC or EDQUOT: the disk or a quota is full */
   TSL_REASON_FILE_LIMIT, /* EMFILE: this process's limit on open files */
+  TSL_REASON_FILE_TABLE, /* ENFILE: the system's table of open files is full */
   TSL_REASON_TOO_SHORT,  /* a dataset holds no window of seq_len+1 tokens */
 } tsl_reason;
 
@@ -50,6 +51,10 @@ tsl_status tsl_error_for(tsl_status status, tsl_reason reason, const char *fmt, 
 tsl_status tsl_error_sys(tsl_status status, int err, const char *fmt, ...) TSL_PRINTF(3, 4);
 /* The reason an errno value stands for, TSL_REASON_NONE for most. */
 tsl_reason tsl_reason_of_errno(int err);
+/* What to do when an open failed for a limit on open files: for EMFILE
+** (this process's limit, `ulimit -n`) and ENFILE (the whole machine's file
+** table, every process's files) the advice differs; NULL for other errnos. */
+const char *tsl_open_files_advice(int err);
 /* The current error's reason (TSL_REASON_NONE when none was given). */
 tsl_reason tsl_error_reason(void);
 /* Prefix the current message with "<context>: " and return `status` —

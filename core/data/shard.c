@@ -146,10 +146,11 @@ tsl_status tsl_shard_open(const char *path, int vocab_size, tsl_shard *out) {
   ** where a plain open waited for a writer for ever */
   int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
-    if (errno == EMFILE)
-      return tsl_error_for(TESSEL_E_IO, TSL_REASON_FILE_LIMIT,
-                           "%s: cannot open: %s (a run keeps every shard open; raise `ulimit -n`)", path, strerror(errno));
-    return tsl_error_sys(TESSEL_E_IO, errno, "%s: cannot open", path);
+    int err = errno;
+    if (tsl_open_files_advice(err))
+      return tsl_error_for(TESSEL_E_IO, tsl_reason_of_errno(err), "%s: cannot open: %s (a run keeps every shard open; %s)",
+                           path, strerror(err), tsl_open_files_advice(err));
+    return tsl_error_sys(TESSEL_E_IO, err, "%s: cannot open", path);
   }
   if (fstat(fd, &sb) != 0) {
     st = tsl_error(TESSEL_E_IO, "%s: cannot stat: %s", path, strerror(errno));

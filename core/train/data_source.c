@@ -181,7 +181,8 @@ static tsl_status unseen(tsl_runtime *rt, tsl_status st, int val) {
     return st;
   }
   if (rt->world.size == 1) return tsl_error_wrap(st, "data.%s", key);
-  if (tsl_error_reason() == TSL_REASON_FILE_LIMIT) /* this machine's limit on open files, not a missing path */
+  /* a limit on open files (this process's or the machine's), not a missing path */
+  if (tsl_error_reason() == TSL_REASON_FILE_LIMIT || tsl_error_reason() == TSL_REASON_FILE_TABLE)
     return tsl_error_wrap(st, "data.%s on rank %d, host %s", key, rt->world.rank, rt->world.host);
   return tsl_error_wrap(st, "data.%s on rank %d, host %s (every machine needs the shards at this path: a shared "
                         "filesystem, or the same files prepared on each; see docs/cluster.md)",

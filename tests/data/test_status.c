@@ -33,7 +33,7 @@ static void test_errno_reasons(void) {
   CHECK_EQ_INT(tsl_reason_of_errno(ENOSPC), TSL_REASON_NO_SPACE);
   CHECK_EQ_INT(tsl_reason_of_errno(EDQUOT), TSL_REASON_NO_SPACE);
   CHECK_EQ_INT(tsl_reason_of_errno(EMFILE), TSL_REASON_FILE_LIMIT);
-  CHECK_EQ_INT(tsl_reason_of_errno(ENFILE), TSL_REASON_NONE);
+  CHECK_EQ_INT(tsl_reason_of_errno(ENFILE), TSL_REASON_FILE_TABLE);
   CHECK_EQ_INT(tsl_reason_of_errno(EROFS), TSL_REASON_NONE);
   CHECK_EQ_INT(tsl_reason_of_errno(0), TSL_REASON_NONE);
   CHECK_EQ_INT(tsl_error_sys(TESSEL_E_IO, EDQUOT, "%s: write failed", "f"), TESSEL_E_IO);
@@ -43,6 +43,19 @@ static void test_errno_reasons(void) {
   CHECK(strcmp(tsl_error_message(), want) == 0);
   tsl_error_sys(TESSEL_E_IO, EROFS, "g");
   CHECK_EQ_INT(tsl_error_reason(), TSL_REASON_NONE);
+}
+
+/* A full process limit and a full system file table call for different
+** remedies: `ulimit -n` helps with the first only. */
+static void test_open_files_advice(void) {
+  const char *process = tsl_open_files_advice(EMFILE), *machine = tsl_open_files_advice(ENFILE);
+  REQUIRE(process && machine);
+  CHECK_STR_CONTAINS(process, "raise the limit (`ulimit -n`)");
+  CHECK_STR_CONTAINS(machine, "table of open files is full");
+  CHECK_STR_CONTAINS(machine, "fs.file-max");
+  CHECK_STR_CONTAINS(machine, "`ulimit -n` does not help");
+  CHECK(tsl_open_files_advice(ENOENT) == NULL);
+  CHECK(tsl_open_files_advice(0) == NULL);
 }
 
 /* The errors the three callers act on carry their reason from where they
@@ -77,6 +90,7 @@ static void test_sources_set_reasons(void) {
   while (n < 64 && (held[n] = open("/dev/null", O_RDONLY)) >= 0) n++;
   CHECK(tsl_shard_open(scratch_path(path, "short/a.bin"), 0, &shard) < 0);
   CHECK_EQ_INT(tsl_error_reason(), TSL_REASON_FILE_LIMIT);
+  CHECK_STR_CONTAINS(tsl_error_message(), "a run keeps every shard open; this process has as many files open");
   while (n > 0) close(held[--n]);
   setrlimit(RLIMIT_NOFILE, &old);
 }
@@ -85,6 +99,7 @@ int main(void) {
   scratch_init("test_status");
   RUN(test_reason_follows_the_error);
   RUN(test_errno_reasons);
+  RUN(test_open_files_advice);
   RUN(test_sources_set_reasons);
   scratch_cleanup();
   return HARNESS_EXIT();
