@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <time.h>
@@ -361,4 +362,18 @@ void tsl_copy_in(void *dst, size_t dst_size, const void *src) {
   memcpy(&writer, src, sizeof writer);
   memset(dst, 0, dst_size);
   memcpy(dst, src, writer < dst_size ? writer : dst_size);
+}
+
+uint64_t tsl_raise_file_limit(uint64_t want, uint64_t *hard) {
+  struct rlimit lim;
+  if (hard) *hard = UINT64_MAX;
+  if (getrlimit(RLIMIT_NOFILE, &lim) != 0) return UINT64_MAX;
+  if (hard && lim.rlim_max != RLIM_INFINITY) *hard = (uint64_t)lim.rlim_max;
+  if (lim.rlim_cur == RLIM_INFINITY) return UINT64_MAX;
+  if (want > (uint64_t)lim.rlim_cur) {
+    struct rlimit raised = lim;
+    raised.rlim_cur = lim.rlim_max == RLIM_INFINITY || want < (uint64_t)lim.rlim_max ? (rlim_t)want : lim.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &raised) == 0) lim = raised;
+  }
+  return (uint64_t)lim.rlim_cur;
 }

@@ -87,6 +87,12 @@ char *tsl_existing_ancestor(const char *path);
 /* The length of path without its trailing slashes (a lone "/" kept):
 ** "out/", as shell completion writes it, names the directory "out" does. */
 size_t tsl_path_len(const char *path);
+/* Raise this process's soft limit on open files towards the hard one so
+** that `want` descriptors fit (Linux's usual soft limit is 1024, while the
+** hard one is often far higher); never lowers it. Returns the soft limit in
+** force afterwards, UINT64_MAX when unlimited or unknown, and the hard one
+** in *hard (may be NULL). */
+uint64_t tsl_raise_file_limit(uint64_t want, uint64_t *hard);
 /* The file `name` in tessel's per-user cache: $XDG_CACHE_HOME/tessel/name,
 ** else ~/.cache/tessel/name (/tmp without a home), as a heap string. */
 char *tsl_cache_file(const char *name);

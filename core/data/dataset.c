@@ -12,7 +12,6 @@
 #include <glob.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 
 #include "common/util.h"
 #include "data/shard.h"
@@ -33,19 +32,6 @@ static uint64_t train_starts(uint64_t count, int seq_len) {
 
 static uint64_t eval_windows(uint64_t count, int seq_len) {
   return count > 0 ? (count - 1) / (uint64_t)seq_len : 0;
-}
-
-/* Every shard stays open while the run reads it: raise the soft limit on
-** open files towards the hard one when `shards` more would not fit (Linux's
-** usual soft limit is 1024; corpora ship in more shards than that). What
-** still does not fit fails at the open that hits it, with what to do. */
-static void room_for_files(size_t shards) {
-  struct rlimit lim;
-  if (getrlimit(RLIMIT_NOFILE, &lim) != 0 || lim.rlim_cur == RLIM_INFINITY) return;
-  rlim_t want = (rlim_t)shards + 256; /* what the run opens besides */
-  if (want <= lim.rlim_cur) return;
-  lim.rlim_cur = lim.rlim_max == RLIM_INFINITY || want < lim.rlim_max ? want : lim.rlim_max;
-  setrlimit(RLIMIT_NOFILE, &lim);
 }
 
 tsl_status tsl_dataset_open(const char *glob_pattern, int vocab_size, int seq_len,
@@ -78,7 +64,10 @@ tsl_status tsl_dataset_open(const char *glob_pattern, int vocab_size, int seq_le
     goto fail;
   }
   ds->seq_len = seq_len;
-  room_for_files(g.gl_pathc);
+  /* every shard stays open while the run reads it (corpora ship in more
+  ** shards than the usual soft limit of 1024), beside what the run opens
+  ** otherwise; what still does not fit fails at the open that hits it */
+  tsl_raise_file_limit((uint64_t)g.gl_pathc + 256, NULL);
 
   uint64_t longest = 0;
   for (size_t i = 0; i < g.gl_pathc; i++) {

@@ -115,15 +115,51 @@ static tsl_status nvme_reserve(const tsl_ledger *l, int fd, const char *path, ui
                    tsl_format_bytes(bytes, need, sizeof need), name, l->nvme_dir, strerror(err), have);
 }
 
+/* Open a new NVMe backing file. Every allocation keeps its file open, so a
+** small chunk_size can need more files than Linux's usual soft limit of
+** 1024: past it the soft limit is raised towards the hard one, as the data
+** loader does for its shards, and the open tried again. */
+static int nvme_open(const char *path) {
+  int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd >= 0 || errno != EMFILE) return fd;
+  uint64_t was = tsl_raise_file_limit(0, NULL);
+  if (tsl_raise_file_limit(UINT64_MAX, NULL) <= was) {
+    errno = EMFILE;
+    return -1;
+  }
+  return open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+}
+
+/* The error of an NVMe backing file that could not be opened for want of
+** file descriptors: how many the tier holds, the limits, and what to do. */
+static tsl_status nvme_files_error(const tsl_ledger *l, const char *path, const char *name, int err) {
+  uint64_t hard, soft = tsl_raise_file_limit(0, &hard);
+  int held = 0;
+  for (int i = 0; i < l->n_recs; i++) held += l->recs[i].tier == TESSEL_TIER_NVME;
+  if (err == ENFILE)
+    return tsl_error_for(TESSEL_E_IO, TSL_REASON_FILE_TABLE,
+                         "nvme tier: cannot create %s for '%s': %s, with %d NVMe file(s) open here: %s", path, name,
+                         strerror(err), held, tsl_open_files_advice(err));
+  return tsl_error_for(TESSEL_E_IO, TSL_REASON_FILE_LIMIT,
+                       "nvme tier: cannot create %s for '%s': %s. The NVMe tier keeps one file open per allocation "
+                       "(gemini: two per chunk whose moments are on NVMe, as its placement line counts), so this run "
+                       "needs more open files than this process's limit allows: %llu (hard limit %llu), %d of them "
+                       "NVMe files so far. Raise `ulimit -n` (the hard limit too, where it is the one reached), or "
+                       "make fewer NVMe allocations: a larger plugin.chunk_size, or a lower plugin.nvme_optim_frac",
+                       path, name, strerror(err), (unsigned long long)soft, (unsigned long long)hard, held);
+}
+
 /* Create the unlinked backing file of an NVMe allocation, its space taken. */
 static tsl_status nvme_create(tsl_ledger *l, uint64_t bytes, const char *name, int *fd_out) {
   char *path = tsl_asprintf("%s/tessel-%d-%llu.swap", l->nvme_dir, (int)getpid(),
                             (unsigned long long)l->next_nvme);
   if (!path) return TESSEL_E_NOMEM;
-  int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  int fd = nvme_open(path);
   tsl_status st = TESSEL_OK;
-  if (fd < 0) {
-    st = tsl_error(TESSEL_E_IO, "nvme tier: cannot create %s for '%s': %s", path, name, strerror(errno));
+  if (fd < 0 && tsl_open_files_advice(errno)) {
+    st = nvme_files_error(l, path, name, errno);
+  } else if (fd < 0) {
+    st = tsl_error_sys(TESSEL_E_IO, errno, "nvme tier: cannot create %s for '%s'", path, name);
   } else if (unlink(path) != 0) {
     st = tsl_error(TESSEL_E_IO, "nvme tier: cannot unlink %s for '%s': %s", path, name, strerror(errno));
   } else {

@@ -209,10 +209,10 @@ static void log_plan(gemini *g, const gm_sim *s) {
     keep += g->cs.c[k].keep;
   }
   g->api->log(g->host, TESSEL_LOG_INFO,
-              "placement %s: optimizer state of %d chunk(s) on the host (%d with moments on NVMe, %d with a device "
-              "copy of the parameters), %d on the device; %d kept gathered in training; prefetch %d; device %s, "
-              "non-model %s",
-              g->o.placement == GM_AUTO ? "auto (warm-up step first)" : "static", host, nvme, dev_param,
+              "placement %s: optimizer state of %d chunk(s) on the host (%d with moments on NVMe, %d files kept "
+              "open there; %d with a device copy of the parameters), %d on the device; %d kept gathered in "
+              "training; prefetch %d; device %s, non-model %s",
+              g->o.placement == GM_AUTO ? "auto (warm-up step first)" : "static", host, nvme, 2 * nvme, dev_param,
               g->cs.nc - host, keep, g->o.prefetch, gm_bytes(g->cap, a), gm_bytes(g->nonmodel, b));
   g->api->log(g->host, TESSEL_LOG_INFO,
               "%s step per rank: all-gather %llu B in forward and %llu B in backward, reduce-scatter %llu B "
