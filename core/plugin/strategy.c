@@ -66,12 +66,16 @@ static tsl_status check_mesh(tsl_runtime *rt, int world_size) {
 }
 
 /* A configuration mistake in finding or opening the plugin, said at the
-** key that named it (plugin.path, else plugin.name). */
+** key that named it (plugin.path, else plugin.name). The message is copied
+** whole: the report cuts a long one in its middle (tsl_echo_cut_middle), so
+** the list of paths tried may shrink but the hint at its end stays. */
 static tsl_status at_plugin_key(const tsl_settings *s, tsl_status st) {
   if (st != TESSEL_E_CONFIG) return st;
-  char msg[4096];
-  snprintf(msg, sizeof msg, "%s", tsl_error_message());
-  return tsl_cfg_error(s->plugin.section, s->plugin.path ? "path" : "name", "%s", msg);
+  char *msg = tsl_strdup(tsl_error_message());
+  if (!msg) return tsl_error(TESSEL_E_NOMEM, "out of host memory reporting a plugin that cannot be loaded");
+  st = tsl_cfg_error(s->plugin.section, s->plugin.path ? "path" : "name", "%s", msg);
+  free(msg);
+  return st;
 }
 
 tsl_status tsl_strategy_start(tsl_runtime *rt, int world_size) {

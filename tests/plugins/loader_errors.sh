@@ -147,6 +147,18 @@ first=$(grep -m1 '/libtessel-absent\.so$' "$err")
 [ "$first" = "  $TMP/dirA/libtessel-absent.so" ] || fail "the first path listed is '$first', expected dirA's"
 [ "$failures" -eq "$before" ] || show
 
+# A name kilobytes long makes the message longer than a report holds: its
+# middle is cut, and both its start (the key) and its end (what to do) stay
+before=$failures
+long=$(printf '%04500d' 0 | tr 0 x)
+config=$(cfg not_found_long "name: $long")
+check_case not_found_long "$config" TESSEL_PLUGIN_PATH="$TMP/dirA:$TMP/dirB"
+expect_failure 2
+expect_err "plugin.name: strategy plugin 'xxx" " … " \
+  "set plugin.path to the library, or add its directory to TESSEL_PLUGIN_PATH."
+[ "$(wc -c <"$err")" -lt 2000 ] || fail "the message is $(wc -c <"$err") bytes, not cut to a report's room"
+[ "$failures" -eq "$before" ] || show
+
 config=$(cfg not_found_path "path: $TMP/dirA/libtessel-gone.so")
 check_case not_found_path "$config"
 expect_failure 2
