@@ -334,6 +334,68 @@ char *tsl_existing_ancestor(const char *path) {
   return p;
 }
 
+/* Append a copy of `dir` to the NULL-terminated list *dirs of *n; 0 when
+** out of memory. */
+static int dirs_add(char ***dirs, size_t *n, const char *dir) {
+  char **grown = realloc(*dirs, sizeof *grown * (*n + 2));
+  if (!grown) return 0;
+  *dirs = grown;
+  if (!(grown[*n] = tsl_strdup(dir))) return 0;
+  grown[++*n] = NULL;
+  return 1;
+}
+
+static int dirs_have(char **dirs, size_t n, const char *dir) {
+  for (size_t i = 0; i < n; i++)
+    if (strcmp(dirs[i], dir) == 0) return 1;
+  return 0;
+}
+
+char **tsl_dirs_to_make(const char *path) {
+  size_t n = 0;
+  char **dirs = calloc(1, sizeof *dirs);
+  char *copy = tsl_strdup(path), *cur = realpath(path[0] == '/' ? "/" : ".", NULL), *save = NULL;
+  int ok = dirs && copy && cur;
+  for (char *name = ok ? strtok_r(copy, "/", &save) : NULL; ok && name; name = strtok_r(NULL, "/", &save)) {
+    if (strcmp(name, ".") == 0) continue;
+    /* under a directory still to be made, `..` is its parent as written;
+    ** under one that exists, what the file system says (a symlink's) */
+    int made = dirs_have(dirs, n, cur);
+    char *next = strcmp(name, "..") == 0 && made ? tsl_dirname(cur)
+                 : made || strcmp(cur, "/") != 0 ? tsl_asprintf("%s/%s", cur, name)
+                                                  : tsl_asprintf("/%s", name);
+    struct stat sb;
+    if (!next) {
+      ok = 0;
+    } else if ((strcmp(name, "..") == 0 && made) || dirs_have(dirs, n, next)) {
+      /* a directory this making makes, or the one it started from */
+    } else if (!made && stat(next, &sb) == 0) {
+      char *real = realpath(next, NULL);
+      ok = real != NULL;
+      free(next);
+      next = real;
+    } else if (made || errno == ENOENT || errno == ENOTDIR) {
+      ok = dirs_add(&dirs, &n, next); /* under a file: tsl_mkdir_p says so */
+    } else {
+      ok = 0;
+    }
+    free(cur);
+    cur = next;
+  }
+  free(copy);
+  free(cur);
+  if (!ok) {
+    tsl_dirs_free(dirs);
+    return NULL;
+  }
+  return dirs;
+}
+
+void tsl_dirs_free(char **dirs) {
+  for (size_t i = 0; dirs && dirs[i]; i++) free(dirs[i]);
+  free(dirs);
+}
+
 size_t tsl_path_len(const char *path) {
   size_t n = strlen(path);
   while (n > 1 && path[n - 1] == '/') n--;

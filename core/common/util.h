@@ -84,6 +84,15 @@ char *tsl_dirname(const char *path);
 ** file: what making `path` would build on. NULL when out of memory, or when
 ** a name cannot be examined for another reason (no permission). */
 char *tsl_existing_ancestor(const char *path);
+/* The directories tsl_mkdir_p(path) would create, as absolute paths without
+** `.` or `..`, in the order it creates them: a NULL-terminated heap array
+** (free with tsl_dirs_free), empty when path exists. Whether each exists is
+** asked now, so that what was there before can be told, after the making,
+** from what the making added; the spelling (a trailing /, a `..` after a
+** name not yet made) does not matter. NULL when out of memory or a name
+** cannot be examined (no permission). */
+char **tsl_dirs_to_make(const char *path);
+void tsl_dirs_free(char **dirs);
 /* The length of path without its trailing slashes (a lone "/" kept):
 ** "out/", as shell completion writes it, names the directory "out" does. */
 size_t tsl_path_len(const char *path);

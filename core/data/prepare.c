@@ -263,7 +263,7 @@ static tsl_status remove_stale_shards(const char *dir, const char *split, int fr
   return st;
 }
 
-void tsl_data_dir_unmake(const char *out_dir, const char *base) {
+void tsl_data_dir_unmake(const char *out_dir, char *const *made) {
   static const char *const records[] = {"tokens.json", "tokenizer.json", TSL_DATA_STAMP, TSL_DATA_LOCK};
   remove_stale_shards(out_dir, "train", 0);
   remove_stale_shards(out_dir, "val", 0);
@@ -272,13 +272,10 @@ void tsl_data_dir_unmake(const char *out_dir, const char *base) {
     if (path) unlink(path);
     free(path);
   }
-  char *dir = tsl_strdup(out_dir);
-  while (dir && strcmp(dir, base) != 0 && rmdir(dir) == 0) {
-    char *up = tsl_dirname(dir);
-    free(dir);
-    dir = up;
-  }
-  free(dir);
+  /* deepest first; one that is not empty stays, and its parents with it */
+  size_t n = 0;
+  while (made[n]) n++;
+  while (n > 0) rmdir(made[--n]);
 }
 
 static tsl_status check_tokenizer(const tsl_tokenizer *t) {
@@ -303,7 +300,7 @@ tsl_status tsl_data_prepare(const char *const *inputs, int n_inputs, const char 
   unsigned char *chunk = NULL;
   uint16_t *buf = NULL;
   uint64_t train = 0, val = 0;
-  char *real_out = NULL, *made_on = NULL; /* made_on: where out_dir was made, when this call made it */
+  char *real_out = NULL, **made = NULL; /* made: the directories this call makes for out_dir */
   shard_sink sinks[2] = {{.dir = out_dir, .split = "train"}, {.dir = out_dir, .split = "val"}};
 
   if (!opts) opts = &defaults;
@@ -334,7 +331,7 @@ tsl_status tsl_data_prepare(const char *const *inputs, int n_inputs, const char 
                    (unsigned long long)opts->shard_tokens, PREPARE_MAX_SHARDS);
     goto fail;
   }
-  if (!tsl_path_exists(out_dir) && !(made_on = tsl_existing_ancestor(out_dir))) {
+  if (!tsl_path_exists(out_dir) && !(made = tsl_dirs_to_make(out_dir))) {
     st = tsl_error(TESSEL_E_IO, "%s: cannot examine where it would be made: %s", out_dir, strerror(errno));
     goto fail;
   }
@@ -375,8 +372,8 @@ tsl_status tsl_data_prepare(const char *const *inputs, int n_inputs, const char 
     report->val_shards = sinks[1].shards;
   }
 fail:
-  if (st < 0 && made_on) tsl_data_dir_unmake(out_dir, made_on);
-  free(made_on);
+  if (st < 0 && made) tsl_data_dir_unmake(out_dir, made);
+  tsl_dirs_free(made);
   free(buf);
   free(real_out);
   free(chunk);

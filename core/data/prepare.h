@@ -64,10 +64,10 @@ int tsl_data_own_file(const char *real_out_dir, const char *path);
 
 /* After a failed preparation into a directory made for it: the files
 ** preparation writes there (shards, records, the stamp and the lock) and the
-** directory with the parents made for it, up to `base`, the nearest one
-** that was there already; only while empty, so whatever else is there
-** stays. */
-void tsl_data_dir_unmake(const char *dir, const char *base);
+** directories `made` for it (tsl_dirs_to_make's list, taken before the
+** making), each only while empty, so whatever else is there stays and no
+** directory that was there before is touched. */
+void tsl_data_dir_unmake(const char *dir, char *const *made);
 
 /* Take dir's lock exclusively for `tessel data prepare`, or refuse
 ** (TESSEL_E_IO) while a run reads the shards there: preparing would replace

@@ -89,9 +89,9 @@ static tsl_status prepare(const tsl_settings *s, tsl_tokenizer *t, const char *s
 ** shards, or is refused when they are not its own. */
 static tsl_status hold_prepared(const tsl_settings *s, tsl_tokenizer *t, const char *stamp, tsl_data_source *d) {
   tsl_status st = TESSEL_OK;
-  char *path = NULL, *made_on = NULL; /* made_on: where data.dir was made from, when this run made it */
+  char *path = NULL, **made = NULL; /* made: the directories this run makes for data.dir */
   int fd = -1;
-  if (!tsl_path_exists(s->data.dir) && !(made_on = tsl_existing_ancestor(s->data.dir))) {
+  if (!tsl_path_exists(s->data.dir) && !(made = tsl_dirs_to_make(s->data.dir))) {
     st = tsl_error(TESSEL_E_IO, "data.dir %s: cannot examine where it would be made: %s", s->data.dir, strerror(errno));
     goto fail;
   }
@@ -123,15 +123,15 @@ static tsl_status hold_prepared(const tsl_settings *s, tsl_tokenizer *t, const c
   d->locked = 1;
   d->lock_fd = fd;
   free(path);
-  free(made_on);
+  tsl_dirs_free(made);
   return TESSEL_OK;
 fail:
   /* a failed preparation leaves no data.dir behind that it made (removed
   ** while the lock is still held) */
-  if (made_on) tsl_data_dir_unmake(s->data.dir, made_on);
+  if (made) tsl_data_dir_unmake(s->data.dir, made);
   if (fd >= 0) close(fd);
   free(path);
-  free(made_on);
+  tsl_dirs_free(made);
   return st;
 }
 

@@ -44,6 +44,18 @@ env LD_PRELOAD="$4" TESSEL_FAULT_DIR="$WORK" TESSEL_FAULT=eio-read:b.txt \
 [ $? -eq 1 ] || fail "a failing read did not fail the preparation"
 grep -q "b.txt" "$WORK/log" || fail "the message does not name the file that failed to read"
 [ ! -e "$WORK/new2" ] || fail "a preparation that failed halfway left $(find "$WORK/new2" | head -3 | tr '\n' ' ')behind"
+# the same through a trailing / or a .. component: the directories made
+# are all removed, and one that was there before, though empty, stays
+mkdir "$WORK/keep"
+for out in "$WORK/slash/out/" "$WORK/dots/x/../y" "$WORK/gone/../keep/out"; do
+  env LD_PRELOAD="$4" TESSEL_FAULT_DIR="$WORK" TESSEL_FAULT=eio-read:b.txt \
+    "$TESSEL" data prepare "$WORK/a.txt" "$WORK/b.txt" -o "$out" --shard-tokens 100 >"$WORK/log" 2>&1
+  [ $? -eq 1 ] || fail "-o $out: a failing read did not fail the preparation"
+done
+for made in slash dots gone keep/out; do
+  [ ! -e "$WORK/$made" ] || fail "a failed preparation left $(find "$WORK/$made" | tr '\n' ' ')behind"
+done
+[ -d "$WORK/keep" ] || fail "a failed preparation removed $WORK/keep, which was there before it"
 # the preparation `tessel run` does for data.text: a data.dir it made is
 # not left behind with its lock file when preparing fails (it was)
 chmod 000 "$WORK/b.txt"
