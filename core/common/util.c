@@ -391,6 +391,12 @@ char **tsl_dirs_to_make(const char *path) {
   return dirs;
 }
 
+void tsl_dirs_unmake(char *const *dirs) {
+  size_t n = 0;
+  while (dirs && dirs[n]) n++;
+  while (n > 0) rmdir(dirs[--n]);
+}
+
 void tsl_dirs_free(char **dirs) {
   for (size_t i = 0; dirs && dirs[i]; i++) free(dirs[i]);
   free(dirs);

@@ -92,6 +92,10 @@ char *tsl_existing_ancestor(const char *path);
 ** name not yet made) does not matter. NULL when out of memory or a name
 ** cannot be examined (no permission). */
 char **tsl_dirs_to_make(const char *path);
+/* After a failed start: remove the directories of a tsl_dirs_to_make list,
+** deepest first, each only while empty (one that is not stays, and its
+** parents with it). */
+void tsl_dirs_unmake(char *const *dirs);
 void tsl_dirs_free(char **dirs);
 /* The length of path without its trailing slashes (a lone "/" kept):
 ** "out/", as shell completion writes it, names the directory "out" does. */

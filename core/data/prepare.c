@@ -272,10 +272,7 @@ void tsl_data_dir_unmake(const char *out_dir, char *const *made) {
     if (path) unlink(path);
     free(path);
   }
-  /* deepest first; one that is not empty stays, and its parents with it */
-  size_t n = 0;
-  while (made[n]) n++;
-  while (n > 0) rmdir(made[--n]);
+  tsl_dirs_unmake(made);
 }
 
 static tsl_status check_tokenizer(const tsl_tokenizer *t) {

@@ -108,14 +108,23 @@ tsl_status tsl_tfevents_open(tsl_tfevents *w, const char *dir, int64_t resume_st
   memset(w, 0, sizeof *w);
   gethostname(host, sizeof host);
   host[sizeof host - 1] = '\0';
+  /* what this call makes for the folder goes again if the event file
+  ** cannot be made in it: a fresh run that fails leaves nothing behind */
+  char **made = tsl_dirs_to_make(dir);
+  if (!made) return tsl_error_sys(TESSEL_E_IO, errno, "log.tensorboard: %s: cannot examine where it would be made", dir);
   tsl_status st = tsl_mkdir_p(dir);
-  if (st < 0) return tsl_error_wrap(st, "log.tensorboard");
+  if (st < 0) {
+    tsl_error_wrap(st, "log.tensorboard");
+    goto fail;
+  }
   w->path = tsl_asprintf("%s/events.out.tfevents.%lld.%s.%d", dir, (long long)wall_time(), host, (int)getpid());
-  if (!w->path) return TESSEL_E_NOMEM;
+  if (!w->path) {
+    st = TESSEL_E_NOMEM;
+    goto fail;
+  }
   if (!(w->f = fopen(w->path, "wb"))) {
     st = tsl_error(TESSEL_E_IO, "log.tensorboard: cannot create %s: %s", w->path, strerror(errno));
-    tsl_tfevents_close(w);
-    return st;
+    goto fail;
   }
   static const char version[] = "brain.Event:2";
   pb ev = {0};
@@ -132,7 +141,13 @@ tsl_status tsl_tfevents_open(tsl_tfevents *w, const char *dir, int64_t resume_st
     free(log.b);
     st = write_record(w, &start);
   }
-  if (st < 0) tsl_tfevents_close(w);
+  if (st < 0 && w->f) unlink(w->path); /* the folder holds nothing of ours then */
+fail:
+  if (st < 0) {
+    tsl_tfevents_close(w);
+    tsl_dirs_unmake(made);
+  }
+  tsl_dirs_free(made);
   return st;
 }
 

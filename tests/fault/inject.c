@@ -23,6 +23,10 @@
 **                                  contains TEXT fails with EACCES
 **   TESSEL_FAULT=deny-remove:TEXT  removing a path there that contains
 **                                  TEXT fails with EACCES
+**   TESSEL_FAULT=deny-open:TEXT    opening a path there that contains TEXT
+**                                  for writing (open, openat, fopen) fails
+**                                  with EACCES, mkdir still working: a file
+**                                  refused in a directory just made
 **   TESSEL_FAULT=eio-fsync-dir     fsync of the directory TESSEL_FAULT_DIR
 **                                  itself fails with EIO
 **   TESSEL_FAULT=eio-read:TEXT     reading a file there whose path contains
@@ -35,7 +39,7 @@
 **                                  and unused)
 **
 ** It wraps the calls tessel's own code makes (calloc, write, pwrite, read,
-** fsync, fallocate, mkdir, open, openat, statvfs, rename, remove); stdio's internal writes are not seen, which is fine:
+** fsync, fallocate, mkdir, open, openat, fopen, statvfs, rename, remove); stdio's internal writes are not seen, which is fine:
 ** the checkpoint tensors, the bulk of every checkpoint, go through write().
 */
 #include <dlfcn.h>
@@ -51,7 +55,7 @@
 #include <sys/types.h>
 #include <unistd.h>
 
-enum { NONE, ENOSPC_AFTER, EROFS_AFTER, FULL, KILL_AFTER_RENAME, STOP_AFTER_RENAME, KILL_AFTER_REMOVE, DENY_RENAME, DENY_REMOVE, EIO_READ, EIO_FSYNC_DIR, ENOMEM_CALLOC };
+enum { NONE, ENOSPC_AFTER, EROFS_AFTER, FULL, KILL_AFTER_RENAME, STOP_AFTER_RENAME, KILL_AFTER_REMOVE, DENY_RENAME, DENY_REMOVE, DENY_OPEN, EIO_READ, EIO_FSYNC_DIR, ENOMEM_CALLOC };
 
 static int mode = -1;
 static long long budget;
@@ -76,6 +80,7 @@ static void setup(void) {
   else if (sscanf(f, "kill-after-remove:%255s", kill_text) == 1) mode = KILL_AFTER_REMOVE;
   else if (sscanf(f, "deny-rename:%255s", kill_text) == 1) mode = DENY_RENAME;
   else if (sscanf(f, "deny-remove:%255s", kill_text) == 1) mode = DENY_REMOVE;
+  else if (sscanf(f, "deny-open:%255s", kill_text) == 1) mode = DENY_OPEN;
   else if (sscanf(f, "eio-read:%255s", kill_text) == 1) mode = EIO_READ;
   else if (sscanf(f, "enomem-calloc:%zux%zu#%ld@%255s", &nomem_n, &nomem_size, &nomem_nth, kill_text) == 4) {
     const char *rank = getenv("OMPI_COMM_WORLD_RANK");
@@ -131,6 +136,7 @@ typedef int (*mkdir_fn)(const char *, mode_t);
 typedef int (*open_fn)(const char *, int, ...);
 typedef int (*open64_fn)(const char *, int, ...);
 typedef int (*openat_fn)(int, const char *, int, ...);
+typedef FILE *(*fopen_fn)(const char *, const char *);
 typedef int (*statvfs_fn)(const char *, struct statvfs *);
 typedef int (*rename_fn)(const char *, const char *);
 typedef int (*remove_fn)(const char *);
@@ -206,7 +212,12 @@ int mkdir(const char *path, mode_t m) {
 
 static int refuse_open(const char *path, int flags) {
   setup();
-  if (!read_only() || !under(path) || (flags & O_ACCMODE) == O_RDONLY) return 0;
+  if (!under(path) || (flags & O_ACCMODE) == O_RDONLY) return 0;
+  if (mode == DENY_OPEN && strstr(path, kill_text)) {
+    errno = EACCES;
+    return 1;
+  }
+  if (!read_only()) return 0;
   errno = EROFS;
   return 1;
 }
@@ -239,6 +250,14 @@ int openat(int at, const char *path, int flags, ...) {
   va_end(ap);
   if (refuse_open(path, flags)) return -1;
   return real_openat(at, path, flags, m);
+}
+
+/* stdio opens through the C library's own open, which the wrappers above
+** do not see */
+FILE *fopen(const char *path, const char *how) {
+  REAL(fopen);
+  if (refuse_open(path, strpbrk(how, "wa+") ? O_WRONLY : O_RDONLY)) return NULL;
+  return real_fopen(path, how);
 }
 
 int statvfs(const char *path, struct statvfs *out) {

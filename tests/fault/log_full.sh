@@ -17,6 +17,9 @@
 # - log.tensorboard on a read-only disk: a fresh run fails before its first
 #   step and leaves no log.dir (the empty metrics file it had opened kept
 #   the directory it made).
+# - log.tensorboard whose folder can be made but not its event file: the
+#   fresh run fails and leaves neither the folder (nor its parents) nor
+#   log.dir behind (the empty folder stayed).
 # - tokenizer train -o FIFO is refused, and the FIFO stays (the same rename
 #   replaced it).
 . "$(dirname "$0")/common.sh" "$1" "$2" "$3" log_full
@@ -59,6 +62,15 @@ status=$?
 [ $status -eq 1 ] || fail "exit status $status, expected 1: $(cat "$WORK/ro.log")"
 grep -qF "log.tensorboard: $WORK/ro" "$WORK/ro.log" || fail "the message does not name log.tensorboard: $(cat "$WORK/ro.log")"
 [ -e "$WORK/fresh" ] && fail "a run that never trained left $(find "$WORK/fresh")"
+
+case_name=tensorboard_no_file
+under_fault "$WORK" deny-open:events.out.tfevents "$WORK/tb.log" --set log.dir="$WORK/fresh2/run" \
+  --set log.tensorboard="$WORK/fresh2/tb/new"
+status=$?
+[ $status -eq 1 ] || fail "exit status $status, expected 1: $(cat "$WORK/tb.log")"
+grep -qF "log.tensorboard: cannot create $WORK/fresh2/tb/new/events.out.tfevents" "$WORK/tb.log" ||
+  fail "the message does not name the event file: $(cat "$WORK/tb.log")"
+[ -e "$WORK/fresh2" ] && fail "a run that never trained left $(find "$WORK/fresh2" | tr '\n' ' ')"
 
 case_name=fifo_output
 mkfifo "$WORK/fifo"
