@@ -80,7 +80,9 @@ static tsl_status adopt_group(tsl_comm *c, tessel_group *g, int rc, const char *
   MPI_Comm_set_errhandler(g->comm, MPI_ERRORS_RETURN);
   MPI_Comm_rank(g->comm, &g->rank);
   MPI_Comm_size(g->comm, &g->size);
-  if ((st = mpi_status(MPI_Comm_dup(g->comm, &g->gathers), "MPI_Comm_dup", g)) < 0) {
+  MPI_Request req;
+  int rc_dup = tsl_mpi_finish(MPI_Comm_idup(g->comm, &g->gathers, &req), &req, "building the communicators", g->name);
+  if ((st = mpi_status(rc_dup, "MPI_Comm_idup", g)) < 0) {
     MPI_Comm_free(&g->comm);
     return st;
   }
@@ -89,7 +91,11 @@ static tsl_status adopt_group(tsl_comm *c, tessel_group *g, int rc, const char *
 }
 
 /* Split the world into the groups over `axes`: ranks that agree on every
-** other axis share a communicator, ordered by their coordinates on `axes`. */
+** other axis share a communicator, ordered by their coordinates on `axes`.
+** MPI_Comm_split has no non-blocking form, so it waits with no deadline;
+** every rank comes to it straight from tsl_comm_create's first exchange,
+** which waits within train.comm_timeout, with no file, device or plugin
+** work between them in which a rank could stall. */
 static tsl_status add_group(tsl_comm *c, uint32_t axes) {
   for (int i = 0; i < c->n_groups; i++)
     if (c->groups[i].axes == axes) return TESSEL_OK;
@@ -115,7 +121,9 @@ static tsl_status add_core_group(tsl_comm *c) {
   memset(g, 0, sizeof *g);
   g->axes = TSL_CORE_AXES;
   snprintf(g->name, sizeof g->name, "core");
-  return adopt_group(c, g, MPI_Comm_dup(MPI_COMM_WORLD, &g->comm), "MPI_Comm_dup");
+  MPI_Request req;
+  int rc = tsl_mpi_finish(MPI_Comm_idup(MPI_COMM_WORLD, &g->comm, &req), &req, "building the communicators", g->name);
+  return adopt_group(c, g, rc, "MPI_Comm_idup");
 }
 
 /* ---- the device engine ---- */
