@@ -342,6 +342,58 @@ static void test_tokenizer_limits(void) {
   tsl_tokenizer_free(no_eot);
 }
 
+/* dirs[i] is root + tail, or the list ends at i when tail is NULL. */
+static void check_dir(char **dirs, int i, const char *root, const char *tail) {
+  char want[1100];
+  if (!tail) {
+    CHECK(dirs[i] == NULL);
+    return;
+  }
+  snprintf(want, sizeof want, "%s/%s", root, tail);
+  CHECK(dirs[i] && strcmp(dirs[i], want) == 0);
+}
+
+/* What making a path would create, listed before the making as real names:
+** a trailing / and `..` after a name still to be made change nothing, a
+** directory that is there (empty or not) is never listed, and `..` after a
+** symlink is the file system's parent, not the text's. */
+static void test_dirs_to_make(void) {
+  char p[1024], target[1024];
+  char *root = realpath(scratch_root, NULL);
+  REQUIRE(root != NULL);
+  REQUIRE(tsl_mkdir_p(scratch_path(p, "mk/have")) == TESSEL_OK);
+  REQUIRE(tsl_mkdir_p(scratch_path(p, "mk/deep/inner")) == TESSEL_OK);
+  REQUIRE(symlink(scratch_path(target, "mk/deep/inner"), scratch_path(p, "mk/link")) == 0);
+  char **d = tsl_dirs_to_make(scratch_path(p, "mk/new/x/../y/"));
+  REQUIRE(d != NULL);
+  check_dir(d, 0, root, "mk/new");
+  check_dir(d, 1, root, "mk/new/x");
+  check_dir(d, 2, root, "mk/new/y");
+  check_dir(d, 3, root, NULL);
+  tsl_dirs_free(d);
+  REQUIRE((d = tsl_dirs_to_make(scratch_path(p, "mk/gone/../have/z"))) != NULL);
+  check_dir(d, 0, root, "mk/gone");
+  check_dir(d, 1, root, "mk/have/z");
+  check_dir(d, 2, root, NULL);
+  tsl_dirs_free(d);
+  REQUIRE((d = tsl_dirs_to_make(scratch_path(p, "mk/link/../z"))) != NULL);
+  check_dir(d, 0, root, "mk/deep/z");
+  check_dir(d, 1, root, NULL);
+  tsl_dirs_free(d);
+  REQUIRE((d = tsl_dirs_to_make(scratch_path(p, "mk/have/"))) != NULL);
+  check_dir(d, 0, root, NULL);
+  tsl_dirs_free(d);
+  /* made, then unmade: only what was listed goes */
+  REQUIRE((d = tsl_dirs_to_make(scratch_path(p, "mk/gone/../have/z"))) != NULL);
+  REQUIRE(tsl_mkdir_p(p) == TESSEL_OK);
+  tsl_dirs_unmake(d);
+  tsl_dirs_free(d);
+  CHECK(!tsl_path_exists(scratch_path(p, "mk/gone")));
+  CHECK(!tsl_path_exists(scratch_path(p, "mk/have/z")));
+  CHECK(tsl_path_exists(scratch_path(p, "mk/have")));
+  free(root);
+}
+
 int main(void) {
   scratch_init("test_prepare");
   RUN(test_split_sizes_and_sharding);
@@ -352,6 +404,7 @@ int main(void) {
   RUN(test_errors);
   RUN(test_tokenizer_documents);
   RUN(test_tokenizer_limits);
+  RUN(test_dirs_to_make);
   scratch_cleanup();
   return HARNESS_EXIT();
 }
