@@ -67,6 +67,7 @@ tsl_status tsl_world_init(int *argc, char ***argv, tsl_world *w) {
     w->owns_mpi = 1;
   }
   w->active = 1;
+  tsl_mpi_watch_stops();
   /* errors come back as codes, so a failing collective is reported, not fatal */
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   MPI_Comm_rank(MPI_COMM_WORLD, &w->rank);

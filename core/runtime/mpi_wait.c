@@ -1,12 +1,33 @@
 /* core/runtime/mpi_wait.c — see mpi_wait.h. */
 #include "runtime/mpi_wait.h"
 
+#include <signal.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "common/log.h"
 #include "common/util.h"
 
 static double timeout_s = TSL_COMM_TIMEOUT_DEFAULT;
+
+/* Set by SIGCONT, cleared by every wait that completes: set at a timeout,
+** this rank was stopped since its last completed wait. */
+static volatile sig_atomic_t continued;
+
+static void on_continue(int sig) {
+  (void)sig;
+  continued = 1;
+}
+
+void tsl_mpi_watch_stops(void) {
+  struct sigaction now, sa;
+  if (sigaction(SIGCONT, NULL, &now) != 0 || now.sa_handler != SIG_DFL || (now.sa_flags & SA_SIGINFO)) return;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_continue;
+  sa.sa_flags = SA_RESTART;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGCONT, &sa, NULL);
+}
 
 void tsl_mpi_set_timeout(double seconds) { timeout_s = seconds; }
 double tsl_mpi_timeout(void) { return timeout_s; }
@@ -16,7 +37,14 @@ double tsl_mpi_timeout(void) { return timeout_s; }
 static void give_up(const char *what, const char *group, double waited, int missing) {
   int world = 1, rank = tsl_log_rank(&world);
   tsl_status st;
-  if (missing >= 0)
+  if (continued)
+    st = tsl_error(TESSEL_E_COMM,
+                   "%s on group '%s' has waited %.0f s (train.comm_timeout), but this rank was itself stopped "
+                   "(SIGSTOP, Ctrl-Z, a debugger) and continued since its last exchange, so the other ranks may "
+                   "have given up waiting for it and ended the job; look at what stopped it (if the others are "
+                   "still running, one of them is stuck instead). The job ends now",
+                   what, group, waited);
+  else if (missing >= 0)
     st = tsl_error(TESSEL_E_COMM,
                    "%s on group '%s' has waited %.0f s (train.comm_timeout) for rank %d, which never arrived: it is "
                    "stuck (in a loop, on a hung file system, in a debugger) or stopped. The job ends now. If a rank "
@@ -51,6 +79,7 @@ int tsl_mpi_wait_for(MPI_Request *req, int rank, const char *what, const char *g
   ** and then, not on every turn */
   for (unsigned turn = 1;; turn++) {
     int done = 0, rc = MPI_Test(req, &done, MPI_STATUS_IGNORE);
+    if (rc == MPI_SUCCESS && done) continued = 0;
     if (rc != MPI_SUCCESS || done) return rc;
     if (turn % 256 == 0 && tsl_now() - start > timeout_s) give_up(what, group, tsl_now() - start, rank);
   }

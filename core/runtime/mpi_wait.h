@@ -18,6 +18,13 @@
 
 #define TSL_COMM_TIMEOUT_DEFAULT 1800.0
 
+/* Notice this process being stopped and continued (SIGSTOP, Ctrl-Z, a
+** debugger): its SIGCONT is recorded, unless the program handles SIGCONT
+** itself. A rank continued after the others gave up on it (MPI_Abort sends
+** SIGCONT before SIGTERM) then times out too, and says that it was the one
+** stopped rather than blame the others. Idempotent. */
+void tsl_mpi_watch_stops(void);
+
 /* Seconds a rank waits for the others in one call; 0: forever. */
 void tsl_mpi_set_timeout(double seconds);
 double tsl_mpi_timeout(void);
