@@ -150,11 +150,11 @@ first=$(grep -m1 '/libtessel-absent\.so$' "$err")
 # A name kilobytes long makes the message longer than a report holds: its
 # middle is cut, and both its start (the key) and its end (what to do) stay
 before=$failures
-long=$(printf '%04500d' 0 | tr 0 x)
+long=$(printf '%04500d' 0 | tr 0 q)
 config=$(cfg not_found_long "name: $long")
 check_case not_found_long "$config" TESSEL_PLUGIN_PATH="$TMP/dirA:$TMP/dirB"
 expect_failure 2
-expect_err "plugin.name: strategy plugin 'xxx" " … " \
+expect_err "plugin.name: strategy plugin 'qqq" " … " \
   "set plugin.path to the library, or add its directory to TESSEL_PLUGIN_PATH."
 [ "$(wc -c <"$err")" -lt 2000 ] || fail "the message is $(wc -c <"$err") bytes, not cut to a report's room"
 [ "$failures" -eq "$before" ] || show
