@@ -26,3 +26,8 @@ YAML
 
 # The "loss" values of a metrics file, one per line, as written.
 losses() { sed -n 's/.*"loss":\([^,]*\),.*/\1/p' "$1"; }
+# stop_step LOG CAUSE: the step a run's "stopped at step N by CAUSE" line names
+stop_step() { sed -n "s/.*stopped at step \([0-9]*\) by $2.*/\1/p" "$1"; }
+# stopped_with_checkpoint STATUS STEP RUNDIR: exit status 75 (stopped,
+# resumable) and the checkpoint of the step it stopped at
+stopped_with_checkpoint() { [ "$1" -eq 75 ] && [ -n "$2" ] && [ -d "$3/checkpoints/$(printf 'step_%08d' "$2")" ]; }

@@ -31,7 +31,7 @@ for r in 0 1; do
   st=$(cat "$WORK/stopped.status.$r" 2>/dev/null)
   [ "$st" = 75 ] || { cat "$WORK/stopped.log" >&2; fail "rank $r exited with status '$st', expected 75"; }
 done
-step=$(sed -n 's/.*stopped at step \([0-9]*\) by SIGTERM.*/\1/p' "$WORK/stopped.log")
+step=$(stop_step "$WORK/stopped.log" SIGTERM)
 [ -n "$step" ] || { cat "$WORK/stopped.log" >&2; fail "no 'stopped at step N by SIGTERM' line"; }
 [ "$(ls "$WORK/stopped/checkpoints" | grep -v '^latest$')" = "$(printf 'step_%08d' "$step")" ] \
   || fail "checkpoints: $(ls "$WORK/stopped/checkpoints"), expected only step $step"
@@ -71,8 +71,8 @@ for sig in INT TERM; do
   wait $job
   rc=$?
   set -e
-  at=$(sed -n 's/.*stopped at step \([0-9]*\) by SIGUSR1.*/\1/p' "$WORK/launch$sig.log")
-  [ $rc -eq 75 ] && [ -n "$at" ] && [ -d "$WORK/launch$sig/checkpoints/$(printf 'step_%08d' "$at")" ] ||
+  at=$(stop_step "$WORK/launch$sig.log" SIGUSR1)
+  stopped_with_checkpoint $rc "$at" "$WORK/launch$sig" ||
     { cat "$WORK/launch$sig.log" >&2; fail "SIG$sig to tessel launch: status $rc, stop step '$at'"; }
   # mpirun's SIGTERM to the rank still finishing, once the first has exited
   # 75, is no second stop signal: the stop and its checkpoint are done

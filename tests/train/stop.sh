@@ -28,8 +28,8 @@ stopped_by() {
   wait $pid
   rc=$?
   set -e
-  step=$(sed -n "s/.*stopped at step \([0-9]*\) by SIG$2.*/\1/p" "$WORK/$1.log")
-  [ $rc -eq 75 ] && [ -n "$step" ] && [ -d "$WORK/$1/checkpoints/$(printf 'step_%08d' "$step")" ] ||
+  step=$(stop_step "$WORK/$1.log" "SIG$2")
+  stopped_with_checkpoint $rc "$step" "$WORK/$1" ||
     { cat "$WORK/$1.log" >&2; fail "SIG$2: exit status $rc, expected 75 with a checkpoint and a stop line"; }
 }
 stopped_by int INT
@@ -114,7 +114,7 @@ set +e
   --set train.eval_every=4 --set train.eval_batches=5 >"$WORK/val.log" 2>&1
 rc=$?
 set -e
-at=$(sed -n 's/.*stopped at step \([0-9]*\) by train.stop_after_time.*/\1/p' "$WORK/val.log")
+at=$(stop_step "$WORK/val.log" train.stop_after_time)
 [ $rc -eq 75 ] && [ -n "$at" ] && [ "$at" -le 7 ] ||
   { cat "$WORK/val.log" >&2; fail "stop_after_time with a validation due: status $rc, stopped at step '$at', expected 7 or before"; }
 grep -q "stop_after_time.*not a duration" <("$TESSEL" check "$WORK/tiny.yaml" --set train.stop_after_time=3x 2>&1) \
