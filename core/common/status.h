@@ -39,6 +39,7 @@ typedef enum tsl_reason {
   TSL_REASON_FILE_LIMIT, /* EMFILE: this process's limit on open files */
   TSL_REASON_FILE_TABLE, /* ENFILE: the system's table of open files is full */
   TSL_REASON_TOO_SHORT,  /* a dataset holds no window of seq_len+1 tokens */
+  TSL_REASON_OTHER_RANK, /* this rank stops because another rank failed: its words are not this rank's */
 } tsl_reason;
 
 /* Set the error message and return `status` (so `return tsl_error(...)`). */

@@ -7,7 +7,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common/crc32c.h"
 #include "common/log.h"
 #include "runtime/mpi_wait.h"
 
@@ -141,25 +140,16 @@ typedef struct outcome {
   int32_t status, own;
 } outcome;
 
-/* The checksum of the last failure this process repeated from another rank. */
-static uint32_t repeated;
-
-static uint32_t said_now(void) {
-  const char *msg = tsl_error_message();
-  return tsl_crc32c(0, msg, strlen(msg));
-}
-
 /* This rank stops because rank r failed with `status`: it says so (its
-** tessel_last_error) and remembers that the words are not its own. */
+** tessel_last_error), marked as not its own failure. */
 static tsl_status repeat_failure(int r, tsl_status status) {
-  tsl_error(status, "rank %d failed (%s); see its message", r, tsl_status_name(status));
-  repeated = said_now();
-  return status;
+  return tsl_error_for(status, TSL_REASON_OTHER_RANK, "rank %d failed (%s); see its message", r,
+                       tsl_status_name(status));
 }
 
 /* Every rank's outcome, gathered; NULL (after aborting) is impossible. */
 static outcome *gather_outcomes(const tsl_world *w, tsl_status mine) {
-  outcome me = {.status = mine, .own = mine < 0 && said_now() != repeated};
+  outcome me = {.status = mine, .own = mine < 0 && tsl_error_reason() != TSL_REASON_OTHER_RANK};
   outcome *all = calloc((size_t)w->size, sizeof *all);
   if (!all || world_allgather(&me, all, sizeof me, "agreeing on every rank's status") != MPI_SUCCESS) {
     /* cannot agree: fail loudly rather than risk a hang */
