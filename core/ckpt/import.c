@@ -376,20 +376,6 @@ fail:
   return st;
 }
 
-/* Remove the empty directories from `dir` up to, not including, `base`
-** (one of its ancestors, or itself, as tsl_existing_ancestor names it):
-** the parents an import made for its output. rmdir takes only empty ones,
-** so nothing another process put there goes. */
-static void remove_made(const char *dir, const char *base) {
-  char *p = tsl_strdup(dir);
-  while (p && strcmp(p, base) != 0 && rmdir(p) == 0) {
-    char *up = tsl_dirname(p);
-    free(p);
-    p = up;
-  }
-  free(p);
-}
-
 tsl_status tsl_import_hf(const char *hf_dir, const char *out_given) {
   tsl_status st;
   tsl_weights *w = NULL;
@@ -397,7 +383,8 @@ tsl_status tsl_import_hf(const char *hf_dir, const char *out_given) {
   /* "out/" is out: its temporary "out/.tmp-PID" made out/ itself, and the rename onto it failed */
   char *out_dir = tsl_asprintf("%.*s", (int)tsl_path_len(out_given), out_given);
   char *tmp = out_dir ? tsl_asprintf("%s.tmp-%d", out_dir, (int)getpid()) : NULL;
-  char *parent = out_dir ? tsl_dirname(out_dir) : NULL, *base = NULL;
+  char *parent = out_dir ? tsl_dirname(out_dir) : NULL;
+  char **made = NULL; /* the parents this import makes for its output */
   if (!tmp || !parent) {
     st = tsl_error(TESSEL_E_NOMEM, "out of host memory");
     goto done;
@@ -413,7 +400,7 @@ tsl_status tsl_import_hf(const char *hf_dir, const char *out_given) {
     goto done;
   }
   t = hf_tokenizer(w);
-  base = tsl_existing_ancestor(parent);
+  made = tsl_dirs_to_make(parent);
   st = tsl_remove_tree(tmp);
   if (st >= 0) st = tsl_mkdir_p(tmp);
   if (st >= 0) st = write_checkpoint(w, t, tmp);
@@ -422,7 +409,7 @@ tsl_status tsl_import_hf(const char *hf_dir, const char *out_given) {
   if (st >= 0) st = tsl_fsync_path(parent);
   if (st < 0) {
     tsl_remove_tree(tmp);
-    if (base) remove_made(parent, base);
+    tsl_dirs_unmake(made);
   }
 done:
   tsl_tokenizer_free(t);
@@ -430,6 +417,6 @@ done:
   free(out_dir);
   free(tmp);
   free(parent);
-  free(base);
+  tsl_dirs_free(made);
   return st;
 }
