@@ -28,6 +28,11 @@ typedef struct tsl_model_settings {
   int positions;         /* the longest context the model is made for (GPT-2: rows of wpe), >= seq_len */
   int vocab_size;        /* the tokenizer's vocabulary */
   double rope_theta, norm_eps;
+  struct {                 /* Llama 3's scaling of the rotary frequencies (Hugging Face's rope_type "llama3") */
+    double factor;         /* 0: none, the frequencies are theta^(-2i/head_size) */
+    double low_freq_factor, high_freq_factor;
+    int original_positions; /* the context the unscaled model was made for */
+  } rope_scaling;
   int tie_embeddings;
   const char *init_from; /* weights to start from: a checkpoint or Hugging Face directory (NULL: none) */
   tsl_cfg *section;      /* for errors about the model's shape (NULL from a checkpoint) */
