@@ -248,15 +248,6 @@ tsl_status tsl_weights_file_tensor(const tsl_weights *w, const tsl_param *p, flo
 
 /* ---- tessel import ---- */
 
-/* The shortest decimal that reads back as exactly x. */
-static const char *exact(double x, char *buf, size_t cap) {
-  for (int digits = 6; digits <= 17; digits++) {
-    snprintf(buf, cap, "%.*g", digits, x);
-    if (strtod(buf, NULL) == x) break;
-  }
-  return buf;
-}
-
 /* config.yaml of an imported checkpoint: the model section a run that
 ** starts from it must match. */
 static tsl_status write_model_yaml(const char *path, const tsl_model_settings *m) {
@@ -272,7 +263,7 @@ static tsl_status write_model_yaml(const char *path, const tsl_model_settings *m
   char theta[32], eps[32];
   if (m->arch == TSL_ARCH_LLAMA)
     n += snprintf(text + n, sizeof text - (size_t)n, "  rope_theta: %s\n  norm_eps: %s\n  tie_embeddings: %s\n",
-                  exact(m->rope_theta, theta, sizeof theta), exact(m->norm_eps, eps, sizeof eps),
+                  tsl_format_exact(m->rope_theta, theta, sizeof theta), tsl_format_exact(m->norm_eps, eps, sizeof eps),
                   m->tie_embeddings ? "true" : "false");
   return tsl_atomic_write_file(path, text, (size_t)n);
 }

@@ -113,6 +113,14 @@ char *tsl_format_bytes(uint64_t bytes, char *buf, size_t cap) {
   return buf;
 }
 
+char *tsl_format_exact(double x, char *buf, size_t cap) {
+  for (int digits = 6; digits <= 17; digits++) {
+    snprintf(buf, cap, "%.*g", digits, x);
+    if (strtod(buf, NULL) == x) break;
+  }
+  return buf;
+}
+
 uint64_t tsl_hash_bytes(const void *data, size_t n, uint64_t seed) {
   const unsigned char *p = data;
   uint64_t h = 1469598103934665603ull ^ seed;

@@ -31,6 +31,10 @@ int tsl_parse_decimal(const char *s, double *out, char **end);
 int tsl_parse_size(const char *s, uint64_t *out);
 /* Format bytes as "1.50 MiB" into buf. Returns buf. */
 char *tsl_format_bytes(uint64_t bytes, char *buf, size_t cap);
+/* The shortest "%g" form (6 to 17 digits) that strtod reads back as exactly
+** x, for text a reader parses again (a config, a message quoting a value).
+** Returns buf. */
+char *tsl_format_exact(double x, char *buf, size_t cap);
 
 /* 64-bit FNV-1a over bytes and strings. */
 uint64_t tsl_hash_bytes(const void *data, size_t n, uint64_t seed);

@@ -189,14 +189,6 @@ tsl_status tsl_cfg_int(tsl_cfg *map, const char *key, int64_t dflt, int64_t min,
   return TESSEL_OK;
 }
 
-/* Shortest "%g" form that reads back as the same double. */
-static void format_double(double x, char *buf, size_t cap) {
-  for (int prec = 6; prec <= 17; prec++) {
-    snprintf(buf, cap, "%.*g", prec, x);
-    if (strtod(buf, NULL) == x) return;
-  }
-}
-
 tsl_status tsl_cfg_float(tsl_cfg *map, const char *key, double dflt, double min, double max,
                          double *out) {
   tsl_cfg *v;
@@ -207,7 +199,7 @@ tsl_status tsl_cfg_float(tsl_cfg *map, const char *key, double dflt, double min,
     *out = dflt;
     if (!map) return TESSEL_OK;
     char text[40];
-    format_double(dflt, text, sizeof text);
+    tsl_format_exact(dflt, text, sizeof text);
     return record_default(map, key, TSL_NODE_SCALAR, text);
   }
   double x;
@@ -218,8 +210,8 @@ tsl_status tsl_cfg_float(tsl_cfg *map, const char *key, double dflt, double min,
     return tsl_cfg_error(map, key, "%s is past the largest number (about 1.8e308)", TSL_ECHO(v->scalar));
   if (parsed > 0 || x < min || x > max) {
     char lo[40], hi[40];
-    format_double(min, lo, sizeof lo);
-    format_double(max, hi, sizeof hi);
+    tsl_format_exact(min, lo, sizeof lo);
+    tsl_format_exact(max, hi, sizeof hi);
     if (isinf(max)) return tsl_cfg_error(map, key, "must be at least %s, got %s", lo, TSL_ECHO(v->scalar));
     if (isinf(min)) return tsl_cfg_error(map, key, "must be at most %s, got %s", hi, TSL_ECHO(v->scalar));
     return tsl_cfg_error(map, key, "must be between %s and %s, got %s", lo, hi, TSL_ECHO(v->scalar));
