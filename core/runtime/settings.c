@@ -67,6 +67,109 @@ static tsl_status refuse_for_gpt2(tsl_cfg *m, const char *key, const char *why) 
   return tsl_cfg_error(m, key, "GPT-2 has no %s (arch: llama has)", why);
 }
 
+/* ---- Llama 3's rotary scaling ---- */
+
+const char *const tsl_rope_scaling_keys[TSL_ROPE_N] = {"factor", "low_freq_factor", "high_freq_factor",
+                                                       "original_positions"};
+const double tsl_rope_scaling_defaults[TSL_ROPE_N] = {8.0, 1.0, 4.0, 8192.0};
+
+void tsl_rope_scaling_values(const tsl_model_settings *m, double v[TSL_ROPE_N]) {
+  const int none = !(m->rope_scaling.factor > 0);
+  v[TSL_ROPE_FACTOR] = none ? 0 : m->rope_scaling.factor;
+  v[TSL_ROPE_LOW] = none ? 0 : m->rope_scaling.low_freq_factor;
+  v[TSL_ROPE_HIGH] = none ? 0 : m->rope_scaling.high_freq_factor;
+  v[TSL_ROPE_ORIGINAL] = none ? 0 : m->rope_scaling.original_positions;
+}
+
+void tsl_rope_scaling_set(tsl_model_settings *m, const double v[TSL_ROPE_N]) {
+  m->rope_scaling.factor = v[TSL_ROPE_FACTOR];
+  m->rope_scaling.low_freq_factor = v[TSL_ROPE_LOW];
+  m->rope_scaling.high_freq_factor = v[TSL_ROPE_HIGH];
+  m->rope_scaling.original_positions = (int)v[TSL_ROPE_ORIGINAL];
+}
+
+const char *tsl_rope_scaling_fault(const double v[TSL_ROPE_N], int k, char *why, size_t cap) {
+  char x[40], low[40];
+  tsl_format_exact(v[k], x, sizeof x);
+  switch (k) {
+    case TSL_ROPE_FACTOR: /* 1 keeps every frequency; below it the context would shrink */
+      if (v[k] >= 1.0 && isfinite(v[k])) return NULL;
+      snprintf(why, cap, "must be at least 1 (how many times the original context is stretched), got %s", x);
+      return why;
+    case TSL_ROPE_LOW:
+      if (v[k] > 0.0 && isfinite(v[k])) return NULL;
+      snprintf(why, cap, "must be above 0, got %s", x);
+      return why;
+    case TSL_ROPE_HIGH: /* the formula divides by their difference */
+      if (v[k] > v[TSL_ROPE_LOW] && isfinite(v[k])) return NULL;
+      snprintf(why, cap, "%s is not above low_freq_factor %s: the wavelengths between original_positions / "
+               "high_freq_factor and original_positions / low_freq_factor are interpolated, so the first must be "
+               "the shorter", x, tsl_format_exact(v[TSL_ROPE_LOW], low, sizeof low));
+      return why;
+    default:
+      if (v[k] >= 1 && v[k] <= 1 << 20 && v[k] == floor(v[k])) return NULL;
+      snprintf(why, cap, "must be a whole number between 1 and %d, got %s", 1 << 20, x);
+      return why;
+  }
+}
+
+int tsl_rope_scaling_same(const tsl_model_settings *a, const tsl_model_settings *b) {
+  double va[TSL_ROPE_N], vb[TSL_ROPE_N];
+  tsl_rope_scaling_values(a, va);
+  tsl_rope_scaling_values(b, vb);
+  for (int k = 0; k < TSL_ROPE_N; k++)
+    if (va[k] != vb[k]) return 0;
+  return 1;
+}
+
+const char *tsl_rope_scaling_text(const tsl_model_settings *m, char *buf, size_t cap) {
+  double v[TSL_ROPE_N];
+  tsl_rope_scaling_values(m, v);
+  if (!(v[TSL_ROPE_FACTOR] > 0)) {
+    snprintf(buf, cap, "none");
+    return buf;
+  }
+  size_t n = (size_t)snprintf(buf, cap, "{type: llama3");
+  for (int k = 0; k < TSL_ROPE_N && n < cap; k++) {
+    char x[40];
+    n += (size_t)snprintf(buf + n, cap - n, ", %s: %s", tsl_rope_scaling_keys[k], tsl_format_exact(v[k], x, sizeof x));
+  }
+  if (n < cap) snprintf(buf + n, cap - n, "}");
+  return buf;
+}
+
+/* model.rope_scaling (arch: llama): absent, null or empty for plain
+** frequencies, else Llama 3's scaling. Its type must be given (a later
+** scaling would be another type); the values default to Llama 3.1's and
+** are checked by tsl_rope_scaling_fault, as trainer.json's are. */
+static tsl_status read_rope_scaling(tsl_cfg *m, tsl_model_settings *ms) {
+  static const char *const types[] = {"llama3", NULL};
+  tsl_cfg *r;
+  int type, ok[TSL_ROPE_N];
+  double v[TSL_ROPE_N];
+  char why[512];
+  if (!tsl_cfg_has(m, "rope_scaling")) return TESSEL_OK;
+  tsl_status st = tsl_cfg_section(m, "rope_scaling", 0, &r);
+  if (st < 0 || tsl_cfg_is_empty(r)) return st;
+  tsl_status tst = tsl_cfg_require(r, "type");
+  keep(&st, tst >= 0 ? tsl_cfg_enum(r, "type", types, 0, &type) : tst);
+  for (int k = 0; k < TSL_ROPE_N; k++) {
+    const char *key = tsl_rope_scaling_keys[k];
+    int64_t n;
+    tsl_status one = k == TSL_ROPE_ORIGINAL
+                         ? tsl_cfg_int(r, key, (int64_t)tsl_rope_scaling_defaults[k], INT64_MIN, INT64_MAX, &n)
+                         : tsl_cfg_float(r, key, tsl_rope_scaling_defaults[k], -INFINITY, INFINITY, &v[k]);
+    if (k == TSL_ROPE_ORIGINAL) v[k] = (double)n;
+    ok[k] = one >= 0;
+    keep(&st, one);
+  }
+  for (int k = 0; k < TSL_ROPE_N; k++)
+    if (ok[k] && (k != TSL_ROPE_HIGH || ok[TSL_ROPE_LOW]) && tsl_rope_scaling_fault(v, k, why, sizeof why))
+      keep(&st, tsl_cfg_error(r, tsl_rope_scaling_keys[k], "%s", why));
+  if (st >= 0) tsl_rope_scaling_set(ms, v);
+  return st;
+}
+
 static tsl_status read_model(tsl_cfg *root, tsl_settings *s) {
   tsl_cfg *m;
   int64_t v[5], kv = 1, ffn = 1, positions = 1;
@@ -92,6 +195,7 @@ static tsl_status read_model(tsl_cfg *root, tsl_settings *s) {
     ** configuration `tessel check` prints loads again */
     keep(&st, refuse_for_gpt2(m, "kv_heads", "grouped-query attention (kv_heads)"));
     keep(&st, refuse_for_gpt2(m, "rope_theta", "rotary positions (rope_theta)"));
+    keep(&st, refuse_for_gpt2(m, "rope_scaling", "rotary positions (rope_scaling)"));
     keep(&st, refuse_for_gpt2(m, "tie_embeddings", "untied head (tie_embeddings); its head is always wte"));
     keep(&st, refuse_for_gpt2(m, "norm_eps", "configurable norm epsilon; its layer norms use 1e-5"));
     kv = ok[1] ? v[1] : 1;
@@ -106,6 +210,7 @@ static tsl_status read_model(tsl_cfg *root, tsl_settings *s) {
                               "must divide heads: %lld for multi-head, 1 for multi-query attention)",
                               (long long)v[1], (long long)kv, (long long)v[1]));
     keep(&st, tsl_cfg_float(m, "rope_theta", 10000.0, 1.0, 1e12, &s->model.rope_theta));
+    keep(&st, read_rope_scaling(m, &s->model));
     keep(&st, tsl_cfg_float(m, "norm_eps", 1e-5, 1e-12, 1.0, &s->model.norm_eps));
     keep(&st, tsl_cfg_bool(m, "tie_embeddings", 0, &s->model.tie_embeddings));
   }

@@ -115,4 +115,27 @@ tsl_status tsl_settings_read(tsl_config *cfg, tsl_settings *s);
 ** `who` (NULL: none) follows each, e.g. the rank and host that looked. */
 tsl_status tsl_settings_check_files(tsl_config *cfg, const tsl_settings *s, const char *who);
 
+/* ---- Llama 3's rotary scaling (model.rope_scaling), one schema for the
+** config, trainer.json and everything that compares or prints a model.
+** Its values after the type "llama3" (the only scaling there is) go in
+** this order, as factor, low_freq_factor, high_freq_factor and
+** original_positions. ---- */
+enum { TSL_ROPE_FACTOR, TSL_ROPE_LOW, TSL_ROPE_HIGH, TSL_ROPE_ORIGINAL, TSL_ROPE_N };
+extern const char *const tsl_rope_scaling_keys[TSL_ROPE_N];
+/* Llama 3.1's: factor 8, low_freq_factor 1, high_freq_factor 4, original_positions 8192. */
+extern const double tsl_rope_scaling_defaults[TSL_ROPE_N];
+/* m's scaling as values (all 0 when it has none), and back. */
+void tsl_rope_scaling_values(const tsl_model_settings *m, double v[TSL_ROPE_N]);
+void tsl_rope_scaling_set(tsl_model_settings *m, const double v[TSL_ROPE_N]);
+/* NULL when value k of v is in its range, else why not ("must be at least
+** 1, got 0.5"), written into why. high_freq_factor is checked against v's
+** low_freq_factor. */
+const char *tsl_rope_scaling_fault(const double v[TSL_ROPE_N], int k, char *why, size_t cap);
+/* Whether a and b turn their rotary positions by the same frequencies
+** (both unscaled, or scaled by the same values). */
+int tsl_rope_scaling_same(const tsl_model_settings *a, const tsl_model_settings *b);
+/* m's scaling as text: "none", or a YAML flow map that model.rope_scaling
+** reads back as exactly it ("{type: llama3, factor: 8, ...}"). Returns buf. */
+const char *tsl_rope_scaling_text(const tsl_model_settings *m, char *buf, size_t cap);
+
 #endif

@@ -136,12 +136,15 @@ done
 
 # (e) The resolved config `check` prints is what a run uses: checked again,
 # it passes. Shards given as data.train once printed data.dir and
-# val_fraction, which are refused beside train.
+# val_fraction, which are refused beside train; a Llama's rope_scaling
+# prints with the values it left to their defaults.
 $wrapper "$tessel" data prepare README.md -o "$tmp/shards" >/dev/null 2>&1 || fail "data prepare README.md" "failed"
 printf '%s\n' "model: {layers: 1, heads: 2, channels: 16, seq_len: 16}" \
   "data: {train: \"$tmp/shards/train_*.bin\", val: \"$tmp/shards/val_*.bin\"}" "train: {steps: 1, batch_size: 2}" \
   >"$tmp/shards.yaml"
-for cfg in configs/quickstart.yaml "$tmp/shards.yaml"; do
+printf '%s\n' "model: {arch: llama, layers: 1, heads: 2, channels: 16, seq_len: 16, rope_scaling: {type: llama3, factor: 32}}" \
+  "data: {train: \"$tmp/shards/train_*.bin\"}" "train: {steps: 1, batch_size: 2}" >"$tmp/rope.yaml"
+for cfg in configs/quickstart.yaml "$tmp/shards.yaml" "$tmp/rope.yaml"; do
   $wrapper "$tessel" check "$cfg" >"$tmp/resolved.yaml" 2>"$tmp/err" || fail "$cfg" "did not check: $(head -n 3 "$tmp/err")"
   $wrapper "$tessel" check --quiet "$tmp/resolved.yaml" >"$tmp/out" 2>"$tmp/err"
   rc=$?
