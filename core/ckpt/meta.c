@@ -25,8 +25,13 @@ uint64_t tsl_ckpt_model_hash(const tsl_model_settings *m) {
   double dims[11] = {m->arch,     m->layers, m->heads,      m->kv_heads,   m->channels,      m->ffn,
                      m->seq_len, m->vocab_size, m->rope_theta, m->norm_eps, m->tie_embeddings};
   uint64_t h = tsl_hash_bytes(dims, sizeof dims, 0x6d6f64656cull);
-  /* positions came later: a model made for its own context hashes as before */
-  return m->positions == m->seq_len ? h : tsl_mix64(h ^ (uint64_t)m->positions);
+  /* positions and the rotary scaling came later: a model made for its own
+  ** context, with plain frequencies, hashes as before */
+  if (m->positions != m->seq_len) h = tsl_mix64(h ^ (uint64_t)m->positions);
+  if (!(m->rope_scaling.factor > 0)) return h;
+  double scaling[TSL_ROPE_N];
+  tsl_rope_scaling_values(m, scaling);
+  return tsl_hash_bytes(scaling, sizeof scaling, h);
 }
 
 /* A version-1 description's model_hash: GPT-2's five dimensions. */
@@ -82,7 +87,8 @@ static const char *const covered[] = {
     "files.private.safetensors.bytes", "files.private.safetensors.crc32", "files.config.yaml.bytes",
     "files.config.yaml.crc32", "files.tokenizer.json.bytes", "files.tokenizer.json.crc32", "model.positions",
     "tokens", "batch_size", "data.text", "data.val_fraction", "data.train", "data.val", "bos_token_id",
-    "eos_token_id"};
+    "eos_token_id", "model.rope_scaling.type", "model.rope_scaling.factor", "model.rope_scaling.low_freq_factor",
+    "model.rope_scaling.high_freq_factor", "model.rope_scaling.original_positions"};
 
 /* Covered fields that came after descriptions were first written (from
 ** model.positions on): absent, they leave the checksum as those
@@ -93,8 +99,8 @@ static int later_field(const char *path) {
   return 0;
 }
 
-/* The item at a covered path; file names hold dots, so "files.NAME.key"
-** splits at its first and last. */
+/* The item at a path of up to three levels ("model.rope_scaling.factor");
+** file names hold dots, so "files.NAME.key" splits at its first and last. */
 static const cJSON *item_at(const cJSON *root, const char *path) {
   const char *first = strchr(path, '.'), *last = strrchr(path, '.');
   if (!first) return cJSON_GetObjectItemCaseSensitive(root, path);
@@ -244,6 +250,13 @@ static cJSON *meta_json(const tsl_ckpt_meta *m) {
   cJSON_AddNumberToObject(model, "rope_theta", d->rope_theta);
   cJSON_AddNumberToObject(model, "norm_eps", d->norm_eps);
   cJSON_AddBoolToObject(model, "tie_embeddings", d->tie_embeddings);
+  if (d->rope_scaling.factor > 0) { /* as model.rope_scaling of a config reads it */
+    double v[TSL_ROPE_N];
+    cJSON *scaling = cJSON_AddObjectToObject(model, "rope_scaling");
+    tsl_rope_scaling_values(d, v);
+    cJSON_AddStringToObject(scaling, "type", "llama3");
+    for (int k = 0; k < TSL_ROPE_N; k++) cJSON_AddNumberToObject(scaling, tsl_rope_scaling_keys[k], v[k]);
+  }
   add_hex(root, "model_hash", m->model_hash, 16);
   add_hex(root, "config_hash", m->config_hash, 16);
   cJSON_AddStringToObject(plugin, "name", m->plugin);
@@ -353,6 +366,32 @@ static tsl_status number(const reader *r, const char *path, double lo, double hi
   return TESSEL_OK;
 }
 
+/* model.rope_scaling: absent (plain frequencies, as in every description
+** written before it was) or a Llama's Llama 3 scaling, each value in the
+** range a config allows. */
+static tsl_status read_rope_scaling(const reader *r, tsl_model_settings *d) {
+  const cJSON *o = item_at(r->root, "model.rope_scaling"), *type = item_at(r->root, "model.rope_scaling.type");
+  double v[TSL_ROPE_N];
+  char path[64], why[512];
+  if (!o) return TESSEL_OK;
+  if (d->arch != TSL_ARCH_LLAMA)
+    return tsl_error(TESSEL_E_IO, "%s: 'model.rope_scaling' is recorded for a gpt2 model, which has no rotary "
+                     "positions", r->where);
+  if (!cJSON_IsObject(o) || !cJSON_IsString(type) || strcmp(type->valuestring, "llama3") != 0)
+    return tsl_error(TESSEL_E_IO, "%s: 'model.rope_scaling' must be an object whose type is \"llama3\"", r->where);
+  for (int k = 0; k < TSL_ROPE_N; k++) {
+    snprintf(path, sizeof path, "model.rope_scaling.%s", tsl_rope_scaling_keys[k]);
+    const cJSON *x = item_at(r->root, path);
+    if (!cJSON_IsNumber(x)) return tsl_error(TESSEL_E_IO, "%s: '%s' is missing or not a number", r->where, path);
+    v[k] = x->valuedouble;
+  }
+  for (int k = 0; k < TSL_ROPE_N; k++)
+    if (tsl_rope_scaling_fault(v, k, why, sizeof why))
+      return tsl_error(TESSEL_E_IO, "%s: 'model.rope_scaling.%s' %s", r->where, tsl_rope_scaling_keys[k], why);
+  tsl_rope_scaling_set(d, v);
+  return TESSEL_OK;
+}
+
 /* The model: version 1 (GPT-2 only) lacks every key past its five
 ** dimensions, which then take GPT-2's values. */
 static tsl_status read_model(const reader *r, tsl_ckpt_meta *m) {
@@ -383,6 +422,7 @@ static tsl_status read_model(const reader *r, tsl_ckpt_meta *m) {
   d->kv_heads = (int)v[5], d->ffn = (int)v[6];
   TSL_TRY(st, number(r, "model.rope_theta", 1.0, 1e12, 10000.0, &d->rope_theta));
   TSL_TRY(st, number(r, "model.norm_eps", 1e-12, 1.0, 1e-5, &d->norm_eps));
+  TSL_TRY(st, read_rope_scaling(r, d));
   /* absent (written before it was): made for the context it trained on */
   int64_t positions = d->seq_len;
   if (item_at(r->root, "model.positions")) TSL_TRY(st, whole(r, "model.positions", d->seq_len, 1 << 20, &positions));

@@ -36,6 +36,11 @@ static void check_read(const tsl_ckpt_meta *m, int64_t dir_step) {
   if (d->layers < 1 || d->heads < 1 || d->kv_heads < 1 || d->channels < 1 || d->ffn < 1 || d->seq_len < 1 ||
       d->vocab_size < 2 || d->channels % d->heads != 0 || d->heads % d->kv_heads != 0)
     broken("a model a config could not make");
+  double scaling[TSL_ROPE_N];
+  char why[512];
+  tsl_rope_scaling_values(d, scaling);
+  for (int k = 0; k < TSL_ROPE_N && scaling[TSL_ROPE_FACTOR] > 0; k++)
+    if (tsl_rope_scaling_fault(scaling, k, why, sizeof why)) broken("a rotary scaling a config could not give");
   if (m->version >= 2 && m->model_hash != tsl_ckpt_model_hash(d)) broken("a model_hash of another model");
   if (!m->files[TSL_CKPT_MODEL].present || !m->files[TSL_CKPT_OPTIMIZER].present ||
       !m->files[TSL_CKPT_CONFIG].present || m->files[TSL_CKPT_PRIVATE].present != (m->version >= 2))
@@ -68,7 +73,8 @@ static void check_rewrite(const tsl_ckpt_meta *m) {
     broken("a written description reads back different");
   if (a->arch != b->arch || a->layers != b->layers || a->heads != b->heads || a->kv_heads != b->kv_heads ||
       a->channels != b->channels || a->ffn != b->ffn || a->seq_len != b->seq_len || a->vocab_size != b->vocab_size ||
-      a->rope_theta != b->rope_theta || a->norm_eps != b->norm_eps || a->tie_embeddings != b->tie_embeddings)
+      a->rope_theta != b->rope_theta || a->norm_eps != b->norm_eps || a->tie_embeddings != b->tie_embeddings ||
+      !tsl_rope_scaling_same(a, b))
     broken("a written description reads back another model");
   for (int f = 0; f < TSL_CKPT_N_FILES; f++)
     if (back.files[f].present != m->files[f].present) broken("a written description reads back other files");

@@ -16,7 +16,8 @@
 #                     byte-level BPEs cut from them (256 byte symbols and a
 #                     few merges) in each supported variant, and refused ones
 # corpus/ckpt_meta    the tiny checkpoint's trainer.json (as the directory
-#                     step_00000001, and as another), a version 1 one, damaged ones
+#                     step_00000001, and as another), a version 1 one, Llamas
+#                     (one with a rotary scaling), damaged ones
 # corpus/hf_config    GPT-2 and Llama config.json as transformers writes them,
 #                     one with a shard index, refused ones
 # corpus/profile      bench/profiles/*.json, a measured CPU profile's shape,
@@ -175,6 +176,11 @@ def llama(rope_theta, norm_eps):  # a Llama with a tokenizer (meta_crc32 is rese
     return d
 write("llama-tokenizer", llama(500000, 1e-6))
 write("llama-17-digits", llama(10000.000000000002, 1.0000000000000002e-05))  # numbers cJSON printed inexactly
+d = llama(500000, 1e-6)  # Llama 3's rotary scaling: its values hashed on after the dimensions
+d["model"]["rope_scaling"] = {"type": "llama3", "factor": 32, "low_freq_factor": 1, "high_freq_factor": 4,
+                              "original_positions": 8192}
+d["model_hash"] = "%016x" % fnv(struct.pack("<4d", 32, 1, 4, 8192), int(d["model_hash"], 16))
+write("llama-rope-scaling", d)
 d = dict(t, version=3); write("bad-version-3", d)
 d = json.loads(json.dumps(t)); d["model"]["heads"] = 3; write("bad-heads", d)
 d = json.loads(json.dumps(t)); d["model"]["arch"] = "llama"; d["model"]["kv_heads"] = 2; write("bad-llama", d)

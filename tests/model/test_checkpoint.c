@@ -7,7 +7,8 @@
 ** sealed but wrong (dimensions out of range, a step that is not the
 ** directory's) or whose tensors do not match its dimensions (dropped,
 ** renamed, shape-swapped, integer-typed); a description's numbers read
-** back exactly; the tokens trained and the global batch are recorded, and
+** back exactly, a Llama's rotary scaling among them (one written without
+** it reads as none); the tokens trained and the global batch are recorded, and
 ** read as not recorded from a description written before them; a model of
 ** other dimensions is refused; the export has GPT-2's names, shapes and
 ** dtype.
@@ -277,6 +278,125 @@ static void test_description_numbers_are_exact(void) {
   free(text);
 }
 
+/* `json` with model.rope_scaling.<key> set to `value` (a number), or, with
+** key NULL, without model.rope_scaling; resealed when `seal` (heap). */
+static char *scaling_edited(const char *json, const char *key, double value, int seal) {
+  cJSON *root = cJSON_Parse(json), *model = cJSON_GetObjectItemCaseSensitive(root, "model");
+  cJSON *scaling = cJSON_GetObjectItemCaseSensitive(model, "rope_scaling");
+  REQUIRE(scaling);
+  if (key) cJSON_ReplaceItemInObjectCaseSensitive(scaling, key, cJSON_CreateNumber(value));
+  else cJSON_DeleteItemFromObjectCaseSensitive(model, "rope_scaling");
+  char *text = cJSON_Print(root), *out = seal ? tsl_ckpt_meta_reseal(text) : text;
+  REQUIRE(out);
+  if (seal) free(text);
+  cJSON_Delete(root);
+  return out;
+}
+
+static void expect_parse_refused(const char *json, const char *why) {
+  tsl_ckpt_meta m;
+  CHECK_EQ_INT(tsl_ckpt_meta_parse(json, "ck/trainer.json", -1, &m), TESSEL_E_IO);
+  CHECK_STR_CONTAINS(tsl_error_message(), why);
+  tsl_ckpt_meta_free(&m);
+}
+
+/* A Llama's rotary scaling is recorded in trainer.json and read back
+** exactly; the checksum and model_hash cover it; values out of a config's
+** ranges are refused with the key named; and a description without it —
+** every one written before it was, here the fuzzing corpus's — reads as no
+** scaling, with its checksum and model_hash as they were. */
+static void test_rope_scaling_is_recorded(void) {
+  char ck[1200], file[1300], *text = NULL;
+  tsl_ckpt_meta m = {.step = 1, .world_size = 1}, back;
+  m.model = (tsl_model_settings){.arch = TSL_ARCH_LLAMA, .layers = 1, .heads = 2, .kv_heads = 1, .channels = 8,
+                                 .ffn = 24, .seq_len = 4, .positions = 4, .vocab_size = 32, .rope_theta = 500000,
+                                 .norm_eps = 1e-5};
+  m.model.rope_scaling.factor = 32, m.model.rope_scaling.low_freq_factor = 1;
+  m.model.rope_scaling.high_freq_factor = 4.000000000000001, m.model.rope_scaling.original_positions = 8192;
+  m.model_hash = tsl_ckpt_model_hash(&m.model);
+  tsl_model_settings plain = m.model;
+  plain.rope_scaling.factor = 0;
+  CHECK(tsl_ckpt_model_hash(&plain) != m.model_hash);
+  snprintf(ck, sizeof ck, "%s/scaled", dir);
+  REQUIRE(tsl_mkdir_p(ck) == TESSEL_OK);
+  for (int f = 0; f < TSL_CKPT_N_FILES; f++) {
+    m.files[f].present = f != TSL_CKPT_TOKENIZER;
+    snprintf(file, sizeof file, "%s/%s", ck, tsl_ckpt_files[f]);
+    REQUIRE(tsl_atomic_write_file(file, "", 0) == TESSEL_OK);
+  }
+  REQUIRE(tsl_ckpt_meta_write(ck, &m) == TESSEL_OK);
+  snprintf(file, sizeof file, "%s/trainer.json", ck);
+  REQUIRE(tsl_read_file(file, &text, NULL) == TESSEL_OK);
+  CHECK_STR_CONTAINS(text, "\"type\":\t\"llama3\"");
+  tsl_status st = tsl_ckpt_meta_parse(text, file, -1, &back);
+  if (st < 0) fprintf(stderr, "%s\n", tsl_error_message());
+  CHECK_EQ_INT(st, TESSEL_OK);
+  CHECK(back.model.rope_scaling.factor == 32 && back.model.rope_scaling.low_freq_factor == 1 &&
+        back.model.rope_scaling.high_freq_factor == 4.000000000000001 &&
+        back.model.rope_scaling.original_positions == 8192);
+  tsl_ckpt_meta_free(&back);
+
+  /* an edit without a new checksum, a value taken away included */
+  static const char *const keys[] = {"factor", "low_freq_factor", "high_freq_factor", "original_positions"};
+  for (size_t k = 0; k < sizeof keys / sizeof *keys; k++) {
+    char *edited = scaling_edited(text, keys[k], 2.5, 0);
+    expect_parse_refused(edited, "ck/trainer.json has been altered or damaged: its content does not match its checksum");
+    free(edited);
+  }
+  char *edited = scaling_edited(text, NULL, 0, 0);
+  expect_parse_refused(edited, "does not match its checksum");
+  free(edited);
+  /* resealed: the values are checked as a config's, and model_hash still holds the scaling */
+  static const struct {
+    const char *key;
+    double value;
+    const char *why;
+  } cases[] = {{"factor", 0.5, "'model.rope_scaling.factor' must be at least 1"},
+               {"low_freq_factor", 0, "'model.rope_scaling.low_freq_factor' must be above 0, got 0"},
+               {"high_freq_factor", 1, "'model.rope_scaling.high_freq_factor' 1 is not above low_freq_factor 1"},
+               {"original_positions", 0.5, "'model.rope_scaling.original_positions' must be a whole number"},
+               {"type", 3, "'model.rope_scaling' must be an object whose type is \"llama3\""},
+               {"factor", 16, "model_hash does not belong to the model recorded beside it"},
+               {NULL, 0, "model_hash does not belong to the model recorded beside it"}};
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    edited = scaling_edited(text, cases[i].key, cases[i].value, 1);
+    expect_parse_refused(edited, cases[i].why);
+    free(edited);
+  }
+  free(text);
+
+  /* a model without scaling writes no rope_scaling, and reads back as none */
+  plain.rope_scaling = (__typeof__(plain.rope_scaling)){0};
+  m.model = plain;
+  m.model_hash = tsl_ckpt_model_hash(&plain);
+  REQUIRE(tsl_ckpt_meta_write(ck, &m) == TESSEL_OK);
+  REQUIRE(tsl_read_file(file, &text, NULL) == TESSEL_OK);
+  CHECK(!strstr(text, "rope_scaling"));
+  CHECK_EQ_INT(tsl_ckpt_meta_parse(text, file, -1, &back), TESSEL_OK);
+  CHECK(back.model.rope_scaling.factor == 0);
+  tsl_ckpt_meta_free(&back);
+  free(text);
+  /* tiny is sealed as tessel wrote it; the Llamas' model_hash is
+  ** make_corpus.sh's own, their meta_crc32 left to the fuzzer to seal */
+  static const char *const old[] = {"tests/fuzz/corpus/ckpt_meta/tiny", "tests/fuzz/corpus/ckpt_meta/llama-tokenizer",
+                                    "tests/fuzz/corpus/ckpt_meta/llama-17-digits"};
+  for (size_t i = 0; i < sizeof old / sizeof *old; i++) {
+    REQUIRE(tsl_read_file(old[i], &text, NULL) == TESSEL_OK);
+    if (i > 0) {
+      char *sealed = tsl_ckpt_meta_reseal(text);
+      REQUIRE(sealed);
+      free(text);
+      text = sealed;
+    }
+    st = tsl_ckpt_meta_parse(text, old[i], -1, &back);
+    if (st < 0) fprintf(stderr, "%s\n", tsl_error_message());
+    CHECK_EQ_INT(st, TESSEL_OK);
+    CHECK(back.model.rope_scaling.factor == 0);
+    tsl_ckpt_meta_free(&back);
+    free(text);
+  }
+}
+
 /* Rewrite `ckpt`'s model.safetensors from good's, with tensor `victim`
 ** dropped (how 'd'), renamed (how 'r'), shape-swapped ('s') or typed I32
 ** ('i'); then reseal trainer.json over the new file. */
@@ -478,6 +598,7 @@ int main(void) {
   RUN(test_damaged_checkpoints_are_refused);
   RUN(test_descriptions_are_validated);
   RUN(test_description_numbers_are_exact);
+  RUN(test_rope_scaling_is_recorded);
   RUN(test_tokens_and_batch_are_recorded);
   RUN(test_tensors_must_match_the_dimensions);
   RUN(test_other_dimensions_are_refused);
