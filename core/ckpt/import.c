@@ -260,11 +260,14 @@ static tsl_status write_model_yaml(const char *path, const tsl_model_settings *m
                    m->arch == TSL_ARCH_LLAMA ? "llama" : "gpt2", m->layers, m->heads,
                    m->arch == TSL_ARCH_LLAMA ? "  kv_heads: " : "  # kv_heads: ", m->kv_heads, m->channels, m->ffn,
                    m->seq_len, m->vocab_size);
-  char theta[32], eps[32];
+  char theta[32], eps[32], scaling[256];
   if (m->arch == TSL_ARCH_LLAMA)
     n += snprintf(text + n, sizeof text - (size_t)n, "  rope_theta: %s\n  norm_eps: %s\n  tie_embeddings: %s\n",
                   tsl_format_exact(m->rope_theta, theta, sizeof theta), tsl_format_exact(m->norm_eps, eps, sizeof eps),
                   m->tie_embeddings ? "true" : "false");
+  if (m->rope_scaling.factor > 0)
+    n += snprintf(text + n, sizeof text - (size_t)n, "  rope_scaling: %s\n",
+                  tsl_rope_scaling_text(m, scaling, sizeof scaling));
   return tsl_atomic_write_file(path, text, (size_t)n);
 }
 
