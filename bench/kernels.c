@@ -255,7 +255,8 @@ static int rope_qk(bench *b) {
   int st = 0;
   for (int inverse = 0; inverse < 2 && !st; inverse++)
     for (int part = 0; part < 2 && !st; part++)
-      st = b->be->rope(b->be, NULL, b->qkv + part * C, B, T, NH, HS, 3 * C, 0, 10000.0f, inverse);
+      st = b->be->rope(b->be, NULL, b->qkv + part * C, B, T, NH, HS, 3 * C, 0, (tsl_rope_freqs){.theta = 10000.0f},
+                       inverse);
   return st;
 }
 static int swiglu_fwd(bench *b) {

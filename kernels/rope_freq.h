@@ -1,7 +1,7 @@
 /*
 ** kernels/rope_freq.h — the frequencies of rotary positions, one formula
-** for the CPU and CUDA kernels (and the core, which describes them to
-** strategies), so every backend turns by the same angles.
+** (rope_freq.c) for the CPU and CUDA backends, so every backend turns by
+** the same angles, and those transformers turns by.
 **
 ** Plain (factor 0): inv_freq_i = 1/theta^(2i/hs) for i < hs/2.
 ** Llama 3 (Hugging Face's rope_type "llama3"), with the wavelength
@@ -11,43 +11,37 @@
 **                            context stretched factor times)
 **   otherwise                interpolated: s·inv + (1 − s)·inv/factor,
 **                            s = (N/w − low_freq_factor) / (high − low).
-** Every step is the fp32 operation transformers' _compute_llama3_parameters
-** performs, in its order (a scalar over a tensor is the tensor's reciprocal
-** times the scalar there), so the frequencies agree with it bit for bit.
 */
 #ifndef TSL_ROPE_FREQ_H
 #define TSL_ROPE_FREQ_H
 
-#include <math.h>
 #include <stdint.h>
 
-#ifdef __CUDACC__
-#define TSL_ROPE_FN static inline __host__ __device__
-#else
-#define TSL_ROPE_FN static inline
+#ifdef __cplusplus
+extern "C" {
 #endif
 
+/* The scaling's numbers are doubles, as in Hugging Face's config.json:
+** transformers divides them in double before meeting fp32 tensors. */
 typedef struct tsl_rope_freqs {
   float theta;                               /* base of the frequencies */
-  float factor;                              /* Llama 3 scaling; 0: none */
-  float low_freq_factor, high_freq_factor;
-  float original_positions;                  /* N, the unscaled model's context */
+  double factor;                             /* Llama 3 scaling; 0: none */
+  double low_freq_factor, high_freq_factor;
+  double original_positions;                 /* N, the unscaled model's context */
 } tsl_rope_freqs;
 
-/* inv_freq_i of a head of head_size (even) elements, 0 <= i < head_size/2 */
-TSL_ROPE_FN float tsl_rope_inv_freq(tsl_rope_freqs f, int64_t i, int64_t head_size) {
-  const float inv = 1.0f / powf(f.theta, (float)(2 * i) / (float)head_size);
-  if (!(f.factor > 0.0f)) return inv;
-  const float wavelen = (1.0f / inv) * 6.2831855f; /* fp32 2π */
-  const float low_wavelen = (float)((double)f.original_positions / (double)f.low_freq_factor);
-  const float high_wavelen = (float)((double)f.original_positions / (double)f.high_freq_factor);
-  if (wavelen > low_wavelen) return inv / f.factor;
-  if (wavelen < high_wavelen) return inv;
-  const float smooth = ((1.0f / wavelen) * f.original_positions - f.low_freq_factor) /
-                       (float)((double)f.high_freq_factor - (double)f.low_freq_factor);
-  return (1.0f - smooth) * inv / f.factor + smooth * inv;
-}
+/* 1 when f describes frequencies: theta > 0 and, when scaled, factor >= 1,
+** 0 < low_freq_factor < high_freq_factor and a context of at least 1. */
+int tsl_rope_freqs_valid(tsl_rope_freqs f);
 
-#undef TSL_ROPE_FN
+/* inv[i] = inv_freq_i of a head of head_size (even) elements, for
+** i < head_size/2; f must be valid. Each step is the fp32 operation
+** transformers performs, in its order, so the frequencies agree with its
+** own bit for bit. */
+void tsl_rope_inv_freqs(tsl_rope_freqs f, int64_t head_size, float *inv);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

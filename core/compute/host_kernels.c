@@ -63,7 +63,8 @@ static tsl_status k_attention_backward(tessel_host *h, tessel_stream *s, const t
 static tsl_status k_rotary(tessel_host *h, tessel_stream *s, void *x, int64_t batch, int64_t seq, int64_t heads,
                            int64_t head_size, int64_t ld, int64_t pos_offset, float theta, int inverse) {
   READY(h);
-  return BE(h)->rope(BE(h), S(s), x, batch, seq, heads, head_size, ld, pos_offset, theta, inverse);
+  return BE(h)->rope(BE(h), S(s), x, batch, seq, heads, head_size, ld, pos_offset, (tsl_rope_freqs){.theta = theta},
+                     inverse);
 }
 
 static tsl_status k_activation_forward(tessel_host *h, tessel_stream *s, int variant, void *out, const void *a,

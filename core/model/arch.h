@@ -13,6 +13,7 @@
 #define TSL_ARCH_H
 
 #include <stdint.h>
+#include "rope_freq.h"
 #include "runtime/settings.h"
 
 #define TSL_UNIT_MAX_PARAMS 16
@@ -74,7 +75,8 @@ typedef struct tsl_arch {
   const char *name;        /* "gpt2", "llama" */
   tsl_unit_decl embed, block, head;
   int tied;                /* the head reads the embedding's table */
-  float norm_eps, rope_theta;
+  float norm_eps;
+  tsl_rope_freqs rope;     /* the rotary frequencies (Llama) */
   double init_std;
 } tsl_arch;
 

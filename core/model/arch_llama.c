@@ -104,7 +104,12 @@ static const tsl_unit_decl head_untied = {
 void tsl_arch_llama(const tsl_settings *s, tsl_arch *out) {
   *out = (tsl_arch){.name = "llama", .embed = embed, .block = block, .head = head_untied,
                     .tied = s->model.tie_embeddings, .norm_eps = (float)s->model.norm_eps,
-                    .rope_theta = (float)s->model.rope_theta, .init_std = 0.02};
+                    .rope = {.theta = (float)s->model.rope_theta,
+                             .factor = s->model.rope_scaling.factor,
+                             .low_freq_factor = s->model.rope_scaling.low_freq_factor,
+                             .high_freq_factor = s->model.rope_scaling.high_freq_factor,
+                             .original_positions = s->model.rope_scaling.original_positions},
+                    .init_std = 0.02};
   if (out->tied) {
     out->head.n_params = 1;
     out->head.ops[1].weight = TSL_TIED_TABLE;

@@ -156,7 +156,10 @@ static tsl_status build_units(tsl_model *m) {
       un->ops[k] = (tessel_op){.size = sizeof un->ops[k], .kind = od->kind, .index = k, .variant = od->variant,
                                .weight = tsl_params_index(&m->params, L, u, od->weight),
                                .bias = tsl_params_index(&m->params, L, u, od->bias), .eps = m->arch.norm_eps,
-                               .theta = m->arch.rope_theta};
+                               .theta = m->arch.rope.theta, .rope_factor = m->arch.rope.factor,
+                               .rope_low_freq_factor = m->arch.rope.low_freq_factor,
+                               .rope_high_freq_factor = m->arch.rope.high_freq_factor,
+                               .rope_original_positions = (int32_t)m->arch.rope.original_positions};
     }
   }
   return TESSEL_OK;

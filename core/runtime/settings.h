@@ -21,6 +21,14 @@ typedef enum { TSL_DECAY_COSINE = 0, TSL_DECAY_LINEAR = 1, TSL_DECAY_CONSTANT = 
 typedef enum { TSL_RESUME_AUTO = 0, TSL_RESUME_NEVER = 1 } tsl_resume;
 typedef enum { TSL_PROGRESS_AUTO = 0, TSL_PROGRESS_ALWAYS = 1, TSL_PROGRESS_NEVER = 2 } tsl_progress;
 
+/* Llama 3's scaling of the rotary frequencies (Hugging Face's rope_type
+** "llama3"; kernels/rope_freq.h has the formula). */
+typedef struct tsl_rope_scaling {
+  double factor;          /* 0: none, the frequencies are theta^(-2i/head_size) */
+  double low_freq_factor, high_freq_factor;
+  int original_positions; /* the context the unscaled model was made for */
+} tsl_rope_scaling;
+
 /* The model's family and sizes (also what a checkpoint records). */
 typedef struct tsl_model_settings {
   tsl_arch_kind arch;
@@ -28,11 +36,7 @@ typedef struct tsl_model_settings {
   int positions;         /* the longest context the model is made for (GPT-2: rows of wpe), >= seq_len */
   int vocab_size;        /* the tokenizer's vocabulary */
   double rope_theta, norm_eps;
-  struct {                 /* Llama 3's scaling of the rotary frequencies (Hugging Face's rope_type "llama3") */
-    double factor;         /* 0: none, the frequencies are theta^(-2i/head_size) */
-    double low_freq_factor, high_freq_factor;
-    int original_positions; /* the context the unscaled model was made for */
-  } rope_scaling;
+  tsl_rope_scaling rope_scaling;
   int tie_embeddings;
   const char *init_from; /* weights to start from: a checkpoint or Hugging Face directory (NULL: none) */
   tsl_cfg *section;      /* for errors about the model's shape (NULL from a checkpoint) */

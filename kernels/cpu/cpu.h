@@ -181,7 +181,7 @@ int tsl_cpu_attention_backward(tsl_backend *be, tsl_stream *s, void *dq, void *d
 /* ---- rotary position embedding (rope.c) ---- */
 
 int tsl_cpu_rope(tsl_backend *be, tsl_stream *s, void *x, int64_t batch, int64_t seq,
-                 int64_t heads, int64_t head_size, int64_t ld, int64_t pos_offset, float theta,
+                 int64_t heads, int64_t head_size, int64_t ld, int64_t pos_offset, tsl_rope_freqs freqs,
                  int inverse);
 
 /* ---- elementwise (elementwise.c) ---- */

@@ -7,8 +7,9 @@
 **   x_i ← x_i·cos a − x_{i+hs/2}·sin a,  x_{i+hs/2} ← x_{i+hs/2}·cos a + x_i·sin a.
 ** The angles are computed as transformers' LlamaRotaryEmbedding does, so
 ** that long positions agree with it to the last bit of the angle:
-** inv_freq_i = 1/theta^((float)2i/hs) in fp32, a = fp32 product
-** (float)pos·inv_freq_i, then cos and sin of that fp32 angle. The inverse
+** inv_freq_i in fp32 (kernels/rope_freq.c: 1/theta^((float)2i/hs), or
+** Llama 3's scaling of it), a = fp32 product (float)pos·inv_freq_i, then
+** cos and sin of that fp32 angle. The inverse
 ** (sin negated) is both the undo and the backward: a rotation's Jacobian
 ** is the rotation, whose transpose turns the other way.
 **
@@ -21,22 +22,22 @@
 
 /* x [B, T, heads, hs] with rows (time steps) ld floats apart */
 int tsl_cpu_rope(tsl_backend *be, tsl_stream *s, void *x, int64_t batch, int64_t seq,
-                 int64_t heads, int64_t head_size, int64_t ld, int64_t pos_offset, float theta,
+                 int64_t heads, int64_t head_size, int64_t ld, int64_t pos_offset, tsl_rope_freqs freqs,
                  int inverse) {
   if (batch < 0 || seq < 0 || heads < 0 || head_size <= 0 || head_size % 2 ||
-      ld < heads * head_size || pos_offset < 0 || !(theta > 0.0f))
+      ld < heads * head_size || pos_offset < 0 || !tsl_rope_freqs_valid(freqs))
     return TESSEL_E_INTERNAL;
   if (batch == 0 || seq == 0 || heads == 0) return TESSEL_OK;
   const int64_t half = head_size / 2;
-  float *cs = malloc((size_t)(seq * half) * 2 * sizeof(float));
+  float *cs = malloc((size_t)(seq * half) * 2 * sizeof(float) + (size_t)half * sizeof(float));
   if (!cs) return TESSEL_E_NOMEM;
-  float *sn = cs + seq * half;
+  float *sn = cs + seq * half, *inv_freq = sn + seq * half;
+  tsl_rope_inv_freqs(freqs, head_size, inv_freq);
   const float sign = inverse ? -1.0f : 1.0f;
 #pragma omp parallel for schedule(static) if (seq * half >= TSL_CPU_PARALLEL_MIN / 16)
   for (int64_t t = 0; t < seq; t++)
     for (int64_t i = 0; i < half; i++) {
-      const float inv_freq = 1.0f / powf(theta, (float)(2 * i) / (float)head_size);
-      const float a = (float)(t + pos_offset) * inv_freq;
+      const float a = (float)(t + pos_offset) * inv_freq[i];
       cs[t * half + i] = cosf(a);
       sn[t * half + i] = sign * sinf(a);
     }

@@ -230,7 +230,7 @@ int tsl_cuda_attention_backward(tsl_backend *be, tsl_stream *s, void *dq, void *
                                 const void *q, const void *k, const void *v,
                                 const tsl_attn_shape *sh);
 int tsl_cuda_rope(tsl_backend *be, tsl_stream *s, void *x, int64_t batch, int64_t seq,
-                  int64_t heads, int64_t head_size, int64_t ld, int64_t pos_offset, float theta,
+                  int64_t heads, int64_t head_size, int64_t ld, int64_t pos_offset, tsl_rope_freqs freqs,
                   int inverse);
 
 int tsl_cuda_gelu_forward(tsl_backend *be, tsl_stream *s, void *out, const void *inp, int64_t n);

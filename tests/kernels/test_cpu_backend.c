@@ -196,7 +196,7 @@ static void test_bad_arguments(void) {
   const tsl_attn_shape no_head_size = {1, 1, 1, 1, 0, 1, 1, 1};
   CHECK(be->attention_forward(be, NULL, c, c, a, a, a, &no_head_size) < 0);
   CHECK(be->rmsnorm_forward(be, NULL, c, c, a, a, 1, 0, 1e-5f) < 0);
-  CHECK(be->rope(be, NULL, c, 1, 1, 1, 3, 3, 0, 10000.0f, 0) < 0); /* odd head size */
+  CHECK(be->rope(be, NULL, c, 1, 1, 1, 3, 3, 0, (tsl_rope_freqs){.theta = 10000.0f}, 0) < 0); /* odd head size */
   CHECK(be->swiglu_forward(be, NULL, c, a, a, -1) < 0);
   CHECK(be->layernorm_forward(be, NULL, c, c, c, a, a, a, 1, 0) < 0);
   CHECK(be->gelu_forward(be, NULL, c, a, -1) < 0);

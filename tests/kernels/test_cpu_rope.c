@@ -11,23 +11,41 @@
 ** in all, checked at twice that. Positions reach 10^5 through pos_offset,
 ** where an angle formed in double instead of fp32 would differ by up to
 ** half an fp32 ulp of 10^5 rad (~0.004 rad), far outside the tolerance.
+** One case (and the gradient) turns by Llama 3's scaled frequencies.
 */
 #include "kernel_test.h"
 
 typedef struct rope_case {
   int64_t B, T, heads, hs, ld, pos_offset;
+  int scaled; /* Llama 3's frequencies (LLAMA3), else plain (PLAIN) */
 } rope_case;
 
 static const rope_case cases[] = {
-    {2, 7, 3, 8, 24, 0},  {1, 33, 4, 64, 256 + 9, 5}, {3, 16, 2, 2, 4, 0},
-    {1, 20, 2, 128, 256, 100000}, {2, 5, 1, 16, 16, 4090},
+    {2, 7, 3, 8, 24, 0, 0},  {1, 33, 4, 64, 256 + 9, 5, 0}, {3, 16, 2, 2, 4, 0, 0},
+    {1, 20, 2, 128, 256, 100000, 0}, {2, 5, 1, 16, 16, 4090, 0}, {2, 9, 3, 64, 200, 8190, 1},
 };
 #define THETA 10000.0f
+static const tsl_rope_freqs PLAIN = {.theta = THETA};
+/* Llama 3.2's scaling, whose bands the 32 frequencies of a 64-wide head
+** all reach at original_positions 8192 */
+static const tsl_rope_freqs LLAMA3 = {.theta = 500000.0f, .factor = 32, .low_freq_factor = 1,
+                                      .high_freq_factor = 4, .original_positions = 8192};
 
-/* transformers' fp32 angle for position pos and pair i */
-static float hf_angle(int64_t pos, int64_t i, int64_t hs, float theta) {
-  const float inv_freq = 1.0f / powf(theta, (float)(2 * i) / (float)hs);
+/* transformers' fp32 angle for position pos and pair i. Plain frequencies
+** are formed here as LlamaRotaryEmbedding forms them; scaled ones come from
+** tsl_rope_inv_freqs, which test_hf_llama_attention checks bit for bit
+** against transformers' own. */
+static float hf_angle(int64_t pos, int64_t i, int64_t hs, int scaled) {
+  float inv[256];
+  REQUIRE(hs / 2 <= 256);
+  if (scaled) tsl_rope_inv_freqs(LLAMA3, hs, inv);
+  const float inv_freq = scaled ? inv[i] : 1.0f / powf(THETA, (float)(2 * i) / (float)hs);
   return (float)pos * inv_freq;
+}
+
+static int rope(float *x, const rope_case *c, int inverse) {
+  tsl_backend *be = kt_backend();
+  return be->rope(be, NULL, x, c->B, c->T, c->heads, c->hs, c->ld, c->pos_offset, c->scaled ? LLAMA3 : PLAIN, inverse);
 }
 
 /* x rotated in double (sign −1: the inverse), with the magnitudes of
@@ -37,7 +55,7 @@ static void ref_rope(double *out, double *mag, const float *x, const rope_case *
   for (int64_t r = 0; r < c->B * c->T; r++)
     for (int64_t h = 0; h < c->heads; h++)
       for (int64_t i = 0; i < half; i++) {
-        const double a = hf_angle(r % c->T + c->pos_offset, i, c->hs, THETA);
+        const double a = hf_angle(r % c->T + c->pos_offset, i, c->hs, c->scaled);
         const double cs = cos(a), sn = sign * sin(a);
         const int64_t lo = r * c->ld + h * c->hs + i, hi = lo + half;
         out[lo] = x[lo] * cs - x[hi] * sn, out[hi] = x[hi] * cs + x[lo] * sn;
@@ -73,7 +91,6 @@ static void check_rows(const float *got, const double *ref, const double *mag, c
 }
 
 static void test_forward_and_inverse(void) {
-  tsl_backend *be = kt_backend();
   uint64_t rng = 51;
   for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
     const rope_case *c = &cases[k];
@@ -82,7 +99,7 @@ static void test_forward_and_inverse(void) {
       memcpy(y, x, (size_t)count(c) * sizeof(float));
       double *ref = kt_doubles(count(c)), *mag = kt_doubles(count(c));
       ref_rope(ref, mag, x, c, inverse ? -1.0 : 1.0);
-      CHECK_EQ_INT(be->rope(be, NULL, y, c->B, c->T, c->heads, c->hs, c->ld, c->pos_offset, THETA, inverse), 0);
+      CHECK_EQ_INT(rope(y, c, inverse), 0);
       check_rows(y, ref, mag, c, 2 * 4 * KT_U);
       free(x), free(y), free(ref), free(mag);
     }
@@ -92,13 +109,12 @@ static void test_forward_and_inverse(void) {
 /* the inverse undoes the rotation: back to x within the two passes'
 ** roundings, 2·4u of |x| + |y| */
 static void test_inverse_undoes(void) {
-  tsl_backend *be = kt_backend();
   uint64_t rng = 52;
   const rope_case *c = &cases[1];
   float *x = make_input(&rng, c), *y = kt_floats(count(c));
   memcpy(y, x, (size_t)count(c) * sizeof(float));
-  CHECK_EQ_INT(be->rope(be, NULL, y, c->B, c->T, c->heads, c->hs, c->ld, c->pos_offset, THETA, 0), 0);
-  CHECK_EQ_INT(be->rope(be, NULL, y, c->B, c->T, c->heads, c->hs, c->ld, c->pos_offset, THETA, 1), 0);
+  CHECK_EQ_INT(rope(y, c, 0), 0);
+  CHECK_EQ_INT(rope(y, c, 1), 0);
   double *ref = kt_widen(x, count(c)), *mag = kt_doubles(count(c));
   const int64_t half = c->hs / 2;
   for (int64_t r = 0; r < c->B * c->T; r++)
@@ -115,9 +131,8 @@ static void test_inverse_undoes(void) {
 ** differences of the double rotation (linear, so the quotient is exact up
 ** to rounding, ~1e-12) against the kernel's inverse applied to g. */
 static void test_inverse_is_the_gradient(void) {
-  tsl_backend *be = kt_backend();
   uint64_t rng = 53;
-  const rope_case c = {1, 6, 2, 8, 16, 3};
+  const rope_case c = {1, 6, 2, 8, 16, 3, 1};
   float *x = make_input(&rng, &c), *g = kt_random(&rng, count(&c), -1, 1);
   double *fd = kt_doubles(count(&c)), *out = kt_doubles(count(&c)), *mag = kt_doubles(count(&c));
   for (int64_t e = 0; e < count(&c); e++) {
@@ -132,7 +147,7 @@ static void test_inverse_is_the_gradient(void) {
     x[e] = keep;
     fd[e] = (l[0] - l[1]) / 0.5;
   }
-  CHECK_EQ_INT(be->rope(be, NULL, g, c.B, c.T, c.heads, c.hs, c.ld, c.pos_offset, THETA, 1), 0);
+  CHECK_EQ_INT(rope(g, &c, 1), 0);
   CHECK_ARRAY_CLOSE(g, fd, count(&c), 1e-6, 1e-5);
   free(x), free(g), free(fd), free(out), free(mag);
 }
@@ -142,7 +157,7 @@ static void test_inverse_is_the_gradient(void) {
 static void test_known_values(void) {
   tsl_backend *be = kt_backend();
   float x[2 * 4] = {1, 0, 0, 0, 1, 0.5f, 0, 0}; /* T = 2, hs = 4: rows t = 0, 1 */
-  CHECK_EQ_INT(be->rope(be, NULL, x, 1, 2, 1, 4, 4, 0, THETA, 0), 0);
+  CHECK_EQ_INT(be->rope(be, NULL, x, 1, 2, 1, 4, 4, 0, PLAIN, 0), 0);
   CHECK(x[0] == 1.0f && x[1] == 0.0f && x[2] == 0.0f && x[3] == 0.0f);
   CHECK_CLOSE(x[4], cos(1.0), 2 * KT_U, 0.0);
   CHECK_CLOSE(x[6], sin(1.0), 2 * KT_U, 0.0);
@@ -154,11 +169,18 @@ static void test_known_values(void) {
 static void test_bad_shapes(void) {
   tsl_backend *be = kt_backend();
   float x[8] = {7, 7, 7, 7, 7, 7, 7, 7};
-  CHECK_EQ_INT(be->rope(be, NULL, x, 0, 2, 1, 4, 4, 0, THETA, 0), 0);
-  CHECK(be->rope(be, NULL, x, 1, 2, 1, 3, 3, 0, THETA, 0) < 0);  /* odd head size */
-  CHECK(be->rope(be, NULL, x, 1, 2, 2, 4, 4, 0, THETA, 0) < 0);  /* row narrower than heads·hs */
-  CHECK(be->rope(be, NULL, x, 1, 2, 1, 4, 4, 0, 0.0f, 0) < 0);   /* theta 0 */
-  CHECK(be->rope(be, NULL, x, 1, 2, 1, 4, 4, -1, THETA, 0) < 0); /* negative position */
+  CHECK_EQ_INT(be->rope(be, NULL, x, 0, 2, 1, 4, 4, 0, PLAIN, 0), 0);
+  CHECK(be->rope(be, NULL, x, 1, 2, 1, 3, 3, 0, PLAIN, 0) < 0);  /* odd head size */
+  CHECK(be->rope(be, NULL, x, 1, 2, 2, 4, 4, 0, PLAIN, 0) < 0);  /* row narrower than heads·hs */
+  CHECK(be->rope(be, NULL, x, 1, 2, 1, 4, 4, 0, (tsl_rope_freqs){0}, 0) < 0); /* theta 0 */
+  CHECK(be->rope(be, NULL, x, 1, 2, 1, 4, 4, -1, PLAIN, 0) < 0); /* negative position */
+  /* scalings transformers refuses: factor below 1, high band not above the low one */
+  tsl_rope_freqs bad = LLAMA3;
+  bad.factor = 0.5f;
+  CHECK(be->rope(be, NULL, x, 1, 2, 1, 4, 4, 0, bad, 0) < 0);
+  bad = LLAMA3;
+  bad.high_freq_factor = bad.low_freq_factor;
+  CHECK(be->rope(be, NULL, x, 1, 2, 1, 4, 4, 0, bad, 0) < 0);
   CHECK(x[0] == 7.0f && x[7] == 7.0f);
 }
 

@@ -7,7 +7,7 @@
 ** save_pretrained: hidden 64, 4 heads, 2 kv heads, head size 16) and
 ** tests/fixtures/llama_tiny_io.safetensors, whose attn_input and
 ** attn_output are layer 0's input_layernorm output and o_proj output for
-** input_ids [2, 16]. Both come from transformers 4.40 on PyTorch, fp32, by
+** input_ids [2, 16]. Both come from transformers 4.44 on PyTorch, fp32, by
 ** tests/fixtures/make_hf_fixtures.py; its header says how to regenerate.
 **
 ** The sub-block: q = x·W_qᵀ, k = x·W_kᵀ, v = x·W_vᵀ (nn.Linear keeps
@@ -23,6 +23,10 @@
 ** magnitudes of sums of 64 terms, so ~1e-6 of the output's scale. Checked
 ** normwise, ‖got − ref‖₂ <= 1e-5·‖ref‖₂, and elementwise against the
 ** output's root mean square, |got − ref| <= 1e-5·(|ref| + rms(ref)).
+**
+** The frequencies of Llama 3's scaled rotary positions are checked bit for
+** bit against those transformers computed (tests/fixtures/
+** llama3_rope_io.safetensors, by the same script).
 */
 #include <cjson/cJSON.h>
 
@@ -46,25 +50,30 @@ static float *tensor(tsl_st_file *f, const char *name, int64_t numel) {
   return x;
 }
 
-/* config.json's number under `key` */
-static double config_number(const char *key) {
-  char *text = NULL;
+/* The number under `key` of fixture `model`'s config.json (`object`: a
+** key holding an object, whose member `key` is read; NULL: the top level). */
+static double model_config_number(const char *model, const char *object, const char *key) {
+  char path[256], *text = NULL;
   size_t len = 0;
-  REQUIRE(tsl_read_file(FIXTURES "llama_tiny/config.json", &text, &len) == 0);
+  snprintf(path, sizeof path, FIXTURES "%s/config.json", model);
+  REQUIRE(tsl_read_file(path, &text, &len) == 0);
   cJSON *root = cJSON_Parse(text);
   free(text);
   REQUIRE(root != NULL);
-  const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, key);
+  const cJSON *in = object ? cJSON_GetObjectItemCaseSensitive(root, object) : root;
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(in, key);
   REQUIRE(cJSON_IsNumber(v));
   double out = v->valuedouble;
   cJSON_Delete(root);
   return out;
 }
 
+static double config_number(const char *key) { return model_config_number("llama_tiny", NULL, key); }
+
 /* The sub-block's output [B·T, C] from x [B·T, C]; rotary applied or not. */
 static float *attention_block(tsl_st_file *w, const float *x, int rotary) {
   tsl_backend *be = kt_backend();
-  const float theta = (float)config_number("rope_theta");
+  const tsl_rope_freqs freqs = {.theta = (float)config_number("rope_theta")};
   float *wq = tensor(w, "model.layers.0.self_attn.q_proj.weight", H * HS * C);
   float *wk = tensor(w, "model.layers.0.self_attn.k_proj.weight", KV * HS * C);
   float *wv = tensor(w, "model.layers.0.self_attn.v_proj.weight", KV * HS * C);
@@ -75,8 +84,8 @@ static float *attention_block(tsl_st_file *w, const float *x, int rotary) {
   CHECK_EQ_INT(be->gemm(be, NULL, 0, 1, B * T, KV * HS, C, 1.0f, x, C, wk, C, 0.0f, k, KV * HS, TESSEL_F32), 0);
   CHECK_EQ_INT(be->gemm(be, NULL, 0, 1, B * T, KV * HS, C, 1.0f, x, C, wv, C, 0.0f, v, KV * HS, TESSEL_F32), 0);
   if (rotary) {
-    CHECK_EQ_INT(be->rope(be, NULL, q, B, T, H, HS, H * HS, 0, theta, 0), 0);
-    CHECK_EQ_INT(be->rope(be, NULL, k, B, T, KV, HS, KV * HS, 0, theta, 0), 0);
+    CHECK_EQ_INT(be->rope(be, NULL, q, B, T, H, HS, H * HS, 0, freqs, 0), 0);
+    CHECK_EQ_INT(be->rope(be, NULL, k, B, T, KV, HS, KV * HS, 0, freqs, 0), 0);
   }
   const tsl_attn_shape sh = {B, T, H, KV, HS, H * HS, KV * HS, KV * HS};
   CHECK_EQ_INT(be->attention_forward(be, NULL, a, lse, q, k, v, &sh), 0);
@@ -120,7 +129,62 @@ static void test_attention_sub_block(void) {
   tsl_st_close(w), tsl_st_close(io);
 }
 
+/* The frequencies f gives a head of hs elements against transformers'
+** `want`, bit for bit; returns how many of want differ from plain theta's. */
+static int check_frequencies(tsl_rope_freqs f, int64_t hs, const float *want) {
+  float got[256], plain[256];
+  REQUIRE(hs / 2 <= 256);
+  tsl_rope_inv_freqs(f, hs, got);
+  tsl_rope_inv_freqs((tsl_rope_freqs){.theta = f.theta}, hs, plain);
+  int differ = 0, scaled = 0;
+  for (int64_t i = 0; i < hs / 2; i++) {
+    differ += memcmp(&got[i], &want[i], sizeof got[i]) != 0;
+    scaled += plain[i] != want[i];
+    if (memcmp(&got[i], &want[i], sizeof got[i]))
+      fprintf(stderr, "  inv_freq[%lld]: %.9g, transformers %.9g\n", (long long)i, got[i], want[i]);
+  }
+  CHECK_EQ_INT(differ, 0);
+  return scaled;
+}
+
+/* Llama 3's scaled frequencies are transformers' own, bit for bit
+** (rope_freq.c repeats its fp32 operations in order, without fused
+** multiply-adds): the fixture llama3_rope's (rope_scaling "llama3" with
+** factor 8, low 1, high 4, original context 32, whose 8 frequencies of a
+** 16-wide head fall in all three bands), and Llama 3.2 1B's 32. The
+** kernel turns by them: pair i at position p of a (1, 0) pair becomes
+** (cos, sin) of the fp32 angle p·inv_freq_i, within 2u (libm's cos/sin). */
+static void test_llama3_frequencies(void) {
+  tsl_st_file *io = NULL;
+  REQUIRE(tsl_st_open(FIXTURES "llama3_rope_io.safetensors", &io) == 0);
+  float *want = tensor(io, "inv_freq", HS / 2), *want32 = tensor(io, "inv_freq_llama32", 32);
+  const char *m = "llama3_rope", *s = "rope_scaling";
+  const tsl_rope_freqs f = {.theta = (float)model_config_number(m, NULL, "rope_theta"),
+                            .factor = model_config_number(m, s, "factor"),
+                            .low_freq_factor = model_config_number(m, s, "low_freq_factor"),
+                            .high_freq_factor = model_config_number(m, s, "high_freq_factor"),
+                            .original_positions = model_config_number(m, s, "original_max_position_embeddings")};
+  CHECK(check_frequencies(f, HS, want) >= HS / 2 - 1); /* all scaled but the highest */
+  const tsl_rope_freqs llama32 = {.theta = 500000.0f, .factor = 32, .low_freq_factor = 1, .high_freq_factor = 4,
+                                  .original_positions = 8192};
+  CHECK(check_frequencies(llama32, 64, want32) > 16);
+  enum { POS = 40 };
+  float x[(POS + 1) * HS] = {0};
+  for (int t = 0; t <= POS; t++)
+    for (int i = 0; i < HS / 2; i++) x[t * HS + i] = 1.0f;
+  tsl_backend *be = kt_backend();
+  CHECK_EQ_INT(be->rope(be, NULL, x, 1, POS + 1, 1, HS, HS, 0, f, 0), 0);
+  for (int i = 0; i < HS / 2; i++) {
+    const double a = (float)POS * want[i];
+    CHECK_CLOSE(x[POS * HS + i], cos(a), 2 * KT_U, 2 * KT_U);
+    CHECK_CLOSE(x[POS * HS + HS / 2 + i], sin(a), 2 * KT_U, 2 * KT_U);
+  }
+  free(want), free(want32);
+  tsl_st_close(io);
+}
+
 int main(void) {
   RUN(test_attention_sub_block);
+  RUN(test_llama3_frequencies);
   return HARNESS_EXIT();
 }

@@ -166,7 +166,9 @@ typedef struct tessel_kernel_api {
   tessel_status (*attention_backward)(tessel_host *, tessel_stream *, const tessel_attention_args *);
   /* Rotary positions in place on x [batch, seq, heads, head_size] (rows of
   ** ld elements), position = t + pos_offset, Hugging Face's rotate-half
-  ** convention; inverse = 1 rotates back (the backward). */
+  ** convention, plain frequencies theta^(-2i/head_size); inverse = 1
+  ** rotates back (the backward). A model's ROTARY ops, which may scale
+  ** their frequencies (tessel_op.rope_factor), are always the core's. */
   tessel_status (*rotary)(tessel_host *, tessel_stream *, void *x, int64_t batch, int64_t seq, int64_t heads,
                           int64_t head_size, int64_t ld, int64_t pos_offset, float theta, int inverse);
   /* GELU: out = gelu(a); SWIGLU: out = silu(a) · b. n elements. */

@@ -195,6 +195,14 @@ typedef struct tessel_op {
   int32_t bias;    /* parameter index, -1 when none (EMBEDDING: positions)   */
   float eps;       /* NORM                                                   */
   float theta;     /* ROTARY: base of the frequencies                        */
+  /* ABI 2.2. ROTARY: Llama 3's scaling of the frequencies (Hugging Face's
+  ** rope_type "llama3"): rope_factor 0 when they are plain
+  ** theta^(-2i/head_size); otherwise wavelengths longer than
+  ** rope_original_positions / rope_low_freq_factor are stretched
+  ** rope_factor times, those shorter than rope_original_positions /
+  ** rope_high_freq_factor kept, and those between interpolated. */
+  double rope_factor, rope_low_freq_factor, rope_high_freq_factor;
+  int32_t rope_original_positions;
 } tessel_op;
 
 typedef struct tessel_unit_info {
