@@ -119,42 +119,75 @@ fail:
   return st;
 }
 
-/* rope_scaling must be absent, null, or say plain frequencies: transformers
-** 4 writes {"rope_type": "default"} (earlier {"type": "default"}) for
-** rotary positions without scaling. */
-static tsl_status plain_scaling(const hf_json *j, const char *why) {
-  static const char *const plain[] = {"default", NULL};
-  const cJSON *v = cJSON_GetObjectItemCaseSensitive(j->root, "rope_scaling");
-  if (!cJSON_IsObject(v)) return refuse_set(j, "rope_scaling", why);
-  hf_json inner = {j->path, v};
-  const char *key = cJSON_GetObjectItemCaseSensitive(v, "rope_type") ? "rope_type" : "type";
-  if (!cJSON_GetObjectItemCaseSensitive(v, key)) return refuse_set(j, "rope_scaling", why);
-  tsl_status st = one_of(&inner, key, plain, why);
-  if (st < 0) tsl_error_wrap(st, "rope_scaling");
-  return st;
+/* Llama 3's scaling from `o`, an object whose rope type is "llama3": the
+** four numbers transformers requires there, in the ranges a config's
+** model.rope_scaling takes (tsl_rope_scaling_fault). */
+static tsl_status llama3_scaling(const hf_json *o, tsl_model_settings *out) {
+  static const char *const keys[TSL_ROPE_N] = {"factor", "low_freq_factor", "high_freq_factor",
+                                               "original_max_position_embeddings"};
+  double v[TSL_ROPE_N];
+  char why[256];
+  for (int k = 0; k < TSL_ROPE_N; k++) {
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(o->root, keys[k]);
+    if (!cJSON_IsNumber(x)) return tsl_error(TESSEL_E_IO, "%s: rope type llama3 needs the number '%s'", o->path, keys[k]);
+    v[k] = x->valuedouble;
+  }
+  for (int k = 0; k < TSL_ROPE_N; k++)
+    if (tsl_rope_scaling_fault(v, k, why, sizeof why))
+      return tsl_error(TESSEL_E_UNSUPPORTED, "%s: '%s' %s", o->path, keys[k], why);
+  tsl_rope_scaling_set(out, v);
+  return TESSEL_OK;
 }
 
-/* The rotary base. transformers 5 writes rope_parameters {rope_theta,
-** rope_type}; earlier versions a top-level rope_theta and rope_scaling.
-** Only plain frequencies (rope_type "default", no scaling) over the whole
-** head are tessel's: later transformers size the frequencies by a
-** partial_rotary_factor, at the top level or in rope_parameters. */
-static tsl_status rope(const hf_json *j, double *theta) {
-  static const char *const plain[] = {"default", NULL};
-  static const char *const why = "tessel's rotary positions have no scaling (plain rope_theta frequencies)";
+/* The rope type `o` (rope_scaling or rope_parameters) names: plain
+** ("default", out's scaling left at none) or Llama 3's, whose numbers go to
+** out. The type is under "rope_type", or "type" before transformers 4.43;
+** a rope_scaling (`typed`) must name one, a rope_parameters without one is
+** plain. */
+static tsl_status rope_kind(const hf_json *o, int typed, tsl_model_settings *out) {
+  static const char *const kinds[] = {"default", "llama3", NULL};
+  static const char *const why = "tessel's rotary frequencies are plain (default) or Llama 3's (llama3)";
+  const char *key = cJSON_GetObjectItemCaseSensitive(o->root, "rope_type") ? "rope_type" : "type";
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o->root, key);
+  if (typed && (!v || cJSON_IsNull(v))) return tsl_error(TESSEL_E_UNSUPPORTED, "'rope_scaling' is set; %s", why);
+  tsl_status st = one_of(o, key, kinds, why);
+  if (st < 0 || !cJSON_IsString(v) || strcmp(v->valuestring, "llama3") != 0) return st;
+  return llama3_scaling(o, out);
+}
+
+/* The rotary frequencies. transformers 5 writes rope_parameters
+** {rope_theta, rope_type, the scaling's numbers}; earlier versions a
+** top-level rope_theta and rope_scaling. Both are read when present, and
+** must then agree. Frequencies over part of the head (partial_rotary_factor,
+** at the top level or in rope_parameters) are refused. */
+static tsl_status rope(const hf_json *j, tsl_model_settings *m) {
   static const char *const whole_head = "tessel's rotary positions turn the whole head (1)";
-  const cJSON *params = cJSON_GetObjectItemCaseSensitive(j->root, "rope_parameters");
+  static const char *const names[] = {"rope_scaling", "rope_parameters"};
+  tsl_model_settings got[2] = {{0}};
+  int seen[2] = {0};
   tsl_status st;
-  TSL_TRY(st, plain_scaling(j, why));
   TSL_TRY(st, only(j, "partial_rotary_factor", 1.0, whole_head));
-  if (!params || cJSON_IsNull(params)) return number(j, "rope_theta", 10000.0, 1.0, 1e12, theta);
-  if (!cJSON_IsObject(params)) return tsl_error(TESSEL_E_IO, "%s: 'rope_parameters' must be an object", j->path);
-  hf_json inner = {j->path, params};
-  TSL_TRY(st, one_of(&inner, "rope_type", plain, why));
-  TSL_TRY(st, only(&inner, "partial_rotary_factor", 1.0, whole_head));
+  for (int i = 0; i < 2; i++) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(j->root, names[i]);
+    if (!v || cJSON_IsNull(v) || (i == 0 && cJSON_IsFalse(v))) continue;
+    if (!cJSON_IsObject(v)) return tsl_error(TESSEL_E_IO, "%s: '%s' must be an object", j->path, names[i]);
+    hf_json inner = {j->path, v};
+    st = rope_kind(&inner, i == 0, &got[i]);
+    if (st < 0) return tsl_error_wrap(st, "%s", names[i]);
+    TSL_TRY(st, only(&inner, "partial_rotary_factor", 1.0, whole_head));
+    seen[i] = 1;
+  }
+  if (seen[0] && seen[1] && !tsl_rope_scaling_same(&got[0], &got[1]))
+    return tsl_error(TESSEL_E_UNSUPPORTED, "%s: 'rope_scaling' and 'rope_parameters' scale the rotary frequencies "
+                     "differently", j->path);
+  m->rope_scaling = got[seen[1]].rope_scaling;
   /* the theta transformers reads: rope_parameters' own, else the top-level one */
-  if (cJSON_GetObjectItemCaseSensitive(params, "rope_theta")) return number(&inner, "rope_theta", 10000.0, 1.0, 1e12, theta);
-  return number(j, "rope_theta", 10000.0, 1.0, 1e12, theta);
+  const cJSON *params = cJSON_GetObjectItemCaseSensitive(j->root, "rope_parameters");
+  if (cJSON_GetObjectItemCaseSensitive(params, "rope_theta")) {
+    hf_json inner = {j->path, params};
+    return number(&inner, "rope_theta", 10000.0, 1.0, 1e12, &m->rope_theta);
+  }
+  return number(j, "rope_theta", 10000.0, 1.0, 1e12, &m->rope_theta);
 fail:
   return st;
 }
@@ -174,7 +207,7 @@ static tsl_status llama(const hf_json *j, tsl_model_settings *m) {
   TSL_TRY(st, whole(j, "max_position_embeddings", 2048, 1, 1 << 20, &m->seq_len));
   m->positions = m->seq_len;
   TSL_TRY(st, whole(j, "vocab_size", 32000, 2, 1 << 24, &m->vocab_size));
-  TSL_TRY(st, rope(j, &m->rope_theta));
+  TSL_TRY(st, rope(j, m));
   TSL_TRY(st, number(j, "rms_norm_eps", 1e-6, 1e-12, 1.0, &m->norm_eps));
   TSL_TRY(st, boolean(j, "tie_word_embeddings", 0, &m->tie_embeddings));
   TSL_TRY(st, one_of(j, "hidden_act", silu, "tessel's Llama MLP is SwiGLU (silu)"));

@@ -93,15 +93,15 @@ const char *tsl_rope_scaling_fault(const double v[TSL_ROPE_N], int k, char *why,
   tsl_format_exact(v[k], x, sizeof x);
   switch (k) {
     case TSL_ROPE_FACTOR: /* 1 keeps every frequency; below it the context would shrink */
-      if (v[k] >= 1.0 && isfinite(v[k])) return NULL;
-      snprintf(why, cap, "must be at least 1 (how many times the original context is stretched), got %s", x);
+      if (v[k] >= 1.0 && v[k] <= 1e6) return NULL;
+      snprintf(why, cap, "must be from 1 to 1e6 (how many times the original context is stretched), got %s", x);
       return why;
-    case TSL_ROPE_LOW:
-      if (v[k] > 0.0 && isfinite(v[k])) return NULL;
-      snprintf(why, cap, "must be above 0, got %s", x);
+    case TSL_ROPE_LOW: /* the kernels compute in fp32: the bands stay well inside its range */
+      if (v[k] >= 1e-6 && v[k] <= 1e6) return NULL;
+      snprintf(why, cap, "must be from 1e-6 to 1e6, got %s", x);
       return why;
     case TSL_ROPE_HIGH: /* the formula divides by their difference */
-      if (v[k] > v[TSL_ROPE_LOW] && isfinite(v[k])) return NULL;
+      if (v[k] > v[TSL_ROPE_LOW] && v[k] <= 1e6) return NULL;
       snprintf(why, cap, "%s is not above low_freq_factor %s: the wavelengths between original_positions / "
                "high_freq_factor and original_positions / low_freq_factor are interpolated, so the first must be "
                "the shorter", x, tsl_format_exact(v[TSL_ROPE_LOW], low, sizeof low));

@@ -8,13 +8,13 @@
 ** heads, n_positions 32, vocabulary 96), as save_pretrained wrote them, and
 ** beside each *_io.safetensors with input_ids [2, 16] and the fp32 logits
 ** [2, 16, 96] transformers computed. They were made by
-** tests/fixtures/make_hf_fixtures.py (transformers 4.40 on PyTorch, fp32,
+** tests/fixtures/make_hf_fixtures.py (transformers 4.44 on PyTorch, fp32,
 ** CPU, seeded; weights at initializer_range 0.1 with perturbed norms, so
 ** attention is far from uniform and a wrong rotary convention or head
 ** mapping changes the logits by O(1)). Regenerate them as its header and
 ** tests/fixtures/README.md say:
 **   /usr/bin/python3 -m venv --system-site-packages /tmp/hf
-**   /tmp/hf/bin/pip install 'transformers<4.41' safetensors
+**   /tmp/hf/bin/pip install 'transformers==4.44.2' safetensors
 **   /tmp/hf/bin/python tests/fixtures/make_hf_fixtures.py
 **
 ** Two more directories hold the same weights (a link to the model.safetensors
@@ -23,6 +23,8 @@
 ** fp32 for a half-precision model) and llama_tp2 (pretraining_tp 2, each
 ** projection in two slices); their *_io.safetensors hold transformers'
 ** logits with the option set. tessel takes both options as its own model.
+** A third, llama3_rope, changes what is computed: Llama 3.1's scaling of
+** the rotary frequencies (rope_scaling "llama3").
 **
 ** Each model is built by the core at the fixture's sizes (seq_len 16: GPT-2
 ** uses the first 16 rows of its 32 positions), loaded through
@@ -149,12 +151,31 @@ static void test_gpt2_matches_transformers(void) { compare_with_hf("gpt2_tiny");
 static void test_gpt2_upcast_matches_transformers(void) { compare_with_hf("gpt2_upcast"); }
 static void test_llama_tp2_matches_transformers(void) { compare_with_hf("llama_tp2"); }
 
+/* Llama 3.1's rotary scaling (llama3_rope: llama_tiny's weights and inputs
+** under rope_scaling "llama3"), which moves transformers' logits from
+** llama_tiny's by far more than the tolerance: the scaling is computed, not
+** just accepted. */
+static void test_llama3_rope_matches_transformers(void) {
+  tsl_st_file *plain, *scaled;
+  REQUIRE(tsl_st_open(FIXTURES "llama_tiny_io.safetensors", &plain) == TESSEL_OK);
+  REQUIRE(tsl_st_open(FIXTURES "llama3_rope_io.safetensors", &scaled) == TESSEL_OK);
+  float *a = io_tensor(plain, "logits", TESSEL_F32, B * T * V), *b = io_tensor(scaled, "logits", TESSEL_F32, B * T * V);
+  double e2 = 0, r2 = 0;
+  for (int i = 0; i < B * T * V; i++) e2 += ((double)a[i] - b[i]) * ((double)a[i] - b[i]), r2 += (double)b[i] * b[i];
+  fprintf(stderr, "  llama3_rope against llama_tiny: normwise difference %.3g\n", sqrt(e2 / r2));
+  CHECK(sqrt(e2 / r2) > 1e-2);
+  free(a), free(b);
+  tsl_st_close(plain), tsl_st_close(scaled);
+  compare_with_hf("llama3_rope");
+}
+
 int main(void) {
   scratch_init("test_hf_models");
   RUN(test_llama_matches_transformers);
   RUN(test_gpt2_matches_transformers);
   RUN(test_gpt2_upcast_matches_transformers);
   RUN(test_llama_tp2_matches_transformers);
+  RUN(test_llama3_rope_matches_transformers);
   scratch_cleanup();
   return HARNESS_EXIT();
 }

@@ -288,6 +288,43 @@ static void test_rope_parameters(void) {
   tsl_weights_close(w);
 }
 
+/* Llama 3.1/3.2's rotary scaling, as transformers 4.43+ writes it
+** (rope_scaling with rope_type), as older files say it ("type") and as
+** transformers 5 does (inside rope_parameters): the model's settings carry
+** its four numbers. Hugging Face directories holding it were refused. */
+static void test_llama3_scaling(void) {
+  static const char *const numbers =
+      "\"factor\": 32.0, \"low_freq_factor\": 1.0, \"high_freq_factor\": 4.0, "
+      "\"original_max_position_embeddings\": 8192},";
+  static const char *const forms[] = {"{\"rope_scaling\": {\"rope_type\": \"llama3\", ",
+                                      "{\"rope_scaling\": {\"type\": \"llama3\", ",
+                                      "{\"rope_parameters\": {\"rope_type\": \"llama3\", \"rope_theta\": 5e5, "};
+  for (size_t i = 0; i < TSL_ARRAY_LEN(forms); i++) {
+    char config[512], name[32];
+    snprintf(config, sizeof config, "%s%s", forms[i], numbers);
+    snprintf(name, sizeof name, "llama3-%zu", i);
+    tsl_weights *w;
+    REQUIRE(tsl_weights_open(hf_dir(name, TESSEL_F32, config, NULL, NULL), &w) == TESSEL_OK);
+    const tsl_model_settings *m = tsl_weights_model(w);
+    CHECK(m->rope_scaling.factor == 32.0 && m->rope_scaling.low_freq_factor == 1.0);
+    CHECK(m->rope_scaling.high_freq_factor == 4.0 && m->rope_scaling.original_positions == 8192);
+    tsl_weights_close(w);
+  }
+  refused(hf_dir("llama3-missing", TESSEL_F32, "{\"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8.0},",
+                 NULL, NULL), TESSEL_E_IO, "rope_scaling: ");
+  CHECK_STR_CONTAINS(tsl_error_message(), "rope type llama3 needs the number 'low_freq_factor'");
+  refused(hf_dir("llama3-bands", TESSEL_F32, "{\"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8.0, "
+                 "\"low_freq_factor\": 4.0, \"high_freq_factor\": 4.0, \"original_max_position_embeddings\": 8192},",
+                 NULL, NULL), TESSEL_E_UNSUPPORTED, "'high_freq_factor' 4 is not above low_freq_factor 4");
+  refused(hf_dir("llama3-shrink", TESSEL_F32, "{\"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 0.5, "
+                 "\"low_freq_factor\": 1.0, \"high_freq_factor\": 4.0, \"original_max_position_embeddings\": 8192},",
+                 NULL, NULL), TESSEL_E_UNSUPPORTED, "'factor' must be from 1 to 1e6");
+  refused(hf_dir("llama3-both", TESSEL_F32, "{\"rope_parameters\": {\"rope_type\": \"default\"}, "
+                 "\"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8.0, \"low_freq_factor\": 1.0, "
+                 "\"high_freq_factor\": 4.0, \"original_max_position_embeddings\": 8192},", NULL, NULL),
+          TESSEL_E_UNSUPPORTED, "'rope_scaling' and 'rope_parameters' scale the rotary frequencies differently");
+}
+
 /* A tokenizer.json tessel reads and of the model's vocabulary goes into the
 ** checkpoint; one of another size is left out, the weights imported. */
 static void test_tokenizer_comes_along(void) {
@@ -329,15 +366,15 @@ static void test_plain_spellings_accepted(void) {
 }
 
 static void test_refusals_name_the_problem(void) {
-  refused(hf_dir("scaling", TESSEL_F32, "{\"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8.0},", NULL, NULL),
+  refused(hf_dir("scaling", TESSEL_F32, "{\"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 8.0},", NULL, NULL),
           TESSEL_E_UNSUPPORTED, "rope_scaling: ");
-  CHECK_STR_CONTAINS(tsl_error_message(), "'rope_type' is llama3");
+  CHECK_STR_CONTAINS(tsl_error_message(), "'rope_type' is yarn");
   refused(hf_dir("scaling-old", TESSEL_F32, "{\"rope_scaling\": {\"type\": \"linear\", \"factor\": 2.0},", NULL, NULL),
           TESSEL_E_UNSUPPORTED, "rope_scaling: ");
   refused(hf_dir("scaling-bare", TESSEL_F32, "{\"rope_scaling\": {\"factor\": 2.0},", NULL, NULL),
           TESSEL_E_UNSUPPORTED, "'rope_scaling' is set");
-  refused(hf_dir("scaling5", TESSEL_F32, "{\"rope_parameters\": {\"rope_theta\": 5e5, \"rope_type\": \"llama3\"},", NULL,
-                 NULL), TESSEL_E_UNSUPPORTED, "'rope_type' is llama3");
+  refused(hf_dir("scaling5", TESSEL_F32, "{\"rope_parameters\": {\"rope_theta\": 5e5, \"rope_type\": \"dynamic\"},",
+                 NULL, NULL), TESSEL_E_UNSUPPORTED, "'rope_type' is dynamic");
   refused(hf_dir("bias", TESSEL_F32, "{\"attention_bias\": true,", NULL, NULL), TESSEL_E_UNSUPPORTED, "'attention_bias'");
   /* options that make another model, each imported as tessel's own before */
   refused(hf_dir("partial", TESSEL_F32, "{\"partial_rotary_factor\": 0.5,", NULL, NULL), TESSEL_E_UNSUPPORTED,
@@ -393,6 +430,7 @@ int main(void) {
   RUN(test_bf16_imports_as_its_values);
   RUN(test_shards_import_like_one_file);
   RUN(test_rope_parameters);
+  RUN(test_llama3_scaling);
   RUN(test_gpt2_tensor_in_both_spellings);
   RUN(test_tokenizer_comes_along);
   RUN(test_plain_spellings_accepted);

@@ -2,7 +2,8 @@
 # A trained Llama (grouped-query attention) exported by `tessel export` loads
 # in Hugging Face transformers as LlamaForCausalLM, with every tensor in
 # place, and continues a prompt greedily with the very bytes `tessel sample
-# --temperature 0` gives (see hf_llama_check.py). Needs python3 with
+# --temperature 0` gives (see hf_llama_check.py), with plain rotary
+# frequencies and with Llama 3's scaling of them. Needs python3 with
 # transformers and torch; without them it reports itself skipped (exit 77),
 # never passed.
 . "$(dirname "$0")/common.sh" "$1" "$2" "$3" hf_llama_export
@@ -10,13 +11,21 @@ if ! python3 -c "import transformers, torch" 2>/dev/null; then
   echo "skipped: python3 cannot import transformers and torch (pip install transformers torch)"
   exit 77
 fi
-"$TESSEL" run "$WORK/tiny.yaml" --set model.arch=llama --set model.heads=4 --set model.kv_heads=2 \
-  --set model.channels=64 --set model.seq_len=64 --set train.steps=150 --set train.eval_every=0 \
-  --set log.dir="$WORK/run" >"$WORK/run.log" 2>&1 || { cat "$WORK/run.log" >&2; fail "training failed"; }
-CK="$WORK/run/checkpoints/step_00000150"
-"$TESSEL" sample "$CK" --prompt "static " --tokens 32 --temperature 0 >"$WORK/greedy.txt" || fail "sampling failed"
-mkdir -p "$WORK/hf"
-"$TESSEL" export "$CK" -o "$WORK/hf/model.safetensors" >/dev/null || fail "export failed"
-truncate -s -1 "$WORK/greedy.txt" # tessel sample ends with a newline of its own
-python3 "$(dirname "$0")/hf_llama_check.py" "$WORK/hf" "static " "$WORK/greedy.txt" || fail "transformers disagrees"
+# plain rotary frequencies, then Llama 3's scaling of them (exported as
+# config.json's rope_scaling, which transformers must apply to agree)
+for variant in plain scaled; do
+  scaling=null
+  [ "$variant" = scaled ] && scaling="{type: llama3, factor: 4, low_freq_factor: 1, high_freq_factor: 4, original_positions: 16}"
+  "$TESSEL" run "$WORK/tiny.yaml" --set model.arch=llama --set model.heads=4 --set model.kv_heads=2 \
+    --set model.channels=64 --set model.seq_len=64 --set "model.rope_scaling=$scaling" --set train.steps=150 \
+    --set train.eval_every=0 --set log.dir="$WORK/$variant" >"$WORK/$variant.log" 2>&1 \
+    || { cat "$WORK/$variant.log" >&2; fail "training ($variant) failed"; }
+  CK="$WORK/$variant/checkpoints/step_00000150"
+  "$TESSEL" sample "$CK" --prompt "static " --tokens 32 --temperature 0 >"$WORK/greedy.txt" || fail "sampling failed"
+  mkdir -p "$WORK/hf-$variant"
+  "$TESSEL" export "$CK" -o "$WORK/hf-$variant/model.safetensors" >/dev/null || fail "export ($variant) failed"
+  truncate -s -1 "$WORK/greedy.txt" # tessel sample ends with a newline of its own
+  python3 "$(dirname "$0")/hf_llama_check.py" "$WORK/hf-$variant" "static " "$WORK/greedy.txt" "$variant" \
+    || fail "transformers disagrees ($variant)"
+done
 rm -rf "$WORK"

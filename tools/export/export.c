@@ -15,6 +15,16 @@
 #include "common/util.h"
 #include "tokenizer/tokenizer.h"
 
+/* A number JSON writes with a decimal point even when whole ("4.0"):
+** transformers checks that a rope_scaling's factors are floats and warns
+** about an integer 4. */
+static void add_float(cJSON *o, const char *key, double v) {
+  char text[48];
+  tsl_format_exact(v, text, sizeof text - 2);
+  if (!strpbrk(text, ".e")) strcat(text, ".0");
+  cJSON_AddRawToObject(o, key, text);
+}
+
 /* config.json for transformers: GPT2LMHeadModel or LlamaForCausalLM. */
 static cJSON *hf_config(const tsl_model_settings *m) {
   cJSON *root = cJSON_CreateObject(), *arch = cJSON_AddArrayToObject(root, "architectures");
@@ -28,6 +38,16 @@ static cJSON *hf_config(const tsl_model_settings *m) {
     cJSON_AddNumberToObject(root, "intermediate_size", m->ffn);
     cJSON_AddNumberToObject(root, "max_position_embeddings", m->positions);
     cJSON_AddNumberToObject(root, "rope_theta", m->rope_theta);
+    if (m->rope_scaling.factor > 0) {
+      cJSON *s = cJSON_AddObjectToObject(root, "rope_scaling");
+      cJSON_AddStringToObject(s, "rope_type", "llama3");
+      add_float(s, "factor", m->rope_scaling.factor);
+      add_float(s, "low_freq_factor", m->rope_scaling.low_freq_factor);
+      add_float(s, "high_freq_factor", m->rope_scaling.high_freq_factor);
+      cJSON_AddNumberToObject(s, "original_max_position_embeddings", m->rope_scaling.original_positions);
+    } else {
+      cJSON_AddNullToObject(root, "rope_scaling");
+    }
     cJSON_AddNumberToObject(root, "rms_norm_eps", m->norm_eps);
     cJSON_AddStringToObject(root, "hidden_act", "silu");
     cJSON_AddBoolToObject(root, "attention_bias", 0);
