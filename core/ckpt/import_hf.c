@@ -192,19 +192,29 @@ fail:
   return st;
 }
 
-/* LlamaConfig, with transformers' defaults for absent keys (rms_norm_eps
-** 1e-6, rope_theta 10000, max_position_embeddings 2048, untied head). */
-static tsl_status llama(const hf_json *j, tsl_model_settings *m) {
+/* A config class's defaults for absent keys. */
+typedef struct llama_class {
+  int layers, heads, kv_heads, hidden, ffn, positions; /* kv_heads 0: as many as heads */
+} llama_class;
+
+/* LlamaConfig's (rms_norm_eps 1e-6, rope_theta 10000, vocabulary 32000 and
+** an untied head are both classes'). */
+static const llama_class llama_defaults = {32, 32, 0, 4096, 11008, 2048};
+/* MistralConfig's: Mistral 7B's sizes, 4096·32 positions. */
+static const llama_class mistral_defaults = {32, 32, 8, 4096, 14336, 4096 * 32};
+
+/* A LlamaConfig, or another class of the same model, with its defaults. */
+static tsl_status llama(const hf_json *j, const llama_class *c, tsl_model_settings *m) {
   static const char *const silu[] = {"silu", "swish", NULL}; /* one function under two names in transformers */
   tsl_status st;
   int head_dim;
   m->arch = TSL_ARCH_LLAMA;
-  TSL_TRY(st, whole(j, "num_hidden_layers", 32, 1, 1 << 20, &m->layers));
-  TSL_TRY(st, whole(j, "num_attention_heads", 32, 1, 1 << 20, &m->heads));
-  TSL_TRY(st, whole(j, "num_key_value_heads", m->heads, 1, m->heads, &m->kv_heads));
-  TSL_TRY(st, whole(j, "hidden_size", 4096, 1, 1 << 20, &m->channels));
-  TSL_TRY(st, whole(j, "intermediate_size", 11008, 1, 1 << 24, &m->ffn));
-  TSL_TRY(st, whole(j, "max_position_embeddings", 2048, 1, 1 << 20, &m->seq_len));
+  TSL_TRY(st, whole(j, "num_hidden_layers", c->layers, 1, 1 << 20, &m->layers));
+  TSL_TRY(st, whole(j, "num_attention_heads", c->heads, 1, 1 << 20, &m->heads));
+  TSL_TRY(st, whole(j, "num_key_value_heads", c->kv_heads ? c->kv_heads : m->heads, 1, m->heads, &m->kv_heads));
+  TSL_TRY(st, whole(j, "hidden_size", c->hidden, 1, 1 << 20, &m->channels));
+  TSL_TRY(st, whole(j, "intermediate_size", c->ffn, 1, 1 << 24, &m->ffn));
+  TSL_TRY(st, whole(j, "max_position_embeddings", c->positions, 1, 1 << 20, &m->seq_len));
   m->positions = m->seq_len;
   TSL_TRY(st, whole(j, "vocab_size", 32000, 2, 1 << 24, &m->vocab_size));
   TSL_TRY(st, rope(j, m));
@@ -253,6 +263,30 @@ static tsl_status duplicate_key(const cJSON *node, const char **dup) {
   return TESSEL_OK;
 }
 
+/* MistralConfig: Llama's model under Mistral's defaults, and a sliding
+** window: position i attends to positions i − sliding_window < j <= i
+** (4096 when the key is absent; null: all of them). tessel's attention is
+** fully causal, which is the window's on every context of at most
+** sliding_window positions, so a model with a shorter window than its
+** max_position_embeddings is imported for that context (positions). */
+static tsl_status mistral(const hf_json *j, tsl_model_settings *m) {
+  tsl_status st;
+  int window;
+  TSL_TRY(st, llama(j, &mistral_defaults, m));
+  const cJSON *w = cJSON_GetObjectItemCaseSensitive(j->root, "sliding_window");
+  if (cJSON_IsNull(w)) return TESSEL_OK;
+  TSL_TRY(st, whole(j, "sliding_window", 4096, 1, 1 << 30, &window));
+  if (window < m->positions) {
+    tsl_info("%s: sliding_window %d < max_position_embeddings %d: the model is taken as made for %d positions, "
+             "the contexts on which Mistral's windowed attention is tessel's full causal attention",
+             j->path, window, m->positions, window);
+    m->positions = m->seq_len = window;
+  }
+  return TESSEL_OK;
+fail:
+  return st;
+}
+
 tsl_status tsl_hf_config(const char *dir, tsl_model_settings *out) {
   tsl_status st;
   char *path = tsl_asprintf("%s/config.json", dir), *text = NULL;
@@ -275,10 +309,12 @@ tsl_status tsl_hf_config(const char *dir, tsl_model_settings *out) {
   } else if (strcmp(type->valuestring, "gpt2") == 0) {
     st = gpt2(&j, out);
   } else if (strcmp(type->valuestring, "llama") == 0) {
-    st = llama(&j, out);
+    st = llama(&j, &llama_defaults, out);
+  } else if (strcmp(type->valuestring, "mistral") == 0) {
+    st = mistral(&j, out);
   } else {
-    st = tsl_error(TESSEL_E_UNSUPPORTED, "%s: model_type '%s'; tessel imports 'gpt2' (GPT2LMHeadModel) and 'llama' "
-                   "(LlamaForCausalLM)", path, type->valuestring);
+    st = tsl_error(TESSEL_E_UNSUPPORTED, "%s: model_type '%s'; tessel imports 'gpt2' (GPT2LMHeadModel), 'llama' "
+                   "(LlamaForCausalLM) and 'mistral' (MistralForCausalLM)", path, type->valuestring);
   }
 fail:
   cJSON_Delete(root);

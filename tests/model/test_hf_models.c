@@ -24,7 +24,9 @@
 ** projection in two slices); their *_io.safetensors hold transformers'
 ** logits with the option set. tessel takes both options as its own model.
 ** A third, llama3_rope, changes what is computed: Llama 3.1's scaling of
-** the rotary frequencies (rope_scaling "llama3").
+** the rotary frequencies (rope_scaling "llama3"). mistral_tiny holds the
+** same weights as a MistralForCausalLM (rope_theta 1e6, a sliding window
+** of 16 positions: the whole sequence).
 **
 ** Each model is built by the core at the fixture's sizes (seq_len 16: GPT-2
 ** uses the first 16 rows of its 32 positions), loaded through
@@ -150,6 +152,16 @@ static void test_gpt2_matches_transformers(void) { compare_with_hf("gpt2_tiny");
 ** attention */
 static void test_gpt2_upcast_matches_transformers(void) { compare_with_hf("gpt2_upcast"); }
 static void test_llama_tp2_matches_transformers(void) { compare_with_hf("llama_tp2"); }
+/* a MistralForCausalLM (model_type mistral) is Llama's model; its sliding
+** window of 16 positions makes the model one for contexts up to 16 */
+static void test_mistral_matches_transformers(void) {
+  tsl_weights *w;
+  REQUIRE(tsl_weights_open(FIXTURES "mistral_tiny", &w) == TESSEL_OK);
+  CHECK_EQ_INT(tsl_weights_model(w)->positions, 16);
+  CHECK(tsl_weights_model(w)->rope_theta == 1e6);
+  tsl_weights_close(w);
+  compare_with_hf("mistral_tiny");
+}
 
 /* Llama 3.1's rotary scaling (llama3_rope: llama_tiny's weights and inputs
 ** under rope_scaling "llama3"), which moves transformers' logits from
@@ -175,6 +187,7 @@ int main(void) {
   RUN(test_gpt2_matches_transformers);
   RUN(test_gpt2_upcast_matches_transformers);
   RUN(test_llama_tp2_matches_transformers);
+  RUN(test_mistral_matches_transformers);
   RUN(test_llama3_rope_matches_transformers);
   scratch_cleanup();
   return HARNESS_EXIT();

@@ -325,6 +325,32 @@ static void test_llama3_scaling(void) {
           TESSEL_E_UNSUPPORTED, "'rope_scaling' and 'rope_parameters' scale the rotary frequencies differently");
 }
 
+/* A Mistral config is a Llama whose sliding window, when shorter than its
+** max_position_embeddings (64 here), is the context it is taken as made
+** for; absent (MistralConfig's 4096) or null, the window covers it. */
+static void test_mistral_window(void) {
+  static const struct {
+    const char *edit;
+    int positions;
+  } cases[] = {{"{\"model_type\": \"mistral\", \"sliding_window\": null,", 64},
+               {"{\"model_type\": \"mistral\",", 64},
+               {"{\"model_type\": \"mistral\", \"sliding_window\": 64,", 64},
+               {"{\"model_type\": \"mistral\", \"sliding_window\": 8,", 8}};
+  for (size_t i = 0; i < TSL_ARRAY_LEN(cases); i++) {
+    char name[32];
+    snprintf(name, sizeof name, "mistral-%zu", i);
+    tsl_weights *w;
+    REQUIRE(tsl_weights_open(hf_dir(name, TESSEL_F32, cases[i].edit, NULL, NULL), &w) == TESSEL_OK);
+    const tsl_model_settings *m = tsl_weights_model(w);
+    CHECK(m->arch == TSL_ARCH_LLAMA);
+    CHECK_EQ_INT(m->positions, cases[i].positions);
+    CHECK_EQ_INT(m->seq_len, cases[i].positions);
+    tsl_weights_close(w);
+  }
+  refused(hf_dir("mistral-no-window", TESSEL_F32, "{\"model_type\": \"mistral\", \"sliding_window\": 0,", NULL, NULL),
+          TESSEL_E_UNSUPPORTED, "'sliding_window' is 0");
+}
+
 /* A tokenizer.json tessel reads and of the model's vocabulary goes into the
 ** checkpoint; one of another size is left out, the weights imported. */
 static void test_tokenizer_comes_along(void) {
@@ -431,6 +457,7 @@ int main(void) {
   RUN(test_shards_import_like_one_file);
   RUN(test_rope_parameters);
   RUN(test_llama3_scaling);
+  RUN(test_mistral_window);
   RUN(test_gpt2_tensor_in_both_spellings);
   RUN(test_tokenizer_comes_along);
   RUN(test_plain_spellings_accepted);
