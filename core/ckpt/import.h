@@ -40,8 +40,9 @@ void tsl_weights_close(tsl_weights *w);
 const tsl_model_settings *tsl_weights_model(const tsl_weights *w);
 /* Is it a Hugging Face directory (not a tessel checkpoint)? */
 int tsl_weights_is_hf(const tsl_weights *w);
-/* The token ids a checkpoint keeps (see tsl_token_ids); NULL for a Hugging
-** Face directory, whose ids only `tessel import` reads. */
+/* The model's beginning- and end-of-text ids: those a checkpoint keeps,
+** or a Hugging Face directory's (tsl_hf_token_ids), which a run started
+** from it keeps in its checkpoints as `tessel import` does. */
 const tsl_token_ids *tsl_weights_token_ids(const tsl_weights *w);
 
 /* Parameter p's tensor, fp32, in file layout [file rows, cols]. p comes

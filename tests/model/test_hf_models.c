@@ -79,8 +79,9 @@ static void *io_tensor(tsl_st_file *f, const char *name, tessel_dtype dtype, int
 }
 
 /* The model `dir` holds, built at seq_len T and loaded through
-** model.init_from; its logits for the fixture's inputs, [B·T, V]. */
-static float *logits_from(const char *dir) {
+** model.init_from; its logits for the fixture's inputs, [B·T, V], and the
+** beginning- and end-of-text ids the run keeps for its checkpoints. */
+static float *logits_from(const char *dir, tsl_token_ids *ids) {
   tsl_weights *w;
   REQUIRE(tsl_weights_open(dir, &w) == TESSEL_OK);
   tsl_settings s = {.model = *tsl_weights_model(w)};
@@ -97,8 +98,7 @@ static float *logits_from(const char *dir) {
   tsl_model_dims_single(&rt, &d);
   d.micro_batch = B;
   REQUIRE(tsl_model_create(&rt, &d, 1, &m) == TESSEL_OK);
-  tsl_token_ids ids;
-  REQUIRE(tsl_init_from_load(m, &ids) == TESSEL_OK);
+  REQUIRE(tsl_init_from_load(m, ids) == TESSEL_OK);
   tsl_model_set_batch(m, fixture_batch, NULL);
   REQUIRE(tsl_model_eval_step(m, 1) == TESSEL_OK);
   const void *dev;
@@ -124,7 +124,8 @@ static void compare_with_hf(const char *name) {
   int32_t *in = io_tensor(f, "input_ids", TESSEL_I32, B * T);
   float *want = io_tensor(f, "logits", TESSEL_F32, B * T * V);
   memcpy(ids, in, sizeof ids);
-  float *got = logits_from(hf);
+  tsl_token_ids direct, imported_ids;
+  float *got = logits_from(hf, &direct);
   double e2 = 0, r2 = 0, worst = 0;
   for (int i = 0; i < B * T * V; i++) {
     e2 += ((double)got[i] - want[i]) * ((double)got[i] - want[i]);
@@ -140,8 +141,12 @@ static void compare_with_hf(const char *name) {
 
   /* through tessel import: the same model, bit for bit */
   REQUIRE(tsl_import_hf(hf, scratch_path(imported, name)) == TESSEL_OK);
-  float *again = logits_from(imported);
+  float *again = logits_from(imported, &imported_ids);
   CHECK(memcmp(again, got, sizeof(float) * B * T * V) == 0);
+  /* a run started from the directory keeps its token ids, as an import does
+  ** (the Llama fixtures' config.json: bos 1, eos 2) */
+  CHECK(memcmp(&direct, &imported_ids, sizeof direct) == 0);
+  if (strncmp(name, "gpt2", 4) != 0) CHECK(direct.has_bos && direct.bos_id == 1 && direct.n_eos == 1 && direct.eos_ids[0] == 2);
   free(in), free(want), free(got), free(again);
   tsl_st_close(f);
 }
