@@ -23,7 +23,6 @@ struct tsl_weights {
   int hf;                /* a Hugging Face directory, not a checkpoint */
   tsl_model_settings model;
   tsl_ckpt ckpt;         /* a checkpoint's files */
-  tsl_token_ids hf_ids;  /* a Hugging Face directory's beginning- and end-of-text ids */
   tsl_st_file **files;   /* where tensors are: HF's files, or &ckpt.model */
   int n_files;
   tsl_params params;     /* the model's parameters at the weights' own sizes */
@@ -31,7 +30,10 @@ struct tsl_weights {
 
 const tsl_model_settings *tsl_weights_model(const tsl_weights *w) { return &w->model; }
 int tsl_weights_is_hf(const tsl_weights *w) { return w->hf; }
-const tsl_token_ids *tsl_weights_token_ids(const tsl_weights *w) { return w->hf ? &w->hf_ids : &w->ckpt.ids; }
+void tsl_weights_token_ids(const tsl_weights *w, tsl_token_ids *ids) {
+  *ids = w->hf ? (tsl_token_ids){0} : w->ckpt.ids;
+  if (w->hf) tsl_hf_token_ids(w->dir, w->model.vocab_size, ids);
+}
 
 /* A tensor by tessel name: GPT2LMHeadModel nests its tensors under
 ** "transformer." (some GPT-2 files do not), Llama's names are HF's own. */
@@ -168,7 +170,6 @@ tsl_status tsl_weights_open(const char *dir, tsl_weights **out) {
   } else if (tsl_path_exists(config)) {
     w->hf = 1;
     TSL_TRY(st, tsl_hf_config(dir, &w->model));
-    tsl_hf_token_ids(dir, w->model.vocab_size, &w->hf_ids);
     TSL_TRY(st, tsl_hf_open_files(dir, &w->files, &w->n_files));
     TSL_TRY(st, enough_tensors(w));
   } else {
@@ -363,7 +364,7 @@ static tsl_status write_checkpoint(const tsl_weights *w, const tsl_tokenizer *t,
     meta.tokenizer_hash = tsl_tokenizer_hash(t);
   }
   /* kept whether or not the tokenizer is: `tessel export` writes them back */
-  meta.ids = w->hf_ids;
+  tsl_weights_token_ids(w, &meta.ids);
   snprintf(meta.plugin, sizeof meta.plugin, "none");
   snprintf(meta.tessel_version, sizeof meta.tessel_version, "%s", TESSEL_VERSION_STRING);
   TSL_TRY(st, tsl_ckpt_meta_write(tmp, &meta));
