@@ -271,6 +271,7 @@ static tsl_status write_model_yaml(const char *path, const tsl_model_settings *m
   if (m->rope_scaling.factor > 0)
     n += snprintf(text + n, sizeof text - (size_t)n, "  rope_scaling: %s\n",
                   tsl_rope_scaling_text(m, scaling, sizeof scaling));
+  if (m->qkv_bias) n += snprintf(text + n, sizeof text - (size_t)n, "  qkv_bias: true\n");
   return tsl_atomic_write_file(path, text, (size_t)n);
 }
 

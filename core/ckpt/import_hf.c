@@ -194,14 +194,16 @@ fail:
 
 /* A config class's defaults for absent keys. */
 typedef struct llama_class {
-  int layers, heads, kv_heads, hidden, ffn, positions; /* kv_heads 0: as many as heads */
+  int layers, heads, kv_heads, hidden, ffn, positions, vocab; /* kv_heads 0: as many as heads */
 } llama_class;
 
-/* LlamaConfig's (rms_norm_eps 1e-6, rope_theta 10000, vocabulary 32000 and
-** an untied head are both classes'). */
-static const llama_class llama_defaults = {32, 32, 0, 4096, 11008, 2048};
+/* LlamaConfig's (rms_norm_eps 1e-6, rope_theta 10000 and an untied head are
+** every class's). */
+static const llama_class llama_defaults = {32, 32, 0, 4096, 11008, 2048, 32000};
 /* MistralConfig's: Mistral 7B's sizes, 4096·32 positions. */
-static const llama_class mistral_defaults = {32, 32, 8, 4096, 14336, 4096 * 32};
+static const llama_class mistral_defaults = {32, 32, 8, 4096, 14336, 4096 * 32, 32000};
+/* Qwen2Config's: Qwen 7B's sizes. */
+static const llama_class qwen2_defaults = {32, 32, 0, 4096, 22016, 32768, 151936};
 
 /* A LlamaConfig, or another class of the same model, with its defaults. */
 static tsl_status llama(const hf_json *j, const llama_class *c, tsl_model_settings *m) {
@@ -216,7 +218,7 @@ static tsl_status llama(const hf_json *j, const llama_class *c, tsl_model_settin
   TSL_TRY(st, whole(j, "intermediate_size", c->ffn, 1, 1 << 24, &m->ffn));
   TSL_TRY(st, whole(j, "max_position_embeddings", c->positions, 1, 1 << 20, &m->seq_len));
   m->positions = m->seq_len;
-  TSL_TRY(st, whole(j, "vocab_size", 32000, 2, 1 << 24, &m->vocab_size));
+  TSL_TRY(st, whole(j, "vocab_size", c->vocab, 2, 1 << 24, &m->vocab_size));
   TSL_TRY(st, rope(j, m));
   TSL_TRY(st, number(j, "rms_norm_eps", 1e-6, 1e-12, 1.0, &m->norm_eps));
   TSL_TRY(st, boolean(j, "tie_word_embeddings", 0, &m->tie_embeddings));
@@ -263,26 +265,45 @@ static tsl_status duplicate_key(const cJSON *node, const char **dup) {
   return TESSEL_OK;
 }
 
-/* MistralConfig: Llama's model under Mistral's defaults, and a sliding
-** window: position i attends to positions i − sliding_window < j <= i
-** (4096 when the key is absent; null: all of them). tessel's attention is
-** fully causal, which is the window's on every context of at most
-** sliding_window positions, so a model with a shorter window than its
-** max_position_embeddings is imported for that context (positions). */
-static tsl_status mistral(const hf_json *j, tsl_model_settings *m) {
+/* A sliding window: position i attends to positions i − sliding_window < j
+** <= i (4096 when the key is absent; null: all of them). tessel's
+** attention is fully causal, which is the window's on every context of at
+** most sliding_window positions, so a model with a shorter window than its
+** max_position_embeddings is taken as made for that context (positions). */
+static tsl_status sliding_window(const hf_json *j, tsl_model_settings *m) {
   tsl_status st;
   int window;
-  TSL_TRY(st, llama(j, &mistral_defaults, m));
-  const cJSON *w = cJSON_GetObjectItemCaseSensitive(j->root, "sliding_window");
-  if (cJSON_IsNull(w)) return TESSEL_OK;
+  if (cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(j->root, "sliding_window"))) return TESSEL_OK;
   TSL_TRY(st, whole(j, "sliding_window", 4096, 1, 1 << 30, &window));
   if (window < m->positions) {
     tsl_info("%s: sliding_window %d < max_position_embeddings %d: the model is taken as made for %d positions, "
-             "the contexts on which Mistral's windowed attention is tessel's full causal attention",
+             "the contexts on which its windowed attention is tessel's full causal attention",
              j->path, window, m->positions, window);
     m->positions = m->seq_len = window;
   }
   return TESSEL_OK;
+fail:
+  return st;
+}
+
+/* MistralConfig: Llama's model under Mistral's defaults, its attention in
+** a sliding window. */
+static tsl_status mistral(const hf_json *j, tsl_model_settings *m) {
+  tsl_status st = llama(j, &mistral_defaults, m);
+  return st < 0 ? st : sliding_window(j, m);
+}
+
+/* Qwen2Config: Llama's model with biases on q_proj, k_proj and v_proj,
+** under Qwen's defaults; with use_sliding_window, the layers from
+** max_window_layers on attend in a sliding window. */
+static tsl_status qwen2(const hf_json *j, tsl_model_settings *m) {
+  tsl_status st;
+  int windowed = 0, first = 0;
+  TSL_TRY(st, llama(j, &qwen2_defaults, m));
+  m->qkv_bias = 1;
+  TSL_TRY(st, boolean(j, "use_sliding_window", 0, &windowed));
+  TSL_TRY(st, whole(j, "max_window_layers", 28, 0, 1 << 20, &first));
+  return windowed && first < m->layers ? sliding_window(j, m) : TESSEL_OK;
 fail:
   return st;
 }
@@ -312,9 +333,12 @@ tsl_status tsl_hf_config(const char *dir, tsl_model_settings *out) {
     st = llama(&j, &llama_defaults, out);
   } else if (strcmp(type->valuestring, "mistral") == 0) {
     st = mistral(&j, out);
+  } else if (strcmp(type->valuestring, "qwen2") == 0) {
+    st = qwen2(&j, out);
   } else {
     st = tsl_error(TESSEL_E_UNSUPPORTED, "%s: model_type '%s'; tessel imports 'gpt2' (GPT2LMHeadModel), 'llama' "
-                   "(LlamaForCausalLM) and 'mistral' (MistralForCausalLM)", path, type->valuestring);
+                   "(LlamaForCausalLM), 'mistral' (MistralForCausalLM) and 'qwen2' (Qwen2ForCausalLM)", path,
+                   type->valuestring);
   }
 fail:
   cJSON_Delete(root);

@@ -9,7 +9,7 @@
 #include "ckpt/safetensors.h"
 #include "runtime/settings.h"
 
-/* DIR/config.json (model_type gpt2, llama or mistral) as model settings; absent keys
+/* DIR/config.json (model_type gpt2, llama, mistral or qwen2) as model settings; absent keys
 ** take the transformers class defaults. */
 tsl_status tsl_hf_config(const char *dir, tsl_model_settings *out);
 

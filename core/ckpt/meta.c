@@ -25,9 +25,10 @@ uint64_t tsl_ckpt_model_hash(const tsl_model_settings *m) {
   double dims[11] = {m->arch,     m->layers, m->heads,      m->kv_heads,   m->channels,      m->ffn,
                      m->seq_len, m->vocab_size, m->rope_theta, m->norm_eps, m->tie_embeddings};
   uint64_t h = tsl_hash_bytes(dims, sizeof dims, 0x6d6f64656cull);
-  /* positions and the rotary scaling came later: a model made for its own
-  ** context, with plain frequencies, hashes as before */
+  /* positions, the attention biases and the rotary scaling came later: a
+  ** model made for its own context, without them, hashes as before */
   if (m->positions != m->seq_len) h = tsl_mix64(h ^ (uint64_t)m->positions);
+  if (m->qkv_bias) h = tsl_mix64(h ^ 0x71b1a5ull);
   if (!(m->rope_scaling.factor > 0)) return h;
   double scaling[TSL_ROPE_N];
   tsl_rope_scaling_values(m, scaling);
@@ -88,7 +89,7 @@ static const char *const covered[] = {
     "files.config.yaml.crc32", "files.tokenizer.json.bytes", "files.tokenizer.json.crc32", "model.positions",
     "tokens", "batch_size", "data.text", "data.val_fraction", "data.train", "data.val", "bos_token_id",
     "eos_token_id", "model.rope_scaling.type", "model.rope_scaling.factor", "model.rope_scaling.low_freq_factor",
-    "model.rope_scaling.high_freq_factor", "model.rope_scaling.original_positions"};
+    "model.rope_scaling.high_freq_factor", "model.rope_scaling.original_positions", "model.qkv_bias"};
 
 /* Covered fields that came after descriptions were first written (from
 ** model.positions on): absent, they leave the checksum as those
@@ -250,6 +251,7 @@ static cJSON *meta_json(const tsl_ckpt_meta *m) {
   cJSON_AddNumberToObject(model, "rope_theta", d->rope_theta);
   cJSON_AddNumberToObject(model, "norm_eps", d->norm_eps);
   cJSON_AddBoolToObject(model, "tie_embeddings", d->tie_embeddings);
+  if (d->qkv_bias) cJSON_AddBoolToObject(model, "qkv_bias", 1);
   if (d->rope_scaling.factor > 0) { /* as model.rope_scaling of a config reads it */
     double v[TSL_ROPE_N];
     cJSON *scaling = cJSON_AddObjectToObject(model, "rope_scaling");
@@ -423,6 +425,11 @@ static tsl_status read_model(const reader *r, tsl_ckpt_meta *m) {
   TSL_TRY(st, number(r, "model.rope_theta", 1.0, 1e12, 10000.0, &d->rope_theta));
   TSL_TRY(st, number(r, "model.norm_eps", 1e-12, 1.0, 1e-5, &d->norm_eps));
   TSL_TRY(st, read_rope_scaling(r, d));
+  /* absent (written before it was, or false): none */
+  const cJSON *qkv_bias = item_at(r->root, "model.qkv_bias");
+  if (qkv_bias && !(cJSON_IsTrue(qkv_bias) && d->arch == TSL_ARCH_LLAMA))
+    return tsl_error(TESSEL_E_IO, "%s: 'model.qkv_bias' must be true (a Llama's) or absent", r->where);
+  d->qkv_bias = qkv_bias != NULL;
   /* absent (written before it was): made for the context it trained on */
   int64_t positions = d->seq_len;
   if (item_at(r->root, "model.positions")) TSL_TRY(st, whole(r, "model.positions", d->seq_len, 1 << 20, &positions));

@@ -4,6 +4,7 @@
 **   embedding  h = embed_tokens[tokens]                    (no position table)
 **   block      a = x + o_proj(attention(rope(q_proj(n)), rope(k_proj(n)), v_proj(n))),
 **                  n = input_layernorm(x)                  (RMS norm, GQA)
+**              (q_proj, k_proj and v_proj with biases under qkv_bias, as Qwen2's)
 **              y = a + down_proj(silu(gate_proj(m)) · up_proj(m)),
 **                  m = post_attention_layernorm(a)
 **   head       logits = norm(x) · lm_headᵀ (untied unless tie_embeddings)
@@ -101,6 +102,14 @@ static const tsl_unit_decl head_untied = {
         },
 };
 
+/* Qwen2's biases on the query, key and value projections (qkv_bias),
+** zero at the start as transformers initialises them. */
+static const tsl_param_decl qkv_biases[3] = {
+    {"model.layers.%d.self_attn.q_proj.bias", TESSEL_ROLE_BIAS_IN, 1, {TESSEL_DIM_HEADS}, 0, {0}, TSL_INIT_ZERO},
+    {"model.layers.%d.self_attn.k_proj.bias", TESSEL_ROLE_BIAS_IN, 1, {TESSEL_DIM_KV_HEADS}, 0, {0}, TSL_INIT_ZERO},
+    {"model.layers.%d.self_attn.v_proj.bias", TESSEL_ROLE_BIAS_IN, 1, {TESSEL_DIM_KV_HEADS}, 0, {0}, TSL_INIT_ZERO},
+};
+
 void tsl_arch_llama(const tsl_settings *s, tsl_arch *out) {
   *out = (tsl_arch){.name = "llama", .embed = embed, .block = block, .head = head_untied,
                     .tied = s->model.tie_embeddings, .norm_eps = (float)s->model.norm_eps,
@@ -113,5 +122,9 @@ void tsl_arch_llama(const tsl_settings *s, tsl_arch *out) {
   if (out->tied) {
     out->head.n_params = 1;
     out->head.ops[1].weight = TSL_TIED_TABLE;
+  }
+  for (int i = 0; s->model.qkv_bias && i < 3; i++) { /* after the nine weights, on the q, k and v linears */
+    out->block.params[out->block.n_params] = qkv_biases[i];
+    out->block.ops[B_Q + i].bias = out->block.n_params++;
   }
 }

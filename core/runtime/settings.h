@@ -38,6 +38,7 @@ typedef struct tsl_model_settings {
   double rope_theta, norm_eps;
   tsl_rope_scaling rope_scaling;
   int tie_embeddings;
+  int qkv_bias;          /* Llama: biases on the query, key and value projections (Qwen2's) */
   const char *init_from; /* weights to start from: a checkpoint or Hugging Face directory (NULL: none) */
   tsl_cfg *section;      /* for errors about the model's shape (NULL from a checkpoint) */
 } tsl_model_settings;

@@ -388,6 +388,39 @@ static void test_rope_scaling_is_recorded(void) {
   }
 }
 
+/* A Llama's q, k and v biases (qkv_bias) are recorded as "qkv_bias": true
+** and read back; model_hash tells the two models apart; a description
+** saying false (a model without them writes nothing) or recording them for
+** GPT-2 is refused. */
+static void test_qkv_bias_is_recorded(void) {
+  tsl_ckpt_meta m = {.step = 1, .world_size = 1}, back;
+  m.model = (tsl_model_settings){.arch = TSL_ARCH_LLAMA, .layers = 1, .heads = 2, .kv_heads = 1, .channels = 8,
+                                 .ffn = 24, .seq_len = 4, .positions = 4, .vocab_size = 32, .rope_theta = 1e6,
+                                 .norm_eps = 1e-6, .qkv_bias = 1};
+  tsl_model_settings without = m.model;
+  without.qkv_bias = 0;
+  CHECK(tsl_ckpt_model_hash(&without) != tsl_ckpt_model_hash(&m.model));
+  char *text = description_round_trip(&m, "qkv-bias", &back);
+  CHECK_STR_CONTAINS(text, "\"qkv_bias\":\ttrue");
+  CHECK(back.model.qkv_bias == 1);
+  tsl_ckpt_meta_free(&back);
+  static const char *const edits[][2] = {{"\"qkv_bias\":\ttrue", "\"qkv_bias\":\tfalse"},
+                                         {"\"arch\":\t\"llama\"", "\"arch\":\t\"gpt2\""}};
+  for (size_t i = 0; i < TSL_ARRAY_LEN(edits); i++) {
+    char *at = strstr(text, edits[i][0]);
+    REQUIRE(at);
+    size_t head = (size_t)(at - text), tail = strlen(at + strlen(edits[i][0]));
+    char *edited = malloc(head + strlen(edits[i][1]) + tail + 1);
+    REQUIRE(edited);
+    sprintf(edited, "%.*s%s%s", (int)head, text, edits[i][1], at + strlen(edits[i][0]));
+    char *sealed = tsl_ckpt_meta_reseal(edited);
+    REQUIRE(sealed);
+    expect_parse_refused(sealed, "'model.qkv_bias' must be true (a Llama's) or absent");
+    free(sealed), free(edited);
+  }
+  free(text);
+}
+
 /* Rewrite `ckpt`'s model.safetensors from good's, with tensor `victim`
 ** dropped (how 'd'), renamed (how 'r'), shape-swapped ('s') or typed I32
 ** ('i'); then reseal trainer.json over the new file. */
@@ -590,6 +623,7 @@ int main(void) {
   RUN(test_descriptions_are_validated);
   RUN(test_description_numbers_are_exact);
   RUN(test_rope_scaling_is_recorded);
+  RUN(test_qkv_bias_is_recorded);
   RUN(test_tokens_and_batch_are_recorded);
   RUN(test_tensors_must_match_the_dimensions);
   RUN(test_other_dimensions_are_refused);

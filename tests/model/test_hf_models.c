@@ -26,7 +26,8 @@
 ** A third, llama3_rope, changes what is computed: Llama 3.1's scaling of
 ** the rotary frequencies (rope_scaling "llama3"). mistral_tiny holds the
 ** same weights as a MistralForCausalLM (rope_theta 1e6, a sliding window
-** of 16 positions: the whole sequence).
+** of 16 positions: the whole sequence). qwen2_tiny is a Qwen2ForCausalLM
+** of its own weights (q, k and v biases, a tied head).
 **
 ** Each model is built by the core at the fixture's sizes (seq_len 16: GPT-2
 ** uses the first 16 rows of its 32 positions), loaded through
@@ -144,9 +145,13 @@ static void compare_with_hf(const char *name) {
   float *again = logits_from(imported, &imported_ids);
   CHECK(memcmp(again, got, sizeof(float) * B * T * V) == 0);
   /* a run started from the directory keeps its token ids, as an import does
-  ** (the Llama fixtures' config.json: bos 1, eos 2) */
+  ** (the Llama and Mistral fixtures' config.json: bos 1, eos 2; GPT-2's and
+  ** Qwen2's ids lie outside the 96-token vocabulary and are not kept) */
   CHECK(memcmp(&direct, &imported_ids, sizeof direct) == 0);
-  if (strncmp(name, "gpt2", 4) != 0) CHECK(direct.has_bos && direct.bos_id == 1 && direct.n_eos == 1 && direct.eos_ids[0] == 2);
+  if (!strncmp(name, "llama", 5) || !strncmp(name, "mistral", 7))
+    CHECK(direct.has_bos && direct.bos_id == 1 && direct.n_eos == 1 && direct.eos_ids[0] == 2);
+  else
+    CHECK(!direct.has_bos && direct.n_eos == 0);
   free(in), free(want), free(got), free(again);
   tsl_st_close(f);
 }
@@ -166,6 +171,16 @@ static void test_mistral_matches_transformers(void) {
   CHECK(tsl_weights_model(w)->rope_theta == 1e6);
   tsl_weights_close(w);
   compare_with_hf("mistral_tiny");
+}
+/* a Qwen2ForCausalLM is Llama's model with biases on q, k and v (drawn
+** N(0, 0.1) in the fixture, so that leaving them out moves the logits far
+** outside the tolerance), here with a tied head */
+static void test_qwen2_matches_transformers(void) {
+  tsl_weights *w;
+  REQUIRE(tsl_weights_open(FIXTURES "qwen2_tiny", &w) == TESSEL_OK);
+  CHECK(tsl_weights_model(w)->qkv_bias && tsl_weights_model(w)->tie_embeddings);
+  tsl_weights_close(w);
+  compare_with_hf("qwen2_tiny");
 }
 
 /* Llama 3.1's rotary scaling (llama3_rope: llama_tiny's weights and inputs
@@ -193,6 +208,7 @@ int main(void) {
   RUN(test_gpt2_upcast_matches_transformers);
   RUN(test_llama_tp2_matches_transformers);
   RUN(test_mistral_matches_transformers);
+  RUN(test_qwen2_matches_transformers);
   RUN(test_llama3_rope_matches_transformers);
   scratch_cleanup();
   return HARNESS_EXIT();

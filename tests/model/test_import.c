@@ -351,6 +351,40 @@ static void test_mistral_window(void) {
           TESSEL_E_UNSUPPORTED, "'sliding_window' is 0");
 }
 
+/* Qwen2's window applies with use_sliding_window, and only to the layers
+** from max_window_layers on: with both of the fixture's 2 layers at or past
+** it, a window of 8 makes a model for 8 positions; with none, or without
+** use_sliding_window, the window is not used. */
+static void test_qwen2_window(void) {
+  static const struct {
+    const char *edit;
+    int positions;
+  } cases[] = {{"{\"use_sliding_window\": true, \"sliding_window\": 8, \"max_window_layers\": 0,", 8},
+               {"{\"use_sliding_window\": true, \"sliding_window\": 8, \"max_window_layers\": 2,", 64},
+               {"{\"use_sliding_window\": false, \"sliding_window\": 8, \"max_window_layers\": 0,", 64}};
+  static const char *const files[] = {"config.json", "model.safetensors"};
+  for (size_t i = 0; i < TSL_ARRAY_LEN(cases); i++) {
+    char dir[1024], name[32], from[256], to[1100], *text = NULL;
+    size_t len = 0;
+    snprintf(name, sizeof name, "qwen2-%zu", i);
+    scratch_path(dir, name);
+    REQUIRE(tsl_mkdir_p(dir) == TESSEL_OK);
+    for (size_t f = 0; f < TSL_ARRAY_LEN(files); f++) {
+      snprintf(from, sizeof from, "tests/fixtures/qwen2_tiny/%s", files[f]);
+      snprintf(to, sizeof to, "%s/%s", dir, files[f]);
+      REQUIRE(tsl_read_file(from, &text, &len) == TESSEL_OK);
+      scratch_write(to, text, len);
+      free(text);
+    }
+    edit_config(dir, cases[i].edit);
+    tsl_weights *w;
+    REQUIRE(tsl_weights_open(dir, &w) == TESSEL_OK);
+    CHECK(tsl_weights_model(w)->qkv_bias);
+    CHECK_EQ_INT(tsl_weights_model(w)->positions, cases[i].positions);
+    tsl_weights_close(w);
+  }
+}
+
 /* A tokenizer.json tessel reads and of the model's vocabulary goes into the
 ** checkpoint; one of another size is left out, the weights imported. */
 static void test_tokenizer_comes_along(void) {
@@ -412,8 +446,8 @@ static void test_refusals_name_the_problem(void) {
                  "\"add_cross_attention\": true,", NULL, NULL),
           TESSEL_E_UNSUPPORTED, "'add_cross_attention' is set; tessel's GPT-2 is a decoder alone");
   refused(hf_dir("act", TESSEL_F32, "{\"hidden_act\": \"gelu\",", NULL, NULL), TESSEL_E_UNSUPPORTED, "'hidden_act' is gelu");
-  refused(hf_dir("qwen", TESSEL_F32, "{\"model_type\": \"qwen2\",", NULL, NULL), TESSEL_E_UNSUPPORTED,
-          "model_type 'qwen2'");
+  refused(hf_dir("gemma", TESSEL_F32, "{\"model_type\": \"gemma\",", NULL, NULL), TESSEL_E_UNSUPPORTED,
+          "model_type 'gemma'");
   refused(hf_dir("extra", TESSEL_F32, NULL, NULL, "model.layers.0.self_attn.q_proj.bias"), TESSEL_E_UNSUPPORTED,
           "tensor 'model.layers.0.self_attn.q_proj.bias' has no place");
   refused(hf_dir("missing", TESSEL_F32, NULL, "model.layers.1.mlp.up_proj.weight", NULL), TESSEL_E_IO,
@@ -458,6 +492,7 @@ int main(void) {
   RUN(test_rope_parameters);
   RUN(test_llama3_scaling);
   RUN(test_mistral_window);
+  RUN(test_qwen2_window);
   RUN(test_gpt2_tensor_in_both_spellings);
   RUN(test_tokenizer_comes_along);
   RUN(test_plain_spellings_accepted);

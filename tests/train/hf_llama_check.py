@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """The transformers half of hf_llama_export.sh: load tessel's Llama export.
 
-Usage: hf_llama_check.py EXPORT_DIR PROMPT GREEDY_FILE plain|scaled
-  - LlamaForCausalLM.from_pretrained(EXPORT_DIR) loads every tensor, with no
+Usage: hf_llama_check.py EXPORT_DIR PROMPT GREEDY_FILE plain|scaled|qwen2
+  - AutoModelForCausalLM.from_pretrained(EXPORT_DIR) loads a LlamaForCausalLM
+    (qwen2: a Qwen2ForCausalLM, q, k and v with biases) with every tensor, no
     key missing, unexpected or of another shape, and the config's grouped-query
     attention (4 query heads on 2 key/value heads) and rotary scaling (none,
     or Llama 3's: rope_type llama3, factor 4, original context 16);
@@ -16,12 +17,14 @@ Usage: hf_llama_check.py EXPORT_DIR PROMPT GREEDY_FILE plain|scaled
 import sys
 
 import torch
-from transformers import LlamaForCausalLM
+from transformers import AutoModelForCausalLM
 
 
 def main():
     export, prompt, greedy_path, variant = sys.argv[1:5]
-    model, info = LlamaForCausalLM.from_pretrained(export, output_loading_info=True)
+    model, info = AutoModelForCausalLM.from_pretrained(export, output_loading_info=True)
+    want_class = "Qwen2ForCausalLM" if variant == "qwen2" else "LlamaForCausalLM"
+    assert type(model).__name__ == want_class, type(model).__name__
     model.eval()
     problems = {k: v for k, v in info.items() if v}
     assert not problems, f"loading reported {problems}"

@@ -3,7 +3,8 @@
 # in Hugging Face transformers as LlamaForCausalLM, with every tensor in
 # place, and continues a prompt greedily with the very bytes `tessel sample
 # --temperature 0` gives (see hf_llama_check.py), with plain rotary
-# frequencies and with Llama 3's scaling of them. Needs python3 with
+# frequencies, with Llama 3's scaling of them, and with Qwen2's q, k and v
+# biases (exported as a Qwen2ForCausalLM). Needs python3 with
 # transformers and torch; without them it reports itself skipped (exit 77),
 # never passed.
 . "$(dirname "$0")/common.sh" "$1" "$2" "$3" hf_llama_export
@@ -12,12 +13,15 @@ if ! python3 -c "import transformers, torch" 2>/dev/null; then
   exit 77
 fi
 # plain rotary frequencies, then Llama 3's scaling of them (exported as
-# config.json's rope_scaling, which transformers must apply to agree)
-for variant in plain scaled; do
-  scaling=null
+# config.json's rope_scaling, which transformers must apply to agree), then
+# q, k and v biases
+for variant in plain scaled qwen2; do
+  scaling=null bias=false
   [ "$variant" = scaled ] && scaling="{type: llama3, factor: 4, low_freq_factor: 1, high_freq_factor: 4, original_positions: 16}"
+  [ "$variant" = qwen2 ] && bias=true
   "$TESSEL" run "$WORK/tiny.yaml" --set model.arch=llama --set model.heads=4 --set model.kv_heads=2 \
-    --set model.channels=64 --set model.seq_len=64 --set "model.rope_scaling=$scaling" --set train.steps=150 \
+    --set model.channels=64 --set model.seq_len=64 --set "model.rope_scaling=$scaling" --set model.qkv_bias=$bias \
+    --set train.steps=150 \
     --set train.eval_every=0 --set log.dir="$WORK/$variant" >"$WORK/$variant.log" 2>&1 \
     || { cat "$WORK/$variant.log" >&2; fail "training ($variant) failed"; }
   CK="$WORK/$variant/checkpoints/step_00000150"

@@ -18,10 +18,10 @@ static void identity(const tsl_settings *s, char *model, size_t mcap, char *data
   char scaling[256];
   snprintf(model, mcap,
            "%s with layers %d, heads %d, kv_heads %d, channels %d, ffn %d, seq_len %d, vocab_size %d, rope_theta %g, "
-           "rope_scaling %s, norm_eps %g, tie_embeddings %s, init_from %s",
+           "rope_scaling %s, norm_eps %g, tie_embeddings %s, qkv_bias %s, init_from %s",
            m->arch == TSL_ARCH_LLAMA ? "llama" : "gpt2", m->layers, m->heads, m->kv_heads, m->channels, m->ffn,
            m->seq_len, m->vocab_size, m->rope_theta, tsl_rope_scaling_text(m, scaling, sizeof scaling), m->norm_eps,
-           m->tie_embeddings ? "true" : "false", m->init_from ? m->init_from : "none");
+           m->tie_embeddings ? "true" : "false", m->qkv_bias ? "true" : "false", m->init_from ? m->init_from : "none");
   int n = snprintf(data, dcap, "seed %llu, batch_size %d, data ", (unsigned long long)s->train.seed,
                    s->train.batch_size);
   if (s->data.n_text) {

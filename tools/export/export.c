@@ -25,12 +25,15 @@ static void add_float(cJSON *o, const char *key, double v) {
   cJSON_AddRawToObject(o, key, text);
 }
 
-/* config.json for transformers: GPT2LMHeadModel or LlamaForCausalLM. */
+/* config.json for transformers: GPT2LMHeadModel, LlamaForCausalLM, or
+** Qwen2ForCausalLM for a Llama with biases on q, k and v (qkv_bias), which
+** Qwen2 has and LlamaConfig's attention_bias cannot say (it adds one to
+** o_proj too). */
 static cJSON *hf_config(const tsl_model_settings *m) {
   cJSON *root = cJSON_CreateObject(), *arch = cJSON_AddArrayToObject(root, "architectures");
   if (m->arch == TSL_ARCH_LLAMA) {
-    cJSON_AddItemToArray(arch, cJSON_CreateString("LlamaForCausalLM"));
-    cJSON_AddStringToObject(root, "model_type", "llama");
+    cJSON_AddItemToArray(arch, cJSON_CreateString(m->qkv_bias ? "Qwen2ForCausalLM" : "LlamaForCausalLM"));
+    cJSON_AddStringToObject(root, "model_type", m->qkv_bias ? "qwen2" : "llama");
     cJSON_AddNumberToObject(root, "num_hidden_layers", m->layers);
     cJSON_AddNumberToObject(root, "num_attention_heads", m->heads);
     cJSON_AddNumberToObject(root, "num_key_value_heads", m->kv_heads);
@@ -50,8 +53,12 @@ static cJSON *hf_config(const tsl_model_settings *m) {
     }
     cJSON_AddNumberToObject(root, "rms_norm_eps", m->norm_eps);
     cJSON_AddStringToObject(root, "hidden_act", "silu");
-    cJSON_AddBoolToObject(root, "attention_bias", 0);
-    cJSON_AddBoolToObject(root, "mlp_bias", 0);
+    if (m->qkv_bias) {
+      cJSON_AddBoolToObject(root, "use_sliding_window", 0);
+    } else {
+      cJSON_AddBoolToObject(root, "attention_bias", 0);
+      cJSON_AddBoolToObject(root, "mlp_bias", 0);
+    }
     cJSON_AddNumberToObject(root, "attention_dropout", 0);
   } else {
     cJSON_AddItemToArray(arch, cJSON_CreateString("GPT2LMHeadModel"));
