@@ -143,12 +143,24 @@ static tsl_status llama3_scaling(const hf_json *o, tsl_model_settings *out) {
 ** ("default", out's scaling left at none) or Llama 3's, whose numbers go to
 ** out. The type is under "rope_type", or "type" before transformers 4.43;
 ** a rope_scaling (`typed`) must name one, a rope_parameters without one is
-** plain. */
+** plain. Both keys may be given (transformers 4.43+ saves both) only
+** naming one type: transformers 4 computes what "type" names, so tessel
+** reading "rope_type" would compute another model without a word. */
 static tsl_status rope_kind(const hf_json *o, int typed, tsl_model_settings *out) {
   static const char *const kinds[] = {"default", "llama3", NULL};
   static const char *const why = "tessel's rotary frequencies are plain (default) or Llama 3's (llama3)";
-  const char *key = cJSON_GetObjectItemCaseSensitive(o->root, "rope_type") ? "rope_type" : "type";
-  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o->root, key);
+  const cJSON *named = cJSON_GetObjectItemCaseSensitive(o->root, "rope_type");
+  const cJSON *old = cJSON_GetObjectItemCaseSensitive(o->root, "type");
+  if (named && old &&
+      !(cJSON_IsString(named) && cJSON_IsString(old) && strcmp(named->valuestring, old->valuestring) == 0)) {
+    char *a = cJSON_PrintUnformatted(named), *b = cJSON_PrintUnformatted(old);
+    tsl_status st = tsl_error(TESSEL_E_UNSUPPORTED, "%s: 'rope_type' is %s but 'type' is %s (transformers 4 computes "
+                              "the one 'type' names): keep one of them", o->path, a ? a : "?", b ? b : "?");
+    free(a), free(b);
+    return st;
+  }
+  const char *key = named ? "rope_type" : "type";
+  const cJSON *v = named ? named : old;
   if (typed && (!v || cJSON_IsNull(v))) return tsl_error(TESSEL_E_UNSUPPORTED, "'rope_scaling' is set; %s", why);
   tsl_status st = one_of(o, key, kinds, why);
   if (st < 0 || !cJSON_IsString(v) || strcmp(v->valuestring, "llama3") != 0) return st;

@@ -298,7 +298,8 @@ static void test_llama3_scaling(void) {
       "\"original_max_position_embeddings\": 8192},";
   static const char *const forms[] = {"{\"rope_scaling\": {\"rope_type\": \"llama3\", ",
                                       "{\"rope_scaling\": {\"type\": \"llama3\", ",
-                                      "{\"rope_parameters\": {\"rope_type\": \"llama3\", \"rope_theta\": 5e5, "};
+                                      "{\"rope_parameters\": {\"rope_type\": \"llama3\", \"rope_theta\": 5e5, ",
+                                      "{\"rope_scaling\": {\"type\": \"llama3\", \"rope_type\": \"llama3\", "};
   for (size_t i = 0; i < TSL_ARRAY_LEN(forms); i++) {
     char config[512], name[32];
     snprintf(config, sizeof config, "%s%s", forms[i], numbers);
@@ -323,6 +324,13 @@ static void test_llama3_scaling(void) {
                  "\"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8.0, \"low_freq_factor\": 1.0, "
                  "\"high_freq_factor\": 4.0, \"original_max_position_embeddings\": 8192},", NULL, NULL),
           TESSEL_E_UNSUPPORTED, "'rope_scaling' and 'rope_parameters' scale the rotary frequencies differently");
+  /* transformers 4 computes the rope type "type" names (here linear
+  ** interpolation), whatever rope_type says: tessel read rope_type and
+  ** computed Llama 3's frequencies instead */
+  refused(hf_dir("llama3-two-types", TESSEL_F32, "{\"rope_scaling\": {\"rope_type\": \"llama3\", \"type\": \"linear\", "
+                 "\"factor\": 8.0, \"low_freq_factor\": 1.0, \"high_freq_factor\": 4.0, "
+                 "\"original_max_position_embeddings\": 8192},", NULL, NULL),
+          TESSEL_E_UNSUPPORTED, "'rope_type' is \"llama3\" but 'type' is \"linear\"");
 }
 
 /* A Mistral config is a Llama whose sliding window, when shorter than its
