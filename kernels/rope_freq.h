@@ -36,8 +36,10 @@ int tsl_rope_freqs_valid(tsl_rope_freqs f);
 
 /* inv[i] = inv_freq_i of a head of head_size (even) elements, for
 ** i < head_size/2; f must be valid. Each step is the fp32 operation
-** transformers performs, in its order, so the frequencies agree with its
-** own bit for bit. */
+** transformers performs, in its order, so Llama 3's scaling of a plain
+** frequency is its own bit for bit. The plain frequencies come from the C
+** library's powf, which for some head sizes and thetas lands one ulp from
+** PyTorch's vectorised pow (e.g. i = 37 of head size 128 at theta 1e6). */
 void tsl_rope_inv_freqs(tsl_rope_freqs f, int64_t head_size, float *inv);
 
 #ifdef __cplusplus
