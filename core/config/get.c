@@ -410,6 +410,8 @@ int tsl_cfg_is_empty(const tsl_cfg *node) {
 }
 
 tsl_status tsl_cfg_require(tsl_cfg *map, const char *key) {
+  /* a list has no keys: saying one is missing would blame the wrong thing */
+  if (map && map->kind != TSL_NODE_MAP) return tsl_cfg_error(map, NULL, "expected a section (map)");
   if (tsl_cfg_has(map, key)) return TESSEL_OK;
   tsl_entry *e = misspelling_of(map, key);
   if (e) return misspelt(map, e, key);
