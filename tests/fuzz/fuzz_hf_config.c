@@ -36,6 +36,13 @@ static void check_model(const tsl_model_settings *m) {
       m->vocab_size < 2 || m->channels % m->heads != 0 || m->heads % m->kv_heads != 0 ||
       !(m->rope_theta >= 1.0 && m->rope_theta <= 1e12) || !(m->norm_eps >= 1e-12 && m->norm_eps <= 1.0))
     broken("config.json read into a model tessel does not compute");
+  double v[TSL_ROPE_N];
+  char why[256];
+  tsl_rope_scaling_values(m, v);
+  for (int k = 0; v[TSL_ROPE_FACTOR] > 0 && k < TSL_ROPE_N; k++)
+    if (tsl_rope_scaling_fault(v, k, why, sizeof why)) broken("config.json read into a rotary scaling out of range");
+  if ((m->qkv_bias || v[TSL_ROPE_FACTOR] > 0) && m->arch != TSL_ARCH_LLAMA)
+    broken("config.json read into a GPT-2 with a Llama's option");
 }
 
 /* trainer.json as `tessel import` writes it for the model (step 0, beside
