@@ -24,7 +24,8 @@ static tsl_status whole(const hf_json *j, const char *key, double dflt, double l
   if (!isfinite(x) || x != floor(x))
     return tsl_error(TESSEL_E_IO, "%s: '%s' must be a whole number", j->path, key);
   if (x < lo || x > hi)
-    return tsl_error(TESSEL_E_UNSUPPORTED, "%s: '%s' is %.0f; tessel takes %.0f to %.0f", j->path, key, x, lo, hi);
+    return tsl_error(TESSEL_E_UNSUPPORTED, "%s: '%s' is %.0f%s; tessel takes %.0f to %.0f", j->path, key, x,
+                     !v || cJSON_IsNull(v) ? " (absent: the config class's default)" : "", lo, hi);
   *out = (int)x;
   return TESSEL_OK;
 }

@@ -40,10 +40,18 @@ sed 's/seq_len: 8}/seq_len: 8, rope_scaling: {type: llama3}}/' "$WORK/plain.yaml
 bad "$WORK/scaled.yaml: llama with layers 1, heads 2, kv_heads 2, channels 16, ffn 64, seq_len 8, vocab_size 256, \
 rope_theta 10000, rope_scaling {type: llama3, factor: 8, low_freq_factor: 1, high_freq_factor: 4, original_positions: 8192}" \
   compare "$WORK/plain.yaml" "$WORK/scaled.yaml" --out "$WORK/cmp"
+# and so are two whose rope_theta differ in the seventh digit (%g printed
+# both as 500000, and compare went on to train them as one model)
+sed 's/seq_len: 8}/seq_len: 8, rope_theta: 500000}/' "$WORK/plain.yaml" >"$WORK/theta.yaml"
+sed 's/seq_len: 8}/seq_len: 8, rope_theta: 500000.4}/' "$WORK/plain.yaml" >"$WORK/theta2.yaml"
+bad "rope_theta 500000.4," compare "$WORK/theta.yaml" "$WORK/theta2.yaml" --out "$WORK/cmp"
+# and a Llama with q, k and v biases is another model than one without
+sed 's/seq_len: 8}/seq_len: 8, qkv_bias: true}/' "$WORK/plain.yaml" >"$WORK/bias.yaml"
+bad "qkv_bias true," compare "$WORK/plain.yaml" "$WORK/bias.yaml" --out "$WORK/cmp"
 # tessel import's help names what it imports: it said rope_scaling was
 # refused and named no Mistral after both were imported
 "$TESSEL" help import >"$WORK/out"
-grep -q "MistralForCausalLM" "$WORK/out" && grep -q "rope_scaling llama3" "$WORK/out" &&
+grep -q "MistralForCausalLM" "$WORK/out" && grep -q "Qwen2ForCausalLM" "$WORK/out" && grep -q "rope_scaling llama3" "$WORK/out" &&
   ! grep -q "(rope_scaling," "$WORK/out" || { cat "$WORK/out" >&2; fail "tessel help import: stale"; }
 bad "--temperature needs a temperature of 0 (greedy) or more, got '-1'" sample ckpt --temperature -1
 bad "--shard-tokens needs a number of tokens above 0, got '0'" data prepare x.txt -o d --shard-tokens 0

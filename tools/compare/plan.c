@@ -12,15 +12,17 @@
 #include "config/config.h"
 #include "runtime/settings.h"
 
-/* What must agree for losses to be comparable, as one line of text. */
+/* What must agree for losses to be comparable, as one line of text (its
+** numbers exact: two models differ by any digit). */
 static void identity(const tsl_settings *s, char *model, size_t mcap, char *data, size_t dcap) {
   const tsl_model_settings *m = &s->model;
-  char scaling[256];
+  char scaling[256], theta[32], eps[32];
   snprintf(model, mcap,
-           "%s with layers %d, heads %d, kv_heads %d, channels %d, ffn %d, seq_len %d, vocab_size %d, rope_theta %g, "
-           "rope_scaling %s, norm_eps %g, tie_embeddings %s, qkv_bias %s, init_from %s",
+           "%s with layers %d, heads %d, kv_heads %d, channels %d, ffn %d, seq_len %d, vocab_size %d, rope_theta %s, "
+           "rope_scaling %s, norm_eps %s, tie_embeddings %s, qkv_bias %s, init_from %s",
            m->arch == TSL_ARCH_LLAMA ? "llama" : "gpt2", m->layers, m->heads, m->kv_heads, m->channels, m->ffn,
-           m->seq_len, m->vocab_size, m->rope_theta, tsl_rope_scaling_text(m, scaling, sizeof scaling), m->norm_eps,
+           m->seq_len, m->vocab_size, tsl_format_exact(m->rope_theta, theta, sizeof theta),
+           tsl_rope_scaling_text(m, scaling, sizeof scaling), tsl_format_exact(m->norm_eps, eps, sizeof eps),
            m->tie_embeddings ? "true" : "false", m->qkv_bias ? "true" : "false", m->init_from ? m->init_from : "none");
   int n = snprintf(data, dcap, "seed %llu, batch_size %d, data ", (unsigned long long)s->train.seed,
                    s->train.batch_size);
