@@ -238,15 +238,19 @@ static tsl_status llama(const hf_json *j, const llama_class *c, tsl_model_settin
   TSL_TRY(st, one_of(j, "hidden_act", silu, "tessel's Llama MLP is SwiGLU (silu)"));
   TSL_TRY(st, refuse_set(j, "attention_bias", "tessel's Llama has no biases"));
   TSL_TRY(st, refuse_set(j, "mlp_bias", "tessel's Llama has no biases"));
-  if (m->channels % m->heads != 0 || m->heads % m->kv_heads != 0 || (m->channels / m->heads) % 2 != 0)
+  /* head_dim: transformers' own default is hidden_size / num_attention_heads */
+  const cJSON *hd = cJSON_GetObjectItemCaseSensitive(j->root, "head_dim");
+  const int split = m->channels % m->heads == 0, own = hd && !cJSON_IsNull(hd);
+  if (!own && !split)
+    return tsl_error(TESSEL_E_UNSUPPORTED, "%s: hidden_size %d does not split into %d heads, and no head_dim says "
+                     "their size", j->path, m->channels, m->heads);
+  TSL_TRY(st, whole(j, "head_dim", own ? 2 : m->channels / m->heads, 2, 1 << 16, &head_dim));
+  if (m->heads % m->kv_heads != 0 || head_dim % 2 != 0)
     return tsl_error(TESSEL_E_UNSUPPORTED,
-                     "%s: hidden_size %d, num_attention_heads %d, num_key_value_heads %d: tessel needs heads of equal, "
-                     "even size and key/value heads that divide the query heads",
-                     j->path, m->channels, m->heads, m->kv_heads);
-  TSL_TRY(st, whole(j, "head_dim", m->channels / m->heads, 1, 1 << 20, &head_dim));
-  if (head_dim != m->channels / m->heads)
-    return tsl_error(TESSEL_E_UNSUPPORTED, "%s: 'head_dim' %d is not hidden_size / num_attention_heads = %d, which "
-                     "tessel's attention assumes", j->path, head_dim, m->channels / m->heads);
+                     "%s: hidden_size %d, num_attention_heads %d, num_key_value_heads %d, head_dim %d: tessel needs "
+                     "heads of even size and key/value heads that divide the query heads",
+                     j->path, m->channels, m->heads, m->kv_heads, head_dim);
+  m->head_dim = split && head_dim == m->channels / m->heads ? 0 : head_dim;
   return TESSEL_OK;
 fail:
   return st;

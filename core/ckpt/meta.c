@@ -25,10 +25,12 @@ uint64_t tsl_ckpt_model_hash(const tsl_model_settings *m) {
   double dims[11] = {m->arch,     m->layers, m->heads,      m->kv_heads,   m->channels,      m->ffn,
                      m->seq_len, m->vocab_size, m->rope_theta, m->norm_eps, m->tie_embeddings};
   uint64_t h = tsl_hash_bytes(dims, sizeof dims, 0x6d6f64656cull);
-  /* positions, the attention biases and the rotary scaling came later: a
-  ** model made for its own context, without them, hashes as before */
+  /* positions, the attention biases, a head size of its own and the
+  ** rotary scaling came later: a model made for its own context, without
+  ** them, hashes as before */
   if (m->positions != m->seq_len) h = tsl_mix64(h ^ (uint64_t)m->positions);
   if (m->qkv_bias) h = tsl_mix64(h ^ 0x71b1a5ull);
+  if (tsl_head_dim_own(m)) h = tsl_mix64(h ^ ((uint64_t)tsl_head_dim(m) << 32 | 0x68ull));
   if (!(m->rope_scaling.factor > 0)) return h;
   double scaling[TSL_ROPE_N];
   tsl_rope_scaling_values(m, scaling);
@@ -89,7 +91,8 @@ static const char *const covered[] = {
     "files.config.yaml.crc32", "files.tokenizer.json.bytes", "files.tokenizer.json.crc32", "model.positions",
     "tokens", "batch_size", "data.text", "data.val_fraction", "data.train", "data.val", "bos_token_id",
     "eos_token_id", "model.rope_scaling.type", "model.rope_scaling.factor", "model.rope_scaling.low_freq_factor",
-    "model.rope_scaling.high_freq_factor", "model.rope_scaling.original_positions", "model.qkv_bias"};
+    "model.rope_scaling.high_freq_factor", "model.rope_scaling.original_positions", "model.qkv_bias",
+    "model.head_dim"};
 
 /* Covered fields that came after descriptions were first written (from
 ** model.positions on): absent, they leave the checksum as those
@@ -252,6 +255,7 @@ static cJSON *meta_json(const tsl_ckpt_meta *m) {
   cJSON_AddNumberToObject(model, "norm_eps", d->norm_eps);
   cJSON_AddBoolToObject(model, "tie_embeddings", d->tie_embeddings);
   if (d->qkv_bias) cJSON_AddBoolToObject(model, "qkv_bias", 1);
+  if (tsl_head_dim_own(d)) cJSON_AddNumberToObject(model, "head_dim", tsl_head_dim(d));
   if (d->rope_scaling.factor > 0) { /* as model.rope_scaling of a config reads it */
     double v[TSL_ROPE_N];
     cJSON *scaling = cJSON_AddObjectToObject(model, "rope_scaling");
@@ -430,11 +434,19 @@ static tsl_status read_model(const reader *r, tsl_ckpt_meta *m) {
   if (qkv_bias && !(cJSON_IsTrue(qkv_bias) && d->arch == TSL_ARCH_LLAMA))
     return tsl_error(TESSEL_E_IO, "%s: 'model.qkv_bias' must be true (a Llama's) or absent", r->where);
   d->qkv_bias = qkv_bias != NULL;
+  /* absent (written before it was, or channels / heads): channels / heads */
+  int64_t head_dim = 0;
+  if (item_at(r->root, "model.head_dim")) {
+    TSL_TRY(st, whole(r, "model.head_dim", 2, 1 << 16, &head_dim));
+    if (d->arch != TSL_ARCH_LLAMA || head_dim % 2)
+      return tsl_error(TESSEL_E_IO, "%s: 'model.head_dim' must be even, and a Llama's", r->where);
+  }
+  d->head_dim = (int)head_dim;
   /* absent (written before it was): made for the context it trained on */
   int64_t positions = d->seq_len;
   if (item_at(r->root, "model.positions")) TSL_TRY(st, whole(r, "model.positions", d->seq_len, 1 << 20, &positions));
   d->positions = (int)positions;
-  if (d->channels % d->heads != 0)
+  if (!d->head_dim && d->channels % d->heads != 0)
     return tsl_error(TESSEL_E_IO, "%s: model.channels %d does not split into model.heads %d", r->where, d->channels,
                      d->heads);
   if (d->heads % d->kv_heads != 0)

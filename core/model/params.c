@@ -19,7 +19,7 @@ void tsl_model_dim_sizes(const tsl_settings *s, int tensor_parallel, int64_t dim
   dim[TESSEL_DIM_HIDDEN] = s->model.channels;
   dim[TESSEL_DIM_HEADS] = s->model.heads;
   dim[TESSEL_DIM_KV_HEADS] = s->model.kv_heads;
-  dim[TESSEL_DIM_HEAD_SIZE] = s->model.channels / s->model.heads;
+  dim[TESSEL_DIM_HEAD_SIZE] = tsl_head_dim(&s->model);
   dim[TESSEL_DIM_FFN] = s->model.ffn;
   dim[TESSEL_DIM_VOCAB] = tsl_padded_vocab(s->model.vocab_size, tensor_parallel);
   dim[TESSEL_DIM_POSITIONS] = s->model.positions;

@@ -170,6 +170,35 @@ static tsl_status read_rope_scaling(tsl_cfg *m, tsl_model_settings *ms) {
   return st;
 }
 
+int tsl_head_dim(const tsl_model_settings *m) { return m->head_dim ? m->head_dim : m->channels / m->heads; }
+
+int tsl_head_dim_own(const tsl_model_settings *m) { return tsl_head_dim(m) * m->heads != m->channels; }
+
+/* The head size: channels / heads, or a Llama's own model.head_dim (Mistral
+** Nemo's 32 heads of 128 in 5120 channels), which must be even: rotary
+** positions turn pairs. v and ok are read_model's heads (1) and channels
+** (2). Left out, head_dim is not recorded (so the configuration `tessel
+** check` prints is as before) and *head_dim is 0. */
+static tsl_status read_head_dim(tsl_cfg *m, int arch, const int64_t *v, const int *ok, int *head_dim) {
+  tsl_status st = TESSEL_OK;
+  int64_t hd = 0;
+  if (arch == TSL_ARCH_GPT2) keep(&st, refuse_for_gpt2(m, "head_dim", "head size of its own (head_dim)"));
+  const int given = arch == TSL_ARCH_LLAMA && tsl_cfg_has(m, "head_dim");
+  if (given) keep(&st, tsl_cfg_int(m, "head_dim", 2, 2, 1 << 16, &hd));
+  if (!ok[1] || !ok[2]) return st;
+  if (!given && v[2] % v[1] != 0)
+    return tsl_cfg_error(m, "channels", "%lld channels do not split into %lld heads of equal size%s", (long long)v[2],
+                         (long long)v[1], arch == TSL_ARCH_LLAMA ? " (a Llama may give its heads' size, head_dim)" : "");
+  if (arch == TSL_ARCH_LLAMA && (given ? hd : v[2] / v[1]) % 2 != 0 && st >= 0)
+    keep(&st, given ? tsl_cfg_error(m, "head_dim", "%lld: rotary positions rotate pairs, so the head size must be even",
+                                    (long long)hd)
+                    : tsl_cfg_error(m, "heads", "heads of %lld channels (%lld / %lld): rotary positions rotate pairs, "
+                                    "so the head size must be even", (long long)(v[2] / v[1]), (long long)v[2],
+                                    (long long)v[1]));
+  *head_dim = (int)hd;
+  return st;
+}
+
 static tsl_status read_model(tsl_cfg *root, tsl_settings *s) {
   tsl_cfg *m;
   int64_t v[5], kv = 1, ffn = 1, positions = 1;
@@ -187,9 +216,7 @@ static tsl_status read_model(tsl_cfg *root, tsl_settings *s) {
     keep(&st, one);
   }
   keep(&st, tsl_cfg_int(m, "vocab_size", 256, 2, 1 << 24, &v[4]));
-  if (ok[1] && ok[2] && v[2] % v[1] != 0)
-    keep(&st, tsl_cfg_error(m, "channels", "%lld channels do not split into %lld heads of equal size",
-                            (long long)v[2], (long long)v[1]));
+  keep(&st, read_head_dim(m, arch, v, ok, &s->model.head_dim));
   if (arch == TSL_ARCH_GPT2) {
     /* GPT-2's fixed choices are not read (recorded), so the resolved
     ** configuration `tessel check` prints loads again */
@@ -225,9 +252,6 @@ static tsl_status read_model(tsl_cfg *root, tsl_settings *s) {
   if (pst >= 0 && ok[3] && positions < v[3])
     keep(&st, tsl_cfg_error(m, "positions", "%lld, shorter than seq_len %lld: the model must be made for the "
                             "context it trains on", (long long)positions, (long long)v[3]));
-  if (arch == TSL_ARCH_LLAMA && ok[1] && ok[2] && v[2] % v[1] == 0 && (v[2] / v[1]) % 2 != 0)
-    keep(&st, tsl_cfg_error(m, "heads", "heads of %lld channels (%lld / %lld): rotary positions rotate pairs, so "
-                            "the head size must be even", (long long)(v[2] / v[1]), (long long)v[2], (long long)v[1]));
   if (st < 0) return st;
   s->model.arch = (tsl_arch_kind)arch;
   s->model.layers = (int)v[0];

@@ -33,6 +33,7 @@ typedef struct tsl_rope_scaling {
 typedef struct tsl_model_settings {
   tsl_arch_kind arch;
   int layers, heads, kv_heads, channels, ffn, seq_len;
+  int head_dim;          /* a Llama's own size of its query/key/value heads; 0: channels / heads (tsl_head_dim) */
   int positions;         /* the longest context the model is made for (GPT-2: rows of wpe), >= seq_len */
   int vocab_size;        /* the tokenizer's vocabulary */
   double rope_theta, norm_eps;
@@ -119,6 +120,11 @@ tsl_status tsl_settings_read(tsl_config *cfg, tsl_settings *s);
 ** directory goes, or under a file). Mistakes are recorded positioned, like the others;
 ** `who` (NULL: none) follows each, e.g. the rank and host that looked. */
 tsl_status tsl_settings_check_files(tsl_config *cfg, const tsl_settings *s, const char *who);
+
+/* The size of m's query, key and value heads, and whether it is not
+** channels / heads (a Llama's head_dim: the model then records it). */
+int tsl_head_dim(const tsl_model_settings *m);
+int tsl_head_dim_own(const tsl_model_settings *m);
 
 /* ---- Llama 3's rotary scaling (model.rope_scaling), one schema for the
 ** config, trainer.json and everything that compares or prints a model.

@@ -78,7 +78,8 @@ static tsl_status measure(trainer *t) {
   double n = (double)ps->total_numel;
   for (int i = 0; i < ps->n; i++)
     if (ps->p[i].info.role == TESSEL_ROLE_POSITIONS) n -= (double)ps->p[i].info.shape[0] * ps->p[i].info.shape[1];
-  t->flops_per_token = 6.0 * n + 12.0 * s->model.layers * (double)s->model.seq_len * s->model.channels;
+  t->flops_per_token =
+      6.0 * n + 12.0 * s->model.layers * (double)s->model.seq_len * s->model.heads * tsl_head_dim(&s->model);
   TSL_TRY(st, tsl_peak_ensure(rt));
   /* MFU against the cores this rank's threads really get */
   t->mfu_cores = tsl_cpus_effective(&rt->world.cpus, rt->threads);
@@ -346,9 +347,10 @@ static void print_header(trainer *t) {
   const tessel_model_dims *d = tsl_model_dims(t->model);
   tsl_info("tessel %s | %s | world %d | backend %s", TESSEL_VERSION_STRING,
            rt->plugin ? rt->plugin->name : "no strategy plugin", rt->world.size, rt->be.describe(&rt->be));
-  tsl_info("model: %s, %d layers, %d heads (%d key/value), %d channels, ffn %d, seq_len %d, vocab %d = %.2fM "
-           "parameters",
-           s->model.arch == TSL_ARCH_LLAMA ? "llama" : "gpt2", s->model.layers, s->model.heads, s->model.kv_heads,
+  tsl_info("model: %s, %d layers, %d heads of %d (%d key/value)%s, %d channels, ffn %d, seq_len %d, vocab %d = "
+           "%.2fM parameters",
+           s->model.arch == TSL_ARCH_LLAMA ? "llama" : "gpt2", s->model.layers, s->model.heads,
+           tsl_head_dim(&s->model), s->model.kv_heads, s->model.qkv_bias ? " with q/k/v biases" : "",
            s->model.channels, s->model.ffn, s->model.seq_len, s->model.vocab_size,
            (double)tsl_model_params(t->model)->real_numel / 1e6);
   tsl_info("batch: %d sequences × %d tokens per step = %d data rank(s) × %d micro-batch(es) of %d", s->train.batch_size,

@@ -37,7 +37,7 @@ bad "$WORK/we@ird.yaml and $WORK/other.yaml train different models" compare "$WO
 printf 'model: {arch: llama, layers: 1, heads: 2, channels: 16, seq_len: 8}\ndata: {train: "x_*.bin"}\ntrain: {steps: 2}\n' \
   >"$WORK/plain.yaml"
 sed 's/seq_len: 8}/seq_len: 8, rope_scaling: {type: llama3}}/' "$WORK/plain.yaml" >"$WORK/scaled.yaml"
-bad "$WORK/scaled.yaml: llama with layers 1, heads 2, kv_heads 2, channels 16, ffn 64, seq_len 8, vocab_size 256, \
+bad "$WORK/scaled.yaml: llama with layers 1, heads 2, kv_heads 2, head_dim 8, channels 16, ffn 64, seq_len 8, vocab_size 256, \
 rope_theta 10000, rope_scaling {type: llama3, factor: 8, low_freq_factor: 1, high_freq_factor: 4, original_positions: 8192}" \
   compare "$WORK/plain.yaml" "$WORK/scaled.yaml" --out "$WORK/cmp"
 # and so are two whose rope_theta differ in the seventh digit (%g printed

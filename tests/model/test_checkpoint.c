@@ -388,24 +388,29 @@ static void test_rope_scaling_is_recorded(void) {
   }
 }
 
-/* A Llama's q, k and v biases (qkv_bias) are recorded as "qkv_bias": true
-** and read back; model_hash tells the two models apart; a description
-** saying false (a model without them writes nothing) or recording them for
+/* A Llama's q, k and v biases (qkv_bias) and heads of their own size
+** (head_dim) are recorded as "qkv_bias": true and "head_dim": N and read
+** back; model_hash tells the models apart; a description saying false (a
+** model without biases writes nothing), an odd head size, or either for
 ** GPT-2 is refused. */
-static void test_qkv_bias_is_recorded(void) {
+static void test_llama_options_are_recorded(void) {
   tsl_ckpt_meta m = {.step = 1, .world_size = 1}, back;
   m.model = (tsl_model_settings){.arch = TSL_ARCH_LLAMA, .layers = 1, .heads = 2, .kv_heads = 1, .channels = 8,
                                  .ffn = 24, .seq_len = 4, .positions = 4, .vocab_size = 32, .rope_theta = 1e6,
-                                 .norm_eps = 1e-6, .qkv_bias = 1};
-  tsl_model_settings without = m.model;
-  without.qkv_bias = 0;
+                                 .norm_eps = 1e-6, .qkv_bias = 1, .head_dim = 8};
+  tsl_model_settings without = m.model, narrow = m.model;
+  without.qkv_bias = 0, narrow.head_dim = 0;
   CHECK(tsl_ckpt_model_hash(&without) != tsl_ckpt_model_hash(&m.model));
+  CHECK(tsl_ckpt_model_hash(&narrow) != tsl_ckpt_model_hash(&m.model));
   char *text = description_round_trip(&m, "qkv-bias", &back);
   CHECK_STR_CONTAINS(text, "\"qkv_bias\":\ttrue");
-  CHECK(back.model.qkv_bias == 1);
+  CHECK_STR_CONTAINS(text, "\"head_dim\":\t8");
+  CHECK(back.model.qkv_bias == 1 && tsl_head_dim(&back.model) == 8);
   tsl_ckpt_meta_free(&back);
-  static const char *const edits[][2] = {{"\"qkv_bias\":\ttrue", "\"qkv_bias\":\tfalse"},
-                                         {"\"arch\":\t\"llama\"", "\"arch\":\t\"gpt2\""}};
+  static const char *const edits[][3] = {
+      {"\"qkv_bias\":\ttrue", "\"qkv_bias\":\tfalse", "'model.qkv_bias' must be true (a Llama's) or absent"},
+      {"\"arch\":\t\"llama\"", "\"arch\":\t\"gpt2\"", "'model.qkv_bias' must be true (a Llama's) or absent"},
+      {"\"head_dim\":\t8", "\"head_dim\":\t7", "'model.head_dim' must be even, and a Llama's"}};
   for (size_t i = 0; i < TSL_ARRAY_LEN(edits); i++) {
     char *at = strstr(text, edits[i][0]);
     REQUIRE(at);
@@ -415,7 +420,7 @@ static void test_qkv_bias_is_recorded(void) {
     sprintf(edited, "%.*s%s%s", (int)head, text, edits[i][1], at + strlen(edits[i][0]));
     char *sealed = tsl_ckpt_meta_reseal(edited);
     REQUIRE(sealed);
-    expect_parse_refused(sealed, "'model.qkv_bias' must be true (a Llama's) or absent");
+    expect_parse_refused(sealed, edits[i][2]);
     free(sealed), free(edited);
   }
   free(text);
@@ -623,7 +628,7 @@ int main(void) {
   RUN(test_descriptions_are_validated);
   RUN(test_description_numbers_are_exact);
   RUN(test_rope_scaling_is_recorded);
-  RUN(test_qkv_bias_is_recorded);
+  RUN(test_llama_options_are_recorded);
   RUN(test_tokens_and_batch_are_recorded);
   RUN(test_tensors_must_match_the_dimensions);
   RUN(test_other_dimensions_are_refused);

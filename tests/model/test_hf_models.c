@@ -27,7 +27,8 @@
 ** the rotary frequencies (rope_scaling "llama3"). mistral_tiny holds the
 ** same weights as a MistralForCausalLM (rope_theta 1e6, a sliding window
 ** of 16 positions: the whole sequence). qwen2_tiny is a Qwen2ForCausalLM
-** of its own weights (q, k and v biases, a tied head).
+** of its own weights (q, k and v biases, a tied head), mistral_head_dim a
+** MistralForCausalLM whose heads are twice hidden_size / heads wide.
 **
 ** Each model is built by the core at the fixture's sizes (seq_len 16: GPT-2
 ** uses the first 16 rows of its 32 positions), loaded through
@@ -172,6 +173,15 @@ static void test_mistral_matches_transformers(void) {
   tsl_weights_close(w);
   compare_with_hf("mistral_tiny");
 }
+/* heads of their own size (head_dim 32 where hidden_size / heads is 16, as
+** Mistral Nemo's 128 of 5120 / 32) */
+static void test_head_dim_matches_transformers(void) {
+  tsl_weights *w;
+  REQUIRE(tsl_weights_open(FIXTURES "mistral_head_dim", &w) == TESSEL_OK);
+  CHECK_EQ_INT(tsl_head_dim(tsl_weights_model(w)), 32);
+  tsl_weights_close(w);
+  compare_with_hf("mistral_head_dim");
+}
 /* a Qwen2ForCausalLM is Llama's model with biases on q, k and v (drawn
 ** N(0, 0.1) in the fixture, so that leaving them out moves the logits far
 ** outside the tolerance), here with a tied head */
@@ -209,6 +219,7 @@ int main(void) {
   RUN(test_llama_tp2_matches_transformers);
   RUN(test_mistral_matches_transformers);
   RUN(test_qwen2_matches_transformers);
+  RUN(test_head_dim_matches_transformers);
   RUN(test_llama3_rope_matches_transformers);
   scratch_cleanup();
   return HARNESS_EXIT();

@@ -18,9 +18,10 @@ static void identity(const tsl_settings *s, char *model, size_t mcap, char *data
   const tsl_model_settings *m = &s->model;
   char scaling[256], theta[32], eps[32];
   snprintf(model, mcap,
-           "%s with layers %d, heads %d, kv_heads %d, channels %d, ffn %d, seq_len %d, vocab_size %d, rope_theta %s, "
+           "%s with layers %d, heads %d, kv_heads %d, head_dim %d, channels %d, ffn %d, seq_len %d, vocab_size %d, "
+           "rope_theta %s, "
            "rope_scaling %s, norm_eps %s, tie_embeddings %s, qkv_bias %s, init_from %s",
-           m->arch == TSL_ARCH_LLAMA ? "llama" : "gpt2", m->layers, m->heads, m->kv_heads, m->channels, m->ffn,
+           m->arch == TSL_ARCH_LLAMA ? "llama" : "gpt2", m->layers, m->heads, m->kv_heads, tsl_head_dim(m), m->channels, m->ffn,
            m->seq_len, m->vocab_size, tsl_format_exact(m->rope_theta, theta, sizeof theta),
            tsl_rope_scaling_text(m, scaling, sizeof scaling), tsl_format_exact(m->norm_eps, eps, sizeof eps),
            m->tie_embeddings ? "true" : "false", m->qkv_bias ? "true" : "false", m->init_from ? m->init_from : "none");
