@@ -236,8 +236,9 @@ static tsl_status llama(const hf_json *j, const llama_class *c, tsl_model_settin
   TSL_TRY(st, number(j, "rms_norm_eps", 1e-6, 1e-12, 1.0, &m->norm_eps));
   TSL_TRY(st, boolean(j, "tie_word_embeddings", 0, &m->tie_embeddings));
   TSL_TRY(st, one_of(j, "hidden_act", silu, "tessel's Llama MLP is SwiGLU (silu)"));
-  TSL_TRY(st, refuse_set(j, "attention_bias", "tessel's Llama has no biases"));
-  TSL_TRY(st, refuse_set(j, "mlp_bias", "tessel's Llama has no biases"));
+  TSL_TRY(st, refuse_set(j, "attention_bias", "it puts a bias on o_proj too, and tessel's Llama has biases on q, k "
+                         "and v alone (qkv_bias, as Qwen2's)"));
+  TSL_TRY(st, refuse_set(j, "mlp_bias", "tessel's Llama MLP has no biases"));
   /* head_dim: transformers' own default is hidden_size / num_attention_heads */
   const cJSON *hd = cJSON_GetObjectItemCaseSensitive(j->root, "head_dim");
   const int split = m->channels % m->heads == 0, own = hd && !cJSON_IsNull(hd);
