@@ -647,7 +647,7 @@ tsl_status tsl_ckpt_damaged(const char *dir, const char *path, tsl_status st) {
   return st;
 }
 
-tsl_status tsl_ckpt_check_resume(const tsl_runtime *rt) {
+tsl_status tsl_ckpt_check_resume(const tsl_runtime *rt, int warn) {
   char *path = NULL;
   int64_t step;
   tsl_ckpt c;
@@ -657,6 +657,7 @@ tsl_status tsl_ckpt_check_resume(const tsl_runtime *rt) {
   st = tsl_ckpt_open(path, &c);
   if (st >= 0) {
     st = tsl_ckpt_fits(rt, &c);
+    if (st >= 0 && warn) tsl_ckpt_warn_changes(rt, &c);
     tsl_ckpt_close(&c);
   } else if (st == TESSEL_E_IO) {
     st = tsl_ckpt_damaged(rt->settings.ckpt.dir, path, st); /* what the run would say */

@@ -109,8 +109,9 @@ uint64_t tsl_ckpt_tokens(const tsl_ckpt *c, int batch_now);
 void tsl_ckpt_warn_changes(const tsl_runtime *rt, const tsl_ckpt *c);
 /* What `tessel check` can say of the resume a run would make: under
 ** checkpoint.resume auto, the newest checkpoint in checkpoint.dir (if any)
-** opens and fits (tsl_ckpt_fits). */
-tsl_status tsl_ckpt_check_resume(const tsl_runtime *rt);
+** opens and fits (tsl_ckpt_fits); with `warn`, the warnings the resume
+** would give are given (tsl_ckpt_warn_changes). */
+tsl_status tsl_ckpt_check_resume(const tsl_runtime *rt, int warn);
 
 /* Parameter p's master weights as the model holds them in memory (a
 ** padded vocabulary's rows zero, linears [in, out]), checking the file

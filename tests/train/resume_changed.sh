@@ -5,6 +5,7 @@
 # data.val_fraction, data.train or data.val is warned about once each,
 # naming both values, as another train.seed is; a resume that changes
 # none of them (another micro_batch_size included) warns of nothing.
+# `tessel check` gives the same warnings before the run.
 . "$(dirname "$0")/common.sh" "$1" "$2" "$3" resume_changed
 
 # the "tokens" of step N's metrics line
@@ -16,6 +17,11 @@ rc=$?
 set -e
 [ $rc -eq 75 ] || fail "the first part exited with status $rc, expected 75"
 cp -r "$WORK/run" "$WORK/same"
+# tessel check says what the resume would warn of (it said nothing)
+"$TESSEL" check "$WORK/tiny.yaml" --set log.dir="$WORK/run" --set train.batch_size=8 >/dev/null 2>"$WORK/check.log" ||
+  fail "tessel check of the resume failed: $(cat "$WORK/check.log")"
+[ "$(grep -c "warning: train.batch_size is 8, but checkpoint .*step_00000005 was trained with 4 sequences per step" \
+  "$WORK/check.log")" -eq 1 ] || fail "tessel check does not warn of another batch size once: $(cat "$WORK/check.log")"
 # 5 steps of 4 sequences of 16 tokens, then 3 of 8
 "$TESSEL" run "$WORK/tiny.yaml" --set log.dir="$WORK/run" --set train.steps=8 --set train.batch_size=8 \
   >"$WORK/bigger.log" 2>&1 || fail "resuming with another batch size failed: $(cat "$WORK/bigger.log")"

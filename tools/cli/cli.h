@@ -46,8 +46,10 @@ extern const tsl_command tsl_cmd_run, tsl_cmd_check, tsl_cmd_plugins, tsl_cmd_da
 ** without training: the configuration with its --set overrides, the
 ** strategy and its mesh for `world` ranks, the batch split, the parameter
 ** layouts, the data, and, when `resume`, the checkpoint checkpoint.resume
-** would resume from. `rt` is zeroed by the caller, who destroys it
-** whatever this returns; *dims gets the batch split. */
+** would resume from (TSL_CHECK_RESUME_WARN: with the warnings of what it
+** would change). `rt` is zeroed by the caller, who destroys it whatever
+** this returns; *dims gets the batch split. */
+enum { TSL_CHECK_RESUME = 1, TSL_CHECK_RESUME_WARN = 2 };
 tsl_status tsl_check_config(tsl_runtime *rt, const char *path, const char *const *sets, int n_sets, int world,
                             int resume, tessel_model_dims *dims);
 

@@ -22,8 +22,10 @@ const tsl_command tsl_cmd_check = {
     "usage: tessel check CONFIG [--world N] [--set KEY=VALUE]... [--quiet]\n\n"
     "Validates the whole configuration without training: every section, the strategy plugin's own options,\n"
     "its mesh against a world of N ranks (default 1), the batch split, the parameter layouts, and the data:\n"
-    "the tokenizer, and every shard's vocabulary and length (shards data.text makes are left to the run). Prints the\n"
-    "resolved configuration — base files merged, --set applied, defaults filled in — on standard output.\n"
+    "the tokenizer, and every shard's vocabulary and length (shards data.text makes are left to the run), and\n"
+    "the checkpoint checkpoint.resume would resume from, with the warnings that resume would give (another\n"
+    "seed, batch size or data). Prints the resolved configuration — base files merged, --set applied,\n"
+    "defaults filled in — on standard output.\n"
     "Errors read FILE:LINE:COL: message.\n\n"
     "  --world N         the number of ranks to validate for (default 1)\n"
     "  --set KEY=VALUE   override a config key (repeatable)\n"
@@ -66,7 +68,7 @@ tsl_status tsl_check_config(tsl_runtime *rt, const char *path, const char *const
   if (st >= 0) st = tsl_model_dims_for(rt, dims);
   if (st >= 0) st = tsl_model_plan(rt, dims, &model);
   if (st >= 0) st = tsl_data_check(rt);
-  if (st >= 0 && resume) st = tsl_ckpt_check_resume(rt);
+  if (st >= 0 && resume) st = tsl_ckpt_check_resume(rt, resume == TSL_CHECK_RESUME_WARN);
   return st;
 }
 
@@ -82,7 +84,7 @@ static int check(int argc, char **argv) {
   long long world = a.world;
   tsl_runtime rt = {0};
   tessel_model_dims dims;
-  tsl_status st = tsl_check_config(&rt, argv[optind], a.sets, a.n_sets, (int)world, 1, &dims);
+  tsl_status st = tsl_check_config(&rt, argv[optind], a.sets, a.n_sets, (int)world, TSL_CHECK_RESUME_WARN, &dims);
   int code = TSL_EXIT_OK;
   if (st >= 0 && !quiet) {
     st = tsl_config_emit(rt.config, stdout);

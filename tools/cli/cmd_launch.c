@@ -138,7 +138,8 @@ static char **run_args(const tsl_run_args *a, int *n) {
 static int validate(const launch_args *a) {
   tsl_runtime rt = {0};
   tessel_model_dims dims;
-  tsl_status st = tsl_check_config(&rt, a->run.config, a->run.sets, a->run.n_sets, a->ranks, !a->run.resume, &dims);
+  tsl_status st = tsl_check_config(&rt, a->run.config, a->run.sets, a->run.n_sets, a->ranks,
+                                   a->run.resume ? 0 : TSL_CHECK_RESUME, &dims);
   int rc = st < 0 ? tsl_fail(st) : TSL_EXIT_OK;
   tsl_runtime_destroy(&rt);
   return rc;
