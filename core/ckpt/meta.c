@@ -398,6 +398,27 @@ static tsl_status read_rope_scaling(const reader *r, tsl_model_settings *d) {
   return TESSEL_OK;
 }
 
+/* model.qkv_bias and model.head_dim, a Llama's, each written only when it
+** differs from the model without it (absent: no biases, heads of channels
+** / heads, as in every description written before they were). */
+static tsl_status read_llama_options(const reader *r, tsl_model_settings *d) {
+  tsl_status st;
+  const cJSON *qkv_bias = item_at(r->root, "model.qkv_bias");
+  if (qkv_bias && !(cJSON_IsTrue(qkv_bias) && d->arch == TSL_ARCH_LLAMA))
+    return tsl_error(TESSEL_E_IO, "%s: 'model.qkv_bias' must be true (a Llama's) or absent", r->where);
+  d->qkv_bias = qkv_bias != NULL;
+  int64_t head_dim = 0;
+  if (item_at(r->root, "model.head_dim")) {
+    TSL_TRY(st, whole(r, "model.head_dim", 2, 1 << 16, &head_dim));
+    if (d->arch != TSL_ARCH_LLAMA || head_dim % 2)
+      return tsl_error(TESSEL_E_IO, "%s: 'model.head_dim' must be even, and a Llama's", r->where);
+  }
+  d->head_dim = (int)head_dim;
+  return TESSEL_OK;
+fail:
+  return st;
+}
+
 /* The model: version 1 (GPT-2 only) lacks every key past its five
 ** dimensions, which then take GPT-2's values. */
 static tsl_status read_model(const reader *r, tsl_ckpt_meta *m) {
@@ -429,19 +450,7 @@ static tsl_status read_model(const reader *r, tsl_ckpt_meta *m) {
   TSL_TRY(st, number(r, "model.rope_theta", 1.0, 1e12, 10000.0, &d->rope_theta));
   TSL_TRY(st, number(r, "model.norm_eps", 1e-12, 1.0, 1e-5, &d->norm_eps));
   TSL_TRY(st, read_rope_scaling(r, d));
-  /* absent (written before it was, or false): none */
-  const cJSON *qkv_bias = item_at(r->root, "model.qkv_bias");
-  if (qkv_bias && !(cJSON_IsTrue(qkv_bias) && d->arch == TSL_ARCH_LLAMA))
-    return tsl_error(TESSEL_E_IO, "%s: 'model.qkv_bias' must be true (a Llama's) or absent", r->where);
-  d->qkv_bias = qkv_bias != NULL;
-  /* absent (written before it was, or channels / heads): channels / heads */
-  int64_t head_dim = 0;
-  if (item_at(r->root, "model.head_dim")) {
-    TSL_TRY(st, whole(r, "model.head_dim", 2, 1 << 16, &head_dim));
-    if (d->arch != TSL_ARCH_LLAMA || head_dim % 2)
-      return tsl_error(TESSEL_E_IO, "%s: 'model.head_dim' must be even, and a Llama's", r->where);
-  }
-  d->head_dim = (int)head_dim;
+  TSL_TRY(st, read_llama_options(r, d));
   /* absent (written before it was): made for the context it trained on */
   int64_t positions = d->seq_len;
   if (item_at(r->root, "model.positions")) TSL_TRY(st, whole(r, "model.positions", d->seq_len, 1 << 20, &positions));
