@@ -4,7 +4,9 @@
 #   train_equiv.sh TESSEL SRC TMP PROBE PLUGIN
 #
 # Trains the strategy's config (configs/PLUGIN.yaml; configs/quickstart.yaml
-# for "none") for 20 steps twice on the same model, data and seed: once as
+# for "none"; for "llama_wide", configs/llama.yaml's model with q/k/v
+# biases, heads twice channels / heads wide and Llama 3's rotary scaling,
+# without a strategy) for 20 steps twice on the same model, data and seed: once as
 # one CPU process without a strategy (fp32 throughout: the reference, shared
 # by the strategies whose configurations resolve alike), once
 # with device.kind: cuda under the strategy, on as many ranks as this
@@ -40,8 +42,13 @@ echo "GPUs: $probe"
 config=configs/$PLUGIN.yaml
 ranks=1
 opts=()
+model=() # model options, for both runs
 case $PLUGIN in
   none) config=configs/quickstart.yaml ;;
+  llama_wide)
+    config=configs/llama.yaml
+    model=(--set model.qkv_bias=true --set model.head_dim=64
+           --set "model.rope_scaling={type: llama3, factor: 4, original_positions: 16}") ;;
   ddp | gemini)
     # the data-parallel degree must divide the batch of 16
     for n in 4 2 1; do
@@ -64,7 +71,7 @@ rm -rf "$WORK"
 mkdir -p "$WORK"
 cd "$SRC"
 common=(--set train.steps=20 --set train.sample_tokens=0 --set train.eval_every=0 --set checkpoint.resume=never
-        --set checkpoint.every=0 --set log.progress=never --set data.dir="$TMP/gpu_train_data")
+        --set checkpoint.every=0 --set log.progress=never --set data.dir="$TMP/gpu_train_data" "${model[@]}")
 sets=()
 for o in "${opts[@]}"; do sets+=(--set "$o"); done
 losses() { sed -n 's/.*"loss":\([^,]*\),.*/\1/p' "$1"; }
