@@ -251,6 +251,10 @@ static tsl_status llama(const hf_json *j, const llama_class *c, tsl_model_settin
                      "%s: hidden_size %d, num_attention_heads %d, num_key_value_heads %d, head_dim %d: tessel needs "
                      "heads of even size and key/value heads that divide the query heads",
                      j->path, m->channels, m->heads, m->kv_heads, head_dim);
+  if ((int64_t)m->heads * head_dim > TSL_ATTENTION_WIDTH_MAX)
+    return tsl_error(TESSEL_E_UNSUPPORTED, "%s: num_attention_heads %d of head_dim %d make attention %lld wide; "
+                     "tessel takes at most %d", j->path, m->heads, head_dim, (long long)m->heads * head_dim,
+                     TSL_ATTENTION_WIDTH_MAX);
   m->head_dim = split && head_dim == m->channels / m->heads ? 0 : head_dim;
   return TESSEL_OK;
 fail:

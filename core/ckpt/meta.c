@@ -400,7 +400,8 @@ static tsl_status read_rope_scaling(const reader *r, tsl_model_settings *d) {
 
 /* model.qkv_bias and model.head_dim, a Llama's, each written only when it
 ** differs from the model without it (absent: no biases, heads of channels
-** / heads, as in every description written before they were). */
+** / heads, as in every description written before they were); head_dim in
+** the range a config allows. d's heads are read. */
 static tsl_status read_llama_options(const reader *r, tsl_model_settings *d) {
   tsl_status st;
   const cJSON *qkv_bias = item_at(r->root, "model.qkv_bias");
@@ -410,8 +411,9 @@ static tsl_status read_llama_options(const reader *r, tsl_model_settings *d) {
   int64_t head_dim = 0;
   if (item_at(r->root, "model.head_dim")) {
     TSL_TRY(st, whole(r, "model.head_dim", 2, 1 << 16, &head_dim));
-    if (d->arch != TSL_ARCH_LLAMA || head_dim % 2)
-      return tsl_error(TESSEL_E_IO, "%s: 'model.head_dim' must be even, and a Llama's", r->where);
+    if (d->arch != TSL_ARCH_LLAMA || head_dim % 2 || head_dim * d->heads > TSL_ATTENTION_WIDTH_MAX)
+      return tsl_error(TESSEL_E_IO, "%s: 'model.head_dim' must be even, a Llama's, and times model.heads at most %d",
+                       r->where, TSL_ATTENTION_WIDTH_MAX);
   }
   d->head_dim = (int)head_dim;
   return TESSEL_OK;

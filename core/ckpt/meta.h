@@ -9,17 +9,19 @@
 ** imported model, and the size and CRC-32 of every other file of the
 ** checkpoint. Fields that came later (tokens, batch_size, data, the token
 ** ids) are absent from descriptions written before them, which read as
-** "not recorded"; model.rope_scaling is there only for a model with Llama
-** 3's rotary scaling, and its absence means none. Since format version 2 it also holds
-** `meta_crc32`: the CRC-32 of its own content — the unformatted JSON of
+** "not recorded"; model.rope_scaling, model.qkv_bias and model.head_dim
+** are there only for a Llama with Llama 3's rotary scaling, q/k/v biases
+** or heads other than channels / heads wide, and their absence means
+** none. Since format version 2 it also holds `meta_crc32`: the CRC-32 of its own content — the unformatted JSON of
 ** every other field, so a change of meaning is caught and a change of
 ** whitespace is not. Reading refuses, naming the file and the field, a
 ** description that is not well formed: a step that is not a whole number,
 ** negative, or not the one in the directory's name (step_NNNNNNNN);
 ** dimensions or a rotary scaling out of the ranges a config allows or
-** inconsistent (channels not a multiple of heads, kv_heads not dividing
-** heads, a model_hash of another model); a seed, hash or checksum that is not hexadecimal; a
-** missing file entry. Version 1 descriptions (GPT-2 only, no meta_crc32,
+** inconsistent (channels not a multiple of heads without a Llama's even
+** head_dim, heads times head_dim over 2^20, kv_heads not dividing heads,
+** a model_hash of another model); a seed, hash or checksum that is not
+** hexadecimal; a missing file entry. Version 1 descriptions (GPT-2 only, no meta_crc32,
 ** no private.safetensors) are read with every other check.
 */
 #ifndef TSL_CKPT_META_H

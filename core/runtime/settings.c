@@ -175,8 +175,9 @@ int tsl_head_dim(const tsl_model_settings *m) { return m->head_dim ? m->head_dim
 int tsl_head_dim_own(const tsl_model_settings *m) { return tsl_head_dim(m) * m->heads != m->channels; }
 
 /* The head size: channels / heads, or a Llama's own model.head_dim (Mistral
-** Nemo's 32 heads of 128 in 5120 channels), which must be even: rotary
-** positions turn pairs. v and ok are read_model's heads (1) and channels
+** Nemo's 32 heads of 128 in 5120 channels), which must be even (rotary
+** positions turn pairs) and, times the heads, at most
+** TSL_ATTENTION_WIDTH_MAX. v and ok are read_model's heads (1) and channels
 ** (2). Left out, head_dim is not recorded (so the configuration `tessel
 ** check` prints is as before) and *head_dim is 0. */
 static tsl_status read_head_dim(tsl_cfg *m, int arch, const int64_t *v, const int *ok, int *head_dim) {
@@ -195,6 +196,10 @@ static tsl_status read_head_dim(tsl_cfg *m, int arch, const int64_t *v, const in
                     : tsl_cfg_error(m, "heads", "heads of %lld channels (%lld / %lld): rotary positions rotate pairs, "
                                     "so the head size must be even", (long long)(v[2] / v[1]), (long long)v[2],
                                     (long long)v[1]));
+  if (given && st >= 0 && hd * v[1] > TSL_ATTENTION_WIDTH_MAX)
+    keep(&st, tsl_cfg_error(m, "head_dim", "%lld heads of %lld make attention %lld wide; it may be at most %d wide, "
+                            "as channels may", (long long)v[1], (long long)hd, (long long)(hd * v[1]),
+                            TSL_ATTENTION_WIDTH_MAX));
   *head_dim = (int)hd;
   return st;
 }

@@ -124,6 +124,10 @@ tsl_status tsl_settings_check_files(tsl_config *cfg, const tsl_settings *s, cons
 /* The size of m's query, key and value heads, and whether it is not
 ** channels / heads (a Llama's head_dim: the model then records it). */
 int tsl_head_dim(const tsl_model_settings *m);
+/* The widest attention (heads · head size) a model may have, as channels
+** may be at most as wide: a config, a checkpoint and a Hugging Face
+** config.json giving head_dim are each held to it. */
+#define TSL_ATTENTION_WIDTH_MAX (1 << 20)
 int tsl_head_dim_own(const tsl_model_settings *m);
 
 /* ---- Llama 3's rotary scaling (model.rope_scaling), one schema for the

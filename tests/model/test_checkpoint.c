@@ -391,8 +391,8 @@ static void test_rope_scaling_is_recorded(void) {
 /* A Llama's q, k and v biases (qkv_bias) and heads of their own size
 ** (head_dim) are recorded as "qkv_bias": true and "head_dim": N and read
 ** back; model_hash tells the models apart; a description saying false (a
-** model without biases writes nothing), an odd head size, or either for
-** GPT-2 is refused. */
+** model without biases writes nothing), an odd head size, heads wider in
+** all than a config allows, or either option for GPT-2 is refused. */
 static void test_llama_options_are_recorded(void) {
   tsl_ckpt_meta m = {.step = 1, .world_size = 1}, back;
   m.model = (tsl_model_settings){.arch = TSL_ARCH_LLAMA, .layers = 1, .heads = 2, .kv_heads = 1, .channels = 8,
@@ -410,7 +410,10 @@ static void test_llama_options_are_recorded(void) {
   static const char *const edits[][3] = {
       {"\"qkv_bias\":\ttrue", "\"qkv_bias\":\tfalse", "'model.qkv_bias' must be true (a Llama's) or absent"},
       {"\"arch\":\t\"llama\"", "\"arch\":\t\"gpt2\"", "'model.qkv_bias' must be true (a Llama's) or absent"},
-      {"\"head_dim\":\t8", "\"head_dim\":\t7", "'model.head_dim' must be even, and a Llama's"}};
+      {"\"head_dim\":\t8", "\"head_dim\":\t7", "'model.head_dim' must be even, a Llama's"},
+      /* 2^18 heads of 8: attention wider than a config's channels may be (it was read) */
+      {"\"heads\":\t2", "\"heads\":\t262144", "'model.head_dim' must be even, a Llama's, and times model.heads at "
+                                              "most 1048576"}};
   for (size_t i = 0; i < TSL_ARRAY_LEN(edits); i++) {
     char *at = strstr(text, edits[i][0]);
     REQUIRE(at);

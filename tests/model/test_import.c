@@ -454,6 +454,11 @@ static void test_refusals_name_the_problem(void) {
                  "\"add_cross_attention\": true,", NULL, NULL),
           TESSEL_E_UNSUPPORTED, "'add_cross_attention' is set; tessel's GPT-2 is a decoder alone");
   refused(hf_dir("act", TESSEL_F32, "{\"hidden_act\": \"gelu\",", NULL, NULL), TESSEL_E_UNSUPPORTED, "'hidden_act' is gelu");
+  /* heads of their own size wider in all than a config allows (they were
+  ** read, and the model sized by them) */
+  refused(hf_dir("head-dim-wide", TESSEL_F32, "{\"num_attention_heads\": 32768, \"head_dim\": 64,", NULL, NULL),
+          TESSEL_E_UNSUPPORTED, "num_attention_heads 32768 of head_dim 64 make attention 2097152 wide; tessel takes at "
+          "most 1048576");
   refused(hf_dir("gemma", TESSEL_F32, "{\"model_type\": \"gemma\",", NULL, NULL), TESSEL_E_UNSUPPORTED,
           "model_type 'gemma'");
   refused(hf_dir("extra", TESSEL_F32, NULL, NULL, "model.layers.0.self_attn.q_proj.bias"), TESSEL_E_UNSUPPORTED,
