@@ -7,7 +7,8 @@
 ** resealed (meta_crc32 set to fit, so the checks behind the checksum are
 ** reached), against the directory's step and against none. A description
 ** that reads must hold what meta.h promises: the directory's step, channels
-** that split into heads, kv_heads that divide them, the model_hash of its
+** that split into heads (unless a Llama's even head_dim sizes them),
+** kv_heads that divide them, the model_hash of its
 ** model, the files of its version. One of the current version, written back
 ** by tsl_ckpt_meta_write, must read back the same.
 */
@@ -34,7 +35,8 @@ static void check_read(const tsl_ckpt_meta *m, int64_t dir_step) {
   if (m->version < 1 || m->version > TSL_CKPT_FORMAT_VERSION || m->step < 0) broken("a version or step out of range");
   if (dir_step >= 0 && m->step != dir_step) broken("a step that is not the directory's");
   if (d->layers < 1 || d->heads < 1 || d->kv_heads < 1 || d->channels < 1 || d->ffn < 1 || d->seq_len < 1 ||
-      d->vocab_size < 2 || d->channels % d->heads != 0 || d->heads % d->kv_heads != 0)
+      d->vocab_size < 2 || (!d->head_dim && d->channels % d->heads != 0) || d->heads % d->kv_heads != 0 ||
+      (d->head_dim && (d->arch != TSL_ARCH_LLAMA || d->head_dim % 2 != 0)) || (d->qkv_bias && d->arch != TSL_ARCH_LLAMA))
     broken("a model a config could not make");
   double scaling[TSL_ROPE_N];
   char why[512];
@@ -74,7 +76,7 @@ static void check_rewrite(const tsl_ckpt_meta *m) {
   if (a->arch != b->arch || a->layers != b->layers || a->heads != b->heads || a->kv_heads != b->kv_heads ||
       a->channels != b->channels || a->ffn != b->ffn || a->seq_len != b->seq_len || a->vocab_size != b->vocab_size ||
       a->rope_theta != b->rope_theta || a->norm_eps != b->norm_eps || a->tie_embeddings != b->tie_embeddings ||
-      !tsl_rope_scaling_same(a, b))
+      !tsl_rope_scaling_same(a, b) || a->qkv_bias != b->qkv_bias || tsl_head_dim(a) != tsl_head_dim(b))
     broken("a written description reads back another model");
   for (int f = 0; f < TSL_CKPT_N_FILES; f++)
     if (back.files[f].present != m->files[f].present) broken("a written description reads back other files");

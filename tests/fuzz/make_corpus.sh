@@ -17,7 +17,8 @@
 #                     few merges) in each supported variant, and refused ones
 # corpus/ckpt_meta    the tiny checkpoint's trainer.json (as the directory
 #                     step_00000001, and as another), a version 1 one, Llamas
-#                     (one with a rotary scaling), damaged ones
+#                     (one with a rotary scaling, one with q/k/v biases and
+#                     heads of their own size), damaged ones
 # corpus/hf_config    GPT-2 and Llama config.json as transformers writes them,
 #                     one with a shard index, refused ones
 # corpus/profile      bench/profiles/*.json, a measured CPU profile's shape,
@@ -163,10 +164,15 @@ v1["model"] = {k: t["model"][k] for k in ("layers", "heads", "channels", "seq_le
 v1["model_hash"] = "%016x" % fnv(struct.pack("<5i", *v1["model"].values()), 0x6d6f64656c)
 v1["files"] = {k: v for k, v in t["files"].items() if k != "private.safetensors"}
 write("version-1", v1)
-def llama(rope_theta, norm_eps):  # a Llama with a tokenizer (meta_crc32 is resealed by the fuzzer)
+def mix64(x):  # tsl_mix64
+    x = (x + 0x9e3779b97f4a7c15) % 2**64
+    x = ((x ^ (x >> 30)) * 0xbf58476d1ce4e5b9) % 2**64
+    x = ((x ^ (x >> 27)) * 0x94d049bb133111eb) % 2**64
+    return x ^ (x >> 31)
+def llama(rope_theta, norm_eps, **sizes):  # a Llama with a tokenizer (meta_crc32 is resealed by the fuzzer)
     d = json.loads(json.dumps(t))
-    d["model"].update(arch="llama", heads=4, kv_heads=2, channels=8, ffn=24, rope_theta=rope_theta,
-                      norm_eps=norm_eps, tie_embeddings=False)
+    d["model"].update(dict(dict(arch="llama", heads=4, kv_heads=2, channels=8, ffn=24, rope_theta=rope_theta,
+                                norm_eps=norm_eps, tie_embeddings=False), **sizes))
     m = d["model"]
     dims = [1.0, m["layers"], m["heads"], m["kv_heads"], m["channels"], m["ffn"], m["seq_len"], m["vocab_size"],
             m["rope_theta"], m["norm_eps"], 0.0]
@@ -181,6 +187,13 @@ d["model"]["rope_scaling"] = {"type": "llama3", "factor": 32, "low_freq_factor":
                               "original_positions": 8192}
 d["model_hash"] = "%016x" % fnv(struct.pack("<4d", 32, 1, 4, 8192), int(d["model_hash"], 16))
 write("llama-rope-scaling", d)
+# Qwen2's biases and 3 heads of their own size (head_dim 4) in 8 channels:
+# each mixed into the hash after the dimensions
+d = llama(1e6, 1e-6, heads=3, kv_heads=1)
+d["model"].update(qkv_bias=True, head_dim=4)
+h = mix64(mix64(int(d["model_hash"], 16) ^ 0x71b1a5) ^ (4 << 32 | 0x68))
+d["model_hash"] = "%016x" % h
+write("llama-head-dim", d)
 d = dict(t, version=3); write("bad-version-3", d)
 d = json.loads(json.dumps(t)); d["model"]["heads"] = 3; write("bad-heads", d)
 d = json.loads(json.dumps(t)); d["model"]["arch"] = "llama"; d["model"]["kv_heads"] = 2; write("bad-llama", d)
