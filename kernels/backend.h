@@ -227,9 +227,10 @@ struct tsl_backend {
   /* ---- rotary position embedding ----
   ** In place on x [B, T, heads, hs] (rows ld elements apart), Hugging
   ** Face's rotate-half convention: for i < hs/2 the pair (x_i, x_{i+hs/2})
-  ** turns by a = pos·inv_freq_i, pos = t + pos_offset, inv_freq_i =
-  ** tsl_rope_inv_freq(freqs, i, hs) (rope_freq.h: plain or Llama 3's
-  ** scaling), angle and its cos/sin in fp32 as transformers computes them.
+  ** turns by a = pos·inv_freq_i, pos = t + pos_offset, inv_freq_i element
+  ** i of tsl_rope_inv_freqs(freqs, hs, ...) (rope_freq.h: plain or Llama
+  ** 3's scaling; freqs that are not tsl_rope_freqs_valid are refused),
+  ** angle and its cos/sin in fp32 as transformers computes them.
   ** inverse = 1 turns by −a: the backward of the rotation. */
   int (*rope)(tsl_backend *be, tsl_stream *s, void *x, int64_t batch, int64_t seq, int64_t heads,
               int64_t head_size, int64_t ld, int64_t pos_offset, tsl_rope_freqs freqs, int inverse);
