@@ -162,7 +162,8 @@ static tsl_status rope_kind(const hf_json *o, int typed, tsl_model_settings *out
   }
   const char *key = named ? "rope_type" : "type";
   const cJSON *v = named ? named : old;
-  if (typed && (!v || cJSON_IsNull(v))) return tsl_error(TESSEL_E_UNSUPPORTED, "'rope_scaling' is set; %s", why);
+  if (typed && (!v || cJSON_IsNull(v)))
+    return tsl_error(TESSEL_E_UNSUPPORTED, "%s: 'rope_scaling' is set; %s", o->path, why);
   tsl_status st = one_of(o, key, kinds, why);
   if (st < 0 || !cJSON_IsString(v) || strcmp(v->valuestring, "llama3") != 0) return st;
   return llama3_scaling(o, out);

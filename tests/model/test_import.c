@@ -439,8 +439,9 @@ static void test_refusals_name_the_problem(void) {
   CHECK_STR_CONTAINS(tsl_error_message(), "'rope_type' is yarn");
   refused(hf_dir("scaling-old", TESSEL_F32, "{\"rope_scaling\": {\"type\": \"linear\", \"factor\": 2.0},", NULL, NULL),
           TESSEL_E_UNSUPPORTED, "rope_scaling: ");
+  /* the file is named (a rope_scaling without a type once said only "rope_scaling: 'rope_scaling' is set") */
   refused(hf_dir("scaling-bare", TESSEL_F32, "{\"rope_scaling\": {\"factor\": 2.0},", NULL, NULL),
-          TESSEL_E_UNSUPPORTED, "'rope_scaling' is set");
+          TESSEL_E_UNSUPPORTED, "/config.json: 'rope_scaling' is set");
   refused(hf_dir("scaling5", TESSEL_F32, "{\"rope_parameters\": {\"rope_theta\": 5e5, \"rope_type\": \"dynamic\"},",
                  NULL, NULL), TESSEL_E_UNSUPPORTED, "'rope_type' is dynamic");
   refused(hf_dir("bias", TESSEL_F32, "{\"attention_bias\": true,", NULL, NULL), TESSEL_E_UNSUPPORTED, "'attention_bias'");
