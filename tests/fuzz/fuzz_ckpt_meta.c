@@ -36,7 +36,8 @@ static void check_read(const tsl_ckpt_meta *m, int64_t dir_step) {
   if (dir_step >= 0 && m->step != dir_step) broken("a step that is not the directory's");
   if (d->layers < 1 || d->heads < 1 || d->kv_heads < 1 || d->channels < 1 || d->ffn < 1 || d->seq_len < 1 ||
       d->vocab_size < 2 || (!d->head_dim && d->channels % d->heads != 0) || d->heads % d->kv_heads != 0 ||
-      (d->head_dim && (d->arch != TSL_ARCH_LLAMA || d->head_dim % 2 != 0)) || (d->qkv_bias && d->arch != TSL_ARCH_LLAMA))
+      (d->head_dim && (d->arch != TSL_ARCH_LLAMA || d->head_dim % 2 != 0)) || (d->qkv_bias && d->arch != TSL_ARCH_LLAMA) ||
+      (int64_t)d->heads * tsl_head_dim(d) > TSL_ATTENTION_WIDTH_MAX)
     broken("a model a config could not make");
   double scaling[TSL_ROPE_N];
   char why[512];

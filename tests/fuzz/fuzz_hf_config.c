@@ -34,6 +34,7 @@ static void broken(const char *what) {
 static void check_model(const tsl_model_settings *m) {
   if (m->layers < 1 || m->heads < 1 || m->kv_heads < 1 || m->channels < 1 || m->ffn < 1 || m->seq_len < 1 ||
       m->vocab_size < 2 || (!m->head_dim && m->channels % m->heads != 0) || m->heads % m->kv_heads != 0 ||
+      (int64_t)m->heads * tsl_head_dim(m) > TSL_ATTENTION_WIDTH_MAX ||
       !(m->rope_theta >= 1.0 && m->rope_theta <= 1e12) || !(m->norm_eps >= 1e-12 && m->norm_eps <= 1.0))
     broken("config.json read into a model tessel does not compute");
   double v[TSL_ROPE_N];
