@@ -367,10 +367,11 @@ static tsl_status check_files(const char *dir, const tsl_ckpt_meta *meta) {
   return TESSEL_OK;
 }
 
+/* The sizes that make the tensors' shapes, for a message about one. */
 static void describe_model(const tsl_model_settings *a, char *buf, size_t cap) {
-  snprintf(buf, cap, "%s with layers %d, heads %d, kv_heads %d, channels %d, ffn %d, seq_len %d, vocab_size %d",
-           a->arch == TSL_ARCH_LLAMA ? "llama" : "gpt2", a->layers, a->heads, a->kv_heads, a->channels, a->ffn,
-           a->seq_len, a->vocab_size);
+  snprintf(buf, cap, "%s with layers %d, heads %d of %d, kv_heads %d, channels %d, ffn %d, seq_len %d, vocab_size %d%s",
+           a->arch == TSL_ARCH_LLAMA ? "llama" : "gpt2", a->layers, a->heads, tsl_head_dim(a), a->kv_heads,
+           a->channels, a->ffn, a->seq_len, a->vocab_size, a->qkv_bias ? ", q/k/v biases" : "");
 }
 
 /* Tensor `name` of file `f` must be F32 with the shape the checkpoint

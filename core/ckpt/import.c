@@ -30,9 +30,9 @@ struct tsl_weights {
 
 const tsl_model_settings *tsl_weights_model(const tsl_weights *w) { return &w->model; }
 int tsl_weights_is_hf(const tsl_weights *w) { return w->hf; }
-void tsl_weights_token_ids(const tsl_weights *w, tsl_token_ids *ids) {
+void tsl_weights_token_ids(const tsl_weights *w, int warn, tsl_token_ids *ids) {
   *ids = w->hf ? (tsl_token_ids){0} : w->ckpt.ids;
-  if (w->hf) tsl_hf_token_ids(w->dir, w->model.vocab_size, ids);
+  if (w->hf) tsl_hf_token_ids(w->dir, w->model.vocab_size, warn, ids);
 }
 
 /* A tensor by tessel name: GPT2LMHeadModel nests its tensors under
@@ -366,7 +366,7 @@ static tsl_status write_checkpoint(const tsl_weights *w, const tsl_tokenizer *t,
     meta.tokenizer_hash = tsl_tokenizer_hash(t);
   }
   /* kept whether or not the tokenizer is: `tessel export` writes them back */
-  tsl_weights_token_ids(w, &meta.ids);
+  tsl_weights_token_ids(w, 1, &meta.ids);
   snprintf(meta.plugin, sizeof meta.plugin, "none");
   snprintf(meta.tessel_version, sizeof meta.tessel_version, "%s", TESSEL_VERSION_STRING);
   TSL_TRY(st, tsl_ckpt_meta_write(tmp, &meta));

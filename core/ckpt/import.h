@@ -41,10 +41,10 @@ const tsl_model_settings *tsl_weights_model(const tsl_weights *w);
 /* Is it a Hugging Face directory (not a tessel checkpoint)? */
 int tsl_weights_is_hf(const tsl_weights *w);
 /* The model's beginning- and end-of-text ids into *ids: those a checkpoint
-** keeps, or a Hugging Face directory's (tsl_hf_token_ids, which warns about
-** ids it cannot keep), which a run started from it keeps in its
+** keeps, or a Hugging Face directory's (tsl_hf_token_ids, which with `warn`
+** warns about ids it cannot keep), which a run started from it keeps in its
 ** checkpoints as `tessel import` does. */
-void tsl_weights_token_ids(const tsl_weights *w, tsl_token_ids *ids);
+void tsl_weights_token_ids(const tsl_weights *w, int warn, tsl_token_ids *ids);
 
 /* Parameter p's tensor, fp32, in file layout [file rows, cols]. p comes
 ** from a model of the same sizes, except that a position table may have

@@ -397,7 +397,7 @@ static void not_kept(const char *path, const cJSON *v, int vocab) {
   free(value);
 }
 
-void tsl_hf_token_ids(const char *dir, int vocab, tsl_token_ids *ids) {
+void tsl_hf_token_ids(const char *dir, int vocab, int warn, tsl_token_ids *ids) {
   static const char *const files[] = {"config.json", "generation_config.json"};
   int bos_seen = 0, eos_seen = 0; /* the first file that gives one decides, good or not */
   for (size_t f = 0; f < sizeof files / sizeof *files; f++) {
@@ -409,12 +409,12 @@ void tsl_hf_token_ids(const char *dir, int vocab, tsl_token_ids *ids) {
     if (!bos_seen && (n = token_ids(bos, vocab, &ids->bos_id, 1)) != 0) {
       bos_seen = 1;
       ids->has_bos = n > 0;
-      if (n < 0) not_kept(path, bos, vocab);
+      if (n < 0 && warn) not_kept(path, bos, vocab);
     }
     if (!eos_seen && (n = token_ids(eos, vocab, ids->eos_ids, TSL_CKPT_MAX_EOS)) != 0) {
       eos_seen = 1;
       ids->n_eos = n > 0 ? n : 0;
-      if (n < 0) not_kept(path, eos, vocab);
+      if (n < 0 && warn) not_kept(path, eos, vocab);
     }
     cJSON_Delete(root);
     free(text);

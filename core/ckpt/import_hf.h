@@ -15,9 +15,9 @@ tsl_status tsl_hf_config(const char *dir, tsl_model_settings *out);
 
 /* The model's beginning- and end-of-text ids into *ids: config.json's bos_token_id and eos_token_id (an id or a
 ** list), else generation_config.json's. An id outside the model's `vocab`
-** tokens, or a list of more than TSL_CKPT_MAX_EOS, is not kept, and a
-** warning says so: the weights import all the same. */
-void tsl_hf_token_ids(const char *dir, int vocab, tsl_token_ids *ids);
+** tokens, or a list of more than TSL_CKPT_MAX_EOS, is not kept, and (with
+** `warn`) a warning says so: the weights import all the same. */
+void tsl_hf_token_ids(const char *dir, int vocab, int warn, tsl_token_ids *ids);
 
 /* Open DIR/model.safetensors, or every shard model.safetensors.index.json
 ** names; *files is a heap array of *n_files open files (close each, then

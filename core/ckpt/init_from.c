@@ -124,7 +124,7 @@ tsl_status tsl_init_from_load(tsl_model *m, tsl_token_ids *ids) {
   for (int i = 0; i < ps->n; i++) most = TSL_MAX(most, (uint64_t)ps->p[i].info.shape[0] * (uint64_t)ps->p[i].info.shape[1]);
   *ids = (tsl_token_ids){0};
   TSL_TRY(st, tsl_weights_open(dir, &w));
-  tsl_weights_token_ids(w, ids);
+  tsl_weights_token_ids(w, tsl_model_runtime(m)->world.rank == 0, ids); /* one warning per job, not per rank */
   file = malloc(most * sizeof *file);
   mem = malloc(most * sizeof *mem);
   if (!file || !mem) {

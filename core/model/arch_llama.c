@@ -14,6 +14,7 @@
 #include "model/arch.h"
 
 enum { B_IN_NORM, B_Q, B_K, B_V, B_O, B_POST_NORM, B_GATE, B_UP, B_DOWN };
+enum { O_Q = 1 }; /* the q linear's place in the block's ops, k's and v's after it */
 enum { A_N1 = 2, A_Q, A_K, A_V, A_ATTY, A_O, A_RES, A_N2, A_GATE, A_UP, A_H, A_DOWN };
 
 #define NORM_P(n) {n, TESSEL_ROLE_NORM, 1, {TESSEL_DIM_HIDDEN}, 0, {0}, TSL_INIT_ONE}
@@ -125,6 +126,6 @@ void tsl_arch_llama(const tsl_settings *s, tsl_arch *out) {
   }
   for (int i = 0; s->model.qkv_bias && i < 3; i++) { /* after the nine weights, on the q, k and v linears */
     out->block.params[out->block.n_params] = qkv_biases[i];
-    out->block.ops[B_Q + i].bias = out->block.n_params++;
+    out->block.ops[O_Q + i].bias = out->block.n_params++;
   }
 }

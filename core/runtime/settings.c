@@ -155,7 +155,7 @@ static tsl_status read_rope_scaling(tsl_cfg *m, tsl_model_settings *ms) {
   keep(&st, tst >= 0 ? tsl_cfg_enum(r, "type", types, 0, &type) : tst);
   for (int k = 0; k < TSL_ROPE_N; k++) {
     const char *key = tsl_rope_scaling_keys[k];
-    int64_t n;
+    int64_t n = 0;
     tsl_status one = k == TSL_ROPE_ORIGINAL
                          ? tsl_cfg_int(r, key, (int64_t)tsl_rope_scaling_defaults[k], INT64_MIN, INT64_MAX, &n)
                          : tsl_cfg_float(r, key, tsl_rope_scaling_defaults[k], -INFINITY, INFINITY, &v[k]);

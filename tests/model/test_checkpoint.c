@@ -490,7 +490,7 @@ static void test_tensors_must_match_the_dimensions(void) {
                                  "in trainer.json has 28 and 56"},
       {"h.0.ln_2.weight", 'r', "model.safetensors has no tensor 'h.0.ln_2.weight'"},
       {"h.0.attn.c_attn.weight", 's', "tensor 'h.0.attn.c_attn.weight' is F32 [48, 16], but the model in "
-                                      "trainer.json (gpt2 with layers 2, heads 2, kv_heads 2, channels 16, ffn 64, "
+                                      "trainer.json (gpt2 with layers 2, heads 2 of 8, kv_heads 2, channels 16, ffn 64, "
                                       "seq_len 8, vocab_size 32) needs F32 [16, 48]"},
       {"wpe.weight", 'i', "tensor 'wpe.weight' is I32 [8, 16]"}};
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
