@@ -4,7 +4,7 @@
 # everything is already there. CUDA is optional and never installed here.
 set -eu
 
-PACKAGES="build-essential cmake pkg-config libyaml-dev libopenblas-dev libopenmpi-dev openmpi-bin libcjson-dev libpcre2-dev zlib1g-dev gnuplot-nox"
+PACKAGES="build-essential cmake pkg-config libyaml-dev libopenblas-dev libopenmpi-dev openmpi-bin libcjson-dev libpcre2-dev libutf8proc-dev zlib1g-dev gnuplot-nox"
 
 if ! command -v dpkg-query >/dev/null 2>&1; then
   echo "install-deps: not a Debian system; make sure these (or your distribution's equivalents) are installed:" >&2

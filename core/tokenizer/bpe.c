@@ -169,13 +169,22 @@ static tsl_status encode_pretok_piece(tsl_tokenizer *t, const char *piece, size_
   return st;
 }
 
-/* One span of ordinary text: pre-tokenize it and encode each piece. */
+/* One span of ordinary text: normalize it (NFC) when the tokenizer does,
+** pre-tokenize it and encode each piece. */
 static tsl_status encode_span(tsl_tokenizer *t, const char *text, size_t len, out_buf *o) {
   tsl_status st = TESSEL_OK;
-  char *spaced = NULL;
+  char *spaced = NULL, *normal = NULL;
   if (len == 0) return TESSEL_OK;
+  if (t->nfc) {
+    TSL_TRY(st, tsl_nfc(text, len, &normal, &len));
+    text = normal;
+    if (len == 0) goto fail;
+  }
   if (t->add_prefix_space && !t->prefix_each_piece && text[0] != ' ') {
-    if (!(spaced = malloc(len + 1))) return tsl_error(TESSEL_E_NOMEM, "out of host memory encoding text");
+    if (!(spaced = malloc(len + 1))) {
+      st = tsl_error(TESSEL_E_NOMEM, "out of host memory encoding text");
+      goto fail;
+    }
     spaced[0] = ' ';
     memcpy(spaced + 1, text, len);
     text = spaced;
@@ -191,7 +200,9 @@ static tsl_status encode_span(tsl_tokenizer *t, const char *text, size_t len, ou
     while (st >= 0 && (rc = tsl_pretok_next(&it, &a, &b)) != 0)
       st = rc < 0 ? rc : encode_pretok_piece(t, text + a, b - a, o);
   }
+fail:
   free(spaced);
+  free(normal);
   return st;
 }
 

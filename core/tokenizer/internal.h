@@ -122,6 +122,7 @@ struct tsl_tokenizer {
   tsl_pairmap merges;        /* (a, b) -> rank << 32 | merged id */
   tsl_strmap by_bytes;       /* decoded bytes -> id, for ignore_merges */
   int ignore_merges;         /* a piece that is a whole token is not merged */
+  int nfc;                   /* the normalizer: each span composed to Unicode NFC first */
   int add_prefix_space;      /* a space before each span that lacks one */
   int prefix_each_piece;     /* ...before each piece instead: a ByteLevel after a Split, as tokenizers does */
   tsl_added_token *added;
@@ -139,6 +140,10 @@ struct tsl_tokenizer {
   void *work;
   size_t work_cap;
 };
+
+/* text[0, len) in Unicode NFC (nfc.c): valid UTF-8 runs composed, other
+** bytes kept; *out (heap, NULL when empty) and *out_len. */
+tsl_status tsl_nfc(const char *text, size_t len, char **out, size_t *out_len);
 
 /* Merge the byte symbols of one piece by rank (bpe.c); ids[0, n) in, the
 ** merged ids out; returns their count, or a negative status. */

@@ -6,7 +6,8 @@
 **                    "a b" strings or [a, b] pairs; dropout null, no
 **                    continuing_subword_prefix / end_of_word_suffix, no
 **                    byte_fallback; ignore_merges honoured
-**   normalizer       null
+**   normalizer       null, or NFC (Qwen2's: each span composed before it is
+**                    pre-tokenized)
 **   pre_tokenizer    ByteLevel (use_regex: GPT-2's regex; add_prefix_space),
 **                    or Sequence [Split {Regex | String, Isolated, not
 **                    inverted}, ByteLevel {use_regex: false}] (there
@@ -136,8 +137,10 @@ static tsl_status read_pipeline(loader *l, const cJSON *root) {
   const cJSON *norm = field(root, "normalizer"), *dec = field(root, "decoder"), *dty = field(dec, "type");
   if (norm && !cJSON_IsNull(norm)) {
     const cJSON *ty = field(norm, "type");
-    return tsl_error(TESSEL_E_UNSUPPORTED, "%s: normalizer %s is not supported (tessel encodes bytes as they are)",
-                     l->name, cJSON_IsString(ty) ? ty->valuestring : "(set)");
+    if (!cJSON_IsString(ty) || strcmp(ty->valuestring, "NFC") != 0)
+      return tsl_error(TESSEL_E_UNSUPPORTED, "%s: normalizer %s is not supported (tessel normalizes to NFC or not at "
+                       "all)", l->name, cJSON_IsString(ty) ? ty->valuestring : "(set)");
+    l->t->nfc = 1;
   }
   if (dec && !cJSON_IsNull(dec) && !(cJSON_IsString(dty) && strcmp(dty->valuestring, "ByteLevel") == 0))
     return tsl_error(TESSEL_E_UNSUPPORTED, "%s: decoder %s is not supported; byte-level BPE decodes with ByteLevel",

@@ -7,17 +7,20 @@
 ** `tessel tokenizer train` makes): `model.type: BPE` with `vocab` and
 ** `merges`, a ByteLevel pre-tokenizer (its built-in GPT-2 regex, or a Split
 ** on a regex such as Llama 3's followed by ByteLevel without regex), and
-** `added_tokens` such as <|endoftext|>. Anything else (a normalizer, BPE
-** dropout, byte fallback, added tokens with lstrip/rstrip/single_word, an
-** added token that is also a vocabulary entry standing for other bytes) is
-** refused at load with the field named, never half-supported.
+** `added_tokens` such as <|endoftext|>, and the normalizer null or NFC
+** (Qwen2's). Anything else (another normalizer, BPE dropout, byte fallback,
+** added tokens with lstrip/rstrip/single_word, an added token that is also
+** a vocabulary entry standing for other bytes) is refused at load with the
+** field named, never half-supported.
 **
 ** Encoding: added tokens are cut out first (when asked), every other span is
+** composed to NFC (under that normalizer; utf8proc, the valid UTF-8 runs),
 ** split by the pre-tokenizer regex (PCRE2 with Unicode properties), and each
 ** piece's bytes are merged by rank, exactly as `tokenizers` does. The
 ** vocabulary holds all 256 byte symbols, so every byte string encodes —
-** invalid UTF-8 included — and decode(encode(x)) == x. No BOS/EOS is added:
-** callers place the end-of-text token themselves.
+** invalid UTF-8 included — and decode(encode(x)) == x (under NFC, x
+** composed). No BOS/EOS is added: callers place the end-of-text token
+** themselves.
 **
 ** A tokenizer object keeps a match buffer and a cache of encoded pieces: use
 ** one from one thread at a time.

@@ -36,6 +36,7 @@ MAX_MIB=50
 PACKAGES=(
   libyaml-0-2 libyaml-dev
   libcjson1 libcjson-dev
+  libutf8proc2 libutf8proc-dev
   libopenblas0-pthread libopenblas-pthread-dev libgfortran5 libquadmath0
   libopenmpi3 libopenmpi-dev openmpi-bin openmpi-common
   libevent-core-2.1-7 libevent-pthreads-2.1-7 libhwloc15 libpmix2 libmunge2 libnuma1

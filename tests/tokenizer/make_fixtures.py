@@ -24,7 +24,11 @@ copied into it) and writes, under tests/tokenizer/fixtures/:
                    so that the setting changes ids; and under
                    "llama3_512_prefix_space" those of llama3_512 with its
                    ByteLevel's add_prefix_space set (after a Split,
-                   tokenizers puts the space before every piece)
+                   tokenizers puts the space before every piece); and under
+                   "llama3_512_nfc" those of llama3_512 with the normalizer
+                   NFC (as Qwen2's tokenizer.json has it), which the
+                   "decomposed" case's combining marks change (its
+                   "text_nfc" is the text composed, by Python's unicodedata)
   counts.json      BpeTrainer with the gpt2_1024 settings on the whole of
                    tinyshakespeare: how many tokens its tokenizer encodes the
                    whole text into (the reference for `tessel tokenizer train`)
@@ -35,6 +39,7 @@ which is what `tessel tokenizer train FILE` does with a file.
 import json
 import os
 import sys
+import unicodedata
 
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers, Regex
 
@@ -65,6 +70,9 @@ CASES = [
     ("unreachable_tokens", "zzq, zzq zzqzzq and zzq."),
     # U+180E is a format character now, no longer a space (PCRE2 10.42 still calls it one)
     ("mongolian_vowel_separator", " \n\r\u180e and a\u180e b \u180e  c\u180e\u180e\n \u180e"),
+    # NFC composes these (and keeps the already composed, singletons mapped)
+    ("decomposed", "Cafe\u0301 nai\u0308ve, A\u030angstro\u0308m \u212b, \u1100\u1161\u11a8 jamo, e\u0301\u0301 twice, "
+                   "o\u0308\u0304 stacked, \u0344 split, Ca\u0301fe\u0301<|endoftext|>e\u0301"),
 ]
 
 
@@ -105,12 +113,20 @@ def main():
     spec = json.loads(toks["llama3_512"].to_str())
     spec["pre_tokenizer"]["pretokenizers"][1]["add_prefix_space"] = True
     toks["llama3_512_prefix_space"] = Tokenizer.from_str(json.dumps(spec))
+    spec = json.loads(toks["llama3_512"].to_str())
+    spec["normalizer"] = {"type": "NFC"}
+    toks["llama3_512_nfc"] = Tokenizer.from_str(json.dumps(spec))
     cases = []
     for name, s in CASES:
         c = {"name": name, "text": s}
+        if unicodedata.normalize("NFC", s) != s:
+            c["text_nfc"] = unicodedata.normalize("NFC", s)
         for tname, tok in toks.items():
             ids = tok.encode(s, add_special_tokens=False).ids
-            if tname != "llama3_512_prefix_space":  # it adds spaces, so decoding gives them back
+            # prefix_space adds spaces, so decoding gives them back; nfc gives the composed text
+            if tname == "llama3_512_nfc":
+                assert tok.decode(ids, skip_special_tokens=False) == unicodedata.normalize("NFC", s), name
+            elif tname != "llama3_512_prefix_space":
                 assert tok.decode(ids, skip_special_tokens=False) == s, (tname, name)
             c[tname] = ids
         cases.append(c)
