@@ -23,7 +23,7 @@ struct tsl_dataset {
   uint64_t *start_cum;  /* [n + 1] */
   uint64_t *window_cum; /* [n + 1] */
   uint64_t tokens;
-  uint16_t *window; /* [seq_len + 1]: the window being read (one thread builds the batches) */
+  uint32_t *window; /* [seq_len + 1]: the window being read (one thread builds the batches) */
 };
 
 static uint64_t train_starts(uint64_t count, int seq_len) {
@@ -139,7 +139,7 @@ static int find_shard(const uint64_t *cum, int n, uint64_t r) {
 /* Window `off` of shard j: seq_len + 1 tokens, as inputs and the targets
 ** shifted by one. */
 static tsl_status copy_window(const tsl_dataset *ds, int j, uint64_t off, int32_t *inputs, int32_t *targets) {
-  uint16_t *tokens = ds->window;
+  uint32_t *tokens = ds->window;
   tsl_status st = tsl_shard_read(&ds->shards[j], off, (uint64_t)ds->seq_len + 1, tokens);
   for (int t = 0; st >= 0 && t < ds->seq_len; t++) {
     inputs[t] = tokens[t];

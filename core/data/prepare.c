@@ -29,8 +29,9 @@
 #define PREPARE_CHUNK_BYTES (1u << 16)
 /* Shard names carry six digits; more shards would break name order. */
 #define PREPARE_MAX_SHARDS 1000000ull
-/* Shards hold uint16 ids. */
-#define PREPARE_MAX_VOCAB 65536
+/* Shards hold uint16 ids up to TSL_SHARD_NARROW_VOCAB tokens, uint32 ids
+** (llm.c's Llama 3 format) past it, up to the vocabulary a model takes. */
+#define PREPARE_MAX_VOCAB (1 << 24)
 
 typedef struct input_file {
   char *path;
@@ -49,7 +50,8 @@ typedef struct input_list {
 ** the buffer holds a full shard. */
 typedef struct shard_sink {
   const char *dir, *split;
-  uint16_t *buf;
+  void *buf;     /* uint16_t ids, or uint32_t when wide */
+  int wide;
   uint64_t cap, len;
   uint64_t total; /* tokens written to this split */
   int shards;
@@ -151,7 +153,7 @@ static tsl_status sink_flush(shard_sink *s) {
   if (s->len == 0) return TESSEL_OK;
   char *path = shard_path(s->dir, s->split, s->shards);
   if (!path) return TESSEL_E_NOMEM;
-  tsl_status st = tsl_shard_write(path, s->buf, s->len);
+  tsl_status st = s->wide ? tsl_shard_write_wide(path, s->buf, s->len) : tsl_shard_write(path, s->buf, s->len);
   free(path);
   if (st < 0) return st;
   s->shards++;
@@ -160,11 +162,16 @@ static tsl_status sink_flush(shard_sink *s) {
   return TESSEL_OK;
 }
 
+static void sink_put(shard_sink *s, uint32_t id) {
+  if (s->wide) ((uint32_t *)s->buf)[s->len++] = id;
+  else ((uint16_t *)s->buf)[s->len++] = (uint16_t)id;
+}
+
 /* A tsl_token_sink over a shard_sink. */
 static tsl_status sink_ids(void *ctx, const int32_t *ids, size_t n) {
   shard_sink *s = ctx;
   for (size_t i = 0; i < n; i++) {
-    s->buf[s->len++] = (uint16_t)ids[i];
+    sink_put(s, (uint32_t)ids[i]);
     if (s->len == s->cap) {
       tsl_status st = sink_flush(s);
       if (st < 0) return st;
@@ -214,8 +221,7 @@ static tsl_status sink_file_range(shard_sink *s, const input_file *f, uint64_t l
     uint64_t k = TSL_MIN(TSL_MIN((uint64_t)PREPARE_CHUNK_BYTES, hi - off), s->cap - s->len);
     /* a file that shrank since it was stat'ed fails here as truncated */
     if ((st = tsl_read_all(fd, chunk, (size_t)k, f->path)) < 0) goto done;
-    for (uint64_t j = 0; j < k; j++) s->buf[s->len + j] = chunk[j];
-    s->len += k;
+    for (uint64_t j = 0; j < k; j++) sink_put(s, chunk[j]);
     off += k;
     if (s->len == s->cap && (st = sink_flush(s)) < 0) goto done;
   }
@@ -277,7 +283,7 @@ void tsl_data_dir_unmake(const char *out_dir, char *const *made) {
 
 static tsl_status check_tokenizer(const tsl_tokenizer *t) {
   if (tsl_tokenizer_vocab_size(t) > PREPARE_MAX_VOCAB)
-    return tsl_error(TESSEL_E_CONFIG, "%s has %d tokens; shards store uint16 ids, so a vocabulary of at most %d",
+    return tsl_error(TESSEL_E_CONFIG, "%s has %d tokens; tessel's models take a vocabulary of at most %d",
                      tsl_tokenizer_name(t), tsl_tokenizer_vocab_size(t), PREPARE_MAX_VOCAB);
   if (tsl_tokenizer_eot(t) < 0)
     return tsl_error(TESSEL_E_CONFIG, "%s has no end-of-text token to separate documents (a special added token "
@@ -295,7 +301,7 @@ tsl_status tsl_data_prepare(const char *const *inputs, int n_inputs, const char 
   tsl_status st = TESSEL_OK;
   input_list files = {0};
   unsigned char *chunk = NULL;
-  uint16_t *buf = NULL;
+  void *buf = NULL;
   uint64_t train = 0, val = 0;
   char *real_out = NULL, **made = NULL; /* made: the directories this call makes for out_dir */
   shard_sink sinks[2] = {{.dir = out_dir, .split = "train"}, {.dir = out_dir, .split = "val"}};
@@ -344,8 +350,9 @@ tsl_status tsl_data_prepare(const char *const *inputs, int n_inputs, const char 
   ** and the up to 3 bytes a split point moves to a character boundary */
   uint64_t extra = opts->tokenizer ? 4 * (uint64_t)files.n : 0;
   uint64_t cap = TSL_MIN(opts->shard_tokens, train + extra);
+  const int wide = opts->tokenizer && tsl_tokenizer_vocab_size(opts->tokenizer) > TSL_SHARD_NARROW_VOCAB;
   chunk = malloc(PREPARE_CHUNK_BYTES);
-  buf = malloc((size_t)cap * sizeof *buf);
+  buf = malloc((size_t)cap * (wide ? sizeof(uint32_t) : sizeof(uint16_t)));
   if (!chunk || !buf) {
     st = tsl_error(TESSEL_E_NOMEM, "out of host memory for a %llu-token shard buffer",
                    (unsigned long long)cap);
@@ -354,6 +361,7 @@ tsl_status tsl_data_prepare(const char *const *inputs, int n_inputs, const char 
   for (int split = 0; split < 2; split++) {
     shard_sink *s = &sinks[split];
     s->buf = buf;
+    s->wide = wide;
     uint64_t bytes = split ? val : train;
     s->cap = TSL_MIN(opts->shard_tokens, bytes ? bytes + extra : 0);
     if (s->cap > 0) TSL_TRY(st, write_split(&files, split, s, chunk, opts->tokenizer));

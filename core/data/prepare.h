@@ -3,8 +3,8 @@
 **
 ** Without a tokenizer the vocabulary is byte-level (256 tokens: token = byte
 ** value), so any text file is training data and no tokenizer file is
-** needed. With one (a byte-level BPE, at most 65536 tokens since shards hold
-** uint16 ids), each file is a document: each of its parts starts with the
+** needed. With one (a byte-level BPE; shards hold uint16 ids up to 65536
+** tokens, uint32 past it), each file is a document: each of its parts starts with the
 ** end-of-text token, then its text encoded as ordinary text (an
 ** "<|endoftext|>" written in a file is text, not a separator).
 ** From each input file the last `val_fraction` of its bytes goes to
@@ -40,7 +40,7 @@ typedef struct tsl_prepare_report {
 
 /* Inputs may be files or shell globs; a glob matching nothing, a missing
 ** file and input that is empty altogether are TESSEL_E_IO errors naming them;
-** options out of range, a tokenizer of more than 65536 tokens or without an
+** options out of range, a tokenizer of more than 2^24 tokens or without an
 ** end-of-text token are TESSEL_E_CONFIG. Creates out_dir if needed.
 ** opts may be NULL for the defaults; report, when not NULL, is filled on
 ** success. */

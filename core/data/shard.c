@@ -14,8 +14,8 @@
 #include "common/atomic_file.h"
 #include "common/util.h"
 
-/* Tokens are read straight into uint16 arrays, so the host byte order must
-** be the file's. */
+/* Tokens are read straight into integer arrays, so the host byte order
+** must be the file's. */
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "tessel token shards are little-endian; this host is not"
 #endif
@@ -32,7 +32,8 @@ static int32_t get_le32(const unsigned char *p) {
                    (uint32_t)p[3] << 24);
 }
 
-tsl_status tsl_shard_write(const char *path, const uint16_t *tokens, uint64_t count) {
+/* count tokens of `width` bytes under the header of their format. */
+static tsl_status write_shard(const char *path, const void *tokens, uint64_t count, int width) {
   tsl_status st = TESSEL_OK;
   unsigned char header[TSL_SHARD_HEADER_BYTES] = {0};
   tsl_atomic_file af;
@@ -40,17 +41,25 @@ tsl_status tsl_shard_write(const char *path, const uint16_t *tokens, uint64_t co
   if (count > TSL_SHARD_MAX_TOKENS)
     return tsl_error(TESSEL_E_CONFIG, "%s: %llu tokens exceed the shard limit of %llu", path,
                      (unsigned long long)count, TSL_SHARD_MAX_TOKENS);
-  put_le32(header + 0, TSL_SHARD_MAGIC);
-  put_le32(header + 4, TSL_SHARD_VERSION);
+  put_le32(header + 0, width == 2 ? TSL_SHARD_MAGIC : TSL_SHARD_WIDE_MAGIC);
+  put_le32(header + 4, width == 2 ? TSL_SHARD_VERSION : TSL_SHARD_WIDE_VERSION);
   put_le32(header + 8, (uint32_t)count);
 
   if ((st = tsl_atomic_open(path, &af)) < 0) return st;
   if ((st = tsl_atomic_write(&af, header, sizeof header)) < 0 ||
-      (st = tsl_atomic_write(&af, tokens, (size_t)count * sizeof(uint16_t))) < 0) {
+      (st = tsl_atomic_write(&af, tokens, (size_t)count * (size_t)width)) < 0) {
     tsl_atomic_abort(&af);
     return st;
   }
   return tsl_atomic_commit(&af);
+}
+
+tsl_status tsl_shard_write(const char *path, const uint16_t *tokens, uint64_t count) {
+  return write_shard(path, tokens, count, 2);
+}
+
+tsl_status tsl_shard_write_wide(const char *path, const uint32_t *tokens, uint64_t count) {
+  return write_shard(path, tokens, count, 4);
 }
 
 /* Read `bytes` at `offset` of the open shard file; a short read means the
@@ -78,18 +87,20 @@ static tsl_status read_at(int fd, const char *path, uint64_t offset, void *buf, 
 /* Check the header against the file's size; the message names what was
 ** expected and what the file holds. */
 static tsl_status check_header(const char *path, const unsigned char *map, uint64_t size,
-                               uint64_t *count) {
+                               uint64_t *count, int *width) {
   int32_t magic = get_le32(map), version = get_le32(map + 4), n = get_le32(map + 8);
-  if (magic != TSL_SHARD_MAGIC)
+  if (magic != TSL_SHARD_MAGIC && magic != TSL_SHARD_WIDE_MAGIC)
     return tsl_error(TESSEL_E_IO,
-                     "%s: not a tessel/llm.c token shard (magic: expected %d, found %d)", path,
-                     TSL_SHARD_MAGIC, magic);
-  if (version != TSL_SHARD_VERSION)
-    return tsl_error(TESSEL_E_VERSION, "%s: shard version %d, expected %d", path, version,
-                     TSL_SHARD_VERSION);
+                     "%s: not a tessel/llm.c token shard (magic: expected %d or %d, found %d)", path,
+                     TSL_SHARD_MAGIC, TSL_SHARD_WIDE_MAGIC, magic);
+  *width = magic == TSL_SHARD_MAGIC ? 2 : 4;
+  const int32_t expected = *width == 2 ? TSL_SHARD_VERSION : TSL_SHARD_WIDE_VERSION;
+  if (version != expected)
+    return tsl_error(TESSEL_E_VERSION, "%s: shard version %d, expected %d under magic %d", path, version, expected,
+                     magic);
   if (n < 0)
     return tsl_error(TESSEL_E_IO, "%s: corrupt header: negative token count %d", path, n);
-  uint64_t want = TSL_SHARD_HEADER_BYTES + 2 * (uint64_t)n;
+  uint64_t want = TSL_SHARD_HEADER_BYTES + (uint64_t)*width * (uint64_t)n;
   if (size != want)
     return tsl_error(TESSEL_E_IO, "%s: %s: %llu bytes, header says %d tokens = %llu bytes", path,
                      size < want ? "truncated" : "trailing bytes", (unsigned long long)size, n,
@@ -102,11 +113,20 @@ static tsl_status check_header(const char *path, const unsigned char *map, uint6
 ** vocabulary: at open, a token beyond it means the data were made for a
 ** larger one (a configuration mistake); later, that the file changed
 ** under the run (it was checked when opened). */
-static tsl_status read_tokens(const tsl_shard *s, uint64_t first, uint64_t n, uint16_t *out, int opening) {
+static tsl_status read_tokens(const tsl_shard *s, uint64_t first, uint64_t n, uint32_t *out, int opening) {
   if (first > s->count || n > s->count - first) return TESSEL_E_INTERNAL;
-  tsl_status st = read_at(s->fd, s->path, TSL_SHARD_HEADER_BYTES + 2 * first, out, (size_t)n * sizeof *out);
+  const uint64_t w = (uint64_t)s->token_bytes;
+  /* 16-bit tokens land in out's upper half and widen upwards in place:
+  ** token i's two bytes lie past every element widened before it */
+  unsigned char *narrow = (unsigned char *)out + (w == 2 ? 2 * n : 0);
+  tsl_status st = read_at(s->fd, s->path, TSL_SHARD_HEADER_BYTES + w * first, narrow, (size_t)(n * w));
+  for (uint64_t i = 0; st >= 0 && w == 2 && i < n; i++) {
+    uint16_t v;
+    memcpy(&v, narrow + 2 * i, sizeof v);
+    out[i] = v;
+  }
   for (uint64_t i = 0; st >= 0 && s->vocab_size > 0 && i < n; i++) {
-    if (out[i] < s->vocab_size) continue;
+    if (out[i] < (uint32_t)s->vocab_size) continue;
     if (opening)
       return tsl_error(TESSEL_E_CONFIG,
                        "%s: token %u at offset %llu is >= model.vocab_size = %d; the shard was made for a larger "
@@ -121,14 +141,14 @@ static tsl_status read_tokens(const tsl_shard *s, uint64_t first, uint64_t n, ui
   return st;
 }
 
-tsl_status tsl_shard_read(const tsl_shard *s, uint64_t first, uint64_t n, uint16_t *out) {
+tsl_status tsl_shard_read(const tsl_shard *s, uint64_t first, uint64_t n, uint32_t *out) {
   return read_tokens(s, first, n, out, 0);
 }
 
 /* Every token < vocab_size, read in blocks of a few hundred KiB. */
 static tsl_status check_vocab(const tsl_shard *s) {
   enum { BLOCK = 1 << 17 };
-  uint16_t *buf = malloc(BLOCK * sizeof *buf);
+  uint32_t *buf = malloc(BLOCK * sizeof *buf);
   tsl_status st = buf ? TESSEL_OK : tsl_error(TESSEL_E_NOMEM, "%s: out of host memory to check the shard", s->path);
   for (uint64_t at = 0; st >= 0 && at < s->count; at += BLOCK)
     st = read_tokens(s, at, TSL_MIN((uint64_t)BLOCK, s->count - at), buf, 1);
@@ -167,7 +187,7 @@ tsl_status tsl_shard_open(const char *path, int vocab_size, tsl_shard *out) {
     goto fail;
   }
   TSL_TRY(st, read_at(fd, path, 0, header, sizeof header));
-  TSL_TRY(st, check_header(path, header, size, &out->count));
+  TSL_TRY(st, check_header(path, header, size, &out->count, &out->token_bytes));
   if (!(out->path = tsl_strdup(path))) {
     st = TESSEL_E_NOMEM;
     goto fail;

@@ -31,7 +31,7 @@ static uint64_t read_split(const char *dir, const char *split, uint64_t shard_to
     CHECK(s.count >= 1 && s.count <= shard_tokens);
     REQUIRE(total + s.count <= cap);
     for (uint64_t k = 0; k < s.count; k++) {
-      uint16_t t;
+      uint32_t t;
       REQUIRE(tsl_shard_read(&s, k, 1, &t) == TESSEL_OK);
       out[total + k] = (unsigned char)t;
     }
@@ -217,7 +217,7 @@ static tsl_token_vec read_ids(const char *dir, const char *split, int vocab) {
   snprintf(path, sizeof path, "%s/%s_000000.bin", dir, split);
   REQUIRE(tsl_shard_open(path, vocab, &s) == TESSEL_OK);
   for (uint64_t i = 0; i < s.count; i++) {
-    uint16_t t;
+    uint32_t t;
     REQUIRE(tsl_shard_read(&s, i, 1, &t) == TESSEL_OK);
     int32_t id = t;
     REQUIRE(tsl_token_vec_sink(&v, &id, 1) == TESSEL_OK);
@@ -324,19 +324,28 @@ static void test_tokenizer_limits(void) {
   tsl_prepare_report rep;
   tsl_tokenizer *big = synthetic_tokenizer(65537, 1), *fits = synthetic_tokenizer(65536, 1),
                 *no_eot = synthetic_tokenizer(300, 0);
-  tsl_prepare_opts opts = {.val_fraction = 0.0, .shard_tokens = 1000, .tokenizer = big};
-  CHECK_EQ_INT(tsl_data_prepare(inputs, 1, dir, &opts, &rep), TESSEL_E_CONFIG);
-  CHECK_STR_CONTAINS(tsl_error_message(), "has 65537 tokens; shards store uint16 ids");
-  opts.tokenizer = no_eot;
+  tsl_prepare_opts opts = {.val_fraction = 0.0, .shard_tokens = 1000, .tokenizer = no_eot};
   CHECK_EQ_INT(tsl_data_prepare(inputs, 1, dir, &opts, &rep), TESSEL_E_CONFIG);
   CHECK_STR_CONTAINS(tsl_error_message(), "no end-of-text token");
   CHECK(!tsl_path_exists(dir));
-  opts.tokenizer = fits; /* the largest id, 65535, is a uint16 */
-  REQUIRE(tsl_data_prepare(inputs, 1, dir, &opts, &rep) == TESSEL_OK);
-  tsl_token_vec ids = read_ids(dir, "train", 65536);
-  REQUIRE(ids.n == 11); /* the end-of-text token, then one id per byte: no merges */
-  CHECK_EQ_INT(ids.ids[0], 65535);
-  tsl_token_vec_free(&ids);
+  /* the largest id of `fits`, 65535, is a uint16: GPT-2's shards; one token
+  ** more and the shards are llm.c's uint32 format (they were refused) */
+  tsl_tokenizer *const sizes[] = {fits, big};
+  for (int k = 0; k < 2; k++) {
+    opts.tokenizer = sizes[k];
+    REQUIRE(tsl_data_prepare(inputs, 1, dir, &opts, &rep) == TESSEL_OK);
+    const int vocab = tsl_tokenizer_vocab_size(sizes[k]);
+    tsl_token_vec ids = read_ids(dir, "train", vocab);
+    REQUIRE(ids.n == 11); /* the end-of-text token, then one id per byte: no merges */
+    CHECK_EQ_INT(ids.ids[0], vocab - 1);
+    tsl_token_vec_free(&ids);
+    char path[1100];
+    tsl_shard s;
+    snprintf(path, sizeof path, "%s/train_000000.bin", dir);
+    REQUIRE(tsl_shard_open(path, vocab, &s) == TESSEL_OK);
+    CHECK_EQ_INT(s.token_bytes, k ? 4 : 2);
+    tsl_shard_close(&s);
+  }
   tsl_tokenizer_free(big);
   tsl_tokenizer_free(fits);
   tsl_tokenizer_free(no_eot);

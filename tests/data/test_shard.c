@@ -29,9 +29,11 @@ static void test_round_trip(void) {
   CHECK_EQ_INT(scratch_temp_files(path), 0);
   REQUIRE(tsl_shard_open(path, 0, &s) == TESSEL_OK);
   CHECK_EQ_INT(s.count, 1000);
-  uint16_t back[1000];
+  uint32_t back[1000];
   REQUIRE(tsl_shard_read(&s, 0, 1000, back) == TESSEL_OK);
-  CHECK(memcmp(back, tokens, sizeof tokens) == 0);
+  int same = 1;
+  for (int i = 0; i < 1000; i++) same &= back[i] == tokens[i];
+  CHECK(same);
   REQUIRE(tsl_shard_read(&s, 998, 2, back) == TESSEL_OK);
   CHECK_EQ_INT(back[1], 65535);
   CHECK_EQ_INT(tsl_shard_read(&s, 999, 2, back), TESSEL_E_INTERNAL); /* past the end: a caller bug */
@@ -61,7 +63,7 @@ static void test_overwrite_is_atomic_replace(void) {
   REQUIRE(tsl_shard_write(path, b, 2) == TESSEL_OK);
   REQUIRE(tsl_shard_open(path, 0, &s) == TESSEL_OK);
   CHECK_EQ_INT(s.count, 2);
-  uint16_t first;
+  uint32_t first;
   REQUIRE(tsl_shard_read(&s, 0, 1, &first) == TESSEL_OK);
   CHECK_EQ_INT(first, 9);
   tsl_shard_close(&s);
@@ -84,7 +86,7 @@ static void test_bad_magic(void) {
   CHECK_EQ_INT(tsl_shard_open(path, 0, &s), TESSEL_E_IO);
   CHECK_STR_CONTAINS(tsl_error_message(), path);
   CHECK_STR_CONTAINS(tsl_error_message(), "not a tessel/llm.c token shard");
-  CHECK_STR_CONTAINS(tsl_error_message(), "expected 20240520, found 12345");
+  CHECK_STR_CONTAINS(tsl_error_message(), "expected 20240520 or 20240801, found 12345");
   CHECK(s.path == NULL && s.count == 0);
 }
 
@@ -96,7 +98,57 @@ static void test_wrong_version(void) {
   write_raw_shard(path, TSL_SHARD_MAGIC, 7, 2, t, 2);
   CHECK_EQ_INT(tsl_shard_open(path, 0, &s), TESSEL_E_VERSION);
   CHECK_STR_CONTAINS(tsl_error_message(), path);
-  CHECK_STR_CONTAINS(tsl_error_message(), "version 7, expected 1");
+  CHECK_STR_CONTAINS(tsl_error_message(), "version 7, expected 1 under magic 20240520");
+  write_raw_shard(path, TSL_SHARD_WIDE_MAGIC, 1, 1, t, 2);
+  CHECK_EQ_INT(tsl_shard_open(path, 0, &s), TESSEL_E_VERSION);
+  CHECK_STR_CONTAINS(tsl_error_message(), "version 1, expected 7 under magic 20240801");
+}
+
+/* llm.c's Llama 3 format: uint32 tokens under magic 20240801, version 7,
+** for vocabularies past 65536 (Llama 3's 128256, Qwen2's 151665). Tokens
+** past 16 bits read back whole; the vocabulary check sees them; a window
+** read from the middle (the dataset's reads) is exact too. A header as
+** llm.c's write_datafile makes it, written here byte by byte, opens. */
+static void test_wide_tokens(void) {
+  char path[1024];
+  uint32_t tokens[300], back[300];
+  tsl_shard s;
+  for (int i = 0; i < 300; i++) tokens[i] = (uint32_t)(i * 40503u) % 151665u;
+  tokens[7] = 151664;
+  scratch_path(path, "wide.bin");
+  REQUIRE(tsl_shard_write_wide(path, tokens, 300) == TESSEL_OK);
+  REQUIRE(tsl_shard_open(path, 151665, &s) == TESSEL_OK);
+  CHECK_EQ_INT(s.count, 300);
+  CHECK_EQ_INT(s.token_bytes, 4);
+  REQUIRE(tsl_shard_read(&s, 0, 300, back) == TESSEL_OK);
+  CHECK(memcmp(back, tokens, sizeof tokens) == 0);
+  REQUIRE(tsl_shard_read(&s, 5, 3, back) == TESSEL_OK);
+  CHECK(back[0] == tokens[5] && back[2] == 151664);
+  tsl_shard_close(&s);
+  CHECK_EQ_INT(tsl_shard_open(path, 128256, &s), TESSEL_E_CONFIG);
+  CHECK_STR_CONTAINS(tsl_error_message(), "token 151664 at offset 7");
+  /* the bytes of llm.c's header and tokens */
+  unsigned char raw[TSL_SHARD_HEADER_BYTES + 8] = {0};
+  const int32_t fields[3] = {20240801, 7, 2};
+  const uint32_t two[2] = {128000, 70000};
+  memcpy(raw, fields, sizeof fields);
+  memcpy(raw + TSL_SHARD_HEADER_BYTES, two, sizeof two);
+  scratch_write(path, raw, sizeof raw);
+  REQUIRE(tsl_shard_open(path, 128256, &s) == TESSEL_OK);
+  REQUIRE(tsl_shard_read(&s, 0, 2, back) == TESSEL_OK);
+  CHECK(back[0] == 128000 && back[1] == 70000);
+  tsl_shard_close(&s);
+  /* a 16-bit shard read into the same array: the in-place widening keeps
+  ** every token (the last ones widen from the array's own upper half) */
+  uint16_t narrow[300];
+  for (int i = 0; i < 300; i++) narrow[i] = (uint16_t)(65535 - i);
+  REQUIRE(tsl_shard_write(path, narrow, 300) == TESSEL_OK);
+  REQUIRE(tsl_shard_open(path, 0, &s) == TESSEL_OK);
+  REQUIRE(tsl_shard_read(&s, 0, 300, back) == TESSEL_OK);
+  int same = 1;
+  for (int i = 0; i < 300; i++) same &= back[i] == narrow[i];
+  CHECK(same);
+  tsl_shard_close(&s);
 }
 
 static void test_truncated(void) {
@@ -151,7 +203,8 @@ static void test_token_beyond_vocab(void) {
 ** where a mapping of it died of SIGBUS. */
 static void test_changed_under_reader(void) {
   char path[1024];
-  uint16_t tokens[64], back[8];
+  uint16_t tokens[64];
+  uint32_t back[8];
   tsl_shard s;
   for (int i = 0; i < 64; i++) tokens[i] = (uint16_t)i;
   scratch_path(path, "changing.bin");
@@ -187,6 +240,7 @@ int main(void) {
   RUN(test_too_many_tokens);
   RUN(test_bad_magic);
   RUN(test_wrong_version);
+  RUN(test_wide_tokens);
   RUN(test_truncated);
   RUN(test_trailing_bytes);
   RUN(test_token_beyond_vocab);

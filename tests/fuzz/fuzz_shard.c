@@ -19,7 +19,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (fuzz_write(fuzz_scratch(), "train_000000.bin", data, size, path) != 0) return 0;
   tsl_shard s;
   if (tsl_shard_open(path, 256, &s) >= 0) {
-    uint16_t first[64];
+    uint32_t first[64];
     if (tsl_shard_read(&s, 0, s.count < 64 ? s.count : 64, first) < 0) abort(); /* opened: must read */
     tsl_shard_close(&s);
   }

@@ -21,9 +21,10 @@ static const tsl_options data_options = {"o:", data_longs};
 const tsl_command tsl_cmd_data = {
     "data", "prepare text files as token shards: tessel data prepare FILE... -o DIR",
     "usage: tessel data prepare FILE... -o DIR [--tokenizer tokenizer.json] [--val-fraction F] [--shard-tokens N]\n\n"
-    "Turns text into token shards in llm.c's format (1024-byte header, uint16 tokens): with a byte-level\n"
-    "vocabulary of 256 (any text file is training data), or with a byte-level BPE tokenizer.json of at most\n"
-    "65536 tokens, each file a document that starts with the end-of-text token (a special token's text\n"
+    "Turns text into token shards in llm.c's format (1024-byte header, uint16 tokens, or uint32 for a\n"
+    "vocabulary past 65536 as llm.c's Llama 3 shards): with a byte-level vocabulary of 256 (any text file\n"
+    "is training data), or with a byte-level BPE tokenizer.json, each file a document that starts with\n"
+    "the end-of-text token (a special token's text\n"
     "inside a file is encoded as ordinary text and splits nothing). From each file the last F\n"
     "of its bytes go to validation. Writes DIR/train_NNNNNN.bin, DIR/val_NNNNNN.bin and DIR/tokens.json\n"
     "(the vocabulary, with a copy of the tokenizer as DIR/tokenizer.json). FILE may be a glob.\n\n"
