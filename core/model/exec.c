@@ -90,10 +90,8 @@ static tsl_status rotary(const run *r, void *q, int64_t ldq, void *k, int64_t ld
   const tsl_model *m = r->m;
   tsl_backend *be = &m->rt->be;
   int64_t hs = m->dims.dim[TESSEL_DIM_HEAD_SIZE], B = m->geo.batch, T = m->dims.seq_len;
-  const tessel_op *op = r->op;
-  const tsl_rope_freqs f = {.theta = op->theta, .factor = op->rope_factor, .low_freq_factor = op->rope_low_freq_factor,
-                            .high_freq_factor = op->rope_high_freq_factor,
-                            .original_positions = op->rope_original_positions};
+  /* the frequencies the op describes to strategies, as the model holds them */
+  const tsl_rope_freqs f = m->arch.rope;
   int rc = be->rope(be, m->rt->compute, q, B, T, m->geo.heads, hs, ldq, 0, f, inverse);
   if (rc >= 0) rc = be->rope(be, m->rt->compute, k, B, T, m->geo.kv_heads, hs, ldk, 0, f, inverse);
   return be_status(rc, "rotary positions");

@@ -31,16 +31,14 @@ static const tsl_rope_freqs PLAIN = {.theta = THETA};
 static const tsl_rope_freqs LLAMA3 = {.theta = 500000.0f, .factor = 32, .low_freq_factor = 1,
                                       .high_freq_factor = 4, .original_positions = 8192};
 
-/* transformers' fp32 angle for position pos and pair i. Plain frequencies
-** are formed here as LlamaRotaryEmbedding forms them; scaled ones come from
+/* transformers' fp32 frequencies of a head of hs (at most 512): plain ones
+** formed here as LlamaRotaryEmbedding forms them; scaled ones from
 ** tsl_rope_inv_freqs, which test_hf_llama_attention checks bit for bit
-** against transformers' own. */
-static float hf_angle(int64_t pos, int64_t i, int64_t hs, int scaled) {
-  float inv[256];
+** against transformers' own. The angle is the fp32 product pos·inv[i]. */
+static void hf_frequencies(int64_t hs, int scaled, float *inv) {
   REQUIRE(hs / 2 <= 256);
   if (scaled) tsl_rope_inv_freqs(LLAMA3, hs, inv);
-  const float inv_freq = scaled ? inv[i] : 1.0f / powf(THETA, (float)(2 * i) / (float)hs);
-  return (float)pos * inv_freq;
+  for (int64_t i = 0; !scaled && i < hs / 2; i++) inv[i] = 1.0f / powf(THETA, (float)(2 * i) / (float)hs);
 }
 
 static int rope(float *x, const rope_case *c, int inverse) {
@@ -52,10 +50,12 @@ static int rope(float *x, const rope_case *c, int inverse) {
 ** the two products of each result in mag */
 static void ref_rope(double *out, double *mag, const float *x, const rope_case *c, double sign) {
   const int64_t half = c->hs / 2;
+  float inv[256];
+  hf_frequencies(c->hs, c->scaled, inv);
   for (int64_t r = 0; r < c->B * c->T; r++)
     for (int64_t h = 0; h < c->heads; h++)
       for (int64_t i = 0; i < half; i++) {
-        const double a = hf_angle(r % c->T + c->pos_offset, i, c->hs, c->scaled);
+        const double a = (float)(r % c->T + c->pos_offset) * inv[i];
         const double cs = cos(a), sn = sign * sin(a);
         const int64_t lo = r * c->ld + h * c->hs + i, hi = lo + half;
         out[lo] = x[lo] * cs - x[hi] * sn, out[hi] = x[hi] * cs + x[lo] * sn;

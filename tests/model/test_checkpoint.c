@@ -181,6 +181,14 @@ static void put_sealed_json(const char *ckpt, const char *json) {
   free(sealed);
 }
 
+/* text with its n bytes at `at` replaced by `with` (heap). */
+static char *spliced(const char *text, const char *at, size_t n, const char *with) {
+  char *out = malloc(strlen(text) - n + strlen(with) + 1);
+  REQUIRE(out);
+  sprintf(out, "%.*s%s%s", (int)(at - text), text, with, at + n);
+  return out;
+}
+
 /* good's trainer.json with the number at "key": VALUE replaced by `value`. */
 static char *json_with(const char *good, const char *key, const char *value) {
   char file[1300], *text = NULL;
@@ -192,10 +200,7 @@ static char *json_with(const char *good, const char *key, const char *value) {
   REQUIRE(at);
   at += strlen(pattern);
   while (*at == ' ' || *at == '\t') at++;
-  char *end = at + strspn(at, "-0123456789.e");
-  char *out = malloc(strlen(text) + strlen(value) + 1);
-  REQUIRE(out);
-  sprintf(out, "%.*s%s%s", (int)(at - text), text, value, end);
+  char *out = spliced(text, at, strspn(at, "-0123456789.e"), value);
   free(text);
   return out;
 }
@@ -415,12 +420,9 @@ static void test_llama_options_are_recorded(void) {
       {"\"heads\":\t2", "\"heads\":\t262144", "'model.head_dim' must be even, a Llama's, and times model.heads at "
                                               "most 1048576"}};
   for (size_t i = 0; i < TSL_ARRAY_LEN(edits); i++) {
-    char *at = strstr(text, edits[i][0]);
+    const char *at = strstr(text, edits[i][0]);
     REQUIRE(at);
-    size_t head = (size_t)(at - text), tail = strlen(at + strlen(edits[i][0]));
-    char *edited = malloc(head + strlen(edits[i][1]) + tail + 1);
-    REQUIRE(edited);
-    sprintf(edited, "%.*s%s%s", (int)head, text, edits[i][1], at + strlen(edits[i][0]));
+    char *edited = spliced(text, at, strlen(edits[i][0]), edits[i][1]);
     char *sealed = tsl_ckpt_meta_reseal(edited);
     REQUIRE(sealed);
     expect_parse_refused(sealed, edits[i][2]);
