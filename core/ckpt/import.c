@@ -327,8 +327,8 @@ static tsl_tokenizer *hf_tokenizer(const tsl_weights *w) {
   if (path && tsl_path_exists(path)) {
     if (tsl_tokenizer_load(path, &t) < 0)
       tsl_warn("the checkpoint gets no tokenizer: %s", tsl_error_message());
-    else if (tsl_tokenizer_vocab_size(t) != w->model.vocab_size) {
-      tsl_warn("the checkpoint gets no tokenizer: %s has %d tokens, the model's vocabulary %d", path,
+    else if (tsl_tokenizer_vocab_size(t) > w->model.vocab_size) {
+      tsl_warn("the checkpoint gets no tokenizer: %s has %d tokens, more than the model's vocabulary of %d", path,
                tsl_tokenizer_vocab_size(t), w->model.vocab_size);
       tsl_tokenizer_free(t);
       t = NULL;

@@ -104,7 +104,7 @@ static tsl_status prompt_ids(const tsl_sample_opts *o, int V, tsl_token_vec *v) 
     return st;
   }
   int n = tsl_tokenizer_vocab_size(o->tokenizer), eot = tsl_tokenizer_eot(o->tokenizer);
-  if (n != V)
+  if (n > V)
     return tsl_error(TESSEL_E_CONFIG, "the tokenizer %s has %d tokens, but the model's vocabulary is %d",
                      tsl_tokenizer_name(o->tokenizer), n, V);
   tsl_status st = tsl_tokenizer_encode(o->tokenizer, o->prompt, len, TSL_TOK_ADDED, tsl_token_vec_sink, v);
@@ -142,6 +142,10 @@ tsl_status tsl_sample(const tsl_settings *given, tsl_tensor_fn src, void *src_ct
   tsl_model *m = NULL;
   float *whole = NULL, *row = NULL, *scratch = NULL;
   int V = given->model.vocab_size, terminal = isatty(fileno(out));
+  /* a vocabulary padded past its tokenizer (Qwen2's 151936 rows for 151665
+  ** tokens, or a GPT-2 made 50304 wide): the rows past the tokenizer have
+  ** no text and are never drawn */
+  int drawable = o->tokenizer ? tsl_tokenizer_vocab_size(o->tokenizer) : V;
   tsl_token_vec prompt = {0};
   if ((st = prompt_ids(o, V, &prompt)) < 0) {
     tsl_token_vec_free(&prompt);
@@ -199,7 +203,7 @@ tsl_status tsl_sample(const tsl_settings *given, tsl_tensor_fn src, void *src_ct
         goto fail;
       }
     double u = (double)(tsl_mix64(o->seed ^ tsl_mix64((uint64_t)k)) >> 11) / 9007199254740992.0;
-    int tok = draw(row, scratch, V, o->temperature, o->top_k, u);
+    int tok = draw(row, scratch, drawable, o->temperature, o->top_k, u);
     ctx.tokens[ctx.len++] = tok;
     if (k == 0) fputs(o->prompt, out);
     emit(o, tok, terminal, out);

@@ -20,12 +20,16 @@ static tsl_cfg *section(tsl_runtime *rt, const char *name) {
   return c;
 }
 
-/* model.vocab_size against a vocabulary of n tokens described by `what`. */
+/* model.vocab_size against a vocabulary of n tokens described by `what`.
+** A larger model.vocab_size pads the vocabulary, as llm.c (50304 for
+** GPT-2's 50257) and Qwen2 (151936 rows for 151665 tokens) do: its extra
+** rows are trained like the others, never seen in the data and never
+** sampled. */
 static tsl_status check_size(tsl_runtime *rt, int n, const char *what) {
   int v = rt->settings.model.vocab_size;
-  if (v == n) return TESSEL_OK;
-  return tsl_cfg_error(section(rt, "model"), "vocab_size", "%d, but %s has %d tokens; set model.vocab_size: %d", v,
-                       what, n, n);
+  if (v >= n) return TESSEL_OK;
+  return tsl_cfg_error(section(rt, "model"), "vocab_size",
+                       "%d, but %s has %d tokens; set model.vocab_size: %d (or more, to pad it)", v, what, n, n);
 }
 
 static tsl_status check_tokenizer_size(tsl_runtime *rt) {
@@ -110,8 +114,12 @@ tsl_status tsl_vocab_check(tsl_runtime *rt, int shards) {
   }
   if (rt->tokenizer) {
     TSL_TRY(st, check_tokenizer_size(rt));
-    tsl_info("tokenizer: %s (%d tokens, end-of-text %d, hash %016" PRIx64 ")", tsl_tokenizer_name(rt->tokenizer),
-             tsl_tokenizer_vocab_size(rt->tokenizer), tsl_tokenizer_eot(rt->tokenizer), tsl_tokenizer_hash(rt->tokenizer));
+    int n = tsl_tokenizer_vocab_size(rt->tokenizer), pad = rt->settings.model.vocab_size - n;
+    tsl_info("tokenizer: %s (%d tokens, end-of-text %d, hash %016" PRIx64 ")", tsl_tokenizer_name(rt->tokenizer), n,
+             tsl_tokenizer_eot(rt->tokenizer), tsl_tokenizer_hash(rt->tokenizer));
+    if (pad > 0)
+      tsl_info("model.vocab_size %d pads the tokenizer's vocabulary by %d rows: they are trained, never sampled",
+               rt->settings.model.vocab_size, pad);
   }
   const tsl_settings *s = &rt->settings;
   if (!rt->tokenizer && s->model.vocab_size > 256 && s->train.sample_tokens > 0)

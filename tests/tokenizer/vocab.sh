@@ -90,6 +90,7 @@ expect_refused 2 "$WORK/bytes are byte-level (vocabulary 256)" "$WORK/gpt2/token
 # byte-level data in a larger vocabulary trains, but cannot be turned into text
 expect_refused 2 "train.sample_tokens: 5" "no tokenizer" -- run bytes_sample "$WORK/bytes" --set train.sample_tokens=5
 run bytes1024 "$WORK/bytes" >/dev/null 2>&1 || fail "byte-level data under vocab_size 1024 did not train"
+run b256 "$WORK/bytes" --set model.vocab_size=256 >/dev/null 2>&1 || fail "byte-level data under vocab_size 256 did not train"
 expect_refused 2 "vocabulary of 1024 tokens and no tokenizer" -- "$TESSEL" sample "$WORK/bytes1024/checkpoints/step_00000002" --tokens 3
 # resuming that byte-level run on tokenizer-made shards (it once went on
 # silently, and its next checkpoint carried the tokenizer)
@@ -105,7 +106,12 @@ grep -q "\"hash\":[[:space:]]*\"$(hash_of $GPT2)\"" "$CK/trainer.json" || fail "
 a=$("$TESSEL" sample "$CK" --prompt "static<|endoftext|>" --tokens 12 --temperature 0)
 b=$("$TESSEL" sample "$CK" --prompt "static<|endoftext|>" --tokens 12 --temperature 0)
 [ "$a" = "$b" ] || fail "greedy sampling with a tokenizer is not deterministic"
-expect_refused 2 "$LLAMA has 512 tokens" "vocabulary is 1024" -- "$TESSEL" sample "$CK" --tokenizer $LLAMA
+# another tokenizer than the checkpoint's: used, as asked, with a warning
+# (a smaller one fits the model's vocabulary as padding would)
+"$TESSEL" sample "$CK" --tokenizer $LLAMA --tokens 3 >"$WORK/out" 2>"$WORK/err" || fail "sample --tokenizer: $(cat "$WORK/err")"
+grep -qF "was trained with tokenizer $(hash_of $GPT2)" "$WORK/err" || fail "no warning of another tokenizer: $(cat "$WORK/err")"
+grep -qF "sampling with $LLAMA ($(hash_of $LLAMA)) instead" "$WORK/err" || fail "the warning does not name it: $(cat "$WORK/err")"
+expect_refused 2 "$LLAMA has 512 tokens" "vocabulary is 256" -- "$TESSEL" sample "$WORK/b256/checkpoints/step_00000002" --tokenizer $LLAMA
 # a refusal writes nothing to standard output (the prompt came first once)
 [ ! -s "$WORK/out" ] || fail "sample wrote $(wc -c <"$WORK/out") byte(s) to standard output before refusing"
 # resuming under another tokenizer of the same size is refused, naming both

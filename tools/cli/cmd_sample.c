@@ -1,10 +1,13 @@
 /* tools/cli/cmd_sample.c — `tessel sample CKPT`. */
 #include <getopt.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "ckpt/checkpoint.h"
 #include "cli/cli.h"
+#include "common/log.h"
+#include "tokenizer/tokenizer.h"
 #include "train/sample.h"
 
 static int sample(int argc, char **argv);
@@ -83,6 +86,12 @@ static int sample(int argc, char **argv) {
   s.train.seed = ck.seed;
   if (!tokenizer) tokenizer = ck.tokenizer;
   if (tokenizer) st = tsl_tokenizer_load(tokenizer, &o.tokenizer);
+  /* another vocabulary's ids mean other text: allowed, since --tokenizer
+  ** says so, but said (a smaller one now fits a padded model) */
+  if (st >= 0 && o.tokenizer && ck.tokenizer && tsl_tokenizer_hash(o.tokenizer) != ck.tokenizer_hash)
+    tsl_warn("%s was trained with tokenizer %016" PRIx64 " (%s); sampling with %s (%016" PRIx64 ") instead, as "
+             "--tokenizer asks: its ids may stand for other text", argv[optind], ck.tokenizer_hash, ck.tokenizer,
+             tokenizer, tsl_tokenizer_hash(o.tokenizer));
   if (st >= 0) st = tsl_sample(&s, from_checkpoint, &ck, &o, stdout);
   tsl_tokenizer_free(o.tokenizer);
   tsl_ckpt_close(&ck);

@@ -1,0 +1,85 @@
+# A vocabulary padded past its tokenizer: model.vocab_size larger than the
+# tokenizer's, as llm.c pads GPT-2's 50257 tokens to 50304 rows and Qwen2
+# has 151936 rows for 151665 tokens. It trains on the tokenizer's shards,
+# keeps the tokenizer through its checkpoints, export and import, and its
+# extra rows are never sampled: made the largest logits by far (rows of
+# ±100 times real rows, so one of each pair wins at every position), they
+# must leave greedy text as it was. A model smaller than its tokenizer is
+# still refused. Uses the fixture tokenizer gpt2_1024.json (made by Hugging
+# Face tokenizers, see make_fixtures.py) on the project's own sources.
+# Usage: padded_vocab.sh TESSEL SRC TMP
+set -eu
+TESSEL=$1
+SRC=$2
+WORK=$3/padded_vocab.$$
+cd "$SRC"
+rm -rf "$WORK"
+mkdir -p "$WORK"
+GPT2=tests/tokenizer/fixtures/gpt2_1024.json
+fail() {
+  echo "FAIL: $*" >&2
+  exit 1
+}
+cat >"$WORK/base.yaml" <<YAML
+model: {layers: 1, heads: 2, channels: 32, seq_len: 16, vocab_size: 1088}
+train: {steps: 4, batch_size: 4, seed: 3, sample_tokens: 8}
+device: {threads: 1}
+checkpoint: {keep: 0}
+log: {every: 1, progress: never}
+YAML
+"$TESSEL" data prepare "core/config/*.c" -o "$WORK/data" --tokenizer $GPT2 >/dev/null || fail "prepare"
+run() { # run NAME [--set ...]
+  local name=$1
+  shift
+  "$TESSEL" run "$WORK/base.yaml" --set log.dir="$WORK/$name" --set "data.train=$WORK/data/train_*.bin" \
+    --set "data.val=$WORK/data/val_*.bin" "$@"
+}
+
+run pad >"$WORK/pad.log" 2>&1 || fail "a padded vocabulary did not train: $(tail -5 "$WORK/pad.log")"
+grep -q "pads the tokenizer's vocabulary by 64 rows" "$WORK/pad.log" || fail "the run does not say it pads: $(cat "$WORK/pad.log")"
+CK="$WORK/pad/checkpoints/step_00000004"
+cmp -s "$CK/tokenizer.json" $GPT2 || fail "the padded checkpoint does not hold its tokenizer"
+a=$("$TESSEL" sample "$CK" --prompt "static" --tokens 24 --temperature 0) || fail "sampling the padded model failed"
+
+"$TESSEL" export "$CK" -o "$WORK/hf/model.safetensors" >/dev/null || fail "export"
+cmp -s "$WORK/hf/tokenizer.json" $GPT2 || fail "the export does not hold the tokenizer"
+grep -Eq '"vocab_size":[[:space:]]*1088' "$WORK/hf/config.json" || fail "config.json lacks vocab_size 1088: $(cat "$WORK/hf/config.json")"
+# rows 1024 + 2j and 1025 + 2j of the tied embedding become +100 and -100
+# times row j (j < 32); the file keeps its size and layout
+python3 - "$WORK/hf/model.safetensors" <<'PY' || fail "could not rewrite the padded rows"
+import array, json, struct, sys
+path = sys.argv[1]
+with open(path, "r+b") as f:
+    (n,) = struct.unpack("<Q", f.read(8))
+    header = json.loads(f.read(n))
+    wte = header["transformer.wte.weight"]
+    assert wte["dtype"] == "F32" and wte["shape"][0] == 1088, wte
+    cols = wte["shape"][1]
+    start = 8 + n + wte["data_offsets"][0]
+    f.seek(start)
+    rows = array.array("f")
+    rows.frombytes(f.read(1088 * cols * 4))
+    for j in range(32):
+        for sign, r in ((100.0, 1024 + 2 * j), (-100.0, 1025 + 2 * j)):
+            rows[r * cols:(r + 1) * cols] = array.array("f", (sign * x for x in rows[j * cols:(j + 1) * cols]))
+    f.seek(start)
+    f.write(rows.tobytes())
+PY
+"$TESSEL" import "$WORK/hf" -o "$WORK/imported" >"$WORK/import.log" 2>&1 || fail "import: $(cat "$WORK/import.log")"
+grep -q "gets no tokenizer" "$WORK/import.log" && fail "the import dropped the tokenizer: $(cat "$WORK/import.log")"
+cmp -s "$WORK/imported/tokenizer.json" $GPT2 || fail "the imported checkpoint does not hold the tokenizer"
+b=$("$TESSEL" sample "$WORK/imported" --prompt "static" --tokens 24 --temperature 0) || fail "sampling the import failed"
+[ "$a" = "$b" ] || fail "padded rows changed greedy text: '$a' against '$b'"
+"$TESSEL" sample "$WORK/imported" --prompt "static" --tokens 200 --temperature 1 --seed 5 >/dev/null ||
+  fail "sampling the import at temperature 1 failed"
+
+# smaller than the tokenizer: refused, saying what to set
+set +e
+run small --set model.vocab_size=1000 >"$WORK/small.log" 2>&1
+rc=$?
+set -e
+[ $rc -eq 2 ] || fail "model.vocab_size 1000 under a 1024-token tokenizer exited $rc: $(cat "$WORK/small.log")"
+grep -q "model.vocab_size: 1000, but .* has 1024 tokens; set model.vocab_size: 1024 (or more" "$WORK/small.log" ||
+  fail "the refusal does not say what to set: $(cat "$WORK/small.log")"
+rm -rf "$WORK"
+echo "padded vocabulary: trains, keeps its tokenizer through export and import, never samples its padding"
