@@ -8,6 +8,12 @@
 ** ranges in small chunks into one shard-sized token buffer: memory stays at
 ** one shard's worth however large the corpus is. With a tokenizer each file
 ** is mapped and its parts encoded straight into the shard buffer.
+**
+** Shards are written under staged names (.train_000000.bin.part), which the
+** globs that read a directory's shards do not match, and moved into place
+** only once both splits are written: a preparation that fails halfway (a
+** read error, a full disk) leaves an earlier preparation's shards as they
+** were. The price is room for both sets until the end.
 */
 #include "data/prepare.h"
 
@@ -149,9 +155,13 @@ static char *shard_path(const char *dir, const char *split, int index) {
   return tsl_asprintf("%s/%s_%06d.bin", dir, split, index);
 }
 
+static char *staged_path(const char *dir, const char *split, int index) {
+  return tsl_asprintf("%s/.%s_%06d.bin.part", dir, split, index);
+}
+
 static tsl_status sink_flush(shard_sink *s) {
   if (s->len == 0) return TESSEL_OK;
-  char *path = shard_path(s->dir, s->split, s->shards);
+  char *path = staged_path(s->dir, s->split, s->shards);
   if (!path) return TESSEL_E_NOMEM;
   tsl_status st = s->wide ? tsl_shard_write_wide(path, s->buf, s->len) : tsl_shard_write(path, s->buf, s->len);
   free(path);
@@ -269,6 +279,61 @@ static tsl_status remove_stale_shards(const char *dir, const char *split, int fr
   return st;
 }
 
+/* Every staged shard in dir: this preparation's after it failed, or those a
+** preparation that was killed left behind. */
+static void remove_staged(const char *dir) {
+  static const char *const splits[] = {"train", "val"};
+  for (size_t s = 0; s < sizeof splits / sizeof splits[0]; s++) {
+    char *pattern = tsl_asprintf("%s/.%s_*.bin.part", dir, splits[s]);
+    glob_t g = {0};
+    if (pattern && glob(pattern, 0, NULL, &g) == 0)
+      for (size_t i = 0; i < g.gl_pathc; i++) unlink(g.gl_pathv[i]);
+    globfree(&g);
+    free(pattern);
+  }
+}
+
+/* One split's staged shards into place (each rename replaces the old shard
+** of its number), then the old shards numbered past them out. */
+static tsl_status commit_split(const shard_sink *s) {
+  tsl_status st = TESSEL_OK;
+  for (int i = 0; i < s->shards && st >= 0; i++) {
+    char *from = staged_path(s->dir, s->split, i), *to = shard_path(s->dir, s->split, i);
+    if (!from || !to) st = TESSEL_E_NOMEM;
+    else if (rename(from, to) != 0)
+      st = tsl_error(TESSEL_E_IO, "%s: cannot move the new shard into place: %s; %s now holds part of the new "
+                     "shards and part of the old ones: prepare it again", to, strerror(errno), s->dir);
+    free(from);
+    free(to);
+  }
+  if (st >= 0) st = remove_stale_shards(s->dir, s->split, s->shards);
+  return st;
+}
+
+/* The new preparation in place of the old. First the stamp (which sources
+** a run's data.text shards came from; the run writes its own after
+** preparing) and the record that describe the old shards go: a failure
+** from here leaves shards that nothing vouches for, never an old record
+** over new shards. */
+static tsl_status commit(const char *out_dir, const shard_sink sinks[2], const tsl_tokenizer *t) {
+  static const char *const stale[] = {TSL_DATA_STAMP, "tokens.json"};
+  tsl_status st = TESSEL_OK;
+  for (size_t i = 0; i < sizeof stale / sizeof stale[0]; i++) {
+    char *path = tsl_asprintf("%s/%s", out_dir, stale[i]);
+    if (!path) return TESSEL_E_NOMEM;
+    if (unlink(path) != 0 && errno != ENOENT)
+      st = tsl_error(TESSEL_E_IO, "%s: cannot remove the record of an earlier preparation: %s", path,
+                     strerror(errno));
+    free(path);
+    if (st < 0) return st;
+  }
+  TSL_TRY(st, commit_split(&sinks[0]));
+  TSL_TRY(st, commit_split(&sinks[1]));
+  TSL_TRY(st, tsl_data_record_write(out_dir, t));
+fail:
+  return st;
+}
+
 void tsl_data_dir_unmake(const char *out_dir, char *const *made) {
   static const char *const records[] = {"tokens.json", "tokenizer.json", TSL_DATA_STAMP, TSL_DATA_LOCK};
   remove_stale_shards(out_dir, "train", 0);
@@ -339,12 +404,7 @@ tsl_status tsl_data_prepare(const char *const *inputs, int n_inputs, const char 
     goto fail;
   }
   TSL_TRY(st, tsl_mkdir_p(out_dir));
-  /* the stamp of a run's data.text says which sources the shards came
-  ** from; these are about to be others (a run that found it would train on
-  ** them as its own), and a run writes its stamp after preparing */
-  char *stamp = tsl_asprintf("%s/" TSL_DATA_STAMP, out_dir);
-  if (stamp) unlink(stamp);
-  free(stamp);
+  remove_staged(out_dir);
 
   /* with a tokenizer a part has at most one token per byte, plus its end-of-text
   ** and the up to 3 bytes a split point moves to a character boundary */
@@ -365,9 +425,8 @@ tsl_status tsl_data_prepare(const char *const *inputs, int n_inputs, const char 
     uint64_t bytes = split ? val : train;
     s->cap = TSL_MIN(opts->shard_tokens, bytes ? bytes + extra : 0);
     if (s->cap > 0) TSL_TRY(st, write_split(&files, split, s, chunk, opts->tokenizer));
-    TSL_TRY(st, remove_stale_shards(out_dir, s->split, s->shards));
   }
-  TSL_TRY(st, tsl_data_record_write(out_dir, opts->tokenizer));
+  TSL_TRY(st, commit(out_dir, sinks, opts->tokenizer));
 
   if (report) {
     report->files = files.n;
@@ -377,6 +436,7 @@ tsl_status tsl_data_prepare(const char *const *inputs, int n_inputs, const char 
     report->val_shards = sinks[1].shards;
   }
 fail:
+  if (st < 0) remove_staged(out_dir);
   if (st < 0 && made) tsl_data_dir_unmake(out_dir, made);
   tsl_dirs_free(made);
   free(buf);

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# tests/fault/prepare_fail.sh — `tessel data prepare` into a directory that
+# already holds shards, failing halfway: a read error on the third input
+# file (EIO), and a disk that fills up after two of the new shards. Each
+# must exit 1 naming what failed and leave the earlier shards, their
+# tokens.json and a run's stamp byte for byte as they were, with no staged
+# file left behind; the same preparation without the fault then replaces
+# them (and leaves no old shard numbered past the new ones).
+#
+# usage: prepare_fail.sh TESSEL SRC TMP FAULT_LIB
+. "$(dirname "$0")/common.sh" "$1" "$2" "$3" prepare_fail
+LIB=$4
+OUT=$WORK/out
+mkdir -p "$WORK/old" "$WORK/new"
+# the old corpus: 12 shards of 2000 tokens; the new one: three files, 6 shards
+for i in 1 2 3; do head -c 8000 "core/config/parse.c" >"$WORK/old/$i.txt"; done
+for i in 1 2 3; do head -c 4000 "core/config/load.c" >"$WORK/new/$i.txt"; done
+"$TESSEL" data prepare "$WORK/old/*.txt" -o "$OUT" --shard-tokens 2000 >/dev/null || die "the first preparation failed"
+echo "stamp of a run" >"$OUT/.prepared"
+snapshot() { (cd "$OUT" && find . -type f ! -name .tessel-data-lock -print0 | sort -z | xargs -0 sha256sum); }
+snapshot >"$WORK/before"
+[ "$(ls "$OUT"/train_*.bin | wc -l)" -ge 10 ] || die "the old corpus made too few shards: $(ls "$OUT")"
+
+# expect_intact NAME FAULT TEXT: the preparation of the new corpus under FAULT
+# exits 1 saying TEXT and leaves $OUT as it was
+expect_intact() {
+  case_name=$1
+  local fault=$2 text=$3
+  env LD_PRELOAD="$LIB" TESSEL_FAULT_DIR="$WORK" TESSEL_FAULT="$fault" \
+    "$TESSEL" data prepare "$WORK/new/*.txt" -o "$OUT" --shard-tokens 2000 >"$WORK/$1.log" 2>&1
+  local status=$?
+  [ $status -eq 1 ] || fail "exit status $status, expected 1: $(cat "$WORK/$1.log")"
+  grep -q -- "$text" "$WORK/$1.log" || fail "no '$text' in: $(cat "$WORK/$1.log")"
+  snapshot | diff "$WORK/before" - >"$WORK/$1.diff" || fail "the old shards changed: $(cat "$WORK/$1.diff")"
+  ls -a "$OUT" | grep -q '\.part$' && fail "staged shards left behind: $(ls -a "$OUT")"
+  case_name=
+}
+expect_intact eio "eio-read:new/3.txt" "new/3.txt"
+expect_intact full "enospc:9000" "No space left on device"
+
+"$TESSEL" data prepare "$WORK/new/*.txt" -o "$OUT" --shard-tokens 2000 >"$WORK/ok.log" 2>&1 ||
+  die "the preparation without a fault failed: $(cat "$WORK/ok.log")"
+ls "$OUT"/train_*.bin >"$WORK/train_list"
+[ "$(wc -l <"$WORK/train_list")" -eq 6 ] || fail "expected 6 training shards, not $(cat "$WORK/train_list")"
+[ "$(ls "$OUT"/val_*.bin | wc -l)" -eq 1 ] || fail "expected 1 validation shard (the old corpus had 2): $(ls "$OUT")"
+[ -e "$OUT/.prepared" ] && fail "the run's stamp of the old shards was kept over the new ones"
+[ -e "$OUT/tokens.json" ] || fail "no tokens.json after the preparation"
+finish "a preparation that fails halfway leaves the earlier shards as they were"
