@@ -3,7 +3,8 @@
 # encoding throughput (bench_tokenizer, cold and warm cache, also on the text
 # repeated 10 times), the wall time of `tessel data prepare --tokenizer`, and,
 # when python3 has `tokenizers`, Hugging Face's encode on one thread for
-# reference. Run from anywhere after `make`.
+# reference; then `data prepare` of 2000 files at one thread and at every
+# core. Run from anywhere after `make`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 TESSEL=${TESSEL:-build/bin/tessel}
@@ -32,3 +33,13 @@ print(f"tokenizers {__import__('tokenizers').__version__} (one thread): {n} toke
 PY
   fi
 done
+# `data prepare` of many files, which its threads encode side by side: the
+# text cut into 2000 documents and repeated 8 times (8.9 MB), at 1 thread
+# and at every core, the shards compared byte for byte
+mkdir -p "$OUT/many"
+for r in $(seq 8); do split -n l/250 -d -a 4 --additional-suffix=.txt "$TEXT" "$OUT/many/r${r}_"; done
+for threads in 1 "$(getconf _NPROCESSORS_ONLN)"; do
+  OMP_NUM_THREADS=$threads /usr/bin/time -f "data prepare, 2000 files, $threads thread(s): %e s wall, %U s user CPU" \
+    "$TESSEL" data prepare "$OUT/many/*.txt" -o "$OUT/many_$threads" --tokenizer "$OUT/bpe8192.json" >/dev/null
+done
+cmp "$OUT/many_1/train_000000.bin" "$OUT/many_$(getconf _NPROCESSORS_ONLN)/train_000000.bin" && echo "the same shards at 1 and $(getconf _NPROCESSORS_ONLN) threads"

@@ -1,4 +1,4 @@
-/* core/common/status.c — the rank's error slot. */
+/* core/common/status.c — the error slot of each of a rank's threads. */
 #include "status.h"
 
 #include <errno.h>
@@ -9,9 +9,11 @@
 
 /* room for a configuration's 20 reported mistakes */
 #define TSL_ERROR_CAP 32768
-static char error_buf[TSL_ERROR_CAP];
+/* each thread's own: threads that work side by side (a data preparation's
+** encoders) fail without writing over one another */
+static _Thread_local char error_buf[TSL_ERROR_CAP];
 
-static tsl_reason error_reason;
+static _Thread_local tsl_reason error_reason;
 
 /* The message and reason both: every error sets its reason, so none
 ** outlives the message it came with. */

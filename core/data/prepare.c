@@ -21,6 +21,7 @@
 #include <fcntl.h>
 #include <glob.h>
 #include <math.h>
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +34,8 @@
 #include "data/shard.h"
 
 #define PREPARE_CHUNK_BYTES (1u << 16)
+/* Text each thread encodes per batch of files (see write_split_tokens). */
+#define PREPARE_BATCH_BYTES (16u << 20)
 /* Shard names carry six digits; more shards would break name order. */
 #define PREPARE_MAX_SHARDS 1000000ull
 /* Shards hold uint16 ids up to TSL_SHARD_NARROW_VOCAB tokens, uint32 ids
@@ -51,6 +54,12 @@ typedef struct input_list {
   input_file *v;
   int n, cap;
 } input_list;
+
+/* Tokenizers for the threads that encode files, one each. */
+typedef struct encoders {
+  tsl_tokenizer **t;
+  int n;
+} encoders;
 
 /* Accumulates one split's tokens and writes DIR/<split>_NNNNNN.bin whenever
 ** the buffer holds a full shard. */
@@ -190,10 +199,11 @@ static tsl_status sink_ids(void *ctx, const int32_t *ids, size_t n) {
   return TESSEL_OK;
 }
 
-/* One part [lo, hi) of a file as a document: the end-of-text token, then its
-** text encoded. The split point moves forward to a character boundary so no
+/* One part of a file (val = 0: its training bytes, 1: its validation
+** bytes) as a document into v: the end-of-text token, then its text
+** encoded. The split point moves forward to a character boundary so no
 ** character is cut in two. */
-static tsl_status sink_file_tokens(shard_sink *s, const input_file *f, int val, tsl_tokenizer *t) {
+static tsl_status encode_part(const input_file *f, int val, tsl_tokenizer *t, tsl_token_vec *v) {
   const char *text;
   size_t len;
   tsl_status st = tsl_map_file(f->path, &text, &len);
@@ -208,12 +218,77 @@ static tsl_status sink_file_tokens(shard_sink *s, const input_file *f, int val, 
   size_t lo = val ? cut : 0, hi = val ? len : cut;
   if (lo < hi) {
     int32_t eot = tsl_tokenizer_eot(t);
-    st = sink_ids(s, &eot, 1);
-    if (st >= 0) st = tsl_tokenizer_encode(t, text + lo, hi - lo, 0, sink_ids, s);
+    st = tsl_token_vec_sink(v, &eot, 1);
+    if (st >= 0) st = tsl_tokenizer_encode(t, text + lo, hi - lo, 0, tsl_token_vec_sink, v);
     if (st < 0) tsl_error_wrap(st, "%s", f->path);
   }
   tsl_unmap_file(text, len);
   return st;
+}
+
+/* Every file's part of one split through the tokenizer, into the sink in
+** file order. The files are taken in batches of about PREPARE_BATCH_BYTES
+** of text per thread, each file encoded by one thread with its own
+** tokenizer (e->t[thread]); the batch's ids wait, at most 4 bytes per byte
+** of text, to be written in order, so the shards are the same bytes
+** whatever the number of threads. */
+static tsl_status write_split_tokens(const input_list *l, int val, shard_sink *s, const encoders *e) {
+  tsl_status st = TESSEL_OK;
+  tsl_token_vec *vecs = calloc((size_t)l->n, sizeof *vecs);
+  tsl_status *sts = calloc((size_t)l->n, sizeof *sts);
+  char **why = calloc((size_t)l->n, sizeof *why);
+  if (!vecs || !sts || !why) {
+    st = tsl_error(TESSEL_E_NOMEM, "out of host memory for the ids of %d files", l->n);
+    goto done;
+  }
+  const uint64_t budget = (uint64_t)PREPARE_BATCH_BYTES * (uint64_t)e->n;
+  for (int lo = 0, hi; lo < l->n && st >= 0; lo = hi) {
+    uint64_t bytes = 0;
+    for (hi = lo; hi < l->n && (hi == lo || bytes < budget); hi++)
+      bytes += val ? l->v[hi].val_bytes : l->v[hi].size - l->v[hi].val_bytes;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(e->n) if (e->n > 1 && hi - lo > 1)
+    for (int i = lo; i < hi; i++) {
+      /* the error slot is each thread's own: its message is carried out */
+      if ((sts[i] = encode_part(&l->v[i], val, e->t[omp_get_thread_num()], &vecs[i])) < 0)
+        why[i] = strdup(tsl_error_message());
+    }
+    for (int i = lo; i < hi; i++) {
+      if (st >= 0 && sts[i] < 0) st = why[i] ? tsl_error(sts[i], "%s", why[i]) : sts[i];
+      if (st >= 0) st = sink_ids(s, vecs[i].ids, vecs[i].n);
+      tsl_token_vec_free(&vecs[i]);
+      free(why[i]);
+      why[i] = NULL;
+    }
+  }
+done:
+  free(vecs);
+  free(sts);
+  free(why);
+  return st;
+}
+
+/* The caller's tokenizer and, for a corpus of several files, one more per
+** further thread, parsed from its JSON side by side; a parse that fails
+** (memory running short) means fewer threads, not an error. */
+static tsl_status encoders_make(tsl_tokenizer *t, int files, encoders *e) {
+  int want = TSL_MIN(omp_get_max_threads(), TSL_MAX(files, 1));
+  if (!(e->t = calloc((size_t)want, sizeof *e->t)))
+    return tsl_error(TESSEL_E_NOMEM, "out of host memory for %d tokenizers", want);
+  size_t len;
+  const char *json = tsl_tokenizer_json(t, &len);
+  e->t[0] = t;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(want) if (want > 1)
+  for (int i = 1; i < want; i++)
+    if (tsl_tokenizer_parse(json, len, tsl_tokenizer_name(t), &e->t[i]) < 0) e->t[i] = NULL;
+  e->n = 1;
+  for (int i = 1; i < want; i++)
+    if (e->t[i]) e->t[e->n++] = e->t[i];
+  return TESSEL_OK;
+}
+
+static void encoders_free(encoders *e) {
+  for (int i = 1; i < e->n; i++) tsl_tokenizer_free(e->t[i]);
+  free(e->t);
 }
 
 /* Append bytes [lo, hi) of one file to the sink, a chunk at a time. */
@@ -240,14 +315,15 @@ done:
   return st;
 }
 
-/* Write one split (val = 0: train, 1: validation) of every file. */
-static tsl_status write_split(const input_list *l, int val, shard_sink *s, unsigned char *chunk, tsl_tokenizer *t) {
+/* Write one split (val = 0: train, 1: validation) of every file: through
+** the encoders when there are any, else as bytes. */
+static tsl_status write_split(const input_list *l, int val, shard_sink *s, unsigned char *chunk, const encoders *e) {
   tsl_status st = TESSEL_OK;
-  for (int i = 0; i < l->n; i++) {
+  if (e->n > 0) TSL_TRY(st, write_split_tokens(l, val, s, e));
+  for (int i = 0; i < l->n && e->n == 0; i++) {
     const input_file *f = &l->v[i];
     uint64_t cut = f->size - f->val_bytes;
-    if (t) TSL_TRY(st, sink_file_tokens(s, f, val, t));
-    else TSL_TRY(st, sink_file_range(s, f, val ? cut : 0, val ? f->size : cut, chunk));
+    TSL_TRY(st, sink_file_range(s, f, val ? cut : 0, val ? f->size : cut, chunk));
   }
   TSL_TRY(st, sink_flush(s));
 fail:
@@ -370,6 +446,7 @@ tsl_status tsl_data_prepare(const char *const *inputs, int n_inputs, const char 
   uint64_t train = 0, val = 0;
   char *real_out = NULL, **made = NULL; /* made: the directories this call makes for out_dir */
   shard_sink sinks[2] = {{.dir = out_dir, .split = "train"}, {.dir = out_dir, .split = "val"}};
+  encoders enc = {0};
 
   if (!opts) opts = &defaults;
   if (!(opts->val_fraction >= 0.0 && opts->val_fraction <= 0.5))
@@ -411,6 +488,7 @@ tsl_status tsl_data_prepare(const char *const *inputs, int n_inputs, const char 
   uint64_t extra = opts->tokenizer ? 4 * (uint64_t)files.n : 0;
   uint64_t cap = TSL_MIN(opts->shard_tokens, train + extra);
   const int wide = opts->tokenizer && tsl_tokenizer_vocab_size(opts->tokenizer) > TSL_SHARD_NARROW_VOCAB;
+  if (opts->tokenizer) TSL_TRY(st, encoders_make(opts->tokenizer, files.n, &enc));
   chunk = malloc(PREPARE_CHUNK_BYTES);
   buf = malloc((size_t)cap * (wide ? sizeof(uint32_t) : sizeof(uint16_t)));
   if (!chunk || !buf) {
@@ -424,7 +502,7 @@ tsl_status tsl_data_prepare(const char *const *inputs, int n_inputs, const char 
     s->wide = wide;
     uint64_t bytes = split ? val : train;
     s->cap = TSL_MIN(opts->shard_tokens, bytes ? bytes + extra : 0);
-    if (s->cap > 0) TSL_TRY(st, write_split(&files, split, s, chunk, opts->tokenizer));
+    if (s->cap > 0) TSL_TRY(st, write_split(&files, split, s, chunk, &enc));
   }
   TSL_TRY(st, commit(out_dir, sinks, opts->tokenizer));
 
@@ -443,6 +521,7 @@ fail:
   free(real_out);
   free(chunk);
   input_list_free(&files);
+  encoders_free(&enc);
   return st;
 }
 

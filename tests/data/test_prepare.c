@@ -1,6 +1,8 @@
 /* tests/data/test_prepare.c — text files to byte-level token shards. */
 #include <errno.h>
 #include <math.h>
+#include <omp.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -290,6 +292,51 @@ static void test_tokenizer_documents(void) {
   tsl_tokenizer_free(t);
 }
 
+/* Files encoded side by side by several threads, each with its own copy of
+** the tokenizer, give the ids of encoding them one after the other, in the
+** inputs' order: 37 files of 1 to 2917 bytes (each file a document). */
+static void test_tokenizer_threads(void) {
+  enum { FILES = 37, TEXT = 36 * 400 + 2917 };
+  static const char *const words[] = {"the ", "morrow", ", ", "sir", "\n\n", "  ", "king's ", "42 ", "HENRY:", "o'er "};
+  char names[FILES][1024], dir[1024];
+  const char *inputs[FILES];
+  static char text[TEXT + 16];
+  size_t len = 0;
+  for (unsigned x = 7; len < TEXT; x = x * 1103515245u + 12345u) { /* ASCII: no split point moves */
+    const char *w = words[(x >> 16) % (sizeof words / sizeof words[0])];
+    memcpy(text + len, w, strlen(w));
+    len += strlen(w);
+  }
+  tsl_tokenizer *t;
+  REQUIRE(tsl_tokenizer_load("tests/tokenizer/fixtures/gpt2_1024.json", &t) == TESSEL_OK);
+  tsl_token_vec want_train = {0}, want_val = {0};
+  for (int i = 0; i < FILES; i++) {
+    char name[32];
+    size_t n = 1 + (size_t)i * i * 81 % 2917, at = (size_t)i * 400;
+    snprintf(name, sizeof name, "many_%02d.txt", i);
+    scratch_write(scratch_path(names[i], name), text + at, n);
+    inputs[i] = names[i];
+    size_t val = (size_t)floor((double)n * 0.1);
+    append_document(t, &want_train, text + at, n - val);
+    if (val) append_document(t, &want_val, text + at + n - val, val);
+  }
+  scratch_path(dir, "many_out");
+  tsl_prepare_opts opts = {.val_fraction = 0.1, .shard_tokens = 1 << 20, .tokenizer = t};
+  for (int threads = 1; threads <= 3; threads += 2) {
+    omp_set_num_threads(threads);
+    REQUIRE(tsl_data_prepare(inputs, FILES, dir, &opts, NULL) == TESSEL_OK);
+    tsl_token_vec train = read_ids(dir, "train", 1024), val = read_ids(dir, "val", 1024);
+    CHECK(same_ids(&train, &want_train));
+    CHECK(same_ids(&val, &want_val));
+    tsl_token_vec_free(&train);
+    tsl_token_vec_free(&val);
+  }
+  omp_set_num_threads(1);
+  tsl_token_vec_free(&want_train);
+  tsl_token_vec_free(&want_val);
+  tsl_tokenizer_free(t);
+}
+
 /* A byte-level BPE of n tokens: the 256 byte symbols, then "<tK>" fillers,
 ** with <|endoftext|> as the last when eot is set. */
 static tsl_tokenizer *synthetic_tokenizer(int n, int eot) {
@@ -412,6 +459,7 @@ int main(void) {
   RUN(test_default_options);
   RUN(test_errors);
   RUN(test_tokenizer_documents);
+  RUN(test_tokenizer_threads);
   RUN(test_tokenizer_limits);
   RUN(test_dirs_to_make);
   scratch_cleanup();

@@ -32,6 +32,10 @@
 **   TESSEL_FAULT=eio-read:TEXT     reading a file there whose path contains
 **                                  TEXT fails with EIO (a failing disk or
 **                                  network file system)
+**   TESSEL_FAULT=eio-open:TEXT     opening a file there whose path contains
+**                                  TEXT, for reading too, fails with EIO
+**                                  from the second time on (a disk that
+**                                  fails after a first look at the file)
 **   TESSEL_FAULT=enomem-calloc:NxS#K@R   the K-th calloc(N, S) of MPI rank
 **                                  R (OMPI_COMM_WORLD_RANK) returns NULL
 **                                  with ENOMEM: one rank short of memory at
@@ -55,7 +59,7 @@
 #include <sys/types.h>
 #include <unistd.h>
 
-enum { NONE, ENOSPC_AFTER, EROFS_AFTER, FULL, KILL_AFTER_RENAME, STOP_AFTER_RENAME, KILL_AFTER_REMOVE, DENY_RENAME, DENY_REMOVE, DENY_OPEN, EIO_READ, EIO_FSYNC_DIR, ENOMEM_CALLOC };
+enum { NONE, ENOSPC_AFTER, EROFS_AFTER, FULL, KILL_AFTER_RENAME, STOP_AFTER_RENAME, KILL_AFTER_REMOVE, DENY_RENAME, DENY_REMOVE, DENY_OPEN, EIO_READ, EIO_OPEN, EIO_FSYNC_DIR, ENOMEM_CALLOC };
 
 static int mode = -1;
 static long long budget;
@@ -82,6 +86,7 @@ static void setup(void) {
   else if (sscanf(f, "deny-remove:%255s", kill_text) == 1) mode = DENY_REMOVE;
   else if (sscanf(f, "deny-open:%255s", kill_text) == 1) mode = DENY_OPEN;
   else if (sscanf(f, "eio-read:%255s", kill_text) == 1) mode = EIO_READ;
+  else if (sscanf(f, "eio-open:%255s", kill_text) == 1) mode = EIO_OPEN;
   else if (sscanf(f, "enomem-calloc:%zux%zu#%ld@%255s", &nomem_n, &nomem_size, &nomem_nth, kill_text) == 4) {
     const char *rank = getenv("OMPI_COMM_WORLD_RANK");
     mode = rank && strcmp(rank, kill_text) == 0 ? ENOMEM_CALLOC : NONE;
@@ -212,6 +217,11 @@ int mkdir(const char *path, mode_t m) {
 
 static int refuse_open(const char *path, int flags) {
   setup();
+  static int opened; /* the matching opens so far */
+  if (mode == EIO_OPEN && under(path) && strstr(path, kill_text) && opened++ > 0) {
+    errno = EIO;
+    return 1;
+  }
   if (!under(path) || (flags & O_ACCMODE) == O_RDONLY) return 0;
   if (mode == DENY_OPEN && strstr(path, kill_text)) {
     errno = EACCES;

@@ -21,22 +21,28 @@ snapshot() { (cd "$OUT" && find . -type f ! -name .tessel-data-lock -print0 | so
 snapshot >"$WORK/before"
 [ "$(ls "$OUT"/train_*.bin | wc -l)" -ge 10 ] || die "the old corpus made too few shards: $(ls "$OUT")"
 
-# expect_intact NAME FAULT TEXT: the preparation of the new corpus under FAULT
-# exits 1 saying TEXT and leaves $OUT as it was
+# expect_intact NAME FAULT TEXT [ARG...]: the preparation of the new corpus
+# (with ARGs) under FAULT exits 1 saying TEXT and leaves $OUT as it was
 expect_intact() {
   case_name=$1
   local fault=$2 text=$3
+  shift 3
   env LD_PRELOAD="$LIB" TESSEL_FAULT_DIR="$WORK" TESSEL_FAULT="$fault" \
-    "$TESSEL" data prepare "$WORK/new/*.txt" -o "$OUT" --shard-tokens 2000 >"$WORK/$1.log" 2>&1
+    "$TESSEL" data prepare "$WORK/new/*.txt" -o "$OUT" --shard-tokens 2000 "$@" >"$WORK/$case_name.log" 2>&1
   local status=$?
-  [ $status -eq 1 ] || fail "exit status $status, expected 1: $(cat "$WORK/$1.log")"
-  grep -q -- "$text" "$WORK/$1.log" || fail "no '$text' in: $(cat "$WORK/$1.log")"
-  snapshot | diff "$WORK/before" - >"$WORK/$1.diff" || fail "the old shards changed: $(cat "$WORK/$1.diff")"
+  [ $status -eq 1 ] || fail "exit status $status, expected 1: $(cat "$WORK/$case_name.log")"
+  grep -q -- "$text" "$WORK/$case_name.log" || fail "no '$text' in: $(cat "$WORK/$case_name.log")"
+  snapshot | diff "$WORK/before" - >"$WORK/$case_name.diff" || fail "the old shards changed: $(cat "$WORK/$case_name.diff")"
   ls -a "$OUT" | grep -q '\.part$' && fail "staged shards left behind: $(ls -a "$OUT")"
   case_name=
 }
 expect_intact eio "eio-read:new/3.txt" "new/3.txt"
 expect_intact full "enospc:9000" "No space left on device"
+# through a tokenizer, whose threads encode files side by side (each
+# preparation also parses the tokenizer itself, open: the fault names the
+# input file); the failing file is named whichever thread met it
+TOK=--tokenizer=$PWD/tests/tokenizer/fixtures/gpt2_1024.json
+OMP_NUM_THREADS=2 expect_intact eio_tokens "eio-open:new/2.txt" "new/2.txt: cannot open: Input/output error" "$TOK"
 
 "$TESSEL" data prepare "$WORK/new/*.txt" -o "$OUT" --shard-tokens 2000 >"$WORK/ok.log" 2>&1 ||
   die "the preparation without a fault failed: $(cat "$WORK/ok.log")"
