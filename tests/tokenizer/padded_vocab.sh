@@ -8,34 +8,17 @@
 # still refused. Uses the fixture tokenizer gpt2_1024.json (made by Hugging
 # Face tokenizers, see make_fixtures.py) on the project's own sources.
 # Usage: padded_vocab.sh TESSEL SRC TMP
-set -eu
-TESSEL=$1
-SRC=$2
-WORK=$3/padded_vocab.$$
-cd "$SRC"
-rm -rf "$WORK"
-mkdir -p "$WORK"
+. "$(dirname "$0")/../train/common.sh" "$1" "$2" "$3" padded_vocab
 GPT2=tests/tokenizer/fixtures/gpt2_1024.json
-fail() {
-  echo "FAIL: $*" >&2
-  exit 1
-}
-cat >"$WORK/base.yaml" <<YAML
-model: {layers: 1, heads: 2, channels: 32, seq_len: 16, vocab_size: 1088}
-train: {steps: 4, batch_size: 4, seed: 3, sample_tokens: 8}
-device: {threads: 1}
-checkpoint: {keep: 0}
-log: {every: 1, progress: never}
-YAML
-"$TESSEL" data prepare "core/config/*.c" -o "$WORK/data" --tokenizer $GPT2 >/dev/null || fail "prepare"
+# common.sh's tiny model, its text prepared with the tokenizer
 run() { # run NAME [--set ...]
   local name=$1
   shift
-  "$TESSEL" run "$WORK/base.yaml" --set log.dir="$WORK/$name" --set "data.train=$WORK/data/train_*.bin" \
-    --set "data.val=$WORK/data/val_*.bin" "$@"
+  "$TESSEL" run "$WORK/tiny.yaml" --set log.dir="$WORK/$name" --set data.tokenizer=$GPT2 --set train.steps=4 \
+    --set train.sample_tokens=8 "$@"
 }
 
-run pad >"$WORK/pad.log" 2>&1 || fail "a padded vocabulary did not train: $(tail -5 "$WORK/pad.log")"
+run pad --set model.vocab_size=1088 >"$WORK/pad.log" 2>&1 || fail "a padded vocabulary did not train: $(tail -5 "$WORK/pad.log")"
 grep -q "pads the tokenizer's vocabulary by 64 rows" "$WORK/pad.log" || fail "the run does not say it pads: $(cat "$WORK/pad.log")"
 CK="$WORK/pad/checkpoints/step_00000004"
 cmp -s "$CK/tokenizer.json" $GPT2 || fail "the padded checkpoint does not hold its tokenizer"
