@@ -3,8 +3,8 @@
 **
 ** Every core function that can fail returns a tsl_status (0 or a negative
 ** TESSEL_E_* kind) and leaves a human-readable message in the calling
-** thread's error slot. Callers that add context wrap the message with tsl_error_wrap, so the
-** final report reads from the outside in:
+** thread's error slot. Callers that add context wrap the message with
+** tsl_error_wrap, so the final report reads from the outside in:
 **   "loading plugin 'ddp': /x/libtessel-ddp.so: undefined symbol: foo".
 ** The driver is single-threaded; kernels never touch the error slot. Where
 ** the core does run threads side by side (a data preparation's encoders),

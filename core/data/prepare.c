@@ -6,8 +6,9 @@
 ** number of shards are known before anything is written. Then each split is
 ** produced in its own pass over the files, reading only that split's byte
 ** ranges in small chunks into one shard-sized token buffer: memory stays at
-** one shard's worth however large the corpus is. With a tokenizer each file
-** is mapped and its parts encoded straight into the shard buffer.
+** one shard's worth however large the corpus is. With a tokenizer the files
+** are mapped and encoded side by side, one per thread, and their ids go into
+** the shard buffer in the files' order (write_split_tokens).
 **
 ** Shards are written under staged names (.train_000000.bin.part), which the
 ** globs that read a directory's shards do not match, and moved into place
@@ -319,11 +320,14 @@ done:
 ** the encoders when there are any, else as bytes. */
 static tsl_status write_split(const input_list *l, int val, shard_sink *s, unsigned char *chunk, const encoders *e) {
   tsl_status st = TESSEL_OK;
-  if (e->n > 0) TSL_TRY(st, write_split_tokens(l, val, s, e));
-  for (int i = 0; i < l->n && e->n == 0; i++) {
-    const input_file *f = &l->v[i];
-    uint64_t cut = f->size - f->val_bytes;
-    TSL_TRY(st, sink_file_range(s, f, val ? cut : 0, val ? f->size : cut, chunk));
+  if (e->n > 0) {
+    TSL_TRY(st, write_split_tokens(l, val, s, e));
+  } else {
+    for (int i = 0; i < l->n; i++) {
+      const input_file *f = &l->v[i];
+      uint64_t cut = f->size - f->val_bytes;
+      TSL_TRY(st, sink_file_range(s, f, val ? cut : 0, val ? f->size : cut, chunk));
+    }
   }
   TSL_TRY(st, sink_flush(s));
 fail:

@@ -87,7 +87,7 @@ static int sample(int argc, char **argv) {
   if (!tokenizer) tokenizer = ck.tokenizer;
   if (tokenizer) st = tsl_tokenizer_load(tokenizer, &o.tokenizer);
   /* another vocabulary's ids mean other text: allowed, since --tokenizer
-  ** says so, but said (a smaller one now fits a padded model) */
+  ** says so, but said (a smaller one fits a padded model) */
   if (st >= 0 && o.tokenizer && ck.tokenizer && tsl_tokenizer_hash(o.tokenizer) != ck.tokenizer_hash)
     tsl_warn("%s was trained with tokenizer %016" PRIx64 " (%s); sampling with %s (%016" PRIx64 ") instead, as "
              "--tokenizer asks: its ids may stand for other text", argv[optind], ck.tokenizer_hash, ck.tokenizer,
