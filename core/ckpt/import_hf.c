@@ -299,9 +299,14 @@ static tsl_status sliding_window(const hf_json *j, tsl_model_settings *m) {
   if (cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(j->root, "sliding_window"))) return TESSEL_OK;
   TSL_TRY(st, whole(j, "sliding_window", 4096, 1, 1 << 30, &window));
   if (window < m->positions) {
-    tsl_info("%s: sliding_window %d < max_position_embeddings %d: the model is taken as made for %d positions, "
-             "the contexts on which its windowed attention is tessel's full causal attention",
-             j->path, window, m->positions, window);
+    /* said once per file: model.init_from reads the directory to check the
+    ** config against it and again to load it */
+    static char said[4096];
+    if (strcmp(said, j->path) != 0)
+      tsl_info("%s: sliding_window %d < max_position_embeddings %d: the model is taken as made for %d positions, "
+               "the contexts on which its windowed attention is tessel's full causal attention",
+               j->path, window, m->positions, window);
+    snprintf(said, sizeof said, "%s", j->path);
     m->positions = m->seq_len = window;
   }
   return TESSEL_OK;
