@@ -200,7 +200,7 @@ fail:
   return st;
 }
 
-tsl_status tsl_model_materialize(tsl_model *m, uint64_t seed) {
+tsl_status tsl_model_materialize(tsl_model *m, const uint64_t *seed) {
   tsl_status st;
   tessel_layout *mine = calloc((size_t)m->params.n + 1, sizeof *mine);
   if (!mine) return tsl_error(TESSEL_E_NOMEM, "out of host memory for layouts");
@@ -210,7 +210,7 @@ tsl_status tsl_model_materialize(tsl_model *m, uint64_t seed) {
   TSL_TRY(st, st);
   TSL_TRY(st, tsl_params_check_cover(m->rt, &m->params, &m->layouts));
   TSL_TRY(st, tsl_state_allocate(&m->state, &m->params));
-  TSL_TRY(st, tsl_state_init(&m->state, &m->params, seed));
+  if (seed) TSL_TRY(st, tsl_state_init(&m->state, &m->params, *seed));
   TSL_TRY(st, tsl_acts_allocate(m));
   if (m->rt->plugin && m->rt->plugin->vt.setup) {
     tsl_hook_enter(m->rt);
@@ -227,7 +227,7 @@ fail:
   return st;
 }
 
-tsl_status tsl_model_create(tsl_runtime *rt, const tessel_model_dims *dims, uint64_t seed, tsl_model **out) {
+tsl_status tsl_model_create(tsl_runtime *rt, const tessel_model_dims *dims, const uint64_t *seed, tsl_model **out) {
   tsl_model *m;
   tsl_status st = tsl_model_plan(rt, dims, &m);
   if (st < 0) return st;

@@ -51,10 +51,13 @@ tsl_status tsl_model_act_bytes(const tsl_model *m, const tessel_geometry *g, uin
 /* The two halves of building a model: plan registers the parameters and
 ** asks the strategy for layouts, geometry and placements (no device
 ** memory; what `tessel check` validates); materialize allocates and
-** initialises with `seed`. create does both. */
+** initialises with *seed. create does both. A NULL seed leaves the
+** parameters unset, for a caller that writes every one of them
+** (tsl_scatter_state) before any use: a billion parameters take tens of
+** seconds to draw. */
 tsl_status tsl_model_plan(tsl_runtime *rt, const tessel_model_dims *dims, tsl_model **out);
-tsl_status tsl_model_materialize(tsl_model *m, uint64_t seed);
-tsl_status tsl_model_create(tsl_runtime *rt, const tessel_model_dims *dims, uint64_t seed, tsl_model **out);
+tsl_status tsl_model_materialize(tsl_model *m, const uint64_t *seed);
+tsl_status tsl_model_create(tsl_runtime *rt, const tessel_model_dims *dims, const uint64_t *seed, tsl_model **out);
 void tsl_model_destroy(tsl_model *m);
 
 void tsl_model_set_batch(tsl_model *m, tsl_batch_fn fn, void *ctx);

@@ -422,8 +422,12 @@ void tsl_param_init_values(const tsl_param *p, uint64_t seed, uint64_t begin, ui
   for (uint64_t g = begin; g < end; g++) out[g - begin] = init_at(p, key, g);
 }
 
+/* Every element is a function of (name, seed, global index) alone, so the
+** threads share the work and the values are those of one thread; a Box-Muller
+** draw costs a log and a cos, tens of seconds for a billion parameters. */
 void tsl_param_init_local(const tsl_param *p, uint64_t seed, float *out) {
   uint64_t key = tsl_hash_str(p->name, seed);
+#pragma omp parallel for schedule(static) if (p->local_numel >= 65536)
   for (uint64_t k = 0; k < p->local_numel; k++) out[k] = init_at(p, key, tsl_param_global_index(p, k));
 }
 

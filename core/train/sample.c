@@ -166,7 +166,7 @@ tsl_status tsl_sample(const tsl_settings *given, tsl_tensor_fn src, void *src_ct
   TSL_TRY(st, tsl_runtime_local(&rt, s, o->threads));
   tessel_model_dims dims;
   tsl_model_dims_single(&rt, &dims);
-  TSL_TRY(st, tsl_model_create(&rt, &dims, s->train.seed, &m));
+  TSL_TRY(st, tsl_model_create(&rt, &dims, NULL, &m)); /* every parameter is scattered below */
   const tsl_params *ps = tsl_model_params(m);
   uint64_t most = 0;
   for (int i = 0; i < ps->n; i++) most = TSL_MAX(most, ps->p[i].local_numel);

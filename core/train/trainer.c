@@ -59,7 +59,7 @@ static tsl_status setup(trainer *t) {
   t->data.data_rank = tsl_comm_data_rank(rt->comm);
   t->data.data_ranks = dims.data_ranks;
   t->data.micro_batch = dims.micro_batch;
-  TSL_TRY(st, tsl_model_create(rt, &dims, s->train.seed, &t->model));
+  TSL_TRY(st, tsl_model_create(rt, &dims, &s->train.seed, &t->model));
   return TESSEL_OK;
 fail:
   return st;

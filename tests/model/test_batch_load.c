@@ -28,7 +28,7 @@ static void test_every_step_loads_its_own_batch(void) {
   /* one sequence of one token per micro-batch keeps 65,537 of them cheap */
   tessel_model_dims d = fixture_dims(&rt, 1, 65537);
   tsl_model *m = NULL;
-  REQUIRE(tsl_model_create(&rt, &d, 1, &m) == TESSEL_OK);
+  REQUIRE(tsl_model_create(&rt, &d, &(uint64_t){1}, &m) == TESSEL_OK);
   tsl_model_set_batch(m, counting_batch, NULL);
   m->step_serial++; /* step s: its last micro-batch */
   REQUIRE(tsl_model_forward(m, 65536, 0, 0) == TESSEL_OK);

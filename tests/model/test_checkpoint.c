@@ -59,7 +59,7 @@ static tsl_model *trained(tsl_runtime *rt, int steps, int channels) {
     return NULL;
   tessel_model_dims d = fixture_dims(rt, 2, 1);
   tsl_model *m;
-  if (tsl_model_create(rt, &d, 7, &m) < 0) return NULL;
+  if (tsl_model_create(rt, &d, &(uint64_t){7}, &m) < 0) return NULL;
   tsl_model_set_batch(m, counting_batch, NULL);
   for (int s = 1; s <= steps; s++) {
     double norm;

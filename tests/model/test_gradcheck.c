@@ -240,7 +240,7 @@ static tsl_model *trained_model(tsl_runtime *rt, int per, ref *r, float *loss) {
   static int per_ctx;
   per_ctx = per;
   tessel_model_dims d = fixture_dims(rt, per, B / per);
-  if (tsl_model_create(rt, &d, 99, &m) < 0) return NULL;
+  if (tsl_model_create(rt, &d, &(uint64_t){99}, &m) < 0) return NULL;
   randomize(m);
   tsl_model_set_batch(m, fixed_batch, &per_ctx);
   if (tsl_model_train_step(m) < 0) return NULL;

@@ -46,7 +46,7 @@ static void test_blocked_head_matches_double(void) {
   tessel_model_dims d;
   tsl_model_dims_single(&rt, &d);
   d.micro_batch = B;
-  REQUIRE(tsl_model_create(&rt, &d, 1, &m) >= 0);
+  REQUIRE(tsl_model_create(&rt, &d, &(uint64_t){1}, &m) >= 0);
   fixture_randomize(m, 7);
   tsl_model_set_batch(m, batch, NULL);
   const int64_t R = (int64_t)B * T;

@@ -99,7 +99,7 @@ static float *logits_from(const char *dir, tsl_token_ids *ids) {
   REQUIRE(tsl_runtime_local(&rt, &s, 2) == TESSEL_OK);
   tsl_model_dims_single(&rt, &d);
   d.micro_batch = B;
-  REQUIRE(tsl_model_create(&rt, &d, 1, &m) == TESSEL_OK);
+  REQUIRE(tsl_model_create(&rt, &d, &(uint64_t){1}, &m) == TESSEL_OK);
   REQUIRE(tsl_init_from_load(m, ids) == TESSEL_OK);
   tsl_model_set_batch(m, fixture_batch, NULL);
   REQUIRE(tsl_model_eval_step(m, 1) == TESSEL_OK);

@@ -230,7 +230,7 @@ static void test_weight_decay_only_on_matrices(void) {
   rt.settings.optim.beta1 = 0.9, rt.settings.optim.beta2 = 0.95, rt.settings.optim.eps = 1e-8;
   rt.settings.optim.weight_decay = 0.5;
   tessel_model_dims d = fixture_dims(&rt, 1, 1);
-  REQUIRE(tsl_model_create(&rt, &d, 3, &m) == TESSEL_OK);
+  REQUIRE(tsl_model_create(&rt, &d, &(uint64_t){3}, &m) == TESSEL_OK);
   const tsl_params *ps = tsl_model_params(m);
   const tsl_state *s = tsl_model_state(m);
   float *before = malloc(s->numel * sizeof(float));

@@ -88,7 +88,7 @@ static void train(tsl_arch_kind arch, const variant *v, result *out) {
   tessel_model_dims d;
   tsl_model_dims_single(&rt, &d);
   d.micro_steps = MICRO;
-  REQUIRE(tsl_model_create(&rt, &d, 99, &m) >= 0);
+  REQUIRE(tsl_model_create(&rt, &d, &(uint64_t){99}, &m) >= 0);
   fixture_randomize(m, 42);
   tsl_model_set_batch(m, fixed_batch, NULL);
   out->act_device = rt.ledger.tier[TESSEL_TIER_DEVICE].by_kind[TESSEL_MEM_ACT];

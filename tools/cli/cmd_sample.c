@@ -83,7 +83,6 @@ static int sample(int argc, char **argv) {
   tsl_status st = tsl_ckpt_open(argv[optind], &ck);
   if (st < 0) return tsl_fail(st);
   tsl_settings s = {.model = ck.arch};
-  s.train.seed = ck.seed;
   if (!tokenizer) tokenizer = ck.tokenizer;
   if (tokenizer) st = tsl_tokenizer_load(tokenizer, &o.tokenizer);
   /* another vocabulary's ids mean other text: allowed, since --tokenizer
