@@ -191,7 +191,7 @@ tsl_status tsl_model_plan(tsl_runtime *rt, const tessel_model_dims *dims, tsl_mo
   TSL_TRY(st, tsl_fit_check(m));
   tessel_optimizer_info oi;
   tsl_optimizer_describe(&rt->settings, &oi);
-  int core_optim = !(rt->plugin && (rt->plugin->vt.caps & TESSEL_CAP_OWNS_OPTIMIZER));
+  int core_optim = !rt->inference && !(rt->plugin && (rt->plugin->vt.caps & TESSEL_CAP_OWNS_OPTIMIZER));
   TSL_TRY(st, tsl_state_plan(rt, &m->state, m->dims.units, core_optim ? oi.n_slots : 0, oi.slot_names));
   *out = m;
   return TESSEL_OK;

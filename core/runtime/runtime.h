@@ -49,6 +49,7 @@ typedef struct tsl_runtime {
   tsl_backend be;
   int be_ready;
   int threads; /* CPU threads of this rank: device.threads, or its part of the cores it may use (cpus.h) */
+  int inference; /* its model makes forward passes only (tessel sample): no gradients, no optimizer state */
   tsl_ledger ledger;
   tsl_comm *comm;
   tsl_stream *compute, *comm_stream;

@@ -235,7 +235,8 @@ tsl_status tsl_state_allocate(tsl_state *s, tsl_params *ps) {
   uint64_t f = sizeof(float), es = tessel_dtype_size(rt->be.act_dtype);
   TSL_TRY(st, build_partition(s, ps));
   TSL_TRY(st, alloc(s, s->master_at.tier, TESSEL_MEM_PARAM, s->numel * f, "master weights (fp32)", (void **)&s->master));
-  TSL_TRY(st, alloc(s, TESSEL_TIER_DEVICE, TESSEL_MEM_GRAD, s->numel * f, "gradients", (void **)&s->grad));
+  if (!rt->inference)
+    TSL_TRY(st, alloc(s, TESSEL_TIER_DEVICE, TESSEL_MEM_GRAD, s->numel * f, "gradients", (void **)&s->grad));
   s->separate_work = rt->be.act_dtype != TESSEL_F32 || !tsl_tier_addressable(rt, s->master_at.tier);
   if (s->separate_work)
     TSL_TRY(st, alloc(s, TESSEL_TIER_DEVICE, TESSEL_MEM_PARAM, s->numel * es, "working weights", &s->work));
@@ -251,7 +252,7 @@ tsl_status tsl_state_allocate(tsl_state *s, tsl_params *ps) {
     tsl_param *p = &ps->p[i];
     if (p->offset == TESSEL_NO_OFFSET) continue;
     p->master = master_direct ? s->master + p->offset : NULL;
-    p->grad = s->grad + p->offset;
+    p->grad = s->grad ? s->grad + p->offset : NULL;
     p->data = (char *)s->work + p->offset * es;
   }
   return TESSEL_OK;

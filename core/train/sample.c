@@ -164,6 +164,7 @@ tsl_status tsl_sample(const tsl_settings *given, tsl_tensor_fn src, void *src_ct
   copy.model.seq_len = (int)TSL_MAX(1, TSL_MIN((int64_t)given->model.positions, reach));
   context ctx = {.seq_len = s->model.seq_len};
   TSL_TRY(st, tsl_runtime_local(&rt, s, o->threads));
+  rt.inference = 1; /* the weights alone, without gradients and optimizer moments */
   tessel_model_dims dims;
   tsl_model_dims_single(&rt, &dims);
   TSL_TRY(st, tsl_model_create(&rt, &dims, NULL, &m)); /* every parameter is scattered below */
