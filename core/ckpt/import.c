@@ -153,7 +153,7 @@ static tsl_status enough_tensors(const tsl_weights *w) {
                    w->model.layers, (long long)have);
 }
 
-tsl_status tsl_weights_open(const char *dir, tsl_weights **out) {
+tsl_status tsl_weights_open(const char *dir, int say, tsl_weights **out) {
   tsl_status st;
   char *trainer = tsl_asprintf("%s/trainer.json", dir), *config = tsl_asprintf("%s/config.json", dir);
   tsl_weights *w = calloc(1, sizeof *w);
@@ -169,7 +169,7 @@ tsl_status tsl_weights_open(const char *dir, tsl_weights **out) {
     w->n_files = 1;
   } else if (tsl_path_exists(config)) {
     w->hf = 1;
-    TSL_TRY(st, tsl_hf_config(dir, &w->model));
+    TSL_TRY(st, tsl_hf_config(dir, say, &w->model));
     TSL_TRY(st, tsl_hf_open_files(dir, &w->files, &w->n_files));
     TSL_TRY(st, enough_tensors(w));
   } else {
@@ -393,7 +393,7 @@ tsl_status tsl_import_hf(const char *hf_dir, const char *out_given) {
                    "replaces one", out_dir);
     goto done;
   }
-  if ((st = tsl_weights_open(hf_dir, &w)) < 0) goto done;
+  if ((st = tsl_weights_open(hf_dir, 1, &w)) < 0) goto done;
   if (!tsl_weights_is_hf(w)) {
     st = tsl_error(TESSEL_E_IO, "%s is already a tessel checkpoint (it has trainer.json)", hf_dir);
     goto done;

@@ -32,8 +32,9 @@ typedef struct tsl_weights tsl_weights;
 /* Open and validate DIR (a Hugging Face directory or a tessel checkpoint).
 ** Errors: TESSEL_E_IO for missing or malformed files, TESSEL_E_UNSUPPORTED
 ** for a model tessel cannot compute; both name the file and the key or
-** tensor. */
-tsl_status tsl_weights_open(const char *dir, tsl_weights **out);
+** tensor. With `say`, what the reading makes of a Hugging Face model is
+** logged: once per directory, by the caller that reads it first. */
+tsl_status tsl_weights_open(const char *dir, int say, tsl_weights **out);
 void tsl_weights_close(tsl_weights *w);
 /* The model the weights describe (seq_len: the positions they were made
 ** for: GPT-2's n_positions, Llama's max_position_embeddings). */

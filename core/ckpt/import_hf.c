@@ -14,6 +14,7 @@
 typedef struct hf_json {
   const char *path;
   const cJSON *root;
+  int say; /* log what the reading makes of the model (once per job and directory: the caller knows) */
 } hf_json;
 
 /* A whole number in [lo, hi] under `key`, or dflt when the key is absent or
@@ -185,7 +186,7 @@ static tsl_status rope(const hf_json *j, tsl_model_settings *m) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(j->root, names[i]);
     if (!v || cJSON_IsNull(v) || (i == 0 && cJSON_IsFalse(v))) continue;
     if (!cJSON_IsObject(v)) return tsl_error(TESSEL_E_IO, "%s: '%s' must be an object", j->path, names[i]);
-    hf_json inner = {j->path, v};
+    hf_json inner = {j->path, v, j->say};
     st = rope_kind(&inner, i == 0, &got[i]);
     if (st < 0) return tsl_error_wrap(st, "%s", names[i]);
     TSL_TRY(st, only(&inner, "partial_rotary_factor", 1.0, whole_head));
@@ -198,7 +199,7 @@ static tsl_status rope(const hf_json *j, tsl_model_settings *m) {
   /* the theta transformers reads: rope_parameters' own, else the top-level one */
   const cJSON *params = cJSON_GetObjectItemCaseSensitive(j->root, "rope_parameters");
   if (cJSON_GetObjectItemCaseSensitive(params, "rope_theta")) {
-    hf_json inner = {j->path, params};
+    hf_json inner = {j->path, params, j->say};
     return number(&inner, "rope_theta", 10000.0, 1.0, 1e12, &m->rope_theta);
   }
   return number(j, "rope_theta", 10000.0, 1.0, 1e12, &m->rope_theta);
@@ -299,14 +300,10 @@ static tsl_status sliding_window(const hf_json *j, tsl_model_settings *m) {
   if (cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(j->root, "sliding_window"))) return TESSEL_OK;
   TSL_TRY(st, whole(j, "sliding_window", 4096, 1, 1 << 30, &window));
   if (window < m->positions) {
-    /* said once per file: model.init_from reads the directory to check the
-    ** config against it and again to load it */
-    static char said[4096];
-    if (strcmp(said, j->path) != 0)
+    if (j->say)
       tsl_info("%s: sliding_window %d < max_position_embeddings %d: the model is taken as made for %d positions, "
                "the contexts on which its windowed attention is tessel's full causal attention",
                j->path, window, m->positions, window);
-    snprintf(said, sizeof said, "%s", j->path);
     m->positions = m->seq_len = window;
   }
   return TESSEL_OK;
@@ -336,7 +333,7 @@ fail:
   return st;
 }
 
-tsl_status tsl_hf_config(const char *dir, tsl_model_settings *out) {
+tsl_status tsl_hf_config(const char *dir, int say, tsl_model_settings *out) {
   tsl_status st;
   char *path = tsl_asprintf("%s/config.json", dir), *text = NULL;
   cJSON *root = NULL;
@@ -346,7 +343,7 @@ tsl_status tsl_hf_config(const char *dir, tsl_model_settings *out) {
   root = cJSON_Parse(text);
   const cJSON *type = cJSON_GetObjectItemCaseSensitive(root, "model_type");
   const char *dup = NULL;
-  hf_json j = {path, root};
+  hf_json j = {path, root, say};
   if (root) TSL_TRY(st, duplicate_key(root, &dup));
   if (!cJSON_IsObject(root)) {
     st = tsl_error(TESSEL_E_IO, "%s: not a JSON object", path);

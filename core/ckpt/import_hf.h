@@ -10,8 +10,9 @@
 #include "runtime/settings.h"
 
 /* DIR/config.json (model_type gpt2, llama, mistral or qwen2) as model settings; absent keys
-** take the transformers class defaults. */
-tsl_status tsl_hf_config(const char *dir, tsl_model_settings *out);
+** take the transformers class defaults. With `say`, what the reading makes
+** of the model (a sliding window taken as the context) is logged. */
+tsl_status tsl_hf_config(const char *dir, int say, tsl_model_settings *out);
 
 /* The model's beginning- and end-of-text ids into *ids: config.json's bos_token_id and eos_token_id (an id or a
 ** list), else generation_config.json's. An id outside the model's `vocab`

@@ -92,7 +92,7 @@ tsl_status tsl_init_from_check(tsl_settings *s) {
   tsl_model_settings *c = &s->model;
   tsl_weights *w = NULL;
   if (!c->init_from) return TESSEL_OK;
-  tsl_status st = tsl_weights_open(c->init_from, &w);
+  tsl_status st = tsl_weights_open(c->init_from, 1, &w);
   if (st == TESSEL_E_IO || st == TESSEL_E_UNSUPPORTED || st == TESSEL_E_VERSION) {
     /* the message names the file; the key that led there goes first */
     char why[2048];
@@ -123,7 +123,7 @@ tsl_status tsl_init_from_load(tsl_model *m, tsl_token_ids *ids) {
   uint64_t most = 1;
   for (int i = 0; i < ps->n; i++) most = TSL_MAX(most, (uint64_t)ps->p[i].info.shape[0] * (uint64_t)ps->p[i].info.shape[1]);
   *ids = (tsl_token_ids){0};
-  TSL_TRY(st, tsl_weights_open(dir, &w));
+  TSL_TRY(st, tsl_weights_open(dir, 0, &w)); /* tsl_init_from_check said it */
   tsl_weights_token_ids(w, tsl_model_runtime(m)->world.rank == 0, ids); /* one warning per job, not per rank */
   file = malloc(most * sizeof *file);
   mem = malloc(most * sizeof *mem);

@@ -258,7 +258,6 @@ static tsl_status write_split_tokens(const input_list *l, int val, shard_sink *s
       if (st >= 0) st = sink_ids(s, vecs[i].ids, vecs[i].n);
       tsl_token_vec_free(&vecs[i]);
       free(why[i]);
-      why[i] = NULL;
     }
   }
 done:

@@ -85,13 +85,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             : unlink(path) != 0 && tsl_path_exists(path))
     return 0;
   tsl_model_settings m;
-  if (tsl_hf_config(dir, &m) >= 0) {
+  if (tsl_hf_config(dir, 0, &m) >= 0) {
     check_model(&m);
     check_import_meta(&m);
   }
   tsl_error_clear();
   tsl_weights *w = NULL;
-  if (tsl_weights_open(dir, &w) >= 0) broken("a directory without tensor files opens as weights");
+  if (tsl_weights_open(dir, 0, &w) >= 0) broken("a directory without tensor files opens as weights");
   tsl_error_clear();
   return 0;
 }

@@ -85,7 +85,7 @@ static void *io_tensor(tsl_st_file *f, const char *name, tessel_dtype dtype, int
 ** beginning- and end-of-text ids the run keeps for its checkpoints. */
 static float *logits_from(const char *dir, tsl_token_ids *ids) {
   tsl_weights *w;
-  REQUIRE(tsl_weights_open(dir, &w) == TESSEL_OK);
+  REQUIRE(tsl_weights_open(dir, 0, &w) == TESSEL_OK);
   tsl_settings s = {.model = *tsl_weights_model(w)};
   tsl_weights_close(w);
   s.model.seq_len = T;
@@ -167,7 +167,7 @@ static void test_llama_tp2_matches_transformers(void) { compare_with_hf("llama_t
 ** window of 16 positions makes the model one for contexts up to 16 */
 static void test_mistral_matches_transformers(void) {
   tsl_weights *w;
-  REQUIRE(tsl_weights_open(FIXTURES "mistral_tiny", &w) == TESSEL_OK);
+  REQUIRE(tsl_weights_open(FIXTURES "mistral_tiny", 0, &w) == TESSEL_OK);
   CHECK_EQ_INT(tsl_weights_model(w)->positions, 16);
   CHECK(tsl_weights_model(w)->rope_theta == 1e6);
   tsl_weights_close(w);
@@ -177,7 +177,7 @@ static void test_mistral_matches_transformers(void) {
 ** Mistral Nemo's 128 of 5120 / 32) */
 static void test_head_dim_matches_transformers(void) {
   tsl_weights *w;
-  REQUIRE(tsl_weights_open(FIXTURES "mistral_head_dim", &w) == TESSEL_OK);
+  REQUIRE(tsl_weights_open(FIXTURES "mistral_head_dim", 0, &w) == TESSEL_OK);
   CHECK_EQ_INT(tsl_head_dim(tsl_weights_model(w)), 32);
   tsl_weights_close(w);
   compare_with_hf("mistral_head_dim");
@@ -187,7 +187,7 @@ static void test_head_dim_matches_transformers(void) {
 ** outside the tolerance), here with a tied head */
 static void test_qwen2_matches_transformers(void) {
   tsl_weights *w;
-  REQUIRE(tsl_weights_open(FIXTURES "qwen2_tiny", &w) == TESSEL_OK);
+  REQUIRE(tsl_weights_open(FIXTURES "qwen2_tiny", 0, &w) == TESSEL_OK);
   CHECK(tsl_weights_model(w)->qkv_bias && tsl_weights_model(w)->tie_embeddings);
   tsl_weights_close(w);
   compare_with_hf("qwen2_tiny");

@@ -268,7 +268,7 @@ static void test_rope_parameters(void) {
   char *dir = hf_dir("rope5", TESSEL_F32, "{\"rope_parameters\": {\"rope_theta\": 500000.0, \"rope_type\": \"default\"},",
                      NULL, NULL);
   REQUIRE(tsl_import_hf(dir, scratch_path(out, "rope5-ckpt")) == TESSEL_OK);
-  REQUIRE(tsl_weights_open(out, &w) == TESSEL_OK);
+  REQUIRE(tsl_weights_open(out, 0, &w) == TESSEL_OK);
   CHECK(tsl_weights_model(w)->rope_theta == 500000.0);
   tsl_weights_close(w);
   /* a rope_parameters without its own theta leaves the top-level one in
@@ -276,14 +276,14 @@ static void test_rope_parameters(void) {
   dir = hf_dir("rope-top", TESSEL_F32, "{\"rope_theta\": 500000.0, \"rope_parameters\": {\"rope_type\": \"default\"},",
                NULL, NULL);
   REQUIRE(tsl_import_hf(dir, scratch_path(out, "rope-top-ckpt")) == TESSEL_OK);
-  REQUIRE(tsl_weights_open(out, &w) == TESSEL_OK);
+  REQUIRE(tsl_weights_open(out, 0, &w) == TESSEL_OK);
   CHECK(tsl_weights_model(w)->rope_theta == 500000.0);
   tsl_weights_close(w);
   /* and one with its own theta does not look at the top-level one */
   dir = hf_dir("rope-inner", TESSEL_F32, "{\"rope_theta\": 0, \"rope_parameters\": {\"rope_type\": \"default\", "
                "\"rope_theta\": 20000.0},", NULL, NULL);
   REQUIRE(tsl_import_hf(dir, scratch_path(out, "rope-inner-ckpt")) == TESSEL_OK);
-  REQUIRE(tsl_weights_open(out, &w) == TESSEL_OK);
+  REQUIRE(tsl_weights_open(out, 0, &w) == TESSEL_OK);
   CHECK(tsl_weights_model(w)->rope_theta == 20000.0);
   tsl_weights_close(w);
 }
@@ -305,7 +305,7 @@ static void test_llama3_scaling(void) {
     snprintf(config, sizeof config, "%s%s", forms[i], numbers);
     snprintf(name, sizeof name, "llama3-%zu", i);
     tsl_weights *w;
-    REQUIRE(tsl_weights_open(hf_dir(name, TESSEL_F32, config, NULL, NULL), &w) == TESSEL_OK);
+    REQUIRE(tsl_weights_open(hf_dir(name, TESSEL_F32, config, NULL, NULL), 0, &w) == TESSEL_OK);
     const tsl_model_settings *m = tsl_weights_model(w);
     CHECK(m->rope_scaling.factor == 32.0 && m->rope_scaling.low_freq_factor == 1.0);
     CHECK(m->rope_scaling.high_freq_factor == 4.0 && m->rope_scaling.original_positions == 8192);
@@ -348,7 +348,7 @@ static void test_mistral_window(void) {
     char name[32];
     snprintf(name, sizeof name, "mistral-%zu", i);
     tsl_weights *w;
-    REQUIRE(tsl_weights_open(hf_dir(name, TESSEL_F32, cases[i].edit, NULL, NULL), &w) == TESSEL_OK);
+    REQUIRE(tsl_weights_open(hf_dir(name, TESSEL_F32, cases[i].edit, NULL, NULL), 0, &w) == TESSEL_OK);
     const tsl_model_settings *m = tsl_weights_model(w);
     CHECK(m->arch == TSL_ARCH_LLAMA);
     CHECK_EQ_INT(m->positions, cases[i].positions);
@@ -386,7 +386,7 @@ static void test_qwen2_window(void) {
     }
     edit_config(dir, cases[i].edit);
     tsl_weights *w;
-    REQUIRE(tsl_weights_open(dir, &w) == TESSEL_OK);
+    REQUIRE(tsl_weights_open(dir, 0, &w) == TESSEL_OK);
     CHECK(tsl_weights_model(w)->qkv_bias);
     CHECK_EQ_INT(tsl_weights_model(w)->positions, cases[i].positions);
     tsl_weights_close(w);
