@@ -233,7 +233,7 @@ static int ln_bwd(bench *b) {
                                    b->mean, b->rstd, ROWS, C);
 }
 /* attention on the fused qkv, as GPT-2 calls it */
-static const tsl_attn_shape attn_shape = {B, T, NH, NH, HS, 3 * C, 3 * C, 3 * C};
+static const tsl_attn_shape attn_shape = {B, T, NH, NH, HS, 3 * C, 3 * C, 3 * C, 0, 0};
 static int attn_fwd(bench *b) {
   return b->be->attention_forward(b->be, NULL, b->atty, b->lse, b->qkv, b->qkv + C, b->qkv + 2 * C,
                                   &attn_shape);
@@ -459,7 +459,7 @@ static void attention_shape(const tsl_backend_opts *opts, int64_t batch, int64_t
   const int64_t hs = HS, qw = heads * hs, kw = kv_heads * hs, w = qw + 2 * kw, rows = batch * seq;
   uint64_t seed = 11;
   float *qkv = buffer(rows * w, &seed), *dqkv = buffer(rows * w, &seed);
-  b.sweep = (tsl_attn_shape){batch, seq, heads, kv_heads, hs, w, w, w};
+  b.sweep = (tsl_attn_shape){batch, seq, heads, kv_heads, hs, w, w, w, 0, 0};
   b.s_q = qkv, b.s_k = qkv + qw, b.s_v = qkv + qw + kw;
   b.s_dq = dqkv, b.s_dk = dqkv + qw, b.s_dv = dqkv + qw + kw;
   b.s_out = buffer(rows * qw, &seed), b.s_dout = buffer(rows * qw, &seed);

@@ -28,8 +28,10 @@
 #include "tessel/plugin.h"
 
 /* 2: attention without stored probabilities (q, k, v strides, grouped
-** kv heads, lse); RMS norm, rotary embedding and SwiGLU kernels. */
-#define TSL_BACKEND_VERSION 2
+** kv heads, lse); RMS norm, rotary embedding and SwiGLU kernels.
+** 3: attention over a key/value cache (tsl_attn_shape's past and kv_seq,
+** offered where attention_past is set). */
+#define TSL_BACKEND_VERSION 3
 #define TSL_BACKEND_ENTRY_NAME "tessel_backend_v1"
 
 typedef struct tsl_backend tsl_backend;
@@ -46,9 +48,14 @@ typedef struct tsl_backend_opts {
                        ** before the rank gives up (0: forever)          */
 } tsl_backend_opts;
 
-/* The shape of one attention call (see attention_forward). */
+/* The shape of one attention call (see attention_forward). past and
+** kv_seq are 0 except when decoding with a cache of keys and values: then
+** the seq queries of a sequence are its positions past .. past + seq − 1,
+** and k, v hold kv_seq rows per sequence (at least past + seq), of which
+** query t sees the first past + t + 1. */
 typedef struct tsl_attn_shape {
   int64_t batch, seq, heads, kv_heads, head_size, ldq, ldk, ldv;
+  int64_t past, kv_seq;
 } tsl_attn_shape;
 
 typedef enum { TSL_COPY_H2D = 0, TSL_COPY_D2H = 1, TSL_COPY_D2D = 2, TSL_COPY_H2H = 3 } tsl_copy_kind;
@@ -215,7 +222,9 @@ struct tsl_backend {
   ** head h / (heads / kv_heads); scores are scaled by 1/√hs. out
   ** [B, T, heads·hs] contiguous; lse [B, heads, T] fp32, the log-sum-exp of
   ** each row's scaled scores, saved for backward. GPT-2's fused c_attn
-  ** output [rows, 3C] is q = qkv, k = qkv + C, v = qkv + 2C with ld 3C. */
+  ** output [rows, 3C] is q = qkv, k = qkv + C, v = qkv + 2C with ld 3C.
+  ** With sh->past > 0 (only where attention_past is set) lse may be NULL;
+  ** backward is for past 0 alone. */
   int (*attention_forward)(tsl_backend *be, tsl_stream *s, void *out, float *lse, const void *q,
                            const void *k, const void *v, const tsl_attn_shape *sh);
   /* dq, dk, dv overwritten, with the strides of q, k, v; D = rowsum(dout·out)
@@ -353,6 +362,12 @@ struct tsl_backend {
   ** 0, nothing to reduce between them) in one pass */
   int (*ce_fused)(tsl_backend *be, tsl_stream *s, float *losses, void *logits, const int32_t *targets,
                   int64_t rows, int64_t vocab, int64_t valid, float dscale);
+
+  /* ---- optional: appended in interface 3 ---- */
+  /* 1 when attention_forward takes a past > 0 (decoding over a cache of
+  ** keys and values); 0: it refuses one, and a decoder runs the whole
+  ** context again for each token. */
+  int attention_past;
 };
 
 /* The CPU backend, always built in. */

@@ -16,6 +16,11 @@
 ** dK, dV sum over the group's heads inside the sgemm. Packing also turns
 ** strided q rows (GPT-2's fused qkv) into a contiguous operand.
 **
+** Decoding. With a cache of keys and values (shape past > 0), query t is
+** position past + t and walks the keys up to it in the same blocks: a
+** query meets the same keys in the same order whether it runs with its
+** whole sequence or one step at a time.
+**
 ** Parallel work. The forward runs over (sequence, kv head, query block)
 ** triples, which write disjoint rows of out and lse. The backward runs over
 ** (sequence, kv head) pairs: a thread owns the kv head's dk and dv rows and
@@ -49,6 +54,7 @@ typedef struct attn {
   const float *q, *k, *v, *out, *dout, *lse_in;
   float *o, *lse, *dq, *dk, *dv;
   int64_t B, T, H, KV, hs, g, ldq, ldk, ldv, qb, kb;
+  int64_t P, KT; /* positions before the first query; k, v rows per sequence */
   float scale;
 } attn;
 
@@ -59,12 +65,13 @@ static int64_t query_steps(int64_t g) { return g >= QUERY_ROWS ? 1 : QUERY_ROWS 
 ** be passed to sgemm. */
 static int check_shape(const tsl_attn_shape *sh) {
   if (!sh || sh->batch < 0 || sh->seq < 0 || sh->heads < 0 || sh->kv_heads <= 0 ||
-      sh->head_size <= 0 || sh->heads % sh->kv_heads)
+      sh->head_size <= 0 || sh->heads % sh->kv_heads || sh->past < 0 ||
+      (sh->kv_seq && sh->kv_seq < sh->past + sh->seq))
     return TESSEL_E_INTERNAL;
   if (sh->ldq < sh->heads * sh->head_size || sh->ldk < sh->kv_heads * sh->head_size ||
       sh->ldv < sh->kv_heads * sh->head_size)
     return TESSEL_E_INTERNAL;
-  if (sh->seq > INT_MAX || sh->ldq > INT_MAX || sh->ldk > INT_MAX || sh->ldv > INT_MAX ||
+  if (sh->past + sh->seq > INT_MAX || sh->kv_seq > INT_MAX || sh->ldq > INT_MAX || sh->ldk > INT_MAX || sh->ldv > INT_MAX ||
       sh->heads > INT_MAX / QUERY_ROWS / sh->head_size)
     return TESSEL_E_UNSUPPORTED;
   return TESSEL_OK;
@@ -72,7 +79,8 @@ static int check_shape(const tsl_attn_shape *sh) {
 
 static attn attn_of(const tsl_attn_shape *sh) {
   attn a = {.B = sh->batch, .T = sh->seq, .H = sh->heads, .KV = sh->kv_heads,
-            .hs = sh->head_size, .ldq = sh->ldq, .ldk = sh->ldk, .ldv = sh->ldv};
+            .hs = sh->head_size, .ldq = sh->ldq, .ldk = sh->ldk, .ldv = sh->ldv,
+            .P = sh->past, .KT = sh->kv_seq ? sh->kv_seq : sh->seq};
   a.g = a.H / a.KV;
   a.qb = query_steps(a.g);
   a.kb = KEY_BLOCK;
@@ -89,7 +97,7 @@ static void pack_rows(float *dst, const float *src, int64_t ld, int64_t t0, int6
 }
 
 /* Valid keys of packed row r in the key block starting at s0: keys s <= t
-** where t = t0 + r/g; may be <= 0. */
+** where t = t0 + r/g is the row's position; may be <= 0. */
 static int64_t valid_keys(int64_t r, int64_t g, int64_t t0, int64_t s0, int64_t n) {
   return TSL_MIN(n, t0 + r / g - s0 + 1);
 }
@@ -125,22 +133,23 @@ static void online_row(float *p, int64_t n, int64_t nv, float *mx, float *sum, f
 }
 
 /* Forward of one (sequence, kv head, query block); scratch holds
-** M·(2·hs + kb + 2) floats for M = qb·g packed rows. */
+** M·(2·hs + kb + 2) floats for M = qb·g packed rows. Query t is position
+** P + t and meets the keys up to it. */
 static void block_forward(const attn *a, int64_t b, int64_t kvh, int64_t t0, float *scratch) {
   const int64_t g = a->g, hs = a->hs, T = a->T, gw = g * hs, C = a->H * hs;
-  const int64_t t1 = TSL_MIN(t0 + a->qb, T), M = (t1 - t0) * g;
+  const int64_t t1 = TSL_MIN(t0 + a->qb, T), M = (t1 - t0) * g, end = a->P + t1;
   float *qp = scratch, *op = qp + M * hs, *sc = op + M * hs, *mx = sc + M * a->kb, *sum = mx + M;
   const float *q0 = a->q + b * T * a->ldq + kvh * gw;
-  const float *k0 = a->k + b * T * a->ldk + kvh * hs, *v0 = a->v + b * T * a->ldv + kvh * hs;
+  const float *k0 = a->k + b * a->KT * a->ldk + kvh * hs, *v0 = a->v + b * a->KT * a->ldv + kvh * hs;
   pack_rows(qp, q0, a->ldq, t0, t1, gw);
   memset(op, 0, (size_t)(M * hs) * sizeof(float));
   for (int64_t r = 0; r < M; r++) mx[r] = -INFINITY, sum[r] = 0.0f;
-  for (int64_t s0 = 0; s0 < t1; s0 += a->kb) {
-    const int64_t n = TSL_MIN(a->kb, t1 - s0);
+  for (int64_t s0 = 0; s0 < end; s0 += a->kb) {
+    const int64_t n = TSL_MIN(a->kb, end - s0);
     /* sc[M, n] = scale · qp · k[s0:s0+n]ᵀ */
     tsl_cpu_sgemm(0, 1, M, n, hs, a->scale, qp, hs, k0 + s0 * a->ldk, a->ldk, 0.0f, sc, n);
     for (int64_t r = 0; r < M; r++)
-      online_row(sc + r * n, n, valid_keys(r, g, t0, s0, n), mx + r, sum + r, op + r * hs, hs);
+      online_row(sc + r * n, n, valid_keys(r, g, a->P + t0, s0, n), mx + r, sum + r, op + r * hs, hs);
     /* op[M, hs] += p · v[s0:s0+n] */
     tsl_cpu_sgemm(0, 0, M, hs, n, 1.0f, sc, n, v0 + s0 * a->ldv, a->ldv, 1.0f, op, hs);
   }
@@ -150,7 +159,7 @@ static void block_forward(const attn *a, int64_t b, int64_t kvh, int64_t t0, flo
     float *o = a->o + (b * T + t) * C + h * hs;
 #pragma omp simd
     for (int64_t i = 0; i < hs; i++) o[i] = op[r * hs + i] * inv;
-    a->lse[(b * a->H + h) * T + t] = mx[r] + logf(sum[r]);
+    if (a->lse) a->lse[(b * a->H + h) * T + t] = mx[r] + logf(sum[r]);
   }
 }
 
@@ -161,7 +170,7 @@ static float *thread_scratch(int64_t per_thread, int64_t *stride) {
   return aligned_alloc(64, (size_t)(*stride * omp_get_max_threads()) * sizeof(float));
 }
 
-/* out [B, T, H·hs], lse [B, H, T] from q, k, v */
+/* out [B, T, H·hs], lse [B, H, T] (NULL: not kept) from q, k, v */
 int tsl_cpu_attention_forward(tsl_backend *be, tsl_stream *s, void *out, float *lse, const void *q,
                               const void *k, const void *v, const tsl_attn_shape *sh) {
   int st = check_shape(sh);
@@ -243,6 +252,7 @@ int tsl_cpu_attention_backward(tsl_backend *be, tsl_stream *s, void *dq, void *d
                                const void *k, const void *v, const tsl_attn_shape *sh) {
   int st = check_shape(sh);
   if (st) return st;
+  if (sh->past || (sh->kv_seq && sh->kv_seq != sh->seq)) return TESSEL_E_INTERNAL; /* training has no cache */
   attn a = attn_of(sh);
   if (a.B == 0 || a.T == 0 || a.H == 0) return TESSEL_OK;
   a.q = q, a.k = k, a.v = v, a.out = out, a.dout = dout, a.lse_in = lse;

@@ -373,6 +373,9 @@ static int check_shape(const tsl_attn_shape *sh) {
                          sh ? (long long)sh->batch : 0, sh ? (long long)sh->seq : 0, sh ? (long long)sh->heads : 0,
                          sh ? (long long)sh->kv_heads : 0, sh ? (long long)sh->head_size : 0,
                          sh ? (long long)sh->ldq : 0, sh ? (long long)sh->ldk : 0, sh ? (long long)sh->ldv : 0);
+  if (sh->past || (sh->kv_seq && sh->kv_seq != sh->seq))
+    return TSL_CUDA_FAIL(TESSEL_E_UNSUPPORTED, "attention: no key/value cache in the CUDA kernels (past %lld)",
+                         (long long)sh->past);
   if (sh->head_size > MAX_HEAD)
     return TSL_CUDA_FAIL(TESSEL_E_UNSUPPORTED, "attention: head size %lld is above the CUDA kernels' %d",
                          (long long)sh->head_size, MAX_HEAD);

@@ -76,7 +76,7 @@ static void qkv_free(qkv *x) {
 }
 
 static tsl_attn_shape shape_of(const acase *c, const qkv *x) {
-  tsl_attn_shape sh = {c->B, c->T, c->H, c->KV, c->hs, x->ldq, x->ldk, x->ldv};
+  tsl_attn_shape sh = {c->B, c->T, c->H, c->KV, c->hs, x->ldq, x->ldk, x->ldv, 0, 0};
   return sh;
 }
 
@@ -426,26 +426,75 @@ static void test_thread_count_invariant(void) {
   }
 }
 
+/* Decoding over a cache of keys and values: the queries at positions
+** P .. T − 1 alone (shape past P), with k and v in a cache of T + 3 rows
+** per sequence whose rows past T are NaN, give the reference's rows for
+** those positions, within the bounds of the full forward; with a past the
+** caller may leave lse out. Splits: the last third of the sequence (a step
+** after a prompt) and its last position (one drawn token), across key
+** blocks at T = 300 and 1024. */
+static void test_past(void) {
+  tsl_backend *be = kt_backend();
+  uint64_t rng = 27;
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+    for (int split = 0; split < 2; split++) {
+      const acase *c = &cases[i];
+      const int64_t n = split ? 1 : (c->T + 2) / 3, P = c->T - n, KT = c->T + 3;
+      const int64_t qw = c->H * c->hs, kw = c->KV * c->hs;
+      float *out, *lse;
+      qkv x = forward_case(c, &rng, &out, &lse);
+      result ro = result_alloc(c->B * c->T * qw), rl = result_alloc(c->B * c->H * c->T);
+      ref_forward(&ro, &rl, &x, c);
+      float *q = kt_floats(c->B * n * qw), *o = kt_floats(c->B * n * qw);
+      float *k = kt_floats(c->B * KT * kw), *v = kt_floats(c->B * KT * kw);
+      kt_fill(o, c->B * n * qw, NAN), kt_fill(k, c->B * KT * kw, NAN), kt_fill(v, c->B * KT * kw, NAN);
+      result want = result_alloc(c->B * n * qw);
+      for (int64_t b = 0; b < c->B; b++) {
+        for (int64_t t = 0; t < c->T; t++) {
+          memcpy(k + (b * KT + t) * kw, &AT(x.k, x.ldk, c, b, t, 0, 0), (size_t)kw * sizeof(float));
+          memcpy(v + (b * KT + t) * kw, &AT(x.v, x.ldv, c, b, t, 0, 0), (size_t)kw * sizeof(float));
+        }
+        for (int64_t t = 0; t < n; t++) {
+          memcpy(q + (b * n + t) * qw, &AT(x.q, x.ldq, c, b, P + t, 0, 0), (size_t)qw * sizeof(float));
+          const int64_t from = (b * c->T + P + t) * qw, to = (b * n + t) * qw;
+          memcpy(want.val + to, ro.val + from, (size_t)qw * sizeof(double));
+          memcpy(want.mag + to, ro.mag + from, (size_t)qw * sizeof(double));
+          memcpy(want.bound + to, ro.bound + from, (size_t)qw * sizeof(double));
+        }
+      }
+      const tsl_attn_shape sh = {c->B, n, c->H, c->KV, c->hs, qw, kw, kw, P, KT};
+      CHECK_EQ_INT(be->attention_forward(be, NULL, o, NULL, q, k, v, &sh), 0);
+      check_result("out after a past", c, o, &want);
+      qkv_free(&x), free(out), free(lse), result_free(&ro), result_free(&rl), result_free(&want);
+      free(q), free(o), free(k), free(v);
+    }
+}
+
 /* batch = 0 or T = 0: nothing to do and nothing written; inconsistent
 ** shapes are refused before anything is written */
 static void test_empty_and_bad_shapes(void) {
   tsl_backend *be = kt_backend();
   float x[4] = {7, 7, 7, 7}, lse[4] = {7, 7, 7, 7};
-  tsl_attn_shape sh = {0, 4, 2, 2, 2, 4, 4, 4};
+  tsl_attn_shape sh = {0, 4, 2, 2, 2, 4, 4, 4, 0, 0};
   CHECK_EQ_INT(be->attention_forward(be, NULL, x, lse, x, x, x, &sh), 0);
   sh.batch = 2, sh.seq = 0;
   CHECK_EQ_INT(be->attention_backward(be, NULL, x, x, x, x, x, lse, x, x, x, &sh), 0);
   const tsl_attn_shape bad[] = {
-      {1, 1, 3, 2, 2, 6, 4, 4}, /* kv_heads does not divide heads */
-      {1, 1, 2, 0, 2, 4, 4, 4}, /* no kv heads */
-      {1, 1, 2, 1, 2, 3, 2, 2}, /* q rows narrower than heads·hs */
-      {1, 1, 2, 1, 2, 4, 1, 2}, /* k rows narrower than kv_heads·hs */
-      {1, 1, 2, 1, 0, 4, 2, 2}, /* head size 0 */
+      {1, 1, 3, 2, 2, 6, 4, 4, 0, 0}, /* kv_heads does not divide heads */
+      {1, 1, 2, 0, 2, 4, 4, 4, 0, 0}, /* no kv heads */
+      {1, 1, 2, 1, 2, 3, 2, 2, 0, 0}, /* q rows narrower than heads·hs */
+      {1, 1, 2, 1, 2, 4, 1, 2, 0, 0}, /* k rows narrower than kv_heads·hs */
+      {1, 1, 2, 1, 0, 4, 2, 2, 0, 0}, /* head size 0 */
+      {1, 2, 2, 1, 2, 4, 2, 2, 2, 3}, /* a cache of 3 rows for 2 past and 2 new positions */
+      {1, 1, 2, 1, 2, 4, 2, 2, -1, 0}, /* a negative past */
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     CHECK(be->attention_forward(be, NULL, x, lse, x, x, x, &bad[i]) < 0);
     CHECK(be->attention_backward(be, NULL, x, x, x, x, x, lse, x, x, x, &bad[i]) < 0);
   }
+  /* no backward through a cache: training never has one */
+  const tsl_attn_shape past = {1, 1, 2, 1, 2, 4, 2, 2, 1, 2};
+  CHECK(be->attention_backward(be, NULL, x, x, x, x, x, lse, x, x, x, &past) < 0);
   CHECK(x[0] == 7.0f && x[3] == 7.0f && lse[0] == 7.0f && lse[3] == 7.0f);
 }
 
@@ -455,6 +504,7 @@ int main(void) {
   RUN(test_backward_matches_finite_differences);
   RUN(test_causal_mask);
   RUN(test_thread_count_invariant);
+  RUN(test_past);
   RUN(test_empty_and_bad_shapes);
   return HARNESS_EXIT();
 }
