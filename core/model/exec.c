@@ -92,8 +92,9 @@ static tsl_status rotary(const run *r, void *q, int64_t ldq, void *k, int64_t ld
   int64_t hs = m->dims.dim[TESSEL_DIM_HEAD_SIZE], B = m->geo.batch, T = m->dims.seq_len;
   /* the frequencies the op describes to strategies, as the model holds them */
   const tsl_rope_freqs f = m->arch.rope;
-  int rc = be->rope(be, m->rt->compute, q, B, T, m->geo.heads, hs, ldq, 0, f, inverse);
-  if (rc >= 0) rc = be->rope(be, m->rt->compute, k, B, T, m->geo.kv_heads, hs, ldk, 0, f, inverse);
+  int64_t past = tsl_decode_past(m);
+  int rc = be->rope(be, m->rt->compute, q, B, T, m->geo.heads, hs, ldq, past, f, inverse);
+  if (rc >= 0) rc = be->rope(be, m->rt->compute, k, B, T, m->geo.kv_heads, hs, ldk, past, f, inverse);
   return be_status(rc, "rotary positions");
 }
 
@@ -124,6 +125,7 @@ static tsl_status forward_op(const run *r, int micro) {
     case TESSEL_OP_ATTENTION: {
       tessel_attention_args a;
       attention_args(r, &a);
+      if (tsl_decoding(m)) return tsl_decode_attention(m, r->unit, &a);
       return OP(m, attention_forward, r->c, &a);
     }
     case TESSEL_OP_ACTIVATION: {
@@ -139,7 +141,10 @@ static tsl_status forward_op(const run *r, int micro) {
     }
     case TESSEL_OP_EMBEDDING: {
       w = view_of(m, r->op->weight);
-      if (r->op->bias >= 0) pos = view_of(m, r->op->bias);
+      if (r->op->bias >= 0) {
+        pos = view_of(m, r->op->bias); /* decoding: from the row of the first new position */
+        pos.data = (char *)pos.data + (uint64_t)(tsl_decode_past(m) * m->geo.width) * tessel_dtype_size(m->dims.act_dtype);
+      }
       tessel_embedding_args a = {.size = sizeof a, .table = &w, .positions = r->op->bias >= 0 ? &pos : NULL,
                                  .tokens = m->slots[r->slot].tokens, .out = act(r, od->out[0], &ld),
                                  .batch = m->dims.micro_batch, .seq = m->dims.seq_len};
@@ -147,6 +152,10 @@ static tsl_status forward_op(const run *r, int micro) {
     }
     case TESSEL_OP_HEAD: {
       w = view_of(m, r->op->weight);
+      if (tsl_decoding(m)) /* the last row's logits: the next token's */
+        return tsl_op_head_logits(m, (const char *)act(r, od->in[0], &ld) + (uint64_t)((rows(r, od->in[0]) - 1) * ld) *
+                                                                               tessel_dtype_size(m->dims.act_dtype),
+                                  &w, 1, m->logits);
       tessel_head_args a = {.size = sizeof a, .weight = &w, .inp = act(r, od->in[0], &ld),
                             .targets = m->slots[r->slot].targets,
                             .losses = m->losses + (int64_t)micro * m->geo.rows, .logits = m->logits,

@@ -49,6 +49,8 @@ typedef struct tsl_stage {
   uint64_t last_use;       /* for choosing the least recently used */
 } tsl_stage;
 
+typedef struct tsl_kv_cache tsl_kv_cache;
+
 typedef struct tsl_slot {
   void *arena;            /* one allocation holding everything below */
   void **resid;           /* [units + 1]: stream entering unit u; NULL when not on this rank */
@@ -83,7 +85,7 @@ struct tsl_model {
   uint64_t stage_bytes, stage_uses;
   tsl_stream *offload;         /* copies to and from the host tier */
   void *dres, *dtmp, *logits;  /* logits: [rows, vocab] for a strategy's head, a block of rows for the core's */
-  void *all_logits;            /* every row's logits, made on demand for sampling */
+  void *all_logits;            /* every row's logits, made on demand (tsl_model_logits) */
   float *losses;                        /* [micro_steps * rows] per-token losses */
   int32_t *host_inputs, *host_targets; /* staging for the batch function */
   float *host_losses;                   /* staging for reading losses back */
@@ -92,7 +94,16 @@ struct tsl_model {
   int training;          /* head computes dlogits and backward runs */
   int64_t step_serial;   /* bumped per step or evaluation batch */
   float dloss;           /* 1 / tokens in the global batch */
+  tsl_kv_cache *kv;      /* decoding (decode.c); NULL: none */
 };
+
+/* decode.c: while a decode step runs (tsl_decoding), the position of its
+** first row (tsl_decode_past), and attention that appends the step's keys
+** and values to the cache and attends over it. */
+int tsl_decoding(const tsl_model *m);
+int64_t tsl_decode_past(const tsl_model *m);
+tsl_status tsl_decode_attention(tsl_model *m, int unit, const tessel_attention_args *a);
+void tsl_decode_free(tsl_model *m);
 
 /* acts.c: sizes and storage of activations and their gradients. */
 int64_t tsl_act_rows(const tsl_model *m, const tsl_act_decl *a);
@@ -154,7 +165,8 @@ tsl_status tsl_op_embedding_backward(tsl_model *m, const tessel_op_ctx *c, const
 tsl_status tsl_op_head(tsl_model *m, const tessel_op_ctx *c, const tessel_head_args *a);
 /* Rows per block of the core's head, which never holds all rows' logits. */
 int64_t tsl_op_head_block_rows(const tsl_model *m);
-/* out [rows, vocab] = inp · wᵀ: every row's logits at once (sampling). */
-tsl_status tsl_op_head_logits(tsl_model *m, const void *inp, const tessel_param_view *w, void *out);
+/* out [rows, vocab] = inp · wᵀ: rows' logits at once (tsl_model_logits,
+** and decoding's last row). */
+tsl_status tsl_op_head_logits(tsl_model *m, const void *inp, const tessel_param_view *w, int64_t rows, void *out);
 
 #endif

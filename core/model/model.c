@@ -243,6 +243,7 @@ tsl_status tsl_model_create(tsl_runtime *rt, const tessel_model_dims *dims, cons
 void tsl_model_destroy(tsl_model *m) {
   if (!m) return;
   tsl_runtime *rt = m->rt;
+  tsl_decode_free(m);
   tsl_acts_free(m);
   tsl_state_free(&m->state);
   tsl_layouts_free(&m->layouts);
@@ -413,7 +414,8 @@ tsl_status tsl_model_logits(tsl_model *m, const void **logits, int64_t *rows, in
                               (uint64_t)(m->geo.rows * m->geo.vocab) * tessel_dtype_size(m->dims.act_dtype),
                               "logits for sampling", &m->all_logits));
   tsl_model_view(m, u->ops[k].weight, &w);
-  TSL_TRY(st, tsl_op_head_logits(m, tsl_act_ptr(m, 0, head, u->decl->ops[k].in[0], &ld), &w, m->all_logits));
+  TSL_TRY(st, tsl_op_head_logits(m, tsl_act_ptr(m, 0, head, u->decl->ops[k].in[0], &ld), &w, m->geo.rows,
+                                 m->all_logits));
   *logits = m->all_logits;
   return TESSEL_OK;
 fail:

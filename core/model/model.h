@@ -77,8 +77,22 @@ tsl_status tsl_model_eval_step(tsl_model *m, int micro_steps);
 ** batches of the last step (reads device memory: synchronises). */
 tsl_status tsl_model_loss_sum(tsl_model *m, int micro_steps, double *sum, double *count);
 /* The logits of the last evaluation micro-batch's rows on this rank (the
-** head's vocabulary slice), for sampling: [rows, vocab] in act dtype. */
+** head's vocabulary slice), to read the whole forward's output (the tests
+** against transformers): [rows, vocab] in act dtype. Generation uses
+** tsl_model_decode, which makes the last row's alone. */
 tsl_status tsl_model_logits(tsl_model *m, const void **logits, int64_t *rows, int64_t *vocab);
+
+/* Generation with a cache of keys and values (decode.c), for one sequence
+** of an inference model without a strategy, on a backend whose attention
+** takes a past (the CPU's). open makes the cache for model.seq_len
+** positions. decode runs the next n tokens at positions past .. past + n − 1
+** and points *logits at the last one's [vocab] logits (device memory,
+** valid until the next step); past + n may not pass the cache's size. room
+** is how many positions the cache has left; reset empties it. */
+tsl_status tsl_model_decode_open(tsl_model *m);
+tsl_status tsl_model_decode(tsl_model *m, const int32_t *tokens, int64_t n, const void **logits);
+int64_t tsl_model_decode_room(const tsl_model *m);
+void tsl_model_decode_reset(tsl_model *m);
 
 /* Accessors. */
 tsl_runtime *tsl_model_runtime(const tsl_model *m);

@@ -94,9 +94,9 @@ fail:
   return st;
 }
 
-tsl_status tsl_op_head_logits(tsl_model *m, const void *inp, const tessel_param_view *w, void *out) {
+tsl_status tsl_op_head_logits(tsl_model *m, const void *inp, const tessel_param_view *w, int64_t rows, void *out) {
   tsl_backend *be = &m->rt->be;
   int64_t V = m->dims.dim[TESSEL_DIM_VOCAB], C = m->geo.width;
-  return be_status(be->gemm(be, m->rt->compute, 0, 1, m->geo.rows, V, C, 1.0f, inp, C, w->data, C, 0.0f, out, V,
+  return be_status(be->gemm(be, m->rt->compute, 0, 1, rows, V, C, 1.0f, inp, C, w->data, C, 0.0f, out, V,
                             be->act_dtype), "head logits");
 }

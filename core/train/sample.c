@@ -13,20 +13,25 @@
 
 typedef struct context {
   int32_t *tokens;
-  int len, cap, seq_len;
+  int64_t len, cap, seen; /* seen: the tokens the model's cache holds */
+  int64_t window;         /* the most positions the model looks at */
 } context;
 
-/* Batch source: the last seq_len tokens of the context, zero-padded; the
-** padding sits after the last real token, which causal attention ignores. */
-static tsl_status context_batch(void *ctx, int micro, int32_t *inputs, int32_t *targets) {
-  const context *c = ctx;
-  (void)micro;
-  int n = TSL_MIN(c->len, c->seq_len), first = c->len - n;
-  for (int t = 0; t < c->seq_len; t++) {
-    inputs[t] = t < n ? c->tokens[first + t] : 0;
-    targets[t] = 0;
+/* The logits of the token after the context: the model runs over the
+** tokens it has not seen, after those in its cache, or, when the cache has
+** no room for them, over the context's last `window` tokens again from
+** position 0 (a window that slides once the text is longer than the
+** model's positions). */
+static tsl_status next_logits(tsl_model *m, context *c, const void **logits) {
+  int64_t fresh = c->len - c->seen;
+  const int32_t *from = c->tokens + c->seen;
+  if (fresh > tsl_model_decode_room(m)) {
+    tsl_model_decode_reset(m);
+    fresh = TSL_MIN(c->len, c->window);
+    from = c->tokens + c->len - fresh;
   }
-  return TESSEL_OK;
+  c->seen = c->len;
+  return tsl_model_decode(m, from, fresh, logits);
 }
 
 /* The k-th largest of v[0, n) (k in 1..n), v rearranged: Hoare's
@@ -155,26 +160,27 @@ tsl_status tsl_sample(const tsl_settings *given, tsl_tensor_fn src, void *src_ct
   ** not only the seq_len it trained at: the last `positions` tokens, a
   ** window that slides once the text is longer (GPT-2 has no position past
   ** its table; transformers would run a Llama on, beyond what it was made
-  ** for). And it runs over the longest context this sample reaches, not all
-  ** of that: every token is a forward over all of it, and an imported Llama
-  ** 3 is made for 131072 positions */
+  ** for). And its cache of keys and values holds the longest context this
+  ** sample reaches, not all of that: an imported Llama 3 is made for 131072
+  ** positions */
   tsl_settings copy = *given;
   const tsl_settings *s = &copy;
   int64_t reach = (int64_t)prompt.n + o->tokens - 1;
   copy.model.seq_len = (int)TSL_MAX(1, TSL_MIN((int64_t)given->model.positions, reach));
-  context ctx = {.seq_len = s->model.seq_len};
+  context ctx = {.window = s->model.seq_len};
   TSL_TRY(st, tsl_runtime_local(&rt, s, o->threads));
   rt.inference = 1; /* the weights alone, without gradients and optimizer moments */
   tessel_model_dims dims;
   tsl_model_dims_single(&rt, &dims);
   TSL_TRY(st, tsl_model_create(&rt, &dims, NULL, &m)); /* every parameter is scattered below */
+  TSL_TRY(st, tsl_model_decode_open(m));
   const tsl_params *ps = tsl_model_params(m);
   uint64_t most = 0;
   for (int i = 0; i < ps->n; i++) most = TSL_MAX(most, ps->p[i].local_numel);
   whole = malloc(most * sizeof(float));
   row = malloc((size_t)V * sizeof(float));
   scratch = malloc((size_t)V * sizeof(float));
-  ctx.cap = (int)prompt.n + o->tokens + 1;
+  ctx.cap = (int64_t)prompt.n + o->tokens + 1;
   ctx.tokens = malloc(sizeof(int32_t) * (size_t)ctx.cap);
   if (!whole || !row || !scratch || !ctx.tokens) {
     st = tsl_error(TESSEL_E_NOMEM, "out of host memory for sampling");
@@ -185,16 +191,11 @@ tsl_status tsl_sample(const tsl_settings *given, tsl_tensor_fn src, void *src_ct
     TSL_TRY(st, tsl_scatter_state(m, i, (tessel_state_ref){TESSEL_STATE_MASTER, 0}, whole));
   }
   for (size_t i = 0; i < prompt.n; i++) ctx.tokens[ctx.len++] = prompt.ids[i];
-  tsl_model_set_batch(m, context_batch, &ctx);
   for (int k = 0; k < o->tokens; k++) {
     const void *logits;
-    int64_t rows, stride;
-    TSL_TRY(st, tsl_model_eval_step(m, 1));
-    TSL_TRY(st, tsl_model_logits(m, &logits, &rows, &stride));
-    int last = TSL_MIN(ctx.len, ctx.seq_len) - 1;
-    /* only the real vocabulary's columns: a padded table's are never drawn */
-    TSL_TRY(st, tsl_mem_copy(&rt.ledger, TESSEL_TIER_HOST, row, 0, TESSEL_TIER_DEVICE, logits,
-                             (uint64_t)last * (uint64_t)stride * sizeof(float), (uint64_t)V * sizeof(float), NULL));
+    TSL_TRY(st, next_logits(m, &ctx, &logits));
+    TSL_TRY(st, tsl_mem_copy(&rt.ledger, TESSEL_TIER_HOST, row, 0, TESSEL_TIER_DEVICE, logits, 0,
+                             (uint64_t)V * sizeof(float), NULL));
     for (int v = 0; v < V; v++)
       if (!isfinite(row[v])) {
         st = tsl_error(TESSEL_E_NUMERIC, "the model's logit for token %d is %g at generated token %d: its weights "

@@ -80,10 +80,10 @@ static void *io_tensor(tsl_st_file *f, const char *name, tessel_dtype dtype, int
   return x;
 }
 
-/* The model `dir` holds, built at seq_len T and loaded through
-** model.init_from; its logits for the fixture's inputs, [B·T, V], and the
+/* The model `dir` holds, built at seq_len T (for B sequences, or for one
+** without gradients: decoding) and loaded through model.init_from, and the
 ** beginning- and end-of-text ids the run keeps for its checkpoints. */
-static float *logits_from(const char *dir, tsl_token_ids *ids) {
+static tsl_model *model_from(const char *dir, int decoding, tsl_runtime *rt, tsl_token_ids *ids) {
   tsl_weights *w;
   REQUIRE(tsl_weights_open(dir, 0, &w) == TESSEL_OK);
   tsl_settings s = {.model = *tsl_weights_model(w)};
@@ -93,14 +93,21 @@ static float *logits_from(const char *dir, tsl_token_ids *ids) {
   s.model.init_from = dir;
   s.train.seed = 1;
   REQUIRE(tsl_init_from_check(&s) == TESSEL_OK);
-  tsl_runtime rt;
   tsl_model *m;
   tessel_model_dims d;
-  REQUIRE(tsl_runtime_local(&rt, &s, 2) == TESSEL_OK);
-  tsl_model_dims_single(&rt, &d);
-  d.micro_batch = B;
-  REQUIRE(tsl_model_create(&rt, &d, &(uint64_t){1}, &m) == TESSEL_OK);
+  REQUIRE(tsl_runtime_local(rt, &s, 2) == TESSEL_OK);
+  rt->inference = decoding;
+  tsl_model_dims_single(rt, &d);
+  d.micro_batch = decoding ? 1 : B;
+  REQUIRE(tsl_model_create(rt, &d, &(uint64_t){1}, &m) == TESSEL_OK);
   REQUIRE(tsl_init_from_load(m, ids) == TESSEL_OK);
+  return m;
+}
+
+/* The model's logits for the fixture's inputs, [B·T, V]. */
+static float *logits_from(const char *dir, tsl_token_ids *ids) {
+  tsl_runtime rt;
+  tsl_model *m = model_from(dir, 0, &rt, ids);
   tsl_model_set_batch(m, fixture_batch, NULL);
   REQUIRE(tsl_model_eval_step(m, 1) == TESSEL_OK);
   const void *dev;
@@ -117,6 +124,57 @@ static float *logits_from(const char *dir, tsl_token_ids *ids) {
   return out;
 }
 
+/* The same logits from decoding: each sequence's first PROMPT tokens in one
+** step, then one token a step, each step's logits those of the last token
+** it ran, over the cache of keys and values the earlier steps left. */
+enum { PROMPT = 5 };
+static float *decoded_logits(const char *dir) {
+  tsl_runtime rt;
+  tsl_token_ids kept;
+  tsl_model *m = model_from(dir, 1, &rt, &kept);
+  float *out = calloc(B * T * V, sizeof(float));
+  REQUIRE(out);
+  REQUIRE(tsl_model_decode_open(m) == TESSEL_OK);
+  CHECK(tsl_model_decode_room(m) == T); /* the CPU backend keeps a cache */
+  for (int b = 0; b < B; b++) {
+    tsl_model_decode_reset(m);
+    for (int t = PROMPT - 1; t < T; t++) {
+      int first = t == PROMPT - 1 ? 0 : t;
+      const void *dev;
+      REQUIRE(tsl_model_decode(m, ids + b * T + first, t + 1 - first, &dev) == TESSEL_OK);
+      REQUIRE(tsl_mem_copy(&rt.ledger, TESSEL_TIER_HOST, out + (b * T + t) * V, 0, TESSEL_TIER_DEVICE, dev, 0,
+                           sizeof(float) * V, NULL) == TESSEL_OK);
+    }
+    CHECK(tsl_model_decode_room(m) == 0);
+    const void *dev;
+    CHECK(tsl_model_decode(m, ids, 1, &dev) < 0); /* past the cache's T positions */
+    tsl_error_clear();
+  }
+  tsl_runtime_destroy(&rt);
+  return out;
+}
+
+/* got against want over rows [first, T) of every sequence, printed under
+** `what`: normwise and elementwise relative errors within 1e-5 (see the
+** header). */
+static void check_logits(const char *what, const float *got, const float *want, int first) {
+  double e2 = 0, r2 = 0, worst = 0;
+  for (int b = 0; b < B; b++)
+    for (int i = (b * T + first) * V; i < (b + 1) * T * V; i++) {
+      e2 += ((double)got[i] - want[i]) * ((double)got[i] - want[i]);
+      r2 += (double)want[i] * want[i];
+    }
+  double rms = sqrt(r2 / (B * (T - first) * V));
+  for (int b = 0; b < B; b++)
+    for (int i = (b * T + first) * V; i < (b + 1) * T * V; i++)
+      worst = fmax(worst, fabs((double)got[i] - want[i]) / (fabs(want[i]) + rms));
+  fprintf(stderr, "  %s: logits rms %.3g, normwise relative error %.3g, worst elementwise %.3g\n", what, rms,
+          sqrt(e2 / r2), worst);
+  CHECK(rms > 0.1); /* logits of O(1): the comparison means something */
+  CHECK_CLOSE(sqrt(e2 / r2), 0.0, 1e-5, 0.0);
+  CHECK_CLOSE(worst, 0.0, 1e-5, 0.0);
+}
+
 static void compare_with_hf(const char *name) {
   char hf[256], io[256], imported[1024];
   snprintf(hf, sizeof hf, FIXTURES "%s", name);
@@ -128,18 +186,12 @@ static void compare_with_hf(const char *name) {
   memcpy(ids, in, sizeof ids);
   tsl_token_ids direct, imported_ids;
   float *got = logits_from(hf, &direct);
-  double e2 = 0, r2 = 0, worst = 0;
-  for (int i = 0; i < B * T * V; i++) {
-    e2 += ((double)got[i] - want[i]) * ((double)got[i] - want[i]);
-    r2 += (double)want[i] * want[i];
-  }
-  double rms = sqrt(r2 / (B * T * V));
-  for (int i = 0; i < B * T * V; i++) worst = fmax(worst, fabs((double)got[i] - want[i]) / (fabs(want[i]) + rms));
-  fprintf(stderr, "  %s: logits rms %.3g, normwise relative error %.3g, worst elementwise %.3g\n", name, rms,
-          sqrt(e2 / r2), worst);
-  CHECK(rms > 0.1); /* logits of O(1): the comparison means something */
-  CHECK_CLOSE(sqrt(e2 / r2), 0.0, 1e-5, 0.0);
-  CHECK_CLOSE(worst, 0.0, 1e-5, 0.0);
+  check_logits(name, got, want, 0);
+  /* generation's path: positions past the prompt, from the cache */
+  float *decoded = decoded_logits(hf);
+  char what[64];
+  snprintf(what, sizeof what, "%s decoded", name);
+  check_logits(what, decoded, want, PROMPT - 1);
 
   /* through tessel import: the same model, bit for bit */
   REQUIRE(tsl_import_hf(hf, scratch_path(imported, name)) == TESSEL_OK);
@@ -153,7 +205,7 @@ static void compare_with_hf(const char *name) {
     CHECK(direct.has_bos && direct.bos_id == 1 && direct.n_eos == 1 && direct.eos_ids[0] == 2);
   else
     CHECK(!direct.has_bos && direct.n_eos == 0);
-  free(in), free(want), free(got), free(again);
+  free(in), free(want), free(got), free(again), free(decoded);
   tsl_st_close(f);
 }
 
