@@ -406,15 +406,17 @@ tsl_status tsl_ckpt_check_tensors(const tsl_ckpt *c) {
   /* counted first, so that a description claiming a huge model cannot make
   ** this allocate one */
   TSL_TRY(st, tsl_ckpt_tensor_count(&c->arch, &want, &per_block));
-  if (tsl_st_count(c->model) != want || tsl_st_count(c->optim) != 2 * want)
+  int moments = c->optim ? tsl_st_count(c->optim) : 0; /* none at step 0 (an import) */
+  if (tsl_st_count(c->model) != want || (c->optim && moments != 2 * want))
     return tsl_error(TESSEL_E_IO, "checkpoint %s: model.safetensors holds %d tensors and optimizer.safetensors %d; "
-                     "the model in trainer.json has %lld and %lld", c->path, tsl_st_count(c->model),
-                     tsl_st_count(c->optim), (long long)want, 2 * (long long)want);
+                     "the model in trainer.json has %lld and %lld", c->path, tsl_st_count(c->model), moments,
+                     (long long)want, 2 * (long long)want);
   TSL_TRY(st, tsl_ckpt_params_of(&c->arch, &ps));
   char name[160];
   for (int i = 0; i < ps.n && st >= 0; i++) {
     const tsl_param *p = &ps.p[i];
     st = check_tensor(c, "model.safetensors", c->model, p->name, p);
+    if (!c->optim) continue;
     tensor_name(p, "exp_avg", name, sizeof name);
     if (st >= 0) st = check_tensor(c, "optimizer.safetensors", c->optim, name, p);
     tensor_name(p, "exp_avg_sq", name, sizeof name);
@@ -580,7 +582,9 @@ static int same_model(const tsl_model_settings *a, const tsl_model_settings *b) 
 }
 
 /* Load one state of one parameter from a file tensor. `optional`: a missing
-** tensor leaves the state as it is (a private slot the checkpoint lacks). */
+** tensor leaves the state as it is (a private slot the checkpoint lacks).
+** Otherwise a file the checkpoint does not have (f NULL: optimizer moments
+** at step 0) makes the state zeros, what it would be had it been saved. */
 static tsl_status load_state(tsl_model *m, const tsl_ckpt *c, tsl_st_file *f, int i, tessel_state_ref ref,
                              const char *suffix, float *mem, int optional) {
   const tsl_param *p = &tsl_model_params(m)->p[i];
@@ -590,6 +594,10 @@ static tsl_status load_state(tsl_model *m, const tsl_ckpt *c, tsl_st_file *f, in
   tensor_name(p, suffix, name, sizeof name);
   tsl_ckpt_file_shape(p, shape);
   if (optional && (!f || tsl_st_find(f, name) < 0)) return TESSEL_OK;
+  if (!f) {
+    memset(mem, 0, (size_t)(p->info.shape[0] * p->info.shape[1]) * sizeof(float));
+    return tsl_scatter_state(m, i, ref, mem);
+  }
   tsl_status st = find_tensor(c->path, f, name, shape[0], shape[1], &data);
   if (st < 0) return st;
   tsl_ckpt_from_file(p, data, mem);

@@ -81,12 +81,13 @@ char *tsl_ckpt_intact_before(const char *dir, const char *damaged);
 ** c->path is the one opened. */
 tsl_status tsl_ckpt_open(const char *path, tsl_ckpt *c);
 /* The tensor check of tsl_ckpt_open: c's model and optimizer files hold
-** exactly the tensors of c's model, F32, in their shapes. */
+** exactly the tensors of c's model, F32, in their shapes (no optimizer
+** file: a checkpoint of step 0 without moments, tsl_ckpt_meta). */
 tsl_status tsl_ckpt_check_tensors(const tsl_ckpt *c);
 void tsl_ckpt_close(tsl_ckpt *c);
 
-/* Load parameters, optimizer slots and the strategy's private slots into
-** the model (each rank its part). The model must be the checkpoint's, and
+/* Load parameters, optimizer slots (zeros where the checkpoint has none)
+** and the strategy's private slots into the model (each rank its part). The model must be the checkpoint's, and
 ** the run's tokenizer the one stored with it (when both have one). */
 tsl_status tsl_ckpt_restore(tsl_model *m, const tsl_ckpt *c);
 /* Whether a run of rt's settings can resume from c: the same model (each

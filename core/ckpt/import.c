@@ -15,7 +15,6 @@
 #include "common/atomic_file.h"
 #include "common/log.h"
 #include "common/util.h"
-#include "optim/optim.h"
 #include "tokenizer/tokenizer.h"
 
 struct tsl_weights {
@@ -279,11 +278,10 @@ static tsl_status write_model_yaml(const char *path, const tsl_model_settings *m
 /* the metadata of a checkpoint's safetensors files */
 static const char *const meta_keys[] = {"format"}, *const meta_values[] = {"tessel"};
 
-/* Stream one safetensors file of the imported checkpoint: the weights
-** (n_slots 0) or zeros under each optimizer slot's names. */
-static tsl_status write_file(const tsl_weights *w, const char *path, int n_slots, const char *const *slots) {
+/* Stream the imported checkpoint's weights into model.safetensors. */
+static tsl_status write_weights(const tsl_weights *w, const char *path) {
   const tsl_params *ps = &w->params;
-  int per = n_slots ? n_slots : 1, n = ps->n * per;
+  int n = ps->n;
   tsl_status st = TESSEL_OK;
   tsl_st_desc *descs = calloc((size_t)n + 1, sizeof *descs);
   char (*names)[160] = calloc((size_t)n + 1, sizeof *names);
@@ -296,15 +294,14 @@ static tsl_status write_file(const tsl_weights *w, const char *path, int n_slots
     goto done;
   }
   for (int k = 0; k < n; k++) {
-    const tsl_param *p = &ps->p[k / per];
-    snprintf(names[k], sizeof names[k], "%s%s%s", p->name, n_slots ? "." : "",
-             n_slots ? tsl_ckpt_slot_suffix(slots[k % per]) : "");
+    const tsl_param *p = &ps->p[k];
+    snprintf(names[k], sizeof names[k], "%s", p->name);
     descs[k] = (tsl_st_desc){.name = names[k], .dtype = TESSEL_F32, .ndim = p->info.ndim};
     tsl_ckpt_file_shape(p, descs[k].shape);
   }
   if ((st = tsl_st_writer_begin(path, descs, n, meta_keys, meta_values, 1, &wr)) < 0) goto done;
   for (int k = 0; k < n && st >= 0; k++) {
-    if (!n_slots) st = tsl_weights_file_tensor(w, &ps->p[k], buf);
+    st = tsl_weights_file_tensor(w, &ps->p[k], buf);
     if (st >= 0) st = tsl_st_writer_put(wr, k, buf, (uint64_t)descs[k].shape[0] * (uint64_t)descs[k].shape[1] * 4);
   }
   if (st >= 0)
@@ -338,18 +335,15 @@ static tsl_tokenizer *hf_tokenizer(const tsl_weights *w) {
   return t;
 }
 
-/* Every file of the checkpoint into the (new, empty) directory tmp. */
+/* Every file of the checkpoint into the (new, empty) directory tmp: no
+** optimizer moments (at step 0 they are zeros, and a run that resumes
+** from it starts them so: the checkpoint is a third of the size). */
 static tsl_status write_checkpoint(const tsl_weights *w, const tsl_tokenizer *t, const char *tmp) {
   tsl_status st;
   char path[4096];
-  tessel_optimizer_info oi;
-  tsl_settings s = {.model = w->model};
   tsl_st_writer *empty = NULL;
-  tsl_optimizer_describe(&s, &oi);
   snprintf(path, sizeof path, "%s/%s", tmp, tsl_ckpt_files[TSL_CKPT_MODEL]);
-  TSL_TRY(st, write_file(w, path, 0, NULL));
-  snprintf(path, sizeof path, "%s/%s", tmp, tsl_ckpt_files[TSL_CKPT_OPTIMIZER]);
-  TSL_TRY(st, write_file(w, path, oi.n_slots, oi.slot_names));
+  TSL_TRY(st, write_weights(w, path));
   /* no strategy wrote it: no private state */
   snprintf(path, sizeof path, "%s/%s", tmp, tsl_ckpt_files[TSL_CKPT_PRIVATE]);
   TSL_TRY(st, tsl_st_writer_begin(path, NULL, 0, meta_keys, meta_values, 1, &empty));
@@ -357,7 +351,8 @@ static tsl_status write_checkpoint(const tsl_weights *w, const tsl_tokenizer *t,
   snprintf(path, sizeof path, "%s/%s", tmp, tsl_ckpt_files[TSL_CKPT_CONFIG]);
   TSL_TRY(st, write_model_yaml(path, &w->model));
   tsl_ckpt_meta meta = {.step = 0, .world_size = 1, .model = w->model, .model_hash = tsl_ckpt_model_hash(&w->model)};
-  for (int f = 0; f < TSL_CKPT_N_FILES; f++) meta.files[f].present = f != TSL_CKPT_TOKENIZER || t;
+  for (int f = 0; f < TSL_CKPT_N_FILES; f++)
+    meta.files[f].present = f == TSL_CKPT_TOKENIZER ? t != NULL : f != TSL_CKPT_OPTIMIZER;
   if (t) {
     size_t len;
     const char *json = tsl_tokenizer_json(t, &len);

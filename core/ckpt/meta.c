@@ -530,8 +530,18 @@ fail:
   return st;
 }
 
-/* Every file a checkpoint of this version has, and the tokenizer when the
-** description names one. */
+/* Whether file f is part of the checkpoint: the tokenizer when the
+** description names one; the optimizer's moments except at step 0 of
+** version 3 and later, where an entry says they are; private.safetensors
+** since version 2; the others always. */
+static int file_present(const reader *r, const tsl_ckpt_meta *m, tsl_ckpt_file f) {
+  if (f == TSL_CKPT_TOKENIZER) return cJSON_IsObject(item_at(r->root, "tokenizer"));
+  if (f == TSL_CKPT_OPTIMIZER && r->version >= 3 && m->step == 0)
+    return cJSON_GetObjectItemCaseSensitive(item_at(r->root, "files"), tsl_ckpt_files[f]) != NULL;
+  return f != TSL_CKPT_PRIVATE || r->version >= 2;
+}
+
+/* Every file file_present says the checkpoint has. */
 static tsl_status read_files(const reader *r, tsl_ckpt_meta *m) {
   tsl_status st = TESSEL_OK;
   const cJSON *tok = item_at(r->root, "tokenizer");
@@ -542,7 +552,7 @@ static tsl_status read_files(const reader *r, tsl_ckpt_meta *m) {
     char path[96];
     int64_t bytes = 0;
     uint64_t crc = 0;
-    m->files[f].present = f == TSL_CKPT_TOKENIZER ? cJSON_IsObject(tok) : f != TSL_CKPT_PRIVATE || r->version >= 2;
+    m->files[f].present = file_present(r, m, (tsl_ckpt_file)f);
     if (!m->files[f].present) continue;
     snprintf(path, sizeof path, "files.%s.bytes", tsl_ckpt_files[f]);
     st = whole(r, path, 0, MAX_WHOLE, &bytes);

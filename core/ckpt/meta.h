@@ -21,7 +21,8 @@
 ** inconsistent (channels not a multiple of heads without a Llama's even
 ** head_dim, heads times head_dim over 2^20, kv_heads not dividing heads,
 ** a model_hash of another model); a seed, hash or checksum that is not
-** hexadecimal; a missing file entry. Version 1 descriptions (GPT-2 only, no meta_crc32,
+** hexadecimal; a missing file entry (but optimizer.safetensors' at step 0
+** since version 3). Version 1 descriptions (GPT-2 only, no meta_crc32,
 ** no private.safetensors) are read with every other check.
 */
 #ifndef TSL_CKPT_META_H
@@ -31,11 +32,14 @@
 #include "common/status.h"
 #include "runtime/settings.h"
 
-#define TSL_CKPT_FORMAT_VERSION 2
+#define TSL_CKPT_FORMAT_VERSION 3
 
 /* The files a checkpoint directory holds besides trainer.json: every one
 ** of version 2 all but the tokenizer (only a run with one stores it), of
-** version 1 no private.safetensors. */
+** version 1 no private.safetensors. Since version 3 a checkpoint of step 0
+** may also have no optimizer.safetensors (`tessel import`): moments that
+** were never updated are zeros, and a run resumed from it starts them at
+** zero, as a fresh run does. */
 typedef enum {
   TSL_CKPT_MODEL = 0,     /* model.safetensors: master weights            */
   TSL_CKPT_OPTIMIZER = 1, /* optimizer.safetensors: each optimizer slot   */

@@ -18,7 +18,8 @@
 # corpus/ckpt_meta    the tiny checkpoint's trainer.json (as the directory
 #                     step_00000001, and as another), a version 1 one, Llamas
 #                     (one with a rotary scaling, one with q/k/v biases and
-#                     heads of their own size), damaged ones
+#                     heads of their own size), an import's (step 0 of version
+#                     3, no optimizer moments), damaged ones
 # corpus/hf_config    GPT-2 and Llama config.json as transformers writes them,
 #                     one with a shard index, refused ones
 # corpus/profile      bench/profiles/*.json, a measured CPU profile's shape,
@@ -194,7 +195,13 @@ d["model"].update(qkv_bias=True, head_dim=4)
 h = mix64(mix64(int(d["model_hash"], 16) ^ 0x71b1a5) ^ (4 << 32 | 0x68))
 d["model_hash"] = "%016x" % h
 write("llama-head-dim", d)
-d = dict(t, version=3); write("bad-version-3", d)
+d = dict(t, version=4); write("bad-version-4", d)
+# what `tessel import` writes: step 0 of version 3 without optimizer moments
+# (its directory's name follows the part mark, as in tiny-other-step)
+d = json.loads(json.dumps(t)); d.update(version=3, step=0, next_data_step=0); del d["files"]["optimizer.safetensors"]
+with open(f"{out}/import-step-0", "w") as f:
+    json.dump(d, f, indent=1)
+    f.write("\n#--tessel-fuzz-part--\nruns/x/checkpoints/step_00000000/")
 d = json.loads(json.dumps(t)); d["model"]["heads"] = 3; write("bad-heads", d)
 d = json.loads(json.dumps(t)); d["model"]["arch"] = "llama"; d["model"]["kv_heads"] = 2; write("bad-llama", d)
 d = dict(t, tokenizer={"file": "tokenizer.json", "hash": "00112233445566778"}); write("bad-tokenizer-hash", d)

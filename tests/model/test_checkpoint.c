@@ -623,6 +623,78 @@ static void test_tokens_and_batch_are_recorded(void) {
   fixture_release(&a);
 }
 
+/* good's trainer.json at format `version`, without the optimizer's file
+** entry, resealed into ckpt, whose optimizer.safetensors goes too: what
+** `tessel import` writes (version 3, step 0). */
+static void put_without_moments(const char *good, const char *ckpt, int version) {
+  char file[1300], *text = NULL;
+  snprintf(file, sizeof file, "%s/trainer.json", good);
+  REQUIRE(tsl_read_file(file, &text, NULL) == TESSEL_OK);
+  cJSON *root = cJSON_Parse(text);
+  REQUIRE(root);
+  cJSON_DeleteItemFromObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(root, "files"), "optimizer.safetensors");
+  cJSON_ReplaceItemInObjectCaseSensitive(root, "version", cJSON_CreateNumber(version));
+  char *json = cJSON_Print(root);
+  REQUIRE(json);
+  copy_ckpt(good, ckpt);
+  put_sealed_json(ckpt, json);
+  snprintf(file, sizeof file, "%s/optimizer.safetensors", ckpt);
+  REQUIRE(unlink(file) == 0);
+  cJSON_Delete(root);
+  free(json);
+  free(text);
+}
+
+/* Optimizer moments may be absent only from a checkpoint of step 0 since
+** format version 3 (`tessel import` writes none): restoring one sets the
+** moments to zeros over the trained ones the model held, and leaves the
+** weights as saved. At step 1, or in a version-2 description, the file is
+** missing and the checkpoint refused. */
+static void test_moments_absent_at_step_0(void) {
+  tsl_runtime a;
+  char *good = NULL, *later = NULL, bare[1200];
+  tsl_model *m = trained(&a, 1, C);
+  REQUIRE(m && save(m, 0, &good) == TESSEL_OK && save(m, 1, &later) == TESSEL_OK);
+  snprintf(bare, sizeof bare, "%s/bare", dir);
+  REQUIRE(tsl_mkdir_p(bare) == TESSEL_OK);
+  snprintf(bare, sizeof bare, "%s/bare/step_00000000", dir);
+  put_without_moments(good, bare, 3);
+  tsl_ckpt c;
+  REQUIRE(tsl_ckpt_open(bare, &c) == TESSEL_OK);
+  CHECK(c.optim == NULL);
+  const tsl_params *ps = tsl_model_params(m);
+  uint64_t most = 0, nonzero = 0, moved = 0;
+  for (int i = 0; i < ps->n; i++) most = TSL_MAX(most, (uint64_t)(ps->p[i].info.shape[0] * ps->p[i].info.shape[1]));
+  float *before = malloc(most * sizeof(float) * (size_t)ps->n), *x = malloc(most * sizeof(float));
+  REQUIRE(before && x);
+  for (int i = 0; i < ps->n; i++) {
+    REQUIRE(tsl_gather_state(m, i, (tessel_state_ref){TESSEL_STATE_MASTER, 0}, before + most * (uint64_t)i) == TESSEL_OK);
+    REQUIRE(tsl_gather_state(m, i, (tessel_state_ref){TESSEL_STATE_SLOT, 1}, x) == TESSEL_OK);
+    for (int64_t j = 0; j < ps->p[i].info.shape[0] * ps->p[i].info.shape[1]; j++) nonzero += x[j] != 0.0f;
+  }
+  CHECK(nonzero > 0); /* a trained step left moments to overwrite */
+  REQUIRE(tsl_ckpt_restore(m, &c) == TESSEL_OK);
+  tsl_ckpt_close(&c);
+  nonzero = 0;
+  for (int i = 0; i < ps->n; i++) {
+    int64_t n = ps->p[i].info.shape[0] * ps->p[i].info.shape[1];
+    for (int k = 0; k < 2; k++) {
+      REQUIRE(tsl_gather_state(m, i, (tessel_state_ref){TESSEL_STATE_SLOT, k}, x) == TESSEL_OK);
+      for (int64_t j = 0; j < n; j++) nonzero += x[j] != 0.0f;
+    }
+    REQUIRE(tsl_gather_state(m, i, (tessel_state_ref){TESSEL_STATE_MASTER, 0}, x) == TESSEL_OK);
+    moved += memcmp(x, before + most * (uint64_t)i, (size_t)n * sizeof(float)) != 0;
+  }
+  CHECK(nonzero == 0 && moved == 0);
+  put_without_moments(good, bare, 2);
+  expect_refused(bare, "optimizer.safetensors");
+  snprintf(bare, sizeof bare, "%s/bare/step_00000001", dir);
+  put_without_moments(later, bare, 3);
+  expect_refused(bare, "optimizer.safetensors");
+  free(before), free(x), free(good), free(later);
+  fixture_release(&a);
+}
+
 int main(void) {
   const char *tmp = getenv("TESSEL_TEST_TMP");
   snprintf(dir, sizeof dir, "%s/checkpoint-%d", tmp ? tmp : "/tmp", (int)getpid());
@@ -635,6 +707,7 @@ int main(void) {
   RUN(test_rope_scaling_is_recorded);
   RUN(test_llama_options_are_recorded);
   RUN(test_tokens_and_batch_are_recorded);
+  RUN(test_moments_absent_at_step_0);
   RUN(test_tensors_must_match_the_dimensions);
   RUN(test_other_dimensions_are_refused);
   RUN(test_export_has_gpt2_layout);
