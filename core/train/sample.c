@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "ckpt/gather.h"
+#include "common/log.h"
 #include "common/util.h"
 #include "model/model.h"
 #include "runtime/build.h"
@@ -83,6 +84,21 @@ static int draw(const float *logits, float *scratch, int V, double temperature, 
   return best;
 }
 
+/* The ids that end generation (at most TSL_CKPT_MAX_EOS): the model's
+** end-of-text ids, else its tokenizer's end-of-text token; none without
+** either, or when the caller asks to ignore them. */
+static int stop_ids(const tsl_sample_opts *o, int32_t *out) {
+  if (o->ignore_eos) return 0;
+  if (o->ids && o->ids->n_eos > 0) {
+    for (int i = 0; i < o->ids->n_eos; i++) out[i] = o->ids->eos_ids[i];
+    return o->ids->n_eos;
+  }
+  int eot = o->tokenizer ? tsl_tokenizer_eot(o->tokenizer) : -1;
+  if (eot < 0) return 0;
+  out[0] = eot;
+  return 1;
+}
+
 long tsl_prompt_byte_outside(const char *prompt, int vocab) {
   for (long i = 0; prompt[i]; i++)
     if ((unsigned char)prompt[i] >= vocab) return i;
@@ -152,6 +168,8 @@ tsl_status tsl_sample(const tsl_settings *given, tsl_tensor_fn src, void *src_ct
   ** no text and are never drawn */
   int drawable = o->tokenizer ? tsl_tokenizer_vocab_size(o->tokenizer) : V;
   tsl_token_vec prompt = {0};
+  int32_t stops[TSL_CKPT_MAX_EOS];
+  int n_stops = stop_ids(o, stops);
   if ((st = prompt_ids(o, V, &prompt)) < 0) {
     tsl_token_vec_free(&prompt);
     return st;
@@ -205,9 +223,14 @@ tsl_status tsl_sample(const tsl_settings *given, tsl_tensor_fn src, void *src_ct
         goto fail;
       }
     double u = (double)(tsl_mix64(o->seed ^ tsl_mix64((uint64_t)k)) >> 11) / 9007199254740992.0;
-    int tok = draw(row, scratch, drawable, o->temperature, o->top_k, u);
-    ctx.tokens[ctx.len++] = tok;
+    int tok = draw(row, scratch, drawable, o->temperature, o->top_k, u), stop = 0;
     if (k == 0) fputs(o->prompt, out);
+    for (int i = 0; i < n_stops; i++) stop |= tok == stops[i];
+    if (stop) {
+      tsl_info("generation ends at the end-of-text token %d, after %d of %d tokens", tok, k, o->tokens);
+      break;
+    }
+    ctx.tokens[ctx.len++] = tok;
     emit(o, tok, terminal, out);
   }
   /* the prompt only once a token is drawn: a refusal leaves out untouched */

@@ -9,11 +9,16 @@
 ** each token's text is written and flushed as soon as it is drawn. Without
 ** one the vocabulary is byte-level: tokens are bytes, and a model of more
 ** than 256 tokens is refused rather than printed as wrong bytes.
+** Generation ends early, as transformers' generate does, when it draws an
+** end-of-text token: one of the model's own (a Hugging Face config's
+** eos_token_id, kept in the checkpoints of a model imported or started
+** from one), else the tokenizer's; that token is not printed.
 */
 #ifndef TSL_SAMPLE_H
 #define TSL_SAMPLE_H
 
 #include <stdio.h>
+#include "ckpt/meta.h"
 #include "model/params.h"
 #include "tokenizer/tokenizer.h"
 
@@ -28,6 +33,8 @@ typedef struct tsl_sample_opts {
   uint64_t seed;
   int threads;
   tsl_tokenizer *tokenizer; /* NULL: byte-level */
+  const tsl_token_ids *ids; /* the model's end-of-text ids; NULL: none */
+  int ignore_eos;           /* generate all `tokens`, past any end-of-text */
 } tsl_sample_opts;
 
 /* `s` supplies the model dimensions. Writes the prompt, the generated text

@@ -15,18 +15,21 @@ static int sample(int argc, char **argv);
 static const struct option sample_longs[] = {{"prompt", required_argument, 0, 'p'},     {"tokens", required_argument, 0, 'n'},
                                              {"temperature", required_argument, 0, 't'}, {"top-k", required_argument, 0, 'k'},
                                              {"seed", required_argument, 0, 's'},        {"threads", required_argument, 0, 'j'},
-                                             {"tokenizer", required_argument, 0, 'z'},   {0, 0, 0, 0}};
+                                             {"tokenizer", required_argument, 0, 'z'},   {"ignore-eos", no_argument, 0, 'e'},
+                                             {0, 0, 0, 0}};
 static const tsl_options sample_options = {"", sample_longs};
 
 const tsl_command tsl_cmd_sample = {
     "sample", "generate text from a checkpoint",
     "usage: tessel sample CKPT_DIR [--prompt TEXT] [--tokens N] [--temperature T] [--top-k K] [--seed S]\n"
-    "                              [--threads N] [--tokenizer FILE]\n\n"
+    "                              [--threads N] [--tokenizer FILE] [--ignore-eos]\n\n"
     "Loads the model of a checkpoint directory (e.g. runs/NAME/checkpoints/step_00001000) and continues\n"
     "PROMPT by N tokens, printed on standard output as they are generated. The prompt is encoded and the\n"
     "tokens decoded with the tokenizer stored in the checkpoint; a checkpoint without one is byte-level\n"
     "(vocabulary 256; a larger vocabulary needs --tokenizer). The model sees the last model.positions tokens\n"
-    "of the text (the context it is made for); past that the window slides.\n\n"
+    "of the text (the context it is made for); past that the window slides. Generation ends early at an\n"
+    "end-of-text token (not printed): the model's own eos_token_id when it came from Hugging Face, else the\n"
+    "tokenizer's <|endoftext|>.\n\n"
     "  --prompt TEXT       text to continue (default: a newline), encoded as written: added tokens such as\n"
     "                      <|endoftext|> count, and none is added (a Llama 3 tokenizer's <|begin_of_text|>\n"
     "                      goes in front only when written there)\n"
@@ -35,7 +38,8 @@ const tsl_command tsl_cmd_sample = {
     "  --top-k K           sample among the K most likely tokens only (default 0: all)\n"
     "  --seed S            sampling seed (default 1337)\n"
     "  --threads N         CPU threads (default: all)\n"
-    "  --tokenizer FILE    a tokenizer.json to use instead of the checkpoint's\n",
+    "  --tokenizer FILE    a tokenizer.json to use instead of the checkpoint's\n"
+    "  --ignore-eos        generate all N tokens, past any end-of-text token\n",
     sample, (const tsl_options *const[]){&sample_options, NULL}};
 
 /* A parameter's whole tensor out of the checkpoint. */
@@ -74,6 +78,7 @@ static int sample(int argc, char **argv) {
         want = "a number of threads from 0 (every core) to 4096";
         break;
       case 'z': tokenizer = optarg; break;
+      case 'e': o.ignore_eos = 1; break;
       default: ok = 0;
     }
     if (!ok) return tsl_option_error(&tsl_cmd_sample, sample_longs, c, want);
@@ -83,6 +88,7 @@ static int sample(int argc, char **argv) {
   tsl_status st = tsl_ckpt_open(argv[optind], &ck);
   if (st < 0) return tsl_fail(st);
   tsl_settings s = {.model = ck.arch};
+  o.ids = &ck.ids;
   if (!tokenizer) tokenizer = ck.tokenizer;
   if (tokenizer) st = tsl_tokenizer_load(tokenizer, &o.tokenizer);
   /* another vocabulary's ids mean other text: allowed, since --tokenizer
