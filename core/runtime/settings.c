@@ -412,6 +412,10 @@ static tsl_status read_train(tsl_cfg *root, tsl_settings *s) {
   keep(&st, tsl_cfg_string(t, "sample_prompt", "\n", &s->train.sample_prompt));
   keep(&st, tsl_cfg_float(t, "sample_temperature", 1.0, 0.0, 100.0, &s->train.sample_temperature));
   keep(&st, tsl_cfg_int(t, "sample_top_k", 0, 0, 1 << 24, &top_k));
+  keep(&st, tsl_cfg_float(t, "sample_top_p", 1.0, 0.0, 1.0, &s->train.sample_top_p));
+  if (s->train.sample_top_p <= 0)
+    keep(&st, tsl_cfg_error(t, "sample_top_p", "0 keeps no token: give the probability mass to sample from, above 0 "
+                            "and up to 1 (1: every token)"));
   keep(&st, read_recompute(t, s->model.layers, s));
   keep(&st, tsl_cfg_bool(t, "offload_activations", 0, &s->train.offload_activations));
   if (b >= 0 && mb >= 0 && micro > batch)

@@ -68,6 +68,7 @@ typedef struct tsl_settings {
     const char *sample_prompt;
     double sample_temperature;
     int sample_top_k;
+    double sample_top_p;   /* nucleus: the most likely tokens up to this mass (1: all) */
     int recompute;         /* TESSEL_RECOMPUTE_* for every unit, or FULL for the first recompute_layers blocks */
     int recompute_layers;  /* 0: `recompute` applies to every unit */
     int offload_activations; /* kept activations wait on the host tier */

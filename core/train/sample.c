@@ -59,19 +59,44 @@ static float kth_largest(float *v, int n, int k) {
   return v[want];
 }
 
-/* Draw a token from logits with temperature and top-k, from uniform u;
-** scratch holds V floats. */
-static int draw(const float *logits, float *scratch, int V, double temperature, int top_k, double u) {
+static int descending(const void *a, const void *b) {
+  float x = *(const float *)a, y = *(const float *)b;
+  return (x < y) - (x > y);
+}
+
+/* The logit at which the nucleus of mass top_p ends, among the logits at
+** or above `cut`: the most likely tokens are kept until the mass before the
+** next one reaches top_p (transformers' TopPLogitsWarper keeps a token
+** while the mass of those above it is below top_p). */
+static float nucleus_cut(const float *logits, float *scratch, int V, double temperature, float cut, float best,
+                         double top_p) {
+  int n = 0;
+  double total = 0, acc = 0;
+  for (int v = 0; v < V; v++)
+    if (logits[v] >= cut) scratch[n++] = logits[v];
+  qsort(scratch, (size_t)n, sizeof *scratch, descending);
+  for (int i = 0; i < n; i++) total += exp(((double)scratch[i] - best) / temperature);
+  for (int i = 0; i < n; i++) {
+    acc += exp(((double)scratch[i] - best) / temperature);
+    if (acc >= top_p * total) return scratch[i];
+  }
+  return cut;
+}
+
+int tsl_sample_draw(const float *logits, float *scratch, int V, double temperature, int top_k, double top_p,
+                    double u) {
   int best = 0;
   for (int v = 1; v < V; v++)
     if (logits[v] > logits[best]) best = v;
   if (temperature <= 0) return best;
-  /* the k-th largest logit is the cut-off (all of them when top_k is 0) */
+  /* the k-th largest logit is the cut-off (all of them when top_k is 0),
+  ** then the nucleus's last one */
   float cut = -INFINITY;
   if (top_k > 0 && top_k < V) {
     memcpy(scratch, logits, sizeof(float) * (size_t)V);
     cut = kth_largest(scratch, V, top_k);
   }
+  if (top_p > 0 && top_p < 1) cut = nucleus_cut(logits, scratch, V, temperature, cut, logits[best], top_p);
   double total = 0;
   for (int v = 0; v < V; v++)
     if (logits[v] >= cut) total += exp(((double)logits[v] - logits[best]) / temperature);
@@ -223,7 +248,7 @@ tsl_status tsl_sample(const tsl_settings *given, tsl_tensor_fn src, void *src_ct
         goto fail;
       }
     double u = (double)(tsl_mix64(o->seed ^ tsl_mix64((uint64_t)k)) >> 11) / 9007199254740992.0;
-    int tok = draw(row, scratch, drawable, o->temperature, o->top_k, u), stop = 0;
+    int tok = tsl_sample_draw(row, scratch, drawable, o->temperature, o->top_k, o->top_p, u), stop = 0;
     if (k == 0) fputs(o->prompt, out);
     for (int i = 0; i < n_stops; i++) stop |= tok == stops[i];
     if (stop) {

@@ -30,6 +30,8 @@ typedef struct tsl_sample_opts {
   int tokens;         /* how many to generate */
   double temperature; /* 0: always the most likely token */
   int top_k;          /* 0: the whole vocabulary */
+  double top_p;       /* in (0, 1): the most likely tokens that make up this
+                      ** probability mass, after top_k (0 or 1: all of them) */
   uint64_t seed;
   int threads;
   tsl_tokenizer *tokenizer; /* NULL: byte-level */
@@ -41,6 +43,12 @@ typedef struct tsl_sample_opts {
 ** and a newline to out, nothing when it fails before the first token. A
 ** tokenizer whose size is not the model's vocabulary is TESSEL_E_CONFIG. */
 tsl_status tsl_sample(const tsl_settings *s, tsl_tensor_fn src, void *ctx, const tsl_sample_opts *o, FILE *out);
+
+/* The token drawn from logits[0, V) with temperature, then top_k, then
+** top_p applied as transformers' logits warpers apply them, by the uniform
+** number u in [0, 1): the smallest inverse-CDF index over the tokens that
+** remain. temperature 0 is the most likely token. scratch holds V floats. */
+int tsl_sample_draw(const float *logits, float *scratch, int V, double temperature, int top_k, double top_p, double u);
 
 /* The index of the first byte of `prompt` that a byte-level vocabulary of
 ** `vocab` tokens lacks (the model never sees it), or -1. */

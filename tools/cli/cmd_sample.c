@@ -15,14 +15,14 @@ static int sample(int argc, char **argv);
 static const struct option sample_longs[] = {{"prompt", required_argument, 0, 'p'},     {"tokens", required_argument, 0, 'n'},
                                              {"temperature", required_argument, 0, 't'}, {"top-k", required_argument, 0, 'k'},
                                              {"seed", required_argument, 0, 's'},        {"threads", required_argument, 0, 'j'},
-                                             {"tokenizer", required_argument, 0, 'z'},   {"ignore-eos", no_argument, 0, 'e'},
-                                             {0, 0, 0, 0}};
+                                             {"top-p", required_argument, 0, 'P'},       {"tokenizer", required_argument, 0, 'z'},
+                                             {"ignore-eos", no_argument, 0, 'e'},       {0, 0, 0, 0}};
 static const tsl_options sample_options = {"", sample_longs};
 
 const tsl_command tsl_cmd_sample = {
     "sample", "generate text from a checkpoint",
-    "usage: tessel sample CKPT_DIR [--prompt TEXT] [--tokens N] [--temperature T] [--top-k K] [--seed S]\n"
-    "                              [--threads N] [--tokenizer FILE] [--ignore-eos]\n\n"
+    "usage: tessel sample CKPT_DIR [--prompt TEXT] [--tokens N] [--temperature T] [--top-k K] [--top-p P]\n"
+    "                              [--seed S] [--threads N] [--tokenizer FILE] [--ignore-eos]\n\n"
     "Loads the model of a checkpoint directory (e.g. runs/NAME/checkpoints/step_00001000) and continues\n"
     "PROMPT by N tokens, printed on standard output as they are generated. The prompt is encoded and the\n"
     "tokens decoded with the tokenizer stored in the checkpoint; a checkpoint without one is byte-level\n"
@@ -36,6 +36,8 @@ const tsl_command tsl_cmd_sample = {
     "  --tokens N          how many tokens to generate (default 200)\n"
     "  --temperature T     0 always picks the most likely token (default 1.0)\n"
     "  --top-k K           sample among the K most likely tokens only (default 0: all)\n"
+    "  --top-p P           then among the most likely tokens that make up probability P (nucleus sampling,\n"
+    "                      0 < P <= 1; default 1: all)\n"
     "  --seed S            sampling seed (default 1337)\n"
     "  --threads N         CPU threads (default: all)\n"
     "  --tokenizer FILE    a tokenizer.json to use instead of the checkpoint's\n"
@@ -47,7 +49,7 @@ static tsl_status from_checkpoint(void *ctx, const tsl_param *p, float *whole) {
 
 static int sample(int argc, char **argv) {
   const char *tokenizer = NULL;
-  tsl_sample_opts o = {.prompt = "\n", .tokens = 200, .temperature = 1.0, .seed = 1337};
+  tsl_sample_opts o = {.prompt = "\n", .tokens = 200, .temperature = 1.0, .top_p = 1.0, .seed = 1337};
   long long v;
   int c;
   optind = 0;
@@ -67,6 +69,10 @@ static int sample(int argc, char **argv) {
       case 'k':
         ok = tsl_option_int(optarg, 0, 1 << 24, &o.top_k);
         want = "a number of tokens from 0 (all) to 16777216";
+        break;
+      case 'P':
+        ok = tsl_parse_number(optarg, &o.top_p) == 0 && o.top_p > 0 && o.top_p <= 1;
+        want = "a probability mass above 0, up to 1";
         break;
       case 's':
         ok = tsl_parse_count(optarg, &v) == 0;
