@@ -337,12 +337,17 @@ done:
 
 /* ---- reading ---- */
 
-/* Every file's size and CRC-32 as trainer.json recorded them. */
-static tsl_status check_files(const char *dir, const tsl_ckpt_meta *meta) {
+/* A file a reader of the weights alone (sample, export, init_from) does
+** not need: the optimizer's moments and the strategy's private slots. */
+static int beside_weights(int f) { return f == TSL_CKPT_OPTIMIZER || f == TSL_CKPT_PRIVATE; }
+
+/* Every file's size and CRC-32 as trainer.json recorded them (but the
+** files beside the weights when only the weights are read). */
+static tsl_status check_files(const char *dir, const tsl_ckpt_meta *meta, int weights_only) {
   for (int f = 0; f < TSL_CKPT_N_FILES; f++) {
     uint32_t have;
     uint64_t size;
-    if (!meta->files[f].present) continue;
+    if (!meta->files[f].present || (weights_only && beside_weights(f))) continue;
     char *path = tsl_asprintf("%s/%s", dir, tsl_ckpt_files[f]);
     tsl_status st = path ? tsl_file_crc32(path, &have, &size) : TESSEL_E_NOMEM;
     /* a file that is there but fails to read may be a passing fault (a
@@ -478,13 +483,14 @@ static tsl_status not_a_checkpoint(const char *dir) {
   return st;
 }
 
-tsl_status tsl_ckpt_open(const char *given, tsl_ckpt *c) {
+static tsl_status open_ckpt(const char *given, int weights_only, tsl_ckpt *c) {
   tsl_status st;
   char *text = NULL, *json = NULL;
   tsl_ckpt_meta meta = {0};
   memset(c, 0, sizeof *c);
   if (!tsl_path_exists(given)) return tsl_error(TESSEL_E_IO, "%s: no such checkpoint directory", given);
   if (!(c->path = resolve(given))) return TESSEL_E_NOMEM;
+  c->weights_only = weights_only;
   const char *dir = c->path;
   if (!(json = tsl_asprintf("%s/trainer.json", dir))) {
     st = TESSEL_E_NOMEM;
@@ -506,7 +512,7 @@ tsl_status tsl_ckpt_open(const char *given, tsl_ckpt *c) {
   c->model_hash = meta.model_hash;
   c->arch = meta.model;
   snprintf(c->plugin, sizeof c->plugin, "%s", meta.plugin);
-  TSL_TRY(st, check_files(dir, &meta));
+  TSL_TRY(st, check_files(dir, &meta, weights_only));
   c->fingerprint = tsl_hash_bytes(&meta.step, sizeof meta.step, meta.model_hash);
   for (int f = 0; f < TSL_CKPT_N_FILES; f++) { /* the fields, not the struct: its padding is no part of it */
     uint64_t file[3] = {(uint64_t)meta.files[f].present, meta.files[f].bytes, meta.files[f].crc32};
@@ -521,7 +527,7 @@ tsl_status tsl_ckpt_open(const char *given, tsl_ckpt *c) {
   }
   tsl_st_file **opened[] = {&c->model, &c->optim, &c->priv};
   for (int f = TSL_CKPT_MODEL; f <= TSL_CKPT_PRIVATE; f++) {
-    if (!meta.files[f].present) continue;
+    if (!meta.files[f].present || (weights_only && beside_weights(f))) continue;
     char *path = tsl_asprintf("%s/%s", dir, tsl_ckpt_files[f]);
     st = path ? tsl_st_open(path, opened[f]) : TESSEL_E_NOMEM;
     free(path);
@@ -538,6 +544,9 @@ fail:
   tsl_ckpt_close(c);
   return st;
 }
+
+tsl_status tsl_ckpt_open(const char *given, tsl_ckpt *c) { return open_ckpt(given, 0, c); }
+tsl_status tsl_ckpt_open_weights(const char *given, tsl_ckpt *c) { return open_ckpt(given, 1, c); }
 
 void tsl_ckpt_close(tsl_ckpt *c) {
   if (c->model) tsl_st_close(c->model);
@@ -678,6 +687,7 @@ tsl_status tsl_ckpt_check_resume(const tsl_runtime *rt, int warn) {
 }
 
 tsl_status tsl_ckpt_restore(tsl_model *m, const tsl_ckpt *c) {
+  if (c->weights_only) return tsl_error(TESSEL_E_INTERNAL, "restoring %s, opened for its weights alone", c->path);
   tsl_status st = tsl_ckpt_fits(tsl_model_runtime(m), c);
   if (st < 0) return st;
   tsl_params *ps = tsl_model_params(m);

@@ -50,6 +50,7 @@ typedef struct tsl_ckpt {
   uint64_t tokenizer_hash;
   uint64_t fingerprint; /* of its step and every file's size and CRC-32: the same bytes, the same value */
   tsl_st_file *model, *optim, *priv; /* priv NULL in a version-1 checkpoint */
+  int weights_only; /* opened by tsl_ckpt_open_weights: optim and priv not read */
 } tsl_ckpt;
 
 /* Collective: write the checkpoint for `step`, `tokens` trained through
@@ -80,6 +81,11 @@ char *tsl_ckpt_intact_before(const char *dir, const char *damaged);
 ** `latest` file, stands for the checkpoint a resume would pick there;
 ** c->path is the one opened. */
 tsl_status tsl_ckpt_open(const char *path, tsl_ckpt *c);
+/* The same for a reader of the weights alone (sample, export, init_from):
+** the optimizer's and the strategy's files are neither checked nor opened
+** (c->optim and c->priv NULL), so two thirds of a checkpoint are not read
+** and damage there does not stop them. */
+tsl_status tsl_ckpt_open_weights(const char *path, tsl_ckpt *c);
 /* The tensor check of tsl_ckpt_open: c's model and optimizer files hold
 ** exactly the tensors of c's model, F32, in their shapes (no optimizer
 ** file: a checkpoint of step 0 without moments, tsl_ckpt_meta). */

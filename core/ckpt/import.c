@@ -162,7 +162,7 @@ tsl_status tsl_weights_open(const char *dir, int say, tsl_weights **out) {
     goto fail;
   }
   if (tsl_path_exists(trainer)) {
-    TSL_TRY(st, tsl_ckpt_open(dir, &w->ckpt));
+    TSL_TRY(st, tsl_ckpt_open_weights(dir, &w->ckpt));
     w->model = w->ckpt.arch;
     w->files = &w->ckpt.model;
     w->n_files = 1;

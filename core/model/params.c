@@ -431,10 +431,31 @@ void tsl_param_init_local(const tsl_param *p, uint64_t seed, float *out) {
   for (uint64_t k = 0; k < p->local_numel; k++) out[k] = init_at(p, key, tsl_param_global_index(p, k));
 }
 
+/* The global index of the local part's first element when the part is one
+** contiguous run of the global tensor (replicated: all of it; flat: a
+** range), else -1: its elements are then found one by one (a split part's
+** rows and columns come from runs of the global ones). Loading GPT-2 124M
+** for sampling spent a fifth of its start-up finding each index. */
+static int64_t contiguous_from(const tsl_param *p) {
+  if (p->layout.kind == TESSEL_LAYOUT_REPLICATED) return 0;
+  if (p->layout.kind == TESSEL_LAYOUT_FLAT) return (int64_t)p->layout.flat_begin;
+  return -1;
+}
+
 void tsl_param_extract(const tsl_param *p, const float *global, float *local) {
+  int64_t first = contiguous_from(p);
+  if (first >= 0) {
+    memcpy(local, global + first, p->local_numel * sizeof(float));
+    return;
+  }
   for (uint64_t k = 0; k < p->local_numel; k++) local[k] = global[tsl_param_global_index(p, k)];
 }
 
 void tsl_param_insert(const tsl_param *p, const float *local, float *global) {
+  int64_t first = contiguous_from(p);
+  if (first >= 0) {
+    memcpy(global + first, local, p->local_numel * sizeof(float));
+    return;
+  }
   for (uint64_t k = 0; k < p->local_numel; k++) global[tsl_param_global_index(p, k)] = local[k];
 }

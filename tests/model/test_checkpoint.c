@@ -125,6 +125,18 @@ static void copy_ckpt(const char *from, const char *to) {
   REQUIRE(system(cmd) == 0);
 }
 
+/* One bit of a byte near the end of checkpoint file `name` flipped. */
+static void flip_byte_in(const char *ckpt, const char *name) {
+  char file[1300];
+  snprintf(file, sizeof file, "%s/%s", ckpt, name);
+  FILE *f = fopen(file, "r+");
+  REQUIRE(f && fseek(f, -7, SEEK_END) == 0);
+  int c = fgetc(f);
+  REQUIRE(c != EOF && fseek(f, -7, SEEK_END) == 0);
+  fputc(c ^ 0x40, f);
+  REQUIRE(fclose(f) == 0);
+}
+
 static void test_damaged_checkpoints_are_refused(void) {
   tsl_runtime a;
   char *good = NULL, bad[1200], file[1300];
@@ -145,16 +157,20 @@ static void test_damaged_checkpoints_are_refused(void) {
   CHECK_STR_CONTAINS(tsl_error_message(), "model.safetensors");
 
   copy_ckpt(good, bad); /* one byte flipped inside the optimizer state */
-  snprintf(file, sizeof file, "%s/optimizer.safetensors", bad);
-  f = fopen(file, "r+");
-  REQUIRE(f && fseek(f, -7, SEEK_END) == 0);
-  int c = fgetc(f);
-  fseek(f, -7, SEEK_END);
-  fputc(c ^ 0x40, f);
-  fclose(f);
+  flip_byte_in(bad, "optimizer.safetensors");
   CHECK_EQ_INT(tsl_ckpt_open(bad, &ck), TESSEL_E_IO);
   CHECK_STR_CONTAINS(tsl_error_message(), "corrupt");
   CHECK_STR_CONTAINS(tsl_error_message(), "optimizer.safetensors");
+  /* a reader of the weights alone (sample, export, init_from) reads neither
+  ** the moments nor their damage, and may not restore a run from them */
+  REQUIRE(tsl_ckpt_open_weights(bad, &ck) == TESSEL_OK);
+  CHECK(ck.optim == NULL && ck.priv == NULL && ck.model != NULL);
+  CHECK(tsl_ckpt_restore(m, &ck) < 0);
+  tsl_ckpt_close(&ck);
+  copy_ckpt(good, bad); /* the same byte flipped in the weights: refused either way */
+  flip_byte_in(bad, "model.safetensors");
+  CHECK_EQ_INT(tsl_ckpt_open_weights(bad, &ck), TESSEL_E_IO);
+  CHECK_STR_CONTAINS(tsl_error_message(), "model.safetensors");
 
   copy_ckpt(good, bad); /* no description */
   snprintf(file, sizeof file, "%s/trainer.json", bad);

@@ -91,7 +91,7 @@ static int sample(int argc, char **argv) {
   }
   if (optind != argc - 1) return tsl_usage_error(&tsl_cmd_sample, "expected one checkpoint directory");
   tsl_ckpt ck;
-  tsl_status st = tsl_ckpt_open(argv[optind], &ck);
+  tsl_status st = tsl_ckpt_open_weights(argv[optind], &ck);
   if (st < 0) return tsl_fail(st);
   tsl_settings s = {.model = ck.arch};
   o.ids = &ck.ids;

@@ -236,7 +236,7 @@ tsl_status tsl_export_hf(const char *ckpt_dir, const char *out_path, int *wrote_
   char *dir = NULL, *config = NULL;
   tsl_tokenizer *t = NULL;
   TSL_TRY(st, check_name(out_path));
-  TSL_TRY(st, tsl_ckpt_open(ckpt_dir, &c));
+  TSL_TRY(st, tsl_ckpt_open_weights(ckpt_dir, &c));
   TSL_TRY(st, check_destination(c.path, out_path));
   if (!(dir = tsl_dirname(out_path))) {
     st = TESSEL_E_NOMEM;
