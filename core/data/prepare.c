@@ -413,6 +413,27 @@ fail:
   return st;
 }
 
+/* Take dir's lock exclusively, or refuse: another preparation writes there,
+** or a run reads the shards it prepared there from data.text (two
+** preparations once both wrote, and failed only at their renames). */
+static tsl_status claim(const char *dir, int *fd) {
+  char *path = tsl_asprintf("%s/" TSL_DATA_LOCK, dir);
+  if (!path) return TESSEL_E_NOMEM;
+  *fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (*fd < 0) {
+    tsl_status st = tsl_error(TESSEL_E_IO, "%s: cannot create its lock file: %s", dir, strerror(errno));
+    free(path);
+    return st;
+  }
+  free(path);
+  if (flock(*fd, LOCK_EX | LOCK_NB) == 0) return TESSEL_OK;
+  close(*fd);
+  *fd = -1;
+  return tsl_error(TESSEL_E_IO, "%s is in use: another tessel data prepare writes there, or a running tessel run "
+                   "reads the shards it prepared there from data.text, and preparing would replace them under it. "
+                   "Wait for it to end, or prepare into another directory", dir);
+}
+
 void tsl_data_dir_unmake(const char *out_dir, char *const *made) {
   static const char *const records[] = {"tokens.json", "tokenizer.json", TSL_DATA_STAMP, TSL_DATA_LOCK};
   remove_stale_shards(out_dir, "train", 0);
@@ -448,6 +469,7 @@ tsl_status tsl_data_prepare(const char *const *inputs, int n_inputs, const char 
   void *buf = NULL;
   uint64_t train = 0, val = 0;
   char *real_out = NULL, **made = NULL; /* made: the directories this call makes for out_dir */
+  int lock = -1;
   shard_sink sinks[2] = {{.dir = out_dir, .split = "train"}, {.dir = out_dir, .split = "val"}};
   encoders enc = {0};
 
@@ -484,6 +506,7 @@ tsl_status tsl_data_prepare(const char *const *inputs, int n_inputs, const char 
     goto fail;
   }
   TSL_TRY(st, tsl_mkdir_p(out_dir));
+  if (!opts->locked) TSL_TRY(st, claim(out_dir, &lock));
   remove_staged(out_dir);
 
   /* with a tokenizer a part has at most one token per byte, plus its end-of-text
@@ -517,8 +540,12 @@ tsl_status tsl_data_prepare(const char *const *inputs, int n_inputs, const char 
     report->val_shards = sinks[1].shards;
   }
 fail:
-  if (st < 0) remove_staged(out_dir);
-  if (st < 0 && made) tsl_data_dir_unmake(out_dir, made);
+  /* what it staged and the directories it made, never another's: not
+  ** before it holds the lock (another preparation may have made them) */
+  int mine = lock >= 0 || opts->locked;
+  if (st < 0 && mine) remove_staged(out_dir);
+  if (st < 0 && mine && made) tsl_data_dir_unmake(out_dir, made);
+  if (lock >= 0) close(lock);
   tsl_dirs_free(made);
   free(buf);
   free(real_out);
@@ -528,15 +555,3 @@ fail:
   return st;
 }
 
-tsl_status tsl_data_dir_claim(const char *dir, int *fd) {
-  char *path = tsl_asprintf("%s/" TSL_DATA_LOCK, dir);
-  if (!path) return TESSEL_E_NOMEM;
-  *fd = open(path, O_RDWR | O_CLOEXEC);
-  free(path);
-  if (*fd < 0 || flock(*fd, LOCK_EX | LOCK_NB) == 0) return TESSEL_OK;
-  close(*fd);
-  *fd = -1;
-  return tsl_error(TESSEL_E_IO, "%s is in use: a running tessel run reads the shards it prepared there from "
-                   "data.text, and preparing would replace them under it. Wait for that run to end, or prepare "
-                   "into another directory", dir);
-}

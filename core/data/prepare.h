@@ -30,6 +30,7 @@ typedef struct tsl_prepare_opts {
   double val_fraction;      /* in [0, 0.5]; default 0.1 */
   uint64_t shard_tokens;    /* default 100M, at most TSL_SHARD_MAX_TOKENS */
   tsl_tokenizer *tokenizer; /* NULL: byte-level */
+  int locked;               /* the caller holds out_dir's lock (a run preparing data.text) */
 } tsl_prepare_opts;
 
 typedef struct tsl_prepare_report {
@@ -41,9 +42,12 @@ typedef struct tsl_prepare_report {
 /* Inputs may be files or shell globs; a glob matching nothing, a missing
 ** file and input that is empty altogether are TESSEL_E_IO errors naming them;
 ** options out of range, a tokenizer of more than 2^24 tokens or without an
-** end-of-text token are TESSEL_E_CONFIG. Creates out_dir if needed.
-** opts may be NULL for the defaults; report, when not NULL, is filled on
-** success. */
+** end-of-text token are TESSEL_E_CONFIG. Creates out_dir if needed, and
+** holds its lock (TSL_DATA_LOCK) exclusively while it writes there, unless
+** the caller does: refused (TESSEL_E_IO) while another preparation writes
+** there or a run reads the shards it prepared there, before anything in
+** the directory is touched. opts may be NULL for the defaults; report, when
+** not NULL, is filled on success. */
 tsl_status tsl_data_prepare(const char *const *inputs, int n_inputs, const char *out_dir,
                             const tsl_prepare_opts *opts, tsl_prepare_report *report);
 
@@ -69,10 +73,5 @@ int tsl_data_own_file(const char *real_out_dir, const char *path);
 ** directory that was there before is touched. */
 void tsl_data_dir_unmake(const char *dir, char *const *made);
 
-/* Take dir's lock exclusively for `tessel data prepare`, or refuse
-** (TESSEL_E_IO) while a run reads the shards there: preparing would replace
-** them under it. *fd is -1 when dir has no lock file yet (no run has
-** used it); close it when done. */
-tsl_status tsl_data_dir_claim(const char *dir, int *fd);
 
 #endif

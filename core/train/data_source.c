@@ -64,7 +64,8 @@ static int stamped(const tsl_settings *s, const char *want) {
 /* Prepare data.text into data.dir (through tokenizer t, or byte-level) and
 ** stamp it with `stamp`. */
 static tsl_status prepare(const tsl_settings *s, tsl_tokenizer *t, const char *stamp) {
-  tsl_prepare_opts opts = {.val_fraction = s->data.val_fraction, .shard_tokens = 100000000, .tokenizer = t};
+  tsl_prepare_opts opts = {.val_fraction = s->data.val_fraction, .shard_tokens = 100000000, .tokenizer = t,
+                           .locked = 1}; /* the caller holds it */
   tsl_prepare_report rep;
   tsl_status st = tsl_data_prepare(s->data.text, s->data.n_text, s->data.dir, &opts, &rep);
   if (st < 0) return tsl_error_wrap(st, "preparing data.text into %s", s->data.dir);

@@ -51,4 +51,23 @@ ls "$OUT"/train_*.bin >"$WORK/train_list"
 [ "$(ls "$OUT"/val_*.bin | wc -l)" -eq 1 ] || fail "expected 1 validation shard (the old corpus had 2): $(ls "$OUT")"
 [ -e "$OUT/.prepared" ] && fail "the run's stamp of the old shards was kept over the new ones"
 [ -e "$OUT/tokens.json" ] || fail "no tokens.json after the preparation"
-finish "a preparation that fails halfway leaves the earlier shards as they were"
+
+# Two preparations into one directory: the first stopped (SIGSTOP) halfway
+# through renaming its shards into place holds the directory, and the
+# second is refused before it touches anything (it once wrote beside the
+# first and removed its staged shards); continued, the first completes.
+env LD_PRELOAD="$LIB" TESSEL_FAULT_DIR="$WORK" TESSEL_FAULT="stop-after-rename:out/train_000000.bin" \
+  "$TESSEL" data prepare "$WORK/old/*.txt" -o "$OUT" --shard-tokens 2000 >"$WORK/held.log" 2>&1 &
+held=$!
+for _ in $(seq 1 300); do [ "$(ps -o stat= -p $held 2>/dev/null | cut -c1)" = T ] && break; sleep 0.1; done
+[ "$(ps -o stat= -p $held | cut -c1)" = T ] || die "the first preparation did not stop at its first shard's rename"
+ls -a "$OUT" >"$WORK/held_files"
+"$TESSEL" data prepare "$WORK/new/*.txt" -o "$OUT" --shard-tokens 2000 >"$WORK/second.log" 2>&1
+status=$?
+[ $status -eq 1 ] && grep -q "$OUT is in use: another tessel data prepare writes there" "$WORK/second.log" ||
+  fail "a second preparation beside the first: exit $status, $(cat "$WORK/second.log")"
+ls -a "$OUT" | diff "$WORK/held_files" - >/dev/null || fail "the refused preparation changed the directory: $(ls -a "$OUT")"
+kill -CONT $held
+wait $held || fail "the first preparation, continued, failed: $(cat "$WORK/held.log")"
+[ "$(ls "$OUT"/train_*.bin | wc -l)" -ge 10 ] || fail "the first preparation's shards are not all there: $(ls "$OUT")"
+finish "a preparation that fails halfway leaves the earlier shards as they were; a second one beside it is refused"

@@ -152,7 +152,7 @@ wait $first
 set -e
 [ $rc -eq 2 ] && grep -q "data.dir $WORK/shared holds shards another running tessel run prepared from other sources" "$WORK/other.log" ||
   { cat "$WORK/other.log" >&2; fail "a run of other text in the first's data.dir: exit $rc"; }
-[ $prc -eq 1 ] && grep -q "$WORK/shared is in use: a running tessel run reads the shards it prepared there" "$WORK/prep.log" ||
+[ $prc -eq 1 ] && grep -q "$WORK/shared is in use: another tessel data prepare writes there, or a running tessel run reads the shards it prepared there" "$WORK/prep.log" ||
   { cat "$WORK/prep.log" >&2; fail "data prepare into a running run's data.dir: exit $prc"; }
 "$TESSEL" run "$WORK/shared.yaml" --set log.dir="$WORK/other" --set train.steps=2 --set "data.text=[\"$WORK/txt/a.txt\"]" \
   >"$WORK/other2.log" 2>&1 || { cat "$WORK/other2.log" >&2; fail "the other text did not prepare once the first run ended"; }

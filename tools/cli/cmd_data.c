@@ -52,12 +52,9 @@ static int data(int argc, char **argv) {
   if (!out) return tsl_usage_error(&tsl_cmd_data, "missing -o DIR");
   if (optind >= argc) return tsl_usage_error(&tsl_cmd_data, "no input files");
   tsl_prepare_report rep;
-  int lock = -1;
   tsl_status st = tokenizer ? tsl_tokenizer_load(tokenizer, &po.tokenizer) : TESSEL_OK;
   double t0 = tsl_now();
-  if (st >= 0) st = tsl_data_dir_claim(out, &lock);
   if (st >= 0) st = tsl_data_prepare((const char *const *)argv + optind, argc - optind, out, &po, &rep);
-  if (lock >= 0) close(lock);
   tsl_tokenizer_free(po.tokenizer);
   if (st < 0) return tsl_fail(st);
   printf("prepared %d file(s) into %s: %llu training tokens in %d shard(s), %llu validation tokens in %d shard(s) "
