@@ -7,8 +7,9 @@
 ** produced in its own pass over the files, reading only that split's byte
 ** ranges in small chunks into one shard-sized token buffer: memory stays at
 ** one shard's worth however large the corpus is. With a tokenizer the files
-** are mapped and encoded side by side, one per thread, and their ids go into
-** the shard buffer in the files' order (write_split_tokens).
+** are mapped and encoded side by side, one per thread (a large file cut into
+** segments where the tokenizer allows), and their ids go into the shard
+** buffer in the files' order (write_split_tokens).
 **
 ** Shards are written under staged names (.train_000000.bin.part), which the
 ** globs that read a directory's shards do not match, and moved into place
@@ -37,6 +38,9 @@
 #define PREPARE_CHUNK_BYTES (1u << 16)
 /* Text each thread encodes per batch of files (see write_split_tokens). */
 #define PREPARE_BATCH_BYTES (16u << 20)
+/* A file's part longer than this is cut into segments that threads encode
+** side by side (tsl_prepare_opts.segment_bytes, 0: this). */
+#define PREPARE_SEGMENT_BYTES (4u << 20)
 /* Shard names carry six digits; more shards would break name order. */
 #define PREPARE_MAX_SHARDS 1000000ull
 /* Shards hold uint16 ids up to TSL_SHARD_NARROW_VOCAB tokens, uint32 ids
@@ -200,57 +204,105 @@ static tsl_status sink_ids(void *ctx, const int32_t *ids, size_t n) {
   return TESSEL_OK;
 }
 
-/* One part of a file (val = 0: its training bytes, 1: its validation
-** bytes) as a document into v: the end-of-text token, then its text
-** encoded. The split point moves forward to a character boundary so no
-** character is cut in two. */
-static tsl_status encode_part(const input_file *f, int val, tsl_tokenizer *t, tsl_token_vec *v) {
+/* A stretch of one file's part of a split that one thread encodes: bytes
+** [lo, hi), after the part's end-of-text token when it is the part's first. */
+typedef struct segment {
+  const input_file *f;
+  uint64_t lo, hi;
+  int first;
+} segment;
+
+typedef struct segment_list {
+  segment *v;
+  int n, cap;
+} segment_list;
+
+static tsl_status map_whole(const input_file *f, const char **text, size_t *len) {
+  tsl_status st = tsl_map_file(f->path, text, len);
+  if (st < 0) return st;
+  if (*len == f->size) return TESSEL_OK;
+  tsl_unmap_file(*text, *len);
+  return tsl_error(TESSEL_E_IO, "%s: changed size while being prepared (%llu bytes, then %zu)", f->path,
+                   (unsigned long long)f->size, *len);
+}
+
+static tsl_status add_segment(segment_list *l, const input_file *f, uint64_t lo, uint64_t hi, int first) {
+  if (l->n == l->cap) {
+    int cap = l->cap ? 2 * l->cap : 16;
+    segment *v = l->cap < INT32_MAX / 2 ? realloc(l->v, (size_t)cap * sizeof *v) : NULL;
+    if (!v) return tsl_error(TESSEL_E_NOMEM, "out of host memory listing the texts to encode");
+    l->v = v;
+    l->cap = cap;
+  }
+  l->v[l->n++] = (segment){f, lo, hi, first};
+  return TESSEL_OK;
+}
+
+/* The segments of one split (val = 0: each file's training bytes [0, cut),
+** 1: its validation bytes [cut, size), the split point moved forward to a
+** character boundary so no character is cut in two), in file order. A part
+** longer than `every` bytes is cut where the tokenizer allows, about every
+** `every` bytes, so one large file is encoded by several threads too. */
+static tsl_status plan_segments(const input_list *l, int val, const tsl_tokenizer *t, uint64_t every,
+                                segment_list *out) {
+  tsl_status st = TESSEL_OK;
+  for (int i = 0; i < l->n && st >= 0; i++) {
+    const input_file *f = &l->v[i];
+    const char *text;
+    size_t len;
+    if ((st = map_whole(f, &text, &len)) < 0) return st;
+    size_t cut = (size_t)(f->size - f->val_bytes);
+    while (cut < len && ((unsigned char)text[cut] & 0xc0) == 0x80) cut++;
+    uint64_t lo = val ? cut : 0, hi = val ? len : cut;
+    for (int first = 1; lo < hi && st >= 0; first = 0) {
+      size_t at = hi - lo > every ? tsl_tokenizer_cut(t, text, (size_t)hi, (size_t)(lo + every), (size_t)hi) : 0;
+      uint64_t end = at ? at : hi;
+      st = add_segment(out, f, lo, end, first);
+      lo = end;
+    }
+    tsl_unmap_file(text, len);
+  }
+  return st;
+}
+
+/* One segment through the tokenizer into v. */
+static tsl_status encode_segment(const segment *g, tsl_tokenizer *t, tsl_token_vec *v) {
   const char *text;
   size_t len;
-  tsl_status st = tsl_map_file(f->path, &text, &len);
+  tsl_status st = map_whole(g->f, &text, &len);
   if (st < 0) return st;
-  if (len != f->size) {
-    tsl_unmap_file(text, len);
-    return tsl_error(TESSEL_E_IO, "%s: changed size while being prepared (%llu bytes, then %zu)", f->path,
-                     (unsigned long long)f->size, len);
-  }
-  size_t cut = (size_t)(f->size - f->val_bytes);
-  while (cut < len && ((unsigned char)text[cut] & 0xc0) == 0x80) cut++;
-  size_t lo = val ? cut : 0, hi = val ? len : cut;
-  if (lo < hi) {
-    int32_t eot = tsl_tokenizer_eot(t);
-    st = tsl_token_vec_sink(v, &eot, 1);
-    if (st >= 0) st = tsl_tokenizer_encode(t, text + lo, hi - lo, 0, tsl_token_vec_sink, v);
-    if (st < 0) tsl_error_wrap(st, "%s", f->path);
-  }
+  int32_t eot = tsl_tokenizer_eot(t);
+  if (g->first) st = tsl_token_vec_sink(v, &eot, 1);
+  if (st >= 0) st = tsl_tokenizer_encode(t, text + g->lo, (size_t)(g->hi - g->lo), 0, tsl_token_vec_sink, v);
+  if (st < 0) tsl_error_wrap(st, "%s", g->f->path);
   tsl_unmap_file(text, len);
   return st;
 }
 
 /* Every file's part of one split through the tokenizer, into the sink in
-** file order. The files are taken in batches of about PREPARE_BATCH_BYTES
-** of text per thread, each file encoded by one thread with its own
-** tokenizer (e->t[thread]); the batch's ids wait, at most 4 bytes per byte
-** of text, to be written in order, so the shards are the same bytes
-** whatever the number of threads. */
-static tsl_status write_split_tokens(const input_list *l, int val, shard_sink *s, const encoders *e) {
-  tsl_status st = TESSEL_OK;
-  tsl_token_vec *vecs = calloc((size_t)l->n, sizeof *vecs);
-  tsl_status *sts = calloc((size_t)l->n, sizeof *sts);
-  char **why = calloc((size_t)l->n, sizeof *why);
-  if (!vecs || !sts || !why) {
-    st = tsl_error(TESSEL_E_NOMEM, "out of host memory for the ids of %d files", l->n);
-    goto done;
-  }
+** file order: each part a document (its end-of-text token, then its text).
+** The segments are taken in batches of about PREPARE_BATCH_BYTES of text
+** per thread, each encoded by one thread with its own tokenizer
+** (e->t[thread]); the batch's ids wait, at most 4 bytes per byte of text,
+** to be written in order, so the shards are the same bytes whatever the
+** number of threads and wherever the parts are cut. */
+static tsl_status write_split_tokens(const input_list *l, int val, shard_sink *s, const encoders *e,
+                                     uint64_t every) {
+  segment_list segs = {0};
+  tsl_status st = plan_segments(l, val, e->t[0], every, &segs);
+  int n = segs.n;
+  tsl_token_vec *vecs = calloc((size_t)n + 1, sizeof *vecs);
+  tsl_status *sts = calloc((size_t)n + 1, sizeof *sts);
+  char **why = calloc((size_t)n + 1, sizeof *why);
+  if (st >= 0 && (!vecs || !sts || !why)) st = tsl_error(TESSEL_E_NOMEM, "out of host memory for the ids of %d texts", n);
   const uint64_t budget = (uint64_t)PREPARE_BATCH_BYTES * (uint64_t)e->n;
-  for (int lo = 0, hi; lo < l->n && st >= 0; lo = hi) {
+  for (int lo = 0, hi; lo < n && st >= 0; lo = hi) {
     uint64_t bytes = 0;
-    for (hi = lo; hi < l->n && (hi == lo || bytes < budget); hi++)
-      bytes += val ? l->v[hi].val_bytes : l->v[hi].size - l->v[hi].val_bytes;
+    for (hi = lo; hi < n && (hi == lo || bytes < budget); hi++) bytes += segs.v[hi].hi - segs.v[hi].lo;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(e->n) if (e->n > 1 && hi - lo > 1)
     for (int i = lo; i < hi; i++) {
       /* the error slot is each thread's own: its message is carried out */
-      if ((sts[i] = encode_part(&l->v[i], val, e->t[omp_get_thread_num()], &vecs[i])) < 0)
+      if ((sts[i] = encode_segment(&segs.v[i], e->t[omp_get_thread_num()], &vecs[i])) < 0)
         why[i] = strdup(tsl_error_message());
     }
     for (int i = lo; i < hi; i++) {
@@ -260,7 +312,7 @@ static tsl_status write_split_tokens(const input_list *l, int val, shard_sink *s
       free(why[i]);
     }
   }
-done:
+  free(segs.v);
   free(vecs);
   free(sts);
   free(why);
@@ -317,10 +369,11 @@ done:
 
 /* Write one split (val = 0: train, 1: validation) of every file: through
 ** the encoders when there are any, else as bytes. */
-static tsl_status write_split(const input_list *l, int val, shard_sink *s, unsigned char *chunk, const encoders *e) {
+static tsl_status write_split(const input_list *l, int val, shard_sink *s, unsigned char *chunk, const encoders *e,
+                              uint64_t every) {
   tsl_status st = TESSEL_OK;
   if (e->n > 0) {
-    TSL_TRY(st, write_split_tokens(l, val, s, e));
+    TSL_TRY(st, write_split_tokens(l, val, s, e, every));
   } else {
     for (int i = 0; i < l->n; i++) {
       const input_file *f = &l->v[i];
@@ -514,7 +567,10 @@ tsl_status tsl_data_prepare(const char *const *inputs, int n_inputs, const char 
   uint64_t extra = opts->tokenizer ? 4 * (uint64_t)files.n : 0;
   uint64_t cap = TSL_MIN(opts->shard_tokens, train + extra);
   const int wide = opts->tokenizer && tsl_tokenizer_vocab_size(opts->tokenizer) > TSL_SHARD_NARROW_VOCAB;
-  if (opts->tokenizer) TSL_TRY(st, encoders_make(opts->tokenizer, files.n, &enc));
+  /* a thread per file, or per segment of a file of more than `every` bytes */
+  const uint64_t every = opts->segment_bytes ? opts->segment_bytes : PREPARE_SEGMENT_BYTES;
+  if (opts->tokenizer)
+    TSL_TRY(st, encoders_make(opts->tokenizer, (int)TSL_MIN((train + val) / every + (uint64_t)files.n, 1u << 20), &enc));
   chunk = malloc(PREPARE_CHUNK_BYTES);
   buf = malloc((size_t)cap * (wide ? sizeof(uint32_t) : sizeof(uint16_t)));
   if (!chunk || !buf) {
@@ -528,7 +584,7 @@ tsl_status tsl_data_prepare(const char *const *inputs, int n_inputs, const char 
     s->wide = wide;
     uint64_t bytes = split ? val : train;
     s->cap = TSL_MIN(opts->shard_tokens, bytes ? bytes + extra : 0);
-    if (s->cap > 0) TSL_TRY(st, write_split(&files, split, s, chunk, &enc));
+    if (s->cap > 0) TSL_TRY(st, write_split(&files, split, s, chunk, &enc, every));
   }
   TSL_TRY(st, commit(out_dir, sinks, opts->tokenizer));
 

@@ -31,6 +31,8 @@ typedef struct tsl_prepare_opts {
   uint64_t shard_tokens;    /* default 100M, at most TSL_SHARD_MAX_TOKENS */
   tsl_tokenizer *tokenizer; /* NULL: byte-level */
   int locked;               /* the caller holds out_dir's lock (a run preparing data.text) */
+  uint64_t segment_bytes;   /* a file's part longer than this is encoded by several threads, cut where the
+                            ** tokenizer allows (tsl_tokenizer_cut); 0: 4 MiB */
 } tsl_prepare_opts;
 
 typedef struct tsl_prepare_report {

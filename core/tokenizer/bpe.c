@@ -245,6 +245,18 @@ tsl_status tsl_tokenizer_encode(tsl_tokenizer *t, const char *text, size_t len, 
   return st;
 }
 
+static int ascii_letter(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+
+size_t tsl_tokenizer_cut(const tsl_tokenizer *t, const char *text, size_t len, size_t from, size_t to) {
+  const char *pattern = t->pretok ? tsl_pretok_pattern(t->pretok) : NULL;
+  if (!pattern || (strcmp(pattern, tsl_tokenizer_pattern_named("gpt2")) != 0 &&
+                   strcmp(pattern, tsl_tokenizer_pattern_named("llama3")) != 0))
+    return 0;
+  for (size_t i = TSL_MAX(from, 1); i < to && i + 1 < len; i++)
+    if (text[i] == ' ' && ascii_letter(text[i - 1]) && ascii_letter(text[i + 1])) return i;
+  return 0;
+}
+
 tsl_status tsl_token_vec_sink(void *vec, const int32_t *ids, size_t n) {
   tsl_token_vec *v = vec;
   tsl_status st = tsl_tok_reserve(&v->ids, &v->cap, v->n + n, sizeof *v->ids);

@@ -73,6 +73,16 @@ typedef tsl_status (*tsl_token_sink)(void *ctx, const int32_t *ids, size_t n);
 tsl_status tsl_tokenizer_encode(tsl_tokenizer *t, const char *text, size_t len, int flags, tsl_token_sink sink,
                                 void *ctx);
 
+/* A place in [from, to) where text may be cut for ordinary encoding (no
+** TSL_TOK_ADDED): the ids of text[0, len) are those of the text before it
+** followed by those of the text after it, so the two halves can be encoded
+** apart (side by side). 0 when there is none there, or when the tokenizer
+** offers no such place: only GPT-2's and Llama 3's pre-tokenizer regexes
+** are known to end a piece where the cuts are made (an ASCII letter, then a
+** space before another ASCII letter: the space begins the next word's
+** piece whatever follows, and the normalizers never join across it). */
+size_t tsl_tokenizer_cut(const tsl_tokenizer *t, const char *text, size_t len, size_t from, size_t to);
+
 /* A growable id array; tsl_token_vec_sink appends to it. */
 typedef struct tsl_token_vec {
   int32_t *ids;

@@ -337,6 +337,45 @@ static void test_tokenizer_threads(void) {
   tsl_tokenizer_free(t);
 }
 
+/* One large file is encoded by several threads, cut where the tokenizer
+** allows (segment_bytes 1000: about a thousand segments of tinyshakespeare's
+** training part, a hundred of its validation part): its shards hold the ids
+** of each part encoded whole, one document each, at 1 and 3 threads, with
+** GPT-2's and Llama 3's pre-tokenizers. */
+static void test_large_file_segments(void) {
+  static const char *const fixtures[] = {"tests/tokenizer/fixtures/gpt2_1024.json",
+                                         "tests/tokenizer/fixtures/llama3_512.json"};
+  static const char *const inputs[] = {"../shared/data/tinyshakespeare.txt"};
+  char *text, dir[1024];
+  size_t len;
+  REQUIRE(tsl_read_file(inputs[0], &text, &len) == TESSEL_OK);
+  size_t val = (size_t)floor((double)len * 0.1); /* ASCII: the split point stays */
+  scratch_path(dir, "large_out");
+  for (int k = 0; k < 2; k++) {
+    tsl_tokenizer *t;
+    REQUIRE(tsl_tokenizer_load(fixtures[k], &t) == TESSEL_OK);
+    int vocab = tsl_tokenizer_vocab_size(t);
+    tsl_token_vec want_train = {0}, want_val = {0};
+    append_document(t, &want_train, text, len - val);
+    append_document(t, &want_val, text + len - val, val);
+    tsl_prepare_opts opts = {.val_fraction = 0.1, .shard_tokens = 1 << 22, .tokenizer = t, .segment_bytes = 1000};
+    for (int threads = 1; threads <= 3; threads += 2) {
+      omp_set_num_threads(threads);
+      REQUIRE(tsl_data_prepare(inputs, 1, dir, &opts, NULL) == TESSEL_OK);
+      tsl_token_vec train = read_ids(dir, "train", vocab), got_val = read_ids(dir, "val", vocab);
+      CHECK(same_ids(&train, &want_train));
+      CHECK(same_ids(&got_val, &want_val));
+      tsl_token_vec_free(&train);
+      tsl_token_vec_free(&got_val);
+    }
+    omp_set_num_threads(1);
+    tsl_token_vec_free(&want_train);
+    tsl_token_vec_free(&want_val);
+    tsl_tokenizer_free(t);
+  }
+  free(text);
+}
+
 /* A byte-level BPE of n tokens: the 256 byte symbols, then "<tK>" fillers,
 ** with <|endoftext|> as the last when eot is set. */
 static tsl_tokenizer *synthetic_tokenizer(int n, int eot) {
@@ -460,6 +499,7 @@ int main(void) {
   RUN(test_errors);
   RUN(test_tokenizer_documents);
   RUN(test_tokenizer_threads);
+  RUN(test_large_file_segments);
   RUN(test_tokenizer_limits);
   RUN(test_dirs_to_make);
   scratch_cleanup();

@@ -308,11 +308,52 @@ static void test_literal_split(void) {
   REQUIRE(tsl_tokenizer_encode(t, "a\\E+(", 5, 0, tsl_token_vec_sink, &piece) == TESSEL_OK);
   CHECK(whole.n >= piece.n + 2);
   for (size_t i = 0; i < piece.n && i + 1 < whole.n; i++) CHECK_EQ_INT(whole.ids[1 + i], piece.ids[i]);
+  /* a pattern other than GPT-2's and Llama 3's offers no place to cut */
+  CHECK_EQ_INT(tsl_tokenizer_cut(t, "Good morrow sir", 15, 1, 15), 0);
   tsl_token_vec_free(&whole);
   tsl_token_vec_free(&piece);
   tsl_tokenizer_free(t);
   free(text);
   cJSON_Delete(root);
+}
+
+/* Where tsl_tokenizer_cut cuts, the two halves encode apart to the ids of
+** the whole: 60 KB of tinyshakespeare cut about every 700 bytes, each cut
+** checked on its own, for every fixture and variant (GPT-2's and Llama 3's
+** patterns, a prefix space, NFC, ignore_merges). Its rule, on small texts:
+** a space between ASCII letters; not after punctuation, nor in a run of
+** spaces. */
+static void test_cut_encodes_apart(void) {
+  char *text;
+  size_t len;
+  REQUIRE(tsl_read_file("../shared/data/tinyshakespeare.txt", &text, &len) == TESSEL_OK);
+  len = len < 60000 ? len : 60000;
+  for (size_t k = 0; k < sizeof tokenizer_names / sizeof *tokenizer_names; k++) {
+    tsl_tokenizer *t = load(tokenizer_names[k]);
+    tsl_token_vec whole = {0}, parts = {0}, tail = {0};
+    encode(t, text, len, 0, &whole);
+    int cuts = 0, bad = 0;
+    for (size_t from = 1; from < len; from += 700) {
+      size_t c = tsl_tokenizer_cut(t, text, len, from, len);
+      if (!c) break;
+      encode(t, text, c, 0, &parts);
+      encode(t, text + c, len - c, 0, &tail);
+      for (size_t i = 0; i < tail.n; i++) REQUIRE(tsl_token_vec_sink(&parts, &tail.ids[i], 1) == TESSEL_OK);
+      bad += parts.n != whole.n || memcmp(parts.ids, whole.ids, whole.n * sizeof *whole.ids) != 0;
+      cuts++;
+    }
+    if (bad) fprintf(stderr, "  %s: %d of %d cuts encode otherwise than the whole\n", tokenizer_names[k], bad, cuts);
+    CHECK(cuts > 50 && bad == 0);
+    tsl_token_vec_free(&whole), tsl_token_vec_free(&parts), tsl_token_vec_free(&tail);
+    tsl_tokenizer_free(t);
+  }
+  free(text);
+  tsl_tokenizer *t = load("gpt2_1024");
+  CHECK_EQ_INT(tsl_tokenizer_cut(t, "Good morrow sir", 15, 1, 15), 4);
+  CHECK_EQ_INT(tsl_tokenizer_cut(t, "Good morrow sir", 15, 5, 15), 11);
+  CHECK_EQ_INT(tsl_tokenizer_cut(t, "Good morrow sir", 15, 12, 15), 0);
+  CHECK_EQ_INT(tsl_tokenizer_cut(t, "no, sir  yes 42 x", 17, 1, 17), 0);
+  tsl_tokenizer_free(t);
 }
 
 /* The hash follows what encodes, not how the JSON is written. */
@@ -350,5 +391,6 @@ int main(void) {
   RUN(test_huge_id_costs_nothing);
   RUN(test_literal_split);
   RUN(test_hash);
+  RUN(test_cut_encodes_apart);
   return HARNESS_EXIT();
 }
