@@ -9,8 +9,8 @@
 ** and attends over everything cached, and the head makes the logits of the
 ** last row alone. So a drawn token costs one row through the model, not
 ** the whole context again, and the head one row of logits, not one per
-** position (bench/README.md: GPT-2 124M draws tokens 6 times faster at a
-** context of 65 to 128).
+** position (bench/README.md: GPT-2 124M, 24 ms a token where it took 225,
+** at contexts of 65 to 192 positions).
 **
 ** Decoding is for one sequence of an inference model (tsl_runtime.inference)
 ** without a strategy, on a backend whose attention takes a past
