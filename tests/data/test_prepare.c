@@ -295,6 +295,23 @@ static void test_tokenizer_documents(void) {
 /* Files encoded side by side by several threads, each with its own copy of
 ** the tokenizer, give the ids of encoding them one after the other, in the
 ** inputs' order: 37 files of 1 to 2917 bytes (each file a document). */
+/* Preparing inputs into dir with opts (a tokenizer's) at 1 and 3 threads
+** gives the ids want_train and want_val, each in one shard. */
+static void prepares_to(const char *const *inputs, int n, const char *dir, const tsl_prepare_opts *opts,
+                        const tsl_token_vec *want_train, const tsl_token_vec *want_val) {
+  int vocab = tsl_tokenizer_vocab_size(opts->tokenizer);
+  for (int threads = 1; threads <= 3; threads += 2) {
+    omp_set_num_threads(threads);
+    REQUIRE(tsl_data_prepare(inputs, n, dir, opts, NULL) == TESSEL_OK);
+    tsl_token_vec train = read_ids(dir, "train", vocab), val = read_ids(dir, "val", vocab);
+    CHECK(same_ids(&train, want_train));
+    CHECK(same_ids(&val, want_val));
+    tsl_token_vec_free(&train);
+    tsl_token_vec_free(&val);
+  }
+  omp_set_num_threads(1);
+}
+
 static void test_tokenizer_threads(void) {
   enum { FILES = 37, TEXT = 36 * 400 + 2917 };
   static const char *const words[] = {"the ", "morrow", ", ", "sir", "\n\n", "  ", "king's ", "42 ", "HENRY:", "o'er "};
@@ -322,16 +339,7 @@ static void test_tokenizer_threads(void) {
   }
   scratch_path(dir, "many_out");
   tsl_prepare_opts opts = {.val_fraction = 0.1, .shard_tokens = 1 << 20, .tokenizer = t};
-  for (int threads = 1; threads <= 3; threads += 2) {
-    omp_set_num_threads(threads);
-    REQUIRE(tsl_data_prepare(inputs, FILES, dir, &opts, NULL) == TESSEL_OK);
-    tsl_token_vec train = read_ids(dir, "train", 1024), val = read_ids(dir, "val", 1024);
-    CHECK(same_ids(&train, &want_train));
-    CHECK(same_ids(&val, &want_val));
-    tsl_token_vec_free(&train);
-    tsl_token_vec_free(&val);
-  }
-  omp_set_num_threads(1);
+  prepares_to(inputs, FILES, dir, &opts, &want_train, &want_val);
   tsl_token_vec_free(&want_train);
   tsl_token_vec_free(&want_val);
   tsl_tokenizer_free(t);
@@ -354,21 +362,11 @@ static void test_large_file_segments(void) {
   for (int k = 0; k < 2; k++) {
     tsl_tokenizer *t;
     REQUIRE(tsl_tokenizer_load(fixtures[k], &t) == TESSEL_OK);
-    int vocab = tsl_tokenizer_vocab_size(t);
     tsl_token_vec want_train = {0}, want_val = {0};
     append_document(t, &want_train, text, len - val);
     append_document(t, &want_val, text + len - val, val);
     tsl_prepare_opts opts = {.val_fraction = 0.1, .shard_tokens = 1 << 22, .tokenizer = t, .segment_bytes = 1000};
-    for (int threads = 1; threads <= 3; threads += 2) {
-      omp_set_num_threads(threads);
-      REQUIRE(tsl_data_prepare(inputs, 1, dir, &opts, NULL) == TESSEL_OK);
-      tsl_token_vec train = read_ids(dir, "train", vocab), got_val = read_ids(dir, "val", vocab);
-      CHECK(same_ids(&train, &want_train));
-      CHECK(same_ids(&got_val, &want_val));
-      tsl_token_vec_free(&train);
-      tsl_token_vec_free(&got_val);
-    }
-    omp_set_num_threads(1);
+    prepares_to(inputs, 1, dir, &opts, &want_train, &want_val);
     tsl_token_vec_free(&want_train);
     tsl_token_vec_free(&want_val);
     tsl_tokenizer_free(t);
