@@ -413,6 +413,10 @@ static tsl_status read_train(tsl_cfg *root, tsl_settings *s) {
   keep(&st, tsl_cfg_float(t, "sample_temperature", 1.0, 0.0, 100.0, &s->train.sample_temperature));
   keep(&st, tsl_cfg_int(t, "sample_top_k", 0, 0, 1 << 24, &top_k));
   keep(&st, tsl_cfg_float(t, "sample_top_p", 1.0, 0.0, 1.0, &s->train.sample_top_p));
+  keep(&st, tsl_cfg_float(t, "sample_repetition_penalty", 1.0, 0.0, 10.0, &s->train.sample_repetition_penalty));
+  if (s->train.sample_repetition_penalty <= 0)
+    keep(&st, tsl_cfg_error(t, "sample_repetition_penalty", "must be above 0: 1 leaves the logits alone, more than 1 "
+                            "makes the text's tokens less likely"));
   if (s->train.sample_top_p <= 0)
     keep(&st, tsl_cfg_error(t, "sample_top_p", "0 keeps no token: give the probability mass to sample from, above 0 "
                             "and up to 1 (1: every token)"));

@@ -69,6 +69,7 @@ typedef struct tsl_settings {
     double sample_temperature;
     int sample_top_k;
     double sample_top_p;   /* nucleus: the most likely tokens up to this mass (1: all) */
+    double sample_repetition_penalty; /* above 1: the text's tokens made less likely (1: none) */
     int recompute;         /* TESSEL_RECOMPUTE_* for every unit, or FULL for the first recompute_layers blocks */
     int recompute_layers;  /* 0: `recompute` applies to every unit */
     int offload_activations; /* kept activations wait on the host tier */

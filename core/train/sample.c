@@ -109,6 +109,11 @@ int tsl_sample_draw(const float *logits, float *scratch, int V, double temperatu
   return best;
 }
 
+void tsl_sample_penalize(float *logits, int V, const uint8_t *seen, double penalty) {
+  for (int v = 0; v < V; v++)
+    if (seen[v]) logits[v] = logits[v] < 0 ? (float)(logits[v] * penalty) : (float)(logits[v] / penalty);
+}
+
 /* The ids that end generation (at most TSL_CKPT_MAX_EOS): the model's
 ** end-of-text ids, else its tokenizer's end-of-text token; none without
 ** either, or when the caller asks to ignore them. */
@@ -187,6 +192,7 @@ tsl_status tsl_sample(const tsl_settings *given, tsl_tensor_fn src, void *src_ct
   tsl_runtime rt;
   tsl_model *m = NULL;
   float *whole = NULL, *row = NULL, *scratch = NULL;
+  uint8_t *seen = NULL; /* [V]: tokens of the text so far, for the repetition penalty */
   int V = given->model.vocab_size, terminal = isatty(fileno(out));
   /* a vocabulary padded past its tokenizer (Qwen2's 151936 rows for 151665
   ** tokens, or a GPT-2 made 50304 wide): the rows past the tokenizer have
@@ -223,9 +229,10 @@ tsl_status tsl_sample(const tsl_settings *given, tsl_tensor_fn src, void *src_ct
   whole = malloc(most * sizeof(float));
   row = malloc((size_t)V * sizeof(float));
   scratch = malloc((size_t)V * sizeof(float));
+  seen = calloc((size_t)V, 1);
   ctx.cap = (int64_t)prompt.n + o->tokens + 1;
   ctx.tokens = malloc(sizeof(int32_t) * (size_t)ctx.cap);
-  if (!whole || !row || !scratch || !ctx.tokens) {
+  if (!whole || !row || !scratch || !seen || !ctx.tokens) {
     st = tsl_error(TESSEL_E_NOMEM, "out of host memory for sampling");
     goto fail;
   }
@@ -233,7 +240,7 @@ tsl_status tsl_sample(const tsl_settings *given, tsl_tensor_fn src, void *src_ct
     TSL_TRY(st, src(src_ctx, &ps->p[i], whole));
     TSL_TRY(st, tsl_scatter_state(m, i, (tessel_state_ref){TESSEL_STATE_MASTER, 0}, whole));
   }
-  for (size_t i = 0; i < prompt.n; i++) ctx.tokens[ctx.len++] = prompt.ids[i];
+  for (size_t i = 0; i < prompt.n; i++) seen[ctx.tokens[ctx.len++] = prompt.ids[i]] = 1;
   for (int k = 0; k < o->tokens; k++) {
     const void *logits;
     TSL_TRY(st, next_logits(m, &ctx, &logits));
@@ -247,6 +254,7 @@ tsl_status tsl_sample(const tsl_settings *given, tsl_tensor_fn src, void *src_ct
                        (double)row[v], k);
         goto fail;
       }
+    if (o->repetition_penalty > 0 && o->repetition_penalty != 1) tsl_sample_penalize(row, V, seen, o->repetition_penalty);
     double u = (double)(tsl_mix64(o->seed ^ tsl_mix64((uint64_t)k)) >> 11) / 9007199254740992.0;
     int tok = tsl_sample_draw(row, scratch, drawable, o->temperature, o->top_k, o->top_p, u), stop = 0;
     if (k == 0) fputs(o->prompt, out);
@@ -255,7 +263,7 @@ tsl_status tsl_sample(const tsl_settings *given, tsl_tensor_fn src, void *src_ct
       tsl_info("generation ends at the end-of-text token %d, after %d of %d tokens", tok, k, o->tokens);
       break;
     }
-    ctx.tokens[ctx.len++] = tok;
+    seen[ctx.tokens[ctx.len++] = tok] = 1;
     emit(o, tok, terminal, out);
   }
   /* the prompt only once a token is drawn: a refusal leaves out untouched */
@@ -265,6 +273,7 @@ fail:
   free(whole);
   free(row);
   free(scratch);
+  free(seen);
   free(ctx.tokens);
   tsl_token_vec_free(&prompt);
   tsl_runtime_destroy(&rt); /* the model too */

@@ -32,6 +32,8 @@ typedef struct tsl_sample_opts {
   int top_k;          /* 0: the whole vocabulary */
   double top_p;       /* in (0, 1): the most likely tokens that make up this
                       ** probability mass, after top_k (0 or 1: all of them) */
+  double repetition_penalty; /* above 1: tokens of the text so far made less likely
+                             ** (tsl_sample_penalize); 0 or 1: none */
   uint64_t seed;
   int threads;
   tsl_tokenizer *tokenizer; /* NULL: byte-level */
@@ -49,6 +51,12 @@ tsl_status tsl_sample(const tsl_settings *s, tsl_tensor_fn src, void *ctx, const
 ** number u in [0, 1): the smallest inverse-CDF index over the tokens that
 ** remain. temperature 0 is the most likely token. scratch holds V floats. */
 int tsl_sample_draw(const float *logits, float *scratch, int V, double temperature, int top_k, double top_p, double u);
+
+/* transformers' repetition penalty, applied before the draw: each logit
+** of a token that `seen` marks (one byte per token: it is in the prompt or
+** was drawn) is divided by `penalty` when positive or zero, multiplied by
+** it when negative. */
+void tsl_sample_penalize(float *logits, int V, const uint8_t *seen, double penalty);
 
 /* The index of the first byte of `prompt` that a byte-level vocabulary of
 ** `vocab` tokens lacks (the model never sees it), or -1. */

@@ -392,7 +392,7 @@ static tsl_status final_sample(trainer *t) {
   if (st >= 0 && rt->world.rank == 0) {
     tsl_sample_opts o = {.prompt = s->train.sample_prompt, .tokens = s->train.sample_tokens,
                          .temperature = s->train.sample_temperature, .top_k = s->train.sample_top_k,
-                         .top_p = s->train.sample_top_p,
+                         .top_p = s->train.sample_top_p, .repetition_penalty = s->train.sample_repetition_penalty,
                          .seed = s->train.seed, .threads = s->device.threads, .tokenizer = rt->tokenizer,
                          .ids = &t->ids};
     tsl_report_line(&t->report, "sample (%d tokens, temperature %g):", o.tokens, o.temperature);

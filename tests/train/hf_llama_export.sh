@@ -4,7 +4,9 @@
 # place, and continues a prompt greedily with the very bytes `tessel sample
 # --temperature 0` gives (see hf_llama_check.py), with plain rotary
 # frequencies, with Llama 3's scaling of them, and with Qwen2's q, k and v
-# biases (exported as a Qwen2ForCausalLM). Needs python3 with
+# biases (exported as a Qwen2ForCausalLM); and, with plain frequencies,
+# under a repetition penalty of 1.3 as transformers' own processor applies
+# it. Needs python3 with
 # transformers and torch; without them it reports itself skipped (exit 77),
 # never passed.
 . "$(dirname "$0")/common.sh" "$1" "$2" "$3" hf_llama_export
@@ -31,5 +33,12 @@ for variant in plain scaled qwen2; do
   truncate -s -1 "$WORK/greedy.txt" # tessel sample ends with a newline of its own
   python3 "$(dirname "$0")/hf_llama_check.py" "$WORK/hf-$variant" "static " "$WORK/greedy.txt" "$variant" \
     || fail "transformers disagrees ($variant)"
+  [ "$variant" = plain ] || continue
+  "$TESSEL" sample "$CK" --prompt "static " --tokens 32 --temperature 0 --repetition-penalty 1.3 >"$WORK/penalized.txt" ||
+    fail "sampling with a repetition penalty failed"
+  truncate -s -1 "$WORK/penalized.txt"
+  cmp -s "$WORK/penalized.txt" "$WORK/greedy.txt" && fail "the repetition penalty changed nothing"
+  python3 "$(dirname "$0")/hf_llama_check.py" "$WORK/hf-$variant" "static " "$WORK/penalized.txt" "$variant" 1.3 \
+    || fail "transformers disagrees under a repetition penalty"
 done
 rm -rf "$WORK"

@@ -1,7 +1,7 @@
 /*
 ** tests/train/test_sample_draw.c — the distribution a token is drawn from:
 ** temperature, top-k and top-p (nucleus) as transformers' logits warpers
-** apply them, in that order.
+** apply them, in that order; and the repetition penalty before them.
 **
 ** The reference here follows TopPLogitsWarper's own formulation: sort the
 ** temperature-scaled, top-k-filtered logits ascending, take the cumulative
@@ -111,6 +111,19 @@ static void test_cases_cut(void) {
   CHECK_CLOSE(p[3], 1.0, 1e-12, 0.0);
 }
 
+/* The repetition penalty as transformers' RepetitionPenaltyLogitsProcessor
+** computes it: a seen token's logit divided by the penalty when positive or
+** zero, multiplied when negative; unseen ones untouched. Greedy then picks
+** the best token not seen. */
+static void test_repetition_penalty(void) {
+  float logits[6] = {3.0f, -1.0f, 0.0f, 2.5f, 1.0f, -0.5f}, scratch[6];
+  const uint8_t seen[6] = {1, 1, 1, 0, 0, 0};
+  const float want[6] = {2.0f, -1.5f, 0.0f, 2.5f, 1.0f, -0.5f};
+  tsl_sample_penalize(logits, 6, seen, 1.5);
+  for (int v = 0; v < 6; v++) CHECK_CLOSE(logits[v], want[v], 0.0, 1e-7);
+  CHECK_EQ_INT(tsl_sample_draw(logits, scratch, 6, 0.0, 0, 1.0, 0.5), 3);
+}
+
 /* temperature 0 is the most likely token whatever top_k and top_p say */
 static void test_greedy(void) {
   float scratch[MAXV];
@@ -121,6 +134,7 @@ static void test_greedy(void) {
 int main(void) {
   RUN(test_matches_the_warpers);
   RUN(test_cases_cut);
+  RUN(test_repetition_penalty);
   RUN(test_greedy);
   return HARNESS_EXIT();
 }

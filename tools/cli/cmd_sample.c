@@ -16,13 +16,16 @@ static const struct option sample_longs[] = {{"prompt", required_argument, 0, 'p
                                              {"temperature", required_argument, 0, 't'}, {"top-k", required_argument, 0, 'k'},
                                              {"seed", required_argument, 0, 's'},        {"threads", required_argument, 0, 'j'},
                                              {"top-p", required_argument, 0, 'P'},       {"tokenizer", required_argument, 0, 'z'},
-                                             {"ignore-eos", no_argument, 0, 'e'},       {0, 0, 0, 0}};
+                                             {"ignore-eos", no_argument, 0, 'e'},
+                                             {"repetition-penalty", required_argument, 0, 'r'},
+                                             {0, 0, 0, 0}};
 static const tsl_options sample_options = {"", sample_longs};
 
 const tsl_command tsl_cmd_sample = {
     "sample", "generate text from a checkpoint",
     "usage: tessel sample CKPT_DIR [--prompt TEXT] [--tokens N] [--temperature T] [--top-k K] [--top-p P]\n"
-    "                              [--seed S] [--threads N] [--tokenizer FILE] [--ignore-eos]\n\n"
+    "                              [--repetition-penalty R] [--seed S] [--threads N] [--tokenizer FILE]\n"
+    "                              [--ignore-eos]\n\n"
     "Loads the model of a checkpoint directory (e.g. runs/NAME/checkpoints/step_00001000) and continues\n"
     "PROMPT by N tokens, printed on standard output as they are generated. The prompt is encoded and the\n"
     "tokens decoded with the tokenizer stored in the checkpoint; a checkpoint without one is byte-level\n"
@@ -38,6 +41,9 @@ const tsl_command tsl_cmd_sample = {
     "  --top-k K           sample among the K most likely tokens only (default 0: all)\n"
     "  --top-p P           then among the most likely tokens that make up probability P (nucleus sampling,\n"
     "                      0 < P <= 1; default 1: all)\n"
+    "  --repetition-penalty R  make the tokens of the prompt and of the text so far less likely, as\n"
+    "                      transformers does: a logit divided by R when positive, times R when negative\n"
+    "                      (0 < R <= 10; default 1: none)\n"
     "  --seed S            sampling seed (default 1337)\n"
     "  --threads N         CPU threads (default: all)\n"
     "  --tokenizer FILE    a tokenizer.json to use instead of the checkpoint's\n"
@@ -49,7 +55,8 @@ static tsl_status from_checkpoint(void *ctx, const tsl_param *p, float *whole) {
 
 static int sample(int argc, char **argv) {
   const char *tokenizer = NULL;
-  tsl_sample_opts o = {.prompt = "\n", .tokens = 200, .temperature = 1.0, .top_p = 1.0, .seed = 1337};
+  tsl_sample_opts o = {.prompt = "\n", .tokens = 200, .temperature = 1.0, .top_p = 1.0, .repetition_penalty = 1.0,
+                       .seed = 1337};
   long long v;
   int c;
   optind = 0;
@@ -73,6 +80,11 @@ static int sample(int argc, char **argv) {
       case 'P':
         ok = tsl_parse_number(optarg, &o.top_p) == 0 && o.top_p > 0 && o.top_p <= 1;
         want = "a probability mass above 0, up to 1";
+        break;
+      case 'r':
+        ok = tsl_parse_number(optarg, &o.repetition_penalty) == 0 && o.repetition_penalty > 0 &&
+             o.repetition_penalty <= 10;
+        want = "a penalty above 0, up to 10 (1: none)";
         break;
       case 's':
         ok = tsl_parse_count(optarg, &v) == 0;
