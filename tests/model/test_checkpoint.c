@@ -639,23 +639,24 @@ static void test_tokens_and_batch_are_recorded(void) {
   fixture_release(&a);
 }
 
-/* good's trainer.json at format `version`, without the optimizer's file
-** entry, resealed into ckpt, whose optimizer.safetensors goes too: what
-** `tessel import` writes (version 3, step 0). */
-static void put_without_moments(const char *good, const char *ckpt, int version) {
+/* good's trainer.json at format `version`, resealed into ckpt; without
+** `moments`, the optimizer's file entry and optimizer.safetensors go too:
+** what `tessel import` writes (version 3, step 0). */
+static void put_at_version(const char *good, const char *ckpt, int version, int moments) {
   char file[1300], *text = NULL;
   snprintf(file, sizeof file, "%s/trainer.json", good);
   REQUIRE(tsl_read_file(file, &text, NULL) == TESSEL_OK);
   cJSON *root = cJSON_Parse(text);
   REQUIRE(root);
-  cJSON_DeleteItemFromObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(root, "files"), "optimizer.safetensors");
+  if (!moments)
+    cJSON_DeleteItemFromObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(root, "files"), "optimizer.safetensors");
   cJSON_ReplaceItemInObjectCaseSensitive(root, "version", cJSON_CreateNumber(version));
   char *json = cJSON_Print(root);
   REQUIRE(json);
   copy_ckpt(good, ckpt);
   put_sealed_json(ckpt, json);
   snprintf(file, sizeof file, "%s/optimizer.safetensors", ckpt);
-  REQUIRE(unlink(file) == 0);
+  REQUIRE(moments || unlink(file) == 0);
   cJSON_Delete(root);
   free(json);
   free(text);
@@ -665,7 +666,8 @@ static void put_without_moments(const char *good, const char *ckpt, int version)
 ** format version 3 (`tessel import` writes none): restoring one sets the
 ** moments to zeros over the trained ones the model held, and leaves the
 ** weights as saved. At step 1, or in a version-2 description, the file is
-** missing and the checkpoint refused. */
+** missing and the checkpoint refused; a version-2 checkpoint with its
+** moments still opens. */
 static void test_moments_absent_at_step_0(void) {
   tsl_runtime a;
   char *good = NULL, *later = NULL, bare[1200];
@@ -674,7 +676,7 @@ static void test_moments_absent_at_step_0(void) {
   snprintf(bare, sizeof bare, "%s/bare", dir);
   REQUIRE(tsl_mkdir_p(bare) == TESSEL_OK);
   snprintf(bare, sizeof bare, "%s/bare/step_00000000", dir);
-  put_without_moments(good, bare, 3);
+  put_at_version(good, bare, 3, 0);
   tsl_ckpt c;
   REQUIRE(tsl_ckpt_open(bare, &c) == TESSEL_OK);
   CHECK(c.optim == NULL);
@@ -702,10 +704,14 @@ static void test_moments_absent_at_step_0(void) {
     moved += memcmp(x, before + most * (uint64_t)i, (size_t)n * sizeof(float)) != 0;
   }
   CHECK(nonzero == 0 && moved == 0);
-  put_without_moments(good, bare, 2);
+  put_at_version(good, bare, 2, 0);
   expect_refused(bare, "optimizer.safetensors");
+  put_at_version(good, bare, 2, 1); /* what tessel wrote before format 3: read as it was */
+  REQUIRE(tsl_ckpt_open(bare, &c) == TESSEL_OK);
+  CHECK(c.optim != NULL && tsl_st_count(c.optim) == 2 * ps->n);
+  tsl_ckpt_close(&c);
   snprintf(bare, sizeof bare, "%s/bare/step_00000001", dir);
-  put_without_moments(later, bare, 3);
+  put_at_version(later, bare, 3, 0);
   expect_refused(bare, "optimizer.safetensors");
   free(before), free(x), free(good), free(later);
   fixture_release(&a);
