@@ -12,6 +12,15 @@ case "$a" in "int "*) ;; *) fail "sample does not start with the prompt: $a" ;; 
 c=$("$TESSEL" sample "$CK" --prompt "int " --tokens 40 --temperature 1 --top-k 5 --seed 3)
 d=$("$TESSEL" sample "$CK" --prompt "int " --tokens 40 --temperature 1 --top-k 5 --seed 3)
 [ "$c" = "$d" ] || fail "seeded sampling is not reproducible"
+# the prompt from a file is the same prompt; the two together are refused
+printf 'int ' >"$WORK/prompt.txt"
+f=$("$TESSEL" sample "$CK" --prompt-file "$WORK/prompt.txt" --tokens 40 --temperature 0)
+[ "$f" = "$a" ] || fail "--prompt-file samples otherwise than --prompt: '$f' against '$a'"
+set +e
+"$TESSEL" sample "$CK" --prompt "int " --prompt-file "$WORK/prompt.txt" >/dev/null 2>"$WORK/both.err"
+rc=$?
+set -e
+[ $rc -eq 2 ] && grep -q "both give the prompt" "$WORK/both.err" || fail "--prompt with --prompt-file: exit $rc, $(cat "$WORK/both.err")"
 # top-k 1 keeps only the most likely token, whatever the temperature: greedy
 e=$("$TESSEL" sample "$CK" --prompt "int " --tokens 40 --temperature 1.5 --top-k 1 --seed 3)
 [ "$e" = "$a" ] || fail "top-k 1 is not greedy: '$e' against '$a'"

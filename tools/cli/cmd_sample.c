@@ -2,17 +2,20 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ckpt/checkpoint.h"
 #include "cli/cli.h"
 #include "common/log.h"
+#include "common/util.h"
 #include "tokenizer/tokenizer.h"
 #include "train/sample.h"
 
 static int sample(int argc, char **argv);
 
 static const struct option sample_longs[] = {{"prompt", required_argument, 0, 'p'},     {"tokens", required_argument, 0, 'n'},
+                                             {"prompt-file", required_argument, 0, 'f'},
                                              {"temperature", required_argument, 0, 't'}, {"top-k", required_argument, 0, 'k'},
                                              {"seed", required_argument, 0, 's'},        {"threads", required_argument, 0, 'j'},
                                              {"top-p", required_argument, 0, 'P'},       {"tokenizer", required_argument, 0, 'z'},
@@ -23,7 +26,8 @@ static const tsl_options sample_options = {"", sample_longs};
 
 const tsl_command tsl_cmd_sample = {
     "sample", "generate text from a checkpoint",
-    "usage: tessel sample CKPT_DIR [--prompt TEXT] [--tokens N] [--temperature T] [--top-k K] [--top-p P]\n"
+    "usage: tessel sample CKPT_DIR [--prompt TEXT | --prompt-file FILE] [--tokens N] [--temperature T]\n"
+    "                              [--top-k K] [--top-p P]\n"
     "                              [--repetition-penalty R] [--seed S] [--threads N] [--tokenizer FILE]\n"
     "                              [--ignore-eos]\n\n"
     "Loads the model of a checkpoint directory (e.g. runs/NAME/checkpoints/step_00001000) and continues\n"
@@ -36,6 +40,7 @@ const tsl_command tsl_cmd_sample = {
     "  --prompt TEXT       text to continue (default: a newline), encoded as written: added tokens such as\n"
     "                      <|endoftext|> count, and none is added (a Llama 3 tokenizer's <|begin_of_text|>\n"
     "                      goes in front only when written there)\n"
+    "  --prompt-file FILE  the prompt is the file's text, as written (a long or multi-line prompt)\n"
     "  --tokens N          how many tokens to generate (default 200)\n"
     "  --temperature T     0 always picks the most likely token (default 1.0)\n"
     "  --top-k K           sample among the K most likely tokens only (default 0: all)\n"
@@ -53,8 +58,25 @@ const tsl_command tsl_cmd_sample = {
 /* A parameter's whole tensor out of the checkpoint. */
 static tsl_status from_checkpoint(void *ctx, const tsl_param *p, float *whole) { return tsl_ckpt_param(ctx, p, whole); }
 
+/* The text of a --prompt-file: refused when it cannot be read or holds a
+** NUL byte (a prompt is text, and would end there). */
+static tsl_status read_prompt(const char *path, char **text) {
+  size_t len;
+  tsl_status st = tsl_read_file(path, text, &len);
+  if (st < 0) return st;
+  const char *nul = memchr(*text, '\0', len);
+  if (!nul) return TESSEL_OK;
+  st = tsl_error(TESSEL_E_CONFIG, "--prompt-file %s holds a NUL byte at offset %zu: a prompt is text", path,
+                 (size_t)(nul - *text));
+  free(*text);
+  *text = NULL;
+  return st;
+}
+
 static int sample(int argc, char **argv) {
-  const char *tokenizer = NULL;
+  const char *tokenizer = NULL, *prompt_file = NULL;
+  char *prompt_text = NULL;
+  int prompt_given = 0;
   tsl_sample_opts o = {.prompt = "\n", .tokens = 200, .temperature = 1.0, .top_p = 1.0, .repetition_penalty = 1.0,
                        .seed = 1337};
   long long v;
@@ -64,7 +86,11 @@ static int sample(int argc, char **argv) {
     int ok = 1;
     const char *want = NULL;
     switch (c) {
-      case 'p': o.prompt = optarg; break;
+      case 'p':
+        o.prompt = optarg;
+        prompt_given = 1;
+        break;
+      case 'f': prompt_file = optarg; break;
       case 'n':
         ok = tsl_option_int(optarg, 0, 1 << 20, &o.tokens);
         want = "a number of tokens from 0 to 1048576";
@@ -102,6 +128,12 @@ static int sample(int argc, char **argv) {
     if (!ok) return tsl_option_error(&tsl_cmd_sample, sample_longs, c, want);
   }
   if (optind != argc - 1) return tsl_usage_error(&tsl_cmd_sample, "expected one checkpoint directory");
+  if (prompt_file && prompt_given) return tsl_usage_error(&tsl_cmd_sample, "--prompt and --prompt-file both give the prompt");
+  if (prompt_file) {
+    tsl_status pst = read_prompt(prompt_file, &prompt_text);
+    if (pst < 0) return tsl_fail(pst);
+    o.prompt = prompt_text;
+  }
   tsl_ckpt ck;
   tsl_status st = tsl_ckpt_open_weights(argv[optind], &ck);
   if (st < 0) return tsl_fail(st);
@@ -118,5 +150,6 @@ static int sample(int argc, char **argv) {
   if (st >= 0) st = tsl_sample(&s, from_checkpoint, &ck, &o, stdout);
   tsl_tokenizer_free(o.tokenizer);
   tsl_ckpt_close(&ck);
+  free(prompt_text);
   return st < 0 ? tsl_fail(st) : TSL_EXIT_OK;
 }
