@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -43,24 +44,71 @@ static uint64_t v1_model_hash(const tsl_model_settings *m) {
   return tsl_hash_bytes(dims, sizeof dims, 0x6d6f64656cull);
 }
 
-tsl_status tsl_file_crc32(const char *path, uint32_t *crc, uint64_t *bytes) {
-  char buf[1 << 16];
-  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) return tsl_error(TESSEL_E_IO, "%s: cannot open: %s", path, strerror(errno));
+/* Bytes of a file whose CRC-32 one thread takes (see tsl_file_crc32). */
+#define CRC_BLOCK (8u << 20)
+
+/* The CRC-32 of bytes [off, off + len) of fd into *crc and how many there
+** were (fewer at the end of the file); 0, or the errno of a failed read. */
+static int block_crc32(int fd, uint64_t off, uint64_t len, uLong *crc, uint64_t *got) {
+  unsigned char buf[1 << 16];
   uLong c = crc32(0L, Z_NULL, 0);
   uint64_t n = 0;
-  for (;;) {
-    ssize_t r = read(fd, buf, sizeof buf);
+  while (n < len) {
+    ssize_t r = pread(fd, buf, (size_t)TSL_MIN((uint64_t)sizeof buf, len - n), (off_t)(off + n));
     if (r < 0 && errno == EINTR) continue;
-    if (r < 0) {
-      close(fd);
-      return tsl_error(TESSEL_E_IO, "%s: read failed: %s", path, strerror(errno));
-    }
+    if (r < 0) return errno;
     if (r == 0) break;
-    c = crc32(c, (const Bytef *)buf, (uInt)r);
+    c = crc32(c, buf, (uInt)r);
     n += (uint64_t)r;
   }
+  *crc = c;
+  *got = n;
+  return 0;
+}
+
+/* The blocks of CRC_BLOCK bytes go to the threads side by side and their
+** CRCs are joined in order (crc32_combine): a resume checks every byte of
+** a checkpoint, 12 bytes per parameter, at one core's 3.6 GB/s before. A
+** file that changes size while it is read gives the bytes it had up to
+** the first short block, as a sequential read would. */
+tsl_status tsl_file_crc32(const char *path, uint32_t *crc, uint64_t *bytes) {
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return tsl_error(TESSEL_E_IO, "%s: cannot open: %s", path, strerror(errno));
+  struct stat sb;
+  if (fstat(fd, &sb) != 0) {
+    int e = errno;
+    close(fd);
+    return tsl_error(TESSEL_E_IO, "%s: cannot stat: %s", path, strerror(e));
+  }
+  uint64_t size = (uint64_t)sb.st_size, blocks = size / CRC_BLOCK + 1; /* the last one finds the end */
+  uLong *crcs = malloc(blocks * sizeof *crcs);
+  uint64_t *got = malloc(blocks * sizeof *got);
+  int *err = calloc(blocks, sizeof *err);
+  if (!crcs || !got || !err) {
+    free(crcs), free(got), free(err);
+    close(fd);
+    return tsl_error(TESSEL_E_NOMEM, "out of host memory checking %s", path);
+  }
+#pragma omp parallel for schedule(dynamic, 1) if (blocks > 2)
+  for (uint64_t b = 0; b < blocks; b++) {
+    uint64_t off = b * CRC_BLOCK, len = b + 1 < blocks ? CRC_BLOCK : UINT64_MAX - off;
+    err[b] = block_crc32(fd, off, len, &crcs[b], &got[b]);
+  }
   close(fd);
+  tsl_status st = TESSEL_OK;
+  uLong c = crc32(0L, Z_NULL, 0);
+  uint64_t n = 0;
+  for (uint64_t b = 0; b < blocks && st >= 0; b++) {
+    if (err[b]) {
+      st = tsl_error(TESSEL_E_IO, "%s: read failed: %s", path, strerror(err[b]));
+      break;
+    }
+    c = crc32_combine(c, crcs[b], (z_off_t)got[b]);
+    n += got[b];
+    if (b + 1 < blocks && got[b] < CRC_BLOCK) break; /* it shrank: the end came early */
+  }
+  free(crcs), free(got), free(err);
+  if (st < 0) return st;
   *crc = (uint32_t)c;
   *bytes = n;
   return TESSEL_OK;

@@ -30,8 +30,8 @@
 **   TESSEL_FAULT=eio-fsync-dir     fsync of the directory TESSEL_FAULT_DIR
 **                                  itself fails with EIO
 **   TESSEL_FAULT=eio-read:TEXT     reading a file there whose path contains
-**                                  TEXT fails with EIO (a failing disk or
-**                                  network file system)
+**                                  TEXT (read, pread) fails with EIO (a
+**                                  failing disk or network file system)
 **   TESSEL_FAULT=eio-open:TEXT     opening a file there whose path contains
 **                                  TEXT, for reading too, fails with EIO
 **                                  from the second time on (a disk that
@@ -134,6 +134,7 @@ static int allow_write(int fd, size_t n) {
 
 typedef ssize_t (*write_fn)(int, const void *, size_t);
 typedef ssize_t (*read_fn)(int, void *, size_t);
+typedef ssize_t (*pread_fn)(int, void *, size_t, off_t);
 typedef int (*fsync_fn)(int);
 typedef ssize_t (*pwrite_fn)(int, const void *, size_t, off_t);
 typedef int (*fallocate_fn)(int, int, off_t, off_t);
@@ -164,18 +165,25 @@ ssize_t write(int fd, const void *buf, size_t n) {
   return real_write(fd, buf, n);
 }
 
+/* Whether a read of fd fails (eio-read on its file): errno is then EIO. */
+static int read_fails(int fd) {
+  setup();
+  if (mode != EIO_READ) return 0;
+  char path[4096];
+  fd_path(fd, path, sizeof path);
+  if (!under(path) || !strstr(path, kill_text)) return 0;
+  errno = EIO;
+  return 1;
+}
+
 ssize_t read(int fd, void *buf, size_t n) {
   REAL(read);
-  setup();
-  if (mode == EIO_READ) {
-    char path[4096];
-    fd_path(fd, path, sizeof path);
-    if (under(path) && strstr(path, kill_text)) {
-      errno = EIO;
-      return -1;
-    }
-  }
-  return real_read(fd, buf, n);
+  return read_fails(fd) ? -1 : real_read(fd, buf, n);
+}
+
+ssize_t pread(int fd, void *buf, size_t n, off_t off) {
+  REAL(pread);
+  return read_fails(fd) ? -1 : real_pread(fd, buf, n, off);
 }
 
 int fsync(int fd) {

@@ -14,6 +14,7 @@
 ** dtype.
 */
 #include <cjson/cJSON.h>
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -717,6 +718,42 @@ static void test_moments_absent_at_step_0(void) {
   fixture_release(&a);
 }
 
+/* CRC-32 bit by bit (the reflected polynomial 0xEDB88320 zlib uses). */
+static uint32_t crc32_bitwise(const unsigned char *p, size_t n) {
+  uint32_t c = 0xffffffffu;
+  for (size_t i = 0; i < n; i++) {
+    c ^= p[i];
+    for (int k = 0; k < 8; k++) c = (c >> 1) ^ (0xedb88320u & (0u - (c & 1u)));
+  }
+  return ~c;
+}
+
+/* A checkpoint file's CRC-32, taken by the threads 8 MiB block by block
+** and joined, is the CRC-32 of the whole file: for files of 0 bytes, one
+** block exactly, and two blocks and a part, at 1 and 3 threads. */
+static void test_file_crc32_blocks(void) {
+  static const size_t sizes[] = {0, 8u << 20, (20u << 20) + 12345};
+  unsigned char *data = malloc(sizes[2]);
+  REQUIRE(data);
+  uint64_t x = 99;
+  for (size_t i = 0; i < sizes[2]; i++) data[i] = (unsigned char)((x = tsl_mix64(x)) >> 56);
+  for (size_t k = 0; k < 3; k++) {
+    char path[1200];
+    snprintf(path, sizeof path, "%s/crc-%zu.bin", dir, k);
+    REQUIRE(tsl_atomic_write_file(path, (const char *)data, sizes[k]) == TESSEL_OK);
+    uint32_t want = crc32_bitwise(data, sizes[k]);
+    for (int threads = 1; threads <= 3; threads += 2) {
+      omp_set_num_threads(threads);
+      uint32_t crc = 0;
+      uint64_t bytes = 1;
+      REQUIRE(tsl_file_crc32(path, &crc, &bytes) == TESSEL_OK);
+      CHECK(crc == want && bytes == sizes[k]);
+    }
+  }
+  omp_set_num_threads(2);
+  free(data);
+}
+
 int main(void) {
   const char *tmp = getenv("TESSEL_TEST_TMP");
   snprintf(dir, sizeof dir, "%s/checkpoint-%d", tmp ? tmp : "/tmp", (int)getpid());
@@ -730,6 +767,7 @@ int main(void) {
   RUN(test_llama_options_are_recorded);
   RUN(test_tokens_and_batch_are_recorded);
   RUN(test_moments_absent_at_step_0);
+  RUN(test_file_crc32_blocks);
   RUN(test_tensors_must_match_the_dimensions);
   RUN(test_other_dimensions_are_refused);
   RUN(test_export_has_gpt2_layout);
