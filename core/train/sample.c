@@ -168,17 +168,50 @@ static tsl_status prompt_ids(const tsl_sample_opts *o, int V, tsl_token_vec *v) 
   return TESSEL_OK;
 }
 
+/* Whether a stop string ends inside the last `added` bytes of the text
+** generated so far (text[0, len)): the token that brought them in ends
+** generation. */
+static int stop_string_ends(const tsl_sample_opts *o, const char *text, size_t len, size_t added) {
+  for (int i = 0; i < o->n_stop; i++) {
+    size_t n = strlen(o->stop[i]);
+    if (n == 0 || n > len) continue;
+    size_t first = len - added + 1 > n ? len - added + 1 - n : 0; /* starts whose end passes len - added */
+    for (size_t at = first; at + n <= len; at++)
+      if (memcmp(text + at, o->stop[i], n) == 0) return 1;
+  }
+  return 0;
+}
+
+/* The bytes token tok stands for: its text in the tokenizer, or the byte
+** itself (in *byte) in a byte-level vocabulary. */
+static const unsigned char *token_bytes(const tsl_sample_opts *o, int32_t tok, unsigned char *byte, size_t *n) {
+  const char *s = o->tokenizer ? tsl_tokenizer_token(o->tokenizer, tok, n) : NULL;
+  if (s) return (const unsigned char *)s;
+  *byte = (unsigned char)(tok & 0xff);
+  *n = 1;
+  return byte;
+}
+
+/* Append n bytes to the text generated so far (grown as needed). */
+static tsl_status remember(char **text, size_t *len, size_t *cap, const unsigned char *b, size_t n) {
+  if (*len + n > *cap) {
+    size_t want = TSL_MAX(*cap * 2, *len + n + 256);
+    char *grown = realloc(*text, want);
+    if (!grown) return tsl_error(TESSEL_E_NOMEM, "out of host memory for the generated text");
+    *text = grown;
+    *cap = want;
+  }
+  memcpy(*text + *len, b, n);
+  *len += n;
+  return TESSEL_OK;
+}
+
 /* Write one generated token as text: its bytes exactly, except on a
 ** terminal, where a control byte other than newline and tab is shown as
 ** \xNN. A model early in training draws any byte, and ESC, BEL or CR
 ** written raw would move the cursor, retitle or reset the user's terminal
 ** (llm.c skips such tokens when it prints). */
-static void emit(const tsl_sample_opts *o, int32_t tok, int terminal, FILE *out) {
-  size_t n = 0;
-  unsigned char byte = (unsigned char)(tok & 0xff);
-  const char *s = o->tokenizer ? tsl_tokenizer_token(o->tokenizer, tok, &n) : NULL;
-  const unsigned char *b = s ? (const unsigned char *)s : &byte;
-  if (!s) n = 1;
+static void emit(const unsigned char *b, size_t n, int terminal, FILE *out) {
   for (size_t i = 0; i < n; i++) {
     if (terminal && ((b[i] < 0x20 && b[i] != '\n' && b[i] != '\t') || b[i] == 0x7f)) fprintf(out, "\\x%02x", b[i]);
     else fputc(b[i], out);
@@ -193,6 +226,8 @@ tsl_status tsl_sample(const tsl_settings *given, tsl_tensor_fn src, void *src_ct
   tsl_model *m = NULL;
   float *whole = NULL, *row = NULL, *scratch = NULL;
   uint8_t *seen = NULL; /* [V]: tokens of the text so far, for the repetition penalty */
+  char *text = NULL;    /* the generated text, for the stop strings */
+  size_t text_len = 0, text_cap = 0;
   int V = given->model.vocab_size, terminal = isatty(fileno(out));
   /* a vocabulary padded past its tokenizer (Qwen2's 151936 rows for 151665
   ** tokens, or a GPT-2 made 50304 wide): the rows past the tokenizer have
@@ -264,7 +299,16 @@ tsl_status tsl_sample(const tsl_settings *given, tsl_tensor_fn src, void *src_ct
       break;
     }
     seen[ctx.tokens[ctx.len++] = tok] = 1;
-    emit(o, tok, terminal, out);
+    unsigned char byte;
+    size_t n;
+    const unsigned char *b = token_bytes(o, tok, &byte, &n);
+    emit(b, n, terminal, out);
+    if (o->n_stop == 0) continue;
+    TSL_TRY(st, remember(&text, &text_len, &text_cap, b, n));
+    if (stop_string_ends(o, text, text_len, n)) {
+      tsl_info("generation ends at a stop string, after %d of %d tokens", k + 1, o->tokens);
+      break;
+    }
   }
   /* the prompt only once a token is drawn: a refusal leaves out untouched */
   if (o->tokens == 0) fputs(o->prompt, out);
@@ -274,6 +318,7 @@ fail:
   free(row);
   free(scratch);
   free(seen);
+  free(text);
   free(ctx.tokens);
   tsl_token_vec_free(&prompt);
   tsl_runtime_destroy(&rt); /* the model too */

@@ -21,6 +21,7 @@ static const struct option sample_longs[] = {{"prompt", required_argument, 0, 'p
                                              {"top-p", required_argument, 0, 'P'},       {"tokenizer", required_argument, 0, 'z'},
                                              {"ignore-eos", no_argument, 0, 'e'},
                                              {"repetition-penalty", required_argument, 0, 'r'},
+                                             {"stop", required_argument, 0, 'S'},
                                              {0, 0, 0, 0}};
 static const tsl_options sample_options = {"", sample_longs};
 
@@ -29,7 +30,7 @@ const tsl_command tsl_cmd_sample = {
     "usage: tessel sample CKPT_DIR [--prompt TEXT | --prompt-file FILE] [--tokens N] [--temperature T]\n"
     "                              [--top-k K] [--top-p P]\n"
     "                              [--repetition-penalty R] [--seed S] [--threads N] [--tokenizer FILE]\n"
-    "                              [--ignore-eos]\n\n"
+    "                              [--ignore-eos] [--stop TEXT]...\n\n"
     "Loads the model of a checkpoint directory (e.g. runs/NAME/checkpoints/step_00001000) and continues\n"
     "PROMPT by N tokens, printed on standard output as they are generated. The prompt is encoded and the\n"
     "tokens decoded with the tokenizer stored in the checkpoint; a checkpoint without one is byte-level\n"
@@ -52,7 +53,9 @@ const tsl_command tsl_cmd_sample = {
     "  --seed S            sampling seed (default 1337)\n"
     "  --threads N         CPU threads (default: all)\n"
     "  --tokenizer FILE    a tokenizer.json to use instead of the checkpoint's\n"
-    "  --ignore-eos        generate all N tokens, past any end-of-text token\n",
+    "  --ignore-eos        generate all N tokens, past any end-of-text token\n"
+    "  --stop TEXT         end with the token in whose text TEXT ends (printed, as transformers'\n"
+    "                      stop_strings keeps it); up to 8\n",
     sample, (const tsl_options *const[]){&sample_options, NULL}};
 
 /* A parameter's whole tensor out of the checkpoint. */
@@ -77,6 +80,7 @@ static int sample(int argc, char **argv) {
   const char *tokenizer = NULL, *prompt_file = NULL;
   char *prompt_text = NULL;
   int prompt_given = 0;
+  const char *stops[8];
   tsl_sample_opts o = {.prompt = "\n", .tokens = 200, .temperature = 1.0, .top_p = 1.0, .repetition_penalty = 1.0,
                        .seed = 1337};
   long long v;
@@ -123,6 +127,11 @@ static int sample(int argc, char **argv) {
         break;
       case 'z': tokenizer = optarg; break;
       case 'e': o.ignore_eos = 1; break;
+      case 'S':
+        ok = o.n_stop < 8 && optarg[0];
+        if (ok) stops[o.n_stop++] = optarg;
+        want = "a text that is not empty, at most 8 of them";
+        break;
       default: ok = 0;
     }
     if (!ok) return tsl_option_error(&tsl_cmd_sample, sample_longs, c, want);
@@ -139,6 +148,7 @@ static int sample(int argc, char **argv) {
   if (st < 0) return tsl_fail(st);
   tsl_settings s = {.model = ck.arch};
   o.ids = &ck.ids;
+  o.stop = stops;
   if (!tokenizer) tokenizer = ck.tokenizer;
   if (tokenizer) st = tsl_tokenizer_load(tokenizer, &o.tokenizer);
   /* another vocabulary's ids mean other text: allowed, since --tokenizer
