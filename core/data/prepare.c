@@ -204,12 +204,14 @@ static tsl_status sink_ids(void *ctx, const int32_t *ids, size_t n) {
   return TESSEL_OK;
 }
 
-/* A stretch of one file's part of a split that one thread encodes: bytes
-** [lo, hi), after the part's end-of-text token when it is the part's first. */
+/* A stretch of one file's part of a split that one thread encodes: the
+** whole part (found once the file is mapped for encoding), or bytes
+** [lo, hi) of a part that was cut; after the part's end-of-text token when
+** it is the part's first. */
 typedef struct segment {
   const input_file *f;
+  int val, whole, first;
   uint64_t lo, hi;
-  int first;
 } segment;
 
 typedef struct segment_list {
@@ -226,7 +228,7 @@ static tsl_status map_whole(const input_file *f, const char **text, size_t *len)
                    (unsigned long long)f->size, *len);
 }
 
-static tsl_status add_segment(segment_list *l, const input_file *f, uint64_t lo, uint64_t hi, int first) {
+static tsl_status add_segment(segment_list *l, segment g) {
   if (l->n == l->cap) {
     int cap = l->cap ? 2 * l->cap : 16;
     segment *v = l->cap < INT32_MAX / 2 ? realloc(l->v, (size_t)cap * sizeof *v) : NULL;
@@ -234,30 +236,49 @@ static tsl_status add_segment(segment_list *l, const input_file *f, uint64_t lo,
     l->v = v;
     l->cap = cap;
   }
-  l->v[l->n++] = (segment){f, lo, hi, first};
+  l->v[l->n++] = g;
   return TESSEL_OK;
 }
 
-/* The segments of one split (val = 0: each file's training bytes [0, cut),
-** 1: its validation bytes [cut, size), the split point moved forward to a
-** character boundary so no character is cut in two), in file order. A part
-** longer than `every` bytes is cut where the tokenizer allows, about every
-** `every` bytes, so one large file is encoded by several threads too. */
+/* The bytes of a file's part of a split, give or take the character its
+** split point moves by (part_bounds). */
+static uint64_t part_size(const input_file *f, int val) { return val ? f->val_bytes : f->size - f->val_bytes; }
+
+/* A file's part of a split in its mapped text: val = 0, its training bytes
+** [0, cut); 1, its validation bytes [cut, size); the split point moved
+** forward to a character boundary so no character is cut in two. */
+static void part_bounds(const input_file *f, const char *text, size_t len, int val, uint64_t *lo, uint64_t *hi) {
+  size_t cut = (size_t)(f->size - f->val_bytes);
+  while (cut < len && ((unsigned char)text[cut] & 0xc0) == 0x80) cut++;
+  *lo = val ? cut : 0;
+  *hi = val ? len : cut;
+}
+
+/* The segments of one split (val = 0: training, 1: validation), in file
+** order. A part longer than `every` bytes is cut where the tokenizer
+** allows, about every `every` bytes, so one large file is encoded by
+** several threads too; only such a file is mapped here (mapping each of
+** 2000 small files once more made their preparation half as slow again). */
 static tsl_status plan_segments(const input_list *l, int val, const tsl_tokenizer *t, uint64_t every,
                                 segment_list *out) {
   tsl_status st = TESSEL_OK;
   for (int i = 0; i < l->n && st >= 0; i++) {
     const input_file *f = &l->v[i];
+    uint64_t part = part_size(f, val);
+    if (part == 0) continue;
+    if (part <= every) {
+      st = add_segment(out, (segment){.f = f, .val = val, .whole = 1, .first = 1});
+      continue;
+    }
     const char *text;
     size_t len;
+    uint64_t lo, hi;
     if ((st = map_whole(f, &text, &len)) < 0) return st;
-    size_t cut = (size_t)(f->size - f->val_bytes);
-    while (cut < len && ((unsigned char)text[cut] & 0xc0) == 0x80) cut++;
-    uint64_t lo = val ? cut : 0, hi = val ? len : cut;
+    part_bounds(f, text, len, val, &lo, &hi);
     for (int first = 1; lo < hi && st >= 0; first = 0) {
       size_t at = hi - lo > every ? tsl_tokenizer_cut(t, text, (size_t)hi, (size_t)(lo + every), (size_t)hi) : 0;
       uint64_t end = at ? at : hi;
-      st = add_segment(out, f, lo, end, first);
+      st = add_segment(out, (segment){.f = f, .val = val, .first = first, .lo = lo, .hi = end});
       lo = end;
     }
     tsl_unmap_file(text, len);
@@ -271,9 +292,11 @@ static tsl_status encode_segment(const segment *g, tsl_tokenizer *t, tsl_token_v
   size_t len;
   tsl_status st = map_whole(g->f, &text, &len);
   if (st < 0) return st;
+  uint64_t lo = g->lo, hi = g->hi;
+  if (g->whole) part_bounds(g->f, text, len, g->val, &lo, &hi);
   int32_t eot = tsl_tokenizer_eot(t);
-  if (g->first) st = tsl_token_vec_sink(v, &eot, 1);
-  if (st >= 0) st = tsl_tokenizer_encode(t, text + g->lo, (size_t)(g->hi - g->lo), 0, tsl_token_vec_sink, v);
+  if (g->first && lo < hi) st = tsl_token_vec_sink(v, &eot, 1);
+  if (st >= 0) st = tsl_tokenizer_encode(t, text + lo, (size_t)(hi - lo), 0, tsl_token_vec_sink, v);
   if (st < 0) tsl_error_wrap(st, "%s", g->f->path);
   tsl_unmap_file(text, len);
   return st;
@@ -298,7 +321,10 @@ static tsl_status write_split_tokens(const input_list *l, int val, shard_sink *s
   const uint64_t budget = (uint64_t)PREPARE_BATCH_BYTES * (uint64_t)e->n;
   for (int lo = 0, hi; lo < n && st >= 0; lo = hi) {
     uint64_t bytes = 0;
-    for (hi = lo; hi < n && (hi == lo || bytes < budget); hi++) bytes += segs.v[hi].hi - segs.v[hi].lo;
+    for (hi = lo; hi < n && (hi == lo || bytes < budget); hi++) {
+      const segment *g = &segs.v[hi];
+      bytes += g->whole ? part_size(g->f, val) : g->hi - g->lo;
+    }
 #pragma omp parallel for schedule(dynamic, 1) num_threads(e->n) if (e->n > 1 && hi - lo > 1)
     for (int i = lo; i < hi; i++) {
       /* the error slot is each thread's own: its message is carried out */

@@ -128,7 +128,7 @@ static int sample(int argc, char **argv) {
       case 'z': tokenizer = optarg; break;
       case 'e': o.ignore_eos = 1; break;
       case 'S':
-        ok = o.n_stop < 8 && optarg[0];
+        ok = o.n_stop < (int)TSL_ARRAY_LEN(stops) && optarg[0];
         if (ok) stops[o.n_stop++] = optarg;
         want = "a text that is not empty, at most 8 of them";
         break;
