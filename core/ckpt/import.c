@@ -284,19 +284,17 @@ static tsl_status write_weights(const tsl_weights *w, const char *path) {
   int n = ps->n;
   tsl_status st = TESSEL_OK;
   tsl_st_desc *descs = calloc((size_t)n + 1, sizeof *descs);
-  char (*names)[160] = calloc((size_t)n + 1, sizeof *names);
   float *buf = NULL;
   tsl_st_writer *wr = NULL;
   uint64_t most = 1;
   for (int i = 0; i < ps->n; i++) most = TSL_MAX(most, (uint64_t)ps->p[i].info.shape[0] * (uint64_t)ps->p[i].info.shape[1]);
-  if (!descs || !names || !(buf = calloc(most, sizeof *buf))) {
+  if (!descs || !(buf = calloc(most, sizeof *buf))) {
     st = tsl_error(TESSEL_E_NOMEM, "out of host memory writing %s", path);
     goto done;
   }
   for (int k = 0; k < n; k++) {
     const tsl_param *p = &ps->p[k];
-    snprintf(names[k], sizeof names[k], "%s", p->name);
-    descs[k] = (tsl_st_desc){.name = names[k], .dtype = TESSEL_F32, .ndim = p->info.ndim};
+    descs[k] = (tsl_st_desc){.name = p->name, .dtype = TESSEL_F32, .ndim = p->info.ndim};
     tsl_ckpt_file_shape(p, descs[k].shape);
   }
   if ((st = tsl_st_writer_begin(path, descs, n, meta_keys, meta_values, 1, &wr)) < 0) goto done;
@@ -310,7 +308,6 @@ static tsl_status write_weights(const tsl_weights *w, const char *path) {
     tsl_st_writer_abort(wr);
 done:
   free(descs);
-  free(names);
   free(buf);
   return st;
 }
