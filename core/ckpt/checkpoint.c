@@ -374,9 +374,11 @@ static tsl_status check_files(const char *dir, const tsl_ckpt_meta *meta, int we
 
 /* The sizes that make the tensors' shapes, for a message about one. */
 static void describe_model(const tsl_model_settings *a, char *buf, size_t cap) {
-  snprintf(buf, cap, "%s with layers %d, heads %d of %d, kv_heads %d, channels %d, ffn %d, seq_len %d, vocab_size %d%s",
+  snprintf(buf, cap,
+           "%s with layers %d, heads %d of %d, kv_heads %d, channels %d, ffn %d, seq_len %d, vocab_size %d%s%s",
            a->arch == TSL_ARCH_LLAMA ? "llama" : "gpt2", a->layers, a->heads, tsl_head_dim(a), a->kv_heads,
-           a->channels, a->ffn, a->seq_len, a->vocab_size, a->qkv_bias ? ", q/k/v biases" : "");
+           a->channels, a->ffn, a->seq_len, a->vocab_size, a->qkv_bias ? ", q/k/v biases" : "",
+           a->qk_norm ? ", q/k norms" : "");
 }
 
 /* Tensor `name` of file `f` must be F32 with the shape the checkpoint
@@ -587,7 +589,8 @@ static int same_model(const tsl_model_settings *a, const tsl_model_settings *b) 
          a->channels == b->channels && a->ffn == b->ffn && a->seq_len == b->seq_len && a->positions == b->positions &&
          a->vocab_size == b->vocab_size &&
          a->rope_theta == b->rope_theta && a->norm_eps == b->norm_eps && a->tie_embeddings == b->tie_embeddings &&
-         a->qkv_bias == b->qkv_bias && tsl_head_dim(a) == tsl_head_dim(b) && tsl_rope_scaling_same(a, b);
+         a->qkv_bias == b->qkv_bias && a->qk_norm == b->qk_norm && tsl_head_dim(a) == tsl_head_dim(b) &&
+         tsl_rope_scaling_same(a, b);
 }
 
 /* Load one state of one parameter from a file tensor. `optional`: a missing

@@ -76,6 +76,9 @@ tsl_status tsl_model_compare(const tsl_model_settings *c, const tsl_model_settin
   if (c->qkv_bias != w->qkv_bias)
     st = differs(c, "qkv_bias", c->qkv_bias ? "true" : "false",
                  w->qkv_bias ? "biases on q_proj, k_proj and v_proj" : "no biases", whose, fix);
+  if (c->qk_norm != w->qk_norm)
+    st = differs(c, "qk_norm", c->qk_norm ? "true" : "false",
+                 w->qk_norm ? "norms over each head of q and k (q_norm, k_norm)" : "no q/k norms", whose, fix);
   if (c->tie_embeddings != w->tie_embeddings)
     st = differs(c, "tie_embeddings", c->tie_embeddings ? "true" : "false",
                  w->tie_embeddings ? "one table for the embedding and the head" : "a separate lm_head", whose, fix);

@@ -26,11 +26,12 @@ uint64_t tsl_ckpt_model_hash(const tsl_model_settings *m) {
   double dims[11] = {m->arch,     m->layers, m->heads,      m->kv_heads,   m->channels,      m->ffn,
                      m->seq_len, m->vocab_size, m->rope_theta, m->norm_eps, m->tie_embeddings};
   uint64_t h = tsl_hash_bytes(dims, sizeof dims, 0x6d6f64656cull);
-  /* positions, the attention biases, a head size of its own and the
-  ** rotary scaling came later: a model made for its own context, without
+  /* positions, the attention biases, a head size of its own, the q/k
+  ** norms and the rotary scaling came later: a model made for its own context, without
   ** them, hashes as before */
   if (m->positions != m->seq_len) h = tsl_mix64(h ^ (uint64_t)m->positions);
   if (m->qkv_bias) h = tsl_mix64(h ^ 0x71b1a5ull);
+  if (m->qk_norm) h = tsl_mix64(h ^ 0x716b6eull);
   if (tsl_head_dim_own(m)) h = tsl_mix64(h ^ ((uint64_t)tsl_head_dim(m) << 32 | 0x68ull));
   if (!(m->rope_scaling.factor > 0)) return h;
   double scaling[TSL_ROPE_N];
@@ -140,7 +141,7 @@ static const char *const covered[] = {
     "tokens", "batch_size", "data.text", "data.val_fraction", "data.train", "data.val", "bos_token_id",
     "eos_token_id", "model.rope_scaling.type", "model.rope_scaling.factor", "model.rope_scaling.low_freq_factor",
     "model.rope_scaling.high_freq_factor", "model.rope_scaling.original_positions", "model.qkv_bias",
-    "model.head_dim"};
+    "model.head_dim", "model.qk_norm"};
 
 /* Covered fields that came after descriptions were first written (from
 ** model.positions on): absent, they leave the checksum as those
@@ -303,6 +304,7 @@ static cJSON *meta_json(const tsl_ckpt_meta *m) {
   cJSON_AddNumberToObject(model, "norm_eps", d->norm_eps);
   cJSON_AddBoolToObject(model, "tie_embeddings", d->tie_embeddings);
   if (d->qkv_bias) cJSON_AddBoolToObject(model, "qkv_bias", 1);
+  if (d->qk_norm) cJSON_AddBoolToObject(model, "qk_norm", 1);
   if (tsl_head_dim_own(d)) cJSON_AddNumberToObject(model, "head_dim", tsl_head_dim(d));
   if (d->rope_scaling.factor > 0) { /* as model.rope_scaling of a config reads it */
     double v[TSL_ROPE_N];
@@ -446,16 +448,21 @@ static tsl_status read_rope_scaling(const reader *r, tsl_model_settings *d) {
   return TESSEL_OK;
 }
 
-/* model.qkv_bias and model.head_dim, a Llama's, each written only when it
-** differs from the model without it (absent: no biases, heads of channels
-** / heads, as in every description written before they were); head_dim in
-** the range a config allows. d's heads are read. */
+/* model.qkv_bias, model.qk_norm and model.head_dim, a Llama's, each
+** written only when it differs from the model without it (absent: no
+** biases, no q/k norms, heads of channels / heads, as in every description
+** written before they were); head_dim in the range a config allows. d's
+** heads are read. */
 static tsl_status read_llama_options(const reader *r, tsl_model_settings *d) {
   tsl_status st;
   const cJSON *qkv_bias = item_at(r->root, "model.qkv_bias");
   if (qkv_bias && !(cJSON_IsTrue(qkv_bias) && d->arch == TSL_ARCH_LLAMA))
     return tsl_error(TESSEL_E_IO, "%s: 'model.qkv_bias' must be true (a Llama's) or absent", r->where);
   d->qkv_bias = qkv_bias != NULL;
+  const cJSON *qk_norm = item_at(r->root, "model.qk_norm");
+  if (qk_norm && !(cJSON_IsTrue(qk_norm) && d->arch == TSL_ARCH_LLAMA))
+    return tsl_error(TESSEL_E_IO, "%s: 'model.qk_norm' must be true (a Llama's) or absent", r->where);
+  d->qk_norm = qk_norm != NULL;
   int64_t head_dim = 0;
   if (item_at(r->root, "model.head_dim")) {
     TSL_TRY(st, whole(r, "model.head_dim", 2, 1 << 16, &head_dim));

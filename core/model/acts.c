@@ -122,7 +122,9 @@ static uint64_t saved_floats(const tsl_model *m, const tsl_unit_decl *u, int k, 
   const tsl_op_decl *op = &u->ops[k];
   if (op->kind == TESSEL_OP_NORM) {
     if (i == 0 && op->variant != TESSEL_NORM_LAYER) return 0;
-    return (uint64_t)tsl_act_rows(m, &u->acts[op->in[0]]);
+    uint64_t rows = (uint64_t)tsl_act_rows(m, &u->acts[op->in[0]]);
+    if (op->variant != TESSEL_NORM_RMS_HEADS) return rows;
+    return rows * (uint64_t)(tsl_act_width(m, u, op->in[0]) / m->dims.dim[TESSEL_DIM_HEAD_SIZE]);
   }
   if (op->kind == TESSEL_OP_ATTENTION && i == 1)
     return (uint64_t)(m->geo.batch * m->geo.heads) * (uint64_t)m->dims.seq_len;

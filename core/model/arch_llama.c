@@ -4,13 +4,17 @@
 **   embedding  h = embed_tokens[tokens]                    (no position table)
 **   block      a = x + o_proj(attention(rope(q_proj(n)), rope(k_proj(n)), v_proj(n))),
 **                  n = input_layernorm(x)                  (RMS norm, GQA)
-**              (q_proj, k_proj and v_proj with biases under qkv_bias, as Qwen2's)
+**              (q_proj, k_proj and v_proj with biases under qkv_bias, as Qwen2's;
+**              under qk_norm, as Qwen3's, an RMS norm over each head of q and
+**              of k between the projections and rotary: q_norm, k_norm)
 **              y = a + down_proj(silu(gate_proj(m)) · up_proj(m)),
 **                  m = post_attention_layernorm(a)
 **   head       logits = norm(x) · lm_headᵀ (untied unless tie_embeddings)
 ** Weights are stored [in, out]; Hugging Face's nn.Linear keeps [out, in], so
 ** checkpoints and exports transpose them. Every weight starts N(0, 0.02),
 ** as transformers initialises LlamaForCausalLM. */
+#include <string.h>
+
 #include "model/arch.h"
 
 enum { B_IN_NORM, B_Q, B_K, B_V, B_O, B_POST_NORM, B_GATE, B_UP, B_DOWN };
@@ -111,6 +115,33 @@ static const tsl_param_decl qkv_biases[3] = {
     {"model.layers.%d.self_attn.v_proj.bias", TESSEL_ROLE_BIAS_IN, 1, {TESSEL_DIM_KV_HEADS}, 0, {0}, TSL_INIT_ZERO},
 };
 
+/* Qwen3's norms over each head of q and k (qk_norm), one weight of
+** HEAD_SIZE for all heads, starting at 1 as transformers' RMSNorm does. */
+static const tsl_param_decl qk_norms[2] = {
+    {"model.layers.%d.self_attn.q_norm.weight", TESSEL_ROLE_HEAD_NORM, 1, {TESSEL_DIM_HEAD_SIZE}, 0, {0}, TSL_INIT_ONE},
+    {"model.layers.%d.self_attn.k_norm.weight", TESSEL_ROLE_HEAD_NORM, 1, {TESSEL_DIM_HEAD_SIZE}, 0, {0}, TSL_INIT_ONE},
+};
+
+/* Put q_norm and k_norm between the projections and rotary: q_proj and
+** k_proj write two new buffers, which the norms read into q and k. */
+static void add_qk_norms(tsl_unit_decl *b) {
+  static const tsl_act_decl raw[2] = {ACT("q_proj", TSL_ROWS_INNER, TESSEL_DIM_HEADS),
+                                      ACT("k_proj", TSL_ROWS_INNER, TESSEL_DIM_KV_HEADS)};
+  const int rotary = O_Q + 3;
+  memmove(&b->ops[rotary + 2], &b->ops[rotary], (size_t)(b->n_ops - rotary) * sizeof b->ops[0]);
+  b->n_ops += 2;
+  for (int i = 0; i < 2; i++) {
+    int normed = b->ops[O_Q + i].out[0];
+    b->acts[b->n_acts] = raw[i];
+    b->ops[O_Q + i].out[0] = b->n_acts;
+    b->params[b->n_params] = qk_norms[i];
+    b->ops[rotary + i] = (tsl_op_decl)OP(TESSEL_OP_NORM, TESSEL_NORM_RMS_HEADS, b->n_params, -1, b->n_acts, -1, -1,
+                                         normed, -1);
+    b->n_acts++;
+    b->n_params++;
+  }
+}
+
 void tsl_arch_llama(const tsl_settings *s, tsl_arch *out) {
   *out = (tsl_arch){.name = "llama", .embed = embed, .block = block, .head = head_untied,
                     .tied = s->model.tie_embeddings, .norm_eps = (float)s->model.norm_eps,
@@ -128,4 +159,5 @@ void tsl_arch_llama(const tsl_settings *s, tsl_arch *out) {
     out->block.params[out->block.n_params] = qkv_biases[i];
     out->block.ops[O_Q + i].bias = out->block.n_params++;
   }
+  if (s->model.qk_norm) add_qk_norms(&out->block);
 }

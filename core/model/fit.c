@@ -30,6 +30,7 @@ static int core_runs(const tsl_model *m, const tessel_op *op, int backward) {
       return backward < 0 ? !o->linear_forward || !o->linear_backward
                           : !(backward ? o->linear_backward : o->linear_forward);
     case TESSEL_OP_NORM:
+      if (op->variant == TESSEL_NORM_RMS_HEADS) return 1;
       return backward < 0 ? !o->norm_forward || !o->norm_backward : !(backward ? o->norm_backward : o->norm_forward);
     case TESSEL_OP_EMBEDDING:
       return backward < 0 ? !o->embedding_forward || !o->embedding_backward
@@ -55,7 +56,10 @@ static void shape_needed(const tsl_model *m, int u, int k, int which, int64_t ou
       out[1] = which ? 1 : o;
       return;
     }
-    case TESSEL_OP_NORM: out[0] = in; out[1] = 1; return;
+    case TESSEL_OP_NORM: /* one weight for every head, or one per channel */
+      out[0] = op->variant == TESSEL_NORM_RMS_HEADS ? m->dims.dim[TESSEL_DIM_HEAD_SIZE] : in;
+      out[1] = 1;
+      return;
     case TESSEL_OP_EMBEDDING: /* the table, or the positions: every row, the stream's width */
       out[0] = which ? m->params.p[op->bias].info.shape[0] : V;
       out[1] = tsl_act_width(m, d, od->out[0]);

@@ -135,6 +135,15 @@ static tsl_status geometry(tsl_model *m) {
     if (st < 0) return st;
   }
   if (tsl_geometry_complete(&m->dims, &g) < 0) return tsl_hook_refuse(m->rt, "geometry");
+  /* a strategy built before ABI 2.3 would not sum a per-head norm's
+  ** gradient over the ranks that share out the heads */
+  uint32_t abi = m->rt->plugin ? m->rt->plugin->vt.abi_version : TESSEL_ABI_VERSION;
+  if (m->rt->settings.model.qk_norm && g.heads < m->dims.dim[TESSEL_DIM_HEADS] && TESSEL_ABI_MINOR(abi) < 3)
+    return tsl_error(TESSEL_E_VERSION,
+                     "strategy '%s' splits the attention heads and was built for plugin ABI %u.%u, before the "
+                     "per-head q/k norms of model.qk_norm (ABI 2.3), whose gradients such a strategy must sum over "
+                     "the heads' ranks: rebuild it against this tessel's plugin.h, or train without splitting heads",
+                     m->rt->plugin->name, TESSEL_ABI_MAJOR(abi), TESSEL_ABI_MINOR(abi));
   m->geo = g;
   return TESSEL_OK;
 }

@@ -231,6 +231,7 @@ static tsl_status read_model(tsl_cfg *root, tsl_settings *s) {
     keep(&st, refuse_for_gpt2(m, "tie_embeddings", "untied head (tie_embeddings); its head is always wte"));
     keep(&st, refuse_for_gpt2(m, "norm_eps", "configurable norm epsilon; its layer norms use 1e-5"));
     keep(&st, refuse_for_gpt2(m, "qkv_bias", "choice of attention biases (qkv_bias); its linears all have biases"));
+    keep(&st, refuse_for_gpt2(m, "qk_norm", "norms over the query and key heads (qk_norm)"));
     kv = ok[1] ? v[1] : 1;
     s->model.rope_theta = 10000.0;
     s->model.norm_eps = 1e-5;
@@ -247,6 +248,7 @@ static tsl_status read_model(tsl_cfg *root, tsl_settings *s) {
     keep(&st, tsl_cfg_float(m, "norm_eps", 1e-5, 1e-12, 1.0, &s->model.norm_eps));
     keep(&st, tsl_cfg_bool(m, "tie_embeddings", 0, &s->model.tie_embeddings));
     keep(&st, tsl_cfg_bool(m, "qkv_bias", 0, &s->model.qkv_bias));
+    keep(&st, tsl_cfg_bool(m, "qk_norm", 0, &s->model.qk_norm));
   }
   int64_t c = ok[2] ? v[2] : 1;
   keep(&st, tsl_cfg_int(m, "ffn", arch == TSL_ARCH_LLAMA ? swiglu_ffn(c) : 4 * c, 1, 1 << 24, &ffn));

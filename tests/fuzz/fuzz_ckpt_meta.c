@@ -36,7 +36,8 @@ static void check_read(const tsl_ckpt_meta *m, int64_t dir_step) {
   if (dir_step >= 0 && m->step != dir_step) broken("a step that is not the directory's");
   if (d->layers < 1 || d->heads < 1 || d->kv_heads < 1 || d->channels < 1 || d->ffn < 1 || d->seq_len < 1 ||
       d->vocab_size < 2 || (!d->head_dim && d->channels % d->heads != 0) || d->heads % d->kv_heads != 0 ||
-      (d->head_dim && (d->arch != TSL_ARCH_LLAMA || d->head_dim % 2 != 0)) || (d->qkv_bias && d->arch != TSL_ARCH_LLAMA) ||
+      (d->head_dim && (d->arch != TSL_ARCH_LLAMA || d->head_dim % 2 != 0)) ||
+      ((d->qkv_bias || d->qk_norm) && d->arch != TSL_ARCH_LLAMA) ||
       (int64_t)d->heads * tsl_head_dim(d) > TSL_ATTENTION_WIDTH_MAX)
     broken("a model a config could not make");
   double scaling[TSL_ROPE_N];
@@ -77,7 +78,8 @@ static void check_rewrite(const tsl_ckpt_meta *m) {
   if (a->arch != b->arch || a->layers != b->layers || a->heads != b->heads || a->kv_heads != b->kv_heads ||
       a->channels != b->channels || a->ffn != b->ffn || a->seq_len != b->seq_len || a->vocab_size != b->vocab_size ||
       a->rope_theta != b->rope_theta || a->norm_eps != b->norm_eps || a->tie_embeddings != b->tie_embeddings ||
-      !tsl_rope_scaling_same(a, b) || a->qkv_bias != b->qkv_bias || tsl_head_dim(a) != tsl_head_dim(b))
+      !tsl_rope_scaling_same(a, b) || a->qkv_bias != b->qkv_bias || a->qk_norm != b->qk_norm ||
+      tsl_head_dim(a) != tsl_head_dim(b))
     broken("a written description reads back another model");
   for (int f = 0; f < TSL_CKPT_N_FILES; f++)
     if (back.files[f].present != m->files[f].present) broken("a written description reads back other files");

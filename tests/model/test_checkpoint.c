@@ -410,27 +410,32 @@ static void test_rope_scaling_is_recorded(void) {
   }
 }
 
-/* A Llama's q, k and v biases (qkv_bias) and heads of their own size
-** (head_dim) are recorded as "qkv_bias": true and "head_dim": N and read
-** back; model_hash tells the models apart; a description saying false (a
-** model without biases writes nothing), an odd head size, heads wider in
-** all than a config allows, or either option for GPT-2 is refused. */
+/* A Llama's q, k and v biases (qkv_bias), q/k norms (qk_norm) and heads of
+** their own size (head_dim) are recorded as "qkv_bias": true, "qk_norm":
+** true and "head_dim": N and read back; model_hash tells the models apart;
+** a description saying false (a model without them writes nothing), an odd
+** head size, heads wider in all than a config allows, or any of them for
+** GPT-2 is refused. */
 static void test_llama_options_are_recorded(void) {
   tsl_ckpt_meta m = {.step = 1, .world_size = 1}, back;
   m.model = (tsl_model_settings){.arch = TSL_ARCH_LLAMA, .layers = 1, .heads = 2, .kv_heads = 1, .channels = 8,
                                  .ffn = 24, .seq_len = 4, .positions = 4, .vocab_size = 32, .rope_theta = 1e6,
-                                 .norm_eps = 1e-6, .qkv_bias = 1, .head_dim = 8};
-  tsl_model_settings without = m.model, narrow = m.model;
-  without.qkv_bias = 0, narrow.head_dim = 0;
+                                 .norm_eps = 1e-6, .qkv_bias = 1, .qk_norm = 1, .head_dim = 8};
+  tsl_model_settings without = m.model, unnormed = m.model, narrow = m.model;
+  without.qkv_bias = 0, unnormed.qk_norm = 0, narrow.head_dim = 0;
   CHECK(tsl_ckpt_model_hash(&without) != tsl_ckpt_model_hash(&m.model));
+  CHECK(tsl_ckpt_model_hash(&unnormed) != tsl_ckpt_model_hash(&m.model));
+  CHECK(tsl_ckpt_model_hash(&unnormed) != tsl_ckpt_model_hash(&without));
   CHECK(tsl_ckpt_model_hash(&narrow) != tsl_ckpt_model_hash(&m.model));
   char *text = description_round_trip(&m, "qkv-bias", &back);
   CHECK_STR_CONTAINS(text, "\"qkv_bias\":\ttrue");
+  CHECK_STR_CONTAINS(text, "\"qk_norm\":\ttrue");
   CHECK_STR_CONTAINS(text, "\"head_dim\":\t8");
-  CHECK(back.model.qkv_bias == 1 && tsl_head_dim(&back.model) == 8);
+  CHECK(back.model.qkv_bias == 1 && back.model.qk_norm == 1 && tsl_head_dim(&back.model) == 8);
   tsl_ckpt_meta_free(&back);
   static const char *const edits[][3] = {
       {"\"qkv_bias\":\ttrue", "\"qkv_bias\":\tfalse", "'model.qkv_bias' must be true (a Llama's) or absent"},
+      {"\"qk_norm\":\ttrue", "\"qk_norm\":\t1", "'model.qk_norm' must be true (a Llama's) or absent"},
       {"\"arch\":\t\"llama\"", "\"arch\":\t\"gpt2\"", "'model.qkv_bias' must be true (a Llama's) or absent"},
       {"\"head_dim\":\t8", "\"head_dim\":\t7", "'model.head_dim' must be even, a Llama's"},
       /* 2^18 heads of 8: attention wider than a config's channels may be (it was read) */

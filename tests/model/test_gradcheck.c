@@ -19,6 +19,10 @@
 ** bug put into the CPU kernels on purpose: 2.844 becomes 3.188 with
 ** interleaved pairs, 3.705 with query heads 0, 1 reading kv head 1) and
 ** fails the check of ~4250 of the ~6000 gradient elements.
+**
+** The same Llama with Qwen3's norms over each head of q and k (qk_norm)
+** pins where they act: on each head of 4 alone, after the projections and
+** before rotary.
 */
 #include <math.h>
 #include <stdlib.h>
@@ -49,8 +53,11 @@ static tsl_status fixed_batch(void *ctx, int micro, int32_t *inputs, int32_t *ta
 /* ---- the double-precision reference ---- */
 
 typedef struct ref {
-  double *p[4 + 12 * L]; /* in registration order (params.c); the Llama's 3 + 9·L fit */
+  double *p[4 + 12 * L]; /* in registration order (params.c); the Llama's 3 + (9 or 11)·L fit */
 } ref;
+
+/* The Llama reference has q_norm and k_norm (parameters 9 and 10 of a block). */
+static int qk_norm;
 
 static void layernorm(const double *x, const double *w, const double *b, double *out) {
   double mean = 0, var = 0;
@@ -146,6 +153,14 @@ static void rotate(double *x, int pos) {
   }
 }
 
+/* One head's RMS norm (q_norm, k_norm: one weight per element of a head). */
+static void head_rmsnorm(double *x, const double *w) {
+  double ss = 0;
+  for (int i = 0; i < LHS; i++) ss += x[i] * x[i];
+  double r = 1.0 / sqrt(ss / LHS + 1e-5);
+  for (int i = 0; i < LHS; i++) x[i] = x[i] * r * w[i];
+}
+
 static double silu(double x) { return x / (1.0 + exp(-x)); }
 
 /* Causal attention of one sequence; query head h reads kv head h / group. */
@@ -171,21 +186,25 @@ static void gqa(double q[T][LC], double k[T][LKV * LHS], double v[T][LKV * LHS],
 
 /* Mean cross-entropy of the whole batch: Llama (parameters: embed_tokens,
 ** per block input_layernorm, q, k, v, o, post_attention_layernorm, gate, up,
-** down, all [in, out]; then model.norm and lm_head [V, C]). */
+** down, all [in, out], and under qk_norm q_norm and k_norm; then model.norm
+** and lm_head [V, C]). */
 static double llama_loss(const ref *r) {
   static double x[T][LC], n[T][LC], q[T][LC], k[T][LKV * LHS], v[T][LKV * LHS], att[T][LC], tmp[T][LC];
   static double gate[T][LF], up[T][LF];
   double total = 0;
+  const int per_block = qk_norm ? 11 : 9;
   for (int b = 0; b < B; b++) {
     for (int t = 0; t < T; t++)
       for (int c = 0; c < LC; c++) x[t][c] = r->p[0][tokens[b * T + t] * LC + c];
     for (int l = 0; l < L; l++) {
-      double *const *w = &r->p[1 + 9 * l];
+      double *const *w = &r->p[1 + per_block * l];
       for (int t = 0; t < T; t++) {
         rmsnorm(x[t], w[0], n[t]);
         linear(n[t], w[1], NULL, LC, LC, q[t]);
         linear(n[t], w[2], NULL, LC, LKV * LHS, k[t]);
         linear(n[t], w[3], NULL, LC, LKV * LHS, v[t]);
+        for (int h = 0; qk_norm && h < LH; h++) head_rmsnorm(&q[t][h * LHS], w[9]);
+        for (int h = 0; qk_norm && h < LKV; h++) head_rmsnorm(&k[t][h * LHS], w[10]);
         for (int h = 0; h < LH; h++) rotate(&q[t][h * LHS], t);
         for (int h = 0; h < LKV; h++) rotate(&k[t][h * LHS], t);
       }
@@ -202,11 +221,11 @@ static double llama_loss(const ref *r) {
       }
     }
     for (int t = 0; t < T; t++) {
-      rmsnorm(x[t], r->p[1 + 9 * L], n[t]);
+      rmsnorm(x[t], r->p[1 + per_block * L], n[t]);
       double logits[V], mx = -1e300, z = 0;
       for (int u = 0; u < V; u++) {
         logits[u] = 0;
-        for (int c = 0; c < LC; c++) logits[u] += n[t][c] * r->p[2 + 9 * L][u * LC + c];
+        for (int c = 0; c < LC; c++) logits[u] += n[t][c] * r->p[2 + per_block * L][u * LC + c];
         mx = fmax(mx, logits[u]);
       }
       for (int u = 0; u < V; u++) z += exp(logits[u] - mx);
@@ -309,6 +328,17 @@ static void test_llama_gradients_match_finite_differences(void) {
   fixture_release(&rt);
 }
 
+static void test_qk_norm_gradients_match_finite_differences(void) {
+  tsl_runtime rt;
+  tsl_settings s = fixture_settings(TSL_ARCH_LLAMA, L, LH, LKV, LC, LF, T, V, THETA);
+  s.model.qk_norm = 1;
+  REQUIRE(tsl_runtime_local(&rt, &s, 2) >= 0);
+  qk_norm = 1;
+  check_gradients(&rt, llama_loss, 3 + 11 * L, 5000);
+  qk_norm = 0;
+  fixture_release(&rt);
+}
+
 static void test_micro_batches_accumulate_the_same_gradient(void) {
   tsl_runtime rt1, rt2;
   float loss1, loss2;
@@ -338,6 +368,7 @@ static void test_micro_batches_accumulate_the_same_gradient(void) {
 int main(void) {
   RUN(test_gradients_match_finite_differences);
   RUN(test_llama_gradients_match_finite_differences);
+  RUN(test_qk_norm_gradients_match_finite_differences);
   RUN(test_micro_batches_accumulate_the_same_gradient);
   return HARNESS_EXIT();
 }

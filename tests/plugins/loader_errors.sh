@@ -29,8 +29,8 @@ unset TESSEL_PLUGIN_PATH
 
 # This tessel's plugin ABI (TESSEL_ABI_VERSION in include/tessel/plugin.h):
 # what refusals name and what the test plugins, built against it, report.
-ABI=2.2
-ABI_RE=2\\.2
+ABI=2.3
+ABI_RE=2\\.3
 
 failures=0
 case_name=""

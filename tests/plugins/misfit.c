@@ -23,12 +23,24 @@
 **   mesh_differs  rank 1 declares the mesh dp 1 × x N, the others dp N
 **   inflight      grads_finish starts the sums and returns without waiting
 **   crash         grads_finish writes through a NULL pointer
+**
+** Built a second time as `testmisfitold` for ABI 2.2 (MISFIT_MINOR=2):
+** there the `heads` misfit meets a Llama with per-head q/k norms, which a
+** strategy built before ABI 2.3 that splits heads cannot finish.
 */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <tessel/plugin.h>
+
+#ifdef MISFIT_MINOR
+#define MISFIT_ABI TESSEL_ABI(2, MISFIT_MINOR)
+#define MISFIT_NAME "testmisfitold"
+#else
+#define MISFIT_ABI TESSEL_ABI_VERSION
+#define MISFIT_NAME "testmisfit"
+#endif
 
 typedef struct misfit {
   const tessel_host_api *api;
@@ -139,8 +151,8 @@ static tessel_status mf_grads_finish(void *inst) {
 
 static const tessel_strategy table = {
     .size = sizeof(tessel_strategy),
-    .abi_version = TESSEL_ABI_VERSION,
-    .name = "testmisfit",
+    .abi_version = MISFIT_ABI,
+    .name = MISFIT_NAME,
     .version = "1.0",
     .description = "test strategy: data parallelism with one answer the core must refuse (MISFIT)",
     .caps = TESSEL_CAP_DATA_PARALLEL,

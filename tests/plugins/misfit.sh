@@ -46,6 +46,12 @@ if [ "$WHICH" = one ]; then
   expect width 1 "$S layout(wte.weight) with geometry on rank 0: the core's embedding in unit 0 (embedding) reads this rank's part of wte.weight as [256, 7]" "${check[@]}"
   expect heads 1 "$S layout(h.0.attn.c_attn.weight) with geometry on rank 0: the core's linear in unit 1 (block 0) reads this rank's part of h.0.attn.c_attn.weight as [32, 48]" "${check[@]}"
   expect slots 1 "$S geometry on rank 0: inconsistent geometry: act_slots is below 1" "${check[@]}"
+  # a strategy of ABI 2.2 that splits the heads of a Llama with per-head
+  # q/k norms would leave their gradients partial
+  sed -e 's/channels: 32,/channels: 32, arch: llama, qk_norm: true,/' -e 's/testmisfit\.so/testmisfitold.so/' \
+    "$WORK/run.yaml" >"$WORK/old.yaml"
+  expect heads 1 "strategy 'testmisfitold' splits the attention heads and was built for plugin ABI 2.2, before the per-head q/k norms of model.qk_norm (ABI 2.3)" \
+    "$TESSEL" check "$WORK/old.yaml" --world 2 --quiet
   expect unbound 1 "$S before_forward: wte.weight is STORE_PLUGIN and has no data bound when unit 0 (embedding) runs forward" \
     "$TESSEL" run "$WORK/run.yaml"
   # a hook that crashes: the process still dies by the signal (a core file,

@@ -53,6 +53,9 @@ static const variant variants[] = {
 };
 enum { NV = sizeof variants / sizeof variants[0] };
 
+/* the Llama with Qwen3's per-head q/k norms */
+static int qk_norm;
+
 static int make_runtime(tsl_runtime *rt, tsl_arch_kind arch, const variant *v) {
   tsl_settings s = {0};
   s.model.arch = arch;
@@ -67,6 +70,7 @@ static int make_runtime(tsl_runtime *rt, tsl_arch_kind arch, const variant *v) {
   s.model.norm_eps = 1e-5;
   s.model.rope_theta = 10000.0;
   s.model.tie_embeddings = arch == TSL_ARCH_GPT2;
+  s.model.qk_norm = qk_norm;
   s.train.seed = 1234;
   s.train.recompute = v->recompute;
   s.train.recompute_layers = v->layers;
@@ -156,6 +160,11 @@ static void check_variants(tsl_arch_kind arch) {
 
 static void test_gpt2_placements_are_bit_identical(void) { check_variants(TSL_ARCH_GPT2); }
 static void test_llama_placements_are_bit_identical(void) { check_variants(TSL_ARCH_LLAMA); }
+static void test_qk_norm_placements_are_bit_identical(void) {
+  qk_norm = 1;
+  check_variants(TSL_ARCH_LLAMA);
+  qk_norm = 0;
+}
 
 /* The plan of a block, as lists of buffer names and op indices. */
 static void plan_of(tsl_arch_kind arch, int recompute, const tsl_unit_decl **d, tsl_unit_plan *p) {
@@ -163,6 +172,7 @@ static void plan_of(tsl_arch_kind arch, int recompute, const tsl_unit_decl **d, 
   tsl_settings s = {0};
   s.model.arch = arch;
   s.model.tie_embeddings = arch == TSL_ARCH_GPT2;
+  s.model.qk_norm = qk_norm;
   if (arch == TSL_ARCH_GPT2) tsl_arch_gpt2(&s, &a);
   else tsl_arch_llama(&s, &a);
   *d = &a.block;
@@ -207,11 +217,25 @@ static void test_llama_plans(void) {
   expect_plan(TSL_ARCH_LLAMA, TESSEL_RECOMPUTE_FULL, "", "0,1,2,3,4,5,6,7,8,9,10,11", 0);
 }
 
+/* With qk_norm: 0 norm, 1-3 q_proj/k_proj/v, 4-5 q_norm/k_norm, 6 rotary,
+** 7 attention, 8 o_proj, 9 residual, 10 norm, 11 gate, 12 up, 13 swiglu,
+** 14 down, 15 residual. q and k are now a norm's output, turned in place:
+** selective keeps the projections' outputs and reruns both norms and
+** rotary. */
+static void test_qk_norm_plans(void) {
+  qk_norm = 1;
+  expect_plan(TSL_ARCH_LLAMA, TESSEL_RECOMPUTE_SELECTIVE, "v,o_proj,gate,up,q_proj,k_proj", "0,4,5,6,7,9,10,13", 0);
+  expect_plan(TSL_ARCH_LLAMA, TESSEL_RECOMPUTE_FULL, "", "0,1,2,3,4,5,6,7,8,9,10,11,12,13", 0);
+  qk_norm = 0;
+}
+
 int main(void) {
   for (int i = 0; i < MICRO * T + 1; i++) tokens[i] = (i * 7 + 3) % V;
   RUN(test_gpt2_plans);
   RUN(test_llama_plans);
+  RUN(test_qk_norm_plans);
   RUN(test_gpt2_placements_are_bit_identical);
   RUN(test_llama_placements_are_bit_identical);
+  RUN(test_qk_norm_placements_are_bit_identical);
   return HARNESS_EXIT();
 }

@@ -63,7 +63,14 @@ typedef enum {
                                  (row-parallel: partial sums reduced)       */
   TESSEL_ROLE_BIAS_OUT = 7,   /* [HIDDEN]: its bias, added once, after the
                                  reduction                                   */
-  TESSEL_ROLE_HEAD = 8        /* an untied LM head [VOCAB, HIDDEN]           */
+  TESSEL_ROLE_HEAD = 8,       /* an untied LM head [VOCAB, HIDDEN]           */
+  TESSEL_ROLE_HEAD_NORM = 9   /* ABI 2.3: a per-head norm's weight
+                                 [HEAD_SIZE], shared by every query (or key)
+                                 head: whole on every rank. A rank that holds
+                                 some of the heads computes only their part of
+                                 its gradient, so a strategy that splits heads
+                                 sums that gradient over the ranks that split
+                                 them */
 } tessel_param_role;
 
 /* Parameter flags. */
@@ -169,7 +176,8 @@ typedef enum { TESSEL_UNIT_EMBEDDING = 0, TESSEL_UNIT_BLOCK = 1, TESSEL_UNIT_HEA
 
 typedef enum {
   TESSEL_OP_EMBEDDING = 1,  /* out = table[tokens] (+ positions)            */
-  TESSEL_OP_NORM = 2,       /* layer norm or RMS norm over the hidden width */
+  TESSEL_OP_NORM = 2,       /* layer norm or RMS norm over the hidden width,
+                               or (RMS_HEADS) over each head of q or k      */
   TESSEL_OP_LINEAR = 3,     /* out = inp · W (+ b)                          */
   TESSEL_OP_ROTARY = 4,     /* rotary positions on queries and keys         */
   TESSEL_OP_ATTENTION = 5,  /* causal (grouped-query) attention             */
@@ -178,13 +186,18 @@ typedef enum {
   TESSEL_OP_HEAD = 8        /* logits = inp · Wᵀ, softmax cross-entropy     */
 } tessel_op_kind;
 
-enum { TESSEL_NORM_LAYER = 0, TESSEL_NORM_RMS = 1 };
+/* TESSEL_NORM_RMS_HEADS (ABI 2.3): an RMS norm over each head of
+** HEAD_SIZE elements of a query or key buffer (Qwen3's q_norm and k_norm),
+** one weight for all heads. It is elementwise on whatever heads a rank
+** holds, so it is always the core's: a strategy's norm hooks are never
+** called for it. */
+enum { TESSEL_NORM_LAYER = 0, TESSEL_NORM_RMS = 1, TESSEL_NORM_RMS_HEADS = 2 };
 enum { TESSEL_ACT_GELU = 0, TESSEL_ACT_SWIGLU = 1 };
 
 /* One op of a unit. Ops run in order in forward and in reverse in backward.
 ** The core runs every op a strategy's layer_ops leave NULL; rotary,
-** activation and residual ops are elementwise on whatever part a rank holds
-** and are always the core's. */
+** activation, residual and per-head norm ops are elementwise on whatever
+** part a rank holds and are always the core's. */
 typedef struct tessel_op {
   uint32_t size;
   tessel_op_kind kind;
