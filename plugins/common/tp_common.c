@@ -60,7 +60,7 @@ tessel_status tp_base_set_mesh(tp_base *b, tessel_mesh *mesh) {
   tessel_mesh_coords(mesh, rank, b->coord);
   static const tessel_param_role roles[] = {TESSEL_ROLE_EMBEDDING, TESSEL_ROLE_POSITIONS, TESSEL_ROLE_NORM,
                                             TESSEL_ROLE_LINEAR_IN, TESSEL_ROLE_BIAS_IN,    TESSEL_ROLE_LINEAR_OUT,
-                                            TESSEL_ROLE_BIAS_OUT,  TESSEL_ROLE_HEAD};
+                                            TESSEL_ROLE_BIAS_OUT,  TESSEL_ROLE_HEAD,       TESSEL_ROLE_HEAD_NORM};
   for (size_t r = 0; r < sizeof roles / sizeof roles[0]; r++)
     TESSEL_TRY(tessel_mesh_add_group(&b->x, mesh, b->replicated(roles[r])));
   b->mesh = *mesh;

@@ -9,7 +9,8 @@
 **       along the partition the core shards gradients by, so each rank's
 **       pieces hold its reduced share;
 **   tp  under sequence parallelism each rank's norms saw only its row
-**       shard: their gradients are summed over the group;
+**       shard, and a per-head norm (Qwen3's q_norm, k_norm) only the
+**       rank's heads: their gradients are summed over the group;
 **   pp  a tied table's gradient from the embedding (first stage) and from
 **       the head (last stage) is exchanged and summed on both, so the two
 **       copies take identical steps.
@@ -35,7 +36,8 @@ tessel_status hybrid_ranges(hybrid *h, const tessel_param_info *info, const uint
     if (offset[i] == TESSEL_NO_OFFSET) continue;
     int ends_elsewhere = !hybrid_on_stage(h, in->first_unit) || !hybrid_on_stage(h, in->last_unit);
     if ((in->flags & TESSEL_PARAM_TIED) && ends_elsewhere) h->tied = (hybrid_range){offset[i], numel[i]};
-    if (!h->sp || in->role != TESSEL_ROLE_NORM) continue;
+    int partial = (h->sp && in->role == TESSEL_ROLE_NORM) || (h->tp > 1 && in->role == TESSEL_ROLE_HEAD_NORM);
+    if (!partial) continue;
     hybrid_range *last = h->n_norms ? &h->norms[h->n_norms - 1] : NULL;
     if (last && last->begin + last->count == offset[i])
       last->count += numel[i];
@@ -101,7 +103,7 @@ tessel_status hybrid_after_backward(void *inst, int unit, int micro) {
   return tessel_buckets_ready(&h->buckets, unit == h->unit_first ? 0 : unit, micro, launch, h);
 }
 
-/* Sum the norm gradients over the tensor group, one call per run. */
+/* Sum the partial norm gradients over the tensor group, one call per run. */
 static tessel_status sum_norms_over_tp(hybrid *h) {
   for (int i = 0; i < h->n_norms; i++) {
     float *g = h->grad + h->norms[i].begin;
@@ -131,7 +133,7 @@ static tessel_status sum_tied(hybrid *h) {
 tessel_status hybrid_grads_finish(void *inst) {
   hybrid *h = inst;
   if (h->dp > 1 && h->zero < 2) TESSEL_TRY(tessel_buckets_finish(&h->buckets));
-  if (h->sp) TESSEL_TRY(sum_norms_over_tp(h));
+  TESSEL_TRY(sum_norms_over_tp(h));
   TESSEL_TRY(sum_tied(h));
   if (h->dp == 1 || h->zero < 2) return TESSEL_OK;
   TESSEL_TRY(tessel_buckets_ready(&h->buckets, 0, h->dims.micro_steps - 1, launch, h));

@@ -25,7 +25,7 @@
 enum { AXIS_DP = 0, AXIS_PP = 1, AXIS_TP = 2 };
 
 /* A run of the flat gradient buffer summed over a group outside the
-** buckets: norms partial over row shards (tp), a tied table's two ends (pp). */
+** buckets: norms partial over row shards or heads (tp), a tied table's two ends (pp). */
 typedef struct hybrid_range {
   uint64_t begin, count;
 } hybrid_range;
@@ -57,7 +57,7 @@ typedef struct hybrid {
   float *head_losses; /* [B·T] under sequence parallelism */
 
   float *grad;                   /* the flat gradient buffer */
-  hybrid_range *norms;           /* norm gradients partial over tp (SP) */
+  hybrid_range *norms;           /* norm gradients partial over tp (SP; per-head norms) */
   int n_norms;
   hybrid_range tied;             /* a tied table's gradient (count 0: none here) */
   float *peer_tied;              /* the other end's */

@@ -44,6 +44,7 @@ uint32_t tp2d_replicated(tessel_param_role role) {
     case TESSEL_ROLE_HEAD:
     case TESSEL_ROLE_LINEAR_IN:
     case TESSEL_ROLE_LINEAR_OUT: return weights;
+    case TESSEL_ROLE_HEAD_NORM: return weights | (1u << AX_ROW) | (1u << AX_COL); /* each rank its rows' heads */
     default: return weights | (1u << AX_ROW); /* one copy per grid column */
   }
 }
@@ -68,6 +69,7 @@ tessel_status tp2d_layout(void *inst, const tessel_param_info *p, tessel_layout 
     case TESSEL_ROLE_NORM:
     case TESSEL_ROLE_BIAS_IN:
     case TESSEL_ROLE_BIAS_OUT: split(out, 0, t->q, t->col); return TESSEL_OK;
+    case TESSEL_ROLE_HEAD_NORM: return TESSEL_OK; /* whole: every head of every rank uses it */
     default:
       return t->b.x.api->set_error(t->b.x.host, TESSEL_E_UNSUPPORTED, "no 2D layout for %s, a parameter without a role",
                                    p->name);

@@ -51,6 +51,7 @@ uint32_t tp3d_replicated(tessel_param_role role) {
     case TESSEL_ROLE_BIAS_OUT:
     case TESSEL_ROLE_NORM:
     case TESSEL_ROLE_POSITIONS: return dp | (1u << AX_K) | (1u << AX_I);
+    case TESSEL_ROLE_HEAD_NORM: return dp | (1u << AX_K) | (1u << AX_I) | (1u << AX_J); /* each rank its rows' heads */
     default: return dp;
   }
 }
@@ -79,6 +80,7 @@ tessel_status tp3d_layout(void *inst, const tessel_param_info *p, tessel_layout 
     case TESSEL_ROLE_POSITIONS: split(out, 1, q, t->cj); return TESSEL_OK;
     case TESSEL_ROLE_BIAS_OUT:
     case TESSEL_ROLE_NORM: split(out, 0, q, t->cj); return TESSEL_OK; /* channel block j */
+    case TESSEL_ROLE_HEAD_NORM: return TESSEL_OK; /* whole: every head of every rank uses it */
     default:
       return t->b.x.api->set_error(t->b.x.host, TESSEL_E_UNSUPPORTED, "no 3D layout for %s, a parameter without a role",
                                    p->name);
