@@ -210,15 +210,18 @@ fail:
 /* A config class's defaults for absent keys. */
 typedef struct llama_class {
   int layers, heads, kv_heads, hidden, ffn, positions, vocab; /* kv_heads 0: as many as heads */
+  int head_dim; /* 0: hidden / heads */
 } llama_class;
 
 /* LlamaConfig's (rms_norm_eps 1e-6, rope_theta 10000 and an untied head are
 ** every class's). */
-static const llama_class llama_defaults = {32, 32, 0, 4096, 11008, 2048, 32000};
+static const llama_class llama_defaults = {32, 32, 0, 4096, 11008, 2048, 32000, 0};
 /* MistralConfig's: Mistral 7B's sizes, 4096·32 positions. */
-static const llama_class mistral_defaults = {32, 32, 8, 4096, 14336, 4096 * 32, 32000};
+static const llama_class mistral_defaults = {32, 32, 8, 4096, 14336, 4096 * 32, 32000, 0};
 /* Qwen2Config's: Qwen 7B's sizes. */
-static const llama_class qwen2_defaults = {32, 32, 0, 4096, 22016, 32768, 151936};
+static const llama_class qwen2_defaults = {32, 32, 0, 4096, 22016, 32768, 151936, 0};
+/* Qwen3Config's: Qwen2's, with heads of 128 whatever the width. */
+static const llama_class qwen3_defaults = {32, 32, 0, 4096, 22016, 32768, 151936, 128};
 
 /* A LlamaConfig, or another class of the same model, with its defaults. */
 static tsl_status llama(const hf_json *j, const llama_class *c, tsl_model_settings *m) {
@@ -241,13 +244,15 @@ static tsl_status llama(const hf_json *j, const llama_class *c, tsl_model_settin
   TSL_TRY(st, refuse_set(j, "attention_bias", "it puts a bias on o_proj too, and tessel's Llama has biases on q, k "
                          "and v alone (qkv_bias, as Qwen2's)"));
   TSL_TRY(st, refuse_set(j, "mlp_bias", "tessel's Llama MLP has no biases"));
-  /* head_dim: transformers' own default is hidden_size / num_attention_heads */
+  /* head_dim: transformers' own default is hidden_size / num_attention_heads
+  ** (a class default of its own counts as given) */
   const cJSON *hd = cJSON_GetObjectItemCaseSensitive(j->root, "head_dim");
-  const int split = m->channels % m->heads == 0, own = hd && !cJSON_IsNull(hd);
+  const int split = m->channels % m->heads == 0, own = (hd && !cJSON_IsNull(hd)) || c->head_dim;
   if (!own && !split)
     return tsl_error(TESSEL_E_UNSUPPORTED, "%s: hidden_size %d does not split into %d heads, and no head_dim says "
                      "their size", j->path, m->channels, m->heads);
-  TSL_TRY(st, whole(j, "head_dim", own ? 2 : m->channels / m->heads, 2, 1 << 16, &head_dim));
+  TSL_TRY(st, whole(j, "head_dim", c->head_dim ? c->head_dim : own ? 2 : m->channels / m->heads, 2, 1 << 16,
+                    &head_dim));
   if (m->heads % m->kv_heads != 0 || head_dim % 2 != 0)
     return tsl_error(TESSEL_E_UNSUPPORTED,
                      "%s: hidden_size %d, num_attention_heads %d, num_key_value_heads %d, head_dim %d: tessel needs "
@@ -319,13 +324,17 @@ static tsl_status mistral(const hf_json *j, tsl_model_settings *m) {
 }
 
 /* Qwen2Config: Llama's model with biases on q_proj, k_proj and v_proj,
-** under Qwen's defaults; with use_sliding_window, the layers from
-** max_window_layers on attend in a sliding window. */
-static tsl_status qwen2(const hf_json *j, tsl_model_settings *m) {
+** under Qwen's defaults; Qwen3Config: with an RMS norm over each head of q
+** and of k instead (q_norm, k_norm; its attention_bias, refused as
+** Llama's, would put biases on all four projections). With
+** use_sliding_window, the layers from max_window_layers on attend in a
+** sliding window. */
+static tsl_status qwen(const hf_json *j, int version, tsl_model_settings *m) {
   tsl_status st;
   int windowed = 0, first = 0;
-  TSL_TRY(st, llama(j, &qwen2_defaults, m));
-  m->qkv_bias = 1;
+  TSL_TRY(st, llama(j, version == 3 ? &qwen3_defaults : &qwen2_defaults, m));
+  m->qkv_bias = version == 2;
+  m->qk_norm = version == 3;
   TSL_TRY(st, boolean(j, "use_sliding_window", 0, &windowed));
   TSL_TRY(st, whole(j, "max_window_layers", 28, 0, 1 << 20, &first));
   return windowed && first < m->layers ? sliding_window(j, m) : TESSEL_OK;
@@ -358,12 +367,12 @@ tsl_status tsl_hf_config(const char *dir, int say, tsl_model_settings *out) {
     st = llama(&j, &llama_defaults, out);
   } else if (strcmp(type->valuestring, "mistral") == 0) {
     st = mistral(&j, out);
-  } else if (strcmp(type->valuestring, "qwen2") == 0) {
-    st = qwen2(&j, out);
+  } else if (strcmp(type->valuestring, "qwen2") == 0 || strcmp(type->valuestring, "qwen3") == 0) {
+    st = qwen(&j, type->valuestring[4] - '0', out);
   } else {
     st = tsl_error(TESSEL_E_UNSUPPORTED, "%s: model_type '%s'; tessel imports 'gpt2' (GPT2LMHeadModel), 'llama' "
-                   "(LlamaForCausalLM), 'mistral' (MistralForCausalLM) and 'qwen2' (Qwen2ForCausalLM)", path,
-                   type->valuestring);
+                   "(LlamaForCausalLM), 'mistral' (MistralForCausalLM), 'qwen2' (Qwen2ForCausalLM) and 'qwen3' "
+                   "(Qwen3ForCausalLM)", path, type->valuestring);
   }
 fail:
   cJSON_Delete(root);

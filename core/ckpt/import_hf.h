@@ -9,7 +9,7 @@
 #include "ckpt/safetensors.h"
 #include "runtime/settings.h"
 
-/* DIR/config.json (model_type gpt2, llama, mistral or qwen2) as model settings; absent keys
+/* DIR/config.json (model_type gpt2, llama, mistral, qwen2 or qwen3) as model settings; absent keys
 ** take the transformers class defaults. With `say`, what the reading makes
 ** of the model (a sliding window taken as the context) is logged. */
 tsl_status tsl_hf_config(const char *dir, int say, tsl_model_settings *out);

@@ -48,10 +48,14 @@ bad "rope_theta 500000.4," compare "$WORK/theta.yaml" "$WORK/theta2.yaml" --out 
 # and a Llama with q, k and v biases is another model than one without
 sed 's/seq_len: 8}/seq_len: 8, qkv_bias: true}/' "$WORK/plain.yaml" >"$WORK/bias.yaml"
 bad "qkv_bias true," compare "$WORK/plain.yaml" "$WORK/bias.yaml" --out "$WORK/cmp"
+# and one with q/k norms
+sed 's/seq_len: 8}/seq_len: 8, qk_norm: true}/' "$WORK/plain.yaml" >"$WORK/norm.yaml"
+bad "qk_norm true," compare "$WORK/plain.yaml" "$WORK/norm.yaml" --out "$WORK/cmp"
 # tessel import's help names what it imports: it said rope_scaling was
 # refused and named no Mistral after both were imported
 "$TESSEL" help import >"$WORK/out"
-grep -q "MistralForCausalLM" "$WORK/out" && grep -q "Qwen2ForCausalLM" "$WORK/out" && grep -q "rope_scaling llama3" "$WORK/out" &&
+grep -q "MistralForCausalLM" "$WORK/out" && grep -q "Qwen2ForCausalLM" "$WORK/out" &&
+  grep -q "Qwen3ForCausalLM" "$WORK/out" && grep -q "rope_scaling llama3" "$WORK/out" &&
   ! grep -q "(rope_scaling," "$WORK/out" || { cat "$WORK/out" >&2; fail "tessel help import: stale"; }
 bad "--temperature needs a temperature of 0 (greedy) or more, got '-1'" sample ckpt --temperature -1
 bad "--shard-tokens needs a number of tokens above 0, got '0'" data prepare x.txt -o d --shard-tokens 0

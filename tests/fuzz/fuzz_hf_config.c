@@ -42,7 +42,7 @@ static void check_model(const tsl_model_settings *m) {
   tsl_rope_scaling_values(m, v);
   for (int k = 0; v[TSL_ROPE_FACTOR] > 0 && k < TSL_ROPE_N; k++)
     if (tsl_rope_scaling_fault(v, k, why, sizeof why)) broken("config.json read into a rotary scaling out of range");
-  if ((m->qkv_bias || v[TSL_ROPE_FACTOR] > 0) && m->arch != TSL_ARCH_LLAMA)
+  if ((m->qkv_bias || m->qk_norm || v[TSL_ROPE_FACTOR] > 0) && m->arch != TSL_ARCH_LLAMA)
     broken("config.json read into a GPT-2 with a Llama's option");
 }
 

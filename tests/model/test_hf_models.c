@@ -29,6 +29,9 @@
 ** of 16 positions: the whole sequence). qwen2_tiny is a Qwen2ForCausalLM
 ** of its own weights (q, k and v biases, a tied head), mistral_head_dim a
 ** MistralForCausalLM whose heads are twice hidden_size / heads wide.
+** qwen3_tiny is a Qwen3ForCausalLM (RMS norms over each head of q and k,
+** heads of their own size, a tied head), made by the same script under
+** transformers 4.51 (`make_hf_fixtures.py qwen3`, as its header says).
 **
 ** Each model is built by the core at the fixture's sizes (seq_len 16: GPT-2
 ** uses the first 16 rows of its 32 positions), loaded through
@@ -36,7 +39,10 @@
 ** fixture's inputs, and its logits compared with transformers'. Then the
 ** directory goes through `tessel import` and the checkpoint it writes is
 ** loaded the same way: its logits must be bit-identical to the direct load
-** (import converts nothing but the container).
+** (import converts nothing but the container), and so must those of what
+** `tessel export` makes of that checkpoint (its config.json says the same
+** model: a Qwen2 stays a Qwen2, a Qwen3 a Qwen3, a Mistral becomes a Llama
+** of its window's context).
 **
 ** Tolerance: 1e-5 relative, normwise ‖got − ref‖₂ <= 1e-5·‖ref‖₂ and
 ** elementwise |got − ref| <= 1e-5·(|ref| + rms(ref)). Both sides are fp32
@@ -50,6 +56,7 @@
 #include "../data/scratch.h"
 #include "ckpt/import.h"
 #include "ckpt/safetensors.h"
+#include "export/export.h"
 #include "harness.h"
 #include "runtime/build.h"
 
@@ -197,6 +204,12 @@ static void compare_with_hf(const char *name) {
   REQUIRE(tsl_import_hf(hf, scratch_path(imported, name)) == TESSEL_OK);
   float *again = logits_from(imported, &imported_ids);
   CHECK(memcmp(again, got, sizeof(float) * B * T * V) == 0);
+  /* and exported back to Hugging Face's files */
+  char exported[1024], file[1100];
+  snprintf(file, sizeof file, "%s/model.safetensors", scratch_path(exported, "exported"));
+  REQUIRE(tsl_export_hf(imported, file, NULL) == TESSEL_OK);
+  float *back = logits_from(exported, &(tsl_token_ids){0});
+  CHECK(memcmp(back, got, sizeof(float) * B * T * V) == 0);
   /* a run started from the directory keeps its token ids, as an import does
   ** (the Llama and Mistral fixtures' config.json: bos 1, eos 2; GPT-2's and
   ** Qwen2's ids lie outside the 96-token vocabulary and are not kept) */
@@ -205,7 +218,7 @@ static void compare_with_hf(const char *name) {
     CHECK(direct.has_bos && direct.bos_id == 1 && direct.n_eos == 1 && direct.eos_ids[0] == 2);
   else
     CHECK(!direct.has_bos && direct.n_eos == 0);
-  free(in), free(want), free(got), free(again), free(decoded);
+  free(in), free(want), free(got), free(again), free(back), free(decoded);
   tsl_st_close(f);
 }
 
@@ -245,6 +258,19 @@ static void test_qwen2_matches_transformers(void) {
   compare_with_hf("qwen2_tiny");
 }
 
+/* a Qwen3ForCausalLM is Llama's model with an RMS norm over each head of q
+** and of k before rotary (q_norm, k_norm: weights 1 ± 0.2 in the fixture),
+** here with heads of 32 where hidden_size / heads is 16 */
+static void test_qwen3_matches_transformers(void) {
+  tsl_weights *w;
+  REQUIRE(tsl_weights_open(FIXTURES "qwen3_tiny", 0, &w) == TESSEL_OK);
+  const tsl_model_settings *m = tsl_weights_model(w);
+  CHECK(m->qk_norm && !m->qkv_bias && m->tie_embeddings && m->rope_theta == 1e6);
+  CHECK_EQ_INT(tsl_head_dim(m), 32);
+  tsl_weights_close(w);
+  compare_with_hf("qwen3_tiny");
+}
+
 /* Llama 3.1's rotary scaling (llama3_rope: llama_tiny's weights and inputs
 ** under rope_scaling "llama3"), which moves transformers' logits from
 ** llama_tiny's by far more than the tolerance: the scaling is computed, not
@@ -272,6 +298,7 @@ int main(void) {
   RUN(test_mistral_matches_transformers);
   RUN(test_qwen2_matches_transformers);
   RUN(test_head_dim_matches_transformers);
+  RUN(test_qwen3_matches_transformers);
   RUN(test_llama3_rope_matches_transformers);
   scratch_cleanup();
   return HARNESS_EXIT();

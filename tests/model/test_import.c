@@ -359,38 +359,56 @@ static void test_mistral_window(void) {
           TESSEL_E_UNSUPPORTED, "'sliding_window' is 0");
 }
 
-/* Qwen2's window applies with use_sliding_window, and only to the layers
-** from max_window_layers on: with both of the fixture's 2 layers at or past
-** it, a window of 8 makes a model for 8 positions; with none, or without
-** use_sliding_window, the window is not used. */
-static void test_qwen2_window(void) {
+/* A copy of the fixture directory tests/fixtures/FIXTURE in the scratch
+** directory NAME, its config.json edited by `edit` (see edit_config). */
+static char *fixture_copy(const char *fixture, const char *name, const char *edit) {
+  static const char *const files[] = {"config.json", "model.safetensors"};
+  static char dir[1024];
+  char from[256], to[1100], *text = NULL;
+  size_t len = 0;
+  scratch_path(dir, name);
+  REQUIRE(tsl_mkdir_p(dir) == TESSEL_OK);
+  for (size_t f = 0; f < TSL_ARRAY_LEN(files); f++) {
+    snprintf(from, sizeof from, "tests/fixtures/%s/%s", fixture, files[f]);
+    snprintf(to, sizeof to, "%s/%s", dir, files[f]);
+    REQUIRE(tsl_read_file(from, &text, &len) == TESSEL_OK);
+    scratch_write(to, text, len);
+    free(text);
+  }
+  edit_config(dir, edit);
+  return dir;
+}
+
+/* Qwen2's and Qwen3's window applies with use_sliding_window, and only to
+** the layers from max_window_layers on: with both of the fixture's 2
+** layers at or past it, a window of 8 makes a model for 8 positions; with
+** none, or without use_sliding_window, the window is not used. */
+static void test_qwen_window(void) {
   static const struct {
     const char *edit;
     int positions;
   } cases[] = {{"{\"use_sliding_window\": true, \"sliding_window\": 8, \"max_window_layers\": 0,", 8},
                {"{\"use_sliding_window\": true, \"sliding_window\": 8, \"max_window_layers\": 2,", 64},
                {"{\"use_sliding_window\": false, \"sliding_window\": 8, \"max_window_layers\": 0,", 64}};
-  static const char *const files[] = {"config.json", "model.safetensors"};
-  for (size_t i = 0; i < TSL_ARRAY_LEN(cases); i++) {
-    char dir[1024], name[32], from[256], to[1100], *text = NULL;
-    size_t len = 0;
-    snprintf(name, sizeof name, "qwen2-%zu", i);
-    scratch_path(dir, name);
-    REQUIRE(tsl_mkdir_p(dir) == TESSEL_OK);
-    for (size_t f = 0; f < TSL_ARRAY_LEN(files); f++) {
-      snprintf(from, sizeof from, "tests/fixtures/qwen2_tiny/%s", files[f]);
-      snprintf(to, sizeof to, "%s/%s", dir, files[f]);
-      REQUIRE(tsl_read_file(from, &text, &len) == TESSEL_OK);
-      scratch_write(to, text, len);
-      free(text);
+  for (int version = 2; version <= 3; version++)
+    for (size_t i = 0; i < TSL_ARRAY_LEN(cases); i++) {
+      char name[32], fixture[32];
+      snprintf(name, sizeof name, "qwen%d-%zu", version, i);
+      snprintf(fixture, sizeof fixture, "qwen%d_tiny", version);
+      tsl_weights *w;
+      REQUIRE(tsl_weights_open(fixture_copy(fixture, name, cases[i].edit), 0, &w) == TESSEL_OK);
+      const tsl_model_settings *m = tsl_weights_model(w);
+      CHECK(m->qkv_bias == (version == 2) && m->qk_norm == (version == 3));
+      CHECK_EQ_INT(m->positions, cases[i].positions);
+      tsl_weights_close(w);
     }
-    edit_config(dir, cases[i].edit);
-    tsl_weights *w;
-    REQUIRE(tsl_weights_open(dir, 0, &w) == TESSEL_OK);
-    CHECK(tsl_weights_model(w)->qkv_bias);
-    CHECK_EQ_INT(tsl_weights_model(w)->positions, cases[i].positions);
-    tsl_weights_close(w);
-  }
+}
+
+/* Qwen3's attention_bias puts biases on o_proj as well as on q, k and v:
+** refused, as Llama's is. */
+static void test_qwen3_attention_bias_refused(void) {
+  refused(fixture_copy("qwen3_tiny", "qwen3-bias", "{\"attention_bias\": true,"), TESSEL_E_UNSUPPORTED,
+          "'attention_bias'");
 }
 
 /* A tokenizer.json tessel reads and of the model's vocabulary goes into the
@@ -506,7 +524,8 @@ int main(void) {
   RUN(test_rope_parameters);
   RUN(test_llama3_scaling);
   RUN(test_mistral_window);
-  RUN(test_qwen2_window);
+  RUN(test_qwen_window);
+  RUN(test_qwen3_attention_bias_refused);
   RUN(test_gpt2_tensor_in_both_spellings);
   RUN(test_tokenizer_comes_along);
   RUN(test_plain_spellings_accepted);

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """The transformers half of hf_llama_export.sh: load tessel's Llama export.
 
-Usage: hf_llama_check.py EXPORT_DIR PROMPT GREEDY_FILE plain|scaled|qwen2 [PENALTY]
+Usage: hf_llama_check.py EXPORT_DIR PROMPT GREEDY_FILE plain|scaled|qwen2|qwen3 [PENALTY]
   - AutoModelForCausalLM.from_pretrained(EXPORT_DIR) loads a LlamaForCausalLM
-    (qwen2: a Qwen2ForCausalLM, q, k and v with biases) with every tensor, no
+    (qwen2: a Qwen2ForCausalLM, q, k and v with biases; qwen3: a
+    Qwen3ForCausalLM, q and k normed per head) with every tensor, no
     key missing, unexpected or of another shape, and the config's grouped-query
     attention (4 query heads on 2 key/value heads) and rotary scaling (none,
     or Llama 3's: rope_type llama3, factor 4, original context 16);
@@ -28,7 +29,7 @@ def main():
     penalty = float(sys.argv[5]) if len(sys.argv) > 5 else 1.0
     penalize = RepetitionPenaltyLogitsProcessor(penalty)
     model, info = AutoModelForCausalLM.from_pretrained(export, output_loading_info=True)
-    want_class = "Qwen2ForCausalLM" if variant == "qwen2" else "LlamaForCausalLM"
+    want_class = {"qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM"}.get(variant, "LlamaForCausalLM")
     assert type(model).__name__ == want_class, type(model).__name__
     model.eval()
     problems = {k: v for k, v in info.items() if v}

@@ -25,15 +25,17 @@ static void add_float(cJSON *o, const char *key, double v) {
   cJSON_AddRawToObject(o, key, text);
 }
 
-/* config.json for transformers: GPT2LMHeadModel, LlamaForCausalLM, or
+/* config.json for transformers: GPT2LMHeadModel, LlamaForCausalLM,
 ** Qwen2ForCausalLM for a Llama with biases on q, k and v (qkv_bias), which
 ** Qwen2 has and LlamaConfig's attention_bias cannot say (it adds one to
-** o_proj too). */
+** o_proj too), or Qwen3ForCausalLM for one with norms over each head of q
+** and k (qk_norm). */
 static cJSON *hf_config(const tsl_model_settings *m) {
   cJSON *root = cJSON_CreateObject(), *arch = cJSON_AddArrayToObject(root, "architectures");
   if (m->arch == TSL_ARCH_LLAMA) {
-    cJSON_AddItemToArray(arch, cJSON_CreateString(m->qkv_bias ? "Qwen2ForCausalLM" : "LlamaForCausalLM"));
-    cJSON_AddStringToObject(root, "model_type", m->qkv_bias ? "qwen2" : "llama");
+    const char *cls = m->qk_norm ? "Qwen3ForCausalLM" : m->qkv_bias ? "Qwen2ForCausalLM" : "LlamaForCausalLM";
+    cJSON_AddItemToArray(arch, cJSON_CreateString(cls));
+    cJSON_AddStringToObject(root, "model_type", m->qk_norm ? "qwen3" : m->qkv_bias ? "qwen2" : "llama");
     cJSON_AddNumberToObject(root, "num_hidden_layers", m->layers);
     cJSON_AddNumberToObject(root, "num_attention_heads", m->heads);
     cJSON_AddNumberToObject(root, "num_key_value_heads", m->kv_heads);
@@ -54,12 +56,9 @@ static cJSON *hf_config(const tsl_model_settings *m) {
     }
     cJSON_AddNumberToObject(root, "rms_norm_eps", m->norm_eps);
     cJSON_AddStringToObject(root, "hidden_act", "silu");
-    if (m->qkv_bias) {
-      cJSON_AddBoolToObject(root, "use_sliding_window", 0);
-    } else {
-      cJSON_AddBoolToObject(root, "attention_bias", 0);
-      cJSON_AddBoolToObject(root, "mlp_bias", 0);
-    }
+    if (m->qkv_bias || m->qk_norm) cJSON_AddBoolToObject(root, "use_sliding_window", 0);
+    if (!m->qkv_bias) cJSON_AddBoolToObject(root, "attention_bias", 0);
+    if (!m->qkv_bias && !m->qk_norm) cJSON_AddBoolToObject(root, "mlp_bias", 0);
     cJSON_AddNumberToObject(root, "attention_dropout", 0);
   } else {
     cJSON_AddItemToArray(arch, cJSON_CreateString("GPT2LMHeadModel"));
@@ -238,6 +237,13 @@ tsl_status tsl_export_hf(const char *ckpt_dir, const char *out_path, int *wrote_
   TSL_TRY(st, check_name(out_path));
   TSL_TRY(st, tsl_ckpt_open_weights(ckpt_dir, &c));
   TSL_TRY(st, check_destination(c.path, out_path));
+  if (c.arch.qkv_bias && c.arch.qk_norm) {
+    /* Qwen3's attention_bias would add one to o_proj too */
+    st = tsl_error(TESSEL_E_CONFIG, "%s: a Llama with both q/k/v biases (qkv_bias) and q/k norms (qk_norm) has no "
+                   "transformers class: Qwen2ForCausalLM has no q/k norms, and Qwen3ForCausalLM's attention_bias "
+                   "also puts a bias on o_proj", ckpt_dir);
+    goto fail;
+  }
   if (!(dir = tsl_dirname(out_path))) {
     st = TESSEL_E_NOMEM;
     goto fail;
