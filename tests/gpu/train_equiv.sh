@@ -6,7 +6,8 @@
 # Trains the strategy's config (configs/PLUGIN.yaml; configs/quickstart.yaml
 # for "none"; for "llama_wide", configs/llama.yaml's model with q/k/v
 # biases, heads twice channels / heads wide and Llama 3's rotary scaling,
-# without a strategy) for 20 steps twice on the same model, data and seed: once as
+# without a strategy; for "qwen3", that model with Qwen3's per-head q/k norms
+# instead of the biases) for 20 steps twice on the same model, data and seed: once as
 # one CPU process without a strategy (fp32 throughout: the reference, shared
 # by the strategies whose configurations resolve alike), once
 # with device.kind: cuda under the strategy, on as many ranks as this
@@ -49,6 +50,9 @@ case $PLUGIN in
     config=configs/llama.yaml
     model=(--set model.qkv_bias=true --set model.head_dim=64
            --set "model.rope_scaling={type: llama3, factor: 4, original_positions: 16}") ;;
+  qwen3)
+    config=configs/llama.yaml
+    model=(--set model.qk_norm=true --set model.head_dim=64) ;;
   ddp | gemini)
     # the data-parallel degree must divide the batch of 16
     for n in 4 2 1; do

@@ -100,5 +100,20 @@ flat=$(tr -d ' \t\n' <"$WORK/l3hf/config.json")
 case $flat in *'"bos_token_id":0'*'"eos_token_id":1'*) ;; *) fail "config.json: $flat" ;; esac
 flat=$(tr -d ' \t\n' <"$WORK/l3hf/tokenizer_config.json")
 case $flat in *'"bos_token":"<|begin_of_text|>"'*'"eos_token":"<|end_of_text|>"'*) ;; *) fail "tokenizer_config.json: $flat" ;; esac
+# a Llama with Qwen3's q/k norms is a Qwen3ForCausalLM; with q/k/v biases as
+# well it is no transformers class (Qwen3's attention_bias biases o_proj
+# too): refused, nothing written
+for bias in false true; do
+  "$TESSEL" run "$WORK/tiny.yaml" --set train.steps=1 --set model.arch=llama --set model.qk_norm=true \
+    --set model.qkv_bias=$bias --set log.dir="$WORK/q3-$bias" >"$WORK/q3.log" 2>&1 || { cat "$WORK/q3.log" >&2; fail "the run failed"; }
+done
+"$TESSEL" export "$WORK/q3-false/checkpoints" -o "$WORK/q3hf/model.safetensors" >/dev/null || fail "Qwen3 export failed"
+grep -q '"model_type":[[:space:]]*"qwen3"' "$WORK/q3hf/config.json" || fail "config.json: $(cat "$WORK/q3hf/config.json")"
+set +e
+"$TESSEL" export "$WORK/q3-true/checkpoints" -o "$WORK/q3bias/model.safetensors" >/dev/null 2>"$WORK/err"
+rc=$?
+set -e
+[ $rc -eq 2 ] && grep -q "has no transformers class" "$WORK/err" || fail "q/k norms and biases: exit $rc, $(cat "$WORK/err")"
+[ -e "$WORK/q3bias" ] && fail "the refused export left a directory behind"
 rm -rf "$WORK"
 echo "ok: sample is reproducible, export writes the model and config (no stale tokenizer), damaged checkpoints are refused"
