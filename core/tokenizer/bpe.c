@@ -247,11 +247,16 @@ tsl_status tsl_tokenizer_encode(tsl_tokenizer *t, const char *text, size_t len, 
 
 static int ascii_letter(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
 
+/* A pre-tokenizer regex whose pieces end where tsl_tokenizer_cut cuts. */
+static int cuttable(const char *pattern) {
+  static const char *const names[] = {"gpt2", "llama3", "qwen2"};
+  for (size_t i = 0; pattern && i < TSL_ARRAY_LEN(names); i++)
+    if (strcmp(pattern, tsl_tokenizer_pattern_named(names[i])) == 0) return 1;
+  return 0;
+}
+
 size_t tsl_tokenizer_cut(const tsl_tokenizer *t, const char *text, size_t len, size_t from, size_t to) {
-  const char *pattern = t->pretok ? tsl_pretok_pattern(t->pretok) : NULL;
-  if (!pattern || (strcmp(pattern, tsl_tokenizer_pattern_named("gpt2")) != 0 &&
-                   strcmp(pattern, tsl_tokenizer_pattern_named("llama3")) != 0))
-    return 0;
+  if (!cuttable(t->pretok ? tsl_pretok_pattern(t->pretok) : NULL)) return 0;
   for (size_t i = TSL_MAX(from, 1); i < to && i + 1 < len; i++)
     if (text[i] == ' ' && ascii_letter(text[i - 1]) && ascii_letter(text[i + 1])) return i;
   return 0;

@@ -34,9 +34,14 @@ static const char llama3_pattern[] =
     "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"
     "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 
+static const char qwen2_pattern[] =
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"
+    "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+
 const char *tsl_tokenizer_pattern_named(const char *name) {
   if (strcmp(name, "gpt2") == 0) return tsl_gpt2_pattern;
   if (strcmp(name, "llama3") == 0) return llama3_pattern;
+  if (strcmp(name, "qwen2") == 0) return qwen2_pattern;
   return NULL;
 }
 

@@ -77,8 +77,8 @@ tsl_status tsl_tokenizer_encode(tsl_tokenizer *t, const char *text, size_t len, 
 ** TSL_TOK_ADDED): the ids of text[0, len) are those of the text before it
 ** followed by those of the text after it, so the two halves can be encoded
 ** apart (side by side). 0 when there is none there, or when the tokenizer
-** offers no such place: only GPT-2's and Llama 3's pre-tokenizer regexes
-** are known to end a piece where the cuts are made (an ASCII letter, then a
+** offers no such place: only the named pre-tokenizer regexes (GPT-2's,
+** Llama 3's, Qwen2's) are known to end a piece where the cuts are made (an ASCII letter, then a
 ** space before another ASCII letter: the space begins the next word's
 ** piece whatever follows, and the normalizers never join across it). */
 size_t tsl_tokenizer_cut(const tsl_tokenizer *t, const char *text, size_t len, size_t from, size_t to);
@@ -97,9 +97,10 @@ const char *tsl_tokenizer_token(const tsl_tokenizer *t, int32_t id, size_t *len)
 
 /* ---- training ---- */
 
-/* A named pre-tokenizer regex: "gpt2" (tokenizers' ByteLevel built-in) or
-** "llama3" (case-insensitive contractions, digits in runs of up to 3);
-** NULL for any other name. */
+/* A named pre-tokenizer regex: "gpt2" (tokenizers' ByteLevel built-in),
+** "llama3" (case-insensitive contractions, digits in runs of up to 3) or
+** "qwen2" (Llama 3's with single digits: Qwen2's and Qwen3's); NULL for any
+** other name. */
 const char *tsl_tokenizer_pattern_named(const char *name);
 
 typedef struct tsl_tokenizer_train_opts {

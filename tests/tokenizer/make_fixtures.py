@@ -28,13 +28,22 @@ copied into it) and writes, under tests/tokenizer/fixtures/:
                    "llama3_512_nfc" those of llama3_512 with the normalizer
                    NFC (as Qwen2's tokenizer.json has it), which the
                    "decomposed" case's combining marks change (its
-                   "text_nfc" is the text composed, by Python's unicodedata)
+                   "text_nfc" is the text composed, by Python's unicodedata);
+                   and under "llama3_512_qwen2" those of llama3_512 with
+                   Qwen2's regex (Llama 3's with single digits) and NFC, the
+                   pre-tokenizer and normalizer of Qwen2's and Qwen3's
+                   tokenizer.json, and the merges "1 2" and "12 3" (tokens
+                   "12" and "123", ids 512 and 513), so that where the regex
+                   cuts digits changes ids
   counts.json      BpeTrainer with the gpt2_1024 settings on the whole of
                    tinyshakespeare: how many tokens its tokenizer encodes the
                    whole text into (the reference for `tessel tokenizer train`)
 
 Each text is fed to the trainer as one sequence (train_from_iterator([text])),
 which is what `tessel tokenizer train FILE` does with a file.
+
+`make_fixtures.py qwen2` adds only the "llama3_512_qwen2" ids to cases.json,
+from the committed llama3_512.json (made so with tokenizers 0.23.3).
 """
 import json
 import os
@@ -50,6 +59,9 @@ OUT = os.path.join(HERE, "fixtures")
 
 LLAMA3 = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|"
           r"\s*[\r\n]+|\s+(?!\S)|\s+")
+# transformers' Qwen2Tokenizer PRETOKENIZE_REGEX, as Qwen2's and Qwen3's tokenizer.json split
+QWEN2 = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|"
+         r"\s*[\r\n]+|\s+(?!\S)|\s+")
 
 CASES = [
     ("plain", "Hello, world! This is a plain English sentence, with some punctuation."),
@@ -93,8 +105,47 @@ def byte_level_bpe(split_regex, text, vocab_size):
     return tok
 
 
+def qwen2_variant(llama3):
+    """llama3_512 with Qwen2's regex and normalizer, and merges of digits
+    (which Llama 3's regex, keeping runs of up to 3, would make)."""
+    spec = json.loads(llama3.to_str())
+    spec["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = QWEN2
+    spec["normalizer"] = {"type": "NFC"}
+    spec["model"]["vocab"].update({"12": 512, "123": 513})
+    spec["model"]["merges"] += [["1", "2"], ["12", "3"]]
+    return Tokenizer.from_str(json.dumps(spec))
+
+
+def case_ids(tname, tok, name, s):
+    ids = tok.encode(s, add_special_tokens=False).ids
+    # prefix_space adds spaces, so decoding gives them back; NFC gives the composed text
+    if tname in ("llama3_512_nfc", "llama3_512_qwen2"):
+        assert tok.decode(ids, skip_special_tokens=False) == unicodedata.normalize("NFC", s), name
+    elif tname != "llama3_512_prefix_space":
+        assert tok.decode(ids, skip_special_tokens=False) == s, (tname, name)
+    return ids
+
+
+def add_qwen2():
+    path = os.path.join(OUT, "cases.json")
+    with open(path, encoding="utf-8") as f:
+        fixture = json.load(f)
+    tok = qwen2_variant(Tokenizer.from_file(os.path.join(OUT, "llama3_512.json")))
+    for c in fixture["cases"]:
+        c["llama3_512_qwen2"] = case_ids("llama3_512_qwen2", tok, c["name"], c["text"])
+    spec = json.loads(tok.to_str())
+    spec["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = LLAMA3
+    runs = Tokenizer.from_str(json.dumps(spec))
+    differ = sum(runs.encode(c["text"], add_special_tokens=False).ids != c["llama3_512_qwen2"] for c in fixture["cases"])
+    print(f"digits in runs (Llama 3's regex) would change the ids of {differ} of {len(fixture['cases'])} cases")
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(fixture, f, ensure_ascii=False, indent=1)
+
+
 def main():
     import tokenizers
+    if sys.argv[1:] == ["qwen2"]:
+        return add_qwen2()
     with open(DATA, encoding="utf-8") as f:
         text = f.read()
     os.makedirs(OUT, exist_ok=True)
@@ -116,19 +167,14 @@ def main():
     spec = json.loads(toks["llama3_512"].to_str())
     spec["normalizer"] = {"type": "NFC"}
     toks["llama3_512_nfc"] = Tokenizer.from_str(json.dumps(spec))
+    toks["llama3_512_qwen2"] = qwen2_variant(toks["llama3_512"])
     cases = []
     for name, s in CASES:
         c = {"name": name, "text": s}
         if unicodedata.normalize("NFC", s) != s:
             c["text_nfc"] = unicodedata.normalize("NFC", s)
         for tname, tok in toks.items():
-            ids = tok.encode(s, add_special_tokens=False).ids
-            # prefix_space adds spaces, so decoding gives them back; nfc gives the composed text
-            if tname == "llama3_512_nfc":
-                assert tok.decode(ids, skip_special_tokens=False) == unicodedata.normalize("NFC", s), name
-            elif tname != "llama3_512_prefix_space":
-                assert tok.decode(ids, skip_special_tokens=False) == s, (tname, name)
-            c[tname] = ids
+            c[tname] = case_ids(tname, tok, name, s)
         cases.append(c)
     differ = sum(c["llama3_512"] != c["llama3_512_ignore_merges"] for c in cases)
     print(f"ignore_merges changes the ids of {differ} of {len(cases)} cases")

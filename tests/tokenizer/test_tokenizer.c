@@ -26,18 +26,22 @@
 
 #define FIXTURES "tests/tokenizer/fixtures/"
 
-static const char *const tokenizer_names[] = {"gpt2_1024", "llama3_512", "llama3_512_ignore_merges",
-                                              "llama3_512_prefix_space", "llama3_512_nfc", "gpt2_spaces_300"};
+static const char *const tokenizer_names[] = {"gpt2_1024",      "llama3_512",       "llama3_512_ignore_merges",
+                                              "llama3_512_prefix_space", "llama3_512_nfc", "llama3_512_qwen2",
+                                              "gpt2_spaces_300"};
 
 /* add_prefix_space puts spaces in, which decode as spaces: its ids
 ** decode to the text only where the text had them already. */
 static int adds_spaces(const char *name) { return strcmp(name, "llama3_512_prefix_space") == 0; }
 /* NFC composes combining marks: its ids decode to the composed text. */
-static int composes(const char *name) { return strcmp(name, "llama3_512_nfc") == 0; }
+static int composes(const char *name) {
+  return strcmp(name, "llama3_512_nfc") == 0 || strcmp(name, "llama3_512_qwen2") == 0;
+}
 
 /* llama3_512 as make_fixtures.py changes it: ignore_merges and two tokens
-** no merge makes, add_prefix_space on the ByteLevel after its Split, or the
-** normalizer NFC. */
+** no merge makes, add_prefix_space on the ByteLevel after its Split, the
+** normalizer NFC, or Qwen2's (and Qwen3's) regex with NFC and merges of
+** digits. */
 static tsl_tokenizer *llama3_variant(const char *name) {
   char *json;
   tsl_tokenizer *t = NULL;
@@ -52,6 +56,16 @@ static tsl_tokenizer *llama3_variant(const char *name) {
     cJSON *nfc = cJSON_CreateObject();
     cJSON_AddStringToObject(nfc, "type", "NFC");
     cJSON_ReplaceItemInObject(root, "normalizer", nfc);
+    if (strcmp(name, "llama3_512_qwen2") == 0) {
+      cJSON *split = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(root, "pre_tokenizer"), "pretokenizers"), 0);
+      cJSON_ReplaceItemInObject(cJSON_GetObjectItem(split, "pattern"), "Regex",
+                                cJSON_CreateString(tsl_tokenizer_pattern_named("qwen2")));
+      cJSON_AddNumberToObject(cJSON_GetObjectItem(model, "vocab"), "12", 512);
+      cJSON_AddNumberToObject(cJSON_GetObjectItem(model, "vocab"), "123", 513);
+      cJSON *merges = cJSON_GetObjectItem(model, "merges");
+      cJSON_AddItemToArray(merges, cJSON_CreateStringArray((const char *const[]){"1", "2"}, 2));
+      cJSON_AddItemToArray(merges, cJSON_CreateStringArray((const char *const[]){"12", "3"}, 2));
+    }
   } else {
     cJSON *steps = cJSON_GetObjectItem(cJSON_GetObjectItem(root, "pre_tokenizer"), "pretokenizers");
     cJSON *byte_level = cJSON_GetArrayItem(steps, 1);
@@ -308,7 +322,7 @@ static void test_literal_split(void) {
   REQUIRE(tsl_tokenizer_encode(t, "a\\E+(", 5, 0, tsl_token_vec_sink, &piece) == TESSEL_OK);
   CHECK(whole.n >= piece.n + 2);
   for (size_t i = 0; i < piece.n && i + 1 < whole.n; i++) CHECK_EQ_INT(whole.ids[1 + i], piece.ids[i]);
-  /* a pattern other than GPT-2's and Llama 3's offers no place to cut */
+  /* a pattern other than the named ones offers no place to cut */
   CHECK_EQ_INT(tsl_tokenizer_cut(t, "Good morrow sir", 15, 1, 15), 0);
   tsl_token_vec_free(&whole);
   tsl_token_vec_free(&piece);
@@ -319,8 +333,8 @@ static void test_literal_split(void) {
 
 /* Where tsl_tokenizer_cut cuts, the two halves encode apart to the ids of
 ** the whole: 60 KB of tinyshakespeare cut about every 700 bytes, each cut
-** checked on its own, for every fixture and variant (GPT-2's and Llama 3's
-** patterns, a prefix space, NFC, ignore_merges). Its rule, on small texts:
+** checked on its own, for every fixture and variant (GPT-2's, Llama 3's and
+** Qwen2's patterns, a prefix space, NFC, ignore_merges). Its rule, on small texts:
 ** a space between ASCII letters; not after punctuation, nor in a run of
 ** spaces. */
 static void test_cut_encodes_apart(void) {

@@ -24,7 +24,7 @@ static const tsl_options encode_options = {"", encode_longs};
 const tsl_command tsl_cmd_tokenizer = {
     "tokenizer", "train a byte-level BPE tokenizer, or encode and decode with one",
     "usage: tessel tokenizer train FILE... --vocab N -o tokenizer.json [--special TOKEN]... [--min-frequency N]\n"
-    "                              [--pattern gpt2|llama3|REGEX]\n"
+    "                              [--pattern gpt2|llama3|qwen2|REGEX]\n"
     "       tessel tokenizer encode TOKENIZER [FILE] [--count] [--ordinary]\n"
     "       tessel tokenizer decode TOKENIZER [FILE]\n"
     "       tessel tokenizer info TOKENIZER\n\n"
@@ -35,7 +35,7 @@ const tsl_command tsl_cmd_tokenizer = {
     "           -o, --out FILE        the tokenizer.json to write (not one of the input files)\n"
     "           --special TOKEN       a special token (repeatable; replaces the default)\n"
     "           --min-frequency N     merge only pairs seen at least N times (default 0)\n"
-    "           --pattern P           pre-tokenizer regex: gpt2 (default), llama3, or a PCRE2 regex (not empty)\n"
+    "           --pattern P           pre-tokenizer regex: gpt2 (default), llama3, qwen2, or a PCRE2 regex (not empty)\n"
     "         Input files that hold no bytes at all are refused, as data prepare refuses them.\n"
     "encode   prints the ids of FILE (default: standard input) on one line; --count prints only how many;\n"
     "         added tokens such as <|endoftext|> in the text are recognised unless --ordinary.\n"
