@@ -22,6 +22,8 @@
 **   unbound       plugin-stored and whole, but never bound
 **   mesh_differs  rank 1 declares the mesh dp 1 × x N, the others dp N
 **   inflight      grads_finish starts the sums and returns without waiting
+**   head_norms    grads_finish leaves the per-head norms' gradients (ABI
+**                 2.3's HEAD_NORM role) unsummed, each rank's own
 **   crash         grads_finish writes through a NULL pointer
 **
 ** Built a second time as `testmisfitold` for ABI 2.2 (MISFIT_MINOR=2):
@@ -138,8 +140,9 @@ static tessel_status mf_grads_finish(void *inst) {
   if ((st = api->comm->group(t->host, 1u, &dp)) < 0 || (st = api->model->param_count(t->host, &n)) < 0) return st;
   for (int i = 0; i < n && i < MAX_PARAMS; i++) {
     tessel_param_view v = {.size = sizeof v};
-    if ((st = api->model->view(t->host, i, &v)) < 0) return st;
-    if (!v.grad || !v.local_numel) continue;
+    tessel_param_info info = {.size = sizeof info};
+    if ((st = api->model->view(t->host, i, &v)) < 0 || (st = api->model->param_info(t->host, i, &info)) < 0) return st;
+    if (!v.grad || !v.local_numel || (is(t, "head_norms") && info.role == TESSEL_ROLE_HEAD_NORM)) continue;
     st = api->comm->all_reduce(t->host, dp, v.grad, v.grad, v.local_numel, TESSEL_F32, TESSEL_SUM, &work[started]);
     if (st < 0) return st;
     started++;

@@ -4,7 +4,8 @@
 ** The file checks read the ELF and load the table. The training checks
 ** run tiny models (GPT-2 and Llama) through `tessel run` — one process
 ** without a strategy as the reference, then the plugin under mpirun at each
-** rank count — and compare every step's loss. A plugin that declares
+** rank count — and compare every step's loss and the first step's gradient
+** norm. A plugin that declares
 ** TESSEL_CAP_LOSSY is judged by its final validation loss instead. Last, a
 ** run stopped halfway and resumed from its checkpoint must continue bit for
 ** bit like the run that never stopped: the plugin's state survives. */
@@ -32,6 +33,12 @@
 ** dimensions); six steps of a tiny model drift by ~1e-7 relative, a wrong
 ** algorithm by far more than 1e-5. */
 #define LOSS_RTOL 1e-5
+/* Before any update both runs hold the same weights: the first step's
+** gradient norms differ by the order of the sums alone (at most 5e-8 over
+** tessel's equivalence tests), while a small parameter's gradient left
+** partial (a per-head norm's, say), which the losses of six steps may not
+** show, moves it by 1e-6 or more. */
+#define GRAD_RTOL 5e-7
 /* A lossy strategy (compression, local steps) may end a few percent away. */
 #define LOSSY_RTOL 0.05
 /* --ranks: at most this many counts, each at most MAX_RANKS, whose batch
@@ -53,10 +60,11 @@ const tsl_command tsl_cmd_plugin_check = {
     "  - it exports exactly one symbol, the entry point " TESSEL_STRATEGY_ENTRY_NAME ";\n"
     "  - it does not link libtessel (plugins get every service from the host table);\n"
     "  - it loads: entry point, ABI version, table size, name equal to the file name, required hooks;\n"
-    "  - for a tiny GPT-2 and a tiny Llama (grouped-query attention, rotary positions, SwiGLU), trained\n"
-    "    6 steps at each rank count through mpirun, every step's loss equals one process's within\n"
-    "    1e-5 relative (a strategy declaring TESSEL_CAP_LOSSY: the final validation loss within 5%,\n"
-    "    having fallen at least half as far as one process's);\n"
+    "  - for a tiny GPT-2 and a tiny Llama (grouped-query attention, rotary positions, SwiGLU; for a\n"
+    "    plugin of ABI 2.3 or later also Qwen3's per-head q/k norms), trained 6 steps at each rank\n"
+    "    count through mpirun, every step's loss equals one process's within 1e-5 relative and the\n"
+    "    first step's gradient norm within 5e-7 (a strategy declaring TESSEL_CAP_LOSSY: the final\n"
+    "    validation loss within 5%, having fallen at least half as far as one process's);\n"
     "  - at the largest rank count, a run stopped after 3 steps and resumed from its checkpoint\n"
     "    continues bit for bit like the run that never stopped.\n"
     "Prints one line per check and exits 0 when all pass, 1 otherwise. The runs go to a scratch\n"
@@ -105,7 +113,7 @@ static int check_file(const char *path) {
   return ok;
 }
 
-static int check_load(const char *path, int *lossy) {
+static int check_load(const char *path, int *lossy, int *head_norms) {
   tsl_plugin *p = NULL;
   char detail[256];
   if (tsl_plugin_open(path, &p) < 0) return report(0, "loads as a strategy", tsl_error_message());
@@ -113,6 +121,7 @@ static int check_load(const char *path, int *lossy) {
            p->vt.version ? p->vt.version : "-", TESSEL_ABI_MAJOR(p->vt.abi_version), TESSEL_ABI_MINOR(p->vt.abi_version),
            p->table_size, sizeof(tessel_strategy), (p->vt.caps & TESSEL_CAP_LOSSY) ? ", lossy" : "");
   *lossy = (p->vt.caps & TESSEL_CAP_LOSSY) != 0;
+  *head_norms = TESSEL_ABI_MINOR(p->vt.abi_version) >= 3;
   report(1, "loads as a strategy", detail);
   tsl_plugin_free(p);
   return 1;
@@ -138,17 +147,20 @@ static tsl_status write_tokens(const char *path, uint64_t count, uint64_t seed) 
 }
 
 /* The two tiny models: every split the built-in strategies make at 4 ranks
-** divides them (heads, key/value heads, the MLP, the vocabulary). */
+** divides them (heads, key/value heads, the MLP, the vocabulary). The
+** Llama has per-head q/k norms (`since_2_3`) for a plugin that knows them. */
 static const struct {
-  const char *name, *model;
+  const char *name, *model, *since_2_3;
 } models[] = {
-    {"gpt2", "{arch: gpt2, layers: 2, heads: 4, channels: 16, seq_len: 8, vocab_size: 64}"},
-    {"llama", "{arch: llama, layers: 2, heads: 4, kv_heads: 2, channels: 16, ffn: 32, seq_len: 8, vocab_size: 64}"},
+    {"gpt2", "arch: gpt2, layers: 2, heads: 4, channels: 16, seq_len: 8, vocab_size: 64", ""},
+    {"llama", "arch: llama, layers: 2, heads: 4, kv_heads: 2, channels: 16, ffn: 32, seq_len: 8, vocab_size: 64",
+     ", qk_norm: true"},
 };
 
-/* One training's record: every step's loss and the last validation loss. */
+/* One training's record: every step's loss and gradient norm, and the last
+** validation loss. */
 typedef struct trajectory {
-  double loss[MAX_STEPS + 1];
+  double loss[MAX_STEPS + 1], grad_norm[MAX_STEPS + 1];
   double val;
   int steps;
 } trajectory;
@@ -161,9 +173,10 @@ static int read_trajectory(const char *path, trajectory *t) {
   for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
     cJSON *o = cJSON_Parse(line);
     cJSON *step = cJSON_GetObjectItem(o, "step"), *loss = cJSON_GetObjectItem(o, "loss");
-    cJSON *val = cJSON_GetObjectItem(o, "val_loss");
+    cJSON *val = cJSON_GetObjectItem(o, "val_loss"), *norm = cJSON_GetObjectItem(o, "grad_norm");
     if (cJSON_IsNumber(step) && cJSON_IsNumber(loss) && step->valueint >= 1 && step->valueint <= MAX_STEPS) {
       t->loss[step->valueint] = loss->valuedouble;
+      t->grad_norm[step->valueint] = cJSON_IsNumber(norm) ? norm->valuedouble : NAN;
       if (step->valueint > t->steps) t->steps = step->valueint;
     }
     if (cJSON_IsNumber(val)) t->val = val->valuedouble;
@@ -176,7 +189,7 @@ static int read_trajectory(const char *path, trajectory *t) {
 typedef struct check {
   const char *lib, *dir;
   const char *const *user;
-  int n_user, lossy;
+  int n_user, lossy, head_norms;
 } check;
 
 /* `tessel run` of model k on `ranks` ranks (0: one process, no strategy)
@@ -234,11 +247,12 @@ static void failure_detail(const check *c, const char *name, int rc, char *out, 
   free(text);
 }
 
-/* Every step within LOSS_RTOL of the reference, or (lossy) the final
-** validation loss within LOSSY_RTOL and at least half the reference's
-** gain over its first step's loss (a strategy that does not train ends
-** near where it began). A failure names the first step out of tolerance:
-** where the strategy went wrong, not where the drift grew largest. */
+/* Every step within LOSS_RTOL of the reference and the first step's
+** gradient norm within GRAD_RTOL, or (lossy) the final validation loss
+** within LOSSY_RTOL and at least half the reference's gain over its first
+** step's loss (a strategy that does not train ends near where it began). A
+** failure names the first step out of tolerance: where the strategy went
+** wrong, not where the drift grew largest. */
 static int compare_losses(const check *c, const trajectory *ref, const trajectory *got, char *detail, size_t cap) {
   if (c->lossy) {
     double d = fabs(got->val - ref->val) / fabs(ref->val);
@@ -251,6 +265,14 @@ static int compare_losses(const check *c, const trajectory *ref, const trajector
              learned ? "" : " (less than half: the strategy does not train, an optimizer step that does nothing?)");
     return d <= LOSSY_RTOL && learned;
   }
+  double g = fabs(got->grad_norm[1] - ref->grad_norm[1]) / fabs(ref->grad_norm[1]);
+  if (!(g <= GRAD_RTOL)) {
+    snprintf(detail, cap,
+             "the first step's gradient norm %.9g, one process %.9g (%.2g relative, tolerance %g): before any "
+             "update only the order of the sums may differ (a gradient left partial, or summed twice?)",
+             got->grad_norm[1], ref->grad_norm[1], g, GRAD_RTOL);
+    return 0;
+  }
   double worst = 0;
   int first = 0;
   for (int s = 1; s <= ref->steps; s++) {
@@ -259,8 +281,8 @@ static int compare_losses(const check *c, const trajectory *ref, const trajector
     if (!(d <= worst)) worst = d;
   }
   if (!first) {
-    snprintf(detail, cap, "%d steps equal one process's losses (largest difference %.2g relative, tolerance %g)",
-             ref->steps, worst, LOSS_RTOL);
+    snprintf(detail, cap, "%d steps equal one process's losses (largest difference %.2g relative, tolerance %g; "
+             "first gradient norm %.2g)", ref->steps, worst, LOSS_RTOL, g);
     return 1;
   }
   double d = first <= got->steps ? fabs(got->loss[first] - ref->loss[first]) / fabs(ref->loss[first]) : INFINITY;
@@ -343,7 +365,7 @@ static int batch_for(const int *ranks, int n_ranks) {
   return batch <= MAX_BATCH ? (int)batch : 0;
 }
 
-static tsl_status write_configs(const char *dir, int batch) {
+static tsl_status write_configs(const char *dir, int batch, int head_norms) {
   char path[4096];
   snprintf(path, sizeof path, "%s/train_000000.bin", dir);
   tsl_status st = write_tokens(path, 8192, 1);
@@ -354,14 +376,14 @@ static tsl_status write_configs(const char *dir, int batch) {
     FILE *f = fopen(path, "w");
     if (!f) return tsl_error(TESSEL_E_IO, "%s: cannot write", path);
     fprintf(f,
-            "model: %s\n"
+            "model: {%s%s}\n"
             "data: {train: \"%s/train_*.bin\", val: \"%s/val_*.bin\"}\n"
             "train: {steps: %d, batch_size: %d, eval_every: %d, eval_batches: 1, sample_tokens: 0}\n"
             "optimizer: {lr: 1.0e-2, warmup_steps: 0}\n"
             "device: {threads: 1}\n"
             "checkpoint: {every: 0, resume: auto}\n"
             "log: {level: warn, progress: never}\n",
-            models[k].model, dir, dir, STEPS, batch, STEPS);
+            models[k].model, head_norms ? models[k].since_2_3 : "", dir, dir, STEPS, batch, STEPS);
     if (fclose(f) != 0) return tsl_error(TESSEL_E_IO, "%s: cannot write", path);
   }
   return st;
@@ -415,13 +437,13 @@ static int plugin_check(int argc, char **argv) {
   fflush(stdout);
   check chk = {.lib = real, .dir = dir, .user = sets, .n_user = n_sets};
   int ok = check_file(real);
-  ok = ok && check_load(real, &chk.lossy);
+  ok = ok && check_load(real, &chk.lossy, &chk.head_norms);
   if (ok) {
     if (!mkdtemp(dir)) {
       free(sets);
       return tsl_fail(tsl_error(TESSEL_E_IO, "cannot create a scratch directory in %s: %s", tmp, strerror(errno)));
     }
-    if (write_configs(dir, batch) < 0) ok = report(0, "test data", tsl_error_message());
+    if (write_configs(dir, batch, chk.head_norms) < 0) ok = report(0, "test data", tsl_error_message());
     for (size_t k = 0; ok && k < sizeof models / sizeof models[0]; k++) ok = check_model(&chk, (int)k, ranks, n_ranks);
     if (ok || tsl_spawn_stopped()) tsl_remove_tree(dir); /* kept only to show why the plugin failed */
   }
