@@ -55,7 +55,8 @@ n=$(wc -l <"$WORK/a")
 [ "$n" -eq 20 ] && [ "$(wc -l <"$WORK/b")" -eq 20 ] || { echo "FAIL: expected 20 steps, got $n and $(wc -l <"$WORK/b")" >&2; exit 1; }
 if ! echo "$(first_grad_norm "$WORK/ref/metrics.jsonl") $(first_grad_norm "$WORK/run/metrics.jsonl")" |
      awk -v tol="$GRAD_TOL" '{ d = ($1 - $2) / $1; if (d < 0) d = -d
-       printf "step 1 gradient norm relative difference %.3g (tolerance %g)\n", d, tol; exit !(NF == 2 && d <= tol) }'; then
+       printf "step 1 gradient norm relative difference %.3g (tolerance %g)\n", d, tol
+       exit !(NF == 2 && d <= tol) }'; then
   echo "FAIL: the first step's gradients differ from one process's; files kept in $WORK" >&2
   exit 1
 fi

@@ -136,7 +136,8 @@ def add_qwen2():
     spec = json.loads(tok.to_str())
     spec["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = LLAMA3
     runs = Tokenizer.from_str(json.dumps(spec))
-    differ = sum(runs.encode(c["text"], add_special_tokens=False).ids != c["llama3_512_qwen2"] for c in fixture["cases"])
+    differ = sum(runs.encode(c["text"], add_special_tokens=False).ids != c["llama3_512_qwen2"]
+                 for c in fixture["cases"])
     print(f"digits in runs (Llama 3's regex) would change the ids of {differ} of {len(fixture['cases'])} cases")
     with open(path, "w", encoding="utf-8") as f:
         json.dump(fixture, f, ensure_ascii=False, indent=1)

@@ -57,7 +57,8 @@ static tsl_tokenizer *llama3_variant(const char *name) {
     cJSON_AddStringToObject(nfc, "type", "NFC");
     cJSON_ReplaceItemInObject(root, "normalizer", nfc);
     if (strcmp(name, "llama3_512_qwen2") == 0) {
-      cJSON *split = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(root, "pre_tokenizer"), "pretokenizers"), 0);
+      cJSON *steps = cJSON_GetObjectItem(cJSON_GetObjectItem(root, "pre_tokenizer"), "pretokenizers");
+      cJSON *split = cJSON_GetArrayItem(steps, 0);
       cJSON_ReplaceItemInObject(cJSON_GetObjectItem(split, "pattern"), "Regex",
                                 cJSON_CreateString(tsl_tokenizer_pattern_named("qwen2")));
       cJSON_AddNumberToObject(cJSON_GetObjectItem(model, "vocab"), "12", 512);

@@ -105,7 +105,8 @@ case $flat in *'"bos_token":"<|begin_of_text|>"'*'"eos_token":"<|end_of_text|>"'
 # too): refused, nothing written
 for bias in false true; do
   "$TESSEL" run "$WORK/tiny.yaml" --set train.steps=1 --set model.arch=llama --set model.qk_norm=true \
-    --set model.qkv_bias=$bias --set log.dir="$WORK/q3-$bias" >"$WORK/q3.log" 2>&1 || { cat "$WORK/q3.log" >&2; fail "the run failed"; }
+    --set model.qkv_bias=$bias --set log.dir="$WORK/q3-$bias" >"$WORK/q3.log" 2>&1 ||
+    { cat "$WORK/q3.log" >&2; fail "the run failed"; }
 done
 "$TESSEL" export "$WORK/q3-false/checkpoints" -o "$WORK/q3hf/model.safetensors" >/dev/null || fail "Qwen3 export failed"
 grep -q '"model_type":[[:space:]]*"qwen3"' "$WORK/q3hf/config.json" || fail "config.json: $(cat "$WORK/q3hf/config.json")"
