@@ -34,7 +34,8 @@ tessel_status tp_est_stats(tp_base *at, const tessel_plan_query *q, uint32_t nor
     for (int k = 0; k < u.n_ops; k++) {
       tessel_op op = {.size = sizeof op};
       TESSEL_TRY(model->unit_op(at->x.host, unit, k, &op));
-      if (op.kind == TESSEL_OP_NORM) { /* each forward and the backward: Σx, Σx² (RMS: Σx²) per row, as doubles */
+      /* each forward and the backward: Σx, Σx² (RMS: Σx²) per row, as doubles; a per-head norm is local */
+      if (op.kind == TESSEL_OP_NORM && op.variant != TESSEL_NORM_RMS_HEADS) {
         uint64_t n;
         TESSEL_TRY(tessel_est_op_passes(&at->x, unit, k, &n));
         norm_calls += n + 1;
