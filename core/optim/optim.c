@@ -15,17 +15,26 @@
 ** first step (s = w + 1) towards min_lr, which it would reach at s = N + 1.
 ** So a run without warm-up trains its first step at lr, and one step
 ** (train.steps: 1) is not taken at min_lr; the last step is above min_lr
-** by the decay's last stride. */
+** by the decay's last stride. WSD (warm-up, stable, decay) holds lr after
+** the warm-up and decays linearly over the last D steps only (D =
+** decay_steps, by default a fifth of the N − w after warm-up, rounded up;
+** at most N − w, which is the linear decay): its first step at lr too. */
 double tsl_lr_at(const tsl_settings *s, int64_t step) {
   double lr = s->optim.lr, min_lr = s->optim.min_lr;
   int64_t warm = s->optim.warmup_steps, total = s->train.steps;
   if (step <= warm) return lr * (double)step / (double)warm;
   if (total <= warm) return lr;
-  double p = (double)(step - 1 - warm) / (double)(total - warm);
+  int64_t flat = warm; /* the last step before the decay's first */
+  if (s->optim.decay == TSL_DECAY_WSD) {
+    int64_t d = s->optim.decay_steps ? s->optim.decay_steps : (total - warm + 4) / 5;
+    flat = d < total - warm ? total - d : warm;
+  }
+  double p = step <= flat ? 0.0 : (double)(step - 1 - flat) / (double)(total - flat);
   if (p > 1.0) p = 1.0;
   switch (s->optim.decay) {
     case TSL_DECAY_COSINE: return min_lr + 0.5 * (1.0 + cos(M_PI * p)) * (lr - min_lr);
-    case TSL_DECAY_LINEAR: return lr - p * (lr - min_lr);
+    case TSL_DECAY_LINEAR:
+    case TSL_DECAY_WSD: return lr - p * (lr - min_lr);
     case TSL_DECAY_CONSTANT: break;
   }
   return lr;

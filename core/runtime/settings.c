@@ -441,7 +441,7 @@ static tsl_status read_train(tsl_cfg *root, tsl_settings *s) {
 }
 
 static tsl_status read_optimizer(tsl_cfg *root, tsl_settings *s) {
-  static const char *const decays[] = {"cosine", "linear", "constant", NULL};
+  static const char *const decays[] = {"cosine", "linear", "constant", "wsd", NULL};
   tsl_cfg *o;
   int decay;
   tsl_status st = tsl_cfg_section(root, "optimizer", 0, &o);
@@ -451,7 +451,12 @@ static tsl_status read_optimizer(tsl_cfg *root, tsl_settings *s) {
   keep(&st, lr);
   keep(&st, min_lr);
   keep(&st, tsl_cfg_int(o, "warmup_steps", 0, 0, I64_MAX, &s->optim.warmup_steps));
-  keep(&st, tsl_cfg_enum(o, "decay", decays, TSL_DECAY_COSINE, &decay));
+  tsl_status dst = tsl_cfg_enum(o, "decay", decays, TSL_DECAY_COSINE, &decay);
+  keep(&st, dst);
+  keep(&st, tsl_cfg_int(o, "decay_steps", 0, 0, I64_MAX, &s->optim.decay_steps));
+  if (dst >= 0 && decay != TSL_DECAY_WSD && s->optim.decay_steps > 0)
+    keep(&st, tsl_cfg_error(o, "decay_steps", "is the cool-down of decay: wsd, and decay is %s: set decay: wsd, or "
+                            "leave decay_steps out", decays[decay]));
   keep(&st, tsl_cfg_float(o, "beta1", 0.9, 0.0, 0.999999, &s->optim.beta1));
   keep(&st, tsl_cfg_float(o, "beta2", 0.95, 0.0, 0.999999, &s->optim.beta2));
   tsl_status eps = tsl_cfg_float(o, "eps", 1e-8, 0.0, 1.0, &s->optim.eps);

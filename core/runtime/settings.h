@@ -17,7 +17,7 @@
 
 typedef enum { TSL_DEVICE_CPU = 0, TSL_DEVICE_CUDA = 1 } tsl_device_kind;
 typedef enum { TSL_ARCH_GPT2 = 0, TSL_ARCH_LLAMA = 1 } tsl_arch_kind;
-typedef enum { TSL_DECAY_COSINE = 0, TSL_DECAY_LINEAR = 1, TSL_DECAY_CONSTANT = 2 } tsl_decay;
+typedef enum { TSL_DECAY_COSINE = 0, TSL_DECAY_LINEAR = 1, TSL_DECAY_CONSTANT = 2, TSL_DECAY_WSD = 3 } tsl_decay;
 typedef enum { TSL_RESUME_AUTO = 0, TSL_RESUME_NEVER = 1 } tsl_resume;
 typedef enum { TSL_PROGRESS_AUTO = 0, TSL_PROGRESS_ALWAYS = 1, TSL_PROGRESS_NEVER = 2 } tsl_progress;
 
@@ -79,6 +79,7 @@ typedef struct tsl_settings {
     double lr, min_lr, beta1, beta2, eps, weight_decay, grad_clip;
     int64_t warmup_steps;
     tsl_decay decay;
+    int64_t decay_steps; /* wsd: the cool-down's steps; 0: a fifth of those after warm-up */
   } optim;
   struct {
     tsl_device_kind kind;

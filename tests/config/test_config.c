@@ -456,7 +456,7 @@ static void test_settings(void) {
   snprintf(text, sizeof text, "%soptimizer: {decay: cosin}\n", valid);
   put(p, "decay.yaml", text);
   cfg = load_ok(p);
-  CHECK_ERROR(tsl_settings_read(cfg, &s), "%s:4:20: optimizer.decay: 'cosin' is not one of cosine, linear, constant (did you mean 'cosine'?)", p);
+  CHECK_ERROR(tsl_settings_read(cfg, &s), "%s:4:20: optimizer.decay: 'cosin' is not one of cosine, linear, constant, wsd (did you mean 'cosine'?)", p);
   tsl_config_free(cfg);
 }
 

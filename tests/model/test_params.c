@@ -203,6 +203,26 @@ static void test_learning_rate_schedule(void) {
   CHECK_CLOSE(tsl_lr_at(&s, 326), 7.75e-4, 1e-12, 0);
   s.optim.decay = TSL_DECAY_CONSTANT;
   CHECK_CLOSE(tsl_lr_at(&s, 900), 1e-3, 1e-15, 0);
+  /* WSD: lr until the last 180 steps (a fifth of the 900 after warm-up),
+  ** then linear towards min_lr at step 1001 */
+  s.optim.decay = TSL_DECAY_WSD;
+  CHECK_CLOSE(tsl_lr_at(&s, 50), 5e-4, 1e-15, 0);
+  CHECK_CLOSE(tsl_lr_at(&s, 820), 1e-3, 1e-15, 0);
+  CHECK_CLOSE(tsl_lr_at(&s, 821), 1e-3, 1e-15, 0);
+  CHECK_CLOSE(tsl_lr_at(&s, 911), 5.5e-4, 1e-12, 0);
+  CHECK_CLOSE(tsl_lr_at(&s, 1000), 1e-4 + 0.9e-3 / 180, 1e-12, 0);
+  s.optim.decay_steps = 10;
+  CHECK_CLOSE(tsl_lr_at(&s, 990), 1e-3, 1e-15, 0);
+  CHECK_CLOSE(tsl_lr_at(&s, 996), 5.5e-4, 1e-12, 0);
+  /* a cool-down as long as the run after warm-up is the linear decay */
+  s.optim.decay_steps = 5000;
+  for (int64_t k = 1; k <= 1000; k++) {
+    s.optim.decay = TSL_DECAY_LINEAR;
+    double linear = tsl_lr_at(&s, k);
+    s.optim.decay = TSL_DECAY_WSD;
+    CHECK(tsl_lr_at(&s, k) == linear);
+  }
+  s.optim.decay_steps = 0;
   /* no warm-up: the first step at the peak (it once started decayed, and
   ** train.steps: 1 trained at min_lr) */
   s.optim.warmup_steps = 0;
