@@ -4,7 +4,8 @@
 # "baby" and "small" (bench/configs/) and their Llama twins, which trade
 # GPT-2's learned positions, tied head, biases, layer norms and 4·C GELU MLP
 # for rotary positions, an untied head, RMS norms, grouped-query attention
-# and a SwiGLU MLP sized to the same parameter count.
+# and a SwiGLU MLP sized to the same parameter count; and "small" as a
+# Qwen3 (small_llama with per-head q/k norms).
 #
 # The machine this project runs on is shared and loaded, so the four models
 # run interleaved, ROUNDS times (default 5): each run's figure is the median
@@ -25,7 +26,7 @@ cd "$(dirname "$0")/.."
 
 median() { sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 field() { sed -n "s/.*\"$1\":\\([^,}]*\\).*/\\1/p"; }
-models=(baby baby_llama small small_llama)
+models=(baby baby_llama small small_llama small_qwen3)
 OUT=build/bench/llama_cpu
 rm -rf "$OUT"
 mkdir -p "$OUT"
@@ -49,8 +50,9 @@ for model in "${models[@]}"; do
   mfu=$(median <"$OUT/$model.mfu")
   printf '| %s | %s | %.0f (%s) | %.1f%% |\n' "$model" "$params" "$tps" "$range" "$(awk -v m="$mfu" 'BEGIN {print 100 * m}')"
 done
-for size in baby small; do
-  paste "$OUT/${size}_llama.tps" "$OUT/$size.tps" | awk '{print $1 / $2}' >"$OUT/$size.ratio"
-  printf '%s_llama / %s tokens/s, per round: median %.2f (%s)\n' "$size" "$size" "$(median <"$OUT/$size.ratio")" \
-    "$(sort -g "$OUT/$size.ratio" | awk 'NR == 1 {lo = $1} {hi = $1} END {printf "%.2f–%.2f", lo, hi}')"
+for pair in baby_llama:baby small_llama:small small_qwen3:small_llama; do
+  a=${pair%:*} b=${pair#*:}
+  paste "$OUT/$a.tps" "$OUT/$b.tps" | awk '{print $1 / $2}' >"$OUT/$a.ratio"
+  printf '%s / %s tokens/s, per round: median %.2f (%s)\n' "$a" "$b" "$(median <"$OUT/$a.ratio")" \
+    "$(sort -g "$OUT/$a.ratio" | awk 'NR == 1 {lo = $1} {hi = $1} END {printf "%.2f–%.2f", lo, hi}')"
 done
