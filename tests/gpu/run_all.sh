@@ -39,7 +39,7 @@ declare -A WHAT=(
   [build]="configure (TESSEL_CUDA=ON, -Werror) and build, all cores"
   [unit]="ctest -L gpu: kernels, cuBLASLt, allocator, NCCL (CUDA_LAUNCH_BLOCKING=1)"
   [sanitizer]="compute-sanitizer memcheck on gpu_memory and gpu_elementwise"
-  [strategies]="20 steps of none, ddp, gemini, hybrid, tp2d, tp3d against the CPU"
+  [strategies]="20 steps of none, ddp, gemini, hybrid, tp2d, tp3d, llama_wide, qwen3 against the CPU"
   [bench]="GPT-2 124M, T=1024, largest micro-batch of 128/64/32/16 that fits")
 
 mode=run
