@@ -16,9 +16,11 @@
 ** So a run without warm-up trains its first step at lr, and one step
 ** (train.steps: 1) is not taken at min_lr; the last step is above min_lr
 ** by the decay's last stride. WSD (warm-up, stable, decay) holds lr after
-** the warm-up and decays linearly over the last D steps only (D =
-** decay_steps, by default a fifth of the N − w after warm-up, rounded up;
-** at most N − w, which is the linear decay): its first step at lr too. */
+** the warm-up and decays over the last D steps only (D = decay_steps, by
+** default a fifth of the N − w after warm-up, rounded up; at most N − w,
+** which is the linear decay): its first step at lr too. Its cool-down is
+** linear, or 1 − √p (decay_shape 1-sqrt, which Hägele et al. 2024 found
+** ends lower than linear). */
 double tsl_lr_at(const tsl_settings *s, int64_t step) {
   double lr = s->optim.lr, min_lr = s->optim.min_lr;
   int64_t warm = s->optim.warmup_steps, total = s->train.steps;
@@ -33,8 +35,10 @@ double tsl_lr_at(const tsl_settings *s, int64_t step) {
   if (p > 1.0) p = 1.0;
   switch (s->optim.decay) {
     case TSL_DECAY_COSINE: return min_lr + 0.5 * (1.0 + cos(M_PI * p)) * (lr - min_lr);
-    case TSL_DECAY_LINEAR:
-    case TSL_DECAY_WSD: return lr - p * (lr - min_lr);
+    case TSL_DECAY_WSD:
+      if (s->optim.decay_sqrt) return min_lr + (1.0 - sqrt(p)) * (lr - min_lr);
+      return lr - p * (lr - min_lr);
+    case TSL_DECAY_LINEAR: return lr - p * (lr - min_lr);
     case TSL_DECAY_CONSTANT: break;
   }
   return lr;

@@ -442,6 +442,7 @@ static tsl_status read_train(tsl_cfg *root, tsl_settings *s) {
 
 static tsl_status read_optimizer(tsl_cfg *root, tsl_settings *s) {
   static const char *const decays[] = {"cosine", "linear", "constant", "wsd", NULL};
+  static const char *const shapes[] = {"linear", "1-sqrt", NULL};
   tsl_cfg *o;
   int decay;
   tsl_status st = tsl_cfg_section(root, "optimizer", 0, &o);
@@ -454,9 +455,13 @@ static tsl_status read_optimizer(tsl_cfg *root, tsl_settings *s) {
   tsl_status dst = tsl_cfg_enum(o, "decay", decays, TSL_DECAY_COSINE, &decay);
   keep(&st, dst);
   keep(&st, tsl_cfg_int(o, "decay_steps", 0, 0, I64_MAX, &s->optim.decay_steps));
+  keep(&st, tsl_cfg_enum(o, "decay_shape", shapes, 0, &s->optim.decay_sqrt));
   if (dst >= 0 && decay != TSL_DECAY_WSD && s->optim.decay_steps > 0)
     keep(&st, tsl_cfg_error(o, "decay_steps", "is the cool-down of decay: wsd, and decay is %s: set decay: wsd, or "
                             "leave decay_steps out", decays[decay]));
+  if (dst >= 0 && decay != TSL_DECAY_WSD && s->optim.decay_sqrt)
+    keep(&st, tsl_cfg_error(o, "decay_shape", "shapes the cool-down of decay: wsd, and decay is %s: set decay: wsd, "
+                            "or leave decay_shape out", decays[decay]));
   keep(&st, tsl_cfg_float(o, "beta1", 0.9, 0.0, 0.999999, &s->optim.beta1));
   keep(&st, tsl_cfg_float(o, "beta2", 0.95, 0.0, 0.999999, &s->optim.beta2));
   tsl_status eps = tsl_cfg_float(o, "eps", 1e-8, 0.0, 1.0, &s->optim.eps);

@@ -80,6 +80,7 @@ typedef struct tsl_settings {
     int64_t warmup_steps;
     tsl_decay decay;
     int64_t decay_steps; /* wsd: the cool-down's steps; 0: a fifth of those after warm-up */
+    int decay_sqrt;      /* wsd: the cool-down falls as 1 − √p instead of linearly */
   } optim;
   struct {
     tsl_device_kind kind;

@@ -214,6 +214,14 @@ static void test_learning_rate_schedule(void) {
   s.optim.decay_steps = 10;
   CHECK_CLOSE(tsl_lr_at(&s, 990), 1e-3, 1e-15, 0);
   CHECK_CLOSE(tsl_lr_at(&s, 996), 5.5e-4, 1e-12, 0);
+  /* the 1 − √p cool-down: a quarter of the way down at p = 1/16, half at 1/4 */
+  s.optim.decay_sqrt = 1;
+  s.optim.decay_steps = 16;
+  CHECK_CLOSE(tsl_lr_at(&s, 984), 1e-3, 1e-15, 0);
+  CHECK_CLOSE(tsl_lr_at(&s, 986), 1e-3 - 0.25 * 0.9e-3, 1e-12, 0);
+  CHECK_CLOSE(tsl_lr_at(&s, 989), 5.5e-4, 1e-12, 0);
+  for (int64_t k = 985; k < 1000; k++) CHECK(tsl_lr_at(&s, k + 1) < tsl_lr_at(&s, k));
+  s.optim.decay_sqrt = 0;
   /* a cool-down as long as the run after warm-up is the linear decay */
   s.optim.decay_steps = 5000;
   for (int64_t k = 1; k <= 1000; k++) {
