@@ -367,8 +367,10 @@ tsl_status tsl_hf_config(const char *dir, int say, tsl_model_settings *out) {
     st = llama(&j, &llama_defaults, out);
   } else if (strcmp(type->valuestring, "mistral") == 0) {
     st = mistral(&j, out);
-  } else if (strcmp(type->valuestring, "qwen2") == 0 || strcmp(type->valuestring, "qwen3") == 0) {
-    st = qwen(&j, type->valuestring[4] - '0', out);
+  } else if (strcmp(type->valuestring, "qwen2") == 0) {
+    st = qwen(&j, 2, out);
+  } else if (strcmp(type->valuestring, "qwen3") == 0) {
+    st = qwen(&j, 3, out);
   } else {
     st = tsl_error(TESSEL_E_UNSUPPORTED, "%s: model_type '%s'; tessel imports 'gpt2' (GPT2LMHeadModel), 'llama' "
                    "(LlamaForCausalLM), 'mistral' (MistralForCausalLM), 'qwen2' (Qwen2ForCausalLM) and 'qwen3' "

@@ -27,6 +27,15 @@ int64_t tsl_act_rows(const tsl_model *m, const tsl_act_decl *a) {
   return a->rows == TSL_ROWS_RESID ? m->geo.rows : m->geo.inner_rows;
 }
 
+void tsl_norm_shape(const tsl_model *m, const tsl_unit_decl *u, const tsl_op_decl *od, int64_t *rows, int64_t *cols) {
+  *rows = tsl_act_rows(m, &u->acts[od->in[0]]);
+  *cols = tsl_act_width(m, u, od->in[0]);
+  if (od->variant != TESSEL_NORM_RMS_HEADS) return;
+  int64_t hs = m->dims.dim[TESSEL_DIM_HEAD_SIZE];
+  *rows *= *cols / hs;
+  *cols = hs;
+}
+
 /* Local columns of one run of role d. */
 static int64_t run_cols(const tsl_model *m, tessel_dim d) {
   const tessel_geometry *g = &m->geo;
@@ -121,10 +130,10 @@ static int own_buffer(const tsl_unit_decl *u, int act) {
 static uint64_t saved_floats(const tsl_model *m, const tsl_unit_decl *u, int k, int i) {
   const tsl_op_decl *op = &u->ops[k];
   if (op->kind == TESSEL_OP_NORM) {
+    int64_t rows, cols;
     if (i == 0 && op->variant != TESSEL_NORM_LAYER) return 0;
-    uint64_t rows = (uint64_t)tsl_act_rows(m, &u->acts[op->in[0]]);
-    if (op->variant != TESSEL_NORM_RMS_HEADS) return rows;
-    return rows * (uint64_t)(tsl_act_width(m, u, op->in[0]) / m->dims.dim[TESSEL_DIM_HEAD_SIZE]);
+    tsl_norm_shape(m, u, op, &rows, &cols);
+    return (uint64_t)rows;
   }
   if (op->kind == TESSEL_OP_ATTENTION && i == 1)
     return (uint64_t)(m->geo.batch * m->geo.heads) * (uint64_t)m->dims.seq_len;

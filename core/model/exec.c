@@ -49,30 +49,27 @@ static int64_t width(const run *r, int a) { return tsl_act_width(r->m, r->d, a);
 
 /* ---- forward ---- */
 
-/* A per-head norm is an RMS norm over rows · heads rows of one head each
-** (its buffers are contiguous). */
+/* A per-head norm runs as a plain RMS norm over the rows tsl_norm_shape
+** gives (its buffers are contiguous). */
 static tsl_status norm_args(const run *r, tessel_param_view *w, tessel_param_view *b, tessel_norm_args *a) {
-  int64_t ld, n = rows(r, r->od->in[0]), cols = width(r, r->od->in[0]);
+  int64_t ld, n, cols;
   tsl_unit_acts *ua = &r->m->slots[r->slot].units[r->unit];
   *w = view_of(r->m, r->op->weight);
   if (r->op->bias >= 0) *b = view_of(r->m, r->op->bias);
-  int per_head = r->op->variant == TESSEL_NORM_RMS_HEADS;
-  if (per_head) {
-    int64_t hs = r->m->dims.dim[TESSEL_DIM_HEAD_SIZE];
-    n *= cols / hs;
-    cols = hs;
-  }
-  *a = (tessel_norm_args){.size = sizeof *a, .variant = per_head ? TESSEL_NORM_RMS : r->op->variant,
+  tsl_norm_shape(r->m, r->d, r->od, &n, &cols);
+  *a = (tessel_norm_args){.size = sizeof *a,
+                          .variant = r->op->variant == TESSEL_NORM_RMS_HEADS ? TESSEL_NORM_RMS : r->op->variant,
                           .eps = r->op->eps, .w = w, .b = r->op->bias >= 0 ? b : NULL,
                           .inp = act(r, r->od->in[0], &ld), .mean = ua->saved[r->op->index][0],
                           .rstd = ua->saved[r->op->index][1], .rows = n, .cols = cols};
   return TESSEL_OK;
 }
 
-/* The strategy's norm hooks, or the core's for a per-head norm, which is
-** always the core's (plugin.h). */
-#define NORM_OP(r, name, args)                                                                                  \
-  ((r)->op->variant == TESSEL_NORM_RMS_HEADS ? tsl_op_##name((r)->m, (r)->c, args) : OP((r)->m, name, (r)->c, args))
+/* The strategy's norm hook, or the core's where tsl_core_runs says the core
+** runs the op whatever the hooks (a per-head norm, plugin.h). */
+#define NORM_OP(r, name, backward, args)                                                                        \
+  (tsl_core_runs((r)->m, (r)->op, backward) ? tsl_op_##name((r)->m, (r)->c, args)                             \
+                                            : OP((r)->m, name, (r)->c, args))
 
 static void linear_args(const run *r, tessel_param_view *w, tessel_param_view *b, tessel_linear_args *a) {
   int64_t ld;
@@ -123,7 +120,7 @@ static tsl_status forward_op(const run *r, int micro) {
       tessel_norm_args a;
       norm_args(r, &w, &b, &a);
       a.out = act(r, od->out[0], &ld);
-      return NORM_OP(r, norm_forward, &a);
+      return NORM_OP(r, norm_forward, 0, &a);
     }
     case TESSEL_OP_LINEAR: {
       tessel_linear_args a;
@@ -368,7 +365,7 @@ static tsl_status backward_op(const run *r, written *w) {
       a.dout = tsl_act_grad(m, r->unit, od->out[0], &ld);
       a.dinp = grad_target(r, w, od->in[0], &add);
       if (add && norm_adds(m, &a)) return norm_backward_add(r, w, &a);
-      if ((st = NORM_OP(r, norm_backward, &a)) < 0) return st;
+      if ((st = NORM_OP(r, norm_backward, 1, &a)) < 0) return st;
       return finish_target(r, w, od->in[0], add);
     }
     case TESSEL_OP_LINEAR: {

@@ -21,9 +21,8 @@ static const char *unit_name(const tsl_model *m, int unit, char *buf, size_t cap
   return buf;
 }
 
-/* Does the core run op `op` in this direction (forward 0, backward 1; -1:
-** either)? */
-static int core_runs(const tsl_model *m, const tessel_op *op, int backward) {
+/* A per-head norm is the core's whatever the strategy's norm hooks. */
+int tsl_core_runs(const tsl_model *m, const tessel_op *op, int backward) {
   const tessel_layer_ops *o = &m->plugin_ops;
   switch (op->kind) {
     case TESSEL_OP_LINEAR:
@@ -56,10 +55,12 @@ static void shape_needed(const tsl_model *m, int u, int k, int which, int64_t ou
       out[1] = which ? 1 : o;
       return;
     }
-    case TESSEL_OP_NORM: /* one weight for every head, or one per channel */
-      out[0] = op->variant == TESSEL_NORM_RMS_HEADS ? m->dims.dim[TESSEL_DIM_HEAD_SIZE] : in;
+    case TESSEL_OP_NORM: { /* a weight as wide as the rows it normalises */
+      int64_t rows;
+      tsl_norm_shape(m, d, od, &rows, &out[0]);
       out[1] = 1;
       return;
+    }
     case TESSEL_OP_EMBEDDING: /* the table, or the positions: every row, the stream's width */
       out[0] = which ? m->params.p[op->bias].info.shape[0] : V;
       out[1] = tsl_act_width(m, d, od->out[0]);
@@ -112,7 +113,7 @@ static tsl_status fit_param(tsl_model *m, int u, int k, int which) {
     return tsl_hook_refuse(m->rt, "layout(%s)", p->name);
   }
   /* a plugin-stored part is computed with what the plugin binds */
-  if (p->layout.store != TESSEL_STORE_CORE || !core_runs(m, op, -1)) return TESSEL_OK;
+  if (p->layout.store != TESSEL_STORE_CORE || !tsl_core_runs(m, op, -1)) return TESSEL_OK;
   int64_t need[2];
   shape_needed(m, u, k, which, need);
   if (need[0] == p->local_shape[0] && need[1] == p->local_shape[1]) return TESSEL_OK;
@@ -135,7 +136,7 @@ tsl_status tsl_fit_check(tsl_model *m) {
       const tessel_op *op = &m->units[u].ops[k];
       if (op->weight >= 0) TSL_TRY(st, fit_param(m, u, k, 0));
       if (op->bias >= 0) TSL_TRY(st, fit_param(m, u, k, 1));
-      if (!core_runs(m, op, -1) || !rows_misfit(m, u, k, why, sizeof why)) continue;
+      if (!tsl_core_runs(m, op, -1) || !rows_misfit(m, u, k, why, sizeof why)) continue;
       tsl_error(TESSEL_E_INTERNAL, "the core's %s in %s does not fit the geometry: %s", tsl_op_kind_name(op->kind),
                 unit_name(m, u, un, sizeof un), why);
       return tsl_hook_refuse(m->rt, "geometry");
@@ -153,7 +154,7 @@ tsl_status tsl_fit_bound(tsl_model *m, int unit, int backward) {
     const tessel_op *op = &u->ops[k];
     /* the head's backward runs with its forward, in training */
     int head = op->kind == TESSEL_OP_HEAD, grads = head ? m->training : backward;
-    if ((head && backward) || !core_runs(m, op, backward)) continue;
+    if ((head && backward) || !tsl_core_runs(m, op, backward)) continue;
     for (int which = 0; which < 2; which++) {
       int i = which ? op->bias : op->weight;
       if (i < 0) continue;

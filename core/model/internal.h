@@ -108,6 +108,9 @@ void tsl_decode_free(tsl_model *m);
 /* acts.c: sizes and storage of activations and their gradients. */
 int64_t tsl_act_rows(const tsl_model *m, const tsl_act_decl *a);
 int64_t tsl_act_width(const tsl_model *m, const tsl_unit_decl *u, int act);
+/* The rows and columns norm op `od` normalises: its input's, or for a
+** per-head norm (TESSEL_NORM_RMS_HEADS) rows · heads rows of one head. */
+void tsl_norm_shape(const tsl_model *m, const tsl_unit_decl *u, const tsl_op_decl *od, int64_t *rows, int64_t *cols);
 /* The activation's storage (a view resolves into its parent) and its row
 ** stride in elements. */
 void *tsl_act_ptr(const tsl_model *m, int slot, int unit, int act, int64_t *ld);
@@ -128,6 +131,9 @@ void tsl_acts_bind_kept(tsl_model *m, int slot, int unit, void *base);
 ** here, a core-stored part whose shape is not the one the geometry implies,
 ** rows that the core's embedding, head, linear or norm would not keep. */
 tsl_status tsl_fit_check(tsl_model *m);
+/* Does the core run `op` in this direction (forward 0, backward 1; -1:
+** either), rather than the strategy's layer op? */
+int tsl_core_runs(const tsl_model *m, const tessel_op *op, int backward);
 /* Before unit `unit` runs (forward 0, backward 1): every plugin-stored
 ** parameter a core op of it reads has its data (and, to take gradients,
 ** its gradient) bound. */

@@ -33,12 +33,11 @@ double tsl_lr_at(const tsl_settings *s, int64_t step) {
   }
   double p = step <= flat ? 0.0 : (double)(step - 1 - flat) / (double)(total - flat);
   if (p > 1.0) p = 1.0;
+  if (s->optim.decay == TSL_DECAY_WSD && s->optim.decay_sqrt) return min_lr + (1.0 - sqrt(p)) * (lr - min_lr);
   switch (s->optim.decay) {
     case TSL_DECAY_COSINE: return min_lr + 0.5 * (1.0 + cos(M_PI * p)) * (lr - min_lr);
-    case TSL_DECAY_WSD:
-      if (s->optim.decay_sqrt) return min_lr + (1.0 - sqrt(p)) * (lr - min_lr);
-      return lr - p * (lr - min_lr);
-    case TSL_DECAY_LINEAR: return lr - p * (lr - min_lr);
+    case TSL_DECAY_LINEAR:
+    case TSL_DECAY_WSD: return lr - p * (lr - min_lr);
     case TSL_DECAY_CONSTANT: break;
   }
   return lr;
