@@ -296,7 +296,8 @@ static tsl_status encode_segment(const segment *g, tsl_tokenizer *t, tsl_token_v
   if (g->whole) part_bounds(g->f, text, len, g->val, &lo, &hi);
   int32_t eot = tsl_tokenizer_eot(t);
   if (g->first && lo < hi) st = tsl_token_vec_sink(v, &eot, 1);
-  if (st >= 0) st = tsl_tokenizer_encode(t, text + lo, (size_t)(hi - lo), 0, tsl_token_vec_sink, v);
+  if (st >= 0)
+    st = tsl_tokenizer_encode(t, text + lo, (size_t)(hi - lo), g->first ? 0 : TSL_TOK_CONTINUED, tsl_token_vec_sink, v);
   if (st < 0) tsl_error_wrap(st, "%s", g->f->path);
   tsl_unmap_file(text, len);
   return st;

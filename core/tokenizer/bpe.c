@@ -3,7 +3,8 @@
 **
 ** A text is cut at added tokens (when asked), each span into pre-tokenizer
 ** pieces, and each piece's bytes are merged: start from one symbol per byte
-** and repeatedly merge the adjacent pair of lowest rank, leftmost first —
+** (per character under SentencePiece's kind, metaspace.c) and repeatedly
+** merge the adjacent pair of lowest rank, leftmost first —
 ** `tokenizers`' Word::merge_all, with the same heap order (rank, then
 ** position) and the same test of a stale entry (the pair there now must
 ** still merge into the entry's id), so the ids agree token for token. Each
@@ -62,7 +63,9 @@ static void push_pair(const tsl_tokenizer *t, merge_entry *h, size_t *n, const i
 }
 
 long tsl_bpe_merge_piece(tsl_tokenizer *t, const unsigned char *piece, size_t n, int32_t *ids) {
-  for (size_t i = 0; i < n; i++) ids[i] = t->byte_id[piece[i]];
+  if (t->metaspace) n = tsl_metaspace_symbols(t, piece, n, ids);
+  else
+    for (size_t i = 0; i < n; i++) ids[i] = t->byte_id[piece[i]];
   if (n < 2) return (long)n;
   /* scratch: next and prev links, and a heap of at most n - 1 + 2 per merge entries */
   tsl_status st = tsl_tok_reserve(&t->work, &t->work_cap, n * 2 * sizeof(long) + 3 * n * sizeof(merge_entry), 1);
@@ -169,12 +172,28 @@ static tsl_status encode_pretok_piece(tsl_tokenizer *t, const char *piece, size_
   return st;
 }
 
-/* One span of ordinary text: normalize it (NFC) when the tokenizer does,
-** pre-tokenize it and encode each piece. */
-static tsl_status encode_span(tsl_tokenizer *t, const char *text, size_t len, out_buf *o) {
+/* A span of SentencePiece's kind: spaces made ▁ and its prefix put, then
+** each piece (the whole span, or from each ▁ when the tokenizer splits). */
+static tsl_status encode_metaspace_span(tsl_tokenizer *t, const char *text, size_t len, tsl_span_at at, out_buf *o) {
+  char *s;
+  size_t n;
+  tsl_status st = tsl_metaspace_normalize(t, text, len, at, &s, &n);
+  for (size_t a = 0, b; st >= 0 && a < n; a = b) {
+    b = tsl_metaspace_piece_end(t, s, n, a);
+    st = encode_piece(t, s + a, b - a, o);
+  }
+  free(s);
+  return st;
+}
+
+/* One span of ordinary text, starting `at` the start of the text, after an
+** added token or where an earlier text was cut: normalize it (NFC) when the
+** tokenizer does, pre-tokenize it and encode each piece. */
+static tsl_status encode_span(tsl_tokenizer *t, const char *text, size_t len, tsl_span_at at, out_buf *o) {
   tsl_status st = TESSEL_OK;
   char *spaced = NULL, *normal = NULL;
   if (len == 0) return TESSEL_OK;
+  if (t->metaspace) return encode_metaspace_span(t, text, len, at, o);
   if (t->nfc) {
     TSL_TRY(st, tsl_nfc(text, len, &normal, &len));
     text = normal;
@@ -226,6 +245,7 @@ tsl_status tsl_tokenizer_encode(tsl_tokenizer *t, const char *text, size_t len, 
   o->ctx = ctx;
   o->n = 0;
   size_t span = 0;
+  tsl_span_at at = flags & TSL_TOK_CONTINUED ? TSL_SPAN_CONTINUED : TSL_SPAN_START;
   if (flags & TSL_TOK_ADDED) {
     for (size_t i = 0; i < len && st >= 0;) {
       const tsl_added_token *a = added_at(t, text, len, i);
@@ -233,19 +253,17 @@ tsl_status tsl_tokenizer_encode(tsl_tokenizer *t, const char *text, size_t len, 
         i++;
         continue;
       }
-      st = encode_span(t, text + span, i - span, o);
+      st = encode_span(t, text + span, i - span, span ? TSL_SPAN_AFTER_ADDED : at, o);
       if (st >= 0) st = out_put(o, &a->id, 1);
       i += a->len;
       span = i;
     }
   }
-  if (st >= 0) st = encode_span(t, text + span, len - span, o);
+  if (st >= 0) st = encode_span(t, text + span, len - span, span ? TSL_SPAN_AFTER_ADDED : at, o);
   if (st >= 0) st = out_flush(o);
   free(o);
   return st;
 }
-
-static int ascii_letter(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
 
 /* A pre-tokenizer regex whose pieces end where tsl_tokenizer_cut cuts. */
 static int cuttable(const char *pattern) {
@@ -255,10 +273,18 @@ static int cuttable(const char *pattern) {
   return 0;
 }
 
+/* Whether a piece always ends before a space between two letters: a named
+** regex's pieces do; SentencePiece's do when it splits at every ▁ or when no
+** token joins a letter to a ▁ after it (no merge then crosses the space). */
+static int cuts_between_words(const tsl_tokenizer *t) {
+  if (t->metaspace) return t->split_at_metaspace || t->cut_between_words;
+  return cuttable(t->pretok ? tsl_pretok_pattern(t->pretok) : NULL);
+}
+
 size_t tsl_tokenizer_cut(const tsl_tokenizer *t, const char *text, size_t len, size_t from, size_t to) {
-  if (!cuttable(t->pretok ? tsl_pretok_pattern(t->pretok) : NULL)) return 0;
+  if (!cuts_between_words(t)) return 0;
   for (size_t i = TSL_MAX(from, 1); i < to && i + 1 < len; i++)
-    if (text[i] == ' ' && ascii_letter(text[i - 1]) && ascii_letter(text[i + 1])) return i;
+    if (text[i] == ' ' && tsl_tok_ascii_letter(text[i - 1]) && tsl_tok_ascii_letter(text[i + 1])) return i;
   return 0;
 }
 
@@ -280,4 +306,10 @@ const char *tsl_tokenizer_token(const tsl_tokenizer *t, int32_t id, size_t *len)
   if (id < 0 || id >= t->vocab_size) return NULL;
   *len = t->len[id];
   return t->bytes + t->off[id];
+}
+
+const char *tsl_tokenizer_first_token(const tsl_tokenizer *t, int32_t id, size_t *len) {
+  const char *s = tsl_tokenizer_token(t, id, len);
+  if (s && t->strip_first_space && *len > 0 && s[0] == ' ') s++, --*len;
+  return s;
 }

@@ -6,10 +6,13 @@
 #ifndef TSL_TOKENIZER_INTERNAL_H
 #define TSL_TOKENIZER_INTERNAL_H
 
+#include <cjson/cJSON.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "tokenizer/tokenizer.h"
+
+static inline int tsl_tok_ascii_letter(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
 
 /* ---- hashmap.c ---- */
 
@@ -104,6 +107,21 @@ int tsl_pretok_next(tsl_pretok_iter *it, size_t *start, size_t *end);
 
 /* ---- the tokenizer (json.c loads, bpe.c encodes) ---- */
 
+/* How a SentencePiece tokenizer puts its ▁ before a span (metaspace.c). */
+typedef enum tsl_prepend {
+  TSL_PREPEND_NEVER,
+  TSL_PREPEND_FIRST,      /* a span at the start of the text, unless it starts with a space */
+  TSL_PREPEND_ALWAYS,     /* every span, unless it starts with a space */
+  TSL_PREPEND_NORMALIZER  /* every span (the Prepend normalizer) */
+} tsl_prepend;
+
+/* Where a span of ordinary text starts. */
+typedef enum tsl_span_at {
+  TSL_SPAN_START,       /* at the start of the text */
+  TSL_SPAN_AFTER_ADDED, /* after an added token */
+  TSL_SPAN_CONTINUED    /* at the start of a text that continues another (TSL_TOK_CONTINUED) */
+} tsl_span_at;
+
 typedef struct tsl_added_token {
   int32_t id;
   int special;
@@ -132,6 +150,14 @@ struct tsl_tokenizer {
   int bos;                   /* <|begin_of_text|>, <s> or <bos>; else eot (GPT-2's one token) */
   uint64_t hash;
   tsl_pretok *pretok;        /* NULL: each span is one piece */
+  /* SentencePiece's kind (metaspace.c): the symbols are characters, spaces
+  ** are ▁, and byte_id holds the byte fallback tokens <0xNN> */
+  int metaspace;
+  tsl_prepend prepend;
+  int split_at_metaspace;    /* a piece begins at every ▁ */
+  int strip_first_space;     /* the decoder's Strip: a sequence's first token loses a leading space */
+  int cut_between_words;     /* no token joins a letter to a ▁ after it */
+  tsl_strmap chars;          /* tokens of one character (as model.vocab writes them) -> id */
   /* encoder state: cached pieces (bytes -> offset << 8 | count into cache_ids) */
   tsl_strmap cache;
   int32_t *cache_ids;
@@ -145,7 +171,34 @@ struct tsl_tokenizer {
 ** bytes kept; *out (heap, NULL when empty) and *out_len. */
 tsl_status tsl_nfc(const char *text, size_t len, char **out, size_t *out_len);
 
-/* Merge the byte symbols of one piece by rank (bpe.c); ids[0, n) in, the
+/* ---- metaspace.c ---- */
+
+/* Whether a normalizer is Sequence [Prepend ▁, Replace " " → ▁]. */
+int tsl_metaspace_legacy_normalizer(const cJSON *norm);
+/* Read the normalizer, pre-tokenizer, decoder and model flags of a
+** SentencePiece tokenizer.json into t (t->metaspace set); refuses what it
+** does not support, naming the field. */
+tsl_status tsl_metaspace_read(tsl_tokenizer *t, const char *name, const cJSON *root);
+/* What a model.vocab string decodes to: <0xNN> its byte, any other the
+** string with each ▁ a space; out needs len bytes. Returns the length. */
+long tsl_metaspace_decode(const char *s, size_t len, unsigned char *out);
+/* byte_id from the 256 byte tokens (all required), the one-character
+** tokens, and whether cuts between words are safe, from model.vocab's
+** strings (string -> id). */
+tsl_status tsl_metaspace_tables(tsl_tokenizer *t, const char *name, const tsl_strmap *by_string);
+/* The initial symbols of a normalized piece: one per character, its token
+** or its bytes' tokens. ids needs n entries; returns the count. */
+size_t tsl_metaspace_symbols(const tsl_tokenizer *t, const unsigned char *piece, size_t n, int32_t *ids);
+/* A span as the model sees it: each space ▁, and the prefix ▁ as the
+** tokenizer puts it at `at`. *out is heap. */
+tsl_status tsl_metaspace_normalize(const tsl_tokenizer *t, const char *text, size_t len, tsl_span_at at, char **out,
+                                   size_t *out_len);
+/* Where the piece of normalized s that starts at `from` ends: at the next
+** ▁ when pieces split there, else at len. */
+size_t tsl_metaspace_piece_end(const tsl_tokenizer *t, const char *s, size_t len, size_t from);
+
+/* Merge the initial symbols of one piece by rank (bpe.c): its bytes' symbols, or
+** under SentencePiece's kind its characters'; ids[0, n) in, the
 ** merged ids out; returns their count, or a negative status. */
 long tsl_bpe_merge_piece(tsl_tokenizer *t, const unsigned char *piece, size_t n, int32_t *ids);
 

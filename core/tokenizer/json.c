@@ -6,6 +6,8 @@
 **                    "a b" strings or [a, b] pairs; dropout null, no
 **                    continuing_subword_prefix / end_of_word_suffix, no
 **                    byte_fallback; ignore_merges honoured
+**   (or SentencePiece's BPE with byte_fallback: metaspace.c reads its
+**    normalizer, pre_tokenizer, decoder and model flags)
 **   normalizer       null, or NFC (Qwen2's: each span composed before it is
 **                    pre-tokenized)
 **   pre_tokenizer    ByteLevel (use_regex: GPT-2's regex; add_prefix_space),
@@ -135,6 +137,9 @@ static tsl_status read_pre_tokenizer(loader *l, const cJSON *root) {
 
 static tsl_status read_pipeline(loader *l, const cJSON *root) {
   const cJSON *norm = field(root, "normalizer"), *dec = field(root, "decoder"), *dty = field(dec, "type");
+  const cJSON *pty = field(field(root, "pre_tokenizer"), "type");
+  if (tsl_metaspace_legacy_normalizer(norm) || (cJSON_IsString(pty) && strcmp(pty->valuestring, "Metaspace") == 0))
+    return tsl_metaspace_read(l->t, l->name, root);
   if (norm && !cJSON_IsNull(norm)) {
     const cJSON *ty = field(norm, "type");
     if (!cJSON_IsString(ty) || strcmp(ty->valuestring, "NFC") != 0)
@@ -253,12 +258,13 @@ fail:
 static tsl_status read_model(loader *l, const cJSON *root) {
   const cJSON *model = field(root, "model"), *type = field(model, "type");
   tsl_status st;
-  static const char *const unsupported[] = {"dropout", "continuing_subword_prefix", "end_of_word_suffix", "byte_fallback"};
+  static const char *const unsupported[] = {"dropout", "continuing_subword_prefix", "end_of_word_suffix"};
   if (!cJSON_IsObject(model)) return tsl_error(TESSEL_E_CONFIG, "%s: no model object", l->name);
   if (type && !(cJSON_IsString(type) && strcmp(type->valuestring, "BPE") == 0))
     return tsl_error(TESSEL_E_UNSUPPORTED, "%s: model.type is %s; tessel reads BPE tokenizers", l->name,
                      cJSON_IsString(type) ? type->valuestring : "not a string");
   for (size_t i = 0; i < TSL_ARRAY_LEN(unsupported); i++) TSL_TRY(st, refuse_if_set(l, model, "model", unsupported[i]));
+  if (!l->t->metaspace) TSL_TRY(st, refuse_if_set(l, model, "model", "byte_fallback")); /* metaspace.c requires it */
   l->t->ignore_merges = bool_field(model, "ignore_merges", 0);
   TSL_TRY(st, read_vocab(l, model));
   TSL_TRY(st, read_merges(l, model));
@@ -316,19 +322,24 @@ static const tsl_added_token *added_with_id(const tsl_tokenizer *t, int32_t id) 
   return NULL;
 }
 
+/* What a model.vocab string decodes to (out: len bytes), or -1 when it is
+** not valid UTF-8 for a byte-level vocabulary. */
+static long decode_vocab(const tsl_tokenizer *t, const char *s, size_t len, unsigned char *out) {
+  return t->metaspace ? tsl_metaspace_decode(s, len, out) : tsl_bytelevel_decode(s, len, out);
+}
+
 /* An added token that is also model.vocab's entry for its id (set_id made
 ** the two texts one) is reached two ways: cut out of a text as itself, and
-** merged from the bytes the byte-level entry stands for. It decodes to its
+** merged from the bytes the vocabulary's entry stands for. It decodes to its
 ** own text, so both must be that text: an added "\u0120" would decode a
 ** merged space as the two bytes of 'Ġ', and decode(encode(x)) != x. */
 static tsl_status check_added_in_vocab(const loader *l, const tsl_added_token *a, unsigned char *scratch) {
   const int64_t *id = tsl_strmap_find(&l->by_string, a->text, a->len);
   if (!id || *id != a->id) return TESSEL_OK;
-  long n = tsl_bytelevel_decode(a->text, a->len, scratch);
+  long n = decode_vocab(l->t, a->text, a->len, scratch);
   if (n == (long)a->len && memcmp(scratch, a->text, a->len) == 0) return TESSEL_OK;
   return tsl_error(TESSEL_E_UNSUPPORTED, "%s: added token '%s' (id %d) is also in model.vocab, where it stands "
-                   "(byte-level) for other bytes than its text; an id decodes to one byte string", l->name, a->text,
-                   a->id);
+                   "for other bytes than its text; an id decodes to one byte string", l->name, a->text, a->id);
 }
 
 /* Each id's bytes; the 256 byte symbols; the hash of the whole. */
@@ -349,7 +360,7 @@ static tsl_status build_tables(loader *l) {
   for (int id = 0; id < t->vocab_size; id++) {
     const tsl_added_token *a = added_with_id(t, id);
     const char *s = l->strings[id];
-    long n = a ? (long)a->len : tsl_bytelevel_decode(s, strlen(s), (unsigned char *)t->bytes + at);
+    long n = a ? (long)a->len : decode_vocab(t, s, strlen(s), (unsigned char *)t->bytes + at);
     if (n < 0) return tsl_error(TESSEL_E_CONFIG, "%s: token %d is not valid UTF-8", l->name, id);
     if (a) {
       tsl_status st = check_added_in_vocab(l, a, (unsigned char *)t->bytes + at);
@@ -362,6 +373,7 @@ static tsl_status build_tables(loader *l) {
     t->hash = tsl_hash_bytes(t->bytes + at, (size_t)n, tsl_hash_bytes(tag, sizeof tag, t->hash));
     at += (size_t)n;
   }
+  if (t->metaspace) return tsl_metaspace_tables(t, l->name, &l->by_string);
   for (int b = 0; b < 256; b++) {
     char sym[2];
     unsigned char byte = (unsigned char)b;
@@ -410,6 +422,10 @@ static tsl_status load_tree(loader *l, const cJSON *root) {
   uint64_t flags[2] = {(uint64_t)t->ignore_merges, (uint64_t)t->add_prefix_space};
   t->hash = tsl_hash_bytes(flags, sizeof flags, t->hash);
   if (t->prefix_each_piece) t->hash = tsl_hash_str("prefix each piece", t->hash); /* other hashes stay as recorded */
+  if (t->metaspace) {
+    uint64_t sp[3] = {(uint64_t)t->prepend, (uint64_t)t->split_at_metaspace, (uint64_t)t->strip_first_space};
+    t->hash = tsl_hash_bytes(sp, sizeof sp, tsl_hash_str("metaspace", t->hash));
+  }
   TSL_TRY(st, tsl_strmap_init(&t->cache, 1 << 14));
   return TESSEL_OK;
 fail:
@@ -466,6 +482,7 @@ void tsl_tokenizer_free(tsl_tokenizer *t) {
   tsl_pretok_free(t->pretok);
   tsl_pairmap_free(&t->merges);
   tsl_strmap_free(&t->by_bytes);
+  tsl_strmap_free(&t->chars);
   tsl_strmap_free(&t->cache);
   free(t->cache_ids);
   free(t->work);

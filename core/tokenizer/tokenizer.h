@@ -1,5 +1,5 @@
 /*
-** core/tokenizer/tokenizer.h — byte-level BPE tokenizers (Hugging Face
+** core/tokenizer/tokenizer.h — BPE tokenizers (Hugging Face
 ** tokenizer.json), encoding, decoding and training.
 **
 ** A tokenizer is loaded from the `tokenizer.json` that Hugging Face
@@ -8,19 +8,22 @@
 ** `merges`, a ByteLevel pre-tokenizer (its built-in GPT-2 regex, or a Split
 ** on a regex such as Llama 3's followed by ByteLevel without regex), and
 ** `added_tokens` such as <|endoftext|>, and the normalizer null or NFC
-** (Qwen2's). Anything else (another normalizer, BPE dropout, byte fallback,
-** added tokens with lstrip/rstrip/single_word, an added token that is also
-** a vocabulary entry standing for other bytes) is refused at load with the
-** field named, never half-supported.
+** (Qwen2's). Or for SentencePiece's BPE with byte fallback (Llama 2,
+** Mistral 7B, TinyLlama): a Metaspace pre-tokenizer or the Prepend and
+** Replace normalizers (metaspace.c). Anything else (another normalizer, BPE
+** dropout, added tokens with lstrip/rstrip/single_word, an added token that
+** is also a vocabulary entry standing for other bytes) is refused at load
+** with the field named, never half-supported.
 **
 ** Encoding: added tokens are cut out first (when asked), every other span is
 ** composed to NFC (under that normalizer; utf8proc, the valid UTF-8 runs),
 ** split by the pre-tokenizer regex (PCRE2 with Unicode properties), and each
 ** piece's bytes are merged by rank, exactly as `tokenizers` does. The
-** vocabulary holds all 256 byte symbols, so every byte string encodes —
-** invalid UTF-8 included — and decode(encode(x)) == x (under NFC, x
-** composed). No BOS/EOS is added: callers place the end-of-text token
-** themselves.
+** vocabulary holds all 256 byte symbols (or byte fallback tokens), so every
+** byte string encodes — invalid UTF-8 included — and decode(encode(x)) == x
+** (under NFC, x composed; under SentencePiece's kind, as its decoder gives
+** it: a space at the start may be dropped). No BOS/EOS is added: callers
+** place the end-of-text token themselves.
 **
 ** A tokenizer object keeps a match buffer and a cache of encoded pieces: use
 ** one from one thread at a time.
@@ -64,7 +67,8 @@ const char *tsl_tokenizer_name(const tsl_tokenizer *t);
 /* Receives encoded ids in order, a few at a time. */
 typedef tsl_status (*tsl_token_sink)(void *ctx, const int32_t *ids, size_t n);
 
-#define TSL_TOK_ADDED 1 /* recognise added tokens (<|endoftext|>, ...) in the text */
+#define TSL_TOK_ADDED 1     /* recognise added tokens (<|endoftext|>, ...) in the text */
+#define TSL_TOK_CONTINUED 2 /* the text continues one cut from it (tsl_tokenizer_cut): no prefix space before it */
 
 /* Encode text[0, len) (any bytes) into the sink. With TSL_TOK_ADDED, an
 ** added token's text becomes its id, as `tokenizers` encodes by default;
@@ -75,12 +79,14 @@ tsl_status tsl_tokenizer_encode(tsl_tokenizer *t, const char *text, size_t len, 
 
 /* A place in [from, to) where text may be cut for ordinary encoding (no
 ** TSL_TOK_ADDED): the ids of text[0, len) are those of the text before it
-** followed by those of the text after it, so the two halves can be encoded
-** apart (side by side). 0 when there is none there, or when the tokenizer
-** offers no such place: only the named pre-tokenizer regexes (GPT-2's,
-** Llama 3's, Qwen2's) are known to end a piece where the cuts are made (an ASCII letter, then a
-** space before another ASCII letter: the space begins the next word's
-** piece whatever follows, and the normalizers never join across it). */
+** followed by those of the text after it (encoded with TSL_TOK_CONTINUED),
+** so the two halves can be encoded apart (side by side). 0 when there is
+** none there, or when the tokenizer offers no such place. Cuts are made at
+** a space between two ASCII letters, where a piece is known to end: under
+** the named pre-tokenizer regexes (GPT-2's, Llama 3's, Qwen2's) the space
+** begins the next word's piece whatever follows, and the normalizers never
+** join across it; under SentencePiece's kind, when pieces split at every ▁
+** or no token of the vocabulary joins a letter to a ▁ after it. */
 size_t tsl_tokenizer_cut(const tsl_tokenizer *t, const char *text, size_t len, size_t from, size_t to);
 
 /* A growable id array; tsl_token_vec_sink appends to it. */
@@ -92,8 +98,13 @@ tsl_status tsl_token_vec_sink(void *vec, const int32_t *ids, size_t n);
 void tsl_token_vec_free(tsl_token_vec *v);
 
 /* The bytes one id decodes to (an added token: its text); NULL for an id
-** outside the vocabulary. Decoding a sequence is the concatenation. */
+** outside the vocabulary. Decoding a sequence is the concatenation, with
+** its first token from tsl_tokenizer_first_token. */
 const char *tsl_tokenizer_token(const tsl_tokenizer *t, int32_t id, size_t *len);
+/* The bytes id decodes to at the start of a sequence: as
+** tsl_tokenizer_token, less the one leading space that a SentencePiece
+** decoder's Strip drops (the ▁ its encoder put before the text). */
+const char *tsl_tokenizer_first_token(const tsl_tokenizer *t, int32_t id, size_t *len);
 
 /* ---- training ---- */
 

@@ -1,4 +1,5 @@
 /* tests/data/test_prepare.c — text files to byte-level token shards. */
+#include <cjson/cJSON.h>
 #include <errno.h>
 #include <math.h>
 #include <omp.h>
@@ -349,19 +350,43 @@ static void test_tokenizer_threads(void) {
 ** allows (segment_bytes 1000: about a thousand segments of tinyshakespeare's
 ** training part, a hundred of its validation part): its shards hold the ids
 ** of each part encoded whole, one document each, at 1 and 3 threads, with
-** GPT-2's and Llama 3's pre-tokenizers. */
+** GPT-2's and Llama 3's pre-tokenizers and SentencePiece BPEs (whose cut
+** parts must not get the ▁ it puts before a text: the Prepend normalizer of
+** Llama 2's own tokenizer.json puts one before any text, even one that
+** starts with a space). */
+static tsl_tokenizer *sentencepiece_prepend(void) {
+  char *json;
+  tsl_tokenizer *t = NULL;
+  REQUIRE(tsl_read_file("tests/tokenizer/fixtures/sp_1000.json", &json, NULL) == TESSEL_OK);
+  cJSON *root = cJSON_Parse(json);
+  REQUIRE(root != NULL);
+  cJSON_ReplaceItemInObject(root, "pre_tokenizer", cJSON_CreateNull());
+  cJSON_ReplaceItemInObject(root, "normalizer",
+                            cJSON_Parse("{\"type\": \"Sequence\", \"normalizers\": [{\"type\": \"Prepend\", \"prepend\": "
+                                        "\"\\u2581\"}, {\"type\": \"Replace\", \"pattern\": {\"String\": \" \"}, "
+                                        "\"content\": \"\\u2581\"}]}"));
+  char *text = cJSON_PrintUnformatted(root);
+  REQUIRE(tsl_tokenizer_parse(text, strlen(text), "sp_prepend.json", &t) == TESSEL_OK);
+  free(text);
+  cJSON_Delete(root);
+  free(json);
+  return t;
+}
+
 static void test_large_file_segments(void) {
   static const char *const fixtures[] = {"tests/tokenizer/fixtures/gpt2_1024.json",
-                                         "tests/tokenizer/fixtures/llama3_512.json"};
+                                         "tests/tokenizer/fixtures/llama3_512.json",
+                                         "tests/tokenizer/fixtures/sp_1000.json", NULL};
   static const char *const inputs[] = {"../shared/data/tinyshakespeare.txt"};
   char *text, dir[1024];
   size_t len;
   REQUIRE(tsl_read_file(inputs[0], &text, &len) == TESSEL_OK);
   size_t val = (size_t)floor((double)len * 0.1); /* ASCII: the split point stays */
   scratch_path(dir, "large_out");
-  for (int k = 0; k < 2; k++) {
-    tsl_tokenizer *t;
-    REQUIRE(tsl_tokenizer_load(fixtures[k], &t) == TESSEL_OK);
+  for (size_t k = 0; k < TSL_ARRAY_LEN(fixtures); k++) {
+    tsl_tokenizer *t = NULL;
+    if (fixtures[k]) REQUIRE(tsl_tokenizer_load(fixtures[k], &t) == TESSEL_OK);
+    else t = sentencepiece_prepend();
     tsl_token_vec want_train = {0}, want_val = {0};
     append_document(t, &want_train, text, len - val);
     append_document(t, &want_val, text + len - val, val);

@@ -8,8 +8,10 @@
 ** taken from the last byte), with and without added tokens; every id must be
 ** in the vocabulary and the ids must decode to the text, as tokenizer.h
 ** promises for any byte string — with add_prefix_space, to the text with
-** spaces put in, and under the normalizer NFC, to the text composed (the
-** documented exceptions, see test_tokenizer.c). An
+** spaces put in, under the normalizer NFC, to the text composed, and under
+** SentencePiece's kind, to the text with ▁ as spaces, spaces put in and
+** perhaps its first space dropped (the documented exceptions, see
+** test_tokenizer.c). An
 ** encoding may fail (a file's regex can exceed PCRE2's match limit), but
 ** only with a message.
 */
@@ -40,7 +42,7 @@ static int decodes_to(const tsl_tokenizer *t, const tsl_token_vec *v, const char
   size_t at = 0;
   for (size_t i = 0; i < v->n; i++) {
     size_t n;
-    const char *s = tsl_tokenizer_token(t, v->ids[i], &n);
+    const char *s = i ? tsl_tokenizer_token(t, v->ids[i], &n) : tsl_tokenizer_first_token(t, v->ids[i], &n);
     if (!s) return 0;
     for (size_t k = 0; k < n; k++) {
       if (at < len && s[k] == text[at]) at++;
@@ -48,6 +50,22 @@ static int decodes_to(const tsl_tokenizer *t, const tsl_token_vec *v, const char
     }
   }
   return at == len;
+}
+
+/* SentencePiece's kind: the ids decode to the text with each ▁ a space, a
+** ▁ put before spans (spaces added), and the first space dropped by the
+** decoder's Strip (so the text's own first space may be missing). */
+static int metaspace_decodes_to(const tsl_tokenizer *t, const tsl_token_vec *v, const char *text, size_t len) {
+  char *spaced = malloc(len + 1);
+  size_t n = 0;
+  if (!spaced) return 0;
+  for (size_t i = 0; i < len; i++) {
+    if (len - i >= 3 && memcmp(text + i, "\xe2\x96\x81", 3) == 0) spaced[n++] = ' ', i += 2;
+    else spaced[n++] = text[i];
+  }
+  int ok = decodes_to(t, v, spaced, n, 1) || (n && spaced[0] == ' ' && decodes_to(t, v, spaced + 1, n - 1, 1));
+  free(spaced);
+  return ok;
 }
 
 /* Under the normalizer NFC the ids decode to the text composed: NFC of the
@@ -85,8 +103,10 @@ static void round_trip(tsl_tokenizer *t, const char *text, size_t len) {
     }
     for (size_t i = 0; i < v.n; i++)
       if (v.ids[i] < 0 || v.ids[i] >= tsl_tokenizer_vocab_size(t)) broken("an id outside the vocabulary");
-    if (t->nfc ? !composes_to(t, &v, text, len) : !decodes_to(t, &v, text, len, t->add_prefix_space))
-      broken("the ids do not decode to the text");
+    int decoded = t->metaspace ? metaspace_decodes_to(t, &v, text, len)
+                  : t->nfc       ? composes_to(t, &v, text, len)
+                                 : decodes_to(t, &v, text, len, t->add_prefix_space);
+    if (!decoded) broken("the ids do not decode to the text");
     tsl_token_vec_free(&v);
   }
 }

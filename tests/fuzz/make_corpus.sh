@@ -12,7 +12,7 @@
 # corpus/shard        shards `tessel data prepare` makes of a short text,
 #                     and one of no tokens
 # corpus/elf          two small strategy plugins built by the test suite
-# corpus/tokenizer    the tokenizer fixtures (GPT-2 and Llama 3 kinds), small
+# corpus/tokenizer    the tokenizer fixtures (GPT-2, Llama 3 and SentencePiece kinds), small
 #                     byte-level BPEs cut from them (256 byte symbols and a
 #                     few merges) in each supported variant, and refused ones
 # corpus/ckpt_meta    the tiny checkpoint's trainer.json (as the directory
@@ -133,7 +133,27 @@ t["pre_tokenizer"]["add_prefix_space"] = True
 t["decoder"] = None
 t["added_tokens"] = []
 write("small-prefix-space-no-added", t)
-t = copy.deepcopy(gpt2); t["normalizer"] = {"type": "NFC"}; write("bad-normalizer", t)
+sp = json.load(open(f"{fixtures}/sp_1000.json"))  # SentencePiece's kind: bytes, characters and 24 merges
+vocab = sorted(sp["model"]["vocab"].items(), key=lambda e: e[1])
+keep = [k for k, v in vocab if v < 259 or len(k) == 1]  # <unk> <s> </s>, the 256 byte tokens, the characters
+merges = []
+for a, b in sp["model"]["merges"]:
+    if len(merges) < 24 and a in keep and b in keep:
+        merges.append([a, b])
+        keep.append(a + b)
+sp["model"]["vocab"] = {k: i for i, k in enumerate(keep)}  # ids stay dense
+sp["model"]["merges"] = merges
+write("small-sentencepiece", sp)
+t = copy.deepcopy(sp)  # the Prepend normalizer, and Metaspace's older key with splitting
+t["pre_tokenizer"] = None
+t["normalizer"] = {"type": "Sequence", "normalizers": [{"type": "Prepend", "prepend": "\u2581"},
+                   {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"}]}
+write("small-sentencepiece-prepend", t)
+t = copy.deepcopy(sp); t["pre_tokenizer"] = {"type": "Metaspace", "replacement": "\u2581", "add_prefix_space": True}
+write("small-sentencepiece-split", t)
+t = copy.deepcopy(sp); t["model"]["byte_fallback"] = False; write("bad-sentencepiece-no-fallback", t)
+t = copy.deepcopy(llama); t["normalizer"] = {"type": "NFC"}; write("small-llama3-nfc", t)
+t = copy.deepcopy(gpt2); t["normalizer"] = {"type": "NFKC"}; write("bad-normalizer", t)
 t = copy.deepcopy(gpt2); t["model"]["vocab"]["zz"] = t["model"]["vocab"].pop("\u0100"); write("bad-missing-byte", t)
 t = copy.deepcopy(gpt2); t["model"]["vocab"]["zz"] = 400; write("bad-id-hole", t)
 t = copy.deepcopy(gpt2); t["model"]["merges"].append("zz q"); write("bad-merge-unknown", t)

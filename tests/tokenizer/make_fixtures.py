@@ -44,6 +44,15 @@ which is what `tessel tokenizer train FILE` does with a file.
 
 `make_fixtures.py qwen2` adds only the "llama3_512_qwen2" ids to cases.json,
 from the committed llama3_512.json (made so with tokenizers 0.23.3).
+
+`make_fixtures.py sentencepiece` (pip install sentencepiece transformers
+tokenizers protobuf) trains sp_1000.json: a SentencePiece BPE with byte
+fallback on the first 100 000 bytes, vocabulary 1000, made a tokenizer.json
+by transformers as it converts Llama 2's tokenizer.model. cases.json gets
+the SP_CASES texts (with every tokenizer's ids) and, for every case, the
+ids of sp_1000 and three variants of it (sp_1000_always, sp_1000_legacy,
+sp_1000_split: see sentencepiece_variants) and what transformers decodes
+them to ("<name>_decoded"; its Strip drops the first space).
 """
 import json
 import os
@@ -116,6 +125,118 @@ def qwen2_variant(llama3):
     return Tokenizer.from_str(json.dumps(spec))
 
 
+def add_llama3_variants(toks):
+    """llama3_512 with ignore_merges (and two tokens no merge makes), with
+    add_prefix_space, with NFC, and with Qwen2's regex."""
+    spec = json.loads(toks["llama3_512"].to_str())
+    spec["model"]["ignore_merges"] = True
+    spec["model"]["vocab"]["zzq"] = 512
+    spec["model"]["vocab"]["\u0120zzq"] = 513
+    toks["llama3_512_ignore_merges"] = Tokenizer.from_str(json.dumps(spec))
+    spec = json.loads(toks["llama3_512"].to_str())
+    spec["pre_tokenizer"]["pretokenizers"][1]["add_prefix_space"] = True
+    toks["llama3_512_prefix_space"] = Tokenizer.from_str(json.dumps(spec))
+    spec = json.loads(toks["llama3_512"].to_str())
+    spec["normalizer"] = {"type": "NFC"}
+    toks["llama3_512_nfc"] = Tokenizer.from_str(json.dumps(spec))
+    toks["llama3_512_qwen2"] = qwen2_variant(toks["llama3_512"])
+
+
+# texts for the SentencePiece kind: its special tokens, spaces where the
+# prefix ▁ is or is not put, and characters outside its vocabulary (bytes)
+SP_CASES = [
+    ("sp_specials", "<s>Hello there</s> and <unk> again<s></s>x</s>"),
+    ("sp_spaces", "  two spaces first\n\nthen   three, a tab\tand a literal \u2581 mark \u2581\u2581 end "),
+    ("sp_unknown", "\u03a9\u2248\u00e7\u221a\u222b \u65e5\u672c \U0001f642 \u2014 \u00abquotes\u00bb ~ ^ | \u00e9t\u00e9"),
+    ("sp_special_first", "</s>Starts with a special token, then words"),
+]
+
+
+def sentencepiece_bpe(text):
+    """A SentencePiece BPE with byte fallback (the kind of Llama 2's,
+    Mistral's and TinyLlama's tokenizer.model) trained by sentencepiece on
+    `text`, made a tokenizer.json by transformers' LlamaTokenizerFast
+    (legacy=False: a Metaspace pre-tokenizer, prepend_scheme first)."""
+    import tempfile
+    import sentencepiece as spm
+    from transformers import LlamaTokenizerFast
+    with tempfile.TemporaryDirectory() as d:
+        spm.SentencePieceTrainer.train(
+            sentence_iterator=iter(text.split("\n")), model_prefix=os.path.join(d, "sp"), vocab_size=1000,
+            model_type="bpe", byte_fallback=True, split_digits=True, allow_whitespace_only_pieces=True,
+            remove_extra_whitespaces=False, normalization_rule_name="identity", character_coverage=0.9995,
+            num_threads=1, minloglevel=2)
+        os.rename(os.path.join(d, "sp.model"), os.path.join(d, "tokenizer.model"))
+        fast = LlamaTokenizerFast.from_pretrained(d, legacy=False)
+        return Tokenizer.from_str(fast.backend_tokenizer.to_str())
+
+
+def sentencepiece_variants(sp):
+    """sp_1000 as written, and with the other ways a tokenizer.json says
+    SentencePiece: prepend_scheme always (legacy=True), the Prepend and
+    Replace normalizers without a pre-tokenizer (Llama 2's own file, from
+    older transformers), and a Metaspace that splits at every ▁."""
+    toks = {"sp_1000": sp}
+    spec = json.loads(sp.to_str())
+    spec["pre_tokenizer"]["prepend_scheme"] = "always"
+    toks["sp_1000_always"] = Tokenizer.from_str(json.dumps(spec))
+    spec = json.loads(sp.to_str())
+    spec["pre_tokenizer"] = None
+    spec["normalizer"] = {"type": "Sequence", "normalizers": [
+        {"type": "Prepend", "prepend": "\u2581"}, {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"}]}
+    toks["sp_1000_legacy"] = Tokenizer.from_str(json.dumps(spec))
+    spec = json.loads(sp.to_str())
+    spec["pre_tokenizer"].update(prepend_scheme="always", split=True)
+    toks["sp_1000_split"] = Tokenizer.from_str(json.dumps(spec))
+    return toks
+
+
+def add_sentencepiece(text):
+    """sp_1000.json, and every case's ids under it and its variants with
+    what transformers decodes them to; the SentencePiece cases are added
+    with every other tokenizer's ids too (from the committed files)."""
+    path = os.path.join(OUT, "cases.json")
+    with open(path, encoding="utf-8") as f:
+        fixture = json.load(f)
+    sp = sentencepiece_bpe(text[:100000])
+    sp.save(os.path.join(OUT, "sp_1000.json"), pretty=True)
+    sps = sentencepiece_variants(Tokenizer.from_file(os.path.join(OUT, "sp_1000.json")))
+    toks = {name: Tokenizer.from_file(os.path.join(OUT, name + ".json"))
+            for name in ("gpt2_1024", "llama3_512", "gpt2_spaces_300")}
+    add_llama3_variants(toks)
+    fixture["cases"] = [c for c in fixture["cases"] if not c["name"].startswith("sp_")]
+    for name, s in SP_CASES:
+        c = {"name": name, "text": s}
+        for tname, tok in toks.items():
+            c[tname] = case_ids(tname, tok, name, s)
+        fixture["cases"].append(c)
+    for c in fixture["cases"]:
+        for tname, tok in sps.items():
+            ids = tok.encode(c["text"], add_special_tokens=False).ids
+            c[tname] = ids
+            c[tname + "_decoded"] = tok.decode(ids, skip_special_tokens=False)
+    fixture["sentencepiece_made_by"] = "sentencepiece {}, transformers {}, tokenizers {}".format(
+        spm_version(), transformers_version(), tokenizers_version())
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(fixture, f, ensure_ascii=False, indent=1)
+    print("sentencepiece: {} cases under {}".format(len(fixture["cases"]), ", ".join(sps)))
+
+
+def spm_version():
+    import sentencepiece
+    return sentencepiece.__version__
+
+
+def transformers_version():
+    import transformers
+    return transformers.__version__
+
+
+def tokenizers_version():
+    import tokenizers
+    return tokenizers.__version__
+
+
 def case_ids(tname, tok, name, s):
     ids = tok.encode(s, add_special_tokens=False).ids
     # prefix_space adds spaces, so decoding gives them back; NFC gives the composed text
@@ -149,6 +270,8 @@ def main():
         return add_qwen2()
     with open(DATA, encoding="utf-8") as f:
         text = f.read()
+    if sys.argv[1:] == ["sentencepiece"]:
+        return add_sentencepiece(text)
     os.makedirs(OUT, exist_ok=True)
     toks = {
         "gpt2_1024": byte_level_bpe(None, text[:300000], 1024),
@@ -157,18 +280,7 @@ def main():
     }
     for name, tok in toks.items():
         tok.save(os.path.join(OUT, name + ".json"), pretty=True)
-    spec = json.loads(toks["llama3_512"].to_str())
-    spec["model"]["ignore_merges"] = True
-    spec["model"]["vocab"]["zzq"] = 512
-    spec["model"]["vocab"]["\u0120zzq"] = 513
-    toks["llama3_512_ignore_merges"] = Tokenizer.from_str(json.dumps(spec))
-    spec = json.loads(toks["llama3_512"].to_str())
-    spec["pre_tokenizer"]["pretokenizers"][1]["add_prefix_space"] = True
-    toks["llama3_512_prefix_space"] = Tokenizer.from_str(json.dumps(spec))
-    spec = json.loads(toks["llama3_512"].to_str())
-    spec["normalizer"] = {"type": "NFC"}
-    toks["llama3_512_nfc"] = Tokenizer.from_str(json.dumps(spec))
-    toks["llama3_512_qwen2"] = qwen2_variant(toks["llama3_512"])
+    add_llama3_variants(toks)
     cases = []
     for name, s in CASES:
         c = {"name": name, "text": s}

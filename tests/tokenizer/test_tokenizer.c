@@ -28,7 +28,11 @@
 
 static const char *const tokenizer_names[] = {"gpt2_1024",      "llama3_512",       "llama3_512_ignore_merges",
                                               "llama3_512_prefix_space", "llama3_512_nfc", "llama3_512_qwen2",
-                                              "gpt2_spaces_300"};
+                                              "gpt2_spaces_300", "sp_1000", "sp_1000_always", "sp_1000_legacy",
+                                              "sp_1000_split"};
+
+/* SentencePiece's kind: decoding drops the space its prefix ▁ becomes. */
+static int sentencepiece(const char *name) { return strncmp(name, "sp_", 3) == 0; }
 
 /* add_prefix_space puts spaces in, which decode as spaces: its ids
 ** decode to the text only where the text had them already. */
@@ -42,11 +46,8 @@ static int composes(const char *name) {
 ** no merge makes, add_prefix_space on the ByteLevel after its Split, the
 ** normalizer NFC, or Qwen2's (and Qwen3's) regex with NFC and merges of
 ** digits. */
-static tsl_tokenizer *llama3_variant(const char *name) {
-  char *json;
-  tsl_tokenizer *t = NULL;
-  REQUIRE(tsl_read_file(FIXTURES "llama3_512.json", &json, NULL) == TESSEL_OK);
-  cJSON *root = cJSON_Parse(json), *model = cJSON_GetObjectItem(root, "model");
+static void llama3_edit(cJSON *root, const char *name) {
+  cJSON *model = cJSON_GetObjectItem(root, "model");
   REQUIRE(model != NULL);
   if (strcmp(name, "llama3_512_ignore_merges") == 0) {
     cJSON_ReplaceItemInObject(model, "ignore_merges", cJSON_CreateTrue());
@@ -73,19 +74,55 @@ static tsl_tokenizer *llama3_variant(const char *name) {
     REQUIRE(byte_level != NULL);
     cJSON_ReplaceItemInObject(byte_level, "add_prefix_space", cJSON_CreateTrue());
   }
+}
+
+typedef void (*json_edit)(cJSON *root, const char *name);
+
+/* A tokenizer.json, edited by `edit` (told `name`), parsed into *t. */
+static tsl_status parse_edited_status(const char *file, const char *name, json_edit edit, tsl_tokenizer **t) {
+  char *json;
+  REQUIRE(tsl_read_file(file, &json, NULL) == TESSEL_OK);
+  cJSON *root = cJSON_Parse(json);
+  REQUIRE(root != NULL);
+  edit(root, name);
   char *text = cJSON_Print(root);
-  tsl_status st = tsl_tokenizer_parse(text, strlen(text), name, &t);
+  tsl_status st = tsl_tokenizer_parse(text, strlen(text), name, t);
   free(text);
   cJSON_Delete(root);
   free(json);
+  return st;
+}
+
+static tsl_tokenizer *parse_edited(const char *file, const char *name, json_edit edit) {
+  tsl_tokenizer *t = NULL;
+  tsl_status st = parse_edited_status(file, name, edit, &t);
+  if (st < 0) fprintf(stderr, "%s\n", tsl_error_message());
   REQUIRE(st == TESSEL_OK);
   return t;
+}
+
+/* sp_1000 as make_fixtures.py's sentencepiece_variants changes it:
+** prepend_scheme always; the Prepend and Replace normalizers and no
+** pre-tokenizer; or a Metaspace that splits at every ▁. */
+static void sp_edit(cJSON *root, const char *name) {
+  cJSON *pt = cJSON_GetObjectItem(root, "pre_tokenizer");
+  if (strcmp(name, "sp_1000_legacy") == 0) {
+    cJSON_ReplaceItemInObject(root, "pre_tokenizer", cJSON_CreateNull());
+    cJSON_ReplaceItemInObject(root, "normalizer",
+                              cJSON_Parse("{\"type\": \"Sequence\", \"normalizers\": [{\"type\": \"Prepend\", "
+                                          "\"prepend\": \"\\u2581\"}, {\"type\": \"Replace\", \"pattern\": "
+                                          "{\"String\": \" \"}, \"content\": \"\\u2581\"}]}"));
+    return;
+  }
+  cJSON_ReplaceItemInObject(pt, "prepend_scheme", cJSON_CreateString("always"));
+  if (strcmp(name, "sp_1000_split") == 0) cJSON_ReplaceItemInObject(pt, "split", cJSON_CreateTrue());
 }
 
 static tsl_tokenizer *load(const char *name) {
   char path[256];
   tsl_tokenizer *t = NULL;
-  if (strncmp(name, "llama3_512_", 11) == 0) return llama3_variant(name);
+  if (strncmp(name, "llama3_512_", 11) == 0) return parse_edited(FIXTURES "llama3_512.json", name, llama3_edit);
+  if (strncmp(name, "sp_1000_", 8) == 0) return parse_edited(FIXTURES "sp_1000.json", name, sp_edit);
   snprintf(path, sizeof path, FIXTURES "%s.json", name);
   tsl_status st = tsl_tokenizer_load(path, &t);
   if (st < 0) fprintf(stderr, "%s\n", tsl_error_message());
@@ -105,7 +142,7 @@ static int decodes_to(const tsl_tokenizer *t, const tsl_token_vec *v, const char
   size_t at = 0;
   for (size_t i = 0; i < v->n; i++) {
     size_t n;
-    const char *s = tsl_tokenizer_token(t, v->ids[i], &n);
+    const char *s = i ? tsl_tokenizer_token(t, v->ids[i], &n) : tsl_tokenizer_first_token(t, v->ids[i], &n);
     if (!s || at + n > len || memcmp(text + at, s, n) != 0) return 0;
     at += n;
   }
@@ -132,13 +169,16 @@ static void test_ids_match_tokenizers(void) {
       CHECK(same);
       const cJSON *nfc = cJSON_GetObjectItem(c, "text_nfc");
       const char *decoded = composes(tokenizer_names[k]) && nfc ? nfc->valuestring : text;
+      char key[64];
+      snprintf(key, sizeof key, "%s_decoded", tokenizer_names[k]);
+      if (sentencepiece(tokenizer_names[k])) decoded = cJSON_GetObjectItem(c, key)->valuestring; /* as transformers decodes */
       if (!adds_spaces(tokenizer_names[k])) CHECK(decodes_to(t, &v, decoded, strlen(decoded)));
       compared++;
     }
     tsl_token_vec_free(&v);
     tsl_tokenizer_free(t);
   }
-  CHECK(compared >= 108); /* 18 texts by 6 tokenizers */
+  CHECK(compared >= 242); /* 22 texts by 11 tokenizers */
   cJSON_Delete(root);
   free(json);
 }
@@ -166,6 +206,8 @@ static void test_invalid_utf8_round_trips(void) {
     for (uint64_t seed = 1; seed <= 200 && !composes(tokenizer_names[k]); seed++) {
       size_t n = tsl_mix64(seed) % sizeof buf;
       for (size_t i = 0; i < n; i++) buf[i] = (char)(tsl_mix64(seed * 1000003 + i) & 0xff);
+      /* SentencePiece's decoder drops a space at the start (transformers' too) */
+      if (n && buf[0] == ' ' && sentencepiece(tokenizer_names[k])) buf[0] = 'x';
       encode(t, buf, n, TSL_TOK_ADDED, &v);
       CHECK(decodes_to(t, &v, buf, n));
     }
@@ -189,6 +231,78 @@ static void test_added_tokens_only_when_asked(void) {
   CHECK(decodes_to(t, &v, text, strlen(text)));
   tsl_token_vec_free(&v);
   tsl_tokenizer_free(t);
+}
+
+/* sp_1000 with one thing changed, named by `name`: each is refused. */
+static void sp_refused_edit(cJSON *root, const char *name) {
+  cJSON *model = cJSON_GetObjectItem(root, "model"), *pt = cJSON_GetObjectItem(root, "pre_tokenizer");
+  cJSON *vocab = cJSON_GetObjectItem(model, "vocab");
+  if (strcmp(name, "no_fallback") == 0) cJSON_ReplaceItemInObject(model, "byte_fallback", cJSON_CreateFalse());
+  if (strcmp(name, "ignore_merges") == 0) cJSON_ReplaceItemInObject(model, "ignore_merges", cJSON_CreateTrue());
+  if (strcmp(name, "scheme") == 0) cJSON_ReplaceItemInObject(pt, "prepend_scheme", cJSON_CreateString("sometimes"));
+  if (strcmp(name, "replacement") == 0) cJSON_ReplaceItemInObject(pt, "replacement", cJSON_CreateString("_"));
+  if (strcmp(name, "nfc") == 0) cJSON_ReplaceItemInObject(root, "normalizer", cJSON_Parse("{\"type\": \"NFC\"}"));
+  if (strcmp(name, "decoder") == 0)
+    cJSON_ReplaceItemInObject(root, "decoder", cJSON_Parse("{\"type\": \"Metaspace\", \"replacement\": \"\\u2581\"}"));
+  if (strcmp(name, "byte_token") == 0) { /* <0x41> renamed: byte 0x41 has no token */
+    int id = cJSON_GetObjectItem(vocab, "<0x41>")->valueint;
+    cJSON_DeleteItemFromObject(vocab, "<0x41>");
+    cJSON_AddNumberToObject(vocab, "<0x41 >", id);
+  }
+}
+
+/* What a SentencePiece tokenizer.json may not say, and why, named. */
+static void test_sentencepiece_refusals(void) {
+  static const struct {
+    const char *edit, *needle;
+    tsl_status st;
+  } cases[] = {
+      {"no_fallback", "model.byte_fallback is not set", TESSEL_E_UNSUPPORTED},
+      {"ignore_merges", "model.ignore_merges with a Metaspace", TESSEL_E_UNSUPPORTED},
+      {"scheme", "prepend_scheme is not always, first or never", TESSEL_E_UNSUPPORTED},
+      {"replacement", "replacement other than", TESSEL_E_UNSUPPORTED},
+      {"nfc", "a normalizer before a Metaspace pre-tokenizer", TESSEL_E_UNSUPPORTED},
+      {"decoder", "decoder is not Sequence [Replace", TESSEL_E_UNSUPPORTED},
+      {"byte_token", "255 of the 256 byte tokens", TESSEL_E_IO},
+  };
+  for (size_t i = 0; i < TSL_ARRAY_LEN(cases); i++) {
+    tsl_tokenizer *t = NULL;
+    tsl_status st = parse_edited_status(FIXTURES "sp_1000.json", cases[i].edit, sp_refused_edit, &t);
+    if (st != cases[i].st) fprintf(stderr, "%s: status %d: %s\n", cases[i].edit, st, tsl_error_message());
+    CHECK_EQ_INT(st, cases[i].st);
+    CHECK(t == NULL);
+    CHECK_STR_CONTAINS(tsl_error_message(), cases[i].needle);
+  }
+}
+
+/* A token that joins a letter to the ▁ after it ("d▁t", which no merge
+** makes) lets a merge cross a space: no cuts then, unless pieces split at
+** every ▁. How the tokenizer prefixes and splits is in its hash. */
+static void joined_edit(cJSON *root, const char *name) {
+  cJSON *model = cJSON_GetObjectItem(root, "model");
+  cJSON_AddNumberToObject(cJSON_GetObjectItem(model, "vocab"), "d\xe2\x96\x81t", 1000);
+  if (strcmp(name, "joined_split") == 0)
+    cJSON_ReplaceItemInObject(cJSON_GetObjectItem(root, "pre_tokenizer"), "split", cJSON_CreateTrue());
+}
+
+static void test_sentencepiece_cuts_and_hash(void) {
+  static const char text[] = "Good morrow sir";
+  tsl_tokenizer *plain = load("sp_1000"), *joined = parse_edited(FIXTURES "sp_1000.json", "joined", joined_edit);
+  tsl_tokenizer *split = parse_edited(FIXTURES "sp_1000.json", "joined_split", joined_edit);
+  CHECK_EQ_INT(tsl_tokenizer_cut(plain, text, 15, 1, 15), 4);
+  CHECK_EQ_INT(tsl_tokenizer_cut(joined, text, 15, 1, 15), 0);
+  CHECK_EQ_INT(tsl_tokenizer_cut(split, text, 15, 1, 15), 4);
+  static const char *const variants[] = {"sp_1000", "sp_1000_always", "sp_1000_legacy", "sp_1000_split"};
+  uint64_t hashes[TSL_ARRAY_LEN(variants)];
+  for (size_t i = 0; i < TSL_ARRAY_LEN(variants); i++) {
+    tsl_tokenizer *t = load(variants[i]);
+    hashes[i] = tsl_tokenizer_hash(t);
+    for (size_t j = 0; j < i; j++) CHECK(hashes[j] != hashes[i]);
+    tsl_tokenizer_free(t);
+  }
+  tsl_tokenizer_free(plain);
+  tsl_tokenizer_free(joined);
+  tsl_tokenizer_free(split);
 }
 
 /* Megabyte-long pieces are merged in O(n log n) and stay exact. The fixture
@@ -352,7 +466,7 @@ static void test_cut_encodes_apart(void) {
       size_t c = tsl_tokenizer_cut(t, text, len, from, len);
       if (!c) break;
       encode(t, text, c, 0, &parts);
-      encode(t, text + c, len - c, 0, &tail);
+      encode(t, text + c, len - c, TSL_TOK_CONTINUED, &tail);
       for (size_t i = 0; i < tail.n; i++) REQUIRE(tsl_token_vec_sink(&parts, &tail.ids[i], 1) == TESSEL_OK);
       bad += parts.n != whole.n || memcmp(parts.ids, whole.ids, whole.n * sizeof *whole.ids) != 0;
       cuts++;
@@ -407,5 +521,7 @@ int main(void) {
   RUN(test_literal_split);
   RUN(test_hash);
   RUN(test_cut_encodes_apart);
+  RUN(test_sentencepiece_refusals);
+  RUN(test_sentencepiece_cuts_and_hash);
   return HARNESS_EXIT();
 }

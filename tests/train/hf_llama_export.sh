@@ -6,13 +6,16 @@
 # frequencies, with Llama 3's scaling of them, and with Qwen2's q, k and v
 # biases (exported as a Qwen2ForCausalLM); and, with plain frequencies,
 # under a repetition penalty of 1.3 as transformers' own processor applies
-# it. With a fourth argument `qwen3`, Qwen3's per-head q and k norms
+# it; and trained on text prepared with a SentencePiece tokenizer.json
+# (tests/tokenizer/fixtures/sp_1000.json, byte fallback and the ▁ prefix),
+# which the export carries and transformers' AutoTokenizer loads. With a
+# fourth argument `qwen3`, Qwen3's per-head q and k norms
 # instead (exported as a Qwen3ForCausalLM, which transformers has from
 # 4.51). Needs python3 with transformers and torch (and Qwen3ForCausalLM
 # for qwen3); without them it reports itself skipped (exit 77), never
 # passed.
 . "$(dirname "$0")/common.sh" "$1" "$2" "$3" "hf_llama_export${4:+_$4}"
-variants=${4:-plain scaled qwen2}
+variants=${4:-plain scaled qwen2 sentencepiece}
 needs="import transformers, torch"
 [ "$variants" = qwen3 ] && needs="$needs; from transformers import Qwen3ForCausalLM"
 if ! python3 -c "$needs" 2>/dev/null; then
@@ -23,13 +26,15 @@ fi
 # config.json's rope_scaling, which transformers must apply to agree), then
 # q, k and v biases; or q and k norms
 for variant in $variants; do
-  scaling=null bias=false norm=false
+  scaling=null bias=false norm=false tokenizer=() vocab=256
+  [ "$variant" = sentencepiece ] && tokenizer=(--set data.tokenizer=tests/tokenizer/fixtures/sp_1000.json \
+    --set data.dir="$WORK/sp-data") && vocab=1000
   [ "$variant" = scaled ] && scaling="{type: llama3, factor: 4, low_freq_factor: 1, high_freq_factor: 4, original_positions: 16}"
   [ "$variant" = qwen2 ] && bias=true
   [ "$variant" = qwen3 ] && norm=true
   "$TESSEL" run "$WORK/tiny.yaml" --set model.arch=llama --set model.heads=4 --set model.kv_heads=2 \
     --set model.channels=64 --set model.seq_len=64 --set "model.rope_scaling=$scaling" --set model.qkv_bias=$bias \
-    --set model.qk_norm=$norm --set train.steps=150 \
+    --set model.qk_norm=$norm --set model.vocab_size=$vocab "${tokenizer[@]}" --set train.steps=150 \
     --set train.eval_every=0 --set log.dir="$WORK/$variant" >"$WORK/$variant.log" 2>&1 \
     || { cat "$WORK/$variant.log" >&2; fail "training ($variant) failed"; }
   CK="$WORK/$variant/checkpoints/step_00000150"

@@ -191,7 +191,7 @@ static int decode(tsl_tokenizer *t, const char *path) {
   char *text = NULL, word[SHOWN + 4];
   size_t len = 0;
   long long id;
-  int rc = TSL_EXIT_OK, got;
+  int rc = TSL_EXIT_OK, got, first = 1;
   if (path) {
     tsl_status st = tsl_read_file(path, &text, &len);
     if (st < 0) return tsl_fail(st);
@@ -200,7 +200,9 @@ static int decode(tsl_tokenizer *t, const char *path) {
   const char *name = path ? path : "standard input";
   while (rc == TSL_EXIT_OK && (got = next_id(&src, &id, word)) != 0) {
     size_t n;
-    const char *s = got > 0 && id >= INT32_MIN && id <= INT32_MAX ? tsl_tokenizer_token(t, (int32_t)id, &n) : NULL;
+    const char *(*token)(const tsl_tokenizer *, int32_t, size_t *) = first ? tsl_tokenizer_first_token : tsl_tokenizer_token;
+    const char *s = got > 0 && id >= INT32_MIN && id <= INT32_MAX ? token(t, (int32_t)id, &n) : NULL;
+    first = 0;
     /* each id named as written: one past int64 is not the LLONG_MAX it saturates to */
     if (got < 0)
       rc = tsl_fail(tsl_error(TESSEL_E_CONFIG, "%s: expected whole-number ids, got '%s'", name, word));
