@@ -156,7 +156,7 @@ struct tsl_tokenizer {
   tsl_prepend prepend;
   int split_at_metaspace;    /* a piece begins at every ▁ */
   int strip_first_space;     /* the decoder's Strip: a sequence's first token loses a leading space */
-  int cut_between_words;     /* no token joins a letter to a ▁ after it */
+  uint8_t cut_after[256];    /* ASCII characters, tokens of their own, that no token joins to a ▁ after them */
   tsl_strmap chars;          /* tokens of one character (as model.vocab writes them) -> id */
   /* encoder state: cached pieces (bytes -> offset << 8 | count into cache_ids) */
   tsl_strmap cache;
@@ -183,8 +183,7 @@ tsl_status tsl_metaspace_read(tsl_tokenizer *t, const char *name, const cJSON *r
 ** string with each ▁ a space; out needs len bytes. Returns the length. */
 long tsl_metaspace_decode(const char *s, size_t len, unsigned char *out);
 /* byte_id from the 256 byte tokens (all required), the one-character
-** tokens, and whether cuts between words are safe, from model.vocab's
-** strings (string -> id). */
+** tokens, and cut_after, from model.vocab's strings (string -> id). */
 tsl_status tsl_metaspace_tables(tsl_tokenizer *t, const char *name, const tsl_strmap *by_string);
 /* The initial symbols of a normalized piece: one per character, its token
 ** or its bytes' tokens. ids needs n entries; returns the count. */
@@ -194,7 +193,9 @@ size_t tsl_metaspace_symbols(const tsl_tokenizer *t, const unsigned char *piece,
 tsl_status tsl_metaspace_normalize(const tsl_tokenizer *t, const char *text, size_t len, tsl_span_at at, char **out,
                                    size_t *out_len);
 /* Where the piece of normalized s that starts at `from` ends: at the next
-** ▁ when pieces split there, else at len. */
+** ▁ when pieces split there; else at the next ▁ after a character in
+** cut_after (no merge crosses there, so the parts merge as the whole
+** would, and words become pieces the cache keeps); else at len. */
 size_t tsl_metaspace_piece_end(const tsl_tokenizer *t, const char *s, size_t len, size_t from);
 
 /* Merge the initial symbols of one piece by rank (bpe.c): its bytes' symbols, or

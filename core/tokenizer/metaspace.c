@@ -150,9 +150,9 @@ long tsl_metaspace_decode(const char *s, size_t len, unsigned char *out) {
 tsl_status tsl_metaspace_tables(tsl_tokenizer *t, const char *name, const tsl_strmap *by_string) {
   tsl_status st;
   int have = 0;
+  uint8_t joined[256] = {0}; /* bytes some token has right before a ▁ */
   TSL_TRY(st, tsl_strmap_init(&t->chars, 1024));
   for (int b = 0; b < 256; b++) t->byte_id[b] = -1;
-  t->cut_between_words = 1;
   for (size_t i = 0; i < by_string->cap; i++) {
     size_t n;
     const char *s = tsl_strmap_key_at(by_string, i, &n);
@@ -164,13 +164,19 @@ tsl_status tsl_metaspace_tables(tsl_tokenizer *t, const char *name, const tsl_st
     if (b >= 0) t->byte_id[b] = id, have++;
     else if (n > 0 && utf8proc_iterate((const utf8proc_uint8_t *)s, (utf8proc_ssize_t)n, &cp) == (utf8proc_ssize_t)n)
       TSL_TRY(st, tsl_strmap_put(&t->chars, s, n, id, &slot, NULL));
-    /* a token that joins a letter to the ▁ after it: a merge may cross a space */
-    for (size_t k = 1; k + METASPACE_LEN <= n && t->cut_between_words; k++)
-      if (memcmp(s + k, metaspace, METASPACE_LEN) == 0 && tsl_tok_ascii_letter(s[k - 1])) t->cut_between_words = 0;
+    for (size_t k = 1; k + METASPACE_LEN <= n; k++)
+      if (memcmp(s + k, metaspace, METASPACE_LEN) == 0) joined[(unsigned char)s[k - 1]] = 1;
   }
   if (have < 256)
     return tsl_error(TESSEL_E_CONFIG, "%s: model.vocab has %d of the 256 byte tokens <0x00> .. <0xFF>; byte fallback "
                      "needs all of them", name, have);
+  /* A merge across the boundary between character c and a ▁ would make a
+  ** token holding c▁ — or, were c byte fallback, "<0xNN>▁": only an ASCII
+  ** character with a token of its own is its own symbol's last byte. */
+  for (int c = 1; c < 0x80; c++) {
+    char ch = (char)c;
+    t->cut_after[c] = !joined[c] && tsl_strmap_find(&t->chars, &ch, 1) != NULL;
+  }
   return TESSEL_OK;
 fail:
   return st;
@@ -217,8 +223,9 @@ tsl_status tsl_metaspace_normalize(const tsl_tokenizer *t, const char *text, siz
 }
 
 size_t tsl_metaspace_piece_end(const tsl_tokenizer *t, const char *s, size_t len, size_t from) {
-  if (!t->split_at_metaspace) return len;
   for (size_t i = from + 1; i + METASPACE_LEN <= len; i++)
-    if (memcmp(s + i, metaspace, METASPACE_LEN) == 0) return i;
+    if (memcmp(s + i, metaspace, METASPACE_LEN) == 0 &&
+        (t->split_at_metaspace || t->cut_after[(unsigned char)s[i - 1]]))
+      return i;
   return len;
 }

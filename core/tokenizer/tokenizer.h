@@ -86,7 +86,7 @@ tsl_status tsl_tokenizer_encode(tsl_tokenizer *t, const char *text, size_t len, 
 ** the named pre-tokenizer regexes (GPT-2's, Llama 3's, Qwen2's) the space
 ** begins the next word's piece whatever follows, and the normalizers never
 ** join across it; under SentencePiece's kind, when pieces split at every ▁
-** or no token of the vocabulary joins a letter to a ▁ after it. */
+** or no token of the vocabulary joins the letter before it to a ▁. */
 size_t tsl_tokenizer_cut(const tsl_tokenizer *t, const char *text, size_t len, size_t from, size_t to);
 
 /* A growable id array; tsl_token_vec_sink appends to it. */

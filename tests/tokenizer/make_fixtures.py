@@ -50,8 +50,8 @@ tokenizers protobuf) trains sp_1000.json: a SentencePiece BPE with byte
 fallback on the first 100 000 bytes, vocabulary 1000, made a tokenizer.json
 by transformers as it converts Llama 2's tokenizer.model. cases.json gets
 the SP_CASES texts (with every tokenizer's ids) and, for every case, the
-ids of sp_1000 and three variants of it (sp_1000_always, sp_1000_legacy,
-sp_1000_split: see sentencepiece_variants) and what transformers decodes
+ids of sp_1000 and four variants of it (sp_1000_always, sp_1000_legacy,
+sp_1000_split, sp_1000_joined: see sentencepiece_variants) and what transformers decodes
 them to ("<name>_decoded"; its Strip drops the first space).
 """
 import json
@@ -175,7 +175,9 @@ def sentencepiece_variants(sp):
     """sp_1000 as written, and with the other ways a tokenizer.json says
     SentencePiece: prepend_scheme always (legacy=True), the Prepend and
     Replace normalizers without a pre-tokenizer (Llama 2's own file, from
-    older transformers), and a Metaspace that splits at every ▁."""
+    older transformers), a Metaspace that splits at every ▁, and first
+    merges that join "d" and "e" to the ▁ after them (so that merges cross
+    spaces there)."""
     toks = {"sp_1000": sp}
     spec = json.loads(sp.to_str())
     spec["pre_tokenizer"]["prepend_scheme"] = "always"
@@ -188,6 +190,10 @@ def sentencepiece_variants(sp):
     spec = json.loads(sp.to_str())
     spec["pre_tokenizer"].update(prepend_scheme="always", split=True)
     toks["sp_1000_split"] = Tokenizer.from_str(json.dumps(spec))
+    spec = json.loads(sp.to_str())
+    spec["model"]["vocab"].update({"d\u2581": 1000, "e\u2581": 1001})
+    spec["model"]["merges"][:0] = [["d", "\u2581"], ["e", "\u2581"]]
+    toks["sp_1000_joined"] = Tokenizer.from_str(json.dumps(spec))
     return toks
 
 

@@ -29,7 +29,7 @@
 static const char *const tokenizer_names[] = {"gpt2_1024",      "llama3_512",       "llama3_512_ignore_merges",
                                               "llama3_512_prefix_space", "llama3_512_nfc", "llama3_512_qwen2",
                                               "gpt2_spaces_300", "sp_1000", "sp_1000_always", "sp_1000_legacy",
-                                              "sp_1000_split"};
+                                              "sp_1000_split", "sp_1000_joined"};
 
 /* SentencePiece's kind: decoding drops the space its prefix ▁ becomes. */
 static int sentencepiece(const char *name) { return strncmp(name, "sp_", 3) == 0; }
@@ -103,9 +103,18 @@ static tsl_tokenizer *parse_edited(const char *file, const char *name, json_edit
 
 /* sp_1000 as make_fixtures.py's sentencepiece_variants changes it:
 ** prepend_scheme always; the Prepend and Replace normalizers and no
-** pre-tokenizer; or a Metaspace that splits at every ▁. */
+** pre-tokenizer; a Metaspace that splits at every ▁; or first merges of
+** "d" and "e" with the ▁ after them. */
 static void sp_edit(cJSON *root, const char *name) {
-  cJSON *pt = cJSON_GetObjectItem(root, "pre_tokenizer");
+  cJSON *pt = cJSON_GetObjectItem(root, "pre_tokenizer"), *model = cJSON_GetObjectItem(root, "model");
+  if (strcmp(name, "sp_1000_joined") == 0) {
+    cJSON *merges = cJSON_GetObjectItem(model, "merges");
+    cJSON_AddNumberToObject(cJSON_GetObjectItem(model, "vocab"), "d\xe2\x96\x81", 1000);
+    cJSON_AddNumberToObject(cJSON_GetObjectItem(model, "vocab"), "e\xe2\x96\x81", 1001);
+    cJSON_InsertItemInArray(merges, 0, cJSON_CreateStringArray((const char *const[]){"e", "\xe2\x96\x81"}, 2));
+    cJSON_InsertItemInArray(merges, 0, cJSON_CreateStringArray((const char *const[]){"d", "\xe2\x96\x81"}, 2));
+    return;
+  }
   if (strcmp(name, "sp_1000_legacy") == 0) {
     cJSON_ReplaceItemInObject(root, "pre_tokenizer", cJSON_CreateNull());
     cJSON_ReplaceItemInObject(root, "normalizer",
@@ -178,7 +187,7 @@ static void test_ids_match_tokenizers(void) {
     tsl_token_vec_free(&v);
     tsl_tokenizer_free(t);
   }
-  CHECK(compared >= 242); /* 22 texts by 11 tokenizers */
+  CHECK(compared >= 264); /* 22 texts by 12 tokenizers */
   cJSON_Delete(root);
   free(json);
 }
@@ -276,8 +285,9 @@ static void test_sentencepiece_refusals(void) {
 }
 
 /* A token that joins a letter to the ▁ after it ("d▁t", which no merge
-** makes) lets a merge cross a space: no cuts then, unless pieces split at
-** every ▁. How the tokenizer prefixes and splits is in its hash. */
+** makes) lets a merge cross a space: no cut after a "d" then, unless
+** pieces split at every ▁. How the tokenizer prefixes and splits is in its
+** hash. */
 static void joined_edit(cJSON *root, const char *name) {
   cJSON *model = cJSON_GetObjectItem(root, "model");
   cJSON_AddNumberToObject(cJSON_GetObjectItem(model, "vocab"), "d\xe2\x96\x81t", 1000);
@@ -290,9 +300,11 @@ static void test_sentencepiece_cuts_and_hash(void) {
   tsl_tokenizer *plain = load("sp_1000"), *joined = parse_edited(FIXTURES "sp_1000.json", "joined", joined_edit);
   tsl_tokenizer *split = parse_edited(FIXTURES "sp_1000.json", "joined_split", joined_edit);
   CHECK_EQ_INT(tsl_tokenizer_cut(plain, text, 15, 1, 15), 4);
-  CHECK_EQ_INT(tsl_tokenizer_cut(joined, text, 15, 1, 15), 0);
+  CHECK_EQ_INT(tsl_tokenizer_cut(joined, text, 15, 1, 15), 11);
+  CHECK_EQ_INT(tsl_tokenizer_cut(joined, "Good dog", 8, 1, 8), 0);
   CHECK_EQ_INT(tsl_tokenizer_cut(split, text, 15, 1, 15), 4);
-  static const char *const variants[] = {"sp_1000", "sp_1000_always", "sp_1000_legacy", "sp_1000_split"};
+  static const char *const variants[] = {"sp_1000", "sp_1000_always", "sp_1000_legacy", "sp_1000_split",
+                                         "sp_1000_joined"};
   uint64_t hashes[TSL_ARRAY_LEN(variants)];
   for (size_t i = 0; i < TSL_ARRAY_LEN(variants); i++) {
     tsl_tokenizer *t = load(variants[i]);
