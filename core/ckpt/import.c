@@ -20,6 +20,7 @@
 struct tsl_weights {
   char *dir;
   int hf;                /* a Hugging Face directory, not a checkpoint */
+  int fused;             /* its files fuse q, k, v and gate, up (Phi-3's) */
   tsl_model_settings model;
   tsl_ckpt ckpt;         /* a checkpoint's files */
   tsl_st_file **files;   /* where tensors are: HF's files, or &ckpt.model */
@@ -34,10 +35,53 @@ void tsl_weights_token_ids(const tsl_weights *w, int warn, tsl_token_ids *ids) {
   if (w->hf) tsl_hf_token_ids(w->dir, w->model.vocab_size, warn, ids);
 }
 
+/* Where a tessel tensor's rows are in files that fuse them (Phi-3's): q,
+** k and v stacked in that order in self_attn.qkv_proj, gate and up in
+** mlp.gate_up_proj. 1 with the fused tensor's name (cap bytes), the first
+** row and the fused tensor's rows; 0 for a tensor stored as itself. */
+static int fused_rows(const tsl_weights *w, const char *name, char *fused, size_t cap, int64_t *row0,
+                      int64_t *rows) {
+  int layer, end = 0;
+  char part[8];
+  if (!w->fused) return 0;
+  const int64_t q = (int64_t)w->model.heads * tsl_head_dim(&w->model);
+  const int64_t kv = (int64_t)w->model.kv_heads * tsl_head_dim(&w->model), ffn = w->model.ffn;
+  if (sscanf(name, "model.layers.%d.self_attn.%1[qkv]_proj.weight%n", &layer, part, &end) == 2 && !name[end]) {
+    *row0 = part[0] == 'q' ? 0 : part[0] == 'k' ? q : q + kv;
+    *rows = q + 2 * kv;
+    snprintf(fused, cap, "model.layers.%d.self_attn.qkv_proj.weight", layer);
+    return 1;
+  }
+  if (sscanf(name, "model.layers.%d.mlp.%4[gateup]_proj.weight%n", &layer, part, &end) == 2 && !name[end] &&
+      (strcmp(part, "gate") == 0 || strcmp(part, "up") == 0)) {
+    *row0 = part[0] == 'g' ? 0 : ffn;
+    *rows = 2 * ffn;
+    snprintf(fused, cap, "model.layers.%d.mlp.gate_up_proj.weight", layer);
+    return 1;
+  }
+  return 0;
+}
+
+/* Whether a file's tensor is a fused one some tessel tensor's rows are in. */
+static int is_fused_source(const tsl_weights *w, const char *name) {
+  int layer, end = 0;
+  if (!w->fused) return 0;
+  if ((sscanf(name, "model.layers.%d.self_attn.qkv_proj.weight%n", &layer, &end) != 1 || name[end]) &&
+      (sscanf(name, "model.layers.%d.mlp.gate_up_proj.weight%n", &layer, &end) != 1 || name[end]))
+    return 0;
+  return layer >= 0 && layer < w->model.layers;
+}
+
 /* A tensor by tessel name: GPT2LMHeadModel nests its tensors under
-** "transformer." (some GPT-2 files do not), Llama's names are HF's own. */
-static const tsl_st_desc *find(const tsl_weights *w, const char *name, tsl_st_file **file, int *index) {
-  char nested[160];
+** "transformer." (some GPT-2 files do not), Llama's names are HF's own,
+** cut from fused tensors where the files fuse them (fused_rows). *row0
+** and *rows: where the tensor's rows start in what is found, and how many
+** that holds. */
+static const tsl_st_desc *find_rows(const tsl_weights *w, const char *name, tsl_st_file **file, int *index,
+                                    int64_t *row0, int64_t *rows) {
+  char nested[160], fused[160];
+  *row0 = 0, *rows = -1;
+  if (fused_rows(w, name, fused, sizeof fused, row0, rows)) name = fused;
   snprintf(nested, sizeof nested, "transformer.%s", name);
   const char *tries[2] = {name, NULL};
   if (w->hf && w->model.arch == TSL_ARCH_GPT2) tries[0] = nested, tries[1] = name;
@@ -47,9 +91,16 @@ static const tsl_st_desc *find(const tsl_weights *w, const char *name, tsl_st_fi
       if (i < 0) continue;
       *file = w->files[f];
       *index = i;
-      return tsl_st_desc_at(w->files[f], i);
+      const tsl_st_desc *d = tsl_st_desc_at(w->files[f], i);
+      if (*rows < 0) *rows = d->ndim > 0 ? d->shape[0] : 1;
+      return d;
     }
   return NULL;
+}
+
+static const tsl_st_desc *find(const tsl_weights *w, const char *name, tsl_st_file **file, int *index) {
+  int64_t row0, rows;
+  return find_rows(w, name, file, index, &row0, &rows);
 }
 
 /* Whether a GPT-2 file holds `name` under both spellings, nested and bare:
@@ -104,32 +155,39 @@ static tsl_status check_tied_head(const tsl_weights *w) {
 /* Every parameter present with its file shape and a float dtype; in a
 ** Hugging Face directory, no tensor the model has no place for. */
 static tsl_status check_tensors(const tsl_weights *w) {
+  char fused[160];
   for (int i = 0; i < w->params.n; i++) {
     const tsl_param *p = &w->params.p[i];
     tsl_st_file *f;
     int k;
-    int64_t shape[2];
-    const tsl_st_desc *d = find(w, p->name, &f, &k);
+    int64_t shape[2], row0, rows;
+    const tsl_st_desc *d = find_rows(w, p->name, &f, &k, &row0, &rows);
+    const char *stored = fused_rows(w, p->name, fused, sizeof fused, &row0, &rows) ? fused : p->name;
     tsl_ckpt_file_shape(p, shape);
     if (!d)
-      return tsl_error(TESSEL_E_IO, "%s: no tensor '%s', which a %s model of this config has", w->dir, p->name,
-                       w->model.arch == TSL_ARCH_LLAMA ? "LlamaForCausalLM" : "GPT2LMHeadModel");
+      return tsl_error(TESSEL_E_IO, "%s: no tensor '%s', which a %s model of this config has", w->dir, stored,
+                       w->fused ? "Phi3ForCausalLM" : w->model.arch == TSL_ARCH_LLAMA ? "LlamaForCausalLM"
+                                                                                   : "GPT2LMHeadModel");
     if (in_both_spellings(w, p->name))
       return tsl_error(TESSEL_E_IO, "%s: tensor '%s' is there twice, as 'transformer.%s' too, and the two may differ: "
                        "keep one", w->dir, p->name, p->name);
-    int fits = d->ndim == p->info.ndim && d->shape[0] == shape[0] && (d->ndim == 1 || d->shape[1] == shape[1]);
+    const int64_t want = stored == fused ? rows : shape[0];
+    int fits = d->ndim == p->info.ndim && d->shape[0] == want && (d->ndim == 1 || d->shape[1] == shape[1]);
     if (!fits || (d->dtype != TESSEL_F32 && d->dtype != TESSEL_BF16 && d->dtype != TESSEL_F16))
       return tsl_error(TESSEL_E_IO, "%s: tensor '%s' is %s of %d dimension(s) [%lld, %lld]; the config makes it %s "
                        "[%lld, %lld] (F32, BF16 or F16)", w->dir, d->name, tsl_dtype_name(d->dtype), d->ndim,
                        (long long)d->shape[0], (long long)(d->ndim > 1 ? d->shape[1] : 1),
-                       p->info.ndim == 1 ? "a vector" : "a matrix", (long long)shape[0],
+                       p->info.ndim == 1 ? "a vector" : "a matrix", (long long)want,
                        (long long)(p->info.ndim == 1 ? 1 : shape[1]));
   }
   for (int f = 0; w->hf && f < w->n_files; f++)
     for (int i = 0; i < tsl_st_count(w->files[f]); i++) {
       const char *name = tsl_st_desc_at(w->files[f], i)->name;
       const char *bare = strncmp(name, "transformer.", 12) == 0 ? name + 12 : name;
-      if (tsl_params_find(&w->params, bare) < 0 && !known_extra(w, name))
+      int64_t row0, rows;
+      /* in fused files a q_proj of its own would never be read */
+      int place = tsl_params_find(&w->params, bare) >= 0 && !fused_rows(w, bare, fused, sizeof fused, &row0, &rows);
+      if (!place && !known_extra(w, name) && !is_fused_source(w, name))
         return tsl_error(TESSEL_E_UNSUPPORTED, "%s: tensor '%s' has no place in tessel's %s model (is it another "
                          "architecture, or does it have biases tessel's does not?)", w->dir, name,
                          w->model.arch == TSL_ARCH_LLAMA ? "Llama" : "GPT-2");
@@ -145,6 +203,7 @@ static tsl_status enough_tensors(const tsl_weights *w) {
   int64_t want, per_block, have = 0;
   tsl_status st = tsl_ckpt_tensor_count(&w->model, &want, &per_block);
   if (st < 0) return st;
+  if (w->fused) want -= 3 * (int64_t)w->model.layers, per_block -= 3; /* q, k, v in one; gate, up in one */
   for (int f = 0; f < w->n_files; f++) have += tsl_st_count(w->files[f]);
   if (have + per_block >= want) return TESSEL_OK;
   return tsl_error(TESSEL_E_IO, "%s: config.json describes a model of %lld tensors (%d layers), but its weights hold "
@@ -168,7 +227,7 @@ tsl_status tsl_weights_open(const char *dir, int say, tsl_weights **out) {
     w->n_files = 1;
   } else if (tsl_path_exists(config)) {
     w->hf = 1;
-    TSL_TRY(st, tsl_hf_config(dir, say, &w->model));
+    TSL_TRY(st, tsl_hf_config(dir, say, &w->model, &w->fused));
     TSL_TRY(st, tsl_hf_open_files(dir, &w->files, &w->n_files));
     TSL_TRY(st, enough_tensors(w));
   } else {
@@ -228,9 +287,9 @@ static void warn_non_finite(const tsl_weights *w, const char *name, const float 
 tsl_status tsl_weights_file_tensor(const tsl_weights *w, const tsl_param *p, float *file) {
   tsl_st_file *f;
   int i;
-  int64_t shape[2];
+  int64_t shape[2], row0, rows;
   uint64_t bytes;
-  const tsl_st_desc *d = find(w, p->name, &f, &i);
+  const tsl_st_desc *d = find_rows(w, p->name, &f, &i, &row0, &rows);
   int j = tsl_params_find(&w->params, p->name);
   tsl_ckpt_file_shape(p, shape);
   if (!d || j < 0)
@@ -243,7 +302,9 @@ tsl_status tsl_weights_file_tensor(const tsl_weights *w, const tsl_param *p, flo
   if (!rows_ok || shape[1] != mine[1] || p->info.ndim != w->params.p[j].info.ndim)
     return tsl_error(TESSEL_E_INTERNAL, "%s: '%s' is asked for as [%lld, %lld] but holds [%lld, %lld]", w->dir, p->name,
                      (long long)shape[0], (long long)shape[1], (long long)mine[0], (long long)mine[1]);
-  to_f32(d->dtype, tsl_st_data(f, i, &bytes), (uint64_t)shape[0] * (uint64_t)shape[1], file);
+  const unsigned char *data = tsl_st_data(f, i, &bytes);
+  const uint64_t element = d->dtype == TESSEL_F32 ? 4 : 2; /* F32, or BF16 and F16 (check_tensors) */
+  to_f32(d->dtype, data + (uint64_t)row0 * (uint64_t)shape[1] * element, (uint64_t)shape[0] * (uint64_t)shape[1], file);
   warn_non_finite(w, d->name, file, shape);
   return TESSEL_OK;
 }

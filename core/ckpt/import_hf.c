@@ -210,18 +210,20 @@ fail:
 /* A config class's defaults for absent keys. */
 typedef struct llama_class {
   int layers, heads, kv_heads, hidden, ffn, positions, vocab; /* kv_heads 0: as many as heads */
-  int head_dim; /* 0: hidden / heads */
+  int head_dim;    /* 0: hidden / heads */
+  double norm_eps; /* rms_norm_eps */
 } llama_class;
 
-/* LlamaConfig's (rms_norm_eps 1e-6, rope_theta 10000 and an untied head are
-** every class's). */
-static const llama_class llama_defaults = {32, 32, 0, 4096, 11008, 2048, 32000, 0};
+/* LlamaConfig's (rope_theta 10000 and an untied head are every class's). */
+static const llama_class llama_defaults = {32, 32, 0, 4096, 11008, 2048, 32000, 0, 1e-6};
 /* MistralConfig's: Mistral 7B's sizes, 4096·32 positions. */
-static const llama_class mistral_defaults = {32, 32, 8, 4096, 14336, 4096 * 32, 32000, 0};
+static const llama_class mistral_defaults = {32, 32, 8, 4096, 14336, 4096 * 32, 32000, 0, 1e-6};
 /* Qwen2Config's: Qwen 7B's sizes. */
-static const llama_class qwen2_defaults = {32, 32, 0, 4096, 22016, 32768, 151936, 0};
+static const llama_class qwen2_defaults = {32, 32, 0, 4096, 22016, 32768, 151936, 0, 1e-6};
 /* Qwen3Config's: Qwen2's, with heads of 128 whatever the width. */
-static const llama_class qwen3_defaults = {32, 32, 0, 4096, 22016, 32768, 151936, 128};
+static const llama_class qwen3_defaults = {32, 32, 0, 4096, 22016, 32768, 151936, 128, 1e-6};
+/* Phi3Config's: Phi-3 mini's sizes. */
+static const llama_class phi3_defaults = {32, 32, 0, 3072, 8192, 4096, 32064, 0, 1e-5};
 
 /* A LlamaConfig, or another class of the same model, with its defaults. */
 static tsl_status llama(const hf_json *j, const llama_class *c, tsl_model_settings *m) {
@@ -238,7 +240,7 @@ static tsl_status llama(const hf_json *j, const llama_class *c, tsl_model_settin
   m->positions = m->seq_len;
   TSL_TRY(st, whole(j, "vocab_size", c->vocab, 2, 1 << 24, &m->vocab_size));
   TSL_TRY(st, rope(j, m));
-  TSL_TRY(st, number(j, "rms_norm_eps", 1e-6, 1e-12, 1.0, &m->norm_eps));
+  TSL_TRY(st, number(j, "rms_norm_eps", c->norm_eps, 1e-12, 1.0, &m->norm_eps));
   TSL_TRY(st, boolean(j, "tie_word_embeddings", 0, &m->tie_embeddings));
   TSL_TRY(st, one_of(j, "hidden_act", silu, "tessel's Llama MLP is SwiGLU (silu)"));
   TSL_TRY(st, refuse_set(j, "attention_bias", "it puts a bias on o_proj too, and tessel's Llama has biases on q, k "
@@ -295,15 +297,17 @@ static tsl_status duplicate_key(const cJSON *node, const char **dup) {
 }
 
 /* A sliding window: position i attends to positions i − sliding_window < j
-** <= i (4096 when the key is absent; null: all of them). tessel's
-** attention is fully causal, which is the window's on every context of at
-** most sliding_window positions, so a model with a shorter window than its
-** max_position_embeddings is taken as made for that context (positions). */
-static tsl_status sliding_window(const hf_json *j, tsl_model_settings *m) {
+** <= i (`absent` when the key is absent, 0: none; null: all of them).
+** tessel's attention is fully causal, which is the window's on every
+** context of at most sliding_window positions, so a model with a shorter
+** window than its max_position_embeddings is taken as made for that context
+** (positions). */
+static tsl_status sliding_window(const hf_json *j, int absent, tsl_model_settings *m) {
   tsl_status st;
   int window;
-  if (cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(j->root, "sliding_window"))) return TESSEL_OK;
-  TSL_TRY(st, whole(j, "sliding_window", 4096, 1, 1 << 30, &window));
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(j->root, "sliding_window");
+  if (cJSON_IsNull(v) || (!v && !absent)) return TESSEL_OK;
+  TSL_TRY(st, whole(j, "sliding_window", absent, 1, 1 << 30, &window));
   if (window < m->positions) {
     if (j->say)
       tsl_info("%s: sliding_window %d < max_position_embeddings %d: the model is taken as made for %d positions, "
@@ -320,7 +324,16 @@ fail:
 ** a sliding window. */
 static tsl_status mistral(const hf_json *j, tsl_model_settings *m) {
   tsl_status st = llama(j, &mistral_defaults, m);
-  return st < 0 ? st : sliding_window(j, m);
+  return st < 0 ? st : sliding_window(j, 4096, m);
+}
+
+/* Phi3Config: Llama's model under Phi-3's defaults, its files fusing q, k
+** and v into qkv_proj and gate and up into gate_up_proj (import.c cuts
+** them apart), its attention in a sliding window when one is given. Its
+** long-context variants' rope_scaling (longrope) is refused as any other. */
+static tsl_status phi3(const hf_json *j, tsl_model_settings *m) {
+  tsl_status st = llama(j, &phi3_defaults, m);
+  return st < 0 ? st : sliding_window(j, 0, m);
 }
 
 /* Qwen2Config: Llama's model with biases on q_proj, k_proj and v_proj,
@@ -337,16 +350,17 @@ static tsl_status qwen(const hf_json *j, int version, tsl_model_settings *m) {
   m->qk_norm = version == 3;
   TSL_TRY(st, boolean(j, "use_sliding_window", 0, &windowed));
   TSL_TRY(st, whole(j, "max_window_layers", 28, 0, 1 << 20, &first));
-  return windowed && first < m->layers ? sliding_window(j, m) : TESSEL_OK;
+  return windowed && first < m->layers ? sliding_window(j, 4096, m) : TESSEL_OK;
 fail:
   return st;
 }
 
-tsl_status tsl_hf_config(const char *dir, int say, tsl_model_settings *out) {
+tsl_status tsl_hf_config(const char *dir, int say, tsl_model_settings *out, int *fused) {
   tsl_status st;
   char *path = tsl_asprintf("%s/config.json", dir), *text = NULL;
   cJSON *root = NULL;
   memset(out, 0, sizeof *out);
+  *fused = 0;
   if (!path) return tsl_error(TESSEL_E_NOMEM, "out of host memory");
   TSL_TRY(st, tsl_read_file(path, &text, NULL));
   root = cJSON_Parse(text);
@@ -371,10 +385,13 @@ tsl_status tsl_hf_config(const char *dir, int say, tsl_model_settings *out) {
     st = qwen(&j, 2, out);
   } else if (strcmp(type->valuestring, "qwen3") == 0) {
     st = qwen(&j, 3, out);
+  } else if (strcmp(type->valuestring, "phi3") == 0) {
+    st = phi3(&j, out);
+    *fused = 1;
   } else {
     st = tsl_error(TESSEL_E_UNSUPPORTED, "%s: model_type '%s'; tessel imports 'gpt2' (GPT2LMHeadModel), 'llama' "
-                   "(LlamaForCausalLM), 'mistral' (MistralForCausalLM), 'qwen2' (Qwen2ForCausalLM) and 'qwen3' "
-                   "(Qwen3ForCausalLM)", path, type->valuestring);
+                   "(LlamaForCausalLM), 'mistral' (MistralForCausalLM), 'qwen2' (Qwen2ForCausalLM), 'qwen3' "
+                   "(Qwen3ForCausalLM) and 'phi3' (Phi3ForCausalLM)", path, type->valuestring);
   }
 fail:
   cJSON_Delete(root);

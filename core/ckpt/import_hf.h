@@ -9,10 +9,12 @@
 #include "ckpt/safetensors.h"
 #include "runtime/settings.h"
 
-/* DIR/config.json (model_type gpt2, llama, mistral, qwen2 or qwen3) as model settings; absent keys
+/* DIR/config.json (model_type gpt2, llama, mistral, qwen2, qwen3 or phi3) as model settings; absent keys
 ** take the transformers class defaults. With `say`, what the reading makes
-** of the model (a sliding window taken as the context) is logged. */
-tsl_status tsl_hf_config(const char *dir, int say, tsl_model_settings *out);
+** of the model (a sliding window taken as the context) is logged. *fused:
+** whether the files fuse q, k and v (qkv_proj) and gate and up
+** (gate_up_proj), as Phi-3's do. */
+tsl_status tsl_hf_config(const char *dir, int say, tsl_model_settings *out, int *fused);
 
 /* The model's beginning- and end-of-text ids into *ids: config.json's bos_token_id and eos_token_id (an id or a
 ** list), else generation_config.json's. An id outside the model's `vocab`

@@ -85,7 +85,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             : unlink(path) != 0 && tsl_path_exists(path))
     return 0;
   tsl_model_settings m;
-  if (tsl_hf_config(dir, 0, &m) >= 0) {
+  int fused;
+  if (tsl_hf_config(dir, 0, &m, &fused) >= 0) {
     check_model(&m);
     check_import_meta(&m);
   }

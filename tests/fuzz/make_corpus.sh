@@ -20,7 +20,7 @@
 #                     (one with a rotary scaling, one with q/k/v biases and
 #                     heads of their own size), an import's (step 0 of version
 #                     3, no optimizer moments), damaged ones
-# corpus/hf_config    GPT-2 and Llama config.json as transformers writes them,
+# corpus/hf_config    GPT-2, Llama and Phi-3 config.json as transformers writes them,
 #                     one with a shard index, refused ones
 # corpus/profile      bench/profiles/*.json, a measured CPU profile's shape,
 #                     refused ones
@@ -251,6 +251,15 @@ cat >"$HERE/corpus/hf_config/llama-rope-parameters" <<'JSON'
 {"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 1,
  "intermediate_size": 128, "vocab_size": 256, "max_position_embeddings": 32, "tie_word_embeddings": true,
  "rope_parameters": {"rope_theta": 10000.0, "rope_type": "default"}, "rms_norm_eps": 1e-05}
+JSON
+cat >"$HERE/corpus/hf_config/phi3" <<'JSON'
+{"architectures": ["Phi3ForCausalLM"], "attention_dropout": 0.0, "bos_token_id": 1, "embd_pdrop": 0.0,
+ "eos_token_id": 32000, "hidden_act": "silu", "hidden_size": 3072, "initializer_range": 0.02,
+ "intermediate_size": 8192, "max_position_embeddings": 4096, "model_type": "phi3", "num_attention_heads": 32,
+ "num_hidden_layers": 32, "num_key_value_heads": 32, "original_max_position_embeddings": 4096, "pad_token_id": 32000,
+ "resid_pdrop": 0.0, "rms_norm_eps": 1e-05, "rope_scaling": null, "rope_theta": 10000.0, "sliding_window": 2047,
+ "tie_word_embeddings": false, "torch_dtype": "bfloat16", "transformers_version": "4.40.2", "use_cache": true,
+ "vocab_size": 32064}
 JSON
 { cat "$HERE/corpus/hf_config/gpt2"; printf '%s' "$MARK"
   printf '{"metadata": {"total_size": 1024}, "weight_map": {"transformer.wte.weight": "model-00001-of-00002.safetensors", "transformer.wpe.weight": "model-00002-of-00002.safetensors", "lm_head.weight": "model-00001-of-00002.safetensors"}}'

@@ -31,7 +31,9 @@
 ** MistralForCausalLM whose heads are twice hidden_size / heads wide.
 ** qwen3_tiny is a Qwen3ForCausalLM (RMS norms over each head of q and k,
 ** heads of their own size, a tied head), made by the same script under
-** transformers 4.51 (`make_hf_fixtures.py qwen3`, as its header says).
+** transformers 4.51 (`make_hf_fixtures.py qwen3`, as its header says), and
+** phi3_tiny a Phi3ForCausalLM (q, k, v and gate, up fused in its files; a
+** sliding window of 16), so too (`make_hf_fixtures.py phi3`).
 **
 ** Each model is built by the core at the fixture's sizes (seq_len 16: GPT-2
 ** uses the first 16 rows of its 32 positions), loaded through
@@ -41,8 +43,8 @@
 ** loaded the same way: its logits must be bit-identical to the direct load
 ** (import converts nothing but the container), and so must those of what
 ** `tessel export` makes of that checkpoint (its config.json says the same
-** model: a Qwen2 stays a Qwen2, a Qwen3 a Qwen3, a Mistral becomes a Llama
-** of its window's context).
+** model: a Qwen2 stays a Qwen2, a Qwen3 a Qwen3, a Mistral or a Phi-3
+** becomes a Llama of its window's context).
 **
 ** Tolerance: 1e-5 relative, normwise ‖got − ref‖₂ <= 1e-5·‖ref‖₂ and
 ** elementwise |got − ref| <= 1e-5·(|ref| + rms(ref)). Both sides are fp32
@@ -211,10 +213,11 @@ static void compare_with_hf(const char *name) {
   float *back = logits_from(exported, &(tsl_token_ids){0});
   CHECK(memcmp(back, got, sizeof(float) * B * T * V) == 0);
   /* a run started from the directory keeps its token ids, as an import does
-  ** (the Llama and Mistral fixtures' config.json: bos 1, eos 2; GPT-2's and
-  ** Qwen2's ids lie outside the 96-token vocabulary and are not kept) */
+  ** (the Llama, Mistral and Phi-3 fixtures' config.json: bos 1, eos 2;
+  ** GPT-2's and Qwen2's ids lie outside the 96-token vocabulary and are not
+  ** kept) */
   CHECK(memcmp(&direct, &imported_ids, sizeof direct) == 0);
-  if (!strncmp(name, "llama", 5) || !strncmp(name, "mistral", 7))
+  if (!strncmp(name, "llama", 5) || !strncmp(name, "mistral", 7) || !strncmp(name, "phi3", 4))
     CHECK(direct.has_bos && direct.bos_id == 1 && direct.n_eos == 1 && direct.eos_ids[0] == 2);
   else
     CHECK(!direct.has_bos && direct.n_eos == 0);
@@ -271,6 +274,19 @@ static void test_qwen3_matches_transformers(void) {
   compare_with_hf("qwen3_tiny");
 }
 
+/* a Phi3ForCausalLM is Llama's model with q, k and v in one qkv_proj and
+** gate and up in one gate_up_proj, cut apart on import (rows q, k, v; gate,
+** up), rms_norm_eps 1e-5 by default, here a sliding window of 16 */
+static void test_phi3_matches_transformers(void) {
+  tsl_weights *w;
+  REQUIRE(tsl_weights_open(FIXTURES "phi3_tiny", 0, &w) == TESSEL_OK);
+  const tsl_model_settings *m = tsl_weights_model(w);
+  CHECK(!m->tie_embeddings && m->norm_eps == 1e-5 && m->kv_heads == 2);
+  CHECK_EQ_INT(m->positions, 16);
+  tsl_weights_close(w);
+  compare_with_hf("phi3_tiny");
+}
+
 /* Llama 3.1's rotary scaling (llama3_rope: llama_tiny's weights and inputs
 ** under rope_scaling "llama3"), which moves transformers' logits from
 ** llama_tiny's by far more than the tolerance: the scaling is computed, not
@@ -299,6 +315,7 @@ int main(void) {
   RUN(test_qwen2_matches_transformers);
   RUN(test_head_dim_matches_transformers);
   RUN(test_qwen3_matches_transformers);
+  RUN(test_phi3_matches_transformers);
   RUN(test_llama3_rope_matches_transformers);
   scratch_cleanup();
   return HARNESS_EXIT();

@@ -89,23 +89,30 @@ static void edit_config(const char *dir, const char *edit) {
 
 /* DIR with the fixture's config.json (edited by `edit`, see edit_config)
 ** and its tensors as `dtype`. */
-static char *hf_dir(const char *name, tessel_dtype dtype, const char *edit, const char *skip, const char *extra) {
+static char *hf_dir_from(const char *fixture, const char *name, tessel_dtype dtype, const char *edit, const char *skip,
+                         const char *extra) {
   static char dir[1024];
   char path[1100], *text = NULL;
   size_t len = 0;
   scratch_path(dir, name);
   REQUIRE(tsl_mkdir_p(dir) == TESSEL_OK);
-  REQUIRE(tsl_read_file(FIXTURE "/config.json", &text, &len) == TESSEL_OK);
+  snprintf(path, sizeof path, "%s/config.json", fixture);
+  REQUIRE(tsl_read_file(path, &text, &len) == TESSEL_OK);
   snprintf(path, sizeof path, "%s/config.json", dir);
   scratch_write(path, text, len);
   free(text);
   edit_config(dir, edit);
   tsl_st_file *src;
-  REQUIRE(tsl_st_open(FIXTURE "/model.safetensors", &src) == TESSEL_OK);
+  snprintf(path, sizeof path, "%s/model.safetensors", fixture);
+  REQUIRE(tsl_st_open(path, &src) == TESSEL_OK);
   snprintf(path, sizeof path, "%s/model.safetensors", dir);
   write_tensors(path, src, 0, tsl_st_count(src), dtype, skip, extra);
   tsl_st_close(src);
   return dir;
+}
+
+static char *hf_dir(const char *name, tessel_dtype dtype, const char *edit, const char *skip, const char *extra) {
+  return hf_dir_from(FIXTURE, name, dtype, edit, skip, extra);
 }
 
 /* DIR (from hf_dir) with a tokenizer.json, and the vocabulary grown to
@@ -162,13 +169,20 @@ static int same_tensors(const char *a, const char *b) {
   return same;
 }
 
-static void test_bf16_imports_as_its_values(void) {
-  char out[1024], ref[1024];
-  REQUIRE(tsl_import_hf(hf_dir("bf16", TESSEL_BF16, NULL, NULL, NULL), scratch_path(out, "bf16-ckpt")) == TESSEL_OK);
+/* A fixture's tensors as BF16 import as the fp32 ones rounded to bf16 (a
+** fused tensor's parts taken from the right rows of 2-byte elements too). */
+static void bf16_imports_as_its_values(const char *fixture, const char *name) {
+  char out[1024], ref[1024], tag[64];
+  snprintf(tag, sizeof tag, "%s-bf16-ckpt", name);
+  scratch_path(out, tag);
+  snprintf(tag, sizeof tag, "%s-bf16", name);
+  REQUIRE(tsl_import_hf(hf_dir_from(fixture, tag, TESSEL_BF16, NULL, NULL, NULL), out) == TESSEL_OK);
   /* the reference: the fp32 fixture rounded to bf16 and widened back */
-  char *dir = hf_dir("rounded", TESSEL_F32, NULL, NULL, NULL), path[1100];
+  snprintf(tag, sizeof tag, "%s-rounded", name);
+  char *dir = hf_dir_from(fixture, tag, TESSEL_F32, NULL, NULL, NULL), path[1100];
   tsl_st_file *src;
-  REQUIRE(tsl_st_open(FIXTURE "/model.safetensors", &src) == TESSEL_OK);
+  snprintf(path, sizeof path, "%s/model.safetensors", fixture);
+  REQUIRE(tsl_st_open(path, &src) == TESSEL_OK);
   snprintf(path, sizeof path, "%s/model.safetensors", dir);
   remove(path);
   tsl_st_desc descs[64];
@@ -189,8 +203,14 @@ static void test_bf16_imports_as_its_values(void) {
   }
   REQUIRE(tsl_st_writer_finish(w) == TESSEL_OK);
   tsl_st_close(src);
-  REQUIRE(tsl_import_hf(dir, scratch_path(ref, "rounded-ckpt")) == TESSEL_OK);
+  snprintf(tag, sizeof tag, "%s-rounded-ckpt", name);
+  REQUIRE(tsl_import_hf(dir, scratch_path(ref, tag)) == TESSEL_OK);
   CHECK(same_tensors(out, ref));
+}
+
+static void test_bf16_imports_as_its_values(void) {
+  bf16_imports_as_its_values(FIXTURE, "llama");
+  bf16_imports_as_its_values("tests/fixtures/phi3_tiny", "phi3");
 }
 
 /* DIR as two shards with an index: the fixture's first half of tensors in
@@ -517,6 +537,27 @@ static void test_refusals_name_the_problem(void) {
   refused(dir, TESSEL_E_IO, "has no model.safetensors");
 }
 
+/* Phi-3's files fuse q, k, v into qkv_proj and gate, up into gate_up_proj:
+** files that do not, a tensor of its own beside the fused one (never read),
+** fused tensors of other sizes than the config's, and Phi-3's long-context
+** rotary scaling are refused, each named. */
+static void test_phi3_refusals(void) {
+  static const char *const phi3 = "tests/fixtures/phi3_tiny";
+  refused(hf_dir("phi3-unfused", TESSEL_F32, "{\"model_type\": \"phi3\",", NULL, NULL), TESSEL_E_IO,
+          "no tensor 'model.layers.0.self_attn.qkv_proj.weight', which a Phi3ForCausalLM model of this config has");
+  refused(hf_dir_from(phi3, "phi3-extra", TESSEL_F32, NULL, NULL, "model.layers.0.self_attn.k_proj.weight"),
+          TESSEL_E_UNSUPPORTED, "tensor 'model.layers.0.self_attn.k_proj.weight' has no place");
+  refused(hf_dir_from(phi3, "phi3-kv", TESSEL_F32, "{\"num_key_value_heads\": 4,", NULL, NULL), TESSEL_E_IO,
+          "tensor 'model.layers.0.self_attn.qkv_proj.weight' is F32 of 2 dimension(s) [128, 64]; the config makes it "
+          "a matrix [192, 64]");
+  refused(hf_dir_from(phi3, "phi3-ffn", TESSEL_F32, "{\"intermediate_size\": 128,", NULL, NULL), TESSEL_E_IO,
+          "tensor 'model.layers.0.mlp.gate_up_proj.weight' is F32 of 2 dimension(s) [320, 64]; the config makes it "
+          "a matrix [256, 64]");
+  refused(hf_dir_from(phi3, "phi3-longrope", TESSEL_F32, "{\"rope_scaling\": {\"type\": \"longrope\", "
+                      "\"short_factor\": [1, 1, 1, 1, 1, 1, 1, 1], \"long_factor\": [2, 2, 2, 2, 2, 2, 2, 2]},",
+                      NULL, NULL), TESSEL_E_UNSUPPORTED, "longrope");
+}
+
 int main(void) {
   scratch_init("test_import");
   RUN(test_bf16_imports_as_its_values);
@@ -530,6 +571,7 @@ int main(void) {
   RUN(test_tokenizer_comes_along);
   RUN(test_plain_spellings_accepted);
   RUN(test_refusals_name_the_problem);
+  RUN(test_phi3_refusals);
   scratch_cleanup();
   return HARNESS_EXIT();
 }
