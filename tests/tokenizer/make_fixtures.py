@@ -149,6 +149,8 @@ SP_CASES = [
     ("sp_spaces", "  two spaces first\n\nthen   three, a tab\tand a literal \u2581 mark \u2581\u2581 end "),
     ("sp_unknown", "\u03a9\u2248\u00e7\u221a\u222b \u65e5\u672c \U0001f642 \u2014 \u00abquotes\u00bb ~ ^ | \u00e9t\u00e9"),
     ("sp_special_first", "</s>Starts with a special token, then words"),
+    ("sp_literal_first", "\u2581a literal mark first, then</s>\u2581after a special token"),
+    ("sp_only_spaces", "   "),
 ]
 
 
