@@ -131,7 +131,7 @@ static tsl_status read_pre_tokenizer(loader *l, const cJSON *root) {
     if (bytelevel) return TESSEL_OK;
   }
   return tsl_error(TESSEL_E_UNSUPPORTED, "%s: pre_tokenizer is %s; tessel reads byte-level BPE tokenizers (a "
-                   "ByteLevel pre-tokenizer, alone or after a regex Split)", l->name,
+                   "ByteLevel pre-tokenizer, alone or after a regex Split) and SentencePiece's (Metaspace)", l->name,
                    cJSON_IsString(type) ? type->valuestring : "missing");
 }
 
