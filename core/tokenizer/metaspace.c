@@ -98,7 +98,10 @@ tsl_status tsl_metaspace_read(tsl_tokenizer *t, const char *name, const cJSON *r
     t->prepend = TSL_PREPEND_NORMALIZER;
     t->split_at_metaspace = 0;
   } else {
-    if (norm && !cJSON_IsNull(norm))
+    /* an empty Sequence (some converters write one) normalizes nothing */
+    int none = !norm || cJSON_IsNull(norm) ||
+               (is_type(norm, "Sequence") && !cJSON_GetArraySize(field(norm, "normalizers")));
+    if (!none)
       return tsl_error(TESSEL_E_UNSUPPORTED, "%s: a normalizer before a Metaspace pre-tokenizer is not supported",
                        name);
     TSL_TRY(st, read_pre_tokenizer(t, name, pt));

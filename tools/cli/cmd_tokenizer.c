@@ -200,7 +200,8 @@ static int decode(tsl_tokenizer *t, const char *path) {
   const char *name = path ? path : "standard input";
   while (rc == TSL_EXIT_OK && (got = next_id(&src, &id, word)) != 0) {
     size_t n;
-    const char *(*token)(const tsl_tokenizer *, int32_t, size_t *) = first ? tsl_tokenizer_first_token : tsl_tokenizer_token;
+    const char *(*token)(const tsl_tokenizer *, int32_t, size_t *) =
+        first ? tsl_tokenizer_first_token : tsl_tokenizer_token;
     const char *s = got > 0 && id >= INT32_MIN && id <= INT32_MAX ? token(t, (int32_t)id, &n) : NULL;
     first = 0;
     /* each id named as written: one past int64 is not the LLONG_MAX it saturates to */
