@@ -431,28 +431,39 @@ static void test_qwen3_attention_bias_refused(void) {
           "'attention_bias'");
 }
 
+/* DIR's tokenizer.json (Llama 3's kind, and SentencePiece's of Llama 2) is
+** kept with the weights when it fits the vocabulary. */
+static void keeps_tokenizer(const char *tokenizer, int vocab, const char *name) {
+  char out[1024], ckpt[64];
+  tsl_tokenizer *t;
+  tsl_ckpt c;
+  REQUIRE(tsl_tokenizer_load(tokenizer, &t) == TESSEL_OK);
+  char *dir = hf_dir(name, TESSEL_F32, NULL, NULL, NULL);
+  add_tokenizer(dir, tokenizer, vocab);
+  snprintf(ckpt, sizeof ckpt, "%s-ckpt", name);
+  REQUIRE(tsl_import_hf(dir, scratch_path(out, ckpt)) == TESSEL_OK);
+  REQUIRE(tsl_ckpt_open(out, &c) == TESSEL_OK);
+  CHECK_EQ_INT(c.arch.vocab_size, vocab);
+  CHECK(c.tokenizer != NULL && c.tokenizer_hash == tsl_tokenizer_hash(t));
+  tsl_ckpt_close(&c);
+  tsl_tokenizer_free(t);
+}
+
 /* A tokenizer.json tessel reads and of the model's vocabulary goes into the
 ** checkpoint; one of another size is left out, the weights imported. */
 static void test_tokenizer_comes_along(void) {
   static const char *const tokenizer = "tests/tokenizer/fixtures/llama3_512.json";
   char out[1024];
-  tsl_tokenizer *t;
   tsl_ckpt c;
-  REQUIRE(tsl_tokenizer_load(tokenizer, &t) == TESSEL_OK);
-  char *dir = hf_dir("with-tokenizer", TESSEL_F32, NULL, NULL, NULL);
-  add_tokenizer(dir, tokenizer, 512);
-  REQUIRE(tsl_import_hf(dir, scratch_path(out, "with-tokenizer-ckpt")) == TESSEL_OK);
-  REQUIRE(tsl_ckpt_open(out, &c) == TESSEL_OK);
-  CHECK_EQ_INT(c.arch.vocab_size, 512);
-  CHECK(c.tokenizer != NULL && c.tokenizer_hash == tsl_tokenizer_hash(t));
-  tsl_ckpt_close(&c);
-  dir = hf_dir("other-tokenizer", TESSEL_F32, NULL, NULL, NULL);
+  keeps_tokenizer(tokenizer, 512, "with-tokenizer");
+  keeps_tokenizer("tests/tokenizer/fixtures/sp_1000.json", 1000, "with-sentencepiece");
+  /* one of more tokens than the model's vocabulary is not */
+  char *dir = hf_dir("other-tokenizer", TESSEL_F32, NULL, NULL, NULL);
   add_tokenizer(dir, tokenizer, 96);
   REQUIRE(tsl_import_hf(dir, scratch_path(out, "other-tokenizer-ckpt")) == TESSEL_OK);
   REQUIRE(tsl_ckpt_open(out, &c) == TESSEL_OK);
   CHECK(c.tokenizer == NULL);
   tsl_ckpt_close(&c);
-  tsl_tokenizer_free(t);
 }
 
 /* What transformers writes for the model tessel has, under other names:
