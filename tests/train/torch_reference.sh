@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Training checked against PyTorch: the fixtures' Llama and GPT-2
-# (tests/fixtures/llama_tiny, gpt2_tiny) trained 8 steps by `tessel run`
+# Training checked against PyTorch: the fixtures' Llama, GPT-2, Qwen2 (q, k
+# and v biases, a tied head) and Qwen3 (per-head q and k norms)
+# (tests/fixtures/llama_tiny, gpt2_tiny, qwen2_tiny, qwen3_tiny) trained 8 steps by `tessel run`
 # from their Hugging Face weights (model.init_from), on the one window of a
 # 17-byte text (each of its bytes a token below their 96), give the loss,
 # the gradient norm before clipping and the learning rate that
@@ -10,10 +11,10 @@
 # weight decay 0.1 on tensors of two dimensions, clip 1.0, lr 1e-2).
 # Tolerances: the first step's loss and gradient norm see one fp32 forward
 # and backward in another summation order (relative ~1e-6, allowed 1e-5);
-# later steps carry the updates' rounding too, through Adam's division by
-# √v̂ + eps (measured at most 8.1e-7 for the Llama's losses and 1.5e-5 for
-# GPT-2's gradient norms; allowed 1e-4), and the learning rates must agree
-# to 1e-12. A weight decay of 0.09 instead of 0.1 moves the Llama's losses
+# later steps carry the updates' rounding too, amplified by Adam's division
+# by √v̂ + eps where gradients are small (measured: from 1.3e-7 at Qwen3's
+# first step to 5.3e-5 at its fifth, in gradient norm; the Llama's losses
+# within 8.1e-7; allowed 3e-4), and the learning rates must agree to 1e-12. A weight decay of 0.09 instead of 0.1 moves the Llama's losses
 # by up to 2.2e-3, and β2 0.99 for 0.95 by 1.4e-2.
 . "$(dirname "$0")/common.sh" "$1" "$2" "$3" torch_reference
 REF=tests/fixtures/train_reference.txt
@@ -22,7 +23,7 @@ printf 'KING HENRY: NOW, ' >"$WORK/text.txt"
 # byte-level shards declare 256 tokens; these 17 fit the fixtures' 96, so
 # the shard is used as llm.c's own, without its record
 rm "$WORK/data/tokens.json"
-for model in llama gpt2; do
+for model in llama gpt2 qwen2 qwen3; do
   "$TESSEL" import "tests/fixtures/${model}_tiny" -o "$WORK/$model-ckpt" >/dev/null 2>&1 || fail "import of $model failed"
   cat >"$WORK/$model.yaml" <<YAML
 base: $model-ckpt/config.yaml
@@ -43,7 +44,7 @@ YAML
     function rel(a, b) { d = a - b; if (d < 0) d = -d; return d / (b < 0 ? -b : b) }
     NR == FNR { if ($1 == model) { loss[$2] = $3; norm[$2] = $4; lr[$2] = $5 }; next }
     {
-      tol = $1 == 1 ? 1e-5 : 1e-4
+      tol = $1 == 1 ? 1e-5 : 3e-4
       e1 = rel($2, loss[$1]); e2 = rel($3, norm[$1]); e3 = rel($4, lr[$1])
       if (e1 > worst_loss) worst_loss = e1
       if (e2 > worst_norm) worst_norm = e2
