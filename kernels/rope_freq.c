@@ -4,10 +4,10 @@
 ** Built with -ffp-contract=off: a fused multiply-add rounds once where
 ** transformers rounds twice, and a frequency one ulp off turns a position
 ** of 10^4 by a visibly different angle. The order of operations is that of
-** transformers' _compute_default_rope_parameters and
-** _compute_llama3_parameters on fp32 tensors: a Python number over a
-** tensor is the tensor's reciprocal times the number there, and Python
-** numbers meet the tensor rounded to fp32.
+** transformers' _compute_default_rope_parameters,
+** _compute_llama3_parameters and _compute_yarn_parameters on fp32 tensors:
+** a Python number over a tensor is the tensor's reciprocal times the number
+** there, and Python numbers meet the tensor rounded to fp32.
 */
 #include "rope_freq.h"
 
@@ -16,11 +16,47 @@
 int tsl_rope_freqs_valid(tsl_rope_freqs f) {
   if (!(f.theta > 0.0f)) return 0;
   if (f.factor == 0.0) return 1;
-  return f.factor >= 1.0 && f.low_freq_factor > 0.0 && f.high_freq_factor > f.low_freq_factor &&
-         f.original_positions >= 1.0;
+  if (!(f.factor >= 1.0 && f.original_positions >= 1.0)) return 0;
+  if (f.yarn)
+    return f.beta_slow > 0.0 && f.beta_fast > f.beta_slow && f.attention_factor > 0.0 && isfinite(f.attention_factor);
+  return f.low_freq_factor > 0.0 && f.high_freq_factor > f.low_freq_factor;
+}
+
+float tsl_rope_attention(tsl_rope_freqs f) { return f.factor > 0.0 && f.yarn ? (float)f.attention_factor : 1.0f; }
+
+/* The dimension (of dim) that turns `turns` times over n positions
+** (transformers' find_correction_dim), in double as Python computes it. */
+static double correction_dim(double turns, double dim, double theta, double n) {
+  return dim * log(n / (turns * 2.0 * M_PI)) / (2.0 * log(theta));
+}
+
+/* YaRN: each frequency blended between its plain value (extrapolation) and
+** its value divided by factor (interpolation) by a ramp over the pair
+** index, 0 below the dimension that turns beta_fast times over N, 1 above
+** the one that turns beta_slow times, each rounded outwards (truncate). */
+static void yarn_inv_freqs(tsl_rope_freqs f, int64_t head_size, float *inv) {
+  const double dim = (double)head_size;
+  double low = floor(correction_dim(f.beta_fast, dim, f.theta, f.original_positions));
+  double high = ceil(correction_dim(f.beta_slow, dim, f.theta, f.original_positions));
+  if (low < 0.0) low = 0.0;
+  if (high > dim - 1.0) high = dim - 1.0;
+  if (low == high) high += 0.001; /* as transformers' linear_ramp_factor keeps the ramp finite */
+  const float factor = (float)f.factor, lo = (float)low, span = (float)(high - low);
+  for (int64_t i = 0; i < head_size / 2; i++) {
+    const float pos = powf(f.theta, (float)(2 * i) / (float)head_size);
+    const float extrapolation = 1.0f / pos, interpolation = 1.0f / (factor * pos);
+    float ramp = ((float)i - lo) / span;
+    ramp = ramp < 0.0f ? 0.0f : ramp > 1.0f ? 1.0f : ramp;
+    const float keep = 1.0f - ramp; /* the share of the plain frequency */
+    inv[i] = interpolation * (1.0f - keep) + extrapolation * keep;
+  }
 }
 
 void tsl_rope_inv_freqs(tsl_rope_freqs f, int64_t head_size, float *inv) {
+  if (f.factor > 0.0 && f.yarn) {
+    yarn_inv_freqs(f, head_size, inv);
+    return;
+  }
   const float low_wavelen = (float)(f.original_positions / f.low_freq_factor);
   const float high_wavelen = (float)(f.original_positions / f.high_freq_factor);
   const float band = (float)(f.high_freq_factor - f.low_freq_factor);

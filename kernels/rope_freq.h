@@ -11,6 +11,12 @@
 **                            context stretched factor times)
 **   otherwise                interpolated: s·inv + (1 − s)·inv/factor,
 **                            s = (N/w − low_freq_factor) / (high − low).
+** YaRN (rope_type "yarn", Peng et al. 2023): the dimensions that turn fewer
+** than beta_slow times over the original context N are divided by factor,
+** those that turn more than beta_fast times are kept, and a linear ramp
+** over the dimensions between blends the two; cos and sin are scaled by
+** attention_factor (by default 0.1·ln(factor) + 1), which scales the
+** attention logits by its square.
 */
 #ifndef TSL_ROPE_FREQ_H
 #define TSL_ROPE_FREQ_H
@@ -25,14 +31,22 @@ extern "C" {
 ** transformers divides them in double before meeting fp32 tensors. */
 typedef struct tsl_rope_freqs {
   float theta;                               /* base of the frequencies */
-  double factor;                             /* Llama 3 scaling; 0: none */
-  double low_freq_factor, high_freq_factor;
+  double factor;                             /* Llama 3's or YaRN's scaling; 0: none */
+  double low_freq_factor, high_freq_factor;  /* Llama 3's bands */
   double original_positions;                 /* N, the unscaled model's context */
+  int yarn;                                  /* YaRN's scaling instead of Llama 3's */
+  double beta_fast, beta_slow;               /* YaRN's ramp, in turns over N */
+  double attention_factor;                   /* YaRN's scale of cos and sin */
 } tsl_rope_freqs;
 
-/* 1 when f describes frequencies: theta > 0 and, when scaled, factor >= 1,
-** 0 < low_freq_factor < high_freq_factor and a context of at least 1. */
+/* 1 when f describes frequencies: theta > 0 and, when scaled, factor >= 1
+** and a context of at least 1; Llama 3's with 0 < low_freq_factor <
+** high_freq_factor, YaRN's with 0 < beta_slow < beta_fast and a positive
+** attention_factor. */
 int tsl_rope_freqs_valid(tsl_rope_freqs f);
+
+/* What cos and sin are multiplied by: YaRN's attention_factor in fp32, else 1. */
+float tsl_rope_attention(tsl_rope_freqs f);
 
 /* inv[i] = inv_freq_i of a head of head_size (even) elements, for
 ** i < head_size/2; f must be valid. Each step is the fp32 operation

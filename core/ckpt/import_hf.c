@@ -121,36 +121,98 @@ fail:
   return st;
 }
 
+/* A scaling of type t read from `o` (keys: its values' names there) into
+** out, each value in the range a config's model.rope_scaling takes
+** (tsl_rope_scaling_fault). */
+static tsl_status scaling_in_range(const hf_json *o, const tsl_rope_type *t, const char *const *keys,
+                                   const double v[TSL_ROPE_MAX], tsl_model_settings *out) {
+  char why[512];
+  for (int k = 0; k < t->n; k++)
+    if (tsl_rope_scaling_fault(t, v, k, why, sizeof why))
+      return tsl_error(TESSEL_E_UNSUPPORTED, "%s: '%s' %s", o->path, keys[k], why);
+  tsl_rope_scaling_set(out, t, v);
+  return TESSEL_OK;
+}
+
 /* Llama 3's scaling from `o`, an object whose rope type is "llama3": the
 ** four numbers transformers requires there, in the ranges a config's
 ** model.rope_scaling takes (tsl_rope_scaling_fault). */
 static tsl_status llama3_scaling(const hf_json *o, tsl_model_settings *out) {
-  static const char *const keys[TSL_ROPE_N] = {"factor", "low_freq_factor", "high_freq_factor",
-                                               "original_max_position_embeddings"};
-  double v[TSL_ROPE_N];
-  char why[256];
-  for (int k = 0; k < TSL_ROPE_N; k++) {
+  static const char *const keys[] = {"factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings"};
+  double v[TSL_ROPE_MAX];
+  for (int k = 0; k < tsl_rope_llama3.n; k++) {
     const cJSON *x = cJSON_GetObjectItemCaseSensitive(o->root, keys[k]);
     if (!cJSON_IsNumber(x)) return tsl_error(TESSEL_E_IO, "%s: rope type llama3 needs the number '%s'", o->path, keys[k]);
     v[k] = x->valuedouble;
   }
-  for (int k = 0; k < TSL_ROPE_N; k++)
-    if (tsl_rope_scaling_fault(v, k, why, sizeof why))
-      return tsl_error(TESSEL_E_UNSUPPORTED, "%s: '%s' %s", o->path, keys[k], why);
-  tsl_rope_scaling_set(out, v);
+  return scaling_in_range(o, &tsl_rope_llama3, keys, v, out);
+}
+
+/* A number of `o` that transformers reads as `x or dflt`: absent, null or
+** 0 is dflt. */
+static tsl_status number_or(const hf_json *o, const char *key, double dflt, double *out) {
+  const cJSON *x = cJSON_GetObjectItemCaseSensitive(o->root, key);
+  if (x && !cJSON_IsNull(x) && !cJSON_IsNumber(x)) return tsl_error(TESSEL_E_IO, "%s: '%s' is not a number", o->path, key);
+  *out = cJSON_IsNumber(x) && x->valuedouble != 0 ? x->valuedouble : dflt;
   return TESSEL_OK;
 }
 
+/* transformers' get_mscale: the attention scale YaRN derives from a factor. */
+static double mscale(double factor, double m) { return factor <= 1.0 ? 1.0 : 0.1 * m * log(factor) + 1.0; }
+
+/* YaRN's scaling from `o`, an object whose rope type is "yarn", for a model
+** of `positions` (max_position_embeddings). transformers 4 (to 4.5x) and 5
+** read one config.json two ways: given original_max_position_embeddings,
+** transformers 4 takes positions / original as the factor, whatever
+** 'factor' says, where transformers 5 (and vLLM) take 'factor'. In a
+** rope_scaling (`legacy`, which both read) that is refused unless the two
+** agree; a rope_parameters is transformers 5's alone. Without it the
+** original context is `positions`. The attention factor is 'attention_factor',
+** or derived from 'mscale' and 'mscale_all_dim' or from the factor, as both
+** derive it; 'truncate' false (transformers 5 only) is refused. */
+static tsl_status yarn_scaling(const hf_json *o, int legacy, int positions, tsl_model_settings *out) {
+  static const char *const keys[] = {"factor", "original_max_position_embeddings", "beta_fast", "beta_slow",
+                                     "attention_factor"};
+  const cJSON *factor = cJSON_GetObjectItemCaseSensitive(o->root, "factor");
+  const cJSON *original = cJSON_GetObjectItemCaseSensitive(o->root, "original_max_position_embeddings");
+  const cJSON *truncate = cJSON_GetObjectItemCaseSensitive(o->root, "truncate");
+  double v[TSL_ROPE_MAX], ms = 0, all = 0;
+  tsl_status st;
+  if (!cJSON_IsNumber(factor)) return tsl_error(TESSEL_E_IO, "%s: rope type yarn needs the number 'factor'", o->path);
+  if (original && !cJSON_IsNumber(original))
+    return tsl_error(TESSEL_E_IO, "%s: 'original_max_position_embeddings' is not a number", o->path);
+  if (truncate && !cJSON_IsNull(truncate) && !cJSON_IsTrue(truncate))
+    return tsl_error(TESSEL_E_UNSUPPORTED, "%s: 'truncate' is not true; transformers 4 always rounds YaRN's "
+                     "correction range outwards, and tessel computes that", o->path);
+  v[0] = factor->valuedouble;
+  v[1] = original ? original->valuedouble : positions;
+  if (legacy && original && (double)positions / v[1] != v[0])
+    return tsl_error(TESSEL_E_UNSUPPORTED, "%s: yarn with 'factor' %g and 'original_max_position_embeddings' %g "
+                     "beside max_position_embeddings %d: transformers 4 computes the factor as %d / %g = %g, "
+                     "transformers 5 and vLLM take %g, so the file is two models; set max_position_embeddings to "
+                     "%.17g (original × factor), on which all of them agree", o->path, v[0], v[1], positions,
+                     positions, v[1], positions / v[1], v[0], v[1] * v[0]);
+  TSL_TRY(st, number_or(o, "beta_fast", 32.0, &v[2]));
+  TSL_TRY(st, number_or(o, "beta_slow", 1.0, &v[3]));
+  TSL_TRY(st, number_or(o, "mscale", 0.0, &ms));
+  TSL_TRY(st, number_or(o, "mscale_all_dim", 0.0, &all));
+  TSL_TRY(st, number_or(o, "attention_factor", ms && all ? mscale(v[0], ms) / mscale(v[0], all) : mscale(v[0], 1.0),
+                        &v[4]));
+  return scaling_in_range(o, &tsl_rope_yarn, keys, v, out);
+fail:
+  return st;
+}
+
 /* The rope type `o` (rope_scaling or rope_parameters) names: plain
-** ("default", out's scaling left at none) or Llama 3's, whose numbers go to
-** out. The type is under "rope_type", or "type" before transformers 4.43;
+** ("default", out's scaling left at none), Llama 3's or YaRN's, whose
+** numbers go to out. The type is under "rope_type", or "type" before transformers 4.43;
 ** a rope_scaling (`typed`) must name one, a rope_parameters without one is
 ** plain. Both keys may be given (transformers 4.43+ saves both) only
 ** naming one type: transformers 4 computes what "type" names, so tessel
 ** reading "rope_type" would compute another model without a word. */
-static tsl_status rope_kind(const hf_json *o, int typed, tsl_model_settings *out) {
-  static const char *const kinds[] = {"default", "llama3", NULL};
-  static const char *const why = "tessel's rotary frequencies are plain (default) or Llama 3's (llama3)";
+static tsl_status rope_kind(const hf_json *o, int typed, int positions, tsl_model_settings *out) {
+  static const char *const kinds[] = {"default", "llama3", "yarn", NULL};
+  static const char *const why = "tessel's rotary frequencies are plain (default), Llama 3's (llama3) or YaRN's (yarn)";
   const cJSON *named = cJSON_GetObjectItemCaseSensitive(o->root, "rope_type");
   const cJSON *old = cJSON_GetObjectItemCaseSensitive(o->root, "type");
   if (named && old &&
@@ -166,8 +228,8 @@ static tsl_status rope_kind(const hf_json *o, int typed, tsl_model_settings *out
   if (typed && (!v || cJSON_IsNull(v)))
     return tsl_error(TESSEL_E_UNSUPPORTED, "%s: 'rope_scaling' is set; %s", o->path, why);
   tsl_status st = one_of(o, key, kinds, why);
-  if (st < 0 || !cJSON_IsString(v) || strcmp(v->valuestring, "llama3") != 0) return st;
-  return llama3_scaling(o, out);
+  if (st < 0 || !cJSON_IsString(v) || strcmp(v->valuestring, "default") == 0) return st;
+  return strcmp(v->valuestring, "llama3") == 0 ? llama3_scaling(o, out) : yarn_scaling(o, typed, positions, out);
 }
 
 /* The rotary frequencies. transformers 5 writes rope_parameters
@@ -187,7 +249,7 @@ static tsl_status rope(const hf_json *j, tsl_model_settings *m) {
     if (!v || cJSON_IsNull(v) || (i == 0 && cJSON_IsFalse(v))) continue;
     if (!cJSON_IsObject(v)) return tsl_error(TESSEL_E_IO, "%s: '%s' must be an object", j->path, names[i]);
     hf_json inner = {j->path, v, j->say};
-    st = rope_kind(&inner, i == 0, &got[i]);
+    st = rope_kind(&inner, i == 0, m->positions, &got[i]);
     if (st < 0) return tsl_error_wrap(st, "%s", names[i]);
     TSL_TRY(st, only(&inner, "partial_rotary_factor", 1.0, whole_head));
     seen[i] = 1;

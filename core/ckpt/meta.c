@@ -33,10 +33,11 @@ uint64_t tsl_ckpt_model_hash(const tsl_model_settings *m) {
   if (m->qkv_bias) h = tsl_mix64(h ^ 0x71b1a5ull);
   if (m->qk_norm) h = tsl_mix64(h ^ 0x716b6eull);
   if (tsl_head_dim_own(m)) h = tsl_mix64(h ^ ((uint64_t)tsl_head_dim(m) << 32 | 0x68ull));
-  if (!(m->rope_scaling.factor > 0)) return h;
-  double scaling[TSL_ROPE_N];
-  tsl_rope_scaling_values(m, scaling);
-  return tsl_hash_bytes(scaling, sizeof scaling, h);
+  double scaling[TSL_ROPE_MAX];
+  const tsl_rope_type *t = tsl_rope_scaling_values(m, scaling);
+  if (!t) return h;
+  if (t != &tsl_rope_llama3) h = tsl_mix64(h ^ tsl_hash_str(t->name, 0)); /* Llama 3's hashes as before YaRN */
+  return tsl_hash_bytes(scaling, (size_t)t->n * sizeof *scaling, h);
 }
 
 /* A version-1 description's model_hash: GPT-2's five dimensions. */
@@ -141,7 +142,8 @@ static const char *const covered[] = {
     "tokens", "batch_size", "data.text", "data.val_fraction", "data.train", "data.val", "bos_token_id",
     "eos_token_id", "model.rope_scaling.type", "model.rope_scaling.factor", "model.rope_scaling.low_freq_factor",
     "model.rope_scaling.high_freq_factor", "model.rope_scaling.original_positions", "model.qkv_bias",
-    "model.head_dim", "model.qk_norm"};
+    "model.head_dim", "model.qk_norm", "model.rope_scaling.beta_fast", "model.rope_scaling.beta_slow",
+    "model.rope_scaling.attention_factor"};
 
 /* Covered fields that came after descriptions were first written (from
 ** model.positions on): absent, they leave the checksum as those
@@ -306,12 +308,12 @@ static cJSON *meta_json(const tsl_ckpt_meta *m) {
   if (d->qkv_bias) cJSON_AddBoolToObject(model, "qkv_bias", 1);
   if (d->qk_norm) cJSON_AddBoolToObject(model, "qk_norm", 1);
   if (tsl_head_dim_own(d)) cJSON_AddNumberToObject(model, "head_dim", tsl_head_dim(d));
-  if (d->rope_scaling.factor > 0) { /* as model.rope_scaling of a config reads it */
-    double v[TSL_ROPE_N];
+  double v[TSL_ROPE_MAX];
+  const tsl_rope_type *t = tsl_rope_scaling_values(d, v);
+  if (t) { /* as model.rope_scaling of a config reads it */
     cJSON *scaling = cJSON_AddObjectToObject(model, "rope_scaling");
-    tsl_rope_scaling_values(d, v);
-    cJSON_AddStringToObject(scaling, "type", "llama3");
-    for (int k = 0; k < TSL_ROPE_N; k++) cJSON_AddNumberToObject(scaling, tsl_rope_scaling_keys[k], v[k]);
+    cJSON_AddStringToObject(scaling, "type", t->name);
+    for (int k = 0; k < t->n; k++) cJSON_AddNumberToObject(scaling, t->keys[k], v[k]);
   }
   add_hex(root, "model_hash", m->model_hash, 16);
   add_hex(root, "config_hash", m->config_hash, 16);
@@ -423,28 +425,30 @@ static tsl_status number(const reader *r, const char *path, double lo, double hi
 }
 
 /* model.rope_scaling: absent (plain frequencies, as in every description
-** written before it was) or a Llama's Llama 3 scaling, each value in the
-** range a config allows. */
+** written before it was) or a Llama's Llama 3 or YaRN scaling, each of its
+** type's values present and in the range a config allows. */
 static tsl_status read_rope_scaling(const reader *r, tsl_model_settings *d) {
   const cJSON *o = item_at(r->root, "model.rope_scaling"), *type = item_at(r->root, "model.rope_scaling.type");
-  double v[TSL_ROPE_N];
+  double v[TSL_ROPE_MAX];
   char path[64], why[512];
   if (!o) return TESSEL_OK;
   if (d->arch != TSL_ARCH_LLAMA)
     return tsl_error(TESSEL_E_IO, "%s: 'model.rope_scaling' is recorded for a gpt2 model, which has no rotary "
                      "positions", r->where);
-  if (!cJSON_IsObject(o) || !cJSON_IsString(type) || strcmp(type->valuestring, "llama3") != 0)
-    return tsl_error(TESSEL_E_IO, "%s: 'model.rope_scaling' must be an object whose type is \"llama3\"", r->where);
-  for (int k = 0; k < TSL_ROPE_N; k++) {
-    snprintf(path, sizeof path, "model.rope_scaling.%s", tsl_rope_scaling_keys[k]);
+  const tsl_rope_type *t = cJSON_IsObject(o) && cJSON_IsString(type) ? tsl_rope_type_named(type->valuestring) : NULL;
+  if (!t)
+    return tsl_error(TESSEL_E_IO, "%s: 'model.rope_scaling' must be an object whose type is \"llama3\" or \"yarn\"",
+                     r->where);
+  for (int k = 0; k < t->n; k++) {
+    snprintf(path, sizeof path, "model.rope_scaling.%s", t->keys[k]);
     const cJSON *x = item_at(r->root, path);
     if (!cJSON_IsNumber(x)) return tsl_error(TESSEL_E_IO, "%s: '%s' is missing or not a number", r->where, path);
     v[k] = x->valuedouble;
   }
-  for (int k = 0; k < TSL_ROPE_N; k++)
-    if (tsl_rope_scaling_fault(v, k, why, sizeof why))
-      return tsl_error(TESSEL_E_IO, "%s: 'model.rope_scaling.%s' %s", r->where, tsl_rope_scaling_keys[k], why);
-  tsl_rope_scaling_set(d, v);
+  for (int k = 0; k < t->n; k++)
+    if (tsl_rope_scaling_fault(t, v, k, why, sizeof why))
+      return tsl_error(TESSEL_E_IO, "%s: 'model.rope_scaling.%s' %s", r->where, t->keys[k], why);
+  tsl_rope_scaling_set(d, t, v);
   return TESSEL_OK;
 }
 

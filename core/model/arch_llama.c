@@ -149,7 +149,11 @@ void tsl_arch_llama(const tsl_settings *s, tsl_arch *out) {
                              .factor = s->model.rope_scaling.factor,
                              .low_freq_factor = s->model.rope_scaling.low_freq_factor,
                              .high_freq_factor = s->model.rope_scaling.high_freq_factor,
-                             .original_positions = s->model.rope_scaling.original_positions},
+                             .original_positions = s->model.rope_scaling.original_positions,
+                             .yarn = s->model.rope_scaling.yarn,
+                             .beta_fast = s->model.rope_scaling.beta_fast,
+                             .beta_slow = s->model.rope_scaling.beta_slow,
+                             .attention_factor = s->model.rope_scaling.attention_factor},
                     .init_std = 0.02};
   if (out->tied) {
     out->head.n_params = 1;

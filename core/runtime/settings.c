@@ -67,106 +67,165 @@ static tsl_status refuse_for_gpt2(tsl_cfg *m, const char *key, const char *why) 
   return tsl_cfg_error(m, key, "GPT-2 has no %s (arch: llama has)", why);
 }
 
-/* ---- Llama 3's rotary scaling ---- */
+/* ---- the rotary scaling ---- */
 
-const char *const tsl_rope_scaling_keys[TSL_ROPE_N] = {"factor", "low_freq_factor", "high_freq_factor",
-                                                       "original_positions"};
-const double tsl_rope_scaling_defaults[TSL_ROPE_N] = {8.0, 1.0, 4.0, 8192.0};
+const tsl_rope_type tsl_rope_llama3 = {"llama3", 4,
+                                       {"factor", "low_freq_factor", "high_freq_factor", "original_positions"},
+                                       {8.0, 1.0, 4.0, 8192.0}};
+const tsl_rope_type tsl_rope_yarn = {"yarn", 5,
+                                     {"factor", "original_positions", "beta_fast", "beta_slow", "attention_factor"},
+                                     {4.0, 32768.0, 32.0, 1.0, NAN}};
 
-void tsl_rope_scaling_values(const tsl_model_settings *m, double v[TSL_ROPE_N]) {
-  const int none = !(m->rope_scaling.factor > 0);
-  v[TSL_ROPE_FACTOR] = none ? 0 : m->rope_scaling.factor;
-  v[TSL_ROPE_LOW] = none ? 0 : m->rope_scaling.low_freq_factor;
-  v[TSL_ROPE_HIGH] = none ? 0 : m->rope_scaling.high_freq_factor;
-  v[TSL_ROPE_ORIGINAL] = none ? 0 : m->rope_scaling.original_positions;
+const tsl_rope_type *tsl_rope_type_named(const char *name) {
+  if (strcmp(name, tsl_rope_llama3.name) == 0) return &tsl_rope_llama3;
+  if (strcmp(name, tsl_rope_yarn.name) == 0) return &tsl_rope_yarn;
+  return NULL;
 }
 
-void tsl_rope_scaling_set(tsl_model_settings *m, const double v[TSL_ROPE_N]) {
-  m->rope_scaling.factor = v[TSL_ROPE_FACTOR];
-  m->rope_scaling.low_freq_factor = v[TSL_ROPE_LOW];
-  m->rope_scaling.high_freq_factor = v[TSL_ROPE_HIGH];
-  m->rope_scaling.original_positions = (int)v[TSL_ROPE_ORIGINAL];
+/* Where value k of type t is kept in a scaling. */
+static double *rope_slot(tsl_rope_scaling *r, const tsl_rope_type *t, int k, double *original) {
+  const char *key = t->keys[k];
+  if (strcmp(key, "factor") == 0) return &r->factor;
+  if (strcmp(key, "low_freq_factor") == 0) return &r->low_freq_factor;
+  if (strcmp(key, "high_freq_factor") == 0) return &r->high_freq_factor;
+  if (strcmp(key, "beta_fast") == 0) return &r->beta_fast;
+  if (strcmp(key, "beta_slow") == 0) return &r->beta_slow;
+  if (strcmp(key, "attention_factor") == 0) return &r->attention_factor;
+  return original; /* original_positions, a whole number */
 }
 
-const char *tsl_rope_scaling_fault(const double v[TSL_ROPE_N], int k, char *why, size_t cap) {
-  char x[40], low[40];
+const tsl_rope_type *tsl_rope_scaling_values(const tsl_model_settings *m, double v[TSL_ROPE_MAX]) {
+  if (!(m->rope_scaling.factor > 0)) return NULL;
+  const tsl_rope_type *t = m->rope_scaling.yarn ? &tsl_rope_yarn : &tsl_rope_llama3;
+  tsl_rope_scaling r = m->rope_scaling;
+  double original = r.original_positions;
+  for (int k = 0; k < t->n; k++) v[k] = *rope_slot(&r, t, k, &original);
+  return t;
+}
+
+void tsl_rope_scaling_set(tsl_model_settings *m, const tsl_rope_type *t, const double v[TSL_ROPE_MAX]) {
+  double original = 0;
+  m->rope_scaling = (tsl_rope_scaling){.yarn = t == &tsl_rope_yarn};
+  for (int k = 0; k < t->n; k++) *rope_slot(&m->rope_scaling, t, k, &original) = v[k];
+  m->rope_scaling.original_positions = (int)original;
+}
+
+void tsl_rope_scaling_resolve(const tsl_rope_type *t, double v[TSL_ROPE_MAX]) {
+  if (t != &tsl_rope_yarn || !isnan(v[4])) return;
+  v[4] = v[0] <= 1.0 ? 1.0 : 0.1 * log(v[0]) + 1.0; /* transformers' get_mscale(factor) */
+}
+
+int tsl_rope_scaling_against(const tsl_rope_type *t, int k) {
+  if (t == &tsl_rope_llama3 && k == 2) return 1;
+  if (t == &tsl_rope_yarn && k == 2) return 3;
+  return -1;
+}
+
+const char *tsl_rope_scaling_fault(const tsl_rope_type *t, const double v[TSL_ROPE_MAX], int k, char *why,
+                                   size_t cap) {
+  char x[40], other[40];
+  const char *key = t->keys[k];
+  const int against = tsl_rope_scaling_against(t, k);
   tsl_format_exact(v[k], x, sizeof x);
-  switch (k) {
-    case TSL_ROPE_FACTOR: /* 1 keeps every frequency; below it the context would shrink */
-      if (v[k] >= 1.0 && v[k] <= 1e6) return NULL;
-      snprintf(why, cap, "must be from 1 to 1e6 (how many times the original context is stretched), got %s", x);
-      return why;
-    case TSL_ROPE_LOW: /* the kernels compute in fp32: the bands stay well inside its range */
-      if (v[k] >= 1e-6 && v[k] <= 1e6) return NULL;
-      snprintf(why, cap, "must be from 1e-6 to 1e6, got %s", x);
-      return why;
-    case TSL_ROPE_HIGH: /* the formula divides by their difference */
-      if (v[k] > v[TSL_ROPE_LOW] && v[k] <= 1e6) return NULL;
+  if (strcmp(key, "factor") == 0) { /* 1 keeps every frequency; below it the context would shrink */
+    if (v[k] >= 1.0 && v[k] <= 1e6) return NULL;
+    snprintf(why, cap, "must be from 1 to 1e6 (how many times the original context is stretched), got %s", x);
+  } else if (strcmp(key, "original_positions") == 0) {
+    if (v[k] >= 1 && v[k] <= 1 << 20 && v[k] == floor(v[k])) return NULL;
+    snprintf(why, cap, "must be a whole number between 1 and %d, got %s", 1 << 20, x);
+  } else if (strcmp(key, "attention_factor") == 0) { /* it multiplies cos and sin */
+    if (v[k] > 0.0 && v[k] <= 100.0) return NULL;
+    snprintf(why, cap, "must be above 0 and at most 100 (it scales cos and sin), got %s", x);
+  } else if (against < 0) { /* low_freq_factor, beta_slow: the kernels compute in fp32 */
+    if (v[k] >= 1e-6 && v[k] <= 1e6) return NULL;
+    snprintf(why, cap, "must be from 1e-6 to 1e6, got %s", x);
+  } else { /* high_freq_factor, beta_fast: the formulas divide by the difference */
+    if (v[k] > v[against] && v[k] <= 1e6) return NULL;
+    tsl_format_exact(v[against], other, sizeof other);
+    if (t == &tsl_rope_llama3)
       snprintf(why, cap, "%s is not above low_freq_factor %s: the wavelengths between original_positions / "
                "high_freq_factor and original_positions / low_freq_factor are interpolated, so the first must be "
-               "the shorter", x, tsl_format_exact(v[TSL_ROPE_LOW], low, sizeof low));
-      return why;
-    default:
-      if (v[k] >= 1 && v[k] <= 1 << 20 && v[k] == floor(v[k])) return NULL;
-      snprintf(why, cap, "must be a whole number between 1 and %d, got %s", 1 << 20, x);
-      return why;
+               "the shorter", x, other);
+    else
+      snprintf(why, cap, "%s is not above beta_slow %s: the dimensions that turn between beta_slow and beta_fast "
+               "times over original_positions are blended, so beta_fast must be the larger", x, other);
   }
+  return why;
 }
 
 int tsl_rope_scaling_same(const tsl_model_settings *a, const tsl_model_settings *b) {
-  double va[TSL_ROPE_N], vb[TSL_ROPE_N];
-  tsl_rope_scaling_values(a, va);
-  tsl_rope_scaling_values(b, vb);
-  for (int k = 0; k < TSL_ROPE_N; k++)
+  double va[TSL_ROPE_MAX], vb[TSL_ROPE_MAX];
+  const tsl_rope_type *ta = tsl_rope_scaling_values(a, va), *tb = tsl_rope_scaling_values(b, vb);
+  if (ta != tb) return 0;
+  for (int k = 0; ta && k < ta->n; k++)
     if (va[k] != vb[k]) return 0;
   return 1;
 }
 
 const char *tsl_rope_scaling_text(const tsl_model_settings *m, char *buf, size_t cap) {
-  double v[TSL_ROPE_N];
-  tsl_rope_scaling_values(m, v);
-  if (!(v[TSL_ROPE_FACTOR] > 0)) {
+  double v[TSL_ROPE_MAX];
+  const tsl_rope_type *t = tsl_rope_scaling_values(m, v);
+  if (!t) {
     snprintf(buf, cap, "none");
     return buf;
   }
-  size_t n = (size_t)snprintf(buf, cap, "{type: llama3");
-  for (int k = 0; k < TSL_ROPE_N && n < cap; k++) {
+  size_t n = (size_t)snprintf(buf, cap, "{type: %s", t->name);
+  for (int k = 0; k < t->n && n < cap; k++) {
     char x[40];
-    n += (size_t)snprintf(buf + n, cap - n, ", %s: %s", tsl_rope_scaling_keys[k], tsl_format_exact(v[k], x, sizeof x));
+    n += (size_t)snprintf(buf + n, cap - n, ", %s: %s", t->keys[k], tsl_format_exact(v[k], x, sizeof x));
   }
   if (n < cap) snprintf(buf + n, cap - n, "}");
   return buf;
 }
 
+/* The values of a scaling of type t from r, its defaults where absent;
+** ok[k] whether value k was read, the first error kept in *st. */
+static void read_rope_values(tsl_cfg *r, const tsl_rope_type *t, double v[TSL_ROPE_MAX], int ok[TSL_ROPE_MAX],
+                             tsl_status *st) {
+  for (int k = 0; k < t->n; k++) {
+    const char *key = t->keys[k];
+    int64_t n = 0;
+    tsl_status one;
+    if (strcmp(key, "original_positions") == 0) {
+      one = tsl_cfg_int(r, key, (int64_t)t->defaults[k], INT64_MIN, INT64_MAX, &n);
+      v[k] = (double)n;
+    } else {
+      one = tsl_cfg_float(r, key, t->defaults[k], -INFINITY, INFINITY, &v[k]);
+    }
+    ok[k] = one >= 0;
+    keep(st, one);
+  }
+}
+
 /* model.rope_scaling (arch: llama): absent, null or empty for plain
-** frequencies, else Llama 3's scaling. Its type must be given (a later
-** scaling would be another type); the values default to Llama 3.1's and
+** frequencies, else Llama 3's or YaRN's scaling. Its type must be given;
+** the values default to the type's (tsl_rope_llama3, tsl_rope_yarn) and
 ** are checked by tsl_rope_scaling_fault, as trainer.json's are. */
 static tsl_status read_rope_scaling(tsl_cfg *m, tsl_model_settings *ms) {
-  static const char *const types[] = {"llama3", NULL};
+  static const char *const types[] = {"llama3", "yarn", NULL};
   tsl_cfg *r;
-  int type, ok[TSL_ROPE_N];
-  double v[TSL_ROPE_N];
+  int type = 0, ok[TSL_ROPE_MAX];
+  double v[TSL_ROPE_MAX];
   char why[512];
   if (!tsl_cfg_has(m, "rope_scaling")) return TESSEL_OK;
   tsl_status st = tsl_cfg_section(m, "rope_scaling", 0, &r);
   if (st < 0 || tsl_cfg_is_empty(r)) return st;
   tsl_status tst = tsl_cfg_require(r, "type");
   keep(&st, tst >= 0 ? tsl_cfg_enum(r, "type", types, 0, &type) : tst);
-  for (int k = 0; k < TSL_ROPE_N; k++) {
-    const char *key = tsl_rope_scaling_keys[k];
-    int64_t n = 0;
-    tsl_status one = k == TSL_ROPE_ORIGINAL
-                         ? tsl_cfg_int(r, key, (int64_t)tsl_rope_scaling_defaults[k], INT64_MIN, INT64_MAX, &n)
-                         : tsl_cfg_float(r, key, tsl_rope_scaling_defaults[k], -INFINITY, INFINITY, &v[k]);
-    if (k == TSL_ROPE_ORIGINAL) v[k] = (double)n;
-    ok[k] = one >= 0;
-    keep(&st, one);
+  if (st < 0) { /* the values of either type are still known keys, not mistakes of their own */
+    read_rope_values(r, &tsl_rope_llama3, v, ok, &st);
+    read_rope_values(r, &tsl_rope_yarn, v, ok, &st);
+    return st;
   }
-  for (int k = 0; k < TSL_ROPE_N; k++)
-    if (ok[k] && (k != TSL_ROPE_HIGH || ok[TSL_ROPE_LOW]) && tsl_rope_scaling_fault(v, k, why, sizeof why))
-      keep(&st, tsl_cfg_error(r, tsl_rope_scaling_keys[k], "%s", why));
-  if (st >= 0) tsl_rope_scaling_set(ms, v);
+  const tsl_rope_type *t = tsl_rope_type_named(types[type]);
+  read_rope_values(r, t, v, ok, &st);
+  tsl_rope_scaling_resolve(t, v);
+  for (int k = 0; k < t->n; k++) {
+    const int against = tsl_rope_scaling_against(t, k);
+    if (ok[k] && (against < 0 || ok[against]) && tsl_rope_scaling_fault(t, v, k, why, sizeof why))
+      keep(&st, tsl_cfg_error(r, t->keys[k], "%s", why));
+  }
+  if (st >= 0) tsl_rope_scaling_set(ms, t, v);
   return st;
 }
 

@@ -21,12 +21,14 @@ typedef enum { TSL_DECAY_COSINE = 0, TSL_DECAY_LINEAR = 1, TSL_DECAY_CONSTANT = 
 typedef enum { TSL_RESUME_AUTO = 0, TSL_RESUME_NEVER = 1 } tsl_resume;
 typedef enum { TSL_PROGRESS_AUTO = 0, TSL_PROGRESS_ALWAYS = 1, TSL_PROGRESS_NEVER = 2 } tsl_progress;
 
-/* Llama 3's scaling of the rotary frequencies (Hugging Face's rope_type
-** "llama3"; kernels/rope_freq.h has the formula). */
+/* A scaling of the rotary frequencies: Llama 3's or YaRN's (Hugging Face's
+** rope_type "llama3" and "yarn"; kernels/rope_freq.h has the formulas). */
 typedef struct tsl_rope_scaling {
   double factor;          /* 0: none, the frequencies are theta^(-2i/head_size) */
-  double low_freq_factor, high_freq_factor;
+  double low_freq_factor, high_freq_factor;    /* Llama 3's */
   int original_positions; /* the context the unscaled model was made for */
+  int yarn;               /* YaRN's instead of Llama 3's */
+  double beta_fast, beta_slow, attention_factor; /* YaRN's */
 } tsl_rope_scaling;
 
 /* The model's family and sizes (also what a checkpoint records). */
@@ -135,24 +137,39 @@ int tsl_head_dim(const tsl_model_settings *m);
 #define TSL_ATTENTION_WIDTH_MAX (1 << 20)
 int tsl_head_dim_own(const tsl_model_settings *m);
 
-/* ---- Llama 3's rotary scaling (model.rope_scaling), one schema for the
-** config, trainer.json and everything that compares or prints a model.
-** Its values after the type "llama3" (the only scaling there is) go in
-** this order, as factor, low_freq_factor, high_freq_factor and
-** original_positions. ---- */
-enum { TSL_ROPE_FACTOR, TSL_ROPE_LOW, TSL_ROPE_HIGH, TSL_ROPE_ORIGINAL, TSL_ROPE_N };
-extern const char *const tsl_rope_scaling_keys[TSL_ROPE_N];
-/* Llama 3.1's: factor 8, low_freq_factor 1, high_freq_factor 4, original_positions 8192. */
-extern const double tsl_rope_scaling_defaults[TSL_ROPE_N];
-/* m's scaling as values (all 0 when it has none), and back. */
-void tsl_rope_scaling_values(const tsl_model_settings *m, double v[TSL_ROPE_N]);
-void tsl_rope_scaling_set(tsl_model_settings *m, const double v[TSL_ROPE_N]);
+/* ---- the rotary scaling (model.rope_scaling), one schema per type for
+** the config, trainer.json and everything that compares or prints a model:
+** its type's name, then its values in the type's order. ---- */
+#define TSL_ROPE_MAX 5
+typedef struct tsl_rope_type {
+  const char *name;                /* model.rope_scaling.type */
+  int n;
+  const char *keys[TSL_ROPE_MAX];
+  double defaults[TSL_ROPE_MAX];   /* NAN: derived from the others (tsl_rope_scaling_resolve) */
+} tsl_rope_type;
+/* llama3: factor, low_freq_factor, high_freq_factor, original_positions
+** (Llama 3.1's 8, 1, 4, 8192). yarn: factor, original_positions,
+** beta_fast, beta_slow, attention_factor (4, 32768, 32, 1, and 0.1·ln
+** factor + 1: Qwen's long-context setting, the paper's ramp and scale). */
+extern const tsl_rope_type tsl_rope_llama3, tsl_rope_yarn;
+/* The type named `name`, or NULL. */
+const tsl_rope_type *tsl_rope_type_named(const char *name);
+/* m's scaling: its type (NULL when it has none) and its values into v. */
+const tsl_rope_type *tsl_rope_scaling_values(const tsl_model_settings *m, double v[TSL_ROPE_MAX]);
+/* m's scaling set to type t with values v (resolved). */
+void tsl_rope_scaling_set(tsl_model_settings *m, const tsl_rope_type *t, const double v[TSL_ROPE_MAX]);
+/* The derived values left NAN filled in: YaRN's attention_factor from its
+** factor, as transformers derives it. */
+void tsl_rope_scaling_resolve(const tsl_rope_type *t, double v[TSL_ROPE_MAX]);
+/* The value value k is checked against (high_freq_factor against
+** low_freq_factor, beta_fast against beta_slow), or -1. */
+int tsl_rope_scaling_against(const tsl_rope_type *t, int k);
 /* NULL when value k of v is in its range, else why not ("must be at least
-** 1, got 0.5"), written into why. high_freq_factor is checked against v's
-** low_freq_factor. */
-const char *tsl_rope_scaling_fault(const double v[TSL_ROPE_N], int k, char *why, size_t cap);
+** 1, got 0.5"), written into why. */
+const char *tsl_rope_scaling_fault(const tsl_rope_type *t, const double v[TSL_ROPE_MAX], int k, char *why,
+                                   size_t cap);
 /* Whether a and b turn their rotary positions by the same frequencies
-** (both unscaled, or scaled by the same values). */
+** (both unscaled, or scaled alike by the same values). */
 int tsl_rope_scaling_same(const tsl_model_settings *a, const tsl_model_settings *b);
 /* m's scaling as text: "none", or a YAML flow map that model.rope_scaling
 ** reads back as exactly it ("{type: llama3, factor: 8, ...}"). Returns buf. */

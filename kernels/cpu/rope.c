@@ -9,9 +9,10 @@
 ** that long positions agree with it to the last bit of the angle:
 ** inv_freq_i in fp32 (kernels/rope_freq.c: 1/theta^((float)2i/hs), or
 ** Llama 3's scaling of it), a = fp32 product (float)pos·inv_freq_i, then
-** cos and sin of that fp32 angle. The inverse
-** (sin negated) is both the undo and the backward: a rotation's Jacobian
-** is the rotation, whose transpose turns the other way.
+** cos and sin of that fp32 angle, each times YaRN's attention factor
+** when it has one (transformers scales its cos and sin tables). The inverse
+** (sin negated) is the backward: the Jacobian is the (scaled) rotation,
+** whose transpose turns the other way by the same scale.
 **
 ** A table of cos/sin per (position, i) is filled first, once per call, so
 ** the pass over the B·T·heads rows only multiplies and adds.
@@ -33,13 +34,13 @@ int tsl_cpu_rope(tsl_backend *be, tsl_stream *s, void *x, int64_t batch, int64_t
   if (!cs) return TESSEL_E_NOMEM;
   float *sn = cs + seq * half, *inv_freq = sn + seq * half;
   tsl_rope_inv_freqs(freqs, head_size, inv_freq);
-  const float sign = inverse ? -1.0f : 1.0f;
+  const float sign = inverse ? -1.0f : 1.0f, scale = tsl_rope_attention(freqs);
 #pragma omp parallel for schedule(static) if (seq * half >= TSL_CPU_PARALLEL_MIN / 16)
   for (int64_t t = 0; t < seq; t++)
     for (int64_t i = 0; i < half; i++) {
       const float a = (float)(t + pos_offset) * inv_freq[i];
-      cs[t * half + i] = cosf(a);
-      sn[t * half + i] = sign * sinf(a);
+      cs[t * half + i] = cosf(a) * scale;
+      sn[t * half + i] = sign * (sinf(a) * scale);
     }
   float *base = x;
   const int64_t rows = batch * seq;

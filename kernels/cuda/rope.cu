@@ -7,7 +7,7 @@
 ** computed on the host (kernels/rope_freq.c) and passed with the launch,
 ** a = (float)pos·inv_freq, then cosf and sinf of that fp32 angle
 ** (full-precision libdevice functions, not the __cosf intrinsics, whose
-** error grows with the argument). The rotation is computed in fp32 and
+** error grows with the argument), times YaRN's attention factor. The rotation is computed in fp32 and
 ** rounded once to bf16 per element.
 */
 #include "device.cuh"
@@ -21,12 +21,12 @@ typedef struct freq_table {
 } freq_table;
 
 static __global__ void rope_kernel(bf16 *x, int64_t rows, int64_t seq, int64_t heads, int64_t half, int64_t ld,
-                                   int64_t pos_offset, freq_table f, float sign) {
+                                   int64_t pos_offset, freq_table f, float sign, float scale) {
   const int64_t per_row = heads * half;
   TSL_GRID_LOOP(e, rows * per_row) {
     const int64_t r = e / per_row, h = (e % per_row) / half, i = e % half;
     const float a = (float)(r % seq + pos_offset) * f.inv[i];
-    const float c = cosf(a), s = sign * sinf(a);
+    const float c = cosf(a) * scale, s = sign * (sinf(a) * scale);
     bf16 *lo = x + r * ld + h * 2 * half + i, *hi = lo + half;
     const float u = ld_bf16(lo), v = ld_bf16(hi);
     st_bf16(lo, u * c - v * s);
@@ -49,6 +49,7 @@ extern "C" int tsl_cuda_rope(tsl_backend *be, tsl_stream *s, void *x, int64_t ba
   freq_table f;
   tsl_rope_inv_freqs(freqs, head_size, f.inv);
   return TSL_CU((rope_kernel<<<tsl_blocks(n, TSL_THREADS), TSL_THREADS, 0, tsl_cuda_stream(be, s)->s>>>(
-                     (bf16 *)x, batch * seq, seq, heads, head_size / 2, ld, pos_offset, f, inverse ? -1.0f : 1.0f),
+                     (bf16 *)x, batch * seq, seq, heads, head_size / 2, ld, pos_offset, f, inverse ? -1.0f : 1.0f,
+                     tsl_rope_attention(freqs)),
                  cudaGetLastError()));
 }

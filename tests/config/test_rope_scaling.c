@@ -7,6 +7,8 @@
 ** config.yaml) reading back as exactly the model's values.
 ** (Mistakes: tests/configs/bad/rope_scaling_*.yaml.)
 */
+#include <math.h>
+
 #include "config_fixture.h"
 
 #define LLAMA "model: {arch: llama, layers: 2, heads: 4, channels: 64, seq_len: 16%s}\n" \
@@ -103,8 +105,39 @@ static void test_text_reads_back(void) {
   CHECK(!tsl_rope_scaling_same(&m, &plain));
 }
 
+/* YaRN: its values as given, or Qwen's long-context setting and the
+** paper's ramp by default, the attention factor derived from the factor
+** when not given (0.1·ln factor + 1, as transformers derives it); its text
+** reads back as exactly it, and a Llama 3 scaling of the same factor is
+** another scaling. */
+static void test_yarn(void) {
+  tsl_settings s;
+  tsl_config *cfg = read_llama("yarn.yaml", ", rope_scaling: {type: yarn, factor: 8, original_positions: 2048, "
+                                            "beta_fast: 16, beta_slow: 0.5, attention_factor: 1.5}", &s);
+  const tsl_rope_scaling *r = &s.model.rope_scaling;
+  CHECK(r->yarn && r->factor == 8 && r->original_positions == 2048 && r->beta_fast == 16 && r->beta_slow == 0.5 &&
+        r->attention_factor == 1.5);
+  tsl_config_free(cfg);
+  cfg = read_llama("yarn-defaults.yaml", ", rope_scaling: {type: yarn}", &s);
+  CHECK(r->yarn && r->factor == 4 && r->original_positions == 32768 && r->beta_fast == 32 && r->beta_slow == 1 &&
+        r->attention_factor == 0.1 * log(4.0) + 1.0);
+  tsl_config_free(cfg);
+  char text[256], extra[300];
+  snprintf(extra, sizeof extra, ", rope_scaling: %s", tsl_rope_scaling_text(&s.model, text, sizeof text));
+  CHECK_STR_CONTAINS(text, "{type: yarn, factor: 4, original_positions: 32768, beta_fast: 32, beta_slow: 1, "
+                           "attention_factor: 1.138629436111989}");
+  tsl_settings back;
+  cfg = read_llama("yarn-text.yaml", extra, &back);
+  CHECK(tsl_rope_scaling_same(&back.model, &s.model));
+  tsl_config_free(cfg);
+  tsl_model_settings llama3 = {.rope_scaling = {.factor = 4, .low_freq_factor = 1, .high_freq_factor = 4,
+                                                .original_positions = 32768}};
+  CHECK(!tsl_rope_scaling_same(&llama3, &s.model));
+}
+
 int main(void) {
   scratch_init("test_rope_scaling");
+  RUN(test_yarn);
   RUN(test_given_and_defaults);
   RUN(test_none);
   RUN(test_resolved_reads_back);

@@ -40,11 +40,11 @@ static void check_read(const tsl_ckpt_meta *m, int64_t dir_step) {
       ((d->qkv_bias || d->qk_norm) && d->arch != TSL_ARCH_LLAMA) ||
       (int64_t)d->heads * tsl_head_dim(d) > TSL_ATTENTION_WIDTH_MAX)
     broken("a model a config could not make");
-  double scaling[TSL_ROPE_N];
+  double scaling[TSL_ROPE_MAX];
   char why[512];
-  tsl_rope_scaling_values(d, scaling);
-  for (int k = 0; k < TSL_ROPE_N && scaling[TSL_ROPE_FACTOR] > 0; k++)
-    if (tsl_rope_scaling_fault(scaling, k, why, sizeof why)) broken("a rotary scaling a config could not give");
+  const tsl_rope_type *t = tsl_rope_scaling_values(d, scaling);
+  for (int k = 0; t && k < t->n; k++)
+    if (tsl_rope_scaling_fault(t, scaling, k, why, sizeof why)) broken("a rotary scaling a config could not give");
   if (m->version >= 2 && m->model_hash != tsl_ckpt_model_hash(d)) broken("a model_hash of another model");
   if (!m->files[TSL_CKPT_MODEL].present || !m->files[TSL_CKPT_OPTIMIZER].present ||
       !m->files[TSL_CKPT_CONFIG].present || m->files[TSL_CKPT_PRIVATE].present != (m->version >= 2))

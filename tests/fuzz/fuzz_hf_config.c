@@ -37,12 +37,12 @@ static void check_model(const tsl_model_settings *m) {
       (int64_t)m->heads * tsl_head_dim(m) > TSL_ATTENTION_WIDTH_MAX ||
       !(m->rope_theta >= 1.0 && m->rope_theta <= 1e12) || !(m->norm_eps >= 1e-12 && m->norm_eps <= 1.0))
     broken("config.json read into a model tessel does not compute");
-  double v[TSL_ROPE_N];
-  char why[256];
-  tsl_rope_scaling_values(m, v);
-  for (int k = 0; v[TSL_ROPE_FACTOR] > 0 && k < TSL_ROPE_N; k++)
-    if (tsl_rope_scaling_fault(v, k, why, sizeof why)) broken("config.json read into a rotary scaling out of range");
-  if ((m->qkv_bias || m->qk_norm || v[TSL_ROPE_FACTOR] > 0) && m->arch != TSL_ARCH_LLAMA)
+  double v[TSL_ROPE_MAX];
+  char why[512];
+  const tsl_rope_type *t = tsl_rope_scaling_values(m, v);
+  for (int k = 0; t && k < t->n; k++)
+    if (tsl_rope_scaling_fault(t, v, k, why, sizeof why)) broken("config.json read into a rotary scaling out of range");
+  if ((m->qkv_bias || m->qk_norm || t) && m->arch != TSL_ARCH_LLAMA)
     broken("config.json read into a GPT-2 with a Llama's option");
 }
 

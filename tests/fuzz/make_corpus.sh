@@ -20,7 +20,7 @@
 #                     (one with a rotary scaling, one with q/k/v biases and
 #                     heads of their own size), an import's (step 0 of version
 #                     3, no optimizer moments), damaged ones
-# corpus/hf_config    GPT-2, Llama and Phi-3 config.json as transformers writes them,
+# corpus/hf_config    GPT-2, Llama, Qwen2 with YaRN and Phi-3 config.json as transformers writes them,
 #                     one with a shard index, refused ones
 # corpus/profile      bench/profiles/*.json, a measured CPU profile's shape,
 #                     refused ones
@@ -251,6 +251,12 @@ cat >"$HERE/corpus/hf_config/llama-rope-parameters" <<'JSON'
 {"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 1,
  "intermediate_size": 128, "vocab_size": 256, "max_position_embeddings": 32, "tie_word_embeddings": true,
  "rope_parameters": {"rope_theta": 10000.0, "rope_type": "default"}, "rms_norm_eps": 1e-05}
+JSON
+cat >"$HERE/corpus/hf_config/qwen2-yarn" <<'JSON'
+{"architectures": ["Qwen2ForCausalLM"], "hidden_size": 64, "intermediate_size": 128, "max_position_embeddings": 128,
+ "model_type": "qwen2", "num_attention_heads": 4, "num_hidden_layers": 1, "num_key_value_heads": 2,
+ "rope_theta": 1000000.0, "tie_word_embeddings": true, "vocab_size": 256,
+ "rope_scaling": {"type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32, "beta_fast": 16}}
 JSON
 cat >"$HERE/corpus/hf_config/phi3" <<'JSON'
 {"architectures": ["Phi3ForCausalLM"], "attention_dropout": 0.0, "bos_token_id": 1, "embd_pdrop": 0.0,

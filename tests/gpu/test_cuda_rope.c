@@ -1,8 +1,9 @@
 /*
 ** tests/gpu/test_cuda_rope.c — rotary position embedding and its inverse
 ** against the CPU backend, on strided rows, at positions up to 10^5, with
-** plain and Llama 3's scaled frequencies (one formula, kernels/rope_freq.h,
-** compiled for both).
+** plain, Llama 3's and YaRN's scaled frequencies (one formula,
+** kernels/rope_freq.h, compiled for both; YaRN's scale of cos and sin
+** too).
 **
 ** Tolerance. Both backends form the same fp32 angle (transformers' way)
 ** and its cos and sin (libm and libdevice, each within 2 fp32 ulps); the
@@ -14,15 +15,17 @@
 
 typedef struct rcase {
   int64_t B, T, heads, hs, ld, pos_offset;
-  int scaled; /* Llama 3.2's scaled frequencies, else plain theta 10000 */
+  int scaled; /* 0: plain theta 10000, 1: Llama 3.2's scaling, 2: YaRN's (Qwen's long-context setting) */
 } rcase;
 
 static const rcase cases[] = {{2, 7, 3, 8, 24, 0, 0},         {1, 33, 4, 64, 256 + 8, 5, 0},
                               {1, 20, 2, 128, 256, 100000, 0}, {3, 129, 2, 16, 40, 17, 0},
-                              {2, 40, 3, 64, 200, 8170, 1}};
-static const tsl_rope_freqs PLAIN = {.theta = 10000.0f};
-static const tsl_rope_freqs LLAMA3 = {.theta = 500000.0f, .factor = 32, .low_freq_factor = 1,
-                                      .high_freq_factor = 4, .original_positions = 8192};
+                              {2, 40, 3, 64, 200, 8170, 1},    {1, 24, 2, 128, 256, 40000, 2}};
+static const tsl_rope_freqs FREQS[] = {
+    {.theta = 10000.0f},
+    {.theta = 500000.0f, .factor = 32, .low_freq_factor = 1, .high_freq_factor = 4, .original_positions = 8192},
+    {.theta = 1e6f, .factor = 4, .original_positions = 32768, .yarn = 1, .beta_fast = 32, .beta_slow = 1,
+     .attention_factor = 1.1386294361119891}};
 
 static void test_rope(void) {
   tsl_backend *be = gt_cuda(), *cpu = kt_backend();
@@ -35,10 +38,9 @@ static void test_rope(void) {
       for (int64_t r = 0; r < c->B * c->T; r++) kt_fill(x + r * c->ld + w, c->ld - w, NAN);
       float *want = gt_clone(x, n);
       CHECK_EQ_INT(cpu->rope(cpu, NULL, want, c->B, c->T, c->heads, c->hs, c->ld, c->pos_offset,
-                             c->scaled ? LLAMA3 : PLAIN, inverse), 0);
+                             FREQS[c->scaled], inverse), 0);
       void *d = gt_up_bf16(x, n);
-      GT_OK(be->rope(be, gt_s, d, c->B, c->T, c->heads, c->hs, c->ld, c->pos_offset, c->scaled ? LLAMA3 : PLAIN,
-                     inverse));
+      GT_OK(be->rope(be, gt_s, d, c->B, c->T, c->heads, c->hs, c->ld, c->pos_offset, FREQS[c->scaled], inverse));
       float *got = gt_down_bf16(d, n);
       double *mag = kt_doubles(n);
       int64_t touched = 0;
@@ -50,7 +52,7 @@ static void test_rope(void) {
         for (int64_t h = 0; h < c->heads; h++)
           for (int64_t i = 0; i < half; i++) {
             const int64_t lo = r * c->ld + h * c->hs + i;
-            mag[lo] = mag[lo + half] = fabs(x[lo]) + fabs(x[lo + half]);
+            mag[lo] = mag[lo + half] = tsl_rope_attention(FREQS[c->scaled]) * (fabs(x[lo]) + fabs(x[lo + half]));
           }
       }
       CHECK_EQ_INT(touched, 0);

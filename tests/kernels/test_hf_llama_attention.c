@@ -130,21 +130,44 @@ static void test_attention_sub_block(void) {
 }
 
 /* The frequencies f gives a head of hs elements against transformers'
-** `want`, bit for bit; returns how many of want differ from plain theta's. */
-static int check_frequencies(tsl_rope_freqs f, int64_t hs, const float *want) {
+** `want`, bit for bit, or within `ulps` units in the last place; returns
+** how many of want differ from plain theta's. */
+static int check_frequencies_within(tsl_rope_freqs f, int64_t hs, const float *want, int ulps) {
   float got[256], plain[256];
   REQUIRE(hs / 2 <= 256);
   tsl_rope_inv_freqs(f, hs, got);
   tsl_rope_inv_freqs((tsl_rope_freqs){.theta = f.theta}, hs, plain);
   int differ = 0, scaled = 0;
   for (int64_t i = 0; i < hs / 2; i++) {
-    differ += memcmp(&got[i], &want[i], sizeof got[i]) != 0;
+    int32_t a, b;
+    memcpy(&a, &got[i], sizeof a), memcpy(&b, &want[i], sizeof b);
+    differ += abs(a - b) > ulps; /* positive floats order as their bits */
     scaled += plain[i] != want[i];
-    if (memcmp(&got[i], &want[i], sizeof got[i]))
-      fprintf(stderr, "  inv_freq[%lld]: %.9g, transformers %.9g\n", (long long)i, got[i], want[i]);
+    if (a != b) fprintf(stderr, "  inv_freq[%lld]: %.9g, transformers %.9g\n", (long long)i, got[i], want[i]);
   }
   CHECK_EQ_INT(differ, 0);
   return scaled;
+}
+
+static int check_frequencies(tsl_rope_freqs f, int64_t hs, const float *want) {
+  return check_frequencies_within(f, hs, want, 0);
+}
+
+/* The kernel turns by the frequencies want: pair i at position POS of a
+** (1, 0) pair becomes attention·(cos, sin) of the fp32 angle POS·want_i,
+** within tol (libm's cos and sin, and the scale's rounding). */
+static void check_turns(tsl_rope_freqs f, const float *want, double attention, double tol) {
+  enum { POS = 40 };
+  float x[(POS + 1) * HS] = {0};
+  for (int t = 0; t <= POS; t++)
+    for (int i = 0; i < HS / 2; i++) x[t * HS + i] = 1.0f;
+  tsl_backend *be = kt_backend();
+  CHECK_EQ_INT(be->rope(be, NULL, x, 1, POS + 1, 1, HS, HS, 0, f, 0), 0);
+  for (int i = 0; i < HS / 2; i++) {
+    const double a = (float)POS * want[i];
+    CHECK_CLOSE(x[POS * HS + i], attention * cos(a), tol, tol);
+    CHECK_CLOSE(x[POS * HS + HS / 2 + i], attention * sin(a), tol, tol);
+  }
 }
 
 /* Llama 3's scaled frequencies are transformers' own, bit for bit
@@ -168,23 +191,57 @@ static void test_llama3_frequencies(void) {
   const tsl_rope_freqs llama32 = {.theta = 500000.0f, .factor = 32, .low_freq_factor = 1, .high_freq_factor = 4,
                                   .original_positions = 8192};
   CHECK(check_frequencies(llama32, 64, want32) > 16);
-  enum { POS = 40 };
-  float x[(POS + 1) * HS] = {0};
-  for (int t = 0; t <= POS; t++)
-    for (int i = 0; i < HS / 2; i++) x[t * HS + i] = 1.0f;
-  tsl_backend *be = kt_backend();
-  CHECK_EQ_INT(be->rope(be, NULL, x, 1, POS + 1, 1, HS, HS, 0, f, 0), 0);
-  for (int i = 0; i < HS / 2; i++) {
-    const double a = (float)POS * want[i];
-    CHECK_CLOSE(x[POS * HS + i], cos(a), 2 * KT_U, 2 * KT_U);
-    CHECK_CLOSE(x[POS * HS + HS / 2 + i], sin(a), 2 * KT_U, 2 * KT_U);
-  }
+  check_turns(f, want, 1.0, 2 * KT_U);
   free(want), free(want32);
+  tsl_st_close(io);
+}
+
+/* One double of the io file (the attention factors). */
+static double scalar(tsl_st_file *f, const char *name) {
+  const int i = tsl_st_find(f, name);
+  REQUIRE(i >= 0 && tsl_st_desc_at(f, i)->dtype == TESSEL_F64);
+  uint64_t bytes = 0;
+  double v;
+  memcpy(&v, tsl_st_data(f, i, &bytes), sizeof v);
+  return v;
+}
+
+/* YaRN's frequencies are transformers' own, bit for bit: the fixture
+** llama_yarn's (factor 4 over an original context of 16, a ramp over its
+** pairs 0 to 3) and a Qwen-like model's under Qwen's long-context setting
+** (head size 128, theta 1e6, factor 4 over 32768). Its attention factor,
+** derived as transformers derives it, is transformers' double exactly (one
+** Qwen frequency within an ulp, where the plain one is already), and
+** the kernel scales cos and sin by it in fp32: pair i at position p of a
+** (1, 0) pair becomes attention·(cos, sin) of p·inv_freq_i, within 3u. */
+static void test_yarn_frequencies(void) {
+  tsl_st_file *io = NULL;
+  REQUIRE(tsl_st_open(FIXTURES "llama_yarn_io.safetensors", &io) == 0);
+  float *want = tensor(io, "inv_freq", HS / 2), *want_qwen = tensor(io, "inv_freq_qwen_yarn", 64);
+  const char *m = "llama_yarn", *s = "rope_scaling";
+  const double factor = model_config_number(m, s, "factor");
+  const tsl_rope_freqs f = {.theta = (float)model_config_number(m, NULL, "rope_theta"), .factor = factor,
+                            .original_positions = model_config_number(m, s, "original_max_position_embeddings"),
+                            .yarn = 1, .beta_fast = model_config_number(m, s, "beta_fast"),
+                            .beta_slow = model_config_number(m, s, "beta_slow"),
+                            .attention_factor = 0.1 * log(factor) + 1.0};
+  CHECK(tsl_rope_freqs_valid(f));
+  CHECK(check_frequencies(f, HS, want) >= HS / 2 - 1); /* all but the highest moved */
+  CHECK(f.attention_factor == scalar(io, "attention_factor"));
+  const tsl_rope_freqs qwen = {.theta = 1e6f, .factor = 4, .original_positions = 32768, .yarn = 1, .beta_fast = 32,
+                               .beta_slow = 1, .attention_factor = 0.1 * log(4.0) + 1.0};
+  /* one ulp: pair 37's plain frequency (head size 128, theta 1e6) is the
+  ** one powf gives one ulp from PyTorch's pow (kernels/rope_freq.h) */
+  CHECK(check_frequencies_within(qwen, 128, want_qwen, 1) > 32);
+  CHECK(qwen.attention_factor == scalar(io, "attention_factor_qwen_yarn"));
+  check_turns(f, want, (float)f.attention_factor, 3 * KT_U);
+  free(want), free(want_qwen);
   tsl_st_close(io);
 }
 
 int main(void) {
   RUN(test_attention_sub_block);
   RUN(test_llama3_frequencies);
+  RUN(test_yarn_frequencies);
   return HARNESS_EXIT();
 }

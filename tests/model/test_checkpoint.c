@@ -15,6 +15,7 @@
 */
 #include <cjson/cJSON.h>
 #include <omp.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -381,6 +382,23 @@ static void test_rope_scaling_is_recorded(void) {
   }
   free(text);
 
+  /* YaRN's: recorded with its type, read back exactly; another model_hash
+  ** than Llama 3's over the same factor and context; its betas checked as
+  ** a config's */
+  tsl_model_settings llama3 = m.model;
+  llama3.rope_scaling.original_positions = 32768, llama3.rope_scaling.factor = 4;
+  m.model.rope_scaling = (tsl_rope_scaling){.factor = 4, .original_positions = 32768, .yarn = 1, .beta_fast = 32,
+                                            .beta_slow = 1, .attention_factor = 0.1 * log(4.0) + 1.0};
+  CHECK(tsl_ckpt_model_hash(&llama3) != tsl_ckpt_model_hash(&m.model));
+  char *yarn = description_round_trip(&m, "yarn", &back);
+  CHECK_STR_CONTAINS(yarn, "\"type\":\t\"yarn\"");
+  CHECK(memcmp(&back.model.rope_scaling, &m.model.rope_scaling, sizeof m.model.rope_scaling) == 0);
+  tsl_ckpt_meta_free(&back);
+  edited = scaling_edited(yarn, "beta_fast", 0.5, 1);
+  expect_parse_refused(edited, "'model.rope_scaling.beta_fast' 0.5 is not above beta_slow 1");
+  free(edited);
+  free(yarn);
+
   /* a model without scaling writes no rope_scaling, and reads back as none */
   plain.rope_scaling = (tsl_rope_scaling){0};
   m.model = plain;
@@ -392,7 +410,8 @@ static void test_rope_scaling_is_recorded(void) {
   /* tiny is sealed as tessel wrote it; the Llamas' model_hash is
   ** make_corpus.sh's own, their meta_crc32 left to the fuzzer to seal */
   static const char *const old[] = {"tests/fuzz/corpus/ckpt_meta/tiny", "tests/fuzz/corpus/ckpt_meta/llama-tokenizer",
-                                    "tests/fuzz/corpus/ckpt_meta/llama-17-digits"};
+                                    "tests/fuzz/corpus/ckpt_meta/llama-17-digits",
+                                    "tests/fuzz/corpus/ckpt_meta/llama-rope-scaling"};
   for (size_t i = 0; i < sizeof old / sizeof *old; i++) {
     REQUIRE(tsl_read_file(old[i], &text, NULL) == TESSEL_OK);
     if (i > 0) {
@@ -404,7 +423,8 @@ static void test_rope_scaling_is_recorded(void) {
     tsl_status st = tsl_ckpt_meta_parse(text, old[i], -1, &back);
     if (st < 0) fprintf(stderr, "%s\n", tsl_error_message());
     CHECK_EQ_INT(st, TESSEL_OK);
-    CHECK(back.model.rope_scaling.factor == 0);
+    /* the last was written with Llama 3's scaling before YaRN came: its model_hash still holds */
+    CHECK(back.model.rope_scaling.factor == (i == 3 ? 32 : 0) && !back.model.rope_scaling.yarn);
     tsl_ckpt_meta_free(&back);
     free(text);
   }

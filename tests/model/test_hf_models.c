@@ -24,7 +24,9 @@
 ** projection in two slices); their *_io.safetensors hold transformers'
 ** logits with the option set. tessel takes both options as its own model.
 ** A third, llama3_rope, changes what is computed: Llama 3.1's scaling of
-** the rotary frequencies (rope_scaling "llama3"). mistral_tiny holds the
+** the rotary frequencies (rope_scaling "llama3"); llama_yarn so too, YaRN's
+** (rope_scaling "yarn", made under transformers 4.51: `make_hf_fixtures.py
+** yarn`). mistral_tiny holds the
 ** same weights as a MistralForCausalLM (rope_theta 1e6, a sliding window
 ** of 16 positions: the whole sequence). qwen2_tiny is a Qwen2ForCausalLM
 ** of its own weights (q, k and v biases, a tied head), mistral_head_dim a
@@ -287,22 +289,38 @@ static void test_phi3_matches_transformers(void) {
   compare_with_hf("phi3_tiny");
 }
 
-/* Llama 3.1's rotary scaling (llama3_rope: llama_tiny's weights and inputs
-** under rope_scaling "llama3"), which moves transformers' logits from
-** llama_tiny's by far more than the tolerance: the scaling is computed, not
-** just accepted. */
-static void test_llama3_rope_matches_transformers(void) {
+/* A variant of llama_tiny's weights and inputs under a rotary scaling,
+** whose transformers logits move from llama_tiny's by far more than the
+** tolerance: the scaling is computed, not just accepted. */
+static void scaled_matches_transformers(const char *name) {
   tsl_st_file *plain, *scaled;
+  char io[256];
+  snprintf(io, sizeof io, FIXTURES "%s_io.safetensors", name);
   REQUIRE(tsl_st_open(FIXTURES "llama_tiny_io.safetensors", &plain) == TESSEL_OK);
-  REQUIRE(tsl_st_open(FIXTURES "llama3_rope_io.safetensors", &scaled) == TESSEL_OK);
+  REQUIRE(tsl_st_open(io, &scaled) == TESSEL_OK);
   float *a = io_tensor(plain, "logits", TESSEL_F32, B * T * V), *b = io_tensor(scaled, "logits", TESSEL_F32, B * T * V);
   double e2 = 0, r2 = 0;
   for (int i = 0; i < B * T * V; i++) e2 += ((double)a[i] - b[i]) * ((double)a[i] - b[i]), r2 += (double)b[i] * b[i];
-  fprintf(stderr, "  llama3_rope against llama_tiny: normwise difference %.3g\n", sqrt(e2 / r2));
+  fprintf(stderr, "  %s against llama_tiny: normwise difference %.3g\n", name, sqrt(e2 / r2));
   CHECK(sqrt(e2 / r2) > 1e-2);
   free(a), free(b);
   tsl_st_close(plain), tsl_st_close(scaled);
-  compare_with_hf("llama3_rope");
+  compare_with_hf(name);
+}
+
+/* Llama 3.1's rotary scaling (llama3_rope: rope_scaling "llama3") */
+static void test_llama3_rope_matches_transformers(void) { scaled_matches_transformers("llama3_rope"); }
+
+/* YaRN (llama_yarn: rope_scaling "yarn", factor 4 over an original context
+** of 16): its frequencies and the scale of cos and sin; its export says the
+** same scaling */
+static void test_yarn_matches_transformers(void) {
+  tsl_weights *w;
+  REQUIRE(tsl_weights_open(FIXTURES "llama_yarn", 0, &w) == TESSEL_OK);
+  const tsl_rope_scaling *r = &tsl_weights_model(w)->rope_scaling;
+  CHECK(r->yarn && r->factor == 4 && r->original_positions == 16 && r->beta_fast == 4 && r->beta_slow == 0.25);
+  tsl_weights_close(w);
+  scaled_matches_transformers("llama_yarn");
 }
 
 int main(void) {
@@ -316,6 +334,7 @@ int main(void) {
   RUN(test_head_dim_matches_transformers);
   RUN(test_qwen3_matches_transformers);
   RUN(test_phi3_matches_transformers);
+  RUN(test_yarn_matches_transformers);
   RUN(test_llama3_rope_matches_transformers);
   scratch_cleanup();
   return HARNESS_EXIT();

@@ -12,6 +12,7 @@
 ** BPE of tests/tokenizer/fixtures) comes into the checkpoint when it fits
 ** the vocabulary.
 */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -312,6 +313,53 @@ static void test_rope_parameters(void) {
 ** (rope_scaling with rope_type), as older files say it ("type") and as
 ** transformers 5 does (inside rope_parameters): the model's settings carry
 ** its four numbers. Hugging Face directories holding it were refused. */
+/* YaRN (rope_type yarn) in the forms both transformers 4 and 5 read alike
+** (the fixture has max_position_embeddings 64): no original context (64
+** then), an original the factor times shorter, and DeepSeek's mscale pair;
+** refused where the two would compute two models (an original given that
+** is not max_position_embeddings / factor: transformers 4 takes the ratio
+** as the factor), and 'truncate' false (transformers 5's alone). In
+** rope_parameters, transformers 5's own, the factor is taken as given. */
+static void test_yarn_scaling(void) {
+  static const struct {
+    const char *config;
+    double factor, original, beta_fast, beta_slow, attention;
+  } cases[] = {
+      {"{\"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 8.0},", 8, 64, 32, 1, 0},
+      {"{\"rope_scaling\": {\"type\": \"yarn\", \"factor\": 4.0, \"original_max_position_embeddings\": 16, "
+       "\"beta_fast\": 16, \"beta_slow\": 2},", 4, 16, 16, 2, 0},
+      {"{\"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 40, \"mscale\": 0.707, \"mscale_all_dim\": 0.707, "
+       "\"beta_fast\": 0},", 40, 64, 32, 1, 1.0},
+      {"{\"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 2.0, \"attention_factor\": 1.25, \"truncate\": true},",
+       2, 64, 32, 1, 1.25},
+      {"{\"rope_parameters\": {\"rope_type\": \"yarn\", \"rope_theta\": 1e6, \"factor\": 4.0, "
+       "\"original_max_position_embeddings\": 32},", 4, 32, 32, 1, 0},
+  };
+  for (size_t i = 0; i < TSL_ARRAY_LEN(cases); i++) {
+    char name[32];
+    snprintf(name, sizeof name, "yarn-%zu", i);
+    tsl_weights *w;
+    REQUIRE(tsl_weights_open(hf_dir(name, TESSEL_F32, cases[i].config, NULL, NULL), 0, &w) == TESSEL_OK);
+    const tsl_rope_scaling *r = &tsl_weights_model(w)->rope_scaling;
+    const double attention = cases[i].attention ? cases[i].attention : 0.1 * log(cases[i].factor) + 1.0;
+    CHECK(r->yarn && r->factor == cases[i].factor && r->original_positions == cases[i].original);
+    CHECK(r->beta_fast == cases[i].beta_fast && r->beta_slow == cases[i].beta_slow);
+    CHECK(r->attention_factor == attention);
+    tsl_weights_close(w);
+  }
+  refused(hf_dir("yarn-two-models", TESSEL_F32, "{\"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 4.0, "
+                 "\"original_max_position_embeddings\": 32},", NULL, NULL), TESSEL_E_UNSUPPORTED,
+          "transformers 4 computes the factor as 64 / 32 = 2, transformers 5 and vLLM take 4");
+  CHECK_STR_CONTAINS(tsl_error_message(), "set max_position_embeddings to 128");
+  refused(hf_dir("yarn-truncate", TESSEL_F32, "{\"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 4.0, "
+                 "\"truncate\": false},", NULL, NULL), TESSEL_E_UNSUPPORTED, "'truncate' is not true");
+  refused(hf_dir("yarn-betas", TESSEL_F32, "{\"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 4.0, "
+                 "\"beta_fast\": 1, \"beta_slow\": 2},", NULL, NULL), TESSEL_E_UNSUPPORTED,
+          "'beta_fast' 1 is not above beta_slow 2");
+  refused(hf_dir("yarn-no-factor", TESSEL_F32, "{\"rope_scaling\": {\"rope_type\": \"yarn\"},", NULL, NULL),
+          TESSEL_E_IO, "rope type yarn needs the number 'factor'");
+}
+
 static void test_llama3_scaling(void) {
   static const char *const numbers =
       "\"factor\": 32.0, \"low_freq_factor\": 1.0, \"high_freq_factor\": 4.0, "
@@ -483,9 +531,9 @@ static void test_plain_spellings_accepted(void) {
 }
 
 static void test_refusals_name_the_problem(void) {
-  refused(hf_dir("scaling", TESSEL_F32, "{\"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 8.0},", NULL, NULL),
-          TESSEL_E_UNSUPPORTED, "rope_scaling: ");
-  CHECK_STR_CONTAINS(tsl_error_message(), "'rope_type' is yarn");
+  refused(hf_dir("scaling", TESSEL_F32, "{\"rope_scaling\": {\"rope_type\": \"longrope\", \"factor\": 8.0},", NULL,
+                 NULL), TESSEL_E_UNSUPPORTED, "rope_scaling: ");
+  CHECK_STR_CONTAINS(tsl_error_message(), "'rope_type' is longrope");
   refused(hf_dir("scaling-old", TESSEL_F32, "{\"rope_scaling\": {\"type\": \"linear\", \"factor\": 2.0},", NULL, NULL),
           TESSEL_E_UNSUPPORTED, "rope_scaling: ");
   /* the file is named (a rope_scaling without a type once said only "rope_scaling: 'rope_scaling' is set") */
@@ -582,6 +630,7 @@ int main(void) {
   RUN(test_tokenizer_comes_along);
   RUN(test_plain_spellings_accepted);
   RUN(test_refusals_name_the_problem);
+  RUN(test_yarn_scaling);
   RUN(test_phi3_refusals);
   scratch_cleanup();
   return HARNESS_EXIT();

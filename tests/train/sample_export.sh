@@ -116,5 +116,21 @@ rc=$?
 set -e
 [ $rc -eq 2 ] && grep -q "has no transformers class" "$WORK/err" || fail "q/k norms and biases: exit $rc, $(cat "$WORK/err")"
 [ -e "$WORK/q3bias" ] && fail "the refused export left a directory behind"
+# YaRN over an original context of 4 in a model of 16 positions: factor 4
+# says so for every transformers, factor 2 only for transformers 5
+# (transformers 4 takes 16 / 4 as the factor): refused, nothing written
+for factor in 4 2; do
+  "$TESSEL" run "$WORK/tiny.yaml" --set train.steps=1 --set model.arch=llama     --set "model.rope_scaling={type: yarn, factor: $factor, original_positions: 4}" --set log.dir="$WORK/yarn-$factor"     >"$WORK/yarn.log" 2>&1 || { cat "$WORK/yarn.log" >&2; fail "the run failed"; }
+done
+"$TESSEL" export "$WORK/yarn-4/checkpoints" -o "$WORK/yarn4hf/model.safetensors" >/dev/null || fail "YaRN export failed"
+grep -q '"original_max_position_embeddings":[[:space:]]*4' "$WORK/yarn4hf/config.json" ||
+  fail "config.json: $(cat "$WORK/yarn4hf/config.json")"
+set +e
+"$TESSEL" export "$WORK/yarn-2/checkpoints" -o "$WORK/yarn2hf/model.safetensors" >/dev/null 2>"$WORK/err"
+rc=$?
+set -e
+[ $rc -eq 2 ] && grep -q "has no config.json that every transformers reads alike" "$WORK/err" ||
+  fail "YaRN of two readings: exit $rc, $(cat "$WORK/err")"
+[ -e "$WORK/yarn2hf" ] && fail "the refused export left a directory behind"
 rm -rf "$WORK"
 echo "ok: sample is reproducible, export writes the model and config (no stale tokenizer), damaged checkpoints are refused"

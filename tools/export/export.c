@@ -25,6 +25,15 @@ static void add_float(cJSON *o, const char *key, double v) {
   cJSON_AddRawToObject(o, key, text);
 }
 
+/* A YaRN scaling whose config.json transformers 4 and 5 would read as two
+** models: its original context given (not the model's positions) and the
+** positions not factor times it. */
+static int yarn_export_fault(const tsl_model_settings *m) {
+  const tsl_rope_scaling *r = &m->rope_scaling;
+  return r->factor > 0 && r->yarn && r->original_positions != m->positions &&
+         (double)m->positions / r->original_positions != r->factor;
+}
+
 /* config.json for transformers: GPT2LMHeadModel, LlamaForCausalLM,
 ** Qwen2ForCausalLM for a Llama with biases on q, k and v (qkv_bias), which
 ** Qwen2 has and LlamaConfig's attention_bias cannot say (it adds one to
@@ -44,7 +53,19 @@ static cJSON *hf_config(const tsl_model_settings *m) {
     cJSON_AddNumberToObject(root, "intermediate_size", m->ffn);
     cJSON_AddNumberToObject(root, "max_position_embeddings", m->positions);
     cJSON_AddNumberToObject(root, "rope_theta", m->rope_theta);
-    if (m->rope_scaling.factor > 0) {
+    if (m->rope_scaling.factor > 0 && m->rope_scaling.yarn) {
+      cJSON *s = cJSON_AddObjectToObject(root, "rope_scaling");
+      cJSON_AddStringToObject(s, "rope_type", "yarn");
+      add_float(s, "factor", m->rope_scaling.factor);
+      /* absent, the original context is max_position_embeddings for every
+      ** transformers; given, transformers 4 reads the factor off it
+      ** (yarn_export_fault) */
+      if (m->rope_scaling.original_positions != m->positions)
+        cJSON_AddNumberToObject(s, "original_max_position_embeddings", m->rope_scaling.original_positions);
+      add_float(s, "beta_fast", m->rope_scaling.beta_fast);
+      add_float(s, "beta_slow", m->rope_scaling.beta_slow);
+      add_float(s, "attention_factor", m->rope_scaling.attention_factor);
+    } else if (m->rope_scaling.factor > 0) {
       cJSON *s = cJSON_AddObjectToObject(root, "rope_scaling");
       cJSON_AddStringToObject(s, "rope_type", "llama3");
       add_float(s, "factor", m->rope_scaling.factor);
@@ -237,6 +258,15 @@ tsl_status tsl_export_hf(const char *ckpt_dir, const char *out_path, int *wrote_
   TSL_TRY(st, check_name(out_path));
   TSL_TRY(st, tsl_ckpt_open_weights(ckpt_dir, &c));
   TSL_TRY(st, check_destination(c.path, out_path));
+  if (yarn_export_fault(&c.arch)) {
+    st = tsl_error(TESSEL_E_CONFIG, "%s: a YaRN scaling with factor %g over an original context of %d, in a model of "
+                   "%d positions, has no config.json that every transformers reads alike (transformers 4 takes "
+                   "max_position_embeddings / original_max_position_embeddings as the factor): train it with "
+                   "model.positions %d or %.17g", ckpt_dir, c.arch.rope_scaling.factor,
+                   c.arch.rope_scaling.original_positions, c.arch.positions, c.arch.rope_scaling.original_positions,
+                   c.arch.rope_scaling.original_positions * c.arch.rope_scaling.factor);
+    goto fail;
+  }
   if (c.arch.qkv_bias && c.arch.qk_norm) {
     /* Qwen3's attention_bias would add one to o_proj too */
     st = tsl_error(TESSEL_E_CONFIG, "%s: a Llama with both q/k/v biases (qkv_bias) and q/k norms (qk_norm) has no "
