@@ -36,10 +36,9 @@ static double correction_dim(double turns, double dim, double theta, double n) {
 ** the one that turns beta_slow times, each rounded outwards (truncate). */
 static void yarn_inv_freqs(tsl_rope_freqs f, int64_t head_size, float *inv) {
   const double dim = (double)head_size;
-  double low = floor(correction_dim(f.beta_fast, dim, f.theta, f.original_positions));
-  double high = ceil(correction_dim(f.beta_slow, dim, f.theta, f.original_positions));
-  if (low < 0.0) low = 0.0;
-  if (high > dim - 1.0) high = dim - 1.0;
+  /* fmax and fmin take the bound over a NaN (theta 1 makes log θ 0) */
+  const double low = fmax(floor(correction_dim(f.beta_fast, dim, f.theta, f.original_positions)), 0.0);
+  double high = fmin(ceil(correction_dim(f.beta_slow, dim, f.theta, f.original_positions)), dim - 1.0);
   if (low == high) high += 0.001; /* as transformers' linear_ramp_factor keeps the ramp finite */
   const float factor = (float)f.factor, lo = (float)low, span = (float)(high - low);
   for (int64_t i = 0; i < head_size / 2; i++) {
