@@ -76,12 +76,15 @@ static int is_fused_source(const tsl_weights *w, const char *name) {
 ** "transformer." (some GPT-2 files do not), Llama's names are HF's own,
 ** cut from fused tensors where the files fuse them (fused_rows). *row0
 ** and *rows: where the tensor's rows start in what is found, and how many
-** that holds. */
+** that holds; looked[TSL_LOOKED] the name looked for (the fused tensor's,
+** or name). */
+#define TSL_LOOKED 160
 static const tsl_st_desc *find_rows(const tsl_weights *w, const char *name, tsl_st_file **file, int *index,
-                                    int64_t *row0, int64_t *rows) {
-  char nested[160], fused[160];
+                                    int64_t *row0, int64_t *rows, char *looked) {
+  char nested[TSL_LOOKED + 16];
   *row0 = 0, *rows = -1;
-  if (fused_rows(w, name, fused, sizeof fused, row0, rows)) name = fused;
+  if (!fused_rows(w, name, looked, TSL_LOOKED, row0, rows)) snprintf(looked, TSL_LOOKED, "%s", name);
+  name = looked;
   snprintf(nested, sizeof nested, "transformer.%s", name);
   const char *tries[2] = {name, NULL};
   if (w->hf && w->model.arch == TSL_ARCH_GPT2) tries[0] = nested, tries[1] = name;
@@ -100,7 +103,8 @@ static const tsl_st_desc *find_rows(const tsl_weights *w, const char *name, tsl_
 
 static const tsl_st_desc *find(const tsl_weights *w, const char *name, tsl_st_file **file, int *index) {
   int64_t row0, rows;
-  return find_rows(w, name, file, index, &row0, &rows);
+  char looked[TSL_LOOKED];
+  return find_rows(w, name, file, index, &row0, &rows, looked);
 }
 
 /* Whether a GPT-2 file holds `name` under both spellings, nested and bare:
@@ -155,23 +159,22 @@ static tsl_status check_tied_head(const tsl_weights *w) {
 /* Every parameter present with its file shape and a float dtype; in a
 ** Hugging Face directory, no tensor the model has no place for. */
 static tsl_status check_tensors(const tsl_weights *w) {
-  char fused[160];
+  char looked[TSL_LOOKED], fused[TSL_LOOKED];
   for (int i = 0; i < w->params.n; i++) {
     const tsl_param *p = &w->params.p[i];
     tsl_st_file *f;
     int k;
     int64_t shape[2], row0, rows;
-    const tsl_st_desc *d = find_rows(w, p->name, &f, &k, &row0, &rows);
-    const char *stored = fused_rows(w, p->name, fused, sizeof fused, &row0, &rows) ? fused : p->name;
+    const tsl_st_desc *d = find_rows(w, p->name, &f, &k, &row0, &rows, looked);
     tsl_ckpt_file_shape(p, shape);
     if (!d)
-      return tsl_error(TESSEL_E_IO, "%s: no tensor '%s', which a %s model of this config has", w->dir, stored,
+      return tsl_error(TESSEL_E_IO, "%s: no tensor '%s', which a %s model of this config has", w->dir, looked,
                        w->fused ? "Phi3ForCausalLM" : w->model.arch == TSL_ARCH_LLAMA ? "LlamaForCausalLM"
                                                                                    : "GPT2LMHeadModel");
     if (in_both_spellings(w, p->name))
       return tsl_error(TESSEL_E_IO, "%s: tensor '%s' is there twice, as 'transformer.%s' too, and the two may differ: "
                        "keep one", w->dir, p->name, p->name);
-    const int64_t want = stored == fused ? rows : shape[0];
+    const int64_t want = strcmp(looked, p->name) != 0 ? rows : shape[0]; /* a fused tensor holds more rows */
     int fits = d->ndim == p->info.ndim && d->shape[0] == want && (d->ndim == 1 || d->shape[1] == shape[1]);
     if (!fits || (d->dtype != TESSEL_F32 && d->dtype != TESSEL_BF16 && d->dtype != TESSEL_F16))
       return tsl_error(TESSEL_E_IO, "%s: tensor '%s' is %s of %d dimension(s) [%lld, %lld]; the config makes it %s "
@@ -289,7 +292,8 @@ tsl_status tsl_weights_file_tensor(const tsl_weights *w, const tsl_param *p, flo
   int i;
   int64_t shape[2], row0, rows;
   uint64_t bytes;
-  const tsl_st_desc *d = find_rows(w, p->name, &f, &i, &row0, &rows);
+  char looked[TSL_LOOKED];
+  const tsl_st_desc *d = find_rows(w, p->name, &f, &i, &row0, &rows, looked);
   int j = tsl_params_find(&w->params, p->name);
   tsl_ckpt_file_shape(p, shape);
   if (!d || j < 0)

@@ -186,7 +186,7 @@ static tsl_status yarn_scaling(const hf_json *o, int legacy, int positions, tsl_
                      "correction range outwards, and tessel computes that", o->path);
   v[0] = factor->valuedouble;
   v[1] = original ? original->valuedouble : positions;
-  if (legacy && original && (double)positions / v[1] != v[0])
+  if (legacy && original && !tsl_rope_yarn_read_alike(positions, v[1], v[0]))
     return tsl_error(TESSEL_E_UNSUPPORTED, "%s: yarn with 'factor' %g and 'original_max_position_embeddings' %g "
                      "beside max_position_embeddings %d: transformers 4 computes the factor as %d / %g = %g, "
                      "transformers 5 and vLLM take %g, so the file is two models; set max_position_embeddings to "

@@ -71,10 +71,12 @@ static tsl_status refuse_for_gpt2(tsl_cfg *m, const char *key, const char *why) 
 
 const tsl_rope_type tsl_rope_llama3 = {"llama3", 4,
                                        {"factor", "low_freq_factor", "high_freq_factor", "original_positions"},
-                                       {8.0, 1.0, 4.0, 8192.0}};
+                                       {8.0, 1.0, 4.0, 8192.0},
+                                       {-1, -1, 1, -1}};
 const tsl_rope_type tsl_rope_yarn = {"yarn", 5,
                                      {"factor", "original_positions", "beta_fast", "beta_slow", "attention_factor"},
-                                     {4.0, 32768.0, 32.0, 1.0, NAN}};
+                                     {4.0, 32768.0, 32.0, 1.0, NAN},
+                                     {-1, -1, 3, -1, -1}};
 
 const tsl_rope_type *tsl_rope_type_named(const char *name) {
   if (strcmp(name, tsl_rope_llama3.name) == 0) return &tsl_rope_llama3;
@@ -111,21 +113,19 @@ void tsl_rope_scaling_set(tsl_model_settings *m, const tsl_rope_type *t, const d
 }
 
 void tsl_rope_scaling_resolve(const tsl_rope_type *t, double v[TSL_ROPE_MAX]) {
-  if (t != &tsl_rope_yarn || !isnan(v[4])) return;
-  v[4] = v[0] <= 1.0 ? 1.0 : 0.1 * log(v[0]) + 1.0; /* transformers' get_mscale(factor) */
+  for (int k = 0; k < t->n; k++) /* the one derived value: YaRN's attention_factor, transformers' get_mscale(factor) */
+    if (isnan(t->defaults[k]) && isnan(v[k])) v[k] = v[0] <= 1.0 ? 1.0 : 0.1 * log(v[0]) + 1.0;
 }
 
-int tsl_rope_scaling_against(const tsl_rope_type *t, int k) {
-  if (t == &tsl_rope_llama3 && k == 2) return 1;
-  if (t == &tsl_rope_yarn && k == 2) return 3;
-  return -1;
+int tsl_rope_yarn_read_alike(int positions, double original, double factor) {
+  return (double)positions / original == factor;
 }
 
 const char *tsl_rope_scaling_fault(const tsl_rope_type *t, const double v[TSL_ROPE_MAX], int k, char *why,
                                    size_t cap) {
   char x[40], other[40];
   const char *key = t->keys[k];
-  const int against = tsl_rope_scaling_against(t, k);
+  const int against = t->against[k];
   tsl_format_exact(v[k], x, sizeof x);
   if (strcmp(key, "factor") == 0) { /* 1 keeps every frequency; below it the context would shrink */
     if (v[k] >= 1.0 && v[k] <= 1e6) return NULL;
@@ -221,7 +221,7 @@ static tsl_status read_rope_scaling(tsl_cfg *m, tsl_model_settings *ms) {
   read_rope_values(r, t, v, ok, &st);
   tsl_rope_scaling_resolve(t, v);
   for (int k = 0; k < t->n; k++) {
-    const int against = tsl_rope_scaling_against(t, k);
+    const int against = t->against[k];
     if (ok[k] && (against < 0 || ok[against]) && tsl_rope_scaling_fault(t, v, k, why, sizeof why))
       keep(&st, tsl_cfg_error(r, t->keys[k], "%s", why));
   }

@@ -146,6 +146,8 @@ typedef struct tsl_rope_type {
   int n;
   const char *keys[TSL_ROPE_MAX];
   double defaults[TSL_ROPE_MAX];   /* NAN: derived from the others (tsl_rope_scaling_resolve) */
+  int against[TSL_ROPE_MAX];       /* the value each must be above (high_freq_factor low_freq_factor's,
+                                   ** beta_fast beta_slow's), or -1 */
 } tsl_rope_type;
 /* llama3: factor, low_freq_factor, high_freq_factor, original_positions
 ** (Llama 3.1's 8, 1, 4, 8192). yarn: factor, original_positions,
@@ -161,9 +163,11 @@ void tsl_rope_scaling_set(tsl_model_settings *m, const tsl_rope_type *t, const d
 /* The derived values left NAN filled in: YaRN's attention_factor from its
 ** factor, as transformers derives it. */
 void tsl_rope_scaling_resolve(const tsl_rope_type *t, double v[TSL_ROPE_MAX]);
-/* The value value k is checked against (high_freq_factor against
-** low_freq_factor, beta_fast against beta_slow), or -1. */
-int tsl_rope_scaling_against(const tsl_rope_type *t, int k);
+/* Whether YaRN with `factor` over an original context stated in
+** config.json reads alike in transformers 4, which takes positions /
+** original as the factor, and in transformers 5 and vLLM, which take
+** `factor`. */
+int tsl_rope_yarn_read_alike(int positions, double original, double factor);
 /* NULL when value k of v is in its range, else why not ("must be at least
 ** 1, got 0.5"), written into why. */
 const char *tsl_rope_scaling_fault(const tsl_rope_type *t, const double v[TSL_ROPE_MAX], int k, char *why,

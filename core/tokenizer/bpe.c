@@ -273,20 +273,11 @@ static int cuttable(const char *pattern) {
   return 0;
 }
 
-/* Whether a piece ends at the space text[i] between two letters: always
-** under a named regex; under SentencePiece's kind where its pieces end
-** (tsl_metaspace_piece_end: at every ▁, or after a letter no token joins
-** to a ▁). */
-static int piece_ends_at(const tsl_tokenizer *t, const char *text, size_t i) {
-  if (!t->metaspace) return 1;
-  return t->split_at_metaspace || t->cut_after[(unsigned char)text[i - 1]];
-}
-
 size_t tsl_tokenizer_cut(const tsl_tokenizer *t, const char *text, size_t len, size_t from, size_t to) {
   if (!t->metaspace && !cuttable(t->pretok ? tsl_pretok_pattern(t->pretok) : NULL)) return 0;
   for (size_t i = TSL_MAX(from, 1); i < to && i + 1 < len; i++)
     if (text[i] == ' ' && tsl_tok_ascii_letter(text[i - 1]) && tsl_tok_ascii_letter(text[i + 1]) &&
-        piece_ends_at(t, text, i))
+        (!t->metaspace || tsl_metaspace_piece_ends(t, (unsigned char)text[i - 1]))) /* a named regex: always */
       return i;
   return 0;
 }

@@ -192,6 +192,10 @@ size_t tsl_metaspace_symbols(const tsl_tokenizer *t, const unsigned char *piece,
 ** tokenizer puts it at `at`. *out is heap. */
 tsl_status tsl_metaspace_normalize(const tsl_tokenizer *t, const char *text, size_t len, tsl_span_at at, char **out,
                                    size_t *out_len);
+/* Whether a piece ends between the byte `before` and a ▁ (a space) after
+** it: at every ▁ when pieces split there, else after a character in
+** cut_after. */
+int tsl_metaspace_piece_ends(const tsl_tokenizer *t, unsigned char before);
 /* Where the piece of normalized s that starts at `from` ends: at the next
 ** ▁ when pieces split there; else at the next ▁ after a character in
 ** cut_after (no merge crosses there, so the parts merge as the whole

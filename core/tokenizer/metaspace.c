@@ -225,10 +225,13 @@ tsl_status tsl_metaspace_normalize(const tsl_tokenizer *t, const char *text, siz
   return TESSEL_OK;
 }
 
+int tsl_metaspace_piece_ends(const tsl_tokenizer *t, unsigned char before) {
+  return t->split_at_metaspace || t->cut_after[before];
+}
+
 size_t tsl_metaspace_piece_end(const tsl_tokenizer *t, const char *s, size_t len, size_t from) {
   for (size_t i = from + 1; i + METASPACE_LEN <= len; i++)
-    if (memcmp(s + i, metaspace, METASPACE_LEN) == 0 &&
-        (t->split_at_metaspace || t->cut_after[(unsigned char)s[i - 1]]))
+    if (memcmp(s + i, metaspace, METASPACE_LEN) == 0 && tsl_metaspace_piece_ends(t, (unsigned char)s[i - 1]))
       return i;
   return len;
 }

@@ -31,7 +31,7 @@ static void add_float(cJSON *o, const char *key, double v) {
 static int yarn_export_fault(const tsl_model_settings *m) {
   const tsl_rope_scaling *r = &m->rope_scaling;
   return r->factor > 0 && r->yarn && r->original_positions != m->positions &&
-         (double)m->positions / r->original_positions != r->factor;
+         !tsl_rope_yarn_read_alike(m->positions, r->original_positions, r->factor);
 }
 
 /* config.json for transformers: GPT2LMHeadModel, LlamaForCausalLM,
