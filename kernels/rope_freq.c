@@ -5,7 +5,8 @@
 ** transformers rounds twice, and a frequency one ulp off turns a position
 ** of 10^4 by a visibly different angle. The order of operations is that of
 ** transformers' _compute_default_rope_parameters,
-** _compute_llama3_parameters and _compute_yarn_parameters on fp32 tensors:
+** _compute_linear_scaling_rope_parameters, _compute_llama3_parameters and
+** _compute_yarn_parameters on fp32 tensors:
 ** a Python number over a tensor is the tensor's reciprocal times the number
 ** there, and Python numbers meet the tensor rounded to fp32.
 */
@@ -16,13 +17,17 @@
 int tsl_rope_freqs_valid(tsl_rope_freqs f) {
   if (!(f.theta > 0.0f)) return 0;
   if (f.factor == 0.0) return 1;
-  if (!(f.factor >= 1.0 && f.original_positions >= 1.0)) return 0;
-  if (f.yarn)
+  if (!(f.factor >= 1.0)) return 0;
+  if (f.kind == TSL_ROPE_LINEAR) return 1;
+  if (!(f.original_positions >= 1.0)) return 0;
+  if (f.kind == TSL_ROPE_YARN)
     return f.beta_slow > 0.0 && f.beta_fast > f.beta_slow && f.attention_factor > 0.0 && isfinite(f.attention_factor);
   return f.low_freq_factor > 0.0 && f.high_freq_factor > f.low_freq_factor;
 }
 
-float tsl_rope_attention(tsl_rope_freqs f) { return f.factor > 0.0 && f.yarn ? (float)f.attention_factor : 1.0f; }
+float tsl_rope_attention(tsl_rope_freqs f) {
+  return f.factor > 0.0 && f.kind == TSL_ROPE_YARN ? (float)f.attention_factor : 1.0f;
+}
 
 /* The dimension (of dim) that turns `turns` times over n positions
 ** (transformers' find_correction_dim), in double as Python computes it. */
@@ -51,19 +56,15 @@ static void yarn_inv_freqs(tsl_rope_freqs f, int64_t head_size, float *inv) {
   }
 }
 
-void tsl_rope_inv_freqs(tsl_rope_freqs f, int64_t head_size, float *inv) {
-  if (f.factor > 0.0 && f.yarn) {
-    yarn_inv_freqs(f, head_size, inv);
-    return;
-  }
+/* Llama 3: each plain frequency kept, divided by factor or interpolated
+** between the two, by its wavelength against the original context. */
+static void llama3_scale(tsl_rope_freqs f, int64_t head_size, float *inv) {
   const float low_wavelen = (float)(f.original_positions / f.low_freq_factor);
   const float high_wavelen = (float)(f.original_positions / f.high_freq_factor);
   const float band = (float)(f.high_freq_factor - f.low_freq_factor);
   const float factor = (float)f.factor, n = (float)f.original_positions, low = (float)f.low_freq_factor;
   for (int64_t i = 0; i < head_size / 2; i++) {
-    const float plain = 1.0f / powf(f.theta, (float)(2 * i) / (float)head_size);
-    inv[i] = plain;
-    if (!(f.factor > 0.0)) continue;
+    const float plain = inv[i];
     const float wavelen = (1.0f / plain) * 6.2831855f; /* 2π in fp32 */
     if (wavelen > low_wavelen) {
       inv[i] = plain / factor;
@@ -72,4 +73,19 @@ void tsl_rope_inv_freqs(tsl_rope_freqs f, int64_t head_size, float *inv) {
       inv[i] = (1.0f - smooth) * plain / factor + smooth * plain;
     }
   }
+}
+
+void tsl_rope_inv_freqs(tsl_rope_freqs f, int64_t head_size, float *inv) {
+  if (f.factor > 0.0 && f.kind == TSL_ROPE_YARN) {
+    yarn_inv_freqs(f, head_size, inv);
+    return;
+  }
+  for (int64_t i = 0; i < head_size / 2; i++) inv[i] = 1.0f / powf(f.theta, (float)(2 * i) / (float)head_size);
+  if (!(f.factor > 0.0)) return;
+  if (f.kind == TSL_ROPE_LLAMA3) {
+    llama3_scale(f, head_size, inv);
+    return;
+  }
+  const float factor = (float)f.factor; /* linear: inv_freq /= factor, an fp32 tensor over a number */
+  for (int64_t i = 0; i < head_size / 2; i++) inv[i] /= factor;
 }

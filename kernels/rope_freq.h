@@ -11,6 +11,8 @@
 **                            context stretched factor times)
 **   otherwise                interpolated: s·inv + (1 − s)·inv/factor,
 **                            s = (N/w − low_freq_factor) / (high − low).
+** Linear (rope_type "linear", position interpolation, Chen et al. 2023):
+** every frequency divided by factor, as if the positions were.
 ** YaRN (rope_type "yarn", Peng et al. 2023): the dimensions that turn fewer
 ** than beta_slow times over the original context N are divided by factor,
 ** those that turn more than beta_fast times are kept, and a linear ramp
@@ -27,22 +29,25 @@
 extern "C" {
 #endif
 
+/* Which scaling a factor above 0 selects. */
+typedef enum { TSL_ROPE_LLAMA3 = 0, TSL_ROPE_YARN = 1, TSL_ROPE_LINEAR = 2 } tsl_rope_kind;
+
 /* The scaling's numbers are doubles, as in Hugging Face's config.json:
 ** transformers divides them in double before meeting fp32 tensors. */
 typedef struct tsl_rope_freqs {
   float theta;                               /* base of the frequencies */
-  double factor;                             /* Llama 3's or YaRN's scaling; 0: none */
+  double factor;                             /* the scaling's; 0: none */
   double low_freq_factor, high_freq_factor;  /* Llama 3's bands */
-  double original_positions;                 /* N, the unscaled model's context */
-  int yarn;                                  /* YaRN's scaling instead of Llama 3's */
+  double original_positions;                 /* N, the unscaled model's context (Llama 3's, YaRN's) */
+  tsl_rope_kind kind;
   double beta_fast, beta_slow;               /* YaRN's ramp, in turns over N */
   double attention_factor;                   /* YaRN's scale of cos and sin */
 } tsl_rope_freqs;
 
-/* 1 when f describes frequencies: theta > 0 and, when scaled, factor >= 1
-** and a context of at least 1; Llama 3's with 0 < low_freq_factor <
-** high_freq_factor, YaRN's with 0 < beta_slow < beta_fast and a positive
-** attention_factor. */
+/* 1 when f describes frequencies: theta > 0 and, when scaled, factor >= 1;
+** Llama 3's and YaRN's with a context of at least 1, Llama 3's with 0 <
+** low_freq_factor < high_freq_factor, YaRN's with 0 < beta_slow <
+** beta_fast and a positive attention_factor. */
 int tsl_rope_freqs_valid(tsl_rope_freqs f);
 
 /* What cos and sin are multiplied by: YaRN's attention_factor in fp32, else 1. */

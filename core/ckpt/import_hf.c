@@ -148,6 +148,16 @@ static tsl_status llama3_scaling(const hf_json *o, tsl_model_settings *out) {
   return scaling_in_range(o, &tsl_rope_llama3, keys, v, out);
 }
 
+/* Linear scaling from `o`, an object whose rope type is "linear": its one
+** number, 'factor', which every transformers divides the frequencies by. */
+static tsl_status linear_scaling(const hf_json *o, tsl_model_settings *out) {
+  static const char *const keys[] = {"factor"};
+  const cJSON *x = cJSON_GetObjectItemCaseSensitive(o->root, keys[0]);
+  if (!cJSON_IsNumber(x)) return tsl_error(TESSEL_E_IO, "%s: rope type linear needs the number 'factor'", o->path);
+  const double v[TSL_ROPE_MAX] = {x->valuedouble};
+  return scaling_in_range(o, &tsl_rope_linear, keys, v, out);
+}
+
 /* A number of `o` that transformers reads as `x or dflt`: absent, null or
 ** 0 is dflt. */
 static tsl_status number_or(const hf_json *o, const char *key, double dflt, double *out) {
@@ -204,15 +214,16 @@ fail:
 }
 
 /* The rope type `o` (rope_scaling or rope_parameters) names: plain
-** ("default", out's scaling left at none), Llama 3's or YaRN's, whose
-** numbers go to out. The type is under "rope_type", or "type" before transformers 4.43;
+** ("default", out's scaling left at none), Llama 3's, YaRN's or linear,
+** whose numbers go to out. The type is under "rope_type", or "type" before transformers 4.43;
 ** a rope_scaling (`typed`) must name one, a rope_parameters without one is
 ** plain. Both keys may be given (transformers 4.43+ saves both) only
 ** naming one type: transformers 4 computes what "type" names, so tessel
 ** reading "rope_type" would compute another model without a word. */
 static tsl_status rope_kind(const hf_json *o, int typed, int positions, tsl_model_settings *out) {
-  static const char *const kinds[] = {"default", "llama3", "yarn", NULL};
-  static const char *const why = "tessel's rotary frequencies are plain (default), Llama 3's (llama3) or YaRN's (yarn)";
+  static const char *const kinds[] = {"default", "llama3", "yarn", "linear", NULL};
+  static const char *const why = "tessel's rotary frequencies are plain (default), Llama 3's (llama3), YaRN's (yarn) "
+                                 "or linearly scaled (linear)";
   const cJSON *named = cJSON_GetObjectItemCaseSensitive(o->root, "rope_type");
   const cJSON *old = cJSON_GetObjectItemCaseSensitive(o->root, "type");
   if (named && old &&
@@ -229,7 +240,9 @@ static tsl_status rope_kind(const hf_json *o, int typed, int positions, tsl_mode
     return tsl_error(TESSEL_E_UNSUPPORTED, "%s: 'rope_scaling' is set; %s", o->path, why);
   tsl_status st = one_of(o, key, kinds, why);
   if (st < 0 || !cJSON_IsString(v) || strcmp(v->valuestring, "default") == 0) return st;
-  return strcmp(v->valuestring, "llama3") == 0 ? llama3_scaling(o, out) : yarn_scaling(o, typed, positions, out);
+  if (strcmp(v->valuestring, "llama3") == 0) return llama3_scaling(o, out);
+  if (strcmp(v->valuestring, "linear") == 0) return linear_scaling(o, out);
+  return yarn_scaling(o, typed, positions, out);
 }
 
 /* The rotary frequencies. transformers 5 writes rope_parameters

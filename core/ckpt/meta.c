@@ -425,7 +425,7 @@ static tsl_status number(const reader *r, const char *path, double lo, double hi
 }
 
 /* model.rope_scaling: absent (plain frequencies, as in every description
-** written before it was) or a Llama's Llama 3 or YaRN scaling, each of its
+** written before it was) or a Llama's Llama 3, YaRN or linear scaling, each of its
 ** type's values present and in the range a config allows. */
 static tsl_status read_rope_scaling(const reader *r, tsl_model_settings *d) {
   const cJSON *o = item_at(r->root, "model.rope_scaling"), *type = item_at(r->root, "model.rope_scaling.type");
@@ -437,7 +437,8 @@ static tsl_status read_rope_scaling(const reader *r, tsl_model_settings *d) {
                      "positions", r->where);
   const tsl_rope_type *t = cJSON_IsObject(o) && cJSON_IsString(type) ? tsl_rope_type_named(type->valuestring) : NULL;
   if (!t)
-    return tsl_error(TESSEL_E_IO, "%s: 'model.rope_scaling' must be an object whose type is \"llama3\" or \"yarn\"",
+    return tsl_error(TESSEL_E_IO, "%s: 'model.rope_scaling' must be an object whose type is \"llama3\", "
+                     "\"yarn\" or \"linear\"",
                      r->where);
   for (int k = 0; k < t->n; k++) {
     snprintf(path, sizeof path, "model.rope_scaling.%s", t->keys[k]);

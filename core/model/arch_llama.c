@@ -150,7 +150,7 @@ void tsl_arch_llama(const tsl_settings *s, tsl_arch *out) {
                              .low_freq_factor = s->model.rope_scaling.low_freq_factor,
                              .high_freq_factor = s->model.rope_scaling.high_freq_factor,
                              .original_positions = s->model.rope_scaling.original_positions,
-                             .yarn = s->model.rope_scaling.yarn,
+                             .kind = s->model.rope_scaling.kind,
                              .beta_fast = s->model.rope_scaling.beta_fast,
                              .beta_slow = s->model.rope_scaling.beta_slow,
                              .attention_factor = s->model.rope_scaling.attention_factor},

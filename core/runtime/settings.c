@@ -69,18 +69,23 @@ static tsl_status refuse_for_gpt2(tsl_cfg *m, const char *key, const char *why) 
 
 /* ---- the rotary scaling ---- */
 
-const tsl_rope_type tsl_rope_llama3 = {"llama3", 4,
+const tsl_rope_type tsl_rope_llama3 = {"llama3", TSL_ROPE_LLAMA3, 4,
                                        {"factor", "low_freq_factor", "high_freq_factor", "original_positions"},
                                        {8.0, 1.0, 4.0, 8192.0},
                                        {-1, -1, 1, -1}};
-const tsl_rope_type tsl_rope_yarn = {"yarn", 5,
+const tsl_rope_type tsl_rope_yarn = {"yarn", TSL_ROPE_YARN, 5,
                                      {"factor", "original_positions", "beta_fast", "beta_slow", "attention_factor"},
                                      {4.0, 32768.0, 32.0, 1.0, NAN},
                                      {-1, -1, 3, -1, -1}};
+const tsl_rope_type tsl_rope_linear = {"linear", TSL_ROPE_LINEAR, 1, {"factor"}, {2.0}, {-1}};
+
+/* Every type, at its kind's index. */
+static const tsl_rope_type *const rope_types[] = {&tsl_rope_llama3, &tsl_rope_yarn, &tsl_rope_linear};
+#define N_ROPE_TYPES (sizeof rope_types / sizeof rope_types[0])
 
 const tsl_rope_type *tsl_rope_type_named(const char *name) {
-  if (strcmp(name, tsl_rope_llama3.name) == 0) return &tsl_rope_llama3;
-  if (strcmp(name, tsl_rope_yarn.name) == 0) return &tsl_rope_yarn;
+  for (size_t i = 0; i < N_ROPE_TYPES; i++)
+    if (strcmp(name, rope_types[i]->name) == 0) return rope_types[i];
   return NULL;
 }
 
@@ -98,7 +103,7 @@ static double *rope_slot(tsl_rope_scaling *r, const tsl_rope_type *t, int k, dou
 
 const tsl_rope_type *tsl_rope_scaling_values(const tsl_model_settings *m, double v[TSL_ROPE_MAX]) {
   if (!(m->rope_scaling.factor > 0)) return NULL;
-  const tsl_rope_type *t = m->rope_scaling.yarn ? &tsl_rope_yarn : &tsl_rope_llama3;
+  const tsl_rope_type *t = rope_types[m->rope_scaling.kind];
   tsl_rope_scaling r = m->rope_scaling;
   double original = r.original_positions;
   for (int k = 0; k < t->n; k++) v[k] = *rope_slot(&r, t, k, &original);
@@ -107,7 +112,7 @@ const tsl_rope_type *tsl_rope_scaling_values(const tsl_model_settings *m, double
 
 void tsl_rope_scaling_set(tsl_model_settings *m, const tsl_rope_type *t, const double v[TSL_ROPE_MAX]) {
   double original = 0;
-  m->rope_scaling = (tsl_rope_scaling){.yarn = t == &tsl_rope_yarn};
+  m->rope_scaling = (tsl_rope_scaling){.kind = t->kind};
   for (int k = 0; k < t->n; k++) *rope_slot(&m->rope_scaling, t, k, &original) = v[k];
   m->rope_scaling.original_positions = (int)original;
 }
@@ -198,11 +203,12 @@ static void read_rope_values(tsl_cfg *r, const tsl_rope_type *t, double v[TSL_RO
 }
 
 /* model.rope_scaling (arch: llama): absent, null or empty for plain
-** frequencies, else Llama 3's or YaRN's scaling. Its type must be given;
-** the values default to the type's (tsl_rope_llama3, tsl_rope_yarn) and
-** are checked by tsl_rope_scaling_fault, as trainer.json's are. */
+** frequencies, else Llama 3's, YaRN's or linear scaling. Its type must be
+** given; the values default to the type's (tsl_rope_llama3, ...) and are
+** checked by tsl_rope_scaling_fault, as trainer.json's are. */
 static tsl_status read_rope_scaling(tsl_cfg *m, tsl_model_settings *ms) {
-  static const char *const types[] = {"llama3", "yarn", NULL};
+  const char *types[N_ROPE_TYPES + 1] = {NULL};
+  for (size_t i = 0; i < N_ROPE_TYPES; i++) types[i] = rope_types[i]->name;
   tsl_cfg *r;
   int type = 0, ok[TSL_ROPE_MAX];
   double v[TSL_ROPE_MAX];
@@ -212,9 +218,8 @@ static tsl_status read_rope_scaling(tsl_cfg *m, tsl_model_settings *ms) {
   if (st < 0 || tsl_cfg_is_empty(r)) return st;
   tsl_status tst = tsl_cfg_require(r, "type");
   keep(&st, tst >= 0 ? tsl_cfg_enum(r, "type", types, 0, &type) : tst);
-  if (st < 0) { /* the values of either type are still known keys, not mistakes of their own */
-    read_rope_values(r, &tsl_rope_llama3, v, ok, &st);
-    read_rope_values(r, &tsl_rope_yarn, v, ok, &st);
+  if (st < 0) { /* the values of every type are still known keys, not mistakes of their own */
+    for (size_t i = 0; i < N_ROPE_TYPES; i++) read_rope_values(r, rope_types[i], v, ok, &st);
     return st;
   }
   const tsl_rope_type *t = tsl_rope_type_named(types[type]);

@@ -11,6 +11,7 @@
 
 #include <stdint.h>
 #include "config/config.h"
+#include "rope_freq.h"
 
 /* device.threads at most: more threads per rank than any machine has cores */
 #define TSL_MAX_THREADS 1024
@@ -21,13 +22,14 @@ typedef enum { TSL_DECAY_COSINE = 0, TSL_DECAY_LINEAR = 1, TSL_DECAY_CONSTANT = 
 typedef enum { TSL_RESUME_AUTO = 0, TSL_RESUME_NEVER = 1 } tsl_resume;
 typedef enum { TSL_PROGRESS_AUTO = 0, TSL_PROGRESS_ALWAYS = 1, TSL_PROGRESS_NEVER = 2 } tsl_progress;
 
-/* A scaling of the rotary frequencies: Llama 3's or YaRN's (Hugging Face's
-** rope_type "llama3" and "yarn"; kernels/rope_freq.h has the formulas). */
+/* A scaling of the rotary frequencies: Llama 3's, YaRN's or linear
+** (Hugging Face's rope_type "llama3", "yarn" and "linear";
+** kernels/rope_freq.h has the formulas). */
 typedef struct tsl_rope_scaling {
   double factor;          /* 0: none, the frequencies are theta^(-2i/head_size) */
   double low_freq_factor, high_freq_factor;    /* Llama 3's */
-  int original_positions; /* the context the unscaled model was made for */
-  int yarn;               /* YaRN's instead of Llama 3's */
+  int original_positions; /* the context the unscaled model was made for (Llama 3's, YaRN's) */
+  tsl_rope_kind kind;
   double beta_fast, beta_slow, attention_factor; /* YaRN's */
 } tsl_rope_scaling;
 
@@ -143,6 +145,7 @@ int tsl_head_dim_own(const tsl_model_settings *m);
 #define TSL_ROPE_MAX 5
 typedef struct tsl_rope_type {
   const char *name;                /* model.rope_scaling.type */
+  tsl_rope_kind kind;
   int n;
   const char *keys[TSL_ROPE_MAX];
   double defaults[TSL_ROPE_MAX];   /* NAN: derived from the others (tsl_rope_scaling_resolve) */
@@ -152,8 +155,9 @@ typedef struct tsl_rope_type {
 /* llama3: factor, low_freq_factor, high_freq_factor, original_positions
 ** (Llama 3.1's 8, 1, 4, 8192). yarn: factor, original_positions,
 ** beta_fast, beta_slow, attention_factor (4, 32768, 32, 1, and 0.1·ln
-** factor + 1: Qwen's long-context setting, the paper's ramp and scale). */
-extern const tsl_rope_type tsl_rope_llama3, tsl_rope_yarn;
+** factor + 1: Qwen's long-context setting, the paper's ramp and scale).
+** linear: factor (2). */
+extern const tsl_rope_type tsl_rope_llama3, tsl_rope_yarn, tsl_rope_linear;
 /* The type named `name`, or NULL. */
 const tsl_rope_type *tsl_rope_type_named(const char *name);
 /* m's scaling: its type (NULL when it has none) and its values into v. */

@@ -115,11 +115,11 @@ static void test_yarn(void) {
   tsl_config *cfg = read_llama("yarn.yaml", ", rope_scaling: {type: yarn, factor: 8, original_positions: 2048, "
                                             "beta_fast: 16, beta_slow: 0.5, attention_factor: 1.5}", &s);
   const tsl_rope_scaling *r = &s.model.rope_scaling;
-  CHECK(r->yarn && r->factor == 8 && r->original_positions == 2048 && r->beta_fast == 16 && r->beta_slow == 0.5 &&
+  CHECK(r->kind == TSL_ROPE_YARN && r->factor == 8 && r->original_positions == 2048 && r->beta_fast == 16 && r->beta_slow == 0.5 &&
         r->attention_factor == 1.5);
   tsl_config_free(cfg);
   cfg = read_llama("yarn-defaults.yaml", ", rope_scaling: {type: yarn}", &s);
-  CHECK(r->yarn && r->factor == 4 && r->original_positions == 32768 && r->beta_fast == 32 && r->beta_slow == 1 &&
+  CHECK(r->kind == TSL_ROPE_YARN && r->factor == 4 && r->original_positions == 32768 && r->beta_fast == 32 && r->beta_slow == 1 &&
         r->attention_factor == 0.1 * log(4.0) + 1.0);
   tsl_config_free(cfg);
   char text[256], extra[300];
@@ -135,9 +135,36 @@ static void test_yarn(void) {
   CHECK(!tsl_rope_scaling_same(&llama3, &s.model));
 }
 
+/* Linear: its factor as given or 2 by default; its text reads back as
+** exactly it, a YaRN or Llama 3 scaling of the same factor is another
+** scaling, and the other types' values are not keys of its own. */
+static void test_linear(void) {
+  tsl_settings s;
+  tsl_config *cfg = read_llama("linear.yaml", ", rope_scaling: {type: linear, factor: 4}", &s);
+  const tsl_rope_scaling *r = &s.model.rope_scaling;
+  CHECK(r->kind == TSL_ROPE_LINEAR && r->factor == 4);
+  tsl_config_free(cfg);
+  cfg = read_llama("linear-default.yaml", ", rope_scaling: {type: linear}", &s);
+  CHECK(r->kind == TSL_ROPE_LINEAR && r->factor == 2);
+  tsl_config_free(cfg);
+  char text[256], extra[300];
+  s.model.rope_scaling.factor = 1.0 / 0.3;
+  snprintf(extra, sizeof extra, ", rope_scaling: %s", tsl_rope_scaling_text(&s.model, text, sizeof text));
+  CHECK_STR_CONTAINS(text, "{type: linear, factor: 3.3333333333333335}");
+  tsl_settings back;
+  cfg = read_llama("linear-text.yaml", extra, &back);
+  CHECK(tsl_rope_scaling_same(&back.model, &s.model) && back.model.rope_scaling.factor == 1.0 / 0.3);
+  tsl_config_free(cfg);
+  tsl_model_settings yarn = {.rope_scaling = {.factor = 1.0 / 0.3, .kind = TSL_ROPE_YARN, .original_positions = 1,
+                                              .beta_fast = 32, .beta_slow = 1, .attention_factor = 1}};
+  tsl_model_settings llama3 = {.rope_scaling = {.factor = 1.0 / 0.3}};
+  CHECK(!tsl_rope_scaling_same(&yarn, &s.model) && !tsl_rope_scaling_same(&llama3, &s.model));
+}
+
 int main(void) {
   scratch_init("test_rope_scaling");
   RUN(test_yarn);
+  RUN(test_linear);
   RUN(test_given_and_defaults);
   RUN(test_none);
   RUN(test_resolved_reads_back);

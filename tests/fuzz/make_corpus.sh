@@ -258,6 +258,12 @@ cat >"$HERE/corpus/hf_config/qwen2-yarn" <<'JSON'
  "rope_theta": 1000000.0, "tie_word_embeddings": true, "vocab_size": 256,
  "rope_scaling": {"type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32, "beta_fast": 16}}
 JSON
+cat >"$HERE/corpus/hf_config/llama-linear" <<'JSON'
+{"architectures": ["LlamaForCausalLM"], "hidden_size": 64, "intermediate_size": 128, "max_position_embeddings": 64,
+ "model_type": "llama", "num_attention_heads": 4, "num_hidden_layers": 1, "num_key_value_heads": 4,
+ "rms_norm_eps": 1e-06, "rope_theta": 100000, "tie_word_embeddings": false, "vocab_size": 256,
+ "rope_scaling": {"type": "linear", "factor": 4.0}}
+JSON
 cat >"$HERE/corpus/hf_config/phi3" <<'JSON'
 {"architectures": ["Phi3ForCausalLM"], "attention_dropout": 0.0, "bos_token_id": 1, "embd_pdrop": 0.0,
  "eos_token_id": 32000, "hidden_act": "silu", "hidden_size": 3072, "initializer_range": 0.02,
@@ -270,7 +276,7 @@ JSON
 { cat "$HERE/corpus/hf_config/gpt2"; printf '%s' "$MARK"
   printf '{"metadata": {"total_size": 1024}, "weight_map": {"transformer.wte.weight": "model-00001-of-00002.safetensors", "transformer.wpe.weight": "model-00002-of-00002.safetensors", "lm_head.weight": "model-00001-of-00002.safetensors"}}'
 } >"$HERE/corpus/hf_config/gpt2-sharded"
-printf '{"model_type": "llama", "rope_scaling": {"type": "linear", "factor": 2.0}}' \
+printf '{"model_type": "llama", "rope_scaling": {"type": "dynamic", "factor": 2.0}}' \
   >"$HERE/corpus/hf_config/bad-rope-scaling"
 printf '{"model_type": "gpt2", "n_embd": 100, "n_head": 3}' >"$HERE/corpus/hf_config/bad-heads"
 printf '{"model_type": "mistral", "hidden_size": 4096}' >"$HERE/corpus/hf_config/bad-model-type"

@@ -222,13 +222,13 @@ static void test_yarn_frequencies(void) {
   const double factor = model_config_number(m, s, "factor");
   const tsl_rope_freqs f = {.theta = (float)model_config_number(m, NULL, "rope_theta"), .factor = factor,
                             .original_positions = model_config_number(m, s, "original_max_position_embeddings"),
-                            .yarn = 1, .beta_fast = model_config_number(m, s, "beta_fast"),
+                            .kind = TSL_ROPE_YARN, .beta_fast = model_config_number(m, s, "beta_fast"),
                             .beta_slow = model_config_number(m, s, "beta_slow"),
                             .attention_factor = 0.1 * log(factor) + 1.0};
   CHECK(tsl_rope_freqs_valid(f));
   CHECK(check_frequencies(f, HS, want) >= HS / 2 - 1); /* all but the highest moved */
   CHECK(f.attention_factor == scalar(io, "attention_factor"));
-  const tsl_rope_freqs qwen = {.theta = 1e6f, .factor = 4, .original_positions = 32768, .yarn = 1, .beta_fast = 32,
+  const tsl_rope_freqs qwen = {.theta = 1e6f, .factor = 4, .original_positions = 32768, .kind = TSL_ROPE_YARN, .beta_fast = 32,
                                .beta_slow = 1, .attention_factor = 0.1 * log(4.0) + 1.0};
   /* one ulp: pair 37's plain frequency (head size 128, theta 1e6) is the
   ** one powf gives one ulp from PyTorch's pow (kernels/rope_freq.h) */
@@ -239,9 +239,28 @@ static void test_yarn_frequencies(void) {
   tsl_st_close(io);
 }
 
+/* Linear scaling's frequencies are transformers' own, bit for bit: the
+** fixture llama_linear's, each plain frequency divided by 3 in fp32 (times
+** the fp32 reciprocal of 3 moves some by an ulp, which this would see),
+** and the kernel turns by them, within 2u. */
+static void test_linear_frequencies(void) {
+  tsl_st_file *io = NULL;
+  REQUIRE(tsl_st_open(FIXTURES "llama_linear_io.safetensors", &io) == 0);
+  float *want = tensor(io, "inv_freq", HS / 2);
+  const char *m = "llama_linear";
+  const tsl_rope_freqs f = {.theta = (float)model_config_number(m, NULL, "rope_theta"),
+                            .factor = model_config_number(m, "rope_scaling", "factor"), .kind = TSL_ROPE_LINEAR};
+  CHECK(f.factor == 3 && tsl_rope_freqs_valid(f));
+  CHECK_EQ_INT(check_frequencies(f, HS, want), HS / 2); /* every one scaled */
+  check_turns(f, want, 1.0, 2 * KT_U);
+  free(want);
+  tsl_st_close(io);
+}
+
 int main(void) {
   RUN(test_attention_sub_block);
   RUN(test_llama3_frequencies);
   RUN(test_yarn_frequencies);
+  RUN(test_linear_frequencies);
   return HARNESS_EXIT();
 }

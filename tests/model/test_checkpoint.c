@@ -387,7 +387,7 @@ static void test_rope_scaling_is_recorded(void) {
   ** a config's */
   tsl_model_settings llama3 = m.model;
   llama3.rope_scaling.original_positions = 32768, llama3.rope_scaling.factor = 4;
-  m.model.rope_scaling = (tsl_rope_scaling){.factor = 4, .original_positions = 32768, .yarn = 1, .beta_fast = 32,
+  m.model.rope_scaling = (tsl_rope_scaling){.factor = 4, .original_positions = 32768, .kind = TSL_ROPE_YARN, .beta_fast = 32,
                                             .beta_slow = 1, .attention_factor = 0.1 * log(4.0) + 1.0};
   CHECK(tsl_ckpt_model_hash(&llama3) != tsl_ckpt_model_hash(&m.model));
   char *yarn = description_round_trip(&m, "yarn", &back);
@@ -398,6 +398,22 @@ static void test_rope_scaling_is_recorded(void) {
   expect_parse_refused(edited, "'model.rope_scaling.beta_fast' 0.5 is not above beta_slow 1");
   free(edited);
   free(yarn);
+
+  /* linear: its one value, and another model_hash than YaRN's or Llama 3's
+  ** of the same factor; a key of another type is not read */
+  tsl_model_settings yarn4 = m.model;
+  m.model.rope_scaling = (tsl_rope_scaling){.factor = 4, .kind = TSL_ROPE_LINEAR};
+  CHECK(tsl_ckpt_model_hash(&yarn4) != tsl_ckpt_model_hash(&m.model));
+  CHECK(tsl_ckpt_model_hash(&llama3) != tsl_ckpt_model_hash(&m.model));
+  char *linear = description_round_trip(&m, "linear", &back);
+  CHECK_STR_CONTAINS(linear, "\"type\":\t\"linear\"");
+  CHECK(!strstr(linear, "original_positions"));
+  CHECK(memcmp(&back.model.rope_scaling, &m.model.rope_scaling, sizeof m.model.rope_scaling) == 0);
+  tsl_ckpt_meta_free(&back);
+  edited = scaling_edited(linear, "factor", 0.5, 1);
+  expect_parse_refused(edited, "'model.rope_scaling.factor' must be from 1 to 1e6");
+  free(edited);
+  free(linear);
 
   /* a model without scaling writes no rope_scaling, and reads back as none */
   plain.rope_scaling = (tsl_rope_scaling){0};
@@ -424,7 +440,7 @@ static void test_rope_scaling_is_recorded(void) {
     if (st < 0) fprintf(stderr, "%s\n", tsl_error_message());
     CHECK_EQ_INT(st, TESSEL_OK);
     /* the last was written with Llama 3's scaling before YaRN came: its model_hash still holds */
-    CHECK(back.model.rope_scaling.factor == (i == 3 ? 32 : 0) && !back.model.rope_scaling.yarn);
+    CHECK(back.model.rope_scaling.factor == (i == 3 ? 32 : 0) && back.model.rope_scaling.kind == TSL_ROPE_LLAMA3);
     tsl_ckpt_meta_free(&back);
     free(text);
   }

@@ -26,7 +26,8 @@
 ** A third, llama3_rope, changes what is computed: Llama 3.1's scaling of
 ** the rotary frequencies (rope_scaling "llama3"); llama_yarn so too, YaRN's
 ** (rope_scaling "yarn", made under transformers 4.51: `make_hf_fixtures.py
-** yarn`). mistral_tiny holds the
+** yarn`), and llama_linear linear scaling's (`make_hf_fixtures.py linear`).
+** mistral_tiny holds the
 ** same weights as a MistralForCausalLM (rope_theta 1e6, a sliding window
 ** of 16 positions: the whole sequence). qwen2_tiny is a Qwen2ForCausalLM
 ** of its own weights (q, k and v biases, a tied head), mistral_head_dim a
@@ -318,9 +319,19 @@ static void test_yarn_matches_transformers(void) {
   tsl_weights *w;
   REQUIRE(tsl_weights_open(FIXTURES "llama_yarn", 0, &w) == TESSEL_OK);
   const tsl_rope_scaling *r = &tsl_weights_model(w)->rope_scaling;
-  CHECK(r->yarn && r->factor == 4 && r->original_positions == 16 && r->beta_fast == 4 && r->beta_slow == 0.25);
+  CHECK(r->kind == TSL_ROPE_YARN && r->factor == 4 && r->original_positions == 16 && r->beta_fast == 4 && r->beta_slow == 0.25);
   tsl_weights_close(w);
   scaled_matches_transformers("llama_yarn");
+}
+
+/* Linear scaling (llama_linear: rope_scaling "linear", factor 3) */
+static void test_linear_matches_transformers(void) {
+  tsl_weights *w;
+  REQUIRE(tsl_weights_open(FIXTURES "llama_linear", 0, &w) == TESSEL_OK);
+  const tsl_rope_scaling *r = &tsl_weights_model(w)->rope_scaling;
+  CHECK(r->kind == TSL_ROPE_LINEAR && r->factor == 3);
+  tsl_weights_close(w);
+  scaled_matches_transformers("llama_linear");
 }
 
 int main(void) {
@@ -336,6 +347,7 @@ int main(void) {
   RUN(test_phi3_matches_transformers);
   RUN(test_yarn_matches_transformers);
   RUN(test_llama3_rope_matches_transformers);
+  RUN(test_linear_matches_transformers);
   scratch_cleanup();
   return HARNESS_EXIT();
 }

@@ -342,7 +342,7 @@ static void test_yarn_scaling(void) {
     REQUIRE(tsl_weights_open(hf_dir(name, TESSEL_F32, cases[i].config, NULL, NULL), 0, &w) == TESSEL_OK);
     const tsl_rope_scaling *r = &tsl_weights_model(w)->rope_scaling;
     const double attention = cases[i].attention ? cases[i].attention : 0.1 * log(cases[i].factor) + 1.0;
-    CHECK(r->yarn && r->factor == cases[i].factor && r->original_positions == cases[i].original);
+    CHECK(r->kind == TSL_ROPE_YARN && r->factor == cases[i].factor && r->original_positions == cases[i].original);
     CHECK(r->beta_fast == cases[i].beta_fast && r->beta_slow == cases[i].beta_slow);
     CHECK(r->attention_factor == attention);
     tsl_weights_close(w);
@@ -399,6 +399,29 @@ static void test_llama3_scaling(void) {
                  "\"factor\": 8.0, \"low_freq_factor\": 1.0, \"high_freq_factor\": 4.0, "
                  "\"original_max_position_embeddings\": 8192},", NULL, NULL),
           TESSEL_E_UNSUPPORTED, "'rope_type' is \"llama3\" but 'type' is \"linear\"");
+}
+
+/* Linear scaling (deepseek-coder's 4, a fine-tune's 2): its factor under
+** either key for the type, in rope_scaling or rope_parameters; refused
+** without a factor or below 1. */
+static void test_linear_scaling(void) {
+  static const char *const forms[] = {"{\"rope_scaling\": {\"rope_type\": \"linear\", \"factor\": 4.0},",
+                                      "{\"rope_scaling\": {\"type\": \"linear\", \"factor\": 4},",
+                                      "{\"rope_parameters\": {\"rope_type\": \"linear\", \"rope_theta\": 1e5, "
+                                      "\"factor\": 4.0},"};
+  for (size_t i = 0; i < TSL_ARRAY_LEN(forms); i++) {
+    char name[32];
+    snprintf(name, sizeof name, "linear-%zu", i);
+    tsl_weights *w;
+    REQUIRE(tsl_weights_open(hf_dir(name, TESSEL_F32, forms[i], NULL, NULL), 0, &w) == TESSEL_OK);
+    const tsl_rope_scaling *r = &tsl_weights_model(w)->rope_scaling;
+    CHECK(r->kind == TSL_ROPE_LINEAR && r->factor == 4.0);
+    tsl_weights_close(w);
+  }
+  refused(hf_dir("linear-no-factor", TESSEL_F32, "{\"rope_scaling\": {\"rope_type\": \"linear\"},", NULL, NULL),
+          TESSEL_E_IO, "rope type linear needs the number 'factor'");
+  refused(hf_dir("linear-shrink", TESSEL_F32, "{\"rope_scaling\": {\"rope_type\": \"linear\", \"factor\": 0.5},",
+                 NULL, NULL), TESSEL_E_UNSUPPORTED, "'factor' must be from 1 to 1e6");
 }
 
 /* A Mistral config is a Llama whose sliding window, when shorter than its
@@ -534,8 +557,8 @@ static void test_refusals_name_the_problem(void) {
   refused(hf_dir("scaling", TESSEL_F32, "{\"rope_scaling\": {\"rope_type\": \"longrope\", \"factor\": 8.0},", NULL,
                  NULL), TESSEL_E_UNSUPPORTED, "rope_scaling: ");
   CHECK_STR_CONTAINS(tsl_error_message(), "'rope_type' is longrope");
-  refused(hf_dir("scaling-old", TESSEL_F32, "{\"rope_scaling\": {\"type\": \"linear\", \"factor\": 2.0},", NULL, NULL),
-          TESSEL_E_UNSUPPORTED, "rope_scaling: ");
+  refused(hf_dir("scaling-old", TESSEL_F32, "{\"rope_scaling\": {\"type\": \"dynamic\", \"factor\": 2.0},", NULL,
+                 NULL), TESSEL_E_UNSUPPORTED, "rope_scaling: ");
   /* the file is named (a rope_scaling without a type once said only "rope_scaling: 'rope_scaling' is set") */
   refused(hf_dir("scaling-bare", TESSEL_F32, "{\"rope_scaling\": {\"factor\": 2.0},", NULL, NULL),
           TESSEL_E_UNSUPPORTED, "/config.json: 'rope_scaling' is set");
@@ -631,6 +654,7 @@ int main(void) {
   RUN(test_plain_spellings_accepted);
   RUN(test_refusals_name_the_problem);
   RUN(test_yarn_scaling);
+  RUN(test_linear_scaling);
   RUN(test_phi3_refusals);
   scratch_cleanup();
   return HARNESS_EXIT();

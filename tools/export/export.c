@@ -30,8 +30,36 @@ static void add_float(cJSON *o, const char *key, double v) {
 ** positions not factor times it. */
 static int yarn_export_fault(const tsl_model_settings *m) {
   const tsl_rope_scaling *r = &m->rope_scaling;
-  return r->factor > 0 && r->yarn && r->original_positions != m->positions &&
+  return r->factor > 0 && r->kind == TSL_ROPE_YARN && r->original_positions != m->positions &&
          !tsl_rope_yarn_read_alike(m->positions, r->original_positions, r->factor);
+}
+
+/* config.json's rope_scaling: null, or m's scaling under transformers'
+** names for its type and values. */
+static void add_rope_scaling(cJSON *root, const tsl_model_settings *m) {
+  const tsl_rope_scaling *r = &m->rope_scaling;
+  if (!(r->factor > 0)) {
+    cJSON_AddNullToObject(root, "rope_scaling");
+    return;
+  }
+  double v[TSL_ROPE_MAX];
+  cJSON *s = cJSON_AddObjectToObject(root, "rope_scaling");
+  cJSON_AddStringToObject(s, "rope_type", tsl_rope_scaling_values(m, v)->name);
+  add_float(s, "factor", r->factor);
+  if (r->kind == TSL_ROPE_LLAMA3) {
+    add_float(s, "low_freq_factor", r->low_freq_factor);
+    add_float(s, "high_freq_factor", r->high_freq_factor);
+    cJSON_AddNumberToObject(s, "original_max_position_embeddings", r->original_positions);
+  } else if (r->kind == TSL_ROPE_YARN) {
+    /* absent, the original context is max_position_embeddings for every
+    ** transformers; given, transformers 4 reads the factor off it
+    ** (yarn_export_fault) */
+    if (r->original_positions != m->positions)
+      cJSON_AddNumberToObject(s, "original_max_position_embeddings", r->original_positions);
+    add_float(s, "beta_fast", r->beta_fast);
+    add_float(s, "beta_slow", r->beta_slow);
+    add_float(s, "attention_factor", r->attention_factor);
+  }
 }
 
 /* config.json for transformers: GPT2LMHeadModel, LlamaForCausalLM,
@@ -53,28 +81,7 @@ static cJSON *hf_config(const tsl_model_settings *m) {
     cJSON_AddNumberToObject(root, "intermediate_size", m->ffn);
     cJSON_AddNumberToObject(root, "max_position_embeddings", m->positions);
     cJSON_AddNumberToObject(root, "rope_theta", m->rope_theta);
-    if (m->rope_scaling.factor > 0 && m->rope_scaling.yarn) {
-      cJSON *s = cJSON_AddObjectToObject(root, "rope_scaling");
-      cJSON_AddStringToObject(s, "rope_type", "yarn");
-      add_float(s, "factor", m->rope_scaling.factor);
-      /* absent, the original context is max_position_embeddings for every
-      ** transformers; given, transformers 4 reads the factor off it
-      ** (yarn_export_fault) */
-      if (m->rope_scaling.original_positions != m->positions)
-        cJSON_AddNumberToObject(s, "original_max_position_embeddings", m->rope_scaling.original_positions);
-      add_float(s, "beta_fast", m->rope_scaling.beta_fast);
-      add_float(s, "beta_slow", m->rope_scaling.beta_slow);
-      add_float(s, "attention_factor", m->rope_scaling.attention_factor);
-    } else if (m->rope_scaling.factor > 0) {
-      cJSON *s = cJSON_AddObjectToObject(root, "rope_scaling");
-      cJSON_AddStringToObject(s, "rope_type", "llama3");
-      add_float(s, "factor", m->rope_scaling.factor);
-      add_float(s, "low_freq_factor", m->rope_scaling.low_freq_factor);
-      add_float(s, "high_freq_factor", m->rope_scaling.high_freq_factor);
-      cJSON_AddNumberToObject(s, "original_max_position_embeddings", m->rope_scaling.original_positions);
-    } else {
-      cJSON_AddNullToObject(root, "rope_scaling");
-    }
+    add_rope_scaling(root, m);
     cJSON_AddNumberToObject(root, "rms_norm_eps", m->norm_eps);
     cJSON_AddStringToObject(root, "hidden_act", "silu");
     if (m->qkv_bias || m->qk_norm) cJSON_AddBoolToObject(root, "use_sliding_window", 0);
