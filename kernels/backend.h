@@ -237,8 +237,8 @@ struct tsl_backend {
   ** In place on x [B, T, heads, hs] (rows ld elements apart), Hugging
   ** Face's rotate-half convention: for i < hs/2 the pair (x_i, x_{i+hs/2})
   ** turns by a = pos·inv_freq_i, pos = t + pos_offset, inv_freq_i element
-  ** i of tsl_rope_inv_freqs(freqs, hs, ...) (rope_freq.h: plain or Llama
-  ** 3's scaling; freqs that are not tsl_rope_freqs_valid are refused),
+  ** i of tsl_rope_inv_freqs(freqs, hs, pos_offset + T, ...) (rope_freq.h:
+  ** plain or scaled; freqs that are not tsl_rope_freqs_valid are refused),
   ** angle and its cos/sin in fp32 as transformers computes them.
   ** inverse = 1 turns by −a: the backward of the rotation. */
   int (*rope)(tsl_backend *be, tsl_stream *s, void *x, int64_t batch, int64_t seq, int64_t heads,

@@ -5,8 +5,8 @@
 ** transformers rounds twice, and a frequency one ulp off turns a position
 ** of 10^4 by a visibly different angle. The order of operations is that of
 ** transformers' _compute_default_rope_parameters,
-** _compute_linear_scaling_rope_parameters, _compute_llama3_parameters and
-** _compute_yarn_parameters on fp32 tensors:
+** _compute_linear_scaling_rope_parameters, _compute_llama3_parameters,
+** _compute_yarn_parameters and _compute_longrope_parameters on fp32 tensors:
 ** a Python number over a tensor is the tensor's reciprocal times the number
 ** there, and Python numbers meet the tensor rounded to fp32.
 */
@@ -14,19 +14,30 @@
 
 #include <math.h>
 
-int tsl_rope_freqs_valid(tsl_rope_freqs f) {
+static int positive_list(const double *v, int64_t n) {
+  if (!v) return 0;
+  for (int64_t i = 0; i < n; i++)
+    if (!(v[i] > 0.0 && isfinite(v[i]))) return 0;
+  return 1;
+}
+
+int tsl_rope_freqs_valid(tsl_rope_freqs f, int64_t head_size) {
   if (!(f.theta > 0.0f)) return 0;
   if (f.factor == 0.0) return 1;
   if (!(f.factor >= 1.0)) return 0;
   if (f.kind == TSL_ROPE_LINEAR) return 1;
   if (!(f.original_positions >= 1.0)) return 0;
-  if (f.kind == TSL_ROPE_YARN)
-    return f.beta_slow > 0.0 && f.beta_fast > f.beta_slow && f.attention_factor > 0.0 && isfinite(f.attention_factor);
+  const int scales = f.attention_factor > 0.0 && isfinite(f.attention_factor);
+  if (f.kind == TSL_ROPE_YARN) return f.beta_slow > 0.0 && f.beta_fast > f.beta_slow && scales;
+  if (f.kind == TSL_ROPE_LONGROPE)
+    return scales && f.pairs == head_size / 2 && positive_list(f.short_factor, f.pairs) &&
+           positive_list(f.long_factor, f.pairs);
   return f.low_freq_factor > 0.0 && f.high_freq_factor > f.low_freq_factor;
 }
 
 float tsl_rope_attention(tsl_rope_freqs f) {
-  return f.factor > 0.0 && f.kind == TSL_ROPE_YARN ? (float)f.attention_factor : 1.0f;
+  const int scales = f.kind == TSL_ROPE_YARN || f.kind == TSL_ROPE_LONGROPE;
+  return f.factor > 0.0 && scales ? (float)f.attention_factor : 1.0f;
 }
 
 /* The dimension (of dim) that turns `turns` times over n positions
@@ -75,9 +86,22 @@ static void llama3_scale(tsl_rope_freqs f, int64_t head_size, float *inv) {
   }
 }
 
-void tsl_rope_inv_freqs(tsl_rope_freqs f, int64_t head_size, float *inv) {
+/* LongRoPE: 1 / (ext_i · theta^(2i/hs)), ext from the set `length` picks:
+** transformers' 1.0 / (ext_factors * base**inv_freq_shape), its factors
+** fp32 tensors. */
+static void longrope_inv_freqs(tsl_rope_freqs f, int64_t head_size, int64_t length, float *inv) {
+  const double *ext = (double)length > f.original_positions ? f.long_factor : f.short_factor;
+  for (int64_t i = 0; i < head_size / 2; i++)
+    inv[i] = 1.0f / ((float)ext[i] * powf(f.theta, (float)(2 * i) / (float)head_size));
+}
+
+void tsl_rope_inv_freqs(tsl_rope_freqs f, int64_t head_size, int64_t length, float *inv) {
   if (f.factor > 0.0 && f.kind == TSL_ROPE_YARN) {
     yarn_inv_freqs(f, head_size, inv);
+    return;
+  }
+  if (f.factor > 0.0 && f.kind == TSL_ROPE_LONGROPE) {
+    longrope_inv_freqs(f, head_size, length, inv);
     return;
   }
   for (int64_t i = 0; i < head_size / 2; i++) inv[i] = 1.0f / powf(f.theta, (float)(2 * i) / (float)head_size);

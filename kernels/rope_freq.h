@@ -19,6 +19,11 @@
 ** over the dimensions between blends the two; cos and sin are scaled by
 ** attention_factor (by default 0.1·ln(factor) + 1), which scales the
 ** attention logits by its square.
+** LongRoPE (rope_type "longrope", Ding et al. 2024; Phi-3.5, Phi-3 128k):
+** each plain frequency divided by its own factor, one per pair, from
+** short_factor while the sequence (its last position + 1) is at most N
+** long and from long_factor beyond, as transformers switches them; cos and
+** sin scaled by attention_factor (by default √(1 + ln factor / ln N)).
 */
 #ifndef TSL_ROPE_FREQ_H
 #define TSL_ROPE_FREQ_H
@@ -30,7 +35,7 @@ extern "C" {
 #endif
 
 /* Which scaling a factor above 0 selects. */
-typedef enum { TSL_ROPE_LLAMA3 = 0, TSL_ROPE_YARN = 1, TSL_ROPE_LINEAR = 2 } tsl_rope_kind;
+typedef enum { TSL_ROPE_LLAMA3 = 0, TSL_ROPE_YARN = 1, TSL_ROPE_LINEAR = 2, TSL_ROPE_LONGROPE = 3 } tsl_rope_kind;
 
 /* The scaling's numbers are doubles, as in Hugging Face's config.json:
 ** transformers divides them in double before meeting fp32 tensors. */
@@ -38,28 +43,34 @@ typedef struct tsl_rope_freqs {
   float theta;                               /* base of the frequencies */
   double factor;                             /* the scaling's; 0: none */
   double low_freq_factor, high_freq_factor;  /* Llama 3's bands */
-  double original_positions;                 /* N, the unscaled model's context (Llama 3's, YaRN's) */
+  double original_positions;                 /* N, the unscaled model's context (not linear's) */
   tsl_rope_kind kind;
   double beta_fast, beta_slow;               /* YaRN's ramp, in turns over N */
-  double attention_factor;                   /* YaRN's scale of cos and sin */
+  double attention_factor;                   /* YaRN's and LongRoPE's scale of cos and sin */
+  const double *short_factor, *long_factor;  /* LongRoPE's, `pairs` each */
+  int64_t pairs;
 } tsl_rope_freqs;
 
-/* 1 when f describes frequencies: theta > 0 and, when scaled, factor >= 1;
-** Llama 3's and YaRN's with a context of at least 1, Llama 3's with 0 <
-** low_freq_factor < high_freq_factor, YaRN's with 0 < beta_slow <
-** beta_fast and a positive attention_factor. */
-int tsl_rope_freqs_valid(tsl_rope_freqs f);
+/* 1 when f describes frequencies of a head of head_size elements: theta >
+** 0 and, when scaled, factor >= 1; all but linear with a context of at
+** least 1, Llama 3's with 0 < low_freq_factor < high_freq_factor, YaRN's
+** with 0 < beta_slow < beta_fast, YaRN's and LongRoPE's with a positive
+** attention_factor, LongRoPE's with head_size/2 positive factors in each
+** list. */
+int tsl_rope_freqs_valid(tsl_rope_freqs f, int64_t head_size);
 
-/* What cos and sin are multiplied by: YaRN's attention_factor in fp32, else 1. */
+/* What cos and sin are multiplied by: YaRN's or LongRoPE's
+** attention_factor in fp32, else 1. */
 float tsl_rope_attention(tsl_rope_freqs f);
 
 /* inv[i] = inv_freq_i of a head of head_size (even) elements, for
-** i < head_size/2; f must be valid. Each step is the fp32 operation
+** i < head_size/2, for a sequence of `length` positions so far (the last
+** one's index + 1: LongRoPE's set depends on it); f must be valid. Each step is the fp32 operation
 ** transformers performs, in its order, so Llama 3's scaling of a plain
 ** frequency is its own bit for bit. The plain frequencies come from the C
 ** library's powf, which for some head sizes and thetas lands one ulp from
 ** PyTorch's vectorised pow (e.g. i = 37 of head size 128 at theta 1e6). */
-void tsl_rope_inv_freqs(tsl_rope_freqs f, int64_t head_size, float *inv);
+void tsl_rope_inv_freqs(tsl_rope_freqs f, int64_t head_size, int64_t length, float *inv);
 
 #ifdef __cplusplus
 }

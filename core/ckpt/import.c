@@ -318,7 +318,7 @@ tsl_status tsl_weights_file_tensor(const tsl_weights *w, const tsl_param *p, flo
 /* config.yaml of an imported checkpoint: the model section a run that
 ** starts from it must match. */
 static tsl_status write_model_yaml(const char *path, const tsl_model_settings *m) {
-  char text[1024];
+  char text[1024 + TSL_ROPE_TEXT_MAX];
   int n = snprintf(text, sizeof text,
                    "# A Hugging Face model written as a tessel checkpoint by `tessel import`. A run starts from it\n"
                    "# with model.init_from: <this directory> and this model section.\n"
@@ -327,7 +327,7 @@ static tsl_status write_model_yaml(const char *path, const tsl_model_settings *m
                    m->arch == TSL_ARCH_LLAMA ? "llama" : "gpt2", m->layers, m->heads,
                    m->arch == TSL_ARCH_LLAMA ? "  kv_heads: " : "  # kv_heads: ", m->kv_heads, m->channels, m->ffn,
                    m->seq_len, m->vocab_size);
-  char theta[32], eps[32], scaling[256];
+  char theta[32], eps[32], scaling[TSL_ROPE_TEXT_MAX];
   if (m->arch == TSL_ARCH_LLAMA)
     n += snprintf(text + n, sizeof text - (size_t)n, "  rope_theta: %s\n  norm_eps: %s\n  tie_embeddings: %s\n",
                   tsl_format_exact(m->rope_theta, theta, sizeof theta), tsl_format_exact(m->norm_eps, eps, sizeof eps),

@@ -121,16 +121,27 @@ fail:
   return st;
 }
 
+/* What the rope readers need to know of the model beside the object they
+** read. */
+typedef struct rope_ctx {
+  int positions;   /* max_position_embeddings */
+  int head_size;
+  int original;    /* the top-level original_max_position_embeddings (given, or the class's), 0: none */
+  int phi3;        /* Phi3Config: "su" and "yarn" are LongRoPE's older names, and the only scaling */
+} rope_ctx;
+
 /* A scaling of type t read from `o` (keys: its values' names there) into
 ** out, each value in the range a config's model.rope_scaling takes
-** (tsl_rope_scaling_fault). */
+** (tsl_rope_scaling_fault); a type with lists takes `pairs` factors from
+** each of `lists`. */
 static tsl_status scaling_in_range(const hf_json *o, const tsl_rope_type *t, const char *const *keys,
-                                   const double v[TSL_ROPE_MAX], tsl_model_settings *out) {
+                                   const double v[TSL_ROPE_MAX], const double *const lists[2], int pairs,
+                                   tsl_model_settings *out) {
   char why[512];
   for (int k = 0; k < t->n; k++)
     if (tsl_rope_scaling_fault(t, v, k, why, sizeof why))
       return tsl_error(TESSEL_E_UNSUPPORTED, "%s: '%s' %s", o->path, keys[k], why);
-  tsl_rope_scaling_set(out, t, v);
+  tsl_rope_scaling_set(out, t, v, lists, pairs);
   return TESSEL_OK;
 }
 
@@ -145,7 +156,7 @@ static tsl_status llama3_scaling(const hf_json *o, tsl_model_settings *out) {
     if (!cJSON_IsNumber(x)) return tsl_error(TESSEL_E_IO, "%s: rope type llama3 needs the number '%s'", o->path, keys[k]);
     v[k] = x->valuedouble;
   }
-  return scaling_in_range(o, &tsl_rope_llama3, keys, v, out);
+  return scaling_in_range(o, &tsl_rope_llama3, keys, v, NULL, 0, out);
 }
 
 /* Linear scaling from `o`, an object whose rope type is "linear": its one
@@ -155,7 +166,7 @@ static tsl_status linear_scaling(const hf_json *o, tsl_model_settings *out) {
   const cJSON *x = cJSON_GetObjectItemCaseSensitive(o->root, keys[0]);
   if (!cJSON_IsNumber(x)) return tsl_error(TESSEL_E_IO, "%s: rope type linear needs the number 'factor'", o->path);
   const double v[TSL_ROPE_MAX] = {x->valuedouble};
-  return scaling_in_range(o, &tsl_rope_linear, keys, v, out);
+  return scaling_in_range(o, &tsl_rope_linear, keys, v, NULL, 0, out);
 }
 
 /* A number of `o` that transformers reads as `x or dflt`: absent, null or
@@ -208,22 +219,89 @@ static tsl_status yarn_scaling(const hf_json *o, int legacy, int positions, tsl_
   TSL_TRY(st, number_or(o, "mscale_all_dim", 0.0, &all));
   TSL_TRY(st, number_or(o, "attention_factor", ms && all ? mscale(v[0], ms) / mscale(v[0], all) : mscale(v[0], 1.0),
                         &v[4]));
-  return scaling_in_range(o, &tsl_rope_yarn, keys, v, out);
+  return scaling_in_range(o, &tsl_rope_yarn, keys, v, NULL, 0, out);
+fail:
+  return st;
+}
+
+/* LongRoPE's list `key` of `o`: one factor per pair of the heads, each in
+** the range a config takes. */
+static tsl_status longrope_list(const hf_json *o, const char *key, int head_size, double *list, int *n) {
+  const cJSON *a = cJSON_GetObjectItemCaseSensitive(o->root, key), *e;
+  char why[256];
+  int at;
+  *n = 0;
+  if (!cJSON_IsArray(a)) return tsl_error(TESSEL_E_IO, "%s: rope type longrope needs the list '%s'", o->path, key);
+  cJSON_ArrayForEach(e, a) {
+    if (!cJSON_IsNumber(e)) return tsl_error(TESSEL_E_IO, "%s: '%s' must hold numbers", o->path, key);
+    if (*n < TSL_ROPE_PAIRS_MAX) list[*n] = e->valuedouble;
+    ++*n;
+  }
+  if (tsl_rope_list_fault(list, *n, head_size, why, sizeof why, &at))
+    return tsl_error(TESSEL_E_UNSUPPORTED, "%s: '%s' %s", o->path, key, why);
+  return TESSEL_OK;
+}
+
+/* LongRoPE's scaling from `o`, an object whose rope type is "longrope"
+** (Phi3Config: or "su" or "yarn"). The original context is the top-level
+** original_max_position_embeddings, which transformers 4 and 5 both read
+** (Phi3Config's default 4096 when absent); without one, transformers 4
+** takes max_position_embeddings and 5 the one in `o`, refused unless the
+** two agree. The factor only sets the default attention factor: without
+** the top-level context transformers 4 takes 'factor', and with it the
+** ratio of the contexts, which transformers 5 takes only when 'factor' is
+** absent; a file where that changes the attention factor is refused. */
+static tsl_status longrope_scaling(const hf_json *o, const rope_ctx *c, tsl_model_settings *out) {
+  static const char *const keys[] = {"factor", "original_max_position_embeddings", "attention_factor"};
+  double v[TSL_ROPE_MAX], lists[2][TSL_ROPE_PAIRS_MAX];
+  int n = 0;
+  tsl_status st;
+  const cJSON *factor = cJSON_GetObjectItemCaseSensitive(o->root, "factor");
+  const cJSON *inner = cJSON_GetObjectItemCaseSensitive(o->root, "original_max_position_embeddings");
+  const cJSON *attention = cJSON_GetObjectItemCaseSensitive(o->root, "attention_factor");
+  for (int l = 0; l < 2; l++) TSL_TRY(st, longrope_list(o, tsl_rope_list_keys[l], c->head_size, lists[l], &n));
+  if ((factor && !cJSON_IsNumber(factor)) || (inner && !cJSON_IsNumber(inner)) ||
+      (attention && !cJSON_IsNull(attention) && !cJSON_IsNumber(attention)))
+    return tsl_error(TESSEL_E_IO, "%s: 'factor', 'original_max_position_embeddings' and 'attention_factor' must be "
+                     "numbers", o->path);
+  v[1] = c->original ? c->original : inner ? inner->valuedouble : c->positions;
+  if (!c->original && inner && inner->valuedouble != c->positions)
+    return tsl_error(TESSEL_E_UNSUPPORTED, "%s: longrope's 'original_max_position_embeddings' %g is given only here: "
+                     "transformers 5 takes it and transformers 4 takes max_position_embeddings %d, so the file is "
+                     "two models; give it at the top level of config.json, which both read", o->path,
+                     inner->valuedouble, c->positions);
+  const double ratio = c->positions / v[1];
+  v[0] = factor ? factor->valuedouble : ratio;
+  const int derived = !cJSON_IsNumber(attention);
+  if (derived && c->original && factor && factor->valuedouble != ratio)
+    return tsl_error(TESSEL_E_UNSUPPORTED, "%s: longrope's 'factor' %g is not max_position_embeddings / "
+                     "original_max_position_embeddings = %g: transformers 4 derives the attention factor from the "
+                     "ratio and transformers 5 from 'factor', so the file is two models; drop 'factor' or give "
+                     "'attention_factor'", o->path, factor->valuedouble, ratio);
+  v[2] = derived ? NAN : attention->valuedouble;
+  tsl_rope_scaling_resolve(&tsl_rope_longrope, v);
+  const double *const given[2] = {lists[0], lists[1]};
+  return scaling_in_range(o, &tsl_rope_longrope, keys, v, given, n, out);
 fail:
   return st;
 }
 
 /* The rope type `o` (rope_scaling or rope_parameters) names: plain
-** ("default", out's scaling left at none), Llama 3's, YaRN's or linear,
-** whose numbers go to out. The type is under "rope_type", or "type" before transformers 4.43;
-** a rope_scaling (`typed`) must name one, a rope_parameters without one is
-** plain. Both keys may be given (transformers 4.43+ saves both) only
-** naming one type: transformers 4 computes what "type" names, so tessel
-** reading "rope_type" would compute another model without a word. */
-static tsl_status rope_kind(const hf_json *o, int typed, int positions, tsl_model_settings *out) {
-  static const char *const kinds[] = {"default", "llama3", "yarn", "linear", NULL};
-  static const char *const why = "tessel's rotary frequencies are plain (default), Llama 3's (llama3), YaRN's (yarn) "
-                                 "or linearly scaled (linear)";
+** ("default", out's scaling left at none), Llama 3's, YaRN's, linear or
+** LongRoPE's, whose numbers go to out; Phi3Config's plain or LongRoPE's,
+** under which "su" and "yarn" are LongRoPE's older names. The type is under
+** "rope_type", or "type" before transformers 4.43; a rope_scaling (`typed`)
+** must name one, a rope_parameters without one is plain. Both keys may be
+** given (transformers 4.43+ saves both) only naming one type: transformers
+** 4 computes what "type" names, so tessel reading "rope_type" would compute
+** another model without a word. */
+static tsl_status rope_kind(const hf_json *o, int typed, const rope_ctx *c, tsl_model_settings *out) {
+  static const char *const kinds[] = {"default", "llama3", "yarn", "linear", "longrope", NULL};
+  static const char *const phi3_kinds[] = {"default", "longrope", "su", "yarn", NULL};
+  static const char *const why = "tessel's rotary frequencies are plain (default), Llama 3's (llama3), YaRN's (yarn), "
+                                 "linearly scaled (linear) or LongRoPE's (longrope)";
+  static const char *const phi3_why = "Phi3Config scales the rotary frequencies by LongRoPE alone (longrope, or su "
+                                      "and yarn, its older names)";
   const cJSON *named = cJSON_GetObjectItemCaseSensitive(o->root, "rope_type");
   const cJSON *old = cJSON_GetObjectItemCaseSensitive(o->root, "type");
   if (named && old &&
@@ -237,12 +315,15 @@ static tsl_status rope_kind(const hf_json *o, int typed, int positions, tsl_mode
   const char *key = named ? "rope_type" : "type";
   const cJSON *v = named ? named : old;
   if (typed && (!v || cJSON_IsNull(v)))
-    return tsl_error(TESSEL_E_UNSUPPORTED, "%s: 'rope_scaling' is set; %s", o->path, why);
-  tsl_status st = one_of(o, key, kinds, why);
+    return tsl_error(TESSEL_E_UNSUPPORTED, "%s: 'rope_scaling' is set; %s", o->path, c->phi3 ? phi3_why : why);
+  tsl_status st = one_of(o, key, c->phi3 ? phi3_kinds : kinds, c->phi3 ? phi3_why : why);
   if (st < 0 || !cJSON_IsString(v) || strcmp(v->valuestring, "default") == 0) return st;
   if (strcmp(v->valuestring, "llama3") == 0) return llama3_scaling(o, out);
   if (strcmp(v->valuestring, "linear") == 0) return linear_scaling(o, out);
-  return yarn_scaling(o, typed, positions, out);
+  if (strcmp(v->valuestring, "longrope") == 0) return longrope_scaling(o, c, out);
+  if (!c->phi3) return yarn_scaling(o, typed, c->positions, out);
+  st = longrope_scaling(o, c, out);
+  return st < 0 ? tsl_error_wrap(st, "Phi3Config reads rope type %s as longrope", v->valuestring) : st;
 }
 
 /* The rotary frequencies. transformers 5 writes rope_parameters
@@ -250,7 +331,7 @@ static tsl_status rope_kind(const hf_json *o, int typed, int positions, tsl_mode
 ** top-level rope_theta and rope_scaling. Both are read when present, and
 ** must then agree. Frequencies over part of the head (partial_rotary_factor,
 ** at the top level or in rope_parameters) are refused. */
-static tsl_status rope(const hf_json *j, tsl_model_settings *m) {
+static tsl_status rope(const hf_json *j, const rope_ctx *c, tsl_model_settings *m) {
   static const char *const whole_head = "tessel's rotary positions turn the whole head (1)";
   static const char *const names[] = {"rope_scaling", "rope_parameters"};
   tsl_model_settings got[2] = {{0}};
@@ -262,7 +343,7 @@ static tsl_status rope(const hf_json *j, tsl_model_settings *m) {
     if (!v || cJSON_IsNull(v) || (i == 0 && cJSON_IsFalse(v))) continue;
     if (!cJSON_IsObject(v)) return tsl_error(TESSEL_E_IO, "%s: '%s' must be an object", j->path, names[i]);
     hf_json inner = {j->path, v, j->say};
-    st = rope_kind(&inner, i == 0, m->positions, &got[i]);
+    st = rope_kind(&inner, i == 0, c, &got[i]);
     if (st < 0) return tsl_error_wrap(st, "%s", names[i]);
     TSL_TRY(st, only(&inner, "partial_rotary_factor", 1.0, whole_head));
     seen[i] = 1;
@@ -287,18 +368,19 @@ typedef struct llama_class {
   int layers, heads, kv_heads, hidden, ffn, positions, vocab; /* kv_heads 0: as many as heads */
   int head_dim;    /* 0: hidden / heads */
   double norm_eps; /* rms_norm_eps */
+  int original;    /* original_max_position_embeddings, an attribute of Phi3Config's alone; 0: none */
 } llama_class;
 
 /* LlamaConfig's (rope_theta 10000 and an untied head are every class's). */
-static const llama_class llama_defaults = {32, 32, 0, 4096, 11008, 2048, 32000, 0, 1e-6};
+static const llama_class llama_defaults = {32, 32, 0, 4096, 11008, 2048, 32000, 0, 1e-6, 0};
 /* MistralConfig's: Mistral 7B's sizes, 4096·32 positions. */
-static const llama_class mistral_defaults = {32, 32, 8, 4096, 14336, 4096 * 32, 32000, 0, 1e-6};
+static const llama_class mistral_defaults = {32, 32, 8, 4096, 14336, 4096 * 32, 32000, 0, 1e-6, 0};
 /* Qwen2Config's: Qwen 7B's sizes. */
-static const llama_class qwen2_defaults = {32, 32, 0, 4096, 22016, 32768, 151936, 0, 1e-6};
+static const llama_class qwen2_defaults = {32, 32, 0, 4096, 22016, 32768, 151936, 0, 1e-6, 0};
 /* Qwen3Config's: Qwen2's, with heads of 128 whatever the width. */
-static const llama_class qwen3_defaults = {32, 32, 0, 4096, 22016, 32768, 151936, 128, 1e-6};
+static const llama_class qwen3_defaults = {32, 32, 0, 4096, 22016, 32768, 151936, 128, 1e-6, 0};
 /* Phi3Config's: Phi-3 mini's sizes. */
-static const llama_class phi3_defaults = {32, 32, 0, 3072, 8192, 4096, 32064, 0, 1e-5};
+static const llama_class phi3_defaults = {32, 32, 0, 3072, 8192, 4096, 32064, 0, 1e-5, 4096};
 
 /* A LlamaConfig, or another class of the same model, with its defaults. */
 static tsl_status llama(const hf_json *j, const llama_class *c, tsl_model_settings *m) {
@@ -314,7 +396,6 @@ static tsl_status llama(const hf_json *j, const llama_class *c, tsl_model_settin
   TSL_TRY(st, whole(j, "max_position_embeddings", c->positions, 1, 1 << 20, &m->seq_len));
   m->positions = m->seq_len;
   TSL_TRY(st, whole(j, "vocab_size", c->vocab, 2, 1 << 24, &m->vocab_size));
-  TSL_TRY(st, rope(j, m));
   TSL_TRY(st, number(j, "rms_norm_eps", c->norm_eps, 1e-12, 1.0, &m->norm_eps));
   TSL_TRY(st, boolean(j, "tie_word_embeddings", 0, &m->tie_embeddings));
   TSL_TRY(st, one_of(j, "hidden_act", silu, "tessel's Llama MLP is SwiGLU (silu)"));
@@ -340,7 +421,9 @@ static tsl_status llama(const hf_json *j, const llama_class *c, tsl_model_settin
                      "tessel takes at most %d", j->path, m->heads, head_dim, (long long)m->heads * head_dim,
                      TSL_ATTENTION_WIDTH_MAX);
   m->head_dim = split && head_dim == m->channels / m->heads ? 0 : head_dim;
-  return TESSEL_OK;
+  rope_ctx rc = {.positions = m->positions, .head_size = head_dim, .phi3 = c == &phi3_defaults};
+  TSL_TRY(st, whole(j, "original_max_position_embeddings", c->original, 0, 1 << 20, &rc.original));
+  return rope(j, &rc, m);
 fail:
   return st;
 }
@@ -404,8 +487,8 @@ static tsl_status mistral(const hf_json *j, tsl_model_settings *m) {
 
 /* Phi3Config: Llama's model under Phi-3's defaults, its files fusing q, k
 ** and v into qkv_proj and gate and up into gate_up_proj (import.c cuts
-** them apart), its attention in a sliding window when one is given. Its
-** long-context variants' rope_scaling (longrope) is refused as any other. */
+** them apart), its attention in a sliding window when one is given, its
+** long-context variants' frequencies LongRoPE's. */
 static tsl_status phi3(const hf_json *j, tsl_model_settings *m) {
   tsl_status st = llama(j, &phi3_defaults, m);
   return st < 0 ? st : sliding_window(j, 0, m);

@@ -83,7 +83,7 @@ tsl_status tsl_model_compare(const tsl_model_settings *c, const tsl_model_settin
     st = differs(c, "tie_embeddings", c->tie_embeddings ? "true" : "false",
                  w->tie_embeddings ? "one table for the embedding and the head" : "a separate lm_head", whose, fix);
   if (!tsl_rope_scaling_same(c, w)) {
-    char scaling[2][256], theirs[300];
+    char scaling[2][TSL_ROPE_TEXT_MAX], theirs[TSL_ROPE_TEXT_MAX + 16];
     tsl_rope_scaling_text(c, scaling[0], sizeof scaling[0]);
     snprintf(theirs, sizeof theirs, "rope_scaling %s", tsl_rope_scaling_text(w, scaling[1], sizeof scaling[1]));
     st = differs(c, "rope_scaling", scaling[0], theirs, whose, fix);

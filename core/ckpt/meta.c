@@ -37,7 +37,13 @@ uint64_t tsl_ckpt_model_hash(const tsl_model_settings *m) {
   const tsl_rope_type *t = tsl_rope_scaling_values(m, scaling);
   if (!t) return h;
   if (t != &tsl_rope_llama3) h = tsl_mix64(h ^ tsl_hash_str(t->name, 0)); /* Llama 3's hashes as before YaRN */
-  return tsl_hash_bytes(scaling, (size_t)t->n * sizeof *scaling, h);
+  h = tsl_hash_bytes(scaling, (size_t)t->n * sizeof *scaling, h);
+  for (int l = 0; t->lists && l < 2; l++) {
+    int pairs;
+    const double *list = tsl_rope_scaling_list(m, l, &pairs);
+    h = tsl_hash_bytes(list, (size_t)pairs * sizeof *list, tsl_mix64(h ^ (uint64_t)pairs));
+  }
+  return h;
 }
 
 /* A version-1 description's model_hash: GPT-2's five dimensions. */
@@ -143,7 +149,7 @@ static const char *const covered[] = {
     "eos_token_id", "model.rope_scaling.type", "model.rope_scaling.factor", "model.rope_scaling.low_freq_factor",
     "model.rope_scaling.high_freq_factor", "model.rope_scaling.original_positions", "model.qkv_bias",
     "model.head_dim", "model.qk_norm", "model.rope_scaling.beta_fast", "model.rope_scaling.beta_slow",
-    "model.rope_scaling.attention_factor"};
+    "model.rope_scaling.attention_factor", "model.rope_scaling.short_factor", "model.rope_scaling.long_factor"};
 
 /* Covered fields that came after descriptions were first written (from
 ** model.positions on): absent, they leave the checksum as those
@@ -314,6 +320,11 @@ static cJSON *meta_json(const tsl_ckpt_meta *m) {
     cJSON *scaling = cJSON_AddObjectToObject(model, "rope_scaling");
     cJSON_AddStringToObject(scaling, "type", t->name);
     for (int k = 0; k < t->n; k++) cJSON_AddNumberToObject(scaling, t->keys[k], v[k]);
+    for (int l = 0; t->lists && l < 2; l++) {
+      int pairs;
+      const double *list = tsl_rope_scaling_list(d, l, &pairs);
+      cJSON_AddItemToObject(scaling, tsl_rope_list_keys[l], cJSON_CreateDoubleArray(list, pairs));
+    }
   }
   add_hex(root, "model_hash", m->model_hash, 16);
   add_hex(root, "config_hash", m->config_hash, 16);
@@ -424,12 +435,35 @@ static tsl_status number(const reader *r, const char *path, double lo, double hi
   return TESSEL_OK;
 }
 
+/* LongRoPE's list `key` of `o` into list: numbers, as many as d's heads have
+** pairs, each in the range a config allows. */
+static tsl_status read_rope_list(const reader *r, const cJSON *o, const char *key, const tsl_model_settings *d,
+                                 double *list, int *n) {
+  const cJSON *a = cJSON_GetObjectItemCaseSensitive(o, key), *e;
+  char why[256];
+  int at;
+  *n = 0;
+  if (!cJSON_IsArray(a)) return tsl_error(TESSEL_E_IO, "%s: 'model.rope_scaling.%s' is missing or not a list", r->where, key);
+  cJSON_ArrayForEach(e, a) {
+    if (!cJSON_IsNumber(e) || *n == TSL_ROPE_PAIRS_MAX)
+      return tsl_error(TESSEL_E_IO, "%s: 'model.rope_scaling.%s' must hold at most %d numbers", r->where, key,
+                       TSL_ROPE_PAIRS_MAX);
+    list[(*n)++] = e->valuedouble;
+  }
+  if (tsl_rope_list_fault(list, *n, tsl_head_dim(d), why, sizeof why, &at))
+    return tsl_error(TESSEL_E_IO, "%s: 'model.rope_scaling.%s' %s", r->where, key, why);
+  return TESSEL_OK;
+}
+
 /* model.rope_scaling: absent (plain frequencies, as in every description
-** written before it was) or a Llama's Llama 3, YaRN or linear scaling, each of its
-** type's values present and in the range a config allows. */
+** written before it was) or a Llama's Llama 3, YaRN, linear or LongRoPE
+** scaling, each of its type's values present and in the range a config
+** allows; LongRoPE's lists one factor per pair of d's heads. */
 static tsl_status read_rope_scaling(const reader *r, tsl_model_settings *d) {
   const cJSON *o = item_at(r->root, "model.rope_scaling"), *type = item_at(r->root, "model.rope_scaling.type");
-  double v[TSL_ROPE_MAX];
+  double v[TSL_ROPE_MAX], lists[2][TSL_ROPE_PAIRS_MAX];
+  int n = 0;
+  tsl_status st;
   char path[64], why[512];
   if (!o) return TESSEL_OK;
   if (d->arch != TSL_ARCH_LLAMA)
@@ -438,8 +472,7 @@ static tsl_status read_rope_scaling(const reader *r, tsl_model_settings *d) {
   const tsl_rope_type *t = cJSON_IsObject(o) && cJSON_IsString(type) ? tsl_rope_type_named(type->valuestring) : NULL;
   if (!t)
     return tsl_error(TESSEL_E_IO, "%s: 'model.rope_scaling' must be an object whose type is \"llama3\", "
-                     "\"yarn\" or \"linear\"",
-                     r->where);
+                     "\"yarn\", \"linear\" or \"longrope\"", r->where);
   for (int k = 0; k < t->n; k++) {
     snprintf(path, sizeof path, "model.rope_scaling.%s", t->keys[k]);
     const cJSON *x = item_at(r->root, path);
@@ -449,8 +482,13 @@ static tsl_status read_rope_scaling(const reader *r, tsl_model_settings *d) {
   for (int k = 0; k < t->n; k++)
     if (tsl_rope_scaling_fault(t, v, k, why, sizeof why))
       return tsl_error(TESSEL_E_IO, "%s: 'model.rope_scaling.%s' %s", r->where, t->keys[k], why);
-  tsl_rope_scaling_set(d, t, v);
+  for (int l = 0; t->lists && l < 2; l++) /* both as long as the heads have pairs */
+    TSL_TRY(st, read_rope_list(r, o, tsl_rope_list_keys[l], d, lists[l], &n));
+  const double *const given[2] = {lists[0], lists[1]};
+  tsl_rope_scaling_set(d, t, v, given, n);
   return TESSEL_OK;
+fail:
+  return st;
 }
 
 /* model.qkv_bias, model.qk_norm and model.head_dim, a Llama's, each
@@ -511,8 +549,8 @@ static tsl_status read_model(const reader *r, tsl_ckpt_meta *m) {
   d->kv_heads = (int)v[5], d->ffn = (int)v[6];
   TSL_TRY(st, number(r, "model.rope_theta", 1.0, 1e12, 10000.0, &d->rope_theta));
   TSL_TRY(st, number(r, "model.norm_eps", 1e-12, 1.0, 1e-5, &d->norm_eps));
+  TSL_TRY(st, read_llama_options(r, d)); /* the head size, which LongRoPE's lists follow */
   TSL_TRY(st, read_rope_scaling(r, d));
-  TSL_TRY(st, read_llama_options(r, d));
   /* absent (written before it was): made for the context it trained on */
   int64_t positions = d->seq_len;
   if (item_at(r->root, "model.positions")) TSL_TRY(st, whole(r, "model.positions", d->seq_len, 1 << 20, &positions));

@@ -89,6 +89,8 @@ tsl_status tsl_cfg_file(tsl_cfg *node, const char *key, const char *dflt, const 
 tsl_status tsl_cfg_enum(tsl_cfg *node, const char *key, const char *const *choices, int dflt,
                         int *out);
 tsl_status tsl_cfg_int_list(tsl_cfg *node, const char *key, int64_t *out, int cap, int *n);
+/* Finite numbers, as tsl_cfg_float reads one (without a range). */
+tsl_status tsl_cfg_float_list(tsl_cfg *node, const char *key, double *out, int cap, int *n);
 /* A list of strings; *out points into the tree (NULL-free array of n). */
 tsl_status tsl_cfg_string_list(tsl_cfg *node, const char *key, const char ***out, int *n);
 /* Require a key to be present (before reading it with a getter). */

@@ -335,22 +335,39 @@ fail:
   return st;
 }
 
-tsl_status tsl_cfg_int_list(tsl_cfg *map, const char *key, int64_t *out, int cap, int *n) {
+/* Item i of a list of numbers parsed into out[i]: 0, or not 0 when it is
+** not such a number (or past the type's range). */
+typedef int (*item_parser)(const char *s, void *out, int i);
+static int int_item(const char *s, void *out, int i) { return parse_int(s, (int64_t *)out + i); }
+static int float_item(const char *s, void *out, int i) { return parse_float(s, (double *)out + i); }
+
+/* The list (or the one scalar) at key, each item read by `parse`; `what`
+** names one item ("an integer"). */
+static tsl_status number_list(tsl_cfg *map, const char *key, const char *list, const char *what, item_parser parse,
+                              void *out, int cap, int *n) {
   tsl_cfg *v;
-  tsl_status st = list_of(map, key, "a list of integers", &v);
+  tsl_status st = list_of(map, key, list, &v);
   *n = 0;
   if (st < 0 || !v) return st;
   int count = v->kind == TSL_NODE_LIST ? v->n_items : 1;
   if (count > cap) return tsl_cfg_error(map, key, "at most %d values, got %d", cap, count);
   for (int i = 0; i < count; i++) {
     tsl_cfg *item = v->kind == TSL_NODE_LIST ? v->items[i] : v;
-    if (item->kind != TSL_NODE_SCALAR || item->quoted || parse_int(item->scalar, &out[i]) != 0)
-      return tsl_cfg_report(item->owner, item->mark, "%s: expected an integer, got %s%s", TSL_ECHO(tsl_cfg_path(item)),
+    if (item->kind != TSL_NODE_SCALAR || item->quoted || parse(item->scalar, out, i) != 0)
+      return tsl_cfg_report(item->owner, item->mark, "%s: expected %s, got %s%s", TSL_ECHO(tsl_cfg_path(item)), what,
                             quoted_note(item),
                             item->kind == TSL_NODE_SCALAR ? TSL_ECHO(item->scalar) : kind_name(item->kind));
   }
   *n = count;
   return TESSEL_OK;
+}
+
+tsl_status tsl_cfg_int_list(tsl_cfg *map, const char *key, int64_t *out, int cap, int *n) {
+  return number_list(map, key, "a list of integers", "an integer", int_item, out, cap, n);
+}
+
+tsl_status tsl_cfg_float_list(tsl_cfg *map, const char *key, double *out, int cap, int *n) {
+  return number_list(map, key, "a list of numbers", "a number", float_item, out, cap, n);
 }
 
 tsl_status tsl_cfg_string_list(tsl_cfg *map, const char *key, const char ***out, int *n) {

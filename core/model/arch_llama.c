@@ -153,7 +153,11 @@ void tsl_arch_llama(const tsl_settings *s, tsl_arch *out) {
                              .kind = s->model.rope_scaling.kind,
                              .beta_fast = s->model.rope_scaling.beta_fast,
                              .beta_slow = s->model.rope_scaling.beta_slow,
-                             .attention_factor = s->model.rope_scaling.attention_factor},
+                             .attention_factor = s->model.rope_scaling.attention_factor,
+                             /* the settings outlive the model (the runtime's own) */
+                             .short_factor = s->model.rope_scaling.short_factor,
+                             .long_factor = s->model.rope_scaling.long_factor,
+                             .pairs = s->model.rope_scaling.pairs},
                     .init_std = 0.02};
   if (out->tied) {
     out->head.n_params = 1;

@@ -22,15 +22,22 @@ typedef enum { TSL_DECAY_COSINE = 0, TSL_DECAY_LINEAR = 1, TSL_DECAY_CONSTANT = 
 typedef enum { TSL_RESUME_AUTO = 0, TSL_RESUME_NEVER = 1 } tsl_resume;
 typedef enum { TSL_PROGRESS_AUTO = 0, TSL_PROGRESS_ALWAYS = 1, TSL_PROGRESS_NEVER = 2 } tsl_progress;
 
-/* A scaling of the rotary frequencies: Llama 3's, YaRN's or linear
-** (Hugging Face's rope_type "llama3", "yarn" and "linear";
-** kernels/rope_freq.h has the formulas). */
+/* LongRoPE's factors per list at most: one per pair of a head of up to 256
+** (Phi-3's are 96 and 128 wide). */
+#define TSL_ROPE_PAIRS_MAX 128
+
+/* A scaling of the rotary frequencies: Llama 3's, YaRN's, linear or
+** LongRoPE's (Hugging Face's rope_type "llama3", "yarn", "linear" and
+** "longrope"; kernels/rope_freq.h has the formulas). */
 typedef struct tsl_rope_scaling {
   double factor;          /* 0: none, the frequencies are theta^(-2i/head_size) */
   double low_freq_factor, high_freq_factor;    /* Llama 3's */
-  int original_positions; /* the context the unscaled model was made for (Llama 3's, YaRN's) */
+  int original_positions; /* the context the unscaled model was made for (not linear's) */
   tsl_rope_kind kind;
-  double beta_fast, beta_slow, attention_factor; /* YaRN's */
+  double beta_fast, beta_slow; /* YaRN's */
+  double attention_factor;     /* YaRN's and LongRoPE's */
+  int pairs;                   /* LongRoPE's: factors in each list, the head size / 2 */
+  double short_factor[TSL_ROPE_PAIRS_MAX], long_factor[TSL_ROPE_PAIRS_MAX];
 } tsl_rope_scaling;
 
 /* The model's family and sizes (also what a checkpoint records). */
@@ -151,22 +158,39 @@ typedef struct tsl_rope_type {
   double defaults[TSL_ROPE_MAX];   /* NAN: derived from the others (tsl_rope_scaling_resolve) */
   int against[TSL_ROPE_MAX];       /* the value each must be above (high_freq_factor low_freq_factor's,
                                    ** beta_fast beta_slow's), or -1 */
+  int lists;                       /* 1: LongRoPE's short_factor and long_factor follow the values */
 } tsl_rope_type;
 /* llama3: factor, low_freq_factor, high_freq_factor, original_positions
 ** (Llama 3.1's 8, 1, 4, 8192). yarn: factor, original_positions,
 ** beta_fast, beta_slow, attention_factor (4, 32768, 32, 1, and 0.1·ln
 ** factor + 1: Qwen's long-context setting, the paper's ramp and scale).
-** linear: factor (2). */
-extern const tsl_rope_type tsl_rope_llama3, tsl_rope_yarn, tsl_rope_linear;
+** linear: factor (2). longrope: factor, original_positions,
+** attention_factor (Phi-3.5 mini's 32, 4096 and √(1 + ln factor / ln
+** original_positions)), then the two lists, which have no default. */
+extern const tsl_rope_type tsl_rope_llama3, tsl_rope_yarn, tsl_rope_linear, tsl_rope_longrope;
+/* The names of a type's lists, as a config, trainer.json and config.json
+** give them. */
+extern const char *const tsl_rope_list_keys[2];
 /* The type named `name`, or NULL. */
 const tsl_rope_type *tsl_rope_type_named(const char *name);
 /* m's scaling: its type (NULL when it has none) and its values into v. */
 const tsl_rope_type *tsl_rope_scaling_values(const tsl_model_settings *m, double v[TSL_ROPE_MAX]);
-/* m's scaling set to type t with values v (resolved). */
-void tsl_rope_scaling_set(tsl_model_settings *m, const tsl_rope_type *t, const double v[TSL_ROPE_MAX]);
-/* The derived values left NAN filled in: YaRN's attention_factor from its
-** factor, as transformers derives it. */
+/* m's scaling set to type t with values v (resolved) and, for a type with
+** lists, `pairs` factors in each of lists[0] (short) and lists[1] (long);
+** lists is ignored (may be NULL) for the others. */
+void tsl_rope_scaling_set(tsl_model_settings *m, const tsl_rope_type *t, const double v[TSL_ROPE_MAX],
+                          const double *const lists[2], int pairs);
+/* m's list k (0: short_factor, 1: long_factor) and its length. */
+const double *tsl_rope_scaling_list(const tsl_model_settings *m, int k, int *pairs);
+/* The derived values left NAN filled in: YaRN's and LongRoPE's
+** attention_factor from the factor (and LongRoPE's original context), as
+** transformers derives it. */
 void tsl_rope_scaling_resolve(const tsl_rope_type *t, double v[TSL_ROPE_MAX]);
+/* NULL when a list of n factors suits heads of head_size elements (n =
+** head_size / 2 <= TSL_ROPE_PAIRS_MAX, each above 0 and at most 1e6),
+** else why not, written into why (which factor when one is out of range
+** goes into *at, else -1). */
+const char *tsl_rope_list_fault(const double *list, int n, int head_size, char *why, size_t cap, int *at);
 /* Whether YaRN with `factor` over an original context stated in
 ** config.json reads alike in transformers 4, which takes positions /
 ** original as the factor, and in transformers 5 and vLLM, which take
@@ -180,7 +204,9 @@ const char *tsl_rope_scaling_fault(const tsl_rope_type *t, const double v[TSL_RO
 ** (both unscaled, or scaled alike by the same values). */
 int tsl_rope_scaling_same(const tsl_model_settings *a, const tsl_model_settings *b);
 /* m's scaling as text: "none", or a YAML flow map that model.rope_scaling
-** reads back as exactly it ("{type: llama3, factor: 8, ...}"). Returns buf. */
+** reads back as exactly it ("{type: llama3, factor: 8, ...}"), given a
+** buffer of TSL_ROPE_TEXT_MAX. Returns buf. */
+#define TSL_ROPE_TEXT_MAX (2 * TSL_ROPE_PAIRS_MAX * 26 + 512)
 const char *tsl_rope_scaling_text(const tsl_model_settings *m, char *buf, size_t cap);
 
 #endif

@@ -8,9 +8,9 @@
 ** The angles are computed as transformers' LlamaRotaryEmbedding does, so
 ** that long positions agree with it to the last bit of the angle:
 ** inv_freq_i in fp32 (kernels/rope_freq.c: 1/theta^((float)2i/hs), or
-** Llama 3's scaling of it), a = fp32 product (float)pos·inv_freq_i, then
-** cos and sin of that fp32 angle, each times YaRN's attention factor
-** when it has one (transformers scales its cos and sin tables). The inverse
+** a scaling of it), a = fp32 product (float)pos·inv_freq_i, then
+** cos and sin of that fp32 angle, each times YaRN's or LongRoPE's
+** attention factor when it has one (transformers scales its cos and sin tables). The inverse
 ** (sin negated) is the backward: the Jacobian is the (scaled) rotation,
 ** whose transpose turns the other way by the same scale.
 **
@@ -26,14 +26,14 @@ int tsl_cpu_rope(tsl_backend *be, tsl_stream *s, void *x, int64_t batch, int64_t
                  int64_t heads, int64_t head_size, int64_t ld, int64_t pos_offset, tsl_rope_freqs freqs,
                  int inverse) {
   if (batch < 0 || seq < 0 || heads < 0 || head_size <= 0 || head_size % 2 ||
-      ld < heads * head_size || pos_offset < 0 || !tsl_rope_freqs_valid(freqs))
+      ld < heads * head_size || pos_offset < 0 || !tsl_rope_freqs_valid(freqs, head_size))
     return TESSEL_E_INTERNAL;
   if (batch == 0 || seq == 0 || heads == 0) return TESSEL_OK;
   const int64_t half = head_size / 2;
   float *cs = malloc((size_t)(seq * half) * 2 * sizeof(float) + (size_t)half * sizeof(float));
   if (!cs) return TESSEL_E_NOMEM;
   float *sn = cs + seq * half, *inv_freq = sn + seq * half;
-  tsl_rope_inv_freqs(freqs, head_size, inv_freq);
+  tsl_rope_inv_freqs(freqs, head_size, pos_offset + seq, inv_freq);
   const float sign = inverse ? -1.0f : 1.0f, scale = tsl_rope_attention(freqs);
 #pragma omp parallel for schedule(static) if (seq * half >= TSL_CPU_PARALLEL_MIN / 16)
   for (int64_t t = 0; t < seq; t++)

@@ -38,7 +38,7 @@ extern "C" int tsl_cuda_rope(tsl_backend *be, tsl_stream *s, void *x, int64_t ba
                              int64_t head_size, int64_t ld, int64_t pos_offset, tsl_rope_freqs freqs,
                              int inverse) {
   if (batch < 0 || seq < 0 || heads < 0 || head_size <= 0 || head_size % 2 || head_size > 2 * MAX_HALF ||
-      ld < heads * head_size || pos_offset < 0 || !tsl_rope_freqs_valid(freqs))
+      ld < heads * head_size || pos_offset < 0 || !tsl_rope_freqs_valid(freqs, head_size))
     return TSL_CUDA_FAIL(TESSEL_E_INTERNAL,
                          "rope: bad shape (batch %lld, seq %lld, heads %lld, head size %lld, row stride %lld, "
                          "position offset %lld, theta %g, scaling factor %g)",
@@ -47,7 +47,7 @@ extern "C" int tsl_cuda_rope(tsl_backend *be, tsl_stream *s, void *x, int64_t ba
   const int64_t n = batch * seq * heads * (head_size / 2);
   if (n == 0) return TESSEL_OK;
   freq_table f;
-  tsl_rope_inv_freqs(freqs, head_size, f.inv);
+  tsl_rope_inv_freqs(freqs, head_size, pos_offset + seq, f.inv);
   return TSL_CU((rope_kernel<<<tsl_blocks(n, TSL_THREADS), TSL_THREADS, 0, tsl_cuda_stream(be, s)->s>>>(
                      (bf16 *)x, batch * seq, seq, heads, head_size / 2, ld, pos_offset, f, inverse ? -1.0f : 1.0f,
                      tsl_rope_attention(freqs)),

@@ -161,10 +161,41 @@ static void test_linear(void) {
   CHECK(!tsl_rope_scaling_same(&yarn, &s.model) && !tsl_rope_scaling_same(&llama3, &s.model));
 }
 
+/* LongRoPE: its lists as given, one factor per pair of the heads (64
+** channels over 4 heads: 8); the factor and original context default to
+** Phi-3.5 mini's, the attention factor derived from them; its text, lists
+** and all, reads back as exactly it, and another factor in one list is
+** another scaling. */
+static void test_longrope(void) {
+  static const char *const lists = "short_factor: [1, 1.1, 1.25, 1.5, 2, 2.5, 3, 3.3], "
+                                   "long_factor: [1, 2, 4, 8, 16, 32, 64, 128.5]";
+  char extra[512];
+  snprintf(extra, sizeof extra, ", rope_scaling: {type: longrope, %s}", lists);
+  tsl_settings s;
+  tsl_config *cfg = read_llama("longrope.yaml", extra, &s);
+  const tsl_rope_scaling *r = &s.model.rope_scaling;
+  CHECK(r->kind == TSL_ROPE_LONGROPE && r->factor == 32 && r->original_positions == 4096 && r->pairs == 8);
+  CHECK(r->attention_factor == sqrt(1.0 + log(32.0) / log(4096.0)));
+  CHECK(r->short_factor[1] == 1.1 && r->long_factor[7] == 128.5);
+  tsl_config_free(cfg);
+  char text[TSL_ROPE_TEXT_MAX], again[TSL_ROPE_TEXT_MAX + 32];
+  snprintf(again, sizeof again, ", rope_scaling: %s", tsl_rope_scaling_text(&s.model, text, sizeof text));
+  CHECK_STR_CONTAINS(text, "{type: longrope, factor: 32, original_positions: 4096, attention_factor: ");
+  CHECK_STR_CONTAINS(text, "short_factor: [1, 1.1, 1.25, 1.5, 2, 2.5, 3, 3.3], long_factor: [1, 2, 4, 8, 16, 32, 64, "
+                           "128.5]}");
+  tsl_settings back;
+  cfg = read_llama("longrope-text.yaml", again, &back);
+  CHECK(tsl_rope_scaling_same(&back.model, &s.model));
+  back.model.rope_scaling.long_factor[3] = 8.5;
+  CHECK(!tsl_rope_scaling_same(&back.model, &s.model));
+  tsl_config_free(cfg);
+}
+
 int main(void) {
   scratch_init("test_rope_scaling");
   RUN(test_yarn);
   RUN(test_linear);
+  RUN(test_longrope);
   RUN(test_given_and_defaults);
   RUN(test_none);
   RUN(test_resolved_reads_back);

@@ -42,6 +42,11 @@ static void check_model(const tsl_model_settings *m) {
   const tsl_rope_type *t = tsl_rope_scaling_values(m, v);
   for (int k = 0; t && k < t->n; k++)
     if (tsl_rope_scaling_fault(t, v, k, why, sizeof why)) broken("config.json read into a rotary scaling out of range");
+  for (int l = 0, pairs, at; t && t->lists && l < 2; l++) {
+    const double *list = tsl_rope_scaling_list(m, l, &pairs);
+    if (tsl_rope_list_fault(list, pairs, tsl_head_dim(m), why, sizeof why, &at))
+      broken("config.json read into LongRoPE factors that do not fit the heads");
+  }
   if ((m->qkv_bias || m->qk_norm || t) && m->arch != TSL_ARCH_LLAMA)
     broken("config.json read into a GPT-2 with a Llama's option");
 }

@@ -208,6 +208,15 @@ d["model"]["rope_scaling"] = {"type": "llama3", "factor": 32, "low_freq_factor":
                               "original_positions": 8192}
 d["model_hash"] = "%016x" % fnv(struct.pack("<4d", 32, 1, 4, 8192), int(d["model_hash"], 16))
 write("llama-rope-scaling", d)
+# LongRoPE's: its type's name, its values, then each list after its length
+d = llama(10000, 1e-5)
+d["model"]["rope_scaling"] = {"type": "longrope", "factor": 4, "original_positions": 16, "attention_factor": 1.5,
+                              "short_factor": [1.25], "long_factor": [8]}
+h = fnv(struct.pack("<3d", 4, 16, 1.5), mix64(int(d["model_hash"], 16) ^ fnv(b"longrope", 0)))
+for factor in (1.25, 8):
+    h = fnv(struct.pack("<d", factor), mix64(h ^ 1))
+d["model_hash"] = "%016x" % h
+write("llama-longrope", d)
 # Qwen2's biases and 3 heads of their own size (head_dim 4) in 8 channels:
 # each mixed into the hash after the dimensions
 d = llama(1e6, 1e-6, heads=3, kv_heads=1)
@@ -263,6 +272,13 @@ cat >"$HERE/corpus/hf_config/llama-linear" <<'JSON'
  "model_type": "llama", "num_attention_heads": 4, "num_hidden_layers": 1, "num_key_value_heads": 4,
  "rms_norm_eps": 1e-06, "rope_theta": 100000, "tie_word_embeddings": false, "vocab_size": 256,
  "rope_scaling": {"type": "linear", "factor": 4.0}}
+JSON
+cat >"$HERE/corpus/hf_config/phi3-longrope" <<'JSON'
+{"architectures": ["Phi3ForCausalLM"], "hidden_size": 64, "intermediate_size": 128, "max_position_embeddings": 64,
+ "model_type": "phi3", "num_attention_heads": 4, "num_hidden_layers": 1, "num_key_value_heads": 4,
+ "original_max_position_embeddings": 16, "rope_theta": 10000.0, "sliding_window": null, "vocab_size": 256,
+ "rope_scaling": {"type": "longrope", "short_factor": [1.0, 1.1, 1.25, 1.5, 2.0, 2.5, 3.0, 3.3],
+                  "long_factor": [1.0, 1.7, 2.9, 4.1, 6.0, 9.3, 12.0, 16.7]}}
 JSON
 cat >"$HERE/corpus/hf_config/phi3" <<'JSON'
 {"architectures": ["Phi3ForCausalLM"], "attention_dropout": 0.0, "bos_token_id": 1, "embd_pdrop": 0.0,

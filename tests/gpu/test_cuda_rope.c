@@ -15,19 +15,24 @@
 
 typedef struct rcase {
   int64_t B, T, heads, hs, ld, pos_offset;
-  int scaled; /* 0: plain theta 10000, 1: Llama 3.2's scaling, 2: YaRN's (Qwen's long-context setting), 3: linear */
+  int scaled; /* 0: plain theta 10000, 1: Llama 3.2's scaling, 2: YaRN's (Qwen's long-context setting), 3: linear, 4: LongRoPE's (a sequence of 12 takes the short factors, one of 10 + 20 the long ones) */
 } rcase;
 
 static const rcase cases[] = {{2, 7, 3, 8, 24, 0, 0},         {1, 33, 4, 64, 256 + 8, 5, 0},
                               {1, 20, 2, 128, 256, 100000, 0}, {3, 129, 2, 16, 40, 17, 0},
                               {2, 40, 3, 64, 200, 8170, 1},    {1, 24, 2, 128, 256, 40000, 2},
-                              {2, 16, 2, 128, 256, 12000, 3}};
+                              {2, 16, 2, 128, 256, 12000, 3}, {2, 12, 2, 16, 40, 0, 4},
+                              {2, 20, 2, 16, 40, 10, 4}};
+static const double SHORT[] = {1.0, 1.1, 1.25, 1.5, 2.0, 2.5, 3.0, 3.3};
+static const double LONG[] = {1.0, 1.7, 2.9, 4.1, 6.0, 9.3, 12.0, 16.7};
 static const tsl_rope_freqs FREQS[] = {
     {.theta = 10000.0f},
     {.theta = 500000.0f, .factor = 32, .low_freq_factor = 1, .high_freq_factor = 4, .original_positions = 8192},
     {.theta = 1e6f, .factor = 4, .original_positions = 32768, .kind = TSL_ROPE_YARN, .beta_fast = 32, .beta_slow = 1,
      .attention_factor = 1.1386294361119891},
-    {.theta = 10000.0f, .factor = 4, .kind = TSL_ROPE_LINEAR}};
+    {.theta = 10000.0f, .factor = 4, .kind = TSL_ROPE_LINEAR},
+    {.theta = 10000.0f, .factor = 4, .original_positions = 16, .kind = TSL_ROPE_LONGROPE,
+     .attention_factor = 1.224744871391589, .short_factor = SHORT, .long_factor = LONG, .pairs = 8}};
 
 static void test_rope(void) {
   tsl_backend *be = gt_cuda(), *cpu = kt_backend();

@@ -37,7 +37,7 @@ static const tsl_rope_freqs LLAMA3 = {.theta = 500000.0f, .factor = 32, .low_fre
 ** against transformers' own. The angle is the fp32 product pos·inv[i]. */
 static void hf_frequencies(int64_t hs, int scaled, float *inv) {
   REQUIRE(hs / 2 <= 256);
-  if (scaled) tsl_rope_inv_freqs(LLAMA3, hs, inv);
+  if (scaled) tsl_rope_inv_freqs(LLAMA3, hs, 1, inv);
   for (int64_t i = 0; !scaled && i < hs / 2; i++) inv[i] = 1.0f / powf(THETA, (float)(2 * i) / (float)hs);
 }
 

@@ -129,14 +129,16 @@ static void test_attention_sub_block(void) {
   tsl_st_close(w), tsl_st_close(io);
 }
 
-/* The frequencies f gives a head of hs elements against transformers'
-** `want`, bit for bit, or within `ulps` units in the last place; returns
-** how many of want differ from plain theta's. */
-static int check_frequencies_within(tsl_rope_freqs f, int64_t hs, const float *want, int ulps) {
+/* The frequencies f gives a head of hs elements in a sequence of `length`
+** positions against transformers' `want`, bit for bit, or within `ulps`
+** units in the last place; returns how many of want differ from plain
+** theta's. */
+static int check_frequencies_at(tsl_rope_freqs f, int64_t hs, int64_t length, const float *want, int ulps) {
   float got[256], plain[256];
   REQUIRE(hs / 2 <= 256);
-  tsl_rope_inv_freqs(f, hs, got);
-  tsl_rope_inv_freqs((tsl_rope_freqs){.theta = f.theta}, hs, plain);
+  CHECK(tsl_rope_freqs_valid(f, hs));
+  tsl_rope_inv_freqs(f, hs, length, got);
+  tsl_rope_inv_freqs((tsl_rope_freqs){.theta = f.theta}, hs, length, plain);
   int differ = 0, scaled = 0;
   for (int64_t i = 0; i < hs / 2; i++) {
     int32_t a, b;
@@ -150,7 +152,7 @@ static int check_frequencies_within(tsl_rope_freqs f, int64_t hs, const float *w
 }
 
 static int check_frequencies(tsl_rope_freqs f, int64_t hs, const float *want) {
-  return check_frequencies_within(f, hs, want, 0);
+  return check_frequencies_at(f, hs, 1, want, 0);
 }
 
 /* The kernel turns by the frequencies want: pair i at position POS of a
@@ -225,14 +227,13 @@ static void test_yarn_frequencies(void) {
                             .kind = TSL_ROPE_YARN, .beta_fast = model_config_number(m, s, "beta_fast"),
                             .beta_slow = model_config_number(m, s, "beta_slow"),
                             .attention_factor = 0.1 * log(factor) + 1.0};
-  CHECK(tsl_rope_freqs_valid(f));
   CHECK(check_frequencies(f, HS, want) >= HS / 2 - 1); /* all but the highest moved */
   CHECK(f.attention_factor == scalar(io, "attention_factor"));
   const tsl_rope_freqs qwen = {.theta = 1e6f, .factor = 4, .original_positions = 32768, .kind = TSL_ROPE_YARN, .beta_fast = 32,
                                .beta_slow = 1, .attention_factor = 0.1 * log(4.0) + 1.0};
   /* one ulp: pair 37's plain frequency (head size 128, theta 1e6) is the
   ** one powf gives one ulp from PyTorch's pow (kernels/rope_freq.h) */
-  CHECK(check_frequencies_within(qwen, 128, want_qwen, 1) > 32);
+  CHECK(check_frequencies_at(qwen, 128, 1, want_qwen, 1) > 32);
   CHECK(qwen.attention_factor == scalar(io, "attention_factor_qwen_yarn"));
   check_turns(f, want, (float)f.attention_factor, 3 * KT_U);
   free(want), free(want_qwen);
@@ -250,15 +251,48 @@ static void test_linear_frequencies(void) {
   const char *m = "llama_linear";
   const tsl_rope_freqs f = {.theta = (float)model_config_number(m, NULL, "rope_theta"),
                             .factor = model_config_number(m, "rope_scaling", "factor"), .kind = TSL_ROPE_LINEAR};
-  CHECK(f.factor == 3 && tsl_rope_freqs_valid(f));
+  CHECK(f.factor == 3);
   CHECK_EQ_INT(check_frequencies(f, HS, want), HS / 2); /* every one scaled */
   check_turns(f, want, 1.0, 2 * KT_U);
   free(want);
   tsl_st_close(io);
 }
 
+/* LongRoPE's frequencies are transformers' own, bit for bit, from the
+** fixture phi3_longrope (its original context 16): the short factors for
+** sequences of up to 16 positions, the long ones beyond; the attention
+** factor, √(1 + ln 4 / ln 16) as transformers derives it from 64 / 16
+** positions, transformers' double exactly; the kernel turns a sequence of
+** 41 by the long set, scaled. The plain frequencies, or either set for
+** every length, fail it. */
+static void test_longrope_frequencies(void) {
+  static const double short_factor[] = {1.0, 1.1, 1.25, 1.5, 2.0, 2.5, 3.0, 3.3};
+  static const double long_factor[] = {1.0, 1.7, 2.9, 4.1, 6.0, 9.3, 12.0, 16.7};
+  tsl_st_file *io = NULL;
+  REQUIRE(tsl_st_open(FIXTURES "phi3_longrope_io.safetensors", &io) == 0);
+  float *want_short = tensor(io, "inv_freq_short", HS / 2), *want_long = tensor(io, "inv_freq_long", HS / 2);
+  const char *m = "phi3_longrope";
+  const double original = model_config_number(m, NULL, "original_max_position_embeddings");
+  const double factor = model_config_number(m, NULL, "max_position_embeddings") / original;
+  const tsl_rope_freqs f = {.theta = (float)model_config_number(m, NULL, "rope_theta"), .factor = factor,
+                            .original_positions = original, .kind = TSL_ROPE_LONGROPE,
+                            .attention_factor = sqrt(1.0 + log(factor) / log(original)),
+                            .short_factor = short_factor, .long_factor = long_factor, .pairs = HS / 2};
+  CHECK(original == 16);
+  CHECK_EQ_INT(check_frequencies_at(f, HS, 16, want_short, 0), HS / 2 - 1); /* all but the first, whose factor is 1 */
+  CHECK_EQ_INT(check_frequencies_at(f, HS, 17, want_long, 0), HS / 2 - 1);
+  CHECK(f.attention_factor == scalar(io, "attention_factor"));
+  check_turns(f, want_long, (float)f.attention_factor, 3 * KT_U);
+  tsl_rope_freqs short_only = f;
+  short_only.pairs = HS / 2 - 1;
+  CHECK(!tsl_rope_freqs_valid(short_only, HS));
+  free(want_short), free(want_long);
+  tsl_st_close(io);
+}
+
 int main(void) {
   RUN(test_attention_sub_block);
+  RUN(test_longrope_frequencies);
   RUN(test_llama3_frequencies);
   RUN(test_yarn_frequencies);
   RUN(test_linear_frequencies);

@@ -415,6 +415,27 @@ static void test_rope_scaling_is_recorded(void) {
   free(edited);
   free(linear);
 
+  /* LongRoPE's: its lists recorded and read back exactly (heads of 4: two
+  ** factors each), in model_hash; lists of another length refused */
+  const double *const lists[2] = {(const double[]){1.0, 1.0 / 3.0}, (const double[]){2.5, 64.0}};
+  tsl_rope_scaling_set(&m.model, &tsl_rope_longrope, (const double[TSL_ROPE_MAX]){32, 4096, 1.19}, lists, 2);
+  tsl_model_settings other = m.model;
+  other.rope_scaling.long_factor[1] = 65;
+  CHECK(tsl_ckpt_model_hash(&other) != tsl_ckpt_model_hash(&m.model));
+  char *longrope = description_round_trip(&m, "longrope", &back);
+  CHECK_STR_CONTAINS(longrope, "\"type\":\t\"longrope\"");
+  CHECK_STR_CONTAINS(longrope, "\"short_factor\":\t[1, 0.3333333333333333]");
+  CHECK(memcmp(&back.model.rope_scaling, &m.model.rope_scaling, sizeof m.model.rope_scaling) == 0);
+  tsl_ckpt_meta_free(&back);
+  cJSON *root = cJSON_Parse(longrope);
+  cJSON *scaling = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(root, "model"), "rope_scaling");
+  cJSON_DeleteItemFromArray(cJSON_GetObjectItemCaseSensitive(scaling, "short_factor"), 1);
+  char *shorter = cJSON_Print(root), *sealed = tsl_ckpt_meta_reseal(shorter);
+  REQUIRE(sealed);
+  expect_parse_refused(sealed, "'model.rope_scaling.short_factor' has 1 factor; heads of 4 elements need 2");
+  free(shorter), free(sealed), free(longrope);
+  cJSON_Delete(root);
+
   /* a model without scaling writes no rope_scaling, and reads back as none */
   plain.rope_scaling = (tsl_rope_scaling){0};
   m.model = plain;
@@ -427,7 +448,8 @@ static void test_rope_scaling_is_recorded(void) {
   ** make_corpus.sh's own, their meta_crc32 left to the fuzzer to seal */
   static const char *const old[] = {"tests/fuzz/corpus/ckpt_meta/tiny", "tests/fuzz/corpus/ckpt_meta/llama-tokenizer",
                                     "tests/fuzz/corpus/ckpt_meta/llama-17-digits",
-                                    "tests/fuzz/corpus/ckpt_meta/llama-rope-scaling"};
+                                    "tests/fuzz/corpus/ckpt_meta/llama-rope-scaling",
+                                    "tests/fuzz/corpus/ckpt_meta/llama-longrope"};
   for (size_t i = 0; i < sizeof old / sizeof *old; i++) {
     REQUIRE(tsl_read_file(old[i], &text, NULL) == TESSEL_OK);
     if (i > 0) {
@@ -439,8 +461,14 @@ static void test_rope_scaling_is_recorded(void) {
     tsl_status st = tsl_ckpt_meta_parse(text, old[i], -1, &back);
     if (st < 0) fprintf(stderr, "%s\n", tsl_error_message());
     CHECK_EQ_INT(st, TESSEL_OK);
-    /* the last was written with Llama 3's scaling before YaRN came: its model_hash still holds */
-    CHECK(back.model.rope_scaling.factor == (i == 3 ? 32 : 0) && back.model.rope_scaling.kind == TSL_ROPE_LLAMA3);
+    /* the fourth was written with Llama 3's scaling before YaRN came: its
+    ** model_hash still holds; the fifth's LongRoPE is hashed as
+    ** make_corpus.sh computes it */
+    const tsl_rope_scaling *r = &back.model.rope_scaling;
+    if (i == 4)
+      CHECK(r->kind == TSL_ROPE_LONGROPE && r->pairs == 1 && r->short_factor[0] == 1.25 && r->long_factor[0] == 8);
+    else
+      CHECK(r->factor == (i == 3 ? 32 : 0) && r->kind == TSL_ROPE_LLAMA3);
     tsl_ckpt_meta_free(&back);
     free(text);
   }

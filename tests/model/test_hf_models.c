@@ -66,9 +66,10 @@
 #include "runtime/build.h"
 
 #define FIXTURES "tests/fixtures/"
-enum { B = 2, T = 16, V = 96 };
+enum { B = 2, T_MAX = 32, V = 96 };
 
-static int32_t ids[B * T];
+static int T = 16; /* the sequences' length: 16, or 32 for phi3_longrope's long ones */
+static int32_t ids[B * T_MAX];
 
 static tsl_status fixture_batch(void *ctx, int micro, int32_t *inputs, int32_t *targets) {
   (void)ctx, (void)micro;
@@ -187,15 +188,26 @@ static void check_logits(const char *what, const float *got, const float *want, 
   CHECK_CLOSE(worst, 0.0, 1e-5, 0.0);
 }
 
-static void compare_with_hf(const char *name) {
-  char hf[256], io[256], imported[1024];
+/* name's model against transformers on the io file's sequences of `len`
+** tokens: input_ids<set> and logits<set> ("" or "_long"); the decoding
+** path against logits<set>_decoded where the file has it (what
+** transformers computes one token at a time, when that is not what it
+** computes for the whole sequence), else against logits<set>. */
+static void compare_with_hf_set(const char *name, const char *set, int len) {
+  char hf[256], io[256], imported[1024], key[64];
   snprintf(hf, sizeof hf, FIXTURES "%s", name);
   snprintf(io, sizeof io, FIXTURES "%s_io.safetensors", name);
+  REQUIRE(len <= T_MAX);
+  T = len;
   tsl_st_file *f;
   REQUIRE(tsl_st_open(io, &f) == TESSEL_OK);
-  int32_t *in = io_tensor(f, "input_ids", TESSEL_I32, B * T);
-  float *want = io_tensor(f, "logits", TESSEL_F32, B * T * V);
-  memcpy(ids, in, sizeof ids);
+  snprintf(key, sizeof key, "input_ids%s", set);
+  int32_t *in = io_tensor(f, key, TESSEL_I32, B * T);
+  snprintf(key, sizeof key, "logits%s", set);
+  float *want = io_tensor(f, key, TESSEL_F32, B * T * V);
+  snprintf(key, sizeof key, "logits%s_decoded", set);
+  float *want_decoded = tsl_st_find(f, key) >= 0 ? io_tensor(f, key, TESSEL_F32, B * T * V) : NULL;
+  memcpy(ids, in, sizeof(int32_t) * B * T);
   tsl_token_ids direct, imported_ids;
   float *got = logits_from(hf, &direct);
   check_logits(name, got, want, 0);
@@ -203,10 +215,11 @@ static void compare_with_hf(const char *name) {
   float *decoded = decoded_logits(hf);
   char what[64];
   snprintf(what, sizeof what, "%s decoded", name);
-  check_logits(what, decoded, want, PROMPT - 1);
+  check_logits(what, decoded, want_decoded ? want_decoded : want, PROMPT - 1);
 
   /* through tessel import: the same model, bit for bit */
-  REQUIRE(tsl_import_hf(hf, scratch_path(imported, name)) == TESSEL_OK);
+  snprintf(key, sizeof key, "%s%s", name, set);
+  REQUIRE(tsl_import_hf(hf, scratch_path(imported, key)) == TESSEL_OK);
   float *again = logits_from(imported, &imported_ids);
   CHECK(memcmp(again, got, sizeof(float) * B * T * V) == 0);
   /* and exported back to Hugging Face's files */
@@ -224,9 +237,11 @@ static void compare_with_hf(const char *name) {
     CHECK(direct.has_bos && direct.bos_id == 1 && direct.n_eos == 1 && direct.eos_ids[0] == 2);
   else
     CHECK(!direct.has_bos && direct.n_eos == 0);
-  free(in), free(want), free(got), free(again), free(back), free(decoded);
+  free(in), free(want), free(want_decoded), free(got), free(again), free(back), free(decoded);
   tsl_st_close(f);
 }
+
+static void compare_with_hf(const char *name) { compare_with_hf_set(name, "", 16); }
 
 static void test_llama_matches_transformers(void) { compare_with_hf("llama_tiny"); }
 static void test_gpt2_matches_transformers(void) { compare_with_hf("gpt2_tiny"); }
@@ -334,6 +349,22 @@ static void test_linear_matches_transformers(void) {
   scaled_matches_transformers("llama_linear");
 }
 
+/* LongRoPE (phi3_longrope: rope_scaling "longrope" over an original
+** context of 16 of 64 positions): 16 positions turn by the short factors,
+** 32 by the long ones in one pass, and one token at a time by the short
+** ones until the sequence passes 16 positions, as transformers' generation
+** does (whose logits there differ from the one pass by more than 1). */
+static void test_longrope_matches_transformers(void) {
+  tsl_weights *w;
+  REQUIRE(tsl_weights_open(FIXTURES "phi3_longrope", 0, &w) == TESSEL_OK);
+  const tsl_rope_scaling *r = &tsl_weights_model(w)->rope_scaling;
+  CHECK(r->kind == TSL_ROPE_LONGROPE && r->original_positions == 16 && r->factor == 4 && r->pairs == 8);
+  CHECK_EQ_INT(tsl_weights_model(w)->positions, 64);
+  tsl_weights_close(w);
+  compare_with_hf_set("phi3_longrope", "", 16);
+  compare_with_hf_set("phi3_longrope", "_long", 32);
+}
+
 int main(void) {
   scratch_init("test_hf_models");
   RUN(test_llama_matches_transformers);
@@ -348,6 +379,7 @@ int main(void) {
   RUN(test_yarn_matches_transformers);
   RUN(test_llama3_rope_matches_transformers);
   RUN(test_linear_matches_transformers);
+  RUN(test_longrope_matches_transformers);
   scratch_cleanup();
   return HARNESS_EXIT();
 }

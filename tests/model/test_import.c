@@ -554,9 +554,9 @@ static void test_plain_spellings_accepted(void) {
 }
 
 static void test_refusals_name_the_problem(void) {
-  refused(hf_dir("scaling", TESSEL_F32, "{\"rope_scaling\": {\"rope_type\": \"longrope\", \"factor\": 8.0},", NULL,
+  refused(hf_dir("scaling", TESSEL_F32, "{\"rope_scaling\": {\"rope_type\": \"dynamic\", \"factor\": 8.0},", NULL,
                  NULL), TESSEL_E_UNSUPPORTED, "rope_scaling: ");
-  CHECK_STR_CONTAINS(tsl_error_message(), "'rope_type' is longrope");
+  CHECK_STR_CONTAINS(tsl_error_message(), "'rope_type' is dynamic");
   refused(hf_dir("scaling-old", TESSEL_F32, "{\"rope_scaling\": {\"type\": \"dynamic\", \"factor\": 2.0},", NULL,
                  NULL), TESSEL_E_UNSUPPORTED, "rope_scaling: ");
   /* the file is named (a rope_scaling without a type once said only "rope_scaling: 'rope_scaling' is set") */
@@ -620,9 +620,9 @@ static void test_refusals_name_the_problem(void) {
 }
 
 /* Phi-3's files fuse q, k, v into qkv_proj and gate, up into gate_up_proj:
-** files that do not, a tensor of its own beside the fused one (never read),
-** fused tensors of other sizes than the config's, and Phi-3's long-context
-** rotary scaling are refused, each named. */
+** files that do not, a tensor of its own beside the fused one (never read)
+** and fused tensors of other sizes than the config's are refused, each
+** named. */
 static void test_phi3_refusals(void) {
   static const char *const phi3 = "tests/fixtures/phi3_tiny";
   refused(hf_dir("phi3-unfused", TESSEL_F32, "{\"model_type\": \"phi3\",", NULL, NULL), TESSEL_E_IO,
@@ -635,9 +635,69 @@ static void test_phi3_refusals(void) {
   refused(hf_dir_from(phi3, "phi3-ffn", TESSEL_F32, "{\"intermediate_size\": 128,", NULL, NULL), TESSEL_E_IO,
           "tensor 'model.layers.0.mlp.gate_up_proj.weight' is F32 of 2 dimension(s) [320, 64]; the config makes it "
           "a matrix [256, 64]");
-  refused(hf_dir_from(phi3, "phi3-longrope", TESSEL_F32, "{\"rope_scaling\": {\"type\": \"longrope\", "
-                      "\"short_factor\": [1, 1, 1, 1, 1, 1, 1, 1], \"long_factor\": [2, 2, 2, 2, 2, 2, 2, 2]},",
-                      NULL, NULL), TESSEL_E_UNSUPPORTED, "longrope");
+}
+
+#define SHORT8 "\"short_factor\": [1, 1.5, 2, 2, 3, 3, 4, 5]"
+#define LONG8 "\"long_factor\": [1, 2, 4, 8, 16, 32, 64, 128]"
+
+/* LongRoPE (Phi-3.5 mini, Phi-3 128k): its two lists, its original context
+** from the top level of config.json (Phi3Config's default 4096 there) and
+** the attention factor derived from max_position_embeddings over it;
+** Phi3Config's older names "su" and "yarn". Refused: lists of another
+** length than the heads' pairs or with a factor of 0, another scaling in a
+** Phi3Config, and the files transformers 4 and 5 read as two models. */
+static void test_longrope_scaling(void) {
+  static const char *const phi3 = "tests/fixtures/phi3_tiny";
+  static const char *const types[] = {"longrope", "su", "yarn"};
+  for (size_t i = 0; i < TSL_ARRAY_LEN(types); i++) {
+    char edit[512], name[32];
+    snprintf(edit, sizeof edit, "{\"original_max_position_embeddings\": 16, \"sliding_window\": null, "
+             "\"rope_scaling\": {\"type\": \"%s\", " SHORT8 ", " LONG8 "},", types[i]);
+    snprintf(name, sizeof name, "longrope-%zu", i);
+    tsl_weights *w;
+    REQUIRE(tsl_weights_open(hf_dir_from(phi3, name, TESSEL_F32, edit, NULL, NULL), 0, &w) == TESSEL_OK);
+    const tsl_rope_scaling *r = &tsl_weights_model(w)->rope_scaling;
+    CHECK(r->kind == TSL_ROPE_LONGROPE && r->factor == 4 && r->original_positions == 16 && r->pairs == 8);
+    CHECK(r->attention_factor == sqrt(1.0 + log(4.0) / log(16.0)));
+    CHECK(r->short_factor[1] == 1.5 && r->long_factor[7] == 128);
+    tsl_weights_close(w);
+  }
+  /* Phi3Config's default original context (null: absent): 4096 positions over 4096 */
+  tsl_weights *w;
+  REQUIRE(tsl_weights_open(hf_dir_from(phi3, "longrope-default", TESSEL_F32, "{\"max_position_embeddings\": 4096, "
+                                       "\"original_max_position_embeddings\": null, "
+                                       "\"rope_scaling\": {\"type\": \"longrope\", " SHORT8 ", " LONG8 "},",
+                                       NULL, NULL), 0, &w) == TESSEL_OK);
+  const tsl_rope_scaling *r = &tsl_weights_model(w)->rope_scaling;
+  CHECK(r->original_positions == 4096 && r->factor == 1 && r->attention_factor == 1);
+  tsl_weights_close(w);
+  /* a LlamaConfig: the factor and attention factor as given */
+  REQUIRE(tsl_weights_open(hf_dir("longrope-llama", TESSEL_F32, "{\"original_max_position_embeddings\": 16, "
+                                  "\"rope_scaling\": {\"rope_type\": \"longrope\", \"factor\": 8.0, "
+                                  "\"attention_factor\": 1.5, " SHORT8 ", " LONG8 "},", NULL, NULL), 0, &w) == TESSEL_OK);
+  r = &tsl_weights_model(w)->rope_scaling;
+  CHECK(r->factor == 8 && r->attention_factor == 1.5 && r->original_positions == 16);
+  tsl_weights_close(w);
+  refused(hf_dir("longrope-short", TESSEL_F32, "{\"rope_scaling\": {\"rope_type\": \"longrope\", "
+                 "\"short_factor\": [1, 1, 1, 1, 1, 1, 1], " LONG8 "},", NULL, NULL), TESSEL_E_UNSUPPORTED,
+          "'short_factor' has 7 factors; heads of 16 elements need 8, one per pair");
+  refused(hf_dir("longrope-zero", TESSEL_F32, "{\"rope_scaling\": {\"rope_type\": \"longrope\", " SHORT8 ", "
+                 "\"long_factor\": [1, 2, 0, 8, 16, 32, 64, 128]},", NULL, NULL), TESSEL_E_UNSUPPORTED,
+          "'long_factor' must each be above 0");
+  refused(hf_dir("longrope-no-list", TESSEL_F32, "{\"rope_scaling\": {\"rope_type\": \"longrope\", " SHORT8 "},",
+                 NULL, NULL), TESSEL_E_IO, "rope type longrope needs the list 'long_factor'");
+  refused(hf_dir_from(phi3, "phi3-yarn", TESSEL_F32, "{\"rope_scaling\": {\"type\": \"yarn\", \"factor\": 4.0},",
+                      NULL, NULL), TESSEL_E_IO, "Phi3Config reads rope type yarn as longrope: ");
+  CHECK_STR_CONTAINS(tsl_error_message(), "needs the list 'short_factor'");
+  refused(hf_dir_from(phi3, "phi3-linear", TESSEL_F32, "{\"rope_scaling\": {\"type\": \"linear\", "
+                      "\"factor\": 2.0},", NULL, NULL), TESSEL_E_UNSUPPORTED,
+          "Phi3Config scales the rotary frequencies by LongRoPE alone");
+  refused(hf_dir("longrope-inner", TESSEL_F32, "{\"rope_scaling\": {\"rope_type\": \"longrope\", "
+                 "\"original_max_position_embeddings\": 16, " SHORT8 ", " LONG8 "},", NULL, NULL),
+          TESSEL_E_UNSUPPORTED, "transformers 5 takes it and transformers 4 takes max_position_embeddings 64");
+  refused(hf_dir("longrope-factor", TESSEL_F32, "{\"original_max_position_embeddings\": 16, \"rope_scaling\": "
+                 "{\"rope_type\": \"longrope\", \"factor\": 8.0, " SHORT8 ", " LONG8 "},", NULL, NULL),
+          TESSEL_E_UNSUPPORTED, "'factor' 8 is not max_position_embeddings / original_max_position_embeddings = 4");
 }
 
 int main(void) {
@@ -656,6 +716,7 @@ int main(void) {
   RUN(test_yarn_scaling);
   RUN(test_linear_scaling);
   RUN(test_phi3_refusals);
+  RUN(test_longrope_scaling);
   scratch_cleanup();
   return HARNESS_EXIT();
 }

@@ -3,7 +3,8 @@
 # in Hugging Face transformers as LlamaForCausalLM, with every tensor in
 # place, and continues a prompt greedily with the very bytes `tessel sample
 # --temperature 0` gives (see hf_llama_check.py), with plain rotary
-# frequencies, with Llama 3's scaling of them, with YaRN's, linearly scaled, and with Qwen2's q, k and v
+# frequencies, with Llama 3's scaling of them, with YaRN's, linearly scaled, with LongRoPE's (whose
+# frequencies change as the sequence passes 16 positions), and with Qwen2's q, k and v
 # biases (exported as a Qwen2ForCausalLM); and, with plain frequencies,
 # under a repetition penalty of 1.3 as transformers' own processor applies
 # it; and trained on text prepared with a SentencePiece tokenizer.json
@@ -15,7 +16,7 @@
 # for qwen3); without them it reports itself skipped (exit 77), never
 # passed.
 . "$(dirname "$0")/common.sh" "$1" "$2" "$3" "hf_llama_export${4:+_$4}"
-variants=${4:-plain scaled yarn linear qwen2 sentencepiece}
+variants=${4:-plain scaled yarn linear longrope qwen2 sentencepiece}
 needs="import transformers, torch"
 [ "$variants" = qwen3 ] && needs="$needs; from transformers import Qwen3ForCausalLM"
 if ! python3 -c "$needs" 2>/dev/null; then
@@ -32,6 +33,8 @@ for variant in $variants; do
   [ "$variant" = scaled ] && scaling="{type: llama3, factor: 4, low_freq_factor: 1, high_freq_factor: 4, original_positions: 16}"
   [ "$variant" = yarn ] && scaling="{type: yarn, factor: 4, original_positions: 16, beta_fast: 8, beta_slow: 0.5}"
   [ "$variant" = linear ] && scaling="{type: linear, factor: 4}"
+  [ "$variant" = longrope ] && scaling="{type: longrope, factor: 4, original_positions: 16, \
+short_factor: [1, 1.1, 1.25, 1.5, 2, 2.5, 3, 3.3], long_factor: [1, 1.7, 2.9, 4.1, 6, 9.3, 12, 16.7]}"
   [ "$variant" = qwen2 ] && bias=true
   [ "$variant" = qwen3 ] && norm=true
   "$TESSEL" run "$WORK/tiny.yaml" --set model.arch=llama --set model.heads=4 --set model.kv_heads=2 \

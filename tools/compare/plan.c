@@ -16,7 +16,7 @@
 ** numbers exact: two models differ by any digit). */
 static void identity(const tsl_settings *s, char *model, size_t mcap, char *data, size_t dcap) {
   const tsl_model_settings *m = &s->model;
-  char scaling[256], theta[32], eps[32];
+  char scaling[TSL_ROPE_TEXT_MAX], theta[32], eps[32];
   snprintf(model, mcap,
            "%s with layers %d, heads %d, kv_heads %d, head_dim %d, channels %d, ffn %d, seq_len %d, vocab_size %d, "
            "rope_theta %s, "
@@ -157,14 +157,15 @@ static int check_one(const tsl_compare *c, tsl_cmp_run *run) {
 
 /* Model, data, seed and batch of each configuration against the first. */
 static tsl_status same_model(tsl_compare *c) {
-  char model0[1024] = "", data0[1024] = "";
+  /* a model's line holds its whole rotary scaling: two models are compared by it */
+  char model0[1024 + TSL_ROPE_TEXT_MAX] = "", data0[1024] = "";
   const char *first = NULL;
   tsl_status st = TESSEL_OK;
   for (int r = 0; r < c->n_runs && st >= 0; r++) {
     tsl_cmp_run *run = &c->runs[r];
     tsl_config *cfg = NULL;
     tsl_settings s;
-    char model[1024], data[1024];
+    char model[sizeof model0], data[1024];
     label_of(c, r, run->label, sizeof run->label);
     snprintf(run->dir, sizeof run->dir, "%s/%d-%s", c->out, r + 1, run->label);
     if ((st = load_one(c, run, &s, &cfg)) < 0) {

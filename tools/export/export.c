@@ -35,7 +35,10 @@ static int yarn_export_fault(const tsl_model_settings *m) {
 }
 
 /* config.json's rope_scaling: null, or m's scaling under transformers'
-** names for its type and values. */
+** names for its type and values. LongRoPE's original context goes to the
+** top level too, where transformers 4 reads it (5 reads either, the top
+** level first), and its attention factor is given, so that no version
+** derives it from a factor of its own. */
 static void add_rope_scaling(cJSON *root, const tsl_model_settings *m) {
   const tsl_rope_scaling *r = &m->rope_scaling;
   if (!(r->factor > 0)) {
@@ -59,6 +62,15 @@ static void add_rope_scaling(cJSON *root, const tsl_model_settings *m) {
     add_float(s, "beta_fast", r->beta_fast);
     add_float(s, "beta_slow", r->beta_slow);
     add_float(s, "attention_factor", r->attention_factor);
+  } else if (r->kind == TSL_ROPE_LONGROPE) {
+    cJSON_AddNumberToObject(s, "original_max_position_embeddings", r->original_positions);
+    cJSON_AddNumberToObject(root, "original_max_position_embeddings", r->original_positions);
+    add_float(s, "attention_factor", r->attention_factor);
+    for (int l = 0; l < 2; l++) {
+      int pairs;
+      const double *list = tsl_rope_scaling_list(m, l, &pairs);
+      cJSON_AddItemToObject(s, tsl_rope_list_keys[l], cJSON_CreateDoubleArray(list, pairs));
+    }
   }
 }
 
