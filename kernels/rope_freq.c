@@ -25,7 +25,7 @@ int tsl_rope_freqs_valid(tsl_rope_freqs f, int64_t head_size) {
   if (!(f.theta > 0.0f)) return 0;
   if (f.factor == 0.0) return 1;
   if (!(f.factor >= 1.0)) return 0;
-  if (f.kind == TSL_ROPE_LINEAR) return 1;
+  if (f.kind == TSL_ROPE_LINEAR || f.kind == TSL_ROPE_DYNAMIC) return 1;
   if (!(f.original_positions >= 1.0)) return 0;
   const int scales = f.attention_factor > 0.0 && isfinite(f.attention_factor);
   if (f.kind == TSL_ROPE_YARN) return f.beta_slow > 0.0 && f.beta_fast > f.beta_slow && scales;
@@ -105,7 +105,7 @@ void tsl_rope_inv_freqs(tsl_rope_freqs f, int64_t head_size, int64_t length, flo
     return;
   }
   for (int64_t i = 0; i < head_size / 2; i++) inv[i] = 1.0f / powf(f.theta, (float)(2 * i) / (float)head_size);
-  if (!(f.factor > 0.0)) return;
+  if (!(f.factor > 0.0) || f.kind == TSL_ROPE_DYNAMIC) return;
   if (f.kind == TSL_ROPE_LLAMA3) {
     llama3_scale(f, head_size, inv);
     return;

@@ -13,6 +13,9 @@
 **                            s = (N/w − low_freq_factor) / (high − low).
 ** Linear (rope_type "linear", position interpolation, Chen et al. 2023):
 ** every frequency divided by factor, as if the positions were.
+** Dynamic NTK (rope_type "dynamic"): the plain frequencies. transformers
+** raises theta by factor only for sequences longer than the model's
+** positions, which no backend is asked to turn.
 ** YaRN (rope_type "yarn", Peng et al. 2023): the dimensions that turn fewer
 ** than beta_slow times over the original context N are divided by factor,
 ** those that turn more than beta_fast times are kept, and a linear ramp
@@ -35,7 +38,13 @@ extern "C" {
 #endif
 
 /* Which scaling a factor above 0 selects. */
-typedef enum { TSL_ROPE_LLAMA3 = 0, TSL_ROPE_YARN = 1, TSL_ROPE_LINEAR = 2, TSL_ROPE_LONGROPE = 3 } tsl_rope_kind;
+typedef enum {
+  TSL_ROPE_LLAMA3 = 0,
+  TSL_ROPE_YARN = 1,
+  TSL_ROPE_LINEAR = 2,
+  TSL_ROPE_LONGROPE = 3,
+  TSL_ROPE_DYNAMIC = 4
+} tsl_rope_kind;
 
 /* The scaling's numbers are doubles, as in Hugging Face's config.json:
 ** transformers divides them in double before meeting fp32 tensors. */
@@ -43,7 +52,7 @@ typedef struct tsl_rope_freqs {
   float theta;                               /* base of the frequencies */
   double factor;                             /* the scaling's; 0: none */
   double low_freq_factor, high_freq_factor;  /* Llama 3's bands */
-  double original_positions;                 /* N, the unscaled model's context (not linear's) */
+  double original_positions;                 /* N, the unscaled model's context (not linear's or dynamic's) */
   tsl_rope_kind kind;
   double beta_fast, beta_slow;               /* YaRN's ramp, in turns over N */
   double attention_factor;                   /* YaRN's and LongRoPE's scale of cos and sin */
@@ -52,8 +61,8 @@ typedef struct tsl_rope_freqs {
 } tsl_rope_freqs;
 
 /* 1 when f describes frequencies of a head of head_size elements: theta >
-** 0 and, when scaled, factor >= 1; all but linear with a context of at
-** least 1, Llama 3's with 0 < low_freq_factor < high_freq_factor, YaRN's
+** 0 and, when scaled, factor >= 1; all but linear and dynamic with a
+** context of at least 1, Llama 3's with 0 < low_freq_factor < high_freq_factor, YaRN's
 ** with 0 < beta_slow < beta_fast, YaRN's and LongRoPE's with a positive
 ** attention_factor, LongRoPE's with head_size/2 positive factors in each
 ** list. */

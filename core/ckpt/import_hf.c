@@ -159,14 +159,16 @@ static tsl_status llama3_scaling(const hf_json *o, tsl_model_settings *out) {
   return scaling_in_range(o, &tsl_rope_llama3, keys, v, NULL, 0, out);
 }
 
-/* Linear scaling from `o`, an object whose rope type is "linear": its one
-** number, 'factor', which every transformers divides the frequencies by. */
-static tsl_status linear_scaling(const hf_json *o, tsl_model_settings *out) {
+/* Linear or dynamic scaling (t) from `o`, an object whose rope type is
+** t's: its one number, 'factor', which every transformers divides the
+** frequencies by (linear) or raises theta by past max_position_embeddings
+** (dynamic). */
+static tsl_status factor_scaling(const hf_json *o, const tsl_rope_type *t, tsl_model_settings *out) {
   static const char *const keys[] = {"factor"};
   const cJSON *x = cJSON_GetObjectItemCaseSensitive(o->root, keys[0]);
-  if (!cJSON_IsNumber(x)) return tsl_error(TESSEL_E_IO, "%s: rope type linear needs the number 'factor'", o->path);
+  if (!cJSON_IsNumber(x)) return tsl_error(TESSEL_E_IO, "%s: rope type %s needs the number 'factor'", o->path, t->name);
   const double v[TSL_ROPE_MAX] = {x->valuedouble};
-  return scaling_in_range(o, &tsl_rope_linear, keys, v, NULL, 0, out);
+  return scaling_in_range(o, t, keys, v, NULL, 0, out);
 }
 
 /* A number of `o` that transformers reads as `x or dflt`: absent, null or
@@ -287,8 +289,8 @@ fail:
 }
 
 /* The rope type `o` (rope_scaling or rope_parameters) names: plain
-** ("default", out's scaling left at none), Llama 3's, YaRN's, linear or
-** LongRoPE's, whose numbers go to out; Phi3Config's plain or LongRoPE's,
+** ("default", out's scaling left at none), Llama 3's, YaRN's, linear,
+** LongRoPE's or dynamic, whose numbers go to out; Phi3Config's plain or LongRoPE's,
 ** under which "su" and "yarn" are LongRoPE's older names. The type is under
 ** "rope_type", or "type" before transformers 4.43; a rope_scaling (`typed`)
 ** must name one, a rope_parameters without one is plain. Both keys may be
@@ -296,10 +298,10 @@ fail:
 ** 4 computes what "type" names, so tessel reading "rope_type" would compute
 ** another model without a word. */
 static tsl_status rope_kind(const hf_json *o, int typed, const rope_ctx *c, tsl_model_settings *out) {
-  static const char *const kinds[] = {"default", "llama3", "yarn", "linear", "longrope", NULL};
+  static const char *const kinds[] = {"default", "llama3", "yarn", "linear", "longrope", "dynamic", NULL};
   static const char *const phi3_kinds[] = {"default", "longrope", "su", "yarn", NULL};
   static const char *const why = "tessel's rotary frequencies are plain (default), Llama 3's (llama3), YaRN's (yarn), "
-                                 "linearly scaled (linear) or LongRoPE's (longrope)";
+                                 "linearly scaled (linear), LongRoPE's (longrope) or dynamic NTK's (dynamic)";
   static const char *const phi3_why = "Phi3Config scales the rotary frequencies by LongRoPE alone (longrope, or su "
                                       "and yarn, its older names)";
   const cJSON *named = cJSON_GetObjectItemCaseSensitive(o->root, "rope_type");
@@ -318,12 +320,21 @@ static tsl_status rope_kind(const hf_json *o, int typed, const rope_ctx *c, tsl_
     return tsl_error(TESSEL_E_UNSUPPORTED, "%s: 'rope_scaling' is set; %s", o->path, c->phi3 ? phi3_why : why);
   tsl_status st = one_of(o, key, c->phi3 ? phi3_kinds : kinds, c->phi3 ? phi3_why : why);
   if (st < 0 || !cJSON_IsString(v) || strcmp(v->valuestring, "default") == 0) return st;
-  if (strcmp(v->valuestring, "llama3") == 0) return llama3_scaling(o, out);
-  if (strcmp(v->valuestring, "linear") == 0) return linear_scaling(o, out);
+  if (strcmp(v->valuestring, "linear") == 0) return factor_scaling(o, &tsl_rope_linear, out);
+  if (strcmp(v->valuestring, "dynamic") == 0) return factor_scaling(o, &tsl_rope_dynamic, out);
   if (strcmp(v->valuestring, "longrope") == 0) return longrope_scaling(o, c, out);
-  if (!c->phi3) return yarn_scaling(o, typed, c->positions, out);
-  st = longrope_scaling(o, c, out);
-  return st < 0 ? tsl_error_wrap(st, "Phi3Config reads rope type %s as longrope", v->valuestring) : st;
+  if (c->phi3) {
+    st = longrope_scaling(o, c, out);
+    return st < 0 ? tsl_error_wrap(st, "Phi3Config reads rope type %s as longrope", v->valuestring) : st;
+  }
+  st = strcmp(v->valuestring, "llama3") == 0 ? llama3_scaling(o, out) : yarn_scaling(o, typed, c->positions, out);
+  /* transformers 5 puts a top-level original context over this one */
+  if (st >= 0 && c->original && c->original != out->rope_scaling.original_positions)
+    return tsl_error(TESSEL_E_UNSUPPORTED, "%s: %s's original context is %d here, but config.json gives "
+                     "original_max_position_embeddings %d at its top level: transformers 4 takes the first and "
+                     "transformers 5 the second, so the file is two models", o->path, v->valuestring,
+                     out->rope_scaling.original_positions, c->original);
+  return st;
 }
 
 /* The rotary frequencies. transformers 5 writes rope_parameters

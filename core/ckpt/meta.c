@@ -456,8 +456,8 @@ static tsl_status read_rope_list(const reader *r, const cJSON *o, const char *ke
 }
 
 /* model.rope_scaling: absent (plain frequencies, as in every description
-** written before it was) or a Llama's Llama 3, YaRN, linear or LongRoPE
-** scaling, each of its type's values present and in the range a config
+** written before it was) or a Llama's Llama 3, YaRN, linear, LongRoPE or
+** dynamic scaling, each of its type's values present and in the range a config
 ** allows; LongRoPE's lists one factor per pair of d's heads. */
 static tsl_status read_rope_scaling(const reader *r, tsl_model_settings *d) {
   const cJSON *o = item_at(r->root, "model.rope_scaling"), *type = item_at(r->root, "model.rope_scaling.type");
@@ -472,7 +472,7 @@ static tsl_status read_rope_scaling(const reader *r, tsl_model_settings *d) {
   const tsl_rope_type *t = cJSON_IsObject(o) && cJSON_IsString(type) ? tsl_rope_type_named(type->valuestring) : NULL;
   if (!t)
     return tsl_error(TESSEL_E_IO, "%s: 'model.rope_scaling' must be an object whose type is \"llama3\", "
-                     "\"yarn\", \"linear\" or \"longrope\"", r->where);
+                     "\"yarn\", \"linear\", \"longrope\" or \"dynamic\"", r->where);
   for (int k = 0; k < t->n; k++) {
     snprintf(path, sizeof path, "model.rope_scaling.%s", t->keys[k]);
     const cJSON *x = item_at(r->root, path);

@@ -85,11 +85,12 @@ const tsl_rope_type tsl_rope_longrope = {"longrope", TSL_ROPE_LONGROPE, 3,
                                          {32.0, 4096.0, NAN},
                                          {-1, -1, -1},
                                          1};
+const tsl_rope_type tsl_rope_dynamic = {"dynamic", TSL_ROPE_DYNAMIC, 1, {"factor"}, {2.0}, {-1}, 0};
 const char *const tsl_rope_list_keys[2] = {"short_factor", "long_factor"};
 
 /* Every type, at its kind's index. */
 static const tsl_rope_type *const rope_types[] = {&tsl_rope_llama3, &tsl_rope_yarn, &tsl_rope_linear,
-                                                  &tsl_rope_longrope};
+                                                  &tsl_rope_longrope, &tsl_rope_dynamic};
 #define N_ROPE_TYPES (sizeof rope_types / sizeof rope_types[0])
 
 const tsl_rope_type *tsl_rope_type_named(const char *name) {
@@ -311,7 +312,7 @@ static void read_rope_lists(tsl_cfg *r, const tsl_rope_type *t, double lists[2][
 }
 
 /* model.rope_scaling (arch: llama): absent, null or empty for plain
-** frequencies, else Llama 3's, YaRN's, linear or LongRoPE's scaling, for
+** frequencies, else Llama 3's, YaRN's, linear, LongRoPE's or dynamic scaling, for
 ** heads of head_size (0: not known). Its type must be given; the values
 ** default to the type's (tsl_rope_llama3, ...) and are checked by
 ** tsl_rope_scaling_fault, as trainer.json's are; LongRoPE's lists must be

@@ -26,13 +26,14 @@ typedef enum { TSL_PROGRESS_AUTO = 0, TSL_PROGRESS_ALWAYS = 1, TSL_PROGRESS_NEVE
 ** (Phi-3's are 96 and 128 wide). */
 #define TSL_ROPE_PAIRS_MAX 128
 
-/* A scaling of the rotary frequencies: Llama 3's, YaRN's, linear or
-** LongRoPE's (Hugging Face's rope_type "llama3", "yarn", "linear" and
-** "longrope"; kernels/rope_freq.h has the formulas). */
+/* A scaling of the rotary frequencies: Llama 3's, YaRN's, linear,
+** LongRoPE's or dynamic (Hugging Face's rope_type "llama3", "yarn",
+** "linear", "longrope" and "dynamic"; kernels/rope_freq.h has the
+** formulas). */
 typedef struct tsl_rope_scaling {
   double factor;          /* 0: none, the frequencies are theta^(-2i/head_size) */
   double low_freq_factor, high_freq_factor;    /* Llama 3's */
-  int original_positions; /* the context the unscaled model was made for (not linear's) */
+  int original_positions; /* the context the unscaled model was made for (not linear's or dynamic's) */
   tsl_rope_kind kind;
   double beta_fast, beta_slow; /* YaRN's */
   double attention_factor;     /* YaRN's and LongRoPE's */
@@ -166,8 +167,10 @@ typedef struct tsl_rope_type {
 ** factor + 1: Qwen's long-context setting, the paper's ramp and scale).
 ** linear: factor (2). longrope: factor, original_positions,
 ** attention_factor (Phi-3.5 mini's 32, 4096 and √(1 + ln factor / ln
-** original_positions)), then the two lists, which have no default. */
-extern const tsl_rope_type tsl_rope_llama3, tsl_rope_yarn, tsl_rope_linear, tsl_rope_longrope;
+** original_positions)), then the two lists, which have no default.
+** dynamic: factor (2), which changes nothing within the model's
+** positions (rope_freq.h) and is kept for the model's export. */
+extern const tsl_rope_type tsl_rope_llama3, tsl_rope_yarn, tsl_rope_linear, tsl_rope_longrope, tsl_rope_dynamic;
 /* The names of a type's lists, as a config, trainer.json and config.json
 ** give them. */
 extern const char *const tsl_rope_list_keys[2];

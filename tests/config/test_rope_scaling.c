@@ -136,8 +136,8 @@ static void test_yarn(void) {
 }
 
 /* Linear: its factor as given or 2 by default; its text reads back as
-** exactly it, a YaRN or Llama 3 scaling of the same factor is another
-** scaling, and the other types' values are not keys of its own. */
+** exactly it, a YaRN, Llama 3 or dynamic scaling of the same factor is
+** another scaling. */
 static void test_linear(void) {
   tsl_settings s;
   tsl_config *cfg = read_llama("linear.yaml", ", rope_scaling: {type: linear, factor: 4}", &s);
@@ -159,6 +159,11 @@ static void test_linear(void) {
                                               .beta_fast = 32, .beta_slow = 1, .attention_factor = 1}};
   tsl_model_settings llama3 = {.rope_scaling = {.factor = 1.0 / 0.3}};
   CHECK(!tsl_rope_scaling_same(&yarn, &s.model) && !tsl_rope_scaling_same(&llama3, &s.model));
+  /* dynamic NTK's one value, the same key: another scaling than linear's */
+  cfg = read_llama("dynamic.yaml", ", rope_scaling: {type: dynamic, factor: 3.3333333333333335}", &back);
+  CHECK(back.model.rope_scaling.kind == TSL_ROPE_DYNAMIC && back.model.rope_scaling.factor == 1.0 / 0.3);
+  CHECK(!tsl_rope_scaling_same(&back.model, &s.model));
+  tsl_config_free(cfg);
 }
 
 /* LongRoPE: its lists as given, one factor per pair of the heads (64

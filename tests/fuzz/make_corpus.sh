@@ -292,7 +292,7 @@ JSON
 { cat "$HERE/corpus/hf_config/gpt2"; printf '%s' "$MARK"
   printf '{"metadata": {"total_size": 1024}, "weight_map": {"transformer.wte.weight": "model-00001-of-00002.safetensors", "transformer.wpe.weight": "model-00002-of-00002.safetensors", "lm_head.weight": "model-00001-of-00002.safetensors"}}'
 } >"$HERE/corpus/hf_config/gpt2-sharded"
-printf '{"model_type": "llama", "rope_scaling": {"type": "dynamic", "factor": 2.0}}' \
+printf '{"model_type": "llama", "rope_scaling": {"type": "proportional", "factor": 2.0}}' \
   >"$HERE/corpus/hf_config/bad-rope-scaling"
 printf '{"model_type": "gpt2", "n_embd": 100, "n_head": 3}' >"$HERE/corpus/hf_config/bad-heads"
 printf '{"model_type": "mistral", "hidden_size": 4096}' >"$HERE/corpus/hf_config/bad-model-type"

@@ -26,7 +26,8 @@
 ** A third, llama3_rope, changes what is computed: Llama 3.1's scaling of
 ** the rotary frequencies (rope_scaling "llama3"); llama_yarn so too, YaRN's
 ** (rope_scaling "yarn", made under transformers 4.51: `make_hf_fixtures.py
-** yarn`), and llama_linear linear scaling's (`make_hf_fixtures.py linear`).
+** yarn`), llama_linear linear scaling's (`make_hf_fixtures.py linear`),
+** llama_dynamic dynamic NTK's and phi3_longrope LongRoPE's.
 ** mistral_tiny holds the
 ** same weights as a MistralForCausalLM (rope_theta 1e6, a sliding window
 ** of 16 positions: the whole sequence). qwen2_tiny is a Qwen2ForCausalLM
@@ -239,6 +240,7 @@ static void compare_with_hf_set(const char *name, const char *set, int len) {
     CHECK(!direct.has_bos && direct.n_eos == 0);
   free(in), free(want), free(want_decoded), free(got), free(again), free(back), free(decoded);
   tsl_st_close(f);
+  T = 16; /* every other fixture's length */
 }
 
 static void compare_with_hf(const char *name) { compare_with_hf_set(name, "", 16); }
@@ -324,6 +326,17 @@ static void scaled_matches_transformers(const char *name) {
   compare_with_hf(name);
 }
 
+/* The model tessel reads from a fixture's config.json. */
+static tsl_model_settings model_of(const char *name) {
+  char dir[256];
+  snprintf(dir, sizeof dir, FIXTURES "%s", name);
+  tsl_weights *w;
+  REQUIRE(tsl_weights_open(dir, 0, &w) == TESSEL_OK);
+  const tsl_model_settings m = *tsl_weights_model(w);
+  tsl_weights_close(w);
+  return m;
+}
+
 /* Llama 3.1's rotary scaling (llama3_rope: rope_scaling "llama3") */
 static void test_llama3_rope_matches_transformers(void) { scaled_matches_transformers("llama3_rope"); }
 
@@ -331,22 +344,35 @@ static void test_llama3_rope_matches_transformers(void) { scaled_matches_transfo
 ** of 16): its frequencies and the scale of cos and sin; its export says the
 ** same scaling */
 static void test_yarn_matches_transformers(void) {
-  tsl_weights *w;
-  REQUIRE(tsl_weights_open(FIXTURES "llama_yarn", 0, &w) == TESSEL_OK);
-  const tsl_rope_scaling *r = &tsl_weights_model(w)->rope_scaling;
+  const tsl_model_settings m = model_of("llama_yarn");
+  const tsl_rope_scaling *r = &m.rope_scaling;
   CHECK(r->kind == TSL_ROPE_YARN && r->factor == 4 && r->original_positions == 16 && r->beta_fast == 4 && r->beta_slow == 0.25);
-  tsl_weights_close(w);
   scaled_matches_transformers("llama_yarn");
 }
 
 /* Linear scaling (llama_linear: rope_scaling "linear", factor 3) */
 static void test_linear_matches_transformers(void) {
-  tsl_weights *w;
-  REQUIRE(tsl_weights_open(FIXTURES "llama_linear", 0, &w) == TESSEL_OK);
-  const tsl_rope_scaling *r = &tsl_weights_model(w)->rope_scaling;
+  const tsl_model_settings m = model_of("llama_linear");
+  const tsl_rope_scaling *r = &m.rope_scaling;
   CHECK(r->kind == TSL_ROPE_LINEAR && r->factor == 3);
-  tsl_weights_close(w);
   scaled_matches_transformers("llama_linear");
+}
+
+/* Dynamic NTK (llama_dynamic: rope_scaling "dynamic", factor 2): within
+** its positions transformers computes llama_tiny's logits (logits_plain,
+** made by the same transformers, bit for bit), and so does tessel; the
+** export says the same scaling. */
+static void test_dynamic_matches_transformers(void) {
+  const tsl_model_settings m = model_of("llama_dynamic");
+  const tsl_rope_scaling *r = &m.rope_scaling;
+  CHECK(r->kind == TSL_ROPE_DYNAMIC && r->factor == 2);
+  tsl_st_file *io;
+  REQUIRE(tsl_st_open(FIXTURES "llama_dynamic_io.safetensors", &io) == TESSEL_OK);
+  float *a = io_tensor(io, "logits_plain", TESSEL_F32, B * T * V), *b = io_tensor(io, "logits", TESSEL_F32, B * T * V);
+  CHECK(memcmp(a, b, sizeof(float) * B * T * V) == 0);
+  free(a), free(b);
+  tsl_st_close(io);
+  compare_with_hf("llama_dynamic");
 }
 
 /* LongRoPE (phi3_longrope: rope_scaling "longrope" over an original
@@ -355,12 +381,10 @@ static void test_linear_matches_transformers(void) {
 ** ones until the sequence passes 16 positions, as transformers' generation
 ** does (whose logits there differ from the one pass by more than 1). */
 static void test_longrope_matches_transformers(void) {
-  tsl_weights *w;
-  REQUIRE(tsl_weights_open(FIXTURES "phi3_longrope", 0, &w) == TESSEL_OK);
-  const tsl_rope_scaling *r = &tsl_weights_model(w)->rope_scaling;
+  const tsl_model_settings m = model_of("phi3_longrope");
+  const tsl_rope_scaling *r = &m.rope_scaling;
   CHECK(r->kind == TSL_ROPE_LONGROPE && r->original_positions == 16 && r->factor == 4 && r->pairs == 8);
-  CHECK_EQ_INT(tsl_weights_model(w)->positions, 64);
-  tsl_weights_close(w);
+  CHECK_EQ_INT(m.positions, 64);
   compare_with_hf_set("phi3_longrope", "", 16);
   compare_with_hf_set("phi3_longrope", "_long", 32);
 }
@@ -380,6 +404,7 @@ int main(void) {
   RUN(test_llama3_rope_matches_transformers);
   RUN(test_linear_matches_transformers);
   RUN(test_longrope_matches_transformers);
+  RUN(test_dynamic_matches_transformers);
   scratch_cleanup();
   return HARNESS_EXIT();
 }

@@ -328,6 +328,8 @@ static void test_yarn_scaling(void) {
       {"{\"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 8.0},", 8, 64, 32, 1, 0},
       {"{\"rope_scaling\": {\"type\": \"yarn\", \"factor\": 4.0, \"original_max_position_embeddings\": 16, "
        "\"beta_fast\": 16, \"beta_slow\": 2},", 4, 16, 16, 2, 0},
+      {"{\"original_max_position_embeddings\": 16, \"rope_scaling\": {\"type\": \"yarn\", \"factor\": 4.0, "
+       "\"original_max_position_embeddings\": 16},", 4, 16, 32, 1, 0},
       {"{\"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 40, \"mscale\": 0.707, \"mscale_all_dim\": 0.707, "
        "\"beta_fast\": 0},", 40, 64, 32, 1, 1.0},
       {"{\"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 2.0, \"attention_factor\": 1.25, \"truncate\": true},",
@@ -356,6 +358,11 @@ static void test_yarn_scaling(void) {
   refused(hf_dir("yarn-betas", TESSEL_F32, "{\"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 4.0, "
                  "\"beta_fast\": 1, \"beta_slow\": 2},", NULL, NULL), TESSEL_E_UNSUPPORTED,
           "'beta_fast' 1 is not above beta_slow 2");
+  /* a top-level original context, which transformers 5 takes instead */
+  refused(hf_dir("yarn-top-original", TESSEL_F32, "{\"original_max_position_embeddings\": 32, \"rope_scaling\": "
+                 "{\"rope_type\": \"yarn\", \"factor\": 2.0},", NULL, NULL), TESSEL_E_UNSUPPORTED,
+          "yarn's original context is 64 here, but config.json gives original_max_position_embeddings 32 at its top "
+          "level");
   refused(hf_dir("yarn-no-factor", TESSEL_F32, "{\"rope_scaling\": {\"rope_type\": \"yarn\"},", NULL, NULL),
           TESSEL_E_IO, "rope type yarn needs the number 'factor'");
 }
@@ -403,8 +410,8 @@ static void test_llama3_scaling(void) {
 
 /* Linear scaling (deepseek-coder's 4, a fine-tune's 2): its factor under
 ** either key for the type, in rope_scaling or rope_parameters; refused
-** without a factor or below 1. */
-static void test_linear_scaling(void) {
+** without a factor or below 1. Dynamic NTK's factor, so too. */
+static void test_factor_scalings(void) {
   static const char *const forms[] = {"{\"rope_scaling\": {\"rope_type\": \"linear\", \"factor\": 4.0},",
                                       "{\"rope_scaling\": {\"type\": \"linear\", \"factor\": 4},",
                                       "{\"rope_parameters\": {\"rope_type\": \"linear\", \"rope_theta\": 1e5, "
@@ -422,6 +429,14 @@ static void test_linear_scaling(void) {
           TESSEL_E_IO, "rope type linear needs the number 'factor'");
   refused(hf_dir("linear-shrink", TESSEL_F32, "{\"rope_scaling\": {\"rope_type\": \"linear\", \"factor\": 0.5},",
                  NULL, NULL), TESSEL_E_UNSUPPORTED, "'factor' must be from 1 to 1e6");
+  tsl_weights *w;
+  REQUIRE(tsl_weights_open(hf_dir("dynamic", TESSEL_F32, "{\"rope_scaling\": {\"type\": \"dynamic\", \"factor\": 2.0},",
+                                  NULL, NULL), 0, &w) == TESSEL_OK);
+  const tsl_rope_scaling *r = &tsl_weights_model(w)->rope_scaling;
+  CHECK(r->kind == TSL_ROPE_DYNAMIC && r->factor == 2.0);
+  tsl_weights_close(w);
+  refused(hf_dir("dynamic-no-factor", TESSEL_F32, "{\"rope_scaling\": {\"rope_type\": \"dynamic\"},", NULL, NULL),
+          TESSEL_E_IO, "rope type dynamic needs the number 'factor'");
 }
 
 /* A Mistral config is a Llama whose sliding window, when shorter than its
@@ -554,16 +569,16 @@ static void test_plain_spellings_accepted(void) {
 }
 
 static void test_refusals_name_the_problem(void) {
-  refused(hf_dir("scaling", TESSEL_F32, "{\"rope_scaling\": {\"rope_type\": \"dynamic\", \"factor\": 8.0},", NULL,
-                 NULL), TESSEL_E_UNSUPPORTED, "rope_scaling: ");
-  CHECK_STR_CONTAINS(tsl_error_message(), "'rope_type' is dynamic");
-  refused(hf_dir("scaling-old", TESSEL_F32, "{\"rope_scaling\": {\"type\": \"dynamic\", \"factor\": 2.0},", NULL,
+  refused(hf_dir("scaling", TESSEL_F32, "{\"rope_scaling\": {\"rope_type\": \"proportional\", \"factor\": 8.0},",
+                 NULL, NULL), TESSEL_E_UNSUPPORTED, "rope_scaling: ");
+  CHECK_STR_CONTAINS(tsl_error_message(), "'rope_type' is proportional");
+  refused(hf_dir("scaling-old", TESSEL_F32, "{\"rope_scaling\": {\"type\": \"proportional\", \"factor\": 2.0},", NULL,
                  NULL), TESSEL_E_UNSUPPORTED, "rope_scaling: ");
   /* the file is named (a rope_scaling without a type once said only "rope_scaling: 'rope_scaling' is set") */
   refused(hf_dir("scaling-bare", TESSEL_F32, "{\"rope_scaling\": {\"factor\": 2.0},", NULL, NULL),
           TESSEL_E_UNSUPPORTED, "/config.json: 'rope_scaling' is set");
-  refused(hf_dir("scaling5", TESSEL_F32, "{\"rope_parameters\": {\"rope_theta\": 5e5, \"rope_type\": \"dynamic\"},",
-                 NULL, NULL), TESSEL_E_UNSUPPORTED, "'rope_type' is dynamic");
+  refused(hf_dir("scaling5", TESSEL_F32, "{\"rope_parameters\": {\"rope_theta\": 5e5, \"rope_type\": "
+                 "\"proportional\"},", NULL, NULL), TESSEL_E_UNSUPPORTED, "'rope_type' is proportional");
   refused(hf_dir("bias", TESSEL_F32, "{\"attention_bias\": true,", NULL, NULL), TESSEL_E_UNSUPPORTED, "'attention_bias'");
   /* options that make another model, each imported as tessel's own before */
   refused(hf_dir("partial", TESSEL_F32, "{\"partial_rotary_factor\": 0.5,", NULL, NULL), TESSEL_E_UNSUPPORTED,
@@ -714,7 +729,7 @@ int main(void) {
   RUN(test_plain_spellings_accepted);
   RUN(test_refusals_name_the_problem);
   RUN(test_yarn_scaling);
-  RUN(test_linear_scaling);
+  RUN(test_factor_scalings);
   RUN(test_phi3_refusals);
   RUN(test_longrope_scaling);
   scratch_cleanup();

@@ -4,7 +4,8 @@
 # place, and continues a prompt greedily with the very bytes `tessel sample
 # --temperature 0` gives (see hf_llama_check.py), with plain rotary
 # frequencies, with Llama 3's scaling of them, with YaRN's, linearly scaled, with LongRoPE's (whose
-# frequencies change as the sequence passes 16 positions), and with Qwen2's q, k and v
+# frequencies change as the sequence passes 16 positions), with dynamic NTK's (plain within the
+# 64 positions), and with Qwen2's q, k and v
 # biases (exported as a Qwen2ForCausalLM); and, with plain frequencies,
 # under a repetition penalty of 1.3 as transformers' own processor applies
 # it; and trained on text prepared with a SentencePiece tokenizer.json
@@ -16,7 +17,7 @@
 # for qwen3); without them it reports itself skipped (exit 77), never
 # passed.
 . "$(dirname "$0")/common.sh" "$1" "$2" "$3" "hf_llama_export${4:+_$4}"
-variants=${4:-plain scaled yarn linear longrope qwen2 sentencepiece}
+variants=${4:-plain scaled yarn linear longrope dynamic qwen2 sentencepiece}
 needs="import transformers, torch"
 [ "$variants" = qwen3 ] && needs="$needs; from transformers import Qwen3ForCausalLM"
 if ! python3 -c "$needs" 2>/dev/null; then
@@ -33,6 +34,7 @@ for variant in $variants; do
   [ "$variant" = scaled ] && scaling="{type: llama3, factor: 4, low_freq_factor: 1, high_freq_factor: 4, original_positions: 16}"
   [ "$variant" = yarn ] && scaling="{type: yarn, factor: 4, original_positions: 16, beta_fast: 8, beta_slow: 0.5}"
   [ "$variant" = linear ] && scaling="{type: linear, factor: 4}"
+  [ "$variant" = dynamic ] && scaling="{type: dynamic, factor: 4}"
   [ "$variant" = longrope ] && scaling="{type: longrope, factor: 4, original_positions: 16, \
 short_factor: [1, 1.1, 1.25, 1.5, 2, 2.5, 3, 3.3], long_factor: [1, 1.7, 2.9, 4.1, 6, 9.3, 12, 16.7]}"
   [ "$variant" = qwen2 ] && bias=true
