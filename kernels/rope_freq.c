@@ -21,8 +21,11 @@ static int positive_list(const double *v, int64_t n) {
   return 1;
 }
 
+int64_t tsl_rope_turned(tsl_rope_freqs f, int64_t head_size) { return f.rotary ? f.rotary : head_size; }
+
 int tsl_rope_freqs_valid(tsl_rope_freqs f, int64_t head_size) {
-  if (!(f.theta > 0.0f)) return 0;
+  const int64_t turned = tsl_rope_turned(f, head_size);
+  if (!(f.theta > 0.0f) || turned <= 0 || turned % 2 || turned > head_size) return 0;
   if (f.factor == 0.0) return 1;
   if (!(f.factor >= 1.0)) return 0;
   if (f.kind == TSL_ROPE_LINEAR || f.kind == TSL_ROPE_DYNAMIC) return 1;
@@ -30,7 +33,7 @@ int tsl_rope_freqs_valid(tsl_rope_freqs f, int64_t head_size) {
   const int scales = f.attention_factor > 0.0 && isfinite(f.attention_factor);
   if (f.kind == TSL_ROPE_YARN) return f.beta_slow > 0.0 && f.beta_fast > f.beta_slow && scales;
   if (f.kind == TSL_ROPE_LONGROPE)
-    return scales && f.pairs == head_size / 2 && positive_list(f.short_factor, f.pairs) &&
+    return scales && f.pairs == turned / 2 && positive_list(f.short_factor, f.pairs) &&
            positive_list(f.long_factor, f.pairs);
   return f.low_freq_factor > 0.0 && f.high_freq_factor > f.low_freq_factor;
 }
@@ -95,21 +98,21 @@ static void longrope_inv_freqs(tsl_rope_freqs f, int64_t head_size, int64_t leng
     inv[i] = 1.0f / ((float)ext[i] * powf(f.theta, (float)(2 * i) / (float)head_size));
 }
 
-void tsl_rope_inv_freqs(tsl_rope_freqs f, int64_t head_size, int64_t length, float *inv) {
+void tsl_rope_inv_freqs(tsl_rope_freqs f, int64_t turned, int64_t length, float *inv) {
   if (f.factor > 0.0 && f.kind == TSL_ROPE_YARN) {
-    yarn_inv_freqs(f, head_size, inv);
+    yarn_inv_freqs(f, turned, inv);
     return;
   }
   if (f.factor > 0.0 && f.kind == TSL_ROPE_LONGROPE) {
-    longrope_inv_freqs(f, head_size, length, inv);
+    longrope_inv_freqs(f, turned, length, inv);
     return;
   }
-  for (int64_t i = 0; i < head_size / 2; i++) inv[i] = 1.0f / powf(f.theta, (float)(2 * i) / (float)head_size);
+  for (int64_t i = 0; i < turned / 2; i++) inv[i] = 1.0f / powf(f.theta, (float)(2 * i) / (float)turned);
   if (!(f.factor > 0.0) || f.kind == TSL_ROPE_DYNAMIC) return;
   if (f.kind == TSL_ROPE_LLAMA3) {
-    llama3_scale(f, head_size, inv);
+    llama3_scale(f, turned, inv);
     return;
   }
   const float factor = (float)f.factor; /* linear: inv_freq /= factor, an fp32 tensor over a number */
-  for (int64_t i = 0; i < head_size / 2; i++) inv[i] /= factor;
+  for (int64_t i = 0; i < turned / 2; i++) inv[i] /= factor;
 }

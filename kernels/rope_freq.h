@@ -58,28 +58,33 @@ typedef struct tsl_rope_freqs {
   double attention_factor;                   /* YaRN's and LongRoPE's scale of cos and sin */
   const double *short_factor, *long_factor;  /* LongRoPE's, `pairs` each */
   int64_t pairs;
+  int64_t rotary; /* the elements at the start of each head that turn (Phi-4 mini's 96 of 128); 0: all */
 } tsl_rope_freqs;
 
+/* How many elements of a head of head_size turn: f.rotary, or all. */
+int64_t tsl_rope_turned(tsl_rope_freqs f, int64_t head_size);
+
 /* 1 when f describes frequencies of a head of head_size elements: theta >
-** 0 and, when scaled, factor >= 1; all but linear and dynamic with a
-** context of at least 1, Llama 3's with 0 < low_freq_factor < high_freq_factor, YaRN's
-** with 0 < beta_slow < beta_fast, YaRN's and LongRoPE's with a positive
-** attention_factor, LongRoPE's with head_size/2 positive factors in each
-** list. */
+** 0, an even number of them turned, and, when scaled, factor >= 1; all but
+** linear and dynamic with a context of at least 1, Llama 3's with 0 <
+** low_freq_factor < high_freq_factor, YaRN's with 0 < beta_slow <
+** beta_fast, YaRN's and LongRoPE's with a positive attention_factor,
+** LongRoPE's with a positive factor per turned pair in each list. */
 int tsl_rope_freqs_valid(tsl_rope_freqs f, int64_t head_size);
 
 /* What cos and sin are multiplied by: YaRN's or LongRoPE's
 ** attention_factor in fp32, else 1. */
 float tsl_rope_attention(tsl_rope_freqs f);
 
-/* inv[i] = inv_freq_i of a head of head_size (even) elements, for
-** i < head_size/2, for a sequence of `length` positions so far (the last
-** one's index + 1: LongRoPE's set depends on it); f must be valid. Each step is the fp32 operation
+/* inv[i] = inv_freq_i of `turned` (even: tsl_rope_turned) elements of a
+** head, for i < turned/2, for a sequence of `length` positions so far (the
+** last one's index + 1: LongRoPE's set depends on it); f must be valid.
+** Each step is the fp32 operation
 ** transformers performs, in its order, so Llama 3's scaling of a plain
 ** frequency is its own bit for bit. The plain frequencies come from the C
 ** library's powf, which for some head sizes and thetas lands one ulp from
 ** PyTorch's vectorised pow (e.g. i = 37 of head size 128 at theta 1e6). */
-void tsl_rope_inv_freqs(tsl_rope_freqs f, int64_t head_size, int64_t length, float *inv);
+void tsl_rope_inv_freqs(tsl_rope_freqs f, int64_t turned, int64_t length, float *inv);
 
 #ifdef __cplusplus
 }

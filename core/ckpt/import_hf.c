@@ -125,7 +125,7 @@ fail:
 ** read. */
 typedef struct rope_ctx {
   int positions;   /* max_position_embeddings */
-  int head_size;
+  int head_size;   /* the elements of each head that turn */
   int original;    /* the top-level original_max_position_embeddings (given, or the class's), 0: none */
   int phi3;        /* Phi3Config: "su" and "yarn" are LongRoPE's older names, and the only scaling */
 } rope_ctx;
@@ -337,18 +337,55 @@ static tsl_status rope_kind(const hf_json *o, int typed, const rope_ctx *c, tsl_
   return st;
 }
 
+/* The part of each head of head_size elements that turns:
+** partial_rotary_factor times head_size, rounded down as Python's int()
+** rounds, into c->head_size and m->rotary_dim (0 when whole). The factor
+** is the top-level one (1 when absent), which transformers 4 reads, or
+** rope_parameters' (a file of transformers 5's alone, which puts it over
+** the top-level one); one in rope_scaling, which only transformers 5
+** reads, must be the top-level one. Only Phi3Config's attention turns part
+** of a head; the other classes' must be whole (1). */
+static tsl_status rotary_part(const hf_json *j, int head_size, rope_ctx *c, tsl_model_settings *m) {
+  static const char *const whole_head = "tessel's rotary positions turn the whole head (1) but Phi-3's";
+  static const char *const where[] = {NULL, "rope_scaling", "rope_parameters"};
+  double factor = 1.0;
+  for (size_t i = 0; i < TSL_ARRAY_LEN(where); i++) {
+    const cJSON *o = where[i] ? cJSON_GetObjectItemCaseSensitive(j->root, where[i]) : j->root;
+    const cJSON *v = cJSON_IsObject(o) ? cJSON_GetObjectItemCaseSensitive(o, "partial_rotary_factor") : NULL;
+    if (!v || cJSON_IsNull(v)) continue;
+    hf_json inner = {j->path, o, j->say};
+    if (!c->phi3) {
+      tsl_status st = only(&inner, "partial_rotary_factor", 1.0, whole_head);
+      if (st < 0) return st;
+      continue;
+    }
+    if (!cJSON_IsNumber(v) || !(v->valuedouble > 0.0 && v->valuedouble <= 1.0))
+      return tsl_error(TESSEL_E_UNSUPPORTED, "%s: 'partial_rotary_factor' must be a number above 0 and at most 1",
+                       j->path);
+    if (i == 1 && v->valuedouble != factor)
+      return tsl_error(TESSEL_E_UNSUPPORTED, "%s: 'partial_rotary_factor' is %g in rope_scaling but %g at the top "
+                       "level: transformers 5 takes the first and transformers 4 the second, so the file is two "
+                       "models", j->path, v->valuedouble, factor);
+    factor = v->valuedouble;
+  }
+  const int turned = (int)(head_size * factor);
+  if (turned < 2 || turned % 2 != 0)
+    return tsl_error(TESSEL_E_UNSUPPORTED, "%s: 'partial_rotary_factor' %g turns %d of the heads' %d elements; "
+                     "rotary positions turn pairs, so it must be an even number", j->path, factor, turned, head_size);
+  c->head_size = turned;
+  m->rotary_dim = turned == head_size ? 0 : turned;
+  return TESSEL_OK;
+}
+
 /* The rotary frequencies. transformers 5 writes rope_parameters
 ** {rope_theta, rope_type, the scaling's numbers}; earlier versions a
 ** top-level rope_theta and rope_scaling. Both are read when present, and
-** must then agree. Frequencies over part of the head (partial_rotary_factor,
-** at the top level or in rope_parameters) are refused. */
+** must then agree. */
 static tsl_status rope(const hf_json *j, const rope_ctx *c, tsl_model_settings *m) {
-  static const char *const whole_head = "tessel's rotary positions turn the whole head (1)";
   static const char *const names[] = {"rope_scaling", "rope_parameters"};
   tsl_model_settings got[2] = {{0}};
   int seen[2] = {0};
   tsl_status st;
-  TSL_TRY(st, only(j, "partial_rotary_factor", 1.0, whole_head));
   for (int i = 0; i < 2; i++) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(j->root, names[i]);
     if (!v || cJSON_IsNull(v) || (i == 0 && cJSON_IsFalse(v))) continue;
@@ -356,7 +393,6 @@ static tsl_status rope(const hf_json *j, const rope_ctx *c, tsl_model_settings *
     hf_json inner = {j->path, v, j->say};
     st = rope_kind(&inner, i == 0, c, &got[i]);
     if (st < 0) return tsl_error_wrap(st, "%s", names[i]);
-    TSL_TRY(st, only(&inner, "partial_rotary_factor", 1.0, whole_head));
     seen[i] = 1;
   }
   if (seen[0] && seen[1] && !tsl_rope_scaling_same(&got[0], &got[1]))
@@ -370,8 +406,6 @@ static tsl_status rope(const hf_json *j, const rope_ctx *c, tsl_model_settings *
     return number(&inner, "rope_theta", 10000.0, 1.0, 1e12, &m->rope_theta);
   }
   return number(j, "rope_theta", 10000.0, 1.0, 1e12, &m->rope_theta);
-fail:
-  return st;
 }
 
 /* A config class's defaults for absent keys. */
@@ -434,6 +468,7 @@ static tsl_status llama(const hf_json *j, const llama_class *c, tsl_model_settin
   m->head_dim = split && head_dim == m->channels / m->heads ? 0 : head_dim;
   rope_ctx rc = {.positions = m->positions, .head_size = head_dim, .phi3 = c == &phi3_defaults};
   TSL_TRY(st, whole(j, "original_max_position_embeddings", c->original, 0, 1 << 20, &rc.original));
+  TSL_TRY(st, rotary_part(j, head_dim, &rc, m));
   return rope(j, &rc, m);
 fail:
   return st;

@@ -60,7 +60,8 @@ tsl_status tsl_model_compare(const tsl_model_settings *c, const tsl_model_settin
                {"kv_heads", c->kv_heads, w->kv_heads},    {"channels", c->channels, w->channels},
                {"ffn", c->ffn, w->ffn},                   {"vocab_size", c->vocab_size, w->vocab_size},
                {"rope_theta", c->rope_theta, w->rope_theta}, {"norm_eps", c->norm_eps, w->norm_eps},
-               {"head_dim", tsl_head_dim(c), tsl_head_dim(w)}};
+               {"head_dim", tsl_head_dim(c), tsl_head_dim(w)},
+               {"rotary_dim", tsl_rotary_dim(c), tsl_rotary_dim(w)}};
   /* the keys the config gives first: a value derived from them (ffn from
   ** channels, kv_heads from heads) differs only because they do */
   int given = 0;

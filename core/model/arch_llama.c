@@ -157,7 +157,8 @@ void tsl_arch_llama(const tsl_settings *s, tsl_arch *out) {
                              /* the settings outlive the model (the runtime's own) */
                              .short_factor = s->model.rope_scaling.short_factor,
                              .long_factor = s->model.rope_scaling.long_factor,
-                             .pairs = s->model.rope_scaling.pairs},
+                             .pairs = s->model.rope_scaling.pairs,
+                             .rotary = s->model.rotary_dim},
                     .init_std = 0.02};
   if (out->tied) {
     out->head.n_params = 1;

@@ -150,16 +150,16 @@ void tsl_rope_scaling_resolve(const tsl_rope_type *t, double v[TSL_ROPE_MAX]) {
   }
 }
 
-const char *tsl_rope_list_fault(const double *list, int n, int head_size, char *why, size_t cap, int *at) {
+const char *tsl_rope_list_fault(const double *list, int n, int turned, char *why, size_t cap, int *at) {
   *at = -1;
-  if (head_size / 2 > TSL_ROPE_PAIRS_MAX) {
-    snprintf(why, cap, "takes heads of at most %d elements (one factor per pair), not %d", 2 * TSL_ROPE_PAIRS_MAX,
-             head_size);
+  if (turned / 2 > TSL_ROPE_PAIRS_MAX) {
+    snprintf(why, cap, "takes heads that turn at most %d elements (one factor per pair), not %d",
+             2 * TSL_ROPE_PAIRS_MAX, turned);
     return why;
   }
-  if (n != head_size / 2) {
-    snprintf(why, cap, "has %d factor%s; heads of %d elements need %d, one per pair", n, n == 1 ? "" : "s", head_size,
-             head_size / 2);
+  if (n != turned / 2) {
+    snprintf(why, cap, "has %d factor%s; heads that turn %d elements need %d, one per pair", n, n == 1 ? "" : "s",
+             turned, turned / 2);
     return why;
   }
   for (int i = 0; i < n; i++) {
@@ -294,30 +294,30 @@ static void read_rope_given(tsl_cfg *r, tsl_status *st) {
   }
 }
 
-/* A type's lists from r, each required and of one factor per pair of a
-** head of head_size (0: not known, as the config's sizes are wrong); the
-** first error kept in *st. */
+/* A type's lists from r, each required and of one factor per pair of the
+** `turned` elements of each head (0: not known, as the config's sizes are
+** wrong); the first error kept in *st. */
 static void read_rope_lists(tsl_cfg *r, const tsl_rope_type *t, double lists[2][TSL_ROPE_PAIRS_MAX], int n[2],
-                            int head_size, tsl_status *st) {
+                            int turned, tsl_status *st) {
   char why[256];
   for (int l = 0; t->lists && l < 2; l++) {
     const char *key = tsl_rope_list_keys[l];
     tsl_status one = tsl_cfg_require(r, key);
     if (one >= 0) one = tsl_cfg_float_list(r, key, lists[l], TSL_ROPE_PAIRS_MAX, &n[l]);
     int at;
-    if (one >= 0 && head_size > 0 && tsl_rope_list_fault(lists[l], n[l], head_size, why, sizeof why, &at))
+    if (one >= 0 && turned > 0 && tsl_rope_list_fault(lists[l], n[l], turned, why, sizeof why, &at))
       one = at < 0 ? tsl_cfg_error(r, key, "%s", why) : tsl_cfg_item_error(r, key, at, "%s", why);
     keep(st, one);
   }
 }
 
 /* model.rope_scaling (arch: llama): absent, null or empty for plain
-** frequencies, else Llama 3's, YaRN's, linear, LongRoPE's or dynamic scaling, for
-** heads of head_size (0: not known). Its type must be given; the values
+** frequencies, else Llama 3's, YaRN's, linear, LongRoPE's or dynamic
+** scaling, for heads that turn `turned` elements (0: not known). Its type must be given; the values
 ** default to the type's (tsl_rope_llama3, ...) and are checked by
 ** tsl_rope_scaling_fault, as trainer.json's are; LongRoPE's lists must be
 ** given, one factor per pair. */
-static tsl_status read_rope_scaling(tsl_cfg *m, int head_size, tsl_model_settings *ms) {
+static tsl_status read_rope_scaling(tsl_cfg *m, int turned, tsl_model_settings *ms) {
   const char *types[N_ROPE_TYPES + 1] = {NULL};
   for (size_t i = 0; i < N_ROPE_TYPES; i++) types[i] = rope_types[i]->name;
   tsl_cfg *r;
@@ -335,7 +335,7 @@ static tsl_status read_rope_scaling(tsl_cfg *m, int head_size, tsl_model_setting
   }
   const tsl_rope_type *t = tsl_rope_type_named(types[type]);
   read_rope_values(r, t, v, ok, &st);
-  read_rope_lists(r, t, lists, n, head_size, &st);
+  read_rope_lists(r, t, lists, n, turned, &st);
   tsl_rope_scaling_resolve(t, v);
   for (int k = 0; k < t->n; k++) {
     const int against = t->against[k];
@@ -350,6 +350,26 @@ static tsl_status read_rope_scaling(tsl_cfg *m, int head_size, tsl_model_setting
 int tsl_head_dim(const tsl_model_settings *m) { return m->head_dim ? m->head_dim : m->channels / m->heads; }
 
 int tsl_head_dim_own(const tsl_model_settings *m) { return tsl_head_dim(m) * m->heads != m->channels; }
+
+int tsl_rotary_dim(const tsl_model_settings *m) { return m->rotary_dim ? m->rotary_dim : tsl_head_dim(m); }
+
+/* model.rotary_dim (a Llama's): how many elements at the start of each head
+** turn, even and at most the head size (head_size, 0 when not known); left
+** out, or the whole head, it is not recorded and *rotary_dim is 0. */
+static tsl_status read_rotary_dim(tsl_cfg *m, int64_t head_size, int *rotary_dim) {
+  int64_t rd = 0;
+  *rotary_dim = 0;
+  if (!tsl_cfg_has(m, "rotary_dim")) return TESSEL_OK;
+  tsl_status st = tsl_cfg_int(m, "rotary_dim", 2, 2, 1 << 16, &rd);
+  if (st < 0) return st;
+  if (rd % 2 != 0)
+    return tsl_cfg_error(m, "rotary_dim", "%lld: rotary positions turn pairs, so it must be even", (long long)rd);
+  if (head_size > 0 && rd > head_size)
+    return tsl_cfg_error(m, "rotary_dim", "%lld is more than the heads' %lld elements", (long long)rd,
+                         (long long)head_size);
+  *rotary_dim = rd == head_size ? 0 : (int)rd;
+  return TESSEL_OK;
+}
 
 /* The head size: channels / heads, or a Llama's own model.head_dim (Mistral
 ** Nemo's 32 heads of 128 in 5120 channels), which must be even (rotary
@@ -405,6 +425,7 @@ static tsl_status read_model(tsl_cfg *root, tsl_settings *s) {
     keep(&st, refuse_for_gpt2(m, "kv_heads", "grouped-query attention (kv_heads)"));
     keep(&st, refuse_for_gpt2(m, "rope_theta", "rotary positions (rope_theta)"));
     keep(&st, refuse_for_gpt2(m, "rope_scaling", "rotary positions (rope_scaling)"));
+    keep(&st, refuse_for_gpt2(m, "rotary_dim", "rotary positions (rotary_dim)"));
     keep(&st, refuse_for_gpt2(m, "tie_embeddings", "untied head (tie_embeddings); its head is always wte"));
     keep(&st, refuse_for_gpt2(m, "norm_eps", "configurable norm epsilon; its layer norms use 1e-5"));
     keep(&st, refuse_for_gpt2(m, "qkv_bias", "choice of attention biases (qkv_bias); its linears all have biases"));
@@ -422,7 +443,10 @@ static tsl_status read_model(tsl_cfg *root, tsl_settings *s) {
                               (long long)v[1], (long long)kv, (long long)v[1]));
     keep(&st, tsl_cfg_float(m, "rope_theta", 10000.0, 1.0, 1e12, &s->model.rope_theta));
     const int64_t head_size = s->model.head_dim ? s->model.head_dim : ok[1] && ok[2] ? v[2] / v[1] : 0;
-    keep(&st, read_rope_scaling(m, (int)head_size, &s->model));
+    tsl_status rst = read_rotary_dim(m, head_size, &s->model.rotary_dim);
+    keep(&st, rst);
+    keep(&st, read_rope_scaling(m, rst < 0 ? 0 : s->model.rotary_dim ? s->model.rotary_dim : (int)head_size,
+                                &s->model));
     keep(&st, tsl_cfg_float(m, "norm_eps", 1e-5, 1e-12, 1.0, &s->model.norm_eps));
     keep(&st, tsl_cfg_bool(m, "tie_embeddings", 0, &s->model.tie_embeddings));
     keep(&st, tsl_cfg_bool(m, "qkv_bias", 0, &s->model.qkv_bias));

@@ -37,7 +37,7 @@ typedef struct tsl_rope_scaling {
   tsl_rope_kind kind;
   double beta_fast, beta_slow; /* YaRN's */
   double attention_factor;     /* YaRN's and LongRoPE's */
-  int pairs;                   /* LongRoPE's: factors in each list, the head size / 2 */
+  int pairs;                   /* LongRoPE's: factors in each list, the turned elements / 2 (tsl_rotary_dim) */
   double short_factor[TSL_ROPE_PAIRS_MAX], long_factor[TSL_ROPE_PAIRS_MAX];
 } tsl_rope_scaling;
 
@@ -46,6 +46,7 @@ typedef struct tsl_model_settings {
   tsl_arch_kind arch;
   int layers, heads, kv_heads, channels, ffn, seq_len;
   int head_dim;          /* a Llama's own size of its query/key/value heads; 0: channels / heads (tsl_head_dim) */
+  int rotary_dim;        /* a Llama's elements turned at the start of each head (Phi-4 mini's 96 of 128); 0: all */
   int positions;         /* the longest context the model is made for (GPT-2: rows of wpe), >= seq_len */
   int vocab_size;        /* the tokenizer's vocabulary */
   double rope_theta, norm_eps;
@@ -146,6 +147,8 @@ int tsl_head_dim(const tsl_model_settings *m);
 ** config.json giving head_dim are each held to it. */
 #define TSL_ATTENTION_WIDTH_MAX (1 << 20)
 int tsl_head_dim_own(const tsl_model_settings *m);
+/* How many elements of each of m's heads rotary positions turn. */
+int tsl_rotary_dim(const tsl_model_settings *m);
 
 /* ---- the rotary scaling (model.rope_scaling), one schema per type for
 ** the config, trainer.json and everything that compares or prints a model:
@@ -189,11 +192,11 @@ const double *tsl_rope_scaling_list(const tsl_model_settings *m, int k, int *pai
 ** attention_factor from the factor (and LongRoPE's original context), as
 ** transformers derives it. */
 void tsl_rope_scaling_resolve(const tsl_rope_type *t, double v[TSL_ROPE_MAX]);
-/* NULL when a list of n factors suits heads of head_size elements (n =
-** head_size / 2 <= TSL_ROPE_PAIRS_MAX, each above 0 and at most 1e6),
+/* NULL when a list of n factors suits heads that turn `turned` elements
+** (n = turned / 2 <= TSL_ROPE_PAIRS_MAX, each above 0 and at most 1e6),
 ** else why not, written into why (which factor when one is out of range
 ** goes into *at, else -1). */
-const char *tsl_rope_list_fault(const double *list, int n, int head_size, char *why, size_t cap, int *at);
+const char *tsl_rope_list_fault(const double *list, int n, int turned, char *why, size_t cap, int *at);
 /* Whether YaRN with `factor` over an original context stated in
 ** config.json reads alike in transformers 4, which takes positions /
 ** original as the factor, and in transformers 5 and vLLM, which take

@@ -2,8 +2,10 @@
 ** kernels/cpu/rope.c — rotary position embedding, Hugging Face's
 ** rotate-half convention, in place.
 **
-** For head size hs and i < hs/2, the pair (x_i, x_{i+hs/2}) of each head at
-** position pos turns by the angle a = pos·inv_freq_i:
+** For the first r elements of each head (r = hs, or freqs.rotary: Phi-4
+** mini's 96 of 128; the others are left as they are) and i < r/2, the pair
+** (x_i, x_{i+r/2}) of each head at position pos turns by the angle
+** a = pos·inv_freq_i:
 **   x_i ← x_i·cos a − x_{i+hs/2}·sin a,  x_{i+hs/2} ← x_{i+hs/2}·cos a + x_i·sin a.
 ** The angles are computed as transformers' LlamaRotaryEmbedding does, so
 ** that long positions agree with it to the last bit of the angle:
@@ -29,11 +31,11 @@ int tsl_cpu_rope(tsl_backend *be, tsl_stream *s, void *x, int64_t batch, int64_t
       ld < heads * head_size || pos_offset < 0 || !tsl_rope_freqs_valid(freqs, head_size))
     return TESSEL_E_INTERNAL;
   if (batch == 0 || seq == 0 || heads == 0) return TESSEL_OK;
-  const int64_t half = head_size / 2;
+  const int64_t turned = tsl_rope_turned(freqs, head_size), half = turned / 2;
   float *cs = malloc((size_t)(seq * half) * 2 * sizeof(float) + (size_t)half * sizeof(float));
   if (!cs) return TESSEL_E_NOMEM;
   float *sn = cs + seq * half, *inv_freq = sn + seq * half;
-  tsl_rope_inv_freqs(freqs, head_size, pos_offset + seq, inv_freq);
+  tsl_rope_inv_freqs(freqs, turned, pos_offset + seq, inv_freq);
   const float sign = inverse ? -1.0f : 1.0f, scale = tsl_rope_attention(freqs);
 #pragma omp parallel for schedule(static) if (seq * half >= TSL_CPU_PARALLEL_MIN / 16)
   for (int64_t t = 0; t < seq; t++)
@@ -44,7 +46,7 @@ int tsl_cpu_rope(tsl_backend *be, tsl_stream *s, void *x, int64_t batch, int64_t
     }
   float *base = x;
   const int64_t rows = batch * seq;
-#pragma omp parallel for schedule(static) if (rows * heads * head_size >= TSL_CPU_PARALLEL_MIN)
+#pragma omp parallel for schedule(static) if (rows * heads * turned >= TSL_CPU_PARALLEL_MIN)
   for (int64_t r = 0; r < rows; r++) {
     const float *c = cs + (r % seq) * half, *sv = sn + (r % seq) * half;
     for (int64_t h = 0; h < heads; h++) {

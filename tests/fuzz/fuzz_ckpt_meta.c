@@ -37,7 +37,8 @@ static void check_read(const tsl_ckpt_meta *m, int64_t dir_step) {
   if (d->layers < 1 || d->heads < 1 || d->kv_heads < 1 || d->channels < 1 || d->ffn < 1 || d->seq_len < 1 ||
       d->vocab_size < 2 || (!d->head_dim && d->channels % d->heads != 0) || d->heads % d->kv_heads != 0 ||
       (d->head_dim && (d->arch != TSL_ARCH_LLAMA || d->head_dim % 2 != 0)) ||
-      ((d->qkv_bias || d->qk_norm) && d->arch != TSL_ARCH_LLAMA) ||
+      ((d->qkv_bias || d->qk_norm || d->rotary_dim) && d->arch != TSL_ARCH_LLAMA) ||
+      (d->rotary_dim && (d->rotary_dim % 2 || d->rotary_dim >= tsl_head_dim(d))) ||
       (int64_t)d->heads * tsl_head_dim(d) > TSL_ATTENTION_WIDTH_MAX)
     broken("a model a config could not make");
   double scaling[TSL_ROPE_MAX];
@@ -47,7 +48,7 @@ static void check_read(const tsl_ckpt_meta *m, int64_t dir_step) {
     if (tsl_rope_scaling_fault(t, scaling, k, why, sizeof why)) broken("a rotary scaling a config could not give");
   for (int l = 0, pairs, at; t && t->lists && l < 2; l++) {
     const double *list = tsl_rope_scaling_list(d, l, &pairs);
-    if (tsl_rope_list_fault(list, pairs, tsl_head_dim(d), why, sizeof why, &at))
+    if (tsl_rope_list_fault(list, pairs, tsl_rotary_dim(d), why, sizeof why, &at))
       broken("LongRoPE factors a config could not give");
   }
   if (m->version >= 2 && m->model_hash != tsl_ckpt_model_hash(d)) broken("a model_hash of another model");
@@ -84,7 +85,7 @@ static void check_rewrite(const tsl_ckpt_meta *m) {
       a->channels != b->channels || a->ffn != b->ffn || a->seq_len != b->seq_len || a->vocab_size != b->vocab_size ||
       a->rope_theta != b->rope_theta || a->norm_eps != b->norm_eps || a->tie_embeddings != b->tie_embeddings ||
       !tsl_rope_scaling_same(a, b) || a->qkv_bias != b->qkv_bias || a->qk_norm != b->qk_norm ||
-      tsl_head_dim(a) != tsl_head_dim(b))
+      tsl_head_dim(a) != tsl_head_dim(b) || a->rotary_dim != b->rotary_dim)
     broken("a written description reads back another model");
   for (int f = 0; f < TSL_CKPT_N_FILES; f++)
     if (back.files[f].present != m->files[f].present) broken("a written description reads back other files");

@@ -44,10 +44,12 @@ static void check_model(const tsl_model_settings *m) {
     if (tsl_rope_scaling_fault(t, v, k, why, sizeof why)) broken("config.json read into a rotary scaling out of range");
   for (int l = 0, pairs, at; t && t->lists && l < 2; l++) {
     const double *list = tsl_rope_scaling_list(m, l, &pairs);
-    if (tsl_rope_list_fault(list, pairs, tsl_head_dim(m), why, sizeof why, &at))
+    if (tsl_rope_list_fault(list, pairs, tsl_rotary_dim(m), why, sizeof why, &at))
       broken("config.json read into LongRoPE factors that do not fit the heads");
   }
-  if ((m->qkv_bias || m->qk_norm || t) && m->arch != TSL_ARCH_LLAMA)
+  if (m->rotary_dim && (m->rotary_dim % 2 || m->rotary_dim >= tsl_head_dim(m)))
+    broken("config.json read into a part of the heads rotary positions cannot turn");
+  if ((m->qkv_bias || m->qk_norm || m->rotary_dim || t) && m->arch != TSL_ARCH_LLAMA)
     broken("config.json read into a GPT-2 with a Llama's option");
 }
 
@@ -73,7 +75,8 @@ static void check_import_meta(const tsl_model_settings *m) {
   const tsl_model_settings *b = &back.model;
   if (b->arch != m->arch || b->layers != m->layers || b->heads != m->heads || b->kv_heads != m->kv_heads ||
       b->channels != m->channels || b->ffn != m->ffn || b->seq_len != m->seq_len || b->vocab_size != m->vocab_size ||
-      b->rope_theta != m->rope_theta || b->norm_eps != m->norm_eps || b->tie_embeddings != m->tie_embeddings)
+      b->rope_theta != m->rope_theta || b->norm_eps != m->norm_eps || b->tie_embeddings != m->tie_embeddings ||
+      b->rotary_dim != m->rotary_dim || !tsl_rope_scaling_same(b, m))
     broken("the imported model's trainer.json reads back another model");
   tsl_ckpt_meta_free(&back);
 }

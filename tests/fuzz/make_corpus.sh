@@ -280,6 +280,14 @@ cat >"$HERE/corpus/hf_config/phi3-longrope" <<'JSON'
  "rope_scaling": {"type": "longrope", "short_factor": [1.0, 1.1, 1.25, 1.5, 2.0, 2.5, 3.0, 3.3],
                   "long_factor": [1.0, 1.7, 2.9, 4.1, 6.0, 9.3, 12.0, 16.7]}}
 JSON
+cat >"$HERE/corpus/hf_config/phi3-partial" <<'JSON'
+{"architectures": ["Phi3ForCausalLM"], "hidden_size": 64, "intermediate_size": 128, "max_position_embeddings": 64,
+ "model_type": "phi3", "num_attention_heads": 4, "num_hidden_layers": 1, "num_key_value_heads": 2,
+ "original_max_position_embeddings": 16, "partial_rotary_factor": 0.75, "rope_theta": 10000.0,
+ "sliding_window": 262144, "tie_word_embeddings": true, "vocab_size": 256,
+ "rope_scaling": {"type": "longrope", "short_factor": [1.0, 1.1, 1.25, 1.5, 2.0, 2.5],
+                  "long_factor": [1.0, 1.7, 2.9, 4.1, 6.0, 9.3]}}
+JSON
 cat >"$HERE/corpus/hf_config/phi3" <<'JSON'
 {"architectures": ["Phi3ForCausalLM"], "attention_dropout": 0.0, "bos_token_id": 1, "embd_pdrop": 0.0,
  "eos_token_id": 32000, "hidden_act": "silu", "hidden_size": 3072, "initializer_range": 0.02,

@@ -11,18 +11,22 @@
 ** in all, checked at twice that. Positions reach 10^5 through pos_offset,
 ** where an angle formed in double instead of fp32 would differ by up to
 ** half an fp32 ulp of 10^5 rad (~0.004 rad), far outside the tolerance.
-** One case (and the gradient) turns by Llama 3's scaled frequencies.
+** One case (and the gradient) turns by Llama 3's scaled frequencies; two
+** turn only the first elements of each head (Phi-4 mini's 96 of 128), the
+** frequencies those of a head that size, the rest left as they are.
 */
 #include "kernel_test.h"
 
 typedef struct rope_case {
   int64_t B, T, heads, hs, ld, pos_offset;
   int scaled; /* Llama 3's frequencies (LLAMA3), else plain (PLAIN) */
+  int64_t rotary; /* the elements of each head turned; 0: all */
 } rope_case;
 
 static const rope_case cases[] = {
-    {2, 7, 3, 8, 24, 0, 0},  {1, 33, 4, 64, 256 + 9, 5, 0}, {3, 16, 2, 2, 4, 0, 0},
-    {1, 20, 2, 128, 256, 100000, 0}, {2, 5, 1, 16, 16, 4090, 0}, {2, 9, 3, 64, 200, 8190, 1},
+    {2, 7, 3, 8, 24, 0, 0, 0},          {1, 33, 4, 64, 256 + 9, 5, 0, 0}, {3, 16, 2, 2, 4, 0, 0, 0},
+    {1, 20, 2, 128, 256, 100000, 0, 0}, {2, 5, 1, 16, 16, 4090, 0, 0},   {2, 9, 3, 64, 200, 8190, 1, 0},
+    {2, 7, 3, 16, 48, 3, 0, 8},         {1, 9, 2, 128, 256, 1000, 1, 96},
 };
 #define THETA 10000.0f
 static const tsl_rope_freqs PLAIN = {.theta = THETA};
@@ -43,17 +47,23 @@ static void hf_frequencies(int64_t hs, int scaled, float *inv) {
 
 static int rope(float *x, const rope_case *c, int inverse) {
   tsl_backend *be = kt_backend();
-  return be->rope(be, NULL, x, c->B, c->T, c->heads, c->hs, c->ld, c->pos_offset, c->scaled ? LLAMA3 : PLAIN, inverse);
+  tsl_rope_freqs f = c->scaled ? LLAMA3 : PLAIN;
+  f.rotary = c->rotary;
+  return be->rope(be, NULL, x, c->B, c->T, c->heads, c->hs, c->ld, c->pos_offset, f, inverse);
 }
 
 /* x rotated in double (sign −1: the inverse), with the magnitudes of
 ** the two products of each result in mag */
 static void ref_rope(double *out, double *mag, const float *x, const rope_case *c, double sign) {
-  const int64_t half = c->hs / 2;
+  const int64_t turned = c->rotary ? c->rotary : c->hs, half = turned / 2;
   float inv[256];
-  hf_frequencies(c->hs, c->scaled, inv);
+  hf_frequencies(turned, c->scaled, inv);
   for (int64_t r = 0; r < c->B * c->T; r++)
-    for (int64_t h = 0; h < c->heads; h++)
+    for (int64_t h = 0; h < c->heads; h++) {
+      for (int64_t j = turned; j < c->hs; j++) { /* not turned: as it was */
+        const int64_t e = r * c->ld + h * c->hs + j;
+        out[e] = x[e], mag[e] = 0;
+      }
       for (int64_t i = 0; i < half; i++) {
         const double a = (float)(r % c->T + c->pos_offset) * inv[i];
         const double cs = cos(a), sn = sign * sin(a);
@@ -62,6 +72,7 @@ static void ref_rope(double *out, double *mag, const float *x, const rope_case *
         mag[lo] = fabs(x[lo]) * fabs(cs) + fabs(x[hi]) * fabs(sn);
         mag[hi] = fabs(x[hi]) * fabs(cs) + fabs(x[lo]) * fabs(sn);
       }
+    }
 }
 
 static int64_t count(const rope_case *c) { return c->B * c->T * c->ld; }
@@ -132,7 +143,7 @@ static void test_inverse_undoes(void) {
 ** to rounding, ~1e-12) against the kernel's inverse applied to g. */
 static void test_inverse_is_the_gradient(void) {
   uint64_t rng = 53;
-  const rope_case c = {1, 6, 2, 8, 16, 3, 1};
+  const rope_case c = {1, 6, 2, 8, 16, 3, 1, 0};
   float *x = make_input(&rng, &c), *g = kt_random(&rng, count(&c), -1, 1);
   double *fd = kt_doubles(count(&c)), *out = kt_doubles(count(&c)), *mag = kt_doubles(count(&c));
   for (int64_t e = 0; e < count(&c); e++) {
@@ -180,6 +191,12 @@ static void test_bad_shapes(void) {
   CHECK(be->rope(be, NULL, x, 1, 2, 1, 4, 4, 0, bad, 0) < 0);
   bad = LLAMA3;
   bad.high_freq_factor = bad.low_freq_factor;
+  CHECK(be->rope(be, NULL, x, 1, 2, 1, 4, 4, 0, bad, 0) < 0);
+  /* a turned part that is odd or wider than the head */
+  bad = PLAIN;
+  bad.rotary = 3;
+  CHECK(be->rope(be, NULL, x, 1, 2, 1, 4, 4, 0, bad, 0) < 0);
+  bad.rotary = 6;
   CHECK(be->rope(be, NULL, x, 1, 2, 1, 4, 4, 0, bad, 0) < 0);
   CHECK(x[0] == 7.0f && x[7] == 7.0f);
 }

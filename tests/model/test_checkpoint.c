@@ -432,7 +432,7 @@ static void test_rope_scaling_is_recorded(void) {
   cJSON_DeleteItemFromArray(cJSON_GetObjectItemCaseSensitive(scaling, "short_factor"), 1);
   char *shorter = cJSON_Print(root), *sealed = tsl_ckpt_meta_reseal(shorter);
   REQUIRE(sealed);
-  expect_parse_refused(sealed, "'model.rope_scaling.short_factor' has 1 factor; heads of 4 elements need 2");
+  expect_parse_refused(sealed, "'model.rope_scaling.short_factor' has 1 factor; heads that turn 4 elements need 2");
   free(shorter), free(sealed), free(longrope);
   cJSON_Delete(root);
 
@@ -474,19 +474,21 @@ static void test_rope_scaling_is_recorded(void) {
   }
 }
 
-/* A Llama's q, k and v biases (qkv_bias), q/k norms (qk_norm) and heads of
-** their own size (head_dim) are recorded as "qkv_bias": true, "qk_norm":
-** true and "head_dim": N and read back; model_hash tells the models apart;
-** a description saying false (a model without them writes nothing), an odd
-** head size, heads wider in all than a config allows, or any of them for
-** GPT-2 is refused. */
+/* A Llama's q, k and v biases (qkv_bias), q/k norms (qk_norm), heads of
+** their own size (head_dim) and part of each turned (rotary_dim) are
+** recorded as "qkv_bias": true, "qk_norm": true, "head_dim": N and
+** "rotary_dim": N and read back; model_hash tells the models apart; a
+** description saying false (a model without them writes nothing), an odd
+** head size or turned part, one as wide as the head, heads wider in all
+** than a config allows, or any of them for GPT-2 is refused. */
 static void test_llama_options_are_recorded(void) {
   tsl_ckpt_meta m = {.step = 1, .world_size = 1}, back;
   m.model = (tsl_model_settings){.arch = TSL_ARCH_LLAMA, .layers = 1, .heads = 2, .kv_heads = 1, .channels = 8,
                                  .ffn = 24, .seq_len = 4, .positions = 4, .vocab_size = 32, .rope_theta = 1e6,
-                                 .norm_eps = 1e-6, .qkv_bias = 1, .qk_norm = 1, .head_dim = 8};
-  tsl_model_settings without = m.model, unnormed = m.model, narrow = m.model;
-  without.qkv_bias = 0, unnormed.qk_norm = 0, narrow.head_dim = 0;
+                                 .norm_eps = 1e-6, .qkv_bias = 1, .qk_norm = 1, .head_dim = 8, .rotary_dim = 6};
+  tsl_model_settings without = m.model, unnormed = m.model, narrow = m.model, whole = m.model;
+  without.qkv_bias = 0, unnormed.qk_norm = 0, narrow.head_dim = 0, whole.rotary_dim = 0;
+  CHECK(tsl_ckpt_model_hash(&whole) != tsl_ckpt_model_hash(&m.model));
   CHECK(tsl_ckpt_model_hash(&without) != tsl_ckpt_model_hash(&m.model));
   CHECK(tsl_ckpt_model_hash(&unnormed) != tsl_ckpt_model_hash(&m.model));
   CHECK(tsl_ckpt_model_hash(&unnormed) != tsl_ckpt_model_hash(&without));
@@ -495,13 +497,17 @@ static void test_llama_options_are_recorded(void) {
   CHECK_STR_CONTAINS(text, "\"qkv_bias\":\ttrue");
   CHECK_STR_CONTAINS(text, "\"qk_norm\":\ttrue");
   CHECK_STR_CONTAINS(text, "\"head_dim\":\t8");
+  CHECK_STR_CONTAINS(text, "\"rotary_dim\":\t6");
   CHECK(back.model.qkv_bias == 1 && back.model.qk_norm == 1 && tsl_head_dim(&back.model) == 8);
+  CHECK(back.model.rotary_dim == 6 && tsl_rotary_dim(&back.model) == 6);
   tsl_ckpt_meta_free(&back);
   static const char *const edits[][3] = {
       {"\"qkv_bias\":\ttrue", "\"qkv_bias\":\tfalse", "'model.qkv_bias' must be true (a Llama's) or absent"},
       {"\"qk_norm\":\ttrue", "\"qk_norm\":\t1", "'model.qk_norm' must be true (a Llama's) or absent"},
       {"\"arch\":\t\"llama\"", "\"arch\":\t\"gpt2\"", "'model.qkv_bias' must be true (a Llama's) or absent"},
       {"\"head_dim\":\t8", "\"head_dim\":\t7", "'model.head_dim' must be even, a Llama's"},
+      {"\"rotary_dim\":\t6", "\"rotary_dim\":\t5", "'model.rotary_dim' must be even, a Llama's"},
+      {"\"rotary_dim\":\t6", "\"rotary_dim\":\t8", "and less than the heads' 8 elements"},
       /* 2^18 heads of 8: attention wider than a config's channels may be (it was read) */
       {"\"heads\":\t2", "\"heads\":\t262144", "'model.head_dim' must be even, a Llama's, and times model.heads at "
                                               "most 1048576"}};

@@ -116,6 +116,17 @@ static char *hf_dir(const char *name, tessel_dtype dtype, const char *edit, cons
   return hf_dir_from(FIXTURE, name, dtype, edit, skip, extra);
 }
 
+/* The model tessel reads from a copy of `fixture` (NULL: FIXTURE) whose
+** config.json `edit` changes. */
+static tsl_model_settings model_edited(const char *fixture, const char *name, const char *edit) {
+  tsl_weights *w;
+  REQUIRE(tsl_weights_open(hf_dir_from(fixture ? fixture : FIXTURE, name, TESSEL_F32, edit, NULL, NULL), 0, &w) ==
+          TESSEL_OK);
+  const tsl_model_settings m = *tsl_weights_model(w);
+  tsl_weights_close(w);
+  return m;
+}
+
 /* DIR (from hf_dir) with a tokenizer.json, and the vocabulary grown to
 ** `vocab` rows when larger than the fixture's 96 (the new rows zero). */
 static void add_tokenizer(const char *dir, const char *tokenizer, int vocab) {
@@ -419,22 +430,16 @@ static void test_factor_scalings(void) {
   for (size_t i = 0; i < TSL_ARRAY_LEN(forms); i++) {
     char name[32];
     snprintf(name, sizeof name, "linear-%zu", i);
-    tsl_weights *w;
-    REQUIRE(tsl_weights_open(hf_dir(name, TESSEL_F32, forms[i], NULL, NULL), 0, &w) == TESSEL_OK);
-    const tsl_rope_scaling *r = &tsl_weights_model(w)->rope_scaling;
-    CHECK(r->kind == TSL_ROPE_LINEAR && r->factor == 4.0);
-    tsl_weights_close(w);
+    const tsl_rope_scaling r = model_edited(NULL, name, forms[i]).rope_scaling;
+    CHECK(r.kind == TSL_ROPE_LINEAR && r.factor == 4.0);
   }
   refused(hf_dir("linear-no-factor", TESSEL_F32, "{\"rope_scaling\": {\"rope_type\": \"linear\"},", NULL, NULL),
           TESSEL_E_IO, "rope type linear needs the number 'factor'");
   refused(hf_dir("linear-shrink", TESSEL_F32, "{\"rope_scaling\": {\"rope_type\": \"linear\", \"factor\": 0.5},",
                  NULL, NULL), TESSEL_E_UNSUPPORTED, "'factor' must be from 1 to 1e6");
-  tsl_weights *w;
-  REQUIRE(tsl_weights_open(hf_dir("dynamic", TESSEL_F32, "{\"rope_scaling\": {\"type\": \"dynamic\", \"factor\": 2.0},",
-                                  NULL, NULL), 0, &w) == TESSEL_OK);
-  const tsl_rope_scaling *r = &tsl_weights_model(w)->rope_scaling;
-  CHECK(r->kind == TSL_ROPE_DYNAMIC && r->factor == 2.0);
-  tsl_weights_close(w);
+  const tsl_rope_scaling r =
+      model_edited(NULL, "dynamic", "{\"rope_scaling\": {\"type\": \"dynamic\", \"factor\": 2.0},").rope_scaling;
+  CHECK(r.kind == TSL_ROPE_DYNAMIC && r.factor == 2.0);
   refused(hf_dir("dynamic-no-factor", TESSEL_F32, "{\"rope_scaling\": {\"rope_type\": \"dynamic\"},", NULL, NULL),
           TESSEL_E_IO, "rope type dynamic needs the number 'factor'");
 }
@@ -453,13 +458,10 @@ static void test_mistral_window(void) {
   for (size_t i = 0; i < TSL_ARRAY_LEN(cases); i++) {
     char name[32];
     snprintf(name, sizeof name, "mistral-%zu", i);
-    tsl_weights *w;
-    REQUIRE(tsl_weights_open(hf_dir(name, TESSEL_F32, cases[i].edit, NULL, NULL), 0, &w) == TESSEL_OK);
-    const tsl_model_settings *m = tsl_weights_model(w);
-    CHECK(m->arch == TSL_ARCH_LLAMA);
-    CHECK_EQ_INT(m->positions, cases[i].positions);
-    CHECK_EQ_INT(m->seq_len, cases[i].positions);
-    tsl_weights_close(w);
+    const tsl_model_settings m = model_edited(NULL, name, cases[i].edit);
+    CHECK(m.arch == TSL_ARCH_LLAMA);
+    CHECK_EQ_INT(m.positions, cases[i].positions);
+    CHECK_EQ_INT(m.seq_len, cases[i].positions);
   }
   refused(hf_dir("mistral-no-window", TESSEL_F32, "{\"model_type\": \"mistral\", \"sliding_window\": 0,", NULL, NULL),
           TESSEL_E_UNSUPPORTED, "'sliding_window' is 0");
@@ -669,33 +671,25 @@ static void test_longrope_scaling(void) {
     snprintf(edit, sizeof edit, "{\"original_max_position_embeddings\": 16, \"sliding_window\": null, "
              "\"rope_scaling\": {\"type\": \"%s\", " SHORT8 ", " LONG8 "},", types[i]);
     snprintf(name, sizeof name, "longrope-%zu", i);
-    tsl_weights *w;
-    REQUIRE(tsl_weights_open(hf_dir_from(phi3, name, TESSEL_F32, edit, NULL, NULL), 0, &w) == TESSEL_OK);
-    const tsl_rope_scaling *r = &tsl_weights_model(w)->rope_scaling;
+    const tsl_model_settings m = model_edited(phi3, name, edit);
+    const tsl_rope_scaling *r = &m.rope_scaling;
     CHECK(r->kind == TSL_ROPE_LONGROPE && r->factor == 4 && r->original_positions == 16 && r->pairs == 8);
     CHECK(r->attention_factor == sqrt(1.0 + log(4.0) / log(16.0)));
     CHECK(r->short_factor[1] == 1.5 && r->long_factor[7] == 128);
-    tsl_weights_close(w);
   }
   /* Phi3Config's default original context (null: absent): 4096 positions over 4096 */
-  tsl_weights *w;
-  REQUIRE(tsl_weights_open(hf_dir_from(phi3, "longrope-default", TESSEL_F32, "{\"max_position_embeddings\": 4096, "
-                                       "\"original_max_position_embeddings\": null, "
-                                       "\"rope_scaling\": {\"type\": \"longrope\", " SHORT8 ", " LONG8 "},",
-                                       NULL, NULL), 0, &w) == TESSEL_OK);
-  const tsl_rope_scaling *r = &tsl_weights_model(w)->rope_scaling;
-  CHECK(r->original_positions == 4096 && r->factor == 1 && r->attention_factor == 1);
-  tsl_weights_close(w);
+  tsl_rope_scaling r = model_edited(phi3, "longrope-default", "{\"max_position_embeddings\": 4096, "
+                                    "\"original_max_position_embeddings\": null, \"rope_scaling\": {\"type\": "
+                                    "\"longrope\", " SHORT8 ", " LONG8 "},").rope_scaling;
+  CHECK(r.original_positions == 4096 && r.factor == 1 && r.attention_factor == 1);
   /* a LlamaConfig: the factor and attention factor as given */
-  REQUIRE(tsl_weights_open(hf_dir("longrope-llama", TESSEL_F32, "{\"original_max_position_embeddings\": 16, "
-                                  "\"rope_scaling\": {\"rope_type\": \"longrope\", \"factor\": 8.0, "
-                                  "\"attention_factor\": 1.5, " SHORT8 ", " LONG8 "},", NULL, NULL), 0, &w) == TESSEL_OK);
-  r = &tsl_weights_model(w)->rope_scaling;
-  CHECK(r->factor == 8 && r->attention_factor == 1.5 && r->original_positions == 16);
-  tsl_weights_close(w);
+  r = model_edited(NULL, "longrope-llama", "{\"original_max_position_embeddings\": 16, \"rope_scaling\": "
+                   "{\"rope_type\": \"longrope\", \"factor\": 8.0, \"attention_factor\": 1.5, " SHORT8 ", " LONG8
+                   "},").rope_scaling;
+  CHECK(r.factor == 8 && r.attention_factor == 1.5 && r.original_positions == 16);
   refused(hf_dir("longrope-short", TESSEL_F32, "{\"rope_scaling\": {\"rope_type\": \"longrope\", "
                  "\"short_factor\": [1, 1, 1, 1, 1, 1, 1], " LONG8 "},", NULL, NULL), TESSEL_E_UNSUPPORTED,
-          "'short_factor' has 7 factors; heads of 16 elements need 8, one per pair");
+          "'short_factor' has 7 factors; heads that turn 16 elements need 8, one per pair");
   refused(hf_dir("longrope-zero", TESSEL_F32, "{\"rope_scaling\": {\"rope_type\": \"longrope\", " SHORT8 ", "
                  "\"long_factor\": [1, 2, 0, 8, 16, 32, 64, 128]},", NULL, NULL), TESSEL_E_UNSUPPORTED,
           "'long_factor' must each be above 0");
@@ -715,6 +709,38 @@ static void test_longrope_scaling(void) {
           TESSEL_E_UNSUPPORTED, "'factor' 8 is not max_position_embeddings / original_max_position_embeddings = 4");
 }
 
+/* Phi3Config's partial_rotary_factor (Phi-4 mini's 0.75): the first
+** int(head_dim · factor) elements of each head turn (heads of 16 here),
+** by the top-level factor, or rope_parameters' (transformers 5's alone,
+** which puts its own over the top-level one); refused when that is odd,
+** when rope_scaling gives another factor than the top level (transformers
+** 4 reads the one, 5 the other), and, as before, in any other class (whose
+** attention turns whole heads). */
+static void test_partial_rotary(void) {
+  static const char *const phi3 = "tests/fixtures/phi3_tiny";
+  static const struct {
+    const char *edit;
+    int rotary_dim;
+  } cases[] = {{"{\"partial_rotary_factor\": 0.5,", 8},
+               {"{\"partial_rotary_factor\": 0.75,", 12},
+               {"{\"partial_rotary_factor\": 0.3,", 4}, /* int(4.8) */
+               {"{\"partial_rotary_factor\": 1.0,", 0},
+               {"{\"rope_parameters\": {\"rope_type\": \"default\", \"partial_rotary_factor\": 0.5},", 8}};
+  for (size_t i = 0; i < TSL_ARRAY_LEN(cases); i++) {
+    char name[32];
+    snprintf(name, sizeof name, "partial-%zu", i);
+    CHECK_EQ_INT(model_edited(phi3, name, cases[i].edit).rotary_dim, cases[i].rotary_dim);
+  }
+  refused(hf_dir_from(phi3, "partial-odd", TESSEL_F32, "{\"partial_rotary_factor\": 0.2,", NULL, NULL),
+          TESSEL_E_UNSUPPORTED, "'partial_rotary_factor' 0.2 turns 3 of the heads' 16 elements");
+  refused(hf_dir_from(phi3, "partial-two", TESSEL_F32, "{\"partial_rotary_factor\": 0.5, \"rope_scaling\": "
+                      "{\"type\": \"longrope\", \"partial_rotary_factor\": 0.75, \"short_factor\": [1, 1, 1, 1], "
+                      "\"long_factor\": [1, 1, 1, 1]},", NULL, NULL),
+          TESSEL_E_UNSUPPORTED, "'partial_rotary_factor' is 0.75 in rope_scaling but 0.5 at the top level");
+  refused(hf_dir("partial-llama", TESSEL_F32, "{\"partial_rotary_factor\": 0.5,", NULL, NULL), TESSEL_E_UNSUPPORTED,
+          "'partial_rotary_factor' is 0.5; tessel's rotary positions turn the whole head (1) but Phi-3's");
+}
+
 int main(void) {
   scratch_init("test_import");
   RUN(test_bf16_imports_as_its_values);
@@ -732,6 +758,7 @@ int main(void) {
   RUN(test_factor_scalings);
   RUN(test_phi3_refusals);
   RUN(test_longrope_scaling);
+  RUN(test_partial_rotary);
   scratch_cleanup();
   return HARNESS_EXIT();
 }

@@ -286,6 +286,13 @@ tsl_status tsl_export_hf(const char *ckpt_dir, const char *out_path, int *wrote_
                    c.arch.rope_scaling.original_positions * c.arch.rope_scaling.factor);
     goto fail;
   }
+  if (c.arch.rotary_dim) {
+    st = tsl_error(TESSEL_E_CONFIG, "%s: rotary positions turn %d of each head's %d elements (model.rotary_dim, "
+                   "Phi-4 mini's partial_rotary_factor), which LlamaForCausalLM, the class tessel export writes, "
+                   "cannot say: Phi3ForCausalLM can, with its fused tensors, which tessel does not write",
+                   ckpt_dir, c.arch.rotary_dim, tsl_head_dim(&c.arch));
+    goto fail;
+  }
   if (c.arch.qkv_bias && c.arch.qk_norm) {
     /* Qwen3's attention_bias would add one to o_proj too */
     st = tsl_error(TESSEL_E_CONFIG, "%s: a Llama with both q/k/v biases (qkv_bias) and q/k norms (qk_norm) has no "
