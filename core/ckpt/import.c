@@ -35,31 +35,38 @@ void tsl_weights_token_ids(const tsl_weights *w, int warn, tsl_token_ids *ids) {
   if (w->hf) tsl_hf_token_ids(w->dir, w->model.vocab_size, warn, ids);
 }
 
-/* Where a tessel tensor's rows are in files that fuse them (Phi-3's): q,
-** k and v stacked in that order in self_attn.qkv_proj, gate and up in
-** mlp.gate_up_proj. 1 with the fused tensor's name (cap bytes), the first
-** row and the fused tensor's rows; 0 for a tensor stored as itself. */
-static int fused_rows(const tsl_weights *w, const char *name, char *fused, size_t cap, int64_t *row0,
-                      int64_t *rows) {
+int tsl_phi3_fused_part(const char *name, char *fused, size_t cap, int *part, int *parts) {
   int layer, end = 0;
-  char part[8];
-  if (!w->fused) return 0;
-  const int64_t q = (int64_t)w->model.heads * tsl_head_dim(&w->model);
-  const int64_t kv = (int64_t)w->model.kv_heads * tsl_head_dim(&w->model), ffn = w->model.ffn;
-  if (sscanf(name, "model.layers.%d.self_attn.%1[qkv]_proj.weight%n", &layer, part, &end) == 2 && !name[end]) {
-    *row0 = part[0] == 'q' ? 0 : part[0] == 'k' ? q : q + kv;
-    *rows = q + 2 * kv;
+  char which[8];
+  if (sscanf(name, "model.layers.%d.self_attn.%1[qkv]_proj.weight%n", &layer, which, &end) == 2 && !name[end]) {
+    *part = which[0] == 'q' ? 0 : which[0] == 'k' ? 1 : 2;
+    *parts = 3;
     snprintf(fused, cap, "model.layers.%d.self_attn.qkv_proj.weight", layer);
     return 1;
   }
-  if (sscanf(name, "model.layers.%d.mlp.%4[gateup]_proj.weight%n", &layer, part, &end) == 2 && !name[end] &&
-      (strcmp(part, "gate") == 0 || strcmp(part, "up") == 0)) {
-    *row0 = part[0] == 'g' ? 0 : ffn;
-    *rows = 2 * ffn;
+  if (sscanf(name, "model.layers.%d.mlp.%4[gateup]_proj.weight%n", &layer, which, &end) == 2 && !name[end] &&
+      (strcmp(which, "gate") == 0 || strcmp(which, "up") == 0)) {
+    *part = which[0] == 'g' ? 0 : 1;
+    *parts = 2;
     snprintf(fused, cap, "model.layers.%d.mlp.gate_up_proj.weight", layer);
     return 1;
   }
   return 0;
+}
+
+/* Where a tessel tensor's rows are in files that fuse them (Phi-3's,
+** tsl_phi3_fused_part). 1 with the fused tensor's name (cap bytes), the
+** first row and the fused tensor's rows; 0 for a tensor stored as itself. */
+static int fused_rows(const tsl_weights *w, const char *name, char *fused, size_t cap, int64_t *row0,
+                      int64_t *rows) {
+  int part, parts;
+  if (!w->fused || !tsl_phi3_fused_part(name, fused, cap, &part, &parts)) return 0;
+  const int64_t q = (int64_t)w->model.heads * tsl_head_dim(&w->model);
+  const int64_t kv = (int64_t)w->model.kv_heads * tsl_head_dim(&w->model), ffn = w->model.ffn;
+  const int64_t attn_rows[] = {0, q, q + kv}, mlp_rows[] = {0, ffn};
+  *row0 = parts == 3 ? attn_rows[part] : mlp_rows[part];
+  *rows = parts == 3 ? q + 2 * kv : 2 * ffn;
+  return 1;
 }
 
 /* Whether a file's tensor is a fused one some tessel tensor's rows are in. */

@@ -52,6 +52,13 @@ void tsl_weights_token_ids(const tsl_weights *w, int warn, tsl_token_ids *ids);
 ** fewer rows than the weights (a shorter seq_len): the first ones are read. */
 tsl_status tsl_weights_file_tensor(const tsl_weights *w, const tsl_param *p, float *file);
 
+/* Phi3ForCausalLM's fused tensors: for the name of a tessel tensor that
+** Phi-3's files keep in a fused one (q, k and v in self_attn.qkv_proj,
+** gate and up in mlp.gate_up_proj, stacked by rows in that order), 1 with
+** the fused tensor's name (cap bytes), the part's place there (0, 1, 2) and
+** how many parts it has; else 0. */
+int tsl_phi3_fused_part(const char *name, char *fused, size_t cap, int *part, int *parts);
+
 /* `tessel import`: write the Hugging Face directory hf_dir as the new
 ** checkpoint directory out_dir ("out/" is "out"), making its parents,
 ** never replacing an existing one. When it fails nothing is left: neither

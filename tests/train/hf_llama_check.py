@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """The transformers half of hf_llama_export.sh: load tessel's Llama export.
 
-Usage: hf_llama_check.py EXPORT_DIR PROMPT GREEDY_FILE plain|scaled|yarn|linear|longrope|dynamic|qwen2|qwen3|
-                          sentencepiece [PENALTY]
+Usage: hf_llama_check.py EXPORT_DIR PROMPT GREEDY_FILE plain|scaled|yarn|linear|longrope|dynamic|partial|qwen2|
+                          qwen3|sentencepiece [PENALTY]
   - AutoModelForCausalLM.from_pretrained(EXPORT_DIR) loads a LlamaForCausalLM
     (qwen2: a Qwen2ForCausalLM, q, k and v with biases; qwen3: a
-    Qwen3ForCausalLM, q and k normed per head) with every tensor, no
+    Qwen3ForCausalLM, q and k normed per head; partial: a Phi3ForCausalLM
+    turning half of each head, partial_rotary_factor 0.5, under LongRoPE's
+    lists of 4) with every tensor, no
     key missing, unexpected or of another shape, and the config's grouped-query
     attention (4 query heads on 2 key/value heads) and rotary scaling (none,
     Llama 3's: rope_type llama3, factor 4, original context 16, or YaRN's:
@@ -41,7 +43,8 @@ def main():
     penalty = float(sys.argv[5]) if len(sys.argv) > 5 else 1.0
     penalize = RepetitionPenaltyLogitsProcessor(penalty)
     model, info = AutoModelForCausalLM.from_pretrained(export, output_loading_info=True)
-    want_class = {"qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM"}.get(variant, "LlamaForCausalLM")
+    want_class = {"qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM",
+                  "partial": "Phi3ForCausalLM"}.get(variant, "LlamaForCausalLM")
     assert type(model).__name__ == want_class, type(model).__name__
     model.eval()
     problems = {k: v for k, v in info.items() if v}
@@ -56,6 +59,7 @@ def main():
                  "beta_slow": 0.5, "attention_factor": 0.1 * math.log(4) + 1},
         "linear": {"rope_type": "linear", "factor": 4},
         "dynamic": {"rope_type": "dynamic", "factor": 4},
+        "partial": {"type": "longrope", "short_factor": [1, 1.1, 1.25, 1.5], "long_factor": [1, 1.7, 2.9, 4.1]},
         "longrope": {"rope_type": "longrope", "factor": 4, "original_max_position_embeddings": 16,
                      "attention_factor": math.sqrt(1 + math.log(4) / math.log(16)),
                      "short_factor": [1, 1.1, 1.25, 1.5, 2, 2.5, 3, 3.3],
@@ -75,7 +79,9 @@ def main():
         text = bytes
     prompt_ids = len(ids)
     gap = float("inf")
-    cached = variant == "longrope"
+    if variant == "partial":
+        assert cfg.partial_rotary_factor == 0.5, cfg.partial_rotary_factor
+    cached = variant in ("longrope", "partial")
     if cached:
         assert cfg.original_max_position_embeddings == 16, cfg.original_max_position_embeddings
     past, fed = None, 0

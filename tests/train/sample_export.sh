@@ -1,6 +1,17 @@
 # `tessel sample` and `tessel export` on a trained checkpoint, and their errors.
 . "$(dirname "$0")/common.sh" "$1" "$2" "$3" sample
 
+# refused_export CKPT DIR TEXT WHAT: `tessel export` refuses CKPT into DIR
+# with exit 2, saying TEXT, and leaves no DIR behind
+refused_export() {
+  set +e
+  "$TESSEL" export "$1" -o "$2/model.safetensors" >/dev/null 2>"$WORK/err"
+  local rc=$?
+  set -e
+  [ $rc -eq 2 ] && grep -q "$3" "$WORK/err" || fail "$4: exit $rc, $(cat "$WORK/err")"
+  [ ! -e "$2" ] || fail "the refused export left a directory behind"
+}
+
 "$TESSEL" run "$WORK/tiny.yaml" --set log.dir="$WORK/run" >/dev/null 2>&1 || fail "training failed"
 CK="$WORK/run/checkpoints/step_00000012"
 a=$("$TESSEL" sample "$CK" --prompt "int " --tokens 40 --temperature 0)
@@ -110,12 +121,7 @@ for bias in false true; do
 done
 "$TESSEL" export "$WORK/q3-false/checkpoints" -o "$WORK/q3hf/model.safetensors" >/dev/null || fail "Qwen3 export failed"
 grep -q '"model_type":[[:space:]]*"qwen3"' "$WORK/q3hf/config.json" || fail "config.json: $(cat "$WORK/q3hf/config.json")"
-set +e
-"$TESSEL" export "$WORK/q3-true/checkpoints" -o "$WORK/q3bias/model.safetensors" >/dev/null 2>"$WORK/err"
-rc=$?
-set -e
-[ $rc -eq 2 ] && grep -q "has no transformers class" "$WORK/err" || fail "q/k norms and biases: exit $rc, $(cat "$WORK/err")"
-[ -e "$WORK/q3bias" ] && fail "the refused export left a directory behind"
+refused_export "$WORK/q3-true/checkpoints" "$WORK/q3bias" "has no transformers class" "q/k norms and biases"
 # YaRN over an original context of 4 in a model of 16 positions: factor 4
 # says so for every transformers, factor 2 only for transformers 5
 # (transformers 4 takes 16 / 4 as the factor): refused, nothing written
@@ -125,12 +131,25 @@ done
 "$TESSEL" export "$WORK/yarn-4/checkpoints" -o "$WORK/yarn4hf/model.safetensors" >/dev/null || fail "YaRN export failed"
 grep -q '"original_max_position_embeddings":[[:space:]]*4' "$WORK/yarn4hf/config.json" ||
   fail "config.json: $(cat "$WORK/yarn4hf/config.json")"
-set +e
-"$TESSEL" export "$WORK/yarn-2/checkpoints" -o "$WORK/yarn2hf/model.safetensors" >/dev/null 2>"$WORK/err"
-rc=$?
-set -e
-[ $rc -eq 2 ] && grep -q "has no config.json that every transformers reads alike" "$WORK/err" ||
-  fail "YaRN of two readings: exit $rc, $(cat "$WORK/err")"
-[ -e "$WORK/yarn2hf" ] && fail "the refused export left a directory behind"
+refused_export "$WORK/yarn-2/checkpoints" "$WORK/yarn2hf" "has no config.json that every transformers reads alike" \
+  "YaRN of two readings"
+# rotary positions over 8 of each head's 16 elements: a Phi3ForCausalLM
+# (partial_rotary_factor 0.5, q|k|v and gate|up fused), unless the model
+# has what Phi3Config cannot say (Llama 3's scaling): refused, nothing written
+for scaling in null "{type: llama3, original_positions: 4}"; do
+  name=partial-$([ "$scaling" = null ] && echo plain || echo llama3)
+  "$TESSEL" run "$WORK/tiny.yaml" --set train.steps=1 --set model.arch=llama --set model.rotary_dim=8 \
+    --set "model.rope_scaling=$scaling" --set log.dir="$WORK/$name" >"$WORK/partial.log" 2>&1 ||
+    { cat "$WORK/partial.log" >&2; fail "the run failed"; }
+done
+"$TESSEL" export "$WORK/partial-plain/checkpoints" -o "$WORK/phi3hf/model.safetensors" >/dev/null ||
+  fail "Phi-3 export failed"
+grep -q '"model_type":[[:space:]]*"phi3"' "$WORK/phi3hf/config.json" &&
+  grep -q '"partial_rotary_factor":[[:space:]]*0.5' "$WORK/phi3hf/config.json" ||
+  fail "config.json: $(cat "$WORK/phi3hf/config.json")"
+head -c 4096 "$WORK/phi3hf/model.safetensors" | grep -q 'model.layers.0.self_attn.qkv_proj.weight' ||
+  fail "no fused qkv_proj in the Phi-3 export"
+refused_export "$WORK/partial-llama3/checkpoints" "$WORK/phi3llama3" \
+  "only Phi3ForCausalLM can say, and Phi3ForCausalLM scales" "Llama 3's scaling over part of the heads"
 rm -rf "$WORK"
 echo "ok: sample is reproducible, export writes the model and config (no stale tokenizer), damaged checkpoints are refused"

@@ -3,6 +3,7 @@
 
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 #include <unistd.h>
 
 #include "ckpt/checkpoint.h"
+#include "ckpt/import.h"
 #include "common/atomic_file.h"
 #include "common/log.h"
 #include "common/util.h"
@@ -74,6 +76,57 @@ static void add_rope_scaling(cJSON *root, const tsl_model_settings *m) {
   }
 }
 
+/* A model that turns part of each head is a Phi3ForCausalLM, the one class
+** that can say so (partial_rotary_factor). NULL when m is one, else why
+** not (written into why): Phi3Config has no biases, q/k norms or heads of
+** their own size, scales by LongRoPE alone and takes only its two lists,
+** deriving the attention factor from the contexts, and its factor must
+** give back m's turned elements as int(head size · factor). */
+static const char *phi3_fault(const tsl_model_settings *m, char *why, size_t cap) {
+  const int hd = tsl_head_dim(m);
+  const double partial = (double)m->rotary_dim / hd;
+  const tsl_rope_scaling *r = &m->rope_scaling;
+  const int longrope = r->factor > 0 && r->kind == TSL_ROPE_LONGROPE;
+  const double ratio = (double)m->positions / r->original_positions;
+  if (m->qkv_bias || m->qk_norm || tsl_head_dim_own(m))
+    snprintf(why, cap, "Phi3ForCausalLM has no q/k/v biases, q/k norms or heads of their own size");
+  else if (r->factor > 0 && !longrope)
+    snprintf(why, cap, "Phi3ForCausalLM scales its rotary frequencies by LongRoPE alone");
+  else if (longrope && r->attention_factor != (ratio <= 1.0 ? 1.0 : sqrt(1.0 + log(ratio) / log(r->original_positions))))
+    snprintf(why, cap, "Phi3Config derives LongRoPE's attention factor from max_position_embeddings %d over "
+             "original_max_position_embeddings %d and takes no other, not %.17g", m->positions, r->original_positions,
+             r->attention_factor);
+  else if ((int)(hd * partial) != m->rotary_dim)
+    snprintf(why, cap, "no partial_rotary_factor gives back %d of %d elements", m->rotary_dim, hd);
+  else
+    return NULL;
+  return why;
+}
+
+/* config.json for Phi3ForCausalLM (m turns part of each head, phi3_fault
+** NULL): Phi3Config's keys, LongRoPE's lists alone in its rope_scaling, and
+** no padding id (Phi3Config's default, 32000, is a row of Phi-3's
+** vocabulary, not of every model's). */
+static void phi3_config(cJSON *root, const tsl_model_settings *m) {
+  const tsl_rope_scaling *r = &m->rope_scaling;
+  cJSON_AddNullToObject(root, "pad_token_id");
+  cJSON_AddNumberToObject(root, "original_max_position_embeddings",
+                          r->factor > 0 ? r->original_positions : m->positions);
+  add_float(root, "partial_rotary_factor", (double)m->rotary_dim / tsl_head_dim(m));
+  cJSON_AddNullToObject(root, "sliding_window");
+  if (!(r->factor > 0)) {
+    cJSON_AddNullToObject(root, "rope_scaling");
+    return;
+  }
+  cJSON *s = cJSON_AddObjectToObject(root, "rope_scaling");
+  cJSON_AddStringToObject(s, "type", "longrope");
+  for (int l = 0; l < 2; l++) {
+    int pairs;
+    const double *list = tsl_rope_scaling_list(m, l, &pairs);
+    cJSON_AddItemToObject(s, tsl_rope_list_keys[l], cJSON_CreateDoubleArray(list, pairs));
+  }
+}
+
 /* config.json for transformers: GPT2LMHeadModel, LlamaForCausalLM,
 ** Qwen2ForCausalLM for a Llama with biases on q, k and v (qkv_bias), which
 ** Qwen2 has and LlamaConfig's attention_bias cannot say (it adds one to
@@ -82,9 +135,13 @@ static void add_rope_scaling(cJSON *root, const tsl_model_settings *m) {
 static cJSON *hf_config(const tsl_model_settings *m) {
   cJSON *root = cJSON_CreateObject(), *arch = cJSON_AddArrayToObject(root, "architectures");
   if (m->arch == TSL_ARCH_LLAMA) {
-    const char *cls = m->qk_norm ? "Qwen3ForCausalLM" : m->qkv_bias ? "Qwen2ForCausalLM" : "LlamaForCausalLM";
+    const char *cls = m->rotary_dim ? "Phi3ForCausalLM"
+                      : m->qk_norm  ? "Qwen3ForCausalLM"
+                      : m->qkv_bias ? "Qwen2ForCausalLM"
+                                    : "LlamaForCausalLM";
+    const char *type = m->rotary_dim ? "phi3" : m->qk_norm ? "qwen3" : m->qkv_bias ? "qwen2" : "llama";
     cJSON_AddItemToArray(arch, cJSON_CreateString(cls));
-    cJSON_AddStringToObject(root, "model_type", m->qk_norm ? "qwen3" : m->qkv_bias ? "qwen2" : "llama");
+    cJSON_AddStringToObject(root, "model_type", type);
     cJSON_AddNumberToObject(root, "num_hidden_layers", m->layers);
     cJSON_AddNumberToObject(root, "num_attention_heads", m->heads);
     cJSON_AddNumberToObject(root, "num_key_value_heads", m->kv_heads);
@@ -93,7 +150,8 @@ static cJSON *hf_config(const tsl_model_settings *m) {
     cJSON_AddNumberToObject(root, "intermediate_size", m->ffn);
     cJSON_AddNumberToObject(root, "max_position_embeddings", m->positions);
     cJSON_AddNumberToObject(root, "rope_theta", m->rope_theta);
-    add_rope_scaling(root, m);
+    if (m->rotary_dim) phi3_config(root, m);
+    else add_rope_scaling(root, m);
     cJSON_AddNumberToObject(root, "rms_norm_eps", m->norm_eps);
     cJSON_AddStringToObject(root, "hidden_act", "silu");
     if (m->qkv_bias || m->qk_norm) cJSON_AddBoolToObject(root, "use_sliding_window", 0);
@@ -266,13 +324,76 @@ static tsl_status remove_stale_files(const char *dir, int has_tokenizer) {
   return st;
 }
 
+/* The exported file's tensors: descs[k], named names[k], holds the rows of
+** the checkpoint tensors src[k][0 .. parts[k]) stacked in order (Phi-3's
+** fused q|k|v and gate|up); every other tensor is one of its own, under
+** its Hugging Face name. */
+typedef struct export_plan {
+  tsl_st_desc *descs;
+  char (*names)[128];
+  int (*src)[3];
+  int *parts;
+  int n;
+} export_plan;
+
+static void plan_free(export_plan *p) {
+  free(p->descs), free(p->names), free(p->src), free(p->parts);
+  memset(p, 0, sizeof *p);
+}
+
+/* The parts of the fused tensor `fused` among the checkpoint's tensors, in
+** row order, into src; 1 when every one of its `parts` is there. */
+static int find_parts(const tsl_st_file *f, const char *fused, int parts, int src[3]) {
+  char other[128];
+  int part, n;
+  for (int p = 0; p < parts; p++) src[p] = -1;
+  for (int j = 0; j < tsl_st_count(f); j++)
+    if (tsl_phi3_fused_part(tsl_st_desc_at(f, j)->name, other, sizeof other, &part, &n) && !strcmp(other, fused))
+      src[part] = j;
+  for (int p = 0; p < parts; p++)
+    if (src[p] < 0) return 0;
+  return 1;
+}
+
+static tsl_status plan_tensors(const tsl_ckpt *c, int phi3, export_plan *p) {
+  const int n = tsl_st_count(c->model);
+  p->descs = calloc((size_t)n, sizeof *p->descs);
+  p->names = calloc((size_t)n, sizeof *p->names);
+  p->src = calloc((size_t)n, sizeof *p->src);
+  p->parts = calloc((size_t)n, sizeof *p->parts);
+  if (!p->descs || !p->names || !p->src || !p->parts) return tsl_error(TESSEL_E_NOMEM, "out of host memory exporting");
+  for (int i = 0; i < n; i++) {
+    const tsl_st_desc *d = tsl_st_desc_at(c->model, i);
+    tsl_st_desc *out = &p->descs[p->n];
+    int part, parts;
+    *out = *d;
+    out->name = p->names[p->n];
+    p->src[p->n][0] = i;
+    p->parts[p->n] = 1;
+    if (phi3 && tsl_phi3_fused_part(d->name, p->names[p->n], sizeof p->names[p->n], &part, &parts)) {
+      if (part != 0) continue; /* stacked under its first part */
+      if (!find_parts(c->model, p->names[p->n], parts, p->src[p->n]))
+        return tsl_error(TESSEL_E_INTERNAL, "%s: a part of %s is missing", c->path, p->names[p->n]);
+      out->shape[0] = 0;
+      for (int k = 0; k < parts; k++) out->shape[0] += tsl_st_desc_at(c->model, p->src[p->n][k])->shape[0];
+      p->parts[p->n] = parts;
+    } else {
+      /* GPT2LMHeadModel nests its tensors under "transformer."; the others'
+      ** are already the full Hugging Face ones */
+      snprintf(p->names[p->n], sizeof p->names[p->n], "%s%s", c->arch.arch == TSL_ARCH_GPT2 ? "transformer." : "",
+               d->name);
+    }
+    p->n++;
+  }
+  return TESSEL_OK;
+}
+
 tsl_status tsl_export_hf(const char *ckpt_dir, const char *out_path, int *wrote_tokenizer) {
   tsl_status st;
   tsl_ckpt c = {0};
   tsl_st_writer *w = NULL;
-  tsl_st_desc *descs = NULL;
-  char (*names)[128] = NULL;
-  char *dir = NULL, *config = NULL;
+  export_plan plan = {0};
+  char *dir = NULL, *config = NULL, why[512];
   tsl_tokenizer *t = NULL;
   TSL_TRY(st, check_name(out_path));
   TSL_TRY(st, tsl_ckpt_open_weights(ckpt_dir, &c));
@@ -286,11 +407,10 @@ tsl_status tsl_export_hf(const char *ckpt_dir, const char *out_path, int *wrote_
                    c.arch.rope_scaling.original_positions * c.arch.rope_scaling.factor);
     goto fail;
   }
-  if (c.arch.rotary_dim) {
-    st = tsl_error(TESSEL_E_CONFIG, "%s: rotary positions turn %d of each head's %d elements (model.rotary_dim, "
-                   "Phi-4 mini's partial_rotary_factor), which LlamaForCausalLM, the class tessel export writes, "
-                   "cannot say: Phi3ForCausalLM can, with its fused tensors, which tessel does not write",
-                   ckpt_dir, c.arch.rotary_dim, tsl_head_dim(&c.arch));
+  if (c.arch.rotary_dim && phi3_fault(&c.arch, why, sizeof why)) {
+    st = tsl_error(TESSEL_E_CONFIG, "%s: rotary positions turn %d of each head's %d elements (model.rotary_dim), "
+                   "which of transformers' classes only Phi3ForCausalLM can say, and %s", ckpt_dir,
+                   c.arch.rotary_dim, tsl_head_dim(&c.arch), why);
     goto fail;
   }
   if (c.arch.qkv_bias && c.arch.qk_norm) {
@@ -306,31 +426,19 @@ tsl_status tsl_export_hf(const char *ckpt_dir, const char *out_path, int *wrote_
   }
   TSL_TRY(st, tsl_mkdir_p(dir));
   if (c.tokenizer) TSL_TRY(st, tsl_tokenizer_load(c.tokenizer, &t));
-  int n = tsl_st_count(c.model);
-  descs = calloc((size_t)n, sizeof *descs);
-  names = calloc((size_t)n, sizeof *names);
-  if (!descs || !names) {
-    st = tsl_error(TESSEL_E_NOMEM, "out of host memory exporting %s", ckpt_dir);
-    goto fail;
-  }
-  for (int i = 0; i < n; i++) {
-    descs[i] = *tsl_st_desc_at(c.model, i);
-    /* GPT2LMHeadModel nests its tensors under "transformer."; Llama's names
-    ** are already the full Hugging Face ones */
-    snprintf(names[i], sizeof names[i], "%s%s", c.arch.arch == TSL_ARCH_GPT2 ? "transformer." : "", descs[i].name);
-    descs[i].name = names[i];
-  }
+  TSL_TRY(st, plan_tensors(&c, c.arch.rotary_dim != 0, &plan));
   static const char *const keys[] = {"format"};
   static const char *const values[] = {"pt"};
-  TSL_TRY(st, tsl_st_writer_begin(out_path, descs, n, keys, values, 1, &w));
-  for (int i = 0; i < n; i++) {
-    uint64_t bytes;
-    const void *data = tsl_st_data(c.model, i, &bytes);
-    if ((st = tsl_st_writer_put(w, i, data, bytes)) < 0) {
-      tsl_st_writer_abort(w);
-      goto fail;
+  TSL_TRY(st, tsl_st_writer_begin(out_path, plan.descs, plan.n, keys, values, 1, &w));
+  for (int k = 0; k < plan.n; k++)
+    for (int part = 0; part < plan.parts[k]; part++) {
+      uint64_t bytes;
+      const void *data = tsl_st_data(c.model, plan.src[k][part], &bytes);
+      if ((st = tsl_st_writer_put(w, k, data, bytes)) < 0) {
+        tsl_st_writer_abort(w);
+        goto fail;
+      }
     }
-  }
   st = tsl_st_writer_finish(w);
   if (st < 0) goto fail;
   config = tsl_asprintf("%s/config.json", dir);
@@ -340,8 +448,7 @@ tsl_status tsl_export_hf(const char *ckpt_dir, const char *out_path, int *wrote_
   if (wrote_tokenizer) *wrote_tokenizer = t != NULL;
 fail:
   tsl_tokenizer_free(t);
-  free(descs);
-  free(names);
+  plan_free(&plan);
   free(dir);
   free(config);
   tsl_ckpt_close(&c);
