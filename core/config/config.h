@@ -93,6 +93,9 @@ tsl_status tsl_cfg_int_list(tsl_cfg *node, const char *key, int64_t *out, int ca
 tsl_status tsl_cfg_float_list(tsl_cfg *node, const char *key, double *out, int cap, int *n);
 /* A list of strings; *out points into the tree (NULL-free array of n). */
 tsl_status tsl_cfg_string_list(tsl_cfg *node, const char *key, const char ***out, int *n);
+/* Remember the first failure of a reader that goes on to its next key
+** (*st keeps the first negative `got`). */
+void tsl_cfg_keep(tsl_status *st, tsl_status got);
 /* Require a key to be present (before reading it with a getter). */
 tsl_status tsl_cfg_require(tsl_cfg *node, const char *key);
 

@@ -499,3 +499,7 @@ tsl_status tsl_cfg_check_unknown(tsl_cfg *node) {
 void tsl_cfg_skip_unknown(tsl_cfg *node) {
   if (node) node->visited = 0;
 }
+
+void tsl_cfg_keep(tsl_status *st, tsl_status got) {
+  if (got < 0 && *st >= 0) *st = got;
+}

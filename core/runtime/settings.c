@@ -1,8 +1,8 @@
 /* core/runtime/settings.c — the core's schema, read through the typed getters.
 **
 ** Reading goes on after a mistake (the getters record it and give the
-** default), so one run reports every mistake of every section; `keep`
-** remembers that something failed. A section that is not a map at all is
+** default), so one run reports every mistake of every section;
+** `tsl_cfg_keep` remembers that something failed. A section that is not a map at all is
 ** the one thing that ends its own reader. */
 #include "settings.h"
 
@@ -18,11 +18,6 @@
 #include "common/util.h"
 
 #define I64_MAX INT64_MAX
-
-/* Remember the first failure of a reader that goes on to its next key. */
-static void keep(tsl_status *st, tsl_status got) {
-  if (got < 0 && *st >= 0) *st = got;
-}
 
 /* A string key whose default is derived from another path: "<base><tail>",
 ** built at its full length. *derived (when given) tells whether the value
@@ -67,286 +62,6 @@ static tsl_status refuse_for_gpt2(tsl_cfg *m, const char *key, const char *why) 
   return tsl_cfg_error(m, key, "GPT-2 has no %s (arch: llama has)", why);
 }
 
-/* ---- the rotary scaling ---- */
-
-const tsl_rope_type tsl_rope_llama3 = {"llama3", TSL_ROPE_LLAMA3, 4,
-                                       {"factor", "low_freq_factor", "high_freq_factor", "original_positions"},
-                                       {8.0, 1.0, 4.0, 8192.0},
-                                       {-1, -1, 1, -1},
-                                       0};
-const tsl_rope_type tsl_rope_yarn = {"yarn", TSL_ROPE_YARN, 5,
-                                     {"factor", "original_positions", "beta_fast", "beta_slow", "attention_factor"},
-                                     {4.0, 32768.0, 32.0, 1.0, NAN},
-                                     {-1, -1, 3, -1, -1},
-                                     0};
-const tsl_rope_type tsl_rope_linear = {"linear", TSL_ROPE_LINEAR, 1, {"factor"}, {2.0}, {-1}, 0};
-const tsl_rope_type tsl_rope_longrope = {"longrope", TSL_ROPE_LONGROPE, 3,
-                                         {"factor", "original_positions", "attention_factor"},
-                                         {32.0, 4096.0, NAN},
-                                         {-1, -1, -1},
-                                         1};
-const tsl_rope_type tsl_rope_dynamic = {"dynamic", TSL_ROPE_DYNAMIC, 1, {"factor"}, {2.0}, {-1}, 0};
-const char *const tsl_rope_list_keys[2] = {"short_factor", "long_factor"};
-
-/* Every type, at its kind's index. */
-static const tsl_rope_type *const rope_types[] = {&tsl_rope_llama3, &tsl_rope_yarn, &tsl_rope_linear,
-                                                  &tsl_rope_longrope, &tsl_rope_dynamic};
-#define N_ROPE_TYPES (sizeof rope_types / sizeof rope_types[0])
-
-const tsl_rope_type *tsl_rope_type_named(const char *name) {
-  for (size_t i = 0; i < N_ROPE_TYPES; i++)
-    if (strcmp(name, rope_types[i]->name) == 0) return rope_types[i];
-  return NULL;
-}
-
-/* Where value k of type t is kept in a scaling. */
-static double *rope_slot(tsl_rope_scaling *r, const tsl_rope_type *t, int k, double *original) {
-  const char *key = t->keys[k];
-  if (strcmp(key, "factor") == 0) return &r->factor;
-  if (strcmp(key, "low_freq_factor") == 0) return &r->low_freq_factor;
-  if (strcmp(key, "high_freq_factor") == 0) return &r->high_freq_factor;
-  if (strcmp(key, "beta_fast") == 0) return &r->beta_fast;
-  if (strcmp(key, "beta_slow") == 0) return &r->beta_slow;
-  if (strcmp(key, "attention_factor") == 0) return &r->attention_factor;
-  return original; /* original_positions, a whole number */
-}
-
-const tsl_rope_type *tsl_rope_scaling_values(const tsl_model_settings *m, double v[TSL_ROPE_MAX]) {
-  if (!(m->rope_scaling.factor > 0)) return NULL;
-  const tsl_rope_type *t = rope_types[m->rope_scaling.kind];
-  tsl_rope_scaling r = m->rope_scaling;
-  double original = r.original_positions;
-  for (int k = 0; k < t->n; k++) v[k] = *rope_slot(&r, t, k, &original);
-  return t;
-}
-
-void tsl_rope_scaling_set(tsl_model_settings *m, const tsl_rope_type *t, const double v[TSL_ROPE_MAX],
-                          const double *const lists[2], int pairs) {
-  double original = 0;
-  tsl_rope_scaling *r = &m->rope_scaling;
-  memset(r, 0, sizeof *r);
-  r->kind = t->kind;
-  for (int k = 0; k < t->n; k++) *rope_slot(r, t, k, &original) = v[k];
-  r->original_positions = (int)original;
-  if (!t->lists) return;
-  r->pairs = pairs;
-  memcpy(r->short_factor, lists[0], (size_t)pairs * sizeof *lists[0]);
-  memcpy(r->long_factor, lists[1], (size_t)pairs * sizeof *lists[1]);
-}
-
-const double *tsl_rope_scaling_list(const tsl_model_settings *m, int k, int *pairs) {
-  *pairs = m->rope_scaling.pairs;
-  return k == 0 ? m->rope_scaling.short_factor : m->rope_scaling.long_factor;
-}
-
-/* The one derived value, attention_factor, as transformers derives it:
-** YaRN's get_mscale(factor), LongRoPE's √(1 + ln factor / ln original). */
-void tsl_rope_scaling_resolve(const tsl_rope_type *t, double v[TSL_ROPE_MAX]) {
-  for (int k = 0; k < t->n; k++) {
-    if (!isnan(t->defaults[k]) || !isnan(v[k])) continue;
-    if (v[0] <= 1.0) v[k] = 1.0;
-    else if (t->kind == TSL_ROPE_LONGROPE) v[k] = sqrt(1.0 + log(v[0]) / log(v[1]));
-    else v[k] = 0.1 * log(v[0]) + 1.0;
-  }
-}
-
-const char *tsl_rope_list_fault(const double *list, int n, int turned, char *why, size_t cap, int *at) {
-  *at = -1;
-  if (turned / 2 > TSL_ROPE_PAIRS_MAX) {
-    snprintf(why, cap, "takes heads that turn at most %d elements (one factor per pair), not %d",
-             2 * TSL_ROPE_PAIRS_MAX, turned);
-    return why;
-  }
-  if (n != turned / 2) {
-    snprintf(why, cap, "has %d factor%s; heads that turn %d elements need %d, one per pair", n, n == 1 ? "" : "s",
-             turned, turned / 2);
-    return why;
-  }
-  for (int i = 0; i < n; i++) {
-    if (list[i] > 0.0 && list[i] <= 1e6) continue;
-    char x[40];
-    *at = i;
-    snprintf(why, cap, "must each be above 0 and at most 1e6 (they divide the frequencies), got %s",
-             tsl_format_exact(list[i], x, sizeof x));
-    return why;
-  }
-  return NULL;
-}
-
-int tsl_rope_yarn_read_alike(int positions, double original, double factor) {
-  return (double)positions / original == factor;
-}
-
-const char *tsl_rope_scaling_fault(const tsl_rope_type *t, const double v[TSL_ROPE_MAX], int k, char *why,
-                                   size_t cap) {
-  char x[40], other[40];
-  const char *key = t->keys[k];
-  const int against = t->against[k];
-  tsl_format_exact(v[k], x, sizeof x);
-  if (strcmp(key, "factor") == 0) { /* 1 keeps every frequency; below it the context would shrink */
-    if (v[k] >= 1.0 && v[k] <= 1e6) return NULL;
-    snprintf(why, cap, "must be from 1 to 1e6 (how many times the original context is stretched), got %s", x);
-  } else if (strcmp(key, "original_positions") == 0) {
-    if (v[k] >= 1 && v[k] <= 1 << 20 && v[k] == floor(v[k])) return NULL;
-    snprintf(why, cap, "must be a whole number between 1 and %d, got %s", 1 << 20, x);
-  } else if (strcmp(key, "attention_factor") == 0) { /* it multiplies cos and sin */
-    if (v[k] > 0.0 && v[k] <= 100.0) return NULL;
-    snprintf(why, cap, "must be above 0 and at most 100 (it scales cos and sin), got %s", x);
-  } else if (against < 0) { /* low_freq_factor, beta_slow: the kernels compute in fp32 */
-    if (v[k] >= 1e-6 && v[k] <= 1e6) return NULL;
-    snprintf(why, cap, "must be from 1e-6 to 1e6, got %s", x);
-  } else { /* high_freq_factor, beta_fast: the formulas divide by the difference */
-    if (v[k] > v[against] && v[k] <= 1e6) return NULL;
-    tsl_format_exact(v[against], other, sizeof other);
-    if (t == &tsl_rope_llama3)
-      snprintf(why, cap, "%s is not above low_freq_factor %s: the wavelengths between original_positions / "
-               "high_freq_factor and original_positions / low_freq_factor are interpolated, so the first must be "
-               "the shorter", x, other);
-    else
-      snprintf(why, cap, "%s is not above beta_slow %s: the dimensions that turn between beta_slow and beta_fast "
-               "times over original_positions are blended, so beta_fast must be the larger", x, other);
-  }
-  return why;
-}
-
-int tsl_rope_scaling_same(const tsl_model_settings *a, const tsl_model_settings *b) {
-  double va[TSL_ROPE_MAX], vb[TSL_ROPE_MAX];
-  const tsl_rope_type *ta = tsl_rope_scaling_values(a, va), *tb = tsl_rope_scaling_values(b, vb);
-  if (ta != tb) return 0;
-  for (int k = 0; ta && k < ta->n; k++)
-    if (va[k] != vb[k]) return 0;
-  if (!ta || !ta->lists) return 1;
-  const tsl_rope_scaling *ra = &a->rope_scaling, *rb = &b->rope_scaling;
-  if (ra->pairs != rb->pairs) return 0;
-  for (int i = 0; i < ra->pairs; i++)
-    if (ra->short_factor[i] != rb->short_factor[i] || ra->long_factor[i] != rb->long_factor[i]) return 0;
-  return 1;
-}
-
-const char *tsl_rope_scaling_text(const tsl_model_settings *m, char *buf, size_t cap) {
-  double v[TSL_ROPE_MAX];
-  const tsl_rope_type *t = tsl_rope_scaling_values(m, v);
-  if (!t) {
-    snprintf(buf, cap, "none");
-    return buf;
-  }
-  size_t n = (size_t)snprintf(buf, cap, "{type: %s", t->name);
-  for (int k = 0; k < t->n && n < cap; k++) {
-    char x[40];
-    n += (size_t)snprintf(buf + n, cap - n, ", %s: %s", t->keys[k], tsl_format_exact(v[k], x, sizeof x));
-  }
-  for (int l = 0; t->lists && l < 2 && n < cap; l++) {
-    int pairs;
-    const double *list = tsl_rope_scaling_list(m, l, &pairs);
-    n += (size_t)snprintf(buf + n, cap - n, ", %s: [", tsl_rope_list_keys[l]);
-    for (int i = 0; i < pairs && n < cap; i++) {
-      char x[40];
-      n += (size_t)snprintf(buf + n, cap - n, "%s%s", i ? ", " : "", tsl_format_exact(list[i], x, sizeof x));
-    }
-    if (n < cap) n += (size_t)snprintf(buf + n, cap - n, "]");
-  }
-  if (n < cap) snprintf(buf + n, cap - n, "}");
-  return buf;
-}
-
-/* Value k of a scaling of type t from r, its default where absent. */
-static tsl_status read_rope_value(tsl_cfg *r, const tsl_rope_type *t, int k, double *v) {
-  const char *key = t->keys[k];
-  if (strcmp(key, "original_positions") != 0) return tsl_cfg_float(r, key, t->defaults[k], -INFINITY, INFINITY, v);
-  int64_t n = 0;
-  tsl_status st = tsl_cfg_int(r, key, (int64_t)t->defaults[k], INT64_MIN, INT64_MAX, &n);
-  *v = (double)n;
-  return st;
-}
-
-/* The values of a scaling of type t from r, its defaults where absent;
-** ok[k] whether value k was read, the first error kept in *st. */
-static void read_rope_values(tsl_cfg *r, const tsl_rope_type *t, double v[TSL_ROPE_MAX], int ok[TSL_ROPE_MAX],
-                             tsl_status *st) {
-  for (int k = 0; k < t->n; k++) {
-    tsl_status one = read_rope_value(r, t, k, &v[k]);
-    ok[k] = one >= 0;
-    keep(st, one);
-  }
-}
-
-/* Whether `key` is a key of a type before rope_types[i]. */
-static int rope_key_earlier(size_t i, const char *key) {
-  for (size_t j = 0; j < i; j++)
-    for (int k = 0; k < rope_types[j]->n; k++)
-      if (strcmp(rope_types[j]->keys[k], key) == 0) return 1;
-  return 0;
-}
-
-/* With no valid type, every type's keys that are given are still known
-** keys, not mistakes of their own: each is read once, as its first type
-** reads it (no defaults: the types disagree on them). */
-static void read_rope_given(tsl_cfg *r, tsl_status *st) {
-  double v, list[TSL_ROPE_PAIRS_MAX];
-  int n;
-  for (size_t i = 0; i < N_ROPE_TYPES; i++) {
-    const tsl_rope_type *t = rope_types[i];
-    for (int k = 0; k < t->n; k++)
-      if (tsl_cfg_has(r, t->keys[k]) && !rope_key_earlier(i, t->keys[k])) keep(st, read_rope_value(r, t, k, &v));
-    for (int l = 0; t->lists && l < 2; l++)
-      if (tsl_cfg_has(r, tsl_rope_list_keys[l]))
-        keep(st, tsl_cfg_float_list(r, tsl_rope_list_keys[l], list, TSL_ROPE_PAIRS_MAX, &n));
-  }
-}
-
-/* A type's lists from r, each required and of one factor per pair of the
-** `turned` elements of each head (0: not known, as the config's sizes are
-** wrong); the first error kept in *st. */
-static void read_rope_lists(tsl_cfg *r, const tsl_rope_type *t, double lists[2][TSL_ROPE_PAIRS_MAX], int n[2],
-                            int turned, tsl_status *st) {
-  char why[256];
-  for (int l = 0; t->lists && l < 2; l++) {
-    const char *key = tsl_rope_list_keys[l];
-    tsl_status one = tsl_cfg_require(r, key);
-    if (one >= 0) one = tsl_cfg_float_list(r, key, lists[l], TSL_ROPE_PAIRS_MAX, &n[l]);
-    int at;
-    if (one >= 0 && turned > 0 && tsl_rope_list_fault(lists[l], n[l], turned, why, sizeof why, &at))
-      one = at < 0 ? tsl_cfg_error(r, key, "%s", why) : tsl_cfg_item_error(r, key, at, "%s", why);
-    keep(st, one);
-  }
-}
-
-/* model.rope_scaling (arch: llama): absent, null or empty for plain
-** frequencies, else Llama 3's, YaRN's, linear, LongRoPE's or dynamic
-** scaling, for heads that turn `turned` elements (0: not known). Its type must be given; the values
-** default to the type's (tsl_rope_llama3, ...) and are checked by
-** tsl_rope_scaling_fault, as trainer.json's are; LongRoPE's lists must be
-** given, one factor per pair. */
-static tsl_status read_rope_scaling(tsl_cfg *m, int turned, tsl_model_settings *ms) {
-  const char *types[N_ROPE_TYPES + 1] = {NULL};
-  for (size_t i = 0; i < N_ROPE_TYPES; i++) types[i] = rope_types[i]->name;
-  tsl_cfg *r;
-  int type = 0, ok[TSL_ROPE_MAX], n[2] = {0, 0};
-  double v[TSL_ROPE_MAX], lists[2][TSL_ROPE_PAIRS_MAX];
-  char why[512];
-  if (!tsl_cfg_has(m, "rope_scaling")) return TESSEL_OK;
-  tsl_status st = tsl_cfg_section(m, "rope_scaling", 0, &r);
-  if (st < 0 || tsl_cfg_is_empty(r)) return st;
-  tsl_status tst = tsl_cfg_require(r, "type");
-  keep(&st, tst >= 0 ? tsl_cfg_enum(r, "type", types, 0, &type) : tst);
-  if (st < 0) {
-    read_rope_given(r, &st);
-    return st;
-  }
-  const tsl_rope_type *t = tsl_rope_type_named(types[type]);
-  read_rope_values(r, t, v, ok, &st);
-  read_rope_lists(r, t, lists, n, turned, &st);
-  tsl_rope_scaling_resolve(t, v);
-  for (int k = 0; k < t->n; k++) {
-    const int against = t->against[k];
-    if (ok[k] && (against < 0 || ok[against]) && tsl_rope_scaling_fault(t, v, k, why, sizeof why))
-      keep(&st, tsl_cfg_error(r, t->keys[k], "%s", why));
-  }
-  const double *const given[2] = {lists[0], lists[1]};
-  if (st >= 0) tsl_rope_scaling_set(ms, t, v, given, n[0]);
-  return st;
-}
-
 int tsl_head_dim(const tsl_model_settings *m) { return m->head_dim ? m->head_dim : m->channels / m->heads; }
 
 int tsl_head_dim_own(const tsl_model_settings *m) { return tsl_head_dim(m) * m->heads != m->channels; }
@@ -380,21 +95,21 @@ static tsl_status read_rotary_dim(tsl_cfg *m, int64_t head_size, int *rotary_dim
 static tsl_status read_head_dim(tsl_cfg *m, int arch, const int64_t *v, const int *ok, int *head_dim) {
   tsl_status st = TESSEL_OK;
   int64_t hd = 0;
-  if (arch == TSL_ARCH_GPT2) keep(&st, refuse_for_gpt2(m, "head_dim", "head size of its own (head_dim)"));
+  if (arch == TSL_ARCH_GPT2) tsl_cfg_keep(&st, refuse_for_gpt2(m, "head_dim", "head size of its own (head_dim)"));
   const int given = arch == TSL_ARCH_LLAMA && tsl_cfg_has(m, "head_dim");
-  if (given) keep(&st, tsl_cfg_int(m, "head_dim", 2, 2, 1 << 16, &hd));
+  if (given) tsl_cfg_keep(&st, tsl_cfg_int(m, "head_dim", 2, 2, 1 << 16, &hd));
   if (!ok[1] || !ok[2]) return st;
   if (!given && v[2] % v[1] != 0)
     return tsl_cfg_error(m, "channels", "%lld channels do not split into %lld heads of equal size%s", (long long)v[2],
                          (long long)v[1], arch == TSL_ARCH_LLAMA ? " (a Llama may give its heads' size, head_dim)" : "");
   if (arch == TSL_ARCH_LLAMA && (given ? hd : v[2] / v[1]) % 2 != 0 && st >= 0)
-    keep(&st, given ? tsl_cfg_error(m, "head_dim", "%lld: rotary positions rotate pairs, so the head size must be even",
+    tsl_cfg_keep(&st, given ? tsl_cfg_error(m, "head_dim", "%lld: rotary positions rotate pairs, so the head size must be even",
                                     (long long)hd)
                     : tsl_cfg_error(m, "heads", "heads of %lld channels (%lld / %lld): rotary positions rotate pairs, "
                                     "so the head size must be even", (long long)(v[2] / v[1]), (long long)v[2],
                                     (long long)v[1]));
   if (given && st >= 0 && hd * v[1] > TSL_ATTENTION_WIDTH_MAX)
-    keep(&st, tsl_cfg_error(m, "head_dim", "%lld heads of %lld make attention %lld wide; it may be at most %d wide, "
+    tsl_cfg_keep(&st, tsl_cfg_error(m, "head_dim", "%lld heads of %lld make attention %lld wide; it may be at most %d wide, "
                             "as channels may", (long long)v[1], (long long)hd, (long long)(hd * v[1]),
                             TSL_ATTENTION_WIDTH_MAX));
   *head_dim = (int)hd;
@@ -410,56 +125,56 @@ static tsl_status read_model(tsl_cfg *root, tsl_settings *s) {
   tsl_status st = tsl_cfg_section(root, "model", 1, &m);
   if (st < 0) return st;
   s->model.section = m;
-  keep(&st, tsl_cfg_enum(m, "arch", archs, TSL_ARCH_GPT2, &arch));
+  tsl_cfg_keep(&st, tsl_cfg_enum(m, "arch", archs, TSL_ARCH_GPT2, &arch));
   for (int i = 0; i < 4; i++) {
     tsl_status one = tsl_cfg_require(m, keys[i]);
     if (one >= 0) one = tsl_cfg_int(m, keys[i], 0, 1, 1 << 20, &v[i]);
     ok[i] = one >= 0;
-    keep(&st, one);
+    tsl_cfg_keep(&st, one);
   }
-  keep(&st, tsl_cfg_int(m, "vocab_size", 256, 2, 1 << 24, &v[4]));
-  keep(&st, read_head_dim(m, arch, v, ok, &s->model.head_dim));
+  tsl_cfg_keep(&st, tsl_cfg_int(m, "vocab_size", 256, 2, 1 << 24, &v[4]));
+  tsl_cfg_keep(&st, read_head_dim(m, arch, v, ok, &s->model.head_dim));
   if (arch == TSL_ARCH_GPT2) {
     /* GPT-2's fixed choices are not read (recorded), so the resolved
     ** configuration `tessel check` prints loads again */
-    keep(&st, refuse_for_gpt2(m, "kv_heads", "grouped-query attention (kv_heads)"));
-    keep(&st, refuse_for_gpt2(m, "rope_theta", "rotary positions (rope_theta)"));
-    keep(&st, refuse_for_gpt2(m, "rope_scaling", "rotary positions (rope_scaling)"));
-    keep(&st, refuse_for_gpt2(m, "rotary_dim", "rotary positions (rotary_dim)"));
-    keep(&st, refuse_for_gpt2(m, "tie_embeddings", "untied head (tie_embeddings); its head is always wte"));
-    keep(&st, refuse_for_gpt2(m, "norm_eps", "configurable norm epsilon; its layer norms use 1e-5"));
-    keep(&st, refuse_for_gpt2(m, "qkv_bias", "choice of attention biases (qkv_bias); its linears all have biases"));
-    keep(&st, refuse_for_gpt2(m, "qk_norm", "norms over the query and key heads (qk_norm)"));
+    tsl_cfg_keep(&st, refuse_for_gpt2(m, "kv_heads", "grouped-query attention (kv_heads)"));
+    tsl_cfg_keep(&st, refuse_for_gpt2(m, "rope_theta", "rotary positions (rope_theta)"));
+    tsl_cfg_keep(&st, refuse_for_gpt2(m, "rope_scaling", "rotary positions (rope_scaling)"));
+    tsl_cfg_keep(&st, refuse_for_gpt2(m, "rotary_dim", "rotary positions (rotary_dim)"));
+    tsl_cfg_keep(&st, refuse_for_gpt2(m, "tie_embeddings", "untied head (tie_embeddings); its head is always wte"));
+    tsl_cfg_keep(&st, refuse_for_gpt2(m, "norm_eps", "configurable norm epsilon; its layer norms use 1e-5"));
+    tsl_cfg_keep(&st, refuse_for_gpt2(m, "qkv_bias", "choice of attention biases (qkv_bias); its linears all have biases"));
+    tsl_cfg_keep(&st, refuse_for_gpt2(m, "qk_norm", "norms over the query and key heads (qk_norm)"));
     kv = ok[1] ? v[1] : 1;
     s->model.rope_theta = 10000.0;
     s->model.norm_eps = 1e-5;
     s->model.tie_embeddings = 1;
   } else {
     tsl_status kst = tsl_cfg_int(m, "kv_heads", ok[1] ? v[1] : 1, 1, 1 << 20, &kv);
-    keep(&st, kst);
+    tsl_cfg_keep(&st, kst);
     if (ok[1] && kst >= 0 && v[1] % kv != 0)
-      keep(&st, tsl_cfg_error(m, "kv_heads", "%lld query heads do not share %lld key/value heads evenly (kv_heads "
+      tsl_cfg_keep(&st, tsl_cfg_error(m, "kv_heads", "%lld query heads do not share %lld key/value heads evenly (kv_heads "
                               "must divide heads: %lld for multi-head, 1 for multi-query attention)",
                               (long long)v[1], (long long)kv, (long long)v[1]));
-    keep(&st, tsl_cfg_float(m, "rope_theta", 10000.0, 1.0, 1e12, &s->model.rope_theta));
+    tsl_cfg_keep(&st, tsl_cfg_float(m, "rope_theta", 10000.0, 1.0, 1e12, &s->model.rope_theta));
     const int64_t head_size = s->model.head_dim ? s->model.head_dim : ok[1] && ok[2] ? v[2] / v[1] : 0;
     tsl_status rst = read_rotary_dim(m, head_size, &s->model.rotary_dim);
-    keep(&st, rst);
-    keep(&st, read_rope_scaling(m, rst < 0 ? 0 : s->model.rotary_dim ? s->model.rotary_dim : (int)head_size,
+    tsl_cfg_keep(&st, rst);
+    tsl_cfg_keep(&st, tsl_rope_scaling_read(m, rst < 0 ? 0 : s->model.rotary_dim ? s->model.rotary_dim : (int)head_size,
                                 &s->model));
-    keep(&st, tsl_cfg_float(m, "norm_eps", 1e-5, 1e-12, 1.0, &s->model.norm_eps));
-    keep(&st, tsl_cfg_bool(m, "tie_embeddings", 0, &s->model.tie_embeddings));
-    keep(&st, tsl_cfg_bool(m, "qkv_bias", 0, &s->model.qkv_bias));
-    keep(&st, tsl_cfg_bool(m, "qk_norm", 0, &s->model.qk_norm));
+    tsl_cfg_keep(&st, tsl_cfg_float(m, "norm_eps", 1e-5, 1e-12, 1.0, &s->model.norm_eps));
+    tsl_cfg_keep(&st, tsl_cfg_bool(m, "tie_embeddings", 0, &s->model.tie_embeddings));
+    tsl_cfg_keep(&st, tsl_cfg_bool(m, "qkv_bias", 0, &s->model.qkv_bias));
+    tsl_cfg_keep(&st, tsl_cfg_bool(m, "qk_norm", 0, &s->model.qk_norm));
   }
   int64_t c = ok[2] ? v[2] : 1;
-  keep(&st, tsl_cfg_int(m, "ffn", arch == TSL_ARCH_LLAMA ? swiglu_ffn(c) : 4 * c, 1, 1 << 24, &ffn));
-  keep(&st, tsl_cfg_file(m, "init_from", NULL, &s->model.init_from));
+  tsl_cfg_keep(&st, tsl_cfg_int(m, "ffn", arch == TSL_ARCH_LLAMA ? swiglu_ffn(c) : 4 * c, 1, 1 << 24, &ffn));
+  tsl_cfg_keep(&st, tsl_cfg_file(m, "init_from", NULL, &s->model.init_from));
   /* with init_from, tsl_init_from_check raises the default to the weights' */
   tsl_status pst = tsl_cfg_int(m, "positions", ok[3] ? v[3] : 1, 1, 1 << 20, &positions);
-  keep(&st, pst);
+  tsl_cfg_keep(&st, pst);
   if (pst >= 0 && ok[3] && positions < v[3])
-    keep(&st, tsl_cfg_error(m, "positions", "%lld, shorter than seq_len %lld: the model must be made for the "
+    tsl_cfg_keep(&st, tsl_cfg_error(m, "positions", "%lld, shorter than seq_len %lld: the model must be made for the "
                             "context it trains on", (long long)positions, (long long)v[3]));
   if (st < 0) return st;
   s->model.arch = (tsl_arch_kind)arch;
@@ -478,46 +193,46 @@ static tsl_status read_data(tsl_cfg *root, tsl_settings *s) {
   tsl_cfg *d;
   tsl_status st = tsl_cfg_section(root, "data", 1, &d);
   if (st < 0) return st;
-  keep(&st, tsl_cfg_string_list(d, "text", &s->data.text, &s->data.n_text));
+  tsl_cfg_keep(&st, tsl_cfg_string_list(d, "text", &s->data.text, &s->data.n_text));
   /* dir and val_fraction shape the preparation of 'text': beside 'train'
   ** they take no default (a resolved config that printed them would be
   ** refused when read again) and, given, are refused below */
   int shards = s->data.n_text == 0 && tsl_cfg_has(d, "train");
-  if (!shards || tsl_cfg_has(d, "dir")) keep(&st, derived_string(d, "dir", s->log.dir, "/data", &s->data.dir, NULL));
+  if (!shards || tsl_cfg_has(d, "dir")) tsl_cfg_keep(&st, derived_string(d, "dir", s->log.dir, "/data", &s->data.dir, NULL));
   if (!shards || tsl_cfg_has(d, "val_fraction"))
-    keep(&st, tsl_cfg_float(d, "val_fraction", 0.1, 0.0, 0.5, &s->data.val_fraction));
-  keep(&st, tsl_cfg_file(d, "tokenizer", NULL, &s->data.tokenizer));
+    tsl_cfg_keep(&st, tsl_cfg_float(d, "val_fraction", 0.1, 0.0, 0.5, &s->data.val_fraction));
+  tsl_cfg_keep(&st, tsl_cfg_file(d, "tokenizer", NULL, &s->data.tokenizer));
   char *dir = s->data.n_text > 0 && s->data.dir ? glob_literal(s->data.dir) : NULL;
   if (s->data.n_text > 0 && !dir) {
-    keep(&st, TESSEL_E_NOMEM);
+    tsl_cfg_keep(&st, TESSEL_E_NOMEM);
   } else if (s->data.n_text > 0) {
     s->data.prepared = 1;
     int derived;
-    keep(&st, derived_string(d, "train", dir, "/train_*.bin", &s->data.train, &derived));
+    tsl_cfg_keep(&st, derived_string(d, "train", dir, "/train_*.bin", &s->data.train, &derived));
     if (!derived)
-      keep(&st, tsl_cfg_error(d, "train", "give 'train' (a glob of token shards) or 'text' (files to prepare), not "
+      tsl_cfg_keep(&st, tsl_cfg_error(d, "train", "give 'train' (a glob of token shards) or 'text' (files to prepare), not "
                               "both: the text is prepared into data.dir and trained on from there"));
     if (s->data.val_fraction > 0) {
-      keep(&st, derived_string(d, "val", dir, "/val_*.bin", &s->data.val, &derived));
+      tsl_cfg_keep(&st, derived_string(d, "val", dir, "/val_*.bin", &s->data.val, &derived));
       if (!derived)
-        keep(&st, tsl_cfg_error(d, "val", "'val' beside 'text' with val_fraction %g: the text's last part is the "
+        tsl_cfg_keep(&st, tsl_cfg_error(d, "val", "'val' beside 'text' with val_fraction %g: the text's last part is the "
                                 "validation set; set val_fraction: 0 to validate on 'val' instead",
                                 s->data.val_fraction));
     } else {
-      keep(&st, tsl_cfg_file(d, "val", NULL, &s->data.val));
+      tsl_cfg_keep(&st, tsl_cfg_file(d, "val", NULL, &s->data.val));
     }
   } else if (!tsl_cfg_has(d, "train")) {
-    keep(&st, tsl_cfg_error(d, NULL, "give 'train' (a glob of token shards) or 'text' (files to prepare)"));
+    tsl_cfg_keep(&st, tsl_cfg_error(d, NULL, "give 'train' (a glob of token shards) or 'text' (files to prepare)"));
   } else {
-    keep(&st, tsl_cfg_file(d, "train", NULL, &s->data.train));
-    keep(&st, tsl_cfg_file(d, "val", NULL, &s->data.val));
+    tsl_cfg_keep(&st, tsl_cfg_file(d, "train", NULL, &s->data.train));
+    tsl_cfg_keep(&st, tsl_cfg_file(d, "val", NULL, &s->data.val));
     /* keys that only shape the preparation of 'text': silently unused
     ** beside 'train', a user would believe the split or the place applied */
     if (tsl_cfg_has(d, "val_fraction"))
-      keep(&st, tsl_cfg_error(d, "val_fraction", "splits the files of 'text'; shards given as 'train' are not split: "
+      tsl_cfg_keep(&st, tsl_cfg_error(d, "val_fraction", "splits the files of 'text'; shards given as 'train' are not split: "
                               "give the validation shards as 'val'"));
     if (tsl_cfg_has(d, "dir"))
-      keep(&st, tsl_cfg_error(d, "dir", "is where the files of 'text' are prepared; with 'train' (shards already "
+      tsl_cfg_keep(&st, tsl_cfg_error(d, "dir", "is where the files of 'text' are prepared; with 'train' (shards already "
                               "prepared) nothing goes there"));
   }
   free(dir);
@@ -594,43 +309,43 @@ static tsl_status read_train(tsl_cfg *root, tsl_settings *s) {
   tsl_status st = tsl_cfg_section(root, "train", 1, &t);
   if (st < 0) return st;
   tsl_status req = tsl_cfg_require(t, "steps");
-  keep(&st, req >= 0 ? tsl_cfg_int(t, "steps", 0, 1, I64_MAX, &steps) : req);
-  keep(&st, tsl_cfg_int(t, "stop_after", 0, 0, I64_MAX, &s->train.stop_after));
-  keep(&st, tsl_cfg_string(t, "stop_after_time", NULL, &limit));
+  tsl_cfg_keep(&st, req >= 0 ? tsl_cfg_int(t, "steps", 0, 1, I64_MAX, &steps) : req);
+  tsl_cfg_keep(&st, tsl_cfg_int(t, "stop_after", 0, 0, I64_MAX, &s->train.stop_after));
+  tsl_cfg_keep(&st, tsl_cfg_string(t, "stop_after_time", NULL, &limit));
   if (limit && (s->train.stop_after_time = parse_duration(limit)) < 0)
-    keep(&st, tsl_cfg_error(t, "stop_after_time", "'%s' is not a duration above zero: write e.g. 3h50m, 90m, 45s or 1d12h",
+    tsl_cfg_keep(&st, tsl_cfg_error(t, "stop_after_time", "'%s' is not a duration above zero: write e.g. 3h50m, 90m, 45s or 1d12h",
                             limit));
-  keep(&st, read_comm_timeout(t, s));
+  tsl_cfg_keep(&st, read_comm_timeout(t, s));
   tsl_status b = tsl_cfg_int(t, "batch_size", 8, 1, 1 << 24, &batch);
   tsl_status mb = tsl_cfg_int(t, "micro_batch_size", 0, 0, 1 << 24, &micro);
-  keep(&st, b);
-  keep(&st, mb);
-  keep(&st, tsl_cfg_int(t, "seed", 1337, 0, I64_MAX, &seed));
-  keep(&st, tsl_cfg_int(t, "eval_every", 0, 0, I64_MAX, &s->train.eval_every));
+  tsl_cfg_keep(&st, b);
+  tsl_cfg_keep(&st, mb);
+  tsl_cfg_keep(&st, tsl_cfg_int(t, "seed", 1337, 0, I64_MAX, &seed));
+  tsl_cfg_keep(&st, tsl_cfg_int(t, "eval_every", 0, 0, I64_MAX, &s->train.eval_every));
   /* read and silently never used, a user would believe the run validates */
   if (s->train.eval_every > 0 && !s->data.val)
-    keep(&st, tsl_cfg_error(t, "eval_every", "%lld, but this run has no validation data: give data.val, or data.text "
+    tsl_cfg_keep(&st, tsl_cfg_error(t, "eval_every", "%lld, but this run has no validation data: give data.val, or data.text "
                             "with data.val_fraction above 0", (long long)s->train.eval_every));
-  keep(&st, tsl_cfg_int(t, "eval_batches", 8, 1, 1 << 20, &s->train.eval_batches));
-  keep(&st, tsl_cfg_int(t, "sample_tokens", 200, 0, 1 << 20, &tokens));
-  keep(&st, tsl_cfg_string(t, "sample_prompt", "\n", &s->train.sample_prompt));
-  keep(&st, tsl_cfg_float(t, "sample_temperature", 1.0, 0.0, 100.0, &s->train.sample_temperature));
-  keep(&st, tsl_cfg_int(t, "sample_top_k", 0, 0, 1 << 24, &top_k));
-  keep(&st, tsl_cfg_float(t, "sample_top_p", 1.0, 0.0, 1.0, &s->train.sample_top_p));
-  keep(&st, tsl_cfg_float(t, "sample_repetition_penalty", 1.0, 0.0, 10.0, &s->train.sample_repetition_penalty));
+  tsl_cfg_keep(&st, tsl_cfg_int(t, "eval_batches", 8, 1, 1 << 20, &s->train.eval_batches));
+  tsl_cfg_keep(&st, tsl_cfg_int(t, "sample_tokens", 200, 0, 1 << 20, &tokens));
+  tsl_cfg_keep(&st, tsl_cfg_string(t, "sample_prompt", "\n", &s->train.sample_prompt));
+  tsl_cfg_keep(&st, tsl_cfg_float(t, "sample_temperature", 1.0, 0.0, 100.0, &s->train.sample_temperature));
+  tsl_cfg_keep(&st, tsl_cfg_int(t, "sample_top_k", 0, 0, 1 << 24, &top_k));
+  tsl_cfg_keep(&st, tsl_cfg_float(t, "sample_top_p", 1.0, 0.0, 1.0, &s->train.sample_top_p));
+  tsl_cfg_keep(&st, tsl_cfg_float(t, "sample_repetition_penalty", 1.0, 0.0, 10.0, &s->train.sample_repetition_penalty));
   if (s->train.sample_repetition_penalty <= 0)
-    keep(&st, tsl_cfg_error(t, "sample_repetition_penalty", "must be above 0: 1 leaves the logits alone, more than 1 "
+    tsl_cfg_keep(&st, tsl_cfg_error(t, "sample_repetition_penalty", "must be above 0: 1 leaves the logits alone, more than 1 "
                             "makes the text's tokens less likely"));
   if (s->train.sample_top_p <= 0)
-    keep(&st, tsl_cfg_error(t, "sample_top_p", "0 keeps no token: give the probability mass to sample from, above 0 "
+    tsl_cfg_keep(&st, tsl_cfg_error(t, "sample_top_p", "0 keeps no token: give the probability mass to sample from, above 0 "
                             "and up to 1 (1: every token)"));
-  keep(&st, read_recompute(t, s->model.layers, s));
-  keep(&st, tsl_cfg_bool(t, "offload_activations", 0, &s->train.offload_activations));
+  tsl_cfg_keep(&st, read_recompute(t, s->model.layers, s));
+  tsl_cfg_keep(&st, tsl_cfg_bool(t, "offload_activations", 0, &s->train.offload_activations));
   if (b >= 0 && mb >= 0 && micro > batch)
-    keep(&st, tsl_cfg_error(t, "micro_batch_size", "%lld is larger than batch_size %lld", (long long)micro,
+    tsl_cfg_keep(&st, tsl_cfg_error(t, "micro_batch_size", "%lld is larger than batch_size %lld", (long long)micro,
                             (long long)batch));
   else if (b >= 0 && mb >= 0 && micro > 0 && batch % micro != 0)
-    keep(&st, tsl_cfg_error(t, "micro_batch_size", "batch_size %lld is not a multiple of %lld", (long long)batch,
+    tsl_cfg_keep(&st, tsl_cfg_error(t, "micro_batch_size", "batch_size %lld is not a multiple of %lld", (long long)batch,
                             (long long)micro));
   if (st < 0) return st;
   s->train.steps = steps;
@@ -651,31 +366,31 @@ static tsl_status read_optimizer(tsl_cfg *root, tsl_settings *s) {
   if (st < 0) return st;
   tsl_status lr = tsl_cfg_float(o, "lr", 1e-3, 0.0, 10.0, &s->optim.lr);
   tsl_status min_lr = tsl_cfg_float(o, "min_lr", s->optim.lr * 0.1, 0.0, 10.0, &s->optim.min_lr);
-  keep(&st, lr);
-  keep(&st, min_lr);
-  keep(&st, tsl_cfg_int(o, "warmup_steps", 0, 0, I64_MAX, &s->optim.warmup_steps));
+  tsl_cfg_keep(&st, lr);
+  tsl_cfg_keep(&st, min_lr);
+  tsl_cfg_keep(&st, tsl_cfg_int(o, "warmup_steps", 0, 0, I64_MAX, &s->optim.warmup_steps));
   tsl_status dst = tsl_cfg_enum(o, "decay", decays, TSL_DECAY_COSINE, &decay);
-  keep(&st, dst);
-  keep(&st, tsl_cfg_int(o, "decay_steps", 0, 0, I64_MAX, &s->optim.decay_steps));
-  keep(&st, tsl_cfg_enum(o, "decay_shape", shapes, 0, &s->optim.decay_sqrt));
+  tsl_cfg_keep(&st, dst);
+  tsl_cfg_keep(&st, tsl_cfg_int(o, "decay_steps", 0, 0, I64_MAX, &s->optim.decay_steps));
+  tsl_cfg_keep(&st, tsl_cfg_enum(o, "decay_shape", shapes, 0, &s->optim.decay_sqrt));
   if (dst >= 0 && decay != TSL_DECAY_WSD && s->optim.decay_steps > 0)
-    keep(&st, tsl_cfg_error(o, "decay_steps", "is the cool-down of decay: wsd, and decay is %s: set decay: wsd, or "
+    tsl_cfg_keep(&st, tsl_cfg_error(o, "decay_steps", "is the cool-down of decay: wsd, and decay is %s: set decay: wsd, or "
                             "leave decay_steps out", decays[decay]));
   if (dst >= 0 && decay != TSL_DECAY_WSD && s->optim.decay_sqrt)
-    keep(&st, tsl_cfg_error(o, "decay_shape", "shapes the cool-down of decay: wsd, and decay is %s: set decay: wsd, "
+    tsl_cfg_keep(&st, tsl_cfg_error(o, "decay_shape", "shapes the cool-down of decay: wsd, and decay is %s: set decay: wsd, "
                             "or leave decay_shape out", decays[decay]));
-  keep(&st, tsl_cfg_float(o, "beta1", 0.9, 0.0, 0.999999, &s->optim.beta1));
-  keep(&st, tsl_cfg_float(o, "beta2", 0.95, 0.0, 0.999999, &s->optim.beta2));
+  tsl_cfg_keep(&st, tsl_cfg_float(o, "beta1", 0.9, 0.0, 0.999999, &s->optim.beta1));
+  tsl_cfg_keep(&st, tsl_cfg_float(o, "beta2", 0.95, 0.0, 0.999999, &s->optim.beta2));
   tsl_status eps = tsl_cfg_float(o, "eps", 1e-8, 0.0, 1.0, &s->optim.eps);
-  keep(&st, eps);
+  tsl_cfg_keep(&st, eps);
   if (eps >= 0 && s->optim.eps < FLT_MIN) /* the kernels compute in fp32, where such an eps is 0 */
-    keep(&st, tsl_cfg_error(o, "eps", "%g is 0 to AdamW's fp32 arithmetic, which then divides 0 by 0 wherever a "
+    tsl_cfg_keep(&st, tsl_cfg_error(o, "eps", "%g is 0 to AdamW's fp32 arithmetic, which then divides 0 by 0 wherever a "
                             "gradient is exactly zero (the embedding row of a token the batches never hold), and "
                             "those weights become NaN: use a small positive eps such as 1e-8", s->optim.eps));
-  keep(&st, tsl_cfg_float(o, "weight_decay", 0.1, 0.0, 10.0, &s->optim.weight_decay));
-  keep(&st, tsl_cfg_float(o, "grad_clip", 1.0, 0.0, INFINITY, &s->optim.grad_clip));
+  tsl_cfg_keep(&st, tsl_cfg_float(o, "weight_decay", 0.1, 0.0, 10.0, &s->optim.weight_decay));
+  tsl_cfg_keep(&st, tsl_cfg_float(o, "grad_clip", 1.0, 0.0, INFINITY, &s->optim.grad_clip));
   if (lr >= 0 && min_lr >= 0 && s->optim.min_lr > s->optim.lr)
-    keep(&st, tsl_cfg_error(o, "min_lr", "%g is above lr %g", s->optim.min_lr, s->optim.lr));
+    tsl_cfg_keep(&st, tsl_cfg_error(o, "min_lr", "%g is above lr %g", s->optim.min_lr, s->optim.lr));
   s->optim.decay = (tsl_decay)decay;
   return st;
 }
@@ -687,11 +402,11 @@ static tsl_status read_device(tsl_cfg *root, tsl_settings *s) {
   int64_t threads;
   tsl_status st = tsl_cfg_section(root, "device", 0, &d);
   if (st < 0) return st;
-  keep(&st, tsl_cfg_enum(d, "kind", kinds, TSL_DEVICE_CPU, &kind));
-  keep(&st, tsl_cfg_int(d, "threads", 0, 0, TSL_MAX_THREADS, &threads));
-  keep(&st, tsl_cfg_size(d, "memory_limit", 0, &s->device.memory_limit));
-  keep(&st, tsl_cfg_float(d, "peak_tflops", 0.0, 0.0, 1e6, &s->device.peak_tflops));
-  keep(&st, tsl_cfg_file(d, "nvme_dir", NULL, &s->device.nvme_dir));
+  tsl_cfg_keep(&st, tsl_cfg_enum(d, "kind", kinds, TSL_DEVICE_CPU, &kind));
+  tsl_cfg_keep(&st, tsl_cfg_int(d, "threads", 0, 0, TSL_MAX_THREADS, &threads));
+  tsl_cfg_keep(&st, tsl_cfg_size(d, "memory_limit", 0, &s->device.memory_limit));
+  tsl_cfg_keep(&st, tsl_cfg_float(d, "peak_tflops", 0.0, 0.0, 1e6, &s->device.peak_tflops));
+  tsl_cfg_keep(&st, tsl_cfg_file(d, "nvme_dir", NULL, &s->device.nvme_dir));
   s->device.kind = (tsl_device_kind)kind;
   s->device.threads = (int)threads;
   return st;
@@ -704,10 +419,10 @@ static tsl_status read_plugin(tsl_cfg *root, tsl_settings *s) {
   if (st < 0) return st;
   /* `plugin: null` (or --set plugin=null) runs without a strategy */
   if (tsl_cfg_is_empty(p)) return TESSEL_OK;
-  keep(&st, tsl_cfg_file(p, "path", NULL, &s->plugin.path));
-  keep(&st, tsl_cfg_string(p, "name", NULL, &s->plugin.name));
+  tsl_cfg_keep(&st, tsl_cfg_file(p, "path", NULL, &s->plugin.path));
+  tsl_cfg_keep(&st, tsl_cfg_string(p, "name", NULL, &s->plugin.name));
   if (st >= 0 && !s->plugin.name && !s->plugin.path)
-    keep(&st, tsl_cfg_error(p, NULL, "give the strategy's 'name' (e.g. ddp) or the 'path' of its library"));
+    tsl_cfg_keep(&st, tsl_cfg_error(p, NULL, "give the strategy's 'name' (e.g. ddp) or the 'path' of its library"));
   s->plugin.section = p;
   return st;
 }
@@ -719,10 +434,10 @@ static tsl_status read_checkpoint(tsl_cfg *root, tsl_settings *s) {
   int64_t keep_n;
   tsl_status st = tsl_cfg_section(root, "checkpoint", 0, &c);
   if (st < 0) return st;
-  keep(&st, derived_string(c, "dir", s->log.dir, "/checkpoints", &s->ckpt.dir, NULL));
-  keep(&st, tsl_cfg_int(c, "every", 0, 0, I64_MAX, &s->ckpt.every));
-  keep(&st, tsl_cfg_int(c, "keep", 3, 0, 1 << 20, &keep_n));
-  keep(&st, tsl_cfg_enum(c, "resume", resumes, TSL_RESUME_AUTO, &resume));
+  tsl_cfg_keep(&st, derived_string(c, "dir", s->log.dir, "/checkpoints", &s->ckpt.dir, NULL));
+  tsl_cfg_keep(&st, tsl_cfg_int(c, "every", 0, 0, I64_MAX, &s->ckpt.every));
+  tsl_cfg_keep(&st, tsl_cfg_int(c, "keep", 3, 0, 1 << 20, &keep_n));
+  tsl_cfg_keep(&st, tsl_cfg_enum(c, "resume", resumes, TSL_RESUME_AUTO, &resume));
   s->ckpt.keep = (int)keep_n;
   s->ckpt.resume = (tsl_resume)resume;
   return st;
@@ -737,12 +452,12 @@ static tsl_status read_log(tsl_cfg *root, tsl_settings *s) {
   /* other sections' default paths live under log.dir: give them one */
   s->log.dir = s->name;
   if (st < 0) return st;
-  keep(&st, derived_string(l, "dir", "runs/", s->name, &s->log.dir, NULL));
-  keep(&st, derived_string(l, "metrics", s->log.dir, "/metrics.jsonl", &s->log.metrics, NULL));
-  keep(&st, tsl_cfg_file(l, "tensorboard", NULL, &s->log.tensorboard));
-  keep(&st, tsl_cfg_int(l, "every", 10, 1, I64_MAX, &s->log.every));
-  keep(&st, tsl_cfg_enum(l, "progress", progress, TSL_PROGRESS_AUTO, &prog));
-  keep(&st, tsl_cfg_enum(l, "level", levels, TESSEL_LOG_INFO, &level));
+  tsl_cfg_keep(&st, derived_string(l, "dir", "runs/", s->name, &s->log.dir, NULL));
+  tsl_cfg_keep(&st, derived_string(l, "metrics", s->log.dir, "/metrics.jsonl", &s->log.metrics, NULL));
+  tsl_cfg_keep(&st, tsl_cfg_file(l, "tensorboard", NULL, &s->log.tensorboard));
+  tsl_cfg_keep(&st, tsl_cfg_int(l, "every", 10, 1, I64_MAX, &s->log.every));
+  tsl_cfg_keep(&st, tsl_cfg_enum(l, "progress", progress, TSL_PROGRESS_AUTO, &prog));
+  tsl_cfg_keep(&st, tsl_cfg_enum(l, "level", levels, TESSEL_LOG_INFO, &level));
   s->log.progress = (tsl_progress)prog;
   s->log.level = level;
   return st;
@@ -763,14 +478,14 @@ tsl_status tsl_settings_read(tsl_config *cfg, tsl_settings *s) {
   memset(s, 0, sizeof *s);
   run_name(tsl_config_path(cfg), s->name, sizeof s->name);
   /* log first: other sections' default paths live under log.dir */
-  keep(&st, read_log(root, s));
-  keep(&st, read_model(root, s));
-  keep(&st, read_data(root, s));
-  keep(&st, read_train(root, s));
-  keep(&st, read_optimizer(root, s));
-  keep(&st, read_device(root, s));
-  keep(&st, read_plugin(root, s));
-  keep(&st, read_checkpoint(root, s));
+  tsl_cfg_keep(&st, read_log(root, s));
+  tsl_cfg_keep(&st, read_model(root, s));
+  tsl_cfg_keep(&st, read_data(root, s));
+  tsl_cfg_keep(&st, read_train(root, s));
+  tsl_cfg_keep(&st, read_optimizer(root, s));
+  tsl_cfg_keep(&st, read_device(root, s));
+  tsl_cfg_keep(&st, read_plugin(root, s));
+  tsl_cfg_keep(&st, read_checkpoint(root, s));
   return st;
 }
 
@@ -828,7 +543,7 @@ static tsl_status check_outputs(tsl_cfg *root, const tsl_settings *s, const char
     if (!fault) continue;
     tsl_cfg *sec = NULL;
     tsl_cfg_section(root, out[i].section, 0, &sec);
-    keep(&st, sec ? tsl_cfg_error(sec, out[i].key, "%s %s%s", fault, why, who ? who : "")
+    tsl_cfg_keep(&st, sec ? tsl_cfg_error(sec, out[i].key, "%s %s%s", fault, why, who ? who : "")
                   : tsl_error(TESSEL_E_CONFIG, "%s.%s: %s %s%s", out[i].section, out[i].key, fault, why,
                               who ? who : ""));
     refused[n_refused++] = fault;
@@ -842,7 +557,7 @@ tsl_status tsl_settings_check_files(tsl_config *cfg, const tsl_settings *s, cons
   tsl_cfg *data = NULL;
   if (tsl_cfg_section(tsl_config_root(cfg), "data", 0, &data) < 0 || !data) return st;
   if (s->data.tokenizer && access(s->data.tokenizer, R_OK) != 0)
-    keep(&st, tsl_cfg_error(data, "tokenizer", "cannot read %s: %s%s", s->data.tokenizer, strerror(errno),
+    tsl_cfg_keep(&st, tsl_cfg_error(data, "tokenizer", "cannot read %s: %s%s", s->data.tokenizer, strerror(errno),
                             who ? who : ""));
   if (s->data.prepared) { /* the shards are made at the start of the run: their sources must be there */
     const char **text;
@@ -850,14 +565,14 @@ tsl_status tsl_settings_check_files(tsl_config *cfg, const tsl_settings *s, cons
     if (tsl_cfg_string_list(data, "text", &text, &n) < 0) return st;
     struct stat sb;
     for (int i = 0; i < n; i++) {
-      if (!tsl_glob_matches(text[i])) keep(&st, no_match(data, "text", i, text[i], who));
+      if (!tsl_glob_matches(text[i])) tsl_cfg_keep(&st, no_match(data, "text", i, text[i], who));
       else if (stat(text[i], &sb) == 0 && S_ISDIR(sb.st_mode)) /* named as itself, not through a pattern */
-        keep(&st, tsl_cfg_item_error(data, "text", i, "%s is a directory: name its files, e.g. '%s/*.txt'%s",
+        tsl_cfg_keep(&st, tsl_cfg_item_error(data, "text", i, "%s is a directory: name its files, e.g. '%s/*.txt'%s",
                                      text[i], text[i], who ? who : ""));
     }
     return st;
   }
-  if (s->data.train && !tsl_glob_matches(s->data.train)) keep(&st, no_match(data, "train", -1, s->data.train, who));
-  if (s->data.val && !tsl_glob_matches(s->data.val)) keep(&st, no_match(data, "val", -1, s->data.val, who));
+  if (s->data.train && !tsl_glob_matches(s->data.train)) tsl_cfg_keep(&st, no_match(data, "train", -1, s->data.train, who));
+  if (s->data.val && !tsl_glob_matches(s->data.val)) tsl_cfg_keep(&st, no_match(data, "val", -1, s->data.val, who));
   return st;
 }

@@ -3,7 +3,7 @@
 **
 ** tsl_settings_read walks the config's sections with the typed getters, so
 ** this file is the core's schema: every key the core understands, its type,
-** default and range. docs/config.md documents the same keys. The plugin
+** default and range (settings.c; model.rope_scaling's, rope_scaling.c). docs/config.md documents the same keys. The plugin
 ** section is left to the plugin; the loader checks it after `create`.
 */
 #ifndef TSL_SETTINGS_H
@@ -209,6 +209,11 @@ const char *tsl_rope_scaling_fault(const tsl_rope_type *t, const double v[TSL_RO
 /* Whether a and b turn their rotary positions by the same frequencies
 ** (both unscaled, or scaled alike by the same values). */
 int tsl_rope_scaling_same(const tsl_model_settings *a, const tsl_model_settings *b);
+/* model.rope_scaling of the model section m (arch: llama) into ms: absent,
+** null or empty for plain frequencies, else the scaling of its type, for
+** heads that turn `turned` elements (0: not known, as the section's sizes
+** are wrong). Every mistake is recorded in the config, positioned. */
+tsl_status tsl_rope_scaling_read(tsl_cfg *m, int turned, tsl_model_settings *ms);
 /* m's scaling as text: "none", or a YAML flow map that model.rope_scaling
 ** reads back as exactly it ("{type: llama3, factor: 8, ...}"), given a
 ** buffer of TSL_ROPE_TEXT_MAX. Returns buf. */
