@@ -226,22 +226,14 @@ fail:
   return st;
 }
 
-/* LongRoPE's list `key` of `o`: one factor per pair of the heads, each in
-** the range a config takes. */
-static tsl_status longrope_list(const hf_json *o, const char *key, int head_size, double *list, int *n) {
-  const cJSON *a = cJSON_GetObjectItemCaseSensitive(o->root, key), *e;
+/* LongRoPE's list `key` of `o`: one factor per pair of the `turned`
+** elements of each head, each in the range a config takes. */
+static tsl_status longrope_list(const hf_json *o, const char *key, int turned, double *list, int *n) {
+  const cJSON *a = cJSON_GetObjectItemCaseSensitive(o->root, key);
   char why[256];
-  int at;
-  *n = 0;
   if (!cJSON_IsArray(a)) return tsl_error(TESSEL_E_IO, "%s: rope type longrope needs the list '%s'", o->path, key);
-  cJSON_ArrayForEach(e, a) {
-    if (!cJSON_IsNumber(e)) return tsl_error(TESSEL_E_IO, "%s: '%s' must hold numbers", o->path, key);
-    if (*n < TSL_ROPE_PAIRS_MAX) list[*n] = e->valuedouble;
-    ++*n;
-  }
-  if (tsl_rope_list_fault(list, *n, head_size, why, sizeof why, &at))
-    return tsl_error(TESSEL_E_UNSUPPORTED, "%s: '%s' %s", o->path, key, why);
-  return TESSEL_OK;
+  tsl_status st = tsl_rope_list_json(a, turned, list, n, why, sizeof why);
+  return st < 0 ? tsl_error(st, "%s: '%s' %s", o->path, key, why) : TESSEL_OK;
 }
 
 /* LongRoPE's scaling from `o`, an object whose rope type is "longrope"

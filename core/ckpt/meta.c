@@ -438,22 +438,29 @@ static tsl_status number(const reader *r, const char *path, double lo, double hi
   return TESSEL_OK;
 }
 
-/* LongRoPE's list `key` of `o` into list: numbers, as many as d's heads have
-** pairs, each in the range a config allows. */
-static tsl_status read_rope_list(const reader *r, const cJSON *o, const char *key, const tsl_model_settings *d,
-                                 double *list, int *n) {
-  const cJSON *a = cJSON_GetObjectItemCaseSensitive(o, key), *e;
-  char why[256];
+tsl_status tsl_rope_list_json(const cJSON *a, int turned, double *list, int *n, char *why, size_t cap) {
+  const cJSON *e;
   int at;
   *n = 0;
-  if (!cJSON_IsArray(a)) return tsl_error(TESSEL_E_IO, "%s: 'model.rope_scaling.%s' is missing or not a list", r->where, key);
   cJSON_ArrayForEach(e, a) {
-    if (!cJSON_IsNumber(e) || *n == TSL_ROPE_PAIRS_MAX)
-      return tsl_error(TESSEL_E_IO, "%s: 'model.rope_scaling.%s' must hold at most %d numbers", r->where, key,
-                       TSL_ROPE_PAIRS_MAX);
-    list[(*n)++] = e->valuedouble;
+    if (!cJSON_IsNumber(e)) {
+      snprintf(why, cap, "must hold numbers only");
+      return TESSEL_E_IO;
+    }
+    if (*n < TSL_ROPE_PAIRS_MAX) list[*n] = e->valuedouble;
+    ++*n;
   }
-  if (tsl_rope_list_fault(list, *n, tsl_rotary_dim(d), why, sizeof why, &at))
+  return tsl_rope_list_fault(list, *n, turned, why, cap, &at) ? TESSEL_E_UNSUPPORTED : TESSEL_OK;
+}
+
+/* LongRoPE's list `key` of `o` into list: numbers, as many as d's heads
+** turn pairs, each in the range a config allows. */
+static tsl_status read_rope_list(const reader *r, const cJSON *o, const char *key, const tsl_model_settings *d,
+                                 double *list, int *n) {
+  const cJSON *a = cJSON_GetObjectItemCaseSensitive(o, key);
+  char why[256];
+  if (!cJSON_IsArray(a)) return tsl_error(TESSEL_E_IO, "%s: 'model.rope_scaling.%s' is missing or not a list", r->where, key);
+  if (tsl_rope_list_json(a, tsl_rotary_dim(d), list, n, why, sizeof why) < 0)
     return tsl_error(TESSEL_E_IO, "%s: 'model.rope_scaling.%s' %s", r->where, key, why);
   return TESSEL_OK;
 }

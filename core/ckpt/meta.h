@@ -83,6 +83,15 @@ typedef struct tsl_ckpt_meta {
 /* Hash of a model's architecture and dimensions, as stored in model_hash. */
 uint64_t tsl_ckpt_model_hash(const tsl_model_settings *m);
 
+/* LongRoPE's list as JSON gives it (trainer.json, config.json): the
+** numbers of the array `a` into list (*n of them, the first
+** TSL_ROPE_PAIRS_MAX kept), as factors for heads that turn `turned`
+** elements. 0; TESSEL_E_IO when an item is not a number; or
+** TESSEL_E_UNSUPPORTED when they do not fit (tsl_rope_list_fault); why not
+** written into why. */
+struct cJSON;
+tsl_status tsl_rope_list_json(const struct cJSON *a, int turned, double *list, int *n, char *why, size_t cap);
+
 /* Parse and validate the text of a trainer.json. `where` names it in
 ** messages; dir_step is the step of the directory's name (-1: not named
 ** step_NNNNNNNN, no comparison). Errors are TESSEL_E_IO (TESSEL_E_VERSION

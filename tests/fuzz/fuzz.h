@@ -19,6 +19,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "runtime/settings.h"
+
 #define FUZZ_PART_MARK "\n#--tessel-fuzz-part--\n"
 #define FUZZ_MAX_PARTS 4
 
@@ -41,6 +43,11 @@ extern const char fuzz_target[];
 ** fuzz_util.c) under /dev/shm (else $TESSEL_TEST_TMP, else /tmp) and
 ** removed at exit. */
 const char *fuzz_scratch(void);
+
+/* Whether m's rotary scaling is one a config could give: every value in
+** its range (tsl_rope_scaling_fault) and LongRoPE's lists one factor per
+** turned pair (tsl_rope_list_fault); 1 when it has none. */
+int fuzz_rope_scaling_fits(const tsl_model_settings *m);
 
 /* Write bytes to scratch/name (replacing it); the path goes into buf, which
 ** holds 4096 bytes. 0 on success. */

@@ -41,16 +41,7 @@ static void check_read(const tsl_ckpt_meta *m, int64_t dir_step) {
       (d->rotary_dim && (d->rotary_dim % 2 || d->rotary_dim >= tsl_head_dim(d))) ||
       (int64_t)d->heads * tsl_head_dim(d) > TSL_ATTENTION_WIDTH_MAX)
     broken("a model a config could not make");
-  double scaling[TSL_ROPE_MAX];
-  char why[512];
-  const tsl_rope_type *t = tsl_rope_scaling_values(d, scaling);
-  for (int k = 0; t && k < t->n; k++)
-    if (tsl_rope_scaling_fault(t, scaling, k, why, sizeof why)) broken("a rotary scaling a config could not give");
-  for (int l = 0, pairs, at; t && t->lists && l < 2; l++) {
-    const double *list = tsl_rope_scaling_list(d, l, &pairs);
-    if (tsl_rope_list_fault(list, pairs, tsl_rotary_dim(d), why, sizeof why, &at))
-      broken("LongRoPE factors a config could not give");
-  }
+  if (!fuzz_rope_scaling_fits(d)) broken("a rotary scaling a config could not give");
   if (m->version >= 2 && m->model_hash != tsl_ckpt_model_hash(d)) broken("a model_hash of another model");
   if (!m->files[TSL_CKPT_MODEL].present || !m->files[TSL_CKPT_OPTIMIZER].present ||
       !m->files[TSL_CKPT_CONFIG].present || m->files[TSL_CKPT_PRIVATE].present != (m->version >= 2))

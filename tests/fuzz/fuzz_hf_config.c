@@ -37,19 +37,10 @@ static void check_model(const tsl_model_settings *m) {
       (int64_t)m->heads * tsl_head_dim(m) > TSL_ATTENTION_WIDTH_MAX ||
       !(m->rope_theta >= 1.0 && m->rope_theta <= 1e12) || !(m->norm_eps >= 1e-12 && m->norm_eps <= 1.0))
     broken("config.json read into a model tessel does not compute");
-  double v[TSL_ROPE_MAX];
-  char why[512];
-  const tsl_rope_type *t = tsl_rope_scaling_values(m, v);
-  for (int k = 0; t && k < t->n; k++)
-    if (tsl_rope_scaling_fault(t, v, k, why, sizeof why)) broken("config.json read into a rotary scaling out of range");
-  for (int l = 0, pairs, at; t && t->lists && l < 2; l++) {
-    const double *list = tsl_rope_scaling_list(m, l, &pairs);
-    if (tsl_rope_list_fault(list, pairs, tsl_rotary_dim(m), why, sizeof why, &at))
-      broken("config.json read into LongRoPE factors that do not fit the heads");
-  }
+  if (!fuzz_rope_scaling_fits(m)) broken("config.json read into a rotary scaling a config could not give");
   if (m->rotary_dim && (m->rotary_dim % 2 || m->rotary_dim >= tsl_head_dim(m)))
     broken("config.json read into a part of the heads rotary positions cannot turn");
-  if ((m->qkv_bias || m->qk_norm || m->rotary_dim || t) && m->arch != TSL_ARCH_LLAMA)
+  if ((m->qkv_bias || m->qk_norm || m->rotary_dim || m->rope_scaling.factor > 0) && m->arch != TSL_ARCH_LLAMA)
     broken("config.json read into a GPT-2 with a Llama's option");
 }
 

@@ -52,3 +52,17 @@ int fuzz_write(const char *dir, const char *name, const void *data, size_t size,
   int ok = fwrite(data, 1, size, f) == size;
   return fclose(f) == 0 && ok ? 0 : -1;
 }
+
+int fuzz_rope_scaling_fits(const tsl_model_settings *m) {
+  double v[TSL_ROPE_MAX];
+  char why[512];
+  int pairs, at;
+  const tsl_rope_type *t = tsl_rope_scaling_values(m, v);
+  for (int k = 0; t && k < t->n; k++)
+    if (tsl_rope_scaling_fault(t, v, k, why, sizeof why)) return 0;
+  for (int l = 0; t && t->lists && l < 2; l++) {
+    const double *list = tsl_rope_scaling_list(m, l, &pairs);
+    if (tsl_rope_list_fault(list, pairs, tsl_rotary_dim(m), why, sizeof why, &at)) return 0;
+  }
+  return 1;
+}

@@ -331,6 +331,27 @@ static void expect_parse_refused(const char *json, const char *why) {
   tsl_ckpt_meta_free(&m);
 }
 
+/* m's description (see description_round_trip, in a directory named
+** after the type) records its rotary scaling under `type` and reads it back
+** exactly; the text (heap). */
+static char *scaling_round_trip(tsl_ckpt_meta *m, const char *type) {
+  tsl_ckpt_meta back;
+  char said[64];
+  char *text = description_round_trip(m, type, &back);
+  snprintf(said, sizeof said, "\"type\":\t\"%s\"", type);
+  CHECK_STR_CONTAINS(text, said);
+  CHECK(memcmp(&back.model.rope_scaling, &m->model.rope_scaling, sizeof m->model.rope_scaling) == 0);
+  tsl_ckpt_meta_free(&back);
+  return text;
+}
+
+/* `json` with model.rope_scaling.<key> set to `value`, resealed: refused, saying why. */
+static void expect_scaling_edit_refused(const char *json, const char *key, double value, const char *why) {
+  char *edited = scaling_edited(json, key, value, 1);
+  expect_parse_refused(edited, why);
+  free(edited);
+}
+
 /* A Llama's rotary scaling is recorded in trainer.json and read back
 ** exactly; the checksum and model_hash cover it; values out of a config's
 ** ranges are refused with the key named; and a description without it —
@@ -390,13 +411,8 @@ static void test_rope_scaling_is_recorded(void) {
   m.model.rope_scaling = (tsl_rope_scaling){.factor = 4, .original_positions = 32768, .kind = TSL_ROPE_YARN, .beta_fast = 32,
                                             .beta_slow = 1, .attention_factor = 0.1 * log(4.0) + 1.0};
   CHECK(tsl_ckpt_model_hash(&llama3) != tsl_ckpt_model_hash(&m.model));
-  char *yarn = description_round_trip(&m, "yarn", &back);
-  CHECK_STR_CONTAINS(yarn, "\"type\":\t\"yarn\"");
-  CHECK(memcmp(&back.model.rope_scaling, &m.model.rope_scaling, sizeof m.model.rope_scaling) == 0);
-  tsl_ckpt_meta_free(&back);
-  edited = scaling_edited(yarn, "beta_fast", 0.5, 1);
-  expect_parse_refused(edited, "'model.rope_scaling.beta_fast' 0.5 is not above beta_slow 1");
-  free(edited);
+  char *yarn = scaling_round_trip(&m, "yarn");
+  expect_scaling_edit_refused(yarn, "beta_fast", 0.5, "'model.rope_scaling.beta_fast' 0.5 is not above beta_slow 1");
   free(yarn);
 
   /* linear: its one value, and another model_hash than YaRN's or Llama 3's
@@ -405,14 +421,9 @@ static void test_rope_scaling_is_recorded(void) {
   m.model.rope_scaling = (tsl_rope_scaling){.factor = 4, .kind = TSL_ROPE_LINEAR};
   CHECK(tsl_ckpt_model_hash(&yarn4) != tsl_ckpt_model_hash(&m.model));
   CHECK(tsl_ckpt_model_hash(&llama3) != tsl_ckpt_model_hash(&m.model));
-  char *linear = description_round_trip(&m, "linear", &back);
-  CHECK_STR_CONTAINS(linear, "\"type\":\t\"linear\"");
+  char *linear = scaling_round_trip(&m, "linear");
   CHECK(!strstr(linear, "original_positions"));
-  CHECK(memcmp(&back.model.rope_scaling, &m.model.rope_scaling, sizeof m.model.rope_scaling) == 0);
-  tsl_ckpt_meta_free(&back);
-  edited = scaling_edited(linear, "factor", 0.5, 1);
-  expect_parse_refused(edited, "'model.rope_scaling.factor' must be from 1 to 1e6");
-  free(edited);
+  expect_scaling_edit_refused(linear, "factor", 0.5, "'model.rope_scaling.factor' must be from 1 to 1e6");
   free(linear);
 
   /* LongRoPE's: its lists recorded and read back exactly (heads of 4: two
@@ -422,11 +433,8 @@ static void test_rope_scaling_is_recorded(void) {
   tsl_model_settings other = m.model;
   other.rope_scaling.long_factor[1] = 65;
   CHECK(tsl_ckpt_model_hash(&other) != tsl_ckpt_model_hash(&m.model));
-  char *longrope = description_round_trip(&m, "longrope", &back);
-  CHECK_STR_CONTAINS(longrope, "\"type\":\t\"longrope\"");
+  char *longrope = scaling_round_trip(&m, "longrope");
   CHECK_STR_CONTAINS(longrope, "\"short_factor\":\t[1, 0.3333333333333333]");
-  CHECK(memcmp(&back.model.rope_scaling, &m.model.rope_scaling, sizeof m.model.rope_scaling) == 0);
-  tsl_ckpt_meta_free(&back);
   cJSON *root = cJSON_Parse(longrope);
   cJSON *scaling = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(root, "model"), "rope_scaling");
   cJSON_DeleteItemFromArray(cJSON_GetObjectItemCaseSensitive(scaling, "short_factor"), 1);
