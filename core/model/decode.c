@@ -16,14 +16,22 @@
 ** without a strategy, on a backend whose attention takes a past
 ** (tsl_backend.attention_past: the CPU's, which `tessel sample` runs on):
 ** the cache holds every block, on one rank.
+**
+** A LongRoPE model decodes as transformers' Phi3ForCausalLM generates
+** (prepare_inputs_for_generation): the step whose sequence first passes
+** the original context drops the cache, whose keys turned by the short
+** factors, and runs the whole sequence again, every position now turned by
+** the long ones; so the cache keeps the tokens it holds.
 */
 #include <stdlib.h>
+#include <string.h>
 
 #include "common/util.h"
 #include "model/internal.h"
 
 struct tsl_kv_cache {
   void **k, **v;          /* [units]: a block's [cap, width] keys and values; NULL elsewhere */
+  int32_t *tokens;        /* [cap]: the tokens whose keys and values the cache holds */
   int64_t *width;         /* [units]: elements per cached row (kv heads × head size) */
   int64_t cap, past;      /* rows per block; positions in the cache */
   int on;                 /* a step is running: the ops read and append the cache */
@@ -42,7 +50,7 @@ void tsl_decode_free(tsl_model *m) {
     if (c->k && c->k[u]) tsl_mem_free(&m->rt->ledger, TESSEL_TIER_DEVICE, c->k[u]);
     if (c->v && c->v[u]) tsl_mem_free(&m->rt->ledger, TESSEL_TIER_DEVICE, c->v[u]);
   }
-  free(c->k), free(c->v), free(c->width);
+  free(c->k), free(c->v), free(c->width), free(c->tokens);
   free(c);
   m->kv = NULL;
 }
@@ -58,7 +66,8 @@ tsl_status tsl_model_decode_open(tsl_model *m) {
   int units = m->dims.units;
   tsl_kv_cache *c = m->kv = calloc(1, sizeof *c);
   if (!c || !(c->k = calloc((size_t)units, sizeof *c->k)) || !(c->v = calloc((size_t)units, sizeof *c->v)) ||
-      !(c->width = calloc((size_t)units, sizeof *c->width))) {
+      !(c->width = calloc((size_t)units, sizeof *c->width)) ||
+      !(c->tokens = calloc((size_t)m->dims.seq_len, sizeof *c->tokens))) {
     st = tsl_error(TESSEL_E_NOMEM, "out of host memory for the key/value cache");
     goto fail;
   }
@@ -119,12 +128,26 @@ fail:
   return st;
 }
 
+/* Whether decoding n tokens after `past` passes LongRoPE's original context
+** for the first time, with keys of the short factors in the cache. */
+static int longrope_switch(const tsl_model *m, int64_t past, int64_t n) {
+  const tsl_rope_freqs *f = &m->arch.rope;
+  return f->factor > 0 && f->kind == TSL_ROPE_LONGROPE && past > 0 && past <= f->original_positions &&
+         past + n > f->original_positions;
+}
+
 tsl_status tsl_model_decode(tsl_model *m, const int32_t *tokens, int64_t n, const void **logits) {
   tsl_status st = TESSEL_OK;
   tsl_kv_cache *c = m->kv;
   if (!c || n < 1 || c->past + n > c->cap)
     return tsl_error(TESSEL_E_INTERNAL, "decoding %lld tokens after %lld of %lld positions", (long long)n,
                      c ? (long long)c->past : 0LL, c ? (long long)c->cap : 0LL);
+  memcpy(c->tokens + c->past, tokens, (size_t)n * sizeof *tokens);
+  if (longrope_switch(m, c->past, n)) {
+    tokens = c->tokens;
+    n += c->past;
+    c->past = 0;
+  }
   tsl_slot *s = &m->slots[0];
   TSL_TRY(st, tsl_mem_copy(&m->rt->ledger, TESSEL_TIER_DEVICE, s->tokens, 0, TESSEL_TIER_HOST, tokens, 0,
                            (uint64_t)n * sizeof(int32_t), m->rt->compute));

@@ -47,8 +47,8 @@
 ** loaded the same way: its logits must be bit-identical to the direct load
 ** (import converts nothing but the container), and so must those of what
 ** `tessel export` makes of that checkpoint (its config.json says the same
-** model: a Qwen2 stays a Qwen2, a Qwen3 a Qwen3, a Mistral or a Phi-3
-** becomes a Llama of its window's context).
+** model: a Qwen2 stays a Qwen2, a Qwen3 a Qwen3, a Phi-3 under LongRoPE a
+** Phi-3, another Mistral or Phi-3 becomes a Llama of its window's context).
 **
 ** Tolerance: 1e-5 relative, normwise ‖got − ref‖₂ <= 1e-5·‖ref‖₂ and
 ** elementwise |got − ref| <= 1e-5·(|ref| + rms(ref)). Both sides are fp32
@@ -386,9 +386,11 @@ static void test_partial_rotary_matches_transformers(void) {
 
 /* LongRoPE (phi3_longrope: rope_scaling "longrope" over an original
 ** context of 16 of 64 positions): 16 positions turn by the short factors,
-** 32 by the long ones in one pass, and one token at a time by the short
-** ones until the sequence passes 16 positions, as transformers' generation
-** does (whose logits there differ from the one pass by more than 1). */
+** 32 by the long ones in one pass; one token at a time by the short ones
+** until the sequence passes 16 positions, where the cache is run again by
+** the long ones, as transformers' generate() computed the fixture's 32
+** tokens (its logits before the switch differ from the one pass by up to
+** 0.86). */
 static void test_longrope_matches_transformers(void) {
   const tsl_model_settings m = model_of("phi3_longrope");
   const tsl_rope_scaling *r = &m.rope_scaling;
