@@ -76,15 +76,14 @@ static void add_rope_scaling(cJSON *root, const tsl_model_settings *m) {
   }
 }
 
-/* A model that turns part of each head is a Phi3ForCausalLM, the one class
-** that can say so (partial_rotary_factor). NULL when m is one, else why
-** not (written into why): Phi3Config has no biases, q/k norms or heads of
+/* Whether m can be a Phi3ForCausalLM: NULL when it can, else why not
+** (written into why): Phi3Config has no biases, q/k norms or heads of
 ** their own size, scales by LongRoPE alone and takes only its two lists,
 ** deriving the attention factor from the contexts, and its factor must
 ** give back m's turned elements as int(head size · factor). */
 static const char *phi3_fault(const tsl_model_settings *m, char *why, size_t cap) {
-  const int hd = tsl_head_dim(m);
-  const double partial = (double)m->rotary_dim / hd;
+  const int hd = tsl_head_dim(m), rotary = tsl_rotary_dim(m);
+  const double partial = (double)rotary / hd;
   const tsl_rope_scaling *r = &m->rope_scaling;
   const int longrope = r->factor > 0 && r->kind == TSL_ROPE_LONGROPE;
   const double ratio = (double)m->positions / r->original_positions;
@@ -96,15 +95,26 @@ static const char *phi3_fault(const tsl_model_settings *m, char *why, size_t cap
     snprintf(why, cap, "Phi3Config derives LongRoPE's attention factor from max_position_embeddings %d over "
              "original_max_position_embeddings %d and takes no other, not %.17g", m->positions, r->original_positions,
              r->attention_factor);
-  else if ((int)(hd * partial) != m->rotary_dim)
-    snprintf(why, cap, "no partial_rotary_factor gives back %d of %d elements", m->rotary_dim, hd);
+  else if ((int)(hd * partial) != rotary)
+    snprintf(why, cap, "no partial_rotary_factor gives back %d of %d elements", rotary, hd);
   else
     return NULL;
   return why;
 }
 
-/* config.json for Phi3ForCausalLM (m turns part of each head, phi3_fault
-** NULL): Phi3Config's keys, LongRoPE's lists alone in its rope_scaling, and
+/* A model goes out as a Phi3ForCausalLM when it turns part of each head,
+** which no other class can say (partial_rotary_factor; export refuses one
+** that phi3_fault finds Phi3Config cannot say either), or when it scales
+** by LongRoPE and Phi3Config can say it: Phi3ForCausalLM's generate()
+** switches to the long factors as `tessel sample` does, running the
+** sequence again, where LlamaForCausalLM's keeps the cache's short turns. */
+static int as_phi3(const tsl_model_settings *m) {
+  char why[512];
+  return m->rotary_dim ||
+         (m->rope_scaling.factor > 0 && m->rope_scaling.kind == TSL_ROPE_LONGROPE && !phi3_fault(m, why, sizeof why));
+}
+
+/* config.json for Phi3ForCausalLM (as_phi3): Phi3Config's keys, LongRoPE's lists alone in its rope_scaling, and
 ** no padding id (Phi3Config's default, 32000, is a row of Phi-3's
 ** vocabulary, not of every model's). */
 static void phi3_config(cJSON *root, const tsl_model_settings *m) {
@@ -112,7 +122,7 @@ static void phi3_config(cJSON *root, const tsl_model_settings *m) {
   cJSON_AddNullToObject(root, "pad_token_id");
   cJSON_AddNumberToObject(root, "original_max_position_embeddings",
                           r->factor > 0 ? r->original_positions : m->positions);
-  add_float(root, "partial_rotary_factor", (double)m->rotary_dim / tsl_head_dim(m));
+  add_float(root, "partial_rotary_factor", (double)tsl_rotary_dim(m) / tsl_head_dim(m));
   cJSON_AddNullToObject(root, "sliding_window");
   if (!(r->factor > 0)) {
     cJSON_AddNullToObject(root, "rope_scaling");
@@ -130,16 +140,20 @@ static void phi3_config(cJSON *root, const tsl_model_settings *m) {
 /* config.json for transformers: GPT2LMHeadModel, LlamaForCausalLM,
 ** Qwen2ForCausalLM for a Llama with biases on q, k and v (qkv_bias), which
 ** Qwen2 has and LlamaConfig's attention_bias cannot say (it adds one to
-** o_proj too), or Qwen3ForCausalLM for one with norms over each head of q
-** and k (qk_norm). */
+** o_proj too), Qwen3ForCausalLM for one with norms over each head of q
+** and k (qk_norm), or Phi3ForCausalLM (as_phi3). Qwen2's and Qwen3's have
+** no window: sliding_window null too, since transformers up to 4.52
+** windows every layer at its default 4096 whatever use_sliding_window
+** says. */
 static cJSON *hf_config(const tsl_model_settings *m) {
   cJSON *root = cJSON_CreateObject(), *arch = cJSON_AddArrayToObject(root, "architectures");
   if (m->arch == TSL_ARCH_LLAMA) {
-    const char *cls = m->rotary_dim ? "Phi3ForCausalLM"
+    const int phi3 = as_phi3(m);
+    const char *cls = phi3          ? "Phi3ForCausalLM"
                       : m->qk_norm  ? "Qwen3ForCausalLM"
                       : m->qkv_bias ? "Qwen2ForCausalLM"
                                     : "LlamaForCausalLM";
-    const char *type = m->rotary_dim ? "phi3" : m->qk_norm ? "qwen3" : m->qkv_bias ? "qwen2" : "llama";
+    const char *type = phi3 ? "phi3" : m->qk_norm ? "qwen3" : m->qkv_bias ? "qwen2" : "llama";
     cJSON_AddItemToArray(arch, cJSON_CreateString(cls));
     cJSON_AddStringToObject(root, "model_type", type);
     cJSON_AddNumberToObject(root, "num_hidden_layers", m->layers);
@@ -150,11 +164,14 @@ static cJSON *hf_config(const tsl_model_settings *m) {
     cJSON_AddNumberToObject(root, "intermediate_size", m->ffn);
     cJSON_AddNumberToObject(root, "max_position_embeddings", m->positions);
     cJSON_AddNumberToObject(root, "rope_theta", m->rope_theta);
-    if (m->rotary_dim) phi3_config(root, m);
+    if (phi3) phi3_config(root, m);
     else add_rope_scaling(root, m);
     cJSON_AddNumberToObject(root, "rms_norm_eps", m->norm_eps);
     cJSON_AddStringToObject(root, "hidden_act", "silu");
-    if (m->qkv_bias || m->qk_norm) cJSON_AddBoolToObject(root, "use_sliding_window", 0);
+    if (m->qkv_bias || m->qk_norm) {
+      cJSON_AddBoolToObject(root, "use_sliding_window", 0);
+      cJSON_AddNullToObject(root, "sliding_window");
+    }
     if (!m->qkv_bias) cJSON_AddBoolToObject(root, "attention_bias", 0);
     if (!m->qkv_bias && !m->qk_norm) cJSON_AddBoolToObject(root, "mlp_bias", 0);
     cJSON_AddNumberToObject(root, "attention_dropout", 0);
@@ -426,7 +443,13 @@ tsl_status tsl_export_hf(const char *ckpt_dir, const char *out_path, int *wrote_
   }
   TSL_TRY(st, tsl_mkdir_p(dir));
   if (c.tokenizer) TSL_TRY(st, tsl_tokenizer_load(c.tokenizer, &t));
-  TSL_TRY(st, plan_tensors(&c, c.arch.rotary_dim != 0, &plan));
+  if (c.arch.rope_scaling.factor > 0 && c.arch.rope_scaling.kind == TSL_ROPE_LONGROPE && !as_phi3(&c.arch))
+    tsl_warn("%s: LongRoPE is exported as %s's rope_scaling, since Phi3ForCausalLM cannot say this model (%s): "
+             "its generate() keeps the keys it cached by the short factors past original_max_position_embeddings "
+             "%d, where `tessel sample` runs the sequence again by the long ones", ckpt_dir,
+             c.arch.qk_norm ? "Qwen3Config" : c.arch.qkv_bias ? "Qwen2Config" : "LlamaConfig",
+             phi3_fault(&c.arch, why, sizeof why), c.arch.rope_scaling.original_positions);
+  TSL_TRY(st, plan_tensors(&c, as_phi3(&c.arch), &plan));
   static const char *const keys[] = {"format"};
   static const char *const values[] = {"pt"};
   TSL_TRY(st, tsl_st_writer_begin(out_path, plan.descs, plan.n, keys, values, 1, &w));
