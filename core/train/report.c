@@ -3,10 +3,12 @@
 
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <unistd.h>
@@ -49,17 +51,35 @@ static tsl_status truncate_metrics(const char *path, int64_t keep_step, FILE *ou
   return TESSEL_OK;
 }
 
+/* Take the lock a run holds on the metrics file it appends to (fd: the
+** file), or say that another run holds it. log.dir's lock does not cover
+** a log.metrics named outside it, which two runs could otherwise share,
+** the later one replacing the other's lines. A file system without flock
+** leaves the file unlocked, as it would log.dir. */
+static tsl_status lock_metrics(int fd, const char *path) {
+  if (flock(fd, LOCK_EX | LOCK_NB) == 0 || errno != EWOULDBLOCK) return TESSEL_OK;
+  return tsl_error(TESSEL_E_IO, "log.metrics: %s is being written by another tessel run: give this run a "
+                   "log.metrics of its own (or leave it out: log.dir/metrics.jsonl)", path);
+}
+
 /* Open log.metrics for appending, first cut back to the steps a resumed run
-** keeps (written aside and renamed over it). A character device is
-** appended to as it is (/dev/null throws the metrics away); the rename
-** would have replaced it, and any other file that is not a regular one,
-** with a file. */
+** keeps (written aside and renamed over it), and lock it (lock_metrics),
+** after checking that no other run holds the file it replaces. A character
+** device is appended to as it is (/dev/null throws the metrics away); the
+** rename would have replaced it, and any other file that is not a regular
+** one, with a file. */
 static tsl_status open_metrics(tsl_reporter *r, const tsl_settings *s, int64_t resume_step) {
   struct stat sb;
   int exists = stat(s->log.metrics, &sb) == 0, device = r->metrics_device = exists && S_ISCHR(sb.st_mode);
   if (exists && !device && !S_ISREG(sb.st_mode))
     return tsl_error(TESSEL_E_IO, "log.metrics: %s is %s, not a file: name a file to write the metrics to",
                      s->log.metrics, tsl_file_kind(sb.st_mode));
+  if (exists && !device) {
+    int fd = open(s->log.metrics, O_RDONLY | O_CLOEXEC);
+    tsl_status held = fd >= 0 ? lock_metrics(fd, s->log.metrics) : TESSEL_OK;
+    if (fd >= 0) close(fd);
+    if (held < 0) return held;
+  }
   char *dir = tsl_dirname(s->log.metrics), *tmp = tsl_asprintf("%s.tmp", s->log.metrics);
   tsl_status st = dir && tmp ? tsl_mkdir_p(dir) : TESSEL_E_NOMEM;
   if (st >= 0 && !device) {
@@ -81,6 +101,7 @@ static tsl_status open_metrics(tsl_reporter *r, const tsl_settings *s, int64_t r
   }
   if (st >= 0 && !(r->metrics = fopen(s->log.metrics, "a")))
     st = tsl_error(TESSEL_E_IO, "log.metrics: %s: cannot open for appending: %s", s->log.metrics, strerror(errno));
+  if (st >= 0 && !device) st = lock_metrics(fileno(r->metrics), s->log.metrics);
   free(dir);
   free(tmp);
   return st;

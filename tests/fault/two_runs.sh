@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tests/fault/two_runs.sh — a second run of the same config while the first
 # is training: the second is refused at once (status 1) with the first's
-# host and PID, and the first finishes untouched — every step logged once,
+# host and PID, and so is a third of a directory of its own that names the
+# first's metrics file as its log.metrics; the first finishes untouched — every step logged once,
 # its checkpoints whole — and then releases the directory. The first run's
 # steps are made long (the sleepy test strategy, 50 ms a step: the same
 # arithmetic as no strategy) so that it is still training when the second
@@ -26,6 +27,12 @@ status=$?
 [ $status -eq 1 ] || die "the second run ended with status $status, expected 1: $(cat "$WORK/second.log")"
 grep -qF "log.dir $WORK/run is in use by another tessel run (host $(hostname), PID $first)" "$WORK/second.log" ||
   die "the refusal does not name the first run's host and PID: $(cat "$WORK/second.log")"
+"$TESSEL" run "$WORK/tiny.yaml" --set log.dir="$WORK/other" --set log.metrics="$WORK/run/metrics.jsonl" \
+  >"$WORK/shared.log" 2>&1
+status=$?
+[ $status -eq 1 ] || die "a run sharing the first's log.metrics ended with status $status, expected 1: $(cat "$WORK/shared.log")"
+grep -qF "log.metrics: $WORK/run/metrics.jsonl is being written by another tessel run" "$WORK/shared.log" ||
+  die "the refusal does not name the shared metrics file: $(cat "$WORK/shared.log")"
 kill -0 $first 2>/dev/null || die "the first run died beside the second"
 
 wait $first
