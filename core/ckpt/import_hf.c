@@ -89,7 +89,8 @@ static tsl_status refuse_set(const hf_json *j, const char *key, const char *why)
 ** reorder_and_upcast_attn is taken: it only computes a half-precision
 ** model's attention in fp32, the same scores as tessel's. */
 static tsl_status gpt2(const hf_json *j, tsl_model_settings *m) {
-  static const char *const gelu[] = {"gelu_new", "gelu_pytorch_tanh", NULL};
+  /* one formula under four names in transformers (its constants rounded or not) */
+  static const char *const gelu[] = {"gelu_new", "gelu_pytorch_tanh", "gelu_fast", "gelu_accurate", NULL};
   static const char *const limits = "tessel's GPT-2 has no such option";
   tsl_status st;
   m->arch = TSL_ARCH_GPT2;
@@ -427,7 +428,10 @@ static tsl_status llama(const hf_json *j, const llama_class *c, tsl_model_settin
   m->arch = TSL_ARCH_LLAMA;
   TSL_TRY(st, whole(j, "num_hidden_layers", c->layers, 1, 1 << 20, &m->layers));
   TSL_TRY(st, whole(j, "num_attention_heads", c->heads, 1, 1 << 20, &m->heads));
-  TSL_TRY(st, whole(j, "num_key_value_heads", c->kv_heads ? c->kv_heads : m->heads, 1, m->heads, &m->kv_heads));
+  /* null is as many as the heads in every class; absent, the class's default (Mistral's 8) */
+  const int kv_null = cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(j->root, "num_key_value_heads"));
+  TSL_TRY(st, whole(j, "num_key_value_heads", c->kv_heads && !kv_null ? c->kv_heads : m->heads, 1, m->heads,
+                    &m->kv_heads));
   TSL_TRY(st, whole(j, "hidden_size", c->hidden, 1, 1 << 20, &m->channels));
   TSL_TRY(st, whole(j, "intermediate_size", c->ffn, 1, 1 << 24, &m->ffn));
   TSL_TRY(st, whole(j, "max_position_embeddings", c->positions, 1, 1 << 20, &m->seq_len));
@@ -624,7 +628,7 @@ static void not_kept(const char *path, const cJSON *v, int vocab) {
 }
 
 void tsl_hf_token_ids(const char *dir, int vocab, int warn, tsl_token_ids *ids) {
-  static const char *const files[] = {"config.json", "generation_config.json"};
+  static const char *const files[] = {"generation_config.json", "config.json"};
   int bos_seen = 0, eos_seen = 0; /* the first file that gives one decides, good or not */
   for (size_t f = 0; f < sizeof files / sizeof *files; f++) {
     char *path = tsl_asprintf("%s/%s", dir, files[f]), *text = NULL;

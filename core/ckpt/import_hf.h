@@ -16,8 +16,9 @@
 ** (gate_up_proj), as Phi-3's do. */
 tsl_status tsl_hf_config(const char *dir, int say, tsl_model_settings *out, int *fused);
 
-/* The model's beginning- and end-of-text ids into *ids: config.json's bos_token_id and eos_token_id (an id or a
-** list), else generation_config.json's. An id outside the model's `vocab`
+/* The model's beginning- and end-of-text ids into *ids: generation_config.json's bos_token_id and eos_token_id (an
+** id or a list), which generate() stops at (Llama 3 Instruct's and Qwen2.5
+** Instruct's list more than config.json's), else config.json's. An id outside the model's `vocab`
 ** tokens, or a list of more than TSL_CKPT_MAX_EOS, is not kept, and (with
 ** `warn`) a warning says so: the weights import all the same. */
 void tsl_hf_token_ids(const char *dir, int vocab, int warn, tsl_token_ids *ids);

@@ -23,6 +23,7 @@
 #include "bf16.h"
 #include "ckpt/checkpoint.h"
 #include "ckpt/import.h"
+#include "ckpt/import_hf.h"
 #include "ckpt/safetensors.h"
 #include "harness.h"
 #include "tokenizer/tokenizer.h"
@@ -446,7 +447,9 @@ static void test_factor_scalings(void) {
 
 /* A Mistral config is a Llama whose sliding window, when shorter than its
 ** max_position_embeddings (64 here), is the context it is taken as made
-** for; absent (MistralConfig's 4096) or null, the window covers it. */
+** for; absent (MistralConfig's 4096) or null, the window covers it. A
+** null num_key_value_heads is as many as the heads; 8 (MistralConfig's
+** default when absent) is more than the fixture's 4: refused. */
 static void test_mistral_window(void) {
   static const struct {
     const char *edit;
@@ -465,6 +468,13 @@ static void test_mistral_window(void) {
   }
   refused(hf_dir("mistral-no-window", TESSEL_F32, "{\"model_type\": \"mistral\", \"sliding_window\": 0,", NULL, NULL),
           TESSEL_E_UNSUPPORTED, "'sliding_window' is 0");
+  tsl_model_settings kv = {0};
+  int fused;
+  REQUIRE(tsl_hf_config(hf_dir("mistral-kv-null", TESSEL_F32, "{\"model_type\": \"mistral\", \"num_key_value_heads\": "
+                               "null,", NULL, NULL), 0, &kv, &fused) == TESSEL_OK);
+  CHECK_EQ_INT(kv.kv_heads, kv.heads);
+  refused(hf_dir("mistral-kv-8", TESSEL_F32, "{\"model_type\": \"mistral\", \"num_key_value_heads\": 8,", NULL,
+                 NULL), TESSEL_E_UNSUPPORTED, "'num_key_value_heads' is 8");
 }
 
 /* A copy of the fixture directory tests/fixtures/FIXTURE in the scratch
@@ -556,18 +566,42 @@ static void test_tokenizer_comes_along(void) {
 
 /* What transformers writes for the model tessel has, under other names:
 ** rope_scaling saying plain frequencies (transformers 4's {"rope_type":
-** "default"}, older {"type": "default"}), and hidden_act "swish", the same
-** function as "silu". Each was refused. */
+** "default"}, older {"type": "default"}), hidden_act "swish", the same
+** function as "silu", and GPT-2's activation_function "gelu_fast" and
+** "gelu_accurate", the tanh GELU of "gelu_new". Each was refused. */
 static void test_plain_spellings_accepted(void) {
-  static const char *const configs[] = {"{\"rope_scaling\": {\"rope_type\": \"default\"},",
-                                        "{\"rope_scaling\": {\"type\": \"default\"},", "{\"hidden_act\": \"swish\","};
-  for (size_t i = 0; i < sizeof configs / sizeof configs[0]; i++) {
+  static const struct {
+    const char *fixture, *edit;
+  } configs[] = {{FIXTURE, "{\"rope_scaling\": {\"rope_type\": \"default\"},"},
+                 {FIXTURE, "{\"rope_scaling\": {\"type\": \"default\"},"},
+                 {FIXTURE, "{\"hidden_act\": \"swish\","},
+                 {"tests/fixtures/gpt2_tiny", "{\"activation_function\": \"gelu_fast\","},
+                 {"tests/fixtures/gpt2_tiny", "{\"activation_function\": \"gelu_accurate\","}};
+  for (size_t i = 0; i < TSL_ARRAY_LEN(configs); i++) {
     char name[32], out[1024];
     snprintf(name, sizeof name, "plain-%zu", i);
-    char *dir = hf_dir(name, TESSEL_F32, configs[i], NULL, NULL);
+    char *dir = hf_dir_from(configs[i].fixture, name, TESSEL_F32, configs[i].edit, NULL, NULL);
     snprintf(name, sizeof name, "plain-%zu-ckpt", i);
     CHECK_EQ_INT(tsl_import_hf(dir, scratch_path(out, name)), TESSEL_OK);
   }
+}
+
+/* The end-of-text ids generate() stops at: generation_config.json's (a
+** list, as Llama 3 Instruct's), over config.json's; config.json's alone
+** when generation_config.json names none. */
+static void test_generation_config_ids_win(void) {
+  char path[1100];
+  char *dir = hf_dir("eos-ids", TESSEL_F32, "{\"bos_token_id\": 1, \"eos_token_id\": 2,", NULL, NULL);
+  snprintf(path, sizeof path, "%s/generation_config.json", dir);
+  const char *both = "{\"bos_token_id\": 3, \"eos_token_id\": [2, 5]}", *none = "{\"do_sample\": true}";
+  scratch_write(path, both, strlen(both));
+  tsl_token_ids ids = {0};
+  tsl_hf_token_ids(dir, 96, 0, &ids);
+  CHECK(ids.has_bos && ids.bos_id == 3 && ids.n_eos == 2 && ids.eos_ids[0] == 2 && ids.eos_ids[1] == 5);
+  scratch_write(path, none, strlen(none));
+  ids = (tsl_token_ids){0};
+  tsl_hf_token_ids(dir, 96, 0, &ids);
+  CHECK(ids.has_bos && ids.bos_id == 1 && ids.n_eos == 1 && ids.eos_ids[0] == 2);
 }
 
 static void test_refusals_name_the_problem(void) {
@@ -753,6 +787,7 @@ int main(void) {
   RUN(test_gpt2_tensor_in_both_spellings);
   RUN(test_tokenizer_comes_along);
   RUN(test_plain_spellings_accepted);
+  RUN(test_generation_config_ids_win);
   RUN(test_refusals_name_the_problem);
   RUN(test_yarn_scaling);
   RUN(test_factor_scalings);
