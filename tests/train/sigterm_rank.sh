@@ -82,6 +82,22 @@ for sig in INT TERM; do
   tail -n 1 "$WORK/launch$sig.log" | grep -q "^launch: the run stopped early with a checkpoint (exit status 75, not a failure)" ||
     { cat "$WORK/launch$sig.log" >&2; fail "SIG$sig to tessel launch: the last line does not say the stop was clean"; }
 done
+# a second Ctrl-C once every rank has stopped with its checkpoint finds
+# nothing to abort: mpirun, tearing the job down, used to be interrupted
+# there (exit 1, or Open MPI 4.1 crashing in PMIx_Finalize) though the stop
+# was clean
+launch_and_signal twice INT
+for _ in $(seq 1 300); do
+  [ -z "$(pgrep -f "^$TESSEL run $WORK/tiny.yaml.*log.dir=$WORK/twice" || true)" ] && break
+  sleep 0.1
+done
+kill -INT $job 2>/dev/null || true # launch may be gone already: then there was nothing to interrupt
+set +e
+wait $job
+rc=$?
+set -e
+stopped_with_checkpoint $rc "$(stop_step "$WORK/twice.log" SIGUSR1)" "$WORK/twice" ||
+  { cat "$WORK/twice.log" >&2; fail "a second Ctrl-C after the ranks stopped: status $rc"; }
 # a job whose step never ends (a rank stuck: SIGSTOP stands for a hung file
 # system or a collective its peer never joins) cannot stop with a
 # checkpoint, so a second SIGTERM to launch (a scheduler's, after its grace
@@ -118,4 +134,5 @@ for sig in KILL HUP; do
 done
 rm -rf "$WORK"
 echo "ok: SIGTERM to one rank stopped both at step $step (status 75 each, one checkpoint); resumed to $total bit-equal;" \
-  "SIGINT and SIGTERM to tessel launch end with 75 and a checkpoint; SIGKILL and SIGHUP to it stop the job too"
+  "SIGINT and SIGTERM to tessel launch end with 75 and a checkpoint, a second SIGINT after it too;" \
+  "SIGKILL and SIGHUP to it stop the job too"

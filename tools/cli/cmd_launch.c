@@ -1,4 +1,5 @@
 /* tools/cli/cmd_launch.c — `tessel launch -n N CONFIG`: mpirun with the right flags. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -32,14 +33,15 @@ const tsl_command tsl_cmd_launch = {
     "to its own equal part of them and runs that many threads; with fewer, the ranks are left unbound\n"
     "(--oversubscribe) and share the CPUs, one thread each. Adds --allow-run-as-root when run as root.\n"
     "Ctrl-C, SIGTERM, SIGUSR1 or SIGHUP stop the run after its step with a checkpoint (exit status 75; mpirun gets\n"
-    "SIGUSR1, which it forwards to every rank); a second Ctrl-C, SIGTERM or SIGHUP aborts. Exits with mpirun's status.\n"
+    "SIGUSR1, which it forwards to every rank); a second Ctrl-C, SIGTERM or SIGHUP aborts the ranks still running.\n"
+    "Exits with mpirun's status.\n"
     "For several machines use mpirun or srun directly (docs/cluster.md).\n\n"
     "  -n N              number of ranks, 1 to " TSL_STR(MAX_RANKS) "\n"
     "  --set KEY=VALUE   override a config key on every rank (repeatable)\n"
     "  --resume DIR      resume from this checkpoint directory instead of checkpoint.resume\n",
     launch, (const tsl_options *const[]){&launch_options, NULL}};
 
-static volatile sig_atomic_t mpirun_pid, stops, pending;
+static volatile sig_atomic_t mpirun_pid, stops, pending, abort_asked;
 
 /* mpirun kills the ranks a second after it gets SIGTERM or SIGINT itself,
 ** too soon for a checkpoint; SIGUSR1 it forwards to every rank, which stop
@@ -48,12 +50,50 @@ static volatile sig_atomic_t mpirun_pid, stops, pending;
 ** SIGHUP as SIGINT, which aborts, as a second one aborts `tessel run`: a
 ** job whose step never ends (a rank stuck in a collective) cannot stop
 ** with a checkpoint, and a scheduler's second SIGTERM must end it. A
-** repeated SIGUSR1 changes nothing, as in the ranks. */
+** repeated SIGUSR1 changes nothing, as in the ranks. The abort is passed
+** on by supervise, which first looks whether there is anything to abort. */
 static void forward(int sig) {
-  int to = sig != SIGUSR1 && stops > 0 ? SIGINT : SIGUSR1;
+  if (sig != SIGUSR1 && stops > 0) abort_asked = 1;
+  else if (mpirun_pid > 0) kill(mpirun_pid, SIGUSR1);
+  else pending = SIGUSR1; /* before mpirun exists: passed on once it does (it was lost) */
   stops++;
-  if (mpirun_pid > 0) kill(mpirun_pid, to);
-  else pending = to; /* before mpirun exists: passed on once it does (it was lost) */
+}
+
+/* Whether process `pid` is alive: not gone, not a zombie. */
+static int alive(long pid) {
+  char path[64], line[512];
+  snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+  FILE *f = fopen(path, "r");
+  if (!f) return 0;
+  char *end = fgets(line, sizeof line, f) ? strrchr(line, ')') : NULL; /* the name may hold ')' */
+  fclose(f);
+  return end && end[1] == ' ' && end[2] != 'Z' && end[2] != 'X';
+}
+
+/* Whether any child of mpirun (a rank) is alive, from /proc's list of each
+** of its threads' children; 1 when the kernel keeps no such list. Once
+** every rank has stopped with its checkpoint, mpirun is only tearing the
+** job down, and Open MPI 4.1's, interrupted there, exits 1 or crashes in
+** PMIx_Finalize: a second Ctrl-C then has nothing left to abort. */
+static int ranks_alive(pid_t mpirun) {
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%ld/task", (long)mpirun);
+  DIR *tasks = opendir(path);
+  if (!tasks) return 1;
+  int any = 0, listed = 0;
+  struct dirent *t;
+  while (!any && (t = readdir(tasks))) {
+    char children[320];
+    snprintf(children, sizeof children, "%s/%s/children", path, t->d_name);
+    FILE *f = t->d_name[0] == '.' ? NULL : fopen(children, "r");
+    if (!f) continue;
+    listed = 1;
+    long child;
+    while (!any && fscanf(f, "%ld", &child) == 1) any = alive(child);
+    fclose(f);
+  }
+  closedir(tasks);
+  return any || !listed;
 }
 
 /* Run mpirun as a child in its own process group (a terminal's Ctrl-C then
@@ -83,7 +123,16 @@ static int supervise(char **args) {
   } else {
     mpirun_pid = pid;
     if (pending) kill(pid, pending);
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    /* polled, not waited for: a signal between a check and the wait would be missed */
+    for (int first = 1;; first = 0) {
+      pid_t got = waitpid(pid, &status, WNOHANG);
+      if (got == pid || (got < 0 && errno != EINTR)) break;
+      /* before mpirun has started its ranks, nothing is checkpointing */
+      if (abort_asked == 1 && (first || ranks_alive(pid))) {
+        kill(pid, SIGINT);
+        abort_asked = 2;
+      }
+      usleep(50000);
     }
     rc = tsl_exit_status(status);
   }
