@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "common/util.h"
+#include "data/record.h"
 #include "data/shard.h"
 
 struct tsl_dataset {
@@ -32,6 +33,24 @@ static uint64_t train_starts(uint64_t count, int seq_len) {
 
 static uint64_t eval_windows(uint64_t count, int seq_len) {
   return count > 0 ? (count - 1) / (uint64_t)seq_len : 0;
+}
+
+/* A shard's token past the vocabulary (tsl_shard_open's error): a shard
+** made for a larger vocabulary, or, where its directory's tokens.json says
+** it was made for one no larger than the model's (a run checks that before
+** it opens shards), a damaged file. */
+static tsl_status past_vocabulary(const char *path, int vocab_size) {
+  char *what = tsl_strdup(tsl_error_message()), *dir = tsl_dirname(path);
+  tsl_data_record r = {0};
+  int damaged = what && dir && tsl_data_record_read(dir, &r) >= 0 && r.found && r.vocab_size <= vocab_size;
+  tsl_status st = !what ? TESSEL_E_NOMEM
+                  : damaged ? tsl_error(TESSEL_E_IO, "%s, though %s/tokens.json says its shards hold tokens below %d: "
+                                        "the file is damaged; prepare the data again", what, dir, r.vocab_size)
+                            : tsl_error(TESSEL_E_CONFIG, "%s; the shard was made for a larger vocabulary than "
+                                        "model.vocab_size", what);
+  free(what);
+  free(dir);
+  return st;
 }
 
 tsl_status tsl_dataset_open(const char *glob_pattern, int vocab_size, int seq_len,
@@ -72,6 +91,7 @@ tsl_status tsl_dataset_open(const char *glob_pattern, int vocab_size, int seq_le
   uint64_t longest = 0;
   for (size_t i = 0; i < g.gl_pathc; i++) {
     if ((st = tsl_shard_open(g.gl_pathv[i], vocab_size, &ds->shards[i])) < 0) {
+      if (st == TESSEL_E_CONFIG) st = past_vocabulary(g.gl_pathv[i], vocab_size);
       tsl_error_wrap(st, "data '%s'", glob_pattern);
       goto fail;
     }

@@ -128,10 +128,8 @@ static tsl_status read_tokens(const tsl_shard *s, uint64_t first, uint64_t n, ui
   for (uint64_t i = 0; st >= 0 && s->vocab_size > 0 && i < n; i++) {
     if (out[i] < (uint32_t)s->vocab_size) continue;
     if (opening)
-      return tsl_error(TESSEL_E_CONFIG,
-                       "%s: token %u at offset %llu is >= model.vocab_size = %d; the shard was made for a larger "
-                       "vocabulary than model.vocab_size",
-                       s->path, (unsigned)out[i], (unsigned long long)(first + i), s->vocab_size);
+      return tsl_error(TESSEL_E_CONFIG, "%s: token %u at offset %llu is >= model.vocab_size = %d", s->path,
+                       (unsigned)out[i], (unsigned long long)(first + i), s->vocab_size);
     return tsl_error(TESSEL_E_IO,
                      "%s: token %u at offset %llu is now >= model.vocab_size = %d, though every token was below it "
                      "when the run opened the shard: it was rewritten in place. Replace shards only by writing new "

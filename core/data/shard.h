@@ -47,7 +47,7 @@ tsl_status tsl_shard_write_wide(const char *path, const uint32_t *tokens, uint64
 ** file and what is wrong (expected vs found): TESSEL_E_IO when the file
 ** cannot be read, is not a shard (magic) or its size disagrees with the
 ** header; TESSEL_E_VERSION for another format version; TESSEL_E_CONFIG for a
-** token >= vocab_size (the shard was made for a larger vocabulary). On
+** token >= vocab_size (the caller says why: tsl_dataset_open). On
 ** failure *out is zeroed and needs no close. */
 tsl_status tsl_shard_open(const char *path, int vocab_size, tsl_shard *out);
 void tsl_shard_close(tsl_shard *s);

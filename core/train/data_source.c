@@ -45,17 +45,22 @@ static uint64_t sources_hash(const tsl_settings *s, const tsl_tokenizer *t) {
 
 /* Whether data.dir's stamp says its shards were prepared from sources
 ** whose hash is `want` (a sources_hash as text), and the first training
-** shard and the record are still there: shards removed by hand are
-** prepared again (the stamp alone once sent the run to fail on the missing
-** files). */
+** shard, the first validation shard (with a data.val_fraction: a part with
+** no token fails the run anyway) and the record are still there: shards
+** removed by hand are prepared again (the stamp alone once sent the run to
+** fail on the missing files, blaming data.val_fraction for a missing
+** validation shard). */
 static int stamped(const tsl_settings *s, const char *want) {
   char *path = tsl_asprintf("%s/" TSL_DATA_STAMP, s->data.dir), *old = NULL;
   char *train = tsl_asprintf("%s/train_000000.bin", s->data.dir), *record = tsl_asprintf("%s/tokens.json", s->data.dir);
-  int same = path && train && record && tsl_read_file(path, &old, NULL) == TESSEL_OK && strcmp(old, want) == 0 &&
-             tsl_path_exists(train) && tsl_path_exists(record);
+  char *val = tsl_asprintf("%s/val_000000.bin", s->data.dir);
+  int same = path && train && record && val && tsl_read_file(path, &old, NULL) == TESSEL_OK &&
+             strcmp(old, want) == 0 && tsl_path_exists(train) && tsl_path_exists(record) &&
+             (s->data.val_fraction <= 0 || tsl_path_exists(val));
   free(old);
   free(path);
   free(train);
+  free(val);
   free(record);
   tsl_error_clear();
   return same;

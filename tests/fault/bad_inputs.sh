@@ -9,6 +9,7 @@
 #     train a tokenizer on (nothing writes to it: a plain open would wait
 #     forever);
 #   - a truncated plugin and one built for another machine (aarch64);
+#   - a shard with a token past the vocabulary its tokens.json records;
 #   - a config nested 25,000 levels deep (50 KB);
 #   - a log.dir of 1,500 bytes: the paths derived from it stay whole;
 #   - a checkpoint whose trainer.json was edited (heads 0, layers 0, a step
@@ -116,6 +117,15 @@ expect 1 "$WORK/shards/train_000000.bin: is a FIFO, not a token shard"
 valid "data: {train: \"$WORK/shards/train_000001.bin\"}" | sed '2d' >"$WORK/shard_dir.yaml"
 run dir_shard "$TESSEL" run "$WORK/shard_dir.yaml" --set log.dir="$WORK/shard_dir"
 expect 1 "$WORK/shards/train_000001.bin: is a directory, not a token shard"
+# a token past the vocabulary in a shard whose tokens.json says it was made
+# for that vocabulary is damage (exit 1), not a shard made for a larger one
+# (a configuration mistake, exit 2, as it was said)
+"$TESSEL" data prepare core/config/parse.c -o "$WORK/flipped" >/dev/null 2>&1 || fail "data prepare failed"
+printf '\377\377' | dd of="$WORK/flipped/train_000000.bin" bs=1 seek=1044 conv=notrunc status=none
+valid "data: {train: \"$WORK/flipped/train_*.bin\"}" | sed '2d' >"$WORK/flipped.yaml"
+run flipped_shard "$TESSEL" run "$WORK/flipped.yaml" --set log.dir="$WORK/flipped_run"
+expect 1 "$WORK/flipped/train_000000.bin: token 65535 at offset 10 is >= model.vocab_size = 256, though" \
+  "$WORK/flipped/tokens.json says its shards hold tokens below 256: the file is damaged"
 
 # ---- a deep config, a long directory ----
 { printf 'x: '; head -c 25000 /dev/zero | tr '\0' '['; head -c 25000 /dev/zero | tr '\0' ']'; echo; } >"$WORK/deep.yaml"

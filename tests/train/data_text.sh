@@ -112,6 +112,16 @@ set -e
   ! grep -q "raise data.val_fraction" "$WORK/accents.log" ||
   { cat "$WORK/accents.log" >&2; fail "a token past the vocabulary in the validation part: exit $rc"; }
 
+# a validation shard removed by hand is prepared again, as a training shard
+# is (it was blamed on data.val_fraction, exit 2)
+for n in 1 2; do
+  [ $n -eq 2 ] && rm -f "$WORK/valgone/data/"val_*.bin
+  "$TESSEL" run "$WORK/dup.yaml" --set "data.text=[\"$SRC/docs/config.md\"]" --set data.val_fraction=0.1 \
+    --set log.dir="$WORK/valgone" --set data.dir="$WORK/valgone/data" --set checkpoint.resume=never \
+    >"$WORK/valgone$n.log" 2>&1 && grep -q "data: prepared" "$WORK/valgone$n.log" ||
+    { cat "$WORK/valgone$n.log" >&2; fail "run $n over a data.dir without its validation shard"; }
+done
+
 # a shard shorter than a sequence beside a long one; 12 validation windows
 # against eval_batches 4 × batch 2
 mkdir -p "$WORK/mixed"
