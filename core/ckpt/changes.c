@@ -1,12 +1,16 @@
 /* core/ckpt/changes.c — what a resume carries on from a checkpoint: the
-** tokens trained, and the settings whose change it tells the user of. */
+** tokens trained, and the settings whose change it tells the user of (the
+** seed, the batch, the data, the optimizer and its schedule). */
 #include <cjson/cJSON.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ckpt/checkpoint.h"
 #include "common/log.h"
 #include "common/util.h"
+#include "config/config.h"
+#include "optim/optim.h"
 
 uint64_t tsl_ckpt_tokens(const tsl_ckpt *c, int batch_now) {
   if (c->tokens >= 0) return (uint64_t)c->tokens;
@@ -43,6 +47,53 @@ static void warn_data(const tsl_runtime *rt, const tsl_ckpt *c, const char *was)
   free(now_text);
 }
 
+/* The optimizer's settings a resume may change. */
+static const struct {
+  const char *key;
+  size_t at; /* a double in tsl_settings */
+} optim_keys[] = {{"lr", offsetof(tsl_settings, optim.lr)},
+                  {"min_lr", offsetof(tsl_settings, optim.min_lr)},
+                  {"beta1", offsetof(tsl_settings, optim.beta1)},
+                  {"beta2", offsetof(tsl_settings, optim.beta2)},
+                  {"eps", offsetof(tsl_settings, optim.eps)},
+                  {"weight_decay", offsetof(tsl_settings, optim.weight_decay)},
+                  {"grad_clip", offsetof(tsl_settings, optim.grad_clip)}};
+
+static double optim_value(const tsl_settings *s, size_t at) { return *(const double *)((const char *)s + at); }
+
+/* One warning when the optimizer goes on otherwise than the checkpoint's
+** run would have (its config.yaml): another β, ε, weight decay or clipping,
+** or another learning rate from the next step on — a schedule changed, or
+** train.steps, over which cosine and linear decay stretch (Megatron-LM
+** refuses such a resume unless told to take the new schedule; tessel takes
+** it and says so). A config.yaml this version cannot read is passed over,
+** and so is a checkpoint of step 0 (tessel import's: nothing trained). */
+static void warn_optimizer(const tsl_settings *s, const tsl_ckpt *c) {
+  if (c->step == 0) return;
+  char *path = tsl_asprintf("%s/config.yaml", c->path), changed[1024] = "";
+  tsl_config *cfg = NULL;
+  tsl_settings was = {0};
+  if (path && tsl_config_load(path, NULL, 0, &cfg) >= 0 && tsl_settings_read(cfg, &was) >= 0) {
+    size_t used = 0;
+    for (size_t i = 0; i < TSL_ARRAY_LEN(optim_keys) && used < sizeof changed; i++) {
+      double now = optim_value(s, optim_keys[i].at), then = optim_value(&was, optim_keys[i].at);
+      if (now != then)
+        used += (size_t)snprintf(changed + used, sizeof changed - used, "%soptimizer.%s %g (was %g)",
+                                 used ? ", " : "", optim_keys[i].key, now, then);
+    }
+    const int64_t next = c->step + 1;
+    const double lr = tsl_lr_at(s, next), lr_was = tsl_lr_at(&was, next);
+    if (changed[0] || lr != lr_was)
+      tsl_warn("checkpoint %s was trained with another optimizer or schedule%s%s: step %lld's learning rate is %.6g, "
+               "where the run's own schedule gives %.6g. The run goes on as now configured; set the checkpoint's "
+               "values (its config.yaml) to continue it as it was", c->path, changed[0] ? ": " : "", changed,
+               (long long)next, lr, lr_was);
+  }
+  tsl_error_clear();
+  tsl_config_free(cfg);
+  free(path);
+}
+
 void tsl_ckpt_warn_changes(const tsl_runtime *rt, const tsl_ckpt *c) {
   const tsl_settings *s = &rt->settings;
   if (rt->world.rank != 0) return;
@@ -62,4 +113,5 @@ void tsl_ckpt_warn_changes(const tsl_runtime *rt, const tsl_ckpt *c) {
              "was", s->train.batch_size, c->path, c->batch_size,
              (unsigned long long)tsl_ckpt_tokens(c, s->train.batch_size), c->batch_size);
   if (c->data) warn_data(rt, c, c->data);
+  warn_optimizer(s, c);
 }

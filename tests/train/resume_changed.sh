@@ -3,8 +3,10 @@
 # were step × the new batch, as if every earlier step had had it), and
 # checkpoints record them. Another train.batch_size, data.text,
 # data.val_fraction, data.train or data.val is warned about once each,
-# naming both values, as another train.seed is; a resume that changes
-# none of them (another micro_batch_size included) warns of nothing.
+# naming both values, as another train.seed is; so is another optimizer
+# (β, ε, weight decay, clipping) or learning rate at the next step (a
+# changed schedule, or train.steps over which it decays); a resume that
+# changes none of them (another micro_batch_size included) warns of nothing.
 # `tessel check` gives the same warnings before the run.
 . "$(dirname "$0")/common.sh" "$1" "$2" "$3" resume_changed
 
@@ -69,11 +71,24 @@ set -e
 [ "$(grep -cF "warning: data.train is \"$WORK/shards/*.bin.other\", but checkpoint $WORK/sh/checkpoints/step_00000002 was trained with data.train \"$WORK/shards/*.bin\"" \
   "$WORK/train.log")" -eq 1 ] || fail "other shards are not warned about once: $(cat "$WORK/train.log")"
 
+# the optimizer: another β2, and a cosine schedule stretched over 14 steps
+cp -r "$WORK/same" "$WORK/optim"
+"$TESSEL" run "$WORK/tiny.yaml" --set log.dir="$WORK/optim" --set train.steps=14 --set optimizer.beta2=0.99 \
+  >"$WORK/optim.log" 2>&1 || fail "resuming with another optimizer failed: $(cat "$WORK/optim.log")"
+[ "$(grep -c "warning: checkpoint .*optim/checkpoints/step_00000005 was trained with another optimizer or schedule: \
+optimizer.beta2 0.99 (was 0.95): step 6's learning rate is [0-9.e-]*, where the run's own schedule gives" \
+  "$WORK/optim.log")" -eq 1 ] || fail "another optimizer is not warned about once: $(cat "$WORK/optim.log")"
+lr6=$(sed -n 's/^{"step":6,.*"lr":\([^,]*\),.*/\1/p' "$WORK/optim/metrics.jsonl")
+grep -q "step 6's learning rate is $(printf '%.6g' "$lr6")," "$WORK/optim.log" ||
+  fail "the warning does not name step 6's learning rate $lr6: $(cat "$WORK/optim.log")"
+
 # nothing that changes the batches: nothing said (gradient accumulation
 # splits the same batch_size sequences)
 "$TESSEL" run "$WORK/tiny.yaml" --set log.dir="$WORK/same" --set train.micro_batch_size=2 >"$WORK/same.log" 2>&1 ||
   fail "a resume with accumulation failed: $(cat "$WORK/same.log")"
-! grep -q "warning: \(train\|data\)\." "$WORK/same.log" || fail "an unchanged resume warned: $(cat "$WORK/same.log")"
+! grep -q "warning: \(train\.\|data\.\|checkpoint .* another optimizer\)" "$WORK/same.log" ||
+  fail "an unchanged resume warned: $(cat "$WORK/same.log")"
 [ "$(tokens_at "$WORK/same/metrics.jsonl" 12)" = 768 ] || fail "step 12 logged $(tokens_at "$WORK/same/metrics.jsonl" 12) tokens, expected 768"
 rm -rf "$WORK"
-echo "ok: tokens count on from the checkpoint under another batch size; changed batch and data warned about once each"
+echo "ok: tokens count on from the checkpoint under another batch size; changed batch, data and optimizer warned" \
+  "about once each"
