@@ -9,6 +9,7 @@
 #     train a tokenizer on (nothing writes to it: a plain open would wait
 #     forever);
 #   - a truncated plugin and one built for another machine (aarch64);
+#   - a directory in place of checkpoint.dir/latest;
 #   - a shard with a token past the vocabulary its tokens.json records;
 #   - a config nested 25,000 levels deep (50 KB);
 #   - a log.dir of 1,500 bytes: the paths derived from it stay whole;
@@ -117,6 +118,14 @@ expect 1 "$WORK/shards/train_000000.bin: is a FIFO, not a token shard"
 valid "data: {train: \"$WORK/shards/train_000001.bin\"}" | sed '2d' >"$WORK/shard_dir.yaml"
 run dir_shard "$TESSEL" run "$WORK/shard_dir.yaml" --set log.dir="$WORK/shard_dir"
 expect 1 "$WORK/shards/train_000001.bin: is a directory, not a token shard"
+# a directory where checkpoint.dir/latest goes: refused before a step (the
+# run trained one, failed at its save as a file-system error, and again at
+# every rerun)
+mkdir -p "$WORK/latest_dir/checkpoints/latest"
+valid >"$WORK/latest_dir.yaml"
+run latest_dir "$TESSEL" run "$WORK/latest_dir.yaml" --set log.dir="$WORK/latest_dir"
+expect 1 "$WORK/latest_dir/checkpoints/latest is a directory, not the file in which each checkpoint names itself"
+[ -z "$(ls "$WORK/latest_dir/checkpoints" | grep step_)" ] || fail "a step was trained and saved before the refusal"
 # a token past the vocabulary in a shard whose tokens.json says it was made
 # for that vocabulary is damage (exit 1), not a shard made for a larger one
 # (a configuration mistake, exit 2, as it was said)
