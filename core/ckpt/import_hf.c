@@ -563,13 +563,13 @@ tsl_status tsl_hf_config(const char *dir, int say, tsl_model_settings *out, int 
   *fused = 0;
   if (!path) return tsl_error(TESSEL_E_NOMEM, "out of host memory");
   TSL_TRY(st, tsl_read_file(path, &text, NULL));
-  root = cJSON_Parse(text);
+  root = cJSON_ParseWithOpts(text, NULL, 1); /* nothing after the object: Python's json refuses it too */
   const cJSON *type = cJSON_GetObjectItemCaseSensitive(root, "model_type");
   const char *dup = NULL;
   hf_json j = {path, root, say};
   if (root) TSL_TRY(st, duplicate_key(root, &dup));
   if (!cJSON_IsObject(root)) {
-    st = tsl_error(TESSEL_E_IO, "%s: not a JSON object", path);
+    st = tsl_error(TESSEL_E_IO, "%s: not a JSON object (or more than one)", path);
   } else if (dup) {
     st = tsl_error(TESSEL_E_IO, "%s: key '%s' is given twice (transformers would read the last value): keep one",
                    path, dup);

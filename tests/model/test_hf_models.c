@@ -61,6 +61,7 @@
 
 #include "../data/scratch.h"
 #include "ckpt/import.h"
+#include "ckpt/import_hf.h"
 #include "ckpt/safetensors.h"
 #include "export/export.h"
 #include "harness.h"
@@ -400,6 +401,26 @@ static void test_longrope_matches_transformers(void) {
   compare_with_hf_set("phi3_longrope", "_long", 32);
 }
 
+/* The end-of-text ids generate() stops at: generation_config.json's (a list,
+** as Llama 3 Instruct's), over config.json's, which count where it has none. */
+static void test_generation_config_ids_win(void) {
+  static const char config[] = "{\"bos_token_id\": 1, \"eos_token_id\": 2}",
+                    both[] = "{\"bos_token_id\": 3, \"eos_token_id\": [2, 5]}", none[] = "{\"do_sample\": true}";
+  char dir[1024], path[1100];
+  REQUIRE(tsl_mkdir_p(scratch_path(dir, "eos-ids")) == TESSEL_OK);
+  snprintf(path, sizeof path, "%s/config.json", dir);
+  scratch_write(path, config, strlen(config));
+  snprintf(path, sizeof path, "%s/generation_config.json", dir);
+  scratch_write(path, both, strlen(both));
+  tsl_token_ids ids = {0};
+  tsl_hf_token_ids(dir, 96, 0, &ids);
+  CHECK(ids.has_bos && ids.bos_id == 3 && ids.n_eos == 2 && ids.eos_ids[0] == 2 && ids.eos_ids[1] == 5);
+  scratch_write(path, none, strlen(none));
+  ids = (tsl_token_ids){0};
+  tsl_hf_token_ids(dir, 96, 0, &ids);
+  CHECK(ids.has_bos && ids.bos_id == 1 && ids.n_eos == 1 && ids.eos_ids[0] == 2);
+}
+
 int main(void) {
   scratch_init("test_hf_models");
   RUN(test_llama_matches_transformers);
@@ -417,6 +438,7 @@ int main(void) {
   RUN(test_longrope_matches_transformers);
   RUN(test_dynamic_matches_transformers);
   RUN(test_partial_rotary_matches_transformers);
+  RUN(test_generation_config_ids_win);
   scratch_cleanup();
   return HARNESS_EXIT();
 }
