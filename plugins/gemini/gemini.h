@@ -168,6 +168,7 @@ typedef struct gemini {
   tessel_host *host;
   tessel_stream *s;       /* the compute stream (from setup on) */
   gm_opts o;
+  const tessel_cfg *section; /* the plugin: section, for mistakes found once the model is known */
   int world, rank;
   tessel_group *dp;
   tessel_model_dims dims;
@@ -212,6 +213,10 @@ typedef struct gemini {
 } gemini;
 
 /* schedule.c */
+/* The visits of one training step, micro_steps × 2 × units, in 64 bits:
+** the schedule numbers them in an int, so a step of more than INT_MAX
+** visits cannot be scheduled. */
+int64_t gm_step_visits(const tessel_model_dims *d);
 tessel_status gm_units_build(gemini *g);
 tessel_status gm_schedules_build(gemini *g);
 void gm_schedules_free(gemini *g);

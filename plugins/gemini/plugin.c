@@ -1,4 +1,5 @@
 /* plugins/gemini/plugin.c — the strategy table, options, mesh, layouts and setup. */
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -83,6 +84,7 @@ static tessel_status create(const tessel_host_api *api, tessel_host *host, const
   g->api = api;
   g->host = host;
   g->pos = -1;
+  g->section = section;
   tessel_status st = options(g, section);
   if (st < 0) {
     free(g);
@@ -113,11 +115,29 @@ static tessel_status mesh(void *inst, int world_size, tessel_mesh *m) {
   return TESSEL_OK;
 }
 
+/* A step gemini can number: its schedule counts the visits of a step (each
+** unit forward and backward in each micro-batch) in an int. Found when the
+** model is known, so `tessel check` refuses what the run could not
+** schedule; the mistake is in train's batch sizes or the layers, which
+** gemini cannot point at, so it names them at its own section. */
+static tessel_status check_visits(gemini *g) {
+  tessel_model_dims d = {.size = sizeof d};
+  TESSEL_TRY(g->api->model->dims(g->host, &d));
+  int64_t visits = gm_step_visits(&d);
+  if (visits <= INT_MAX) return TESSEL_OK;
+  return g->api->cfg->error_at(g->host, g->section, "name",
+                               "gemini schedules each step as %lld unit visits (%d micro-batch(es) × %d units, "
+                               "forward and backward), more than the %d it can number; raise "
+                               "train.micro_batch_size or use fewer model.layers",
+                               (long long)visits, d.micro_steps, d.units, INT_MAX);
+}
+
 /* The chunks, built from the model's parameters at the first layout call
 ** (layouts need them, and the model exists from then on). */
 static tessel_status plan(gemini *g) {
   const tessel_model_api *model = g->api->model;
   int n;
+  TESSEL_TRY(check_visits(g));
   TESSEL_TRY(model->param_count(g->host, &n));
   TESSEL_TRY(g->api->world(g->host, &g->rank, NULL));
   tessel_status st = TESSEL_OK;
