@@ -28,8 +28,9 @@ double tsl_lr_at(const tsl_settings *s, int64_t step) {
   if (total <= warm) return lr;
   int64_t flat = warm; /* the last step before the decay's first */
   if (s->optim.decay == TSL_DECAY_WSD) {
-    int64_t d = s->optim.decay_steps ? s->optim.decay_steps : (total - warm + 4) / 5;
-    flat = d < total - warm ? total - d : warm;
+    /* a fifth rounded up, without the (x + 4) / 5 that overflows at train.steps near INT64_MAX */
+    int64_t after = total - warm, d = s->optim.decay_steps ? s->optim.decay_steps : after / 5 + (after % 5 != 0);
+    flat = d < after ? total - d : warm;
   }
   double p = step <= flat ? 0.0 : (double)(step - 1 - flat) / (double)(total - flat);
   if (p > 1.0) p = 1.0;

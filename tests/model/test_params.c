@@ -231,6 +231,18 @@ static void test_learning_rate_schedule(void) {
     CHECK(tsl_lr_at(&s, k) == linear);
   }
   s.optim.decay_steps = 0;
+  /* the default cool-down of the longest run train.steps allows: a fifth
+  ** of INT64_MAX rounded up, computed without overflow (UBSan found
+  ** (steps + 4) / 5 past int64) */
+  s.optim.warmup_steps = 0;
+  s.train.steps = INT64_MAX;
+  const int64_t cool = INT64_MAX / 5 + 1, flat = INT64_MAX - cool;
+  CHECK_CLOSE(tsl_lr_at(&s, flat), 1e-3, 1e-15, 0);
+  CHECK_CLOSE(tsl_lr_at(&s, flat + 1), 1e-3, 1e-15, 0);
+  CHECK_CLOSE(tsl_lr_at(&s, flat + cool / 2 + 1), 5.5e-4, 1e-12, 0);
+  CHECK_CLOSE(tsl_lr_at(&s, INT64_MAX), 1e-4, 1e-12, 0);
+  s.train.steps = 1000;
+  s.optim.warmup_steps = 100;
   /* no warm-up: the first step at the peak (it once started decayed, and
   ** train.steps: 1 trained at min_lr) */
   s.optim.warmup_steps = 0;
