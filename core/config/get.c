@@ -123,15 +123,21 @@ tsl_status tsl_cfg_redefault_int(tsl_cfg *map, const char *key, int64_t value) {
   return TESSEL_OK;
 }
 
-/* Quotes make a value a string, so "7" is not a number; a message that
-** showed only '7' would not say why it was refused. */
+/* Quotes make a value a string, so "7" is not a number, and `!!float 7`
+** is no integer; a message that showed only '7' would not say why it was
+** refused. */
 static const char *quoted_note(const tsl_cfg *v) {
-  return v->kind == TSL_NODE_SCALAR && v->quoted ? "the quoted string " : "";
+  if (v->kind == TSL_NODE_SCALAR && v->quoted) return "the quoted string ";
+  return v->kind == TSL_NODE_SCALAR && v->tag == TSL_TAG_FLOAT ? "!!float " : "";
 }
 
-/* 0, or -1 for text that is not a decimal integer, or 1 for one past
-** int64's range (*out is then its limit, of the right sign). */
-static int parse_int(const char *s, int64_t *out) {
+/* An integer as YAML types it: untagged or !!int, not a string, and not
+** !!float, which makes 16 the number 16.0 (refused as 16.0 is). */
+static int int_text(const tsl_cfg *v, int64_t *out) {
+  return v->quoted || v->tag == TSL_TAG_FLOAT ? -1 : tsl_scalar_int(v->scalar, out);
+}
+
+int tsl_scalar_int(const char *s, int64_t *out) {
   char *end;
   errno = 0;
   long long v = strtoll(s, &end, 10);
@@ -140,10 +146,8 @@ static int parse_int(const char *s, int64_t *out) {
   return errno == ERANGE ? 1 : errno ? -1 : 0;
 }
 
-/* 0, or -1 for text that is not a decimal number (C's hexadecimal floats,
-** inf and nan are not YAML numbers), or 1 for one past double's range. A
-** value below the smallest normal double reads as the nearest one. */
-static int parse_float(const char *s, double *out) {
+/* A value below the smallest normal double reads as the nearest one. */
+int tsl_scalar_float(const char *s, double *out) {
   char *end;
   if (strpbrk(s, "xX")) return -1;
   errno = 0;
@@ -181,7 +185,7 @@ tsl_status tsl_cfg_int(tsl_cfg *map, const char *key, int64_t dflt, int64_t min,
   }
   int64_t x;
   *out = dflt; /* what a reader that goes on after the mistake sees */
-  int parsed = v->quoted ? -1 : parse_int(v->scalar, &x);
+  int parsed = int_text(v, &x);
   if (parsed < 0) return tsl_cfg_error(map, key, "expected an integer, got %s'%s'", quoted_note(v),
                                          TSL_ECHO(v->scalar));
   if (parsed > 0 || x < min || x > max) return range_error_int(map, key, v->scalar, min, max, parsed > 0, x);
@@ -203,7 +207,7 @@ tsl_status tsl_cfg_float(tsl_cfg *map, const char *key, double dflt, double min,
     return record_default(map, key, TSL_NODE_SCALAR, text);
   }
   double x;
-  int parsed = v->quoted ? -1 : parse_float(v->scalar, &x);
+  int parsed = v->quoted ? -1 : tsl_scalar_float(v->scalar, &x);
   if (parsed < 0) return tsl_cfg_error(map, key, "expected a number, got %s'%s'", quoted_note(v),
                                          TSL_ECHO(v->scalar));
   if (parsed > 0 && isinf(min) && isinf(max))
@@ -220,9 +224,15 @@ tsl_status tsl_cfg_float(tsl_cfg *map, const char *key, double dflt, double min,
   return TESSEL_OK;
 }
 
-tsl_status tsl_cfg_bool(tsl_cfg *map, const char *key, int dflt, int *out) {
+int tsl_scalar_bool(const char *s) {
   static const char *const yes[] = {"true", "True", "TRUE", "yes", "Yes", "YES", "on", "On", "ON"};
   static const char *const no[] = {"false", "False", "FALSE", "no", "No", "NO", "off", "Off", "OFF"};
+  for (size_t i = 0; i < TSL_ARRAY_LEN(yes); i++)
+    if (!strcmp(s, yes[i]) || !strcmp(s, no[i])) return !strcmp(s, yes[i]);
+  return -1;
+}
+
+tsl_status tsl_cfg_bool(tsl_cfg *map, const char *key, int dflt, int *out) {
   tsl_cfg *v;
   tsl_status st = scalar_of(map, key, "true or false", &v);
   *out = dflt;
@@ -231,11 +241,10 @@ tsl_status tsl_cfg_bool(tsl_cfg *map, const char *key, int dflt, int *out) {
     *out = dflt;
     return map ? record_default(map, key, TSL_NODE_SCALAR, dflt ? "true" : "false") : TESSEL_OK;
   }
-  for (size_t i = 0; !v->quoted && i < TSL_ARRAY_LEN(yes); i++) {
-    if (!strcmp(v->scalar, yes[i]) || !strcmp(v->scalar, no[i])) {
-      *out = !strcmp(v->scalar, yes[i]);
-      return TESSEL_OK;
-    }
+  int b = v->quoted ? -1 : tsl_scalar_bool(v->scalar);
+  if (b >= 0) {
+    *out = b;
+    return TESSEL_OK;
   }
   return tsl_cfg_error(map, key, "expected true or false, got %s'%s'", quoted_note(v), TSL_ECHO(v->scalar));
 }
@@ -335,11 +344,13 @@ fail:
   return st;
 }
 
-/* Item i of a list of numbers parsed into out[i]: 0, or not 0 when it is
-** not such a number (or past the type's range). */
-typedef int (*item_parser)(const char *s, void *out, int i);
-static int int_item(const char *s, void *out, int i) { return parse_int(s, (int64_t *)out + i); }
-static int float_item(const char *s, void *out, int i) { return parse_float(s, (double *)out + i); }
+/* Item i of a list of numbers, a scalar, parsed into out[i]: 0, or not 0
+** when it is not such a number (or past the type's range). */
+typedef int (*item_parser)(const tsl_cfg *item, void *out, int i);
+static int int_item(const tsl_cfg *item, void *out, int i) { return int_text(item, (int64_t *)out + i); }
+static int float_item(const tsl_cfg *item, void *out, int i) {
+  return item->quoted ? -1 : tsl_scalar_float(item->scalar, (double *)out + i);
+}
 
 /* The list (or the one scalar) at key, each item read by `parse`; `what`
 ** names one item ("an integer"). */
@@ -353,7 +364,7 @@ static tsl_status number_list(tsl_cfg *map, const char *key, const char *list, c
   if (count > cap) return tsl_cfg_error(map, key, "at most %d values, got %d", cap, count);
   for (int i = 0; i < count; i++) {
     tsl_cfg *item = v->kind == TSL_NODE_LIST ? v->items[i] : v;
-    if (item->kind != TSL_NODE_SCALAR || item->quoted || parse(item->scalar, out, i) != 0)
+    if (item->kind != TSL_NODE_SCALAR || parse(item, out, i) != 0)
       return tsl_cfg_report(item->owner, item->mark, "%s: expected %s, got %s%s", TSL_ECHO(tsl_cfg_path(item)), what,
                             quoted_note(item),
                             item->kind == TSL_NODE_SCALAR ? TSL_ECHO(item->scalar) : kind_name(item->kind));

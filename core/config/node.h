@@ -25,6 +25,11 @@
 
 typedef enum { TSL_NODE_MAP, TSL_NODE_LIST, TSL_NODE_SCALAR, TSL_NODE_NULL } tsl_node_kind;
 
+/* The YAML tag a scalar was written with (`!!float 16`), which says what
+** its text is: the parser refuses a text its tag does not fit, and a getter
+** a kind it does not take (`!!float 16` is no integer, as 16.0 is not). */
+typedef enum { TSL_TAG_NONE, TSL_TAG_STR, TSL_TAG_INT, TSL_TAG_FLOAT, TSL_TAG_BOOL, TSL_TAG_NULL } tsl_tag;
+
 typedef struct tsl_mark {
   const char *file; /* owned by the tsl_config's file list */
   int line, col;    /* 1-based */
@@ -46,7 +51,8 @@ struct tessel_cfg {
   int index;                 /* the position in a parent list */
   char *path;                /* dotted path, built on first request */
   char *scalar;    /* SCALAR: the text */
-  int quoted;      /* SCALAR: written quoted (emit it quoted again) */
+  int quoted;      /* SCALAR: written quoted or tagged !!str (emit it quoted again) */
+  tsl_tag tag;     /* SCALAR, NULL: its YAML tag, TSL_TAG_NONE for none */
   int is_default;  /* synthesised from a getter's default */
   int visited;     /* a getter looked inside this map */
   tsl_entry *entries; /* MAP */
@@ -101,11 +107,22 @@ char *tsl_node_child_path(const tsl_cfg *map, const char *key);
 ** then the error is only set. */
 tsl_status tsl_cfg_report(tsl_config *cfg, tsl_mark m, const char *fmt, ...) TSL_PRINTF(3, 4);
 
+/* A scalar's text read as YAML reads an integer, a number, a boolean
+** (get.c). tsl_scalar_int and tsl_scalar_float: 0, -1 for text that is
+** not one (decimal digits only: C's hexadecimal floats, inf and nan are not
+** YAML numbers), or 1 for one past int64's or double's range (*out is then
+** the limit, of the right sign). tsl_scalar_bool: 1 or 0, or -1 for text
+** that is none of YAML 1.1's true/false, yes/no, on/off. */
+int tsl_scalar_int(const char *s, int64_t *out);
+int tsl_scalar_float(const char *s, double *out);
+int tsl_scalar_bool(const char *s);
+
 /* Parsing (parse.c): one YAML text into a tree. `file` names it in marks;
 ** the text sits `depth` levels deep in the tree (for the nesting limit).
 ** A syntax error or the nesting limit ends the parse with an error;
-** duplicate keys and NUL characters are recorded in cfg and parsing goes
-** on, so one pass reports them all. */
+** duplicate keys, NUL characters, tags of no meaning or that do not fit
+** their text, and aliases are recorded in cfg and parsing goes on, so one
+** pass reports them all. */
 tsl_status tsl_parse_yaml(tsl_config *cfg, const char *text, size_t len, const char *file,
                           int line_offset, int col_offset, int depth, tsl_cfg **out);
 

@@ -93,9 +93,7 @@ static tsl_status next_event(parser *p, yaml_event_t *ev) {
   return TESSEL_OK;
 }
 
-static int is_null_scalar(const yaml_event_t *ev) {
-  if (ev->data.scalar.style != YAML_PLAIN_SCALAR_STYLE) return 0;
-  const char *v = (const char *)ev->data.scalar.value;
+static int is_null_text(const char *v) {
   return !*v || !strcmp(v, "~") || !strcmp(v, "null") || !strcmp(v, "Null") || !strcmp(v, "NULL");
 }
 
@@ -210,23 +208,81 @@ static tsl_status parse_collection(parser *p, tsl_cfg *n) {
 /* The tags a value may carry: YAML's own for its kind (and "!", YAML's
 ** non-specific tag, for a string). Any other tag asks for a meaning a
 ** config has none of, so it is refused rather than dropped. */
-static const char *const scalar_tags[] = {YAML_STR_TAG, YAML_INT_TAG, YAML_FLOAT_TAG, YAML_BOOL_TAG, YAML_NULL_TAG,
-                                          "!", NULL};
-static const char *const map_tags[] = {YAML_MAP_TAG, NULL};
-static const char *const list_tags[] = {YAML_SEQ_TAG, NULL};
+static const struct {
+  const char *name;
+  tsl_tag tag;
+} scalar_tags[] = {{YAML_STR_TAG, TSL_TAG_STR},     {"!", TSL_TAG_STR},           {YAML_INT_TAG, TSL_TAG_INT},
+                   {YAML_FLOAT_TAG, TSL_TAG_FLOAT}, {YAML_BOOL_TAG, TSL_TAG_BOOL}, {YAML_NULL_TAG, TSL_TAG_NULL}};
 
-static int tag_known(const char *tag, const char *const *known) {
-  for (int i = 0; tag && known[i]; i++)
-    if (!strcmp(tag, known[i])) return 1;
-  return !tag;
-}
-
-static tsl_status unknown_tag(parser *p, tsl_mark m, const char *tag) {
+/* A mistake recorded, not returned: the parse goes on past it. */
+static void unknown_tag(parser *p, tsl_mark m, const char *tag) {
   const char *yaml = "tag:yaml.org,2002:";
   int std = !strncmp(tag, yaml, strlen(yaml));
-  return tsl_cfg_report(p->cfg, m, "the tag %s%s has no meaning here: a config value takes no tag, or one of "
-                        "YAML's own for its kind (!!str, !!int, !!float, !!bool, !!null, !!map, !!seq)",
-                        std ? "!!" : "", TSL_ECHO(std ? tag + strlen(yaml) : tag));
+  tsl_cfg_report(p->cfg, m, "the tag %s%s has no meaning here: a config value takes no tag, or one of "
+                 "YAML's own for its kind (!!str, !!int, !!float, !!bool, !!null, !!map, !!seq)",
+                 std ? "!!" : "", TSL_ECHO(std ? tag + strlen(yaml) : tag));
+}
+
+/* A collection's tag, when it has one: refused unless it is `known`. */
+static void check_collection_tag(parser *p, tsl_mark m, const char *tag, const char *known) {
+  if (tag && strcmp(tag, known) != 0) unknown_tag(p, m, tag);
+}
+
+/* A scalar's tag (TSL_TAG_NONE for none, or for one of no meaning, which
+** is recorded). */
+static tsl_tag scalar_tag(parser *p, tsl_mark m, const char *name) {
+  for (size_t i = 0; name && i < TSL_ARRAY_LEN(scalar_tags); i++)
+    if (!strcmp(name, scalar_tags[i].name)) return scalar_tags[i].tag;
+  if (name) unknown_tag(p, m, name);
+  return TSL_TAG_NONE;
+}
+
+/* YAML's own spellings of infinity and not-a-number. */
+static int yaml_special_float(const char *text) {
+  static const char *const special[] = {".inf", ".Inf", ".INF", ".nan", ".NaN", ".NAN"};
+  const char *t = text + (text[0] == '+' || text[0] == '-');
+  for (size_t i = 0; i < TSL_ARRAY_LEN(special); i++)
+    if (!strcmp(t, special[i])) return i < 3 || t == text; /* a sign only on infinity */
+  return 0;
+}
+
+/* Does text fit its tag, as YAML's core schema reads it (`!!null 2`,
+** `!!bool 8`, `!!int yes` are not YAML values at all)? A number past
+** the type's range fits: the getter says it is out of range. YAML's
+** .inf and .nan are floats; a getter refuses them. */
+static int fits_tag(tsl_tag tag, const char *text) {
+  int64_t i;
+  double f;
+  switch (tag) {
+    case TSL_TAG_INT: return tsl_scalar_int(text, &i) >= 0;
+    case TSL_TAG_FLOAT:
+      return tsl_scalar_float(text, &f) >= 0 || yaml_special_float(text);
+    case TSL_TAG_BOOL: return tsl_scalar_bool(text) >= 0;
+    case TSL_TAG_NULL: return is_null_text(text);
+    default: return 1;
+  }
+}
+
+static void check_tag_fits(parser *p, tsl_mark m, tsl_tag tag, const char *text) {
+  static const char *const name[] = {"", "str", "int", "float", "bool", "null"};
+  static const char *const needs[] = {"", "", "an integer", "a number", "true or false", "null (~, null or nothing)"};
+  if (!fits_tag(tag, text))
+    tsl_cfg_report(p->cfg, m, "the tag !!%s needs %s, got '%s'", name[tag], needs[tag], TSL_ECHO(text));
+}
+
+/* A scalar node. `!!str 1` is the string "1", as if quoted: a number's
+** getter refuses it; `!!int "2"` is the number 2, `!!null ""` is null. */
+static tsl_status parse_scalar(parser *p, const yaml_event_t *ev, tsl_mark m, tsl_cfg **out) {
+  const char *text = (const char *)ev->data.scalar.value;
+  const int plain = ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
+  tsl_tag tag = scalar_tag(p, m, (const char *)ev->data.scalar.tag);
+  check_tag_fits(p, m, tag, text);
+  const int null = tag == TSL_TAG_NULL || (tag == TSL_TAG_NONE && plain && is_null_text(text));
+  tsl_cfg *n = *out = tsl_node_new(p->cfg, null ? TSL_NODE_NULL : TSL_NODE_SCALAR, m);
+  if (!n) return TESSEL_E_NOMEM;
+  n->tag = tag;
+  n->quoted = tag == TSL_TAG_STR || (tag == TSL_TAG_NONE && !plain);
+  return null ? TESSEL_OK : scalar_text(p, ev, "this value", &n->scalar);
 }
 
 /* Build the node that starts with event `ev` (consumed and deleted here).
@@ -238,29 +294,14 @@ static tsl_status parse_node(parser *p, yaml_event_t *ev, tsl_cfg *parent, const
   tsl_mark m = mark_of(p, ev->start_mark);
   tsl_cfg *n = NULL;
   switch (ev->type) {
-    case YAML_SCALAR_EVENT: {
-      const char *tag = (const char *)ev->data.scalar.tag;
-      if (!tag_known(tag, scalar_tags)) {
-        st = unknown_tag(p, m, tag);
-        break;
-      }
-      /* `!!str 1` is the string "1", as if quoted: a number's getter
-      ** refuses it; `!!int "2"` is the number 2 */
-      const int str_tag = tag && (!strcmp(tag, YAML_STR_TAG) || !strcmp(tag, "!"));
-      n = tsl_node_new(p->cfg, is_null_scalar(ev) && !str_tag ? TSL_NODE_NULL : TSL_NODE_SCALAR, m);
-      if (!n) st = TESSEL_E_NOMEM;
-      else if (n->kind == TSL_NODE_SCALAR) st = scalar_text(p, ev, "this value", &n->scalar);
-      if (n) n->quoted = str_tag || (!tag && ev->data.scalar.style != YAML_PLAIN_SCALAR_STYLE);
+    case YAML_SCALAR_EVENT:
+      st = parse_scalar(p, ev, m, &n);
       break;
-    }
     case YAML_MAPPING_START_EVENT:
     case YAML_SEQUENCE_START_EVENT: {
       const int is_map = ev->type == YAML_MAPPING_START_EVENT;
       const char *tag = (const char *)(is_map ? ev->data.mapping_start.tag : ev->data.sequence_start.tag);
-      if (!tag_known(tag, is_map ? map_tags : list_tags)) {
-        st = unknown_tag(p, m, tag);
-        break;
-      }
+      check_collection_tag(p, m, tag, is_map ? YAML_MAP_TAG : YAML_SEQ_TAG);
       n = tsl_node_new(p->cfg, is_map ? TSL_NODE_MAP : TSL_NODE_LIST, m);
       if (n) {
         n->parent = parent;
@@ -271,7 +312,10 @@ static tsl_status parse_node(parser *p, yaml_event_t *ev, tsl_cfg *parent, const
       break;
     }
     case YAML_ALIAS_EVENT:
-      st = tsl_cfg_report(p->cfg, m, "YAML aliases (*name) are not supported; use 'base:' to share settings");
+      /* recorded, and nothing in its place: the load refuses the file */
+      tsl_cfg_report(p->cfg, m, "YAML aliases (*name) are not supported; use 'base:' to share settings");
+      n = tsl_node_new(p->cfg, TSL_NODE_NULL, m);
+      st = n ? TESSEL_OK : TESSEL_E_NOMEM;
       break;
     default:
       st = tsl_cfg_report(p->cfg, m, "unexpected YAML structure");

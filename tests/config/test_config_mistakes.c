@@ -376,8 +376,8 @@ static void test_values_that_mean_nothing(void) {
 /* YAML's own forms, read as YAML reads them (an optional path given as
 ** null is none); positions in a file whose
 ** lines end in a lone CR (every line after the first was reported as line
-** 1); explicit tags (`!!int "2"` is 2, a tag of no meaning is refused, not
-** dropped); integers past int64 and numbers past double are out of range,
+** 1); explicit tags (`!!int "2"` is 2, `!!null ""` null, `!!float .5` 0.5,
+** a tag of no meaning is refused, not dropped); integers past int64 and numbers past double are out of range,
 ** not "not a number"; C's hexadecimal floats are not YAML numbers; YAML
 ** 1.1's upper-case booleans; and a --set value with a line break keeps its
 ** position at the front of its message. */
@@ -403,13 +403,14 @@ static void test_yaml_forms(void) {
   tsl_settings s;
   tsl_config *cfg = settings_of(
       p, "forms_ok.yaml",
-      "model: {layers: !!int \"3\", heads: 1, channels: 4, seq_len: 4, init_from: null}\ndata: {train: x}\n"
-      "train: {steps: 1, offload_activations: YES}\noptimizer: {lr: !!float \"5e-324\"}\n",
+      "model: {layers: !!int \"3\", heads: 1, channels: !!int 4, seq_len: 4, init_from: null}\n"
+      "data: {train: !!str x}\ntrain: {steps: 1, offload_activations: YES}\nlog: {tensorboard: !!null \"\"}\n"
+      "optimizer: {lr: !!float \"5e-324\", grad_clip: !!float .5, min_lr: !!int 0}\n",
       &s);
   CHECK_EQ_INT(s.model.layers, 3);
-  CHECK(s.model.init_from == NULL);
+  CHECK(s.model.init_from == NULL && s.log.tensorboard == NULL);
   CHECK(s.train.offload_activations == 1);
-  CHECK(s.optim.lr == 5e-324);
+  CHECK(s.optim.lr == 5e-324 && s.optim.grad_clip == 0.5);
   tsl_config_free(cfg);
   const char *const sets[] = {"model.layers=1\nfoo: 2"};
   CHECK_EQ_INT(tsl_config_load(p, sets, 1, &cfg), TESSEL_E_CONFIG);
@@ -424,6 +425,33 @@ static void test_yaml_forms(void) {
   CHECK_STR_CONTAINS(tsl_error_message(), "--set=data.text.0=b.txt:1:7: 'data.text' is a list: give it whole");
   CHECK_EQ_INT(tsl_config_load(p, base, 1, &cfg), TESSEL_E_CONFIG);
   CHECK_STR_CONTAINS(tsl_error_message(), "--set=base=other.yaml:1:7: 'base' is followed as the files are read");
+}
+
+/* A YAML tag says what its value is (it was checked only for being one of
+** YAML's, and `steps: !!null 2` read as 2): one its value does not fit is
+** refused as YAML's core schema refuses it, and with the tags of no meaning
+** and aliases (each of which once ended the reading) all at once, in file
+** order. `!!float 4` is a number, no integer, as 4.0 is not (tags that fit
+** read as their kind: test_yaml_forms). */
+static void test_tags(void) {
+  char p[1024];
+  put(p, "tags.yaml",
+      "model: {layers: !foo 1, heads: !!int 1.5, channels: !!float 4, seq_len: !!bool 8}\n"
+      "data: {train: !!null x}\n"
+      "train: {steps: !!null 2, offload_activations: !!int yes, seed: *a}\n");
+  CHECK_ERROR(read_all(p),
+              "%s:1:17: the tag !foo has no meaning here: a config value takes no tag, or one of YAML's own for its "
+              "kind (!!str, !!int, !!float, !!bool, !!null, !!map, !!seq)\n"
+              "%s:1:32: the tag !!int needs an integer, got '1.5'\n"
+              "%s:1:73: the tag !!bool needs true or false, got '8'\n"
+              "%s:2:15: the tag !!null needs null (~, null or nothing), got 'x'\n"
+              "%s:3:16: the tag !!null needs null (~, null or nothing), got '2'\n"
+              "%s:3:47: the tag !!int needs an integer, got 'yes'\n"
+              "%s:3:64: YAML aliases (*name) are not supported; use 'base:' to share settings",
+              p, p, p, p, p, p, p);
+  CHECK_EQ_INT(count_lines(tsl_error_message()), 7);
+  refused_with("model: {layers: 1, heads: 1, channels: !!float 4, seq_len: 4}\ndata: {train: x}\ntrain: {steps: 1}\n",
+               ":1:40: model.channels: expected an integer, got !!float '4'");
 }
 
 /* A 100 KiB value, key or path echoed in a mistake is cut short with an
@@ -490,6 +518,7 @@ int main(void) {
   RUN(test_files_and_threads);
   RUN(test_values_that_mean_nothing);
   RUN(test_yaml_forms);
+  RUN(test_tags);
   RUN(test_long_user_text);
   int code = HARNESS_EXIT();
   if (code == 0) tsl_remove_tree(scratch);
