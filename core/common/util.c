@@ -4,6 +4,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <float.h>
 #include <ftw.h>
 #include <glob.h>
 #include <math.h>
@@ -88,10 +89,11 @@ int tsl_parse_size(const char *s, uint64_t *out) {
   while (isspace((unsigned char)*end)) end++;
   for (size_t i = 0; i < TSL_ARRAY_LEN(units); i++) {
     if (strcmp(end, units[i].unit) == 0) {
-      double bytes = v * units[i].mult;
-      /* a size that is not zero never rounds to 0, which often means "none" */
-      if (bytes > 1.8e19 || (bytes > 0 && bytes < 0.5)) return -1;
-      *out = (uint64_t)(bytes + 0.5);
+      double bytes = v * units[i].mult, whole = nearbyint(bytes);
+      if (bytes > 1.8e19) return -1;
+      /* whole but for the rounding of the text and the product ("0.3KB") */
+      if (fabs(bytes - whole) > 4 * DBL_EPSILON * bytes) return -2;
+      *out = (uint64_t)whole;
       return 0;
     }
   }

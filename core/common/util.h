@@ -26,8 +26,9 @@ const char *tsl_closest(const char *word, const char *const *candidates, int n);
 ** reads it but not "nan", "inf" or hex: 0 with *out and *end set, else -1. */
 int tsl_parse_decimal(const char *s, double *out, char **end);
 /* Parse "512", "64KiB", "25MiB", "1.5GiB", "2GB" into bytes. 0 on success,
-** -1 on a malformed string, a negative or non-finite value, or one above
-** zero that would round to 0 bytes. */
+** -1 on a malformed string or a negative or non-finite value, -2 on a size
+** that is not a whole number of bytes ("1.5", "0.6KiB"), which rounding
+** would silently change (0.4 bytes to none at all). */
 int tsl_parse_size(const char *s, uint64_t *out);
 /* Format bytes as "1.50 MiB" into buf. Returns buf. */
 char *tsl_format_bytes(uint64_t bytes, char *buf, size_t cap);

@@ -261,12 +261,14 @@ tsl_status tsl_cfg_size(tsl_cfg *map, const char *key, uint64_t dflt, uint64_t *
     snprintf(text, sizeof text, "%" PRIu64, dflt);
     return record_default(map, key, TSL_NODE_SCALAR, text);
   }
-  if (tsl_parse_size(v->scalar, out) != 0) {
-    *out = dflt;
-    return tsl_cfg_error(map, key, "expected a size such as 4096, 64KiB, 25MiB or 2GB, got '%s'%s",
-                         TSL_ECHO(v->scalar), v->scalar[0] == '-' ? " (sizes cannot be negative)" : "");
-  }
-  return TESSEL_OK;
+  int parsed = tsl_parse_size(v->scalar, out);
+  if (parsed == 0) return TESSEL_OK;
+  *out = dflt;
+  if (parsed == -2)
+    return tsl_cfg_error(map, key, "'%s' is not a whole number of bytes (a size is counted in bytes)",
+                         TSL_ECHO(v->scalar));
+  return tsl_cfg_error(map, key, "expected a size such as 4096, 64KiB, 25MiB or 2GB, got '%s'%s",
+                       TSL_ECHO(v->scalar), v->scalar[0] == '-' ? " (sizes cannot be negative)" : "");
 }
 
 tsl_status tsl_cfg_string(tsl_cfg *map, const char *key, const char *dflt, const char **out) {

@@ -317,9 +317,9 @@ static void test_files_and_threads(void) {
 
 /* Values that would otherwise be taken and mean nothing, or something else:
 ** a time limit of zero or not a number (strtod reads "nan", "inf", hex) is
-** no limit at all; a size that is not a number, or rounds to 0 bytes (0
-** often means "unlimited"); an empty path; `train`/`val` beside `text`,
-** where the text is what gets prepared (a resolved config that repeats
+** no limit at all; a size that is not a number, or not a whole number of
+** bytes (1.5 was 2 bytes, 0.4 none, and 0 often means "unlimited"); an
+** empty path; `train`/`val` beside `text`, where the text is what gets prepared (a resolved config that repeats
 ** the derived globs reads back unchanged); a tokenizer that is not there. */
 static void test_values_that_mean_nothing(void) {
   static const char *const cases[][2] = {
@@ -330,7 +330,10 @@ static void test_values_that_mean_nothing(void) {
       {"train: {steps: 1, stop_after_time: 0x10m}", "train.stop_after_time: '0x10m' is not a duration"},
       {"train: {steps: 1}\ndevice: {memory_limit: nan}", "device.memory_limit: expected a size"},
       {"train: {steps: 1}\ndevice: {memory_limit: .inf}", "device.memory_limit: expected a size"},
-      {"train: {steps: 1}\ndevice: {memory_limit: 0.4}", "device.memory_limit: expected a size"},
+      {"train: {steps: 1}\ndevice: {memory_limit: 0.4}", "device.memory_limit: '0.4' is not a whole number of bytes"},
+      {"train: {steps: 1}\ndevice: {memory_limit: 1.5}", "device.memory_limit: '1.5' is not a whole number of bytes"},
+      {"train: {steps: 1}\ndevice: {memory_limit: 1.7B}", "device.memory_limit: '1.7B' is not a whole number"},
+      {"train: {steps: 1}\ndevice: {memory_limit: 0.1KiB}", "device.memory_limit: '0.1KiB' is not a whole number"},
       {"train: {steps: 1}\ndevice: {memory_limit: 0x10}", "device.memory_limit: expected a size"},
       {"train: {steps: 1}\nlog: {dir: \"\"}", "log.dir: an empty path names no file or directory"},
       {"train: {steps: 1}\ncheckpoint: {dir: \"\"}", "checkpoint.dir: an empty path"},
@@ -351,6 +354,14 @@ static void test_values_that_mean_nothing(void) {
   CHECK(s.train.stop_after_time == 5400.0);
   CHECK(s.device.memory_limit == 1536);
   tsl_config_free(cfg);
+  /* whole numbers of bytes whose text and product round in binary */
+  static const struct { const char *text; uint64_t bytes; } whole[] = {
+      {"0.3KB", 300}, {"0.1GB", 100000000}, {"16.0", 16}, {"1.1e3", 1100}, {"0.5KiB", 512}};
+  for (size_t i = 0; i < TSL_ARRAY_LEN(whole); i++) {
+    uint64_t bytes = 0;
+    CHECK_EQ_INT(tsl_parse_size(whole[i].text, &bytes), 0);
+    CHECK(bytes == whole[i].bytes);
+  }
 
   put(p, "both.yaml",
       "model: {layers: 1, heads: 1, channels: 4, seq_len: 4}\n"
