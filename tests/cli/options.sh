@@ -57,7 +57,16 @@ bad "qk_norm true," compare "$WORK/plain.yaml" "$WORK/norm.yaml" --out "$WORK/cm
 grep -q "MistralForCausalLM" "$WORK/out" && grep -q "Qwen2ForCausalLM" "$WORK/out" &&
   grep -q "Qwen3ForCausalLM" "$WORK/out" && grep -q "rope_scaling llama3" "$WORK/out" &&
   ! grep -q "(rope_scaling," "$WORK/out" || { cat "$WORK/out" >&2; fail "tessel help import: stale"; }
-bad "--temperature needs a temperature of 0 (greedy) or more, got '-1'" sample ckpt --temperature -1
+bad "--temperature needs a temperature from 0 (greedy) to 100, got '-1'" sample ckpt --temperature -1
+# numbers as a config reads them, in its key's range: strtod took inf, nan,
+# hex and 1e308 (a uniform draw, or no loss-equivalence check at all)
+for t in inf nan 0x10 1e308 101 1e400; do
+  bad "--temperature needs a temperature from 0 (greedy) to 100, got '$t'" sample ckpt --temperature "$t"
+done
+bad "--tolerance needs a relative tolerance of 0 or more, got 'inf'" compare a.yaml b.yaml --tolerance inf
+bad "--val-tolerance needs a relative tolerance of 0 or more, got 'INF'" compare a.yaml b.yaml --val-tolerance INF
+bad "--val-tolerance needs a relative tolerance of 0 or more, got '0x1p-3'" compare a.yaml b.yaml --val-tolerance 0x1p-3
+bad "--val-fraction needs a fraction from 0 to 0.5, got '0.6'" data prepare x.txt -o d --val-fraction 0.6
 bad "--shard-tokens needs a number of tokens above 0, got '0'" data prepare x.txt -o d --shard-tokens 0
 bad "--vocab needs a vocabulary size from 2 to 1073741824, got '1'" tokenizer train x.txt -o t.json --vocab 1
 bad "--threads needs a number of threads of 1 or more, got '0'" bench peak --threads 0

@@ -122,10 +122,14 @@ int tsl_parse_arg_out(const tsl_command *cmd, int argc, char **argv, const char 
 int tsl_stdout_written(void);
 /* Print the current error and return the exit code for `st`. */
 int tsl_fail(tsl_status st);
-/* Parse a whole non-negative integer / number; -1 on junk. */
+/* Parse a whole non-negative integer; -1 on junk. */
 int tsl_parse_count(const char *s, long long *out);
 /* An integer option in [lo, hi] into an int; 1 when valid, 0 otherwise. */
 int tsl_option_int(const char *s, long long lo, long long hi, int *out);
+/* A non-negative decimal number, as a config reads one ("0.7", "1e-5"):
+** -1 for junk, and for what strtod also takes but a config refuses (inf,
+** nan, hexadecimal) or cannot hold (1e400, 1e-400), so that an option
+** never takes a value its config key would refuse. */
 int tsl_parse_number(const char *s, double *out);
 /* Room for every repeatable option of a command line of argc words (one
 ** more for a caller's own): a zeroed heap array, NULL when out of memory. */

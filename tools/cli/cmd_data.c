@@ -45,7 +45,7 @@ static int data(int argc, char **argv) {
   while ((c = tsl_getopt(argc, argv, &data_options)) != -1) {
     if (c == 'o') out = optarg;
     else if (c == 'k') tokenizer = optarg;
-    else if (c == 'v' && tsl_parse_number(optarg, &po.val_fraction) == 0) continue;
+    else if (c == 'v' && tsl_parse_number(optarg, &po.val_fraction) == 0 && po.val_fraction <= 0.5) continue;
     else if (c == 't' && tsl_parse_count(optarg, &tokens) == 0 && tokens > 0) po.shard_tokens = (uint64_t)tokens;
     else return tsl_option_error(&tsl_cmd_data, data_longs, c, c == 'v' ? "a fraction from 0 to 0.5" : "a number of tokens above 0");
   }

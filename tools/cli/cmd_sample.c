@@ -43,7 +43,7 @@ const tsl_command tsl_cmd_sample = {
     "                      goes in front only when written there)\n"
     "  --prompt-file FILE  the prompt is the file's text, as written (a long or multi-line prompt)\n"
     "  --tokens N          how many tokens to generate (default 200)\n"
-    "  --temperature T     0 always picks the most likely token (default 1.0)\n"
+    "  --temperature T     0 always picks the most likely token, up to 100 (default 1.0)\n"
     "  --top-k K           sample among the K most likely tokens only (default 0: all)\n"
     "  --top-p P           then among the most likely tokens that make up probability P (nucleus sampling,\n"
     "                      0 < P <= 1; default 1: all)\n"
@@ -100,8 +100,8 @@ static int sample(int argc, char **argv) {
         want = "a number of tokens from 0 to 1048576";
         break;
       case 't':
-        ok = tsl_parse_number(optarg, &o.temperature) == 0 && o.temperature >= 0;
-        want = "a temperature of 0 (greedy) or more";
+        ok = tsl_parse_number(optarg, &o.temperature) == 0 && o.temperature <= 100; /* as train.sample_temperature */
+        want = "a temperature from 0 (greedy) to 100";
         break;
       case 'k':
         ok = tsl_option_int(optarg, 0, 1 << 24, &o.top_k);

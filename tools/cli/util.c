@@ -137,9 +137,9 @@ int tsl_parse_count(const char *s, long long *out) {
 
 int tsl_parse_number(const char *s, double *out) {
   char *end;
+  double v;
   errno = 0;
-  double v = strtod(s, &end);
-  if (errno || end == s || *end) return -1;
+  if (tsl_parse_decimal(s, &v, &end) != 0 || errno || *end) return -1;
   *out = v;
   return 0;
 }
