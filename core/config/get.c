@@ -210,7 +210,9 @@ tsl_status tsl_cfg_float(tsl_cfg *map, const char *key, double dflt, double min,
   int parsed = v->quoted ? -1 : tsl_scalar_float(v->scalar, &x);
   if (parsed < 0) return tsl_cfg_error(map, key, "expected a number, got %s'%s'", quoted_note(v),
                                          TSL_ECHO(v->scalar));
-  if (parsed > 0 && isinf(min) && isinf(max))
+  /* past double's range on a side the range leaves open: "must be at
+  ** least 0, got 1e400" would not say why */
+  if (parsed > 0 && ((x > 0 && isinf(max)) || (x < 0 && isinf(min))))
     return tsl_cfg_error(map, key, "%s is past the largest number (about 1.8e308)", TSL_ECHO(v->scalar));
   if (parsed > 0 || x < min || x > max) {
     char lo[40], hi[40];

@@ -85,6 +85,10 @@ static void test_float(void) {
   CHECK_ERROR(tsl_cfg_float(f, "inf", 0, -INFINITY, INFINITY, &x), "%s:6:8: f.inf: expected a number, got 'inf'", p);
   CHECK_ERROR(tsl_cfg_float(f, "big", 0, -INFINITY, INFINITY, &x),
               "%s:8:8: f.big: 1e999 is past the largest number (about 1.8e308)", p);
+  /* open above only (grad_clip): it was "must be at least 0, got 1e999" */
+  CHECK_ERROR(tsl_cfg_float(f, "big", 0, 0, INFINITY, &x),
+              "%s:8:8: f.big: 1e999 is past the largest number (about 1.8e308)", p);
+  CHECK_ERROR(tsl_cfg_float(f, "big", 0, 0, 10, &x), "%s:8:8: f.big: must be between 0 and 10, got 1e999", p);
   CHECK_ERROR(tsl_cfg_float(f, "word", 0, 0, 1, &x), "%s:7:9: f.word: expected a number, got 'fast'", p);
   tsl_config_free(cfg);
 }
