@@ -24,6 +24,11 @@ bad() {
 }
 bad "--repeat needs a number of trials from 1 to 32, got '1000'" compare a.yaml b.yaml --repeat 1000
 bad "--steps needs a whole number of steps from 1" compare a.yaml b.yaml --steps 0
+# the default warm-up leaves nothing to measure: say so, not "--warmup must
+# be below --steps" when no --warmup was given
+bad "--steps 1 leaves no step to measure after the default --warmup of 1 (a tenth of the steps, at least 1): give --steps 2 or more, or --warmup 0" \
+  compare a.yaml b.yaml --steps 1
+bad "--warmup 5 must be below --steps 5" compare a.yaml b.yaml --steps 5 --warmup 5
 bad "--tolerance needs a relative tolerance of 0 or more, got '-1'" compare a.yaml b.yaml --tolerance -1
 bad "-n needs a number of ranks from 1 to 4096, got '0'" compare a.yaml b.yaml -n 0
 bad "tessel compare: bad option" compare a.yaml b.yaml --bogus

@@ -44,7 +44,7 @@ const tsl_command tsl_cmd_compare = {
     "TensorBoard files in DIR/<index>-<label>/trial-<k>/, text data is prepared into DIR/data, and nothing\n"
     "resumes from a checkpoint. (Token shards given as data.train are read where they are, and paths in a\n"
     "strategy's own options, such as gemini's nvme_dir, are used as written.)\n\n"
-    "  --steps N                 steps per run (default 20)\n"
+    "  --steps N                 steps per run (default 20; at least 2 unless --warmup 0)\n"
     "  --repeat K                trials per configuration (default 3; one trial cannot tell noise from a\n"
     "                            difference)\n"
     "  -n RANKS                  ranks for every config without its own @RANKS (default 1)\n"
@@ -74,6 +74,22 @@ static int parse_target(char *arg, int dflt, tsl_cmp_run *run) {
   run->config = arg;
   run->ranks = (int)ranks;
   return 0;
+}
+
+/* The warm-up, defaulted to a tenth of the steps (at least 1), and 0 or
+** the usage error when it leaves no step to measure: one not given names
+** the default, so that `--steps 1` is not told about a --warmup it never
+** gave. */
+static int steps_usage(tsl_compare *c) {
+  if (c->warmup >= 0) {
+    if (c->warmup < c->steps) return 0;
+    return tsl_usage_error(&tsl_cmd_compare, "--warmup %d must be below --steps %lld", c->warmup, (long long)c->steps);
+  }
+  c->warmup = (int)TSL_MAX(1, c->steps / 10);
+  if (c->warmup < c->steps) return 0;
+  return tsl_usage_error(&tsl_cmd_compare, "--steps %lld leaves no step to measure after the default --warmup of %d "
+                         "(a tenth of the steps, at least 1): give --steps %d or more, or --warmup 0",
+                         (long long)c->steps, c->warmup, c->warmup + 1);
 }
 
 static int compare(int argc, char **argv) {
@@ -128,11 +144,10 @@ static int compare(int argc, char **argv) {
     }
   }
   c.n_runs = argc - optind;
-  if (c.warmup < 0) c.warmup = (int)TSL_MAX(1, c.steps / 10);
-  if (c.n_runs < 2 || c.warmup >= c.steps) {
+  int usage = steps_usage(&c);
+  if (c.n_runs < 2 || usage) {
     free(sets);
-    return tsl_usage_error(&tsl_cmd_compare, c.n_runs < 2 ? "give at least two configs to compare"
-                                                          : "--warmup must be below --steps");
+    return c.n_runs < 2 ? tsl_usage_error(&tsl_cmd_compare, "give at least two configs to compare") : usage;
   }
   c.runs = calloc((size_t)c.n_runs, sizeof *c.runs);
   if (!c.runs) {
