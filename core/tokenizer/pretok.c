@@ -109,12 +109,15 @@ const char *tsl_pretok_pattern(const tsl_pretok *p) { return p->pattern; }
 
 static const char u180e[] = "\xE1\xA0\x8E", u200b[] = "\xE2\x80\x8B";
 
+/* An empty text may come as NULL (an empty file maps to no memory), and
+** memmem must not be given NULL even for zero bytes: it has nothing to
+** search then. */
 void tsl_pretok_begin(tsl_pretok_iter *it, tsl_pretok *p, const char *text, size_t len) {
   memset(it, 0, sizeof *it);
   it->p = p;
   it->text = it->searched = text;
   it->len = len;
-  if (!memmem(text, len, u180e, 3)) return;
+  if (len == 0 || !memmem(text, len, u180e, 3)) return;
   if (p->shadow_cap < len) {
     char *grown = realloc(p->shadow, len);
     if (!grown) {
