@@ -16,9 +16,11 @@
 **                    add_prefix_space prefixes each piece of the Split)
 **   decoder          ByteLevel or null
 **   post_processor   anything: tessel never adds tokens implicitly
-**   added_tokens     without single_word, lstrip or rstrip; one that is
-**                    also model.vocab's entry for its id must stand for its
-**                    own text there (an ASCII token does, 'Ġ' does not)
+**   added_tokens     without single_word, lstrip or rstrip, with the ids
+**                    tokenizers gives them (it renumbers the list: see
+**                    tokenizers_added_id); one that is also in model.vocab
+**                    must stand for its own text there (an ASCII token
+**                    does, 'Ġ' does not)
 ** Ids must be dense (0 .. size-1) and all 256 byte symbols present.
 */
 #include <cjson/cJSON.h>
@@ -279,6 +281,39 @@ static int longer_first(const void *a, const void *b) {
   return x->len != y->len ? (x->len < y->len ? 1 : -1) : (x->id > y->id) - (x->id < y->id);
 }
 
+/* The id `tokenizers` (and so transformers) gives the next entry of
+** added_tokens, whatever id the file writes (AddedVocabulary::add_tokens;
+** it only logs a warning when they differ): an earlier entry's id for the
+** same text, else the text's id in model.vocab, else the next free one: the
+** size of model.vocab, or one past the largest added id when that is
+** already beyond it. *why says which. */
+static int64_t tokenizers_added_id(const loader *l, const char *text, const char **why) {
+  const tsl_tokenizer *t = l->t;
+  int64_t largest = -1, model = (int64_t)l->by_string.n;
+  for (int i = 0; i < t->n_added; i++) {
+    if (strcmp(t->added[i].text, text) == 0) {
+      *why = "the id of its earlier entry in added_tokens";
+      return t->added[i].id;
+    }
+    if (t->added[i].id > largest) largest = t->added[i].id;
+  }
+  const int64_t *in_vocab = tsl_strmap_find(&l->by_string, text, strlen(text));
+  *why = in_vocab ? "its id in model.vocab" : "the next id after model.vocab and the added tokens listed before it";
+  return in_vocab ? *in_vocab : largest >= model ? largest + 1 : model;
+}
+
+/* The file's id for an added token must be the one tokenizers gives it: a
+** file whose ids it would renumber encodes to other ids there, so it is
+** refused rather than read either way. */
+static tsl_status check_added_id(const loader *l, const char *text, double file_id) {
+  const char *why;
+  int64_t want = tokenizers_added_id(l, text, &why);
+  if (file_id == (double)want) return TESSEL_OK;
+  return tsl_error(TESSEL_E_UNSUPPORTED, "%s: added token '%s' has id %.17g in the file, but tokenizers and "
+                   "transformers give it %lld (%s): they number added_tokens themselves, so this file encodes to "
+                   "other ids there; write it with the ids they give", l->name, text, file_id, (long long)want, why);
+}
+
 static tsl_status read_added(loader *l, const cJSON *root) {
   const cJSON *list = field(root, "added_tokens"), *a;
   tsl_tokenizer *t = l->t;
@@ -294,12 +329,8 @@ static tsl_status read_added(loader *l, const cJSON *root) {
       return tsl_error(TESSEL_E_CONFIG, "%s: added_tokens[%d] lacks an id or content", l->name, t->n_added);
     static const char *const flags[] = {"single_word", "lstrip", "rstrip"};
     for (size_t f = 0; f < TSL_ARRAY_LEN(flags); f++) TSL_TRY(st, refuse_if_set(l, a, content->valuestring, flags[f]));
+    TSL_TRY(st, check_added_id(l, content->valuestring, id->valuedouble));
     TSL_TRY(st, set_id(l, id, content->valuestring, "added token"));
-    /* two ids for one text: encoding would take one and `eot` report the other */
-    for (int i = 0; i < t->n_added; i++)
-      if (strcmp(t->added[i].text, content->valuestring) == 0 && t->added[i].id != (int32_t)id->valuedouble)
-        return tsl_error(TESSEL_E_CONFIG, "%s: added token '%s' has two ids, %d and %d", l->name,
-                         content->valuestring, t->added[i].id, (int)id->valuedouble);
     tsl_added_token *x = &t->added[t->n_added++];
     x->id = (int32_t)id->valuedouble;
     x->special = bool_field(a, "special", 0);
@@ -328,14 +359,13 @@ static long decode_vocab(const tsl_tokenizer *t, const char *s, size_t len, unsi
   return t->metaspace ? tsl_metaspace_decode(s, len, out) : tsl_bytelevel_decode(s, len, out);
 }
 
-/* An added token that is also model.vocab's entry for its id (set_id made
-** the two texts one) is reached two ways: cut out of a text as itself, and
+/* An added token that is also in model.vocab (check_added_id made its id
+** the vocabulary's) is reached two ways: cut out of a text as itself, and
 ** merged from the bytes the vocabulary's entry stands for. It decodes to its
 ** own text, so both must be that text: an added "\u0120" would decode a
 ** merged space as the two bytes of 'Ġ', and decode(encode(x)) != x. */
 static tsl_status check_added_in_vocab(const loader *l, const tsl_added_token *a, unsigned char *scratch) {
-  const int64_t *id = tsl_strmap_find(&l->by_string, a->text, a->len);
-  if (!id || *id != a->id) return TESSEL_OK;
+  if (!tsl_strmap_find(&l->by_string, a->text, a->len)) return TESSEL_OK;
   long n = decode_vocab(l->t, a->text, a->len, scratch);
   if (n == (long)a->len && memcmp(scratch, a->text, a->len) == 0) return TESSEL_OK;
   return tsl_error(TESSEL_E_UNSUPPORTED, "%s: added token '%s' (id %d) is also in model.vocab, where it stands "

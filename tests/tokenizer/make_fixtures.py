@@ -39,6 +39,14 @@ copied into it) and writes, under tests/tokenizer/fixtures/:
                    tinyshakespeare: how many tokens its tokenizer encodes the
                    whole text into (the reference for `tessel tokenizer train`)
 
+`make_fixtures.py json` writes json_cases.json from the committed fixtures:
+variants of them that each change a few fields of the tokenizer.json
+("set": a dotted path -> the new value), as VARIANTS lists them, with the
+ids tokenizers gives each added token ("added_ids": it numbers added_tokens
+itself, whatever ids the file writes) and its ids for the variant's texts.
+test_tokenizer_json.c loads the same variants and says which tessel reads
+(then with these ids) and which it refuses.
+
 Each text is fed to the trainer as one sequence (train_from_iterator([text])),
 which is what `tessel tokenizer train FILE` does with a file.
 
@@ -272,10 +280,69 @@ def add_qwen2():
         json.dump(fixture, f, ensure_ascii=False, indent=1)
 
 
+def added(*entries):
+    """added_tokens entries from (content, id, special) triples."""
+    return [{"id": i, "content": c, "single_word": False, "lstrip": False, "rstrip": False, "normalized": not sp,
+             "special": sp} for c, i, sp in entries]
+
+
+EOT = ("<|endoftext|>", 0, True)
+ADDED_TEXTS = ["The<a> Theory<b><a>", "<pad><unused> The<|endoftext|>"]
+# name, base fixture, fields set, texts
+VARIANTS = [
+    # added_tokens: tokenizers gives a text in model.vocab its vocab id, any
+    # other the next free id in list order; the ids in the file are not read
+    ("added_numbered", "gpt2_1024", {"added_tokens": added(EOT, ("<a>", 1024, False), ("<b>", 1025, True))},
+     ADDED_TEXTS),
+    ("added_in_vocab", "gpt2_1024", {"added_tokens": added(EOT, ("<a>", 1024, False), ("The", 344, False),
+                                                           ("<b>", 1025, False))}, ADDED_TEXTS),
+    ("added_repeated", "gpt2_1024", {"added_tokens": added(EOT, ("<a>", 1024, True), ("<a>", 1024, True),
+                                                           ("<b>", 1025, False))}, ADDED_TEXTS),
+    ("added_in_vocab_other_id", "gpt2_1024", {"added_tokens": added(EOT, ("The", 1024, False))}, ADDED_TEXTS),
+    ("added_out_of_order", "gpt2_1024", {"added_tokens": added(EOT, ("<unused>", 1025, False),
+                                                               ("<pad>", 1024, False))}, ADDED_TEXTS),
+    ("added_repeated_other_id", "gpt2_1024", {"added_tokens": added(EOT, ("<a>", 1024, True), ("<a>", 1025, True))},
+     ADDED_TEXTS),
+    ("added_past_a_gap", "gpt2_1024", {"added_tokens": added(EOT, ("<a>", 1025, False))}, ADDED_TEXTS),
+]
+
+
+def set_path(spec, path, value):
+    """spec with the field at the dotted path (list indices as numbers) set."""
+    *parents, last = path.split(".")
+    for key in parents:
+        spec = spec[int(key)] if isinstance(spec, list) else spec[key]
+    if isinstance(spec, list):
+        spec[int(last)] = value
+    else:
+        spec[last] = value
+
+
+def add_json_cases():
+    import tokenizers
+    variants = []
+    for name, base, fields, texts in VARIANTS:
+        with open(os.path.join(OUT, base + ".json"), encoding="utf-8") as f:
+            spec = json.load(f)
+        for path, value in fields.items():
+            set_path(spec, path, value)
+        tok = Tokenizer.from_str(json.dumps(spec))
+        v = {"name": name, "base": base, "set": fields,
+             "added_ids": [tok.token_to_id(a["content"]) for a in spec.get("added_tokens") or []],
+             "texts": [{"text": t, "ids": tok.encode(t, add_special_tokens=False).ids} for t in texts]}
+        variants.append(v)
+    with open(os.path.join(OUT, "json_cases.json"), "w", encoding="utf-8") as f:
+        json.dump({"made_by": "tokenizers " + tokenizers.__version__, "variants": variants}, f, ensure_ascii=False,
+                  indent=1)
+    print(f"json_cases.json: {len(variants)} variants")
+
+
 def main():
     import tokenizers
     if sys.argv[1:] == ["qwen2"]:
         return add_qwen2()
+    if sys.argv[1:] == ["json"]:
+        return add_json_cases()
     with open(DATA, encoding="utf-8") as f:
         text = f.read()
     if sys.argv[1:] == ["sentencepiece"]:

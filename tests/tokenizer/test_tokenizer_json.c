@@ -1,0 +1,138 @@
+/*
+** tests/tokenizer/test_tokenizer_json.c — tokenizer.json files that
+** Hugging Face `tokenizers` reads in a way of its own, against what it does
+** with them.
+**
+** fixtures/json_cases.json was made by `make_fixtures.py json` with the real
+** `tokenizers` (its version is in the file): variants of the committed
+** fixtures, each with a few fields set, with the ids tokenizers gives their
+** added tokens and their texts. tessel must either read a variant and encode
+** its texts to those ids, token for token, or refuse it with the reason
+** named; which one is said below for every variant, and a variant the
+** table does not know fails the test.
+*/
+#include <cjson/cJSON.h>
+#include <string.h>
+
+#include "common/util.h"
+#include "harness.h"
+#include "tokenizer/tokenizer.h"
+
+#define FIXTURES "tests/tokenizer/fixtures/"
+
+/* RENUMBERED: refused because tokenizers gives an added token another id
+** than the file; the message must name the token and both ids. */
+#define RENUMBERED "renumbered"
+
+static const struct {
+  const char *name;
+  tsl_status st;
+  const char *needle;
+} expected[] = {
+    {"added_numbered", TESSEL_OK, NULL},
+    {"added_in_vocab", TESSEL_OK, NULL},
+    {"added_repeated", TESSEL_OK, NULL},
+    {"added_in_vocab_other_id", TESSEL_E_UNSUPPORTED, RENUMBERED},
+    {"added_out_of_order", TESSEL_E_UNSUPPORTED, RENUMBERED},
+    {"added_repeated_other_id", TESSEL_E_UNSUPPORTED, RENUMBERED},
+    {"added_past_a_gap", TESSEL_E_UNSUPPORTED, RENUMBERED},
+};
+
+/* Set root's field at a dotted path (list indices as numbers) to a copy of value. */
+static void set_path(cJSON *root, const char *path, const cJSON *value) {
+  char key[256];
+  cJSON *parent = root;
+  REQUIRE(snprintf(key, sizeof key, "%s", path) < (int)sizeof key);
+  for (char *dot; (dot = strchr(key, '.')) != NULL; memmove(key, dot + 1, strlen(dot + 1) + 1)) {
+    *dot = '\0';
+    parent = cJSON_IsArray(parent) ? cJSON_GetArrayItem(parent, atoi(key)) : cJSON_GetObjectItem(parent, key);
+    REQUIRE(parent != NULL);
+  }
+  cJSON *v = cJSON_Duplicate(value, 1);
+  if (cJSON_IsArray(parent)) cJSON_ReplaceItemInArray(parent, atoi(key), v);
+  else if (cJSON_GetObjectItem(parent, key)) cJSON_ReplaceItemInObject(parent, key, v);
+  else cJSON_AddItemToObject(parent, key, v);
+}
+
+/* The variant's base fixture with its fields set, parsed. */
+static tsl_status load_variant(const cJSON *variant, tsl_tokenizer **t) {
+  char path[256], *json;
+  snprintf(path, sizeof path, FIXTURES "%s.json", cJSON_GetObjectItem(variant, "base")->valuestring);
+  REQUIRE(tsl_read_file(path, &json, NULL) == TESSEL_OK);
+  cJSON *root = cJSON_Parse(json), *field;
+  REQUIRE(root != NULL);
+  cJSON_ArrayForEach(field, cJSON_GetObjectItem(variant, "set")) set_path(root, field->string, field);
+  char *text = cJSON_PrintUnformatted(root);
+  tsl_status st = tsl_tokenizer_parse(text, strlen(text), cJSON_GetObjectItem(variant, "name")->valuestring, t);
+  free(text);
+  cJSON_Delete(root);
+  free(json);
+  return st;
+}
+
+/* What the refusal of a renumbered file must say: the first added token
+** whose id in the file is not the one tokenizers gave it, and both ids. */
+static void renumbered_needle(const cJSON *variant, char *needle, size_t cap) {
+  const cJSON *set = cJSON_GetObjectItem(variant, "set"), *ids = cJSON_GetObjectItem(variant, "added_ids");
+  const cJSON *list = cJSON_GetObjectItem(set, "added_tokens"), *a;
+  int i = 0;
+  needle[0] = '\0';
+  cJSON_ArrayForEach(a, list) {
+    int file_id = cJSON_GetObjectItem(a, "id")->valueint, want = cJSON_GetArrayItem(ids, i++)->valueint;
+    if (file_id == want) continue;
+    snprintf(needle, cap, "added token '%s' has id %d in the file, but tokenizers and transformers give it %d",
+             cJSON_GetObjectItem(a, "content")->valuestring, file_id, want);
+    return;
+  }
+  REQUIRE(!"a renumbered variant whose ids tokenizers keeps");
+}
+
+/* Every text encodes to tokenizers' ids, and the ids decode back to it. */
+static void encodes_as_tokenizers(tsl_tokenizer *t, const cJSON *variant) {
+  const cJSON *c;
+  tsl_token_vec v = {0};
+  cJSON_ArrayForEach(c, cJSON_GetObjectItem(variant, "texts")) {
+    const char *text = cJSON_GetObjectItem(c, "text")->valuestring;
+    const cJSON *want = cJSON_GetObjectItem(c, "ids");
+    v.n = 0;
+    REQUIRE(tsl_tokenizer_encode(t, text, strlen(text), TSL_TOK_ADDED, tsl_token_vec_sink, &v) == TESSEL_OK);
+    int same = (int)v.n == cJSON_GetArraySize(want);
+    for (int i = 0; same && i < (int)v.n; i++) same = v.ids[i] == cJSON_GetArrayItem(want, i)->valueint;
+    if (!same) fprintf(stderr, "%s: '%s' encodes otherwise than tokenizers\n", tsl_tokenizer_name(t), text);
+    CHECK(same);
+  }
+  tsl_token_vec_free(&v);
+}
+
+static void test_variants(void) {
+  char *json, needle[512];
+  REQUIRE(tsl_read_file(FIXTURES "json_cases.json", &json, NULL) == TESSEL_OK);
+  cJSON *root = cJSON_Parse(json), *variant;
+  REQUIRE(root != NULL);
+  int seen = 0;
+  cJSON_ArrayForEach(variant, cJSON_GetObjectItem(root, "variants")) {
+    const char *name = cJSON_GetObjectItem(variant, "name")->valuestring;
+    size_t k = 0;
+    while (k < TSL_ARRAY_LEN(expected) && strcmp(expected[k].name, name) != 0) k++;
+    if (k == TSL_ARRAY_LEN(expected)) fprintf(stderr, "%s: a variant this test does not know\n", name);
+    REQUIRE(k < TSL_ARRAY_LEN(expected));
+    tsl_tokenizer *t = NULL;
+    tsl_status st = load_variant(variant, &t);
+    if (st != expected[k].st) fprintf(stderr, "%s: status %d: %s\n", name, st, st < 0 ? tsl_error_message() : "");
+    CHECK_EQ_INT(st, expected[k].st);
+    if (st == TESSEL_OK) encodes_as_tokenizers(t, variant);
+    if (expected[k].needle && strcmp(expected[k].needle, RENUMBERED) == 0) renumbered_needle(variant, needle, sizeof needle);
+    else snprintf(needle, sizeof needle, "%s", expected[k].needle ? expected[k].needle : "");
+    if (st < 0) CHECK_STR_CONTAINS(tsl_error_message(), needle);
+    tsl_tokenizer_free(t);
+    seen++;
+  }
+  CHECK_EQ_INT(seen, (int)TSL_ARRAY_LEN(expected));
+  cJSON_Delete(root);
+  free(json);
+}
+
+int main(void) {
+  RUN(test_variants);
+  return HARNESS_EXIT();
+}
