@@ -462,6 +462,41 @@ fail:
   return st;
 }
 
+/* Where the JSON string around text[at] starts or ends (the offset of its
+** quote), scanning in direction dir: a quote not escaped by an odd run of
+** backslashes before it. */
+static size_t string_quote(const char *text, size_t len, size_t at, int dir) {
+  for (size_t i = at; dir < 0 ? i > 0 : i + 1 < len; i += (size_t)dir) {
+    if (text[i] != '"' || i == at) continue;
+    size_t slashes = 0;
+    while (slashes < i && text[i - 1 - slashes] == '\\') slashes++;
+    if (slashes % 2 == 0) return i;
+  }
+  return dir < 0 ? 0 : len - 1;
+}
+
+/* cJSON ends a string at U+0000 (its strings are C strings), so a token
+** written with "\u0000" would be read as its text up to there: another
+** token than tokenizers reads, or a second entry for one already read. Such
+** a file is refused, naming the string; so is a raw NUL byte, which is not
+** JSON text at all. Any field is refused so, even one tessel ignores. */
+static tsl_status refuse_nul(const char *json, size_t len, const char *name) {
+  const char *nul = memchr(json, '\0', len);
+  if (nul) return tsl_error(TESSEL_E_IO, "%s: byte %zu is NUL: not JSON text (a JSON string writes it \\u0000)",
+                            name, (size_t)(nul - json));
+  for (const char *at = json; (at = memmem(at, len - (size_t)(at - json), "\\u0000", 6)) != NULL; at += 6) {
+    size_t slashes = 0, i = (size_t)(at - json);
+    while (slashes < i && json[i - 1 - slashes] == '\\') slashes++;
+    if (slashes % 2) continue; /* "\\u0000": a backslash, then the letters u0000 */
+    size_t from = string_quote(json, len, i, -1), to = string_quote(json, len, i, 1);
+    int shown = (int)TSL_MIN(to - from + 1, (size_t)120);
+    return tsl_error(TESSEL_E_UNSUPPORTED, "%s: the JSON string %.*s%s holds \\u0000 (NUL); tessel's JSON reader would "
+                     "end the string there and read another token than tokenizers does, so a tokenizer with NUL in "
+                     "a string is not supported", name, shown, json + from, shown < (int)(to - from + 1) ? "..." : "");
+  }
+  return TESSEL_OK;
+}
+
 tsl_status tsl_tokenizer_parse(const char *json, size_t len, const char *name, tsl_tokenizer **out) {
   tsl_status st;
   loader l = {.name = name};
@@ -476,9 +511,11 @@ tsl_status tsl_tokenizer_parse(const char *json, size_t len, const char *name, t
   t->json_len = len;
   t->eot = t->bos = -1;
   t->hash = 0x62706531; /* changing what the hash covers changes every recorded hash */
-  cJSON *root = cJSON_ParseWithLength(json, len);
-  if (!root) st = tsl_error(TESSEL_E_IO, "%s: not valid JSON (truncated or not a tokenizer.json?)", name);
-  else st = load_tree(&l, root);
+  cJSON *root = NULL;
+  st = refuse_nul(json, len, name);
+  if (st >= 0 && !(root = cJSON_ParseWithLength(json, len)))
+    st = tsl_error(TESSEL_E_IO, "%s: not valid JSON (truncated or not a tokenizer.json?)", name);
+  if (st >= 0) st = load_tree(&l, root);
   cJSON_Delete(root);
   tsl_strmap_free(&l.by_string);
   free(l.strings);

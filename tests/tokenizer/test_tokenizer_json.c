@@ -12,6 +12,7 @@
 ** table does not know fails the test.
 */
 #include <cjson/cJSON.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/util.h"
@@ -132,7 +133,56 @@ static void test_variants(void) {
   free(json);
 }
 
+/* gpt2_1024.json as written, with insert[0, n) put after the first `after`. */
+static tsl_status parse_inserted(const char *after, const char *insert, size_t n, tsl_tokenizer **t) {
+  char *json;
+  size_t len;
+  REQUIRE(tsl_read_file(FIXTURES "gpt2_1024.json", &json, &len) == TESSEL_OK);
+  const char *at = strstr(json, after);
+  REQUIRE(at != NULL);
+  size_t head = (size_t)(at - json) + strlen(after);
+  char *text = malloc(len + n);
+  REQUIRE(text != NULL);
+  memcpy(text, json, head);
+  memcpy(text + head, insert, n);
+  memcpy(text + head + n, json + head, len - head);
+  tsl_status st = tsl_tokenizer_parse(text, len + n, "nul.json", t);
+  free(text);
+  free(json);
+  return st;
+}
+#define INSERTED(after, literal, t) parse_inserted(after, literal, sizeof literal - 1, t)
+
+/* A JSON string with \u0000 in it is refused with the string named: cJSON
+** ends strings there, so an added "zq\u0000r" was read as "zq" (and cut
+** out of every "zq"), and a vocabulary token "\u0000" as the empty string.
+** tokenizers reads both whole (its ids for "zq zqr" under the added token:
+** 90 81 221 90 81 82, where tessel gave 1024 221 1024 82). A backslash
+** written before "u0000" is no NUL; a raw NUL byte is not JSON. */
+static void test_nul_refused(void) {
+  tsl_tokenizer *t = NULL;
+  CHECK_EQ_INT(INSERTED("\"added_tokens\": [", "{\"id\": 1024, \"content\": \"zq\\u0000r\", \"special\": true}, ", &t),
+               TESSEL_E_UNSUPPORTED);
+  CHECK_STR_CONTAINS(tsl_error_message(), "the JSON string \"zq\\u0000r\" holds \\u0000 (NUL)");
+  CHECK_EQ_INT(INSERTED("\"vocab\": {", "\"a\\\\\\u0000\": 1024, ", &t), TESSEL_E_UNSUPPORTED);
+  CHECK_STR_CONTAINS(tsl_error_message(), "the JSON string \"a\\\\\\u0000\" holds");
+  CHECK_EQ_INT(INSERTED("\"vocab\": {", "\"\\u0000\": 1024, \"\\\\u0000\": 1025, ", &t), TESSEL_E_UNSUPPORTED);
+  CHECK(t == NULL);
+  CHECK_EQ_INT(INSERTED("\"vocab\": {", "\"x\0\": 1024, ", &t), TESSEL_E_IO);
+  CHECK_STR_CONTAINS(tsl_error_message(), "is NUL: not JSON text");
+  /* the six characters \u0000 as a token: read, and encoded as themselves */
+  tsl_status st = INSERTED("\"added_tokens\": [", "{\"id\": 1024, \"content\": \"zq\\\\u0000r\", \"special\": true}, ", &t);
+  if (st < 0) fprintf(stderr, "%s\n", tsl_error_message());
+  REQUIRE(st == TESSEL_OK);
+  tsl_token_vec v = {0};
+  REQUIRE(tsl_tokenizer_encode(t, "zq\\u0000r", 9, TSL_TOK_ADDED, tsl_token_vec_sink, &v) == TESSEL_OK);
+  CHECK(v.n == 1 && v.ids[0] == 1024);
+  tsl_token_vec_free(&v);
+  tsl_tokenizer_free(t);
+}
+
 int main(void) {
   RUN(test_variants);
+  RUN(test_nul_refused);
   return HARNESS_EXIT();
 }
