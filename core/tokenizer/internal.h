@@ -72,6 +72,14 @@ size_t tsl_bytelevel_encode(const unsigned char *bytes, size_t n, char *out);
 ** length, or -1 on invalid UTF-8. */
 long tsl_bytelevel_decode(const char *s, size_t len, unsigned char *out);
 
+/* ---- onig.c ---- */
+
+/* A regex in Oniguruma's syntax, as `tokenizers` compiles it, rewritten as
+** the PCRE2 pattern that matches the same (*out, heap); a construct the two
+** read otherwise and that is not rewritten is TESSEL_E_UNSUPPORTED, named
+** with `what` (where the pattern came from). */
+tsl_status tsl_onig_to_pcre2(const char *pattern, const char *what, char **out);
+
 /* ---- pretok.c ---- */
 
 typedef struct tsl_pretok tsl_pretok;
@@ -79,11 +87,13 @@ typedef struct tsl_pretok tsl_pretok;
 /* GPT-2's pre-tokenizer regex, built into `tokenizers`' ByteLevel. */
 extern const char tsl_gpt2_pattern[];
 
-/* Compile a pre-tokenizer regex (UTF mode, Unicode properties, invalid UTF-8
-** matched around rather than refused; JIT when available). `what` names
-** where the pattern came from in messages. */
+/* Compile a pre-tokenizer regex written for `tokenizers` (Oniguruma's
+** syntax, rewritten for PCRE2 by onig.c; UTF mode, Unicode properties,
+** invalid UTF-8 matched around rather than refused; JIT when available).
+** `what` names where the pattern came from in messages. */
 tsl_status tsl_pretok_create(const char *pattern, const char *what, tsl_pretok **out);
 void tsl_pretok_free(tsl_pretok *p);
+/* The pattern as PCRE2 compiled it (onig.c's rewrite). */
 const char *tsl_pretok_pattern(const tsl_pretok *p);
 
 /* Iterates over the pieces of one text: each regex match, and each gap

@@ -447,7 +447,7 @@ static tsl_status load_tree(loader *l, const cJSON *root) {
   if (t->ignore_merges) TSL_TRY(st, build_by_bytes(l));
   if (l->pattern) {
     TSL_TRY(st, tsl_pretok_create(l->pattern, l->name, &t->pretok));
-    t->hash = tsl_hash_str(l->pattern, t->hash);
+    t->hash = tsl_hash_str(tsl_pretok_pattern(t->pretok), t->hash); /* as rewritten: what encodes */
   }
   uint64_t flags[2] = {(uint64_t)t->ignore_merges, (uint64_t)t->add_prefix_space};
   t->hash = tsl_hash_bytes(flags, sizeof flags, t->hash);

@@ -4,7 +4,8 @@
 **
 ** Patterns are compiled in UTF mode with Unicode properties (PCRE2_UCP, so
 ** \s, \p{L} and \p{N} mean what they mean in `tokenizers`' Oniguruma), JIT
-** compiled when the platform allows. PCRE2_MATCH_INVALID_UTF makes invalid
+** compiled when the platform allows. The pattern is written for
+** `tokenizers`, in Oniguruma's syntax; onig.c rewrites it for PCRE2 first. PCRE2_MATCH_INVALID_UTF makes invalid
 ** UTF-8 simply never match instead of failing the search: such bytes land
 ** in the gaps between matches, and gaps are pieces too, so every byte of
 ** any input reaches the BPE.
@@ -65,18 +66,22 @@ tsl_status tsl_pretok_create(const char *pattern, const char *what, tsl_pretok *
   PCRE2_SIZE at;
   tsl_pretok *p = calloc(1, sizeof *p);
   *out = NULL;
-  if (!p || !(p->pattern = tsl_strdup(pattern))) {
+  if (!p) return tsl_error(TESSEL_E_NOMEM, "out of host memory for a regex");
+  tsl_status st = tsl_onig_to_pcre2(pattern, what, &p->pattern);
+  if (st < 0) {
     free(p);
-    return tsl_error(TESSEL_E_NOMEM, "out of host memory for a regex");
+    return st;
   }
-  p->code = pcre2_compile((PCRE2_SPTR)pattern, PCRE2_ZERO_TERMINATED, PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF,
+  p->code = pcre2_compile((PCRE2_SPTR)p->pattern, PCRE2_ZERO_TERMINATED, PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF,
                           &err, &at, NULL);
   if (!p->code) {
     PCRE2_UCHAR msg[256];
     pcre2_get_error_message(err, msg, sizeof msg);
+    int rewritten = strcmp(pattern, p->pattern) != 0;
+    st = tsl_error(TESSEL_E_CONFIG, "%s: the pre-tokenizer regex does not compile at offset %zu%s%s: %s", what,
+                   (size_t)at, rewritten ? " of its PCRE2 form " : "", rewritten ? p->pattern : "", (const char *)msg);
     tsl_pretok_free(p);
-    return tsl_error(TESSEL_E_CONFIG, "%s: the pre-tokenizer regex does not compile at offset %zu: %s", what,
-                     (size_t)at, (const char *)msg);
+    return st;
   }
   p->md = pcre2_match_data_create_from_pattern(p->code, NULL);
   p->mctx = pcre2_match_context_create(NULL);

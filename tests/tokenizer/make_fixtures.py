@@ -288,6 +288,8 @@ def added(*entries):
 
 EOT = ("<|endoftext|>", 0, True)
 ADDED_TEXTS = ["The<a> Theory<b><a>", "<pad><unused> The<|endoftext|>"]
+REGEX_TEXTS = ["Hello world", "hello\n\nhi 0xBEEF cafe\u0301 42\n", "a\nab\nabc\x0b\x0c\r\n\u2028x\n",
+               "AAAA aaaa A1b2 \u00e9\u00e9 xcxCxabxaBxhXHx baaaa"]
 # name, base fixture, fields set, texts
 VARIANTS = [
     # added_tokens: tokenizers gives a text in model.vocab its vocab id, any
@@ -304,6 +306,17 @@ VARIANTS = [
     ("added_repeated_other_id", "gpt2_1024", {"added_tokens": added(EOT, ("<a>", 1024, True), ("<a>", 1025, True))},
      ADDED_TEXTS),
     ("added_past_a_gap", "gpt2_1024", {"added_tokens": added(EOT, ("<a>", 1025, False))}, ADDED_TEXTS),
+] + [
+    # a Split regex as Oniguruma reads it, where PCRE2 reads the same text
+    # otherwise: tessel rewrites these (onig.c) or refuses them
+    ("regex_" + name, "llama3_512", {"pre_tokenizer.pretokenizers.0.pattern.Regex": regex}, REGEX_TEXTS)
+    for name, regex in [
+        ("hex", r"\h+|\H+"), ("hex_in_class", r"[\h]+|[^\h]+|[x\H]"), ("m_dot_all", r"(?m).+|\n"),
+        ("m_group", r"(?im:h.)|(?i-m:h.)|."), ("anchors", r"^\w+|\w+$|\s+|."), ("vertical_tab", r"\v+|[\v]|."),
+        ("at_most", r"\p{L}{,3}|."), ("isolated_option", r"a(?i)b|c|(x(?i)h)|."), ("comment", r"(?#^$\h)\w+|."),
+        ("quote", r"\Q.\E|."), ("nested_class", r"[a[b]]+|."), ("intersection", r"[a-z&&[^x]]+|."),
+        ("interval_plus", r"a{1,2}+|."), ("exact_optional", r"ba{2}?|."), ("extended", r"(?x) a b |."),
+    ]
 ]
 
 

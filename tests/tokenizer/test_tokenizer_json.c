@@ -17,6 +17,7 @@
 
 #include "common/util.h"
 #include "harness.h"
+#include "tokenizer/internal.h" /* tsl_onig_to_pcre2 */
 #include "tokenizer/tokenizer.h"
 
 #define FIXTURES "tests/tokenizer/fixtures/"
@@ -37,6 +38,23 @@ static const struct {
     {"added_out_of_order", TESSEL_E_UNSUPPORTED, RENUMBERED},
     {"added_repeated_other_id", TESSEL_E_UNSUPPORTED, RENUMBERED},
     {"added_past_a_gap", TESSEL_E_UNSUPPORTED, RENUMBERED},
+    /* Split regexes PCRE2 would read otherwise: rewritten (onig.c) ... */
+    {"regex_hex", TESSEL_OK, NULL},
+    {"regex_hex_in_class", TESSEL_OK, NULL},
+    {"regex_m_dot_all", TESSEL_OK, NULL},
+    {"regex_m_group", TESSEL_OK, NULL},
+    {"regex_anchors", TESSEL_OK, NULL},
+    {"regex_vertical_tab", TESSEL_OK, NULL},
+    {"regex_at_most", TESSEL_OK, NULL},
+    {"regex_isolated_option", TESSEL_OK, NULL},
+    {"regex_comment", TESSEL_OK, NULL},
+    /* ... or refused, the construct named */
+    {"regex_quote", TESSEL_E_UNSUPPORTED, "has \\Q at offset 0, which Oniguruma reads otherwise"},
+    {"regex_nested_class", TESSEL_E_UNSUPPORTED, "has [ at offset 2, which starts a class inside a class"},
+    {"regex_intersection", TESSEL_E_UNSUPPORTED, "has && at offset 4, which intersects classes"},
+    {"regex_interval_plus", TESSEL_E_UNSUPPORTED, "has {1,2}+ at offset 1, which repeats the interval"},
+    {"regex_exact_optional", TESSEL_E_UNSUPPORTED, "has {2}? at offset 2, which is optional in Oniguruma"},
+    {"regex_extended", TESSEL_E_UNSUPPORTED, "has (?x) at offset 0, which sets an option other than i and m"},
 };
 
 /* Set root's field at a dotted path (list indices as numbers) to a copy of value. */
@@ -181,8 +199,22 @@ static void test_nul_refused(void) {
   tsl_tokenizer_free(t);
 }
 
+/* GPT-2's, Llama 3's and Qwen2's patterns mean the same to PCRE2 as
+** written: the rewrite leaves them as they are, so they encode (and hash)
+** as before. */
+static void test_named_patterns_unchanged(void) {
+  static const char *const names[] = {"gpt2", "llama3", "qwen2"};
+  for (size_t i = 0; i < TSL_ARRAY_LEN(names); i++) {
+    char *pcre2 = NULL;
+    REQUIRE(tsl_onig_to_pcre2(tsl_tokenizer_pattern_named(names[i]), names[i], &pcre2) == TESSEL_OK);
+    CHECK(strcmp(pcre2, tsl_tokenizer_pattern_named(names[i])) == 0);
+    free(pcre2);
+  }
+}
+
 int main(void) {
   RUN(test_variants);
+  RUN(test_named_patterns_unchanged);
   RUN(test_nul_refused);
   return HARNESS_EXIT();
 }
