@@ -3,13 +3,13 @@
 **
 ** Accepted (everything else is refused with the field named):
 **   model            type BPE (or absent), vocab {token: id}, merges as
-**                    "a b" strings or [a, b] pairs; dropout null, no
+**                    "a b" strings or [a, b] pairs; dropout null or 0, no
 **                    continuing_subword_prefix / end_of_word_suffix, no
 **                    byte_fallback; ignore_merges honoured
 **   (or SentencePiece's BPE with byte_fallback: metaspace.c reads its
 **    normalizer, pre_tokenizer, decoder and model flags)
-**   normalizer       null, or NFC (Qwen2's: each span composed before it is
-**                    pre-tokenized)
+**   normalizer       null or Sequence [], or NFC or Sequence [NFC] (Qwen2's:
+**                    each span composed before it is pre-tokenized)
 **   pre_tokenizer    ByteLevel (use_regex: GPT-2's regex; add_prefix_space),
 **                    or Sequence [Split {Regex | String, Isolated, not
 **                    inverted}, ByteLevel {use_regex: false}] (there
@@ -137,18 +137,36 @@ static tsl_status read_pre_tokenizer(loader *l, const cJSON *root) {
                    cJSON_IsString(type) ? type->valuestring : "missing");
 }
 
+static int is_type(const cJSON *obj, const char *type) {
+  const cJSON *ty = field(obj, "type");
+  return cJSON_IsString(ty) && strcmp(ty->valuestring, type) == 0;
+}
+
+/* 1 for a normalizer that composes to NFC, 0 for one that does nothing,
+** -1 for any other. tokenizers normalizes alike with NFC and Sequence
+** [NFC], and with null and an empty Sequence (which converters write). */
+static int nfc_normalizer(const cJSON *norm) {
+  if (!norm || cJSON_IsNull(norm)) return 0;
+  if (is_type(norm, "NFC")) return 1;
+  if (!is_type(norm, "Sequence")) return -1;
+  const cJSON *steps = field(norm, "normalizers");
+  int n = cJSON_GetArraySize(steps);
+  if (!cJSON_IsArray(steps) || n > 1) return -1;
+  return n == 0 ? 0 : is_type(cJSON_GetArrayItem(steps, 0), "NFC") ? 1 : -1;
+}
+
 static tsl_status read_pipeline(loader *l, const cJSON *root) {
   const cJSON *norm = field(root, "normalizer"), *dec = field(root, "decoder"), *dty = field(dec, "type");
   const cJSON *pty = field(field(root, "pre_tokenizer"), "type");
   if (tsl_metaspace_legacy_normalizer(norm) || (cJSON_IsString(pty) && strcmp(pty->valuestring, "Metaspace") == 0))
     return tsl_metaspace_read(l->t, l->name, root);
-  if (norm && !cJSON_IsNull(norm)) {
+  int nfc = nfc_normalizer(norm);
+  if (nfc < 0) {
     const cJSON *ty = field(norm, "type");
-    if (!cJSON_IsString(ty) || strcmp(ty->valuestring, "NFC") != 0)
-      return tsl_error(TESSEL_E_UNSUPPORTED, "%s: normalizer %s is not supported (tessel normalizes to NFC or not at "
-                       "all)", l->name, cJSON_IsString(ty) ? ty->valuestring : "(set)");
-    l->t->nfc = 1;
+    return tsl_error(TESSEL_E_UNSUPPORTED, "%s: normalizer %s is not supported (tessel normalizes to NFC or not at "
+                     "all)", l->name, cJSON_IsString(ty) ? ty->valuestring : "(set)");
   }
+  l->t->nfc = nfc;
   if (dec && !cJSON_IsNull(dec) && !(cJSON_IsString(dty) && strcmp(dty->valuestring, "ByteLevel") == 0))
     return tsl_error(TESSEL_E_UNSUPPORTED, "%s: decoder %s is not supported; byte-level BPE decodes with ByteLevel",
                      l->name, cJSON_IsString(dty) ? dty->valuestring : "(set)");
@@ -260,12 +278,17 @@ fail:
 static tsl_status read_model(loader *l, const cJSON *root) {
   const cJSON *model = field(root, "model"), *type = field(model, "type");
   tsl_status st;
-  static const char *const unsupported[] = {"dropout", "continuing_subword_prefix", "end_of_word_suffix"};
+  static const char *const unsupported[] = {"continuing_subword_prefix", "end_of_word_suffix"};
+  const cJSON *dropout = field(model, "dropout");
   if (!cJSON_IsObject(model)) return tsl_error(TESSEL_E_CONFIG, "%s: no model object", l->name);
   if (type && !(cJSON_IsString(type) && strcmp(type->valuestring, "BPE") == 0))
     return tsl_error(TESSEL_E_UNSUPPORTED, "%s: model.type is %s; tessel reads BPE tokenizers", l->name,
                      cJSON_IsString(type) ? type->valuestring : "not a string");
   for (size_t i = 0; i < TSL_ARRAY_LEN(unsupported); i++) TSL_TRY(st, refuse_if_set(l, model, "model", unsupported[i]));
+  /* dropout 0 drops no merge: tokenizers encodes as without it */
+  if (dropout && !cJSON_IsNull(dropout) && !(cJSON_IsNumber(dropout) && dropout->valuedouble == 0))
+    return tsl_error(TESSEL_E_UNSUPPORTED, "%s: model.dropout is set; tessel supports BPE without dropout (null or "
+                     "0)", l->name);
   if (!l->t->metaspace) TSL_TRY(st, refuse_if_set(l, model, "model", "byte_fallback")); /* metaspace.c requires it */
   l->t->ignore_merges = bool_field(model, "ignore_merges", 0);
   TSL_TRY(st, read_vocab(l, model));

@@ -290,6 +290,7 @@ EOT = ("<|endoftext|>", 0, True)
 ADDED_TEXTS = ["The<a> Theory<b><a>", "<pad><unused> The<|endoftext|>"]
 REGEX_TEXTS = ["Hello world", "hello\n\nhi 0xBEEF cafe\u0301 42\n", "a\nab\nabc\x0b\x0c\r\n\u2028x\n",
                "AAAA aaaa A1b2 \u00e9\u00e9 xcxCxabxaBxhXHx baaaa"]
+NFC_TEXTS = ["Cafe\u0301 nai\u0308ve, A\u030angstro\u0308m \u212b, e\u0301\u0301 twice", "The Theory of 42 things"]
 # name, base fixture, fields set, texts
 VARIANTS = [
     # added_tokens: tokenizers gives a text in model.vocab its vocab id, any
@@ -317,6 +318,15 @@ VARIANTS = [
         ("quote", r"\Q.\E|."), ("nested_class", r"[a[b]]+|."), ("intersection", r"[a-z&&[^x]]+|."),
         ("interval_plus", r"a{1,2}+|."), ("exact_optional", r"ba{2}?|."), ("extended", r"(?x) a b |."),
     ]
+] + [
+    # forms tokenizers encodes exactly as ones tessel reads
+    ("dropout_zero", "gpt2_1024", {"model.dropout": 0.0}, NFC_TEXTS),
+    ("dropout_null", "gpt2_1024", {"model.dropout": None}, NFC_TEXTS),
+    ("sequence_empty", "gpt2_1024", {"normalizer": {"type": "Sequence", "normalizers": []}}, NFC_TEXTS),
+    ("sequence_nfc", "llama3_512", {"normalizer": {"type": "Sequence", "normalizers": [{"type": "NFC"}]}}, NFC_TEXTS),
+    ("sequence_nfc_nfkc", "llama3_512", {"normalizer": {"type": "Sequence", "normalizers": [
+        {"type": "NFC"}, {"type": "NFKC"}]}}, NFC_TEXTS),
+    ("dropout_tenth", "gpt2_1024", {"model.dropout": 0.1}, []),
 ]
 
 

@@ -55,6 +55,13 @@ static const struct {
     {"regex_interval_plus", TESSEL_E_UNSUPPORTED, "has {1,2}+ at offset 1, which repeats the interval"},
     {"regex_exact_optional", TESSEL_E_UNSUPPORTED, "has {2}? at offset 2, which is optional in Oniguruma"},
     {"regex_extended", TESSEL_E_UNSUPPORTED, "has (?x) at offset 0, which sets an option other than i and m"},
+    /* forms that encode as ones tessel reads: dropout 0 or null, Sequence [] and [NFC] */
+    {"dropout_zero", TESSEL_OK, NULL},
+    {"dropout_null", TESSEL_OK, NULL},
+    {"sequence_empty", TESSEL_OK, NULL},
+    {"sequence_nfc", TESSEL_OK, NULL},
+    {"sequence_nfc_nfkc", TESSEL_E_UNSUPPORTED, "normalizer Sequence is not supported"},
+    {"dropout_tenth", TESSEL_E_UNSUPPORTED, "model.dropout is set"},
 };
 
 /* Set root's field at a dotted path (list indices as numbers) to a copy of value. */
