@@ -14,7 +14,8 @@
 **                    or Sequence [Split {Regex | String, Isolated, not
 **                    inverted}, ByteLevel {use_regex: false}] (there
 **                    add_prefix_space prefixes each piece of the Split)
-**   decoder          ByteLevel or null
+**   decoder          ByteLevel or null (decoded as ByteLevel, where tokenizers
+**                    joins the token strings with spaces: the README says so)
 **   post_processor   anything: tessel never adds tokens implicitly
 **   added_tokens     without single_word, lstrip or rstrip, with the ids
 **                    tokenizers gives them (it renumbers the list: see
