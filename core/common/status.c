@@ -119,10 +119,40 @@ static size_t char_start(const char *s, size_t at) {
   return at;
 }
 
+static int is_control(unsigned char c) { return c < 0x20 || c == 0x7f; }
+
+/* The bytes of s before its first control byte (or its end). */
+static size_t plain_run(const char *s) {
+  size_t n = 0;
+  while (s[n] && !is_control((unsigned char)s[n])) n++;
+  return n;
+}
+
+/* Control bytes are written as \n, \t or \xNN: a block scalar's newline
+** echoed as it is would break the one-line FILE:LINE:COL message. */
 const char *tsl_echo(const char *text, char *buf, size_t cap) {
   size_t n = text ? strlen(text) : 0;
-  if (!text || n <= TSL_ECHO_MAX) return text;
-  snprintf(buf, cap, "%.*s… (%zu bytes)", (int)char_start(text, TSL_ECHO_MAX), text, n);
+  if (!text || (n <= TSL_ECHO_MAX && plain_run(text) == n)) return text;
+  size_t i = 0, o = 0;
+  while (i < n) {
+    unsigned char c = (unsigned char)text[i];
+    if (is_control(c)) {
+      size_t width = c == '\n' || c == '\t' ? 2 : 4;
+      if (o + width > TSL_ECHO_MAX) break;
+      snprintf(buf + o, cap - o, c == '\n' ? "\\n" : c == '\t' ? "\\t" : "\\x%02X", c);
+      o += width;
+      i++;
+      continue;
+    }
+    size_t run = plain_run(text + i), room = TSL_ECHO_MAX - o;
+    if (run > room) run = char_start(text + i, room);
+    if (run == 0) break;
+    memcpy(buf + o, text + i, run);
+    o += run;
+    i += run;
+  }
+  if (i < n) snprintf(buf + o, cap - o, "… (%zu bytes)", n);
+  else buf[o] = '\0';
   return buf;
 }
 

@@ -71,8 +71,10 @@ tsl_status tsl_error_wrap(tsl_status status, const char *fmt, ...) TSL_PRINTF(2,
 #define TSL_ECHO_MAX 160
 #define TSL_ECHO_CAP (TSL_ECHO_MAX + 48)
 /* `text` as a message may echo it: `text` itself when at most TSL_ECHO_MAX
-** bytes, else its start (whole UTF-8 characters), an ellipsis and its full
-** length, written to buf[cap] (cap >= TSL_ECHO_CAP). NULL stays NULL. */
+** bytes and free of control bytes, else, written to buf[cap] (cap >=
+** TSL_ECHO_CAP), its control bytes as \n, \t or \xNN (a message stays one
+** line) and, when longer, its start (whole UTF-8 characters), an ellipsis
+** and its full length. NULL stays NULL. */
 const char *tsl_echo(const char *text, char *buf, size_t cap);
 /* tsl_echo into a buffer that lives as long as the enclosing block, for an
 ** argument: tsl_error(st, "got '%s'", TSL_ECHO(value)). */

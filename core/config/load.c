@@ -199,11 +199,7 @@ static tsl_status apply_set(tsl_config *cfg, const char *arg) {
   ** mistake's message keeps its key and hint */
   char *keypath = NULL, *label = tsl_asprintf("--set=%s", TSL_ECHO(arg));
   tsl_cfg *value = NULL;
-  if (!label) return TESSEL_E_NOMEM;
-  /* a line break would split the label from its position (the value's
-  ** own lines are counted after it) */
-  for (char *c = label; *c; c++)
-    if (*c == '\n' || *c == '\r') *c = ' ';
+  if (!label) return TESSEL_E_NOMEM; /* TSL_ECHO writes a line break as \n: it stays beside its position */
   /* column 7 is the key path, just after "--set=" */
   tsl_mark km = {tsl_config_intern_file(cfg, label), 1, 7};
   if (!km.file) {

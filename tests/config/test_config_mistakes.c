@@ -169,7 +169,7 @@ static void test_set_key_must_be_utf8(void) {
   put(p, "utf8.yaml", "x: 1\n");
   /* found by fuzz_config: the resolved config could not be written back */
   const char *const sets[] = {"tr\x8b\x18" "ain.steps=5", "ok.\xc0\xafx=1", "caf\xc3\xa9.x=1"};
-  CHECK_ERROR(load_fail_sets(p, sets, 2), "--set=tr\x8b\x18" "ain.steps=5:1:7: the key path is not valid UTF-8\n"
+  CHECK_ERROR(load_fail_sets(p, sets, 2), "--set=tr\x8b\\x18" "ain.steps=5:1:7: the key path is not valid UTF-8\n"
               "--set=ok.\xc0\xafx=1:1:7: the key path is not valid UTF-8");
   tsl_config *cfg = load_ok_sets(p, sets + 2, 1); /* é is UTF-8 */
   char *out = emit_text(cfg);
@@ -425,7 +425,7 @@ static void test_yaml_forms(void) {
   tsl_config_free(cfg);
   const char *const sets[] = {"model.layers=1\nfoo: 2"};
   CHECK_EQ_INT(tsl_config_load(p, sets, 1, &cfg), TESSEL_E_CONFIG);
-  CHECK_STR_CONTAINS(tsl_error_message(), "--set=model.layers=1 foo: 2:2:4: ");
+  CHECK_STR_CONTAINS(tsl_error_message(), "--set=model.layers=1\\nfoo: 2:2:4: ");
   CHECK(strstr(tsl_error_message() + 1, "--set=") == NULL); /* said once: it was repeated as an "error:" */
   /* a list is named a list, and base: is not for --set (it was "a value,
   ** not a section" and "unknown section 'base'") */
@@ -500,6 +500,13 @@ static void test_long_user_text(void) {
   CHECK_STR_CONTAINS(msg, ":4:16: device.kind: 'qqq");
   CHECK_STR_CONTAINS(msg, "… (102400 bytes)' is not one of cpu, cuda");
   CHECK(strlen(msg) < strlen(p) + 1024);
+  /* a block scalar's lines are echoed on the message's one line */
+  put(p, "block.yaml", "model: {layers: 1, heads: 1, channels: 4, seq_len: 4}\ndata: {train: x}\n"
+      "train: {steps: 1}\ndevice:\n  kind: |\n    cu\n    d\ta\n");
+  CHECK_EQ_INT(read_all(p), TESSEL_E_CONFIG);
+  msg = tsl_error_message();
+  CHECK_STR_CONTAINS(msg, ":5:9: device.kind: 'cu\\nd\\ta\\n' is not one of cpu, cuda");
+  CHECK(!strchr(msg, '\n'));
   /* a message that echoes long text whole keeps its start and its end */
   CHECK_EQ_INT(tsl_error(TESSEL_E_IO, "reading '%s': permission denied", x), TESSEL_E_IO);
   msg = tsl_error_message();
