@@ -193,7 +193,8 @@ static tsl_status read_data(tsl_cfg *root, tsl_settings *s) {
   tsl_cfg *d;
   tsl_status st = tsl_cfg_section(root, "data", 1, &d);
   if (st < 0) return st;
-  tsl_cfg_keep(&st, tsl_cfg_string_list(d, "text", &s->data.text, &s->data.n_text));
+  const tsl_status text_st = tsl_cfg_string_list(d, "text", &s->data.text, &s->data.n_text);
+  tsl_cfg_keep(&st, text_st);
   /* dir and val_fraction shape the preparation of 'text': beside 'train'
   ** they take no default (a resolved config that printed them would be
   ** refused when read again) and, given, are refused below */
@@ -222,7 +223,9 @@ static tsl_status read_data(tsl_cfg *root, tsl_settings *s) {
       tsl_cfg_keep(&st, tsl_cfg_file(d, "val", NULL, &s->data.val));
     }
   } else if (!tsl_cfg_has(d, "train")) {
-    tsl_cfg_keep(&st, tsl_cfg_error(d, NULL, "give 'train' (a glob of token shards) or 'text' (files to prepare)"));
+    /* a 'text' that was refused has said so where it is written */
+    if (text_st >= 0)
+      tsl_cfg_keep(&st, tsl_cfg_error(d, NULL, "give 'train' (a glob of token shards) or 'text' (files to prepare)"));
   } else {
     tsl_cfg_keep(&st, tsl_cfg_file(d, "train", NULL, &s->data.train));
     tsl_cfg_keep(&st, tsl_cfg_file(d, "val", NULL, &s->data.val));

@@ -354,6 +354,11 @@ static void test_values_that_mean_nothing(void) {
   CHECK(s.train.stop_after_time == 5400.0);
   CHECK(s.device.memory_limit == 1536);
   tsl_config_free(cfg);
+  /* a data.text refused says so alone: no "give 'train' or 'text'" beside it */
+  put(p, "text_null.yaml", "model: {layers: 1, heads: 1, channels: 4, seq_len: 4}\ndata: {text: [null]}\n");
+  CHECK_EQ_INT(read_all(p), TESSEL_E_CONFIG);
+  CHECK_STR_CONTAINS(tsl_error_message(), ":2:15: data.text[0]: expected a string, got nothing");
+  CHECK(!strstr(tsl_error_message(), "give 'train'"));
   /* whole numbers of bytes whose text and product round in binary */
   static const struct { const char *text; uint64_t bytes; } whole[] = {
       {"0.3KB", 300}, {"0.1GB", 100000000}, {"16.0", 16}, {"1.1e3", 1100}, {"0.5KiB", 512}};
