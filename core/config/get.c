@@ -158,8 +158,9 @@ int tsl_scalar_float(const char *s, double *out) {
   return 0;
 }
 
-static tsl_status range_error_int(tsl_cfg *map, const char *key, const char *v, int64_t min, int64_t max,
+static tsl_status range_error_int(tsl_cfg *map, const char *key, const char *text, int64_t min, int64_t max,
                                   int beyond, int64_t x) {
+  const char *v = TSL_ECHO(text); /* digits by the thousand are cut short like any echoed text */
   /* past int64 itself on a side the range leaves open ("at least 0, got
   ** 9223372036854775808" would not say why); x is then int64's limit */
   if (beyond && ((x == INT64_MAX && max == INT64_MAX) || (x == INT64_MIN && min == INT64_MIN)))

@@ -522,6 +522,14 @@ static void test_long_user_text(void) {
   CHECK(strncmp(tsl_error_message(), "loading 'qqq", 12) == 0);
   CHECK_STR_CONTAINS(tsl_error_message(), "': reading 'qqq");
   CHECK_STR_CONTAINS(tsl_error_message(), "': permission denied");
+  /* a number of 100 KiB digits, out of range, is echoed cut short too */
+  memset(x, '9', LONG);
+  snprintf(arg, LONG + 64, "model.layers=%s", x);
+  put(p, "long.yaml", "model: {layers: 1, heads: 1, channels: 4, seq_len: 4}\ndata: {train: x}\ntrain: {steps: 1}\n");
+  CHECK_EQ_INT(read_with(p, sets, 1), TESSEL_E_CONFIG);
+  CHECK_STR_CONTAINS(tsl_error_message(), "model.layers: must be between 1 and 1048576, got 999");
+  CHECK_STR_CONTAINS(tsl_error_message(), "999… (102400 bytes)");
+  CHECK(strlen(tsl_error_message()) < 1024);
   free(text);
   free(arg);
   free(x);
