@@ -289,10 +289,24 @@ static tsl_status parse_scalar(parser *p, const yaml_event_t *ev, tsl_mark m, ts
 ** It is about to become `key` of map `parent` (or its next item when
 ** `parent` is a list): knowing where it goes gives messages about its
 ** insides their path before it is attached. */
+/* The anchor (&name) a node carries, NULL for none. */
+static const char *anchor_of(const yaml_event_t *ev) {
+  const yaml_char_t *a = ev->type == YAML_SCALAR_EVENT           ? ev->data.scalar.anchor
+                         : ev->type == YAML_MAPPING_START_EVENT  ? ev->data.mapping_start.anchor
+                         : ev->type == YAML_SEQUENCE_START_EVENT ? ev->data.sequence_start.anchor
+                                                                 : NULL;
+  return (const char *)a;
+}
+
 static tsl_status parse_node(parser *p, yaml_event_t *ev, tsl_cfg *parent, const char *key, tsl_cfg **out) {
   tsl_status st = TESSEL_OK;
   tsl_mark m = mark_of(p, ev->start_mark);
   tsl_cfg *n = NULL;
+  /* recorded, the value read on: an anchor alone changes nothing, but one
+  ** is only written to be aliased, which is refused too */
+  if (anchor_of(ev))
+    tsl_cfg_report(p->cfg, m, "YAML anchors (&%s) are not supported; use 'base:' to share settings",
+                   TSL_ECHO(anchor_of(ev)));
   switch (ev->type) {
     case YAML_SCALAR_EVENT:
       st = parse_scalar(p, ev, m, &n);

@@ -466,6 +466,9 @@ static void test_tags(void) {
               "%s:3:64: YAML aliases (*name) are not supported; use 'base:' to share settings",
               p, p, p, p, p, p, p);
   CHECK_EQ_INT(count_lines(tsl_error_message()), 7);
+  /* an anchor, even one never aliased (docs/config.md refuses both) */
+  refused_with("model: &m {layers: 1, heads: 1, channels: 4, seq_len: 4}\ndata: {train: x}\ntrain: {steps: 1}\n",
+               ":1:8: YAML anchors (&m) are not supported; use 'base:' to share settings");
   refused_with("model: {layers: 1, heads: 1, channels: !!float 4, seq_len: 4}\ndata: {train: x}\ntrain: {steps: 1}\n",
                ":1:40: model.channels: expected an integer, got !!float '4'");
 }
