@@ -912,9 +912,11 @@ static void test_empty_and_null(void) {
 static void test_yaml_features(void) {
   char p[1024];
   put(p, "alias.yaml", "a: &x {b: 1}\nc: *x\n");
-  CHECK_ERROR(load_fail(p), "%s:2:4: YAML aliases (*name) are not supported; use 'base:' to share settings", p);
+  CHECK_ERROR(load_fail(p), "%s:1:4: YAML anchors (&x) are not supported; use 'base:' to share settings\n"
+              "%s:2:4: YAML aliases (*name) are not supported; use 'base:' to share settings", p, p);
   put(p, "merge.yaml", "a: &x {b: 1}\nc:\n  <<: *x\n");
-  CHECK_ERROR(load_fail(p), "%s:3:7: YAML aliases (*name) are not supported", p);
+  CHECK_ERROR(load_fail(p), "%s:1:4: YAML anchors (&x) are not supported; use 'base:' to share settings\n"
+              "%s:3:7: YAML aliases (*name) are not supported", p, p);
   put(p, "multi.yaml", "a: 1\n---\nb: 2\n");
   CHECK_ERROR(load_fail(p), "%s:2:1: only one YAML document is allowed per file", p);
   put(p, "multi_end.yaml", "a: 1\n...\n---\nb: 2\n");
