@@ -12,6 +12,7 @@
 #include "bf16.h"
 #include "ckpt/checkpoint.h"
 #include "ckpt/import_hf.h"
+#include "ckpt/steps.h"
 #include "common/atomic_file.h"
 #include "common/log.h"
 #include "common/util.h"
@@ -221,6 +222,20 @@ static tsl_status enough_tensors(const tsl_weights *w) {
                    w->model.layers, (long long)have);
 }
 
+/* Whether path is a checkpoint.dir that holds checkpoints, or its
+** `latest` file: either stands for the checkpoint a resume would pick
+** there (tsl_ckpt_open), for model.init_from as for sample and export. */
+static int names_checkpoints(const char *path) {
+  const char *base = strrchr(path, '/');
+  char *found = NULL;
+  int64_t step;
+  int yes = !strcmp(base ? base + 1 : path, TSL_CKPT_LATEST) ||
+            (tsl_ckpt_latest_of(path, 0, &found, &step) >= 0 && found);
+  free(found);
+  tsl_error_clear();
+  return yes;
+}
+
 tsl_status tsl_weights_open(const char *dir, int say, tsl_weights **out) {
   tsl_status st;
   char *trainer = tsl_asprintf("%s/trainer.json", dir), *config = tsl_asprintf("%s/config.json", dir);
@@ -230,7 +245,7 @@ tsl_status tsl_weights_open(const char *dir, int say, tsl_weights **out) {
     st = tsl_error(TESSEL_E_NOMEM, "out of host memory");
     goto fail;
   }
-  if (tsl_path_exists(trainer)) {
+  if (tsl_path_exists(trainer) || (!tsl_path_exists(config) && names_checkpoints(dir))) {
     TSL_TRY(st, tsl_ckpt_open_weights(dir, &w->ckpt));
     w->model = w->ckpt.arch;
     w->files = &w->ckpt.model;

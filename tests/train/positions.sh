@@ -43,6 +43,16 @@ full fixture "$SRC/$GPT2"
 full exported "$WORK/hf"
 [ -s "$WORK/fixture.losses" ] && cmp -s "$WORK/fixture.losses" "$WORK/exported.losses" ||
   fail "the exported model differs from the fixture at positions 16-31: $(tr '\n' ' ' <"$WORK/fixture.losses") vs $(tr '\n' ' ' <"$WORK/exported.losses")"
+# init_from takes a checkpoint.dir or its latest file for the checkpoint
+# latest names, as sample and export do (it refused both as "neither a
+# checkpoint nor a Hugging Face directory")
+full step "$CK"
+for how in dir latest; do
+  from="$WORK/ft/checkpoints"
+  [ $how = latest ] && from="$from/latest"
+  full "$how" "$from"
+  cmp -s "$WORK/step.losses" "$WORK/$how.losses" || fail "init_from the checkpoint.dir ($how) differs from init_from $CK"
+done
 # sampling sees the context the model is made for, 32 tokens, not the 16 it
 # was fine-tuned at (as transformers' generate does): the fine-tuned
 # checkpoint (seq_len 16) samples what the fixture imported as it is
