@@ -629,26 +629,27 @@ static void not_kept(const char *path, const cJSON *v, int vocab) {
 
 void tsl_hf_token_ids(const char *dir, int vocab, int warn, tsl_token_ids *ids) {
   static const char *const files[] = {"generation_config.json", "config.json"};
-  int bos_seen = 0, eos_seen = 0; /* the first file that gives one decides, good or not */
+  /* the first file that is there (and JSON) decides both, as from_pretrained
+  ** takes generation_config.json whole when it can read it: an id it lacks
+  ** is none, not config.json's */
   for (size_t f = 0; f < sizeof files / sizeof *files; f++) {
     char *path = tsl_asprintf("%s/%s", dir, files[f]), *text = NULL;
     cJSON *root = path && tsl_path_exists(path) && tsl_read_file(path, &text, NULL) >= 0 ? cJSON_Parse(text) : NULL;
-    const cJSON *bos = cJSON_GetObjectItemCaseSensitive(root, "bos_token_id");
-    const cJSON *eos = cJSON_GetObjectItemCaseSensitive(root, "eos_token_id");
-    int n;
-    if (!bos_seen && (n = token_ids(bos, vocab, &ids->bos_id, 1)) != 0) {
-      bos_seen = 1;
+    if (cJSON_IsObject(root)) {
+      const cJSON *bos = cJSON_GetObjectItemCaseSensitive(root, "bos_token_id");
+      const cJSON *eos = cJSON_GetObjectItemCaseSensitive(root, "eos_token_id");
+      int n = token_ids(bos, vocab, &ids->bos_id, 1);
       ids->has_bos = n > 0;
       if (n < 0 && warn) not_kept(path, bos, vocab);
-    }
-    if (!eos_seen && (n = token_ids(eos, vocab, ids->eos_ids, TSL_CKPT_MAX_EOS)) != 0) {
-      eos_seen = 1;
+      n = token_ids(eos, vocab, ids->eos_ids, TSL_CKPT_MAX_EOS);
       ids->n_eos = n > 0 ? n : 0;
       if (n < 0 && warn) not_kept(path, eos, vocab);
     }
+    int decided = cJSON_IsObject(root);
     cJSON_Delete(root);
     free(text);
     free(path);
+    if (decided) break;
   }
   tsl_error_clear();
 }

@@ -18,7 +18,8 @@ tsl_status tsl_hf_config(const char *dir, int say, tsl_model_settings *out, int 
 
 /* The model's beginning- and end-of-text ids into *ids: generation_config.json's bos_token_id and eos_token_id (an
 ** id or a list), which generate() stops at (Llama 3 Instruct's and Qwen2.5
-** Instruct's list more than config.json's), else config.json's. An id outside the model's `vocab`
+** Instruct's list more than config.json's; one it lacks is none), else,
+** when there is no such file, config.json's. An id outside the model's `vocab`
 ** tokens, or a list of more than TSL_CKPT_MAX_EOS, is not kept, and (with
 ** `warn`) a warning says so: the weights import all the same. */
 void tsl_hf_token_ids(const char *dir, int vocab, int warn, tsl_token_ids *ids);

@@ -58,6 +58,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../data/scratch.h"
 #include "ckpt/import.h"
@@ -401,8 +402,10 @@ static void test_longrope_matches_transformers(void) {
   compare_with_hf_set("phi3_longrope", "_long", 32);
 }
 
-/* The end-of-text ids generate() stops at: generation_config.json's (a list,
-** as Llama 3 Instruct's), over config.json's, which count where it has none. */
+/* The ids generate() takes: generation_config.json's (a list of end-of-text
+** ids, as Llama 3 Instruct's) over config.json's; where it lacks one there
+** is none (from_pretrained takes the file whole); config.json's only when
+** there is no such file. */
 static void test_generation_config_ids_win(void) {
   static const char config[] = "{\"bos_token_id\": 1, \"eos_token_id\": 2}",
                     both[] = "{\"bos_token_id\": 3, \"eos_token_id\": [2, 5]}", none[] = "{\"do_sample\": true}";
@@ -416,6 +419,10 @@ static void test_generation_config_ids_win(void) {
   tsl_hf_token_ids(dir, 96, 0, &ids);
   CHECK(ids.has_bos && ids.bos_id == 3 && ids.n_eos == 2 && ids.eos_ids[0] == 2 && ids.eos_ids[1] == 5);
   scratch_write(path, none, strlen(none));
+  ids = (tsl_token_ids){0};
+  tsl_hf_token_ids(dir, 96, 0, &ids);
+  CHECK(!ids.has_bos && ids.n_eos == 0);
+  REQUIRE(unlink(path) == 0);
   ids = (tsl_token_ids){0};
   tsl_hf_token_ids(dir, 96, 0, &ids);
   CHECK(ids.has_bos && ids.bos_id == 1 && ids.n_eos == 1 && ids.eos_ids[0] == 2);
