@@ -135,9 +135,13 @@ long tsl_prompt_byte_outside(const char *prompt, int vocab) {
   return -1;
 }
 
-/* The prompt as ids: encoded with the tokenizer, or its bytes. */
+/* The prompt as ids: encoded with the tokenizer, or its bytes. An empty
+** prompt is the model's beginning-of-text token, where generate() starts
+** without input, else the end-of-text token that starts every document
+** tessel trains on (byte-level: a newline). */
 static tsl_status prompt_ids(const tsl_sample_opts *o, int V, tsl_token_vec *v) {
   size_t len = strlen(o->prompt);
+  if (len == 0 && o->ids && o->ids->has_bos && o->ids->bos_id < V) return tsl_token_vec_sink(v, &o->ids->bos_id, 1);
   if (!o->tokenizer) {
     if (V > 256)
       return tsl_error(TESSEL_E_CONFIG, "this model has a vocabulary of %d tokens and no tokenizer to turn them into "
@@ -159,18 +163,16 @@ static tsl_status prompt_ids(const tsl_sample_opts *o, int V, tsl_token_vec *v) 
     return tsl_error(TESSEL_E_CONFIG, "the tokenizer %s has %d tokens, but the model's vocabulary is %d",
                      tsl_tokenizer_name(o->tokenizer), n, V);
   tsl_status st = tsl_tokenizer_encode(o->tokenizer, o->prompt, len, TSL_TOK_ADDED, tsl_token_vec_sink, v);
-  if (st < 0) return st;
-  if (v->n == 0) {
-    if (eot < 0) return tsl_error(TESSEL_E_CONFIG, "an empty prompt needs an end-of-text token, and %s has none",
-                                  tsl_tokenizer_name(o->tokenizer));
-    return tsl_token_vec_sink(v, &eot, 1);
-  }
-  return TESSEL_OK;
+  if (st < 0 || v->n > 0) return st;
+  if (eot < 0) return tsl_error(TESSEL_E_CONFIG, "an empty prompt needs a beginning- or end-of-text token, and %s "
+                                "has neither", tsl_tokenizer_name(o->tokenizer));
+  return tsl_token_vec_sink(v, &eot, 1);
 }
 
-/* Whether a stop string ends inside the last `added` bytes of the text
-** generated so far (text[0, len)): the token that brought them in ends
-** generation. */
+/* Whether a stop string ends inside the last `added` bytes of the text so
+** far (text[0, len): the prompt, then what was generated): the token that
+** brought them in ends generation, as transformers' StopStringCriteria
+** ends it, a stop string that begins in the prompt too. */
 static int stop_string_ends(const tsl_sample_opts *o, const char *text, size_t len, size_t added) {
   for (int i = 0; i < o->n_stop; i++) {
     size_t n = strlen(o->stop[i]);
@@ -206,11 +208,11 @@ static tsl_status remember(char **text, size_t *len, size_t *cap, const unsigned
   return TESSEL_OK;
 }
 
-/* Write one generated token as text: its bytes exactly, except on a
-** terminal, where a control byte other than newline and tab is shown as
-** \xNN. A model early in training draws any byte, and ESC, BEL or CR
+/* Write text (the prompt, or a generated token): its bytes exactly, except
+** on a terminal, where a control byte other than newline and tab is shown
+** as \xNN. A model early in training draws any byte, and ESC, BEL or CR
 ** written raw would move the cursor, retitle or reset the user's terminal
-** (llm.c skips such tokens when it prints). */
+** (llm.c skips such tokens when it prints); a prompt file may hold them too. */
 static void emit(const unsigned char *b, size_t n, int terminal, FILE *out) {
   for (size_t i = 0; i < n; i++) {
     if (terminal && ((b[i] < 0x20 && b[i] != '\n' && b[i] != '\t') || b[i] == 0x7f)) fprintf(out, "\\x%02x", b[i]);
@@ -226,7 +228,7 @@ tsl_status tsl_sample(const tsl_settings *given, tsl_tensor_fn src, void *src_ct
   tsl_model *m = NULL;
   float *whole = NULL, *row = NULL, *scratch = NULL;
   uint8_t *seen = NULL; /* [V]: tokens of the text so far, for the repetition penalty */
-  char *text = NULL;    /* the generated text, for the stop strings */
+  char *text = NULL;    /* the prompt and the generated text, for the stop strings */
   size_t text_len = 0, text_cap = 0;
   int V = given->model.vocab_size, terminal = isatty(fileno(out));
   /* a vocabulary padded past its tokenizer (Qwen2's 151936 rows for 151665
@@ -276,6 +278,7 @@ tsl_status tsl_sample(const tsl_settings *given, tsl_tensor_fn src, void *src_ct
     TSL_TRY(st, tsl_scatter_state(m, i, (tessel_state_ref){TESSEL_STATE_MASTER, 0}, whole));
   }
   for (size_t i = 0; i < prompt.n; i++) seen[ctx.tokens[ctx.len++] = prompt.ids[i]] = 1;
+  if (o->n_stop > 0) TSL_TRY(st, remember(&text, &text_len, &text_cap, (const unsigned char *)o->prompt, strlen(o->prompt)));
   for (int k = 0; k < o->tokens; k++) {
     const void *logits;
     TSL_TRY(st, next_logits(m, &ctx, &logits));
@@ -292,7 +295,7 @@ tsl_status tsl_sample(const tsl_settings *given, tsl_tensor_fn src, void *src_ct
     if (o->repetition_penalty > 0 && o->repetition_penalty != 1) tsl_sample_penalize(row, V, seen, o->repetition_penalty);
     double u = (double)(tsl_mix64(o->seed ^ tsl_mix64((uint64_t)k)) >> 11) / 9007199254740992.0;
     int tok = tsl_sample_draw(row, scratch, drawable, o->temperature, o->top_k, o->top_p, u), stop = 0;
-    if (k == 0) fputs(o->prompt, out);
+    if (k == 0) emit((const unsigned char *)o->prompt, strlen(o->prompt), terminal, out);
     for (int i = 0; i < n_stops; i++) stop |= tok == stops[i];
     if (stop) {
       tsl_info("generation ends at the end-of-text token %d, after %d of %d tokens", tok, k, o->tokens);
@@ -311,7 +314,7 @@ tsl_status tsl_sample(const tsl_settings *given, tsl_tensor_fn src, void *src_ct
     }
   }
   /* the prompt only once a token is drawn: a refusal leaves out untouched */
-  if (o->tokens == 0) fputs(o->prompt, out);
+  if (o->tokens == 0) emit((const unsigned char *)o->prompt, strlen(o->prompt), terminal, out);
   fputc('\n', out);
 fail:
   free(whole);

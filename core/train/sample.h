@@ -5,7 +5,8 @@
 ** backend (no strategy), so it works the same at the end of any run and
 ** from any checkpoint: the caller supplies each parameter's whole tensor.
 ** With a tokenizer the prompt is encoded with it (added tokens such as
-** <|endoftext|> recognised; an empty prompt is the end-of-text token) and
+** <|endoftext|> recognised; an empty prompt is the model's beginning-of-text
+** token, as generate() starts, else the end-of-text token) and
 ** each token's text is written and flushed as soon as it is drawn. Without
 ** one the vocabulary is byte-level: tokens are bytes, and a model of more
 ** than 256 tokens is refused rather than printed as wrong bytes.
