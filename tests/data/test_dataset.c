@@ -186,6 +186,7 @@ static void test_open_errors(void) {
   CHECK_STR_CONTAINS(tsl_error_message(), pattern);
   CHECK_STR_CONTAINS(tsl_error_message(), "train_000003.bin");
   CHECK_STR_CONTAINS(tsl_error_message(), "token 3000 at offset 0");
+  CHECK_STR_CONTAINS(tsl_error_message(), "the shard was made for a larger vocabulary than model.vocab_size");
 
   CHECK_EQ_INT(tsl_dataset_open(pattern, 4000, 0, &ds), TESSEL_E_CONFIG);
   CHECK_STR_CONTAINS(tsl_error_message(), "seq_len");

@@ -191,8 +191,7 @@ static void test_token_beyond_vocab(void) {
   CHECK_EQ_INT(tsl_shard_open(path, 256, &s), TESSEL_E_CONFIG);
   CHECK_STR_CONTAINS(tsl_error_message(), path);
   CHECK_STR_CONTAINS(tsl_error_message(), "token 300 at offset 5");
-  CHECK_STR_CONTAINS(tsl_error_message(), "model.vocab_size = 256");
-  CHECK_STR_CONTAINS(tsl_error_message(), "larger vocabulary than model.vocab_size");
+  CHECK_STR_CONTAINS(tsl_error_message(), "model.vocab_size = 256"); /* why: the dataset says (test_dataset.c) */
   /* a vocabulary of exactly max token + 1 is enough */
   REQUIRE(tsl_shard_open(path, 401, &s) == TESSEL_OK);
   tsl_shard_close(&s);
