@@ -192,25 +192,48 @@ static const tessel_cfg_api cfg_api = {
 
 /* ---- memory ---- */
 
+/* A tier or memory kind from the plugin, checked before it indexes the
+** ledger's per-tier and per-kind arrays: C converts enums silently, so a
+** swapped or stray value compiles. `call` and `which` name it. */
+static tsl_status check_tier(const char *call, const char *which, tessel_tier tier) {
+  if ((unsigned)tier < TESSEL_TIER_COUNT) return TESSEL_OK;
+  return tsl_error(TESSEL_E_INTERNAL, "mem->%s: %stier %d is not a tessel_tier (DEVICE 0, HOST 1 or NVME 2)", call,
+                   which, (int)tier);
+}
+
+static tsl_status check_kind(const char *call, tessel_mem_kind kind) {
+  if ((unsigned)kind < TESSEL_MEM_KIND_COUNT) return TESSEL_OK;
+  return tsl_error(TESSEL_E_INTERNAL, "mem->%s: memory kind %d is not a tessel_mem_kind (PARAM 0 .. SCRATCH %d)",
+                   call, (int)kind, TESSEL_MEM_KIND_COUNT - 1);
+}
+
 static tsl_status mem_alloc(tessel_host *h, tessel_tier tier, tessel_mem_kind kind, uint64_t bytes, const char *name,
                             void **out) {
+  tsl_status st;
   if (!RT(h)->be_ready) return not_ready("memory allocation");
+  if ((st = check_tier("alloc", "", tier)) < 0 || (st = check_kind("alloc", kind)) < 0) return st;
   return tsl_mem_alloc(&RT(h)->ledger, tier, kind, bytes, name, out);
 }
 
 static tsl_status mem_free(tessel_host *h, tessel_tier tier, void *ptr) {
-  if (ptr && RT(h)->be_ready) tsl_mem_free(&RT(h)->ledger, tier, ptr);
-  return TESSEL_OK;
+  tsl_status st = check_tier("free", "", tier);
+  if (st >= 0 && ptr && RT(h)->be_ready) tsl_mem_free(&RT(h)->ledger, tier, ptr);
+  return st;
 }
 
 static tsl_status mem_copy(tessel_host *h, tessel_tier dt, void *dst, uint64_t doff, tessel_tier st, const void *src,
                            uint64_t soff, uint64_t bytes, tessel_stream *s) {
+  tsl_status bad;
   if (!RT(h)->be_ready) return not_ready("memory copy");
+  if ((bad = check_tier("copy", "the destination's ", dt)) < 0 || (bad = check_tier("copy", "the source's ", st)) < 0)
+    return bad;
   return tsl_mem_copy(&RT(h)->ledger, dt, dst, doff, st, src, soff, bytes, s ? (tsl_stream *)s : RT(h)->compute);
 }
 
 static tsl_status mem_stats(tessel_host *h, tessel_tier tier, tessel_tier_stats *out) {
   if (!RT(h)->be_ready) return not_ready("memory statistics");
+  tsl_status st = check_tier("stats", "", tier);
+  if (st < 0) return st;
   tessel_tier_stats full;
   tsl_mem_stats(&RT(h)->ledger, tier, &full);
   return tsl_copy_out(out, &full, sizeof full);

@@ -1,0 +1,101 @@
+/*
+** tests/plugins/hostcalls.c — `testhostcalls`, a one-axis data-parallel
+** strategy that makes one bad host call, picked by the environment variable
+** HOSTCALLS. The core must refuse each with a status and a message naming
+** the call and the bad value, never read or write past its own arrays, and
+** never crash:
+**
+**   alloc_kind    setup: mem->alloc with memory kind 12345
+**   alloc_tier    setup: mem->alloc on tier 7
+**   stats_tier    setup: mem->stats of tier 9
+**   copy_tier     setup: mem->copy to tier 5
+**
+** Without a mode it trains plainly (each gradient summed in grads_finish).
+*/
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <tessel/plugin.h>
+
+typedef struct hostcalls {
+  const tessel_host_api *api;
+  tessel_host *host;
+  const char *mode;
+  int rank, world;
+} hostcalls;
+
+static int is(const hostcalls *t, const char *mode) { return t->mode && strcmp(t->mode, mode) == 0; }
+
+static tessel_status hc_create(const tessel_host_api *api, tessel_host *host, const tessel_cfg *section,
+                               void **inst) {
+  (void)section;
+  hostcalls *t = calloc(1, sizeof *t);
+  if (!t) return api->set_error(host, TESSEL_E_NOMEM, "out of host memory");
+  *t = (hostcalls){.api = api, .host = host, .mode = getenv("HOSTCALLS")};
+  *inst = t;
+  return api->world(host, &t->rank, &t->world);
+}
+
+static void hc_destroy(void *inst) { free(inst); }
+
+static tessel_status hc_mesh(void *inst, int world_size, tessel_mesh *out) {
+  (void)inst;
+  out->naxes = 1;
+  out->names[0] = "dp";
+  out->sizes[0] = world_size;
+  out->data_axes = 1u;
+  return TESSEL_OK;
+}
+
+/* The memory calls with a tier or kind out of their enums. */
+static tessel_status bad_memory(hostcalls *t) {
+  const tessel_mem_api *mem = t->api->mem;
+  void *p = NULL;
+  tessel_tier_stats stats = {.size = sizeof stats};
+  if (is(t, "alloc_kind")) return mem->alloc(t->host, TESSEL_TIER_DEVICE, (tessel_mem_kind)12345, 64, "kind", &p);
+  if (is(t, "alloc_tier")) return mem->alloc(t->host, (tessel_tier)7, TESSEL_MEM_SCRATCH, 64, "tier", &p);
+  if (is(t, "stats_tier")) return mem->stats(t->host, (tessel_tier)9, &stats);
+  if (is(t, "copy_tier")) {
+    tessel_status st = mem->alloc(t->host, TESSEL_TIER_DEVICE, TESSEL_MEM_SCRATCH, 64, "copy", &p);
+    return st < 0 ? st : mem->copy(t->host, (tessel_tier)5, p, 0, TESSEL_TIER_DEVICE, p, 0, 16, NULL);
+  }
+  return TESSEL_OK;
+}
+
+static tessel_status hc_setup(void *inst) { return bad_memory(inst); }
+
+/* Sum every core-stored gradient over the ranks. */
+static tessel_status hc_grads_finish(void *inst) {
+  hostcalls *t = inst;
+  const tessel_host_api *api = t->api;
+  tessel_group *dp = NULL;
+  int n;
+  tessel_status st;
+  if (t->world == 1) return TESSEL_OK;
+  if ((st = api->comm->group(t->host, 1u, &dp)) < 0 || (st = api->model->param_count(t->host, &n)) < 0) return st;
+  for (int i = 0; i < n; i++) {
+    tessel_param_view v = {.size = sizeof v};
+    if ((st = api->model->view(t->host, i, &v)) < 0) return st;
+    if (v.grad && v.local_numel &&
+        (st = api->comm->all_reduce(t->host, dp, v.grad, v.grad, v.local_numel, TESSEL_F32, TESSEL_SUM, NULL)) < 0)
+      return st;
+  }
+  return TESSEL_OK;
+}
+
+static const tessel_strategy table = {
+    .size = sizeof(tessel_strategy),
+    .abi_version = TESSEL_ABI_VERSION,
+    .name = "testhostcalls",
+    .version = "1.0",
+    .description = "test strategy: data parallelism with one bad host call (HOSTCALLS)",
+    .caps = TESSEL_CAP_DATA_PARALLEL,
+    .create = hc_create,
+    .destroy = hc_destroy,
+    .mesh = hc_mesh,
+    .setup = hc_setup,
+    .grads_finish = hc_grads_finish,
+};
+
+TESSEL_STRATEGY_DEFINE(table)

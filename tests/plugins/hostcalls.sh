@@ -1,0 +1,36 @@
+# A strategy that makes one bad host call (tests/plugins/hostcalls.c, one
+# per HOSTCALLS mode): each is refused with the exit status the run owes it
+# and a message naming the call and the bad value, where it once crashed
+# the core, read or wrote past its arrays, or passed for success.
+set -euo pipefail
+TESSEL=$1; SRC=$2; TMP=$3; PLUGINS=$4
+WORK=$TMP/hostcalls.$$
+rm -rf "$WORK"; mkdir -p "$WORK"; cd "$SRC"
+fail() { echo "FAIL: $*" >&2; exit 1; }
+cat >"$WORK/run.yaml" <<YAML
+model: {layers: 1, heads: 2, channels: 16, seq_len: 8, vocab_size: 256}
+data: {text: ["$SRC/core/config/*.c"], dir: $WORK/data}
+train: {steps: 2, batch_size: 4, sample_tokens: 0}
+device: {threads: 1}
+log: {progress: never, dir: $WORK/run}
+plugin: {path: $PLUGINS/hostcalls/libtessel-testhostcalls.so}
+YAML
+# expect MODE STATUS TEXT: `tessel run` with HOSTCALLS=MODE exits with
+# STATUS and says TEXT
+expect() {
+  local mode=$1 want=$2 text=$3 rc
+  set +e
+  HOSTCALLS=$mode timeout 60 "$TESSEL" run "$WORK/run.yaml" >"$WORK/$mode.log" 2>&1
+  rc=$?
+  set -e
+  [ $rc -eq "$want" ] || { cat "$WORK/$mode.log" >&2; fail "$mode: exit status $rc, expected $want"; }
+  [ -z "$text" ] || grep -qF -- "$text" "$WORK/$mode.log" || { cat "$WORK/$mode.log" >&2; fail "$mode: no '$text'"; }
+}
+S="strategy 'testhostcalls' failed in"
+expect none 0 ""
+expect alloc_kind 1 "$S setup: mem->alloc: memory kind 12345 is not a tessel_mem_kind (PARAM 0 .. SCRATCH 4)"
+expect alloc_tier 1 "$S setup: mem->alloc: tier 7 is not a tessel_tier (DEVICE 0, HOST 1 or NVME 2)"
+expect stats_tier 1 "$S setup: mem->stats: tier 9 is not a tessel_tier"
+expect copy_tier 1 "$S setup: mem->copy: the destination's tier 5 is not a tessel_tier"
+rm -rf "$WORK"
+echo "ok: every bad host call refused with the call and the value"
