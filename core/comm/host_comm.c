@@ -11,6 +11,15 @@
                                              "built after the layouts, before `setup`");                 \
   } while (0)
 
+/* Communication is ready and `g` is a group: a NULL one (a group never
+** fetched) would be dereferenced by the counting front end. */
+#define GROUP_READY(h, g, call)                                                                 \
+  do {                                                                                          \
+    COMM_READY(h);                                                                              \
+    if (!(g)) return tsl_error(TESSEL_E_INTERNAL, "comm->%s: the group is NULL (get one with comm->group, " \
+                                                  "from setup on)", call);                      \
+  } while (0)
+
 static tsl_status c_group(tessel_host *h, uint32_t axes, tessel_group **out) {
   COMM_READY(h);
   return tsl_comm_group(RT(h)->comm, axes, out);
@@ -36,54 +45,54 @@ static tsl_status c_coord(tessel_host *h, int axis, int *out) {
 
 static tsl_status c_all_reduce(tessel_host *h, tessel_group *g, const void *s, void *r, uint64_t n, tessel_dtype dt,
                                tessel_redop op, tessel_work **w) {
-  COMM_READY(h);
+  GROUP_READY(h, g, "all_reduce");
   return tsl_all_reduce(RT(h)->comm, g, s, r, n, dt, op, w);
 }
 
 static tsl_status c_reduce_scatter(tessel_host *h, tessel_group *g, const void *s, void *r, uint64_t n,
                                    tessel_dtype dt, tessel_redop op, tessel_work **w) {
-  COMM_READY(h);
+  GROUP_READY(h, g, "reduce_scatter");
   return tsl_reduce_scatter(RT(h)->comm, g, s, r, n, dt, op, w);
 }
 
 static tsl_status c_all_gather(tessel_host *h, tessel_group *g, const void *s, void *r, uint64_t n, tessel_dtype dt,
                                tessel_work **w) {
-  COMM_READY(h);
+  GROUP_READY(h, g, "all_gather");
   return tsl_all_gather(RT(h)->comm, g, s, r, n, dt, w);
 }
 
 static tsl_status c_all_to_all(tessel_host *h, tessel_group *g, const void *s, void *r, uint64_t n, tessel_dtype dt,
                                tessel_work **w) {
-  COMM_READY(h);
+  GROUP_READY(h, g, "all_to_all");
   return tsl_all_to_all(RT(h)->comm, g, s, r, n, dt, w);
 }
 
 static tsl_status c_broadcast(tessel_host *h, tessel_group *g, void *b, uint64_t n, tessel_dtype dt, int root,
                               tessel_work **w) {
-  COMM_READY(h);
+  GROUP_READY(h, g, "broadcast");
   return tsl_broadcast(RT(h)->comm, g, b, n, dt, root, w);
 }
 
 static tsl_status c_reduce(tessel_host *h, tessel_group *g, const void *s, void *r, uint64_t n, tessel_dtype dt,
                            tessel_redop op, int root, tessel_work **w) {
-  COMM_READY(h);
+  GROUP_READY(h, g, "reduce");
   return tsl_reduce(RT(h)->comm, g, s, r, n, dt, op, root, w);
 }
 
 static tsl_status c_send(tessel_host *h, tessel_group *g, const void *b, uint64_t n, tessel_dtype dt, int peer,
                          tessel_work **w) {
-  COMM_READY(h);
+  GROUP_READY(h, g, "send");
   return tsl_send(RT(h)->comm, g, b, n, dt, peer, w);
 }
 
 static tsl_status c_recv(tessel_host *h, tessel_group *g, void *b, uint64_t n, tessel_dtype dt, int peer,
                          tessel_work **w) {
-  COMM_READY(h);
+  GROUP_READY(h, g, "recv");
   return tsl_recv(RT(h)->comm, g, b, n, dt, peer, w);
 }
 
 static tsl_status c_barrier(tessel_host *h, tessel_group *g) {
-  COMM_READY(h);
+  GROUP_READY(h, g, "barrier");
   return tsl_barrier(RT(h)->comm, g);
 }
 

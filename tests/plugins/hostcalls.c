@@ -9,6 +9,8 @@
 **   alloc_tier    setup: mem->alloc on tier 7
 **   stats_tier    setup: mem->stats of tier 9
 **   copy_tier     setup: mem->copy to tier 5
+**   null_group    grads_finish: comm->all_reduce on a NULL group
+**   null_barrier  grads_finish: comm->barrier on a NULL group
 **
 ** Without a mode it trains plainly (each gradient summed in grads_finish).
 */
@@ -72,6 +74,8 @@ static tessel_status hc_grads_finish(void *inst) {
   tessel_group *dp = NULL;
   int n;
   tessel_status st;
+  if (is(t, "null_group")) return api->comm->all_reduce(t->host, NULL, &t->rank, &t->rank, 1, TESSEL_I32, TESSEL_SUM, NULL);
+  if (is(t, "null_barrier")) return api->comm->barrier(t->host, NULL);
   if (t->world == 1) return TESSEL_OK;
   if ((st = api->comm->group(t->host, 1u, &dp)) < 0 || (st = api->model->param_count(t->host, &n)) < 0) return st;
   for (int i = 0; i < n; i++) {

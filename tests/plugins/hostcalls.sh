@@ -12,15 +12,16 @@ model: {layers: 1, heads: 2, channels: 16, seq_len: 8, vocab_size: 256}
 data: {text: ["$SRC/core/config/*.c"], dir: $WORK/data}
 train: {steps: 2, batch_size: 4, sample_tokens: 0}
 device: {threads: 1}
-log: {progress: never, dir: $WORK/run}
+log: {progress: never}
 plugin: {path: $PLUGINS/hostcalls/libtessel-testhostcalls.so}
 YAML
 # expect MODE STATUS TEXT: `tessel run` with HOSTCALLS=MODE exits with
-# STATUS and says TEXT
+# STATUS and says TEXT (its own log.dir: a finished run's checkpoint would
+# make the next one resume past its steps)
 expect() {
   local mode=$1 want=$2 text=$3 rc
   set +e
-  HOSTCALLS=$mode timeout 60 "$TESSEL" run "$WORK/run.yaml" >"$WORK/$mode.log" 2>&1
+  HOSTCALLS=$mode timeout 60 "$TESSEL" run "$WORK/run.yaml" --set log.dir="$WORK/$mode" >"$WORK/$mode.log" 2>&1
   rc=$?
   set -e
   [ $rc -eq "$want" ] || { cat "$WORK/$mode.log" >&2; fail "$mode: exit status $rc, expected $want"; }
@@ -32,5 +33,7 @@ expect alloc_kind 1 "$S setup: mem->alloc: memory kind 12345 is not a tessel_mem
 expect alloc_tier 1 "$S setup: mem->alloc: tier 7 is not a tessel_tier (DEVICE 0, HOST 1 or NVME 2)"
 expect stats_tier 1 "$S setup: mem->stats: tier 9 is not a tessel_tier"
 expect copy_tier 1 "$S setup: mem->copy: the destination's tier 5 is not a tessel_tier"
+expect null_group 1 "$S grads_finish: comm->all_reduce: the group is NULL (get one with comm->group, from setup on)"
+expect null_barrier 1 "$S grads_finish: comm->barrier: the group is NULL"
 rm -rf "$WORK"
 echo "ok: every bad host call refused with the call and the value"
