@@ -33,8 +33,13 @@ static tsl_status c_group_info(tessel_host *h, const tessel_group *g, int *rank,
   return TESSEL_OK;
 }
 
+/* Until `mesh` has returned and its answer is checked, rt->mesh is the
+** hook's own half-filled out-struct (sizes of 0 among them). */
 static tsl_status c_coord(tessel_host *h, int axis, int *out) {
   const tessel_mesh *m = &RT(h)->mesh;
+  if (!RT(h)->mesh_ready)
+    return tsl_error(TESSEL_E_UNSUPPORTED, "comm->coord is not available yet: a rank's coordinates exist once the "
+                                           "mesh hook has returned (from layout on)");
   if (axis < 0 || axis >= m->naxes)
     return tsl_error(TESSEL_E_INTERNAL, "the mesh has no axis %d (it has %d)", axis, m->naxes);
   int rem = RT(h)->world.rank;

@@ -90,6 +90,7 @@ tsl_status tsl_strategy_start(tsl_runtime *rt, int world_size) {
                            "this run has %d ranks but no strategy: add a plugin section, e.g. `plugin: {name: ddp}`",
                            world_size);
     rt->mesh = (tessel_mesh){.size = sizeof rt->mesh, .naxes = 1, .names = {"dp"}, .sizes = {1}, .data_axes = 1};
+    rt->mesh_ready = 1;
     return TESSEL_OK;
   }
   TSL_TRY(st, at_plugin_key(s, tsl_plugin_locate(s->plugin.name, s->plugin.path, &path)));
@@ -105,9 +106,11 @@ tsl_status tsl_strategy_start(tsl_runtime *rt, int world_size) {
   if ((st = tsl_hook_status(rt, st, "create")) < 0) goto fail;
   TSL_TRY(st, tsl_cfg_check_unknown(s->plugin.section));
   rt->mesh = (tessel_mesh){.size = sizeof rt->mesh};
+  rt->mesh_ready = 0;
   tsl_hook_enter(rt);
   if ((st = tsl_hook_status(rt, rt->plugin->vt.mesh(rt->inst, world_size, &rt->mesh), "mesh")) < 0) goto fail;
   TSL_TRY(st, check_mesh(rt, world_size));
+  rt->mesh_ready = 1;
   free(path);
   return TESSEL_OK;
 fail:

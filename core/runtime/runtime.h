@@ -43,6 +43,7 @@ typedef struct tsl_runtime {
   void *inst;
   tessel_host host;
   tessel_mesh mesh;
+  int mesh_ready; /* `mesh` returned and its answer passed the checks: comm->coord may read it */
   tessel_geometry geo;
 
   /* devices, memory, communication (NULL/zero until `run` builds them) */

@@ -5,6 +5,8 @@
 ** the call and the bad value, never read or write past its own arrays, and
 ** never crash:
 **
+**   coord_create  create: comm->coord, before there is a mesh
+**   coord_mesh    mesh: comm->coord, on the mesh it is filling in
 **   alloc_kind    setup: mem->alloc with memory kind 12345
 **   alloc_tier    setup: mem->alloc on tier 7
 **   stats_tier    setup: mem->stats of tier 9
@@ -36,17 +38,24 @@ static tessel_status hc_create(const tessel_host_api *api, tessel_host *host, co
   if (!t) return api->set_error(host, TESSEL_E_NOMEM, "out of host memory");
   *t = (hostcalls){.api = api, .host = host, .mode = getenv("HOSTCALLS")};
   *inst = t;
-  return api->world(host, &t->rank, &t->world);
+  tessel_status st = api->world(host, &t->rank, &t->world);
+  int c;
+  return st < 0 || !is(t, "coord_create") ? st : api->comm->coord(host, 0, &c);
 }
 
 static void hc_destroy(void *inst) { free(inst); }
 
 static tessel_status hc_mesh(void *inst, int world_size, tessel_mesh *out) {
-  (void)inst;
+  hostcalls *t = inst;
+  int c;
   out->naxes = 1;
   out->names[0] = "dp";
-  out->sizes[0] = world_size;
   out->data_axes = 1u;
+  if (is(t, "coord_mesh")) { /* sizes[0] is still 0 */
+    tessel_status st = t->api->comm->coord(t->host, 0, &c);
+    if (st < 0) return st;
+  }
+  out->sizes[0] = world_size;
   return TESSEL_OK;
 }
 

@@ -29,6 +29,9 @@ expect() {
 }
 S="strategy 'testhostcalls' failed in"
 expect none 0 ""
+E="comm->coord is not available yet: a rank's coordinates exist once the mesh hook has returned (from layout on)"
+expect coord_create 1 "$S create: $E"
+expect coord_mesh 1 "$S mesh: $E"
 expect alloc_kind 1 "$S setup: mem->alloc: memory kind 12345 is not a tessel_mem_kind (PARAM 0 .. SCRATCH 4)"
 expect alloc_tier 1 "$S setup: mem->alloc: tier 7 is not a tessel_tier (DEVICE 0, HOST 1 or NVME 2)"
 expect stats_tier 1 "$S setup: mem->stats: tier 9 is not a tessel_tier"
