@@ -27,8 +27,9 @@ typedef tessel_status tsl_status;
 
 /* A core-only status, never passed to or from a plugin: the strategy
 ** declined to run this configuration on this device (its setup returned
-** TESSEL_E_UNSUPPORTED, e.g. gemini on a 16-bit backend). Exit status 3,
-** so that scripts can tell "cannot run here" from "failed". */
+** TESSEL_E_UNSUPPORTED it had set with set_error, e.g. gemini on a 16-bit
+** backend). Exit status 3, so that scripts can tell "cannot run here" from
+** "failed". */
 #define TSL_E_DECLINED (-100)
 
 /* Why the current error happened, where code must act on the cause: the

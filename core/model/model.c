@@ -224,11 +224,13 @@ tsl_status tsl_model_materialize(tsl_model *m, const uint64_t *seed) {
   if (m->rt->plugin && m->rt->plugin->vt.setup) {
     tsl_hook_enter(m->rt);
     if ((st = m->rt->plugin->vt.setup(m->rt->inst)) != TESSEL_OK) {
-      st = tsl_hook_failed(m->rt, st, "setup");
       /* setup is the first hook that sees the backend: "not possible here"
-      ** from it means the strategy declines this device, which is not a
-      ** failure of the run */
-      return st == TESSEL_E_UNSUPPORTED ? TSL_E_DECLINED : st;
+      ** in the strategy's own words (set_error) means it declines this
+      ** device, which is not a failure of the run; the same status from a
+      ** host call it passed on is a mistake in its calls, which is */
+      int declines = st == TESSEL_E_UNSUPPORTED && tsl_hook_said(m->rt, st);
+      st = tsl_hook_failed(m->rt, st, "setup");
+      return declines ? TSL_E_DECLINED : st;
     }
   }
   return TESSEL_OK;

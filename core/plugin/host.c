@@ -81,6 +81,14 @@ tsl_status tsl_hook_status(tsl_runtime *rt, tsl_status st, const char *hook) {
   return st != TESSEL_OK ? tsl_hook_failed(rt, st, "%s", hook) : st;
 }
 
+int tsl_hook_said(tsl_runtime *rt, tsl_status st) {
+  tessel_host *h = &rt->host;
+  pthread_mutex_lock(&h->lock);
+  int said = h->err_status == st;
+  pthread_mutex_unlock(&h->lock);
+  return said;
+}
+
 static void host_log(tessel_host *h, int level, const char *fmt, ...) {
   char msg[2048];
   va_list ap;

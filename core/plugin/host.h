@@ -42,5 +42,8 @@ void tsl_hook_enter(tsl_runtime *rt);
 tsl_status tsl_hook_failed(tsl_runtime *rt, tsl_status st, const char *hook_fmt, ...) TSL_PRINTF(3, 4);
 tsl_status tsl_hook_refuse(tsl_runtime *rt, const char *hook_fmt, ...) TSL_PRINTF(2, 3);
 tsl_status tsl_hook_status(tsl_runtime *rt, tsl_status st, const char *hook);
+/* Whether the plugin itself called set_error with `st` since the last
+** tsl_hook_enter: its own word, not a host call's status passed on. */
+int tsl_hook_said(tsl_runtime *rt, tsl_status st);
 
 #endif

@@ -54,7 +54,8 @@
 ** plugin themselves. A failed host call leaves its own message, which the
 ** core reports when the hook passes the status on without set_error.
 ** Any negative status fails the run, TESSEL_E_UNSUPPORTED included (from
-** setup it says the strategy declines the device); a hook that wants the
+** setup, with the plugin's own set_error, it says the strategy declines
+** the device); a hook that wants the
 ** core's default for one call leaves its out-struct as the core gave it
 ** (layout, geometry, place) or calls the core's kernels (layer ops).
 */

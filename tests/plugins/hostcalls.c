@@ -11,6 +11,10 @@
 **   alloc_tier    setup: mem->alloc on tier 7
 **   stats_tier    setup: mem->stats of tier 9
 **   copy_tier     setup: mem->copy to tier 5
+**   private_many  setup: a 9th state->add_private, over the limit
+**                 (TESSEL_E_UNSUPPORTED passed on: a failure, not a decline)
+**   declines      setup: set_error(TESSEL_E_UNSUPPORTED), the strategy
+**                 declining the device in its own words
 **   null_group    grads_finish: comm->all_reduce on a NULL group
 **   null_barrier  grads_finish: comm->barrier on a NULL group
 **
@@ -74,7 +78,24 @@ static tessel_status bad_memory(hostcalls *t) {
   return TESSEL_OK;
 }
 
-static tessel_status hc_setup(void *inst) { return bad_memory(inst); }
+/* Declining the device in its own words, or passing on a host call's
+** "not possible here" that is a mistake of its own. */
+static tessel_status unsupported(hostcalls *t) {
+  char name[8] = "p";
+  int index;
+  if (is(t, "declines")) return t->api->set_error(t->host, TESSEL_E_UNSUPPORTED, "declines: a test of declining");
+  for (int i = 0; i < 9 && is(t, "private_many"); i++) {
+    name[1] = (char)('a' + i);
+    tessel_status st = t->api->state->add_private(t->host, name, TESSEL_TIER_DEVICE, &index);
+    if (st < 0) return st;
+  }
+  return TESSEL_OK;
+}
+
+static tessel_status hc_setup(void *inst) {
+  tessel_status st = bad_memory(inst);
+  return st < 0 ? st : unsupported(inst);
+}
 
 /* Sum every core-stored gradient over the ranks. */
 static tessel_status hc_grads_finish(void *inst) {

@@ -36,6 +36,8 @@ expect alloc_kind 1 "$S setup: mem->alloc: memory kind 12345 is not a tessel_mem
 expect alloc_tier 1 "$S setup: mem->alloc: tier 7 is not a tessel_tier (DEVICE 0, HOST 1 or NVME 2)"
 expect stats_tier 1 "$S setup: mem->stats: tier 9 is not a tessel_tier"
 expect copy_tier 1 "$S setup: mem->copy: the destination's tier 5 is not a tessel_tier"
+expect private_many 1 "$S setup: more than 8 private slots"
+expect declines 3 "$S setup: declines: a test of declining"
 expect null_group 1 "$S grads_finish: comm->all_reduce: the group is NULL (get one with comm->group, from setup on)"
 expect null_barrier 1 "$S grads_finish: comm->barrier: the group is NULL"
 rm -rf "$WORK"

@@ -18,7 +18,8 @@ enum {
   TESSEL_E_CONFIG = -1,      /* invalid configuration or option: a user error */
   TESSEL_E_NOMEM = -2,       /* a memory tier cannot hold the request          */
   TESSEL_E_UNSUPPORTED = -3, /* not possible here: a failure like the others,
-                                except from setup (the strategy declines the
+                                except from setup with the plugin's own
+                                set_error (the strategy declines the
                                 device); for the core's default, leave the
                                 hook NULL or its out-struct as given          */
   TESSEL_E_VERSION = -4,     /* ABI, plugin build or file format mismatch      */
