@@ -15,6 +15,9 @@
 **                 (TESSEL_E_UNSUPPORTED passed on: a failure, not a decline)
 **   declines      setup: set_error(TESSEL_E_UNSUPPORTED), the strategy
 **                 declining the device in its own words
+**   scale_bf16    setup: kernels->scale in bf16, which the CPU backend lacks
+**   scale_count   grads_finish: kernels->scale of -5 elements
+**   scale_dtype   grads_finish: kernels->scale in dtype 42
 **   null_group    grads_finish: comm->all_reduce on a NULL group
 **   null_barrier  grads_finish: comm->barrier on a NULL group
 **
@@ -78,11 +81,21 @@ static tessel_status bad_memory(hostcalls *t) {
   return TESSEL_OK;
 }
 
+/* kernels->scale of a scratch buffer. */
+static tessel_status scale(hostcalls *t, tessel_dtype dt, int64_t n) {
+  tessel_stream *s;
+  void *p;
+  tessel_status st = t->api->stream->compute(t->host, &s);
+  if (st >= 0) st = t->api->mem->alloc(t->host, TESSEL_TIER_DEVICE, TESSEL_MEM_SCRATCH, 64, "scaled", &p);
+  return st < 0 ? st : t->api->kernels->scale(t->host, s, dt, p, 2.0f, n);
+}
+
 /* Declining the device in its own words, or passing on a host call's
 ** "not possible here" that is a mistake of its own. */
 static tessel_status unsupported(hostcalls *t) {
   char name[8] = "p";
   int index;
+  if (is(t, "scale_bf16")) return scale(t, TESSEL_BF16, 8);
   if (is(t, "declines")) return t->api->set_error(t->host, TESSEL_E_UNSUPPORTED, "declines: a test of declining");
   for (int i = 0; i < 9 && is(t, "private_many"); i++) {
     name[1] = (char)('a' + i);
@@ -104,7 +117,10 @@ static tessel_status hc_grads_finish(void *inst) {
   tessel_group *dp = NULL;
   int n;
   tessel_status st;
-  if (is(t, "null_group")) return api->comm->all_reduce(t->host, NULL, &t->rank, &t->rank, 1, TESSEL_I32, TESSEL_SUM, NULL);
+  if (is(t, "null_group"))
+    return api->comm->all_reduce(t->host, NULL, &t->rank, &t->rank, 1, TESSEL_I32, TESSEL_SUM, NULL);
+  if (is(t, "scale_count")) return scale(t, TESSEL_F32, -5);
+  if (is(t, "scale_dtype")) return scale(t, (tessel_dtype)42, 4);
   if (is(t, "null_barrier")) return api->comm->barrier(t->host, NULL);
   if (t->world == 1) return TESSEL_OK;
   if ((st = api->comm->group(t->host, 1u, &dp)) < 0 || (st = api->model->param_count(t->host, &n)) < 0) return st;
