@@ -101,17 +101,33 @@ static tsl_status local_sumsq(tsl_model *m, double *dev) {
   return TESSEL_OK;
 }
 
+/* The plugin's grad_norm hook: its sum of squares, refused when it is no
+** norm to clip by (clipping would silently turn off). A negative one is
+** always the hook's bug; NaN or infinity means gradients that are not
+** finite, the numeric failure a NaN loss is. */
+static tsl_status plugin_norm(tsl_runtime *rt, double *norm) {
+  double sumsq = 0;
+  tsl_hook_enter(rt);
+  tsl_status st = tsl_hook_status(rt, rt->plugin->vt.grad_norm(rt->inst, &sumsq), "grad_norm");
+  if (st < 0) return st;
+  if (sumsq < 0) {
+    tsl_error(TESSEL_E_INTERNAL, "returned the sum of squares %g: a sum of squares is never negative", sumsq);
+    return tsl_hook_failed(rt, TESSEL_E_INTERNAL, "grad_norm");
+  }
+  if (!isfinite(sumsq)) {
+    tsl_error(TESSEL_E_NUMERIC, "returned the sum of squares %g: the gradients are not finite, so the run stopped "
+              "before applying the step", sumsq);
+    return tsl_hook_failed(rt, TESSEL_E_NUMERIC, "grad_norm");
+  }
+  *norm = sqrt(sumsq);
+  return TESSEL_OK;
+}
+
 tsl_status tsl_grad_norm(tsl_model *m, double *norm) {
   tsl_runtime *rt = tsl_model_runtime(m);
   tsl_status st;
   double sumsq = 0, *dev;
-  if (rt->plugin && rt->plugin->vt.grad_norm) {
-    tsl_hook_enter(rt);
-    st = tsl_hook_status(rt, rt->plugin->vt.grad_norm(rt->inst, &sumsq), "grad_norm");
-    if (st < 0) return st;
-    *norm = sqrt(sumsq);
-    return TESSEL_OK;
-  }
+  if (rt->plugin && rt->plugin->vt.grad_norm) return plugin_norm(rt, norm);
   TSL_TRY(st, tsl_scratch(rt, sizeof(double), (void **)&dev));
   TSL_TRY(st, rt->be.memset_zero(&rt->be, dev, sizeof(double), rt->compute));
   TSL_TRY(st, local_sumsq(m, dev));
