@@ -131,6 +131,9 @@ static tsl_status m_act_memory(tessel_host *h, const int32_t *tier, const int32_
                                uint64_t *host) {
   MODEL(h, m);
   int U = m->dims.units;
+  if (!tier || !recompute || !device || !host)
+    return tsl_error(TESSEL_E_INTERNAL, "model->act_memory: %s is NULL (tier and recompute need one entry per unit, "
+                     "%d here)", !tier ? "tier" : !recompute ? "recompute" : !device ? "device" : "host", U);
   tsl_unit_plan *plans = calloc((size_t)U, sizeof *plans);
   if (!plans) return tsl_error(TESSEL_E_NOMEM, "out of host memory sizing activations");
   tsl_status st = TESSEL_OK;

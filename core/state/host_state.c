@@ -62,6 +62,7 @@ static tsl_status s_pieces(tessel_host *h, tessel_state_ref ref, tessel_range *o
 
 static tsl_status s_add_private(tessel_host *h, const char *name, tessel_tier tier, int *index) {
   tsl_model *m;
+  if (!name) return tsl_error(TESSEL_E_INTERNAL, "state->add_private: the name is NULL (1-63 characters, no '/')");
   tsl_status st = need_model(h, &m);
   return st < 0 ? st : tsl_state_add_private(tsl_model_state(m), name, tier, index);
 }

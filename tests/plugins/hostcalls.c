@@ -20,6 +20,8 @@
 **   scale_dtype   grads_finish: kernels->scale in dtype 42
 **   norm_neg, norm_nan, norm_inf   grad_norm: a sum of squares of -4, NaN
 **                 or infinity
+**   private_null  setup: state->add_private with a NULL name
+**   act_null      setup: model->act_memory with NULL tier and recompute
 **   null_group    grads_finish: comm->all_reduce on a NULL group
 **   null_barrier  grads_finish: comm->barrier on a NULL group
 **
@@ -93,12 +95,17 @@ static tessel_status scale(hostcalls *t, tessel_dtype dt, int64_t n) {
   return st < 0 ? st : t->api->kernels->scale(t->host, s, dt, p, 2.0f, n);
 }
 
-/* Declining the device in its own words, or passing on a host call's
-** "not possible here" that is a mistake of its own. */
+/* Declining the device in its own words, or a mistake in a state or
+** model call (a "not possible here" among them) passed on. */
 static tessel_status unsupported(hostcalls *t) {
   char name[8] = "p";
   int index;
   if (is(t, "scale_bf16")) return scale(t, TESSEL_BF16, 8);
+  if (is(t, "private_null")) return t->api->state->add_private(t->host, NULL, TESSEL_TIER_DEVICE, &index);
+  if (is(t, "act_null")) {
+    uint64_t device, host;
+    return t->api->model->act_memory(t->host, NULL, NULL, &device, &host);
+  }
   if (is(t, "declines")) return t->api->set_error(t->host, TESSEL_E_UNSUPPORTED, "declines: a test of declining");
   for (int i = 0; i < 9 && is(t, "private_many"); i++) {
     name[1] = (char)('a' + i);

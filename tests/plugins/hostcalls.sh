@@ -44,6 +44,8 @@ expect scale_dtype 1 "$S grads_finish: kernels->scale: dtype 42 is not a tessel_
 expect norm_neg 1 "$S grad_norm: returned the sum of squares -4: a sum of squares is never negative"
 expect norm_nan 1 "$S grad_norm: returned the sum of squares nan: the gradients are not finite"
 expect norm_inf 1 "$S grad_norm: returned the sum of squares inf: the gradients are not finite"
+expect private_null 1 "$S setup: state->add_private: the name is NULL"
+expect act_null 1 "$S setup: model->act_memory: tier is NULL (tier and recompute need one entry per unit, 3 here)"
 expect null_group 1 "$S grads_finish: comm->all_reduce: the group is NULL (get one with comm->group, from setup on)"
 expect null_barrier 1 "$S grads_finish: comm->barrier: the group is NULL"
 rm -rf "$WORK"
