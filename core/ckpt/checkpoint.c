@@ -434,10 +434,7 @@ fail:
   return st;
 }
 
-/* The checkpoint `path` stands for (heap): itself; or, given a checkpoint
-** directory or its `latest` file, the checkpoint `latest` names (else the
-** highest step there), as a resume would pick it. */
-static char *resolve(const char *path) {
+char *tsl_ckpt_resolve(const char *path) {
   struct stat sb;
   char *json = tsl_asprintf("%s/trainer.json", path), *found = NULL;
   int64_t step;
@@ -491,7 +488,7 @@ static tsl_status open_ckpt(const char *given, int weights_only, tsl_ckpt *c) {
   tsl_ckpt_meta meta = {0};
   memset(c, 0, sizeof *c);
   if (!tsl_path_exists(given)) return tsl_error(TESSEL_E_IO, "%s: no such checkpoint directory", given);
-  if (!(c->path = resolve(given))) return TESSEL_E_NOMEM;
+  if (!(c->path = tsl_ckpt_resolve(given))) return TESSEL_E_NOMEM;
   c->weights_only = weights_only;
   const char *dir = c->path;
   if (!(json = tsl_asprintf("%s/trainer.json", dir))) {

@@ -76,6 +76,11 @@ tsl_status tsl_ckpt_latest(const char *dir, char **path, int64_t *step);
 ** tried. */
 char *tsl_ckpt_intact_before(const char *dir, const char *damaged);
 
+/* The checkpoint `path` stands for (heap; NULL when out of memory):
+** itself; or, given a checkpoint directory or its `latest` file, the
+** checkpoint `latest` names (else the highest step there), as a resume
+** would pick it. */
+char *tsl_ckpt_resolve(const char *path);
 /* Open and validate a checkpoint directory (TESSEL_E_IO, naming the file
 ** and the problem, when anything is wrong). A checkpoint.dir, or its
 ** `latest` file, stands for the checkpoint a resume would pick there;

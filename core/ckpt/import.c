@@ -12,7 +12,6 @@
 #include "bf16.h"
 #include "ckpt/checkpoint.h"
 #include "ckpt/import_hf.h"
-#include "ckpt/steps.h"
 #include "common/atomic_file.h"
 #include "common/log.h"
 #include "common/util.h"
@@ -224,15 +223,11 @@ static tsl_status enough_tensors(const tsl_weights *w) {
 
 /* Whether path is a checkpoint.dir that holds checkpoints, or its
 ** `latest` file: either stands for the checkpoint a resume would pick
-** there (tsl_ckpt_open), for model.init_from as for sample and export. */
+** there (tsl_ckpt_resolve), for model.init_from as for sample and export. */
 static int names_checkpoints(const char *path) {
-  const char *base = strrchr(path, '/');
-  char *found = NULL;
-  int64_t step;
-  int yes = !strcmp(base ? base + 1 : path, TSL_CKPT_LATEST) ||
-            (tsl_ckpt_latest_of(path, 0, &found, &step) >= 0 && found);
-  free(found);
-  tsl_error_clear();
+  char *picked = tsl_ckpt_resolve(path);
+  int yes = picked && strcmp(picked, path) != 0;
+  free(picked);
   return yes;
 }
 

@@ -632,10 +632,11 @@ void tsl_hf_token_ids(const char *dir, int vocab, int warn, tsl_token_ids *ids) 
   /* the first file that is there (and JSON) decides both, as from_pretrained
   ** takes generation_config.json whole when it can read it: an id it lacks
   ** is none, not config.json's */
-  for (size_t f = 0; f < sizeof files / sizeof *files; f++) {
+  int decided = 0;
+  for (size_t f = 0; f < sizeof files / sizeof *files && !decided; f++) {
     char *path = tsl_asprintf("%s/%s", dir, files[f]), *text = NULL;
     cJSON *root = path && tsl_path_exists(path) && tsl_read_file(path, &text, NULL) >= 0 ? cJSON_Parse(text) : NULL;
-    if (cJSON_IsObject(root)) {
+    if ((decided = cJSON_IsObject(root))) {
       const cJSON *bos = cJSON_GetObjectItemCaseSensitive(root, "bos_token_id");
       const cJSON *eos = cJSON_GetObjectItemCaseSensitive(root, "eos_token_id");
       int n = token_ids(bos, vocab, &ids->bos_id, 1);
@@ -645,11 +646,9 @@ void tsl_hf_token_ids(const char *dir, int vocab, int warn, tsl_token_ids *ids) 
       ids->n_eos = n > 0 ? n : 0;
       if (n < 0 && warn) not_kept(path, eos, vocab);
     }
-    int decided = cJSON_IsObject(root);
     cJSON_Delete(root);
     free(text);
     free(path);
-    if (decided) break;
   }
   tsl_error_clear();
 }

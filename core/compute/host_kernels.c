@@ -48,20 +48,22 @@ static tsl_status named(tessel_host *h, tsl_status st, const char *fmt, ...) {
   return tsl_error(st, "kernels->%s failed on the %s backend: %s", call, BE(h)->name, tsl_status_name(st));
 }
 
+/* A backend call, named when it fails: the error is cleared first, so a
+** message after it is the backend's own. */
+#define NAMED(h, status, ...) (tsl_error_clear(), named((h), (status), __VA_ARGS__))
+
 static tsl_status k_gemm(tessel_host *h, tessel_stream *s, int ta, int tb, int64_t m, int64_t n, int64_t k,
                          float alpha, const void *a, const void *b, float beta, void *c, tessel_dtype c_dtype) {
   READY(h);
   /* packed row-major operands: the leading dimension is the stored row length */
-  tsl_error_clear();
-  return named(h, BE(h)->gemm(BE(h), S(s), ta, tb, m, n, k, alpha, a, ta ? m : k, b, tb ? k : n, beta, c, n, c_dtype),
+  return NAMED(h, BE(h)->gemm(BE(h), S(s), ta, tb, m, n, k, alpha, a, ta ? m : k, b, tb ? k : n, beta, c, n, c_dtype),
                "gemm(%lld × %lld × %lld into %s)", (long long)m, (long long)n, (long long)k, tsl_dtype_name(c_dtype));
 }
 
 static tsl_status k_linear_forward(tessel_host *h, tessel_stream *s, void *out, const void *inp, const void *w,
                                    const void *bias, int64_t rows, int64_t ic, int64_t oc) {
   READY(h);
-  tsl_error_clear();
-  return named(h, BE(h)->linear_forward(BE(h), S(s), out, inp, w, bias, rows, ic, oc),
+  return NAMED(h, BE(h)->linear_forward(BE(h), S(s), out, inp, w, bias, rows, ic, oc),
                "linear_forward(%lld rows, %lld → %lld)", (long long)rows, (long long)ic, (long long)oc);
 }
 
@@ -69,8 +71,7 @@ static tsl_status k_linear_backward(tessel_host *h, tessel_stream *s, void *dinp
                                     const void *dout, const void *inp, const void *w, int64_t rows, int64_t ic,
                                     int64_t oc) {
   READY(h);
-  tsl_error_clear();
-  return named(h, BE(h)->linear_backward(BE(h), S(s), dinp, dw, db, dout, inp, w, rows, ic, oc),
+  return NAMED(h, BE(h)->linear_backward(BE(h), S(s), dinp, dw, db, dout, inp, w, rows, ic, oc),
                "linear_backward(%lld rows, %lld → %lld)", (long long)rows, (long long)ic, (long long)oc);
 }
 
@@ -117,8 +118,7 @@ static tsl_status k_activation_backward(tessel_host *h, tessel_stream *s, int va
 
 static tsl_status k_add(tessel_host *h, tessel_stream *s, void *out, const void *a, const void *b, int64_t n) {
   READY(h);
-  tsl_error_clear();
-  return named(h, BE(h)->add(BE(h), S(s), out, a, b, n), "add(%lld elements)", (long long)n);
+  return NAMED(h, BE(h)->add(BE(h), S(s), out, a, b, n), "add(%lld elements)", (long long)n);
 }
 
 static tsl_status k_axpy(tessel_host *h, tessel_stream *s, tessel_dtype dt, void *y, float alpha, const void *x,
@@ -126,8 +126,7 @@ static tsl_status k_axpy(tessel_host *h, tessel_stream *s, tessel_dtype dt, void
   READY(h);
   tsl_status st = check_span("axpy", dt, n);
   if (st < 0) return st;
-  tsl_error_clear();
-  return named(h, BE(h)->axpy(BE(h), S(s), dt, y, alpha, x, n), "axpy(%s, %lld elements)", tsl_dtype_name(dt),
+  return NAMED(h, BE(h)->axpy(BE(h), S(s), dt, y, alpha, x, n), "axpy(%s, %lld elements)", tsl_dtype_name(dt),
                (long long)n);
 }
 
@@ -135,8 +134,7 @@ static tsl_status k_scale(tessel_host *h, tessel_stream *s, tessel_dtype dt, voi
   READY(h);
   tsl_status st = check_span("scale", dt, n);
   if (st < 0) return st;
-  tsl_error_clear();
-  return named(h, BE(h)->scale(BE(h), S(s), dt, x, alpha, n), "scale(%s, %lld elements)", tsl_dtype_name(dt),
+  return NAMED(h, BE(h)->scale(BE(h), S(s), dt, x, alpha, n), "scale(%s, %lld elements)", tsl_dtype_name(dt),
                (long long)n);
 }
 
@@ -145,8 +143,7 @@ static tsl_status k_convert(tessel_host *h, tessel_stream *s, void *dst, tessel_
   READY(h);
   tsl_status st = check_span("convert", dst_dtype, n);
   if (st < 0 || (st = check_span("convert", src_dtype, n)) < 0) return st;
-  tsl_error_clear();
-  return named(h, BE(h)->convert(BE(h), S(s), dst, dst_dtype, src, src_dtype, n), "convert(%s to %s, %lld elements)",
+  return NAMED(h, BE(h)->convert(BE(h), S(s), dst, dst_dtype, src, src_dtype, n), "convert(%s to %s, %lld elements)",
                tsl_dtype_name(src_dtype), tsl_dtype_name(dst_dtype), (long long)n);
 }
 
@@ -184,8 +181,7 @@ static tsl_status k_optimizer_update(tessel_host *h, tessel_stream *s, const tes
 
 static tsl_status k_sumsq(tessel_host *h, tessel_stream *s, double *out, const float *x, int64_t n) {
   READY(h);
-  tsl_error_clear();
-  return named(h, BE(h)->sumsq(BE(h), S(s), out, x, n), "sumsq(%lld elements)", (long long)n);
+  return NAMED(h, BE(h)->sumsq(BE(h), S(s), out, x, n), "sumsq(%lld elements)", (long long)n);
 }
 
 const tessel_kernel_api *tsl_host_kernels(void) {

@@ -304,9 +304,9 @@ static tsl_status parse_node(parser *p, yaml_event_t *ev, tsl_cfg *parent, const
   tsl_cfg *n = NULL;
   /* recorded, the value read on: an anchor alone changes nothing, but one
   ** is only written to be aliased, which is refused too */
-  if (anchor_of(ev))
-    tsl_cfg_report(p->cfg, m, "YAML anchors (&%s) are not supported; use 'base:' to share settings",
-                   TSL_ECHO(anchor_of(ev)));
+  const char *anchor = anchor_of(ev);
+  if (anchor)
+    tsl_cfg_report(p->cfg, m, "YAML anchors (&%s) are not supported; use 'base:' to share settings", TSL_ECHO(anchor));
   switch (ev->type) {
     case YAML_SCALAR_EVENT:
       st = parse_scalar(p, ev, m, &n);

@@ -486,16 +486,18 @@ fail:
   return st;
 }
 
+/* Whether text[i] is escaped: an odd run of backslashes before it. */
+static int escaped(const char *text, size_t i) {
+  size_t slashes = 0;
+  while (slashes < i && text[i - 1 - slashes] == '\\') slashes++;
+  return slashes % 2;
+}
+
 /* Where the JSON string around text[at] starts or ends (the offset of its
-** quote), scanning in direction dir: a quote not escaped by an odd run of
-** backslashes before it. */
+** quote), scanning in direction dir: a quote not escaped. */
 static size_t string_quote(const char *text, size_t len, size_t at, int dir) {
-  for (size_t i = at; dir < 0 ? i > 0 : i + 1 < len; i += (size_t)dir) {
-    if (text[i] != '"' || i == at) continue;
-    size_t slashes = 0;
-    while (slashes < i && text[i - 1 - slashes] == '\\') slashes++;
-    if (slashes % 2 == 0) return i;
-  }
+  for (size_t i = at; dir < 0 ? i > 0 : i + 1 < len; i += (size_t)dir)
+    if (text[i] == '"' && i != at && !escaped(text, i)) return i;
   return dir < 0 ? 0 : len - 1;
 }
 
@@ -509,9 +511,8 @@ static tsl_status refuse_nul(const char *json, size_t len, const char *name) {
   if (nul) return tsl_error(TESSEL_E_IO, "%s: byte %zu is NUL: not JSON text (a JSON string writes it \\u0000)",
                             name, (size_t)(nul - json));
   for (const char *at = json; (at = memmem(at, len - (size_t)(at - json), "\\u0000", 6)) != NULL; at += 6) {
-    size_t slashes = 0, i = (size_t)(at - json);
-    while (slashes < i && json[i - 1 - slashes] == '\\') slashes++;
-    if (slashes % 2) continue; /* "\\u0000": a backslash, then the letters u0000 */
+    size_t i = (size_t)(at - json);
+    if (escaped(json, i)) continue; /* "\\u0000": a backslash, then the letters u0000 */
     size_t from = string_quote(json, len, i, -1), to = string_quote(json, len, i, 1);
     int shown = (int)TSL_MIN(to - from + 1, (size_t)120);
     return tsl_error(TESSEL_E_UNSUPPORTED, "%s: the JSON string %.*s%s holds \\u0000 (NUL); tessel's JSON reader would "

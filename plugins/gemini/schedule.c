@@ -7,7 +7,6 @@
 ** chunk's next use is a table lookup — what the release rule, the
 ** furthest-next-use eviction and the prefetch read.
 */
-#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -86,15 +85,11 @@ int gm_position(const gm_schedule *s, int unit, int micro, int backward) {
 
 int64_t gm_step_visits(const tessel_model_dims *d) { return (int64_t)d->micro_steps * 2 * (int64_t)d->units; }
 
-/* The visits of a step and the next-use table. The plugin refused a step
-** of more than INT_MAX visits when it planned its chunks (gm_check_visits),
-** before any schedule is built; the check here keeps a model whose
-** dimensions changed since then from overflowing the positions. */
+/* The visits of a step and the next-use table. Their count fits an int:
+** the plugin refused a step of more than INT_MAX visits when it planned
+** its chunks (check_visits, plugin.c), before any schedule is built. */
 static tessel_status build(gemini *g, gm_schedule *s, int training) {
   int U = g->nunits, M = g->dims.micro_steps, nc = g->cs.nc;
-  if (gm_step_visits(&g->dims) > INT_MAX)
-    return g->api->set_error(g->host, TESSEL_E_INTERNAL, "a step of %d micro-batch(es) of %d units is %lld visits, "
-                             "more than gemini's schedule numbers", M, U, (long long)gm_step_visits(&g->dims));
   s->units = U;
   s->per_micro = training ? 2 * U : U;
   s->n = M * s->per_micro;

@@ -76,6 +76,10 @@ static void add_rope_scaling(cJSON *root, const tsl_model_settings *m) {
   }
 }
 
+static int longrope(const tsl_model_settings *m) {
+  return m->rope_scaling.factor > 0 && m->rope_scaling.kind == TSL_ROPE_LONGROPE;
+}
+
 /* Whether m can be a Phi3ForCausalLM: NULL when it can, else why not
 ** (written into why): Phi3Config has no biases, q/k norms or heads of
 ** their own size, scales by LongRoPE alone and takes only its two lists,
@@ -85,13 +89,12 @@ static const char *phi3_fault(const tsl_model_settings *m, char *why, size_t cap
   const int hd = tsl_head_dim(m), rotary = tsl_rotary_dim(m);
   const double partial = (double)rotary / hd;
   const tsl_rope_scaling *r = &m->rope_scaling;
-  const int longrope = r->factor > 0 && r->kind == TSL_ROPE_LONGROPE;
   const double ratio = (double)m->positions / r->original_positions;
   if (m->qkv_bias || m->qk_norm || tsl_head_dim_own(m))
     snprintf(why, cap, "Phi3ForCausalLM has no q/k/v biases, q/k norms or heads of their own size");
-  else if (r->factor > 0 && !longrope)
+  else if (r->factor > 0 && !longrope(m))
     snprintf(why, cap, "Phi3ForCausalLM scales its rotary frequencies by LongRoPE alone");
-  else if (longrope && r->attention_factor != (ratio <= 1.0 ? 1.0 : sqrt(1.0 + log(ratio) / log(r->original_positions))))
+  else if (longrope(m) && r->attention_factor != (ratio <= 1.0 ? 1.0 : sqrt(1.0 + log(ratio) / log(r->original_positions))))
     snprintf(why, cap, "Phi3Config derives LongRoPE's attention factor from max_position_embeddings %d over "
              "original_max_position_embeddings %d and takes no other, not %.17g", m->positions, r->original_positions,
              r->attention_factor);
@@ -102,19 +105,19 @@ static const char *phi3_fault(const tsl_model_settings *m, char *why, size_t cap
   return why;
 }
 
-/* A model goes out as a Phi3ForCausalLM when it turns part of each head,
-** which no other class can say (partial_rotary_factor; export refuses one
-** that phi3_fault finds Phi3Config cannot say either), or when it scales
-** by LongRoPE and Phi3Config can say it: Phi3ForCausalLM's generate()
-** switches to the long factors as `tessel sample` does, running the
-** sequence again, where LlamaForCausalLM's keeps the cache's short turns. */
-static int as_phi3(const tsl_model_settings *m) {
-  char why[512];
-  return m->rotary_dim ||
-         (m->rope_scaling.factor > 0 && m->rope_scaling.kind == TSL_ROPE_LONGROPE && !phi3_fault(m, why, sizeof why));
-}
+/* A Llama's transformers classes, each with its model_type; llama_class
+** picks one: Phi3ForCausalLM when the export decided so (phi3), else by
+** the model's q/k norms or q/k/v biases. */
+static const struct {
+  const char *cls, *type;
+} llama_classes[] = {{"Phi3ForCausalLM", "phi3"},
+                     {"Qwen3ForCausalLM", "qwen3"},
+                     {"Qwen2ForCausalLM", "qwen2"},
+                     {"LlamaForCausalLM", "llama"}};
 
-/* config.json for Phi3ForCausalLM (as_phi3): Phi3Config's keys, LongRoPE's lists alone in its rope_scaling, and
+static int llama_class(const tsl_model_settings *m, int phi3) { return phi3 ? 0 : m->qk_norm ? 1 : m->qkv_bias ? 2 : 3; }
+
+/* config.json for Phi3ForCausalLM: Phi3Config's keys, LongRoPE's lists alone in its rope_scaling, and
 ** no padding id (Phi3Config's default, 32000, is a row of Phi-3's
 ** vocabulary, not of every model's). */
 static void phi3_config(cJSON *root, const tsl_model_settings *m) {
@@ -141,21 +144,16 @@ static void phi3_config(cJSON *root, const tsl_model_settings *m) {
 ** Qwen2ForCausalLM for a Llama with biases on q, k and v (qkv_bias), which
 ** Qwen2 has and LlamaConfig's attention_bias cannot say (it adds one to
 ** o_proj too), Qwen3ForCausalLM for one with norms over each head of q
-** and k (qk_norm), or Phi3ForCausalLM (as_phi3). Qwen2's and Qwen3's have
+** and k (qk_norm), or Phi3ForCausalLM (phi3: see tsl_export_hf). Qwen2's and Qwen3's have
 ** no window: sliding_window null too, since transformers up to 4.52
 ** windows every layer at its default 4096 whatever use_sliding_window
 ** says. */
-static cJSON *hf_config(const tsl_model_settings *m) {
+static cJSON *hf_config(const tsl_model_settings *m, int phi3) {
   cJSON *root = cJSON_CreateObject(), *arch = cJSON_AddArrayToObject(root, "architectures");
   if (m->arch == TSL_ARCH_LLAMA) {
-    const int phi3 = as_phi3(m);
-    const char *cls = phi3          ? "Phi3ForCausalLM"
-                      : m->qk_norm  ? "Qwen3ForCausalLM"
-                      : m->qkv_bias ? "Qwen2ForCausalLM"
-                                    : "LlamaForCausalLM";
-    const char *type = phi3 ? "phi3" : m->qk_norm ? "qwen3" : m->qkv_bias ? "qwen2" : "llama";
-    cJSON_AddItemToArray(arch, cJSON_CreateString(cls));
-    cJSON_AddStringToObject(root, "model_type", type);
+    const int k = llama_class(m, phi3);
+    cJSON_AddItemToArray(arch, cJSON_CreateString(llama_classes[k].cls));
+    cJSON_AddStringToObject(root, "model_type", llama_classes[k].type);
     cJSON_AddNumberToObject(root, "num_hidden_layers", m->layers);
     cJSON_AddNumberToObject(root, "num_attention_heads", m->heads);
     cJSON_AddNumberToObject(root, "num_key_value_heads", m->kv_heads);
@@ -210,10 +208,10 @@ static void add_token_ids(cJSON *root, const char *key, const int *ids, int n) {
 ** the Hugging Face model it was imported from (trainer.json keeps them,
 ** whether or not its tokenizer could be kept), else its tokenizer's (t,
 ** NULL: none). */
-static tsl_status write_hf_config(const tsl_ckpt *c, const tsl_tokenizer *t, const char *path) {
+static tsl_status write_hf_config(const tsl_ckpt *c, int phi3, const tsl_tokenizer *t, const char *path) {
   tsl_status st;
   int bos = t ? tsl_tokenizer_bos(t) : -1, eot = t ? tsl_tokenizer_eot(t) : -1;
-  cJSON *root = hf_config(&c->arch);
+  cJSON *root = hf_config(&c->arch, phi3);
   add_token_ids(root, "bos_token_id", c->ids.has_bos ? &c->ids.bos_id : &bos, c->ids.has_bos || bos >= 0);
   add_token_ids(root, "eos_token_id", c->ids.n_eos ? c->ids.eos_ids : &eot, c->ids.n_eos ? c->ids.n_eos : eot >= 0);
   char *text = cJSON_Print(root);
@@ -424,7 +422,14 @@ tsl_status tsl_export_hf(const char *ckpt_dir, const char *out_path, int *wrote_
                    c.arch.rope_scaling.original_positions * c.arch.rope_scaling.factor);
     goto fail;
   }
-  if (c.arch.rotary_dim && phi3_fault(&c.arch, why, sizeof why)) {
+  /* a model that turns part of each head goes out as a Phi3ForCausalLM, the
+  ** one class that can say so (partial_rotary_factor), or not at all; one
+  ** under LongRoPE goes out so when Phi3Config can say it: its generate()
+  ** switches to the long factors as `tessel sample` does, running the
+  ** sequence again, where LlamaForCausalLM's keeps the cache's short turns */
+  const char *fault = phi3_fault(&c.arch, why, sizeof why);
+  const int phi3 = c.arch.rotary_dim || (longrope(&c.arch) && !fault);
+  if (c.arch.rotary_dim && fault) {
     st = tsl_error(TESSEL_E_CONFIG, "%s: rotary positions turn %d of each head's %d elements (model.rotary_dim), "
                    "which of transformers' classes only Phi3ForCausalLM can say, and %s", ckpt_dir,
                    c.arch.rotary_dim, tsl_head_dim(&c.arch), why);
@@ -443,13 +448,12 @@ tsl_status tsl_export_hf(const char *ckpt_dir, const char *out_path, int *wrote_
   }
   TSL_TRY(st, tsl_mkdir_p(dir));
   if (c.tokenizer) TSL_TRY(st, tsl_tokenizer_load(c.tokenizer, &t));
-  if (c.arch.rope_scaling.factor > 0 && c.arch.rope_scaling.kind == TSL_ROPE_LONGROPE && !as_phi3(&c.arch))
-    tsl_warn("%s: LongRoPE is exported as %s's rope_scaling, since Phi3ForCausalLM cannot say this model (%s): "
+  if (longrope(&c.arch) && !phi3)
+    tsl_warn("%s: LongRoPE is exported in a %s's rope_scaling, since Phi3ForCausalLM cannot say this model (%s): "
              "its generate() keeps the keys it cached by the short factors past original_max_position_embeddings "
              "%d, where `tessel sample` runs the sequence again by the long ones", ckpt_dir,
-             c.arch.qk_norm ? "Qwen3Config" : c.arch.qkv_bias ? "Qwen2Config" : "LlamaConfig",
-             phi3_fault(&c.arch, why, sizeof why), c.arch.rope_scaling.original_positions);
-  TSL_TRY(st, plan_tensors(&c, as_phi3(&c.arch), &plan));
+             llama_classes[llama_class(&c.arch, 0)].cls, fault, c.arch.rope_scaling.original_positions);
+  TSL_TRY(st, plan_tensors(&c, phi3, &plan));
   static const char *const keys[] = {"format"};
   static const char *const values[] = {"pt"};
   TSL_TRY(st, tsl_st_writer_begin(out_path, plan.descs, plan.n, keys, values, 1, &w));
@@ -465,7 +469,7 @@ tsl_status tsl_export_hf(const char *ckpt_dir, const char *out_path, int *wrote_
   st = tsl_st_writer_finish(w);
   if (st < 0) goto fail;
   config = tsl_asprintf("%s/config.json", dir);
-  st = config ? write_hf_config(&c, t, config) : TESSEL_E_NOMEM;
+  st = config ? write_hf_config(&c, phi3, t, config) : TESSEL_E_NOMEM;
   if (st >= 0 && t) st = write_tokenizer_files(&c, t, dir);
   if (st >= 0) st = remove_stale_files(dir, t != NULL);
   if (wrote_tokenizer) *wrote_tokenizer = t != NULL;
