@@ -1,8 +1,8 @@
 /*
 ** core/tokenizer/bpe.c — encoding text into ids.
 **
-** A text is cut at added tokens (when asked), each span into pre-tokenizer
-** pieces, and each piece's bytes are merged: start from one symbol per byte
+** A text is cut at added tokens (when asked: added.c), each span into
+** pre-tokenizer pieces, and each piece's bytes are merged: start from one symbol per byte
 ** (per character under SentencePiece's kind, metaspace.c) and repeatedly
 ** merge the adjacent pair of lowest rank, leftmost first —
 ** `tokenizers`' Word::merge_all, with the same heap order (rank, then
@@ -172,38 +172,41 @@ static tsl_status encode_pretok_piece(tsl_tokenizer *t, const char *piece, size_
   return st;
 }
 
-/* A span of SentencePiece's kind: spaces made ▁ and its prefix put, then
+/* A span of SentencePiece's kind: spaces made ▁ and its prefix put (by
+** the pre-tokenizer; the Prepend normalizer has put them already), then
 ** each piece (the whole span, or from each ▁ when the tokenizer splits). */
 static tsl_status encode_metaspace_span(tsl_tokenizer *t, const char *text, size_t len, tsl_span_at at, out_buf *o) {
-  char *s;
-  size_t n;
-  tsl_status st = tsl_metaspace_normalize(t, text, len, at, &s, &n);
+  char *s = NULL;
+  size_t n = len;
+  tsl_status st = TESSEL_OK;
+  if (t->prepend != TSL_PREPEND_NORMALIZER) st = tsl_metaspace_normalize(t, text, len, at, &s, &n);
+  const char *from = s ? s : text;
   for (size_t a = 0, b; st >= 0 && a < n; a = b) {
-    b = tsl_metaspace_piece_end(t, s, n, a);
-    st = encode_piece(t, s + a, b - a, o);
+    b = tsl_metaspace_piece_end(t, from, n, a);
+    st = encode_piece(t, from + a, b - a, o);
   }
   free(s);
   return st;
 }
 
-/* One span of ordinary text, starting `at` the start of the text, after an
-** added token or where an earlier text was cut: normalize it (NFC) when the
-** tokenizer does, pre-tokenize it and encode each piece. */
-static tsl_status encode_span(tsl_tokenizer *t, const char *text, size_t len, tsl_span_at at, out_buf *o) {
-  tsl_status st = TESSEL_OK;
-  char *spaced = NULL, *normal = NULL;
+tsl_status tsl_tok_normalize(const tsl_tokenizer *t, const char *text, size_t len, tsl_span_at at, char **out,
+                             size_t *out_len) {
+  *out = NULL;
+  *out_len = len;
   if (len == 0) return TESSEL_OK;
+  if (t->metaspace && t->prepend == TSL_PREPEND_NORMALIZER) return tsl_metaspace_normalize(t, text, len, at, out, out_len);
+  return t->nfc ? tsl_nfc(text, len, out, out_len) : TESSEL_OK;
+}
+
+/* One span of normalized text, starting `at` the start of the text, after
+** an added token or where an earlier text was cut: pre-tokenize it and
+** encode each piece. */
+static tsl_status pretokenize_span(tsl_tokenizer *t, const char *text, size_t len, tsl_span_at at, out_buf *o) {
+  tsl_status st = TESSEL_OK;
+  char *spaced = NULL;
   if (t->metaspace) return encode_metaspace_span(t, text, len, at, o);
-  if (t->nfc) {
-    TSL_TRY(st, tsl_nfc(text, len, &normal, &len));
-    text = normal;
-    if (len == 0) goto fail;
-  }
   if (t->add_prefix_space && !t->prefix_each_piece && text[0] != ' ') {
-    if (!(spaced = malloc(len + 1))) {
-      st = tsl_error(TESSEL_E_NOMEM, "out of host memory encoding text");
-      goto fail;
-    }
+    if (!(spaced = malloc(len + 1))) return tsl_error(TESSEL_E_NOMEM, "out of host memory encoding text");
     spaced[0] = ' ';
     memcpy(spaced + 1, text, len);
     text = spaced;
@@ -219,47 +222,55 @@ static tsl_status encode_span(tsl_tokenizer *t, const char *text, size_t len, ts
     while (st >= 0 && (rc = tsl_pretok_next(&it, &a, &b)) != 0)
       st = rc < 0 ? rc : encode_pretok_piece(t, text + a, b - a, o);
   }
-fail:
   free(spaced);
+  return st;
+}
+
+/* text[0, len) cut at the added tokens of one pass (normalized or not,
+** when `added`): each token's id, and each span between through `span`
+** (pass 1 normalizes it and cuts again; pass 2 pre-tokenizes it). A span
+** starts `at` when it starts the text, else after an added token. */
+typedef tsl_status (*span_fn)(tsl_tokenizer *t, const char *text, size_t len, tsl_span_at at, int added, out_buf *o);
+
+static tsl_status cut_added(tsl_tokenizer *t, int normalized, const char *text, size_t len, tsl_span_at at, int added,
+                            span_fn span, out_buf *o) {
+  size_t pos = 0, done = 0, start, end;
+  tsl_status st = TESSEL_OK;
+  const tsl_added_token *a;
+  while (st >= 0 && added && (a = tsl_added_next(t, normalized, text, len, &pos, done, &start, &end)) != NULL) {
+    if (done < start) st = span(t, text + done, start - done, done ? TSL_SPAN_AFTER_ADDED : at, added, o);
+    if (st >= 0) st = out_put(o, &a->id, 1);
+    done = end; /* as tokenizers: back inside a white space another token's rstrip took */
+  }
+  if (st >= 0 && done < len) st = span(t, text + done, len - done, done ? TSL_SPAN_AFTER_ADDED : at, added, o);
+  return st;
+}
+
+static tsl_status pass2_span(tsl_tokenizer *t, const char *text, size_t len, tsl_span_at at, int added, out_buf *o) {
+  (void)added;
+  return pretokenize_span(t, text, len, at, o);
+}
+
+/* A span of the text as given, between the added tokens matched there:
+** normalized, then cut at the normalized added tokens. */
+static tsl_status pass1_span(tsl_tokenizer *t, const char *text, size_t len, tsl_span_at at, int added, out_buf *o) {
+  char *normal;
+  size_t n;
+  tsl_status st = tsl_tok_normalize(t, text, len, at, &normal, &n);
+  if (st >= 0) st = cut_added(t, 1, normal ? normal : text, n, at, added, pass2_span, o);
   free(normal);
   return st;
 }
 
-/* The longest added token at text[i], or NULL. Added tokens are sorted
-** longest first, so the first that matches is the longest. */
-static const tsl_added_token *added_at(const tsl_tokenizer *t, const char *text, size_t len, size_t i) {
-  if (!t->added_first[(unsigned char)text[i]]) return NULL;
-  for (int k = 0; k < t->n_added; k++) {
-    const tsl_added_token *a = &t->added[k];
-    if (a->len <= len - i && memcmp(text + i, a->text, a->len) == 0) return a;
-  }
-  return NULL;
-}
-
 tsl_status tsl_tokenizer_encode(tsl_tokenizer *t, const char *text, size_t len, int flags, tsl_token_sink sink,
                                 void *ctx) {
-  tsl_status st = TESSEL_OK;
   out_buf *o = malloc(sizeof *o);
   if (!o) return tsl_error(TESSEL_E_NOMEM, "out of host memory encoding text");
   o->sink = sink;
   o->ctx = ctx;
   o->n = 0;
-  size_t span = 0;
   tsl_span_at at = flags & TSL_TOK_CONTINUED ? TSL_SPAN_CONTINUED : TSL_SPAN_START;
-  if (flags & TSL_TOK_ADDED) {
-    for (size_t i = 0; i < len && st >= 0;) {
-      const tsl_added_token *a = added_at(t, text, len, i);
-      if (!a) {
-        i++;
-        continue;
-      }
-      st = encode_span(t, text + span, i - span, span ? TSL_SPAN_AFTER_ADDED : at, o);
-      if (st >= 0) st = out_put(o, &a->id, 1);
-      i += a->len;
-      span = i;
-    }
-  }
-  if (st >= 0) st = encode_span(t, text + span, len - span, span ? TSL_SPAN_AFTER_ADDED : at, o);
+  tsl_status st = cut_added(t, 0, text, len, at, (flags & TSL_TOK_ADDED) != 0, pass1_span, o);
   if (st >= 0) st = out_flush(o);
   free(o);
   return st;

@@ -7,6 +7,8 @@
 ** themselves, and the other 68 bytes, in increasing order, become U+0100,
 ** U+0101, ... So the space is 'Ġ' (U+0120) and the newline 'Ċ' (U+010A).
 */
+#include <string.h>
+
 #include "tokenizer/internal.h"
 
 static int printable(unsigned b) { return (b >= 0x21 && b <= 0x7e) || (b >= 0xa1 && b <= 0xac) || b >= 0xae; }
@@ -59,17 +61,17 @@ static size_t get_utf8(const unsigned char *s, size_t len, uint32_t *cp) {
 long tsl_bytelevel_decode(const char *str, size_t len, unsigned char *out) {
   const unsigned char *s = (const unsigned char *)str;
   size_t k = 0;
+  int whole = 0; /* a character that stands for no byte: the token is kept as written */
   for (size_t i = 0; i < len;) {
     uint32_t cp;
     size_t w = get_utf8(s + i, len - i, &cp);
     if (w == 0) return -1;
     int b = tsl_bytelevel_byte(cp);
-    if (b >= 0) {
-      out[k++] = (unsigned char)b;
-    } else {
-      for (size_t j = 0; j < w; j++) out[k++] = s[i + j];
-    }
+    if (b >= 0) out[k++] = (unsigned char)b;
+    else whole = 1;
     i += w;
   }
-  return (long)k;
+  if (!whole) return (long)k;
+  memcpy(out, s, len);
+  return (long)len;
 }

@@ -66,10 +66,10 @@ uint32_t tsl_bytelevel_char(unsigned char b);
 int tsl_bytelevel_byte(uint32_t cp);
 /* Append the UTF-8 of the stand-ins of bytes[0, n) to out (room: 2·n). */
 size_t tsl_bytelevel_encode(const unsigned char *bytes, size_t n, char *out);
-/* Decode one byte-level token string (UTF-8 of stand-ins) into raw bytes:
-** stand-ins become their bytes, any other character stays as its UTF-8, as
-** `tokenizers`' ByteLevel decoder does. out needs len bytes. Returns the
-** length, or -1 on invalid UTF-8. */
+/* Decode one byte-level token string (UTF-8 of stand-ins) into raw bytes
+** as `tokenizers`' ByteLevel decoder does: its stand-ins become their
+** bytes, or, where any character stands for no byte, the string stays as
+** written. out needs len bytes. Returns the length, or -1 on invalid UTF-8. */
 long tsl_bytelevel_decode(const char *s, size_t len, unsigned char *out);
 
 /* ---- onig.c ---- */
@@ -135,8 +135,14 @@ typedef enum tsl_span_at {
 typedef struct tsl_added_token {
   int32_t id;
   int special;
+  int normalized;           /* matched in the normalized text, else in the text as given */
+  int lstrip, rstrip;       /* takes the white space before / after it */
+  int single_word;          /* matched only between non-word characters */
+  int order;                /* its place in added_tokens, specials first: which of two equal matches wins */
   char *text;
   size_t len;
+  char *match;              /* what it matches: text, or text normalized (heap) */
+  size_t match_len;
 } tsl_added_token;
 
 struct tsl_tokenizer {
@@ -155,7 +161,7 @@ struct tsl_tokenizer {
   int prefix_each_piece;     /* ...before each piece instead: a ByteLevel after a Split, as tokenizers does */
   tsl_added_token *added;
   int n_added;
-  uint8_t added_first[256];  /* some added token starts with this byte */
+  uint8_t added_first[2][256]; /* some added token [normalized] matches from this byte */
   int eot;
   int bos;                   /* <|begin_of_text|>, <s> or <bos>; else eot (GPT-2's one token) */
   uint64_t hash;
@@ -168,6 +174,7 @@ struct tsl_tokenizer {
   int strip_first_space;     /* the decoder's Strip: a sequence's first token loses a leading space */
   uint8_t cut_after[256];    /* ASCII characters, tokens of their own, that no token joins to a ▁ after them */
   tsl_strmap chars;          /* tokens of one character (as model.vocab writes them) -> id */
+  uint8_t *byte_token;       /* [vocab_size]: the token is <0xNN>, which ByteFallback decodes as a byte */
   /* encoder state: cached pieces (bytes -> offset << 8 | count into cache_ids) */
   tsl_strmap cache;
   int32_t *cache_ids;
@@ -181,6 +188,19 @@ struct tsl_tokenizer {
 ** bytes kept; *out (heap, NULL when empty) and *out_len. */
 tsl_status tsl_nfc(const char *text, size_t len, char **out, size_t *out_len);
 
+/* ---- added.c ---- */
+
+/* The next added token of one pass (the tokens with `normalized` so) in
+** s[0, n), as `tokenizers`' AddedVocabulary::find_matches finds them: the
+** leftmost longest match at or after *pos (ties: specials first, then the
+** file's order); one with single_word between word characters is skipped;
+** lstrip and rstrip widen [*start, *end) over the white space beside it,
+** lstrip not before `done` (where the previous token's ended). *pos moves
+** past the match itself, as the search does, whatever the strips took.
+** NULL when there is none. */
+const tsl_added_token *tsl_added_next(const tsl_tokenizer *t, int normalized, const char *s, size_t n, size_t *pos,
+                                      size_t done, size_t *start, size_t *end);
+
 /* ---- metaspace.c ---- */
 
 /* Whether a normalizer is Sequence [Prepend ▁, Replace " " → ▁]. */
@@ -192,6 +212,8 @@ tsl_status tsl_metaspace_read(tsl_tokenizer *t, const char *name, const cJSON *r
 /* What a model.vocab string decodes to: <0xNN> its byte, any other the
 ** string with each ▁ a space; out needs len bytes. Returns the length. */
 long tsl_metaspace_decode(const char *s, size_t len, unsigned char *out);
+/* Whether a token string is <0xNN> (either case, as ByteFallback reads it). */
+int tsl_metaspace_byte_token(const char *s, size_t len);
 /* byte_id from the 256 byte tokens (all required), the one-character
 ** tokens, and cut_after, from model.vocab's strings (string -> id). */
 tsl_status tsl_metaspace_tables(tsl_tokenizer *t, const char *name, const tsl_strmap *by_string);
@@ -211,6 +233,12 @@ int tsl_metaspace_piece_ends(const tsl_tokenizer *t, unsigned char before);
 ** cut_after (no merge crosses there, so the parts merge as the whole
 ** would, and words become pieces the cache keeps); else at len. */
 size_t tsl_metaspace_piece_end(const tsl_tokenizer *t, const char *s, size_t len, size_t from);
+
+/* What the normalizer makes of text[0, len) (bpe.c), a span starting `at`:
+** NFC, or the Prepend and Replace normalizers' ▁; *out (heap) is NULL when
+** the text is its own normal form (no normalizer, or empty). */
+tsl_status tsl_tok_normalize(const tsl_tokenizer *t, const char *text, size_t len, tsl_span_at at, char **out,
+                             size_t *out_len);
 
 /* Merge the initial symbols of one piece by rank (bpe.c): its bytes' symbols, or
 ** under SentencePiece's kind its characters'; ids[0, n) in, the

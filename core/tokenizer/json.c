@@ -17,11 +17,12 @@
 **   decoder          ByteLevel or null (decoded as ByteLevel, where tokenizers
 **                    joins the token strings with spaces: the README says so)
 **   post_processor   anything: tessel never adds tokens implicitly
-**   added_tokens     without single_word, lstrip or rstrip, with the ids
-**                    tokenizers gives them (it renumbers the list: see
-**                    tokenizers_added_id); one that is also in model.vocab
-**                    must stand for its own text there (an ASCII token
-**                    does, 'Ġ' does not)
+**   added_tokens     with the ids tokenizers gives them (it renumbers the
+**                    list: see tokenizers_added_id); normalized, lstrip,
+**                    rstrip and single_word as tokenizers reads them
+**                    (added.c); one that is also in model.vocab must stand
+**                    for its own text there (an ASCII token does, 'Ġ' does
+**                    not)
 ** Ids must be dense (0 .. size-1) and all 256 byte symbols present.
 */
 #include <cjson/cJSON.h>
@@ -299,10 +300,11 @@ fail:
   return st;
 }
 
-/* Added tokens, sorted longest first for leftmost-longest matching. */
+/* Added tokens, sorted longest match first for leftmost-longest matching;
+** of equal ones, the first in tokenizers' order (specials first). */
 static int longer_first(const void *a, const void *b) {
   const tsl_added_token *x = a, *y = b;
-  return x->len != y->len ? (x->len < y->len ? 1 : -1) : (x->id > y->id) - (x->id < y->id);
+  return x->match_len != y->match_len ? (x->match_len < y->match_len ? 1 : -1) : (x->order > y->order) - (x->order < y->order);
 }
 
 /* The id `tokenizers` (and so transformers) gives the next entry of
@@ -338,6 +340,37 @@ static tsl_status check_added_id(const loader *l, const char *text, double file_
                    "other ids there; write it with the ids they give", l->name, text, file_id, (long long)want, why);
 }
 
+/* What the token matches: its text, or (normalized) its text as the
+** normalizer makes it, as tokenizers matches it in normalized text. */
+static tsl_status set_match(const tsl_tokenizer *t, tsl_added_token *x) {
+  char *normal = NULL;
+  tsl_status st = x->normalized ? tsl_tok_normalize(t, x->text, x->len, TSL_SPAN_START, &normal, &x->match_len)
+                                : TESSEL_OK;
+  if (st < 0) return st;
+  if (!normal) {
+    if (!(normal = malloc(x->len))) return tsl_error(TESSEL_E_NOMEM, "out of host memory");
+    memcpy(normal, x->text, x->len);
+    x->match_len = x->len;
+  }
+  x->match = normal;
+  return TESSEL_OK;
+}
+
+/* The flags of the added tokens join the hash where they change how a
+** text encodes from one pass over it as given (what tessel did before it
+** read them): so the hashes recorded for tokenizers without them stay. */
+static void hash_added_flags(tsl_tokenizer *t) {
+  int normalized = 0, raw = 0;
+  for (int i = 0; i < t->n_added; i++) normalized |= t->added[i].normalized, raw |= !t->added[i].normalized;
+  int normalizer = t->nfc || (t->metaspace && t->prepend == TSL_PREPEND_NORMALIZER);
+  for (int i = 0; i < t->n_added; i++) {
+    const tsl_added_token *a = &t->added[i];
+    uint64_t f[2] = {(uint64_t)a->id, (uint64_t)(a->lstrip | a->rstrip << 1 | a->single_word << 2 | a->normalized << 3)};
+    if ((f[1] & 7) || (a->normalized && (normalizer || raw)) || (!a->normalized && normalized))
+      t->hash = tsl_hash_bytes(f, sizeof f, t->hash);
+  }
+}
+
 static tsl_status read_added(loader *l, const cJSON *root) {
   const cJSON *list = field(root, "added_tokens"), *a;
   tsl_tokenizer *t = l->t;
@@ -351,18 +384,25 @@ static tsl_status read_added(loader *l, const cJSON *root) {
     const cJSON *id = field(a, "id"), *content = field(a, "content");
     if (!cJSON_IsNumber(id) || !cJSON_IsString(content) || !content->valuestring[0])
       return tsl_error(TESSEL_E_CONFIG, "%s: added_tokens[%d] lacks an id or content", l->name, t->n_added);
-    static const char *const flags[] = {"single_word", "lstrip", "rstrip"};
-    for (size_t f = 0; f < TSL_ARRAY_LEN(flags); f++) TSL_TRY(st, refuse_if_set(l, a, content->valuestring, flags[f]));
     TSL_TRY(st, check_added_id(l, content->valuestring, id->valuedouble));
     TSL_TRY(st, set_id(l, id, content->valuestring, "added token"));
-    tsl_added_token *x = &t->added[t->n_added++];
+    tsl_added_token *x = &t->added[t->n_added];
     x->id = (int32_t)id->valuedouble;
     x->special = bool_field(a, "special", 0);
+    /* tokenizers requires the flags; a file without them reads as its AddedToken::from would make them */
+    x->normalized = bool_field(a, "normalized", !x->special);
+    x->lstrip = bool_field(a, "lstrip", 0);
+    x->rstrip = bool_field(a, "rstrip", 0);
+    x->single_word = bool_field(a, "single_word", 0);
+    x->order = x->special ? t->n_added : n + t->n_added;
     x->len = strlen(content->valuestring);
+    t->n_added++;
     if (!(x->text = tsl_strdup(content->valuestring))) return TESSEL_E_NOMEM;
-    t->added_first[(unsigned char)x->text[0]] = 1;
+    TSL_TRY(st, set_match(t, x));
+    t->added_first[x->normalized][(unsigned char)x->match[0]] = 1;
   }
   qsort(t->added, (size_t)t->n_added, sizeof *t->added, longer_first);
+  hash_added_flags(t);
   t->eot = special_named(t, eot_names, TSL_ARRAY_LEN(eot_names));
   t->bos = special_named(t, bos_names, TSL_ARRAY_LEN(bos_names));
   if (t->bos < 0) t->bos = t->eot; /* GPT-2's one token does both */
@@ -409,18 +449,19 @@ static tsl_status build_tables(loader *l) {
   t->bytes = malloc(total + 1);
   t->off = malloc((size_t)t->vocab_size * sizeof *t->off);
   t->len = malloc((size_t)t->vocab_size * sizeof *t->len);
-  if (!t->bytes || !t->off || !t->len) return tsl_error(TESSEL_E_NOMEM, "out of host memory loading %s", l->name);
+  if (t->metaspace) t->byte_token = calloc((size_t)t->vocab_size, 1);
+  if (!t->bytes || !t->off || !t->len || (t->metaspace && !t->byte_token))
+    return tsl_error(TESSEL_E_NOMEM, "out of host memory loading %s", l->name);
   size_t at = 0;
   for (int id = 0; id < t->vocab_size; id++) {
     const tsl_added_token *a = added_with_id(t, id);
     const char *s = l->strings[id];
-    long n = a ? (long)a->len : decode_vocab(t, s, strlen(s), (unsigned char *)t->bytes + at);
+    tsl_status st = a ? check_added_in_vocab(l, a, (unsigned char *)t->bytes + at) : TESSEL_OK;
+    if (st < 0) return st;
+    /* an added token too: tokenizers runs its decoder over every token */
+    long n = decode_vocab(t, s, strlen(s), (unsigned char *)t->bytes + at);
     if (n < 0) return tsl_error(TESSEL_E_CONFIG, "%s: token %d is not valid UTF-8", l->name, id);
-    if (a) {
-      tsl_status st = check_added_in_vocab(l, a, (unsigned char *)t->bytes + at);
-      if (st < 0) return st;
-      memcpy(t->bytes + at, a->text, a->len);
-    }
+    if (t->metaspace) t->byte_token[id] = (uint8_t)tsl_metaspace_byte_token(s, strlen(s));
     t->off[id] = (uint32_t)at;
     t->len[id] = (uint32_t)n;
     uint64_t tag[2] = {(uint64_t)id, a ? 1u + (unsigned)a->special : 0u};
@@ -569,7 +610,7 @@ tsl_status tsl_tokenizer_load(const char *path, tsl_tokenizer **out) {
 
 void tsl_tokenizer_free(tsl_tokenizer *t) {
   if (!t) return;
-  for (int i = 0; i < t->n_added; i++) free(t->added[i].text);
+  for (int i = 0; i < t->n_added; i++) free(t->added[i].text), free(t->added[i].match);
   free(t->added);
   tsl_pretok_free(t->pretok);
   tsl_pairmap_free(&t->merges);
@@ -579,6 +620,7 @@ void tsl_tokenizer_free(tsl_tokenizer *t) {
   free(t->cache_ids);
   free(t->work);
   free(t->bytes);
+  free(t->byte_token);
   free(t->off);
   free(t->len);
   free(t->json);

@@ -132,6 +132,8 @@ static int fallback_byte(const char *s, size_t len, int upper_only) {
   return hi < 0 || lo < 0 ? -1 : hi * 16 + lo;
 }
 
+int tsl_metaspace_byte_token(const char *s, size_t len) { return fallback_byte(s, len, 0) >= 0; }
+
 long tsl_metaspace_decode(const char *s, size_t len, unsigned char *out) {
   int b = fallback_byte(s, len, 0);
   if (b >= 0) {

@@ -11,18 +11,22 @@
 ** (Qwen2's). Or for SentencePiece's BPE with byte fallback (Llama 2,
 ** Mistral 7B, TinyLlama): a Metaspace pre-tokenizer or the Prepend and
 ** Replace normalizers (metaspace.c). Anything else (another normalizer, BPE
-** dropout, added tokens with lstrip/rstrip/single_word, an added token that
-** is also a vocabulary entry standing for other bytes) is refused at load
-** with the field named, never half-supported.
+** dropout, an added token that is also a vocabulary entry standing for
+** other bytes) is refused at load with the field named, never
+** half-supported.
 **
-** Encoding: added tokens are cut out first (when asked), every other span is
-** composed to NFC (under that normalizer; utf8proc, the valid UTF-8 runs),
+** Encoding: added tokens are cut out first (when asked; added.c): those
+** with `normalized` false from the text as given, then those with it true
+** from each span normalized (NFC under that normalizer, utf8proc, the valid
+** UTF-8 runs; or the Prepend and Replace normalizers' ▁), with lstrip,
+** rstrip and single_word as tokenizers reads them. Every other span is
 ** split by the pre-tokenizer regex (PCRE2 with Unicode properties), and each
 ** piece's bytes are merged by rank, exactly as `tokenizers` does. The
 ** vocabulary holds all 256 byte symbols (or byte fallback tokens), so every
 ** byte string encodes — invalid UTF-8 included — and decode(encode(x)) == x
 ** (under NFC, x composed; under SentencePiece's kind, as its decoder gives
-** it: a space at the start may be dropped). No BOS/EOS is added: callers
+** it: a space at the start may be dropped; unless x holds an added token
+** the decoder changes, such as "Ġ<x>", or one that strips white space). No BOS/EOS is added: callers
 ** place the end-of-text token themselves.
 **
 ** A tokenizer object keeps a match buffer and a cache of encoded pieces: use
@@ -97,14 +101,41 @@ typedef struct tsl_token_vec {
 tsl_status tsl_token_vec_sink(void *vec, const int32_t *ids, size_t n);
 void tsl_token_vec_free(tsl_token_vec *v);
 
-/* The bytes one id decodes to (an added token: its text); NULL for an id
-** outside the vocabulary. Decoding a sequence is the concatenation, with
-** its first token from tsl_tokenizer_first_token. */
+/* The bytes one id decodes to (an added token: its text as the decoder
+** makes it, "Ġ<x>" a space and "<x>"); NULL for an id outside the
+** vocabulary. The raw bytes of a sequence are the concatenation, with its
+** first token from tsl_tokenizer_first_token; its text (valid UTF-8, as
+** tokenizers gives it) comes from the decoder below. */
 const char *tsl_tokenizer_token(const tsl_tokenizer *t, int32_t id, size_t *len);
 /* The bytes id decodes to at the start of a sequence: as
 ** tsl_tokenizer_token, less the one leading space that a SentencePiece
 ** decoder's Strip drops (the ▁ its encoder put before the text). */
 const char *tsl_tokenizer_first_token(const tsl_tokenizer *t, int32_t id, size_t *len);
+
+/* Decoding to text, as `tokenizers`' decode(ids) (skip_special_tokens
+** False; transformers' decode without clean_up_tokenization_spaces) gives
+** it, one id at a time (decode.c): each call gives the text that id
+** completes, and the pieces join to tokenizers' text. Bytes that are not
+** valid UTF-8 become U+FFFD as there; bytes that may still become valid
+** (a character not complete, a run of <0xNN> tokens) are held back until a
+** later id or the end decides them. tsl_tokenizer_token gives the raw
+** bytes instead. */
+typedef struct tsl_tokenizer_decoder {
+  const tsl_tokenizer *t;
+  char *held;        /* bytes not decided yet */
+  size_t held_len, held_cap;
+  char *out;         /* the text the last call gave */
+  size_t out_len, out_cap;
+  int emitted;       /* some text was given: the decoder's Strip is done */
+} tsl_tokenizer_decoder;
+
+void tsl_tokenizer_decode_begin(tsl_tokenizer_decoder *d, const tsl_tokenizer *t);
+/* Decode one more id: *text, *len the text it completes (maybe none), valid
+** until the next call. TESSEL_E_CONFIG for an id outside the vocabulary. */
+tsl_status tsl_tokenizer_decode_next(tsl_tokenizer_decoder *d, int32_t id, const char **text, size_t *len);
+/* The text held back, decided now that no id follows. */
+tsl_status tsl_tokenizer_decode_end(tsl_tokenizer_decoder *d, const char **text, size_t *len);
+void tsl_tokenizer_decode_free(tsl_tokenizer_decoder *d);
 
 /* ---- training ---- */
 

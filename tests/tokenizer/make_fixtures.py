@@ -44,8 +44,16 @@ variants of them that each change a few fields of the tokenizer.json
 ("set": a dotted path -> the new value), as VARIANTS lists them, with the
 ids tokenizers gives each added token ("added_ids": it numbers added_tokens
 itself, whatever ids the file writes) and its ids for the variant's texts.
+The "added_flags_*" variants (flagged_variants) give added tokens every
+combination of normalized, special, lstrip, rstrip and single_word, on
+byte-level BPEs (NFC, none, add_prefix_space, Lowercase) and SentencePiece's
+(prepend first, always, the Prepend normalizer); their texts are FLAGGED_TEXTS
+and 40 seeded random joins of FLAGGED_PIECES, each with "decoded" (what
+tokenizers decodes its ids to), and "decodes": 60 seeded random id
+sequences, half their draws added tokens or tokens of one byte, and their
+decoded text (U+FFFD where bytes are not valid UTF-8).
 test_tokenizer_json.c loads the same variants and says which tessel reads
-(then with these ids) and which it refuses.
+(then with these ids and texts) and which it refuses.
 
 Each text is fed to the trainer as one sequence (train_from_iterator([text])),
 which is what `tessel tokenizer train FILE` does with a file.
@@ -330,6 +338,79 @@ VARIANTS = [
 ]
 
 
+
+def flagged(first_id, *entries):
+    """added_tokens entries numbered from first_id, from (content, flags)
+    pairs: flags a string of n (normalized), s (special), l (lstrip), r
+    (rstrip), w (single_word)."""
+    return [{"id": first_id + i, "content": c, "single_word": "w" in f, "lstrip": "l" in f, "rstrip": "r" in f,
+             "normalized": "n" in f, "special": "s" in f} for i, (c, f) in enumerate(entries)]
+
+
+# every combination of the flags, and contents that the normalizer changes
+# (NFC composes e + U+0301), that overlap across the two passes (<ab> found
+# in the normalized text, <abc> in the text as given), that hold a byte-level
+# stand-in (Ġ, which the ByteLevel decoder makes a space) or a space (kept
+# as written) or ▁ (a space to SentencePiece's decoder)
+FLAGGED = [("<e\u0301>", "n"), ("<o\u0308>", ""), ("<ab>", "n"), ("<abc>", ""), ("<w>", "w"), ("<wn>", "wn"),
+           ("<l>", "l"), ("<r>", "r"), ("<lr>", "lrn"), ("<lrw>", "lrws"), ("<s>", "s"), ("<sn>", "sn"),
+           ("<n\u0303>", "sn"), ("\u0120<g>", ""), ("a b", "n"), ("<x\u2581y>", "n"), ("\n", "r")]
+FLAGGED_PIECES = ["<e\u0301>", "<\u00e9>", "<o\u0308>", "<\u00f6>", "<ab>", "<abc>", "<w>", "<wn>", "<l>", "<r>",
+                  "<lr>", "<lrw>", "<s>", "<sn>", "<n\u0303>", "<\u00f1>", "\u0120<g>", "a b", "<x\u2581y>",
+                  "<|endoftext|>", "</s>", " ", "  ", "\t", "\n", "\u00a0", "\u3000", "a", "Z", "_", "7", "\u00b2",
+                  "e\u0301", "\u00e9", "\u0301", "\u2581", "x", "the", " the", "world", ",", "-", "\u65e5",
+                  "\U0001f642", "<", ">", "ab", "c"]
+FLAGGED_TEXTS = ["x<e\u0301>y x<\u00e9>y x<o\u0308>y x<\u00f6>y", "x<abc>y <ab>c",
+                 "a <w> b x<w> <w>y _<w> \u00e9<w> 1<w> \u00b2<w> \u0301<w> <w>",
+                 "a  \t<l>  b a  <r> \n b a  <lr>  b <l><r> <l>", "  <l>x", "<r>  ", "<lrw> x<lrw> <lrw>",
+                 "the<s> the <sn>the <n\u0303> <\u00f1>", "\u0120<g> \u0120<g>x", "a b  a bc", "<x\u2581y> <x y>",
+                 "one\n\n  two \n", "<r> x <|endoftext|> </s>", ""]
+
+
+def flagged_variants():
+    """Added tokens of every flag combination on each kind of tokenizer
+    tessel reads, with the texts above and seeded random ones."""
+    bpe = {"normalizer": {"type": "NFC"}, "added_tokens": [{"id": 0, "content": "<|endoftext|>", "single_word": False,
+           "lstrip": False, "rstrip": False, "normalized": False, "special": True}]}
+    sp_specials = [{"id": i, "content": c, "single_word": False, "lstrip": False, "rstrip": False,
+                    "normalized": False, "special": True} for i, c in enumerate(["<unk>", "<s>", "</s>"])]
+    legacy = {"type": "Sequence", "normalizers": [{"type": "Prepend", "prepend": "\u2581"},
+                                                   {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"}]}
+    flagged_sp = [(c, f) for c, f in FLAGGED if c != "<s>"]  # sp_1000 has <s> in its vocabulary
+    return [
+        ("added_flags_nfc", "llama3_512", dict(bpe, added_tokens=bpe["added_tokens"] + flagged(512, *FLAGGED))),
+        ("added_flags_gpt2", "gpt2_1024", {"added_tokens": bpe["added_tokens"] + flagged(1024, *FLAGGED)}),
+        ("added_flags_prefix_space", "gpt2_1024", {"pre_tokenizer.add_prefix_space": True,
+                                                   "added_tokens": bpe["added_tokens"] + flagged(1024, *FLAGGED)}),
+        ("added_flags_sp", "sp_1000", {"added_tokens": sp_specials + flagged(1000, *flagged_sp)}),
+        ("added_flags_sp_always", "sp_1000", {"pre_tokenizer.prepend_scheme": "always",
+                                              "added_tokens": sp_specials + flagged(1000, *flagged_sp)}),
+        ("added_flags_sp_legacy", "sp_1000", {"pre_tokenizer": None, "normalizer": legacy,
+                                              "added_tokens": sp_specials + flagged(1000, *flagged_sp)}),
+        ("added_flags_lowercase", "gpt2_1024", {"normalizer": {"type": "Lowercase"},
+                                                "added_tokens": bpe["added_tokens"] + flagged(1024, *FLAGGED)}),
+    ]
+
+
+def random_texts(rng, count):
+    return ["".join(rng.choice(FLAGGED_PIECES) for _ in range(rng.randrange(1, 24))) for _ in range(count)]
+
+
+def random_ids(rng, tok, count):
+    """Id sequences drawn from the whole vocabulary, and half of the draws
+    from the added tokens and the tokens of one byte (so that sequences of
+    bytes break off, and added tokens stand between them)."""
+    size = tok.get_vocab_size()
+    added = sorted(tok.get_added_tokens_decoder())
+    single = [i for i in range(size) if len(tok.decode([i]).encode("utf-8")) == 1
+              or tok.id_to_token(i).startswith("<0x") or tok.decode([i]) == "\ufffd"]
+    out = []
+    for _ in range(count):
+        out.append([rng.choice(added + single) if rng.random() < 0.5 else rng.randrange(size)
+                    for _ in range(rng.randrange(1, 12))])
+    return out
+
+
 def set_path(spec, path, value):
     """spec with the field at the dotted path (list indices as numbers) set."""
     *parents, last = path.split(".")
@@ -342,8 +423,17 @@ def set_path(spec, path, value):
 
 
 def add_json_cases():
+    """json_cases.json: every variant's texts and ids; for the flagged ones
+    also seeded random texts, what tokenizers decodes their ids to, and
+    seeded random id sequences with their decoded text."""
+    import random
     import tokenizers
     variants = []
+    rng = random.Random(20250101)
+    flagged_names = set()
+    for name, base, fields in flagged_variants():
+        flagged_names.add(name)
+        VARIANTS.append((name, base, fields, FLAGGED_TEXTS + random_texts(rng, 40)))
     for name, base, fields, texts in VARIANTS:
         with open(os.path.join(OUT, base + ".json"), encoding="utf-8") as f:
             spec = json.load(f)
@@ -353,6 +443,11 @@ def add_json_cases():
         v = {"name": name, "base": base, "set": fields,
              "added_ids": [tok.token_to_id(a["content"]) for a in spec.get("added_tokens") or []],
              "texts": [{"text": t, "ids": tok.encode(t, add_special_tokens=False).ids} for t in texts]}
+        if name in flagged_names:
+            for c in v["texts"]:
+                c["decoded"] = tok.decode(c["ids"], skip_special_tokens=False)
+            v["decodes"] = [{"ids": ids, "text": tok.decode(ids, skip_special_tokens=False)}
+                            for ids in random_ids(rng, tok, 60)]
         variants.append(v)
     with open(os.path.join(OUT, "json_cases.json"), "w", encoding="utf-8") as f:
         json.dump({"made_by": "tokenizers " + tokenizers.__version__, "variants": variants}, f, ensure_ascii=False,

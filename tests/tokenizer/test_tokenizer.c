@@ -397,7 +397,6 @@ static void test_refuses_what_it_cannot_encode(void) {
   expect_refused("model.byte_fallback", "true", TESSEL_E_UNSUPPORTED, "model.byte_fallback");
   expect_refused("pre_tokenizer", "{\"type\": \"Whitespace\"}", TESSEL_E_UNSUPPORTED, "pre_tokenizer is Whitespace");
   expect_refused("decoder", "{\"type\": \"WordPiece\"}", TESSEL_E_UNSUPPORTED, "decoder WordPiece");
-  expect_refused("added_tokens.0.lstrip", "true", TESSEL_E_UNSUPPORTED, "<|endoftext|>.lstrip");
   expect_refused("model.merges.0", "[\"zz\", \"q\"]", TESSEL_E_IO, "merge 0");
   expect_refused("model.vocab.\xc4\xa0", "5000", TESSEL_E_IO, "ids must be dense");
   expect_refused("model.vocab.\xc4\xa0", "3", TESSEL_E_IO, "id 3 is both");

@@ -62,6 +62,14 @@ static const struct {
     {"sequence_nfc", TESSEL_OK, NULL},
     {"sequence_nfc_nfkc", TESSEL_E_UNSUPPORTED, "normalizer Sequence is not supported"},
     {"dropout_tenth", TESSEL_E_UNSUPPORTED, "model.dropout is set"},
+    /* added tokens of every flag combination: encoded and decoded as tokenizers does */
+    {"added_flags_nfc", TESSEL_OK, NULL},
+    {"added_flags_gpt2", TESSEL_OK, NULL},
+    {"added_flags_prefix_space", TESSEL_OK, NULL},
+    {"added_flags_sp", TESSEL_OK, NULL},
+    {"added_flags_sp_always", TESSEL_OK, NULL},
+    {"added_flags_sp_legacy", TESSEL_OK, NULL},
+    {"added_flags_lowercase", TESSEL_E_UNSUPPORTED, "normalizer Lowercase is not supported"},
 };
 
 /* Set root's field at a dotted path (list indices as numbers) to a copy of value. */
@@ -113,7 +121,43 @@ static void renumbered_needle(const cJSON *variant, char *needle, size_t cap) {
   REQUIRE(!"a renumbered variant whose ids tokenizers keeps");
 }
 
-/* Every text encodes to tokenizers' ids, and the ids decode back to it. */
+/* The text of ids (a JSON list) as the streaming decoder gives it, piece
+** by piece, in *out (heap). */
+static char *decode_ids(tsl_tokenizer *t, const cJSON *ids) {
+  tsl_tokenizer_decoder d;
+  tsl_token_vec text = {0}; /* bytes, one per int32: the sink grows it */
+  const cJSON *id;
+  const char *s;
+  size_t n;
+  tsl_tokenizer_decode_begin(&d, t);
+  cJSON_ArrayForEach(id, ids) {
+    REQUIRE(tsl_tokenizer_decode_next(&d, id->valueint, &s, &n) == TESSEL_OK);
+    for (size_t i = 0; i < n; i++) REQUIRE(tsl_token_vec_sink(&text, &(int32_t){(unsigned char)s[i]}, 1) == TESSEL_OK);
+  }
+  REQUIRE(tsl_tokenizer_decode_end(&d, &s, &n) == TESSEL_OK);
+  for (size_t i = 0; i < n; i++) REQUIRE(tsl_token_vec_sink(&text, &(int32_t){(unsigned char)s[i]}, 1) == TESSEL_OK);
+  tsl_tokenizer_decode_free(&d);
+  char *out = malloc(text.n + 1);
+  REQUIRE(out != NULL);
+  for (size_t i = 0; i < text.n; i++) out[i] = (char)text.ids[i];
+  out[text.n] = '\0';
+  tsl_token_vec_free(&text);
+  return out;
+}
+
+/* ids decode to tokenizers' text, byte for byte (what the fixture has when
+** it has it). */
+static void decodes_as_tokenizers(tsl_tokenizer *t, const cJSON *ids, const cJSON *want, const char *what) {
+  if (!want) return;
+  char *got = decode_ids(t, ids);
+  int same = strcmp(got, want->valuestring) == 0;
+  if (!same) fprintf(stderr, "%s: %s decodes to '%s', tokenizers to '%s'\n", tsl_tokenizer_name(t), what, got,
+                     want->valuestring);
+  CHECK(same);
+  free(got);
+}
+
+/* Every text encodes to tokenizers' ids, and ids decode to its text. */
 static void encodes_as_tokenizers(tsl_tokenizer *t, const cJSON *variant) {
   const cJSON *c;
   tsl_token_vec v = {0};
@@ -126,7 +170,10 @@ static void encodes_as_tokenizers(tsl_tokenizer *t, const cJSON *variant) {
     for (int i = 0; same && i < (int)v.n; i++) same = v.ids[i] == cJSON_GetArrayItem(want, i)->valueint;
     if (!same) fprintf(stderr, "%s: '%s' encodes otherwise than tokenizers\n", tsl_tokenizer_name(t), text);
     CHECK(same);
+    decodes_as_tokenizers(t, want, cJSON_GetObjectItem(c, "decoded"), text);
   }
+  cJSON_ArrayForEach(c, cJSON_GetObjectItem(variant, "decodes"))
+    decodes_as_tokenizers(t, cJSON_GetObjectItem(c, "ids"), cJSON_GetObjectItem(c, "text"), "random ids");
   tsl_token_vec_free(&v);
 }
 
