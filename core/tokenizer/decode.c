@@ -102,9 +102,10 @@ static tsl_status hold(tsl_tokenizer_decoder *d, const char *s, size_t n) {
   return TESSEL_OK;
 }
 
-void tsl_tokenizer_decode_begin(tsl_tokenizer_decoder *d, const tsl_tokenizer *t) {
+void tsl_tokenizer_decode_begin(tsl_tokenizer_decoder *d, const tsl_tokenizer *t, int continues) {
   memset(d, 0, sizeof *d);
   d->t = t;
+  d->emitted = continues;
 }
 
 tsl_status tsl_tokenizer_decode_next(tsl_tokenizer_decoder *d, int32_t id, const char **text, size_t *len) {

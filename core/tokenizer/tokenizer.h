@@ -129,7 +129,9 @@ typedef struct tsl_tokenizer_decoder {
   int emitted;       /* some text was given: the decoder's Strip is done */
 } tsl_tokenizer_decoder;
 
-void tsl_tokenizer_decode_begin(tsl_tokenizer_decoder *d, const tsl_tokenizer *t);
+/* `continues`: the ids continue a text already written (a prompt), so
+** the decoder's Strip drops no space at their start. */
+void tsl_tokenizer_decode_begin(tsl_tokenizer_decoder *d, const tsl_tokenizer *t, int continues);
 /* Decode one more id: *text, *len the text it completes (maybe none), valid
 ** until the next call. TESSEL_E_CONFIG for an id outside the vocabulary. */
 tsl_status tsl_tokenizer_decode_next(tsl_tokenizer_decoder *d, int32_t id, const char **text, size_t *len);

@@ -221,6 +221,23 @@ static void emit(const unsigned char *b, size_t n, int terminal, FILE *out) {
   fflush(out); /* stream: each token shows as it is drawn */
 }
 
+/* Write a drawn token: through the tokenizer's decoder (dec) as the text
+** tokenizers would decode, U+FFFD for bytes that are not UTF-8, a
+** character cut across tokens held back until the next completes it (b
+** NULL: the end, what is held back); or, without a tokenizer, its byte as
+** it is. */
+static tsl_status emit_token(tsl_tokenizer_decoder *dec, int32_t tok, const unsigned char *b, size_t n, int terminal,
+                             FILE *out) {
+  const char *text;
+  if (dec) {
+    tsl_status st = b ? tsl_tokenizer_decode_next(dec, tok, &text, &n) : tsl_tokenizer_decode_end(dec, &text, &n);
+    if (st < 0) return st;
+    b = (const unsigned char *)text;
+  }
+  emit(b, n, terminal, out);
+  return TESSEL_OK;
+}
+
 tsl_status tsl_sample(const tsl_settings *given, tsl_tensor_fn src, void *src_ctx, const tsl_sample_opts *o,
                       FILE *out) {
   tsl_status st;
@@ -236,12 +253,14 @@ tsl_status tsl_sample(const tsl_settings *given, tsl_tensor_fn src, void *src_ct
   ** no text and are never drawn */
   int drawable = o->tokenizer ? tsl_tokenizer_vocab_size(o->tokenizer) : V;
   tsl_token_vec prompt = {0};
+  tsl_tokenizer_decoder dec = {0}; /* the text of the tokens drawn, after the prompt as written */
   int32_t stops[TSL_CKPT_MAX_EOS];
   int n_stops = stop_ids(o, stops);
   if ((st = prompt_ids(o, V, &prompt)) < 0) {
     tsl_token_vec_free(&prompt);
     return st;
   }
+  if (o->tokenizer) tsl_tokenizer_decode_begin(&dec, o->tokenizer, 1);
   /* the model sees as much of the text as it is made for (model.positions),
   ** not only the seq_len it trained at: the last `positions` tokens, a
   ** window that slides once the text is longer (GPT-2 has no position past
@@ -305,7 +324,7 @@ tsl_status tsl_sample(const tsl_settings *given, tsl_tensor_fn src, void *src_ct
     unsigned char byte;
     size_t n;
     const unsigned char *b = token_bytes(o, tok, &byte, &n);
-    emit(b, n, terminal, out);
+    TSL_TRY(st, emit_token(o->tokenizer ? &dec : NULL, tok, b, n, terminal, out));
     if (o->n_stop == 0) continue;
     TSL_TRY(st, remember(&text, &text_len, &text_cap, b, n));
     if (stop_string_ends(o, text, text_len, n)) {
@@ -315,8 +334,10 @@ tsl_status tsl_sample(const tsl_settings *given, tsl_tensor_fn src, void *src_ct
   }
   /* the prompt only once a token is drawn: a refusal leaves out untouched */
   if (o->tokens == 0) emit((const unsigned char *)o->prompt, strlen(o->prompt), terminal, out);
+  if (o->tokenizer) TSL_TRY(st, emit_token(&dec, -1, NULL, 0, terminal, out));
   fputc('\n', out);
 fail:
+  tsl_tokenizer_decode_free(&dec);
   free(whole);
   free(row);
   free(scratch);

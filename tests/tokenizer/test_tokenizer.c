@@ -535,6 +535,63 @@ static void test_hash(void) {
   free(json);
 }
 
+/* The id of the one token text[0, len) encodes to (no prefix ▁ put before it). */
+static int32_t one_id(tsl_tokenizer *t, const char *text, size_t len) {
+  tsl_token_vec v = {0};
+  encode(t, text, len, TSL_TOK_CONTINUED, &v);
+  REQUIRE(v.n == 1);
+  int32_t id = v.ids[0];
+  tsl_token_vec_free(&v);
+  return id;
+}
+
+/* Decode one id: the text it gives matches want. */
+static void next_gives(tsl_tokenizer_decoder *d, int32_t id, const char *want) {
+  const char *s;
+  size_t n;
+  REQUIRE(tsl_tokenizer_decode_next(d, id, &s, &n) == TESSEL_OK);
+  CHECK(n == strlen(want) && memcmp(s, want, n) == 0);
+}
+
+/* Streaming: the first byte of é gives nothing until the second completes
+** it; a byte that cannot go on becomes U+FFFD at once; a character cut off
+** by the end becomes one at the end. Under SentencePiece's ByteFallback a
+** run of <0xNN> waits for the token after it, and is U+FFFD for each of its
+** tokens where any part is broken (as tokenizers decodes them). */
+static void test_decoder_holds_back(void) {
+  tsl_tokenizer *t = load("gpt2_1024");
+  int32_t c3 = one_id(t, "\xc3", 1), a9 = one_id(t, "\xa9", 1), x = one_id(t, "x", 1);
+  tsl_tokenizer_decoder d;
+  const char *s;
+  size_t n;
+  tsl_tokenizer_decode_begin(&d, t, 0);
+  next_gives(&d, c3, "");
+  next_gives(&d, a9, "\xc3\xa9");
+  next_gives(&d, c3, "");
+  next_gives(&d, x, "\xef\xbf\xbdx");
+  next_gives(&d, a9, "\xef\xbf\xbd");
+  next_gives(&d, c3, "");
+  REQUIRE(tsl_tokenizer_decode_end(&d, &s, &n) == TESSEL_OK);
+  CHECK(n == 3 && memcmp(s, "\xef\xbf\xbd", 3) == 0);
+  CHECK(tsl_tokenizer_decode_next(&d, 5000, &s, &n) == TESSEL_E_CONFIG);
+  tsl_tokenizer_decode_free(&d);
+  tsl_tokenizer_free(t);
+  t = load("sp_1000");
+  int32_t b3 = one_id(t, "\xc3", 1), b9 = one_id(t, "\xa9", 1), sp = one_id(t, " ", 1);
+  tsl_tokenizer_decode_begin(&d, t, 0);
+  next_gives(&d, sp, "");          /* Strip: the first space of the text */
+  next_gives(&d, b3, "");
+  next_gives(&d, b9, "");
+  next_gives(&d, one_id(t, "x", 1), "\xc3\xa9x");
+  next_gives(&d, b3, "");
+  next_gives(&d, b9, "");
+  next_gives(&d, b9, "");
+  REQUIRE(tsl_tokenizer_decode_end(&d, &s, &n) == TESSEL_OK);
+  CHECK(n == 9 && memcmp(s, "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd", 9) == 0);
+  tsl_tokenizer_decode_free(&d);
+  tsl_tokenizer_free(t);
+}
+
 int main(void) {
   RUN(test_ids_match_tokenizers);
   RUN(test_invalid_utf8_round_trips);
@@ -547,5 +604,6 @@ int main(void) {
   RUN(test_cut_encodes_apart);
   RUN(test_sentencepiece_refusals);
   RUN(test_sentencepiece_cuts_and_hash);
+  RUN(test_decoder_holds_back);
   return HARNESS_EXIT();
 }

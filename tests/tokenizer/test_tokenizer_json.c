@@ -129,7 +129,7 @@ static char *decode_ids(tsl_tokenizer *t, const cJSON *ids) {
   const cJSON *id;
   const char *s;
   size_t n;
-  tsl_tokenizer_decode_begin(&d, t);
+  tsl_tokenizer_decode_begin(&d, t, 0);
   cJSON_ArrayForEach(id, ids) {
     REQUIRE(tsl_tokenizer_decode_next(&d, id->valueint, &s, &n) == TESSEL_OK);
     for (size_t i = 0; i < n; i++) REQUIRE(tsl_token_vec_sink(&text, &(int32_t){(unsigned char)s[i]}, 1) == TESSEL_OK);

@@ -18,7 +18,8 @@ static const struct option train_longs[] = {{"vocab", required_argument, 0, 'v'}
                                             {"special", required_argument, 0, 's'}, {"min-frequency", required_argument, 0, 'm'},
                                             {"pattern", required_argument, 0, 'p'}, {0, 0, 0, 0}};
 static const tsl_options train_options = {"o:", train_longs};
-static const struct option encode_longs[] = {{"count", no_argument, 0, 'c'}, {"ordinary", no_argument, 0, 'r'}, {0, 0, 0, 0}};
+static const struct option encode_longs[] = {{"count", no_argument, 0, 'c'}, {"ordinary", no_argument, 0, 'r'},
+                                             {"bytes", no_argument, 0, 'b'}, {0, 0, 0, 0}};
 static const tsl_options encode_options = {"", encode_longs};
 
 const tsl_command tsl_cmd_tokenizer = {
@@ -26,7 +27,7 @@ const tsl_command tsl_cmd_tokenizer = {
     "usage: tessel tokenizer train FILE... --vocab N -o tokenizer.json [--special TOKEN]... [--min-frequency N]\n"
     "                              [--pattern gpt2|llama3|qwen2|REGEX]\n"
     "       tessel tokenizer encode TOKENIZER [FILE] [--count] [--ordinary]\n"
-    "       tessel tokenizer decode TOKENIZER [FILE]\n"
+    "       tessel tokenizer decode TOKENIZER [FILE] [--bytes]\n"
     "       tessel tokenizer info TOKENIZER\n\n"
     "train    learns a byte-level BPE of N tokens from the files (each file one text) as Hugging Face\n"
     "         tokenizers' BpeTrainer does given each file's whole text (train_from_iterator; its train(files)\n"
@@ -42,7 +43,9 @@ const tsl_command tsl_cmd_tokenizer = {
     "         Input files that hold no bytes at all are refused, as data prepare refuses them.\n"
     "encode   prints the ids of FILE (default: standard input) on one line; --count prints only how many;\n"
     "         added tokens such as <|endoftext|> in the text are recognised unless --ordinary.\n"
-    "decode   reads ids (separated by white space) and writes the bytes they stand for.\n"
+    "decode   reads ids (separated by white space) and writes their text as Hugging Face tokenizers' decode\n"
+    "         does (U+FFFD where their bytes are not UTF-8), each as soon as it is whole; --bytes writes\n"
+    "         the bytes they stand for instead, exactly (what encode read, invalid UTF-8 included).\n"
     "info     prints the vocabulary size, the end-of-text id and the tokenizer's hash.\n"
     "TOKENIZER is a Hugging Face tokenizer.json of a byte-level BPE (GPT-2, Llama 3, or one trained here).\n",
     tokenizer_cmd, (const tsl_options *const[]){&train_options, &encode_options, NULL}};
@@ -190,40 +193,60 @@ static int next_id(id_source *s, long long *id, char shown[SHOWN + 4]) {
   return 1;
 }
 
-static int decode(tsl_tokenizer *t, const char *path) {
+/* Write the text of id (or, with `bytes`, its bytes: the first id's less
+** the space the decoder's Strip drops). */
+static tsl_status write_id(tsl_tokenizer_decoder *d, int32_t id, int bytes, int first) {
+  const char *s;
+  size_t n;
+  if (bytes) {
+    s = (first ? tsl_tokenizer_first_token : tsl_tokenizer_token)(d->t, id, &n);
+  } else {
+    tsl_status st = tsl_tokenizer_decode_next(d, id, &s, &n);
+    if (st < 0) return st;
+  }
+  fwrite(s, 1, n, stdout);
+  return TESSEL_OK;
+}
+
+static int decode(tsl_tokenizer *t, const char *path, int bytes) {
   char *text = NULL, word[SHOWN + 4];
   size_t len = 0;
   long long id;
   int rc = TSL_EXIT_OK, got, first = 1;
-  if (path) {
-    tsl_status st = tsl_read_file(path, &text, &len);
-    if (st < 0) return tsl_fail(st);
-  }
+  tsl_status st;
+  tsl_tokenizer_decoder d;
+  if (path && (st = tsl_read_file(path, &text, &len)) < 0) return tsl_fail(st);
+  tsl_tokenizer_decode_begin(&d, t, 0);
   id_source src = {path ? NULL : stdin, text, text + len};
   const char *name = path ? path : "standard input";
   while (rc == TSL_EXIT_OK && (got = next_id(&src, &id, word)) != 0) {
     size_t n;
-    const char *(*token)(const tsl_tokenizer *, int32_t, size_t *) =
-        first ? tsl_tokenizer_first_token : tsl_tokenizer_token;
-    const char *s = got > 0 && id >= INT32_MIN && id <= INT32_MAX ? token(t, (int32_t)id, &n) : NULL;
-    first = 0;
+    int known = got > 0 && id >= INT32_MIN && id <= INT32_MAX && tsl_tokenizer_token(t, (int32_t)id, &n);
     /* each id named as written: one past int64 is not the LLONG_MAX it saturates to */
     if (got < 0)
       rc = tsl_fail(tsl_error(TESSEL_E_CONFIG, "%s: expected whole-number ids, got '%s'", name, word));
-    else if (!s)
+    else if (!known)
       rc = tsl_fail(tsl_error(TESSEL_E_CONFIG, "id %s is outside the vocabulary of %s (%d tokens)", word,
                               tsl_tokenizer_name(t), tsl_tokenizer_vocab_size(t)));
-    else
-      fwrite(s, 1, n, stdout);
+    else if ((st = write_id(&d, (int32_t)id, bytes, first)) < 0)
+      rc = tsl_fail(st);
+    first = 0;
   }
   if (rc == TSL_EXIT_OK && !path && ferror(stdin))
     rc = tsl_fail(tsl_error(TESSEL_E_IO, "standard input: cannot read: %s", strerror(errno)));
+  const char *rest;
+  size_t n;
+  if (rc == TSL_EXIT_OK && !bytes) {
+    if ((st = tsl_tokenizer_decode_end(&d, &rest, &n)) < 0) rc = tsl_fail(st);
+    else fwrite(rest, 1, n, stdout);
+  }
+  tsl_tokenizer_decode_free(&d);
   free(text);
   return rc;
 }
 
 static int tokenizer_cmd(int argc, char **argv) {
-  int c, count = 0, ordinary = 0;
+  int c, count = 0, ordinary = 0, bytes = 0;
   if (argc < 2) return tsl_usage_error(&tsl_cmd_tokenizer, "expected train, encode, decode or info");
   const char *verb = argv[1];
   if (strcmp(verb, "train") == 0) return train(argc - 1, argv + 1);
@@ -234,6 +257,7 @@ static int tokenizer_cmd(int argc, char **argv) {
   while ((c = tsl_getopt(argc, argv, &encode_options)) != -1) {
     if (c == 'c' && strcmp(verb, "encode") == 0) count = 1;
     else if (c == 'r' && strcmp(verb, "encode") == 0) ordinary = 1;
+    else if (c == 'b' && strcmp(verb, "decode") == 0) bytes = 1;
     else return tsl_usage_error(&tsl_cmd_tokenizer, "bad option for %s", verb);
   }
   int rest = argc - optind, max_rest = strcmp(verb, "info") == 0 ? 1 : 2;
@@ -247,7 +271,7 @@ static int tokenizer_cmd(int argc, char **argv) {
   if (strcmp(verb, "encode") == 0) {
     rc = encode(t, file, count, ordinary);
   } else if (strcmp(verb, "decode") == 0) {
-    rc = decode(t, file);
+    rc = decode(t, file, bytes);
   } else {
     printf("vocab_size %d\neot %d\nhash %016" PRIx64 "\n", tsl_tokenizer_vocab_size(t), tsl_tokenizer_eot(t),
            tsl_tokenizer_hash(t));
