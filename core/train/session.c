@@ -75,20 +75,29 @@ static void finalize_mpi(void) {
   tsl_world_finalize(&w);
 }
 
-tessel_status tessel_run_open(const char *config, const char *const *sets, int n_sets, tessel_run **out) {
-  tsl_world w;
-  tsl_error_clear();
+/* The arguments of tessel_run_open, checked on this rank alone. */
+static tsl_status check_open_args(const char *config, const char *const *sets, int n_sets, tessel_run **out) {
   if (!out) return tsl_error(TESSEL_E_CONFIG, "tessel_run_open: out is NULL (where would the run go?)");
-  *out = NULL;
   if (!config || n_sets < 0 || (n_sets > 0 && !sets))
     return tsl_error(TESSEL_E_CONFIG, "tessel_run_open: a config path and n_sets ≥ 0 --set strings are required");
   for (int i = 0; i < n_sets; i++)
     if (!sets[i]) return tsl_error(TESSEL_E_CONFIG, "tessel_run_open: sets[%d] is NULL (n_sets is %d)", i, n_sets);
+  return TESSEL_OK;
+}
+
+/* MPI starts before the arguments are checked: a rank that returned at a
+** bad argument of its own would leave the others waiting in MPI_Init, or
+** in the open's first agreement, for ever. */
+tessel_status tessel_run_open(const char *config, const char *const *sets, int n_sets, tessel_run **out) {
+  tsl_world w;
+  tsl_error_clear();
+  if (out) *out = NULL;
   tsl_status st = tsl_world_init(NULL, NULL, &w);
   if (st < 0) return st;
   if (w.owns_mpi) atexit(finalize_mpi);
   w.owns_mpi = 0;
   w.quiet_errors = 1;
+  if ((st = tsl_world_first_failure(&w, check_open_args(config, sets, n_sets, out))) < 0) return st;
   /* a failure inside a step on some ranks only leaves the others in a
   ** collective: ending the job is the alternative to a hang */
   tsl_train_opts opts = {.world_abort = w.size > 1};

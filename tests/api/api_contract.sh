@@ -1,0 +1,33 @@
+# Promises of tessel/tessel.h that a program sees only from outside the
+# library (tests/api/api_contract.c): a bad argument on one rank fails
+# tessel_run_open on every rank instead of leaving the others waiting.
+set -euo pipefail
+CONTRACT=$1; SRC=$2; TMP=$3
+WORK=$TMP/api_contract.$$
+rm -rf "$WORK"; mkdir -p "$WORK"; cd "$SRC"
+fail() { echo "FAIL: $*" >&2; exit 1; }
+cat >"$WORK/run.yaml" <<YAML
+model: {layers: 2, heads: 2, channels: 32, seq_len: 16}
+data: {text: ["$SRC/core/config/*.c"], dir: $WORK/data}
+train: {steps: 4, batch_size: 4, sample_tokens: 0, eval_every: 0}
+device: {threads: 1}
+log: {progress: never, level: warn}
+YAML
+MPI=(mpirun -n 2 --oversubscribe)
+[ "$(id -u)" -eq 0 ] && MPI+=(--allow-run-as-root)
+
+# a NULL config on one rank: that rank returned at once and the other waited
+# in MPI_Init for ever
+for bad in 0 1; do
+  set +e
+  API_CONTRACT_BAD_RANK=$bad timeout 60 "${MPI[@]}" -x API_CONTRACT_BAD_RANK "$CONTRACT" open-args "$WORK/run.yaml" \
+    log.dir="$WORK/open-args" plugin.name=ddp train.comm_timeout=20s >"$WORK/open-args.out" 2>"$WORK/open-args.err"
+  rc=$?
+  set -e
+  [ $rc -eq 0 ] && [ "$(grep -c "^open refused: " "$WORK/open-args.out")" -eq 2 ] &&
+    grep -q "^open refused: rank $bad failed (config error); see its message" "$WORK/open-args.out" &&
+    grep -q "^open refused: tessel_run_open: a config path" "$WORK/open-args.out" ||
+    { cat "$WORK/open-args.out" "$WORK/open-args.err" >&2; fail "a NULL config on rank $bad (exit $rc)"; }
+done
+echo "ok: a bad argument to tessel_run_open on one rank fails the open on both, naming that rank"
+rm -rf "$WORK"
