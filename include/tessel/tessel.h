@@ -38,7 +38,8 @@
 ** Calls of one thread at a time. Opening a run sets the process's OpenMP
 ** thread count to the run's device.threads (and OpenBLAS's to 1, since
 ** tessel runs one BLAS call per OpenMP thread); runs open at the same time
-** share them, so give them the same device.threads.
+** share them, so give them the same device.threads. Closing the last open
+** run sets both back to what they were before the first was opened.
 **
 ** Versioning: tessel_step_info is a sized struct — set .size to sizeof
 ** before the call; tessel writes no more than that and keeps it, so a

@@ -28,17 +28,27 @@ static int address_space_limited(void) {
   return getrlimit(RLIMIT_AS, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY;
 }
 
+/* The OpenMP and OpenBLAS thread counts of the process before the first of
+** the CPU backends started now set them: the last one to shut down gives
+** them back, so a program that embeds tessel (tessel.h) has its own
+** threads again once its runs are closed. */
+static int live_backends, program_omp_threads, program_blas_threads;
+
 /* opts->threads (> 0) sets the OpenMP team size; 0 leaves OpenMP's default
 ** (all cores, or OMP_NUM_THREADS). That team runs every kernel, sgemm
 ** included: OpenBLAS itself is set to one thread and called once per team
 ** member on its own block (see matmul.c for why one pool, not two). */
 static int cpu_init(tsl_backend *be, const tsl_backend_opts *opts) {
+  cpu_ctx *ctx = calloc(1, sizeof *ctx);
+  if (!ctx) return TESSEL_E_NOMEM;
+  if (live_backends++ == 0) {
+    program_omp_threads = omp_get_max_threads();
+    program_blas_threads = openblas_get_num_threads();
+  }
   if (opts && TESSEL_HAS(opts, tsl_backend_opts, threads) && opts->threads > 0)
     omp_set_num_threads(opts->threads);
   const int pool = tsl_cpu_blas_pool_started();
   openblas_set_num_threads(1);
-  cpu_ctx *ctx = calloc(1, sizeof *ctx);
-  if (!ctx) return TESSEL_E_NOMEM;
   /* openblas_get_config() reads "OpenBLAS 0.3.21 DYNAMIC_ARCH ...": keep
   ** the version, the second word. */
   char version[32] = "?";
@@ -67,8 +77,12 @@ static int cpu_init(tsl_backend *be, const tsl_backend_opts *opts) {
 }
 
 static void cpu_shutdown(tsl_backend *be) {
+  if (!be->ctx) return;
   free(be->ctx);
   be->ctx = NULL;
+  if (--live_backends > 0) return;
+  omp_set_num_threads(program_omp_threads);
+  openblas_set_num_threads(program_blas_threads);
 }
 
 static uint64_t cpu_device_free_bytes(tsl_backend *be) { return UINT64_MAX; }

@@ -7,9 +7,16 @@
 ** open-args   the rank whose OMPI_COMM_WORLD_RANK is API_CONTRACT_BAD_RANK
 **             opens with a NULL config, the others correctly: every rank
 **             must be refused ("open refused: MESSAGE"), none may wait.
+** threads     two runs, the second with the last KEY=VALUE alone (its
+**             log.dir), open at once and closed in the order opened: while
+**             one is open the OpenMP and OpenBLAS thread counts are the
+**             runs' (device.threads: 1, and 1), and after the last close
+**             they are the program's again.
 **
 ** Exit 0 when the scenario's promise holds, 1 (with why) when it does not.
 */
+#include <cblas.h>
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,11 +40,36 @@ static int open_args(const char *config, const char *const *sets, int n_sets) {
   return 0;
 }
 
+/* Whether OpenMP and OpenBLAS run `omp` and `blas` threads now; says so
+** (`when`) when they do not. */
+static int threads_are(int omp, int blas, const char *when) {
+  if (omp_get_max_threads() == omp && openblas_get_num_threads() == blas) return 1;
+  fprintf(stderr, "api_contract: %s: OpenMP has %d threads and OpenBLAS %d, not %d and %d\n", when,
+          omp_get_max_threads(), openblas_get_num_threads(), omp, blas);
+  return 0;
+}
+
+static int threads(const char *config, const char *const *sets, int n_sets, const char *second_dir) {
+  const int omp = omp_get_max_threads(), blas = openblas_get_num_threads();
+  tessel_run *first = NULL, *second = NULL;
+  printf("program: OpenMP %d threads, OpenBLAS %d\n", omp, blas);
+  if (tessel_run_open(config, sets, n_sets, &first) < 0) return broken(tessel_last_error());
+  int ok = threads_are(1, 1, "the first run open") && tessel_run_step(first, NULL) >= 0;
+  const char *second_sets[] = {second_dir};
+  if (ok && tessel_run_open(config, second_sets, 1, &second) < 0) ok = !broken(tessel_last_error());
+  tessel_run_close(first);
+  ok = ok && threads_are(1, 1, "the first run closed, the second open") && tessel_run_step(second, NULL) >= 0;
+  tessel_run_close(second);
+  ok = ok && threads_are(omp, blas, "both runs closed");
+  return ok ? 0 : 1;
+}
+
 int main(int argc, char **argv) {
   if (argc < 3) return broken("usage: api_contract SCENARIO CONFIG [KEY=VALUE...]");
   const char *scenario = argv[1], *config = argv[2];
   const char *const *sets = (const char *const *)argv + 3;
   int n_sets = argc - 3;
   if (strcmp(scenario, "open-args") == 0) return open_args(config, sets, n_sets);
+  if (strcmp(scenario, "threads") == 0 && n_sets > 1) return threads(config, sets, n_sets - 1, sets[n_sets - 1]);
   return broken("unknown scenario");
 }

@@ -1,6 +1,8 @@
 # Promises of tessel/tessel.h that a program sees only from outside the
 # library (tests/api/api_contract.c): a bad argument on one rank fails
-# tessel_run_open on every rank instead of leaving the others waiting.
+# tessel_run_open on every rank instead of leaving the others waiting; the
+# program's OpenMP and OpenBLAS thread counts are its own again once its
+# runs are closed.
 set -euo pipefail
 CONTRACT=$1; SRC=$2; TMP=$3
 WORK=$TMP/api_contract.$$
@@ -30,4 +32,10 @@ for bad in 0 1; do
     { cat "$WORK/open-args.out" "$WORK/open-args.err" >&2; fail "a NULL config on rank $bad (exit $rc)"; }
 done
 echo "ok: a bad argument to tessel_run_open on one rank fails the open on both, naming that rank"
+# the runs set OpenMP and OpenBLAS to their threads and left them so after
+# the close: the program went on with 1 thread where it had asked for 3
+OMP_NUM_THREADS=3 OPENBLAS_NUM_THREADS=2 "$CONTRACT" threads "$WORK/run.yaml" log.dir="$WORK/threads1" \
+  log.dir="$WORK/threads2" >"$WORK/threads.out" 2>&1 || { cat "$WORK/threads.out" >&2; fail "thread counts after close"; }
+grep -q "^program: OpenMP 3 threads, OpenBLAS 2$" "$WORK/threads.out" || { cat "$WORK/threads.out" >&2; fail "threads: the program's own counts"; }
+echo "ok: the program's OpenMP and OpenBLAS thread counts (3, 2) are its own again after its last run closed"
 rm -rf "$WORK"
