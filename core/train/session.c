@@ -15,6 +15,7 @@ struct tessel_run {
   tsl_runtime rt;
   tsl_run_dir dir;
   tsl_trainer *trainer;
+  int counted; /* opened by tessel_run_open: one of open_runs */
 };
 
 tsl_status tsl_session_open(const tsl_world *w, const char *config, const char *const *sets, int n_sets,
@@ -75,6 +76,30 @@ static void finalize_mpi(void) {
   tsl_world_finalize(&w);
 }
 
+/* Runs of tessel_run_open not yet closed, and the MPI_COMM_WORLD error
+** handler MPI had before the first of them: a program that started MPI
+** itself gets it back when its last run closes. tessel's calls need
+** MPI_ERRORS_RETURN on the world (tsl_world_init sets it); the program's
+** own MPI calls may rely on MPI's default, MPI_ERRORS_ARE_FATAL. */
+static int open_runs;
+static MPI_Errhandler program_errhandler = MPI_ERRHANDLER_NULL;
+
+static void keep_program_errhandler(void) {
+  tsl_world w;
+  if (open_runs == 0 && program_errhandler == MPI_ERRHANDLER_NULL && running_world(&w))
+    MPI_Comm_get_errhandler(MPI_COMM_WORLD, &program_errhandler);
+}
+
+static void give_back_program_errhandler(void) {
+  tsl_world w;
+  if (program_errhandler == MPI_ERRHANDLER_NULL) return;
+  if (running_world(&w)) { /* else the program finalised MPI, and the handler with it */
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, program_errhandler);
+    MPI_Errhandler_free(&program_errhandler);
+  }
+  program_errhandler = MPI_ERRHANDLER_NULL;
+}
+
 /* The arguments of tessel_run_open, checked on this rank alone. */
 static tsl_status check_open_args(const char *config, const char *const *sets, int n_sets, tessel_run **out) {
   if (!out) return tsl_error(TESSEL_E_CONFIG, "tessel_run_open: out is NULL (where would the run go?)");
@@ -92,16 +117,23 @@ tessel_status tessel_run_open(const char *config, const char *const *sets, int n
   tsl_world w;
   tsl_error_clear();
   if (out) *out = NULL;
+  keep_program_errhandler();
   tsl_status st = tsl_world_init(NULL, NULL, &w);
-  if (st < 0) return st;
-  if (w.owns_mpi) atexit(finalize_mpi);
+  if (st >= 0 && w.owns_mpi) atexit(finalize_mpi);
   w.owns_mpi = 0;
   w.quiet_errors = 1;
-  if ((st = tsl_world_first_failure(&w, check_open_args(config, sets, n_sets, out))) < 0) return st;
+  if (st >= 0) st = tsl_world_first_failure(&w, check_open_args(config, sets, n_sets, out));
   /* a failure inside a step on some ranks only leaves the others in a
   ** collective: ending the job is the alternative to a hang */
   tsl_train_opts opts = {.world_abort = w.size > 1};
-  return tsl_session_open(&w, config, sets, n_sets, &opts, out);
+  if (st >= 0) st = tsl_session_open(&w, config, sets, n_sets, &opts, out);
+  if (st >= 0) {
+    (*out)->counted = 1;
+    open_runs++;
+  } else if (open_runs == 0) {
+    give_back_program_errhandler();
+  }
+  return st;
 }
 
 /* A run handle the calls can use: NULL is a caller's mistake, reported. */
@@ -169,6 +201,7 @@ void tessel_run_close(tessel_run *run) {
   tsl_trainer_close(run->trainer);
   tsl_run_dir_close(&run->dir);
   tsl_runtime_destroy(&run->rt);
+  if (run->counted && --open_runs == 0) give_back_program_errhandler();
   free(run);
 }
 

@@ -23,7 +23,8 @@
 ** the program and makes the same calls in the same order — every call but
 ** tessel_last_error and tessel_run_last_step is collective. tessel starts
 ** MPI when the program has not (then it finalises it at exit) and joins it
-** when it has.
+** when it has: while runs are open, MPI_COMM_WORLD's error handler is
+** MPI_ERRORS_RETURN, and closing the last gives the program's back.
 **
 ** Errors: a call returns TESSEL_OK (0) or a negative tessel_status
 ** (tessel/plugin.h); tessel_last_error() says what failed and where, as

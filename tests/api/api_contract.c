@@ -12,10 +12,14 @@
 **             one is open the OpenMP and OpenBLAS thread counts are the
 **             runs' (device.threads: 1, and 1), and after the last close
 **             they are the program's again.
+** mpi-owned   the program starts MPI itself and sets MPI_COMM_WORLD's
+**             error handler to MPI_ERRORS_ARE_FATAL; after a run was opened,
+**             stepped and closed, the handler is that one again.
 **
 ** Exit 0 when the scenario's promise holds, 1 (with why) when it does not.
 */
 #include <cblas.h>
+#include <mpi.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,6 +68,23 @@ static int threads(const char *config, const char *const *sets, int n_sets, cons
   return ok ? 0 : 1;
 }
 
+static int mpi_owned(const char *config, const char *const *sets, int n_sets) {
+  int provided, ok = 1;
+  tessel_run *run = NULL;
+  MPI_Errhandler handler;
+  MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided);
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+  if (tessel_run_open(config, sets, n_sets, &run) < 0 || tessel_run_step(run, NULL) < 0)
+    ok = !broken(tessel_last_error());
+  tessel_run_close(run);
+  MPI_Comm_get_errhandler(MPI_COMM_WORLD, &handler);
+  if (ok && handler != MPI_ERRORS_ARE_FATAL)
+    ok = !broken("MPI_COMM_WORLD's error handler is not the program's after its run closed");
+  MPI_Errhandler_free(&handler);
+  MPI_Finalize();
+  return ok ? 0 : 1;
+}
+
 int main(int argc, char **argv) {
   if (argc < 3) return broken("usage: api_contract SCENARIO CONFIG [KEY=VALUE...]");
   const char *scenario = argv[1], *config = argv[2];
@@ -71,5 +92,6 @@ int main(int argc, char **argv) {
   int n_sets = argc - 3;
   if (strcmp(scenario, "open-args") == 0) return open_args(config, sets, n_sets);
   if (strcmp(scenario, "threads") == 0 && n_sets > 1) return threads(config, sets, n_sets - 1, sets[n_sets - 1]);
+  if (strcmp(scenario, "mpi-owned") == 0) return mpi_owned(config, sets, n_sets);
   return broken("unknown scenario");
 }

@@ -1,8 +1,8 @@
 # Promises of tessel/tessel.h that a program sees only from outside the
 # library (tests/api/api_contract.c): a bad argument on one rank fails
 # tessel_run_open on every rank instead of leaving the others waiting; the
-# program's OpenMP and OpenBLAS thread counts are its own again once its
-# runs are closed.
+# program's OpenMP and OpenBLAS thread counts, and the error handler of
+# the MPI it started itself, are its own again once its runs are closed.
 set -euo pipefail
 CONTRACT=$1; SRC=$2; TMP=$3
 WORK=$TMP/api_contract.$$
@@ -38,4 +38,13 @@ OMP_NUM_THREADS=3 OPENBLAS_NUM_THREADS=2 "$CONTRACT" threads "$WORK/run.yaml" lo
   log.dir="$WORK/threads2" >"$WORK/threads.out" 2>&1 || { cat "$WORK/threads.out" >&2; fail "thread counts after close"; }
 grep -q "^program: OpenMP 3 threads, OpenBLAS 2$" "$WORK/threads.out" || { cat "$WORK/threads.out" >&2; fail "threads: the program's own counts"; }
 echo "ok: the program's OpenMP and OpenBLAS thread counts (3, 2) are its own again after its last run closed"
+# a program that started MPI itself found MPI_COMM_WORLD's error handler
+# MPI_ERRORS_RETURN after its run closed: its own MPI errors no longer ended it
+for ranks in 1 2; do
+  launch=()
+  [ $ranks -gt 1 ] && launch=("${MPI[@]}")
+  "${launch[@]}" "$CONTRACT" mpi-owned "$WORK/run.yaml" log.dir="$WORK/mpi-owned$ranks" plugin.name=ddp \
+    >"$WORK/mpi-owned.out" 2>&1 || { cat "$WORK/mpi-owned.out" >&2; fail "the program's MPI error handler ($ranks ranks)"; }
+done
+echo "ok: the program's own MPI_COMM_WORLD error handler is back after its run closed (1 and 2 ranks)"
 rm -rf "$WORK"
