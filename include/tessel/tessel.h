@@ -21,14 +21,17 @@
 **
 ** Processes: each process is one rank. Under mpirun or srun every rank runs
 ** the program and makes the same calls in the same order — every call but
-** tessel_last_error and tessel_run_last_step is collective. tessel starts
-** MPI when the program has not (then it finalises it at exit) and joins it
-** when it has: while runs are open, MPI_COMM_WORLD's error handler is
-** MPI_ERRORS_RETURN, and closing the last gives the program's back.
+** tessel_version, tessel_last_error and tessel_run_last_step is
+** collective. tessel starts MPI when the program has not (then it
+** finalises it at exit) and joins it when it has: while runs are open,
+** MPI_COMM_WORLD's error handler is MPI_ERRORS_RETURN, and closing the last
+** gives the program's back.
 **
 ** Errors: a call returns TESSEL_OK (0) or a negative tessel_status
 ** (tessel/plugin.h); tessel_last_error() says what failed and where, as
-** the command line prints it; the library itself prints no error. A config
+** the command line prints it; the library itself prints no error (it logs
+** on rank 0's stderr as `tessel run` does — the banner, step lines,
+** checkpoints, warnings — as log.level says: `error` silences it). A config
 ** mistake reads FILE:LINE:COL. When one rank fails, every rank's call
 ** fails, and a rank that did not fail itself names the first one that did
 ** (a mistake in the arguments on one rank included) — except inside a
@@ -42,9 +45,26 @@
 ** share them, so give them the same device.threads. Closing the last open
 ** run sets both back to what they were before the first was opened.
 **
+** Signals: the library catches no stop signal. SIGTERM, SIGINT, SIGHUP do
+** to the program what it makes of them (by default they end it, and the
+** steps since the last checkpoint are lost); `tessel run` catches them to
+** stop after the step with a checkpoint. A program that wants the same
+** stops stepping when its handler says so and calls tessel_run_save —
+** every rank, so the ranks must agree first that they stop (MPI_Allreduce
+** of the flag after each step). What stays after the last close, until
+** the process ends: MPI, when tessel started it (its threads, files and
+** Open MPI's handlers of SIGSEGV, SIGBUS, SIGFPE, SIGABRT; and
+** OMPI_MCA_plm=isolated in the environment of a process no launcher
+** started), tessel's handler of SIGCONT when the program had none (it
+** tells a stopped rank from a stuck one), and, once a strategy plugin or
+** the CUDA backend was loaded (neither is ever unloaded), tessel's
+** handlers of SIGSEGV, SIGBUS, SIGFPE, SIGILL and SIGABRT, which name the
+** library a crash happened in and then call the handler they replaced.
+**
 ** Versioning: tessel_step_info is a sized struct — set .size to sizeof
 ** before the call; tessel writes no more than that and keeps it, so a
-** program built against an older header runs with a newer library.
+** program built against an older header runs with a newer library, and
+** leaves the fields it does not know (a newer header's) as they were.
 */
 #ifndef TESSEL_H
 #define TESSEL_H
@@ -69,11 +89,11 @@ typedef struct tessel_step_info {
   double lr, grad_norm;
   double val_loss;     /* when the step validated (train.eval_every, the last step), else NaN */
   double step_time_s, tokens_per_s;
-  /* NULL, or why the run stops after this step — "SIGTERM" (or another
-  ** stop signal), "train.stop_after", "train.stop_after_time", "a failed
-  ** write of the run's log" — as `tessel run` stops with exit status 75:
-  ** the step's checkpoint is written, and later steps are refused; open the
-  ** run again to resume from it. */
+  /* NULL, or why the run stops after this step — "train.stop_after",
+  ** "train.stop_after_time", "a failed write of the run's log" (never a
+  ** signal: see Signals above) — as `tessel run` stops with exit status
+  ** 75: the step's checkpoint is written, and later steps are refused;
+  ** open the run again to resume from it. */
   const char *stopped_by;
 } tessel_step_info;
 
@@ -82,7 +102,9 @@ const char *tessel_version(void);
 
 /* Open a run of `config`, with `n_sets` overrides "KEY=VALUE" as --set
 ** takes them: the config checked, the strategy, devices and communicators
-** started, the model initialised or resumed. */
+** started, the model initialised or resumed. *out is NULL when it fails.
+** Its run directory (log.dir, checkpoint.dir) is locked until the close: a
+** second run of it, in this process or another, is refused. */
 tessel_status tessel_run_open(const char *config, const char *const *sets, int n_sets, tessel_run **out);
 
 /* Take the next training step (validating and checkpointing when the
@@ -94,7 +116,8 @@ tessel_status tessel_run_open(const char *config, const char *const *sets, int n
 tessel_status tessel_run_step(tessel_run *run, tessel_step_info *out);
 
 /* The validation loss of the model as it stands (train.eval_batches
-** batches of the validation data). */
+** batches of the validation data); a run without validation data
+** (data.val, or data.text with data.val_fraction above 0) is refused. */
 tessel_status tessel_run_evaluate(tessel_run *run, double *val_loss);
 
 /* Checkpoint the newest step under checkpoint.dir (unless it is saved
@@ -109,8 +132,9 @@ int64_t tessel_run_last_step(const tessel_run *run);
 ** NULL does nothing. Like free(), once per run: the handle is gone after. */
 void tessel_run_close(tessel_run *run);
 
-/* What the last failing call of this process said, until the next call
-** of this API (each clears it first); "" when that call succeeded. */
+/* What the last failing call of this thread said, until the next
+** tessel_run_open, _step, _evaluate or _save (each clears it first); ""
+** when that call succeeded. */
 const char *tessel_last_error(void);
 
 #ifdef __cplusplus

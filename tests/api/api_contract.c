@@ -15,12 +15,16 @@
 ** mpi-owned   the program starts MPI itself and sets MPI_COMM_WORLD's
 **             error handler to MPI_ERRORS_ARE_FATAL; after a run was opened,
 **             stepped and closed, the handler is that one again.
+** signals     the stop signals' dispositions (SIGTERM, SIGINT, SIGHUP,
+**             SIGUSR1, SIGPIPE) are the program's while a run is open and
+**             after it closed: the library catches none of them.
 **
 ** Exit 0 when the scenario's promise holds, 1 (with why) when it does not.
 */
 #include <cblas.h>
 #include <mpi.h>
 #include <omp.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,6 +89,32 @@ static int mpi_owned(const char *config, const char *const *sets, int n_sets) {
   return ok ? 0 : 1;
 }
 
+static const int stop_signals[] = {SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGPIPE};
+#define N_STOP_SIGNALS (sizeof stop_signals / sizeof stop_signals[0])
+
+/* Whether every stop signal's handler is what `before` holds. */
+static int stop_signals_are(const struct sigaction *before, const char *when) {
+  for (size_t i = 0; i < N_STOP_SIGNALS; i++) {
+    struct sigaction now;
+    sigaction(stop_signals[i], NULL, &now);
+    if (now.sa_handler != before[i].sa_handler) {
+      fprintf(stderr, "api_contract: %s: the handler of signal %d is not the program's\n", when, stop_signals[i]);
+      return 0;
+    }
+  }
+  return 1;
+}
+
+static int signals(const char *config, const char *const *sets, int n_sets) {
+  struct sigaction before[N_STOP_SIGNALS];
+  tessel_run *run = NULL;
+  for (size_t i = 0; i < N_STOP_SIGNALS; i++) sigaction(stop_signals[i], NULL, &before[i]);
+  if (tessel_run_open(config, sets, n_sets, &run) < 0) return broken(tessel_last_error());
+  int ok = stop_signals_are(before, "a run open") && tessel_run_step(run, NULL) >= 0;
+  tessel_run_close(run);
+  return ok && stop_signals_are(before, "the run closed") ? 0 : 1;
+}
+
 int main(int argc, char **argv) {
   if (argc < 3) return broken("usage: api_contract SCENARIO CONFIG [KEY=VALUE...]");
   const char *scenario = argv[1], *config = argv[2];
@@ -92,6 +122,7 @@ int main(int argc, char **argv) {
   int n_sets = argc - 3;
   if (strcmp(scenario, "open-args") == 0) return open_args(config, sets, n_sets);
   if (strcmp(scenario, "threads") == 0 && n_sets > 1) return threads(config, sets, n_sets - 1, sets[n_sets - 1]);
+  if (strcmp(scenario, "signals") == 0) return signals(config, sets, n_sets);
   if (strcmp(scenario, "mpi-owned") == 0) return mpi_owned(config, sets, n_sets);
   return broken("unknown scenario");
 }

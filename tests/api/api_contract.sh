@@ -2,7 +2,8 @@
 # library (tests/api/api_contract.c): a bad argument on one rank fails
 # tessel_run_open on every rank instead of leaving the others waiting; the
 # program's OpenMP and OpenBLAS thread counts, and the error handler of
-# the MPI it started itself, are its own again once its runs are closed.
+# the MPI it started itself, are its own again once its runs are closed;
+# the library catches no stop signal (tessel.h: Signals).
 set -euo pipefail
 CONTRACT=$1; SRC=$2; TMP=$3
 WORK=$TMP/api_contract.$$
@@ -47,4 +48,7 @@ for ranks in 1 2; do
     >"$WORK/mpi-owned.out" 2>&1 || { cat "$WORK/mpi-owned.out" >&2; fail "the program's MPI error handler ($ranks ranks)"; }
 done
 echo "ok: the program's own MPI_COMM_WORLD error handler is back after its run closed (1 and 2 ranks)"
+"$CONTRACT" signals "$WORK/run.yaml" log.dir="$WORK/signals" plugin.name=ddp >"$WORK/signals.out" 2>&1 ||
+  { cat "$WORK/signals.out" >&2; fail "the stop signals' handlers"; }
+echo "ok: SIGTERM, SIGINT, SIGHUP, SIGUSR1 and SIGPIPE keep the program's handlers while a run is open and after"
 rm -rf "$WORK"
