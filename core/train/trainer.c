@@ -46,6 +46,8 @@ struct tsl_trainer {
   double eval_s;      /* how long the last validation took (0: none yet) */
   double started;     /* when the run command began (train.stop_after_time counts from it) */
   char *log_error;    /* why the metrics could not be written (rank 0): the run stops at the next step */
+  int broken;         /* a step failed before it was taken (not by a NaN loss) */
+  char *broken_why;   /* what it said (NULL: no memory was left to keep it) */
 };
 typedef struct tsl_trainer trainer;
 
@@ -460,6 +462,18 @@ static tsl_status step_failed(trainer *t, tsl_status st) {
   return st;
 }
 
+/* Refused after a step that failed before it was taken: the optimizer
+** updates one parameter after another, so a step that failed on the way may
+** have updated some of them, and a step tried again would update those
+** twice; an evaluation or a checkpoint would see the half-made step. A NaN
+** or infinite loss is found before anything is updated, and breaks nothing. */
+static tsl_status refuse_broken(const trainer *t, const char *call) {
+  return tsl_error(TESSEL_E_CONFIG, "%s is refused: step %lld failed before it was taken, and may have changed part "
+                   "of the model; close the run and open it again, which resumes from its last checkpoint (%s). "
+                   "The step failed with: %s", call, (long long)t->last_step + 1,
+                   t->last_ckpt ? t->last_ckpt : "none yet: it starts over", t->broken_why ? t->broken_why : "(its message is lost)");
+}
+
 tsl_status tsl_trainer_step(tsl_trainer *t, tsl_step_report *r) {
   tsl_runtime *rt = t->rt;
   const tsl_settings *s = &rt->settings;
@@ -477,8 +491,15 @@ tsl_status tsl_trainer_step(tsl_trainer *t, tsl_step_report *r) {
     return tsl_error(TESSEL_E_CONFIG, "the run stopped at step %lld by %s, with checkpoint %s; open it again "
                      "to resume from there", (long long)t->last_step, tsl_stop_reason_name(t->stopped),
                      t->last_ckpt ? t->last_ckpt : "(none)");
+  if (t->broken) return refuse_broken(t, "a step");
   int final = step == s->train.steps, stopping = step == t->stop_at;
-  TSL_TRY(st, one_step(t, step, r));
+  if ((st = one_step(t, step, r)) < 0) {
+    if (st != TESSEL_E_NUMERIC) {
+      t->broken = 1;
+      t->broken_why = tsl_strdup(tsl_error_message());
+    }
+    goto fail;
+  }
   t->last_step = step;
   t->tokens += (uint64_t)s->train.batch_size * (uint64_t)s->model.seq_len;
   r->tokens = t->tokens;
@@ -510,11 +531,13 @@ fail:
 
 tsl_status tsl_trainer_evaluate(tsl_trainer *t, double *val_loss) {
   if (!t->data.val) return tsl_error(TESSEL_E_CONFIG, "no validation data: set data.val, or data.val_fraction > 0");
+  if (t->broken) return refuse_broken(t, "an evaluation");
   tsl_status st = evaluate(t, val_loss);
   return st < 0 ? step_failed(t, st) : st;
 }
 
 tsl_status tsl_trainer_save(tsl_trainer *t, const char **path) {
+  if (t->broken) return refuse_broken(t, "a checkpoint");
   tsl_status st = t->last_saved == t->last_step && t->last_ckpt ? TESSEL_OK : save(t, t->last_step);
   if (st < 0) return step_failed(t, st);
   *path = t->last_ckpt;
@@ -567,5 +590,6 @@ void tsl_trainer_close(tsl_trainer *t) {
   free(t->good_ckpt);
   free(t->last_ckpt);
   free(t->log_error);
+  free(t->broken_why);
   free(t);
 }

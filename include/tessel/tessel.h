@@ -112,7 +112,13 @@ tessel_status tessel_run_open(const char *config, const char *const *sets, int n
 ** at train.steps, where its schedule ends: a step past it is refused, as
 ** is a step after one that stopped (out->stopped_by). A step that fails
 ** after it was taken (its checkpoint could not be written, say) still
-** counts: tessel_run_last_step tells, and *out has its figures. */
+** counts: tessel_run_last_step tells, and *out has its figures. One that
+** fails before (in the strategy, the device, the optimizer) may have
+** changed part of the model, so later steps, evaluations and saves are
+** refused: close the run and open it again, which resumes from its last
+** checkpoint. A NaN or infinite loss is found before anything changes:
+** the step tried again is computed again, and the run can still be
+** evaluated and saved. */
 tessel_status tessel_run_step(tessel_run *run, tessel_step_info *out);
 
 /* The validation loss of the model as it stands (train.eval_batches

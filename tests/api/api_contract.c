@@ -18,6 +18,9 @@
 ** signals     the stop signals' dispositions (SIGTERM, SIGINT, SIGHUP,
 **             SIGUSR1, SIGPIPE) are the program's while a run is open and
 **             after it closed: the library catches none of them.
+** after-failure  (with a strategy whose every step fails) the failed step
+**             is not retried: the next step, an evaluation and a save are
+**             refused ("refused: MESSAGE" for each), and none takes a step.
 **
 ** Exit 0 when the scenario's promise holds, 1 (with why) when it does not.
 */
@@ -115,6 +118,24 @@ static int signals(const char *config, const char *const *sets, int n_sets) {
   return ok && stop_signals_are(before, "the run closed") ? 0 : 1;
 }
 
+static int after_failure(const char *config, const char *const *sets, int n_sets) {
+  tessel_run *run = NULL;
+  double val;
+  char dir[4096];
+  if (tessel_run_open(config, sets, n_sets, &run) < 0) return broken(tessel_last_error());
+  int ok = tessel_run_step(run, NULL) < 0 || !broken("the strategy's failing step succeeded");
+  printf("failed: %s\n", tessel_last_error());
+  if (ok && tessel_run_step(run, NULL) >= 0) ok = !broken("a step after the failed one was taken");
+  if (ok) printf("refused: %s\n", tessel_last_error());
+  if (ok && tessel_run_evaluate(run, &val) >= 0) ok = !broken("an evaluation after the failed step");
+  if (ok) printf("refused: %s\n", tessel_last_error());
+  if (ok && tessel_run_save(run, dir, sizeof dir) >= 0) ok = !broken("a checkpoint after the failed step");
+  if (ok) printf("refused: %s\n", tessel_last_error());
+  if (ok && tessel_run_last_step(run) != 0) ok = !broken("the run counts a step");
+  tessel_run_close(run);
+  return ok ? 0 : 1;
+}
+
 int main(int argc, char **argv) {
   if (argc < 3) return broken("usage: api_contract SCENARIO CONFIG [KEY=VALUE...]");
   const char *scenario = argv[1], *config = argv[2];
@@ -122,6 +143,7 @@ int main(int argc, char **argv) {
   int n_sets = argc - 3;
   if (strcmp(scenario, "open-args") == 0) return open_args(config, sets, n_sets);
   if (strcmp(scenario, "threads") == 0 && n_sets > 1) return threads(config, sets, n_sets - 1, sets[n_sets - 1]);
+  if (strcmp(scenario, "after-failure") == 0) return after_failure(config, sets, n_sets);
   if (strcmp(scenario, "signals") == 0) return signals(config, sets, n_sets);
   if (strcmp(scenario, "mpi-owned") == 0) return mpi_owned(config, sets, n_sets);
   return broken("unknown scenario");

@@ -3,9 +3,10 @@
 # tessel_run_open on every rank instead of leaving the others waiting; the
 # program's OpenMP and OpenBLAS thread counts, and the error handler of
 # the MPI it started itself, are its own again once its runs are closed;
-# the library catches no stop signal (tessel.h: Signals).
+# the library catches no stop signal (tessel.h: Signals); a step that
+# failed before it was taken is not built on.
 set -euo pipefail
-CONTRACT=$1; SRC=$2; TMP=$3
+CONTRACT=$1; SRC=$2; TMP=$3; BUILD=$4
 WORK=$TMP/api_contract.$$
 rm -rf "$WORK"; mkdir -p "$WORK"; cd "$SRC"
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -51,4 +52,14 @@ echo "ok: the program's own MPI_COMM_WORLD error handler is back after its run c
 "$CONTRACT" signals "$WORK/run.yaml" log.dir="$WORK/signals" plugin.name=ddp >"$WORK/signals.out" 2>&1 ||
   { cat "$WORK/signals.out" >&2; fail "the stop signals' handlers"; }
 echo "ok: SIGTERM, SIGINT, SIGHUP, SIGUSR1 and SIGPIPE keep the program's handlers while a run is open and after"
+# a step that failed inside the strategy: the optimizer updates parameter
+# after parameter, so the step tried again updated some of them twice, and
+# a save wrote the half-made step as a checkpoint
+"$CONTRACT" after-failure "$WORK/run.yaml" log.dir="$WORK/after-failure" \
+  plugin.path="$BUILD/test-plugins/good-stepfail0/libtessel-testgood.so" >"$WORK/after-failure.out" 2>&1 ||
+  { cat "$WORK/after-failure.out" >&2; fail "a failed step was built on"; }
+grep -q "^failed: .*testgood: its gradients are lost on rank 0" "$WORK/after-failure.out" &&
+  [ "$(grep -c "^refused: .* is refused: step 1 failed before it was taken, .*its gradients are lost" \
+    "$WORK/after-failure.out")" -eq 3 ] || { cat "$WORK/after-failure.out" >&2; fail "after a failed step: the messages"; }
+echo "ok: after a step failed before it was taken, steps, evaluations and saves are refused, naming it"
 rm -rf "$WORK"
