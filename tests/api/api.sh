@@ -5,9 +5,14 @@
 # and resumes at the saved step; it writes no more of a sized struct than
 # the caller's .size; a config mistake comes back as a status with the
 # FILE:LINE:COL message. The same program builds against an installed
-# tessel with pkg-config's flags alone.
+# tessel with pkg-config's flags alone. A second program (api_contract.c)
+# checks what a program sees only from outside the library: a bad argument
+# on one rank fails tessel_run_open on every rank; the program's OpenMP and
+# OpenBLAS thread counts, and the error handler of the MPI it started, are
+# its own again once its runs are closed; the library catches no stop
+# signal; a step that failed before it was taken is not built on.
 set -euo pipefail
-TESSEL=$1; DEMO=$2; SRC=$3; TMP=$4; BUILD=$5
+TESSEL=$1; DEMO=$2; SRC=$3; TMP=$4; BUILD=$5; CONTRACT=$6
 WORK=$TMP/api.$$
 rm -rf "$WORK"; mkdir -p "$WORK"; cd "$SRC"
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -136,6 +141,54 @@ set -e
 grep -q "the end of the run on group 'world' has waited [0-9]* s (train.comm_timeout) for rank 0, which never arrived" \
   "$WORK/stuck.err" || { cat "$WORK/stuck.out" "$WORK/stuck.err" >&2; fail "the waiting rank did not name rank 0 (exit $rc)"; }
 echo "ok: a rank stuck at exit ends the job within train.comm_timeout, named by the rank that waited (exit $rc)"
+
+# a NULL config on one rank: that rank returned at once and the other waited
+# in MPI_Init for ever
+for bad in 0 1; do
+  set +e
+  API_CONTRACT_BAD_RANK=$bad timeout 60 "${MPI[@]}" -x API_CONTRACT_BAD_RANK "$CONTRACT" open-args "$WORK/run.yaml" \
+    log.dir="$WORK/open-args" plugin.name=ddp train.comm_timeout=20s >"$WORK/open-args.out" 2>"$WORK/open-args.err"
+  rc=$?
+  set -e
+  [ $rc -eq 0 ] && [ "$(grep -c "^open refused: " "$WORK/open-args.out")" -eq 2 ] &&
+    grep -q "^open refused: rank $bad failed (config error); see its message" "$WORK/open-args.out" &&
+    grep -q "^open refused: tessel_run_open: a config path" "$WORK/open-args.out" ||
+    { cat "$WORK/open-args.out" "$WORK/open-args.err" >&2; fail "a NULL config on rank $bad (exit $rc)"; }
+done
+echo "ok: a bad argument to tessel_run_open on one rank fails the open on both, naming that rank"
+
+# the runs set OpenMP and OpenBLAS to their threads and left them so after
+# the close: the program went on with 1 thread where it had asked for 3
+OMP_NUM_THREADS=3 OPENBLAS_NUM_THREADS=2 "$CONTRACT" threads "$WORK/run.yaml" log.dir="$WORK/threads1" \
+  log.dir="$WORK/threads2" >"$WORK/threads.out" 2>&1 || { cat "$WORK/threads.out" >&2; fail "thread counts after close"; }
+grep -q "^program: OpenMP 3 threads, OpenBLAS 2$" "$WORK/threads.out" || { cat "$WORK/threads.out" >&2; fail "threads: the program's own counts"; }
+echo "ok: the program's OpenMP and OpenBLAS thread counts (3, 2) are its own again after its last run closed"
+
+# a program that started MPI itself found MPI_COMM_WORLD's error handler
+# MPI_ERRORS_RETURN after its run closed: its own MPI errors no longer ended it
+for ranks in 1 2; do
+  launch=()
+  [ $ranks -gt 1 ] && launch=("${MPI[@]}")
+  "${launch[@]}" "$CONTRACT" mpi-owned "$WORK/run.yaml" log.dir="$WORK/mpi-owned$ranks" plugin.name=ddp \
+    >"$WORK/mpi-owned.out" 2>&1 || { cat "$WORK/mpi-owned.out" >&2; fail "the program's MPI error handler ($ranks ranks)"; }
+done
+echo "ok: the program's own MPI_COMM_WORLD error handler is back after its run closed (1 and 2 ranks)"
+
+# the library catches no stop signal (tessel.h: Signals)
+"$CONTRACT" signals "$WORK/run.yaml" log.dir="$WORK/signals" plugin.name=ddp >"$WORK/signals.out" 2>&1 ||
+  { cat "$WORK/signals.out" >&2; fail "the stop signals' handlers"; }
+echo "ok: SIGTERM, SIGINT, SIGHUP, SIGUSR1 and SIGPIPE keep the program's handlers while a run is open and after"
+
+# a step that failed inside the strategy may have changed part of the model
+# (the optimizer updates parameter after parameter): the program could try
+# it again, evaluate the half-made step and save it as a checkpoint
+"$CONTRACT" after-failure "$WORK/run.yaml" log.dir="$WORK/after-failure" \
+  plugin.path="$BUILD/test-plugins/good-stepfail0/libtessel-testgood.so" >"$WORK/after-failure.out" 2>&1 ||
+  { cat "$WORK/after-failure.out" >&2; fail "a failed step was built on"; }
+grep -q "^failed: .*testgood: its gradients are lost on rank 0" "$WORK/after-failure.out" &&
+  [ "$(grep -c "^refused: .* is refused: step 1 failed before it was taken, .*its gradients are lost" \
+    "$WORK/after-failure.out")" -eq 3 ] || { cat "$WORK/after-failure.out" >&2; fail "after a failed step: the messages"; }
+echo "ok: after a step failed before it was taken, steps, evaluations and saves are refused, naming it"
 
 PREFIX=$WORK/prefix
 cmake --install "$BUILD" --prefix "$PREFIX" >/dev/null || fail "cmake --install failed"

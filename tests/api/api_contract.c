@@ -1,6 +1,6 @@
 /*
 ** tests/api/api_contract.c — promises of tessel/tessel.h that a program
-** only sees from outside the library, for tests/api/api_contract.sh.
+** only sees from outside the library, for tests/api/api.sh.
 **
 **   api_contract SCENARIO CONFIG [KEY=VALUE...]
 **
