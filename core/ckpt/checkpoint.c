@@ -286,7 +286,8 @@ static tsl_status write_failure(const tsl_runtime *rt, const write_error *we, in
                        : "Free some space or point checkpoint.dir at another disk");
 }
 
-tsl_status tsl_ckpt_save(tsl_model *m, int64_t step, uint64_t tokens, const tsl_token_ids *ids, char **saved) {
+tsl_status tsl_ckpt_save(tsl_model *m, int64_t step, uint64_t tokens, const tsl_token_ids *ids, char **saved,
+                         int *every_rank) {
   tsl_runtime *rt = tsl_model_runtime(m);
   const char *dir = rt->settings.ckpt.dir;
   tsl_status st = TESSEL_OK, wst = TESSEL_OK;
@@ -294,6 +295,7 @@ tsl_status tsl_ckpt_save(tsl_model *m, int64_t step, uint64_t tokens, const tsl_
   int64_t last_step = 0;
   char *final = tsl_asprintf("%s/step_%08lld", dir, (long long)step), *last = NULL;
   char *tmp = tsl_ckpt_temporary_dir(dir, step);
+  if (every_rank) *every_rank = 0;
   /* every rank goes through the same gathers whatever happens to rank 0's
   ** files, so an allocation failure here is rank 0's write error too */
   if (!final || !tmp) note(&we, tsl_error(TESSEL_E_NOMEM, "out of host memory saving a checkpoint"));
@@ -322,6 +324,7 @@ tsl_status tsl_ckpt_save(tsl_model *m, int64_t step, uint64_t tokens, const tsl_
   if ((st = tsl_world_bcast(&rt->world, &code, sizeof code)) < 0) goto done;
   if (code < 0) {
     st = rt->world.rank == 0 ? code : tsl_error(code, "rank 0 could not write checkpoint %s", final);
+    if (every_rank) *every_rank = 1;
     goto done;
   }
   if (saved) {

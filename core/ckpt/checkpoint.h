@@ -56,8 +56,11 @@ typedef struct tsl_ckpt {
 /* Collective: write the checkpoint for `step`, `tokens` trained through
 ** it, with the token ids of the model it was trained from (`ids`, NULL:
 ** none), under settings.ckpt.dir and prune to settings.ckpt.keep. *saved
-** (optional) gets the directory. */
-tsl_status tsl_ckpt_save(tsl_model *m, int64_t step, uint64_t tokens, const tsl_token_ids *ids, char **saved);
+** (optional) gets the directory. When rank 0 cannot write its files, every
+** rank returns that failure, past the last collective, and *every_rank
+** (optional) is set: no rank is left waiting for another. */
+tsl_status tsl_ckpt_save(tsl_model *m, int64_t step, uint64_t tokens, const tsl_token_ids *ids, char **saved,
+                         int *every_rank);
 
 /* About how many bytes one checkpoint of the configured model takes. */
 uint64_t tsl_ckpt_bytes(const tsl_settings *s);

@@ -298,10 +298,24 @@ fail:
   return st;
 }
 
+/* A failure inside a step may be one rank's alone: do not leave the others
+** waiting in a collective. */
+static tsl_status step_failed(trainer *t, tsl_status st) {
+  if (t->opts.world_abort && st != TESSEL_E_NUMERIC) tsl_world_abort(&t->rt->world, st);
+  tsl_world_print_error(&t->rt->world, st);
+  return st;
+}
+
+/* Collective: checkpoint `step`. Its failure is handled (step_failed)
+** here: a checkpoint rank 0 could not write fails on every rank alike, and
+** ends no job — a full disk is no reason to end the program that embeds
+** the run (tessel.h). */
 static tsl_status save(trainer *t, int64_t step) {
   char *path = NULL;
-  tsl_status st = tsl_ckpt_save(t->model, step, t->tokens, &t->ids, &path);
-  if (st < 0) return st;
+  int every_rank = 0;
+  tsl_status st = tsl_ckpt_save(t->model, step, t->tokens, &t->ids, &path, &every_rank);
+  if (st < 0 && every_rank) tsl_world_print_error(&t->rt->world, st);
+  if (st < 0) return every_rank ? st : step_failed(t, st);
   free(t->last_ckpt);
   t->last_ckpt = path;
   t->ckpt_step = t->last_saved = step;
@@ -454,14 +468,6 @@ tsl_status tsl_trainer_open(tsl_runtime *rt, const tsl_train_opts *opts, tsl_tra
   return TESSEL_OK;
 }
 
-/* A failure inside a step may be one rank's alone: do not leave the others
-** waiting in a collective. */
-static tsl_status step_failed(trainer *t, tsl_status st) {
-  if (t->opts.world_abort && st != TESSEL_E_NUMERIC) tsl_world_abort(&t->rt->world, st);
-  tsl_world_print_error(&t->rt->world, st);
-  return st;
-}
-
 /* Refused after a step that failed before it was taken: the optimizer
 ** updates one parameter after another, so a step that failed on the way may
 ** have updated some of them, and a step tried again would update those
@@ -521,7 +527,8 @@ tsl_status tsl_trainer_step(tsl_trainer *t, tsl_step_report *r) {
     }
     tsl_warn("%s: stopping after the next step, with a checkpoint", t->log_error);
   }
-  if ((s->ckpt.every && step % s->ckpt.every == 0) || final || stopping || r->stop) TSL_TRY(st, save(t, step));
+  if (((s->ckpt.every && step % s->ckpt.every == 0) || final || stopping || r->stop) && (st = save(t, step)) < 0)
+    return st;
   if (final || stopping || r->stop) tsl_signals_settle();
   t->stopped = r->stop;
   return TESSEL_OK;
@@ -539,7 +546,7 @@ tsl_status tsl_trainer_evaluate(tsl_trainer *t, double *val_loss) {
 tsl_status tsl_trainer_save(tsl_trainer *t, const char **path) {
   if (t->broken) return refuse_broken(t, "a checkpoint");
   tsl_status st = t->last_saved == t->last_step && t->last_ckpt ? TESSEL_OK : save(t, t->last_step);
-  if (st < 0) return step_failed(t, st);
+  if (st < 0) return st;
   *path = t->last_ckpt;
   return TESSEL_OK;
 }

@@ -38,7 +38,9 @@
 ** step, an evaluation or a save on some ranks only: the others then wait
 ** in a collective the failed ones never join, so with several ranks the
 ** library prints the failing rank's message and ends the job (MPI_Abort),
-** as `tessel run` does, rather than hang.
+** as `tessel run` does, rather than hang. A checkpoint that cannot be
+** written (a full disk) fails on every rank alike, and comes back as a
+** value.
 ** Calls of one thread at a time. Opening a run sets the process's OpenMP
 ** thread count to the run's device.threads (and OpenBLAS's to 1, since
 ** tessel runs one BLAS call per OpenMP thread); runs open at the same time

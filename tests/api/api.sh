@@ -10,7 +10,8 @@
 # on one rank fails tessel_run_open on every rank; the program's OpenMP and
 # OpenBLAS thread counts, and the error handler of the MPI it started, are
 # its own again once its runs are closed; the library catches no stop
-# signal; a step that failed before it was taken is not built on.
+# signal; a step that failed before it was taken is not built on; a
+# checkpoint that cannot be written fails on every rank and ends nothing.
 set -euo pipefail
 TESSEL=$1; DEMO=$2; SRC=$3; TMP=$4; BUILD=$5; CONTRACT=$6
 WORK=$TMP/api.$$
@@ -189,6 +190,23 @@ grep -q "^failed: .*testgood: its gradients are lost on rank 0" "$WORK/after-fai
   [ "$(grep -c "^refused: .* is refused: step 1 failed before it was taken, .*its gradients are lost" \
     "$WORK/after-failure.out")" -eq 3 ] || { cat "$WORK/after-failure.out" >&2; fail "after a failed step: the messages"; }
 echo "ok: after a step failed before it was taken, steps, evaluations and saves are refused, naming it"
+
+# a checkpoint rank 0 cannot write: every rank learns it, yet the library
+# ended the job (MPI_Abort) and the program with it, for a full disk
+for ranks in 1 2; do
+  launch=()
+  [ $ranks -gt 1 ] && launch=("${MPI[@]}" -x API_CONTRACT_BLOCK)
+  set +e
+  API_CONTRACT_BLOCK=$WORK/unwritable$ranks/checkpoints timeout 60 "${launch[@]}" "$CONTRACT" unwritable "$WORK/run.yaml" \
+    log.dir="$WORK/unwritable$ranks" plugin.name=ddp >"$WORK/unwritable.out" 2>"$WORK/unwritable.err"
+  rc=$?
+  set -e
+  [ $rc -eq 0 ] && [ "$(grep -c "^save failed: " "$WORK/unwritable.out")" -eq "$ranks" ] &&
+    grep -q "^save failed: cannot write checkpoint step_00000001 in $WORK/unwritable$ranks/checkpoints" \
+      "$WORK/unwritable.out" ||
+    { cat "$WORK/unwritable.out" "$WORK/unwritable.err" >&2; fail "an unwritable checkpoint on $ranks rank(s) (exit $rc)"; }
+done
+echo "ok: a checkpoint that cannot be written fails the save on every rank, and the run goes on (1 and 2 ranks)"
 
 PREFIX=$WORK/prefix
 cmake --install "$BUILD" --prefix "$PREFIX" >/dev/null || fail "cmake --install failed"

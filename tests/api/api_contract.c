@@ -21,6 +21,11 @@
 ** after-failure  (with a strategy whose every step fails) the failed step
 **             is not retried: the next step, an evaluation and a save are
 **             refused ("refused: MESSAGE" for each), and none takes a step.
+** unwritable  after a step, rank 0 (OMPI_COMM_WORLD_RANK 0, or no launcher)
+**             turns the directory API_CONTRACT_BLOCK into a file, so the
+**             checkpoint cannot be written there: the save must fail on
+**             every rank ("save failed: MESSAGE"), and the run go on (a
+**             step taken) and close, the program never ended.
 **
 ** Exit 0 when the scenario's promise holds, 1 (with why) when it does not.
 */
@@ -31,6 +36,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "tessel/tessel.h"
 
@@ -136,6 +143,31 @@ static int after_failure(const char *config, const char *const *sets, int n_sets
   return ok ? 0 : 1;
 }
 
+/* Rank 0 turns the directory `path` into an empty file. */
+static int block_dir(const char *path) {
+  const char *me = getenv("OMPI_COMM_WORLD_RANK");
+  char cmd[4200];
+  if (me && strcmp(me, "0") != 0) return 0;
+  snprintf(cmd, sizeof cmd, "rm -rf '%s' && : > '%s'", path, path);
+  return system(cmd) == 0 ? 0 : broken("cannot turn the checkpoint directory into a file");
+}
+
+static int unwritable(const char *config, const char *const *sets, int n_sets) {
+  const char *block = getenv("API_CONTRACT_BLOCK");
+  tessel_run *run = NULL;
+  char dir[4096];
+  if (!block) return broken("unwritable needs API_CONTRACT_BLOCK");
+  if (tessel_run_open(config, sets, n_sets, &run) < 0) return broken(tessel_last_error());
+  int ok = tessel_run_step(run, NULL) >= 0 && block_dir(block) == 0;
+  tessel_status st = ok ? tessel_run_save(run, dir, sizeof dir) : TESSEL_OK;
+  if (ok && st != TESSEL_E_IO) ok = !broken("a checkpoint into a file was not an I/O error");
+  if (ok) printf("save failed: %s\n", tessel_last_error());
+  if (ok && (tessel_run_step(run, NULL) < 0 || tessel_run_last_step(run) != 2))
+    ok = !broken("the run did not go on after the failed save");
+  tessel_run_close(run);
+  return ok ? 0 : 1;
+}
+
 int main(int argc, char **argv) {
   if (argc < 3) return broken("usage: api_contract SCENARIO CONFIG [KEY=VALUE...]");
   const char *scenario = argv[1], *config = argv[2];
@@ -143,6 +175,7 @@ int main(int argc, char **argv) {
   int n_sets = argc - 3;
   if (strcmp(scenario, "open-args") == 0) return open_args(config, sets, n_sets);
   if (strcmp(scenario, "threads") == 0 && n_sets > 1) return threads(config, sets, n_sets - 1, sets[n_sets - 1]);
+  if (strcmp(scenario, "unwritable") == 0) return unwritable(config, sets, n_sets);
   if (strcmp(scenario, "after-failure") == 0) return after_failure(config, sets, n_sets);
   if (strcmp(scenario, "signals") == 0) return signals(config, sets, n_sets);
   if (strcmp(scenario, "mpi-owned") == 0) return mpi_owned(config, sets, n_sets);

@@ -72,7 +72,7 @@ static tsl_model *trained(tsl_runtime *rt, int steps, int channels) {
   return m;
 }
 
-static tsl_status save(tsl_model *m, int64_t step, char **path) { return tsl_ckpt_save(m, step, 0, NULL, path); }
+static tsl_status save(tsl_model *m, int64_t step, char **path) { return tsl_ckpt_save(m, step, 0, NULL, path, NULL); }
 
 static void test_round_trip_is_bit_exact(void) {
   tsl_runtime a, b;
@@ -700,7 +700,7 @@ static void test_tokens_and_batch_are_recorded(void) {
   char *good = NULL, old[1200];
   tsl_model *m = trained(&a, 1, C);
   const int batch = a.settings.train.batch_size;
-  REQUIRE(m && tsl_ckpt_save(m, 3, 1234, NULL, &good) == TESSEL_OK);
+  REQUIRE(m && tsl_ckpt_save(m, 3, 1234, NULL, &good, NULL) == TESSEL_OK);
   tsl_ckpt c;
   REQUIRE(tsl_ckpt_open(good, &c) == TESSEL_OK);
   CHECK(c.tokens == 1234 && c.batch_size == batch && tsl_ckpt_tokens(&c, 1) == 1234);
