@@ -25,7 +25,10 @@
 ** collective. tessel starts MPI when the program has not (then it
 ** finalises it at exit) and joins it when it has: while runs are open,
 ** MPI_COMM_WORLD's error handler is MPI_ERRORS_RETURN, and closing the last
-** gives the program's back.
+** gives the program's back. Such a program opens and closes every run
+** between its MPI_Init and its MPI_Finalize: MPI cannot start again, and a
+** run closed after it frees communicators MPI no longer has (Open MPI
+** then ends the process).
 **
 ** Errors: a call returns TESSEL_OK (0) or a negative tessel_status
 ** (tessel/plugin.h); tessel_last_error() says what failed and where, as
