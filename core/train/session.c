@@ -2,6 +2,7 @@
 #include "train/session.h"
 
 #include <mpi.h>
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -153,6 +154,18 @@ static tsl_status agree_args(const tessel_run *run, tsl_status mine) {
   return tsl_world_first_failure(&w, mine);
 }
 
+/* OpenMP's thread count is a thread's own: the CPU backend set the opening
+** thread's to the run's, and a program that steps from another thread ran
+** the kernels with that thread's count instead (its losses then differed
+** from `tessel run`'s in their last bits). Each call that computes runs
+** with the run's count, and gives the calling thread its own back. */
+static int enter_run_threads(const tessel_run *run) {
+  int was = omp_get_max_threads();
+  if (run->rt.settings.device.kind == TSL_DEVICE_CPU && run->rt.threads > 0)
+    omp_set_num_threads(run->rt.threads);
+  return was;
+}
+
 tessel_status tessel_run_step(tessel_run *run, tessel_step_info *out) {
   tsl_step_report r;
   tsl_error_clear();
@@ -163,7 +176,9 @@ tessel_status tessel_run_step(tessel_run *run, tessel_step_info *out) {
                    out->size);
   if ((st = agree_args(run, st)) < 0) return st;
   int64_t before = tsl_trainer_last_step(run->trainer);
+  int threads = enter_run_threads(run);
   st = tsl_trainer_step(run->trainer, &r);
+  omp_set_num_threads(threads);
   /* a step that failed after it was taken (its checkpoint) still counts */
   if (st < 0 && tsl_trainer_last_step(run->trainer) == before) return st;
   tessel_step_info info = {.size = sizeof info, .step = r.step, .steps = r.steps, .loss = r.loss, .lr = r.lr,
@@ -179,7 +194,10 @@ tessel_status tessel_run_evaluate(tessel_run *run, double *val_loss) {
   tsl_status st = check_run(run, "tessel_run_evaluate");
   if (st >= 0 && !val_loss) st = tsl_error(TESSEL_E_CONFIG, "tessel_run_evaluate: val_loss is NULL");
   if ((st = agree_args(run, st)) < 0) return st;
-  return tsl_trainer_evaluate(run->trainer, val_loss);
+  int threads = enter_run_threads(run);
+  st = tsl_trainer_evaluate(run->trainer, val_loss);
+  omp_set_num_threads(threads);
+  return st;
 }
 
 tessel_status tessel_run_save(tessel_run *run, char *dir, size_t cap) {
@@ -187,7 +205,9 @@ tessel_status tessel_run_save(tessel_run *run, char *dir, size_t cap) {
   tsl_error_clear();
   tsl_status st = agree_args(run, check_run(run, "tessel_run_save"));
   if (st < 0) return st;
+  int threads = enter_run_threads(run);
   st = tsl_trainer_save(run->trainer, &path);
+  omp_set_num_threads(threads);
   if (st >= 0 && dir && cap && (size_t)snprintf(dir, cap, "%s", path) >= cap)
     st = tsl_error(TESSEL_E_CONFIG, "tessel_run_save: checkpoint %s is saved, but its path does not fit in dir "
                    "(cap %zu bytes; it needs %zu)", path, cap, strlen(path) + 1);

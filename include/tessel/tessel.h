@@ -44,11 +44,14 @@
 ** as `tessel run` does, rather than hang. A checkpoint that cannot be
 ** written (a full disk) fails on every rank alike, and comes back as a
 ** value.
-** Calls of one thread at a time. Opening a run sets the process's OpenMP
-** thread count to the run's device.threads (and OpenBLAS's to 1, since
-** tessel runs one BLAS call per OpenMP thread); runs open at the same time
-** share them, so give them the same device.threads. Closing the last open
-** run sets both back to what they were before the first was opened.
+** Calls of one thread at a time, from any thread. Opening a run sets the
+** opening thread's OpenMP thread count (omp_set_num_threads) to the run's
+** device.threads, and OpenBLAS's to 1, since tessel runs one BLAS call per
+** OpenMP thread; a step, evaluation or save from another thread runs with
+** the run's count and leaves that thread's as it was. Runs open at the
+** same time share these counts, so give them the same device.threads.
+** Closing the last open run sets both back to what they were before the
+** first was opened.
 **
 ** Signals: the library catches no stop signal. SIGTERM, SIGINT, SIGHUP do
 ** to the program what it makes of them (by default they end it, and the

@@ -11,7 +11,8 @@
 # OpenBLAS thread counts, and the error handler of the MPI it started, are
 # its own again once its runs are closed; the library catches no stop
 # signal; a step that failed before it was taken is not built on; a
-# checkpoint that cannot be written fails on every rank and ends nothing.
+# checkpoint that cannot be written fails on every rank and ends nothing; a
+# run stepped from a thread other than the one that opened it trains alike.
 set -euo pipefail
 TESSEL=$1; DEMO=$2; SRC=$3; TMP=$4; BUILD=$5; CONTRACT=$6
 WORK=$TMP/api.$$
@@ -207,6 +208,13 @@ for ranks in 1 2; do
     { cat "$WORK/unwritable.out" "$WORK/unwritable.err" >&2; fail "an unwritable checkpoint on $ranks rank(s) (exit $rc)"; }
 done
 echo "ok: a checkpoint that cannot be written fails the save on every rank, and the run goes on (1 and 2 ranks)"
+
+# OpenMP's thread count is a thread's own: a run stepped from a thread the
+# CPU backend never set ran its kernels with that thread's 3 threads, not
+# device.threads' 1, and its losses differed in their last bits
+OMP_NUM_THREADS=3 "$CONTRACT" other-thread "$WORK/run.yaml" log.dir="$WORK/thread1" model.channels=128 model.seq_len=64 \
+  log.dir="$WORK/thread2" >"$WORK/other-thread.out" 2>&1 || { cat "$WORK/other-thread.out" >&2; fail "a run stepped from another thread"; }
+echo "ok: a run stepped from another thread than the one that opened it trains bit for bit alike"
 
 PREFIX=$WORK/prefix
 cmake --install "$BUILD" --prefix "$PREFIX" >/dev/null || fail "cmake --install failed"

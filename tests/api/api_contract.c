@@ -26,12 +26,19 @@
 **             checkpoint cannot be written there: the save must fail on
 **             every rank ("save failed: MESSAGE"), and the run go on (a
 **             step taken) and close, the program never ended.
+** other-thread  two runs of CONFIG (device.threads: 1), the first without
+**             the last KEY=VALUE, the second with it (its log.dir): the
+**             first steps from the thread that opened it, the second from
+**             another thread (whose own OpenMP thread count,
+**             OMP_NUM_THREADS, is not 1); their losses must agree bit for
+**             bit ("step N L L").
 **
 ** Exit 0 when the scenario's promise holds, 1 (with why) when it does not.
 */
 #include <cblas.h>
 #include <mpi.h>
 #include <omp.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -168,6 +175,44 @@ static int unwritable(const char *config, const char *const *sets, int n_sets) {
   return ok ? 0 : 1;
 }
 
+enum { THREAD_STEPS = 3 };
+
+/* Takes THREAD_STEPS steps of the run `arg`, keeping their losses. */
+typedef struct stepped {
+  tessel_run *run;
+  double loss[THREAD_STEPS];
+  int failed;
+} stepped;
+
+static void *take_steps(void *arg) {
+  stepped *s = arg;
+  tessel_step_info info = {.size = sizeof info};
+  for (int i = 0; i < THREAD_STEPS && !s->failed; i++) {
+    s->failed = tessel_run_step(s->run, &info) < 0;
+    s->loss[i] = info.loss;
+  }
+  return NULL;
+}
+
+static int other_thread(const char *config, const char *const *sets, int n_sets) {
+  stepped mine = {0}, other = {0};
+  pthread_t thread;
+  if (tessel_run_open(config, sets, n_sets - 1, &mine.run) < 0) return broken(tessel_last_error());
+  take_steps(&mine);
+  tessel_run_close(mine.run);
+  if (tessel_run_open(config, sets, n_sets, &other.run) < 0) return broken(tessel_last_error());
+  if (pthread_create(&thread, NULL, take_steps, &other) != 0) other.failed = !broken("pthread_create failed");
+  else pthread_join(thread, NULL);
+  tessel_run_close(other.run);
+  if (mine.failed || other.failed) return broken("a step failed");
+  int same = 1;
+  for (int i = 0; i < THREAD_STEPS; i++) {
+    printf("step %d %.17g %.17g\n", i + 1, mine.loss[i], other.loss[i]);
+    same &= mine.loss[i] == other.loss[i];
+  }
+  return same ? 0 : broken("the run stepped from another thread trained otherwise");
+}
+
 int main(int argc, char **argv) {
   if (argc < 3) return broken("usage: api_contract SCENARIO CONFIG [KEY=VALUE...]");
   const char *scenario = argv[1], *config = argv[2];
@@ -175,6 +220,7 @@ int main(int argc, char **argv) {
   int n_sets = argc - 3;
   if (strcmp(scenario, "open-args") == 0) return open_args(config, sets, n_sets);
   if (strcmp(scenario, "threads") == 0 && n_sets > 1) return threads(config, sets, n_sets - 1, sets[n_sets - 1]);
+  if (strcmp(scenario, "other-thread") == 0 && n_sets > 1) return other_thread(config, sets, n_sets);
   if (strcmp(scenario, "unwritable") == 0) return unwritable(config, sets, n_sets);
   if (strcmp(scenario, "after-failure") == 0) return after_failure(config, sets, n_sets);
   if (strcmp(scenario, "signals") == 0) return signals(config, sets, n_sets);
