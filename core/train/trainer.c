@@ -306,16 +306,18 @@ static tsl_status step_failed(trainer *t, tsl_status st) {
   return st;
 }
 
-/* Collective: checkpoint `step`. Its failure is handled (step_failed)
-** here: a checkpoint rank 0 could not write fails on every rank alike, and
-** ends no job — a full disk is no reason to end the program that embeds
-** the run (tessel.h). */
+/* Collective: checkpoint `step`, its failure handled here. One rank 0
+** could not write fails on every rank alike and ends no job: a full disk is
+** no reason to end the program that embeds the run (tessel.h). */
 static tsl_status save(trainer *t, int64_t step) {
   char *path = NULL;
   int every_rank = 0;
   tsl_status st = tsl_ckpt_save(t->model, step, t->tokens, &t->ids, &path, &every_rank);
-  if (st < 0 && every_rank) tsl_world_print_error(&t->rt->world, st);
-  if (st < 0) return every_rank ? st : step_failed(t, st);
+  if (st < 0 && !every_rank) return step_failed(t, st);
+  if (st < 0) {
+    tsl_world_print_error(&t->rt->world, st);
+    return st;
+  }
   free(t->last_ckpt);
   t->last_ckpt = path;
   t->ckpt_step = t->last_saved = step;
@@ -477,7 +479,8 @@ static tsl_status refuse_broken(const trainer *t, const char *call) {
   return tsl_error(TESSEL_E_CONFIG, "%s is refused: step %lld failed before it was taken, and may have changed part "
                    "of the model; close the run and open it again, which resumes from its last checkpoint (%s). "
                    "The step failed with: %s", call, (long long)t->last_step + 1,
-                   t->last_ckpt ? t->last_ckpt : "none yet: it starts over", t->broken_why ? t->broken_why : "(its message is lost)");
+                   t->last_ckpt ? t->last_ckpt : "none yet: it starts over",
+                   t->broken_why ? t->broken_why : "(its message is lost)");
 }
 
 tsl_status tsl_trainer_step(tsl_trainer *t, tsl_step_report *r) {
