@@ -54,6 +54,34 @@ static tessel_status finish_plan(tessel_buckets *bs, int allocate) {
   return TESSEL_OK;
 }
 
+/* A listed parameter while cutting: its index, key, place in the order
+** backward finishes them (last to first), and the place where its key
+** first appears in that order. */
+typedef struct listed_param {
+  int index, key, at, first;
+} listed_param;
+
+static int by_key(const void *a, const void *b) {
+  const listed_param *x = a, *y = b;
+  if (x->key != y->key) return x->key < y->key ? -1 : 1;
+  return x->at - y->at;
+}
+
+static int by_first(const void *a, const void *b) {
+  const listed_param *x = a, *y = b;
+  return x->first != y->first ? x->first - y->first : x->at - y->at;
+}
+
+/* Group the list by key, keys in order of first appearance and each key's
+** parameters in their order: two sorts, so that a model whose every unit
+** is a key (the tensor-parallel plugins' buckets) costs n log n, not one
+** pass over the list per key. */
+static void group_by_key(listed_param *l, int n) {
+  qsort(l, (size_t)n, sizeof *l, by_key);
+  for (int j = 0; j < n; j++) l[j].first = j > 0 && l[j].key == l[j - 1].key ? l[j - 1].first : l[j].at;
+  qsort(l, (size_t)n, sizeof *l, by_first);
+}
+
 /* Cut the parameters' parts (flat offset off[i], num[i] elements; off
 ** TESSEL_NO_OFFSET or num 0: none here) into buckets: taken last to first
 ** (the order backward finishes them), never mixing keys, each at most
@@ -61,46 +89,37 @@ static tessel_status finish_plan(tessel_buckets *bs, int allocate) {
 static tessel_status cut(tessel_buckets *bs, uint64_t max_bytes, tessel_bucket_key_fn key, void *ctx,
                          const uint64_t *off, const uint64_t *num, int count) {
   const tessel_sdk *x = &bs->x;
-  int *keys = calloc((size_t)count + 1, sizeof *keys), *order = calloc((size_t)count + 1, sizeof *order);
+  listed_param *l = calloc((size_t)count + 1, sizeof *l);
   tessel_param_info *infos = calloc((size_t)count + 1, sizeof *infos);
-  tessel_status st = !keys || !order || !infos ? nomem(x) : TESSEL_OK;
+  tessel_status st = !l || !infos ? nomem(x) : TESSEL_OK;
   int listed = 0;
   for (int i = count - 1; i >= 0 && st >= 0; i--) {
     infos[i].size = sizeof infos[i];
     if ((st = x->api->model->param_info(x->host, i, &infos[i])) < 0) break;
-    keys[i] = off[i] == TESSEL_NO_OFFSET || num[i] == 0 ? -1 : key(ctx, &infos[i]);
-    if (keys[i] >= 0) order[listed++] = i;
+    int k = off[i] == TESSEL_NO_OFFSET || num[i] == 0 ? -1 : key(ctx, &infos[i]);
+    if (k < 0) continue;
+    l[listed] = (listed_param){.index = i, .key = k, .at = listed};
+    listed++;
   }
-  /* group by key, in order of each key's first appearance (last to first):
-  ** each pass takes one key's parameters and keeps the others' in order */
-  for (int slots = 0; listed > 0 && st >= 0;) {
-    int k = keys[order[0]], rest = 0;
-    tessel_bucket *b = NULL;
-    for (int j = 0; j < listed; j++) {
-      int i = order[j];
-      if (keys[i] != k) {
-        order[rest++] = i;
-        continue;
-      }
-      if (!b || b->count * sizeof(float) >= max_bytes) {
-        b = &bs->b[bs->n++];
-        *b = (tessel_bucket){.key = k, .ready_unit = infos[i].first_unit, .begin = off[i], .first = slots};
-      }
-      /* backward order: each next parameter must end where the bucket begins */
-      if (b->n && off[i] + num[i] != b->begin) b->packed = 1;
-      if (off[i] < b->begin) b->begin = off[i];
-      b->count += num[i];
-      if (infos[i].first_unit < b->ready_unit) b->ready_unit = infos[i].first_unit;
-      bs->params[slots] = i;
-      bs->offsets[slots] = off[i];
-      bs->numels[slots] = num[i];
-      slots++;
-      b->n++;
+  if (st >= 0) group_by_key(l, listed);
+  tessel_bucket *b = NULL;
+  for (int j = 0; j < listed && st >= 0; j++) {
+    int i = l[j].index;
+    if (!b || b->key != l[j].key || b->count * sizeof(float) >= max_bytes) {
+      b = &bs->b[bs->n++];
+      *b = (tessel_bucket){.key = l[j].key, .ready_unit = infos[i].first_unit, .begin = off[i], .first = j};
     }
-    listed = rest;
+    /* backward order: each next parameter must end where the bucket begins */
+    if (b->n && off[i] + num[i] != b->begin) b->packed = 1;
+    if (off[i] < b->begin) b->begin = off[i];
+    b->count += num[i];
+    if (infos[i].first_unit < b->ready_unit) b->ready_unit = infos[i].first_unit;
+    bs->params[j] = i;
+    bs->offsets[j] = off[i];
+    bs->numels[j] = num[i];
+    b->n++;
   }
-  free(keys);
-  free(order);
+  free(l);
   free(infos);
   return st;
 }
