@@ -145,10 +145,12 @@ typedef struct gm_visit {
   int unit, backward, micro, grads;
 } gm_visit;
 
+/* A step's visits: n = micro-batches × per_micro, every micro-batch in the
+** same order, so its tables hold one micro-batch. */
 typedef struct gm_schedule {
-  gm_visit *v;
+  gm_visit *v; /* [per_micro]: one micro-batch's visits (micro 0) */
   int n, per_micro, units;
-  int *next; /* next[p * nchunks + c]: the first visit after p that uses chunk c, or n */
+  int *uses, *use_first; /* chunk c is used at visits uses[use_first[c] .. use_first[c + 1]) of a micro-batch */
 } gm_schedule;
 
 typedef struct gm_unit {
@@ -220,7 +222,10 @@ int64_t gm_step_visits(const tessel_model_dims *d);
 tessel_status gm_units_build(gemini *g);
 tessel_status gm_schedules_build(gemini *g);
 void gm_schedules_free(gemini *g);
+/* Visit pos of the step (its micro-batch filled in). */
+gm_visit gm_visit_at(const gm_schedule *s, int pos);
 int gm_uses(const gemini *g, const gm_schedule *s, int pos, int chunk);
+/* The first visit after pos that uses chunk, or n: O(log uses). */
 int gm_next_use(const gemini *g, const gm_schedule *s, int pos, int chunk);
 /* The position of (unit, micro, direction) in schedule s, or -1. */
 int gm_position(const gm_schedule *s, int unit, int micro, int backward);

@@ -37,28 +37,28 @@ static tessel_status bind(gemini *g, int t, const gm_chunk *c, int grads) {
 }
 
 static tessel_status visit_before(gemini *g, int p) {
-  const gm_visit *v = &g->sch->v[p];
-  const gm_unit *u = &g->units[v->unit];
+  const gm_visit v = gm_visit_at(g->sch, p);
+  const gm_unit *u = &g->units[v.unit];
   tessel_status st;
   g->pos = p;
-  gm_warmup_sample(g, v->unit);
+  gm_warmup_sample(g, v.unit);
   uint64_t demand = 0;
   for (int i = 0; i < u->nc; i++) {
     gm_chunk *c = &g->cs.c[u->chunks[i]];
-    if (v->grads && c->reducing && (st = gm_reduce_complete(g, u->chunks[i])) < 0) return st;
-    demand += (c->gathered ? 0 : 4 * c->size) + (v->grads && !c->grad_live ? 4 * c->size : 0);
+    if (v.grads && c->reducing && (st = gm_reduce_complete(g, u->chunks[i])) < 0) return st;
+    demand += (c->gathered ? 0 : 4 * c->size) + (v.grads && !c->grad_live ? 4 * c->size : 0);
   }
   if ((st = gm_make_room(g, p, demand)) < 0) return st;
   for (int i = 0; i < u->nc; i++) {
     int k = u->chunks[i];
-    if (v->grads && (st = gm_grad_buffer(g, k)) < 0) return st;
-    if (!g->cs.c[k].gathered && (st = gm_gather(g, k, v->backward)) < 0) return st;
+    if (v.grads && (st = gm_grad_buffer(g, k)) < 0) return st;
+    if (!g->cs.c[k].gathered && (st = gm_gather(g, k, v.backward)) < 0) return st;
   }
   for (int i = 0; i < u->nc; i++)
     if ((st = gm_wait_gather(g, u->chunks[i])) < 0) return st;
   for (int i = 0; i < u->nt; i++) {
     int t = u->tensors[i];
-    if ((st = gm_set_state(&g->cs, t, GM_COMPUTE)) < 0 || (st = bind(g, t, &g->cs.c[g->cs.t[t].chunk], v->grads)) < 0)
+    if ((st = gm_set_state(&g->cs, t, GM_COMPUTE)) < 0 || (st = bind(g, t, &g->cs.c[g->cs.t[t].chunk], v.grads)) < 0)
       return st;
   }
   return TESSEL_OK;
@@ -71,20 +71,20 @@ static int held(const gemini *g, const gm_chunk *c, int p) {
 
 static tessel_status visit_after(gemini *g, int p) {
   const gm_schedule *s = g->sch;
-  const gm_visit *v = &s->v[p];
-  const gm_unit *u = &g->units[v->unit];
+  const gm_visit v = gm_visit_at(s, p);
+  const gm_unit *u = &g->units[v.unit];
   tessel_status st;
   for (int i = 0; i < u->nt; i++) {
     int t = u->tensors[i];
-    if ((st = bind(g, t, NULL, 0)) < 0 || (st = gm_set_state(&g->cs, t, v->grads ? GM_HOLD_AFTER_BWD : GM_HOLD)) < 0)
+    if ((st = bind(g, t, NULL, 0)) < 0 || (st = gm_set_state(&g->cs, t, v.grads ? GM_HOLD_AFTER_BWD : GM_HOLD)) < 0)
       return st;
-    if (v->backward && g->cs.t[t].ready_unit == v->unit && (st = gm_set_state(&g->cs, t, GM_READY_FOR_REDUCE)) < 0)
+    if (v.backward && g->cs.t[t].ready_unit == v.unit && (st = gm_set_state(&g->cs, t, GM_READY_FOR_REDUCE)) < 0)
       return st;
   }
-  gm_warmup_sample(g, v->unit);
+  gm_warmup_sample(g, v.unit);
   for (int k = 0; k < g->cs.nc; k++)
     if (g->cs.c[k].reducing && g->cs.c[k].reduce_pos < p && (st = gm_reduce_complete(g, k)) < 0) return st;
-  for (int i = 0; v->backward && i < u->nc; i++) {
+  for (int i = 0; v.backward && i < u->nc; i++) {
     const gm_chunk *c = &g->cs.c[u->chunks[i]];
     if (c->in_state[GM_READY_FOR_REDUCE] == c->count && (st = gm_reduce(g, u->chunks[i], p)) < 0) return st;
   }
@@ -129,12 +129,13 @@ static tessel_status check_visit(gemini *g, int unit, int micro, int backward, i
   int p = g->sch ? gm_position(g->sch, unit, micro, backward) : -1;
   int expect = entering ? g->pos + 1 : g->pos;
   if (p < 0 || p != expect) {
-    const gm_visit *e = g->sch && expect >= 0 && expect < g->sch->n ? &g->sch->v[expect] : NULL;
+    int known = g->sch && expect >= 0 && expect < g->sch->n;
+    gm_visit e = known ? gm_visit_at(g->sch, expect) : (gm_visit){-1, 0, -1, 0};
     return g->api->set_error(g->host, TESSEL_E_INTERNAL,
                              "%s unit %d of micro-batch %d came out of the order gemini plans for (%s "
                              "expected %s unit %d of micro-batch %d)",
                              backward ? "backward" : "forward", unit, micro, g->training ? "training" : "evaluation",
-                             e ? (e->backward ? "backward" : "forward") : "no", e ? e->unit : -1, e ? e->micro : -1);
+                             known ? (e.backward ? "backward" : "forward") : "no", e.unit, e.micro);
   }
   *pos = p;
   return TESSEL_OK;
@@ -190,8 +191,8 @@ tessel_status gm_grads_finish(void *inst) {
 }
 
 /* The core calls prefetch after every unit but the last of each direction. */
-static int core_prefetches(const gemini *g, const gm_visit *v) {
-  return v->backward ? v->unit > 0 : v->unit < g->nunits - 1;
+static int core_prefetches(const gemini *g, gm_visit v) {
+  return v.backward ? v.unit > 0 : v.unit < g->nunits - 1;
 }
 
 tessel_status gm_simulate(gemini *g, gm_policy policy, int prefetch, int all_offloaded, int unbounded, gm_sim *out) {
@@ -230,7 +231,7 @@ tessel_status gm_simulate(gemini *g, gm_policy policy, int prefetch, int all_off
   for (int p = 0; p < s.train.n && st >= 0; p++) {
     st = visit_before(&s, p);
     if (st >= 0) st = visit_after(&s, p);
-    if (st >= 0 && core_prefetches(&s, &s.train.v[p])) st = gm_prefetch_ahead(&s, p);
+    if (st >= 0 && core_prefetches(&s, gm_visit_at(&s.train, p))) st = gm_prefetch_ahead(&s, p);
   }
   if (st >= 0) st = finish(&s);
   *out = (gm_sim){.peak = s.dev_peak, .peak_grads = s.grad_at_peak, .ag_bytes = {s.ag_bytes[0], s.ag_bytes[1]}, .rs_bytes = s.rs_bytes,

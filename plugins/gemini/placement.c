@@ -103,7 +103,7 @@ tessel_status gm_make_room(gemini *g, int pos, uint64_t demand) {
       return g->api->set_error(g->host, TESSEL_E_NOMEM,
                                "unit %d needs %s more on the device, which holds %s of model data, and "
                                "placement auto's budget is %s (%s of the device − %s non-model)",
-                               g->sch->v[pos].unit, gm_bytes(demand, a), gm_bytes(g->dev_bytes, b), gm_bytes(budget, c),
+                               gm_visit_at(g->sch, pos).unit, gm_bytes(demand, a), gm_bytes(g->dev_bytes, b), gm_bytes(budget, c),
                                gm_bytes(gm_limit(g), e), gm_bytes(g->nonmodel, d));
     }
     if ((st = gm_release(g, victim)) < 0) return st;
@@ -116,25 +116,27 @@ tessel_status gm_prefetch_ahead(gemini *g, int pos) {
   tessel_status st;
   if (g->prefetch <= 0 || !s || pos + 1 >= s->n) return TESSEL_OK;
   int next = pos + 1, fetched = 0;
-  const gm_unit *u = &g->units[s->v[next].unit];
+  gm_visit nv = gm_visit_at(s, next);
+  const gm_unit *u = &g->units[nv.unit];
   /* the next visit's own needs come first */
   uint64_t need = 0, budget = gm_budget(g);
   for (int i = 0; i < u->nc; i++) {
     const gm_chunk *c = &g->cs.c[u->chunks[i]];
-    need += (c->gathered ? 0 : 4 * c->size) + (s->v[next].grads && !c->grad_live ? 4 * c->size : 0);
+    need += (c->gathered ? 0 : 4 * c->size) + (nv.grads && !c->grad_live ? 4 * c->size : 0);
   }
   /* what does not fit is gathered by the visit itself, after making room */
   if (budget != UINT64_MAX && g->dev_bytes + need > budget) return TESSEL_OK;
   uint64_t room = budget == UINT64_MAX ? UINT64_MAX : budget - g->dev_bytes - need;
   for (int q = next; q < s->n && fetched < g->prefetch; q++) {
-    const gm_unit *w = &g->units[s->v[q].unit];
-    for (int i = 0; i < w->nc && fetched < g->prefetch; i++) {
-      int k = w->chunks[i];
+    gm_visit w = gm_visit_at(s, q);
+    const gm_unit *wu = &g->units[w.unit];
+    for (int i = 0; i < wu->nc && fetched < g->prefetch; i++) {
+      int k = wu->chunks[i];
       if (g->cs.c[k].gathered) continue;
       uint64_t extra = q == next ? 0 : 4 * g->cs.c[k].size;
       if (extra > room) return TESSEL_OK; /* in order of use, or not at all */
       if (room != UINT64_MAX) room -= extra;
-      if ((st = gm_gather(g, k, s->v[q].backward)) < 0) return st;
+      if ((st = gm_gather(g, k, w.backward)) < 0) return st;
       fetched++;
     }
   }

@@ -4,8 +4,8 @@
 ** gemini leaves the schedule to the core (no train_step hook), so a step's
 ** order of units is known before it runs: per micro-batch forward 0..U-1
 ** then backward U-1..0, and evaluation is forward only. Knowing it, a
-** chunk's next use is a table lookup — what the release rule, the
-** furthest-next-use eviction and the prefetch read.
+** chunk's next use is a search in its uses within one micro-batch — what
+** the release rule, the furthest-next-use eviction and the prefetch read.
 */
 #include <stdlib.h>
 #include <string.h>
@@ -64,51 +64,82 @@ tessel_status gm_units_build(gemini *g) {
   return TESSEL_OK;
 }
 
+gm_visit gm_visit_at(const gm_schedule *s, int pos) {
+  gm_visit v = s->v[pos % s->per_micro];
+  v.micro = pos / s->per_micro;
+  return v;
+}
+
 int gm_uses(const gemini *g, const gm_schedule *s, int pos, int chunk) {
-  const gm_unit *u = &g->units[s->v[pos].unit];
+  const gm_unit *u = &g->units[s->v[pos % s->per_micro].unit];
   for (int i = 0; i < u->nc; i++)
     if (u->chunks[i] == chunk) return 1;
   return 0;
 }
 
+/* The first use after pos: later in its micro-batch, else the chunk's
+** first use in the next one, else none (n). */
 int gm_next_use(const gemini *g, const gm_schedule *s, int pos, int chunk) {
-  return s->next[(size_t)pos * (size_t)g->cs.nc + (size_t)chunk];
+  (void)g;
+  const int *at = s->uses + s->use_first[chunk];
+  int n = s->use_first[chunk + 1] - s->use_first[chunk], k = pos % s->per_micro, base = pos - k, lo = 0, hi = n;
+  while (lo < hi) {
+    int mid = lo + (hi - lo) / 2;
+    if (at[mid] <= k) lo = mid + 1;
+    else hi = mid;
+  }
+  if (lo < n) return base + at[lo];
+  return n > 0 && base + s->per_micro < s->n ? base + s->per_micro + at[0] : s->n;
 }
 
 int gm_position(const gm_schedule *s, int unit, int micro, int backward) {
   int training = s->per_micro == 2 * s->units;
   if (unit < 0 || unit >= s->units || micro < 0 || micro >= s->n / s->per_micro || (backward && !training)) return -1;
-  int pos = micro * s->per_micro + (backward ? s->per_micro - 1 - unit : unit);
-  const gm_visit *v = &s->v[pos];
-  return v->unit == unit && v->backward == backward && v->micro == micro ? pos : -1;
+  int k = backward ? s->per_micro - 1 - unit : unit;
+  const gm_visit *v = &s->v[k];
+  return v->unit == unit && v->backward == backward ? micro * s->per_micro + k : -1;
 }
 
 int64_t gm_step_visits(const tessel_model_dims *d) { return (int64_t)d->micro_steps * 2 * (int64_t)d->units; }
 
-/* The visits of a step and the next-use table. Their count fits an int:
-** the plugin refused a step of more than INT_MAX visits when it planned
-** its chunks (check_visits, plugin.c), before any schedule is built. */
+/* Each chunk's uses within a micro-batch, ascending, laid end to end. */
+static tessel_status index_uses(gemini *g, gm_schedule *s) {
+  int nc = g->cs.nc, total = 0;
+  if (!(s->use_first = calloc((size_t)nc + 2, sizeof *s->use_first))) return nomem(g);
+  for (int k = 0; k < s->per_micro; k++) {
+    const gm_unit *u = &g->units[s->v[k].unit];
+    for (int i = 0; i < u->nc; i++) s->use_first[u->chunks[i] + 2]++;
+    total += u->nc;
+  }
+  for (int c = 0; c < nc; c++) s->use_first[c + 2] += s->use_first[c + 1];
+  if (!(s->uses = malloc(sizeof *s->uses * (size_t)(total + 1)))) return nomem(g);
+  /* use_first[c + 1] is where chunk c's next use goes; filled, it is chunk c + 1's start */
+  for (int k = 0; k < s->per_micro; k++) {
+    const gm_unit *u = &g->units[s->v[k].unit];
+    for (int i = 0; i < u->nc; i++) s->uses[s->use_first[u->chunks[i] + 1]++] = k;
+  }
+  return TESSEL_OK;
+}
+
+/* The visits of one micro-batch and each chunk's uses in it: every
+** micro-batch of a step visits the units in the same order (the core's
+** default schedule; batch_size splits into micro-batches exactly), so a
+** position p of the step is visit p % per_micro of micro-batch
+** p / per_micro, and the tables do not grow with the micro-batches. The
+** step's count fits an int: the plugin refused a step of more than INT_MAX
+** visits when it planned its chunks (check_visits, plugin.c), before any
+** schedule is built. */
 static tessel_status build(gemini *g, gm_schedule *s, int training) {
-  int U = g->nunits, M = g->dims.micro_steps, nc = g->cs.nc;
+  int U = g->nunits, M = g->dims.micro_steps;
   s->units = U;
   s->per_micro = training ? 2 * U : U;
   s->n = M * s->per_micro;
-  s->v = calloc((size_t)s->n, sizeof *s->v);
-  s->next = malloc(sizeof *s->next * (size_t)s->n * (size_t)nc);
-  if (!s->v || !s->next) return nomem(g);
-  for (int p = 0; p < s->n; p++) {
-    int m = p / s->per_micro, k = p % s->per_micro, back = k >= U;
-    int unit = back ? s->per_micro - 1 - k : k;
-    s->v[p] = (gm_visit){unit, back, m, training && (back || unit == U - 1)};
+  if (!(s->v = calloc((size_t)s->per_micro, sizeof *s->v))) return nomem(g);
+  for (int k = 0; k < s->per_micro; k++) {
+    int back = k >= U, unit = back ? s->per_micro - 1 - k : k;
+    s->v[k] = (gm_visit){unit, back, 0, training && (back || unit == U - 1)};
   }
-  for (int c = 0; c < nc; c++) {
-    int next = s->n;
-    for (int p = s->n - 1; p >= 0; p--) {
-      s->next[(size_t)p * (size_t)nc + (size_t)c] = next;
-      if (gm_uses(g, s, p, c)) next = p;
-    }
-  }
-  return TESSEL_OK;
+  return index_uses(g, s);
 }
 
 tessel_status gm_schedules_build(gemini *g) {
@@ -120,7 +151,8 @@ void gm_schedules_free(gemini *g) {
   gm_schedule *all[2] = {&g->train, &g->eval};
   for (int i = 0; i < 2; i++) {
     free(all[i]->v);
-    free(all[i]->next);
+    free(all[i]->uses);
+    free(all[i]->use_first);
     memset(all[i], 0, sizeof *all[i]);
   }
   for (int u = 0; g->units && u < g->nunits; u++) {
