@@ -204,6 +204,7 @@ typedef struct gemini {
   int training, warmup;
   const gm_schedule *sch;
   int pos;                /* last visit entered, -1 before the first */
+  int *reduces, n_reduces; /* chunks whose reduce-scatter is in flight, ascending ([nchunks]) */
   uint64_t ag_bytes[2], rs_bytes; /* payload posted this step: all-gathers (forward, backward), reduce-scatters */
   uint64_t ag_calls[2], rs_calls; /* and how many calls */
   uint64_t *warm_unit;    /* auto warm-up: the most non-model device bytes seen around each unit */
@@ -251,6 +252,8 @@ tessel_status gm_release(gemini *g, int c);
 tessel_status gm_grad_buffer(gemini *g, int c);
 tessel_status gm_reduce(gemini *g, int c, int pos);
 tessel_status gm_reduce_complete(gemini *g, int c);
+/* Finish every reduce posted before visit `before` (INT_MAX: all), in chunk order. */
+tessel_status gm_reduces_complete(gemini *g, int before);
 tessel_status gm_release_all(gemini *g);
 
 /* The device scratch gemini takes for itself (its reductions). */

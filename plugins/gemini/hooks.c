@@ -82,8 +82,7 @@ static tessel_status visit_after(gemini *g, int p) {
       return st;
   }
   gm_warmup_sample(g, v.unit);
-  for (int k = 0; k < g->cs.nc; k++)
-    if (g->cs.c[k].reducing && g->cs.c[k].reduce_pos < p && (st = gm_reduce_complete(g, k)) < 0) return st;
+  if ((st = gm_reduces_complete(g, p)) < 0) return st;
   for (int i = 0; v.backward && i < u->nc; i++) {
     const gm_chunk *c = &g->cs.c[u->chunks[i]];
     if (c->in_state[GM_READY_FOR_REDUCE] == c->count && (st = gm_reduce(g, u->chunks[i], p)) < 0) return st;
@@ -200,7 +199,9 @@ tessel_status gm_simulate(gemini *g, gm_policy policy, int prefetch, int all_off
   gemini s = *g;
   s.cs.t = malloc(sizeof *s.cs.t * (size_t)g->cs.nt);
   s.cs.c = malloc(sizeof *s.cs.c * (size_t)g->cs.nc);
-  if (!s.cs.t || !s.cs.c) {
+  s.reduces = malloc(sizeof *s.reduces * (size_t)(g->cs.nc + 1));
+  s.n_reduces = 0;
+  if (!s.cs.t || !s.cs.c || !s.reduces) {
     st = g->api->set_error(g->host, TESSEL_E_NOMEM, "out of host memory simulating a step");
     goto done;
   }
@@ -239,5 +240,6 @@ tessel_status gm_simulate(gemini *g, gm_policy policy, int prefetch, int all_off
 done:
   free(s.cs.t);
   free(s.cs.c);
+  free(s.reduces);
   return st;
 }

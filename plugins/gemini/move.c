@@ -13,6 +13,8 @@
 ** residency flags, the device count and the payload counters — so that a
 ** simulated step follows exactly the code a real one runs.
 */
+#include <string.h>
+
 #include "gemini.h"
 
 static tessel_status internal(gemini *g, const char *what, int k) {
@@ -131,6 +133,24 @@ static tessel_status accumulate(gemini *g, gm_chunk *c, const float *src) {
   return api->kernels->axpy(g->host, s, TESSEL_F32, c->gshard, 1.0f, g->host_stage, (int64_t)c->shard);
 }
 
+/* Chunk k joins or leaves the reduces in flight, kept in chunk order: a
+** visit finishes them in that order, as a scan of every chunk did, while
+** looking only at the few in flight. */
+static void track_reduce(gemini *g, int k, int in_flight) {
+  int i = 0;
+  while (i < g->n_reduces && g->reduces[i] < k) i++;
+  int *at = g->reduces + i;
+  size_t after = sizeof *at * (size_t)(g->n_reduces - i);
+  if (in_flight) {
+    memmove(at + 1, at, after);
+    *at = k;
+    g->n_reduces++;
+  } else if (i < g->n_reduces && *at == k) {
+    memmove(at, at + 1, after - sizeof *at);
+    g->n_reduces--;
+  }
+}
+
 tessel_status gm_reduce(gemini *g, int k, int pos) {
   gm_chunk *c = &g->cs.c[k];
   tessel_status st;
@@ -150,6 +170,7 @@ tessel_status gm_reduce(gemini *g, int k, int pos) {
   g->rs_calls++;
   c->reducing = 1;
   c->reduce_pos = pos;
+  track_reduce(g, k, 1);
   if (g->dry) return TESSEL_OK;
   return g->api->comm->reduce_scatter(g->host, g->dp, c->grad, c->recv, c->shard, TESSEL_F32, TESSEL_SUM,
                                       &c->reduce_work);
@@ -160,6 +181,7 @@ tessel_status gm_reduce_complete(gemini *g, int k) {
   tessel_status st;
   if (!c->reducing) return TESSEL_OK;
   c->reducing = 0;
+  track_reduce(g, k, 0);
   if (!g->dry) {
     tessel_work *w = c->reduce_work;
     c->reduce_work = NULL;
@@ -169,5 +191,14 @@ tessel_status gm_reduce_complete(gemini *g, int k) {
   gm_give(g, TESSEL_MEM_GRAD, (void **)&c->recv, 4 * c->shard);
   gm_give(g, TESSEL_MEM_GRAD, (void **)&c->grad, 4 * c->size);
   c->grad_live = 0;
+  return TESSEL_OK;
+}
+
+tessel_status gm_reduces_complete(gemini *g, int before) {
+  for (int i = 0; i < g->n_reduces;) {
+    int k = g->reduces[i];
+    if (g->cs.c[k].reduce_pos >= before) i++;
+    else TESSEL_TRY(gm_reduce_complete(g, k)); /* leaves the list */
+  }
   return TESSEL_OK;
 }

@@ -30,6 +30,7 @@
 ** ledger: exact at setup, and checked around every unit of the warm-up.
 */
 #include <ctype.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -86,8 +87,8 @@ tessel_status gm_make_room(gemini *g, int pos, uint64_t demand) {
   uint64_t budget = gm_budget(g);
   tessel_status st;
   if (g->policy != GM_CACHE || g->dev_bytes + demand <= budget) return TESSEL_OK;
-  for (int k = 0; k < g->cs.nc; k++) /* finished gradients leave first: no traffic lost */
-    if (g->cs.c[k].reducing && (st = gm_reduce_complete(g, k)) < 0) return st;
+  /* finished gradients leave first: no traffic lost */
+  if ((st = gm_reduces_complete(g, INT_MAX)) < 0) return st;
   while (g->dev_bytes + demand > budget) {
     int victim = -1, far = -1;
     for (int k = 0; k < g->cs.nc; k++) {
@@ -127,7 +128,10 @@ tessel_status gm_prefetch_ahead(gemini *g, int pos) {
   /* what does not fit is gathered by the visit itself, after making room */
   if (budget != UINT64_MAX && g->dev_bytes + need > budget) return TESSEL_OK;
   uint64_t room = budget == UINT64_MAX ? UINT64_MAX : budget - g->dev_bytes - need;
-  for (int q = next; q < s->n && fetched < g->prefetch; q++) {
+  /* one micro-batch ahead at most: every later visit repeats one of those,
+  ** whose chunks were met there first (gathered, or the end of the look) */
+  int end = next + s->per_micro < s->n ? next + s->per_micro : s->n;
+  for (int q = next; q < end && fetched < g->prefetch; q++) {
     gm_visit w = gm_visit_at(s, q);
     const gm_unit *wu = &g->units[w.unit];
     for (int i = 0; i < wu->nc && fetched < g->prefetch; i++) {

@@ -143,6 +143,8 @@ static tessel_status build(gemini *g, gm_schedule *s, int training) {
 }
 
 tessel_status gm_schedules_build(gemini *g) {
+  g->n_reduces = 0;
+  if (!(g->reduces = malloc(sizeof *g->reduces * (size_t)(g->cs.nc + 1)))) return nomem(g);
   tessel_status st = build(g, &g->train, 1);
   return st < 0 ? st : build(g, &g->eval, 0);
 }
@@ -160,6 +162,8 @@ void gm_schedules_free(gemini *g) {
     free(g->units[u].chunks);
   }
   free(g->units);
+  free(g->reduces);
   g->units = NULL;
+  g->reduces = NULL;
   g->nunits = 0;
 }
