@@ -154,12 +154,18 @@ static tsl_status m_act_memory(tessel_host *h, const int32_t *tier, const int32_
 
 static tsl_status m_op_reruns(tessel_host *h, int unit, int op, int32_t *reruns) {
   MODEL(h, m);
-  tsl_unit_plan plan;
   tsl_status st = check_op(m, unit, op);
   if (st < 0) return st;
   if (!m->state.act_at) return tsl_error(TESSEL_E_INTERNAL, "op_reruns called before activations were placed");
-  if ((st = tsl_unit_plan_for(m->units[unit].decl, &m->state.act_at[unit], &plan)) < 0) return st;
-  *reruns = plan.rerun[op];
+  const tsl_unit_decl *d = m->units[unit].decl;
+  const tessel_placement *p = &m->state.act_at[unit];
+  tsl_unit_plan *plan = &m->reruns_plan;
+  if (m->reruns_decl != d || plan->recompute != p->recompute || plan->tier != p->tier) {
+    m->reruns_decl = NULL;
+    if ((st = tsl_unit_plan_for(d, p, plan)) < 0) return st;
+    m->reruns_decl = d;
+  }
+  *reruns = plan->rerun[op];
   return TESSEL_OK;
 }
 

@@ -95,6 +95,11 @@ struct tsl_model {
   int64_t step_serial;   /* bumped per step or evaluation batch */
   float dloss;           /* 1 / tokens in the global batch */
   tsl_kv_cache *kv;      /* decoding (decode.c); NULL: none */
+  /* op_reruns' last unit plan, a function of the unit's description and
+  ** placement alone, asked op after op and unit after unit of one kind
+  ** (host_model.c); reruns_decl NULL: none */
+  const tsl_unit_decl *reruns_decl;
+  tsl_unit_plan reruns_plan;
 };
 
 /* decode.c: while a decode step runs (tsl_decoding), the position of its
