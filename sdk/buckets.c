@@ -77,6 +77,9 @@ static int by_first(const void *a, const void *b) {
 ** is a key (the tensor-parallel plugins' buckets) costs n log n, not one
 ** pass over the list per key. */
 static void group_by_key(listed_param *l, int n) {
+  int one_key = 1;
+  for (int j = 1; j < n && one_key; j++) one_key = l[j].key == l[0].key;
+  if (one_key) return;
   qsort(l, (size_t)n, sizeof *l, by_key);
   for (int j = 0; j < n; j++) l[j].first = j > 0 && l[j].key == l[j - 1].key ? l[j - 1].first : l[j].at;
   qsort(l, (size_t)n, sizeof *l, by_first);

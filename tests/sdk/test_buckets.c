@@ -87,7 +87,7 @@ static void check_cut(uint64_t max_bytes, int keys) {
   uint64_t off[PARAMS], num[PARAMS], at = 0;
   for (int i = 0; i < PARAMS; i++) {
     unit_of[i] = i / 4;
-    key_of[i] = i % 11 == 5 ? -1 : (unit_of[i] % keys) << 8 | (i % 3 ? 1 : 2);
+    key_of[i] = i % 11 == 5 ? -1 : keys ? (unit_of[i] % keys) << 8 | (i % 3 ? 1 : 2) : 0;
     num[i] = i % 7 == 3 ? 0 : (uint64_t)(1 + i % 5) * 16;
     off[i] = i % 13 == 8 ? TESSEL_NO_OFFSET : at;
     if (off[i] != TESSEL_NO_OFFSET) at += num[i];
@@ -112,11 +112,11 @@ static void check_cut(uint64_t max_bytes, int keys) {
   tessel_buckets_free(&bs);
 }
 
-/* A key per unit (every key once, in runs), keys repeating across units
-** (each key's parameters far apart, so packed), one bucket per key and
-** many buckets per key. */
+/* One key for all (ddp's and hybrid's), a key per unit (every key once,
+** in runs), keys repeating across units (each key's parameters far apart,
+** so packed); one bucket per key and many buckets per key. */
 static void test_as_the_rule(void) {
-  for (int keys = 1; keys <= 30; keys += 7) {
+  for (int keys = 0; keys <= 30; keys += keys ? 7 : 1) {
     check_cut(UINT64_MAX, keys);
     check_cut(64 * sizeof(float), keys);
     check_cut(1, keys);
