@@ -7,22 +7,12 @@
 ** of every visit × chunk, tens of gigabytes, built in minutes).
 */
 #include <limits.h>
-#include <stdarg.h>
 
 #include "../../plugins/gemini/gemini.h"
+#include "fake_host.h"
 #include "harness.h"
 
-static tessel_status fake_set_error(tessel_host *h, tessel_status st, const char *fmt, ...) {
-  (void)h;
-  va_list ap;
-  va_start(ap, fmt);
-  vfprintf(stderr, fmt, ap);
-  va_end(ap);
-  fputc('\n', stderr);
-  return st;
-}
-
-static const tessel_host_api fake_api = {.size = sizeof(tessel_host_api), .set_error = fake_set_error};
+static const tessel_host_api fake_api = {.size = sizeof(tessel_host_api), .set_error = fake_host_set_error};
 
 /* Units using chunks: unit u uses the chunks listed in uses[u] (ascending,
 ** −1 ends), like an embedding and a head that share the tied table. */

@@ -6,23 +6,12 @@
 ** max_bytes. Keys interleave as the tensor-parallel plugins' do (one per
 ** unit and set of axes), with parameters left out (key −1, none here).
 */
-#include <stdarg.h>
-
+#include "fake_host.h"
 #include "harness.h"
 #include "tessel/sdk.h"
 
 enum { PARAMS = 97 };
 static int key_of[PARAMS], unit_of[PARAMS];
-
-static tessel_status fake_set_error(tessel_host *h, tessel_status st, const char *fmt, ...) {
-  (void)h;
-  va_list ap;
-  va_start(ap, fmt);
-  vfprintf(stderr, fmt, ap);
-  va_end(ap);
-  fputc('\n', stderr);
-  return st;
-}
 
 static tessel_status fake_dims(tessel_host *h, tessel_model_dims *out) {
   (void)h;
@@ -50,7 +39,7 @@ static int key(void *ctx, const tessel_param_info *p) {
 
 static const tessel_model_api fake_model = {.size = sizeof fake_model, .dims = fake_dims, .param_count = fake_count,
                                             .param_info = fake_info};
-static const tessel_host_api fake_api = {.size = sizeof fake_api, .set_error = fake_set_error, .model = &fake_model};
+static const tessel_host_api fake_api = {.size = sizeof fake_api, .set_error = fake_host_set_error, .model = &fake_model};
 
 /* The rule, one pass over the listed parameters per key. */
 static void expected(const uint64_t *off, const uint64_t *num, uint64_t max_bytes, tessel_bucket *b, int *nb,
