@@ -143,44 +143,66 @@ done:
   return st;
 }
 
-/* Find and load libtessel-cuda.so: beside libtessel, then in the build tree. */
-static tsl_status load_cuda_backend(tsl_runtime *rt) {
+/* The places libtessel-cuda.so may be, in search order: beside libtessel,
+** then in the build tree. Free both with free(). */
+static void cuda_candidates(char *out[2]) {
   char *dir = tsl_dso_library_dir();
-  char *candidates[2] = {dir ? tsl_asprintf("%s/libtessel-cuda.so", dir) : NULL,
-                         tsl_strdup(TESSEL_BUILD_CUDA_DIR "/libtessel-cuda.so")};
+  out[0] = dir ? tsl_asprintf("%s/libtessel-cuda.so", dir) : NULL;
+  out[1] = tsl_strdup(TESSEL_BUILD_CUDA_DIR "/libtessel-cuda.so");
+  free(dir);
+}
+
+/* Find libtessel-cuda.so: *found is the first candidate that exists (NULL
+** when none does, and the error then says where it looked, at
+** device.kind). */
+static tsl_status find_cuda_backend(tsl_runtime *rt, char *candidates[2], const char **found) {
   char tried[2048] = "";
-  tsl_status st = TESSEL_E_CONFIG;
-  for (int i = 0; i < 2 && st < 0; i++) {
+  *found = NULL;
+  for (int i = 0; i < 2 && !*found; i++) {
     if (!candidates[i]) continue;
     strncat(tried, "\n  ", sizeof tried - strlen(tried) - 1);
     strncat(tried, candidates[i], sizeof tried - strlen(tried) - 1);
-    if (!tsl_path_exists(candidates[i])) continue;
-    void *h;
-    st = tsl_dso_open(candidates[i], "CUDA backend", "device.kind is cuda: is the NVIDIA driver installed, and "
-                      "are the CUDA libraries it was built with on the library path?", &h);
-    if (st < 0) {
-      st = TESSEL_E_DEVICE;
-      break;
-    }
-    tsl_backend_entry_fn entry = (tsl_backend_entry_fn)tsl_dso_symbol(h, TSL_BACKEND_ENTRY_NAME);
-    const tsl_backend *be = entry ? entry(TSL_BACKEND_VERSION) : NULL;
-    if (!be || be->version != TSL_BACKEND_VERSION) {
-      st = tsl_error(TESSEL_E_VERSION, "%s is not a backend for this tessel (backend interface %d expected)",
-                     candidates[i], TSL_BACKEND_VERSION);
-      break;
-    }
-    memcpy(&rt->be, be, TSL_MIN((size_t)be->size, sizeof rt->be));
-    st = TESSEL_OK;
+    if (tsl_path_exists(candidates[i])) *found = candidates[i];
   }
-  if (st == TESSEL_E_CONFIG) {
-    tsl_cfg *device = NULL;
-    tsl_cfg_section(tsl_config_root(rt->config), "device", 0, &device);
-    st = tsl_cfg_error(device, "kind",
+  if (*found) return TESSEL_OK;
+  tsl_cfg *device = NULL;
+  tsl_cfg_section(tsl_config_root(rt->config), "device", 0, &device);
+  return tsl_cfg_error(device, "kind",
                        "cuda needs the CUDA backend libtessel-cuda.so, which this build does not have. Looked for:%s\n"
                        "Build tessel where nvcc is available (TESSEL_CUDA=AUTO or ON), or use `kind: cpu`.",
                        tried);
+}
+
+tsl_status tsl_runtime_check_backend(tsl_runtime *rt) {
+  if (rt->settings.device.kind != TSL_DEVICE_CUDA) return TESSEL_OK;
+  char *candidates[2];
+  const char *found;
+  cuda_candidates(candidates);
+  tsl_status st = find_cuda_backend(rt, candidates, &found);
+  free(candidates[0]);
+  free(candidates[1]);
+  return st;
+}
+
+/* Load libtessel-cuda.so where find_cuda_backend finds it. */
+static tsl_status load_cuda_backend(tsl_runtime *rt) {
+  char *candidates[2];
+  const char *path;
+  void *h;
+  cuda_candidates(candidates);
+  tsl_status st = find_cuda_backend(rt, candidates, &path);
+  if (st >= 0 && tsl_dso_open(path, "CUDA backend", "device.kind is cuda: is the NVIDIA driver installed, and are "
+                              "the CUDA libraries it was built with on the library path?", &h) < 0)
+    st = TESSEL_E_DEVICE;
+  if (st >= 0) {
+    tsl_backend_entry_fn entry = (tsl_backend_entry_fn)tsl_dso_symbol(h, TSL_BACKEND_ENTRY_NAME);
+    const tsl_backend *be = entry ? entry(TSL_BACKEND_VERSION) : NULL;
+    if (be && be->version == TSL_BACKEND_VERSION)
+      memcpy(&rt->be, be, TSL_MIN((size_t)be->size, sizeof rt->be));
+    else
+      st = tsl_error(TESSEL_E_VERSION, "%s is not a backend for this tessel (backend interface %d expected)", path,
+                     TSL_BACKEND_VERSION);
   }
-  free(dir);
   free(candidates[0]);
   free(candidates[1]);
   return st;

@@ -27,6 +27,12 @@ tsl_status tsl_runtime_check_config_agreement(tsl_runtime *rt);
 /* The threads a rank is asked for: device.threads, else OMP_NUM_THREADS
 ** when it is a plain count, else 0 (the rank's share of its CPUs). */
 int tsl_threads_asked(const tsl_settings *s);
+/* Does this build have the backend device.kind asks for? The CUDA backend
+** is a separate file (libtessel-cuda.so, built where nvcc is found):
+** without it, a FILE:LINE:COL error at device.kind, the one
+** tsl_runtime_devices would give. Loads nothing: a build with the file
+** passes here on a machine without a GPU. */
+tsl_status tsl_runtime_check_backend(tsl_runtime *rt);
 /* Select and start the device backend, the memory ledger and the streams. */
 tsl_status tsl_runtime_devices(tsl_runtime *rt);
 /* Build the communicators of the strategy's mesh (collective). */

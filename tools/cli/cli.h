@@ -44,6 +44,7 @@ extern const tsl_command tsl_cmd_run, tsl_cmd_check, tsl_cmd_plugins, tsl_cmd_da
 
 /* What `tessel check CONFIG --world N` validates, in this process and
 ** without training: the configuration with its --set overrides, the
+** device backend it asks for (the CUDA backend's file, not a GPU), the
 ** strategy and its mesh for `world` ranks, the batch split, the parameter
 ** layouts, the data, and, when `resume`, the checkpoint checkpoint.resume
 ** would resume from (TSL_CHECK_RESUME_WARN: with the warnings of what it

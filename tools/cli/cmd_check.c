@@ -100,6 +100,7 @@ static int check(int argc, char **argv) {
       snprintf(part, sizeof part, "%s%s %d", a ? " × " : "", rt.mesh.names[a] ? rt.mesh.names[a] : "axis", rt.mesh.sizes[a]);
       strncat(mesh, part, sizeof mesh - strlen(mesh) - 1);
     }
+  if (st >= 0) st = tsl_runtime_check_backend(rt);
     fprintf(stderr, "ok: %s is valid for %lld rank(s): strategy %s, mesh %s, %d micro-batch(es) of %d per data rank\n",
             argv[optind], world, rt.plugin ? rt.plugin->name : "none", mesh, dims.micro_steps, dims.micro_batch);
   }
