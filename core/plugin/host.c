@@ -38,7 +38,8 @@ static tsl_status frame(tsl_runtime *rt, tsl_status st, const char *hook, const 
   if (st == TESSEL_E_CONFIG && !tsl_has_position(msg) && rt->settings.plugin.section)
     return tsl_cfg_error(rt->settings.plugin.section, NULL, "%s", msg);
   tsl_error(st, "%s", msg);
-  if (rt->world.size > 1)
+  /* a plan has no ranks running: its hooks name the rank they describe */
+  if (rt->world.size > 1 && !rt->plan)
     return tsl_error_wrap(st, "strategy '%s' failed in %s on rank %d", plugin_name(rt), hook, rt->world.rank);
   return tsl_error_wrap(st, "strategy '%s' failed in %s", plugin_name(rt), hook);
 }

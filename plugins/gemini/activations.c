@@ -141,22 +141,23 @@ static tessel_status first_fit(gemini *g, uint64_t limit, uint64_t model, int *f
 tessel_status gm_acts_choose(gemini *g, uint64_t capacity, gm_acts_choice *out) {
   const tessel_model_api *api = g->api->model;
   int search = gm_auto_places_acts(g);
-  *out = (gm_acts_choice){.fits = 1};
+  int fits;
+  *out = (gm_acts_choice){0};
   if (!TESSEL_HAS(api, tessel_model_api, act_memory) || !api->act_memory || capacity == UINT64_MAX) return TESSEL_OK;
   TESSEL_TRY(least_model(g, &out->model));
   TESSEL_TRY(read_run_placement(g));
   candidate(g, 0, g->act_tier, g->act_rec);
   TESSEL_TRY(api->act_memory(g->host, g->act_tier, g->act_rec, &out->plain_device, &out->plain_host));
-  out->fits = out->plain_device + GM_OWN_SCRATCH + out->model <= capacity;
+  fits = out->plain_device + GM_OWN_SCRATCH + out->model <= capacity;
   if (search) {
-    TESSEL_TRY(first_fit(g, (uint64_t)((double)capacity * g->o.steady_ratio), out->model, &out->fits, &out->device));
-    if (!out->fits) TESSEL_TRY(first_fit(g, capacity, out->model, &out->fits, &out->device));
-    if (!out->fits) /* the least of all, which decide refuses */
+    TESSEL_TRY(first_fit(g, (uint64_t)((double)capacity * g->o.steady_ratio), out->model, &fits, &out->device));
+    if (!fits) TESSEL_TRY(first_fit(g, capacity, out->model, &fits, &out->device));
+    if (!fits) /* the least of all, refused below */
       candidate(g, GM_LAST_CANDIDATE(g->dims.layers), g->act_tier, g->act_rec);
   }
   TESSEL_TRY(api->act_memory(g->host, g->act_tier, g->act_rec, &out->device, &out->host));
   out->changed = out->device != out->plain_device;
-  return TESSEL_OK;
+  return fits ? TESSEL_OK : gm_refuse_least(g, out->device + GM_OWN_SCRATCH, out->model, capacity);
 }
 
 static tessel_status decide(gemini *g) {
@@ -167,7 +168,6 @@ static tessel_status decide(gemini *g) {
   /* no bounded device to fit (or none yet: `tessel check`): keep everything */
   if (g->api->mem->stats(g->host, TESSEL_TIER_DEVICE, &dev) < 0) return TESSEL_OK;
   TESSEL_TRY(gm_acts_choose(g, dev.capacity, &choice));
-  if (!choice.fits) return gm_refuse_least(g, choice.device + GM_OWN_SCRATCH, choice.model, dev.capacity);
   if (!choice.changed) return TESSEL_OK;
   g->api->log(g->host, TESSEL_LOG_INFO,
               "placement auto: activations do not fit beside the chunks, so %s: the core's non-model memory is %s "

@@ -76,9 +76,10 @@ tessel_status gm_estimate(void *inst, const tessel_plan_query *q, tessel_estimat
   }
   TESSEL_TRY(tessel_est_core(&x, q, &whole, 0, out));
   out->memory[TESSEL_TIER_DEVICE][TESSEL_MEM_SCRATCH] += 2 * sizeof(double); /* the norm and shared decisions */
+  gm_acts_choice acts;
+  /* what the place hook refuses on this device, refused here the same */
+  TESSEL_TRY(gm_acts_choose(g, q->device_capacity, &acts));
   if (gm_auto_places_acts(g)) { /* the activations as auto will place them */
-    gm_acts_choice acts;
-    TESSEL_TRY(gm_acts_choose(g, q->device_capacity, &acts));
     uint64_t *dev_act = &out->memory[TESSEL_TIER_DEVICE][TESSEL_MEM_ACT], saved = acts.plain_device - acts.device;
     *dev_act = *dev_act > saved ? *dev_act - saved : 0;
     out->memory[TESSEL_TIER_HOST][TESSEL_MEM_ACT] += acts.host - acts.plain_host; /* what offload moved there */
@@ -86,6 +87,8 @@ tessel_status gm_estimate(void *inst, const tessel_plan_query *q, tessel_estimat
   g->cap = q->device_capacity;
   g->nonmodel = out->memory[TESSEL_TIER_DEVICE][TESSEL_MEM_ACT] + out->memory[TESSEL_TIER_DEVICE][TESSEL_MEM_SCRATCH];
   gm_place(g);
+  /* and what setup refuses (gm_check_fit) */
+  TESSEL_TRY(gm_check_fit(g));
   /* the host holds what the start placement puts there (under auto: every
   ** chunk, until the warm-up moves some to the device) */
   uint64_t start[TESSEL_TIER_COUNT][TESSEL_MEM_KIND_COUNT] = {{0}};

@@ -307,11 +307,12 @@ tessel_status gm_place_state(void *inst, tessel_state_ref what, tessel_placement
 ** `capacity` bytes (activations.c): the core's non-model bytes on the
 ** device and host as the run placed them and as chosen, and the least model
 ** data beside them. g->act_tier/act_rec hold the choice (the run's own
-** placement unless auto with auto_recompute). */
+** placement unless auto with auto_recompute). When not even the choice
+** fits the whole device beside the least model data: TESSEL_E_NOMEM,
+** saying what a step needs and what is available (gm_refuse_least). */
 typedef struct gm_acts_choice {
   uint64_t plain_device, plain_host, device, host, model;
   int changed; /* something more is recomputed or offloaded */
-  int fits;    /* the choice and the least model data fit the whole device */
 } gm_acts_choice;
 tessel_status gm_acts_choose(gemini *g, uint64_t capacity, gm_acts_choice *out);
 /* Every unit's activations are placed to be recomputed in full. */

@@ -62,11 +62,10 @@ static uint64_t device_capacity(const tsl_plan *p, const tsl_runtime *rt) {
   return UINT64_MAX;
 }
 
-/* Ask the strategy about each rank; the core adds its own scalars. */
-static tsl_status estimate_ranks(tsl_plan *p, tsl_plan_cand *c, tsl_runtime *rt) {
+tsl_status tsl_plan_estimate_ranks(tsl_plan *p, tsl_plan_cand *c, tsl_runtime *rt) {
   tsl_plan_ctx ctx = {.plan = p, .cand = c};
   tsl_status st = TESSEL_OK;
-  uint64_t cap = c->device_capacity = device_capacity(p, rt);
+  uint64_t cap = c->device_capacity;
   rt->plan = &ctx;
   for (int r = 0; r < c->world && st >= 0; r++) {
     tessel_plan_query q;
@@ -155,7 +154,8 @@ tsl_status tsl_plan_candidate(tsl_plan *p, tsl_plan_cand *c) {
     c->state = TSL_CAND_NO_ESTIMATE;
   } else if (st >= 0) {
     c->ranks = calloc((size_t)c->world, sizeof *c->ranks);
-    st = c->ranks ? estimate_ranks(p, c, &rt)
+    c->device_capacity = device_capacity(p, &rt);
+    st = c->ranks ? tsl_plan_estimate_ranks(p, c, &rt)
                   : (own = tsl_error(TESSEL_E_NOMEM, "out of host memory for %d ranks", c->world));
   }
   /* a strategy's own failure, TESSEL_E_NOMEM included (a device that

@@ -140,13 +140,16 @@ void tsl_plan_rank_all(tsl_plan *p) {
   qsort_r(p->order, (size_t)p->n, sizeof *p->order, better, p);
 }
 
+void tsl_plan_cand_free(tsl_plan_cand *c) {
+  for (int r = 0; c->ranks && r < c->world; r++) free(c->ranks[r].lines);
+  free(c->ranks);
+  free(c->yaml);
+  c->ranks = NULL;
+  c->yaml = NULL;
+}
+
 void tsl_plan_free(tsl_plan *p) {
-  for (int i = 0; i < p->n; i++) {
-    tsl_plan_cand *c = &p->c[i];
-    for (int r = 0; c->ranks && r < c->world; r++) free(c->ranks[r].lines);
-    free(c->ranks);
-    free(c->yaml);
-  }
+  for (int i = 0; i < p->n; i++) tsl_plan_cand_free(&p->c[i]);
   free(p->c);
   free(p->order);
   if (p->have_profile) tsl_profile_free(&p->profile);

@@ -107,10 +107,18 @@ void tsl_plan_rank_all(tsl_plan *p);
 const tsl_plan_cand *tsl_plan_fitting(const tsl_plan *p, int i);
 /* Tokens the whole world trains on per step under candidate c. */
 double tsl_plan_tokens_per_step(const tsl_plan_cand *c);
+/* What a candidate holds (its ranks' lines, its configuration). */
+void tsl_plan_cand_free(tsl_plan_cand *c);
 void tsl_plan_free(tsl_plan *p);
 
 /* One candidate's planning (estimate.c). */
 tsl_status tsl_plan_candidate(tsl_plan *p, tsl_plan_cand *c);
+/* Ask the strategy of `rt`, planned (tsl_model_plan) for c->world ranks
+** and c->mesh, about each rank for a device of c->device_capacity bytes,
+** into c->ranks (c->world of them, zeroed); the core adds its own scalars.
+** `p` may be NULL (no option sets to offer). A strategy's refusal is its
+** hook's error, "strategy 'NAME' failed in estimate for rank R: ...". */
+tsl_status tsl_plan_estimate_ranks(tsl_plan *p, tsl_plan_cand *c, tsl_runtime *rt);
 
 /* Time of one rank on the profile (time.c). */
 void tsl_plan_time_rank(const tsl_plan *p, const tsl_plan_cand *c, int rank, tsl_plan_time *out);
