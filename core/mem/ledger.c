@@ -63,6 +63,20 @@ static tsl_alloc_rec *find_rec(const tsl_ledger *l, tessel_tier tier, const void
   return NULL;
 }
 
+int tsl_mem_find(const tsl_ledger *l, tessel_tier tier, const void *ptr, tsl_mem_extent *out) {
+  for (int i = l->n_recs - 1; i >= 0; i--) {
+    const tsl_alloc_rec *r = &l->recs[i];
+    if (r->tier != tier) continue;
+    /* NVMe pointers are handles, not addresses: only the handle itself */
+    uintptr_t at = (uintptr_t)ptr, base = (uintptr_t)r->ptr;
+    int inside = tier == TESSEL_TIER_NVME ? at == base : at >= base && at - base < r->bytes;
+    if (!inside) continue;
+    *out = (tsl_mem_extent){.name = r->name, .bytes = r->bytes, .into = at - base};
+    return 1;
+  }
+  return 0;
+}
+
 static tsl_status full_error(const tsl_ledger *l, tessel_tier tier, uint64_t bytes, const char *name) {
   const tsl_tier_account *a = &l->tier[tier];
   char req[32], use[32], cap[32], model[32], act[32];

@@ -60,6 +60,16 @@ void tsl_mem_free(tsl_ledger *l, tessel_tier tier, void *ptr);
 tsl_status tsl_mem_copy(tsl_ledger *l, tessel_tier dst_tier, void *dst, uint64_t dst_off,
                         tessel_tier src_tier, const void *src, uint64_t src_off, uint64_t bytes,
                         tsl_stream *s);
+/* The allocation of `tier` that holds `ptr` (at its start or inside it; an
+** NVMe handle exactly): 1 and *out, or 0 when none of the ledger's does
+** (memory allocated elsewhere, e.g. a caller's own host buffer). out->name
+** lives as long as the allocation. */
+typedef struct tsl_mem_extent {
+  const char *name;
+  uint64_t bytes; /* the whole allocation */
+  uint64_t into;  /* where ptr lies in it */
+} tsl_mem_extent;
+int tsl_mem_find(const tsl_ledger *l, tessel_tier tier, const void *ptr, tsl_mem_extent *out);
 void tsl_mem_stats(const tsl_ledger *l, tessel_tier tier, tessel_tier_stats *out);
 /* Enable the NVMe tier with its files in dir (created if needed). */
 tsl_status tsl_ledger_set_nvme_dir(tsl_ledger *l, const char *dir);

@@ -230,11 +230,33 @@ static tsl_status mem_free(tessel_host *h, tessel_tier tier, void *ptr) {
   return st;
 }
 
+/* One side of a copy inside the allocation that holds it, when the ledger
+** has one: a copy past its end would write over (or read) whatever lies
+** next in memory, far from the call that did it. Memory the ledger does not
+** know (the caller's own) cannot be checked. */
+static tsl_status check_extent(const tsl_ledger *l, const char *which, tessel_tier tier, const void *p, uint64_t off,
+                               uint64_t bytes) {
+  tsl_mem_extent e;
+  if (bytes == 0 || !tsl_mem_find(l, tier, p, &e)) return TESSEL_OK;
+  uint64_t room = e.bytes - e.into;
+  if (off <= room && bytes <= room - off) return TESSEL_OK;
+  char at[64] = "";
+  if (e.into) snprintf(at, sizeof at, ", the pointer %llu bytes into it", (unsigned long long)e.into);
+  return tsl_error(TESSEL_E_INTERNAL,
+                   "mem->copy: %llu bytes at offset %llu run past the end of the %s '%s', %llu bytes on the %s "
+                   "tier%s: copy at most %llu bytes there",
+                   (unsigned long long)bytes, (unsigned long long)off, which, e.name, (unsigned long long)e.bytes,
+                   tsl_tier_name(tier), at, (unsigned long long)(off < room ? room - off : 0));
+}
+
 static tsl_status mem_copy(tessel_host *h, tessel_tier dt, void *dst, uint64_t doff, tessel_tier st, const void *src,
                            uint64_t soff, uint64_t bytes, tessel_stream *s) {
   tsl_status bad;
   if (!RT(h)->be_ready) return not_ready("memory copy");
   if ((bad = check_tier("copy", "the destination's ", dt)) < 0 || (bad = check_tier("copy", "the source's ", st)) < 0)
+    return bad;
+  if ((bad = check_extent(&RT(h)->ledger, "destination", dt, dst, doff, bytes)) < 0 ||
+      (bad = check_extent(&RT(h)->ledger, "source", st, src, soff, bytes)) < 0)
     return bad;
   return tsl_mem_copy(&RT(h)->ledger, dt, dst, doff, st, src, soff, bytes, s ? (tsl_stream *)s : RT(h)->compute);
 }

@@ -11,6 +11,10 @@
 **   alloc_tier    setup: mem->alloc on tier 7
 **   stats_tier    setup: mem->stats of tier 9
 **   copy_tier     setup: mem->copy to tier 5
+**   copy_dst_end  setup: mem->copy of 32 bytes to offset 48 of a 64-byte
+**                 device allocation (after two that fit it exactly)
+**   copy_src_end  setup: mem->copy of 32 bytes from offset 8 of a pointer
+**                 40 bytes into a 64-byte host allocation
 **   private_many  setup: a 9th state->add_private, over the limit
 **                 (TESSEL_E_UNSUPPORTED passed on: a failure, not a decline)
 **   declines      setup: set_error(TESSEL_E_UNSUPPORTED), the strategy
@@ -71,6 +75,20 @@ static tessel_status hc_mesh(void *inst, int world_size, tessel_mesh *out) {
   return TESSEL_OK;
 }
 
+/* A copy that fits its allocations to the byte, then one that runs past
+** the end of the destination or of the source. */
+static tessel_status copy_past_end(hostcalls *t) {
+  const tessel_mem_api *mem = t->api->mem;
+  char *dev = NULL, *host = NULL;
+  tessel_status st = mem->alloc(t->host, TESSEL_TIER_DEVICE, TESSEL_MEM_SCRATCH, 64, "copy device", (void **)&dev);
+  if (st >= 0) st = mem->alloc(t->host, TESSEL_TIER_HOST, TESSEL_MEM_SCRATCH, 64, "copy host", (void **)&host);
+  if (st >= 0) st = mem->copy(t->host, TESSEL_TIER_DEVICE, dev, 0, TESSEL_TIER_HOST, host, 0, 64, NULL);
+  if (st >= 0) st = mem->copy(t->host, TESSEL_TIER_DEVICE, dev, 32, TESSEL_TIER_HOST, host + 40, 8, 16, NULL);
+  if (st < 0) return st;
+  if (is(t, "copy_dst_end")) return mem->copy(t->host, TESSEL_TIER_DEVICE, dev, 48, TESSEL_TIER_HOST, host, 0, 32, NULL);
+  return mem->copy(t->host, TESSEL_TIER_DEVICE, dev, 0, TESSEL_TIER_HOST, host + 40, 8, 32, NULL);
+}
+
 /* The memory calls with a tier or kind out of their enums. */
 static tessel_status bad_memory(hostcalls *t) {
   const tessel_mem_api *mem = t->api->mem;
@@ -83,6 +101,7 @@ static tessel_status bad_memory(hostcalls *t) {
     tessel_status st = mem->alloc(t->host, TESSEL_TIER_DEVICE, TESSEL_MEM_SCRATCH, 64, "copy", &p);
     return st < 0 ? st : mem->copy(t->host, (tessel_tier)5, p, 0, TESSEL_TIER_DEVICE, p, 0, 16, NULL);
   }
+  if (is(t, "copy_dst_end") || is(t, "copy_src_end")) return copy_past_end(t);
   return TESSEL_OK;
 }
 

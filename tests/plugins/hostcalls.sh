@@ -36,6 +36,8 @@ expect alloc_kind 1 "$S setup: mem->alloc: memory kind 12345 is not a tessel_mem
 expect alloc_tier 1 "$S setup: mem->alloc: tier 7 is not a tessel_tier (DEVICE 0, HOST 1 or NVME 2)"
 expect stats_tier 1 "$S setup: mem->stats: tier 9 is not a tessel_tier"
 expect copy_tier 1 "$S setup: mem->copy: the destination's tier 5 is not a tessel_tier"
+expect copy_dst_end 1 "$S setup: mem->copy: 32 bytes at offset 48 run past the end of the destination 'copy device', 64 bytes on the device tier: copy at most 16 bytes there"
+expect copy_src_end 1 "$S setup: mem->copy: 32 bytes at offset 8 run past the end of the source 'copy host', 64 bytes on the host tier, the pointer 40 bytes into it: copy at most 16 bytes there"
 expect private_many 1 "$S setup: more than 8 private slots"
 expect declines 3 "$S setup: declines: a test of declining"
 expect scale_bf16 1 "$S setup: kernels->scale(BF16, 8 elements): the cpu backend does not support this kernel in these dtypes"
