@@ -8,6 +8,7 @@
 
 #include "common/util.h"
 #include "plugin/dso.h"
+#include "plugin/elf.h"
 
 #ifndef TESSEL_BUILD_PLUGIN_DIR
 #error "TESSEL_BUILD_PLUGIN_DIR must be defined by the build"
@@ -265,6 +266,12 @@ void tsl_plugin_free(tsl_plugin *p) {
   free(p->path);
   free(p->name);
   free(p);
+}
+
+const char *tsl_plugin_core_library(const tsl_elf_info *info) {
+  for (int i = 0; i < info->n_needed; i++)
+    if (!strncmp(info->needed[i], "libtessel", 9)) return info->needed[i];
+  return NULL;
 }
 
 const char *tsl_plugin_caps_string(uint64_t caps, char *buf, size_t cap) {

@@ -51,6 +51,12 @@ int tsl_plugin_list_dir(const char *dir, char ***out);
 ** named so: the name a search for the strategy finds it by. */
 char *tsl_plugin_name_from_path(const char *path);
 
+/* The first library a plugin file needs (DT_NEEDED, from tsl_elf_read)
+** that is tessel's own (libtessel*), or NULL. A plugin links nothing of
+** tessel: every service comes through the host table. */
+struct tsl_elf_info;
+const char *tsl_plugin_core_library(const struct tsl_elf_info *info);
+
 /* Comma-separated names of the capability bits, into buf. */
 const char *tsl_plugin_caps_string(uint64_t caps, char *buf, size_t cap);
 

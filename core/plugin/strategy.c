@@ -6,6 +6,7 @@
 
 #include "common/log.h"
 #include "common/util.h"
+#include "plugin/elf.h"
 #include "plugin/host.h"
 
 /* A capability the core enforces: a strategy that needs fp32 activations
@@ -78,6 +79,29 @@ static tsl_status at_plugin_key(const tsl_settings *s, tsl_status st) {
   return st;
 }
 
+/* A plugin that links libtessel loads (the core already in the process
+** serves its needs, or the dynamic linker finds another copy), but it
+** breaks the ABI's first rule, which `tessel plugin-check` fails: what it
+** calls of the core directly bypasses the host's accounting, and a copy of
+** the core other than the running one has state of its own. Said once, by
+** the first rank; a file that cannot be read is left to the loader. */
+static void warn_core_link(const tsl_runtime *rt, const char *path) {
+  tsl_elf_info info;
+  if (rt->hush_plugin_warnings || rt->world.rank != 0) return;
+  if (tsl_elf_read(path, &info) < 0) {
+    tsl_error_clear();
+    return;
+  }
+  const char *lib = tsl_plugin_core_library(&info);
+  if (lib)
+    tsl_warn("the strategy plugin %s links %s: a plugin must link nothing of tessel (it gets every service from "
+             "the host table, tessel_host_api), and `tessel plugin-check` fails it. Rebuild it without linking "
+             "libtessel: tessel_add_strategy_plugin (CMake) or `pkg-config --libs tessel-plugin` link only what "
+             "a plugin may (docs/plugin-guide.md)",
+             path, lib);
+  tsl_elf_free(&info);
+}
+
 tsl_status tsl_strategy_start(tsl_runtime *rt, int world_size) {
   tsl_status st;
   const tsl_settings *s = &rt->settings;
@@ -95,6 +119,7 @@ tsl_status tsl_strategy_start(tsl_runtime *rt, int world_size) {
   }
   TSL_TRY(st, at_plugin_key(s, tsl_plugin_locate(s->plugin.name, s->plugin.path, &path)));
   TSL_TRY(st, at_plugin_key(s, tsl_plugin_open(path, &rt->plugin)));
+  warn_core_link(rt, path);
   if (s->plugin.name && strcmp(s->plugin.name, rt->plugin->name) != 0) {
     st = tsl_cfg_error(s->plugin.section, "name", "names strategy '%s', but plugin.path is %s ('%s')", s->plugin.name,
                        path, rt->plugin->name);

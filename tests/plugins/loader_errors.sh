@@ -130,6 +130,22 @@ echo "$needed" | grep -q 'libtessel' && fail "testgood links the core: $needed"
 syms=$(nm -D --defined-only "$PLUGINS/nosym/libtessel-nosym.so" | awk '{print $NF}' | grep -v '^_')
 [ "$syms" = "tessel_strategy_entry" ] || fail "nosym exports [$syms], expected only tessel_strategy_entry"
 
+# A plugin that links libtessel (linkscore: testgood linked with the core)
+# loads, as it did, but with a warning that names the file and says what to
+# do; the good plugin gets none (it once loaded without a word, though
+# plugin-check fails it).
+before=$failures
+grep -q "links libtessel" "$TMP/good.err" && fail "testgood, which links nothing of tessel, was warned about libtessel"
+lib=$PLUGINS/linkscore/libtessel-testgood.so
+readelf -d "$lib" | grep -q 'NEEDED.*libtessel' || fail "linkscore does not link the core: the case tests nothing"
+config=$(cfg linkscore "path: $lib")
+check_case linkscore "$config"
+[ "$status" -eq 0 ] || fail "a plugin linking libtessel no longer loads (status $status)"
+expect_err "warning: the strategy plugin $lib links libtessel" "a plugin must link nothing of tessel" \
+  "Rebuild it without linking libtessel"
+[ "$(grep -c 'links libtessel' "$err")" -eq 1 ] || fail "the warning is not said once"
+[ "$failures" -eq "$before" ] || show
+
 # --------------------------------------------------------------- not found
 
 before=$failures

@@ -102,13 +102,11 @@ static int check_file(const char *path) {
   }
   int ok = report(entry && !buf[0], "exports only " TESSEL_STRATEGY_ENTRY_NAME, !entry ? missing : buf[0] ? buf : NULL);
   buf[0] = '\0';
-  int links_core = 0;
   for (int i = 0; i < info.n_needed; i++) {
-    links_core |= !strncmp(info.needed[i], "libtessel", 9);
     strncat(buf, i ? ", " : "needs ", sizeof buf - strlen(buf) - 1);
     strncat(buf, info.needed[i], sizeof buf - strlen(buf) - 1);
   }
-  ok &= report(!links_core, "does not link libtessel", buf);
+  ok &= report(!tsl_plugin_core_library(&info), "does not link libtessel", buf);
   tsl_elf_free(&info);
   return ok;
 }
