@@ -9,6 +9,7 @@
 
 #include "comm/mpi_reduce.h"
 #include "runtime/mpi_wait.h"
+#include "runtime/mpi_where.h"
 #include "common/util.h"
 
 #define TSL_MAX_WORK 1024
@@ -544,6 +545,7 @@ static tsl_status post(tsl_comm *c, tessel_group *g, const coll *k, tessel_work 
   tsl_status st = route(c, g, k, &device);
   if (st < 0) return st;
   if (device) return post_device(c, g, k, work);
+  if (!is_p2p(k->kind)) tsl_where_posted(g->name); /* what the ranks compare at a timeout */
   if ((st = flush(c)) < 0) return st;
   /* MPI reads the buffers as soon as it is called: kernels already queued
   ** that write them (e.g. an update of pinned host state) must be done */
@@ -647,6 +649,7 @@ tsl_status tsl_barrier(tsl_comm *c, tessel_group *g) {
   if (st < 0) return st;
   double t0 = tsl_now();
   MPI_Request req;
+  tsl_where_posted(g->name);
   st = mpi_status(tsl_mpi_finish(MPI_Ibarrier(g->comm, &req), &req, "barrier", g->name), "barrier", g);
   charge(c, t0, 0);
   return st;

@@ -9,6 +9,7 @@
 
 #include "common/log.h"
 #include "runtime/mpi_wait.h"
+#include "runtime/mpi_where.h"
 
 static tsl_status mpi_check(int rc, const char *what) {
   if (rc == MPI_SUCCESS) return TESSEL_OK;
@@ -67,6 +68,7 @@ tsl_status tsl_world_init(int *argc, char ***argv, tsl_world *w) {
   }
   w->active = 1;
   tsl_mpi_watch_stops();
+  tsl_where_open();
   /* errors come back as codes, so a failing collective is reported, not fatal */
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   MPI_Comm_rank(MPI_COMM_WORLD, &w->rank);
@@ -109,7 +111,10 @@ static void meet_at_end(const tsl_world *w) {
 
 void tsl_world_finalize(tsl_world *w) {
   if (w->owns_mpi && w->size > 1) meet_at_end(w);
-  if (w->owns_mpi) MPI_Finalize();
+  if (w->owns_mpi) {
+    tsl_where_close();
+    MPI_Finalize();
+  }
   w->active = w->owns_mpi = 0;
 }
 
@@ -130,6 +135,7 @@ void tsl_world_print_error(const tsl_world *w, tsl_status st) {
 ** communication timeout; MPI's code. */
 static int world_allgather(const void *mine, void *all, int bytes, const char *what) {
   MPI_Request req;
+  tsl_where_posted("world");
   int rc = MPI_Iallgather(mine, bytes, MPI_BYTE, all, bytes, MPI_BYTE, MPI_COMM_WORLD, &req);
   return tsl_mpi_finish(rc, &req, what, "world");
 }
@@ -226,12 +232,14 @@ tsl_status tsl_world_allgather_str(const tsl_world *w, const char *mine, char *o
 tsl_status tsl_world_barrier(const tsl_world *w) {
   if (!w->active || w->size == 1) return TESSEL_OK;
   MPI_Request req;
+  tsl_where_posted("world");
   return mpi_check(tsl_mpi_finish(MPI_Ibarrier(MPI_COMM_WORLD, &req), &req, "barrier", "world"), "MPI_Barrier");
 }
 
 tsl_status tsl_world_bcast(const tsl_world *w, void *buf, int bytes) {
   if (!w->active || w->size == 1) return TESSEL_OK;
   MPI_Request req;
+  tsl_where_posted("world");
   int rc = MPI_Ibcast(buf, bytes, MPI_BYTE, 0, MPI_COMM_WORLD, &req);
   return mpi_check(tsl_mpi_finish(rc, &req, "broadcast", "world"), "MPI_Bcast");
 }
