@@ -81,9 +81,11 @@ static tsl_status adopt_group(tsl_comm *c, tessel_group *g, int rc, const char *
   MPI_Comm_set_errhandler(g->comm, MPI_ERRORS_RETURN);
   MPI_Comm_rank(g->comm, &g->rank);
   MPI_Comm_size(g->comm, &g->size);
+  tsl_where_group(g->name, g->comm); /* its ranks' counts compare, not those of another group of its name */
   MPI_Request req;
   int rc_dup = tsl_mpi_finish(MPI_Comm_idup(g->comm, &g->gathers, &req), &req, "building the communicators", g->name);
   if ((st = mpi_status(rc_dup, "MPI_Comm_idup", g)) < 0) {
+    tsl_where_group_gone(g->name);
     MPI_Comm_free(&g->comm);
     return st;
   }
@@ -231,6 +233,7 @@ void tsl_comm_destroy(tsl_comm *c) {
   }
   for (int i = 0; i < c->n_groups; i++) {
     if (c->groups[i].owns_dcomm) be->dcomm_destroy(be, c->groups[i].dcomm);
+    tsl_where_group_gone(c->groups[i].name);
     MPI_Comm_free(&c->groups[i].gathers);
     MPI_Comm_free(&c->groups[i].comm);
   }

@@ -111,6 +111,8 @@ static void meet_at_end(const tsl_world *w) {
 
 void tsl_world_finalize(tsl_world *w) {
   if (w->owns_mpi && w->size > 1) meet_at_end(w);
+  /* MPI the program started keeps the private communicator of
+  ** mpi_where.c for the process's next run; its MPI_Finalize frees it */
   if (w->owns_mpi) {
     tsl_where_close();
     MPI_Finalize();

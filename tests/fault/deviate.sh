@@ -10,6 +10,8 @@
 #     "this rank"), with the counts on their group;
 #   - at 2 ranks no count is most ranks': rank 0 names both counts, where
 #     rank 1 waits, and says the counts cannot tell which rank deviated;
+#   - at 6 ranks with two groups named 'dp' (below), counts are compared
+#     within a communicator, not across the ones of one name;
 #   - at the end of a run (where_end.c) the rank that waited names where
 #     the other waits instead of calling it stuck.
 . "$(dirname "$0")/common.sh" "$1" "$2" "$3" fault_deviate
@@ -25,9 +27,9 @@ YAML
 # the data prepared first: rank 0 preparing it would keep the others waiting past the timeout
 "$TESSEL" run "$WORK/run.yaml" --set train.steps=1 --set log.dir="$WORK/prepare" >"$WORK/prepare.log" 2>&1 ||
   { cat "$WORK/prepare.log" >&2; die "preparing the data failed"; }
-skip() { # skip RANKS: the job, ended by a timeout
+skip() { # skip RANKS [MODE]: the job, ended by a timeout
   rm -rf "$WORK/run"
-  MISFIT=skip_sum timeout 120 "$TESSEL" launch -n "$1" "$WORK/run.yaml" >"$WORK/log$1" 2>&1
+  MISFIT=${2:-skip_sum} timeout 120 "$TESSEL" launch -n "$1" "$WORK/run.yaml" >"$WORK/log$1" 2>&1
   local rc=$?
   [ $rc -eq 1 ] || { cat "$WORK/log$1" >&2; fail "$1 ranks: exit status $rc, not 1"; }
   grep -q "a rank has stopped taking part" "$WORK/log$1" && fail "$1 ranks: a rank blamed the others at large"
@@ -49,6 +51,28 @@ grep -q "^\[rank [01]\] error: all-reduce on group '[a-z]*' has waited [0-9]* s 
 (train.comm_timeout). The ranks disagree on how many collectives they posted on group '[a-z]*', and no number is most \
 ranks': this rank [0-9]*, rank [01] ([0-9]*; it waits in all-reduce on group '[a-z]*').*which of them did, the counts \
 cannot tell" "$WORK/log2" || { cat "$WORK/log2" >&2; fail "the waiting rank did not say where the other waits"; }
+# skip_halves at 6 ranks: two communicators named 'dp', of ranks 0 2 4 and
+# 1 3 5, that post different numbers of collectives (1 3 5 one more barrier
+# a step); rank 2 leaves out its last sums in step 2, so ranks 0 4 wait for
+# it on their 'dp', rank 3 on 'half' (a second late, so that it is not the
+# first past the timeout), and ranks 1 5 for rank 3 on their 'dp'. A waiter
+# on a 'dp' compares the counts of its own communicator: it names its rank
+# that differs, and none of the other 'dp' (counted by name alone, the two
+# made a tie that named every rank).
+skip 6 skip_halves
+case_name="6 ranks, two groups 'dp'"
+own_group() { # own_group WAITERS MEMBERS ODD: a waiter on a 'dp' among WAITERS names rank ODD alone
+  local waiter="^\[rank [$1]\] error: [a-z-]* on group 'dp' has waited [0-9]* s for the other ranks"
+  grep "$waiter" "$WORK/log6" | grep -v "Most ranks posted [0-9]* collectives on group 'dp' (the one of ranks \
+$2); these posted another number: rank $3 ([0-9]*; it waits in [a-z-]* on group '[a-z]*')\. The ranks that differ" &&
+    fail "a rank of $2 did not name rank $3 alone (above)"
+  grep -q "$waiter" "$WORK/log6"
+}
+reported=0
+own_group 04 "0, 2, 4" 2 && reported=1
+own_group 15 "1, 3, 5" 3 && reported=1
+[ $reported -eq 1 ] || fail "no rank waiting on a group 'dp' reported"
+[ $failures -eq 0 ] || cat "$WORK/log6" >&2
 case_name="end of run"
 flags=""
 [ "$(id -u)" -eq 0 ] && flags="--allow-run-as-root"

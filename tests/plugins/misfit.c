@@ -28,6 +28,13 @@
 **   skip_sum      rank 1 leaves out the last gradient's sum in the second
 **                 step's grads_finish, where the other ranks post it: the
 **                 ranks then wait in different collectives
+**   skip_halves   the mesh is dp N/2 × half 2 (an even world): each
+**                 gradient is summed over 'half', then over 'dp', and
+**                 the ranks of half 1 make one more barrier on their
+**                 'dp' every step, so the two 'dp' communicators post
+**                 different numbers of collectives, legitimately; rank 2
+**                 leaves out the last gradient's sums in the second step
+**                 (and rank 3 waits for its sums on 'half' a second late)
 **
 ** Built a second time as `testmisfitold` for ABI 2.2 (MISFIT_MINOR=2):
 ** there the `heads` misfit meets a Llama with per-head q/k norms, which a
@@ -36,6 +43,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <tessel/plugin.h>
 
@@ -75,6 +83,13 @@ static tessel_status mf_mesh(void *inst, int world_size, tessel_mesh *out) {
   out->names[0] = "dp";
   out->sizes[0] = world_size;
   out->data_axes = 1u;
+  if (is(t, "skip_halves") && world_size % 2 == 0) {
+    out->naxes = 2;
+    out->names[1] = "half";
+    out->sizes[0] = world_size / 2;
+    out->sizes[1] = 2;
+    out->data_axes = 3u;
+  }
   if (is(t, "mesh_differs") && t->rank == 1) {
     out->naxes = 2;
     out->names[1] = "x";
@@ -125,15 +140,36 @@ static tessel_status mf_geometry(void *inst, tessel_geometry *g) {
   return TESSEL_OK;
 }
 
-/* Sum every core-stored gradient over the ranks: started all at once,
-** then waited for (unless the mode forgets to). */
+/* Sum the first n core-stored gradients over group g: started all at once,
+** then waited for (unless the mode forgets to), `late` seconds later. */
+static tessel_status sum_grads(misfit *t, tessel_group *g, int n, time_t late) {
+  enum { MAX_PARAMS = 256 };
+  const tessel_host_api *api = t->api;
+  tessel_work *work[MAX_PARAMS];
+  int started = 0;
+  tessel_status st;
+  for (int i = 0; i < n && i < MAX_PARAMS; i++) {
+    tessel_param_view v = {.size = sizeof v};
+    tessel_param_info info = {.size = sizeof info};
+    if ((st = api->model->view(t->host, i, &v)) < 0 || (st = api->model->param_info(t->host, i, &info)) < 0) return st;
+    if (!v.grad || !v.local_numel || (is(t, "head_norms") && info.role == TESSEL_ROLE_HEAD_NORM)) continue;
+    st = api->comm->all_reduce(t->host, g, v.grad, v.grad, v.local_numel, TESSEL_F32, TESSEL_SUM, &work[started]);
+    if (st < 0) return st;
+    started++;
+  }
+  if (late) nanosleep(&(struct timespec){.tv_sec = late}, NULL);
+  for (int i = 0; i < started && !is(t, "inflight"); i++)
+    if ((st = api->comm->wait(t->host, work[i])) < 0) return st;
+  return TESSEL_OK;
+}
+
+/* Sum every core-stored gradient over the ranks (skip_halves: over 'half',
+** then over 'dp'). */
 static tessel_status mf_grads_finish(void *inst) {
   misfit *t = inst;
   const tessel_host_api *api = t->api;
-  enum { MAX_PARAMS = 256 };
-  tessel_work *work[MAX_PARAMS];
-  tessel_group *dp = NULL;
-  int n, started = 0;
+  tessel_group *dp = NULL, *half = NULL;
+  int n, halves = is(t, "skip_halves") && t->world % 2 == 0;
   tessel_status st;
   if (is(t, "crash")) { /* a bug in a hook: the core must name the plugin */
     volatile int *nowhere = NULL;
@@ -141,19 +177,16 @@ static tessel_status mf_grads_finish(void *inst) {
   }
   if (t->world == 1) return TESSEL_OK;
   if ((st = api->comm->group(t->host, 1u, &dp)) < 0 || (st = api->model->param_count(t->host, &n)) < 0) return st;
-  if (is(t, "skip_sum") && ++t->steps == 2 && t->rank == 1) n--;
-  for (int i = 0; i < n && i < MAX_PARAMS; i++) {
-    tessel_param_view v = {.size = sizeof v};
-    tessel_param_info info = {.size = sizeof info};
-    if ((st = api->model->view(t->host, i, &v)) < 0 || (st = api->model->param_info(t->host, i, &info)) < 0) return st;
-    if (!v.grad || !v.local_numel || (is(t, "head_norms") && info.role == TESSEL_ROLE_HEAD_NORM)) continue;
-    st = api->comm->all_reduce(t->host, dp, v.grad, v.grad, v.local_numel, TESSEL_F32, TESSEL_SUM, &work[started]);
-    if (st < 0) return st;
-    started++;
-  }
-  for (int i = 0; i < started && !is(t, "inflight"); i++)
-    if ((st = api->comm->wait(t->host, work[i])) < 0) return st;
-  return TESSEL_OK;
+  if ((is(t, "skip_sum") || is(t, "skip_halves")) && ++t->steps == 2 && t->rank == (halves ? 2 : 1)) n--;
+  if (!halves) return sum_grads(t, dp, n, 0);
+  /* rank 3, whose sums on 'half' rank 2 leaves one short, waits for them a
+  ** second late: the first rank past the timeout, which ends the job, is
+  ** then one that waits on a 'dp' */
+  time_t late = t->steps == 2 && t->rank == 3;
+  if ((st = api->comm->group(t->host, 2u, &half)) < 0 || (st = sum_grads(t, half, n, late)) < 0 ||
+      (st = sum_grads(t, dp, n, 0)) < 0)
+    return st;
+  return t->rank % 2 ? api->comm->barrier(t->host, dp) : TESSEL_OK;
 }
 
 static const tessel_strategy table = {
