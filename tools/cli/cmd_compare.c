@@ -56,8 +56,9 @@ const tsl_command tsl_cmd_compare = {
     "  --warmup W                steps left out of throughput figures (default: a tenth, at least 1)\n"
     "  --set KEY=VALUE           override a key in every config (repeatable)\n"
     "  --allow-different-models  compare configs whose model, data, seed or batch differ\n\n"
-    "exit status: 0 when every trial completed, 1 when any failed (the report still lists it), 2 usage,\n"
-    "or configs that do not load, do not pass `tessel check` or do not train the same model (nothing runs).\n"
+    "exit status: 0 when every trial completed, 1 when any failed (the report still lists it, with its error\n"
+    "and its log, and compares the rest), 2 usage, or configs that do not load, do not pass `tessel check`\n"
+    "or do not train the same model (nothing runs).\n"
     "Ctrl-C, SIGTERM or SIGHUP stop the running trial after its step and end the comparison without a\n"
     "report: exit status 128 + the signal\n",
     compare, (const tsl_options *const[]){&compare_options, NULL}};
@@ -67,7 +68,7 @@ static int parse_target(char *arg, int dflt, tsl_cmp_run *run) {
   /* a config whose own name holds '@' (we@ird.yaml) is named whole */
   char *at = tsl_path_exists(arg) ? NULL : strrchr(arg, '@');
   long long ranks = dflt;
-  if (at && at[1]) {
+  if (at) { /* "A.yaml@" names no count: a slip, not a file called that */
     if (tsl_parse_count(at + 1, &ranks) != 0 || ranks < 1 || ranks > 4096) return -1;
     *at = '\0';
   }

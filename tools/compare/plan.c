@@ -170,7 +170,8 @@ static tsl_status same_model(tsl_compare *c) {
     label_of(c, r, run->label, sizeof run->label);
     snprintf(run->dir, sizeof run->dir, "%s/%d-%s", c->out, r + 1, run->label);
     if ((st = load_one(c, run, &s, &cfg)) < 0) {
-      st = tsl_error_wrap(st, "%s", run->config);
+      /* a file that does not load already says its name first */
+      if (strncmp(tsl_error_message(), run->config, strlen(run->config))) st = tsl_error_wrap(st, "%s", run->config);
       tsl_config_free(cfg);
       break;
     }

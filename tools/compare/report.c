@@ -68,12 +68,14 @@ static void decision(const tsl_compare *c, const tsl_cmp_verdict *v, char *buf, 
 
 /* Things the reader must know before trusting the numbers. */
 static void warnings(const tsl_compare *c, FILE *out, const char *bullet) {
+  const tsl_cmp_run *ref = NULL; /* the first that completed: the first configuration may have failed */
   for (int r = 0; r < c->n_runs; r++) {
     const tsl_cmp_run *run = &c->runs[r];
     if (run->failed) fprintf(out, "%s%s failed: %s\n", bullet, run->label, run->error);
-    else if (!run->equivalent && r > 0)
-      fprintf(out, "%s%s does not train the same function as the first configuration: it is left out of the "
-              "decision.\n", bullet, run->label);
+    else if (!ref) ref = run;
+    else if (!run->equivalent)
+      fprintf(out, "%s%s does not train the same function as %s, the %s configuration: it is left out of the "
+              "decision.\n", bullet, run->label, ref->label, ref == c->runs ? "first" : "first completed");
     if (!run->failed && run->oversubscribed)
       fprintf(out, "%s%s oversubscribes the CPUs (more ranks × threads than cores): its speed measures the sharing, "
               "not the strategy.\n", bullet, run->label);

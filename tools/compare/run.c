@@ -62,8 +62,12 @@ static void run_trial(tsl_compare *c, tsl_cmp_run *run, int k) {
   tsl_spawn_argv_free(argv);
   free(args);
   if (rc != 0) {
+    char first[768];
+    tsl_compare_first_error(log, first, sizeof first);
     t->failed = 1;
-    tsl_compare_first_error(log, t->error, sizeof t->error);
+    /* the whole story (every rank's lines, mpirun's) is in the log: say where */
+    if (!strncmp(first, "see ", 4)) snprintf(t->error, sizeof t->error, "%s", first);
+    else snprintf(t->error, sizeof t->error, "%s (log: %s)", first, log);
     if (tsl_spawn_stopped()) tsl_info("compare: %s trial %d stopped by the signal", run->label, k + 1);
     else tsl_info("compare: %s trial %d failed (exit status %d): %s", run->label, k + 1, rc, t->error);
   }
