@@ -5,6 +5,8 @@
 #     reported with its message and its log, the others are still compared,
 #     and compare exits 1. When it is the first, the one that differs is
 #     said to differ from the configuration it was measured against.
+#  3. A comparison that fails its checks after clearing the report folder
+#     leaves no report or chart of the earlier comparison behind.
 #   failures.sh TESSEL SRC TMP
 set -uo pipefail
 TESSEL=$1; SRC=$2; TMP=$3
@@ -20,6 +22,7 @@ YAML
 printf 'base: plain.yaml\noptimizer: {lr: 1.0e-2}\n' >"$WORK/lr.yaml"
 # a constant, huge step size without clipping: the loss is NaN by step 10
 printf 'base: plain.yaml\noptimizer: {lr: 10, min_lr: 10, grad_clip: 0, warmup_steps: 0, beta2: 0.0}\n' >"$WORK/nan.yaml"
+printf 'base: plain.yaml\ntrain: {bogus_key: 3}\n' >"$WORK/badkey.yaml"
 C=(--steps 12 --repeat 1 --out "$WORK/cmp")
 
 "$TESSEL" compare "$WORK/plain.yaml@" "$WORK/lr.yaml" "${C[@]}" >"$WORK/at.log" 2>&1
@@ -44,5 +47,11 @@ grep -q "^- lr@1 does not train the same function as plain@1, the first complete
   || { cat "$R" >&2; fail "lr@1 is not said to differ from plain@1, its reference"; }
 sed -n 3p "$R" | grep -q '\*\*plain@1\*\*' || { cat "$R" >&2; fail "the decision is not plain@1"; }
 
+ls "$WORK"/cmp/*.png >/dev/null 2>&1 || [ -z "$(command -v gnuplot)" ] || fail "no charts were drawn"
+"$TESSEL" compare "$WORK/plain.yaml" "$WORK/badkey.yaml" "${C[@]}" >"$WORK/bad.log" 2>&1
+rc=$?
+[ $rc -eq 2 ] || { cat "$WORK/bad.log" >&2; fail "a config failing its check: exit $rc, expected 2"; }
+left=$(ls "$WORK"/cmp/report.md "$WORK"/cmp/*.png 2>/dev/null)
+[ -z "$left" ] || fail "the earlier comparison's report and charts are left over runs it no longer has: $left"
 rm -rf "$WORK"
-echo "ok: CONFIG@ is a usage error; a failing configuration is reported with its log and the rest compared"
+echo "ok: CONFIG@ is a usage error; a failing configuration is reported with its log and the rest compared; no stale report"

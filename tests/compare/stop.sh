@@ -2,13 +2,15 @@
 # its running trial and waits for it: no trial outlives the command (one
 # went on training to its last step, into the next comparison's folder),
 # no further trial starts, and compare exits 128 + the signal. Killed by a
-# signal it cannot catch, its trial is stopped by the kernel.
+# signal it cannot catch, its trial is stopped by the kernel. No report
+# is left in the folder: not this one's, nor an earlier comparison's.
 #   stop.sh TESSEL SRC TMP
 set -uo pipefail
 TESSEL=$1; SRC=$2; TMP=$3
 WORK=$TMP/compare_stop.$$
-rm -rf "$WORK"; mkdir -p "$WORK"; cd "$SRC"
+rm -rf "$WORK"; mkdir -p "$WORK/cmp"; cd "$SRC"
 fail() { echo "FAIL: $*" >&2; exit 1; }
+echo "an earlier comparison's report" >"$WORK/cmp/report.md"
 
 "$TESSEL" compare configs/quickstart.yaml configs/quickstart.yaml --steps 100000 --repeat 2 --out "$WORK/cmp" \
   --set model.layers=1 --set device.threads=1 --set data.dir="$WORK/data" >"$WORK/out" 2>&1 &
@@ -25,6 +27,7 @@ rc=$?
 grep -q "compare: stopped by signal 15, with nothing it started left running" "$WORK/out" || { cat "$WORK/out" >&2; fail "the stop is not said"; }
 left=$(pgrep -f -- "log.dir=$WORK/cmp" || true)
 [ -z "$left" ] || { ps -o pid,cmd -p $left >&2; kill -KILL $left; fail "trials outlived compare"; }
+[ ! -e "$WORK/cmp/report.md" ] || fail "a stopped compare left an earlier comparison's report standing"
 trials=$(find "$WORK/cmp" -name metrics.jsonl | wc -l)
 [ "$trials" -eq 1 ] || fail "$trials trials ran, expected only the one that was stopped"
 # compare killed outright (SIGKILL, which it cannot pass on): its trial is

@@ -60,7 +60,8 @@ const tsl_command tsl_cmd_compare = {
     "and its log, and compares the rest), 2 usage, or configs that do not load, do not pass `tessel check`\n"
     "or do not train the same model (nothing runs).\n"
     "Ctrl-C, SIGTERM or SIGHUP stop the running trial after its step and end the comparison without a\n"
-    "report: exit status 128 + the signal\n",
+    "report: exit status 128 + the signal. An earlier comparison's report and charts in DIR are removed\n"
+    "before any configuration is checked, so none is left over runs it no longer describes.\n",
     compare, (const tsl_options *const[]){&compare_options, NULL}};
 
 /* "file.yaml@4" -> file.yaml on 4 ranks; no suffix -> dflt. */

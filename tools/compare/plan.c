@@ -1,4 +1,5 @@
 /* tools/compare/plan.c — loading the configurations and checking they agree. */
+#include <errno.h>
 #include <glob.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -198,13 +199,24 @@ static tsl_status same_model(tsl_compare *c) {
   return st;
 }
 
-/* Remove the run folders an earlier comparison left in the report folder
-** ("N-LABEL" holding "trial-1") that this one does not write again: the
-** report would otherwise sit beside another comparison's runs. */
+/* Remove what an earlier comparison left in the report folder: its report
+** and charts, which a comparison that then fails its checks or is stopped
+** would otherwise leave standing over runs it replaced, and the run folders
+** ("N-LABEL" holding "trial-1") that this one does not write again, beside
+** which the new report would otherwise sit. */
 static tsl_status clear_earlier(const tsl_compare *c) {
+  static const char *const made[] = {"report.md", "loss.png", "dloss.png", "throughput.png", "memory.png",
+                                     "memory.dat", "gnuplot.log"};
   tsl_status st = TESSEL_OK;
+  for (size_t i = 0; i < TSL_ARRAY_LEN(made) && st >= 0; i++) {
+    char *path = tsl_asprintf("%s/%s", c->out, made[i]);
+    if (!path) return TESSEL_E_NOMEM;
+    if (remove(path) != 0 && errno != ENOENT) st = tsl_error(TESSEL_E_IO, "%s: cannot remove: %s", path, strerror(errno));
+    free(path);
+  }
   char *pattern = tsl_asprintf("%s/[0-9]*-*/trial-1", c->out);
   glob_t g = {0};
+  if (st < 0) return st;
   if (!pattern) return TESSEL_E_NOMEM;
   if (glob(pattern, GLOB_NOSORT, NULL, &g) == 0) {
     for (size_t i = 0; i < g.gl_pathc && st >= 0; i++) {
