@@ -32,6 +32,7 @@ static tsl_status put(tsl_tokenizer_decoder *d, const void *p, size_t n) {
     d->emitted = 1;
     if (d->t->strip_first_space && s[0] == ' ') s++, n--;
   }
+  if (n == 0) return TESSEL_OK; /* out may still be NULL */
   tsl_status st = tsl_tok_reserve(&d->out, &d->out_cap, d->out_len + n, 1);
   if (st < 0) return st;
   memcpy(d->out + d->out_len, s, n);
@@ -73,7 +74,7 @@ static tsl_status flush_utf8(tsl_tokenizer_decoder *d, int end) {
     st = k > 0 ? put(d, s + i, (size_t)k) : put(d, replacement, 3);
     i += k > 0 ? (size_t)k : k < 0 ? (size_t)-k : d->held_len - i;
   }
-  memmove(d->held, d->held + i, d->held_len - i);
+  if (i) memmove(d->held, d->held + i, d->held_len - i);
   d->held_len -= i;
   return st;
 }
@@ -95,6 +96,7 @@ static tsl_status flush_run(tsl_tokenizer_decoder *d) {
 }
 
 static tsl_status hold(tsl_tokenizer_decoder *d, const char *s, size_t n) {
+  if (n == 0) return TESSEL_OK; /* held may still be NULL */
   tsl_status st = tsl_tok_reserve(&d->held, &d->held_cap, d->held_len + n, 1);
   if (st < 0) return st;
   memcpy(d->held + d->held_len, s, n);
@@ -125,7 +127,7 @@ tsl_status tsl_tokenizer_decode_next(tsl_tokenizer_decoder *d, int32_t id, const
     st = flush_run(d);
     if (st >= 0) st = put(d, s, n);
   }
-  *text = d->out;
+  *text = d->out ? d->out : ""; /* never NULL, for memcmp and fwrite */
   *len = d->out_len;
   return st;
 }
@@ -133,7 +135,7 @@ tsl_status tsl_tokenizer_decode_next(tsl_tokenizer_decoder *d, int32_t id, const
 tsl_status tsl_tokenizer_decode_end(tsl_tokenizer_decoder *d, const char **text, size_t *len) {
   d->out_len = 0;
   tsl_status st = d->t->metaspace ? flush_run(d) : flush_utf8(d, 1);
-  *text = d->out;
+  *text = d->out ? d->out : ""; /* never NULL, for memcmp and fwrite */
   *len = d->out_len;
   return st;
 }
