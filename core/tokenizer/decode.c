@@ -24,6 +24,16 @@
 
 static const char replacement[] = "\xef\xbf\xbd"; /* U+FFFD */
 
+/* Append n bytes to a growing buffer (*buf NULL until the first). */
+static tsl_status append(char **buf, size_t *len, size_t *cap, const char *s, size_t n) {
+  if (n == 0) return TESSEL_OK; /* nothing to copy, into a buffer that may not exist yet */
+  tsl_status st = tsl_tok_reserve(buf, cap, *len + n, 1);
+  if (st < 0) return st;
+  memcpy(*buf + *len, s, n);
+  *len += n;
+  return TESSEL_OK;
+}
+
 /* Append n bytes to the decoder's output, the first space of the text
 ** dropped under Strip. */
 static tsl_status put(tsl_tokenizer_decoder *d, const void *p, size_t n) {
@@ -32,12 +42,7 @@ static tsl_status put(tsl_tokenizer_decoder *d, const void *p, size_t n) {
     d->emitted = 1;
     if (d->t->strip_first_space && s[0] == ' ') s++, n--;
   }
-  if (n == 0) return TESSEL_OK; /* out may still be NULL */
-  tsl_status st = tsl_tok_reserve(&d->out, &d->out_cap, d->out_len + n, 1);
-  if (st < 0) return st;
-  memcpy(d->out + d->out_len, s, n);
-  d->out_len += n;
-  return TESSEL_OK;
+  return append(&d->out, &d->out_len, &d->out_cap, s, n);
 }
 
 /* How s[0, n) starts (Unicode's Table 3-7 of well-formed sequences): a
@@ -95,15 +100,6 @@ static tsl_status flush_run(tsl_tokenizer_decoder *d) {
   return st;
 }
 
-static tsl_status hold(tsl_tokenizer_decoder *d, const char *s, size_t n) {
-  if (n == 0) return TESSEL_OK; /* held may still be NULL */
-  tsl_status st = tsl_tok_reserve(&d->held, &d->held_cap, d->held_len + n, 1);
-  if (st < 0) return st;
-  memcpy(d->held + d->held_len, s, n);
-  d->held_len += n;
-  return TESSEL_OK;
-}
-
 void tsl_tokenizer_decode_begin(tsl_tokenizer_decoder *d, const tsl_tokenizer *t, int continues) {
   memset(d, 0, sizeof *d);
   d->t = t;
@@ -119,10 +115,10 @@ tsl_status tsl_tokenizer_decode_next(tsl_tokenizer_decoder *d, int32_t id, const
   if (!s) return tsl_error(TESSEL_E_CONFIG, "id %d is outside the vocabulary of %s (%d tokens)", id, t->name,
                            t->vocab_size);
   if (!t->metaspace) {
-    st = hold(d, s, n);
+    st = append(&d->held, &d->held_len, &d->held_cap, s, n);
     if (st >= 0) st = flush_utf8(d, 0);
   } else if (t->byte_token[id]) {
-    st = hold(d, s, n);
+    st = append(&d->held, &d->held_len, &d->held_cap, s, n);
   } else {
     st = flush_run(d);
     if (st >= 0) st = put(d, s, n);
