@@ -143,28 +143,25 @@ done:
   return st;
 }
 
-/* The places libtessel-cuda.so may be, in search order: beside libtessel,
-** then in the build tree. Free both with free(). */
-static void cuda_candidates(char *out[2]) {
+/* Find libtessel-cuda.so: beside libtessel, then in the build tree.
+** *path (heap) is the first that exists; without one, an error at
+** device.kind that says where it looked. */
+static tsl_status find_cuda_backend(tsl_runtime *rt, char **path) {
   char *dir = tsl_dso_library_dir();
-  out[0] = dir ? tsl_asprintf("%s/libtessel-cuda.so", dir) : NULL;
-  out[1] = tsl_strdup(TESSEL_BUILD_CUDA_DIR "/libtessel-cuda.so");
-  free(dir);
-}
-
-/* Find libtessel-cuda.so: *found is the first candidate that exists (NULL
-** when none does, and the error then says where it looked, at
-** device.kind). */
-static tsl_status find_cuda_backend(tsl_runtime *rt, char *candidates[2], const char **found) {
+  char *candidates[2] = {dir ? tsl_asprintf("%s/libtessel-cuda.so", dir) : NULL,
+                         tsl_strdup(TESSEL_BUILD_CUDA_DIR "/libtessel-cuda.so")};
   char tried[2048] = "";
-  *found = NULL;
-  for (int i = 0; i < 2 && !*found; i++) {
+  free(dir);
+  *path = NULL;
+  for (int i = 0; i < 2 && !*path; i++) {
     if (!candidates[i]) continue;
     strncat(tried, "\n  ", sizeof tried - strlen(tried) - 1);
     strncat(tried, candidates[i], sizeof tried - strlen(tried) - 1);
-    if (tsl_path_exists(candidates[i])) *found = candidates[i];
+    if (tsl_path_exists(candidates[i])) *path = candidates[i];
   }
-  if (*found) return TESSEL_OK;
+  for (int i = 0; i < 2; i++)
+    if (candidates[i] != *path) free(candidates[i]);
+  if (*path) return TESSEL_OK;
   tsl_cfg *device = NULL;
   tsl_cfg_section(tsl_config_root(rt->config), "device", 0, &device);
   return tsl_cfg_error(device, "kind",
@@ -175,22 +172,17 @@ static tsl_status find_cuda_backend(tsl_runtime *rt, char *candidates[2], const 
 
 tsl_status tsl_runtime_check_backend(tsl_runtime *rt) {
   if (rt->settings.device.kind != TSL_DEVICE_CUDA) return TESSEL_OK;
-  char *candidates[2];
-  const char *found;
-  cuda_candidates(candidates);
-  tsl_status st = find_cuda_backend(rt, candidates, &found);
-  free(candidates[0]);
-  free(candidates[1]);
+  char *path;
+  tsl_status st = find_cuda_backend(rt, &path);
+  free(path);
   return st;
 }
 
 /* Load libtessel-cuda.so where find_cuda_backend finds it. */
 static tsl_status load_cuda_backend(tsl_runtime *rt) {
-  char *candidates[2];
-  const char *path;
+  char *path;
   void *h;
-  cuda_candidates(candidates);
-  tsl_status st = find_cuda_backend(rt, candidates, &path);
+  tsl_status st = find_cuda_backend(rt, &path);
   if (st >= 0 && tsl_dso_open(path, "CUDA backend", "device.kind is cuda: is the NVIDIA driver installed, and are "
                               "the CUDA libraries it was built with on the library path?", &h) < 0)
     st = TESSEL_E_DEVICE;
@@ -203,8 +195,7 @@ static tsl_status load_cuda_backend(tsl_runtime *rt) {
       st = tsl_error(TESSEL_E_VERSION, "%s is not a backend for this tessel (backend interface %d expected)", path,
                      TSL_BACKEND_VERSION);
   }
-  free(candidates[0]);
-  free(candidates[1]);
+  free(path);
   return st;
 }
 
