@@ -7,8 +7,9 @@
 # rounds, with the sgemm ceiling (`tessel bench peak --threads 2`, best of
 # its repeats) measured once per round in between, and MFU = model FLOPs per
 # step (6·N + 12·L·T·C per token, as the metrics count) / step time / ceiling.
-# A library directory beside a binary (its libtessel.so) is put first on
-# LD_LIBRARY_PATH, so a copied build runs its own core. Timing lives here,
+# A library directory beside a binary is put first on LD_LIBRARY_PATH, so
+# that a copied build from before the program linked its runtime statically
+# runs its own libtessel.so. Timing lives here,
 # never in the tests.
 set -euo pipefail
 A=$1; B=$2; ROUNDS=${3:-5}

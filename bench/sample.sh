@@ -9,8 +9,9 @@
 # `sample --tokens TOKENS` (default 256) after the same 64-byte prompt,
 # greedy, 2 threads; per token = (long − short) / (TOKENS − 1). Medians
 # over the rounds; the texts of A and B are compared. A library directory
-# beside a binary (its libtessel.so) is put first on LD_LIBRARY_PATH, so a
-# copied build runs its own core.
+# beside a binary is put first on LD_LIBRARY_PATH, so that a copied build
+# from before the program linked its runtime statically runs its own
+# libtessel.so.
 set -euo pipefail
 A=$1; B=$2; ROUNDS=${3:-3}; TOKENS=${4:-256}
 cd "$(dirname "$0")/.."

@@ -29,18 +29,9 @@ static char *installed_dir(void) {
   return out;
 }
 
-/* The build tree's plugins, for a libtessel that lies in that build tree
-** itself (the tests, a developer's build/bin/tessel). An installed one
-** never looks there: it would list every plugin twice, and where one is
-** missing from the install, load a developer's build of another version. */
-static char *build_dir(void) {
-  const char *slash = strrchr(TESSEL_BUILD_PLUGIN_DIR, '/');
-  size_t tree = slash ? (size_t)(slash - TESSEL_BUILD_PLUGIN_DIR) : 0;
-  char *lib = tsl_dso_library_dir();
-  int inside = lib && tree && strncmp(lib, TESSEL_BUILD_PLUGIN_DIR, tree) == 0 && (lib[tree] == '/' || !lib[tree]);
-  free(lib);
-  return inside ? tsl_strdup(TESSEL_BUILD_PLUGIN_DIR) : NULL;
-}
+/* The build tree's plugins, for a tessel that lies in that build tree
+** itself; an installed one would list every plugin twice. */
+static char *build_dir(void) { return tsl_dso_in_build_tree() ? tsl_strdup(TESSEL_BUILD_PLUGIN_DIR) : NULL; }
 
 char **tsl_plugin_search_dirs(int *n_out) {
   const char *env = getenv("TESSEL_PLUGIN_PATH");

@@ -143,13 +143,14 @@ done:
   return st;
 }
 
-/* Find libtessel-cuda.so: beside libtessel, then in the build tree.
-** *path (heap) is the first that exists; without one, an error at
-** device.kind that says where it looked. */
+/* Find libtessel-cuda.so: in tessel's library directory, then, for a
+** tessel in its build tree, where the build put it. *path (heap) is the
+** first that exists; without one, an error at device.kind that says where
+** it looked. */
 static tsl_status find_cuda_backend(tsl_runtime *rt, char **path) {
   char *dir = tsl_dso_library_dir();
   char *candidates[2] = {dir ? tsl_asprintf("%s/libtessel-cuda.so", dir) : NULL,
-                         tsl_strdup(TESSEL_BUILD_CUDA_DIR "/libtessel-cuda.so")};
+                         tsl_dso_in_build_tree() ? tsl_strdup(TESSEL_BUILD_CUDA_DIR "/libtessel-cuda.so") : NULL};
   char tried[2048] = "";
   free(dir);
   *path = NULL;
