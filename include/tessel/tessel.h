@@ -47,9 +47,9 @@
 ** Calls of one thread at a time, from any thread. Opening a run sets the
 ** opening thread's OpenMP thread count (omp_set_num_threads) to the run's
 ** device.threads, and OpenBLAS's to 1, since tessel runs one BLAS call per
-** OpenMP thread; a step, evaluation or save from another thread runs with
-** the run's count and leaves that thread's as it was. Runs open at the
-** same time share these counts, so give them the same device.threads.
+** OpenMP thread; a step, evaluation or save from any thread runs with the
+** run's count and leaves that thread's as it was, so runs open at the same
+** time may differ in device.threads: each computes as it would alone.
 ** Closing the last open run sets both back to what they were before the
 ** first was opened.
 **

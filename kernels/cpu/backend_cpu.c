@@ -37,7 +37,10 @@ static int live_backends, program_omp_threads, program_blas_threads;
 /* opts->threads (> 0) sets the OpenMP team size; 0 leaves OpenMP's default
 ** (all cores, or OMP_NUM_THREADS). That team runs every kernel, sgemm
 ** included: OpenBLAS itself is set to one thread and called once per team
-** member on its own block (see matmul.c for why one pool, not two). */
+** member on its own block (see matmul.c for why one pool, not two).
+** OpenBLAS's count is set first: an OpenMP build of OpenBLAS (Debian's
+** libopenblas0-openmp) sets the calling thread's OpenMP count with its own,
+** and after it the team was 1 thread whatever device.threads said. */
 static int cpu_init(tsl_backend *be, const tsl_backend_opts *opts) {
   cpu_ctx *ctx = calloc(1, sizeof *ctx);
   if (!ctx) return TESSEL_E_NOMEM;
@@ -45,17 +48,17 @@ static int cpu_init(tsl_backend *be, const tsl_backend_opts *opts) {
     program_omp_threads = omp_get_max_threads();
     program_blas_threads = openblas_get_num_threads();
   }
-  if (opts && TESSEL_HAS(opts, tsl_backend_opts, threads) && opts->threads > 0)
-    omp_set_num_threads(opts->threads);
+  const int threads = opts && TESSEL_HAS(opts, tsl_backend_opts, threads) && opts->threads > 0 ? opts->threads
+                                                                                              : omp_get_max_threads();
   const int pool = tsl_cpu_blas_pool_started();
   openblas_set_num_threads(1);
+  omp_set_num_threads(threads);
   /* openblas_get_config() reads "OpenBLAS 0.3.21 DYNAMIC_ARCH ...": keep
   ** the version, the second word. */
   char version[32] = "?";
   const char *config = openblas_get_config();
   if (config) sscanf(config, "%*s %31s", version);
   const char *core = openblas_get_corename();
-  int threads = omp_get_max_threads();
   /* The `tessel` program gets here with neither unless the user set the
   ** variables; a program that links libtessel may: say what to set. */
   const char *better = tsl_cpu_blas_core_better();
@@ -81,8 +84,8 @@ static void cpu_shutdown(tsl_backend *be) {
   free(be->ctx);
   be->ctx = NULL;
   if (--live_backends > 0) return;
+  openblas_set_num_threads(program_blas_threads); /* first: see cpu_init */
   omp_set_num_threads(program_omp_threads);
-  openblas_set_num_threads(program_blas_threads);
 }
 
 static uint64_t cpu_device_free_bytes(tsl_backend *be) { return UINT64_MAX; }

@@ -12,7 +12,8 @@
 # its own again once its runs are closed; the library catches no stop
 # signal; a step that failed before it was taken is not built on; a
 # checkpoint that cannot be written fails on every rank and ends nothing; a
-# run stepped from a thread other than the one that opened it trains alike.
+# run stepped from a thread other than the one that opened it trains alike;
+# runs of 1 and 2 threads open at once train each as it does alone.
 set -euo pipefail
 TESSEL=$1; DEMO=$2; SRC=$3; TMP=$4; BUILD=$5; CONTRACT=$6
 WORK=$TMP/api.$$
@@ -215,6 +216,44 @@ echo "ok: a checkpoint that cannot be written fails the save on every rank, and 
 OMP_NUM_THREADS=3 "$CONTRACT" other-thread "$WORK/run.yaml" log.dir="$WORK/thread1" model.channels=128 model.seq_len=64 \
   log.dir="$WORK/thread2" >"$WORK/other-thread.out" 2>&1 || { cat "$WORK/other-thread.out" >&2; fail "a run stepped from another thread"; }
 echo "ok: a run stepped from another thread than the one that opened it trains bit for bit alike"
+
+# two runs open at once with device.threads 1 and 2, stepped in turn, the
+# first closed while the second goes on: each must train as it does alone
+# in its own process (a count shared between them shows in the gradient
+# norm's last bits, summed per thread, and from there in the losses), and
+# the program's own counts (3, and OpenBLAS's) must be back after the last
+# close. An OpenMP build of OpenBLAS sets OpenMP's count with its own: the
+# CPU backend set its own count after OpenBLAS's 1 and so ran 1 thread, and
+# gave the program OpenBLAS's count back as OpenMP's; that build is tried
+# too where it is installed beside the default one.
+interleaved() { # TAG [env...]: the interleaved runs against each run alone
+  local tag=$1 sizes=(model.channels=128 model.seq_len=64)
+  shift
+  rm -rf "$WORK/$tag"-*
+  env "$@" OMP_NUM_THREADS=3 "$CONTRACT" interleaved "$WORK/run.yaml" "${sizes[@]}" log.dir="$WORK/$tag-a" \
+    log.dir="$WORK/$tag-b" >"$WORK/$tag.out" 2>&1 || { cat "$WORK/$tag.out" >&2; fail "$tag: the interleaved runs"; }
+  for t in 1 2; do
+    env "$@" OMP_NUM_THREADS=3 "$CONTRACT" alone "$WORK/run.yaml" "${sizes[@]}" device.threads=$t \
+      log.dir="$WORK/$tag-run$t" >"$WORK/$tag-alone$t.out" 2>&1 || { cat "$WORK/$tag-alone$t.out" >&2; fail "$tag: a run alone"; }
+    sed -n 's/^loss //p' "$WORK/$tag-alone$t.out" >"$WORK/$tag-alone$t"
+  done
+  # the check means something only where the thread count changes the figures
+  cmp -s "$WORK/$tag-alone1" "$WORK/$tag-alone2" &&
+    fail "$tag: 1 and 2 threads gave the same figures to the last bit: this check cannot see a shared count"
+  sed -n 's/^A //p' "$WORK/$tag.out" >"$WORK/$tag-A"
+  sed -n 's/^B //p' "$WORK/$tag.out" >"$WORK/$tag-B"
+  [ "$(wc -l <"$WORK/$tag-A")" -eq 3 ] && [ "$(wc -l <"$WORK/$tag-B")" -eq 8 ] || { cat "$WORK/$tag.out" >&2; fail "$tag: steps"; }
+  head -3 "$WORK/$tag-alone1" | diff - "$WORK/$tag-A" >&2 || fail "$tag: run A (1 thread) beside run B trained otherwise than alone"
+  diff "$WORK/$tag-alone2" "$WORK/$tag-B" >&2 || fail "$tag: run B (2 threads) beside run A trained otherwise than alone"
+  echo "ok: $tag: runs of 1 and 2 threads open at once, closed in the order opened, each train bit for bit as alone, and give the program its counts back"
+}
+interleaved threads-mixed
+OPENMP_BLAS=/usr/lib/x86_64-linux-gnu/openblas-openmp
+if [ -e "$OPENMP_BLAS/libopenblas.so.0" ]; then
+  interleaved threads-mixed-openmp-blas LD_LIBRARY_PATH="$OPENMP_BLAS${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+else
+  echo "note: the OpenMP build of OpenBLAS ($OPENMP_BLAS) is not installed: the interleaved runs were tried with the default one only"
+fi
 
 PREFIX=$WORK/prefix
 cmake --install "$BUILD" --prefix "$PREFIX" >/dev/null || fail "cmake --install failed"

@@ -32,6 +32,16 @@
 **             another thread (whose own OpenMP thread count,
 **             OMP_NUM_THREADS, is not 1); their losses must agree bit for
 **             bit ("step N L L").
+** alone       one run of CONFIG stepped to its train.steps: "loss STEP L
+**             N" for each step, its loss and gradient norm to 17 digits (to
+**             compare bit for bit).
+** interleaved  two runs of CONFIG, A with device.threads=1 and the next
+**             to last KEY=VALUE (its log.dir), B with device.threads=2 and
+**             the last: A opens, B opens, they step in turn INTERLEAVED_SHARED
+**             times each, A closes, B steps on to its train.steps and
+**             closes ("A STEP L N" and "B STEP L N", as alone prints them);
+**             after B's close the program's OpenMP and OpenBLAS thread
+**             counts must be its own again.
 **
 ** Exit 0 when the scenario's promise holds, 1 (with why) when it does not.
 */
@@ -213,6 +223,63 @@ static int other_thread(const char *config, const char *const *sets, int n_sets)
   return same ? 0 : broken("the run stepped from another thread trained otherwise");
 }
 
+/* Steps `run` once and prints its loss as "TAG STEP LOSS"; 0 when the
+** run is at its end, or the step failed (*failed set, with why). */
+static int print_step(tessel_run *run, const char *tag, int *failed) {
+  tessel_step_info info = {.size = sizeof info};
+  if (tessel_run_step(run, &info) < 0) {
+    *failed = broken(tessel_last_error());
+    return 0;
+  }
+  printf("%s %lld %.17g %.17g\n", tag, (long long)info.step, info.loss, info.grad_norm);
+  return info.step < info.steps && !info.stopped_by;
+}
+
+static int alone(const char *config, const char *const *sets, int n_sets) {
+  tessel_run *run = NULL;
+  int failed = 0;
+  if (tessel_run_open(config, sets, n_sets, &run) < 0) return broken(tessel_last_error());
+  while (print_step(run, "loss", &failed)) continue;
+  tessel_run_close(run);
+  return failed;
+}
+
+enum { INTERLEAVED_SHARED = 3, MAX_SETS = 64 };
+
+/* Opens a run of `config` with `sets` and two more, its own. */
+static tessel_status open_with(const char *config, const char *const *sets, int n_sets, const char *threads,
+                               const char *own, tessel_run **out) {
+  const char *all[MAX_SETS + 2];
+  if (n_sets > MAX_SETS) {
+    broken("more KEY=VALUE than interleaved takes");
+    return TESSEL_E_CONFIG;
+  }
+  memcpy(all, sets, (size_t)n_sets * sizeof *sets);
+  all[n_sets] = threads;
+  all[n_sets + 1] = own;
+  return tessel_run_open(config, all, n_sets + 2, out);
+}
+
+static int interleaved(const char *config, const char *const *sets, int n_sets) {
+  const int omp = omp_get_max_threads(), blas = openblas_get_num_threads();
+  tessel_run *a = NULL, *b = NULL;
+  int failed = 0, more = 1;
+  printf("program: OpenMP %d threads, OpenBLAS %d\n", omp, blas);
+  if (open_with(config, sets, n_sets - 2, "device.threads=1", sets[n_sets - 2], &a) < 0)
+    return broken(tessel_last_error());
+  if (open_with(config, sets, n_sets - 2, "device.threads=2", sets[n_sets - 1], &b) < 0) {
+    tessel_run_close(a);
+    return broken(tessel_last_error());
+  }
+  for (int i = 0; i < INTERLEAVED_SHARED && more && !failed; i++)
+    more = print_step(a, "A", &failed) && !failed && print_step(b, "B", &failed);
+  tessel_run_close(a);
+  while (more && !failed && print_step(b, "B", &failed)) continue;
+  tessel_run_close(b);
+  if (failed) return 1;
+  return threads_are(omp, blas, "both runs closed, the first opened first") ? 0 : 1;
+}
+
 int main(int argc, char **argv) {
   if (argc < 3) return broken("usage: api_contract SCENARIO CONFIG [KEY=VALUE...]");
   const char *scenario = argv[1], *config = argv[2];
@@ -221,6 +288,8 @@ int main(int argc, char **argv) {
   if (strcmp(scenario, "open-args") == 0) return open_args(config, sets, n_sets);
   if (strcmp(scenario, "threads") == 0 && n_sets > 1) return threads(config, sets, n_sets - 1, sets[n_sets - 1]);
   if (strcmp(scenario, "other-thread") == 0 && n_sets > 1) return other_thread(config, sets, n_sets);
+  if (strcmp(scenario, "alone") == 0) return alone(config, sets, n_sets);
+  if (strcmp(scenario, "interleaved") == 0 && n_sets > 1) return interleaved(config, sets, n_sets);
   if (strcmp(scenario, "unwritable") == 0) return unwritable(config, sets, n_sets);
   if (strcmp(scenario, "after-failure") == 0) return after_failure(config, sets, n_sets);
   if (strcmp(scenario, "signals") == 0) return signals(config, sets, n_sets);
