@@ -80,7 +80,8 @@ typedef struct tsl_cmp_run {
   int n_ok;        /* trials that completed */
   /* over trials */
   double tps, tps_lo, tps_hi, spread; /* median, min, max of the trials' medians; spread = (hi-lo)/median */
-  double final_loss, max_dloss, max_rel, val_rel;
+  double final_loss, max_dloss, max_rel, val_rel; /* max_*: over the steps where both losses are finite */
+  char nonfinite[160]; /* "": every loss finite on both sides; else the first step where one is not, said */
   int equivalent, lossy, reproducible, oversubscribed;
 } tsl_cmp_run;
 
@@ -136,6 +137,11 @@ int tsl_compare_redirects(const tsl_compare *c, const tsl_cmp_run *run, const ch
 void tsl_compare_run_all(tsl_compare *c);
 /* Read every trial's metrics and summary and compute the figures. */
 tsl_status tsl_compare_measure(tsl_compare *c);
+/* Loss equivalence of `run` against `ref` (their typical trials): per step
+** within c->tolerance for an exact strategy, by validation loss within
+** c->val_tolerance for a lossy one. A NaN or infinite loss at any step, on
+** either side or on both, is a difference (run->nonfinite says where). */
+void tsl_compare_judge(const tsl_compare *c, tsl_cmp_run *run, const tsl_cmp_run *ref);
 /* The decision: fastest, by how much, whether it exceeds the noise. */
 void tsl_compare_verdict(const tsl_compare *c, tsl_cmp_verdict *v);
 /* The tables (tables.c): runs, time split, memory split, traffic. */

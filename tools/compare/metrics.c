@@ -196,20 +196,50 @@ static void over_trials(const tsl_compare *c, tsl_cmp_run *run) {
   }
 }
 
-/* Loss equivalence against the reference (the first configuration that
-** ran): per step for an exact strategy; by validation loss for a lossy one,
-** which is not meant to follow the same trajectory. */
-static void judge(const tsl_compare *c, tsl_cmp_run *run, const tsl_cmp_run *ref) {
+/* A loss as a report shows it: NaN, inf, or its value. */
+static const char *loss_text(double x, char *buf, size_t cap) {
+  if (isnan(x)) return "NaN";
+  if (isinf(x)) return x > 0 ? "inf" : "-inf";
+  snprintf(buf, cap, "%.6g", x);
+  return buf;
+}
+
+/* Says step `step`'s losses, one of them not finite, into run->nonfinite.
+** Both NaN is no agreement: two runs that diverged alike prove nothing
+** about training the same function. */
+static void say_nonfinite(tsl_cmp_run *run, int self, int64_t step, double mine, double ref) {
+  char a[32], b[32];
+  const char *x = loss_text(mine, a, sizeof a), *y = loss_text(ref, b, sizeof b);
+  if (self)
+    snprintf(run->nonfinite, sizeof run->nonfinite, "its loss at step %lld is %s", (long long)step, x);
+  else if (!isfinite(mine) && !isfinite(ref))
+    snprintf(run->nonfinite, sizeof run->nonfinite, "its loss at step %lld is %s, and the reference's is %s too",
+             (long long)step, x, y);
+  else
+    snprintf(run->nonfinite, sizeof run->nonfinite, "its loss at step %lld is %s, the reference's %s",
+             (long long)step, x, y);
+}
+
+/* The differences are taken where both losses are finite: fmax drops a
+** NaN, and a NaN or infinite loss once passed as "equivalent". Such a step
+** is named instead, and makes the run differ. */
+void tsl_compare_judge(const tsl_compare *c, tsl_cmp_run *run, const tsl_cmp_run *ref) {
   const tsl_cmp_trial *t = &run->trials[run->typical], *r = &ref->trials[ref->typical];
   run->final_loss = t->loss[t->n_steps - 1];
   run->max_dloss = run->max_rel = 0;
+  run->nonfinite[0] = '\0';
   for (int i = 0; i < t->n_steps && i < r->n_steps; i++) {
+    if (!isfinite(t->loss[i]) || !isfinite(r->loss[i])) {
+      if (!run->nonfinite[0]) say_nonfinite(run, run == ref, i + 1, t->loss[i], r->loss[i]);
+      continue;
+    }
     double d = fabs(t->loss[i] - r->loss[i]);
     run->max_dloss = fmax(run->max_dloss, d);
-    run->max_rel = fmax(run->max_rel, d / fabs(r->loss[i]));
+    if (d > 0) run->max_rel = fmax(run->max_rel, d / fabs(r->loss[i]));
   }
   run->val_rel = fabs(t->val_loss - r->val_loss) / fabs(r->val_loss);
-  run->equivalent = run->lossy ? run->val_rel <= c->val_tolerance : run->max_rel <= c->tolerance;
+  run->equivalent = !run->nonfinite[0] && (run->lossy ? run->val_rel <= c->val_tolerance
+                                                       : run->max_rel <= c->tolerance);
 }
 
 tsl_status tsl_compare_measure(tsl_compare *c) {
@@ -227,7 +257,7 @@ tsl_status tsl_compare_measure(tsl_compare *c) {
     over_trials(c, run);
     if (run->failed) continue;
     if (!ref) ref = run;
-    judge(c, run, ref);
+    tsl_compare_judge(c, run, ref);
   }
   return TESSEL_OK;
 }

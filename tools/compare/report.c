@@ -71,15 +71,24 @@ static void warnings(const tsl_compare *c, FILE *out, const char *bullet) {
   const tsl_cmp_run *ref = NULL; /* the first that completed: the first configuration may have failed */
   for (int r = 0; r < c->n_runs; r++) {
     const tsl_cmp_run *run = &c->runs[r];
-    if (run->failed) fprintf(out, "%s%s failed: %s\n", bullet, run->label, run->error);
-    else if (!ref) ref = run;
-    else if (!run->equivalent)
+    if (run->failed) {
+      fprintf(out, "%s%s failed: %s\n", bullet, run->label, run->error);
+      continue;
+    }
+    if (run->nonfinite[0] && !ref)
+      fprintf(out, "%s%s, the reference: %s, so no configuration is equivalent to it and it is left out of the "
+              "decision.\n", bullet, run->label, run->nonfinite);
+    else if (run->nonfinite[0])
+      fprintf(out, "%s%s: %s (the reference is %s), so it is left out of the decision.\n", bullet, run->label,
+              run->nonfinite, ref->label);
+    else if (ref && !run->equivalent)
       fprintf(out, "%s%s does not train the same function as %s, the %s configuration: it is left out of the "
               "decision.\n", bullet, run->label, ref->label, ref == c->runs ? "first" : "first completed");
-    if (!run->failed && run->oversubscribed)
+    if (!ref) ref = run;
+    if (run->oversubscribed)
       fprintf(out, "%s%s oversubscribes the CPUs (more ranks × threads than cores): its speed measures the sharing, "
               "not the strategy.\n", bullet, run->label);
-    if (!run->failed && !run->reproducible)
+    if (!run->reproducible)
       fprintf(out, "%s%s: the losses of its trials differ, so the run is not bitwise reproducible.\n", bullet,
               run->label);
   }
@@ -123,7 +132,8 @@ static void write_markdown(const tsl_compare *c, FILE *md, const char *verdict, 
               "of the trials over that median. A configuration is "
               "called faster only when its slowest trial beats the other's fastest by at least twice the larger "
               "spread and 2%%. \"vs first\" is the largest per-step relative loss difference "
-              "against the first configuration, called equivalent up to %g; a strategy that declares itself lossy "
+              "against the first configuration, called equivalent up to %g (a NaN or infinite loss at any step, in "
+              "either or in both, is a difference); a strategy that declares itself lossy "
               "is judged by its final validation loss instead (within %g%%).\n\n",
           c->n_runs, (long long)c->steps,
           c->allow_different ? "the model, data, seed or batch allowed to differ (--allow-different-models)"

@@ -30,7 +30,9 @@ static int failed_row(tsl_table *t, const tsl_cmp_run *run, int status_col) {
 }
 
 static void verdict_cell(const tsl_compare *c, const tsl_cmp_run *run, int ref, tsl_table *t, int row, int col) {
-  if (ref) tsl_table_set(t, row, col, "reference");
+  if (ref && run->nonfinite[0]) tsl_table_set(t, row, col, "reference: loss not finite");
+  else if (ref) tsl_table_set(t, row, col, "reference");
+  else if (run->nonfinite[0]) tsl_table_set(t, row, col, "DIFFERS: loss not finite");
   else if (run->lossy && run->equivalent)
     tsl_table_set(t, row, col, "lossy: val. loss within %.2g%% ≤ %g%%", 100 * run->val_rel, 100 * c->val_tolerance);
   else if (run->lossy)
