@@ -273,13 +273,13 @@ static tsl_status write_failure(const tsl_runtime *rt, const write_error *we, in
   if (placed) /* a resume checks every file against its recorded size and CRC-32 first */
     return tsl_error(we->st,
                      "checkpoint step_%08lld is in place in %s, but the file system failed after it was: %s\n"
-                     "It may not survive a crash of the machine. %s. Running the same command again resumes from "
-                     "the checkpoint %s/%s names, after checking its files.",
+                     "It may not survive a crash of the machine. %s. The run started again resumes from the "
+                     "checkpoint %s/%s names, after checking its files.",
                      (long long)step, dir, why, earlier, dir, TSL_CKPT_LATEST);
   return tsl_error(we->st,
                  "cannot write checkpoint step_%08lld in %s: %s\n"
                  "One checkpoint of this model needs about %llu bytes (%s); the file system there has %s free. "
-                 "%s. %s: running the same command again resumes from the last checkpoint.",
+                 "%s. %s: the run started again resumes from the last checkpoint.",
                  (long long)step, dir, why, (unsigned long long)bytes, need, have, earlier,
                  roomy ? "There is room, so the cause is the file system (read-only, a failing disk or network "
                          "server): fix it or point checkpoint.dir at another disk"
@@ -654,13 +654,17 @@ tsl_status tsl_ckpt_fits(const tsl_runtime *rt, const tsl_ckpt *c) {
   return tsl_cfg_error(data, tsl_cfg_has(data, "tokenizer") ? "tokenizer" : NULL, "%s", why);
 }
 
-tsl_status tsl_ckpt_damaged(const char *dir, const char *path, tsl_status st) {
+tsl_status tsl_ckpt_damaged(const char *dir, const char *path, const char *resume_cmd, tsl_status st) {
   char *why = tsl_strdup(tsl_error_message());
   char *older = why ? tsl_ckpt_intact_before(dir, path) : NULL;
-  if (older)
+  if (older && resume_cmd)
     st = tsl_error(st, "resuming from %s: %s\nThe newest intact checkpoint before it is %s: go on from there with "
-                   "`tessel run CONFIG --resume %s` (the steps after it are trained again), or move the damaged "
-                   "one away", path, why ? why : "", older, older);
+                   "`%s %s` (the steps after it are trained again), or move the damaged one away",
+                   path, why ? why : "", older, resume_cmd, older);
+  else if (older) /* automatic resume then takes the highest step left */
+    st = tsl_error(st, "resuming from %s: %s\nThe newest intact checkpoint before it is %s: move the damaged one "
+                   "away, and the run started again goes on from there (the steps after it are trained again)",
+                   path, why ? why : "", older);
   else
     st = tsl_error(st, "resuming from %s: %s\nNo older checkpoint there is intact", path, why ? why : "");
   free(older);
@@ -668,7 +672,7 @@ tsl_status tsl_ckpt_damaged(const char *dir, const char *path, tsl_status st) {
   return st;
 }
 
-tsl_status tsl_ckpt_check_resume(const tsl_runtime *rt, int warn) {
+tsl_status tsl_ckpt_check_resume(const tsl_runtime *rt, int warn, const char *resume_cmd) {
   char *path = NULL;
   int64_t step;
   tsl_ckpt c;
@@ -681,7 +685,7 @@ tsl_status tsl_ckpt_check_resume(const tsl_runtime *rt, int warn) {
     if (st >= 0 && warn) tsl_ckpt_warn_changes(rt, &c);
     tsl_ckpt_close(&c);
   } else if (st == TESSEL_E_IO) {
-    st = tsl_ckpt_damaged(rt->settings.ckpt.dir, path, st); /* what the run would say */
+    st = tsl_ckpt_damaged(rt->settings.ckpt.dir, path, resume_cmd, st); /* what the run would say */
   } else {
     tsl_error_wrap(st, "the run would resume from %s", path);
   }

@@ -110,8 +110,9 @@ tsl_status tsl_ckpt_restore(tsl_model *m, const tsl_ckpt *c);
 tsl_status tsl_ckpt_fits(const tsl_runtime *rt, const tsl_ckpt *c);
 /* The error st (set) of a damaged checkpoint `path` that a run would
 ** resume from, told with the newest intact one before it in `dir` to go on
-** from, or that there is none. Returns st. */
-tsl_status tsl_ckpt_damaged(const char *dir, const char *path, tsl_status st);
+** from (with `resume_cmd`, the caller's way to name it, when it has one:
+** tsl_train_opts), or that there is none. Returns st. */
+tsl_status tsl_ckpt_damaged(const char *dir, const char *path, const char *resume_cmd, tsl_status st);
 /* The tokens trained through c's step: as recorded, or for a checkpoint
 ** written before they were, step × the global batch it recorded (else
 ** `batch_now`, the resuming run's) × seq_len. */
@@ -125,8 +126,9 @@ void tsl_ckpt_warn_changes(const tsl_runtime *rt, const tsl_ckpt *c);
 /* What `tessel check` can say of the resume a run would make: under
 ** checkpoint.resume auto, the newest checkpoint in checkpoint.dir (if any)
 ** opens and fits (tsl_ckpt_fits); with `warn`, the warnings the resume
-** would give are given (tsl_ckpt_warn_changes). */
-tsl_status tsl_ckpt_check_resume(const tsl_runtime *rt, int warn);
+** would give are given (tsl_ckpt_warn_changes); a damaged one is told as
+** tsl_ckpt_damaged tells it, with `resume_cmd`. */
+tsl_status tsl_ckpt_check_resume(const tsl_runtime *rt, int warn, const char *resume_cmd);
 
 /* Parameter p's master weights as the model holds them in memory (a
 ** padded vocabulary's rows zero, linears [in, out]), checking the file

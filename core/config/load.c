@@ -207,7 +207,7 @@ static tsl_status apply_set(tsl_config *cfg, const char *arg) {
     return TESSEL_E_NOMEM;
   }
   if (!eq || eq == arg) {
-    st = tsl_cfg_report(cfg, km, "expected KEY.PATH=VALUE, e.g. --set model.layers=6");
+    st = tsl_cfg_report(cfg, km, "expected KEY.PATH=VALUE, e.g. model.layers=6");
     goto fail;
   }
   keypath = strndup(arg, (size_t)(eq - arg));
@@ -243,8 +243,8 @@ static tsl_status apply_set(tsl_config *cfg, const char *arg) {
       goto fail;
     }
     if (!dot && map == cfg->root && !strcmp(s, "base")) {
-      st = tsl_cfg_report(cfg, km, "'base' is followed as the files are read, before any --set: set the keys "
-                          "you want from that file instead");
+      st = tsl_cfg_report(cfg, km, "'base' is followed as the files are read, before any KEY=VALUE override: set "
+                          "the keys you want from that file instead");
       goto fail;
     }
     if (!dot) { /* the last part: replace or insert the value */
@@ -264,7 +264,7 @@ static tsl_status apply_set(tsl_config *cfg, const char *arg) {
       char *where = tsl_node_child_path(map, s);
       tsl_entry *e = tsl_node_find(map, s);
       if (e && e->value->kind == TSL_NODE_LIST)
-        st = tsl_cfg_report(cfg, km, "'%s' is a list: give it whole (--set '%s=[a, b]'), not '%s' inside it",
+        st = tsl_cfg_report(cfg, km, "'%s' is a list: give it whole ('%s=[a, b]'), not '%s' inside it",
                             TSL_ECHO(where ? where : s), TSL_ECHO(where ? where : s), TSL_ECHO(dot + 1));
       else
         st = tsl_cfg_report(cfg, km, "'%s' is a value, not a section, so '%s' cannot be set inside it",

@@ -104,9 +104,9 @@ static tsl_status config_report(const tsl_world *w, const char *lines, int cap, 
   }
   return tsl_error(TESSEL_E_CONFIG,
                    "the ranks do not run the same configuration:%s\n"
-                   "Every rank must run the same config: start them all with the same file and --set options (a "
-                   "difference comes from a file edited while the job started, a --set given to some ranks only, or "
-                   "a stale copy on one machine). Only %s may differ between ranks.",
+                   "Every rank must run the same config: start them all with the same file and the same KEY=VALUE "
+                   "overrides (a difference comes from a file edited while the job started, an override given to "
+                   "some ranks only, or a stale copy on one machine). Only %s may differ between ranks.",
                    report, keys);
 }
 

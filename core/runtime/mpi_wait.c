@@ -65,15 +65,15 @@ static void give_up(const char *what, const char *group, double waited, int miss
   else if (where[0])
     st = tsl_error(TESSEL_E_COMM,
                    "%s on group '%s' has waited %.0f s for the other ranks (train.comm_timeout). %sThe job ends "
-                   "now, and the same command resumes it from its last checkpoint. If a rank may legitimately "
+                   "now; started again, it resumes from its last checkpoint. If a rank may legitimately "
                    "keep the others waiting this long (a slow save), raise train.comm_timeout",
                    what, group, waited, where);
   else
     st = tsl_error(TESSEL_E_COMM,
                    "%s on group '%s' has waited %.0f s for the other ranks (train.comm_timeout): a rank "
                    "has stopped taking part, stuck (in a loop, on a hung file system, in a debugger) or "
-                   "stopped; the ranks that do not report this are the ones to look at. The job ends now, "
-                   "and the same command resumes it from its last checkpoint. If a rank may legitimately "
+                   "stopped; the ranks that do not report this are the ones to look at. The job ends now; "
+                   "started again, it resumes from its last checkpoint. If a rank may legitimately "
                    "keep the others waiting this long (a slow save), raise train.comm_timeout",
                    what, group, waited);
   tsl_print_error(rank, world, st);

@@ -105,7 +105,7 @@ static void give_back_program_errhandler(void) {
 static tsl_status check_open_args(const char *config, const char *const *sets, int n_sets, tessel_run **out) {
   if (!out) return tsl_error(TESSEL_E_CONFIG, "tessel_run_open: out is NULL (where would the run go?)");
   if (!config || n_sets < 0 || (n_sets > 0 && !sets))
-    return tsl_error(TESSEL_E_CONFIG, "tessel_run_open: a config path and n_sets ≥ 0 --set strings are required");
+    return tsl_error(TESSEL_E_CONFIG, "tessel_run_open: a config path and n_sets ≥ 0 KEY=VALUE strings are required");
   for (int i = 0; i < n_sets; i++)
     if (!sets[i]) return tsl_error(TESSEL_E_CONFIG, "tessel_run_open: sets[%d] is NULL (n_sets is %d)", i, n_sets);
   return TESSEL_OK;

@@ -135,7 +135,7 @@ static tsl_status resume_failed(trainer *t, tsl_status st) {
                           "must be on a filesystem every machine shares; see docs/cluster.md)",
                           rt->world.rank, rt->world.host, path, t->host0);
   if (st == TESSEL_E_IO && !t->opts.resume_dir) /* a damaged newest checkpoint: name one to go on from */
-    return tsl_ckpt_damaged(rt->settings.ckpt.dir, path, st);
+    return tsl_ckpt_damaged(rt->settings.ckpt.dir, path, t->opts.resume_cmd, st);
   return tsl_error_wrap(st, "resuming from %s", path);
 }
 
@@ -222,6 +222,18 @@ static void bad_start(const trainer *t, char *buf, size_t cap) {
              "section.", not_lr);
 }
 
+/* How to resume from checkpoint `path`, for a message: the caller's way to
+** name it (the command line's --resume) or, through the C API, the record
+** automatic resume follows (tsl_ckpt_track), which names it by hand. */
+static void resume_how(const trainer *t, const char *path, char *buf, size_t cap) {
+  const char *name = strrchr(path, '/');
+  if (t->opts.resume_cmd)
+    snprintf(buf, cap, "%s DIR", t->opts.resume_cmd);
+  else
+    snprintf(buf, cap, "write its name, %s, into the file %s beside it, and open the run again under "
+             "checkpoint.resume: auto", name ? name + 1 : path, TSL_CKPT_LATEST);
+}
+
 /* What to resume from once the weights after step `bad` went wrong (the
 ** loss they gave, or the validation after that step, was not finite): the
 ** newest checkpoint whose weights gave a finite loss at the step after it.
@@ -229,6 +241,7 @@ static void bad_start(const trainer *t, char *buf, size_t cap) {
 ** fail the same way whatever the learning rate. */
 static void recovery(const trainer *t, int64_t bad, char *buf, size_t cap) {
   static const char *const remedy = "a lower optimizer.lr or a tighter optimizer.grad_clip";
+  char how[256];
   size_t n = 0;
   if (bad == 0) {
     bad_start(t, buf, cap);
@@ -239,8 +252,9 @@ static void recovery(const trainer *t, int64_t bad, char *buf, size_t cap) {
                          t->last_saved ? "newest checkpoint" : "checkpoint resumed from", t->last_ckpt);
   if (n >= cap) return;
   if (t->good_ckpt && tsl_path_exists(t->good_ckpt)) {
-    snprintf(buf + n, cap - n, "The last good checkpoint is %s; resume from it (tessel run --resume DIR) with %s.",
-             t->good_ckpt, remedy);
+    resume_how(t, t->good_ckpt, how, sizeof how);
+    snprintf(buf + n, cap - n, "The last good checkpoint is %s; resume from it (%s) with %s.", t->good_ckpt, how,
+             remedy);
     return;
   }
   /* none seen good by this process (one resumed from the bad weights, say):
@@ -249,9 +263,10 @@ static void recovery(const trainer *t, int64_t bad, char *buf, size_t cap) {
   char *dir = t->last_ckpt ? tsl_dirname(t->last_ckpt) : NULL;
   char *older = dir ? tsl_ckpt_intact_before(dir, t->last_ckpt) : NULL;
   free(dir);
+  if (older) resume_how(t, older, how, sizeof how);
   if (older)
-    snprintf(buf + n, cap - n, "The newest checkpoint before it is %s; resume from it (tessel run --resume DIR) with "
-             "%s.", older, remedy);
+    snprintf(buf + n, cap - n, "The newest checkpoint before it is %s; resume from it (%s) with %s.", older, how,
+             remedy);
   else if (t->good_ckpt)
     snprintf(buf + n, cap - n, "The last good checkpoint, %s, has been pruned (checkpoint.keep): start again with %s.",
              t->good_ckpt, remedy);

@@ -21,6 +21,10 @@
 
 typedef struct tsl_train_opts {
   const char *resume_dir; /* resume from this checkpoint (overrides checkpoint.resume) */
+  /* how the caller names a checkpoint to resume from, as messages advise
+  ** it: the command line's "tessel run CONFIG --resume"; NULL where it
+  ** cannot (the C API: messages name the record automatic resume follows) */
+  const char *resume_cmd;
   int world_abort;        /* abort the whole job on a rank-local failure */
   double started;         /* tsl_now() when the command began (0: when training begins) */
 } tsl_train_opts;

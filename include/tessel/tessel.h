@@ -32,8 +32,10 @@
 **
 ** Errors: a call returns TESSEL_OK (0) or a negative tessel_status
 ** (tessel/plugin.h); tessel_last_error() says what failed and where, as
-** the command line prints it; the library itself prints no error (it logs
-** on rank 0's stderr as `tessel run` does — the banner, step lines,
+** the command line prints it, but with advice a program can follow (where
+** `tessel run` says --resume DIR, the program is told what to do with
+** checkpoint.dir's files instead); the library itself prints no error (it
+** logs on rank 0's stderr as `tessel run` does — the banner, step lines,
 ** checkpoints, warnings — as log.level says: `error` silences it). A config
 ** mistake reads FILE:LINE:COL. When one rank fails, every rank's call
 ** fails, and a rank that did not fail itself names the first one that did

@@ -70,6 +70,54 @@ grep -q "tessel_run_open failed: .*model.layers.*" "$WORK/bad.err" || { cat "$WO
 [ "$(grep -c "model.layers" "$WORK/bad.err")" -eq 1 ] || { cat "$WORK/bad.err" >&2; fail "the message is printed twice"; }
 echo "ok: a config mistake comes back from tessel_run_open with its message, printed once by the program"
 
+# the library's messages are the program's too: advice only a command-line
+# user can follow (--set, --resume, "the same command") is not in them
+no_cli_advice() { # NAME FILE: FILE has none of the command line's wording
+  ! grep -E -- "--set [a-z]|--resume|tessel run|same command" "$2" >&2 || fail "$1: the API's message advises the command line"
+}
+if "$DEMO" "$WORK/run.yaml" 0 model.layers log.dir="$WORK/noeq" >"$WORK/noeq.out" 2>"$WORK/noeq.err"; then
+  fail "a run with the override 'model.layers' opened"
+fi
+grep -q "tessel_run_open failed: --set=model.layers:1:7: expected KEY.PATH=VALUE, e.g. model.layers=6$" "$WORK/noeq.err" ||
+  { cat "$WORK/noeq.err" >&2; fail "an override without '=': the message"; }
+no_cli_advice "an override without '='" "$WORK/noeq.err"
+# a NaN loss names the last good checkpoint and how a program resumes from
+# it; done as it says, the run goes on from there (not from step 2's
+# checkpoint, whose weights gave the NaN)
+NANLOSS=$BUILD/test-plugins/nanloss/libtessel-nanloss.so
+if "$DEMO" "$WORK/run.yaml" 4 log.dir="$WORK/nan" checkpoint.every=1 plugin.path="$NANLOSS" plugin.nan_at_step=3 \
+  >"$WORK/nan.out" 2>"$WORK/nan.err"; then
+  fail "a run whose loss became NaN at step 3 went on"
+fi
+grep -qF "tessel_run_step failed: the loss became NaN at step 3, so the run stopped before applying that step. The \
+newest checkpoint, $WORK/nan/checkpoints/step_00000002, holds those weights. The last good checkpoint is \
+$WORK/nan/checkpoints/step_00000001; resume from it (write its name, step_00000001, into the file latest beside it, \
+and open the run again under checkpoint.resume: auto) with a lower optimizer.lr" "$WORK/nan.err" ||
+  { cat "$WORK/nan.err" >&2; fail "a NaN loss through the API: the message"; }
+no_cli_advice "a NaN loss" "$WORK/nan.err"
+echo step_00000001 >"$WORK/nan/checkpoints/latest"
+"$DEMO" "$WORK/run.yaml" 2 log.dir="$WORK/nan" checkpoint.every=1 >"$WORK/nan2.out" 2>"$WORK/nan2.err" ||
+  { cat "$WORK/nan2.err" >&2; fail "the run resumed as the NaN message says failed"; }
+[ "$(grep -m1 "^step " "$WORK/nan2.out" | cut -d' ' -f2)" = 2 ] ||
+  { cat "$WORK/nan2.out" >&2; fail "the run did not resume from step_00000001 as the NaN message says"; }
+# a damaged newest checkpoint: the open names the intact one before it and
+# how a program goes on from there; done as it says, the run does
+"$DEMO" "$WORK/run.yaml" 2 log.dir="$WORK/damaged" checkpoint.every=1 >/dev/null 2>&1 || fail "the run to damage failed"
+printf 'X' | dd of="$WORK/damaged/checkpoints/step_00000002/model.safetensors" bs=1 seek=300 conv=notrunc status=none
+if "$DEMO" "$WORK/run.yaml" 0 log.dir="$WORK/damaged" >/dev/null 2>"$WORK/damaged.err"; then
+  fail "a run opened on a damaged checkpoint"
+fi
+grep -qF "The newest intact checkpoint before it is $WORK/damaged/checkpoints/step_00000001: move the damaged one \
+away, and the run started again goes on from there" "$WORK/damaged.err" ||
+  { cat "$WORK/damaged.err" >&2; fail "a damaged checkpoint through the API: the message"; }
+no_cli_advice "a damaged checkpoint" "$WORK/damaged.err"
+mv "$WORK/damaged/checkpoints/step_00000002" "$WORK/damaged-step2"
+"$DEMO" "$WORK/run.yaml" 2 log.dir="$WORK/damaged" >"$WORK/damaged2.out" 2>"$WORK/damaged2.err" ||
+  { cat "$WORK/damaged2.err" >&2; fail "the run went on as the damaged checkpoint's message says: it failed"; }
+[ "$(grep -m1 "^step " "$WORK/damaged2.out" | cut -d' ' -f2)" = 2 ] ||
+  { cat "$WORK/damaged2.out" >&2; fail "the run did not go on from step_00000001 as the damaged checkpoint's message says"; }
+echo "ok: the API's messages for an override without '=', for a NaN loss and for a damaged checkpoint advise nothing only the command line can do; their advice works"
+
 # a step past train.steps is refused (the header's loop once trained on to
 # "step 100/6" at the schedule's last learning rate)
 if "$DEMO" "$WORK/run.yaml" 9 log.dir="$WORK/past" >"$WORK/past.out" 2>"$WORK/past.err"; then
@@ -205,7 +253,8 @@ for ranks in 1 2; do
   set -e
   [ $rc -eq 0 ] && [ "$(grep -c "^save failed: " "$WORK/unwritable.out")" -eq "$ranks" ] &&
     grep -q "^save failed: cannot write checkpoint step_00000001 in $WORK/unwritable$ranks/checkpoints" \
-      "$WORK/unwritable.out" ||
+      "$WORK/unwritable.out" && grep -q "the run started again resumes from the last checkpoint\.$" "$WORK/unwritable.out" &&
+    no_cli_advice "an unwritable checkpoint" "$WORK/unwritable.out" ||
     { cat "$WORK/unwritable.out" "$WORK/unwritable.err" >&2; fail "an unwritable checkpoint on $ranks rank(s) (exit $rc)"; }
 done
 echo "ok: a checkpoint that cannot be written fails the save on every rank, and the run goes on (1 and 2 ranks)"

@@ -101,7 +101,7 @@ static void test_load_reports_every_duplicate_and_set(void) {
   CHECK_ERROR(st,
               "%s:2:11: duplicate key 'x' in b (first defined at 2:5)\n"
               "%s:3:1: duplicate key 'a' (first defined at 1:1)\n"
-              "--set=c.d:1:7: expected KEY.PATH=VALUE, e.g. --set model.layers=6\n"
+              "--set=c.d:1:7: expected KEY.PATH=VALUE, e.g. model.layers=6\n"
               "--set=b.x.y=1:1:7: 'b.x' is a value, not a section, so 'y' cannot be set inside it",
               p, p);
   CHECK_EQ_INT(count_lines(tsl_error_message()), 4);
@@ -438,9 +438,11 @@ static void test_yaml_forms(void) {
       "train: {steps: 1}\n");
   const char *const item[] = {"data.text.0=b.txt"}, *const base[] = {"base=other.yaml"};
   CHECK_EQ_INT(tsl_config_load(p, item, 1, &cfg), TESSEL_E_CONFIG);
-  CHECK_STR_CONTAINS(tsl_error_message(), "--set=data.text.0=b.txt:1:7: 'data.text' is a list: give it whole");
+  CHECK_STR_CONTAINS(tsl_error_message(), "--set=data.text.0=b.txt:1:7: 'data.text' is a list: give it whole "
+                     "('data.text=[a, b]'), not '0' inside it");
   CHECK_EQ_INT(tsl_config_load(p, base, 1, &cfg), TESSEL_E_CONFIG);
-  CHECK_STR_CONTAINS(tsl_error_message(), "--set=base=other.yaml:1:7: 'base' is followed as the files are read");
+  CHECK_STR_CONTAINS(tsl_error_message(), "--set=base=other.yaml:1:7: 'base' is followed as the files are read, before "
+                     "any KEY=VALUE override");
 }
 
 /* A YAML tag says what its value is (it was checked only for being one of

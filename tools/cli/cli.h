@@ -54,6 +54,10 @@ enum { TSL_CHECK_RESUME = 1, TSL_CHECK_RESUME_WARN = 2 };
 tsl_status tsl_check_config(tsl_runtime *rt, const char *path, const char *const *sets, int n_sets, int world,
                             int resume, tessel_model_dims *dims);
 
+/* How the command line resumes from a checkpoint it names, as the core's
+** messages advise it (tsl_train_opts.resume_cmd). */
+#define TSL_CLI_RESUME_CMD "tessel run CONFIG --resume"
+
 /* `tessel run`'s options, which `tessel launch` takes too and passes on
 ** to every rank's `tessel run`. */
 typedef struct tsl_run_args {

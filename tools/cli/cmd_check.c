@@ -105,7 +105,7 @@ tsl_status tsl_check_config(tsl_runtime *rt, const char *path, const char *const
   if (st >= 0) st = tsl_model_plan(rt, dims, &model);
   if (st >= 0) st = check_device_memory(rt, world, dims);
   if (st >= 0) st = tsl_data_check(rt);
-  if (st >= 0 && resume) st = tsl_ckpt_check_resume(rt, resume == TSL_CHECK_RESUME_WARN);
+  if (st >= 0 && resume) st = tsl_ckpt_check_resume(rt, resume == TSL_CHECK_RESUME_WARN, TSL_CLI_RESUME_CMD);
   return st;
 }
 

@@ -60,7 +60,7 @@ static int run(int argc, char **argv) {
     free(a.sets);
     return rc;
   }
-  tsl_train_opts topts = {.started = tsl_now(), .resume_dir = a.resume};
+  tsl_train_opts topts = {.started = tsl_now(), .resume_dir = a.resume, .resume_cmd = TSL_CLI_RESUME_CMD};
 
   tsl_world world;
   tsl_signals_install(0);
