@@ -223,8 +223,9 @@ static void bad_start(const trainer *t, char *buf, size_t cap) {
 }
 
 /* How to resume from checkpoint `path`, for a message: the caller's way to
-** name it (the command line's --resume) or, through the C API, the record
-** automatic resume follows (tsl_ckpt_track), which names it by hand. */
+** name it (the command line's --resume) or, through the C API, which has
+** none, the record that automatic resume follows (tsl_ckpt_track) written
+** by hand. */
 static void resume_how(const trainer *t, const char *path, char *buf, size_t cap) {
   const char *name = strrchr(path, '/');
   if (t->opts.resume_cmd)
@@ -263,15 +264,16 @@ static void recovery(const trainer *t, int64_t bad, char *buf, size_t cap) {
   char *dir = t->last_ckpt ? tsl_dirname(t->last_ckpt) : NULL;
   char *older = dir ? tsl_ckpt_intact_before(dir, t->last_ckpt) : NULL;
   free(dir);
-  if (older) resume_how(t, older, how, sizeof how);
-  if (older)
+  if (older) {
+    resume_how(t, older, how, sizeof how);
     snprintf(buf + n, cap - n, "The newest checkpoint before it is %s; resume from it (%s) with %s.", older, how,
              remedy);
-  else if (t->good_ckpt)
+  } else if (t->good_ckpt) {
     snprintf(buf + n, cap - n, "The last good checkpoint, %s, has been pruned (checkpoint.keep): start again with %s.",
              t->good_ckpt, remedy);
-  else
+  } else {
     snprintf(buf + n, cap - n, "No checkpoint of good weights is left: start again with %s.", remedy);
+  }
   free(older);
 }
 

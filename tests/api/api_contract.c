@@ -223,8 +223,8 @@ static int other_thread(const char *config, const char *const *sets, int n_sets)
   return same ? 0 : broken("the run stepped from another thread trained otherwise");
 }
 
-/* Steps `run` once and prints its loss as "TAG STEP LOSS"; 0 when the
-** run is at its end, or the step failed (*failed set, with why). */
+/* Steps `run` once and prints "TAG STEP LOSS NORM"; 0 when the run is at
+** its end, or the step failed (*failed set, with why). */
 static int print_step(tessel_run *run, const char *tag, int *failed) {
   tessel_step_info info = {.size = sizeof info};
   if (tessel_run_step(run, &info) < 0) {
@@ -263,7 +263,7 @@ static tessel_status open_with(const char *config, const char *const *sets, int 
 static int interleaved(const char *config, const char *const *sets, int n_sets) {
   const int omp = omp_get_max_threads(), blas = openblas_get_num_threads();
   tessel_run *a = NULL, *b = NULL;
-  int failed = 0, more = 1;
+  int failed = 0, a_more = 1, b_more = 1;
   printf("program: OpenMP %d threads, OpenBLAS %d\n", omp, blas);
   if (open_with(config, sets, n_sets - 2, "device.threads=1", sets[n_sets - 2], &a) < 0)
     return broken(tessel_last_error());
@@ -271,10 +271,12 @@ static int interleaved(const char *config, const char *const *sets, int n_sets) 
     tessel_run_close(a);
     return broken(tessel_last_error());
   }
-  for (int i = 0; i < INTERLEAVED_SHARED && more && !failed; i++)
-    more = print_step(a, "A", &failed) && !failed && print_step(b, "B", &failed);
+  for (int i = 0; i < INTERLEAVED_SHARED && a_more && b_more && !failed; i++) {
+    a_more = print_step(a, "A", &failed);
+    if (!failed) b_more = print_step(b, "B", &failed);
+  }
   tessel_run_close(a);
-  while (more && !failed && print_step(b, "B", &failed)) continue;
+  while (b_more && !failed) b_more = print_step(b, "B", &failed);
   tessel_run_close(b);
   if (failed) return 1;
   return threads_are(omp, blas, "both runs closed, the first opened first") ? 0 : 1;
