@@ -535,6 +535,28 @@ static void test_hash(void) {
   free(json);
 }
 
+/* The hashes that checkpoints and shards made with these tokenizers
+** recorded: a change to what the hash covers, or to how a tokenizer tessel
+** already reads is read, must leave them as they are, or every run made
+** with one is refused as made with another tokenizer. */
+static void test_hash_as_recorded(void) {
+  static const struct {
+    const char *name;
+    uint64_t hash;
+  } recorded[] = {{"gpt2_1024", 0x6b852bf8dcb382f5}, {"llama3_512", 0xfcf6db9e91b0083a},
+                  {"llama3_512_prefix_space", 0x213f027b4073590f}, {"llama3_512_ignore_merges", 0x76fa2ca6c9949a2e},
+                  {"llama3_512_qwen2", 0xaf62c88d4e8bd9fd}, {"gpt2_spaces_300", 0x2a8372f7d30cd096},
+                  {"sp_1000", 0x45f103d7bcdca630}, {"sp_1000_split", 0xbb96c2db8d5ba8d2}};
+  for (size_t i = 0; i < TSL_ARRAY_LEN(recorded); i++) {
+    tsl_tokenizer *t = load(recorded[i].name);
+    if (tsl_tokenizer_hash(t) != recorded[i].hash)
+      fprintf(stderr, "%s: hash %016llx, recorded %016llx\n", recorded[i].name,
+              (unsigned long long)tsl_tokenizer_hash(t), (unsigned long long)recorded[i].hash);
+    CHECK(tsl_tokenizer_hash(t) == recorded[i].hash);
+    tsl_tokenizer_free(t);
+  }
+}
+
 /* The id of the one token text[0, len) encodes to (no prefix ▁ put before it). */
 static int32_t one_id(tsl_tokenizer *t, const char *text, size_t len) {
   tsl_token_vec v = {0};
@@ -601,6 +623,7 @@ int main(void) {
   RUN(test_huge_id_costs_nothing);
   RUN(test_literal_split);
   RUN(test_hash);
+  RUN(test_hash_as_recorded);
   RUN(test_cut_encodes_apart);
   RUN(test_sentencepiece_refusals);
   RUN(test_sentencepiece_cuts_and_hash);
