@@ -45,28 +45,6 @@ static tsl_status put(tsl_tokenizer_decoder *d, const void *p, size_t n) {
   return append(&d->out, &d->out_len, &d->out_cap, s, n);
 }
 
-/* How s[0, n) starts (Unicode's Table 3-7 of well-formed sequences): a
-** whole character (> 0, its length); a part that cannot go on (< 0, minus
-** the length of that maximal part: it becomes one U+FFFD); or 0 when all n
-** bytes begin a character that more bytes may complete. */
-static long utf8_start(const unsigned char *s, size_t n) {
-  unsigned c = s[0];
-  size_t need = c < 0x80 ? 1 : c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
-  if (need == 0) return -1;
-  for (size_t k = 1; k < need; k++) {
-    if (k == n) return 0;
-    unsigned lo = 0x80, hi = 0xbf;
-    if (k == 1) {
-      if (c == 0xe0) lo = 0xa0;
-      else if (c == 0xed) hi = 0x9f;
-      else if (c == 0xf0) lo = 0x90;
-      else if (c == 0xf4) hi = 0x8f;
-    }
-    if (s[k] < lo || s[k] > hi) return -(long)k;
-  }
-  return (long)need;
-}
-
 /* Give out the held bytes as far as they are decided; at the end (`end`),
 ** all of them, an unfinished character as one U+FFFD. */
 static tsl_status flush_utf8(tsl_tokenizer_decoder *d, int end) {
@@ -74,7 +52,8 @@ static tsl_status flush_utf8(tsl_tokenizer_decoder *d, int end) {
   size_t i = 0;
   tsl_status st = TESSEL_OK;
   while (st >= 0 && i < d->held_len) {
-    long k = utf8_start(s + i, d->held_len - i);
+    uint32_t cp;
+    long k = tsl_tok_utf8(s + i, d->held_len - i, &cp);
     if (k == 0 && !end) break;
     st = k > 0 ? put(d, s + i, (size_t)k) : put(d, replacement, 3);
     i += k > 0 ? (size_t)k : k < 0 ? (size_t)-k : d->held_len - i;
@@ -90,7 +69,8 @@ static tsl_status flush_run(tsl_tokenizer_decoder *d) {
   tsl_status st = TESSEL_OK;
   int valid = 1;
   for (size_t i = 0; valid && i < d->held_len;) {
-    long k = utf8_start(s + i, d->held_len - i);
+    uint32_t cp;
+    long k = tsl_tok_utf8(s + i, d->held_len - i, &cp);
     valid = k > 0;
     i += k > 0 ? (size_t)k : 0;
   }

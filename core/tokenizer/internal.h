@@ -115,6 +115,19 @@ void tsl_pretok_begin(tsl_pretok_iter *it, tsl_pretok *p, const char *text, size
 ** negative status when the matcher fails (message set). */
 int tsl_pretok_next(tsl_pretok_iter *it, size_t *start, size_t *end);
 
+/* ---- charclass.c ---- */
+
+/* How s[0, n) starts (Unicode's Table 3-7 of well-formed sequences): a
+** whole character (> 0, its length, and *cp its code point); a part that
+** cannot go on (< 0, minus the length of that maximal part: one U+FFFD in
+** a lossy decoding); or 0 when all n bytes begin a character that more
+** bytes may complete. */
+long tsl_tok_utf8(const unsigned char *s, size_t n, uint32_t *cp);
+/* Whether tokenizers' Digits cuts at cp (Rust's char::is_numeric). */
+int tsl_tok_numeric(uint32_t cp);
+/* Whether tokenizers' Punctuation cuts at cp (its is_punc). */
+int tsl_tok_punctuation(uint32_t cp);
+
 /* ---- the tokenizer (json.c loads, bpe.c encodes) ---- */
 
 /* How a SentencePiece tokenizer puts its ▁ before a span (metaspace.c). */

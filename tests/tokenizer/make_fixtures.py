@@ -58,6 +58,13 @@ test_tokenizer_json.c loads the same variants and says which tessel reads
 Each text is fed to the trainer as one sequence (train_from_iterator([text])),
 which is what `tessel tokenizer train FILE` does with a file.
 
+`make_fixtures.py classes` writes char_classes.json: the code points that
+tokenizers' Punctuation and Digits pre-tokenizers cut out as characters of
+their own (its is_punc: ASCII punctuation or a P* category of the
+unicode_categories crate's old tables; Rust's char::is_numeric), as
+ranges, found by running them over every code point; and prints those
+ranges as the C tables of core/tokenizer/charclass.c.
+
 `make_fixtures.py qwen2` adds only the "llama3_512_qwen2" ids to cases.json,
 from the committed llama3_512.json (made so with tokenizers 0.23.3).
 
@@ -72,6 +79,7 @@ them to ("<name>_decoded"; its Strip drops the first space).
 """
 import json
 import os
+import re
 import sys
 import unicodedata
 
@@ -411,6 +419,61 @@ def random_ids(rng, tok, count):
     return out
 
 
+def compact_dump(obj, f):
+    """obj as indented JSON, but each list of numbers on one line."""
+    lists = []
+
+    def mark(o):
+        if isinstance(o, dict):
+            return {k: mark(v) for k, v in o.items()}
+        if isinstance(o, list) and o and all(isinstance(x, int) for x in o):
+            lists.append(json.dumps(o, separators=(",", ":")))
+            return "\x00%d\x00" % (len(lists) - 1)
+        return [mark(x) for x in o] if isinstance(o, list) else o
+    text = json.dumps(mark(obj), ensure_ascii=False, indent=1)
+    f.write(re.sub(r'"\\u0000(\d+)\\u0000"', lambda m: lists[int(m.group(1))], text))
+
+
+def uses_regex(pt):
+    """Whether a pre-tokenizer has a regex: a Split's, or ByteLevel's own."""
+    steps = pt.get("pretokenizers", [pt])
+    return any(uses_regex(s) if s["type"] == "Sequence" else "Regex" in s.get("pattern", {}) or s.get("use_regex")
+               for s in steps)
+
+
+def char_class(pre_tokenizer):
+    """The code points pre_tokenizer cuts out as pieces of their own from
+    between two letters a."""
+    cps = [c for c in range(0x110000) if not 0xD800 <= c < 0xE000]
+    pieces = pre_tokenizer.pre_tokenize_str("".join("a" + chr(c) for c in cps) + "a")
+    return sorted(ord(p) for p, _ in pieces if len(p) == 1 and p != "a")
+
+
+def char_classes():
+    """char_classes.json, and the C tables of charclass.c on standard output."""
+    import tokenizers
+    ranges = {}
+    for name, pt in (("punctuation", pre_tokenizers.Punctuation("isolated")),
+                     ("numeric", pre_tokenizers.Digits(individual_digits=True))):
+        rs = []
+        for c in char_class(pt):
+            if rs and rs[-1][1] == c - 1:
+                rs[-1][1] = c
+            else:
+                rs.append([c, c])
+        ranges[name] = rs
+        cells = ["{0x%x, 0x%x}," % (a, b) for a, b in rs]
+        lines, line = [], "   "
+        for cell in cells:
+            if len(line) + 1 + len(cell) > 120:
+                lines.append(line)
+                line = "   "
+            line += " " + cell
+        print("static const range %s[] = {\n%s\n};" % (name, "\n".join(lines + [line])))
+    with open(os.path.join(OUT, "char_classes.json"), "w", encoding="utf-8") as f:
+        compact_dump(dict(made_by="tokenizers " + tokenizers.__version__, **ranges), f)
+
+
 def set_path(spec, path, value):
     """spec with the field at the dotted path (list indices as numbers) set."""
     *parents, last = path.split(".")
@@ -461,6 +524,8 @@ def main():
         return add_qwen2()
     if sys.argv[1:] == ["json"]:
         return add_json_cases()
+    if sys.argv[1:] == ["classes"]:
+        return char_classes()
     with open(DATA, encoding="utf-8") as f:
         text = f.read()
     if sys.argv[1:] == ["sentencepiece"]:

@@ -9,7 +9,9 @@
 ** added tokens and their texts. tessel must either read a variant and encode
 ** its texts to those ids, token for token, or refuse it with the reason
 ** named; which one is said below for every variant, and a variant the
-** table does not know fails the test.
+** table does not know fails the test. fixtures/char_classes.json
+** (`make_fixtures.py classes`) lists the characters tokenizers' Digits
+** and Punctuation cut at.
 */
 #include <cjson/cJSON.h>
 #include <stdlib.h>
@@ -17,7 +19,7 @@
 
 #include "common/util.h"
 #include "harness.h"
-#include "tokenizer/internal.h" /* tsl_onig_to_pcre2 */
+#include "tokenizer/internal.h" /* tsl_onig_to_pcre2, tsl_tok_numeric, tsl_tok_punctuation */
 #include "tokenizer/tokenizer.h"
 
 #define FIXTURES "tests/tokenizer/fixtures/"
@@ -205,6 +207,34 @@ static void test_variants(void) {
   free(json);
 }
 
+/* Every code point is a digit and punctuation to tessel exactly when it is
+** to tokenizers' Digits and Punctuation, as char_classes.json lists them. */
+static void test_char_classes(void) {
+  static const struct {
+    const char *name;
+    int (*in)(uint32_t cp);
+  } classes[] = {{"numeric", tsl_tok_numeric}, {"punctuation", tsl_tok_punctuation}};
+  char *json;
+  REQUIRE(tsl_read_file(FIXTURES "char_classes.json", &json, NULL) == TESSEL_OK);
+  cJSON *root = cJSON_Parse(json);
+  REQUIRE(root != NULL);
+  for (size_t k = 0; k < TSL_ARRAY_LEN(classes); k++) {
+    const cJSON *r = cJSON_GetObjectItem(root, classes[k].name)->child;
+    int wrong = 0, members = 0;
+    for (uint32_t cp = 0; cp <= 0x10ffff; cp++) {
+      while (r && cp > (uint32_t)cJSON_GetArrayItem(r, 1)->valueint) r = r->next;
+      int want = r && cp >= (uint32_t)cJSON_GetArrayItem(r, 0)->valueint;
+      members += want;
+      if ((cp < 0xd800 || cp > 0xdfff) && classes[k].in(cp) != want && wrong++ < 5)
+        fprintf(stderr, "U+%04X: %s %d for tessel, %d for tokenizers\n", cp, classes[k].name, !want, want);
+    }
+    CHECK_EQ_INT(wrong, 0);
+    CHECK(members > 500); /* the fixture is read: both classes have hundreds of members */
+  }
+  cJSON_Delete(root);
+  free(json);
+}
+
 /* gpt2_1024.json as written, with insert[0, n) put after the first `after`. */
 static tsl_status parse_inserted(const char *after, const char *insert, size_t n, tsl_tokenizer **t) {
   char *json;
@@ -268,6 +298,7 @@ static void test_named_patterns_unchanged(void) {
 
 int main(void) {
   RUN(test_variants);
+  RUN(test_char_classes);
   RUN(test_named_patterns_unchanged);
   RUN(test_nul_refused);
   return HARNESS_EXIT();
