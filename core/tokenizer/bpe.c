@@ -198,6 +198,16 @@ tsl_status tsl_tok_normalize(const tsl_tokenizer *t, const char *text, size_t le
   return t->nfc ? tsl_nfc(text, len, out, out_len) : TESSEL_OK;
 }
 
+/* A span cut by the steps of a pre-tokenizer Sequence (sequence.c). */
+static tsl_status encode_sequence_span(tsl_tokenizer *t, const char *text, size_t len, out_buf *o) {
+  const char *base;
+  const tsl_piece *p;
+  size_t n;
+  tsl_status st = tsl_pretok_seq_split(t->seq, text, len, &base, &p, &n);
+  for (size_t i = 0; st >= 0 && i < n; i++) st = encode_piece(t, base + p[i].start, p[i].end - p[i].start, o);
+  return st;
+}
+
 /* One span of normalized text, starting `at` the start of the text, after
 ** an added token or where an earlier text was cut: pre-tokenize it and
 ** encode each piece. */
@@ -205,6 +215,7 @@ static tsl_status pretokenize_span(tsl_tokenizer *t, const char *text, size_t le
   tsl_status st = TESSEL_OK;
   char *spaced = NULL;
   if (t->metaspace) return encode_metaspace_span(t, text, len, at, o);
+  if (t->seq) return encode_sequence_span(t, text, len, o);
   if (t->add_prefix_space && !t->prefix_each_piece && text[0] != ' ') {
     if (!(spaced = malloc(len + 1))) return tsl_error(TESSEL_E_NOMEM, "out of host memory encoding text");
     spaced[0] = ' ';

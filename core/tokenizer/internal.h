@@ -108,12 +108,17 @@ typedef struct tsl_pretok_iter {
   size_t from;                   /* where the next search starts (past an empty match) */
   size_t match_start, match_end; /* the next match, found ahead of a gap */
   int have_match;
+  size_t last_end;               /* where the last match given ended */
 } tsl_pretok_iter;
 
 void tsl_pretok_begin(tsl_pretok_iter *it, tsl_pretok *p, const char *text, size_t len);
 /* The next piece as [*start, *end): 1, or 0 at the end of the text, or a
 ** negative status when the matcher fails (message set). */
 int tsl_pretok_next(tsl_pretok_iter *it, size_t *start, size_t *end);
+/* Or the matches alone, as tokenizers finds them (empty ones too, but
+** none where the previous match ended): the next as [*start, *end), with
+** the same returns. An iterator gives pieces or matches, not both. */
+int tsl_pretok_match(tsl_pretok_iter *it, size_t *start, size_t *end);
 
 /* ---- charclass.c ---- */
 
@@ -127,6 +132,29 @@ long tsl_tok_utf8(const unsigned char *s, size_t n, uint32_t *cp);
 int tsl_tok_numeric(uint32_t cp);
 /* Whether tokenizers' Punctuation cuts at cp (its is_punc). */
 int tsl_tok_punctuation(uint32_t cp);
+
+/* ---- sequence.c ---- */
+
+typedef struct tsl_pretok_seq tsl_pretok_seq;
+
+/* A piece of a span: [start, end) in the text its pieces are cut from. */
+typedef struct tsl_piece {
+  size_t start, end;
+} tsl_piece;
+
+/* Read a byte-level BPE's pre_tokenizer (pt) into t: the one regex of
+** pretok.c (t->pretok; none for a ByteLevel without one) with the space
+** ByteLevel puts in (add_prefix_space, prefix_each_piece), or the steps
+** of a Sequence otherwise (t->seq); refuses what it does not run, naming
+** the step. */
+tsl_status tsl_pretok_read(struct tsl_tokenizer *t, const char *name, const cJSON *pt);
+/* Cut text[0, len) by the steps: *pieces, *n (valid until the next call)
+** are offsets into *base, text or a copy of it with spaces put in. */
+tsl_status tsl_pretok_seq_split(tsl_pretok_seq *q, const char *text, size_t len, const char **base,
+                                const tsl_piece **pieces, size_t *n);
+/* h with the steps hashed in (their kinds, settings and regexes). */
+uint64_t tsl_pretok_seq_hash(const tsl_pretok_seq *q, uint64_t h);
+void tsl_pretok_seq_free(tsl_pretok_seq *q);
 
 /* ---- the tokenizer (json.c loads, bpe.c encodes) ---- */
 
@@ -170,15 +198,17 @@ struct tsl_tokenizer {
   tsl_strmap by_bytes;       /* decoded bytes -> id, for ignore_merges */
   int ignore_merges;         /* a piece that is a whole token is not merged */
   int nfc;                   /* the normalizer: each span composed to Unicode NFC first */
-  int add_prefix_space;      /* a space before each span that lacks one */
-  int prefix_each_piece;     /* ...before each piece instead: a ByteLevel after a Split, as tokenizers does */
+  int add_prefix_space;      /* ByteLevel puts a space before each span that lacks one */
+  int prefix_each_piece;     /* ...before each piece it gets instead: a ByteLevel after other steps */
   tsl_added_token *added;
   int n_added;
   uint8_t added_first[2][256]; /* some added token [normalized] matches from this byte */
   int eot;
   int bos;                   /* <|begin_of_text|>, <s> or <bos>; else eot (GPT-2's one token) */
   uint64_t hash;
-  tsl_pretok *pretok;        /* NULL: each span is one piece */
+  tsl_pretok *pretok;        /* NULL: each span is one piece (or the steps of seq) */
+  tsl_pretok_seq *seq;       /* a pre-tokenizer of several steps (sequence.c) */
+  int drops_text;            /* one of them removes what it matches: the ids decode to the text less that */
   /* SentencePiece's kind (metaspace.c): the symbols are characters, spaces
   ** are ▁, and byte_id holds the byte fallback tokens <0xNN> */
   int metaspace;

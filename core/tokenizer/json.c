@@ -11,9 +11,12 @@
 **   normalizer       null or Sequence [], or NFC or Sequence [NFC] (Qwen2's:
 **                    each span composed before it is pre-tokenized)
 **   pre_tokenizer    ByteLevel (use_regex: GPT-2's regex; add_prefix_space),
-**                    or Sequence [Split {Regex | String, Isolated, not
-**                    inverted}, ByteLevel {use_regex: false}] (there
-**                    add_prefix_space prefixes each piece of the Split)
+**                    alone or in a Sequence (nested ones too) of Split
+**                    {Regex | String, any behavior, invert}, Digits
+**                    {individual_digits} and Punctuation {behavior} steps
+**                    with one ByteLevel, which may come anywhere among them
+**                    (StarCoder's, Falcon's, DeepSeek's): sequence.c reads
+**                    and runs it
 **   decoder          ByteLevel or null (decoded as ByteLevel, where tokenizers
 **                    joins the token strings with spaces: the README says so)
 **   post_processor   anything: tessel never adds tokens implicitly
@@ -26,7 +29,6 @@
 ** Ids must be dense (0 .. size-1) and all 256 byte symbols present.
 */
 #include <cjson/cJSON.h>
-#include <ctype.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,7 +54,6 @@ typedef struct loader {
   tsl_strmap by_string;   /* token string as written in the JSON -> id */
   char **strings;         /* per id, into the JSON tree (NULL: a hole so far) */
   size_t strings_cap;
-  char *pattern;          /* the pre-tokenizer regex (heap), NULL: none */
   int64_t id_bound;       /* ids are below this: every entry of vocab and added_tokens, if dense */
 } loader;
 
@@ -69,74 +70,6 @@ static tsl_status refuse_if_set(const loader *l, const cJSON *obj, const char *w
 static int bool_field(const cJSON *obj, const char *key, int dflt) {
   const cJSON *v = field(obj, key);
   return cJSON_IsBool(v) ? cJSON_IsTrue(v) : dflt;
-}
-
-static tsl_status read_byte_level(loader *l, const cJSON *bl, int regex_allowed) {
-  l->t->add_prefix_space = bool_field(bl, "add_prefix_space", 0);
-  /* after a Split, tokenizers' ByteLevel prefixes every piece the Split made */
-  l->t->prefix_each_piece = l->t->add_prefix_space && l->pattern;
-  if (!bool_field(bl, "use_regex", 1)) return TESSEL_OK;
-  if (!regex_allowed)
-    return tsl_error(TESSEL_E_UNSUPPORTED, "%s: a ByteLevel pre-tokenizer with use_regex after a Split: two regexes "
-                     "in a row are not supported", l->name);
-  l->pattern = tsl_strdup(tsl_gpt2_pattern);
-  return l->pattern ? TESSEL_OK : TESSEL_E_NOMEM;
-}
-
-/* A literal as a PCRE2 pattern: a backslash before every ASCII character
-** that is not a letter or digit (always a literal then). \Q...\E would end
-** early at a "\E" inside the literal. */
-static char *quote_literal(const char *text) {
-  char *out = malloc(2 * strlen(text) + 1), *o = out;
-  if (!out) return NULL;
-  for (const unsigned char *c = (const unsigned char *)text; *c; c++) {
-    if (*c < 0x80 && !isalnum(*c)) *o++ = '\\';
-    *o++ = (char)*c;
-  }
-  *o = '\0';
-  return out;
-}
-
-static tsl_status read_split(loader *l, const cJSON *split) {
-  const cJSON *pat = field(split, "pattern"), *behavior = field(split, "behavior");
-  const cJSON *re = field(pat, "Regex"), *str = field(pat, "String");
-  if (!cJSON_IsString(behavior) || strcmp(behavior->valuestring, "Isolated") != 0 || bool_field(split, "invert", 0))
-    return tsl_error(TESSEL_E_UNSUPPORTED, "%s: pre_tokenizer Split must have behavior \"Isolated\" and invert false",
-                     l->name);
-  if (cJSON_IsString(re)) {
-    l->pattern = tsl_strdup(re->valuestring);
-  } else if (cJSON_IsString(str)) {
-    l->pattern = quote_literal(str->valuestring);
-  } else {
-    return tsl_error(TESSEL_E_CONFIG, "%s: pre_tokenizer Split has no pattern.Regex or pattern.String", l->name);
-  }
-  return l->pattern ? TESSEL_OK : TESSEL_E_NOMEM;
-}
-
-static tsl_status read_pre_tokenizer(loader *l, const cJSON *root) {
-  const cJSON *pt = field(root, "pre_tokenizer"), *type = field(pt, "type");
-  if (cJSON_IsString(type) && strcmp(type->valuestring, "ByteLevel") == 0) return read_byte_level(l, pt, 1);
-  if (cJSON_IsString(type) && strcmp(type->valuestring, "Sequence") == 0) {
-    const cJSON *seq = field(pt, "pretokenizers"), *p;
-    int bytelevel = 0, n = 0;
-    cJSON_ArrayForEach(p, seq) {
-      const cJSON *pty = field(p, "type");
-      const char *name = cJSON_IsString(pty) ? pty->valuestring : "?";
-      tsl_status st;
-      if (strcmp(name, "Split") == 0 && n == 0 && !bytelevel) st = read_split(l, p);
-      else if (strcmp(name, "ByteLevel") == 0 && !bytelevel) st = read_byte_level(l, p, l->pattern == NULL);
-      else
-        return tsl_error(TESSEL_E_UNSUPPORTED, "%s: pre_tokenizer Sequence step %d is %s; tessel supports "
-                         "[Split, ByteLevel] or [ByteLevel]", l->name, n, name);
-      if (st < 0) return st;
-      bytelevel |= strcmp(name, "ByteLevel") == 0;
-      n++;
-    }
-    if (bytelevel) return TESSEL_OK;
-  }
-  return tsl_error(TESSEL_E_UNSUPPORTED, "%s: pre_tokenizer is %s; tessel reads byte-level BPE tokenizers (a "
-                   "ByteLevel pre-tokenizer, alone or after a regex Split) and SentencePiece's (Metaspace)", l->name,
-                   cJSON_IsString(type) ? type->valuestring : "missing");
 }
 
 static int is_type(const cJSON *obj, const char *type) {
@@ -172,7 +105,7 @@ static tsl_status read_pipeline(loader *l, const cJSON *root) {
   if (dec && !cJSON_IsNull(dec) && !(cJSON_IsString(dty) && strcmp(dty->valuestring, "ByteLevel") == 0))
     return tsl_error(TESSEL_E_UNSUPPORTED, "%s: decoder %s is not supported; byte-level BPE decodes with ByteLevel",
                      l->name, cJSON_IsString(dty) ? dty->valuestring : "(set)");
-  return read_pre_tokenizer(l, root);
+  return tsl_pretok_read(l->t, l->name, field(root, "pre_tokenizer"));
 }
 
 /* Record id -> string, growing the per-id table; a second string for one id is an error.
@@ -510,10 +443,8 @@ static tsl_status load_tree(loader *l, const cJSON *root) {
   TSL_TRY(st, read_added(l, root));
   TSL_TRY(st, build_tables(l));
   if (t->ignore_merges) TSL_TRY(st, build_by_bytes(l));
-  if (l->pattern) {
-    TSL_TRY(st, tsl_pretok_create(l->pattern, l->name, &t->pretok));
-    t->hash = tsl_hash_str(tsl_pretok_pattern(t->pretok), t->hash); /* as rewritten: what encodes */
-  }
+  if (t->pretok) t->hash = tsl_hash_str(tsl_pretok_pattern(t->pretok), t->hash); /* as rewritten: what encodes */
+  if (t->seq) t->hash = tsl_pretok_seq_hash(t->seq, t->hash);
   uint64_t flags[2] = {(uint64_t)t->ignore_merges, (uint64_t)t->add_prefix_space};
   t->hash = tsl_hash_bytes(flags, sizeof flags, t->hash);
   if (t->prefix_each_piece) t->hash = tsl_hash_str("prefix each piece", t->hash); /* other hashes stay as recorded */
@@ -585,7 +516,6 @@ tsl_status tsl_tokenizer_parse(const char *json, size_t len, const char *name, t
   cJSON_Delete(root);
   tsl_strmap_free(&l.by_string);
   free(l.strings);
-  free(l.pattern);
   if (st < 0) {
     tsl_tokenizer_free(t);
     /* what is wrong inside a file is the file's, as with a damaged
@@ -613,6 +543,7 @@ void tsl_tokenizer_free(tsl_tokenizer *t) {
   for (int i = 0; i < t->n_added; i++) free(t->added[i].text), free(t->added[i].match);
   free(t->added);
   tsl_pretok_free(t->pretok);
+  tsl_pretok_seq_free(t->seq);
   tsl_pairmap_free(&t->merges);
   tsl_strmap_free(&t->by_bytes);
   tsl_strmap_free(&t->chars);

@@ -119,10 +119,12 @@ static const char u180e[] = "\xE1\xA0\x8E", u200b[] = "\xE2\x80\x8B";
 ** search then. */
 void tsl_pretok_begin(tsl_pretok_iter *it, tsl_pretok *p, const char *text, size_t len) {
   memset(it, 0, sizeof *it);
+  it->last_end = (size_t)-1; /* no match yet */
   it->p = p;
   it->text = it->searched = text;
   it->len = len;
-  if (len == 0 || !memmem(text, len, u180e, 3)) return;
+  /* memchr first: far cheaper than memmem on the short pieces of a Sequence */
+  if (len == 0 || !memchr(text, u180e[0], len) || !memmem(text, len, u180e, 3)) return;
   if (p->shadow_cap < len) {
     char *grown = realloc(p->shadow, len);
     if (!grown) {
@@ -150,7 +152,8 @@ static int find_match(tsl_pretok_iter *it) {
   if (rc < 0) {
     PCRE2_UCHAR msg[256];
     pcre2_get_error_message(rc, msg, sizeof msg);
-    return tsl_error(TESSEL_E_INTERNAL, "pre-tokenizer regex failed at byte %zu: %s", it->pos, (const char *)msg);
+    return tsl_error(TESSEL_E_INTERNAL, "pre-tokenizer regex failed searching from byte %zu: %s", it->from,
+                     (const char *)msg);
   }
   PCRE2_SIZE *ov = pcre2_get_ovector_pointer(p->md);
   it->match_start = ov[0];
@@ -168,11 +171,35 @@ static size_t char_len(const char *text, size_t len, size_t i) {
   return n;
 }
 
+/* Where the search goes on after a match: its end, or after an empty
+** one, a character later. */
+static size_t search_from(const tsl_pretok_iter *it) {
+  size_t s = it->match_start;
+  if (it->match_end > s) return it->match_end;
+  return s < it->len ? s + char_len(it->text, it->len, s) : it->len + 1;
+}
+
+/* Matches as tokenizers' find_iter (the onig crate's) gives them: an empty
+** match is one too, but not one where the previous match ended. */
+int tsl_pretok_match(tsl_pretok_iter *it, size_t *start, size_t *end) {
+  int rc;
+  if (it->failed) return it->failed;
+  while ((rc = it->from <= it->len ? find_match(it) : 0) > 0) {
+    int skip = it->match_start == it->match_end && it->match_start == it->last_end;
+    it->from = search_from(it);
+    it->last_end = it->match_end;
+    if (skip) continue;
+    *start = it->match_start, *end = it->match_end;
+    return 1;
+  }
+  return rc;
+}
+
 /* Pieces are the matches and the gaps between them, as tokenizers' Split
-** (Isolated) makes them. An empty match only splits: it yields no piece,
-** and the search goes on a character later, that character starting the
-** next gap (so a pattern that matches empty everywhere, like \s*, cuts
-** the text into characters, as tokenizers does). */
+** (Isolated) makes them. An empty match only splits: it yields no piece
+** (so a pattern that matches empty everywhere, like \s*, cuts the text
+** into characters, as tokenizers does), and which empty matches
+** tokenizers counts does not matter here. */
 int tsl_pretok_next(tsl_pretok_iter *it, size_t *start, size_t *end) {
   if (it->failed) return it->failed;
   for (;;) {
@@ -192,10 +219,10 @@ int tsl_pretok_next(tsl_pretok_iter *it, size_t *start, size_t *end) {
       return 1;
     }
     it->have_match = 0;
+    it->from = search_from(it);
     if (it->match_end > it->match_start) {
-      *end = it->pos = it->from = it->match_end;
+      *end = it->pos = it->match_end;
       return 1;
     }
-    it->from = it->match_start < it->len ? it->match_start + char_len(it->text, it->len, it->match_start) : it->len + 1;
   }
 }

@@ -3,14 +3,16 @@
 ** tokenizer.json), encoding, decoding and training.
 **
 ** A tokenizer is loaded from the `tokenizer.json` that Hugging Face
-** `tokenizers` writes for a byte-level BPE (GPT-2, Llama 3 and the ones
-** `tessel tokenizer train` makes): `model.type: BPE` with `vocab` and
-** `merges`, a ByteLevel pre-tokenizer (its built-in GPT-2 regex, or a Split
-** on a regex such as Llama 3's followed by ByteLevel without regex), and
-** `added_tokens` such as <|endoftext|>, and the normalizer null or NFC
-** (Qwen2's). Or for SentencePiece's BPE with byte fallback (Llama 2,
-** Mistral 7B, TinyLlama): a Metaspace pre-tokenizer or the Prepend and
-** Replace normalizers (metaspace.c). Anything else (another normalizer, BPE
+** `tokenizers` writes for a byte-level BPE (GPT-2, Llama 3, Qwen2,
+** StarCoder, Falcon, DeepSeek and the ones `tessel tokenizer train`
+** makes): `model.type: BPE` with `vocab` and `merges`, a ByteLevel
+** pre-tokenizer (its built-in GPT-2 regex, or a Split on a regex such as
+** Llama 3's followed by ByteLevel without regex, or a Sequence of Split,
+** Digits and Punctuation steps around one ByteLevel), and `added_tokens`
+** such as <|endoftext|>, and the normalizer null or NFC (Qwen2's). Or for
+** SentencePiece's BPE with byte fallback (Llama 2, Mistral 7B, TinyLlama):
+** a Metaspace pre-tokenizer or the Prepend and Replace normalizers
+** (metaspace.c). Anything else (another normalizer, BPE
 ** dropout, an added token that is also a vocabulary entry standing for
 ** other bytes) is refused at load with the field named, never
 ** half-supported.
@@ -20,14 +22,16 @@
 ** from each span normalized (NFC under that normalizer, utf8proc, the valid
 ** UTF-8 runs; or the Prepend and Replace normalizers' ▁), with lstrip,
 ** rstrip and single_word as tokenizers reads them. Every other span is
-** split by the pre-tokenizer regex (PCRE2 with Unicode properties), and each
-** piece's bytes are merged by rank, exactly as `tokenizers` does. The
-** vocabulary holds all 256 byte symbols (or byte fallback tokens), so every
-** byte string encodes — invalid UTF-8 included — and decode(encode(x)) == x
-** (under NFC, x composed; under SentencePiece's kind, as its decoder gives
-** it: a space at the start may be dropped; unless x holds an added token
-** the decoder changes, such as "Ġ<x>", or one that strips white space). No BOS/EOS is added: callers
-** place the end-of-text token themselves.
+** split by the pre-tokenizer regex (PCRE2 with Unicode properties), or by
+** the steps of its Sequence, and each piece's bytes are merged by rank,
+** exactly as `tokenizers` does. The vocabulary holds all 256 byte symbols
+** (or byte fallback tokens), so every byte string encodes — invalid UTF-8
+** included — and decode(encode(x)) == x (under NFC, x composed; under
+** SentencePiece's kind, as its decoder gives it: a space at the start may
+** be dropped; with add_prefix_space, with spaces put in; less what a Split
+** with behavior Removed removes; unless x holds an added token the decoder
+** changes, such as "Ġ<x>", or one that strips white space). No BOS/EOS is
+** added: callers place the end-of-text token themselves.
 **
 ** A tokenizer object keeps a match buffer and a cache of encoded pieces: use
 ** one from one thread at a time.

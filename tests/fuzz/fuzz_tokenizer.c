@@ -10,7 +10,8 @@
 ** promises for any byte string — with add_prefix_space, to the text with
 ** spaces put in, under the normalizer NFC, to the text composed, and under
 ** SentencePiece's kind, to the text with ▁ as spaces, spaces put in and
-** perhaps its first space dropped (the documented exceptions, see
+** perhaps its first space dropped; with a Split that removes what it
+** matches, to the text less some of it (the documented exceptions, see
 ** test_tokenizer.c). An
 ** encoding may fail (a file's regex can exceed PCRE2's match limit), but
 ** only with a message.
@@ -37,19 +38,24 @@ static const char fixed[] = "Hello world! It's 2024:\tcaf\xc3\xa9 \xff\xfe<|endo
 
 /* The ids decode to text[0, len) — or, when spaces may be put in, to it
 ** with some spaces added: every decoded byte matches the next byte of the
-** text or is a space. */
-static int decodes_to(const tsl_tokenizer *t, const tsl_token_vec *v, const char *text, size_t len, int spaces) {
+** text or is a space; when parts may be removed, to a part of it: the
+** decoded bytes are found in the text in order (both at once are not
+** checked: a space put in could be taken for one of the text's). */
+static int decodes_to(const tsl_tokenizer *t, const tsl_token_vec *v, const char *text, size_t len, int spaces,
+                      int removed) {
   size_t at = 0;
+  if (spaces && removed) return 1;
   for (size_t i = 0; i < v->n; i++) {
     size_t n;
     const char *s = i ? tsl_tokenizer_token(t, v->ids[i], &n) : tsl_tokenizer_first_token(t, v->ids[i], &n);
     if (!s) return 0;
     for (size_t k = 0; k < n; k++) {
+      while (removed && at < len && s[k] != text[at]) at++;
       if (at < len && s[k] == text[at]) at++;
       else if (!spaces || s[k] != ' ') return 0;
     }
   }
-  return at == len;
+  return at == len || removed;
 }
 
 /* SentencePiece's kind: the ids decode to the text with each ▁ a space, a
@@ -63,7 +69,7 @@ static int metaspace_decodes_to(const tsl_tokenizer *t, const tsl_token_vec *v, 
     if (len - i >= 3 && memcmp(text + i, "\xe2\x96\x81", 3) == 0) spaced[n++] = ' ', i += 2;
     else spaced[n++] = text[i];
   }
-  int ok = decodes_to(t, v, spaced, n, 1) || (n && spaced[0] == ' ' && decodes_to(t, v, spaced + 1, n - 1, 1));
+  int ok = decodes_to(t, v, spaced, n, 1, 0) || (n && spaced[0] == ' ' && decodes_to(t, v, spaced + 1, n - 1, 1, 0));
   free(spaced);
   return ok;
 }
@@ -105,7 +111,7 @@ static void round_trip(tsl_tokenizer *t, const char *text, size_t len) {
       if (v.ids[i] < 0 || v.ids[i] >= tsl_tokenizer_vocab_size(t)) broken("an id outside the vocabulary");
     int decoded = t->metaspace ? metaspace_decodes_to(t, &v, text, len)
                   : t->nfc       ? composes_to(t, &v, text, len)
-                                 : decodes_to(t, &v, text, len, t->add_prefix_space);
+                                 : decodes_to(t, &v, text, len, t->add_prefix_space, t->drops_text);
     if (!decoded) broken("the ids do not decode to the text");
     tsl_token_vec_free(&v);
   }

@@ -14,7 +14,9 @@
 # corpus/elf          two small strategy plugins built by the test suite
 # corpus/tokenizer    the tokenizer fixtures (GPT-2, Llama 3 and SentencePiece kinds), small
 #                     byte-level BPEs cut from them (256 byte symbols and a
-#                     few merges) in each supported variant, and refused ones
+#                     few merges) in each supported variant (pre-tokenizer
+#                     Sequences of StarCoder's, Falcon's and DeepSeek's shape
+#                     and Splits of every behavior among them), and refused ones
 # corpus/ckpt_meta    the tiny checkpoint's trainer.json (as the directory
 #                     step_00000001, and as another), a version 1 one, Llamas
 #                     (one with a rotary scaling, one with q/k/v biases and
@@ -128,6 +130,23 @@ t["pre_tokenizer"] = {"type": "Sequence", "pretokenizers": [
     {"type": "Split", "pattern": {"String": " "}, "behavior": "Isolated", "invert": False},
     {"type": "ByteLevel", "add_prefix_space": False, "use_regex": False}]}
 write("small-split-string", t)
+def pre_tokenizer(t, *steps):  # a Sequence of steps
+    t = copy.deepcopy(t)
+    t["pre_tokenizer"] = {"type": "Sequence", "pretokenizers": list(steps)}
+    return t
+def split(regex, behavior, invert=False):
+    return {"type": "Split", "pattern": {"Regex": regex}, "behavior": behavior, "invert": invert}
+byte_level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True}
+write("small-starcoder", pre_tokenizer(gpt2, {"type": "Digits", "individual_digits": True}, byte_level))
+write("small-falcon", pre_tokenizer(gpt2, {"type": "Punctuation", "behavior": "Contiguous"}, byte_level,
+                                    {"type": "Digits", "individual_digits": False},
+                                    split("[0-9][0-9][0-9]", "Isolated")))
+write("small-deepseek", pre_tokenizer(gpt2, split("\\p{N}{1,3}", "Isolated"), split("[\u4e00-\u9fa5]+", "Isolated"),
+                                      split("\\s?\\p{L}+|\\s+(?!\\S)|\\s+", "Isolated"),
+                                      dict(byte_level, use_regex=False)))
+write("small-split-behaviors", pre_tokenizer(gpt2, split("\\s*", "MergedWithNext", True), split("[,.]", "Removed"),
+                                             dict(byte_level, add_prefix_space=True),
+                                             split("\u0120", "MergedWithPrevious"), split("\\d+", "Contiguous", True)))
 t = copy.deepcopy(gpt2)
 t["pre_tokenizer"]["add_prefix_space"] = True
 t["decoder"] = None

@@ -58,6 +58,17 @@ test_tokenizer_json.c loads the same variants and says which tessel reads
 Each text is fed to the trainer as one sequence (train_from_iterator([text])),
 which is what `tessel tokenizer train FILE` does with a file.
 
+`make_fixtures.py unsplit` trains unsplit_1000.json: a byte-level BPE of
+1000 tokens whose ByteLevel has no regex (no pre-tokenizer cuts its text),
+trained on chunks of tinyshakespeare and of seeded MIXED_PIECES (numbers,
+punctuation of several Unicode categories, CJK, emoji, white space), so
+that its merges cross digits, punctuation, spaces and newlines: where a
+pre-tokenizer cuts shows in the ids. `make_fixtures.py json` then writes
+pretok_cases.json beside json_cases.json: PRETOK_VARIANTS, unsplit_1000
+with the pre-tokenizers of StarCoder, Falcon and DeepSeek (LLM, Coder, V3)
+and Splits of every behavior, inverted or not, each with PRETOK_TEXTS and
+40 seeded random joins of MIXED_PIECES, in the same form.
+
 `make_fixtures.py classes` writes char_classes.json: the code points that
 tokenizers' Punctuation and Digits pre-tokenizers cut out as characters of
 their own (its is_punc: ASCII punctuation or a P* category of the
@@ -419,6 +430,161 @@ def random_ids(rng, tok, count):
     return out
 
 
+def set_path(spec, path, value):
+    """spec with the field at the dotted path (list indices as numbers) set."""
+    *parents, last = path.split(".")
+    for key in parents:
+        spec = spec[int(key)] if isinstance(spec, list) else spec[key]
+    if isinstance(spec, list):
+        spec[int(last)] = value
+    else:
+        spec[last] = value
+
+
+# pieces of text for the pre-tokenizer variants: numbers, punctuation of
+# several Unicode categories (and characters where tokenizers' tables are
+# not today's Unicode: U+2E43 is punctuation since Unicode 8, U+111C9 no
+# longer is, U+10D40 is a digit since Unicode 16), symbols, letters whose
+# UTF-8 has bytes the ByteLevel alphabet writes as digits or punctuation
+# (ò is C3 B2: "Ã²"), CJK, emoji, white space runs, code, the special token
+MIXED_PIECES = [
+    "0", "7", "42", "123", "2024", "12345678", "3.14159", "1,000,000", "007", "0x1F", "v1.2.3", "10%", "$99.99",
+    "1e-9", "-5", ".", ",", "!", "?", "...", "!!", "?!", "--", "\u2014", "\u2013", "\u2026", "\u00ab", "\u00bb",
+    "\u201c", "\u201d", "\u2018", "\u2019", "\u00bf", "\u00a1", "\u00a7", "\u00b6", "\u00b7", "\u3001", "\u3002",
+    "\uff01", "\uff1f", "\uff08", "\uff09", "\u3010", "\u3011", "@", "#", "&", "*", "(", ")", "[", "]", "{", "}",
+    "<", ">", "/", "\\", "|", "_", "~", "^", "`", "'", "\"", ":", ";", "+", "=", "-", "%", "$", "\u20ac", "\u00a9",
+    "\u00b0", "\u00b1", "\u00d7", "\u2192", "\u2211", "\u2e43", "\U000111c9", "\u166d", "\U00010d40\U00010d41",
+    "the", " the", "world", " Hello", "\u00c7a", "na\u00efve", "\u00fcber", "\u00f2", "\u03b2", "\u00b5", "\u03a9",
+    "\u0436", "\u00f1", "\u00e9", "I'm", "DON'T", "\u65e5\u672c\u8a9e", "\u4e2d\u6587", "\ud55c\uad6d\uc5b4",
+    "\u30ab\u30bf\u30ab\u30ca", "\u3072\u3089\u304c\u306a", "\U0001f642", "\U0001f44d\U0001f3fd",
+    "\U0001f1eb\U0001f1f7", "\u0661\u0662\u0663", "\uff14\uff15\uff16", "\u00b2", "\u00b3", "\u00b9", "\u00bd",
+    "\u00be", "\u216b", "\u2466", "\U0001d7d8", "\u07c1", " ", "  ", "   ", "\t", "\n", "\n\n", "\r\n", "\u3000",
+    "\u00a0", "\u2028", " \n ", "def", "x**2", "==", "!=", "->", "::", "#include", "a_b", "f(x)", "[0]",
+    "<|endoftext|>"]
+PRETOK_TEXTS = [
+    "In 1999 there were 12345678 people; pi is 3.14159, agent 007, the 42nd and 1,000,000th.",
+    "Hello, world!! What?! \u00abQuoted\u00bb \u2014 \u201ccurly\u201d \u2018single\u2019 \u2026 \u00bfQu\u00e9? "
+    "\u00a1S\u00ed! \u00a712 \u00b63 \u00b7 x\u00b7y (a) [b] {c} <d>",
+    "\u65e5\u672c\u8a9e\u306e\u30c6\u30ad\u30b9\u30c8\u3001\u4e2d\u6587\u5b57\u7b26\u3002\ud55c\uad6d\uc5b4 "
+    "\ud14d\uc2a4\ud2b8\uff01 \u30ab\u30bf\u30ab\u30ca \u3072\u3089\u304c\u306a123",
+    "emoji \U0001f642\U0001f44d\U0001f3fd and \U0001f1eb\U0001f1f7 flags, zero\u200bwidth\u200djoiner",
+    "white  space   runs\t\tand\n\n\nnewlines\r\n  \u3000ideographic\u00a0nbsp   \n",
+    "unicode digits: \u0661\u0662\u0663 \u0661\u0662\u0663\u0664 \uff14\uff15\uff16 \u00b2\u00b3\u00b9 \u00bd\u00be "
+    "\u216b \u2466 \U0001d7d8\U0001d7d9 \u07c1\u07c2 \U00010d40\U00010d41",
+    "\u00c7a va? Tr\u00e8s bien, o\u00f9 est l'h\u00f4tel? \u03b2 \u00b5 \u00f2 \u00ff\u00b2 \u00bc",
+    "def f(x):\n    return x**2 + 1  # square\n\tif a != b: print('\"quoted\"')\n",
+    "tokens<|endoftext|>after 123<|endoftext|>456 and \u00ab<|endoftext|>\u00bb",
+    "a\u2e43b a\U000111c9b a\u166db 1\u2e432",
+    "I'm sure they'll say we'd've done it; don't you think? SHE'S HERE!",
+    "!!!!!!!!?????.... 1234567890123 ------ ______ ~~~~",
+    "ABCdef GHI-jkl_mno.pqr,stu, vwx, yz",
+    "",
+]
+
+
+def byte_level(add_prefix_space=False, use_regex=False):
+    return {"type": "ByteLevel", "add_prefix_space": add_prefix_space, "trim_offsets": True, "use_regex": use_regex}
+
+
+def split(pattern, behavior="Isolated", invert=False, kind="Regex"):
+    return {"type": "Split", "pattern": {kind: pattern}, "behavior": behavior, "invert": invert}
+
+
+def sequence(*steps):
+    return {"type": "Sequence", "pretokenizers": list(steps)}
+
+
+def digits(individual):
+    return {"type": "Digits", "individual_digits": individual}
+
+
+def punctuation(behavior):
+    return {"type": "Punctuation", "behavior": behavior}
+
+
+BEHAVIORS = ["Removed", "Isolated", "MergedWithPrevious", "MergedWithNext", "Contiguous"]
+# DeepSeek's regexes, as its tokenizer.json files split (llama.cpp lists the same)
+DEEPSEEK_LETTERS = (
+    "\\s?[A-Za-z\u00b5\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u01ba\u01bc-\u01bf\u01c4-\u0293\u0295-\u02af\u0370-\u0373"
+    "\u0376\u0377\u037b-\u037d\u037f\u0386\u0388-\u038a\u038c\u038e-\u03a1\u03a3-\u03f5\u03f7-\u0481\u048a-\u052f"
+    "\u0531-\u0556\u10a0-\u10c5\u13a0-\u13f5\u13f8-\u13fd\u1c90-\u1cba\u1cbd-\u1cbf\u1d00-\u1d2b\u1d6b-\u1d77"
+    "\u1d79-\u1d9a\u1e00-\u1f15\u1f18-\u1f1d\u1f20-\u1f45\u1f48-\u1f4d\u1f50-\u1f57\u1f59\u1f5b\u1f5d\u1f5f-\u1f7d"
+    "\u1f80-\u1fb4\u1fb6-\u1fbc\u1fbe\u1fc2-\u1fc4\u1fc6-\u1fcc\u1fd0-\u1fd3\u1fd6-\u1fdb\u1fe0-\u1fec\u1ff2-\u1ff4"
+    "\u1ff6-\u1ffc\u2102\u2107\u210a-\u2113\u2115\u2119-\u211d\u2124\u2126\u2128\u212a-\u212d\u212f-\u2134\u2139"
+    "\u213c-\u213f\u2145-\u2149\u214e\u2183\u2184\u2c00-\u2c7b\u2c7e-\u2ce4\u2ceb-\u2cee\u2cf2\u2cf3\ua640-\ua66d"
+    "\ua680-\ua69b\ua722-\ua76f\ua771-\ua787\ua78b-\ua78e\uab70-\uabbf\ufb00-\ufb06\ufb13-\ufb17\uff21-\uff3a"
+    "\uff41-\uff5a\U00010400-\U0001044f\U000104b0-\U000104d3\U000104d8-\U000104fb\U00010c80-\U00010cb2"
+    "\U00010cc0-\U00010cf2\U000118a0-\U000118df\U0001e900-\U0001e943]+")
+DEEPSEEK_PUNCT = "\\s?[!-/:-~\uff01-\uff0f\uff1a-\uff5e\u2018-\u201f\u3000-\u3002]+"
+DEEPSEEK_CJK = "[\u4e00-\u9fa5\u0800-\u4e00\uac00-\ud7ff]+"
+DEEPSEEK_V3 = ("[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+|"
+               " ?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+")
+PRETOK_VARIANTS = [
+    # StarCoder, StarCoder2, SantaCoder; and with add_prefix_space (a space before each piece Digits made)
+    ("pretok_starcoder", sequence(digits(True), byte_level(use_regex=True))),
+    ("pretok_starcoder_prefix_space", sequence(digits(True), byte_level(True, True))),
+    # Falcon: the steps after ByteLevel see its alphabet (a space is "Ġ", ò is "Ã²" whose "²" is a digit)
+    ("pretok_falcon", sequence(punctuation("Contiguous"), byte_level(use_regex=True), digits(False),
+                               split("[0-9][0-9][0-9]"))),
+    ("pretok_deepseek_llm", sequence(split("[\r\n]"), split(DEEPSEEK_LETTERS), split(DEEPSEEK_PUNCT),
+                                     split("\\s+$"), split(DEEPSEEK_CJK), digits(True), byte_level())),
+    ("pretok_deepseek_coder", sequence(split("[\r\n]"), split("\\s?\\p{L}+"), split("\\s?\\p{P}+"),
+                                       split(DEEPSEEK_CJK), digits(True), byte_level())),
+    ("pretok_deepseek_v3", sequence(split("\\p{N}{1,3}"), split("[\u4e00-\u9fa5\u3040-\u309f\u30a0-\u30ff]+"),
+                                    split(DEEPSEEK_V3), byte_level())),
+    # a Split, then ByteLevel's own regex over each of its pieces
+    ("pretok_split_then_byte_level_regex", sequence(split(LLAMA3), byte_level(use_regex=True))),
+    # steps after ByteLevel: a String "Ġ" (a space there) merged with the next piece; punctuation and digits
+    # among the stand-ins of bytes ("«" is "Â«": C2 AB)
+    ("pretok_byte_level_then_split", sequence(byte_level(use_regex=True), split("\u0120", "MergedWithNext",
+                                                                                 kind="String"))),
+    ("pretok_byte_level_then_classes", sequence(byte_level(True), punctuation("Isolated"), digits(True))),
+    ("pretok_digits_runs", sequence(digits(False), byte_level())),
+    ("pretok_nested_sequence", sequence(sequence(digits(True)), sequence(byte_level(use_regex=True)))),
+] + [
+    # every behavior, on white space runs and inverted (the text between them the delimiter)
+    ("pretok_split_%s%s" % (b.lower(), "_inverted" if inv else ""), sequence(split("\\s+", b, inv), byte_level()))
+    for b in BEHAVIORS for inv in (False, True) if (b, inv) != ("Isolated", False)
+] + [
+    # a regex that matches empty at every other place: tokenizers' find_iter keeps an empty match, but not one
+    # right where the previous match ended, and those are delimiters the merging behaviors join
+    ("pretok_empty_%s" % b.lower(), sequence(split("\\p{P}*", b), byte_level())) for b in BEHAVIORS[1:]
+] + [
+    ("pretok_lookahead_merged_with_next", sequence(split("(?=\\p{Lu})|\\p{P}+", "MergedWithNext"), byte_level())),
+    ("pretok_string_merged_with_previous", sequence(split(" ", "MergedWithPrevious", kind="String"), byte_level())),
+    ("pretok_string_empty_contiguous", sequence(split("", "Contiguous", kind="String"), byte_level())),
+] + [
+    ("pretok_punctuation_%s" % b.lower(), sequence(punctuation(b), byte_level())) for b in BEHAVIORS
+] + [
+    # refused, the step named (no texts: tokenizers itself encodes some of them otherwise than a byte-level BPE)
+    ("pretok_whitespace_step", sequence(digits(True), {"type": "WhitespaceSplit"}, byte_level())),
+    ("pretok_two_byte_levels", sequence(byte_level(use_regex=True), byte_level())),
+    ("pretok_no_byte_level", sequence(digits(True))),
+]
+PRETOK_REFUSED = {"pretok_whitespace_step", "pretok_two_byte_levels", "pretok_no_byte_level"}
+
+
+def mixed_texts(rng, count, most):
+    return ["".join(rng.choice(MIXED_PIECES) for _ in range(rng.randrange(1, most))) for _ in range(count)]
+
+
+def unsplit_bpe(text):
+    """unsplit_1000.json: a byte-level BPE whose ByteLevel has no regex,
+    trained on chunks of tinyshakespeare and of seeded mixed text."""
+    import random
+    rng = random.Random(20250103)
+    chunks = [text[i:i + 240] for i in range(0, 60000, 240)] + mixed_texts(rng, 600, 30)
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+    tok.decoder = decoders.ByteLevel()
+    tok.post_processor = processors.ByteLevel(trim_offsets=False)
+    trainer = trainers.BpeTrainer(vocab_size=1000, min_frequency=0, special_tokens=["<|endoftext|>"],
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    tok.train_from_iterator(chunks, trainer=trainer)
+    tok.save(os.path.join(OUT, "unsplit_1000.json"), pretty=True)
+    print("unsplit_1000.json:", tok.get_vocab_size(), "tokens")
+
+
 def compact_dump(obj, f):
     """obj as indented JSON, but each list of numbers on one line."""
     lists = []
@@ -439,6 +605,38 @@ def uses_regex(pt):
     steps = pt.get("pretokenizers", [pt])
     return any(uses_regex(s) if s["type"] == "Sequence" else "Regex" in s.get("pattern", {}) or s.get("use_regex")
                for s in steps)
+
+
+def add_pretok_cases():
+    """pretok_cases.json: the pre-tokenizer variants of unsplit_1000, with
+    PRETOK_TEXTS and 40 seeded random texts each (less, under a regex, those
+    with a character Unicode 14 had not assigned: PCRE2 10.42's tables know
+    no class for it, which the README says); and how many variants give
+    other ids than unsplit_1000 itself and than the variant before them
+    (what a pre-tokenizer cut otherwise would change)."""
+    import random
+    import tokenizers
+    rng = random.Random(20250104)
+    texts = PRETOK_TEXTS + mixed_texts(rng, 40, 24)
+    assert unicodedata.unidata_version == "14.0.0", "PCRE2 10.42's Unicode"
+    known = [t for t in texts if all(unicodedata.category(c) != "Cn" for c in t)]
+    variants, previous = [], None
+    for name, pt in PRETOK_VARIANTS:
+        some = [] if name in PRETOK_REFUSED else known if uses_regex(pt) else texts
+        tok, v = variant_cases(name, "unsplit_1000", {"pre_tokenizer": pt}, some)
+        for c in v["texts"]:
+            if "Removed" not in json.dumps(pt) and "prefix_space" not in name and "classes" not in name:
+                assert tok.decode(c["ids"], skip_special_tokens=False) == c["text"], (name, c["text"])
+        if v["texts"]:
+            _, plain = variant_cases("unsplit", "unsplit_1000", {}, some)
+            same = sum(a["ids"] == b["ids"] for a, b in zip(v["texts"], plain["texts"]))
+            near = sum(a["ids"] == b["ids"] for a, b in zip(v["texts"], previous["texts"])) if previous else 0
+            print(f"{name}: ids as unsplit_1000's in {same} of {len(some)} texts, as the variant before's in {near}")
+            previous = v
+        variants.append(v)
+    with open(os.path.join(OUT, "pretok_cases.json"), "w", encoding="utf-8") as f:
+        compact_dump({"made_by": "tokenizers " + tokenizers.__version__, "variants": variants}, f)
+    print(f"pretok_cases.json: {len(variants)} variants")
 
 
 def char_class(pre_tokenizer):
@@ -474,21 +672,25 @@ def char_classes():
         compact_dump(dict(made_by="tokenizers " + tokenizers.__version__, **ranges), f)
 
 
-def set_path(spec, path, value):
-    """spec with the field at the dotted path (list indices as numbers) set."""
-    *parents, last = path.split(".")
-    for key in parents:
-        spec = spec[int(key)] if isinstance(spec, list) else spec[key]
-    if isinstance(spec, list):
-        spec[int(last)] = value
-    else:
-        spec[last] = value
+def variant_cases(name, base, fields, texts):
+    """One variant: the base fixture with its fields set, the ids
+    tokenizers gives its added tokens, and its ids for the texts."""
+    with open(os.path.join(OUT, base + ".json"), encoding="utf-8") as f:
+        spec = json.load(f)
+    for path, value in fields.items():
+        set_path(spec, path, value)
+    tok = Tokenizer.from_str(json.dumps(spec))
+    v = {"name": name, "base": base, "set": fields,
+         "added_ids": [tok.token_to_id(a["content"]) for a in spec.get("added_tokens") or []],
+         "texts": [{"text": t, "ids": tok.encode(t, add_special_tokens=False).ids} for t in texts]}
+    return tok, v
 
 
 def add_json_cases():
     """json_cases.json: every variant's texts and ids; for the flagged ones
     also seeded random texts, what tokenizers decodes their ids to, and
-    seeded random id sequences with their decoded text."""
+    seeded random id sequences with their decoded text. pretok_cases.json:
+    the pre-tokenizer variants."""
     import random
     import tokenizers
     variants = []
@@ -498,14 +700,7 @@ def add_json_cases():
         flagged_names.add(name)
         VARIANTS.append((name, base, fields, FLAGGED_TEXTS + random_texts(rng, 40)))
     for name, base, fields, texts in VARIANTS:
-        with open(os.path.join(OUT, base + ".json"), encoding="utf-8") as f:
-            spec = json.load(f)
-        for path, value in fields.items():
-            set_path(spec, path, value)
-        tok = Tokenizer.from_str(json.dumps(spec))
-        v = {"name": name, "base": base, "set": fields,
-             "added_ids": [tok.token_to_id(a["content"]) for a in spec.get("added_tokens") or []],
-             "texts": [{"text": t, "ids": tok.encode(t, add_special_tokens=False).ids} for t in texts]}
+        tok, v = variant_cases(name, base, fields, texts)
         if name in flagged_names:
             for c in v["texts"]:
                 c["decoded"] = tok.decode(c["ids"], skip_special_tokens=False)
@@ -516,6 +711,7 @@ def add_json_cases():
         json.dump({"made_by": "tokenizers " + tokenizers.__version__, "variants": variants}, f, ensure_ascii=False,
                   indent=1)
     print(f"json_cases.json: {len(variants)} variants")
+    add_pretok_cases()
 
 
 def main():
@@ -528,6 +724,8 @@ def main():
         return char_classes()
     with open(DATA, encoding="utf-8") as f:
         text = f.read()
+    if sys.argv[1:] == ["unsplit"]:
+        return unsplit_bpe(text)
     if sys.argv[1:] == ["sentencepiece"]:
         return add_sentencepiece(text)
     os.makedirs(OUT, exist_ok=True)

@@ -396,6 +396,23 @@ static void test_refuses_what_it_cannot_encode(void) {
   expect_refused("model.dropout", "0.1", TESSEL_E_UNSUPPORTED, "model.dropout");
   expect_refused("model.byte_fallback", "true", TESSEL_E_UNSUPPORTED, "model.byte_fallback");
   expect_refused("pre_tokenizer", "{\"type\": \"Whitespace\"}", TESSEL_E_UNSUPPORTED, "pre_tokenizer is Whitespace");
+  expect_refused("pre_tokenizer", "null", TESSEL_E_UNSUPPORTED, "pre_tokenizer is missing");
+  /* a Sequence: each step read, or refused naming it */
+  expect_refused("pre_tokenizer", "{\"type\": \"Sequence\", \"pretokenizers\": [{\"type\": \"Split\", \"pattern\": "
+                 "{\"Regex\": \"a\"}, \"behavior\": \"Isolate\", \"invert\": false}, {\"type\": \"ByteLevel\"}]}",
+                 TESSEL_E_IO, "pre_tokenizer step 0 (Split) has behavior Isolate, not one tokenizers knows");
+  expect_refused("pre_tokenizer", "{\"type\": \"Sequence\", \"pretokenizers\": [{\"type\": \"Digits\"}, "
+                 "{\"type\": \"Split\", \"behavior\": \"Removed\"}, {\"type\": \"ByteLevel\"}]}",
+                 TESSEL_E_IO, "pre_tokenizer step 1 (Split) has no pattern.Regex or pattern.String");
+  expect_refused("pre_tokenizer", "{\"type\": \"Sequence\", \"pretokenizers\": [{\"type\": \"Punctuation\", "
+                 "\"behavior\": 3}, {\"type\": \"ByteLevel\"}]}",
+                 TESSEL_E_IO, "pre_tokenizer step 0 (Punctuation) has behavior that is not a string, not one");
+  expect_refused("pre_tokenizer", "{\"type\": \"Sequence\", \"pretokenizers\": [{\"type\": \"Sequence\", "
+                 "\"pretokenizers\": [{\"type\": \"ByteLevel\"}, {\"type\": \"Metaspace\"}]}]}",
+                 TESSEL_E_UNSUPPORTED, "pre_tokenizer step 1 is Metaspace; tessel runs Split, Digits, Punctuation");
+  expect_refused("pre_tokenizer", "{\"type\": \"Sequence\", \"pretokenizers\": [{\"type\": \"Split\", \"pattern\": "
+                 "{\"Regex\": \"\\\\Qa\"}, \"behavior\": \"Removed\", \"invert\": false}, {\"type\": \"ByteLevel\"}]}",
+                 TESSEL_E_UNSUPPORTED, "pre_tokenizer step 0 (Split): the pre-tokenizer regex has \\Q at offset 0");
   expect_refused("decoder", "{\"type\": \"WordPiece\"}", TESSEL_E_UNSUPPORTED, "decoder WordPiece");
   expect_refused("model.merges.0", "[\"zz\", \"q\"]", TESSEL_E_IO, "merge 0");
   expect_refused("model.vocab.\xc4\xa0", "5000", TESSEL_E_IO, "ids must be dense");

@@ -3,15 +3,20 @@
 ** Hugging Face `tokenizers` reads in a way of its own, against what it does
 ** with them.
 **
-** fixtures/json_cases.json was made by `make_fixtures.py json` with the real
-** `tokenizers` (its version is in the file): variants of the committed
-** fixtures, each with a few fields set, with the ids tokenizers gives their
-** added tokens and their texts. tessel must either read a variant and encode
-** its texts to those ids, token for token, or refuse it with the reason
-** named; which one is said below for every variant, and a variant the
-** table does not know fails the test. fixtures/char_classes.json
-** (`make_fixtures.py classes`) lists the characters tokenizers' Digits
-** and Punctuation cut at.
+** fixtures/json_cases.json and fixtures/pretok_cases.json were made by
+** `make_fixtures.py json` with the real `tokenizers` (its version is in the
+** files): variants of the committed fixtures, each with a few fields set,
+** with the ids tokenizers gives their added tokens and their texts, and for
+** some, what it decodes ids to. tessel must either read a variant and
+** encode its texts to those ids, token for token, and decode as it does,
+** or refuse it with the reason named; which one is said below for every
+** variant, and a variant the table does not know fails the test.
+** pretok_cases.json holds the pre-tokenizers of StarCoder, Falcon and
+** DeepSeek, and Splits of every behavior, on unsplit_1000.json, a BPE whose
+** merges cross digits, punctuation and spaces, so that a piece cut
+** otherwise than tokenizers cuts it changes ids. fixtures/char_classes.json
+** (`make_fixtures.py classes`) lists the characters tokenizers' Digits and
+** Punctuation cut at.
 */
 #include <cjson/cJSON.h>
 #include <stdlib.h>
@@ -72,6 +77,42 @@ static const struct {
     {"added_flags_sp_always", TESSEL_OK, NULL},
     {"added_flags_sp_legacy", TESSEL_OK, NULL},
     {"added_flags_lowercase", TESSEL_E_UNSUPPORTED, "normalizer Lowercase is not supported"},
+    /* pretok_cases.json: the pre-tokenizers of StarCoder, Falcon and DeepSeek, and steps of every kind */
+    {"pretok_starcoder", TESSEL_OK, NULL},
+    {"pretok_starcoder_prefix_space", TESSEL_OK, NULL},
+    {"pretok_falcon", TESSEL_OK, NULL},
+    {"pretok_deepseek_llm", TESSEL_OK, NULL},
+    {"pretok_deepseek_coder", TESSEL_OK, NULL},
+    {"pretok_deepseek_v3", TESSEL_OK, NULL},
+    {"pretok_split_then_byte_level_regex", TESSEL_OK, NULL},
+    {"pretok_byte_level_then_split", TESSEL_OK, NULL},
+    {"pretok_byte_level_then_classes", TESSEL_OK, NULL},
+    {"pretok_digits_runs", TESSEL_OK, NULL},
+    {"pretok_nested_sequence", TESSEL_OK, NULL},
+    {"pretok_split_removed", TESSEL_OK, NULL},
+    {"pretok_split_removed_inverted", TESSEL_OK, NULL},
+    {"pretok_split_isolated_inverted", TESSEL_OK, NULL},
+    {"pretok_split_mergedwithprevious", TESSEL_OK, NULL},
+    {"pretok_split_mergedwithprevious_inverted", TESSEL_OK, NULL},
+    {"pretok_split_mergedwithnext", TESSEL_OK, NULL},
+    {"pretok_split_mergedwithnext_inverted", TESSEL_OK, NULL},
+    {"pretok_split_contiguous", TESSEL_OK, NULL},
+    {"pretok_split_contiguous_inverted", TESSEL_OK, NULL},
+    {"pretok_empty_isolated", TESSEL_OK, NULL},
+    {"pretok_empty_mergedwithprevious", TESSEL_OK, NULL},
+    {"pretok_empty_mergedwithnext", TESSEL_OK, NULL},
+    {"pretok_empty_contiguous", TESSEL_OK, NULL},
+    {"pretok_lookahead_merged_with_next", TESSEL_OK, NULL},
+    {"pretok_string_merged_with_previous", TESSEL_OK, NULL},
+    {"pretok_string_empty_contiguous", TESSEL_OK, NULL},
+    {"pretok_punctuation_removed", TESSEL_OK, NULL},
+    {"pretok_punctuation_isolated", TESSEL_OK, NULL},
+    {"pretok_punctuation_mergedwithprevious", TESSEL_OK, NULL},
+    {"pretok_punctuation_mergedwithnext", TESSEL_OK, NULL},
+    {"pretok_punctuation_contiguous", TESSEL_OK, NULL},
+    {"pretok_whitespace_step", TESSEL_E_UNSUPPORTED, "pre_tokenizer step 1 is WhitespaceSplit"},
+    {"pretok_two_byte_levels", TESSEL_E_UNSUPPORTED, "pre_tokenizer step 1 is a second ByteLevel"},
+    {"pretok_no_byte_level", TESSEL_E_UNSUPPORTED, "pre_tokenizer has no ByteLevel step"},
 };
 
 /* Set root's field at a dotted path (list indices as numbers) to a copy of value. */
@@ -179,9 +220,38 @@ static void encodes_as_tokenizers(tsl_tokenizer *t, const cJSON *variant) {
   tsl_token_vec_free(&v);
 }
 
-static void test_variants(void) {
+/* Bytes that are not UTF-8 (which no fixture can hold: tokenizers takes
+** only text) reach the BPE too, and decode back: every byte a step sees
+** is in a piece, whether or not it starts a character — for a byte-level
+** BPE that neither normalizes, nor puts spaces in, nor removes what a
+** Split matches. */
+static void invalid_utf8_round_trips(tsl_tokenizer *t) {
+  static const char *const texts[] = {"\xff\xfe a\xc3 12\xe2\x82 \xc3\xb2\xb2 \xc2\xab\xab\xbb!\x80",
+                                      "\xed\xa0\x80 7\xf4\x90\x80\x80 \xc0\xaf.\n\n\xe3\x80\x80x",
+                                      "x\xc3", "\xb2\xb3\xb9 123 \xb9", "\xe2\x80"};
+  if (t->metaspace || t->nfc || t->add_prefix_space || t->drops_text) return;
+  for (size_t i = 0; i < TSL_ARRAY_LEN(texts); i++) {
+    tsl_token_vec v = {0};
+    char out[256];
+    size_t n = 0, k;
+    REQUIRE(tsl_tokenizer_encode(t, texts[i], strlen(texts[i]), 0, tsl_token_vec_sink, &v) == TESSEL_OK);
+    for (size_t j = 0; j < v.n; j++) {
+      const char *s = tsl_tokenizer_token(t, v.ids[j], &k);
+      REQUIRE(s != NULL && n + k < sizeof out);
+      memcpy(out + n, s, k);
+      n += k;
+    }
+    int same = n == strlen(texts[i]) && memcmp(out, texts[i], n) == 0;
+    if (!same) fprintf(stderr, "%s: text %zu (not UTF-8) does not decode to itself\n", tsl_tokenizer_name(t), i);
+    CHECK(same);
+    tsl_token_vec_free(&v);
+  }
+}
+
+/* Each variant of one fixture file as the table says; returns how many. */
+static int check_variants(const char *file) {
   char *json, needle[512];
-  REQUIRE(tsl_read_file(FIXTURES "json_cases.json", &json, NULL) == TESSEL_OK);
+  REQUIRE(tsl_read_file(file, &json, NULL) == TESSEL_OK);
   cJSON *root = cJSON_Parse(json), *variant;
   REQUIRE(root != NULL);
   int seen = 0;
@@ -196,15 +266,21 @@ static void test_variants(void) {
     if (st != expected[k].st) fprintf(stderr, "%s: status %d: %s\n", name, st, st < 0 ? tsl_error_message() : "");
     CHECK_EQ_INT(st, expected[k].st);
     if (st == TESSEL_OK) encodes_as_tokenizers(t, variant);
+    if (st == TESSEL_OK) invalid_utf8_round_trips(t);
     if (expected[k].needle && strcmp(expected[k].needle, RENUMBERED) == 0) renumbered_needle(variant, needle, sizeof needle);
     else snprintf(needle, sizeof needle, "%s", expected[k].needle ? expected[k].needle : "");
     if (st < 0) CHECK_STR_CONTAINS(tsl_error_message(), needle);
     tsl_tokenizer_free(t);
     seen++;
   }
-  CHECK_EQ_INT(seen, (int)TSL_ARRAY_LEN(expected));
   cJSON_Delete(root);
   free(json);
+  return seen;
+}
+
+static void test_variants(void) {
+  int seen = check_variants(FIXTURES "json_cases.json") + check_variants(FIXTURES "pretok_cases.json");
+  CHECK_EQ_INT(seen, (int)TSL_ARRAY_LEN(expected));
 }
 
 /* Every code point is a digit and punctuation to tessel exactly when it is

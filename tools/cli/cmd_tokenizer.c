@@ -47,7 +47,8 @@ const tsl_command tsl_cmd_tokenizer = {
     "         does (U+FFFD where their bytes are not UTF-8), each as soon as it is whole; --bytes writes\n"
     "         the bytes they stand for instead, exactly (what encode read, invalid UTF-8 included).\n"
     "info     prints the vocabulary size, the end-of-text id and the tokenizer's hash.\n"
-    "TOKENIZER is a Hugging Face tokenizer.json of a byte-level BPE (GPT-2, Llama 3, or one trained here).\n",
+    "TOKENIZER is a Hugging Face tokenizer.json of a byte-level BPE (GPT-2, Llama 3, Qwen2, StarCoder, Falcon,\n"
+    "DeepSeek, or one trained here) or of SentencePiece's BPE (Llama 2, Mistral 7B).\n",
     tokenizer_cmd, (const tsl_options *const[]){&train_options, &encode_options, NULL}};
 
 #define MAX_SPECIAL 64
