@@ -80,10 +80,11 @@ static tsl_status flush_run(tsl_tokenizer_decoder *d) {
   return st;
 }
 
-void tsl_tokenizer_decode_begin(tsl_tokenizer_decoder *d, const tsl_tokenizer *t, int continues) {
+void tsl_tokenizer_decode_begin(tsl_tokenizer_decoder *d, const tsl_tokenizer *t, int flags) {
   memset(d, 0, sizeof *d);
   d->t = t;
-  d->emitted = continues;
+  d->emitted = (flags & TSL_DECODE_CONTINUES) != 0;
+  d->skip_special = (flags & TSL_DECODE_SKIP_SPECIAL) != 0;
 }
 
 tsl_status tsl_tokenizer_decode_next(tsl_tokenizer_decoder *d, int32_t id, const char **text, size_t *len) {
@@ -94,7 +95,9 @@ tsl_status tsl_tokenizer_decode_next(tsl_tokenizer_decoder *d, int32_t id, const
   d->out_len = 0;
   if (!s) return tsl_error(TESSEL_E_CONFIG, "id %d is outside the vocabulary of %s (%d tokens)", id, t->name,
                            t->vocab_size);
-  if (!t->metaspace) {
+  if (d->skip_special && t->special[id]) { /* left out before the decoder, as tokenizers does */
+    st = TESSEL_OK;
+  } else if (!t->metaspace) {
     st = append(&d->held, &d->held_len, &d->held_cap, s, n);
     if (st >= 0) st = flush_utf8(d, 0);
   } else if (t->byte_token[id]) {

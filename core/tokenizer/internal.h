@@ -203,6 +203,7 @@ struct tsl_tokenizer {
   tsl_added_token *added;
   int n_added;
   uint8_t added_first[2][256]; /* some added token [normalized] matches from this byte */
+  uint8_t *special;          /* [vocab_size]: the id is an added token marked special */
   int eot;
   int bos;                   /* <|begin_of_text|>, <s> or <bos>; else eot (GPT-2's one token) */
   uint64_t hash;

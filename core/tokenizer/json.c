@@ -382,9 +382,11 @@ static tsl_status build_tables(loader *l) {
   t->bytes = malloc(total + 1);
   t->off = malloc((size_t)t->vocab_size * sizeof *t->off);
   t->len = malloc((size_t)t->vocab_size * sizeof *t->len);
+  t->special = calloc((size_t)t->vocab_size, 1);
   if (t->metaspace) t->byte_token = calloc((size_t)t->vocab_size, 1);
-  if (!t->bytes || !t->off || !t->len || (t->metaspace && !t->byte_token))
+  if (!t->bytes || !t->off || !t->len || !t->special || (t->metaspace && !t->byte_token))
     return tsl_error(TESSEL_E_NOMEM, "out of host memory loading %s", l->name);
+  for (int i = 0; i < t->n_added; i++) t->special[t->added[i].id] |= (uint8_t)t->added[i].special;
   size_t at = 0;
   for (int id = 0; id < t->vocab_size; id++) {
     const tsl_added_token *a = added_with_id(t, id);
@@ -552,6 +554,7 @@ void tsl_tokenizer_free(tsl_tokenizer *t) {
   free(t->work);
   free(t->bytes);
   free(t->byte_token);
+  free(t->special);
   free(t->off);
   free(t->len);
   free(t->json);
@@ -564,6 +567,9 @@ int tsl_tokenizer_eot(const tsl_tokenizer *t) { return t->eot; }
 int tsl_tokenizer_bos(const tsl_tokenizer *t) { return t->bos; }
 uint64_t tsl_tokenizer_hash(const tsl_tokenizer *t) { return t->hash; }
 const char *tsl_tokenizer_name(const tsl_tokenizer *t) { return t->name; }
+int tsl_tokenizer_special(const tsl_tokenizer *t, int32_t id) {
+  return id >= 0 && id < t->vocab_size && t->special[id];
+}
 
 const char *tsl_tokenizer_json(const tsl_tokenizer *t, size_t *len) {
   *len = t->json_len;

@@ -116,10 +116,14 @@ const char *tsl_tokenizer_token(const tsl_tokenizer *t, int32_t id, size_t *len)
 ** decoder's Strip drops (the ▁ its encoder put before the text). */
 const char *tsl_tokenizer_first_token(const tsl_tokenizer *t, int32_t id, size_t *len);
 
-/* Decoding to text, as `tokenizers`' decode(ids) (skip_special_tokens
-** False; transformers' decode without clean_up_tokenization_spaces) gives
-** it, one id at a time (decode.c): each call gives the text that id
-** completes, and the pieces join to tokenizers' text. Bytes that are not
+/* Whether id is an added token marked special (0 for an id outside the
+** vocabulary). */
+int tsl_tokenizer_special(const tsl_tokenizer *t, int32_t id);
+
+/* Decoding to text, as `tokenizers`' decode(ids, skip_special_tokens)
+** (transformers' decode without clean_up_tokenization_spaces) gives it,
+** one id at a time (decode.c): each call gives the text that id completes,
+** and the pieces join to tokenizers' text. Bytes that are not
 ** valid UTF-8 become U+FFFD as there; bytes that may still become valid
 ** (a character not complete, a run of <0xNN> tokens) are held back until a
 ** later id or the end decides them. tsl_tokenizer_token gives the raw
@@ -131,11 +135,17 @@ typedef struct tsl_tokenizer_decoder {
   char *out;         /* the text the last call gave */
   size_t out_len, out_cap;
   int emitted;       /* some text was given: the decoder's Strip is done */
+  int skip_special;  /* special tokens are left out */
 } tsl_tokenizer_decoder;
 
-/* `continues`: the ids continue a text already written (a prompt), so
-** the decoder's Strip drops no space at their start. */
-void tsl_tokenizer_decode_begin(tsl_tokenizer_decoder *d, const tsl_tokenizer *t, int continues);
+#define TSL_DECODE_CONTINUES 1    /* the ids continue a text already written (a prompt): the decoder's Strip
+                                     drops no space at their start */
+#define TSL_DECODE_SKIP_SPECIAL 2 /* leave out the ids of added tokens marked special, as decode(ids,
+                                     skip_special_tokens=True) does before its decoder runs (so bytes around
+                                     one join, and Strip drops the space of the first id not left out) */
+
+/* flags: TSL_DECODE_*, or 0. */
+void tsl_tokenizer_decode_begin(tsl_tokenizer_decoder *d, const tsl_tokenizer *t, int flags);
 /* Decode one more id: *text, *len the text it completes (maybe none), valid
 ** until the next call. TESSEL_E_CONFIG for an id outside the vocabulary. */
 tsl_status tsl_tokenizer_decode_next(tsl_tokenizer_decoder *d, int32_t id, const char **text, size_t *len);

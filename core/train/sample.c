@@ -260,7 +260,7 @@ tsl_status tsl_sample(const tsl_settings *given, tsl_tensor_fn src, void *src_ct
     tsl_token_vec_free(&prompt);
     return st;
   }
-  if (o->tokenizer) tsl_tokenizer_decode_begin(&dec, o->tokenizer, 1);
+  if (o->tokenizer) tsl_tokenizer_decode_begin(&dec, o->tokenizer, TSL_DECODE_CONTINUES);
   /* the model sees as much of the text as it is made for (model.positions),
   ** not only the seq_len it trained at: the last `positions` tokens, a
   ** window that slides once the text is longer (GPT-2 has no position past

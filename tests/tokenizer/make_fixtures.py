@@ -50,8 +50,11 @@ byte-level BPEs (NFC, none, add_prefix_space, Lowercase) and SentencePiece's
 (prepend first, always, the Prepend normalizer); their texts are FLAGGED_TEXTS
 and 40 seeded random joins of FLAGGED_PIECES, each with "decoded" (what
 tokenizers decodes its ids to), and "decodes": 60 seeded random id
-sequences, half their draws added tokens or tokens of one byte, and their
-decoded text (U+FFFD where bytes are not valid UTF-8).
+sequences, half their draws added tokens or tokens of one byte, and 40 a
+third of whose draws are special tokens (special_ids), and their decoded
+text (U+FFFD where bytes are not valid UTF-8), as decode gives it and
+with skip_special_tokens ("text_skip_special": the ids of added tokens
+marked special left out).
 test_tokenizer_json.c loads the same variants and says which tessel reads
 (then with these ids and texts) and which it refuses.
 
@@ -430,6 +433,21 @@ def random_ids(rng, tok, count):
     return out
 
 
+def special_ids(rng, tok, count):
+    """Id sequences a third of whose draws are special added tokens, a
+    third tokens of one byte and other added tokens, the rest any: where
+    skip_special_tokens leaves ids out, between bytes of one character
+    and at the start (which SentencePiece's Strip decides)."""
+    size = tok.get_vocab_size()
+    added = tok.get_added_tokens_decoder()
+    special = sorted(i for i, a in added.items() if a.special)
+    other = sorted(i for i, a in added.items() if not a.special)
+    other += [i for i in range(size) if len(tok.decode([i]).encode("utf-8")) == 1
+              or tok.id_to_token(i).startswith("<0x") or tok.decode([i]) == "\ufffd"]
+    return [[rng.choice(special) if r < 1 / 3 else rng.choice(other) if r < 2 / 3 else rng.randrange(size)
+             for r in (rng.random() for _ in range(rng.randrange(1, 12)))] for _ in range(count)]
+
+
 def set_path(spec, path, value):
     """spec with the field at the dotted path (list indices as numbers) set."""
     *parents, last = path.split(".")
@@ -695,6 +713,7 @@ def add_json_cases():
     import tokenizers
     variants = []
     rng = random.Random(20250101)
+    special_rng = random.Random(20250102)  # apart, so that the sequences drawn from rng stay as they were
     flagged_names = set()
     for name, base, fields in flagged_variants():
         flagged_names.add(name)
@@ -704,8 +723,9 @@ def add_json_cases():
         if name in flagged_names:
             for c in v["texts"]:
                 c["decoded"] = tok.decode(c["ids"], skip_special_tokens=False)
-            v["decodes"] = [{"ids": ids, "text": tok.decode(ids, skip_special_tokens=False)}
-                            for ids in random_ids(rng, tok, 60)]
+            v["decodes"] = [{"ids": ids, "text": tok.decode(ids, skip_special_tokens=False),
+                             "text_skip_special": tok.decode(ids, skip_special_tokens=True)}
+                            for ids in random_ids(rng, tok, 60) + special_ids(special_rng, tok, 40)]
         variants.append(v)
     with open(os.path.join(OUT, "json_cases.json"), "w", encoding="utf-8") as f:
         json.dump({"made_by": "tokenizers " + tokenizers.__version__, "variants": variants}, f, ensure_ascii=False,

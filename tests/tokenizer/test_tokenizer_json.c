@@ -7,7 +7,8 @@
 ** `make_fixtures.py json` with the real `tokenizers` (its version is in the
 ** files): variants of the committed fixtures, each with a few fields set,
 ** with the ids tokenizers gives their added tokens and their texts, and for
-** some, what it decodes ids to. tessel must either read a variant and
+** some, what it decodes ids to (with skip_special_tokens and without).
+** tessel must either read a variant and
 ** encode its texts to those ids, token for token, and decode as it does,
 ** or refuse it with the reason named; which one is said below for every
 ** variant, and a variant the table does not know fails the test.
@@ -165,14 +166,14 @@ static void renumbered_needle(const cJSON *variant, char *needle, size_t cap) {
 }
 
 /* The text of ids (a JSON list) as the streaming decoder gives it, piece
-** by piece, in *out (heap). */
-static char *decode_ids(tsl_tokenizer *t, const cJSON *ids) {
+** by piece, in *out (heap); flags as tsl_tokenizer_decode_begin's. */
+static char *decode_ids(tsl_tokenizer *t, const cJSON *ids, int flags) {
   tsl_tokenizer_decoder d;
   tsl_token_vec text = {0}; /* bytes, one per int32: the sink grows it */
   const cJSON *id;
   const char *s;
   size_t n;
-  tsl_tokenizer_decode_begin(&d, t, 0);
+  tsl_tokenizer_decode_begin(&d, t, flags);
   cJSON_ArrayForEach(id, ids) {
     REQUIRE(tsl_tokenizer_decode_next(&d, id->valueint, &s, &n) == TESSEL_OK);
     for (size_t i = 0; i < n; i++) REQUIRE(tsl_token_vec_sink(&text, &(int32_t){(unsigned char)s[i]}, 1) == TESSEL_OK);
@@ -190,9 +191,9 @@ static char *decode_ids(tsl_tokenizer *t, const cJSON *ids) {
 
 /* ids decode to tokenizers' text, byte for byte (what the fixture has when
 ** it has it). */
-static void decodes_as_tokenizers(tsl_tokenizer *t, const cJSON *ids, const cJSON *want, const char *what) {
+static void decodes_as_tokenizers(tsl_tokenizer *t, const cJSON *ids, int flags, const cJSON *want, const char *what) {
   if (!want) return;
-  char *got = decode_ids(t, ids);
+  char *got = decode_ids(t, ids, flags);
   int same = strcmp(got, want->valuestring) == 0;
   if (!same) fprintf(stderr, "%s: %s decodes to '%s', tokenizers to '%s'\n", tsl_tokenizer_name(t), what, got,
                      want->valuestring);
@@ -213,10 +214,14 @@ static void encodes_as_tokenizers(tsl_tokenizer *t, const cJSON *variant) {
     for (int i = 0; same && i < (int)v.n; i++) same = v.ids[i] == cJSON_GetArrayItem(want, i)->valueint;
     if (!same) fprintf(stderr, "%s: '%s' encodes otherwise than tokenizers\n", tsl_tokenizer_name(t), text);
     CHECK(same);
-    decodes_as_tokenizers(t, want, cJSON_GetObjectItem(c, "decoded"), text);
+    decodes_as_tokenizers(t, want, 0, cJSON_GetObjectItem(c, "decoded"), text);
   }
-  cJSON_ArrayForEach(c, cJSON_GetObjectItem(variant, "decodes"))
-    decodes_as_tokenizers(t, cJSON_GetObjectItem(c, "ids"), cJSON_GetObjectItem(c, "text"), "random ids");
+  cJSON_ArrayForEach(c, cJSON_GetObjectItem(variant, "decodes")) {
+    const cJSON *ids = cJSON_GetObjectItem(c, "ids");
+    decodes_as_tokenizers(t, ids, 0, cJSON_GetObjectItem(c, "text"), "random ids");
+    decodes_as_tokenizers(t, ids, TSL_DECODE_SKIP_SPECIAL, cJSON_GetObjectItem(c, "text_skip_special"),
+                          "random ids, special ones left out");
+  }
   tsl_token_vec_free(&v);
 }
 

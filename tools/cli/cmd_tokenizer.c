@@ -18,8 +18,11 @@ static const struct option train_longs[] = {{"vocab", required_argument, 0, 'v'}
                                             {"special", required_argument, 0, 's'}, {"min-frequency", required_argument, 0, 'm'},
                                             {"pattern", required_argument, 0, 'p'}, {0, 0, 0, 0}};
 static const tsl_options train_options = {"o:", train_longs};
-static const struct option encode_longs[] = {{"count", no_argument, 0, 'c'}, {"ordinary", no_argument, 0, 'r'},
-                                             {"bytes", no_argument, 0, 'b'}, {0, 0, 0, 0}};
+static const struct option encode_longs[] = {{"count", no_argument, 0, 'c'},
+                                             {"ordinary", no_argument, 0, 'r'},
+                                             {"bytes", no_argument, 0, 'b'},
+                                             {"skip-special", no_argument, 0, 'S'},
+                                             {0, 0, 0, 0}};
 static const tsl_options encode_options = {"", encode_longs};
 
 const tsl_command tsl_cmd_tokenizer = {
@@ -27,7 +30,7 @@ const tsl_command tsl_cmd_tokenizer = {
     "usage: tessel tokenizer train FILE... --vocab N -o tokenizer.json [--special TOKEN]... [--min-frequency N]\n"
     "                              [--pattern gpt2|llama3|qwen2|REGEX]\n"
     "       tessel tokenizer encode TOKENIZER [FILE] [--count] [--ordinary]\n"
-    "       tessel tokenizer decode TOKENIZER [FILE] [--bytes]\n"
+    "       tessel tokenizer decode TOKENIZER [FILE] [--bytes] [--skip-special]\n"
     "       tessel tokenizer info TOKENIZER\n\n"
     "train    learns a byte-level BPE of N tokens from the files (each file one text) as Hugging Face\n"
     "         tokenizers' BpeTrainer does given each file's whole text (train_from_iterator; its train(files)\n"
@@ -45,7 +48,9 @@ const tsl_command tsl_cmd_tokenizer = {
     "         added tokens such as <|endoftext|> in the text are recognised unless --ordinary.\n"
     "decode   reads ids (separated by white space) and writes their text as Hugging Face tokenizers' decode\n"
     "         does (U+FFFD where their bytes are not UTF-8), each as soon as it is whole; --bytes writes\n"
-    "         the bytes they stand for instead, exactly (what encode read, invalid UTF-8 included).\n"
+    "         the bytes they stand for instead, exactly (what encode read, invalid UTF-8 included);\n"
+    "         --skip-special leaves out the added tokens marked special (<|endoftext|>, <s>), as\n"
+    "         decode(ids, skip_special_tokens=True) does.\n"
     "info     prints the vocabulary size, the end-of-text id and the tokenizer's hash.\n"
     "TOKENIZER is a Hugging Face tokenizer.json of a byte-level BPE (GPT-2, Llama 3, Qwen2, StarCoder, Falcon,\n"
     "DeepSeek, or one trained here) or of SentencePiece's BPE (Llama 2, Mistral 7B).\n",
@@ -195,12 +200,15 @@ static int next_id(id_source *s, long long *id, char shown[SHOWN + 4]) {
 }
 
 /* Write the text of id (or, with `bytes`, its bytes: the first id's less
-** the space the decoder's Strip drops). */
-static tsl_status write_id(tsl_tokenizer_decoder *d, int32_t id, int bytes, int first) {
+** the space the decoder's Strip drops); *first is cleared once an id is
+** written, which a special one left out is not. */
+static tsl_status write_id(tsl_tokenizer_decoder *d, int32_t id, int bytes, int *first) {
   const char *s;
   size_t n;
+  if (bytes && d->skip_special && tsl_tokenizer_special(d->t, id)) return TESSEL_OK;
   if (bytes) {
-    s = (first ? tsl_tokenizer_first_token : tsl_tokenizer_token)(d->t, id, &n);
+    s = (*first ? tsl_tokenizer_first_token : tsl_tokenizer_token)(d->t, id, &n);
+    *first = 0;
   } else {
     tsl_status st = tsl_tokenizer_decode_next(d, id, &s, &n);
     if (st < 0) return st;
@@ -209,7 +217,7 @@ static tsl_status write_id(tsl_tokenizer_decoder *d, int32_t id, int bytes, int 
   return TESSEL_OK;
 }
 
-static int decode(tsl_tokenizer *t, const char *path, int bytes) {
+static int decode(tsl_tokenizer *t, const char *path, int bytes, int skip_special) {
   char *text = NULL, word[SHOWN + 4];
   size_t len = 0;
   long long id;
@@ -217,7 +225,7 @@ static int decode(tsl_tokenizer *t, const char *path, int bytes) {
   tsl_status st;
   tsl_tokenizer_decoder d;
   if (path && (st = tsl_read_file(path, &text, &len)) < 0) return tsl_fail(st);
-  tsl_tokenizer_decode_begin(&d, t, 0);
+  tsl_tokenizer_decode_begin(&d, t, skip_special ? TSL_DECODE_SKIP_SPECIAL : 0);
   id_source src = {path ? NULL : stdin, text, text + len};
   const char *name = path ? path : "standard input";
   while (rc == TSL_EXIT_OK && (got = next_id(&src, &id, word)) != 0) {
@@ -229,9 +237,8 @@ static int decode(tsl_tokenizer *t, const char *path, int bytes) {
     else if (!known)
       rc = tsl_fail(tsl_error(TESSEL_E_CONFIG, "id %s is outside the vocabulary of %s (%d tokens)", word,
                               tsl_tokenizer_name(t), tsl_tokenizer_vocab_size(t)));
-    else if ((st = write_id(&d, (int32_t)id, bytes, first)) < 0)
+    else if ((st = write_id(&d, (int32_t)id, bytes, &first)) < 0)
       rc = tsl_fail(st);
-    first = 0;
   }
   if (rc == TSL_EXIT_OK && !path && ferror(stdin))
     rc = tsl_fail(tsl_error(TESSEL_E_IO, "standard input: cannot read: %s", strerror(errno)));
@@ -247,7 +254,7 @@ static int decode(tsl_tokenizer *t, const char *path, int bytes) {
 }
 
 static int tokenizer_cmd(int argc, char **argv) {
-  int c, count = 0, ordinary = 0, bytes = 0;
+  int c, count = 0, ordinary = 0, bytes = 0, skip_special = 0;
   if (argc < 2) return tsl_usage_error(&tsl_cmd_tokenizer, "expected train, encode, decode or info");
   const char *verb = argv[1];
   if (strcmp(verb, "train") == 0) return train(argc - 1, argv + 1);
@@ -259,6 +266,7 @@ static int tokenizer_cmd(int argc, char **argv) {
     if (c == 'c' && strcmp(verb, "encode") == 0) count = 1;
     else if (c == 'r' && strcmp(verb, "encode") == 0) ordinary = 1;
     else if (c == 'b' && strcmp(verb, "decode") == 0) bytes = 1;
+    else if (c == 'S' && strcmp(verb, "decode") == 0) skip_special = 1;
     else return tsl_usage_error(&tsl_cmd_tokenizer, "bad option for %s", verb);
   }
   int rest = argc - optind, max_rest = strcmp(verb, "info") == 0 ? 1 : 2;
@@ -272,7 +280,7 @@ static int tokenizer_cmd(int argc, char **argv) {
   if (strcmp(verb, "encode") == 0) {
     rc = encode(t, file, count, ordinary);
   } else if (strcmp(verb, "decode") == 0) {
-    rc = decode(t, file, bytes);
+    rc = decode(t, file, bytes, skip_special);
   } else {
     printf("vocab_size %d\neot %d\nhash %016" PRIx64 "\n", tsl_tokenizer_vocab_size(t), tsl_tokenizer_eot(t),
            tsl_tokenizer_hash(t));
