@@ -81,15 +81,18 @@ const double *tsl_rope_scaling_list(const tsl_model_settings *m, int k, int *pai
   return k == 0 ? m->rope_scaling.short_factor : m->rope_scaling.long_factor;
 }
 
-/* The one derived value, attention_factor, as transformers derives it:
-** YaRN's get_mscale(factor), LongRoPE's √(1 + ln factor / ln original). */
+/* The one derived value, attention_factor, as transformers derives it
+** from v's factor and original context (the first two values of both
+** types that have it): YaRN's get_mscale(factor), LongRoPE's
+** √(1 + ln factor / ln original). */
+static double derived_attention(const tsl_rope_type *t, const double v[TSL_ROPE_MAX]) {
+  if (v[0] <= 1.0) return 1.0;
+  return t->kind == TSL_ROPE_LONGROPE ? sqrt(1.0 + log(v[0]) / log(v[1])) : 0.1 * log(v[0]) + 1.0;
+}
+
 void tsl_rope_scaling_resolve(const tsl_rope_type *t, double v[TSL_ROPE_MAX]) {
-  for (int k = 0; k < t->n; k++) {
-    if (!isnan(t->defaults[k]) || !isnan(v[k])) continue;
-    if (v[0] <= 1.0) v[k] = 1.0;
-    else if (t->kind == TSL_ROPE_LONGROPE) v[k] = sqrt(1.0 + log(v[0]) / log(v[1]));
-    else v[k] = 0.1 * log(v[0]) + 1.0;
-  }
+  for (int k = 0; k < t->n; k++)
+    if (isnan(t->defaults[k]) && isnan(v[k])) v[k] = derived_attention(t, v);
 }
 
 const char *tsl_rope_list_fault(const double *list, int n, int turned, char *why, size_t cap, int *at) {
@@ -191,22 +194,25 @@ const char *tsl_rope_scaling_text(const tsl_model_settings *m, char *buf, size_t
   return buf;
 }
 
-/* Value k of a scaling of type t from r, its default where absent. */
-static tsl_status read_rope_value(tsl_cfg *r, const tsl_rope_type *t, int k, double *v) {
+/* Value k of a scaling of type t from r, `dflt` where absent. */
+static tsl_status read_rope_value(tsl_cfg *r, const tsl_rope_type *t, int k, double dflt, double *v) {
   const char *key = t->keys[k];
-  if (strcmp(key, "original_positions") != 0) return tsl_cfg_float(r, key, t->defaults[k], -INFINITY, INFINITY, v);
+  if (strcmp(key, "original_positions") != 0) return tsl_cfg_float(r, key, dflt, -INFINITY, INFINITY, v);
   int64_t n = 0;
-  tsl_status st = tsl_cfg_int(r, key, (int64_t)t->defaults[k], INT64_MIN, INT64_MAX, &n);
+  tsl_status st = tsl_cfg_int(r, key, (int64_t)dflt, INT64_MIN, INT64_MAX, &n);
   *v = (double)n;
   return st;
 }
 
-/* The values of a scaling of type t from r, its defaults where absent;
-** ok[k] whether value k was read, the first error kept in *st. */
+/* The values of a scaling of type t from r, its defaults where absent
+** (the derived one from the values before it, so that the resolved
+** configuration records a number that reads back, not NAN); ok[k]
+** whether value k was read, the first error kept in *st. */
 static void read_rope_values(tsl_cfg *r, const tsl_rope_type *t, double v[TSL_ROPE_MAX], int ok[TSL_ROPE_MAX],
                              tsl_status *st) {
   for (int k = 0; k < t->n; k++) {
-    tsl_status one = read_rope_value(r, t, k, &v[k]);
+    double dflt = isnan(t->defaults[k]) ? derived_attention(t, v) : t->defaults[k];
+    tsl_status one = read_rope_value(r, t, k, dflt, &v[k]);
     ok[k] = one >= 0;
     tsl_cfg_keep(st, one);
   }
@@ -229,7 +235,8 @@ static void read_rope_given(tsl_cfg *r, tsl_status *st) {
   for (size_t i = 0; i < N_ROPE_TYPES; i++) {
     const tsl_rope_type *t = rope_types[i];
     for (int k = 0; k < t->n; k++)
-      if (tsl_cfg_has(r, t->keys[k]) && !rope_key_earlier(i, t->keys[k])) tsl_cfg_keep(st, read_rope_value(r, t, k, &v));
+      if (tsl_cfg_has(r, t->keys[k]) && !rope_key_earlier(i, t->keys[k]))
+        tsl_cfg_keep(st, read_rope_value(r, t, k, t->defaults[k], &v));
     for (int l = 0; t->lists && l < 2; l++)
       if (tsl_cfg_has(r, tsl_rope_list_keys[l]))
         tsl_cfg_keep(st, tsl_cfg_float_list(r, tsl_rope_list_keys[l], list, TSL_ROPE_PAIRS_MAX, &n));
@@ -275,7 +282,6 @@ tsl_status tsl_rope_scaling_read(tsl_cfg *m, int turned, tsl_model_settings *ms)
   const tsl_rope_type *t = tsl_rope_type_named(types[type]);
   read_rope_values(r, t, v, ok, &st);
   read_rope_lists(r, t, lists, n, turned, &st);
-  tsl_rope_scaling_resolve(t, v);
   for (int k = 0; k < t->n; k++) {
     const int against = t->against[k];
     if (ok[k] && (against < 0 || ok[against]) && tsl_rope_scaling_fault(t, v, k, why, sizeof why))

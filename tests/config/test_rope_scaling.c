@@ -58,9 +58,14 @@ static void test_none(void) {
 
 /* What `tessel check` prints loads again as the same scaling, and as the
 ** same configuration (its hash; under the same file name, which the run's
-** name and the paths derived from it follow). */
+** name and the paths derived from it follow): a derived attention factor
+** left out is printed as its number (it was printed as nan, which no
+** config reads, nor the config.yaml of a checkpoint). */
 static void test_resolved_reads_back(void) {
   static const char *const extras[] = {", rope_scaling: {type: llama3, factor: 16, low_freq_factor: 0.1}",
+                                       ", rope_scaling: {type: yarn}",
+                                       ", rope_scaling: {type: longrope, short_factor: [1, 1, 1, 1, 1, 1, 1, 1], "
+                                       "long_factor: [2, 2, 2, 2, 2, 2, 2, 2]}",
                                        ", rope_scaling: null", ""};
   for (size_t i = 0; i < sizeof extras / sizeof *extras; i++) {
     char again[1024];
@@ -74,6 +79,8 @@ static void test_resolved_reads_back(void) {
     CHECK_EQ_INT(st, TESSEL_OK);
     CHECK_SCALING(back.model, s.model.rope_scaling.factor, s.model.rope_scaling.low_freq_factor,
                   s.model.rope_scaling.high_freq_factor, s.model.rope_scaling.original_positions);
+    CHECK(tsl_rope_scaling_same(&back.model, &s.model));
+    CHECK_NOT_CONTAINS(text, "nan");
     CHECK(tsl_cfg_hash(tsl_config_root(cfg2)) == tsl_cfg_hash(tsl_config_root(cfg)));
     free(text);
     tsl_config_free(cfg2);
