@@ -2,6 +2,7 @@
 ** source of which words are option values: the help check agrees with
 ** getopt for every option of every command. */
 #include <getopt.h>
+#include <string.h>
 
 #include "cli/cli.h"
 #include "harness.h"
@@ -60,6 +61,43 @@ static void test_every_option_value_agrees_with_getopt(void) {
   CHECK(options >= 50);
 }
 
+/* Does `usage` name option `word` (--NAME or -X) as a word of its own:
+** after a space or '[', before a space, ',', ']', '=' or the line's end? */
+static int names_option(const char *usage, const char *word) {
+  size_t n = strlen(word);
+  for (const char *p = strstr(usage, word); p; p = strstr(p + 1, word)) {
+    char before = p == usage ? ' ' : p[-1], after = p[n];
+    if ((before == ' ' || before == '[') && strchr(" ,]=\n", after)) return 1;
+  }
+  return 0;
+}
+
+static void check_listed(const tsl_command *c, const char *word) {
+  if (!names_option(c->usage, word)) fprintf(stderr, "  tessel help %s does not list %s\n", c->name, word);
+  CHECK(names_option(c->usage, word));
+}
+
+/* `tessel help CMD` lists every option CMD accepts, short ones included
+** (run's -s and -r, check's -w, -s and -q, compare's -o were taken but
+** never listed). */
+static void test_every_option_in_help(void) {
+  int n;
+  const tsl_command *const *cmds = tsl_cli_commands(&n);
+  for (int i = 0; i < n; i++) {
+    for (const tsl_options *const *o = cmds[i]->options; o && *o; o++) {
+      for (const struct option *l = (*o)->longs; l && l->name; l++) {
+        char word[64];
+        snprintf(word, sizeof word, "--%s", l->name);
+        check_listed(cmds[i], word);
+      }
+      for (const char *s = (*o)->shorts; *s; s++) {
+        char word[3] = {'-', *s, '\0'};
+        if (*s != ':') check_listed(cmds[i], word);
+      }
+    }
+  }
+}
+
 /* The commands whose options once had to be listed twice still take them. */
 static void test_known_values(void) {
   static const struct {
@@ -110,6 +148,7 @@ static void test_takes_next(void) {
 int main(void) {
   RUN(test_every_option_value_agrees_with_getopt);
   RUN(test_known_values);
+  RUN(test_every_option_in_help);
   RUN(test_takes_next);
   return HARNESS_EXIT();
 }

@@ -31,9 +31,9 @@ const tsl_command tsl_cmd_check = {
     "seed, batch size or data). Prints the resolved configuration — base files merged, --set applied,\n"
     "defaults filled in — on standard output.\n"
     "Errors read FILE:LINE:COL: message.\n\n"
-    "  --world N         the number of ranks to validate for (default 1)\n"
-    "  --set KEY=VALUE   override a config key (repeatable)\n"
-    "  --quiet           print nothing on success\n\n"
+    "  -w, --world N         the number of ranks to validate for (default 1)\n"
+    "  -s, --set KEY=VALUE   override a config key (repeatable)\n"
+    "  -q, --quiet           print nothing on success\n\n"
     "exit status: 0 valid, 2 invalid configuration or usage, 1 other failure (e.g. a broken plugin file, or\n"
     "a strategy that cannot train in device.memory_limit, as the run would fail)\n",
     check, (const tsl_options *const[]){&check_options, NULL}};

@@ -48,7 +48,7 @@ const tsl_command tsl_cmd_compare = {
     "  --repeat K                trials per configuration (default 3; one trial cannot tell noise from a\n"
     "                            difference)\n"
     "  -n RANKS                  ranks for every config without its own @RANKS (default 1)\n"
-    "  --out DIR                 report folder (default runs/compare)\n"
+    "  -o, --out DIR             report folder (default runs/compare)\n"
     "  --tolerance T             relative per-step loss difference still called equivalent (default 1e-5:\n"
     "                            fp32 sums in another order, carried by AdamW over tens of steps)\n"
     "  --val-tolerance V         relative validation-loss difference accepted from a lossy strategy\n"

@@ -36,9 +36,9 @@ const tsl_command tsl_cmd_launch = {
     "SIGUSR1, which it forwards to every rank); a second Ctrl-C, SIGTERM or SIGHUP aborts the ranks still running.\n"
     "Exits with mpirun's status.\n"
     "For several machines use mpirun or srun directly (docs/cluster.md).\n\n"
-    "  -n N              number of ranks, 1 to " TSL_STR(MAX_RANKS) "\n"
-    "  --set KEY=VALUE   override a config key on every rank (repeatable)\n"
-    "  --resume DIR      resume from this checkpoint directory instead of checkpoint.resume\n",
+    "  -n N                  number of ranks, 1 to " TSL_STR(MAX_RANKS) "\n"
+    "  -s, --set KEY=VALUE   override a config key on every rank (repeatable)\n"
+    "  -r, --resume DIR      resume from this checkpoint directory instead of checkpoint.resume\n",
     launch, (const tsl_options *const[]){&launch_options, NULL}};
 
 static volatile sig_atomic_t mpirun_pid, stops, pending, abort_asked;

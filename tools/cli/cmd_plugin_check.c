@@ -70,10 +70,10 @@ const tsl_command tsl_cmd_plugin_check = {
     "Prints one line per check and exits 0 when all pass, 1 otherwise. The runs go to a scratch\n"
     "directory in $TMPDIR (default /tmp), removed when the plugin passes and kept, with each run's\n"
     "log, when it fails.\n\n"
-    "  --ranks LIST      up to 8 rank counts to train at (default 1,2,4); the batch is the least common\n"
-    "                    multiple of 8 and the counts, so that each splits it\n"
-    "  --set KEY=VALUE   override the runs' config, e.g. --set plugin.sync_every=2 (repeatable; plugin.*\n"
-    "                    keys apply to the plugin's runs only)\n",
+    "  -r, --ranks LIST      up to 8 rank counts to train at (default 1,2,4); the batch is the least common\n"
+    "                        multiple of 8 and the counts, so that each splits it\n"
+    "  -s, --set KEY=VALUE   override the runs' config, e.g. --set plugin.sync_every=2 (repeatable; plugin.*\n"
+    "                        keys apply to the plugin's runs only)\n",
     plugin_check, (const tsl_options *const[]){&plugin_check_options, NULL}};
 
 static int report(int ok, const char *what, const char *detail) {
