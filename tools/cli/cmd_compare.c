@@ -29,7 +29,7 @@ const tsl_command tsl_cmd_compare = {
     "spell of the machine falls on all of them — through mpirun when it runs on more than one rank, each rank bound\n"
     "to its own CPUs when there are enough (tessel launch --help). Before anything runs, the configurations\n"
     "must train the same model on the same data with the same seed and batch, and each must pass\n"
-    "`tessel check --world RANKS`. Then report.md (and the terminal) lead with the decision — the fastest\n"
+    "`tessel check --world RANKS`. Then report.md leads with the decision (the terminal ends with it) — the fastest\n"
     "configuration, faster than the next \"by X% (spread Y%)\" only when the difference exceeds the noise\n"
     "of the trials, else \"no measurable difference\" and the one needing least memory — followed by:\n"
     "loss equivalence against the first (a strategy that declares itself lossy is judged by validation\n"

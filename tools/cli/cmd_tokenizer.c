@@ -52,8 +52,8 @@ const tsl_command tsl_cmd_tokenizer = {
     "         --skip-special leaves out the added tokens marked special (<|endoftext|>, <s>), as\n"
     "         decode(ids, skip_special_tokens=True) does.\n"
     "info     prints the vocabulary size, the end-of-text id and the tokenizer's hash.\n"
-    "TOKENIZER is a Hugging Face tokenizer.json of a byte-level BPE (GPT-2, Llama 3, Qwen2, StarCoder, Falcon,\n"
-    "DeepSeek, or one trained here) or of SentencePiece's BPE (Llama 2, Mistral 7B).\n",
+    "TOKENIZER is a Hugging Face tokenizer.json of a BPE: byte-level (GPT-2, Llama 3, Qwen2, StarCoder,\n"
+    "Falcon, DeepSeek, or one trained here) or SentencePiece's (Llama 2, Mistral 7B).\n",
     tokenizer_cmd, (const tsl_options *const[]){&train_options, &encode_options, NULL}};
 
 #define MAX_SPECIAL 64

@@ -1,5 +1,6 @@
-/* tools/compare/report.c — the decision first, then the tables, on the
-** terminal and in report.md, with the charts and the config differences. */
+/* tools/compare/report.c — the decision and the tables: in report.md the
+** decision first, with the charts and the config differences; on the
+** terminal the decision last, where the output ends. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
