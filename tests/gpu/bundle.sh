@@ -37,6 +37,7 @@ PACKAGES=(
   libyaml-0-2 libyaml-dev
   libcjson1 libcjson-dev
   libutf8proc2 libutf8proc-dev
+  libpcre2-8-0 libpcre2-dev
   libopenblas0-pthread libopenblas-pthread-dev libgfortran5 libquadmath0
   libopenmpi3 libopenmpi-dev openmpi-bin openmpi-common
   libevent-core-2.1-7 libevent-pthreads-2.1-7 libhwloc15 libpmix2 libmunge2 libnuma1
@@ -78,6 +79,9 @@ find "$LIB"/openmpi/lib -name '*.mod' -delete
 for pat in '*ucx*' '*ofi*' '*openib*' '*psm*' '*usnic*' '*verbs*' 'reachable_netlink*'; do
   find "$LIB" \( -name "mca_$pat" -o -name "libmca_common_$pat" \) -delete
 done
+# MPI-IO (tessel writes its files itself) and its ompio/ROMIO parts
+for fw in io fs fbtl fcoll sharedfp; do find "$LIB/openmpi" -name "mca_${fw}_*" -delete; done
+find "$LIB" -name "libmca_common_ompio.so*" -delete
 # OpenSHMEM, and the headers for writing Open MPI components (mpi.h
 # needs only itself, mpi_portable_platform.h and, for C++, ompi/mpi/cxx)
 rm -rf "$LIB"/liboshmem.so* "$ROOT"/usr/bin/{osh,shmem}* "$LIB"/openmpi/include/{openshmem,pshmem*.h,shmem*}

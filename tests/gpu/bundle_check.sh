@@ -20,7 +20,7 @@ SRC=$(cd "$(dirname "$0")/../.." && pwd)
 CH=${1:-/var/tmp/tessel-bundle-chroot}
 CUDA=$(realpath /usr/local/cuda)
 # the project's packages (scripts/install-deps.sh): none may be in the chroot
-PROJECT_PACKAGES="libyaml-0-2 libyaml-dev libcjson1 libcjson-dev libutf8proc2 libutf8proc-dev libopenblas0 libopenblas-dev libopenmpi3 libopenmpi-dev
+PROJECT_PACKAGES="libyaml-0-2 libyaml-dev libcjson1 libcjson-dev libutf8proc2 libutf8proc-dev libpcre2-dev libopenblas0 libopenblas-dev libopenmpi3 libopenmpi-dev
 openmpi-bin pkgconf pkg-config zlib1g-dev gnuplot-nox"
 WHEEL=/opt/venv/lib/python3/site-packages/nvidia/nccl/lib
 
