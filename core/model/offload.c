@@ -93,10 +93,9 @@ static tsl_status take_buffer_1(tsl_model *m) {
 tsl_status tsl_offload_enter(tsl_model *m, int slot, int unit, int backward) {
   tsl_status st;
   if (!on_host(m, slot, unit)) return m->slots[slot].units[unit].over_stage ? take_buffer_1(m) : TESSEL_OK;
-  int b = holding(m, slot, unit);
-  b = b < 0 ? pick(m) : b;
+  const int held = holding(m, slot, unit), b = held < 0 ? pick(m) : held;
   if (!backward) tag(m, b, slot, unit, 0); /* the forward writes it afresh */
-  else if (m->stage[b].unit != unit || !m->stage[b].valid) TSL_TRY(st, fetch(m, b, slot, unit));
+  else if (held < 0 || !m->stage[b].valid) TSL_TRY(st, fetch(m, b, slot, unit));
   TSL_TRY(st, wait(m, m->rt->compute, m->stage[b].copied));
   tsl_acts_bind_kept(m, slot, unit, m->stage[b].buf);
   return TESSEL_OK;
