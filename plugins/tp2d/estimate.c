@@ -88,8 +88,8 @@ tessel_status tp2d_enumerate(void *inst, const tessel_plan_query *q) {
   tp2d *t = inst;
   const int64_t *dim = q->dims->dim;
   for (int qq = 2; qq * qq <= q->world_size; qq++) {
-    if (dim[TESSEL_DIM_HEADS] % qq || dim[TESSEL_DIM_KV_HEADS] % qq || dim[TESSEL_DIM_FFN] % qq ||
-        dim[TESSEL_DIM_VOCAB] % qq)
+    if (dim[TESSEL_DIM_HEADS] % qq || dim[TESSEL_DIM_KV_HEADS] % qq || dim[TESSEL_DIM_HIDDEN] % qq ||
+        dim[TESSEL_DIM_FFN] % qq || dim[TESSEL_DIM_VOCAB] % qq)
       continue;
     for (int depth = 1; depth * qq * qq <= q->world_size; depth++) {
       int tp = depth * qq * qq;

@@ -3,8 +3,10 @@
 #include "tp2d.h"
 
 /* Every split must be whole: sequences over depth·q; query heads, key/value
-** heads, the MLP and the (padded) vocabulary over q. Errors point at the
-** option that set q. */
+** heads, the channels, the MLP and the (padded) vocabulary over q. Whole
+** heads give whole channels only when the heads are channels / heads wide,
+** so a Llama's head_dim of its own needs the channels checked apart. Errors
+** point at the option that set q. */
 static tessel_status validate(tp2d *t) {
   const tessel_cfg_api *cfg = t->b.x.api->cfg;
   tessel_model_dims d = {.size = sizeof d};
@@ -20,6 +22,7 @@ static tessel_status validate(tp2d *t) {
     const char *what;
   } cuts[] = {{TESSEL_DIM_HEADS, "query heads (model.heads)"},
               {TESSEL_DIM_KV_HEADS, "key/value heads (model.kv_heads)"},
+              {TESSEL_DIM_HIDDEN, "channels (model.channels)"},
               {TESSEL_DIM_FFN, "MLP columns (model.ffn)"},
               {TESSEL_DIM_VOCAB, "vocabulary rows (model.vocab_size, padded)"}};
   for (size_t i = 0; i < sizeof cuts / sizeof cuts[0]; i++)
