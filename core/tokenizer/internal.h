@@ -9,6 +9,7 @@
 #include <cjson/cJSON.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "tokenizer/tokenizer.h"
 
@@ -119,6 +120,26 @@ int tsl_pretok_next(tsl_pretok_iter *it, size_t *start, size_t *end);
 ** none where the previous match ended): the next as [*start, *end), with
 ** the same returns. An iterator gives pieces or matches, not both. */
 int tsl_pretok_match(tsl_pretok_iter *it, size_t *start, size_t *end);
+
+/* ---- a tokenizer.json's fields (json.c, metaspace.c, sequence.c) ---- */
+
+static inline const cJSON *tsl_tok_field(const cJSON *obj, const char *key) {
+  return cJSON_GetObjectItemCaseSensitive(obj, key);
+}
+/* A boolean field; dflt where it is absent or not a boolean. */
+static inline int tsl_tok_bool(const cJSON *obj, const char *key, int dflt) {
+  const cJSON *v = tsl_tok_field(obj, key);
+  return cJSON_IsBool(v) ? cJSON_IsTrue(v) : dflt;
+}
+/* The object's "type", or "missing" (for messages). */
+static inline const char *tsl_tok_type(const cJSON *obj) {
+  const cJSON *ty = tsl_tok_field(obj, "type");
+  return cJSON_IsString(ty) ? ty->valuestring : "missing";
+}
+static inline int tsl_tok_is_type(const cJSON *obj, const char *type) {
+  const cJSON *ty = tsl_tok_field(obj, "type");
+  return cJSON_IsString(ty) && strcmp(ty->valuestring, type) == 0;
+}
 
 /* ---- charclass.c ---- */
 

@@ -57,24 +57,12 @@ typedef struct loader {
   int64_t id_bound;       /* ids are below this: every entry of vocab and added_tokens, if dense */
 } loader;
 
-static cJSON *field(const cJSON *obj, const char *key) { return cJSON_GetObjectItemCaseSensitive(obj, key); }
-
 /* A field that must be absent, null, false or "" for tessel to support the tokenizer. */
 static tsl_status refuse_if_set(const loader *l, const cJSON *obj, const char *where, const char *key) {
-  const cJSON *v = field(obj, key);
+  const cJSON *v = tsl_tok_field(obj, key);
   if (!v || cJSON_IsNull(v) || cJSON_IsFalse(v) || (cJSON_IsString(v) && !v->valuestring[0])) return TESSEL_OK;
   return tsl_error(TESSEL_E_UNSUPPORTED, "%s: %s.%s is set; tessel supports byte-level BPE without it", l->name, where,
                    key);
-}
-
-static int bool_field(const cJSON *obj, const char *key, int dflt) {
-  const cJSON *v = field(obj, key);
-  return cJSON_IsBool(v) ? cJSON_IsTrue(v) : dflt;
-}
-
-static int is_type(const cJSON *obj, const char *type) {
-  const cJSON *ty = field(obj, "type");
-  return cJSON_IsString(ty) && strcmp(ty->valuestring, type) == 0;
 }
 
 /* 1 for a normalizer that composes to NFC, 0 for one that does nothing,
@@ -82,22 +70,22 @@ static int is_type(const cJSON *obj, const char *type) {
 ** [NFC], and with null and an empty Sequence (which converters write). */
 static int nfc_normalizer(const cJSON *norm) {
   if (!norm || cJSON_IsNull(norm)) return 0;
-  if (is_type(norm, "NFC")) return 1;
-  if (!is_type(norm, "Sequence")) return -1;
-  const cJSON *steps = field(norm, "normalizers");
+  if (tsl_tok_is_type(norm, "NFC")) return 1;
+  if (!tsl_tok_is_type(norm, "Sequence")) return -1;
+  const cJSON *steps = tsl_tok_field(norm, "normalizers");
   int n = cJSON_GetArraySize(steps);
   if (!cJSON_IsArray(steps) || n > 1) return -1;
-  return n == 0 ? 0 : is_type(cJSON_GetArrayItem(steps, 0), "NFC") ? 1 : -1;
+  return n == 0 ? 0 : tsl_tok_is_type(cJSON_GetArrayItem(steps, 0), "NFC") ? 1 : -1;
 }
 
 static tsl_status read_pipeline(loader *l, const cJSON *root) {
-  const cJSON *norm = field(root, "normalizer"), *dec = field(root, "decoder"), *dty = field(dec, "type");
-  const cJSON *pty = field(field(root, "pre_tokenizer"), "type");
+  const cJSON *norm = tsl_tok_field(root, "normalizer"), *dec = tsl_tok_field(root, "decoder"), *dty = tsl_tok_field(dec, "type");
+  const cJSON *pty = tsl_tok_field(tsl_tok_field(root, "pre_tokenizer"), "type");
   if (tsl_metaspace_legacy_normalizer(norm) || (cJSON_IsString(pty) && strcmp(pty->valuestring, "Metaspace") == 0))
     return tsl_metaspace_read(l->t, l->name, root);
   int nfc = nfc_normalizer(norm);
   if (nfc < 0) {
-    const cJSON *ty = field(norm, "type");
+    const cJSON *ty = tsl_tok_field(norm, "type");
     return tsl_error(TESSEL_E_UNSUPPORTED, "%s: normalizer %s is not supported (tessel normalizes to NFC or not at "
                      "all)", l->name, cJSON_IsString(ty) ? ty->valuestring : "(set)");
   }
@@ -105,7 +93,7 @@ static tsl_status read_pipeline(loader *l, const cJSON *root) {
   if (dec && !cJSON_IsNull(dec) && !(cJSON_IsString(dty) && strcmp(dty->valuestring, "ByteLevel") == 0))
     return tsl_error(TESSEL_E_UNSUPPORTED, "%s: decoder %s is not supported; byte-level BPE decodes with ByteLevel",
                      l->name, cJSON_IsString(dty) ? dty->valuestring : "(set)");
-  return tsl_pretok_read(l->t, l->name, field(root, "pre_tokenizer"));
+  return tsl_pretok_read(l->t, l->name, tsl_tok_field(root, "pre_tokenizer"));
 }
 
 /* Record id -> string, growing the per-id table; a second string for one id is an error.
@@ -130,7 +118,7 @@ static tsl_status set_id(loader *l, const cJSON *num, char *s, const char *what)
 }
 
 static tsl_status read_vocab(loader *l, const cJSON *model) {
-  const cJSON *vocab = field(model, "vocab"), *e;
+  const cJSON *vocab = tsl_tok_field(model, "vocab"), *e;
   tsl_status st;
   if (!cJSON_IsObject(vocab)) return tsl_error(TESSEL_E_CONFIG, "%s: model.vocab is missing or not an object", l->name);
   TSL_TRY(st, tsl_strmap_init(&l->by_string, (size_t)cJSON_GetArraySize(vocab)));
@@ -187,7 +175,7 @@ bad:
 }
 
 static tsl_status read_merges(loader *l, const cJSON *model) {
-  const cJSON *merges = field(model, "merges"), *m;
+  const cJSON *merges = tsl_tok_field(model, "merges"), *m;
   tsl_status st;
   char *buf = NULL;
   size_t cap = 0;
@@ -211,10 +199,10 @@ fail:
 }
 
 static tsl_status read_model(loader *l, const cJSON *root) {
-  const cJSON *model = field(root, "model"), *type = field(model, "type");
+  const cJSON *model = tsl_tok_field(root, "model"), *type = tsl_tok_field(model, "type");
   tsl_status st;
   static const char *const unsupported[] = {"continuing_subword_prefix", "end_of_word_suffix"};
-  const cJSON *dropout = field(model, "dropout");
+  const cJSON *dropout = tsl_tok_field(model, "dropout");
   if (!cJSON_IsObject(model)) return tsl_error(TESSEL_E_CONFIG, "%s: no model object", l->name);
   if (type && !(cJSON_IsString(type) && strcmp(type->valuestring, "BPE") == 0))
     return tsl_error(TESSEL_E_UNSUPPORTED, "%s: model.type is %s; tessel reads BPE tokenizers", l->name,
@@ -225,7 +213,7 @@ static tsl_status read_model(loader *l, const cJSON *root) {
     return tsl_error(TESSEL_E_UNSUPPORTED, "%s: model.dropout is set; tessel supports BPE without dropout (null or "
                      "0)", l->name);
   if (!l->t->metaspace) TSL_TRY(st, refuse_if_set(l, model, "model", "byte_fallback")); /* metaspace.c requires it */
-  l->t->ignore_merges = bool_field(model, "ignore_merges", 0);
+  l->t->ignore_merges = tsl_tok_bool(model, "ignore_merges", 0);
   TSL_TRY(st, read_vocab(l, model));
   TSL_TRY(st, read_merges(l, model));
   return TESSEL_OK;
@@ -305,7 +293,7 @@ static void hash_added_flags(tsl_tokenizer *t) {
 }
 
 static tsl_status read_added(loader *l, const cJSON *root) {
-  const cJSON *list = field(root, "added_tokens"), *a;
+  const cJSON *list = tsl_tok_field(root, "added_tokens"), *a;
   tsl_tokenizer *t = l->t;
   tsl_status st;
   if (list && !cJSON_IsNull(list) && !cJSON_IsArray(list))
@@ -314,19 +302,19 @@ static tsl_status read_added(loader *l, const cJSON *root) {
   if (n == 0) return TESSEL_OK;
   if (!(t->added = calloc((size_t)n, sizeof *t->added))) return tsl_error(TESSEL_E_NOMEM, "out of host memory");
   cJSON_ArrayForEach(a, list) {
-    const cJSON *id = field(a, "id"), *content = field(a, "content");
+    const cJSON *id = tsl_tok_field(a, "id"), *content = tsl_tok_field(a, "content");
     if (!cJSON_IsNumber(id) || !cJSON_IsString(content) || !content->valuestring[0])
       return tsl_error(TESSEL_E_CONFIG, "%s: added_tokens[%d] lacks an id or content", l->name, t->n_added);
     TSL_TRY(st, check_added_id(l, content->valuestring, id->valuedouble));
     TSL_TRY(st, set_id(l, id, content->valuestring, "added token"));
     tsl_added_token *x = &t->added[t->n_added];
     x->id = (int32_t)id->valuedouble;
-    x->special = bool_field(a, "special", 0);
+    x->special = tsl_tok_bool(a, "special", 0);
     /* tokenizers requires the flags; a file without them reads as its AddedToken::from would make them */
-    x->normalized = bool_field(a, "normalized", !x->special);
-    x->lstrip = bool_field(a, "lstrip", 0);
-    x->rstrip = bool_field(a, "rstrip", 0);
-    x->single_word = bool_field(a, "single_word", 0);
+    x->normalized = tsl_tok_bool(a, "normalized", !x->special);
+    x->lstrip = tsl_tok_bool(a, "lstrip", 0);
+    x->rstrip = tsl_tok_bool(a, "rstrip", 0);
+    x->single_word = tsl_tok_bool(a, "single_word", 0);
     x->order = x->special ? t->n_added : n + t->n_added;
     x->len = strlen(content->valuestring);
     t->n_added++;
@@ -438,8 +426,8 @@ static tsl_status load_tree(loader *l, const cJSON *root) {
   tsl_tokenizer *t = l->t;
   tsl_status st;
   if (!cJSON_IsObject(root)) return tsl_error(TESSEL_E_IO, "%s: not a JSON object (truncated or not a tokenizer.json?)", l->name);
-  l->id_bound = (int64_t)cJSON_GetArraySize(field(field(root, "model"), "vocab")) +
-                 (int64_t)cJSON_GetArraySize(field(root, "added_tokens"));
+  l->id_bound = (int64_t)cJSON_GetArraySize(tsl_tok_field(tsl_tok_field(root, "model"), "vocab")) +
+                 (int64_t)cJSON_GetArraySize(tsl_tok_field(root, "added_tokens"));
   TSL_TRY(st, read_pipeline(l, root));
   TSL_TRY(st, read_model(l, root));
   TSL_TRY(st, read_added(l, root));

@@ -36,29 +36,25 @@
 static const char metaspace[] = "\xe2\x96\x81"; /* ▁ */
 #define METASPACE_LEN 3
 
-static const cJSON *field(const cJSON *obj, const char *key) { return cJSON_GetObjectItemCaseSensitive(obj, key); }
-
 static int is_string(const cJSON *v, const char *s) { return cJSON_IsString(v) && strcmp(v->valuestring, s) == 0; }
-
-static int is_type(const cJSON *obj, const char *type) { return is_string(field(obj, "type"), type); }
 
 /* A Replace of the literal `from` by `to` (normalizer or decoder). */
 static int is_replace(const cJSON *r, const char *from, const char *to) {
-  return is_type(r, "Replace") && is_string(field(field(r, "pattern"), "String"), from) &&
-         is_string(field(r, "content"), to);
+  return tsl_tok_is_type(r, "Replace") && is_string(tsl_tok_field(tsl_tok_field(r, "pattern"), "String"), from) &&
+         is_string(tsl_tok_field(r, "content"), to);
 }
 
 int tsl_metaspace_legacy_normalizer(const cJSON *norm) {
-  const cJSON *steps = field(norm, "normalizers");
-  return is_type(norm, "Sequence") && cJSON_GetArraySize(steps) == 2 &&
-         is_type(cJSON_GetArrayItem(steps, 0), "Prepend") &&
-         is_string(field(cJSON_GetArrayItem(steps, 0), "prepend"), metaspace) &&
+  const cJSON *steps = tsl_tok_field(norm, "normalizers");
+  return tsl_tok_is_type(norm, "Sequence") && cJSON_GetArraySize(steps) == 2 &&
+         tsl_tok_is_type(cJSON_GetArrayItem(steps, 0), "Prepend") &&
+         is_string(tsl_tok_field(cJSON_GetArrayItem(steps, 0), "prepend"), metaspace) &&
          is_replace(cJSON_GetArrayItem(steps, 1), " ", metaspace);
 }
 
 static tsl_status read_pre_tokenizer(tsl_tokenizer *t, const char *name, const cJSON *pt) {
-  const cJSON *scheme = field(pt, "prepend_scheme"), *split = field(pt, "split");
-  if (!is_string(field(pt, "replacement"), metaspace))
+  const cJSON *scheme = tsl_tok_field(pt, "prepend_scheme"), *split = tsl_tok_field(pt, "split");
+  if (!is_string(tsl_tok_field(pt, "replacement"), metaspace))
     return tsl_error(TESSEL_E_UNSUPPORTED, "%s: pre_tokenizer Metaspace has a replacement other than \xe2\x96\x81",
                      name);
   if (is_string(scheme, "always")) t->prepend = TSL_PREPEND_ALWAYS;
@@ -66,19 +62,19 @@ static tsl_status read_pre_tokenizer(tsl_tokenizer *t, const char *name, const c
   else if (is_string(scheme, "never")) t->prepend = TSL_PREPEND_NEVER;
   else if (scheme) return tsl_error(TESSEL_E_UNSUPPORTED, "%s: pre_tokenizer Metaspace prepend_scheme is not always, "
                                     "first or never", name);
-  else t->prepend = cJSON_IsFalse(field(pt, "add_prefix_space")) ? TSL_PREPEND_NEVER : TSL_PREPEND_ALWAYS;
+  else t->prepend = cJSON_IsFalse(tsl_tok_field(pt, "add_prefix_space")) ? TSL_PREPEND_NEVER : TSL_PREPEND_ALWAYS;
   t->split_at_metaspace = !cJSON_IsFalse(split); /* tokenizers' default splits */
   return TESSEL_OK;
 }
 
 static tsl_status read_decoder(tsl_tokenizer *t, const char *name, const cJSON *dec) {
-  const cJSON *steps = field(dec, "decoders"), *strip = cJSON_GetArrayItem(steps, 3);
+  const cJSON *steps = tsl_tok_field(dec, "decoders"), *strip = cJSON_GetArrayItem(steps, 3);
   int n = cJSON_GetArraySize(steps);
-  if (is_type(dec, "Sequence") && (n == 3 || n == 4) && is_replace(cJSON_GetArrayItem(steps, 0), metaspace, " ") &&
-      is_type(cJSON_GetArrayItem(steps, 1), "ByteFallback") && is_type(cJSON_GetArrayItem(steps, 2), "Fuse")) {
+  if (tsl_tok_is_type(dec, "Sequence") && (n == 3 || n == 4) && is_replace(cJSON_GetArrayItem(steps, 0), metaspace, " ") &&
+      tsl_tok_is_type(cJSON_GetArrayItem(steps, 1), "ByteFallback") && tsl_tok_is_type(cJSON_GetArrayItem(steps, 2), "Fuse")) {
     if (n == 3) return TESSEL_OK;
-    if (is_type(strip, "Strip") && is_string(field(strip, "content"), " ") && field(strip, "start") &&
-        field(strip, "start")->valuedouble == 1 && field(strip, "stop") && field(strip, "stop")->valuedouble == 0) {
+    if (tsl_tok_is_type(strip, "Strip") && is_string(tsl_tok_field(strip, "content"), " ") && tsl_tok_field(strip, "start") &&
+        tsl_tok_field(strip, "start")->valuedouble == 1 && tsl_tok_field(strip, "stop") && tsl_tok_field(strip, "stop")->valuedouble == 0) {
       t->strip_first_space = 1;
       return TESSEL_OK;
     }
@@ -88,7 +84,7 @@ static tsl_status read_decoder(tsl_tokenizer *t, const char *name, const cJSON *
 }
 
 tsl_status tsl_metaspace_read(tsl_tokenizer *t, const char *name, const cJSON *root) {
-  const cJSON *norm = field(root, "normalizer"), *pt = field(root, "pre_tokenizer"), *model = field(root, "model");
+  const cJSON *norm = tsl_tok_field(root, "normalizer"), *pt = tsl_tok_field(root, "pre_tokenizer"), *model = tsl_tok_field(root, "model");
   tsl_status st;
   t->metaspace = 1;
   if (tsl_metaspace_legacy_normalizer(norm)) {
@@ -100,18 +96,18 @@ tsl_status tsl_metaspace_read(tsl_tokenizer *t, const char *name, const cJSON *r
   } else {
     /* an empty Sequence (some converters write one) normalizes nothing */
     int none = !norm || cJSON_IsNull(norm) ||
-               (is_type(norm, "Sequence") && !cJSON_GetArraySize(field(norm, "normalizers")));
+               (tsl_tok_is_type(norm, "Sequence") && !cJSON_GetArraySize(tsl_tok_field(norm, "normalizers")));
     if (!none)
       return tsl_error(TESSEL_E_UNSUPPORTED, "%s: a normalizer before a Metaspace pre-tokenizer is not supported",
                        name);
     TSL_TRY(st, read_pre_tokenizer(t, name, pt));
   }
-  if (!cJSON_IsTrue(field(model, "byte_fallback")))
+  if (!cJSON_IsTrue(tsl_tok_field(model, "byte_fallback")))
     return tsl_error(TESSEL_E_UNSUPPORTED, "%s: model.byte_fallback is not set; tessel reads a SentencePiece BPE only "
                      "with byte fallback, so that no text meets <unk>", name);
-  if (cJSON_IsTrue(field(model, "ignore_merges")))
+  if (cJSON_IsTrue(tsl_tok_field(model, "ignore_merges")))
     return tsl_error(TESSEL_E_UNSUPPORTED, "%s: model.ignore_merges with a Metaspace tokenizer is not supported", name);
-  return read_decoder(t, name, field(root, "decoder"));
+  return read_decoder(t, name, tsl_tok_field(root, "decoder"));
 fail:
   return st;
 }

@@ -72,18 +72,6 @@ struct tsl_pretok_seq {
   size_t mapped_cap;
 };
 
-static const cJSON *field(const cJSON *obj, const char *key) { return cJSON_GetObjectItemCaseSensitive(obj, key); }
-
-static int bool_field(const cJSON *obj, const char *key, int dflt) {
-  const cJSON *v = field(obj, key);
-  return cJSON_IsBool(v) ? cJSON_IsTrue(v) : dflt;
-}
-
-static const char *type_of(const cJSON *obj) {
-  const cJSON *ty = field(obj, "type");
-  return cJSON_IsString(ty) ? ty->valuestring : "missing";
-}
-
 /* ---- running ---- */
 
 /* Folds the parts of one piece (matches and the gaps between them, in
@@ -282,13 +270,13 @@ uint64_t tsl_pretok_seq_hash(const tsl_pretok_seq *q, uint64_t h) {
 
 /* The steps of pt in order, a Sequence's (nested ones too) in its place. */
 static tsl_status flatten(const cJSON *pt, const cJSON ***steps, int *n, size_t *cap) {
-  if (strcmp(type_of(pt), "Sequence") != 0) {
+  if (strcmp(tsl_tok_type(pt), "Sequence") != 0) {
     tsl_status st = tsl_tok_reserve(steps, cap, (size_t)*n + 1, sizeof **steps);
     if (st >= 0) (*steps)[(*n)++] = pt;
     return st;
   }
   const cJSON *e;
-  cJSON_ArrayForEach(e, field(pt, "pretokenizers")) {
+  cJSON_ArrayForEach(e, tsl_tok_field(pt, "pretokenizers")) {
     tsl_status st = flatten(e, steps, n, cap);
     if (st < 0) return st;
   }
@@ -311,7 +299,7 @@ static char *quote_literal(const char *text) {
 
 /* A Split's pattern, compiled into *re; `what` names it in messages. */
 static tsl_status read_pattern(const char *what, const cJSON *split, tsl_pretok **re) {
-  const cJSON *pat = field(split, "pattern"), *regex = field(pat, "Regex"), *str = field(pat, "String");
+  const cJSON *pat = tsl_tok_field(split, "pattern"), *regex = tsl_tok_field(pat, "Regex"), *str = tsl_tok_field(pat, "String");
   char *pattern = cJSON_IsString(regex) ? tsl_strdup(regex->valuestring)
                   : cJSON_IsString(str) ? quote_literal(str->valuestring)
                                         : NULL;
@@ -325,7 +313,7 @@ static tsl_status read_pattern(const char *what, const cJSON *split, tsl_pretok 
 
 /* A step's behavior by its name (absent: dflt, when that is one). */
 static tsl_status read_behavior(const char *what, const cJSON *obj, int dflt, behavior *out) {
-  const cJSON *b = field(obj, "behavior");
+  const cJSON *b = tsl_tok_field(obj, "behavior");
   if (!b && dflt >= 0) {
     *out = (behavior)dflt;
     return TESSEL_OK;
@@ -342,18 +330,18 @@ static tsl_status read_behavior(const char *what, const cJSON *obj, int dflt, be
 
 /* One step of the sequence; `mapped`: it comes after the ByteLevel. */
 static tsl_status read_step(const char *what, const cJSON *j, int mapped, step *s) {
-  const char *type = type_of(j);
+  const char *type = tsl_tok_type(j);
   s->mapped = mapped;
   s->behavior = ISOLATED;
   if (strcmp(type, "Split") == 0) {
     s->kind = STEP_SPLIT;
-    s->invert = bool_field(j, "invert", 0);
+    s->invert = tsl_tok_bool(j, "invert", 0);
     tsl_status st = read_behavior(what, j, -1, &s->behavior);
     return st < 0 ? st : read_pattern(what, j, &s->re);
   }
   if (strcmp(type, "Digits") == 0) {
     s->kind = STEP_DIGITS;
-    s->behavior = bool_field(j, "individual_digits", 0) ? ISOLATED : CONTIGUOUS;
+    s->behavior = tsl_tok_bool(j, "individual_digits", 0) ? ISOLATED : CONTIGUOUS;
     return TESSEL_OK;
   }
   if (strcmp(type, "Punctuation") == 0) {
@@ -361,14 +349,14 @@ static tsl_status read_step(const char *what, const cJSON *j, int mapped, step *
     return read_behavior(what, j, ISOLATED, &s->behavior);
   }
   s->kind = STEP_BYTE_LEVEL;
-  s->prefix_space = bool_field(j, "add_prefix_space", 0);
-  return bool_field(j, "use_regex", 1) ? tsl_pretok_create(tsl_gpt2_pattern, what, &s->re) : TESSEL_OK;
+  s->prefix_space = tsl_tok_bool(j, "add_prefix_space", 0);
+  return tsl_tok_bool(j, "use_regex", 1) ? tsl_pretok_create(tsl_gpt2_pattern, what, &s->re) : TESSEL_OK;
 }
 
 /* What messages call step i of the pre-tokenizer: "NAME: pre_tokenizer
 ** step I (TYPE)", in what[cap]. */
 static const char *step_what(char *what, size_t cap, const char *name, int i, const cJSON *j) {
-  snprintf(what, cap, "%s: pre_tokenizer step %d (%s)", name, i, type_of(j));
+  snprintf(what, cap, "%s: pre_tokenizer step %d (%s)", name, i, tsl_tok_type(j));
   return what;
 }
 
@@ -395,8 +383,6 @@ static tsl_status read_sequence(const char *name, const cJSON *const *js, int n,
   return st;
 }
 
-static int is_step(const cJSON *j, const char *type) { return strcmp(type_of(j), type) == 0; }
-
 static tsl_status refuse_kind(const char *name, const char *type) {
   return tsl_error(TESSEL_E_UNSUPPORTED, "%s: pre_tokenizer is %s; tessel reads byte-level BPE tokenizers (a "
                    "ByteLevel pre-tokenizer, alone or in a Sequence) and SentencePiece's (Metaspace)", name, type);
@@ -407,11 +393,11 @@ static tsl_status refuse_kind(const char *name, const char *type) {
 static tsl_status check_steps(const char *name, const cJSON *pt, const cJSON *const *js, int n, int *byte_level) {
   *byte_level = -1;
   for (int i = 0; i < n; i++) {
-    int bl = is_step(js[i], "ByteLevel");
-    if (!bl && !is_step(js[i], "Split") && !is_step(js[i], "Digits") && !is_step(js[i], "Punctuation"))
-      return js[i] == pt ? refuse_kind(name, type_of(pt))
+    int bl = tsl_tok_is_type(js[i], "ByteLevel");
+    if (!bl && !tsl_tok_is_type(js[i], "Split") && !tsl_tok_is_type(js[i], "Digits") && !tsl_tok_is_type(js[i], "Punctuation"))
+      return js[i] == pt ? refuse_kind(name, tsl_tok_type(pt))
                          : tsl_error(TESSEL_E_UNSUPPORTED, "%s: pre_tokenizer step %d is %s; tessel runs Split, "
-                                     "Digits, Punctuation and ByteLevel steps", name, i, type_of(js[i]));
+                                     "Digits, Punctuation and ByteLevel steps", name, i, tsl_tok_type(js[i]));
     if (bl && *byte_level >= 0)
       return tsl_error(TESSEL_E_UNSUPPORTED, "%s: pre_tokenizer step %d is a second ByteLevel; tessel runs one",
                        name, i);
@@ -426,10 +412,10 @@ static tsl_status check_steps(const char *name, const cJSON *pt, const cJSON *co
 /* Whether the steps are one Split (Isolated, not inverted) and a ByteLevel
 ** without its regex: one regex, which pretok.c runs alone. */
 static int one_regex(const cJSON *const *js, int n, int byte_level) {
-  const cJSON *behavior = field(js[0], "behavior");
-  return n == 2 && byte_level == 1 && is_step(js[0], "Split") && !bool_field(js[0], "invert", 0) &&
+  const cJSON *behavior = tsl_tok_field(js[0], "behavior");
+  return n == 2 && byte_level == 1 && tsl_tok_is_type(js[0], "Split") && !tsl_tok_bool(js[0], "invert", 0) &&
          cJSON_IsString(behavior) && strcmp(behavior->valuestring, "Isolated") == 0 &&
-         !bool_field(js[1], "use_regex", 1);
+         !tsl_tok_bool(js[1], "use_regex", 1);
 }
 
 tsl_status tsl_pretok_read(tsl_tokenizer *t, const char *name, const cJSON *pt) {
@@ -444,10 +430,10 @@ tsl_status tsl_pretok_read(tsl_tokenizer *t, const char *name, const cJSON *pt) 
   if (st < 0) goto done;
   const cJSON *bl = js[byte_level];
   /* ByteLevel puts a space before each piece it gets: the span, when it comes first */
-  t->add_prefix_space = bool_field(bl, "add_prefix_space", 0);
+  t->add_prefix_space = tsl_tok_bool(bl, "add_prefix_space", 0);
   t->prefix_each_piece = t->add_prefix_space && byte_level > 0;
   if (n == 1) {
-    if (bool_field(bl, "use_regex", 1)) st = tsl_pretok_create(tsl_gpt2_pattern, name, &t->pretok);
+    if (tsl_tok_bool(bl, "use_regex", 1)) st = tsl_pretok_create(tsl_gpt2_pattern, name, &t->pretok);
   } else if (one_regex(js, n, byte_level)) {
     st = read_pattern(step_what(what, what_cap, name, 0, js[0]), js[0], &t->pretok);
   } else {
