@@ -4,11 +4,13 @@
 #   equiv.sh TESSEL SRC TMP NAME CONFIG RANKS TOL [--set KEY=VALUE]...
 #
 # Trains CONFIG twice for the same steps, model, data and seed: once as one
-# process with no strategy (plugin: null) and once under `tessel launch -n
-# RANKS` with the config's strategy; then compares the per-step losses of the
-# two metrics files. Passes when every step's |a - b| / |a| <= TOL. Leaves
-# both metrics files in TMP/NAME.* only on failure. Prints the largest
-# relative difference either way.
+# process with no strategy (plugin: null, set after the --set arguments, so
+# these may set the strategy's options too) and once under `tessel launch
+# -n RANKS` with the config's strategy; then compares the per-step losses of
+# the two metrics files. Passes when every step's |a - b| / |a| <= TOL.
+# Leaves both metrics files in TMP/NAME.* only on failure. Prints the
+# largest relative difference either way. EQUIV_STEPS in the environment
+# trains that many steps instead of 20 (tests/equiv/sweep.sh trains 10).
 #
 # Why a tolerance and not bitwise: a strategy changes the order in which
 # fp32 sums are taken (a gradient summed over ranks, a split dot product),
@@ -24,21 +26,28 @@
 # gradient left partial, which AdamW's later steps may hide in the losses,
 # shows there: Qwen3's per-head q/k norms without their sum over the ranks
 # that hold the heads move it by 1.8e-6 (hybrid tp 2) to 5.1e-6 (tp2d).
+#
+# The validation loss a run computes at its end (when its data has a
+# validation split) is compared within TOL too: evaluation takes a path of
+# its own through a strategy (hybrid's pipeline has an eval_step), which the
+# training losses do not cover.
 set -euo pipefail
 TESSEL=$1; SRC=$2; TMP=$3; NAME=$4; CONFIG=$5; RANKS=$6; TOL=$7
 GRAD_TOL=5e-7
+STEPS=${EQUIV_STEPS:-20}
 shift 7
 WORK=$TMP/$NAME.$$
 rm -rf "$WORK"
 mkdir -p "$WORK"
 cd "$SRC"
 
-common=(--set train.steps=20 --set train.sample_tokens=0 --set train.eval_every=0 --set checkpoint.resume=never
+common=(--set train.steps=$STEPS --set train.sample_tokens=0 --set train.eval_every=0 --set checkpoint.resume=never
         --set log.progress=never --set data.dir="$WORK/data" --set device.threads=1 "$@")
 losses() { sed -n 's/.*"loss":\([^,]*\),.*/\1/p' "$1"; }
 first_grad_norm() { sed -n '1s/.*"grad_norm":\([^,]*\),.*/\1/p' "$1"; }
+final_val_loss() { sed -n '$s/.*"val_loss":\([^,}]*\).*/\1/p' "$1"; }
 
-if ! "$TESSEL" run "$CONFIG" --set plugin=null --set log.dir="$WORK/ref" "${common[@]}" >"$WORK/ref.log" 2>&1; then
+if ! "$TESSEL" run "$CONFIG" --set log.dir="$WORK/ref" "${common[@]}" --set plugin=null >"$WORK/ref.log" 2>&1; then
   cat "$WORK/ref.log" >&2
   echo "FAIL: the single-process reference run failed" >&2
   exit 1
@@ -52,12 +61,19 @@ fi
 losses "$WORK/ref/metrics.jsonl" >"$WORK/a"
 losses "$WORK/run/metrics.jsonl" >"$WORK/b"
 n=$(wc -l <"$WORK/a")
-[ "$n" -eq 20 ] && [ "$(wc -l <"$WORK/b")" -eq 20 ] || { echo "FAIL: expected 20 steps, got $n and $(wc -l <"$WORK/b")" >&2; exit 1; }
+[ "$n" -eq "$STEPS" ] && [ "$(wc -l <"$WORK/b")" -eq "$STEPS" ] || { echo "FAIL: expected $STEPS steps, got $n and $(wc -l <"$WORK/b")" >&2; exit 1; }
 if ! echo "$(first_grad_norm "$WORK/ref/metrics.jsonl") $(first_grad_norm "$WORK/run/metrics.jsonl")" |
      awk -v tol="$GRAD_TOL" '{ d = ($1 - $2) / $1; if (d < 0) d = -d
        printf "step 1 gradient norm relative difference %.3g (tolerance %g)\n", d, tol
        exit !(NF == 2 && d <= tol) }'; then
   echo "FAIL: the first step's gradients differ from one process's; files kept in $WORK" >&2
+  exit 1
+fi
+val="$(final_val_loss "$WORK/ref/metrics.jsonl") $(final_val_loss "$WORK/run/metrics.jsonl")"
+if [ "$val" != " " ] && ! echo "$val" | awk -v tol="$TOL" '{ d = ($1 - $2) / $1; if (d < 0) d = -d
+       printf "validation loss relative difference %.3g (tolerance %g)\n", d, tol
+       exit !(NF == 2 && d <= tol) }'; then
+  echo "FAIL: the validation losses at the end differ ($val); files kept in $WORK" >&2
   exit 1
 fi
 if paste "$WORK/a" "$WORK/b" | awk -v tol="$TOL" '
