@@ -62,26 +62,26 @@ losses "$WORK/ref/metrics.jsonl" >"$WORK/a"
 losses "$WORK/run/metrics.jsonl" >"$WORK/b"
 n=$(wc -l <"$WORK/a")
 [ "$n" -eq "$STEPS" ] && [ "$(wc -l <"$WORK/b")" -eq "$STEPS" ] || { echo "FAIL: expected $STEPS steps, got $n and $(wc -l <"$WORK/b")" >&2; exit 1; }
+# the three comparisons, each printed, then one verdict
+failed=()
 if ! echo "$(first_grad_norm "$WORK/ref/metrics.jsonl") $(first_grad_norm "$WORK/run/metrics.jsonl")" |
      awk -v tol="$GRAD_TOL" '{ d = ($1 - $2) / $1; if (d < 0) d = -d
        printf "step 1 gradient norm relative difference %.3g (tolerance %g)\n", d, tol
        exit !(NF == 2 && d <= tol) }'; then
-  echo "FAIL: the first step's gradients differ from one process's; files kept in $WORK" >&2
-  exit 1
+  failed+=("the first step's gradients differ from one process's")
 fi
 val="$(final_val_loss "$WORK/ref/metrics.jsonl") $(final_val_loss "$WORK/run/metrics.jsonl")"
 if [ "$val" != " " ] && ! echo "$val" | awk -v tol="$TOL" '{ d = ($1 - $2) / $1; if (d < 0) d = -d
        printf "validation loss relative difference %.3g (tolerance %g)\n", d, tol
        exit !(NF == 2 && d <= tol) }'; then
-  echo "FAIL: the validation losses at the end differ ($val); files kept in $WORK" >&2
-  exit 1
+  failed+=("the validation losses at the end differ ($val)")
 fi
-if paste "$WORK/a" "$WORK/b" | awk -v tol="$TOL" '
+if ! paste "$WORK/a" "$WORK/b" | awk -v tol="$TOL" '
      { d = ($1 - $2) / $1; if (d < 0) d = -d; if (d > worst) { worst = d; at = NR } }
      END { printf "largest relative loss difference %.3g at step %d (tolerance %g)\n", worst, at, tol; exit !(worst <= tol) }'; then
-  rm -rf "$WORK"
-else
   paste "$WORK/a" "$WORK/b" >&2
-  echo "FAIL: $RANKS ranks diverge from one process; files kept in $WORK" >&2
-  exit 1
+  failed+=("$RANKS ranks diverge from one process")
 fi
+[ ${#failed[@]} -eq 0 ] && { rm -rf "$WORK"; exit 0; }
+for f in "${failed[@]}"; do echo "FAIL: $f; files kept in $WORK" >&2; done
+exit 1

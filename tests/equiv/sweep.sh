@@ -291,6 +291,30 @@ show() {
   echo "${out# }"
 }
 
+# After a numeric failure: how far one process strays from itself when only
+# the order of its sums changes (the case's batch in micro-batches of 1
+# instead of its own, or whole when they are 1). Of the order of the
+# failure, it is rounding that the case's model and optimizer amplify, not
+# the strategy (docs/architecture.md, Determinism).
+floor() {
+  local log=$1 work batch micro alt d
+  shift
+  work=$(sed -n 's/.*files kept in \(.*\)$/\1/p' "$log" | head -1)
+  [ -f "$work/ref/metrics.jsonl" ] || return 0
+  batch=$(sed -n 's/^train.batch_size=//p' < <(printf '%s\n' "${SETS[@]}"))
+  micro=$(sed -n 's/^train.micro_batch_size=//p' < <(printf '%s\n' "${SETS[@]}"))
+  micro=${micro:-$batch}
+  [ "$batch" -gt 1 ] || { echo "      (a batch of one: no other order of its sums to compare one process with)"; return 0; }
+  alt=$([ "$micro" -gt 1 ] && echo 1 || echo "$batch")
+  (cd "$SRC" && "$TESSEL" run "$BASE" "$@" --set train.micro_batch_size="$alt" --set plugin=null \
+    --set log.dir="$work/alt" --set train.steps="$STEPS" --set train.sample_tokens=0 --set train.eval_every=0 \
+    --set checkpoint.resume=never --set log.progress=never --set device.threads=1) >"$work/alt.log" 2>&1 || return 0
+  d=$(paste <(sed -n 's/.*"loss":\([^,]*\),.*/\1/p' "$work/ref/metrics.jsonl") \
+            <(sed -n 's/.*"loss":\([^,]*\),.*/\1/p' "$work/alt/metrics.jsonl") |
+      awk '{ d = ($1 - $2) / $1; if (d < 0) d = -d; if (d > w) w = d } END { printf "%.3g", w }')
+  echo "      one process against itself with micro_batch_size $alt instead of $micro: largest relative loss difference $d"
+}
+
 declare -A N_PASS N_FAIL N_REFUSED N_CASES
 FAILED=() UNEXPECTED=() WORST=0 WORST_AT=""
 run_case() {
@@ -329,8 +353,10 @@ run_case() {
     N_FAIL[$STRAT]=$((${N_FAIL[$STRAT]:-0} + 1))
     FAILED+=("$i")
     why=$(grep -m1 -E '^FAIL|error' "$log")
-    printf '      %s\n      log %s; again: EQUIV_STEPS=%s tests/equiv/equiv.sh %s . %s case-%s %s %s 1e-5' \
-      "$why" "$log" "$STEPS" "$TESSEL" "$TMP" "$i" "$BASE" "$RANKS"
+    printf '      %s\n' "$why"
+    floor "$log" "${args[@]}"
+    printf '      log %s; again: EQUIV_STEPS=%s tests/equiv/equiv.sh %s . %s case-%s %s %s 1e-5' \
+      "$log" "$STEPS" "$TESSEL" "$TMP" "$i" "$BASE" "$RANKS"
     for s in "${SETS[@]}" "$DATA"; do printf " --set '%s'" "$s"; done
     echo
   fi
