@@ -27,10 +27,11 @@
 # shows there: Qwen3's per-head q/k norms without their sum over the ranks
 # that hold the heads move it by 1.8e-6 (hybrid tp 2) to 5.1e-6 (tp2d).
 #
-# The validation loss a run computes at its end (when its data has a
-# validation split) is compared within TOL too: evaluation takes a path of
-# its own through a strategy (hybrid's pipeline has an eval_step), which the
-# training losses do not cover.
+# The validation losses (at the end when the data has a validation split,
+# and every train.eval_every steps when the --set arguments ask) are compared
+# within TOL too: evaluation takes a path of its own through a strategy
+# (hybrid's pipeline has an eval_step), which the training losses do not
+# cover.
 set -euo pipefail
 TESSEL=$1; SRC=$2; TMP=$3; NAME=$4; CONFIG=$5; RANKS=$6; TOL=$7
 GRAD_TOL=5e-7
@@ -45,7 +46,7 @@ common=(--set train.steps=$STEPS --set train.sample_tokens=0 --set train.eval_ev
         --set log.progress=never --set data.dir="$WORK/data" --set device.threads=1 "$@")
 losses() { sed -n 's/.*"loss":\([^,]*\),.*/\1/p' "$1"; }
 first_grad_norm() { sed -n '1s/.*"grad_norm":\([^,]*\),.*/\1/p' "$1"; }
-final_val_loss() { sed -n '$s/.*"val_loss":\([^,}]*\).*/\1/p' "$1"; }
+val_losses() { sed -n 's/.*"step":\([0-9]*\),.*"val_loss":\([^,}]*\).*/\1 \2/p' "$1"; }
 
 if ! "$TESSEL" run "$CONFIG" --set log.dir="$WORK/ref" "${common[@]}" --set plugin=null >"$WORK/ref.log" 2>&1; then
   cat "$WORK/ref.log" >&2
@@ -70,11 +71,16 @@ if ! echo "$(first_grad_norm "$WORK/ref/metrics.jsonl") $(first_grad_norm "$WORK
        exit !(NF == 2 && d <= tol) }'; then
   failed+=("the first step's gradients differ from one process's")
 fi
-val="$(final_val_loss "$WORK/ref/metrics.jsonl") $(final_val_loss "$WORK/run/metrics.jsonl")"
-if [ "$val" != " " ] && ! echo "$val" | awk -v tol="$TOL" '{ d = ($1 - $2) / $1; if (d < 0) d = -d
-       printf "validation loss relative difference %.3g (tolerance %g)\n", d, tol
-       exit !(NF == 2 && d <= tol) }'; then
-  failed+=("the validation losses at the end differ ($val)")
+val_losses "$WORK/ref/metrics.jsonl" >"$WORK/va"
+val_losses "$WORK/run/metrics.jsonl" >"$WORK/vb"
+if [ -s "$WORK/va" ] || [ -s "$WORK/vb" ]; then
+  if ! paste "$WORK/va" "$WORK/vb" | awk -v tol="$TOL" '
+       { if (NF != 4 || $1 != $3) bad = 1; else { d = ($2 - $4) / $2; if (d < 0) d = -d; if (d > worst) { worst = d; at = $1 } } }
+       END { printf "validation loss relative difference %.3g at step %d (tolerance %g)\n", worst, at, tol
+             exit !(!bad && worst <= tol) }'; then
+    paste "$WORK/va" "$WORK/vb" >&2
+    failed+=("the validation losses differ")
+  fi
 fi
 if ! paste "$WORK/a" "$WORK/b" | awk -v tol="$TOL" '
      { d = ($1 - $2) / $1; if (d < 0) d = -d; if (d > worst) { worst = d; at = NR } }

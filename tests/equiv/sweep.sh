@@ -9,7 +9,7 @@
 # this draws CASES combinations (default 150) from SEED (default 1) and runs
 # tests/equiv/equiv.sh on each: tests/equiv/sweep.yaml plus the case's --set
 # overrides, STEPS steps (default 10) as one process and under `tessel launch
-# -n RANKS` (RANKS at most MAX_RANKS, default 8), every loss and the final
+# -n RANKS` (RANKS at most MAX_RANKS, default 8), every loss and every
 # validation loss within 1e-5 relative and the first step's gradient norm
 # within 5e-7. From the repository root, after a build:
 #
@@ -24,11 +24,11 @@
 # not multiples of the split, odd ffn and seq_len, longer positions,
 # recompute and offload_activations; batch and micro-batch (gradient
 # accumulation), grad_clip, weight decay, AdamW's betas and eps, warm-up and
-# decay; and each strategy's options: ddp bucket_size; hybrid tp, pp, dp,
-# sequence_parallel, zero_stage, stage_layers, num_microbatches,
-# bucket_size; gemini static fractions, auto placement, a
-# device.memory_limit, NVMe moments, chunk_size, prefetch; tp2d q and depth;
-# tp3d q; each with data parallelism on top.
+# decay, validation during the run; and each strategy's options: ddp
+# bucket_size; hybrid tp, pp, dp, sequence_parallel, zero_stage,
+# stage_layers, num_microbatches, bucket_size; gemini static fractions, auto
+# placement, a device.memory_limit, NVMe moments, chunk_size, prefetch; tp2d
+# q and depth; tp3d q; each with data parallelism on top.
 #
 # Draws keep to what the docs call valid (heads, key/value heads, channels,
 # ffn, the padded vocabulary and the micro-batch split as each strategy
@@ -278,6 +278,7 @@ draw_train() {
   chance 15 && pick 0.9 0.999 && set_ optimizer.beta2 "$P"
   chance 10 && pick 1.0e-6 1.0e-10 && set_ optimizer.eps "$P"
   chance 30 && pick 1.0e-3 5.0e-3 && set_ optimizer.lr "$P"
+  chance 20 && pick 2 3 4 && set_ train.eval_every "$P" && pick 1 2 && set_ train.eval_batches "$P"
   rnd 100000; set_ train.seed "$R"
 }
 
