@@ -66,6 +66,10 @@ while getopts "s:n:c:p:r:k:t:o:x:lh" opt; do
 done
 [ "$ONLY" -gt 0 ] && [ "$CASES" -lt "$ONLY" ] && CASES=$ONLY
 [ -x "$TESSEL" ] || { echo "sweep.sh: no tessel at $TESSEL (build first, or give -t)" >&2; exit 2; }
+[ "$MAXR" -ge 2 ] || { echo "sweep.sh: -r $MAXR: the strategies need at least 2 ranks" >&2; exit 2; }
+for s in ${STRATEGIES//,/ }; do
+  case $s in ddp | hybrid | gemini | tp2d | tp3d) ;; *) echo "sweep.sh: -p: no strategy '$s'" >&2; exit 2 ;; esac
+done
 BASE=tests/equiv/sweep.yaml
 mkdir -p "$TMP"
 TMP=$(cd "$TMP" && pwd)
