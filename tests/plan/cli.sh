@@ -89,8 +89,12 @@ grep -q "^  memory_limit: 50331648$" "$WORK"/limited/01-*.yaml ||
 # a second plan into the same folder says which of the first's choices are
 # left beside its own (03..06 sat there unmentioned), and removes nothing:
 # one may be the config it plans from; replacing that one is refused
-"$TESSEL" plan $g --world 4 --top 2 --write "$WORK/best" --set data.dir="$WORK/data" >"$WORK/write2.log" 2>&1 \
+# (named with a trailing slash, as shell completion writes it: its files
+# are named without a doubled one)
+"$TESSEL" plan $g --world 4 --top 2 --write "$WORK/best/" --set data.dir="$WORK/data" >"$WORK/write2.log" 2>&1 \
   || { cat "$WORK/write2.log" >&2; fail "the second plan --write failed"; }
+grep -qxF "wrote $WORK/best/$(basename "$(ls "$WORK"/best/01-*.yaml)")" "$WORK/write2.log" ||
+  { cat "$WORK/write2.log" >&2; fail "plan --write DIR/ does not name its first file DIR/01-..."; }
 grep -q "best also holds 4 choice(s) of an earlier plan (.*03-.*), left as they are" "$WORK/write2.log" ||
   { cat "$WORK/write2.log" >&2; fail "the earlier plan's choices went unmentioned"; }
 [ "$(ls "$WORK/best" | wc -l)" -eq 6 ] || fail "the second plan --write changed what the folder holds: $(ls "$WORK/best")"

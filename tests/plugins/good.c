@@ -11,7 +11,9 @@
 ** The same source is built twice, with TESTGOOD_VERSION "1.0" and "2.0", so
 ** that two ranks can be made to load different builds; and once with
 ** TESTGOOD_SETUP_FAILS_ON_RANK=R, whose setup fails on rank R alone, and
-** TESTGOOD_STEP_FAILS_ON_RANK=R, whose every step fails there.
+** TESTGOOD_STEP_FAILS_ON_RANK=R, whose every step fails there; and once
+** under a name longer than `tessel plugins`' narrowest NAME column
+** (TESTGOOD_NAME, "testgood" when undefined).
 */
 #include <stdint.h>
 #include <stdlib.h>
@@ -20,6 +22,9 @@
 
 #ifndef TESTGOOD_VERSION
 #error "TESTGOOD_VERSION must be defined by the build"
+#endif
+#ifndef TESTGOOD_NAME
+#define TESTGOOD_NAME "testgood"
 #endif
 
 typedef struct testgood {
@@ -95,7 +100,7 @@ static tessel_status tg_setup(void *inst) {
 static const tessel_strategy table = {
     .size = sizeof(tessel_strategy),
     .abi_version = TESSEL_ABI_VERSION,
-    .name = "testgood",
+    .name = TESTGOOD_NAME,
     .version = TESTGOOD_VERSION,
     .description = "test strategy: every parameter replicated over one data-parallel axis",
     .caps = TESSEL_CAP_DATA_PARALLEL,

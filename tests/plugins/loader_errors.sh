@@ -295,6 +295,20 @@ echo "$row" | sed -n 2p | grep -qF "$PLUGINS/good-v2/libtessel-testgood.so  (sha
   fail "testgood 2.0 is not listed as shadowed"
 [ "$failures" -eq "$before" ] || show
 
+# A name wider than the NAME column widens it for every row: the columns
+# after it start where the header's do (they once went out of line).
+before=$failures
+run plugins_wide env TESSEL_PLUGIN_PATH="$PLUGINS/good-v1:$PLUGINS/good-longname" "$TESSEL" plugins
+[ "$status" -eq 0 ] || fail "tessel plugins failed (status $status)"
+at=$(head -1 "$out" | awk '{print index($0, "VERSION")}')
+for name in testgood testgood_with_a_long_name; do
+  row=$(grep -E "^$name " "$out")
+  [ -n "$row" ] || { fail "$name is not listed"; continue; }
+  [ "$(printf '%s\n' "$row" | awk '{print index($0, "1.0 ")}')" -eq "$at" ] ||
+    fail "$name's version does not start under VERSION (column $at): '$row'"
+done
+[ "$failures" -eq "$before" ] || show
+
 # Every broken case in one listing: each reported, none fatal. createfail and
 # createcfg load fine (listing never runs create).
 before=$failures

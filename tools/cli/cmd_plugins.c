@@ -32,6 +32,25 @@ static int listed_before(char **dirs, int d) {
   return same;
 }
 
+/* The width of the NAME column: the longest plugin name the search finds,
+** and at least 10, so the columns after it line up for every row. */
+static int name_width(char **dirs, int n_dirs) {
+  int width = 10;
+  for (int d = 0; d < n_dirs; d++) {
+    if (listed_before(dirs, d)) continue;
+    char **files;
+    int n = tsl_plugin_list_dir(dirs[d], &files);
+    for (int i = 0; i < n; i++) {
+      char *name = tsl_plugin_name_from_path(files[i]);
+      if (name && (int)strlen(name) > width) width = (int)strlen(name);
+      free(name);
+      free(files[i]);
+    }
+    free(files);
+  }
+  return width;
+}
+
 static int plugins(int argc, char **argv) {
   (void)argv;
   if (argc > 1) return tsl_usage_error(&tsl_cmd_plugins, "takes no arguments");
@@ -44,7 +63,8 @@ static int plugins(int argc, char **argv) {
   } *seen = NULL;
   char **dirs = tsl_plugin_search_dirs(&n_dirs);
   if (!dirs) return tsl_fail(tsl_error(TESSEL_E_NOMEM, "out of host memory listing plugins"));
-  printf("%-10s %-9s %-5s %-40s %s\n", "NAME", "VERSION", "ABI", "CAPABILITIES", "DESCRIPTION / PATH");
+  int w = name_width(dirs, n_dirs);
+  printf("%-*s %-9s %-5s %-40s %s\n", w, "NAME", "VERSION", "ABI", "CAPABILITIES", "DESCRIPTION / PATH");
   for (int d = 0; d < n_dirs; d++) {
     if (listed_before(dirs, d)) continue; /* a directory named twice in the path is searched once */
     char **files;
@@ -57,9 +77,10 @@ static int plugins(int argc, char **argv) {
       tsl_plugin *p = NULL;
       int loads = tsl_plugin_open(files[i], &p) >= 0;
       found++;
-      if (!loads) printf("%-10s %-9s %-5s %-40s %s\n  cannot load: %s\n", "?", "-", "-", "-", files[i], tsl_error_message());
+      if (!loads)
+        printf("%-*s %-9s %-5s %-40s %s\n  cannot load: %s\n", w, "?", "-", "-", "-", files[i], tsl_error_message());
       else
-        printf("%-10s %-9s %u.%-3u %-40s %s\n  %s%s\n", p->name, p->vt.version ? p->vt.version : "-",
+        printf("%-*s %-9s %u.%-3u %-40s %s\n  %s%s\n", w, p->name, p->vt.version ? p->vt.version : "-",
                TESSEL_ABI_MAJOR(p->vt.abi_version), TESSEL_ABI_MINOR(p->vt.abi_version),
                tsl_plugin_caps_string(p->vt.caps, caps, sizeof caps), p->vt.description ? p->vt.description : "",
                files[i],

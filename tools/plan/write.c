@@ -85,9 +85,11 @@ static tsl_status write_one(const tsl_plan *p, const tsl_plan_cand *c, int index
   return TESSEL_OK;
 }
 
-tsl_status tsl_plan_write(const tsl_plan *p, int top, const char *dir, char ***paths, int *n) {
+tsl_status tsl_plan_write(const tsl_plan *p, int top, const char *dir_given, char ***paths, int *n) {
   tsl_config *cfg = NULL; /* what the plan read: never written over, never called an earlier plan's */
-  tsl_status st = tsl_config_load(p->config, p->sets, p->n_sets, &cfg);
+  char *dir = tsl_asprintf("%.*s", (int)tsl_path_len(dir_given), dir_given); /* "out/" writes out/01-... */
+  tsl_status st = dir ? tsl_config_load(p->config, p->sets, p->n_sets, &cfg)
+                      : tsl_error(TESSEL_E_NOMEM, "out of host memory");
   if (st >= 0) st = no_input_replaced(p, cfg, top, dir);
   if (st >= 0) st = tsl_mkdir_p(dir);
   *n = 0;
@@ -101,5 +103,6 @@ tsl_status tsl_plan_write(const tsl_plan *p, int top, const char *dir, char ***p
   if (st >= 0 && *n == 0) printf("nothing to write: no candidate fits\n");
   if (st >= 0) warn_earlier(cfg, dir, *paths, *n);
   tsl_config_free(cfg);
+  free(dir);
   return st;
 }
