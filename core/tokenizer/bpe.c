@@ -287,16 +287,8 @@ tsl_status tsl_tokenizer_encode(tsl_tokenizer *t, const char *text, size_t len, 
   return st;
 }
 
-/* A pre-tokenizer regex whose pieces end where tsl_tokenizer_cut cuts. */
-static int cuttable(const char *pattern) {
-  static const char *const names[] = {"gpt2", "llama3", "qwen2"};
-  for (size_t i = 0; pattern && i < TSL_ARRAY_LEN(names); i++)
-    if (strcmp(pattern, tsl_tokenizer_pattern_named(names[i])) == 0) return 1;
-  return 0;
-}
-
 size_t tsl_tokenizer_cut(const tsl_tokenizer *t, const char *text, size_t len, size_t from, size_t to) {
-  if (!t->metaspace && !cuttable(t->pretok ? tsl_pretok_pattern(t->pretok) : NULL)) return 0;
+  if (!t->metaspace && !tsl_pretok_named(t->pretok) && !(t->seq && tsl_pretok_seq_cuttable(t->seq))) return 0;
   for (size_t i = TSL_MAX(from, 1); i < to && i + 1 < len; i++)
     if (text[i] == ' ' && tsl_tok_ascii_letter(text[i - 1]) && tsl_tok_ascii_letter(text[i + 1]) &&
         (!t->metaspace || tsl_metaspace_piece_ends(t, (unsigned char)text[i - 1]))) /* a named regex: always */

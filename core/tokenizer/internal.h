@@ -96,6 +96,10 @@ tsl_status tsl_pretok_create(const char *pattern, const char *what, tsl_pretok *
 void tsl_pretok_free(tsl_pretok *p);
 /* The pattern as PCRE2 compiled it (onig.c's rewrite). */
 const char *tsl_pretok_pattern(const tsl_pretok *p);
+/* Whether p is GPT-2's, Llama 3's or Qwen2's regex (as rewritten), whose
+** pieces end at a space between two ASCII letters whatever surrounds it:
+** a place tsl_tokenizer_cut may cut. 0 for NULL. */
+int tsl_pretok_named(const tsl_pretok *p);
 
 /* Iterates over the pieces of one text: each regex match, and each gap
 ** between matches as a piece of its own (`tokenizers`' Split behaviour
@@ -173,6 +177,10 @@ tsl_status tsl_pretok_read(struct tsl_tokenizer *t, const char *name, const cJSO
 ** are offsets into *base, text or a copy of it with spaces put in. */
 tsl_status tsl_pretok_seq_split(tsl_pretok_seq *q, const char *text, size_t len, const char **base,
                                 const tsl_piece **pieces, size_t *n);
+/* Whether a text may be cut at a space between two ASCII letters with
+** every piece as it was (tsl_tokenizer_cut): some step ends a piece there
+** whatever surrounds it, and no step before it joins across it. */
+int tsl_pretok_seq_cuttable(const tsl_pretok_seq *q);
 /* h with the steps hashed in (their kinds, settings and regexes). */
 uint64_t tsl_pretok_seq_hash(const tsl_pretok_seq *q, uint64_t h);
 void tsl_pretok_seq_free(tsl_pretok_seq *q);

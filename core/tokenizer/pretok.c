@@ -112,6 +112,13 @@ void tsl_pretok_free(tsl_pretok *p) {
 
 const char *tsl_pretok_pattern(const tsl_pretok *p) { return p->pattern; }
 
+int tsl_pretok_named(const tsl_pretok *p) {
+  static const char *const names[] = {"gpt2", "llama3", "qwen2"};
+  for (size_t i = 0; p && i < TSL_ARRAY_LEN(names); i++)
+    if (strcmp(p->pattern, tsl_tokenizer_pattern_named(names[i])) == 0) return 1;
+  return 0;
+}
+
 static const char u180e[] = "\xE1\xA0\x8E", u200b[] = "\xE2\x80\x8B";
 
 /* An empty text may come as NULL (an empty file maps to no memory), and

@@ -45,8 +45,17 @@ typedef enum behavior { REMOVED, ISOLATED, MERGED_WITH_PREVIOUS, MERGED_WITH_NEX
 static const char *const behavior_names[] = {"Removed", "Isolated", "MergedWithPrevious", "MergedWithNext",
                                              "Contiguous"};
 
+/* What a step makes of a space between two ASCII letters, where
+** tsl_tokenizer_cut cuts (tsl_pretok_seq_cuttable). */
+typedef enum cut_kind {
+  CUT_UNKNOWN, /* a regex that might match across it */
+  CUT_KEEPS,   /* no match holds the letter or the space, so a piece over them is cut there as the text is */
+  CUT_ENDS     /* a piece ends before the space whatever surrounds it */
+} cut_kind;
+
 typedef struct step {
   step_kind kind;
+  cut_kind cut;
   behavior behavior;
   int invert;
   int prefix_space; /* ByteLevel's add_prefix_space */
@@ -328,6 +337,22 @@ static tsl_status read_behavior(const char *what, const cJSON *obj, int dflt, be
                    cJSON_IsString(b) ? b->valuestring : b ? "that is not a string" : "missing");
 }
 
+/* A Split's cut_kind. A literal with no ASCII letter and no space (nor
+** ByteLevel's stand-in for one, 'Ġ') never matches the letter or the space,
+** so whatever the behavior, the piece over them is cut there as the text
+** cut there is. Of the regexes, only the named ones are known to end a
+** piece before the space, and only isolating their matches in the text as
+** it is (before the ByteLevel, whose stand-in 'Ġ' is a letter to them). */
+static cut_kind split_cut(const step *s, const cJSON *literal) {
+  if (cJSON_IsString(literal)) {
+    const char *c = literal->valuestring;
+    int holds = !*c || strchr(c, ' ') || strstr(c, "\xc4\xa0");
+    for (; *c && !holds; c++) holds = tsl_tok_ascii_letter(*c);
+    return holds ? CUT_UNKNOWN : CUT_KEEPS;
+  }
+  return !s->mapped && s->behavior == ISOLATED && !s->invert && tsl_pretok_named(s->re) ? CUT_ENDS : CUT_UNKNOWN;
+}
+
 /* One step of the sequence; `mapped`: it comes after the ByteLevel. */
 static tsl_status read_step(const char *what, const cJSON *j, int mapped, step *s) {
   const char *type = tsl_tok_type(j);
@@ -337,8 +362,11 @@ static tsl_status read_step(const char *what, const cJSON *j, int mapped, step *
     s->kind = STEP_SPLIT;
     s->invert = tsl_tok_bool(j, "invert", 0);
     tsl_status st = read_behavior(what, j, -1, &s->behavior);
-    return st < 0 ? st : read_pattern(what, j, &s->re);
+    if (st >= 0) st = read_pattern(what, j, &s->re);
+    if (st >= 0) s->cut = split_cut(s, tsl_tok_field(tsl_tok_field(j, "pattern"), "String"));
+    return st;
   }
+  s->cut = CUT_KEEPS; /* a digit, a punctuation mark, a stand-in: never over a letter and a space */
   if (strcmp(type, "Digits") == 0) {
     s->kind = STEP_DIGITS;
     s->behavior = tsl_tok_bool(j, "individual_digits", 0) ? ISOLATED : CONTIGUOUS;
@@ -350,7 +378,15 @@ static tsl_status read_step(const char *what, const cJSON *j, int mapped, step *
   }
   s->kind = STEP_BYTE_LEVEL;
   s->prefix_space = tsl_tok_bool(j, "add_prefix_space", 0);
-  return tsl_tok_bool(j, "use_regex", 1) ? tsl_pretok_create(tsl_gpt2_pattern, what, &s->re) : TESSEL_OK;
+  if (!tsl_tok_bool(j, "use_regex", 1)) return TESSEL_OK;
+  s->cut = CUT_ENDS; /* GPT-2's regex, over the text before its stand-ins */
+  return tsl_pretok_create(tsl_gpt2_pattern, what, &s->re);
+}
+
+int tsl_pretok_seq_cuttable(const tsl_pretok_seq *q) {
+  for (int i = 0; i < q->n; i++)
+    if (q->steps[i].cut != CUT_KEEPS) return q->steps[i].cut == CUT_ENDS;
+  return 0;
 }
 
 /* What messages call step i of the pre-tokenizer: "NAME: pre_tokenizer

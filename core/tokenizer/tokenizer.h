@@ -93,8 +93,11 @@ tsl_status tsl_tokenizer_encode(tsl_tokenizer *t, const char *text, size_t len, 
 ** a space between two ASCII letters, where a piece is known to end: under
 ** the named pre-tokenizer regexes (GPT-2's, Llama 3's, Qwen2's) the space
 ** begins the next word's piece whatever follows, and the normalizers never
-** join across it; under SentencePiece's kind, when pieces split at every ▁
-** or no token of the vocabulary joins the letter before it to a ▁. */
+** join across it; so under a Sequence whose steps before such a regex
+** (ByteLevel's, or a Split's) never match that letter or space (Digits,
+** Punctuation, a literal of neither); under SentencePiece's kind, when
+** pieces split at every ▁ or no token of the vocabulary joins the letter
+** before it to a ▁. */
 size_t tsl_tokenizer_cut(const tsl_tokenizer *t, const char *text, size_t len, size_t from, size_t to);
 
 /* A growable id array; tsl_token_vec_sink appends to it. */

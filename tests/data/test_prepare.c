@@ -350,23 +350,37 @@ static void test_tokenizer_threads(void) {
 ** allows (segment_bytes 1000: about a thousand segments of tinyshakespeare's
 ** training part, a hundred of its validation part): its shards hold the ids
 ** of each part encoded whole, one document each, at 1 and 3 threads, with
-** GPT-2's and Llama 3's pre-tokenizers and SentencePiece BPEs (whose cut
-** parts must not get the ▁ it puts before a text: the Prepend normalizer of
-** Llama 2's own tokenizer.json puts one before any text, even one that
-** starts with a space). */
-static tsl_tokenizer *sentencepiece_prepend(void) {
+** GPT-2's and Llama 3's pre-tokenizers, StarCoder's (a Sequence of Digits
+** and ByteLevel) and SentencePiece BPEs (whose cut parts must not get the ▁
+** it puts before a text: the Prepend normalizer of Llama 2's own
+** tokenizer.json puts one before any text, even one that starts with a
+** space). */
+static const char *const sp_prepend[] = {
+    "pre_tokenizer", "null", "normalizer",
+    "{\"type\": \"Sequence\", \"normalizers\": [{\"type\": \"Prepend\", \"prepend\": \"\\u2581\"}, "
+    "{\"type\": \"Replace\", \"pattern\": {\"String\": \" \"}, \"content\": \"\\u2581\"}]}",
+    NULL};
+static const char *const starcoder_shape[] = {
+    "pre_tokenizer",
+    "{\"type\": \"Sequence\", \"pretokenizers\": [{\"type\": \"Digits\", \"individual_digits\": true}, "
+    "{\"type\": \"ByteLevel\", \"add_prefix_space\": false, \"use_regex\": true}]}",
+    NULL};
+
+/* A fixture with the top-level fields of `edits` (name, JSON value, ...)
+** replaced, parsed as `name`. */
+static tsl_tokenizer *edited_fixture(const char *path, const char *name, const char *const *edits) {
   char *json;
   tsl_tokenizer *t = NULL;
-  REQUIRE(tsl_read_file("tests/tokenizer/fixtures/sp_1000.json", &json, NULL) == TESSEL_OK);
+  REQUIRE(tsl_read_file(path, &json, NULL) == TESSEL_OK);
   cJSON *root = cJSON_Parse(json);
   REQUIRE(root != NULL);
-  cJSON_ReplaceItemInObject(root, "pre_tokenizer", cJSON_CreateNull());
-  cJSON_ReplaceItemInObject(root, "normalizer",
-                            cJSON_Parse("{\"type\": \"Sequence\", \"normalizers\": [{\"type\": \"Prepend\", \"prepend\": "
-                                        "\"\\u2581\"}, {\"type\": \"Replace\", \"pattern\": {\"String\": \" \"}, "
-                                        "\"content\": \"\\u2581\"}]}"));
+  for (; *edits; edits += 2) {
+    cJSON *value = cJSON_Parse(edits[1]);
+    REQUIRE(value != NULL);
+    cJSON_ReplaceItemInObject(root, edits[0], value);
+  }
   char *text = cJSON_PrintUnformatted(root);
-  REQUIRE(tsl_tokenizer_parse(text, strlen(text), "sp_prepend.json", &t) == TESSEL_OK);
+  REQUIRE(tsl_tokenizer_parse(text, strlen(text), name, &t) == TESSEL_OK);
   free(text);
   cJSON_Delete(root);
   free(json);
@@ -374,19 +388,27 @@ static tsl_tokenizer *sentencepiece_prepend(void) {
 }
 
 static void test_large_file_segments(void) {
-  static const char *const fixtures[] = {"tests/tokenizer/fixtures/gpt2_1024.json",
-                                         "tests/tokenizer/fixtures/llama3_512.json",
-                                         "tests/tokenizer/fixtures/sp_1000.json", NULL};
+  static const struct {
+    const char *fixture, *name;
+    const char *const *edits;
+  } tokenizers[] = {
+      {"tests/tokenizer/fixtures/gpt2_1024.json", NULL, NULL},
+      {"tests/tokenizer/fixtures/llama3_512.json", NULL, NULL},
+      {"tests/tokenizer/fixtures/gpt2_1024.json", "starcoder_shape.json", starcoder_shape},
+      {"tests/tokenizer/fixtures/sp_1000.json", NULL, NULL},
+      {"tests/tokenizer/fixtures/sp_1000.json", "sp_prepend.json", sp_prepend},
+  };
   static const char *const inputs[] = {"../shared/data/tinyshakespeare.txt"};
   char *text, dir[1024];
   size_t len;
   REQUIRE(tsl_read_file(inputs[0], &text, &len) == TESSEL_OK);
   size_t val = (size_t)floor((double)len * 0.1); /* ASCII: the split point stays */
   scratch_path(dir, "large_out");
-  for (size_t k = 0; k < TSL_ARRAY_LEN(fixtures); k++) {
+  for (size_t k = 0; k < TSL_ARRAY_LEN(tokenizers); k++) {
     tsl_tokenizer *t = NULL;
-    if (fixtures[k]) REQUIRE(tsl_tokenizer_load(fixtures[k], &t) == TESSEL_OK);
-    else t = sentencepiece_prepend();
+    if (tokenizers[k].edits) t = edited_fixture(tokenizers[k].fixture, tokenizers[k].name, tokenizers[k].edits);
+    else REQUIRE(tsl_tokenizer_load(tokenizers[k].fixture, &t) == TESSEL_OK);
+    CHECK(tsl_tokenizer_cut(t, text, len, 1, 1000) > 0); /* the file is cut, not encoded by one thread */
     tsl_token_vec want_train = {0}, want_val = {0};
     append_document(t, &want_train, text, len - val);
     append_document(t, &want_val, text + len - val, val);

@@ -17,7 +17,8 @@
 ** merges cross digits, punctuation and spaces, so that a piece cut
 ** otherwise than tokenizers cuts it changes ids. fixtures/char_classes.json
 ** (`make_fixtures.py classes`) lists the characters tokenizers' Digits and
-** Punctuation cut at.
+** Punctuation cut at. Where a variant's pre-tokenizer lets a text be cut
+** for parallel encoding, every text encodes as its cut halves do.
 */
 #include <cjson/cJSON.h>
 #include <stdlib.h>
@@ -253,6 +254,44 @@ static void invalid_utf8_round_trips(tsl_tokenizer *t) {
   }
 }
 
+/* Cut where tsl_tokenizer_cut offers, every text encodes as its two halves
+** do (the second TSL_TOK_CONTINUED), as `data prepare` encodes a large
+** file's segments side by side; returns how many cuts were offered. */
+static int cuts_keep_ids(tsl_tokenizer *t, const cJSON *variant) {
+  const cJSON *c;
+  tsl_token_vec whole = {0}, halves = {0};
+  int cuts = 0;
+  cJSON_ArrayForEach(c, cJSON_GetObjectItem(variant, "texts")) {
+    const char *text = cJSON_GetObjectItem(c, "text")->valuestring;
+    size_t len = strlen(text), at;
+    whole.n = 0;
+    REQUIRE(tsl_tokenizer_encode(t, text, len, 0, tsl_token_vec_sink, &whole) == TESSEL_OK);
+    for (size_t from = 1; (at = tsl_tokenizer_cut(t, text, len, from, len)) != 0; from = at + 1, cuts++) {
+      halves.n = 0;
+      REQUIRE(tsl_tokenizer_encode(t, text, at, 0, tsl_token_vec_sink, &halves) == TESSEL_OK);
+      REQUIRE(tsl_tokenizer_encode(t, text + at, len - at, TSL_TOK_CONTINUED, tsl_token_vec_sink, &halves) == TESSEL_OK);
+      int same = halves.n == whole.n && memcmp(halves.ids, whole.ids, whole.n * sizeof *whole.ids) == 0;
+      if (!same) fprintf(stderr, "%s: '%s' cut at %zu encodes otherwise than whole\n", tsl_tokenizer_name(t), text, at);
+      CHECK(same);
+    }
+  }
+  tsl_token_vec_free(&whole);
+  tsl_token_vec_free(&halves);
+  return cuts;
+}
+
+/* The pre-tokenizer variants a text may be cut for: those whose first step
+** that is not a character class or a literal without letters and spaces is
+** GPT-2's regex (ByteLevel's or a Split's) or Llama 3's. */
+static int cuttable(const char *name) {
+  static const char *const names[] = {"pretok_starcoder", "pretok_starcoder_prefix_space", "pretok_falcon",
+                                      "pretok_split_then_byte_level_regex", "pretok_byte_level_then_split",
+                                      "pretok_nested_sequence"};
+  for (size_t i = 0; i < TSL_ARRAY_LEN(names); i++)
+    if (strcmp(name, names[i]) == 0) return 1;
+  return 0;
+}
+
 /* Each variant of one fixture file as the table says; returns how many. */
 static int check_variants(const char *file) {
   char *json, needle[512];
@@ -272,6 +311,10 @@ static int check_variants(const char *file) {
     CHECK_EQ_INT(st, expected[k].st);
     if (st == TESSEL_OK) encodes_as_tokenizers(t, variant);
     if (st == TESSEL_OK) invalid_utf8_round_trips(t);
+    int cuts = st == TESSEL_OK ? cuts_keep_ids(t, variant) : 0;
+    if (strncmp(name, "pretok_", 7) == 0 && (cuts > 0) != cuttable(name))
+      fprintf(stderr, "%s: %d cut(s) offered\n", name, cuts);
+    if (strncmp(name, "pretok_", 7) == 0) CHECK_EQ_INT(cuts > 0, cuttable(name));
     if (expected[k].needle && strcmp(expected[k].needle, RENUMBERED) == 0) renumbered_needle(variant, needle, sizeof needle);
     else snprintf(needle, sizeof needle, "%s", expected[k].needle ? expected[k].needle : "");
     if (st < 0) CHECK_STR_CONTAINS(tsl_error_message(), needle);
