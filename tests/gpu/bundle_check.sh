@@ -64,7 +64,8 @@ lap "the chroot (debootstrap --variant=minbase bookworm, build-essential, cmake 
 
 # ---- mounts: devices, the toolkit without its NCCL, NCCL as a wheel has it, the sources
 mnt -t sysfs sysfs "$CH/sys" # hwloc reads the CPU topology there
-mnt --bind /dev "$CH/dev"
+mnt --rbind /dev "$CH/dev" # with /dev/pts: the tests that sample on a terminal open one
+mount --make-rslave "$CH/dev" # nothing mounted or unmounted under it reaches the machine's /dev
 mnt -t tmpfs tmpfs "$CH/dev/shm"
 ov=$(mktemp -d /var/tmp/tessel-cuda-overlay.XXXXXX)
 mkdir -p "$ov/upper/include" "$ov/upper/lib" "$ov/work" "$CH$CUDA"
@@ -89,6 +90,17 @@ grep -q "libraries: the bundle's" "$out/probe.log" || die "the build did not use
 grep -q "nccl: $WHEEL/libnccl.so.2, header $SRC/gpu-bundle/nccl/include" "$out/probe.log" ||
   die "NCCL was not taken from the wheel's library and the bundle's header (see $out/probe.log)"
 lap "configure and build with CUDA on"
+# one process and two, as the GPU run starts them: Open MPI and PMIx must
+# find their components and texts in the bundle, and say nothing of it
+in_chroot bash -c ". '$SRC/tests/gpu/bundle_env.sh' && gpu_env '$SRC/gpu-bundle' >/dev/null && cd '$SRC' &&
+                   build-chroot/bin/tessel check configs/quickstart.yaml &&
+                   build-chroot/bin/tessel launch -n 2 configs/ddp.yaml --set train.steps=1 \
+                     --set train.sample_tokens=0 --set log.dir='$out/launch'" >"$out/mpi.log" 2>&1 ||
+  die "tessel did not start from the bundle: see $out/mpi.log"
+if grep -E "^Sorry!|help file|unable to find a usable" "$out/mpi.log"; then
+  die "Open MPI or PMIx printed the above: see $out/mpi.log"
+fi
+lap "one and two processes from the bundle"
 in_chroot bash -c ". '$SRC/tests/gpu/bundle_env.sh' && gpu_env '$SRC/gpu-bundle' >/dev/null &&
                    ctest --test-dir '$SRC/build-chroot' --output-on-failure -j 2" | tee "$out/ctest.log" | tail -15
 rc=${PIPESTATUS[0]}

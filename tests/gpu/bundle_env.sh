@@ -61,7 +61,10 @@ gpu_use_bundle() {
   # Open MPI and PMIx find their components, help texts and wrapper data
   # relative to these instead of the /usr they were built for
   export OPAL_PREFIX=$root/usr
-  export PMIX_INSTALL_PREFIX=$lib/pmix2
+  # PMIx 4 takes its component and help-text directories from PMIX_LIBDIR
+  # and PMIX_DATADIR: without them a run finds no compression component and
+  # prints a banner about a help file missing from the /usr path
+  export PMIX_LIBDIR=$lib/pmix2/lib PMIX_DATADIR=$lib/pmix2/share
   # Open MPI starts even a single process's runtime through its rsh
   # launcher, which refuses to work without ssh or rsh (Debian's openmpi-bin
   # pulls in openssh-client for it); on one machine the isolated launcher
