@@ -29,25 +29,31 @@ cmp -s "$WORK/hf/tokenizer.json" $GPT2 || fail "the export does not hold the tok
 grep -Eq '"vocab_size":[[:space:]]*1088' "$WORK/hf/config.json" || fail "config.json lacks vocab_size 1088: $(cat "$WORK/hf/config.json")"
 # rows 1024 + 2j and 1025 + 2j of the tied embedding become +100 and -100
 # times row j (j < 32); the file keeps its size and layout
-python3 - "$WORK/hf/model.safetensors" <<'PY' || fail "could not rewrite the padded rows"
-import array, json, struct, sys
-path = sys.argv[1]
-with open(path, "r+b") as f:
-    (n,) = struct.unpack("<Q", f.read(8))
-    header = json.loads(f.read(n))
-    wte = header["transformer.wte.weight"]
-    assert wte["dtype"] == "F32" and wte["shape"][0] == 1088, wte
-    cols = wte["shape"][1]
-    start = 8 + n + wte["data_offsets"][0]
-    f.seek(start)
-    rows = array.array("f")
-    rows.frombytes(f.read(1088 * cols * 4))
-    for j in range(32):
-        for sign, r in ((100.0, 1024 + 2 * j), (-100.0, 1025 + 2 * j)):
-            rows[r * cols:(r + 1) * cols] = array.array("f", (sign * x for x in rows[j * cols:(j + 1) * cols]))
-    f.seek(start)
-    f.write(rows.tobytes())
-PY
+# (perl-base, which every Debian system has: no python3 needed)
+perl -e '
+  open(my $f, "+<:raw", $ARGV[0]) or die "$ARGV[0]: $!";
+  read($f, my $head, 8) == 8 or die "short file";
+  my $n = unpack("Q<", $head);
+  read($f, my $header, $n) == $n or die "short header";
+  my ($wte) = $header =~ /"transformer\.wte\.weight"\s*:\s*\{([^}]*)\}/ or die "no transformer.wte.weight";
+  $wte =~ /"dtype"\s*:\s*"F32"/ or die "not F32: $wte";
+  my ($rows, $cols) = $wte =~ /"shape"\s*:\s*\[\s*(\d+)\s*,\s*(\d+)\s*\]/ or die "no shape: $wte";
+  $rows == 1088 or die "$rows rows, not 1088";
+  my ($offset) = $wte =~ /"data_offsets"\s*:\s*\[\s*(\d+)/ or die "no data_offsets: $wte";
+  my $start = 8 + $n + $offset;
+  seek($f, $start, 0);
+  read($f, my $data, $rows * $cols * 4) == $rows * $cols * 4 or die "short tensor";
+  my @x = unpack("f<*", $data);
+  for my $j (0 .. 31) {
+    for my $pair ([100, 1024 + 2 * $j], [-100, 1025 + 2 * $j]) {
+      my ($sign, $r) = @$pair;
+      @x[$r * $cols .. ($r + 1) * $cols - 1] = map { $sign * $_ } @x[$j * $cols .. ($j + 1) * $cols - 1];
+    }
+  }
+  seek($f, $start, 0);
+  print $f pack("f<*", @x);
+  close($f) or die "$ARGV[0]: $!";
+' "$WORK/hf/model.safetensors" || fail "could not rewrite the padded rows"
 "$TESSEL" import "$WORK/hf" -o "$WORK/imported" >"$WORK/import.log" 2>&1 || fail "import: $(cat "$WORK/import.log")"
 grep -q "gets no tokenizer" "$WORK/import.log" && fail "the import dropped the tokenizer: $(cat "$WORK/import.log")"
 cmp -s "$WORK/imported/tokenizer.json" $GPT2 || fail "the imported checkpoint does not hold the tokenizer"
