@@ -625,9 +625,10 @@ tsl_status tsl_data_prepare(const char *const *inputs, int n_inputs, const char 
 fail:
   /* what it staged and the directories it made, never another's: not
   ** before it holds the lock (another preparation may have made them) */
-  int mine = lock >= 0 || opts->locked;
-  if (st < 0 && mine) remove_staged(out_dir);
-  if (st < 0 && mine && made) tsl_data_dir_unmake(out_dir, made);
+  if (st < 0 && (lock >= 0 || opts->locked)) {
+    remove_staged(out_dir);
+    if (made) tsl_data_dir_unmake(out_dir, made);
+  }
   if (lock >= 0) close(lock);
   tsl_dirs_free(made);
   free(buf);
