@@ -14,7 +14,8 @@
 ** matches, to the text less some of it (the documented exceptions, see
 ** test_tokenizer.c). An
 ** encoding may fail (a file's regex can exceed PCRE2's match limit), but
-** only with a message.
+** only with a message. Cut wherever the tokenizer offers (tsl_tokenizer_cut),
+** each text encodes as its halves do.
 */
 #include <stdio.h>
 #include <stdlib.h>
@@ -117,6 +118,29 @@ static void round_trip(tsl_tokenizer *t, const char *text, size_t len) {
   }
 }
 
+/* Wherever tsl_tokenizer_cut offers to cut text, the ids of the whole are
+** those of the part before followed by those of the part after (encoded
+** TSL_TOK_CONTINUED), as tokenizer.h promises: what lets `data prepare`
+** encode a large file's segments side by side. */
+static void cuts_keep_ids(tsl_tokenizer *t, const char *text, size_t len) {
+  tsl_token_vec whole = {0}, halves = {0};
+  size_t at;
+  if (tsl_tokenizer_encode(t, text, len, 0, tsl_token_vec_sink, &whole) < 0) goto done; /* as round_trip allows */
+  for (size_t from = 1; (at = tsl_tokenizer_cut(t, text, len, from, len)) != 0; from = at + 1) {
+    if (at >= len) broken("a cut past the text");
+    halves.n = 0;
+    if (tsl_tokenizer_encode(t, text, at, 0, tsl_token_vec_sink, &halves) < 0 ||
+        tsl_tokenizer_encode(t, text + at, len - at, TSL_TOK_CONTINUED, tsl_token_vec_sink, &halves) < 0)
+      break;
+    if (halves.n != whole.n || memcmp(halves.ids, whole.ids, whole.n * sizeof *whole.ids) != 0)
+      broken("a text cut where the tokenizer allows encodes otherwise than whole");
+  }
+done:
+  tsl_token_vec_free(&whole);
+  tsl_token_vec_free(&halves);
+  tsl_error_clear();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   tsl_tokenizer *t = NULL;
   if (tsl_tokenizer_parse((const char *)data, size, "fuzz/tokenizer.json", &t) >= 0) {
@@ -128,6 +152,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     (void)tsl_tokenizer_hash(t);
     round_trip(t, fixed, sizeof fixed - 1);
     round_trip(t, (const char *)data + size - tail, tail);
+    cuts_keep_ids(t, fixed, sizeof fixed - 1);
+    cuts_keep_ids(t, (const char *)data + size - tail, tail);
     tsl_tokenizer_free(t);
   }
   tsl_error_clear();

@@ -16,7 +16,8 @@
 #                     byte-level BPEs cut from them (256 byte symbols and a
 #                     few merges) in each supported variant (pre-tokenizer
 #                     Sequences of StarCoder's, Falcon's and DeepSeek's shape
-#                     and Splits of every behavior among them), and refused ones
+#                     and Splits of every behavior among them, two over a BPE
+#                     whose merges cross spaces), and refused ones
 # corpus/ckpt_meta    the tiny checkpoint's trainer.json (as the directory
 #                     step_00000001, and as another), a version 1 one, Llamas
 #                     (one with a rotary scaling, one with q/k/v biases and
@@ -147,6 +148,13 @@ write("small-deepseek", pre_tokenizer(gpt2, split("\\p{N}{1,3}", "Isolated"), sp
 write("small-split-behaviors", pre_tokenizer(gpt2, split("\\s*", "MergedWithNext", True), split("[,.]", "Removed"),
                                              dict(byte_level, add_prefix_space=True),
                                              split("\u0120", "MergedWithPrevious"), split("\\d+", "Contiguous", True)))
+# a BPE whose merges cross spaces and punctuation (trained on text no
+# pre-tokenizer cut): a text cut where a piece does not end encodes
+# otherwise there, under a Sequence that may be cut and one that may not
+unsplit = small("unsplit_1000", 64)
+write("small-unsplit-starcoder", pre_tokenizer(unsplit, {"type": "Digits", "individual_digits": True}, byte_level))
+write("small-unsplit-punctuation", pre_tokenizer(unsplit, {"type": "Punctuation", "behavior": "MergedWithNext"},
+                                                 dict(byte_level, use_regex=False)))
 t = copy.deepcopy(gpt2)
 t["pre_tokenizer"]["add_prefix_space"] = True
 t["decoder"] = None
