@@ -23,8 +23,8 @@ static tessel_status check_tensor_parallel(hybrid *h, const tessel_model_dims *d
   const char *what = NULL;
   char vocab[192] = "";
   int64_t n = 0;
-  if (dim[TESSEL_DIM_HEADS] % h->tp) what = "query heads", n = dim[TESSEL_DIM_HEADS];
-  else if (dim[TESSEL_DIM_KV_HEADS] % h->tp) what = "key/value heads", n = dim[TESSEL_DIM_KV_HEADS];
+  if (dim[TESSEL_DIM_HEADS] % h->tp) what = "query heads (model.heads)", n = dim[TESSEL_DIM_HEADS];
+  else if (dim[TESSEL_DIM_KV_HEADS] % h->tp) what = "key/value heads (model.kv_heads)", n = dim[TESSEL_DIM_KV_HEADS];
   else if (dim[TESSEL_DIM_FFN] % h->tp) what = "MLP columns (model.ffn)", n = dim[TESSEL_DIM_FFN];
   else if (dim[TESSEL_DIM_VOCAB] % h->tp) {
     what = "vocabulary rows (model.vocab_size, padded)", n = dim[TESSEL_DIM_VOCAB];
