@@ -337,20 +337,80 @@ static tsl_status read_behavior(const char *what, const cJSON *obj, int dflt, be
                    cJSON_IsString(b) ? b->valuestring : b ? "that is not a string" : "missing");
 }
 
+/* DeepSeek's Split regexes as its tokenizer.json files write them (V3 and
+** R1; LLM and Coder), by what each makes of a space between two ASCII
+** letters (split_cut). Those that keep it match neither the letter nor the
+** space: line breaks, digits, CJK ranges, and runs of spaces that end a
+** line (a space with a letter after it ends none). Those that end a piece
+** there match the letters before it up to the space, whatever came first,
+** and, tried at the space, match from it: the space and the letters after
+** it, by the first alternative that can. */
+static const struct {
+  const char *regex;
+  cut_kind cut;
+} deepseek[] = {
+    {"[\\r\\n]", CUT_KEEPS},
+    {"\\p{N}{1,3}", CUT_KEEPS},
+    {"\\s+$", CUT_KEEPS},
+    {"[\u4e00-\u9fa5\u3040-\u309f\u30a0-\u30ff]+", CUT_KEEPS},
+    {"[\u4e00-\u9fa5\u0800-\u4e00\uac00-\ud7ff]+", CUT_KEEPS},
+    {"\\s?\\p{L}+", CUT_ENDS},
+    {"\\s?[A-Za-z\u00b5\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u01ba\u01bc-\u01bf\u01c4-\u0293\u0295-\u02af"
+     "\u0370-\u0373\u0376\u0377\u037b-\u037d\u037f\u0386\u0388-\u038a\u038c\u038e-\u03a1\u03a3-\u03f5"
+     "\u03f7-\u0481\u048a-\u052f\u0531-\u0556\u10a0-\u10c5\u13a0-\u13f5\u13f8-\u13fd\u1c90-\u1cba"
+     "\u1cbd-\u1cbf\u1d00-\u1d2b\u1d6b-\u1d77\u1d79-\u1d9a\u1e00-\u1f15\u1f18-\u1f1d\u1f20-\u1f45"
+     "\u1f48-\u1f4d\u1f50-\u1f57\u1f59\u1f5b\u1f5d\u1f5f-\u1f7d\u1f80-\u1fb4\u1fb6-\u1fbc\u1fbe\u1fc2-"
+     "\u1fc4\u1fc6-\u1fcc\u1fd0-\u1fd3\u1fd6-\u1fdb\u1fe0-\u1fec\u1ff2-\u1ff4\u1ff6-\u1ffc\u2102\u2107"
+     "\u210a-\u2113\u2115\u2119-\u211d\u2124\u2126\u2128\u212a-\u212d\u212f-\u2134\u2139\u213c-\u213f"
+     "\u2145-\u2149\u214e\u2183\u2184\u2c00-\u2c7b\u2c7e-\u2ce4\u2ceb-\u2cee\u2cf2\u2cf3\ua640-\ua66d"
+     "\ua680-\ua69b\ua722-\ua76f\ua771-\ua787\ua78b-\ua78e\uab70-\uabbf\ufb00-\ufb06\ufb13-\ufb17"
+     "\uff21-\uff3a\uff41-\uff5a\U00010400-\U0001044f\U000104b0-\U000104d3\U000104d8-\U000104fb"
+     "\U00010c80-\U00010cb2\U00010cc0-\U00010cf2\U000118a0-\U000118df\U0001e900-\U0001e943]+",
+     CUT_ENDS},
+    {"[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\\r\\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]"
+     "+| ?[\\p{P}\\p{S}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
+     CUT_ENDS},
+};
+
+/* The next unit of a regex's text at *p: a character, or an escape as one
+** (the escapes \r and \n as the characters they stand for, which files
+** also write raw); 0 at the end. */
+static int regex_unit(const char **p) {
+  const unsigned char *c = (const unsigned char *)*p;
+  if (c[0] != '\\' || !c[1]) return *c ? (++*p, c[0]) : 0;
+  *p += 2;
+  return c[1] == 'r' ? '\r' : c[1] == 'n' ? '\n' : 0x100 | c[1];
+}
+
+/* Whether a and b are one regex, unit by unit (regex_unit). */
+static int same_regex(const char *a, const char *b) {
+  int u;
+  while ((u = regex_unit(&a)) == regex_unit(&b))
+    if (!u) return 1;
+  return 0;
+}
+
 /* A Split's cut_kind. A literal with no ASCII letter and no space (nor
 ** ByteLevel's stand-in for one, 'Ġ') never matches the letter or the space,
 ** so whatever the behavior, the piece over them is cut there as the text
-** cut there is. Of the regexes, only the named ones are known to end a
-** piece before the space, and only isolating their matches in the text as
-** it is (before the ByteLevel, whose stand-in 'Ġ' is a letter to them). */
-static cut_kind split_cut(const step *s, const cJSON *literal) {
+** cut there is. Of the regexes, the named ones and DeepSeek's ending ones
+** end a piece before the space, isolating their matches in the text as it
+** is (before the ByteLevel, whose stand-in 'Ġ' is a letter to them); the
+** DeepSeek ones that match neither keep it under any behavior. */
+static cut_kind split_cut(const step *s, const cJSON *pattern) {
+  const cJSON *literal = tsl_tok_field(pattern, "String"), *regex = tsl_tok_field(pattern, "Regex");
   if (cJSON_IsString(literal)) {
     const char *c = literal->valuestring;
     int holds = !*c || strchr(c, ' ') || strstr(c, "\xc4\xa0");
     for (; *c && !holds; c++) holds = tsl_tok_ascii_letter(*c);
     return holds ? CUT_UNKNOWN : CUT_KEEPS;
   }
-  return !s->mapped && s->behavior == ISOLATED && !s->invert && tsl_pretok_named(s->re) ? CUT_ENDS : CUT_UNKNOWN;
+  int isolating = !s->mapped && s->behavior == ISOLATED && !s->invert;
+  if (isolating && tsl_pretok_named(s->re)) return CUT_ENDS;
+  for (size_t i = 0; cJSON_IsString(regex) && !s->mapped && i < TSL_ARRAY_LEN(deepseek); i++)
+    if (same_regex(regex->valuestring, deepseek[i].regex))
+      return deepseek[i].cut == CUT_KEEPS || isolating ? deepseek[i].cut : CUT_UNKNOWN;
+  return CUT_UNKNOWN;
 }
 
 /* One step of the sequence; `mapped`: it comes after the ByteLevel. */
@@ -363,7 +423,7 @@ static tsl_status read_step(const char *what, const cJSON *j, int mapped, step *
     s->invert = tsl_tok_bool(j, "invert", 0);
     tsl_status st = read_behavior(what, j, -1, &s->behavior);
     if (st >= 0) st = read_pattern(what, j, &s->re);
-    if (st >= 0) s->cut = split_cut(s, tsl_tok_field(tsl_tok_field(j, "pattern"), "String"));
+    if (st >= 0) s->cut = split_cut(s, tsl_tok_field(j, "pattern"));
     return st;
   }
   s->cut = CUT_KEEPS; /* a digit, a punctuation mark, a stand-in: never over a letter and a space */

@@ -91,13 +91,14 @@ tsl_status tsl_tokenizer_encode(tsl_tokenizer *t, const char *text, size_t len, 
 ** so the two halves can be encoded apart (side by side). 0 when there is
 ** none there, or when the tokenizer offers no such place. Cuts are made at
 ** a space between two ASCII letters, where a piece is known to end: under
-** the named pre-tokenizer regexes (GPT-2's, Llama 3's, Qwen2's) the space
-** begins the next word's piece whatever follows, and the normalizers never
-** join across it; so under a Sequence whose steps before such a regex
-** (ByteLevel's, or a Split's) never match that letter or space (Digits,
-** Punctuation, a literal of neither); under SentencePiece's kind, when
-** pieces split at every ▁ or no token of the vocabulary joins the letter
-** before it to a ▁. */
+** the named pre-tokenizer regexes (GPT-2's, Llama 3's, Qwen2's) and
+** DeepSeek's letter-run Splits the space begins the next word's piece
+** whatever follows, and the normalizers never join across it; so under a
+** Sequence whose steps before such a regex (ByteLevel's, or a Split's)
+** never match that letter or space (Digits, Punctuation, a literal of
+** neither, DeepSeek's line-break, digit and CJK Splits); under
+** SentencePiece's kind, when pieces split at every ▁ or no token of the
+** vocabulary joins the letter before it to a ▁. */
 size_t tsl_tokenizer_cut(const tsl_tokenizer *t, const char *text, size_t len, size_t from, size_t to);
 
 /* A growable id array; tsl_token_vec_sink appends to it. */

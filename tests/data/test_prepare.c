@@ -351,7 +351,8 @@ static void test_tokenizer_threads(void) {
 ** training part, a hundred of its validation part): its shards hold the ids
 ** of each part encoded whole, one document each, at 1 and 3 threads, with
 ** GPT-2's and Llama 3's pre-tokenizers, StarCoder's (a Sequence of Digits
-** and ByteLevel) and SentencePiece BPEs (whose cut parts must not get the ▁
+** and ByteLevel) and DeepSeek V3's (Splits, the third of which ends pieces
+** before spaces) and SentencePiece BPEs (whose cut parts must not get the ▁
 ** it puts before a text: the Prepend normalizer of Llama 2's own
 ** tokenizer.json puts one before any text, even one that starts with a
 ** space). */
@@ -359,6 +360,17 @@ static const char *const sp_prepend[] = {
     "pre_tokenizer", "null", "normalizer",
     "{\"type\": \"Sequence\", \"normalizers\": [{\"type\": \"Prepend\", \"prepend\": \"\\u2581\"}, "
     "{\"type\": \"Replace\", \"pattern\": {\"String\": \" \"}, \"content\": \"\\u2581\"}]}",
+    NULL};
+static const char *const deepseek_v3_shape[] = {
+    "pre_tokenizer",
+    "{\"type\": \"Sequence\", \"pretokenizers\": ["
+    "{\"type\": \"Split\", \"pattern\": {\"Regex\": \"\\\\p{N}{1,3}\"}, \"behavior\": \"Isolated\"}, "
+    "{\"type\": \"Split\", \"pattern\": {\"Regex\": \"[\\u4e00-\\u9fa5\\u3040-\\u309f\\u30a0-\\u30ff]+\"}, "
+    "\"behavior\": \"Isolated\"}, "
+    "{\"type\": \"Split\", \"pattern\": {\"Regex\": \"[!\\\"#$%&'()*+,\\\\-./:;<=>?@\\\\[\\\\\\\\\\\\]^_`{|}~]"
+    "[A-Za-z]+|[^\\\\r\\\\n\\\\p{L}\\\\p{P}\\\\p{S}]?[\\\\p{L}\\\\p{M}]+| ?[\\\\p{P}\\\\p{S}]+[\\\\r\\\\n]*|"
+    "\\\\s*[\\\\r\\\\n]+|\\\\s+(?!\\\\S)|\\\\s+\"}, \"behavior\": \"Isolated\"}, "
+    "{\"type\": \"ByteLevel\", \"add_prefix_space\": false, \"use_regex\": false}]}",
     NULL};
 static const char *const starcoder_shape[] = {
     "pre_tokenizer",
@@ -395,6 +407,7 @@ static void test_large_file_segments(void) {
       {"tests/tokenizer/fixtures/gpt2_1024.json", NULL, NULL},
       {"tests/tokenizer/fixtures/llama3_512.json", NULL, NULL},
       {"tests/tokenizer/fixtures/gpt2_1024.json", "starcoder_shape.json", starcoder_shape},
+      {"tests/tokenizer/fixtures/gpt2_1024.json", "deepseek_v3_shape.json", deepseek_v3_shape},
       {"tests/tokenizer/fixtures/sp_1000.json", NULL, NULL},
       {"tests/tokenizer/fixtures/sp_1000.json", "sp_prepend.json", sp_prepend},
   };

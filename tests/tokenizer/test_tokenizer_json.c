@@ -281,10 +281,12 @@ static int cuts_keep_ids(tsl_tokenizer *t, const cJSON *variant) {
 }
 
 /* The pre-tokenizer variants a text may be cut for: those whose first step
-** that is not a character class or a literal without letters and spaces is
-** GPT-2's regex (ByteLevel's or a Split's) or Llama 3's. */
+** that is not a character class, a literal without letters and spaces or
+** one of DeepSeek's regexes that match neither is GPT-2's regex (ByteLevel's
+** or a Split's), Llama 3's or one of DeepSeek's that end a piece there. */
 static int cuttable(const char *name) {
   static const char *const names[] = {"pretok_starcoder", "pretok_starcoder_prefix_space", "pretok_falcon",
+                                      "pretok_deepseek_llm", "pretok_deepseek_coder", "pretok_deepseek_v3",
                                       "pretok_split_then_byte_level_regex", "pretok_byte_level_then_split",
                                       "pretok_nested_sequence"};
   for (size_t i = 0; i < TSL_ARRAY_LEN(names); i++)
