@@ -260,7 +260,8 @@ tsl_status tsl_sample(const tsl_settings *given, tsl_tensor_fn src, void *src_ct
     tsl_token_vec_free(&prompt);
     return st;
   }
-  if (o->tokenizer) tsl_tokenizer_decode_begin(&dec, o->tokenizer, TSL_DECODE_CONTINUES);
+  int decode_flags = TSL_DECODE_CONTINUES | (o->skip_special ? TSL_DECODE_SKIP_SPECIAL : 0);
+  if (o->tokenizer) tsl_tokenizer_decode_begin(&dec, o->tokenizer, decode_flags);
   /* the model sees as much of the text as it is made for (model.positions),
   ** not only the seq_len it trained at: the last `positions` tokens, a
   ** window that slides once the text is longer (GPT-2 has no position past

@@ -40,6 +40,8 @@ typedef struct tsl_sample_opts {
   tsl_tokenizer *tokenizer; /* NULL: byte-level */
   const tsl_token_ids *ids; /* the model's end-of-text ids; NULL: none */
   int ignore_eos;           /* generate all `tokens`, past any end-of-text */
+  int skip_special;         /* print no text for the added tokens marked special, as
+                            ** decode(ids, skip_special_tokens=True) does */
   const char *const *stop;  /* generation ends with the token in whose text one of these
                             ** ends (printed, as transformers' stop_strings keeps it) */
   int n_stop;

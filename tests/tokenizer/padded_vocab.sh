@@ -29,18 +29,10 @@ cmp -s "$WORK/hf/tokenizer.json" $GPT2 || fail "the export does not hold the tok
 grep -Eq '"vocab_size":[[:space:]]*1088' "$WORK/hf/config.json" || fail "config.json lacks vocab_size 1088: $(cat "$WORK/hf/config.json")"
 # rows 1024 + 2j and 1025 + 2j of the tied embedding become +100 and -100
 # times row j (j < 32); the file keeps its size and layout
-# (perl-base, which every Debian system has: no python3 needed)
-perl -e '
-  open(my $f, "+<:raw", $ARGV[0]) or die "$ARGV[0]: $!";
-  read($f, my $head, 8) == 8 or die "short file";
-  my $n = unpack("Q<", $head);
-  read($f, my $header, $n) == $n or die "short header";
-  my ($wte) = $header =~ /"transformer\.wte\.weight"\s*:\s*\{([^}]*)\}/ or die "no transformer.wte.weight";
-  $wte =~ /"dtype"\s*:\s*"F32"/ or die "not F32: $wte";
-  my ($rows, $cols) = $wte =~ /"shape"\s*:\s*\[\s*(\d+)\s*,\s*(\d+)\s*\]/ or die "no shape: $wte";
+perl -I"$SRC/tests/train" -MSafetensors -e '
+  my ($f, $start, $shape) = Safetensors::open_f32($ARGV[0], "transformer.wte.weight");
+  my ($rows, $cols) = @$shape;
   $rows == 1088 or die "$rows rows, not 1088";
-  my ($offset) = $wte =~ /"data_offsets"\s*:\s*\[\s*(\d+)/ or die "no data_offsets: $wte";
-  my $start = 8 + $n + $offset;
   seek($f, $start, 0);
   read($f, my $data, $rows * $cols * 4) == $rows * $cols * 4 or die "short tensor";
   my @x = unpack("f<*", $data);

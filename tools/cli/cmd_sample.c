@@ -20,6 +20,7 @@ static const struct option sample_longs[] = {{"prompt", required_argument, 0, 'p
                                              {"seed", required_argument, 0, 's'},        {"threads", required_argument, 0, 'j'},
                                              {"top-p", required_argument, 0, 'P'},       {"tokenizer", required_argument, 0, 'z'},
                                              {"ignore-eos", no_argument, 0, 'e'},
+                                             {"skip-special", no_argument, 0, 'K'},
                                              {"repetition-penalty", required_argument, 0, 'r'},
                                              {"stop", required_argument, 0, 'S'},
                                              {0, 0, 0, 0}};
@@ -30,7 +31,7 @@ const tsl_command tsl_cmd_sample = {
     "usage: tessel sample CKPT_DIR [--prompt TEXT | --prompt-file FILE] [--tokens N] [--temperature T]\n"
     "                              [--top-k K] [--top-p P]\n"
     "                              [--repetition-penalty R] [--seed S] [--threads N] [--tokenizer FILE]\n"
-    "                              [--ignore-eos] [--stop TEXT]...\n\n"
+    "                              [--ignore-eos] [--skip-special] [--stop TEXT]...\n\n"
     "Loads the model of a checkpoint directory (e.g. runs/NAME/checkpoints/step_00001000) and continues\n"
     "PROMPT by N tokens, printed on standard output as they are generated. The prompt is encoded and the\n"
     "tokens decoded with the tokenizer stored in the checkpoint; a checkpoint without one is byte-level\n"
@@ -54,6 +55,8 @@ const tsl_command tsl_cmd_sample = {
     "  --threads N         CPU threads (default: all)\n"
     "  --tokenizer FILE    a tokenizer.json to use instead of the checkpoint's\n"
     "  --ignore-eos        generate all N tokens, past any end-of-text token\n"
+    "  --skip-special      print nothing for the added tokens marked special (<|endoftext|>, <|im_start|>),\n"
+    "                      as decode(ids, skip_special_tokens=True) does; they still count as tokens\n"
     "  --stop TEXT         end with the token in whose text TEXT ends (printed, as transformers'\n"
     "                      stop_strings keeps it); up to 8\n",
     sample, (const tsl_options *const[]){&sample_options, NULL}};
@@ -127,6 +130,7 @@ static int sample(int argc, char **argv) {
         break;
       case 'z': tokenizer = optarg; break;
       case 'e': o.ignore_eos = 1; break;
+      case 'K': o.skip_special = 1; break;
       case 'S':
         ok = o.n_stop < (int)TSL_ARRAY_LEN(stops) && optarg[0];
         if (ok) stops[o.n_stop++] = optarg;
