@@ -10,7 +10,7 @@
 #                     optimizer), its model alone, its Hugging Face export,
 #                     and two minimal files
 # corpus/shard        shards `tessel data prepare` makes of a short text,
-#                     and one of no tokens
+#                     one of no tokens, and one in the uint32 format
 # corpus/elf          two small strategy plugins built by the test suite
 # corpus/tokenizer    the tokenizer fixtures (GPT-2, Llama 3 and SentencePiece kinds), small
 #                     byte-level BPEs cut from them (256 byte symbols and a
@@ -23,7 +23,8 @@
 #                     (one with a rotary scaling, one with q/k/v biases and
 #                     heads of their own size), an import's (step 0 of version
 #                     3, no optimizer moments), damaged ones
-# corpus/hf_config    GPT-2, Llama, Qwen2 with YaRN and Phi-3 config.json as transformers writes them,
+# corpus/hf_config    GPT-2, Llama (with Llama 3's rotary scaling), Mistral and Qwen2 with windows,
+#                     Qwen2 with YaRN, Qwen3 and Phi-3 config.json as transformers writes them,
 #                     one with a shard index, refused ones
 # corpus/profile      bench/profiles/*.json, a measured CPU profile's shape,
 #                     refused ones
@@ -94,6 +95,9 @@ cp "$work/shards/val_000000.bin" "$HERE/corpus/shard/val"
 head -c 1024 "$work/shards/train_000000.bin" >"$work/empty.bin"
 printf '\x00\x00\x00\x00' | dd of="$work/empty.bin" bs=1 seek=8 conv=notrunc 2>/dev/null
 cp "$work/empty.bin" "$HERE/corpus/shard/no-tokens"
+# llm.c's uint32 format (magic 20240801, version 7) of a vocabulary past 65536
+perl -e 'print pack("l<3", 20240801, 7, 6), "\0" x (1024 - 12), pack("L<*", 1, 2, 255, 0, 17, 200)' \
+  >"$HERE/corpus/shard/wide-llama3"
 
 # ---- ELF ----
 fresh elf
@@ -323,6 +327,31 @@ cat >"$HERE/corpus/hf_config/phi3" <<'JSON'
  "resid_pdrop": 0.0, "rms_norm_eps": 1e-05, "rope_scaling": null, "rope_theta": 10000.0, "sliding_window": 2047,
  "tie_word_embeddings": false, "torch_dtype": "bfloat16", "transformers_version": "4.40.2", "use_cache": true,
  "vocab_size": 32064}
+JSON
+cat >"$HERE/corpus/hf_config/llama3-rope-scaling" <<'JSON'
+{"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2, "num_hidden_layers": 1,
+ "intermediate_size": 128, "vocab_size": 256, "max_position_embeddings": 131072, "tie_word_embeddings": true,
+ "rope_theta": 500000.0, "rms_norm_eps": 1e-05,
+ "rope_scaling": {"rope_type": "llama3", "factor": 32.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                  "original_max_position_embeddings": 8192}}
+JSON
+cat >"$HERE/corpus/hf_config/mistral-window" <<'JSON'
+{"model_type": "mistral", "hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 1,
+ "intermediate_size": 128, "vocab_size": 256, "max_position_embeddings": 32768, "sliding_window": 4096,
+ "rope_theta": 1000000.0, "rms_norm_eps": 1e-05}
+JSON
+cat >"$HERE/corpus/hf_config/qwen2-window" <<'JSON'
+{"model_type": "qwen2", "hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2, "num_hidden_layers": 2,
+ "intermediate_size": 128, "vocab_size": 256, "max_position_embeddings": 32768, "tie_word_embeddings": true,
+ "use_sliding_window": true, "sliding_window": 1024, "max_window_layers": 1, "rope_theta": 1000000.0,
+ "rms_norm_eps": 1e-06}
+JSON
+cat >"$HERE/corpus/hf_config/qwen3" <<'JSON'
+{"architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "hidden_size": 64, "head_dim": 32,
+ "num_attention_heads": 4, "num_key_value_heads": 2, "num_hidden_layers": 2, "intermediate_size": 160,
+ "vocab_size": 256, "max_position_embeddings": 40960, "tie_word_embeddings": true, "attention_bias": false,
+ "use_sliding_window": false, "sliding_window": null, "max_window_layers": 28, "rope_theta": 1000000,
+ "rope_scaling": null, "rms_norm_eps": 1e-06, "hidden_act": "silu"}
 JSON
 { cat "$HERE/corpus/hf_config/gpt2"; printf '%s' "$MARK"
   printf '{"metadata": {"total_size": 1024}, "weight_map": {"transformer.wte.weight": "model-00001-of-00002.safetensors", "transformer.wpe.weight": "model-00002-of-00002.safetensors", "lm_head.weight": "model-00001-of-00002.safetensors"}}'
