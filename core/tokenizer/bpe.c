@@ -288,10 +288,10 @@ tsl_status tsl_tokenizer_encode(tsl_tokenizer *t, const char *text, size_t len, 
 }
 
 size_t tsl_tokenizer_cut(const tsl_tokenizer *t, const char *text, size_t len, size_t from, size_t to) {
-  if (!t->metaspace && !tsl_pretok_named(t->pretok) && !(t->seq && tsl_pretok_seq_cuttable(t->seq))) return 0;
+  if (!t->metaspace && !t->cuts_at_spaces) return 0;
   for (size_t i = TSL_MAX(from, 1); i < to && i + 1 < len; i++)
     if (text[i] == ' ' && tsl_tok_ascii_letter(text[i - 1]) && tsl_tok_ascii_letter(text[i + 1]) &&
-        (!t->metaspace || tsl_metaspace_piece_ends(t, (unsigned char)text[i - 1]))) /* a named regex: always */
+        (!t->metaspace || tsl_metaspace_piece_ends(t, (unsigned char)text[i - 1]))) /* byte-level: always */
       return i;
   return 0;
 }

@@ -170,17 +170,14 @@ typedef struct tsl_piece {
 /* Read a byte-level BPE's pre_tokenizer (pt) into t: the one regex of
 ** pretok.c (t->pretok; none for a ByteLevel without one) with the space
 ** ByteLevel puts in (add_prefix_space, prefix_each_piece), or the steps
-** of a Sequence otherwise (t->seq); refuses what it does not run, naming
-** the step. */
+** of a Sequence otherwise (t->seq), and whether its pieces end where
+** tsl_tokenizer_cut cuts (cuts_at_spaces); refuses what it does not run,
+** naming the step. */
 tsl_status tsl_pretok_read(struct tsl_tokenizer *t, const char *name, const cJSON *pt);
 /* Cut text[0, len) by the steps: *pieces, *n (valid until the next call)
 ** are offsets into *base, text or a copy of it with spaces put in. */
 tsl_status tsl_pretok_seq_split(tsl_pretok_seq *q, const char *text, size_t len, const char **base,
                                 const tsl_piece **pieces, size_t *n);
-/* Whether a text may be cut at a space between two ASCII letters with
-** every piece as it was (tsl_tokenizer_cut): some step ends a piece there
-** whatever surrounds it, and no step before it joins across it. */
-int tsl_pretok_seq_cuttable(const tsl_pretok_seq *q);
 /* h with the steps hashed in (their kinds, settings and regexes). */
 uint64_t tsl_pretok_seq_hash(const tsl_pretok_seq *q, uint64_t h);
 void tsl_pretok_seq_free(tsl_pretok_seq *q);
@@ -239,6 +236,7 @@ struct tsl_tokenizer {
   tsl_pretok *pretok;        /* NULL: each span is one piece (or the steps of seq) */
   tsl_pretok_seq *seq;       /* a pre-tokenizer of several steps (sequence.c) */
   int drops_text;            /* one of them removes what it matches: the ids decode to the text less that */
+  int cuts_at_spaces;        /* a piece ends at a space between ASCII letters (tsl_tokenizer_cut), byte-level kind */
   /* SentencePiece's kind (metaspace.c): the symbols are characters, spaces
   ** are ▁, and byte_id holds the byte fallback tokens <0xNN> */
   int metaspace;

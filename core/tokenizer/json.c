@@ -79,9 +79,9 @@ static int nfc_normalizer(const cJSON *norm) {
 }
 
 static tsl_status read_pipeline(loader *l, const cJSON *root) {
-  const cJSON *norm = tsl_tok_field(root, "normalizer"), *dec = tsl_tok_field(root, "decoder"), *dty = tsl_tok_field(dec, "type");
-  const cJSON *pty = tsl_tok_field(tsl_tok_field(root, "pre_tokenizer"), "type");
-  if (tsl_metaspace_legacy_normalizer(norm) || (cJSON_IsString(pty) && strcmp(pty->valuestring, "Metaspace") == 0))
+  const cJSON *norm = tsl_tok_field(root, "normalizer"), *dec = tsl_tok_field(root, "decoder");
+  const cJSON *pt = tsl_tok_field(root, "pre_tokenizer"), *dty = tsl_tok_field(dec, "type");
+  if (tsl_metaspace_legacy_normalizer(norm) || tsl_tok_is_type(pt, "Metaspace"))
     return tsl_metaspace_read(l->t, l->name, root);
   int nfc = nfc_normalizer(norm);
   if (nfc < 0) {
@@ -90,10 +90,10 @@ static tsl_status read_pipeline(loader *l, const cJSON *root) {
                      "all)", l->name, cJSON_IsString(ty) ? ty->valuestring : "(set)");
   }
   l->t->nfc = nfc;
-  if (dec && !cJSON_IsNull(dec) && !(cJSON_IsString(dty) && strcmp(dty->valuestring, "ByteLevel") == 0))
+  if (dec && !cJSON_IsNull(dec) && !tsl_tok_is_type(dec, "ByteLevel"))
     return tsl_error(TESSEL_E_UNSUPPORTED, "%s: decoder %s is not supported; byte-level BPE decodes with ByteLevel",
                      l->name, cJSON_IsString(dty) ? dty->valuestring : "(set)");
-  return tsl_pretok_read(l->t, l->name, tsl_tok_field(root, "pre_tokenizer"));
+  return tsl_pretok_read(l->t, l->name, pt);
 }
 
 /* Record id -> string, growing the per-id table; a second string for one id is an error.

@@ -69,12 +69,15 @@ static tsl_status read_pre_tokenizer(tsl_tokenizer *t, const char *name, const c
 
 static tsl_status read_decoder(tsl_tokenizer *t, const char *name, const cJSON *dec) {
   const cJSON *steps = tsl_tok_field(dec, "decoders"), *strip = cJSON_GetArrayItem(steps, 3);
+  const cJSON *start = tsl_tok_field(strip, "start"), *stop = tsl_tok_field(strip, "stop");
   int n = cJSON_GetArraySize(steps);
-  if (tsl_tok_is_type(dec, "Sequence") && (n == 3 || n == 4) && is_replace(cJSON_GetArrayItem(steps, 0), metaspace, " ") &&
-      tsl_tok_is_type(cJSON_GetArrayItem(steps, 1), "ByteFallback") && tsl_tok_is_type(cJSON_GetArrayItem(steps, 2), "Fuse")) {
+  if (tsl_tok_is_type(dec, "Sequence") && (n == 3 || n == 4) &&
+      is_replace(cJSON_GetArrayItem(steps, 0), metaspace, " ") &&
+      tsl_tok_is_type(cJSON_GetArrayItem(steps, 1), "ByteFallback") &&
+      tsl_tok_is_type(cJSON_GetArrayItem(steps, 2), "Fuse")) {
     if (n == 3) return TESSEL_OK;
-    if (tsl_tok_is_type(strip, "Strip") && is_string(tsl_tok_field(strip, "content"), " ") && tsl_tok_field(strip, "start") &&
-        tsl_tok_field(strip, "start")->valuedouble == 1 && tsl_tok_field(strip, "stop") && tsl_tok_field(strip, "stop")->valuedouble == 0) {
+    if (tsl_tok_is_type(strip, "Strip") && is_string(tsl_tok_field(strip, "content"), " ") && start &&
+        start->valuedouble == 1 && stop && stop->valuedouble == 0) {
       t->strip_first_space = 1;
       return TESSEL_OK;
     }
@@ -84,7 +87,8 @@ static tsl_status read_decoder(tsl_tokenizer *t, const char *name, const cJSON *
 }
 
 tsl_status tsl_metaspace_read(tsl_tokenizer *t, const char *name, const cJSON *root) {
-  const cJSON *norm = tsl_tok_field(root, "normalizer"), *pt = tsl_tok_field(root, "pre_tokenizer"), *model = tsl_tok_field(root, "model");
+  const cJSON *norm = tsl_tok_field(root, "normalizer"), *pt = tsl_tok_field(root, "pre_tokenizer");
+  const cJSON *model = tsl_tok_field(root, "model");
   tsl_status st;
   t->metaspace = 1;
   if (tsl_metaspace_legacy_normalizer(norm)) {

@@ -46,7 +46,7 @@ static const char *const behavior_names[] = {"Removed", "Isolated", "MergedWithP
                                              "Contiguous"};
 
 /* What a step makes of a space between two ASCII letters, where
-** tsl_tokenizer_cut cuts (tsl_pretok_seq_cuttable). */
+** tsl_tokenizer_cut cuts (seq_cuttable). */
 typedef enum cut_kind {
   CUT_UNKNOWN, /* a regex that might match across it */
   CUT_KEEPS,   /* no match holds the letter or the space, so a piece over them is cut there as the text is */
@@ -308,7 +308,8 @@ static char *quote_literal(const char *text) {
 
 /* A Split's pattern, compiled into *re; `what` names it in messages. */
 static tsl_status read_pattern(const char *what, const cJSON *split, tsl_pretok **re) {
-  const cJSON *pat = tsl_tok_field(split, "pattern"), *regex = tsl_tok_field(pat, "Regex"), *str = tsl_tok_field(pat, "String");
+  const cJSON *pat = tsl_tok_field(split, "pattern");
+  const cJSON *regex = tsl_tok_field(pat, "Regex"), *str = tsl_tok_field(pat, "String");
   char *pattern = cJSON_IsString(regex) ? tsl_strdup(regex->valuestring)
                   : cJSON_IsString(str) ? quote_literal(str->valuestring)
                                         : NULL;
@@ -443,7 +444,10 @@ static tsl_status read_step(const char *what, const cJSON *j, int mapped, step *
   return tsl_pretok_create(tsl_gpt2_pattern, what, &s->re);
 }
 
-int tsl_pretok_seq_cuttable(const tsl_pretok_seq *q) {
+/* Whether a text may be cut at a space between two ASCII letters with
+** every piece as it was: some step ends a piece there whatever surrounds
+** it, and no step before it joins across it. */
+static int seq_cuttable(const tsl_pretok_seq *q) {
   for (int i = 0; i < q->n; i++)
     if (q->steps[i].cut != CUT_KEEPS) return q->steps[i].cut == CUT_ENDS;
   return 0;
@@ -490,7 +494,8 @@ static tsl_status check_steps(const char *name, const cJSON *pt, const cJSON *co
   *byte_level = -1;
   for (int i = 0; i < n; i++) {
     int bl = tsl_tok_is_type(js[i], "ByteLevel");
-    if (!bl && !tsl_tok_is_type(js[i], "Split") && !tsl_tok_is_type(js[i], "Digits") && !tsl_tok_is_type(js[i], "Punctuation"))
+    if (!bl && !tsl_tok_is_type(js[i], "Split") && !tsl_tok_is_type(js[i], "Digits") &&
+        !tsl_tok_is_type(js[i], "Punctuation"))
       return js[i] == pt ? refuse_kind(name, tsl_tok_type(pt))
                          : tsl_error(TESSEL_E_UNSUPPORTED, "%s: pre_tokenizer step %d is %s; tessel runs Split, "
                                      "Digits, Punctuation and ByteLevel steps", name, i, tsl_tok_type(js[i]));
@@ -536,6 +541,7 @@ tsl_status tsl_pretok_read(tsl_tokenizer *t, const char *name, const cJSON *pt) 
     st = read_sequence(name, js, n, byte_level, what, what_cap, &t->seq);
     for (int i = 0; st >= 0 && i < n; i++) t->drops_text |= t->seq->steps[i].behavior == REMOVED;
   }
+  if (st >= 0) t->cuts_at_spaces = tsl_pretok_named(t->pretok) || (t->seq && seq_cuttable(t->seq));
 done:
   free(what);
   free(js);

@@ -32,21 +32,20 @@ static int listed_before(char **dirs, int d) {
   return same;
 }
 
-/* The width of the NAME column: the longest plugin name the search finds,
-** and at least 10, so the columns after it line up for every row. */
-static int name_width(char **dirs, int n_dirs) {
+/* Each directory's plugin files, listed once into files[d] (count n[d]; none
+** for a directory named earlier in the path, which is searched once).
+** Returns the NAME column's width: the longest plugin name among them and at
+** least 10, so the columns after it line up for every row. */
+static int list_all(char **dirs, int n_dirs, char ***files, int *n) {
   int width = 10;
   for (int d = 0; d < n_dirs; d++) {
     if (listed_before(dirs, d)) continue;
-    char **files;
-    int n = tsl_plugin_list_dir(dirs[d], &files);
-    for (int i = 0; i < n; i++) {
-      char *name = tsl_plugin_name_from_path(files[i]);
+    n[d] = tsl_plugin_list_dir(dirs[d], &files[d]);
+    for (int i = 0; i < n[d]; i++) {
+      char *name = tsl_plugin_name_from_path(files[d][i]);
       if (name && (int)strlen(name) > width) width = (int)strlen(name);
       free(name);
-      free(files[i]);
     }
-    free(files);
   }
   return width;
 }
@@ -62,14 +61,18 @@ static int plugins(int argc, char **argv) {
     int broken;
   } *seen = NULL;
   char **dirs = tsl_plugin_search_dirs(&n_dirs);
-  if (!dirs) return tsl_fail(tsl_error(TESSEL_E_NOMEM, "out of host memory listing plugins"));
-  int w = name_width(dirs, n_dirs);
+  char ***lists = dirs ? calloc((size_t)n_dirs + 1, sizeof *lists) : NULL;
+  int *counts = lists ? calloc((size_t)n_dirs + 1, sizeof *counts) : NULL;
+  if (!counts) {
+    free(lists);
+    tsl_plugin_dirs_free(dirs);
+    return tsl_fail(tsl_error(TESSEL_E_NOMEM, "out of host memory listing plugins"));
+  }
+  int w = list_all(dirs, n_dirs, lists, counts);
   printf("%-*s %-9s %-5s %-40s %s\n", w, "NAME", "VERSION", "ABI", "CAPABILITIES", "DESCRIPTION / PATH");
   for (int d = 0; d < n_dirs; d++) {
-    if (listed_before(dirs, d)) continue; /* a directory named twice in the path is searched once */
-    char **files;
-    int n = tsl_plugin_list_dir(dirs[d], &files);
-    for (int i = 0; i < n; i++) {
+    char **files = lists[d];
+    for (int i = 0; i < counts[d]; i++) {
       char *name = tsl_plugin_name_from_path(files[i]);
       const struct first *earlier = NULL;
       for (int k = 0; k < n_seen && name && !earlier; k++)
@@ -101,6 +104,8 @@ static int plugins(int argc, char **argv) {
     free(files);
   }
   if (!found) printf("(no strategy plugins found; set TESSEL_PLUGIN_PATH or build the plugins)\n");
+  free(lists);
+  free(counts);
   tsl_plugin_dirs_free(dirs);
   for (int k = 0; k < n_seen; k++) free(seen[k].name);
   free(seen);
