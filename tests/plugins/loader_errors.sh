@@ -29,8 +29,10 @@ unset TESSEL_PLUGIN_PATH
 
 # This tessel's plugin ABI (TESSEL_ABI_VERSION in include/tessel/plugin.h):
 # what refusals name and what the test plugins, built against it, report.
-ABI=2.3
-ABI_RE=2\\.3
+ABI=$(sed -n 's/^#define TESSEL_ABI_VERSION TESSEL_ABI(\([0-9]*\), \([0-9]*\))$/\1.\2/p' \
+  "$(dirname "$0")/../../include/tessel/plugin.h")
+[ -n "$ABI" ] || { echo "FAIL: no TESSEL_ABI_VERSION in include/tessel/plugin.h" >&2; exit 1; }
+ABI_RE=$(echo "$ABI" | sed 's/\./\\./')
 
 failures=0
 case_name=""
