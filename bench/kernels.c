@@ -9,13 +9,16 @@
 **
 ** With the argument `attention`, it times causal attention forward and
 ** backward instead at T = 64, 256 and 1024 (GPT-2 head shapes, and one
-** grouped-query shape), each in its own process, and reports the bytes
-** attention keeps for backward and the process's peak resident memory.
+** grouped-query shape), and at T = 2048 with and without a sliding window
+** of 256 (model.sliding_window), each in its own process, and reports the
+** bytes attention keeps for backward and the process's peak resident
+** memory.
 ** It gives CPU time per call beside wall-clock time: on a shared machine
 ** the CPU time of a one-thread run is the steadier figure.
 **
 ** GFLOP/s counts the arithmetic a kernel must do: 2·m·n·k for products
-** (attention only over the causal triangle), and for the memory-bound
+** (attention only over the keys each query sees: the causal triangle, or
+** its band under a window), and for the memory-bound
 ** kernels a nominal count per element given beside each row; GB/s counts
 ** each input read and output written once. Times are the best of several
 ** repeats of a loop long enough to dwarf the clock.
@@ -233,7 +236,7 @@ static int ln_bwd(bench *b) {
                                    b->mean, b->rstd, ROWS, C);
 }
 /* attention on the fused qkv, as GPT-2 calls it */
-static const tsl_attn_shape attn_shape = {B, T, NH, NH, HS, 3 * C, 3 * C, 3 * C, 0, 0};
+static const tsl_attn_shape attn_shape = {B, T, NH, NH, HS, 3 * C, 3 * C, 3 * C, 0, 0, 0};
 static int attn_fwd(bench *b) {
   return b->be->attention_forward(b->be, NULL, b->atty, b->lse, b->qkv, b->qkv + C, b->qkv + 2 * C,
                                   &attn_shape);
@@ -450,7 +453,7 @@ static int sweep_bwd(bench *b) {
 ** grouped queries), forward and backward timed, then the bytes kept for
 ** backward (lse) and the peak RSS. */
 static void attention_shape(const tsl_backend_opts *opts, int64_t batch, int64_t seq, int64_t heads,
-                            int64_t kv_heads) {
+                            int64_t kv_heads, int64_t window) {
   tsl_backend be = *tsl_cpu_backend();
   if (be.init(&be, opts) != 0) exit(1);
   bench b;
@@ -459,18 +462,20 @@ static void attention_shape(const tsl_backend_opts *opts, int64_t batch, int64_t
   const int64_t hs = HS, qw = heads * hs, kw = kv_heads * hs, w = qw + 2 * kw, rows = batch * seq;
   uint64_t seed = 11;
   float *qkv = buffer(rows * w, &seed), *dqkv = buffer(rows * w, &seed);
-  b.sweep = (tsl_attn_shape){batch, seq, heads, kv_heads, hs, w, w, w, 0, 0};
+  b.sweep = (tsl_attn_shape){batch, seq, heads, kv_heads, hs, w, w, w, 0, 0, window};
   b.s_q = qkv, b.s_k = qkv + qw, b.s_v = qkv + qw + kw;
   b.s_dq = dqkv, b.s_dk = dqkv + qw, b.s_dv = dqkv + qw + kw;
   b.s_out = buffer(rows * qw, &seed), b.s_dout = buffer(rows * qw, &seed);
   b.s_lse = buffer(batch * heads * seq, &seed);
-  const double tri = (double)batch * heads * seq * (seq + 1) / 2;
+  /* Σ_t min(t + 1, W): the keys the queries see */
+  const int64_t band = window && window < seq ? window : seq;
+  const double tri = (double)batch * heads * ((double)band * (band + 1) / 2 + (double)(seq - band) * band);
   const double fwd = time_call(sweep_fwd, &b, 5), bwd = time_call(sweep_bwd, &b, 5);
   const double fwd_cpu = time_on(cpu_now, sweep_fwd, &b, 5), bwd_cpu = time_on(cpu_now, sweep_bwd, &b, 5);
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
-  printf("%2lld %5lld %3lld %3lld %9.2f %7.1f %9.2f %7.1f %9.2f %9.2f %9.1f %8.1f\n", (long long)batch,
-         (long long)seq, (long long)heads, (long long)kv_heads, fwd * 1e3, 4 * hs * tri / fwd * 1e-9,
+  printf("%2lld %5lld %3lld %3lld %5lld %9.2f %7.1f %9.2f %7.1f %9.2f %9.2f %9.1f %8.1f\n", (long long)batch,
+         (long long)seq, (long long)heads, (long long)kv_heads, (long long)window, fwd * 1e3, 4 * hs * tri / fwd * 1e-9,
          bwd * 1e3, 8 * hs * tri / bwd * 1e-9, fwd_cpu * 1e3, bwd_cpu * 1e3,
          batch * heads * seq * 4.0 / 1024, ru.ru_maxrss / 1024.0);
   fflush(stdout);
@@ -478,16 +483,17 @@ static void attention_shape(const tsl_backend_opts *opts, int64_t batch, int64_t
 }
 
 static int attention_sweep(const tsl_backend_opts *opts) {
-  const int64_t shapes[][4] = {{4, 64, 4, 4}, {4, 256, 12, 12}, {1, 1024, 12, 12}, {1, 1024, 12, 4}};
+  const int64_t shapes[][5] = {{4, 64, 4, 4, 0},      {4, 256, 12, 12, 0},   {1, 1024, 12, 12, 0},
+                               {1, 1024, 12, 4, 0},   {1, 2048, 12, 4, 0},   {1, 2048, 12, 4, 256}};
   printf("causal attention, hs=%d, q/k/v in one fused row (best of 5; ms per call, wall clock\n"
          "and this process's CPU time; KiB kept for backward; peak resident MiB):\n", HS);
-  printf(" B     T  NH  KV   fwd ms GFLOP/s    bwd ms GFLOP/s  fwd cpu   bwd cpu  saved KiB peak MiB\n");
+  printf(" B     T  NH  KV     W   fwd ms GFLOP/s    bwd ms GFLOP/s  fwd cpu   bwd cpu  saved KiB peak MiB\n");
   for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
     fflush(stdout);
     pid_t pid = fork();
     if (pid < 0) return 1;
     if (pid == 0) {
-      attention_shape(opts, shapes[i][0], shapes[i][1], shapes[i][2], shapes[i][3]);
+      attention_shape(opts, shapes[i][0], shapes[i][1], shapes[i][2], shapes[i][3], shapes[i][4]);
       _exit(0);
     }
     int status;

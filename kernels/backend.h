@@ -30,8 +30,10 @@
 /* 2: attention without stored probabilities (q, k, v strides, grouped
 ** kv heads, lse); RMS norm, rotary embedding and SwiGLU kernels.
 ** 3: attention over a key/value cache (tsl_attn_shape's past and kv_seq,
-** offered where attention_past is set). */
-#define TSL_BACKEND_VERSION 3
+** offered where attention_past is set).
+** 4: attention in a sliding window (tsl_attn_shape's window, offered where
+** attention_window is set). */
+#define TSL_BACKEND_VERSION 4
 #define TSL_BACKEND_ENTRY_NAME "tessel_backend_v1"
 
 typedef struct tsl_backend tsl_backend;
@@ -52,10 +54,13 @@ typedef struct tsl_backend_opts {
 ** kv_seq are 0 except when decoding with a cache of keys and values: then
 ** the seq queries of a sequence are its positions past .. past + seq − 1,
 ** and k, v hold kv_seq rows per sequence (at least past + seq), of which
-** query t sees the first past + t + 1. */
+** query t sees the first past + t + 1. window W > 0 (only where
+** attention_window is set) narrows what a query sees to the last W of
+** those positions, its own included (a sliding window); 0: all of them. */
 typedef struct tsl_attn_shape {
   int64_t batch, seq, heads, kv_heads, head_size, ldq, ldk, ldv;
   int64_t past, kv_seq;
+  int64_t window;
 } tsl_attn_shape;
 
 typedef enum { TSL_COPY_H2D = 0, TSL_COPY_D2H = 1, TSL_COPY_D2D = 2, TSL_COPY_H2H = 3 } tsl_copy_kind;
@@ -368,6 +373,11 @@ struct tsl_backend {
   ** keys and values); 0: it refuses one, and a decoder runs the whole
   ** context again for each token. */
   int attention_past;
+
+  /* ---- optional: appended in interface 4 ---- */
+  /* 1 when attention_forward and attention_backward take a window > 0;
+  ** 0: a model with model.sliding_window is refused on this backend. */
+  int attention_window;
 };
 
 /* The CPU backend, always built in. */

@@ -125,7 +125,7 @@ tsl_status tsl_norm_backward(tsl_runtime *rt, tsl_stream *s, tessel_group *g, co
 }
 
 static tsl_attn_shape attn_shape(const tessel_attention_args *a) {
-  return (tsl_attn_shape){a->batch, a->seq, a->heads, a->kv_heads, a->head_size, a->ldq, a->ldk, a->ldv, 0, 0};
+  return (tsl_attn_shape){a->batch, a->seq, a->heads, a->kv_heads, a->head_size, a->ldq, a->ldk, a->ldv, 0, 0, 0};
 }
 
 tsl_status tsl_attention_forward(tsl_runtime *rt, tsl_stream *s, const tessel_attention_args *a) {

@@ -16,6 +16,12 @@
 ** dK, dV sum over the group's heads inside the sgemm. Packing also turns
 ** strided q rows (GPT-2's fused qkv) into a contiguous operand.
 **
+** Sliding window. With sh->window = W > 0, the query at position i sees
+** the keys i − W < j <= i (Mistral's and Phi-3's windowed attention): the
+** walk starts at the key block holding the block's first visible key, and
+** each row's keys outside its window get probability 0, as those above the
+** diagonal do.
+**
 ** Decoding. With a cache of keys and values (shape past > 0), query t is
 ** position past + t and walks the keys up to it in the same blocks: a
 ** query meets the same keys in the same order whether it runs with its
@@ -55,6 +61,7 @@ typedef struct attn {
   float *o, *lse, *dq, *dk, *dv;
   int64_t B, T, H, KV, hs, g, ldq, ldk, ldv, qb, kb;
   int64_t P, KT; /* positions before the first query; k, v rows per sequence */
+  int64_t W;     /* sliding window: keys per query, its own included; 0: all */
   float scale;
 } attn;
 
@@ -65,7 +72,7 @@ static int64_t query_steps(int64_t g) { return g >= QUERY_ROWS ? 1 : QUERY_ROWS 
 ** be passed to sgemm. */
 static int check_shape(const tsl_attn_shape *sh) {
   if (!sh || sh->batch < 0 || sh->seq < 0 || sh->heads < 0 || sh->kv_heads <= 0 ||
-      sh->head_size <= 0 || sh->heads % sh->kv_heads || sh->past < 0 ||
+      sh->head_size <= 0 || sh->heads % sh->kv_heads || sh->past < 0 || sh->window < 0 ||
       (sh->kv_seq && sh->kv_seq < sh->past + sh->seq))
     return TESSEL_E_INTERNAL;
   if (sh->ldq < sh->heads * sh->head_size || sh->ldk < sh->kv_heads * sh->head_size ||
@@ -80,7 +87,7 @@ static int check_shape(const tsl_attn_shape *sh) {
 static attn attn_of(const tsl_attn_shape *sh) {
   attn a = {.B = sh->batch, .T = sh->seq, .H = sh->heads, .KV = sh->kv_heads,
             .hs = sh->head_size, .ldq = sh->ldq, .ldk = sh->ldk, .ldv = sh->ldv,
-            .P = sh->past, .KT = sh->kv_seq ? sh->kv_seq : sh->seq};
+            .P = sh->past, .KT = sh->kv_seq ? sh->kv_seq : sh->seq, .W = sh->window};
   a.g = a.H / a.KV;
   a.qb = query_steps(a.g);
   a.kb = KEY_BLOCK;
@@ -96,30 +103,42 @@ static void pack_rows(float *dst, const float *src, int64_t ld, int64_t t0, int6
     memcpy(dst + (t - t0) * width, src + t * ld, (size_t)width * sizeof(float));
 }
 
-/* Valid keys of packed row r in the key block starting at s0: keys s <= t
-** where t = t0 + r/g is the row's position; may be <= 0. */
-static int64_t valid_keys(int64_t r, int64_t g, int64_t t0, int64_t s0, int64_t n) {
-  return TSL_MIN(n, t0 + r / g - s0 + 1);
+/* The keys of packed row r (position t = t0 + r/g) within the key block
+** [s0, s0 + n): indices [*first, end), the keys t − W < s <= t (all s <= t
+** when W is 0); empty when end <= *first. */
+static int64_t visible_keys(const attn *a, int64_t r, int64_t t0, int64_t s0, int64_t n, int64_t *first) {
+  const int64_t t = t0 + r / a->g;
+  *first = a->W ? TSL_MIN(n, TSL_MAX(0, t - a->W + 1 - s0)) : 0;
+  return TSL_MIN(n, t - s0 + 1);
+}
+
+/* The first key block that a query block starting at position t0 meets:
+** the one holding key t0 − W + 1 under a window, else block 0. Blocks start
+** on multiples of kb whatever the queries, so that a query meets the same
+** blocks alone (decoding) as with its whole sequence. */
+static int64_t first_block(const attn *a, int64_t t0) {
+  return a->W && t0 - a->W + 1 > 0 ? (t0 - a->W + 1) / a->kb * a->kb : 0;
 }
 
 /* One row of the online softmax over a key block: p[0..n) holds the scaled
-** scores and becomes e^(s − m_new) (0 beyond the nv valid keys); the running
-** max and sum are updated and the row's output accumulator o[0..hs)
-** rescaled to the new max. */
-static void online_row(float *p, int64_t n, int64_t nv, float *mx, float *sum, float *o,
+** scores and becomes e^(s − m_new) over the visible keys [first, nv) and 0
+** elsewhere; the running max and sum are updated and the row's output
+** accumulator o[0..hs) rescaled to the new max. */
+static void online_row(float *p, int64_t n, int64_t first, int64_t nv, float *mx, float *sum, float *o,
                        int64_t hs) {
-  if (nv <= 0) {
+  if (nv <= first) {
     memset(p, 0, (size_t)n * sizeof(float));
     return;
   }
+  memset(p, 0, (size_t)first * sizeof(float));
   float bm = -INFINITY;
 #pragma omp simd reduction(max : bm)
-  for (int64_t j = 0; j < nv; j++) bm = p[j] > bm ? p[j] : bm;
+  for (int64_t j = first; j < nv; j++) bm = p[j] > bm ? p[j] : bm;
   const float mn = *mx > bm ? *mx : bm;
   const float alpha = tsl_cpu_expf(*mx - mn); /* 0 on the first block (m = −inf) */
   float l = 0.0f;
 #pragma omp simd reduction(+ : l)
-  for (int64_t j = 0; j < nv; j++) {
+  for (int64_t j = first; j < nv; j++) {
     p[j] = tsl_cpu_expf(p[j] - mn);
     l += p[j];
   }
@@ -144,12 +163,15 @@ static void block_forward(const attn *a, int64_t b, int64_t kvh, int64_t t0, flo
   pack_rows(qp, q0, a->ldq, t0, t1, gw);
   memset(op, 0, (size_t)(M * hs) * sizeof(float));
   for (int64_t r = 0; r < M; r++) mx[r] = -INFINITY, sum[r] = 0.0f;
-  for (int64_t s0 = 0; s0 < end; s0 += a->kb) {
+  for (int64_t s0 = first_block(a, a->P + t0); s0 < end; s0 += a->kb) {
     const int64_t n = TSL_MIN(a->kb, end - s0);
     /* sc[M, n] = scale · qp · k[s0:s0+n]ᵀ */
     tsl_cpu_sgemm(0, 1, M, n, hs, a->scale, qp, hs, k0 + s0 * a->ldk, a->ldk, 0.0f, sc, n);
-    for (int64_t r = 0; r < M; r++)
-      online_row(sc + r * n, n, valid_keys(r, g, a->P + t0, s0, n), mx + r, sum + r, op + r * hs, hs);
+    for (int64_t r = 0; r < M; r++) {
+      int64_t first;
+      const int64_t nv = visible_keys(a, r, a->P + t0, s0, n, &first);
+      online_row(sc + r * n, n, first, nv, mx + r, sum + r, op + r * hs, hs);
+    }
     /* op[M, hs] += p · v[s0:s0+n] */
     tsl_cpu_sgemm(0, 0, M, hs, n, 1.0f, sc, n, v0 + s0 * a->ldv, a->ldv, 1.0f, op, hs);
   }
@@ -218,7 +240,7 @@ static void block_backward(const attn *a, int64_t b, int64_t kvh, int64_t t0, fl
     dsum[r] = dot;
     lse[r] = a->lse_in[(b * a->H + h) * T + t];
   }
-  for (int64_t s0 = 0; s0 < t1; s0 += kb) {
+  for (int64_t s0 = first_block(a, t0); s0 < t1; s0 += kb) {
     const int64_t n = TSL_MIN(kb, t1 - s0);
     const float *kb0 = k0 + s0 * a->ldk, *vb0 = v0 + s0 * a->ldv;
     /* p = e^(scale · qp · kᵀ − lse), 0 above the diagonal */
@@ -226,11 +248,14 @@ static void block_backward(const attn *a, int64_t b, int64_t kvh, int64_t t0, fl
     /* dp = dop · vᵀ */
     tsl_cpu_sgemm(0, 1, M, n, hs, 1.0f, dop, hs, vb0, a->ldv, 0.0f, dp, n);
     for (int64_t r = 0; r < M; r++) {
-      const int64_t nv = TSL_MAX(valid_keys(r, g, t0, s0, n), 0);
+      int64_t first;
+      const int64_t nv = TSL_MAX(visible_keys(a, r, t0, s0, n, &first), first);
       float *pr = p + r * n, *dr = dp + r * n;
       const float m = lse[r], dd = dsum[r], sc = a->scale;
+      memset(pr, 0, (size_t)first * sizeof(float));
+      memset(dr, 0, (size_t)first * sizeof(float));
 #pragma omp simd
-      for (int64_t j = 0; j < nv; j++) {
+      for (int64_t j = first; j < nv; j++) {
         pr[j] = tsl_cpu_expf(pr[j] - m);
         dr[j] = pr[j] * (dr[j] - dd) * sc;
       }

@@ -201,6 +201,7 @@ static const tsl_backend cpu_backend = {
     .layernorm_backward_add = tsl_cpu_layernorm_backward_add,
     .ce_fused = tsl_cpu_ce_fused,
     .attention_past = 1,
+    .attention_window = 1,
 };
 
 const tsl_backend *tsl_cpu_backend(void) { return &cpu_backend; }

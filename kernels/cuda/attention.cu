@@ -376,6 +376,9 @@ static int check_shape(const tsl_attn_shape *sh) {
   if (sh->past || (sh->kv_seq && sh->kv_seq != sh->seq))
     return TSL_CUDA_FAIL(TESSEL_E_UNSUPPORTED, "attention: no key/value cache in the CUDA kernels (past %lld)",
                          (long long)sh->past);
+  if (sh->window)
+    return TSL_CUDA_FAIL(TESSEL_E_UNSUPPORTED, "attention: no sliding window in the CUDA kernels (window %lld)",
+                         (long long)sh->window);
   if (sh->head_size > MAX_HEAD)
     return TSL_CUDA_FAIL(TESSEL_E_UNSUPPORTED, "attention: head size %lld is above the CUDA kernels' %d",
                          (long long)sh->head_size, MAX_HEAD);

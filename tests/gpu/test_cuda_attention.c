@@ -66,7 +66,7 @@ static layout layout_of(const gcase *c) {
 }
 
 static tsl_attn_shape shape_of(const gcase *c, const layout *l) {
-  tsl_attn_shape sh = {c->B, c->T, c->H, c->KV, c->hs, l->ld[0], l->ld[1], l->ld[2], 0, 0};
+  tsl_attn_shape sh = {c->B, c->T, c->H, c->KV, c->hs, l->ld[0], l->ld[1], l->ld[2], 0, 0, 0};
   return sh;
 }
 
@@ -231,15 +231,19 @@ static void test_backward(void) {
 }
 
 /* shapes the kernels refuse: a head wider than 128, kv_heads not dividing
-** heads, a key/value cache (a past: the CPU backend's alone) */
+** heads, a key/value cache (a past) and a sliding window (the CPU
+** backend's alone) */
 static void test_refused(void) {
   tsl_backend *be = gt_cuda();
   void *buf = gt_alloc(1 << 16);
-  const tsl_attn_shape wide = {1, 4, 1, 1, 136, 136, 136, 136, 0, 0}, bad = {1, 4, 3, 2, 8, 24, 16, 16, 0, 0};
-  const tsl_attn_shape past = {1, 1, 1, 1, 8, 8, 8, 8, 3, 4};
+  const tsl_attn_shape wide = {1, 4, 1, 1, 136, 136, 136, 136, 0, 0, 0}, bad = {1, 4, 3, 2, 8, 24, 16, 16, 0, 0, 0};
+  const tsl_attn_shape past = {1, 1, 1, 1, 8, 8, 8, 8, 3, 4, 0}, window = {1, 4, 1, 1, 8, 8, 8, 8, 0, 0, 2};
   CHECK_EQ_INT(be->attention_forward(be, gt_s, buf, buf, buf, buf, buf, &wide), TESSEL_E_UNSUPPORTED);
   CHECK_EQ_INT(be->attention_forward(be, gt_s, buf, buf, buf, buf, buf, &past), TESSEL_E_UNSUPPORTED);
-  CHECK(!be->attention_past);
+  CHECK_EQ_INT(be->attention_forward(be, gt_s, buf, buf, buf, buf, buf, &window), TESSEL_E_UNSUPPORTED);
+  CHECK_EQ_INT(be->attention_backward(be, gt_s, buf, buf, buf, buf, buf, buf, buf, buf, buf, &window),
+               TESSEL_E_UNSUPPORTED);
+  CHECK(!be->attention_past && !be->attention_window);
   CHECK(be->attention_forward(be, gt_s, buf, buf, buf, buf, buf, &bad) < 0);
   gt_free(buf);
 }

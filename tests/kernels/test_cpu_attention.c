@@ -8,7 +8,9 @@
 ** contiguous buffers, and in separate buffers with padded rows; lengths
 ** that end inside a query block and a key block, up to T = 1024 (with
 ** head size 16 there, so that the double reference stays fast under the
-** sanitizers).
+** sanitizers); and sliding windows (model.sliding_window) of one key, of
+** a few, of a key block's length and of more, so that a window starts
+** inside a key block and whole blocks fall out of it.
 **
 ** Tolerances. Each check has two parts.
 **  1. A bound derived from where fp32 rounds (u = 2^-24), relative to the
@@ -34,13 +36,15 @@ enum { FUSED, SEPARATE, PADDED };
 typedef struct acase {
   int64_t B, T, H, KV, hs;
   int layout;
+  int64_t W; /* sliding window; 0: none */
 } acase;
 
 static const acase cases[] = {
-    {2, 5, 4, 1, 3, PADDED},    {1, 1, 4, 2, 8, SEPARATE},  {2, 37, 4, 2, 16, FUSED},
-    {3, 70, 4, 1, 8, PADDED},   {1, 300, 4, 4, 32, FUSED},  {2, 129, 4, 2, 64, SEPARATE},
-    {1, 200, 4, 1, 64, FUSED},  {1, 1024, 4, 4, 16, FUSED}, {1, 1024, 4, 2, 16, PADDED},
-    {1, 1024, 4, 1, 16, SEPARATE},
+    {2, 5, 4, 1, 3, PADDED, 0},       {1, 1, 4, 2, 8, SEPARATE, 0},     {2, 37, 4, 2, 16, FUSED, 0},
+    {3, 70, 4, 1, 8, PADDED, 0},      {1, 300, 4, 4, 32, FUSED, 0},     {2, 129, 4, 2, 64, SEPARATE, 0},
+    {1, 200, 4, 1, 64, FUSED, 0},     {1, 1024, 4, 4, 16, FUSED, 0},    {1, 1024, 4, 2, 16, PADDED, 0},
+    {1, 1024, 4, 1, 16, SEPARATE, 0}, {2, 37, 4, 2, 16, FUSED, 5},      {3, 70, 4, 1, 8, PADDED, 1},
+    {1, 300, 4, 4, 32, FUSED, 100},   {2, 129, 4, 2, 64, SEPARATE, 64}, {1, 1024, 4, 2, 16, PADDED, 300},
 };
 
 /* q, k, v (or their gradients) in the case's layout */
@@ -76,9 +80,12 @@ static void qkv_free(qkv *x) {
 }
 
 static tsl_attn_shape shape_of(const acase *c, const qkv *x) {
-  tsl_attn_shape sh = {c->B, c->T, c->H, c->KV, c->hs, x->ldq, x->ldk, x->ldv, 0, 0};
+  tsl_attn_shape sh = {c->B, c->T, c->H, c->KV, c->hs, x->ldq, x->ldk, x->ldv, 0, 0, c->W};
   return sh;
 }
+
+/* the first key that the query at step t sees */
+static int64_t first_key(const acase *c, int64_t t) { return c->W && t >= c->W ? t - c->W + 1 : 0; }
 
 /* element i of head h at (b, t) in a tensor whose rows are ld apart */
 #define AT(p, ld, c, b, t, h, i) ((p)[((b) * (c)->T + (t)) * (ld) + (h) * (c)->hs + (i)])
@@ -134,14 +141,14 @@ static result result_alloc(int64_t n) {
 
 static void result_free(result *r) { free(r->val), free(r->mag), free(r->bound); }
 
-/* scaled scores of query (b, t, h) against keys 0..t into s, Σ|q·k|·scale
+/* scaled scores of query (b, t, h) against the keys it sees into s, Σ|q·k|·scale
 ** into smag; returns the row max */
 static double scores(double *s, double *smag, const qkv *x, const acase *c, int64_t b, int64_t t,
                      int64_t h) {
   const double scale = 1.0 / sqrt((double)c->hs);
   const int64_t kvh = h / (c->H / c->KV);
   double mx = -INFINITY;
-  for (int64_t j = 0; j <= t; j++) {
+  for (int64_t j = first_key(c, t); j <= t; j++) {
     double dot = 0.0, mag = 0.0;
     for (int64_t i = 0; i < c->hs; i++) {
       double qk = (double)AT(x->q, x->ldq, c, b, t, h, i) * AT(x->k, x->ldk, c, b, j, kvh, i);
@@ -153,7 +160,7 @@ static double scores(double *s, double *smag, const qkv *x, const acase *c, int6
   return mx;
 }
 
-/* Probabilities p[0..t] of query (b, t, h), its lse, the largest score
+/* Probabilities p[first_key..t] of query (b, t, h), its lse, the largest score
 ** magnitude, and the bound on a probability's relative error in units of
 ** u: twice the score error, the running sum, exp and rescaling per block. */
 static double probabilities(double *p, double *smag, double *lse, double *worst, const qkv *x,
@@ -161,8 +168,9 @@ static double probabilities(double *p, double *smag, double *lse, double *worst,
   const double mx = scores(p, smag, x, c, b, t, h);
   double sum = 0.0;
   *worst = 0.0;
-  for (int64_t j = 0; j <= t; j++) p[j] = exp(p[j] - mx), sum += p[j], *worst = fmax(*worst, smag[j]);
-  for (int64_t j = 0; j <= t; j++) p[j] /= sum;
+  const int64_t j0 = first_key(c, t);
+  for (int64_t j = j0; j <= t; j++) p[j] = exp(p[j] - mx), sum += p[j], *worst = fmax(*worst, smag[j]);
+  for (int64_t j = j0; j <= t; j++) p[j] /= sum;
   *lse = mx + log(sum);
   return 2.0 * (c->hs + 2) * *worst + c->T + c->T / 16.0 + 8;
 }
@@ -183,7 +191,7 @@ static void ref_forward(result *out, result *lse, const qkv *x, const acase *c) 
         lse->bound[row] = KT_U * ((c->hs + 2) * worst + c->T + 8 + fabs(l));
         for (int64_t i = 0; i < c->hs; i++) {
           double o = 0.0, m = 0.0;
-          for (int64_t j = 0; j <= t; j++) {
+          for (int64_t j = first_key(c, t); j <= t; j++) {
             const double v = AT(x->v, x->ldv, c, b, j, h / g, i);
             o += p[j] * v, m += p[j] * fabs(v);
           }
@@ -220,7 +228,7 @@ static void ref_backward(result *dq, result *dk, result *dv, const qkv *x, const
         const int64_t kvh = h / g;
         const float *d = dout + (b * c->T + t) * C + h * hs;
         double dsum = 0.0, dsum_mag = 0.0;
-        for (int64_t j = 0; j <= t; j++) {
+        for (int64_t j = first_key(c, t); j <= t; j++) {
           dp[j] = dp_mag[j] = 0.0;
           for (int64_t i = 0; i < hs; i++) {
             const double term = d[i] * (double)AT(x->v, x->ldv, c, b, j, kvh, i);
@@ -229,7 +237,7 @@ static void ref_backward(result *dq, result *dk, result *dv, const qkv *x, const
           dsum += p[j] * dp[j], dsum_mag += p[j] * dp_mag[j];
         }
         const int64_t qr = (b * c->T + t) * C + h * hs;
-        for (int64_t j = 0; j <= t; j++) {
+        for (int64_t j = first_key(c, t); j <= t; j++) {
           const double ds = p[j] * (dp[j] - dsum) * scale;
           const double ds_mag = p[j] * scale * (dp_mag[j] + dsum_mag);
           /* dp sums hs terms; D = dO·O sums hs terms of outputs that carry
@@ -266,8 +274,8 @@ static void check_result(const char *what, const acase *c, const float *got, con
   /* an identically zero result (dq, dk at T = 1) has only the elementwise checks */
   if (ref2 > 0.0) CHECK_CLOSE(sqrt(err2), 0.0, 1e-5 * sqrt(ref2), 0.0);
   if (harness_failures != before)
-    fprintf(stderr, "  %s: B %lld T %lld H %lld KV %lld hs %lld layout %d\n", what, (long long)c->B,
-            (long long)c->T, (long long)c->H, (long long)c->KV, (long long)c->hs, c->layout);
+    fprintf(stderr, "  %s: B %lld T %lld H %lld KV %lld hs %lld layout %d window %lld\n", what, (long long)c->B,
+            (long long)c->T, (long long)c->H, (long long)c->KV, (long long)c->hs, c->layout, (long long)c->W);
 }
 
 /* fresh inputs for the case, and the kernel's forward on them */
@@ -343,30 +351,24 @@ static double ref_loss(const qkv *x, const float *dout, const acase *c) {
   return loss;
 }
 
-/* The backward against central differences of the double forward, so the
-** gradient formula (the GQA sums over a kv head's query heads included)
-** is checked independently of ref_backward. Each input moves by the fp32
-** steps nearest ±2^-10 and the quotient divides by the step actually
-** taken. Truncation error ~h²·|L'''| ≈ 1e-6, the kernel's fp32 error
-** ~1e-6; a wrong term or head mapping is off by O(0.1). */
-static void test_backward_matches_finite_differences(void) {
+/* One case of test_backward_matches_finite_differences. */
+static void fd_case(const acase *c) {
   uint64_t rng = 23;
-  const acase c = {2, 5, 4, 2, 3, PADDED};
   float *out, *lse;
-  qkv x = forward_case(&c, &rng, &out, &lse);
-  float *dout = kt_random(&rng, c.B * c.T * c.H * c.hs, -1, 1);
-  qkv d = backward_case(&c, &x, dout, out, lse);
+  qkv x = forward_case(c, &rng, &out, &lse);
+  float *dout = kt_random(&rng, c->B * c->T * c->H * c->hs, -1, 1);
+  qkv d = backward_case(c, &x, dout, out, lse);
   float *parts[3] = {x.q, x.k, x.v}, *grads[3] = {d.q, d.k, d.v};
-  const int64_t ld[3] = {x.ldq, x.ldk, x.ldv}, heads[3] = {c.H, c.KV, c.KV};
+  const int64_t ld[3] = {x.ldq, x.ldk, x.ldv}, heads[3] = {c->H, c->KV, c->KV};
   for (int p = 0; p < 3; p++)
-    for (int64_t r = 0; r < c.B * c.T; r++)
-      for (int64_t j = 0; j < heads[p] * c.hs; j++) {
+    for (int64_t r = 0; r < c->B * c->T; r++)
+      for (int64_t j = 0; j < heads[p] * c->hs; j++) {
         float *e = parts[p] + r * ld[p] + j, keep = *e;
         const float hi = keep + 1.0f / 1024, lo = keep - 1.0f / 1024;
         *e = hi;
-        const double up = ref_loss(&x, dout, &c);
+        const double up = ref_loss(&x, dout, c);
         *e = lo;
-        const double down = ref_loss(&x, dout, &c);
+        const double down = ref_loss(&x, dout, c);
         *e = keep;
         const double fd = (up - down) / ((double)hi - lo);
         CHECK_CLOSE(grads[p][r * ld[p] + j], fd, 1e-4, 1e-3);
@@ -374,37 +376,81 @@ static void test_backward_matches_finite_differences(void) {
   qkv_free(&x), qkv_free(&d), free(out), free(lse), free(dout);
 }
 
-/* Causality: changing the keys and values after step t leaves every output
-** and lse at steps <= t bit for bit unchanged. */
-static void test_causal_mask(void) {
+/* The backward against central differences of the double forward, so the
+** gradient formula (the GQA sums over a kv head's query heads included)
+** is checked independently of ref_backward. Each input moves by the fp32
+** steps nearest ±2^-10 and the quotient divides by the step actually
+** taken. Truncation error ~h²·|L'''| ≈ 1e-6, the kernel's fp32 error
+** ~1e-6; a wrong term or head mapping is off by O(0.1). Without a window
+** and with one of 2 keys. */
+static void test_backward_matches_finite_differences(void) {
+  for (int64_t w = 0; w <= 2; w += 2) fd_case(&(acase){2, 5, 4, 2, 3, PADDED, w});
+}
+
+/* Which rows of out and lse move when the keys and values at steps [from,
+** to) are drawn anew: moved[b·T + t] is 1 where any element of step t of
+** sequence b changed, bit for bit. */
+static int *rows_moved(const acase *c, uint64_t rng, int64_t from, int64_t to) {
   tsl_backend *be = kt_backend();
-  uint64_t rng = 24;
-  const acase c = {2, 150, 4, 2, 16, FUSED};
-  const int64_t cut = 77, C = c.H * c.hs;
-  float *out, *lse, *out2 = kt_floats(c.B * c.T * C), *lse2 = kt_floats(c.B * c.H * c.T);
-  qkv x = forward_case(&c, &rng, &out, &lse);
-  for (int64_t b = 0; b < c.B; b++)
-    for (int64_t t = cut + 1; t < c.T; t++)
-      for (int64_t i = 0; i < c.KV * c.hs; i++) {
-        x.k[(b * c.T + t) * x.ldk + i] = kt_uniform(&rng, -4, 4);
-        x.v[(b * c.T + t) * x.ldv + i] = kt_uniform(&rng, -4, 4);
+  const int64_t C = c->H * c->hs;
+  float *out, *lse, *out2 = kt_floats(c->B * c->T * C), *lse2 = kt_floats(c->B * c->H * c->T);
+  int *moved = calloc((size_t)(c->B * c->T), sizeof *moved);
+  REQUIRE(moved);
+  qkv x = forward_case(c, &rng, &out, &lse);
+  for (int64_t b = 0; b < c->B; b++)
+    for (int64_t t = from; t < to; t++)
+      for (int64_t i = 0; i < c->KV * c->hs; i++) {
+        x.k[(b * c->T + t) * x.ldk + i] = kt_uniform(&rng, -4, 4);
+        x.v[(b * c->T + t) * x.ldv + i] = kt_uniform(&rng, -4, 4);
       }
-  const tsl_attn_shape sh = shape_of(&c, &x);
+  const tsl_attn_shape sh = shape_of(c, &x);
   CHECK_EQ_INT(be->attention_forward(be, NULL, out2, lse2, x.q, x.k, x.v, &sh), 0);
+  for (int64_t b = 0; b < c->B; b++)
+    for (int64_t t = 0; t < c->T; t++) {
+      int *m = &moved[b * c->T + t];
+      for (int64_t i = 0; i < C; i++) *m |= out[(b * c->T + t) * C + i] != out2[(b * c->T + t) * C + i];
+      for (int64_t h = 0; h < c->H; h++) *m |= lse[(b * c->H + h) * c->T + t] != lse2[(b * c->H + h) * c->T + t];
+    }
+  qkv_free(&x), free(out), free(lse), free(out2), free(lse2);
+  return moved;
+}
+
+/* Causality: changing the keys and values after step cut leaves every
+** output and lse at steps <= cut bit for bit unchanged. */
+static void test_causal_mask(void) {
+  const acase c = {2, 150, 4, 2, 16, FUSED, 0};
+  const int64_t cut = 77;
+  int *moved = rows_moved(&c, 24, cut + 1, c.T);
   int64_t changed = 0;
   for (int64_t b = 0; b < c.B; b++)
-    for (int64_t t = 0; t <= cut; t++) {
-      for (int64_t i = 0; i < C; i++) changed += out[(b * c.T + t) * C + i] != out2[(b * c.T + t) * C + i];
-      for (int64_t h = 0; h < c.H; h++) changed += lse[(b * c.H + h) * c.T + t] != lse2[(b * c.H + h) * c.T + t];
+    for (int64_t t = 0; t <= cut; t++) changed += moved[b * c.T + t];
+  CHECK_EQ_INT(changed, 0);
+  free(moved);
+}
+
+/* The window: changing the keys and values before step cut changes no
+** output or lse at the steps the window keeps them from (t >= cut + W − 1),
+** bit for bit, and every one at the steps that see them, over key blocks
+** (T 600, W 200: rows from 299 on). */
+static void test_window_mask(void) {
+  const acase c = {2, 600, 4, 2, 16, SEPARATE, 200};
+  const int64_t cut = 100;
+  int *moved = rows_moved(&c, 26, 0, cut);
+  int64_t changed = 0, seen = 0;
+  for (int64_t b = 0; b < c.B; b++)
+    for (int64_t t = 0; t < c.T; t++) {
+      if (t >= cut + c.W - 1) changed += moved[b * c.T + t];
+      else seen += moved[b * c.T + t];
     }
   CHECK_EQ_INT(changed, 0);
-  qkv_free(&x), free(out), free(lse), free(out2), free(lse2);
+  CHECK_EQ_INT(seen, c.B * (cut + c.W - 1));
+  free(moved);
 }
 
 /* The work split does not depend on the thread count, so 1 and 2 threads
 ** give the same bits, forward and backward. */
 static void test_thread_count_invariant(void) {
-  const acase c = {3, 97, 4, 2, 16, SEPARATE};
+  const acase c = {3, 97, 4, 2, 16, SEPARATE, 0};
   const int64_t nq = c.B * c.T * c.H * c.hs, nk = c.B * c.T * c.KV * c.hs;
   float *res[2][4];
   for (int run = 0; run < 2; run++) {
@@ -462,7 +508,7 @@ static void test_past(void) {
           memcpy(want.bound + to, ro.bound + from, (size_t)qw * sizeof(double));
         }
       }
-      const tsl_attn_shape sh = {c->B, n, c->H, c->KV, c->hs, qw, kw, kw, P, KT};
+      const tsl_attn_shape sh = {c->B, n, c->H, c->KV, c->hs, qw, kw, kw, P, KT, c->W};
       CHECK_EQ_INT(be->attention_forward(be, NULL, o, NULL, q, k, v, &sh), 0);
       check_result("out after a past", c, o, &want);
       qkv_free(&x), free(out), free(lse), result_free(&ro), result_free(&rl), result_free(&want);
@@ -475,25 +521,26 @@ static void test_past(void) {
 static void test_empty_and_bad_shapes(void) {
   tsl_backend *be = kt_backend();
   float x[4] = {7, 7, 7, 7}, lse[4] = {7, 7, 7, 7};
-  tsl_attn_shape sh = {0, 4, 2, 2, 2, 4, 4, 4, 0, 0};
+  tsl_attn_shape sh = {0, 4, 2, 2, 2, 4, 4, 4, 0, 0, 0};
   CHECK_EQ_INT(be->attention_forward(be, NULL, x, lse, x, x, x, &sh), 0);
   sh.batch = 2, sh.seq = 0;
   CHECK_EQ_INT(be->attention_backward(be, NULL, x, x, x, x, x, lse, x, x, x, &sh), 0);
   const tsl_attn_shape bad[] = {
-      {1, 1, 3, 2, 2, 6, 4, 4, 0, 0}, /* kv_heads does not divide heads */
-      {1, 1, 2, 0, 2, 4, 4, 4, 0, 0}, /* no kv heads */
-      {1, 1, 2, 1, 2, 3, 2, 2, 0, 0}, /* q rows narrower than heads·hs */
-      {1, 1, 2, 1, 2, 4, 1, 2, 0, 0}, /* k rows narrower than kv_heads·hs */
-      {1, 1, 2, 1, 0, 4, 2, 2, 0, 0}, /* head size 0 */
-      {1, 2, 2, 1, 2, 4, 2, 2, 2, 3}, /* a cache of 3 rows for 2 past and 2 new positions */
-      {1, 1, 2, 1, 2, 4, 2, 2, -1, 0}, /* a negative past */
+      {1, 1, 3, 2, 2, 6, 4, 4, 0, 0, 0}, /* kv_heads does not divide heads */
+      {1, 1, 2, 0, 2, 4, 4, 4, 0, 0, 0}, /* no kv heads */
+      {1, 1, 2, 1, 2, 3, 2, 2, 0, 0, 0}, /* q rows narrower than heads·hs */
+      {1, 1, 2, 1, 2, 4, 1, 2, 0, 0, 0}, /* k rows narrower than kv_heads·hs */
+      {1, 1, 2, 1, 0, 4, 2, 2, 0, 0, 0}, /* head size 0 */
+      {1, 2, 2, 1, 2, 4, 2, 2, 2, 3, 0}, /* a cache of 3 rows for 2 past and 2 new positions */
+      {1, 1, 2, 1, 2, 4, 2, 2, -1, 0, 0}, /* a negative past */
+      {1, 1, 2, 1, 2, 4, 2, 2, 0, 0, -1}, /* a negative window */
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     CHECK(be->attention_forward(be, NULL, x, lse, x, x, x, &bad[i]) < 0);
     CHECK(be->attention_backward(be, NULL, x, x, x, x, x, lse, x, x, x, &bad[i]) < 0);
   }
   /* no backward through a cache: training never has one */
-  const tsl_attn_shape past = {1, 1, 2, 1, 2, 4, 2, 2, 1, 2};
+  const tsl_attn_shape past = {1, 1, 2, 1, 2, 4, 2, 2, 1, 2, 0};
   CHECK(be->attention_backward(be, NULL, x, x, x, x, x, lse, x, x, x, &past) < 0);
   CHECK(x[0] == 7.0f && x[3] == 7.0f && lse[0] == 7.0f && lse[3] == 7.0f);
 }
@@ -503,6 +550,7 @@ int main(void) {
   RUN(test_backward);
   RUN(test_backward_matches_finite_differences);
   RUN(test_causal_mask);
+  RUN(test_window_mask);
   RUN(test_thread_count_invariant);
   RUN(test_past);
   RUN(test_empty_and_bad_shapes);

@@ -193,7 +193,7 @@ static void test_bad_arguments(void) {
   CHECK_EQ_INT(be->convert(be, NULL, c, TESSEL_F32, a, TESSEL_I32, 4), TESSEL_E_UNSUPPORTED);
   CHECK_EQ_INT(be->convert(be, NULL, c, TESSEL_F16, a, TESSEL_BF16, 4), TESSEL_E_UNSUPPORTED);
   CHECK(c[0] == 9.0f && c[3] == 9.0f);
-  const tsl_attn_shape no_head_size = {1, 1, 1, 1, 0, 1, 1, 1, 0, 0};
+  const tsl_attn_shape no_head_size = {1, 1, 1, 1, 0, 1, 1, 1, 0, 0, 0};
   CHECK(be->attention_forward(be, NULL, c, c, a, a, a, &no_head_size) < 0);
   CHECK(be->rmsnorm_forward(be, NULL, c, c, a, a, 1, 0, 1e-5f) < 0);
   CHECK(be->rope(be, NULL, c, 1, 1, 1, 3, 3, 0, (tsl_rope_freqs){.theta = 10000.0f}, 0) < 0); /* odd head size */

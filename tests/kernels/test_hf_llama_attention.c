@@ -87,7 +87,7 @@ static float *attention_block(tsl_st_file *w, const float *x, int rotary) {
     CHECK_EQ_INT(be->rope(be, NULL, q, B, T, H, HS, H * HS, 0, freqs, 0), 0);
     CHECK_EQ_INT(be->rope(be, NULL, k, B, T, KV, HS, KV * HS, 0, freqs, 0), 0);
   }
-  const tsl_attn_shape sh = {B, T, H, KV, HS, H * HS, KV * HS, KV * HS, 0, 0};
+  const tsl_attn_shape sh = {B, T, H, KV, HS, H * HS, KV * HS, KV * HS, 0, 0, 0};
   CHECK_EQ_INT(be->attention_forward(be, NULL, a, lse, q, k, v, &sh), 0);
   CHECK_EQ_INT(be->gemm(be, NULL, 0, 1, B * T, C, H * HS, 1.0f, a, H * HS, wo, H * HS, 0.0f, out, C, TESSEL_F32), 0);
   free(wq), free(wk), free(wv), free(wo), free(q), free(k), free(v), free(a), free(lse);
