@@ -590,7 +590,8 @@ static int same_model(const tsl_model_settings *a, const tsl_model_settings *b) 
          a->vocab_size == b->vocab_size &&
          a->rope_theta == b->rope_theta && a->norm_eps == b->norm_eps && a->tie_embeddings == b->tie_embeddings &&
          a->qkv_bias == b->qkv_bias && a->qk_norm == b->qk_norm && tsl_head_dim(a) == tsl_head_dim(b) &&
-         tsl_rotary_dim(a) == tsl_rotary_dim(b) && tsl_rope_scaling_same(a, b);
+         tsl_rotary_dim(a) == tsl_rotary_dim(b) && tsl_rope_scaling_same(a, b) &&
+         a->sliding_window == b->sliding_window;
 }
 
 /* Load one state of one parameter from a file tensor. `optional`: a missing

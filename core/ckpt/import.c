@@ -356,6 +356,8 @@ static tsl_status write_model_yaml(const char *path, const tsl_model_settings *m
   if (m->qk_norm) n += snprintf(text + n, sizeof text - (size_t)n, "  qk_norm: true\n");
   if (tsl_head_dim_own(m)) n += snprintf(text + n, sizeof text - (size_t)n, "  head_dim: %d\n", tsl_head_dim(m));
   if (m->rotary_dim) n += snprintf(text + n, sizeof text - (size_t)n, "  rotary_dim: %d\n", m->rotary_dim);
+  if (m->sliding_window)
+    n += snprintf(text + n, sizeof text - (size_t)n, "  sliding_window: %d\n", m->sliding_window);
   return tsl_atomic_write_file(path, text, (size_t)n);
 }
 

@@ -498,26 +498,20 @@ static tsl_status duplicate_key(const cJSON *node, const char **dup) {
 
 /* A sliding window: position i attends to positions i − sliding_window < j
 ** <= i (`absent` when the key is absent, 0: none; null: all of them).
-** tessel's attention is fully causal, which is the window's on every
-** context of at most sliding_window positions, so a model with a shorter
-** window than its max_position_embeddings is taken as made for that context
-** (positions). */
-static tsl_status sliding_window(const hf_json *j, int absent, tsl_model_settings *m) {
-  tsl_status st;
-  int window;
+** *window 0 when there is none, or when it spans every position the model
+** is made for (then it is full causal attention). */
+static tsl_status window_of(const hf_json *j, int absent, const tsl_model_settings *m, int *window) {
+  *window = 0;
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(j->root, "sliding_window");
   if (cJSON_IsNull(v) || (!v && !absent)) return TESSEL_OK;
-  TSL_TRY(st, whole(j, "sliding_window", absent, 1, 1 << 30, &window));
-  if (window < m->positions) {
-    if (j->say)
-      tsl_info("%s: sliding_window %d < max_position_embeddings %d: the model is taken as made for %d positions, "
-               "the contexts on which its windowed attention is tessel's full causal attention",
-               j->path, window, m->positions, window);
-    m->positions = m->seq_len = window;
-  }
-  return TESSEL_OK;
-fail:
+  tsl_status st = whole(j, "sliding_window", absent, 1, 1 << 30, window);
+  if (st >= 0 && *window >= m->positions) *window = 0;
   return st;
+}
+
+/* Mistral's and Phi-3's window, on every layer: model.sliding_window. */
+static tsl_status sliding_window(const hf_json *j, int absent, tsl_model_settings *m) {
+  return window_of(j, absent, m, &m->sliding_window);
 }
 
 /* MistralConfig: Llama's model under Mistral's defaults, its attention in
@@ -541,7 +535,9 @@ static tsl_status phi3(const hf_json *j, tsl_model_settings *m) {
 ** and of k instead (q_norm, k_norm; its attention_bias, refused as
 ** Llama's, would put biases on all four projections). With
 ** use_sliding_window, the layers from max_window_layers on attend in a
-** sliding window. */
+** sliding window. tessel's window is every layer's, so such a model is
+** taken as made for the window's context, on which each of its layers
+** attends to every earlier position. */
 static tsl_status qwen(const hf_json *j, int version, tsl_model_settings *m) {
   tsl_status st;
   int windowed = 0, first = 0;
@@ -550,7 +546,16 @@ static tsl_status qwen(const hf_json *j, int version, tsl_model_settings *m) {
   m->qk_norm = version == 3;
   TSL_TRY(st, boolean(j, "use_sliding_window", 0, &windowed));
   TSL_TRY(st, whole(j, "max_window_layers", 28, 0, 1 << 20, &first));
-  return windowed && first < m->layers ? sliding_window(j, 4096, m) : TESSEL_OK;
+  int window = 0;
+  if (windowed && first < m->layers) TSL_TRY(st, window_of(j, 4096, m, &window));
+  if (window) {
+    if (j->say)
+      tsl_info("%s: layers from %d on attend in a sliding window of %d of max_position_embeddings %d: the model is "
+               "taken as made for %d positions, where every layer attends to every earlier position",
+               j->path, first, window, m->positions, window);
+    m->positions = m->seq_len = window;
+  }
+  return TESSEL_OK;
 fail:
   return st;
 }

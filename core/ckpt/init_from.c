@@ -61,7 +61,8 @@ tsl_status tsl_model_compare(const tsl_model_settings *c, const tsl_model_settin
                {"ffn", c->ffn, w->ffn},                   {"vocab_size", c->vocab_size, w->vocab_size},
                {"rope_theta", c->rope_theta, w->rope_theta}, {"norm_eps", c->norm_eps, w->norm_eps},
                {"head_dim", tsl_head_dim(c), tsl_head_dim(w)},
-               {"rotary_dim", tsl_rotary_dim(c), tsl_rotary_dim(w)}};
+               {"rotary_dim", tsl_rotary_dim(c), tsl_rotary_dim(w)},
+               {"sliding_window", c->sliding_window, w->sliding_window}};
   /* the keys the config gives first: a value derived from them (ffn from
   ** channels, kv_heads from heads) differs only because they do */
   int given = 0;
@@ -108,6 +109,11 @@ tsl_status tsl_init_from_check(tsl_settings *s) {
   if (st >= 0 && !tsl_cfg_has(c->section, "positions") && tsl_weights_model(w)->positions > c->positions) {
     c->positions = tsl_weights_model(w)->positions;
     st = tsl_cfg_redefault_int(c->section, "positions", c->positions);
+  }
+  /* and their attention's window, which a config need not repeat */
+  if (st >= 0 && !tsl_cfg_has(c->section, "sliding_window") && tsl_weights_model(w)->sliding_window) {
+    c->sliding_window = tsl_weights_model(w)->sliding_window;
+    st = tsl_cfg_redefault_int(c->section, "sliding_window", c->sliding_window);
   }
   char whose[4200];
   snprintf(whose, sizeof whose, "the weights model.init_from names (%s) have", c->init_from);

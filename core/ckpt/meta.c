@@ -27,13 +27,15 @@ uint64_t tsl_ckpt_model_hash(const tsl_model_settings *m) {
                      m->seq_len, m->vocab_size, m->rope_theta, m->norm_eps, m->tie_embeddings};
   uint64_t h = tsl_hash_bytes(dims, sizeof dims, 0x6d6f64656cull);
   /* positions, the attention biases, a head size of its own, the q/k
-  ** norms, the rotary scaling and a part of the head turned came later: a
-  ** model made for its own context, without them, hashes as before */
+  ** norms, the rotary scaling, a part of the head turned and the sliding
+  ** window came later: a model made for its own context, without them,
+  ** hashes as before */
   if (m->positions != m->seq_len) h = tsl_mix64(h ^ (uint64_t)m->positions);
   if (m->qkv_bias) h = tsl_mix64(h ^ 0x71b1a5ull);
   if (m->qk_norm) h = tsl_mix64(h ^ 0x716b6eull);
   if (tsl_head_dim_own(m)) h = tsl_mix64(h ^ ((uint64_t)tsl_head_dim(m) << 32 | 0x68ull));
   if (m->rotary_dim) h = tsl_mix64(h ^ ((uint64_t)m->rotary_dim << 32 | 0x72ull));
+  if (m->sliding_window) h = tsl_mix64(h ^ ((uint64_t)m->sliding_window << 32 | 0x77ull));
   double scaling[TSL_ROPE_MAX];
   const tsl_rope_type *t = tsl_rope_scaling_values(m, scaling);
   if (!t) return h;
@@ -151,7 +153,7 @@ static const char *const covered[] = {
     "model.rope_scaling.high_freq_factor", "model.rope_scaling.original_positions", "model.qkv_bias",
     "model.head_dim", "model.qk_norm", "model.rope_scaling.beta_fast", "model.rope_scaling.beta_slow",
     "model.rope_scaling.attention_factor", "model.rope_scaling.short_factor", "model.rope_scaling.long_factor",
-    "model.rotary_dim"};
+    "model.rotary_dim", "model.sliding_window"};
 
 /* Covered fields that came after descriptions were first written (from
 ** model.positions on): absent, they leave the checksum as those
@@ -317,6 +319,7 @@ static cJSON *meta_json(const tsl_ckpt_meta *m) {
   if (d->qk_norm) cJSON_AddBoolToObject(model, "qk_norm", 1);
   if (tsl_head_dim_own(d)) cJSON_AddNumberToObject(model, "head_dim", tsl_head_dim(d));
   if (d->rotary_dim) cJSON_AddNumberToObject(model, "rotary_dim", d->rotary_dim);
+  if (d->sliding_window) cJSON_AddNumberToObject(model, "sliding_window", d->sliding_window);
   double v[TSL_ROPE_MAX];
   const tsl_rope_type *t = tsl_rope_scaling_values(d, v);
   if (t) { /* as model.rope_scaling of a config reads it */
@@ -501,11 +504,12 @@ fail:
   return st;
 }
 
-/* model.qkv_bias, model.qk_norm, model.head_dim and model.rotary_dim, a
-** Llama's, each written only when it differs from the model without it
-** (absent: no biases, no q/k norms, heads of channels / heads turned whole,
-** as in every description written before they were); head_dim and
-** rotary_dim in the range a config allows. d's heads are read. */
+/* model.qkv_bias, model.qk_norm, model.head_dim, model.rotary_dim and
+** model.sliding_window, a Llama's, each written only when it differs from
+** the model without it (absent: no biases, no q/k norms, heads of channels
+** / heads turned whole, no window, as in every description written before
+** they were); head_dim, rotary_dim and sliding_window in the range a
+** config allows. d's heads are read. */
 static tsl_status read_llama_options(const reader *r, tsl_model_settings *d) {
   tsl_status st;
   const cJSON *qkv_bias = item_at(r->root, "model.qkv_bias");
@@ -532,6 +536,13 @@ static tsl_status read_llama_options(const reader *r, tsl_model_settings *d) {
                        "elements", r->where, tsl_head_dim(d));
   }
   d->rotary_dim = (int)rotary_dim;
+  int64_t window = 0;
+  if (item_at(r->root, "model.sliding_window")) {
+    TSL_TRY(st, whole(r, "model.sliding_window", 1, 1 << 30, &window));
+    if (d->arch != TSL_ARCH_LLAMA)
+      return tsl_error(TESSEL_E_IO, "%s: 'model.sliding_window' must be a Llama's", r->where);
+  }
+  d->sliding_window = (int)window;
   return TESSEL_OK;
 fail:
   return st;

@@ -124,8 +124,13 @@ tsl_status tsl_norm_backward(tsl_runtime *rt, tsl_stream *s, tessel_group *g, co
                                        : layernorm_backward(rt, s, g, a, total_cols);
 }
 
+/* The kernels' shape of an attention call. Args from a plugin built before
+** ABI 2.4 have no window; such a plugin's attention hooks are refused on a
+** windowed model (model.c), so the none they read as is right. */
 static tsl_attn_shape attn_shape(const tessel_attention_args *a) {
-  return (tsl_attn_shape){a->batch, a->seq, a->heads, a->kv_heads, a->head_size, a->ldq, a->ldk, a->ldv, 0, 0, 0};
+  const int64_t window = TESSEL_HAS(a, tessel_attention_args, window) ? a->window : 0;
+  return (tsl_attn_shape){a->batch, a->seq, a->heads, a->kv_heads, a->head_size,
+                          a->ldq, a->ldk, a->ldv, 0, 0, window};
 }
 
 tsl_status tsl_attention_forward(tsl_runtime *rt, tsl_stream *s, const tessel_attention_args *a) {

@@ -121,7 +121,8 @@ tsl_status tsl_decode_attention(tsl_model *m, int unit, const tessel_attention_a
   int64_t w = c->width[unit];
   TSL_TRY(st, append(m, c->k[unit], w, a->k, a->ldk, a->seq));
   TSL_TRY(st, append(m, c->v[unit], w, a->v, a->ldv, a->seq));
-  tsl_attn_shape sh = {a->batch, a->seq, a->heads, a->kv_heads, a->head_size, a->ldq, w, w, c->past, c->cap, 0};
+  tsl_attn_shape sh = {a->batch, a->seq, a->heads, a->kv_heads, a->head_size, a->ldq, w, w, c->past, c->cap,
+                       a->window};
   int rc = be->attention_forward(be, m->rt->compute, a->out, NULL, a->q, c->k[unit], c->v[unit], &sh);
   return rc < 0 ? tsl_error_wrap(rc, "attention over the key/value cache") : TESSEL_OK;
 fail:

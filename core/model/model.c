@@ -148,6 +148,32 @@ static tsl_status geometry(tsl_model *m) {
   return TESSEL_OK;
 }
 
+/* A sliding window (model.sliding_window) needs a backend whose attention
+** takes one, and a strategy whose own attention, if it has one, knows of
+** it (ABI 2.4): one built before would attend to every earlier key. */
+static tsl_status window_support(tsl_model *m) {
+  const tsl_runtime *rt = m->rt;
+  if (!rt->settings.model.sliding_window) return TESSEL_OK;
+  /* `tessel check` loads no backend: of tessel's, the CPU's alone has one */
+  const int windowed = rt->be.name ? rt->be.attention_window : rt->settings.device.kind == TSL_DEVICE_CPU;
+  if (!windowed) {
+    tsl_cfg *device = NULL;
+    tsl_cfg_section(tsl_config_root(rt->config), "device", 0, &device);
+    return tsl_cfg_error(device, "kind",
+                         "the %s backend's attention has no sliding window, which this model has "
+                         "(model.sliding_window %d): train it on `kind: cpu`, or set model.sliding_window: 0 for "
+                         "full causal attention (not the model's own)",
+                         rt->be.name ? rt->be.name : "cuda", rt->settings.model.sliding_window);
+  }
+  const uint32_t abi = rt->plugin ? rt->plugin->vt.abi_version : TESSEL_ABI_VERSION;
+  if ((m->plugin_ops.attention_forward || m->plugin_ops.attention_backward) && TESSEL_ABI_MINOR(abi) < 4)
+    return tsl_error(TESSEL_E_VERSION,
+                     "strategy '%s' computes attention itself and was built for plugin ABI %u.%u, before the "
+                     "sliding window of model.sliding_window (ABI 2.4): rebuild it against this tessel's plugin.h",
+                     rt->plugin->name, TESSEL_ABI_MAJOR(abi), TESSEL_ABI_MINOR(abi));
+  return TESSEL_OK;
+}
+
 /* Each unit's ops in their public form: global parameter indices. */
 static tsl_status build_units(tsl_model *m) {
   int L = m->dims.layers, U = m->dims.units;
@@ -191,6 +217,7 @@ tsl_status tsl_model_plan(tsl_runtime *rt, const tessel_model_dims *dims, tsl_mo
     const tessel_layer_ops *ops = rt->plugin->vt.layer_ops;
     memcpy(&m->plugin_ops, ops, TSL_MIN((size_t)ops->size, sizeof m->plugin_ops));
   }
+  TSL_TRY(st, window_support(m));
   TSL_TRY(st, tsl_arch_for(&rt->settings, &m->arch));
   TSL_TRY(st, tsl_params_register(&m->params, &m->arch, dims->layers, m->dims.dim, dims->vocab_valid,
                                   rt->settings.model.arch == TSL_ARCH_LLAMA));

@@ -54,6 +54,7 @@ typedef struct tsl_model_settings {
   int tie_embeddings;
   int qkv_bias;          /* Llama: biases on the query, key and value projections (Qwen2's) */
   int qk_norm;           /* Llama: RMS norms over each head of q and k before rotary (Qwen3's) */
+  int sliding_window;    /* Llama: keys a query attends to, its own included (Mistral's, Phi-3's); 0: all */
   const char *init_from; /* weights to start from: a checkpoint or Hugging Face directory (NULL: none) */
   tsl_cfg *section;      /* for errors about the model's shape (NULL from a checkpoint) */
 } tsl_model_settings;

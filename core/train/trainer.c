@@ -382,11 +382,14 @@ static void print_header(trainer *t) {
   const tessel_model_dims *d = tsl_model_dims(t->model);
   tsl_info("tessel %s | %s | world %d | backend %s", TESSEL_VERSION_STRING,
            rt->plugin ? rt->plugin->name : "no strategy plugin", rt->world.size, rt->be.describe(&rt->be));
-  tsl_info("model: %s, %d layers, %d heads of %d (%d key/value)%s%s, %d channels, ffn %d, seq_len %d, vocab %d = "
+  char window[48] = "";
+  if (s->model.sliding_window)
+    snprintf(window, sizeof window, " in a sliding window of %d", s->model.sliding_window);
+  tsl_info("model: %s, %d layers, %d heads of %d (%d key/value)%s%s%s, %d channels, ffn %d, seq_len %d, vocab %d = "
            "%.2fM parameters",
            s->model.arch == TSL_ARCH_LLAMA ? "llama" : "gpt2", s->model.layers, s->model.heads,
            tsl_head_dim(&s->model), s->model.kv_heads, s->model.qkv_bias ? " with q/k/v biases" : "",
-           s->model.qk_norm ? " with q/k norms" : "",
+           s->model.qk_norm ? " with q/k norms" : "", window,
            s->model.channels, s->model.ffn, s->model.seq_len, s->model.vocab_size,
            (double)tsl_model_params(t->model)->real_numel / 1e6);
   tsl_info("batch: %d sequences × %d tokens per step = %d data rank(s) × %d micro-batch(es) of %d", s->train.batch_size,

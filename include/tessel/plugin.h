@@ -72,7 +72,7 @@ extern "C" {
 #define TESSEL_ABI(major, minor) (((uint32_t)(major) << 16) | (uint32_t)(minor))
 #define TESSEL_ABI_MAJOR(v) ((uint32_t)(v) >> 16)
 #define TESSEL_ABI_MINOR(v) ((uint32_t)(v) & 0xffffu)
-#define TESSEL_ABI_VERSION TESSEL_ABI(2, 3)
+#define TESSEL_ABI_VERSION TESSEL_ABI(2, 4)
 
 /* The entry symbol a plugin exports; the major version is in its name. */
 #define TESSEL_STRATEGY_ENTRY tessel_strategy_v2

@@ -264,12 +264,13 @@ static void test_gpt2_matches_transformers(void) { compare_with_hf("gpt2_tiny");
 ** attention */
 static void test_gpt2_upcast_matches_transformers(void) { compare_with_hf("gpt2_upcast"); }
 static void test_llama_tp2_matches_transformers(void) { compare_with_hf("llama_tp2"); }
-/* a MistralForCausalLM (model_type mistral) is Llama's model; its sliding
-** window of 16 positions makes the model one for contexts up to 16 */
+/* a MistralForCausalLM (model_type mistral) is Llama's model with a
+** sliding window, here of 16 of its 64 positions */
 static void test_mistral_matches_transformers(void) {
   tsl_weights *w;
   REQUIRE(tsl_weights_open(FIXTURES "mistral_tiny", 0, &w) == TESSEL_OK);
-  CHECK_EQ_INT(tsl_weights_model(w)->positions, 16);
+  CHECK_EQ_INT(tsl_weights_model(w)->positions, 64);
+  CHECK_EQ_INT(tsl_weights_model(w)->sliding_window, 16);
   CHECK(tsl_weights_model(w)->rope_theta == 1e6);
   tsl_weights_close(w);
   compare_with_hf("mistral_tiny");
@@ -315,32 +316,42 @@ static void test_phi3_matches_transformers(void) {
   REQUIRE(tsl_weights_open(FIXTURES "phi3_tiny", 0, &w) == TESSEL_OK);
   const tsl_model_settings *m = tsl_weights_model(w);
   CHECK(!m->tie_embeddings && m->norm_eps == 1e-5 && m->kv_heads == 2);
-  CHECK_EQ_INT(m->positions, 16);
+  CHECK_EQ_INT(m->positions, 64);
+  CHECK_EQ_INT(m->sliding_window, 16);
   tsl_weights_close(w);
   compare_with_hf("phi3_tiny");
 }
 
-/* A variant of llama_tiny's weights and inputs under a rotary scaling,
-** whose transformers logits move from llama_tiny's by far more than the
-** tolerance: the scaling is computed, not just accepted. */
-static void scaled_matches_transformers(const char *name) {
+/* A variant of base's weights and inputs (a rotary scaling, a shorter
+** sliding window) whose transformers logits move from base's by far more
+** than the tolerance: the variant is computed, not just accepted. */
+static void variant_matches_transformers(const char *name, const char *base) {
   tsl_st_file *plain, *scaled;
-  char io[256];
+  char io[256], base_io[256];
   snprintf(io, sizeof io, FIXTURES "%s_io.safetensors", name);
-  REQUIRE(tsl_st_open(FIXTURES "llama_tiny_io.safetensors", &plain) == TESSEL_OK);
+  snprintf(base_io, sizeof base_io, FIXTURES "%s_io.safetensors", base);
+  REQUIRE(tsl_st_open(base_io, &plain) == TESSEL_OK);
   REQUIRE(tsl_st_open(io, &scaled) == TESSEL_OK);
   float *a = io_tensor(plain, "logits", TESSEL_F32, B * T * V), *b = io_tensor(scaled, "logits", TESSEL_F32, B * T * V);
   double e2 = 0, r2 = 0;
   for (int i = 0; i < B * T * V; i++) e2 += ((double)a[i] - b[i]) * ((double)a[i] - b[i]), r2 += (double)b[i] * b[i];
-  fprintf(stderr, "  %s against llama_tiny: normwise difference %.3g\n", name, sqrt(e2 / r2));
+  fprintf(stderr, "  %s against %s: normwise difference %.3g\n", name, base, sqrt(e2 / r2));
   CHECK(sqrt(e2 / r2) > 1e-2);
   free(a), free(b);
   tsl_st_close(plain), tsl_st_close(scaled);
   compare_with_hf(name);
 }
 
+/* a sliding window of 5 positions, shorter than the 16 of the sequence
+** (mistral_window: mistral_tiny's weights and inputs): from the fifth
+** position on each query sees its last 5 keys alone, whole and decoding */
+static void test_mistral_window_matches_transformers(void) {
+  CHECK_EQ_INT(model_of("mistral_window").sliding_window, 5);
+  variant_matches_transformers("mistral_window", "mistral_tiny");
+}
+
 /* Llama 3.1's rotary scaling (llama3_rope: rope_scaling "llama3") */
-static void test_llama3_rope_matches_transformers(void) { scaled_matches_transformers("llama3_rope"); }
+static void test_llama3_rope_matches_transformers(void) { variant_matches_transformers("llama3_rope", "llama_tiny"); }
 
 /* YaRN (llama_yarn: rope_scaling "yarn", factor 4 over an original context
 ** of 16): its frequencies and the scale of cos and sin; its export says the
@@ -349,7 +360,7 @@ static void test_yarn_matches_transformers(void) {
   const tsl_model_settings m = model_of("llama_yarn");
   const tsl_rope_scaling *r = &m.rope_scaling;
   CHECK(r->kind == TSL_ROPE_YARN && r->factor == 4 && r->original_positions == 16 && r->beta_fast == 4 && r->beta_slow == 0.25);
-  scaled_matches_transformers("llama_yarn");
+  variant_matches_transformers("llama_yarn", "llama_tiny");
 }
 
 /* Linear scaling (llama_linear: rope_scaling "linear", factor 3) */
@@ -357,7 +368,7 @@ static void test_linear_matches_transformers(void) {
   const tsl_model_settings m = model_of("llama_linear");
   const tsl_rope_scaling *r = &m.rope_scaling;
   CHECK(r->kind == TSL_ROPE_LINEAR && r->factor == 3);
-  scaled_matches_transformers("llama_linear");
+  variant_matches_transformers("llama_linear", "llama_tiny");
 }
 
 /* Dynamic NTK (llama_dynamic: rope_scaling "dynamic", factor 2): within
@@ -435,6 +446,7 @@ int main(void) {
   RUN(test_gpt2_upcast_matches_transformers);
   RUN(test_llama_tp2_matches_transformers);
   RUN(test_mistral_matches_transformers);
+  RUN(test_mistral_window_matches_transformers);
   RUN(test_qwen2_matches_transformers);
   RUN(test_head_dim_matches_transformers);
   RUN(test_qwen3_matches_transformers);

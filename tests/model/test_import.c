@@ -446,25 +446,27 @@ static void test_factor_scalings(void) {
 }
 
 /* A Mistral config is a Llama whose sliding window, when shorter than its
-** max_position_embeddings (64 here), is the context it is taken as made
-** for; absent (MistralConfig's 4096) or null, the window covers it. A
-** null num_key_value_heads is as many as the heads; 8 (MistralConfig's
-** default when absent) is more than the fixture's 4: refused. */
+** max_position_embeddings (64 here), is its model.sliding_window, the
+** model still made for all 64 positions; absent (MistralConfig's 4096),
+** null or as long as the context, the window covers it: none. A null
+** num_key_value_heads is as many as the heads; 8 (MistralConfig's default
+** when absent) is more than the fixture's 4: refused. */
 static void test_mistral_window(void) {
   static const struct {
     const char *edit;
-    int positions;
-  } cases[] = {{"{\"model_type\": \"mistral\", \"sliding_window\": null,", 64},
-               {"{\"model_type\": \"mistral\",", 64},
-               {"{\"model_type\": \"mistral\", \"sliding_window\": 64,", 64},
+    int window;
+  } cases[] = {{"{\"model_type\": \"mistral\", \"sliding_window\": null,", 0},
+               {"{\"model_type\": \"mistral\",", 0},
+               {"{\"model_type\": \"mistral\", \"sliding_window\": 64,", 0},
                {"{\"model_type\": \"mistral\", \"sliding_window\": 8,", 8}};
   for (size_t i = 0; i < TSL_ARRAY_LEN(cases); i++) {
     char name[32];
     snprintf(name, sizeof name, "mistral-%zu", i);
     const tsl_model_settings m = model_edited(NULL, name, cases[i].edit);
     CHECK(m.arch == TSL_ARCH_LLAMA);
-    CHECK_EQ_INT(m.positions, cases[i].positions);
-    CHECK_EQ_INT(m.seq_len, cases[i].positions);
+    CHECK_EQ_INT(m.positions, 64);
+    CHECK_EQ_INT(m.seq_len, 64);
+    CHECK_EQ_INT(m.sliding_window, cases[i].window);
   }
   refused(hf_dir("mistral-no-window", TESSEL_F32, "{\"model_type\": \"mistral\", \"sliding_window\": 0,", NULL, NULL),
           TESSEL_E_UNSUPPORTED, "'sliding_window' is 0");

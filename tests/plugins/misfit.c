@@ -38,7 +38,9 @@
 **
 ** Built a second time as `testmisfitold` for ABI 2.2 (MISFIT_MINOR=2):
 ** there the `heads` misfit meets a Llama with per-head q/k norms, which a
-** strategy built before ABI 2.3 that splits heads cannot finish.
+** strategy built before ABI 2.3 that splits heads cannot finish; and its
+** attention hooks (every mode's: the core's kernel, passed through) meet a
+** model with a sliding window, which one built before ABI 2.4 cannot know.
 */
 #include <stdint.h>
 #include <stdlib.h>
@@ -189,6 +191,25 @@ static tessel_status mf_grads_finish(void *inst) {
   return t->rank % 2 ? api->comm->barrier(t->host, dp) : TESSEL_OK;
 }
 
+/* Attention through the core's kernel, as a strategy that computes it
+** itself would call it. Built for ABI 2.2 (testmisfitold) it knows of no
+** sliding window, and the core refuses it on a model with one. */
+static tessel_status mf_attention_forward(void *inst, const tessel_op_ctx *c, const tessel_attention_args *a) {
+  misfit *t = inst;
+  return t->api->kernels->attention_forward(t->host, c->stream, a);
+}
+
+static tessel_status mf_attention_backward(void *inst, const tessel_op_ctx *c, const tessel_attention_args *a) {
+  misfit *t = inst;
+  return t->api->kernels->attention_backward(t->host, c->stream, a);
+}
+
+static const tessel_layer_ops layer_ops = {
+    .size = sizeof(tessel_layer_ops),
+    .attention_forward = mf_attention_forward,
+    .attention_backward = mf_attention_backward,
+};
+
 static const tessel_strategy table = {
     .size = sizeof(tessel_strategy),
     .abi_version = MISFIT_ABI,
@@ -202,6 +223,7 @@ static const tessel_strategy table = {
     .layout = mf_layout,
     .geometry = mf_geometry,
     .grads_finish = mf_grads_finish,
+    .layer_ops = &layer_ops,
 };
 
 TESSEL_STRATEGY_DEFINE(table)

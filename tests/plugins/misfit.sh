@@ -52,6 +52,11 @@ if [ "$WHICH" = one ]; then
     "$WORK/run.yaml" >"$WORK/old.yaml"
   expect heads 1 "strategy 'testmisfitold' splits the attention heads and was built for plugin ABI 2.2, before the per-head q/k norms of model.qk_norm (ABI 2.3)" \
     "$TESSEL" check "$WORK/old.yaml" --world 2 --quiet
+  # one of ABI 2.2 whose attention hooks would attend past a sliding window
+  sed -e 's/channels: 32,/channels: 32, arch: llama, sliding_window: 4,/' -e 's/testmisfit\.so/testmisfitold.so/' \
+    "$WORK/run.yaml" >"$WORK/window.yaml"
+  expect none 1 "strategy 'testmisfitold' computes attention itself and was built for plugin ABI 2.2, before the sliding window of model.sliding_window (ABI 2.4)" \
+    "$TESSEL" check "$WORK/window.yaml" --world 2 --quiet
   expect unbound 1 "$S before_forward: wte.weight is STORE_PLUGIN and has no data bound when unit 0 (embedding) runs forward" \
     "$TESSEL" run "$WORK/run.yaml"
   # a hook that crashes: the process still dies by the signal (a core file,

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Training checked against PyTorch: the fixtures' Llama, GPT-2, Qwen2 (q, k
-# and v biases, a tied head) and Qwen3 (per-head q and k norms)
-# (tests/fixtures/llama_tiny, gpt2_tiny, qwen2_tiny, qwen3_tiny) trained 8 steps by `tessel run`
+# and v biases, a tied head), Qwen3 (per-head q and k norms) and Mistral
+# with a sliding window of 5 of the 16 positions (tests/fixtures/llama_tiny,
+# gpt2_tiny, qwen2_tiny, qwen3_tiny, mistral_window) trained 8 steps by `tessel run`
 # from their Hugging Face weights (model.init_from), on the one window of a
 # 17-byte text (each of its bytes a token below their 96), give the loss,
 # the gradient norm before clipping and the learning rate that
 # torch.optim.AdamW with clip_grad_norm_ gave on the same weights and
 # batches (tests/fixtures/train_reference.txt, made by
-# make_hf_fixtures.py train: warm-up 2 steps then cosine, β 0.9/0.95,
+# make_hf_fixtures.py train, which names each model as its directory does
+# without "_tiny": warm-up 2 steps then cosine, β 0.9/0.95,
 # weight decay 0.1 on tensors of two dimensions, clip 1.0, lr 1e-2).
 # Tolerances: the first step's loss and gradient norm see one fp32 forward
 # and backward in another summation order (relative ~1e-6, allowed 1e-5);
@@ -23,11 +25,13 @@ printf 'KING HENRY: NOW, ' >"$WORK/text.txt"
 # byte-level shards declare 256 tokens; these 17 fit the fixtures' 96, so
 # the shard is used as llm.c's own, without its record
 rm "$WORK/data/tokens.json"
-for model in llama gpt2 qwen2 qwen3; do
-  "$TESSEL" import "tests/fixtures/${model}_tiny" -o "$WORK/$model-ckpt" >/dev/null 2>&1 || fail "import of $model failed"
+for model in llama gpt2 qwen2 qwen3 mistral_window; do
+  dir=tests/fixtures/$model
+  [ -d "$dir" ] || dir=${dir}_tiny
+  "$TESSEL" import "$dir" -o "$WORK/$model-ckpt" >/dev/null 2>&1 || fail "import of $model failed"
   cat >"$WORK/$model.yaml" <<YAML
 base: $model-ckpt/config.yaml
-model: {seq_len: 16, init_from: tests/fixtures/${model}_tiny}
+model: {seq_len: 16, init_from: $dir}
 data: {train: "$WORK/data/train_*.bin"}
 train: {steps: 8, batch_size: 2, seed: 3, eval_every: 0, sample_tokens: 0}
 optimizer: {lr: 1.0e-2, min_lr: 1.0e-3, warmup_steps: 2, decay: cosine, beta1: 0.9, beta2: 0.95, eps: 1.0e-8,

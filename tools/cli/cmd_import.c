@@ -18,9 +18,10 @@ const tsl_command tsl_cmd_import = {
     "against the config, and writes CKPT_DIR, a new tessel checkpoint (fp32 weights, no optimizer\n"
     "moments, step 0).\n"
     "A run starts from it with `model.init_from: CKPT_DIR` (model.init_from also takes HF_DIR itself)\n"
-    "and a model section like CKPT_DIR/config.yaml's. A Mistral (or windowed Qwen2 or Qwen3) whose\n"
-    "sliding_window is shorter than its max_position_embeddings is taken as made for sliding_window\n"
-    "positions. Options tessel's models do not compute (other rope types, other biases in a Llama,\n"
+    "and a model section like CKPT_DIR/config.yaml's. A Mistral's or Phi-3's sliding_window shorter\n"
+    "than its max_position_embeddings is its model.sliding_window; a Qwen2 or Qwen3 whose later layers\n"
+    "attend in a sliding window is taken as made for sliding_window positions, where no layer's\n"
+    "window binds. Options tessel's models do not compute (other rope types, other biases in a Llama,\n"
     "another activation) are refused by name. CKPT_DIR must not exist; nothing is left there when the\n"
     "import fails.\n\n"
     "  -o, --out DIR   the checkpoint directory to create\n",

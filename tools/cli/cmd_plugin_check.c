@@ -61,7 +61,8 @@ const tsl_command tsl_cmd_plugin_check = {
     "  - it does not link libtessel (plugins get every service from the host table);\n"
     "  - it loads: entry point, ABI version, table size, name equal to the file name, required hooks;\n"
     "  - for a tiny GPT-2 and a tiny Llama (grouped-query attention, rotary positions, SwiGLU; for a\n"
-    "    plugin of ABI 2.3 or later also Qwen3's per-head q/k norms), trained 6 steps at each rank\n"
+    "    plugin of ABI 2.3 or later also Qwen3's per-head q/k norms, of 2.4 or later a sliding window),\n"
+    "    trained 6 steps at each rank\n"
     "    count through mpirun, every step's loss equals one process's within 1e-5 relative and the\n"
     "    first step's gradient norm within 5e-7 (a strategy declaring TESSEL_CAP_LOSSY: the final\n"
     "    validation loss within 5%, having fallen at least half as far as one process's);\n"
@@ -111,7 +112,7 @@ static int check_file(const char *path) {
   return ok;
 }
 
-static int check_load(const char *path, int *lossy, int *head_norms) {
+static int check_load(const char *path, int *lossy, int *abi_minor) {
   tsl_plugin *p = NULL;
   char detail[256];
   if (tsl_plugin_open(path, &p) < 0) return report(0, "loads as a strategy", tsl_error_message());
@@ -119,7 +120,7 @@ static int check_load(const char *path, int *lossy, int *head_norms) {
            p->vt.version ? p->vt.version : "-", TESSEL_ABI_MAJOR(p->vt.abi_version), TESSEL_ABI_MINOR(p->vt.abi_version),
            p->table_size, sizeof(tessel_strategy), (p->vt.caps & TESSEL_CAP_LOSSY) ? ", lossy" : "");
   *lossy = (p->vt.caps & TESSEL_CAP_LOSSY) != 0;
-  *head_norms = TESSEL_ABI_MINOR(p->vt.abi_version) >= 3;
+  *abi_minor = (int)TESSEL_ABI_MINOR(p->vt.abi_version);
   report(1, "loads as a strategy", detail);
   tsl_plugin_free(p);
   return 1;
@@ -146,13 +147,15 @@ static tsl_status write_tokens(const char *path, uint64_t count, uint64_t seed) 
 
 /* The two tiny models: every split the built-in strategies make at 4 ranks
 ** divides them (heads, key/value heads, the MLP, the vocabulary). The
-** Llama has per-head q/k norms (`since_2_3`) for a plugin that knows them. */
+** Llama has per-head q/k norms (`since_2_3`) and attends in a sliding
+** window of 5 of its 8 positions (`since_2_4`) for a plugin that knows
+** them. */
 static const struct {
-  const char *name, *model, *since_2_3;
+  const char *name, *model, *since_2_3, *since_2_4;
 } models[] = {
-    {"gpt2", "arch: gpt2, layers: 2, heads: 4, channels: 16, seq_len: 8, vocab_size: 64", ""},
+    {"gpt2", "arch: gpt2, layers: 2, heads: 4, channels: 16, seq_len: 8, vocab_size: 64", "", ""},
     {"llama", "arch: llama, layers: 2, heads: 4, kv_heads: 2, channels: 16, ffn: 32, seq_len: 8, vocab_size: 64",
-     ", qk_norm: true"},
+     ", qk_norm: true", ", sliding_window: 5"},
 };
 
 /* One training's record: every step's loss, the first step's gradient norm
@@ -187,7 +190,7 @@ static int read_trajectory(const char *path, trajectory *t) {
 typedef struct check {
   const char *lib, *dir;
   const char *const *user;
-  int n_user, lossy, head_norms;
+  int n_user, lossy, abi_minor;
 } check;
 
 /* `tessel run` of model k on `ranks` ranks (0: one process, no strategy)
@@ -363,7 +366,7 @@ static int batch_for(const int *ranks, int n_ranks) {
   return batch <= MAX_BATCH ? (int)batch : 0;
 }
 
-static tsl_status write_configs(const char *dir, int batch, int head_norms) {
+static tsl_status write_configs(const char *dir, int batch, int abi_minor) {
   char path[4096];
   snprintf(path, sizeof path, "%s/train_000000.bin", dir);
   tsl_status st = write_tokens(path, 8192, 1);
@@ -374,14 +377,15 @@ static tsl_status write_configs(const char *dir, int batch, int head_norms) {
     FILE *f = fopen(path, "w");
     if (!f) return tsl_error(TESSEL_E_IO, "%s: cannot write", path);
     fprintf(f,
-            "model: {%s%s}\n"
+            "model: {%s%s%s}\n"
             "data: {train: \"%s/train_*.bin\", val: \"%s/val_*.bin\"}\n"
             "train: {steps: %d, batch_size: %d, eval_every: %d, eval_batches: 1, sample_tokens: 0}\n"
             "optimizer: {lr: 1.0e-2, warmup_steps: 0}\n"
             "device: {threads: 1}\n"
             "checkpoint: {every: 0, resume: auto}\n"
             "log: {level: warn, progress: never}\n",
-            models[k].model, head_norms ? models[k].since_2_3 : "", dir, dir, STEPS, batch, STEPS);
+            models[k].model, abi_minor >= 3 ? models[k].since_2_3 : "", abi_minor >= 4 ? models[k].since_2_4 : "",
+            dir, dir, STEPS, batch, STEPS);
     if (fclose(f) != 0) return tsl_error(TESSEL_E_IO, "%s: cannot write", path);
   }
   return st;
@@ -435,13 +439,13 @@ static int plugin_check(int argc, char **argv) {
   fflush(stdout);
   check chk = {.lib = real, .dir = dir, .user = sets, .n_user = n_sets};
   int ok = check_file(real);
-  ok = ok && check_load(real, &chk.lossy, &chk.head_norms);
+  ok = ok && check_load(real, &chk.lossy, &chk.abi_minor);
   if (ok) {
     if (!mkdtemp(dir)) {
       free(sets);
       return tsl_fail(tsl_error(TESSEL_E_IO, "cannot create a scratch directory in %s: %s", tmp, strerror(errno)));
     }
-    if (write_configs(dir, batch, chk.head_norms) < 0) ok = report(0, "test data", tsl_error_message());
+    if (write_configs(dir, batch, chk.abi_minor) < 0) ok = report(0, "test data", tsl_error_message());
     for (size_t k = 0; ok && k < sizeof models / sizeof models[0]; k++) ok = check_model(&chk, (int)k, ranks, n_ranks);
     if (ok || tsl_spawn_stopped()) tsl_remove_tree(dir); /* kept only to show why the plugin failed */
   }

@@ -21,13 +21,14 @@ static void identity(const tsl_settings *s, char *model, size_t mcap, char *data
   snprintf(model, mcap,
            "%s with layers %d, heads %d, kv_heads %d, head_dim %d, channels %d, ffn %d, seq_len %d, vocab_size %d, "
            "rope_theta %s, "
-           "rope_scaling %s, rotary_dim %d, norm_eps %s, tie_embeddings %s, qkv_bias %s, qk_norm %s, init_from %s",
+           "rope_scaling %s, rotary_dim %d, norm_eps %s, tie_embeddings %s, qkv_bias %s, qk_norm %s, "
+           "sliding_window %d, init_from %s",
            m->arch == TSL_ARCH_LLAMA ? "llama" : "gpt2", m->layers, m->heads, m->kv_heads, tsl_head_dim(m), m->channels, m->ffn,
            m->seq_len, m->vocab_size, tsl_format_exact(m->rope_theta, theta, sizeof theta),
            tsl_rope_scaling_text(m, scaling, sizeof scaling), tsl_rotary_dim(m),
            tsl_format_exact(m->norm_eps, eps, sizeof eps),
            m->tie_embeddings ? "true" : "false", m->qkv_bias ? "true" : "false",
-           m->qk_norm ? "true" : "false", m->init_from ? m->init_from : "none");
+           m->qk_norm ? "true" : "false", m->sliding_window, m->init_from ? m->init_from : "none");
   int n = snprintf(data, dcap, "seed %llu, batch_size %d, data ", (unsigned long long)s->train.seed,
                    s->train.batch_size);
   if (s->data.n_text) {

@@ -107,15 +107,25 @@ static const char *phi3_fault(const tsl_model_settings *m, char *why, size_t cap
 
 /* A Llama's transformers classes, each with its model_type; llama_class
 ** picks one: Phi3ForCausalLM when the export decided so (phi3), else by
-** the model's q/k norms or q/k/v biases. */
+** the model's q/k norms, q/k/v biases or sliding window (Mistral's: every
+** layer's, applied by transformers' eager attention as by its others). */
 static const struct {
   const char *cls, *type;
 } llama_classes[] = {{"Phi3ForCausalLM", "phi3"},
                      {"Qwen3ForCausalLM", "qwen3"},
                      {"Qwen2ForCausalLM", "qwen2"},
-                     {"LlamaForCausalLM", "llama"}};
+                     {"LlamaForCausalLM", "llama"},
+                     {"MistralForCausalLM", "mistral"}};
 
-static int llama_class(const tsl_model_settings *m, int phi3) { return phi3 ? 0 : m->qk_norm ? 1 : m->qkv_bias ? 2 : 3; }
+static int llama_class(const tsl_model_settings *m, int phi3) {
+  return phi3 ? 0 : m->qk_norm ? 1 : m->qkv_bias ? 2 : m->sliding_window ? 4 : 3;
+}
+
+/* sliding_window: the model's, or null for none. */
+static void add_window(cJSON *root, const tsl_model_settings *m) {
+  if (m->sliding_window) cJSON_AddNumberToObject(root, "sliding_window", m->sliding_window);
+  else cJSON_AddNullToObject(root, "sliding_window");
+}
 
 /* config.json for Phi3ForCausalLM: Phi3Config's keys, LongRoPE's lists alone in its rope_scaling, and
 ** no padding id (Phi3Config's default, 32000, is a row of Phi-3's
@@ -126,7 +136,7 @@ static void phi3_config(cJSON *root, const tsl_model_settings *m) {
   cJSON_AddNumberToObject(root, "original_max_position_embeddings",
                           r->factor > 0 ? r->original_positions : m->positions);
   add_float(root, "partial_rotary_factor", (double)tsl_rotary_dim(m) / tsl_head_dim(m));
-  cJSON_AddNullToObject(root, "sliding_window");
+  add_window(root, m);
   if (!(r->factor > 0)) {
     cJSON_AddNullToObject(root, "rope_scaling");
     return;
@@ -169,6 +179,8 @@ static cJSON *hf_config(const tsl_model_settings *m, int phi3) {
     if (m->qkv_bias || m->qk_norm) {
       cJSON_AddBoolToObject(root, "use_sliding_window", 0);
       cJSON_AddNullToObject(root, "sliding_window");
+    } else if (!phi3 && m->sliding_window) {
+      add_window(root, m);
     }
     if (!m->qkv_bias) cJSON_AddBoolToObject(root, "attention_bias", 0);
     if (!m->qkv_bias && !m->qk_norm) cJSON_AddBoolToObject(root, "mlp_bias", 0);
@@ -433,6 +445,15 @@ tsl_status tsl_export_hf(const char *ckpt_dir, const char *out_path, int *wrote_
     st = tsl_error(TESSEL_E_CONFIG, "%s: rotary positions turn %d of each head's %d elements (model.rotary_dim), "
                    "which of transformers' classes only Phi3ForCausalLM can say, and %s", ckpt_dir,
                    c.arch.rotary_dim, tsl_head_dim(&c.arch), why);
+    goto fail;
+  }
+  if (c.arch.sliding_window && (c.arch.qkv_bias || c.arch.qk_norm)) {
+    /* Qwen2Config's and Qwen3Config's windows leave the first
+    ** max_window_layers layers out, and their eager attention applies none */
+    st = tsl_error(TESSEL_E_CONFIG, "%s: a Llama with a sliding window (model.sliding_window %d) and %s has no "
+                   "transformers class: Mistral's and Phi-3's have neither, and Qwen2's and Qwen3's do not window "
+                   "every layer", ckpt_dir, c.arch.sliding_window,
+                   c.arch.qkv_bias ? "q/k/v biases (qkv_bias)" : "q/k norms (qk_norm)");
     goto fail;
   }
   if (c.arch.qkv_bias && c.arch.qk_norm) {

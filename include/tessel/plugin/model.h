@@ -267,7 +267,10 @@ typedef struct tessel_norm_args {
 ** kv head h / (heads / kv_heads). out [batch, seq, heads · head_size]
 ** contiguous, lse [batch, heads, seq] fp32 (the log-sum-exp of each query's
 ** scaled scores, all backward needs besides q, k, v and out: attention never
-** stores a seq × seq matrix). dq, dk, dv have the strides of q, k, v. */
+** stores a seq × seq matrix). dq, dk, dv have the strides of q, k, v.
+** window (ABI 2.4; model.sliding_window): when > 0, query t attends to
+** keys t − window < j <= t only (Mistral's and Phi-3's sliding window);
+** 0: to all keys j <= t. */
 typedef struct tessel_attention_args {
   uint32_t size;
   const void *q, *k, *v;
@@ -277,6 +280,7 @@ typedef struct tessel_attention_args {
   const void *dout;
   void *dq, *dk, *dv;
   int64_t batch, seq, heads, kv_heads, head_size;
+  int64_t window;
 } tessel_attention_args;
 
 typedef struct tessel_embedding_args {
