@@ -19,9 +19,10 @@
 #   tests/equiv/sweep.sh -s 7 -n 500 -l               list the cases, run none
 #
 # The space: arch gpt2 or llama (grouped-query attention, q/k/v biases, q/k
-# norms, tied or untied head, a head_dim of its own, partial rotary_dim,
-# each rope_scaling type), 1-4 layers, 2-8 heads, vocabulary sizes that are
-# not multiples of the split, odd ffn and seq_len, longer positions,
+# norms, tied or untied head, a head_dim of its own, partial rotary_dim, a
+# sliding window, each rope_scaling type), 1-4 layers, 2-8 heads,
+# vocabulary sizes that are not multiples of the split, odd ffn and
+# seq_len, longer positions,
 # recompute and offload_activations; batch and micro-batch (gradient
 # accumulation), grad_clip, weight decay, AdamW's betas and eps, warm-up and
 # decay, validation during the run; and each strategy's options: ddp
@@ -227,6 +228,7 @@ draw_model() {
     chance 30 && set_ model.qkv_bias true
     chance 30 && set_ model.qk_norm true
     chance 30 && set_ model.tie_embeddings true
+    chance 25 && pick 1 3 5 8 && set_ model.sliding_window "$P"
     chance 15 && pick 500000 1000000 && set_ model.rope_theta "$P"
     local rd=$hs
     if [ "$hs" -gt 4 ] && chance 25; then rnd $((hs / 2 - 1)); rd=$((2 * (R + 1))); set_ model.rotary_dim "$rd"; fi
