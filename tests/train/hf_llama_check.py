@@ -2,12 +2,13 @@
 """The transformers half of hf_llama_export.sh: load tessel's Llama export.
 
 Usage: hf_llama_check.py EXPORT_DIR PROMPT GREEDY_FILE plain|scaled|yarn|linear|longrope|dynamic|partial|qwen2|
-                          qwen3|sentencepiece [PENALTY]
+                          qwen3|mistral|sentencepiece [PENALTY]
   - AutoModelForCausalLM.from_pretrained(EXPORT_DIR) loads a LlamaForCausalLM
     (qwen2: a Qwen2ForCausalLM, q, k and v with biases; qwen3: a
     Qwen3ForCausalLM, q and k normed per head, each with no sliding window;
     longrope: a Phi3ForCausalLM; partial: a Phi3ForCausalLM turning half of
-    each head, partial_rotary_factor 0.5, under LongRoPE's lists of 4) with
+    each head, partial_rotary_factor 0.5, under LongRoPE's lists of 4;
+    mistral: a MistralForCausalLM attending in a sliding window of 8) with
     every tensor, no
     key missing, unexpected or of another shape, and the config's grouped-query
     attention (4 query heads on 2 key/value heads) and rotary scaling (none,
@@ -47,7 +48,8 @@ def main():
     penalize = RepetitionPenaltyLogitsProcessor(penalty)
     model, info = AutoModelForCausalLM.from_pretrained(export, output_loading_info=True)
     want_class = {"qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM",
-                  "partial": "Phi3ForCausalLM", "longrope": "Phi3ForCausalLM"}.get(variant, "LlamaForCausalLM")
+                  "partial": "Phi3ForCausalLM", "longrope": "Phi3ForCausalLM",
+                  "mistral": "MistralForCausalLM"}.get(variant, "LlamaForCausalLM")
     assert type(model).__name__ == want_class, type(model).__name__
     model.eval()
     problems = {k: v for k, v in info.items() if v}
@@ -82,6 +84,8 @@ def main():
     gap = float("inf")
     if variant in ("qwen2", "qwen3"):
         assert cfg.sliding_window is None, cfg.sliding_window
+    if variant == "mistral":
+        assert cfg.sliding_window == 8, cfg.sliding_window
     if variant in ("longrope", "partial"):
         assert cfg.partial_rotary_factor == (0.5 if variant == "partial" else 1), cfg.partial_rotary_factor
         assert cfg.original_max_position_embeddings == 16, cfg.original_max_position_embeddings

@@ -6,8 +6,11 @@
 # frequencies, with Llama 3's scaling of them, with YaRN's, linearly scaled, with LongRoPE's (whose
 # frequencies change as the sequence passes 16 positions), with dynamic NTK's (plain within the
 # 64 positions), turning 8 of each head's 16 elements under LongRoPE (exported as a Phi3ForCausalLM,
-# q|k|v and gate|up fused), and with Qwen2's q, k and v
-# biases (exported as a Qwen2ForCausalLM); and, with plain frequencies,
+# q|k|v and gate|up fused), with Qwen2's q, k and v
+# biases (exported as a Qwen2ForCausalLM), and in a sliding window of 8
+# positions, which the 39 of prompt and continuation pass (exported as a
+# MistralForCausalLM; tessel decodes over its cache of keys and values,
+# transformers runs the whole sequence); and, with plain frequencies,
 # under a repetition penalty of 1.3 as transformers' own processor applies
 # it; and trained on text prepared with a SentencePiece tokenizer.json
 # (tests/tokenizer/fixtures/sp_1000.json, byte fallback and the ▁ prefix),
@@ -18,7 +21,7 @@
 # for qwen3); without them it reports itself skipped (exit 77), never
 # passed.
 . "$(dirname "$0")/common.sh" "$1" "$2" "$3" "hf_llama_export${4:+_$4}"
-variants=${4:-plain scaled yarn linear longrope dynamic partial qwen2 sentencepiece}
+variants=${4:-plain scaled yarn linear longrope dynamic partial qwen2 mistral sentencepiece}
 needs="import transformers, torch"
 [ "$variants" = qwen3 ] && needs="$needs; from transformers import Qwen3ForCausalLM"
 if ! python3 -c "$needs" 2>/dev/null; then
@@ -29,7 +32,7 @@ fi
 # config.json's rope_scaling, which transformers must apply to agree), then
 # q, k and v biases; or q and k norms
 for variant in $variants; do
-  scaling=null bias=false norm=false tokenizer=() vocab=256 rotary=()
+  scaling=null bias=false norm=false window=0 tokenizer=() vocab=256 rotary=()
   [ "$variant" = sentencepiece ] && tokenizer=(--set data.tokenizer=tests/tokenizer/fixtures/sp_1000.json \
     --set data.dir="$WORK/sp-data") && vocab=1000
   [ "$variant" = scaled ] && scaling="{type: llama3, factor: 4, low_freq_factor: 1, high_freq_factor: 4, original_positions: 16}"
@@ -42,9 +45,10 @@ original_positions: 16, short_factor: [1, 1.1, 1.25, 1.5], long_factor: [1, 1.7,
 short_factor: [1, 1.1, 1.25, 1.5, 2, 2.5, 3, 3.3], long_factor: [1, 1.7, 2.9, 4.1, 6, 9.3, 12, 16.7]}"
   [ "$variant" = qwen2 ] && bias=true
   [ "$variant" = qwen3 ] && norm=true
+  [ "$variant" = mistral ] && window=8
   "$TESSEL" run "$WORK/tiny.yaml" --set model.arch=llama --set model.heads=4 --set model.kv_heads=2 \
     --set model.channels=64 --set model.seq_len=64 --set "model.rope_scaling=$scaling" --set model.qkv_bias=$bias \
-    --set model.qk_norm=$norm --set model.vocab_size=$vocab "${tokenizer[@]}" "${rotary[@]}" --set train.steps=150 \
+    --set model.qk_norm=$norm --set model.sliding_window=$window --set model.vocab_size=$vocab "${tokenizer[@]}" "${rotary[@]}" --set train.steps=150 \
     --set train.eval_every=0 --set log.dir="$WORK/$variant" >"$WORK/$variant.log" 2>&1 \
     || { cat "$WORK/$variant.log" >&2; fail "training ($variant) failed"; }
   CK="$WORK/$variant/checkpoints/step_00000150"
