@@ -10,8 +10,10 @@ Qwen3, Phi-3) and its sizes: 1-3 layers, 1-6 heads of 8-32 elements (64
 for Mistral's and Qwen3's own head_dim), grouped key/value heads, odd
 MLP widths, vocabularies of 128-384 rows, 1-300 positions (across the
 attention kernels' blocks of 64 queries and 256 keys), 1-3 sequences, a
-tied or untied head, Llama's biases, Mistral's and Phi-3's sliding
-windows shorter or longer than the sequence. transformers builds the
+tied or untied head, Qwen2's biases, Mistral's and Phi-3's sliding
+windows shorter or longer than the sequence, and for a Llama or Qwen2
+each of transformers' rotary scalings (llama3, yarn, linear, dynamic) and
+for a Phi-3 LongRoPE over an original context shorter than the sequence. transformers builds the
 model (initializer_range 0.1 and norm weights 1 ± 0.2, biases ± 0.1, so
 that attention is far from uniform) and writes it with save_pretrained;
 `tessel import` reads it and `tessel run` trains it (model.init_from) 4
@@ -68,24 +70,35 @@ def draw_model(rng):
                       num_hidden_layers=rng.choice([1, 2, 3]), num_attention_heads=heads, num_key_value_heads=kv,
                       max_position_embeddings=T + rng.choice([0, 5, 100]), **common)
     window = rng.choice([None, max(1, T // 2), max(1, T // 5), T])
+    maxpos = llama_like["max_position_embeddings"]
+    scaling = rng.choice([None, None, {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                                       "high_freq_factor": 4.0, "original_max_position_embeddings": max(2, T // 4)},
+                          {"rope_type": "yarn", "factor": 4.0}, {"rope_type": "linear", "factor": 2.0},
+                          {"rope_type": "dynamic", "factor": 2.0}])
     family = rng.choice(["gpt2", "llama", "mistral", "qwen2", "qwen3", "phi3"])
     tie = rng.random() < 0.5
     if family == "gpt2":
         config = transformers.GPT2Config(n_positions=llama_like["max_position_embeddings"], n_embd=width,
                                          n_layer=llama_like["num_hidden_layers"], n_head=heads, **common)
     elif family == "llama":
-        config = transformers.LlamaConfig(rope_theta=rng.choice([1e4, 5e5]), tie_word_embeddings=tie,
-                                          **llama_like)
+        config = transformers.LlamaConfig(rope_theta=rng.choice([1e4, 5e5]), rope_scaling=scaling,
+                                          tie_word_embeddings=tie, **llama_like)
     elif family == "mistral":
         config = transformers.MistralConfig(head_dim=rng.choice([hd, 2 * hd]), sliding_window=window,
                                             rope_theta=1e6, tie_word_embeddings=tie, **llama_like)
     elif family == "qwen2":
-        config = transformers.Qwen2Config(rope_theta=1e6, rms_norm_eps=1e-6, tie_word_embeddings=tie, **llama_like)
+        config = transformers.Qwen2Config(rope_theta=1e6, rms_norm_eps=1e-6, rope_scaling=scaling,
+                                          tie_word_embeddings=tie, **llama_like)
     elif family == "qwen3":
         config = transformers.Qwen3Config(head_dim=rng.choice([hd, 2 * hd]), rope_theta=1e6, rms_norm_eps=1e-6,
                                           tie_word_embeddings=tie, **llama_like)
     else:
-        config = transformers.Phi3Config(original_max_position_embeddings=llama_like["max_position_embeddings"],
+        longrope, original = None, maxpos
+        if T >= 4 and rng.random() < 0.5:  # short factors up to `original` positions, long ones past it
+            original = T // 2
+            longrope = {"type": "longrope", "short_factor": [1 + 0.1 * rng.random() for _ in range(hd // 2)],
+                        "long_factor": [1 + 3 * rng.random() for _ in range(hd // 2)]}
+        config = transformers.Phi3Config(original_max_position_embeddings=original, rope_scaling=longrope,
                                          sliding_window=window, pad_token_id=0, bos_token_id=1, eos_token_id=2,
                                          **llama_like)
     model = AutoModelForCausalLM.from_config(config, attn_implementation="eager")
@@ -131,7 +144,8 @@ def run_case(seed, tessel, tmp):
     c = model.config
     desc = (f"case {seed}: {family}, {c.num_hidden_layers} layers, {c.num_attention_heads} heads "
             f"({getattr(c, 'num_key_value_heads', c.num_attention_heads)} kv), width {c.hidden_size}, "
-            f"T {T}, batch {batch}, vocab {c.vocab_size}, window {getattr(c, 'sliding_window', None)}")
+            f"T {T}, batch {batch}, vocab {c.vocab_size}, window {getattr(c, 'sliding_window', None)}, "
+            f"rope scaling {(getattr(c, 'rope_scaling', None) or {}).get('rope_type', (getattr(c, 'rope_scaling', None) or {}).get('type'))}")
     d = os.path.join(tmp, str(seed))
     shutil.rmtree(d, ignore_errors=True)
     os.makedirs(d)
