@@ -13,7 +13,11 @@ attention kernels' blocks of 64 queries and 256 keys), 1-3 sequences, a
 tied or untied head, Qwen2's biases, Mistral's and Phi-3's sliding
 windows shorter or longer than the sequence, and for a Llama or Qwen2
 each of transformers' rotary scalings (llama3, yarn, linear, dynamic) and
-for a Phi-3 LongRoPE over an original context shorter than the sequence. transformers builds the
+for a Phi-3 LongRoPE over an original context shorter than the sequence;
+and now and then an option tessel's models may not have, to see it either
+trained as transformers trains it or refused by name: GPT-2's n_inner,
+layer_norm_epsilon and activation_function, a Llama's head_dim, the norms'
+epsilon, hidden_act, Qwen3's attention_bias. transformers builds the
 model (initializer_range 0.1 and norm weights 1 ± 0.2, biases ± 0.1, so
 that attention is far from uniform) and writes it with save_pretrained;
 `tessel import` reads it and `tessel run` trains it (model.init_from) 4
@@ -68,7 +72,9 @@ def draw_model(rng):
                   attn_implementation="eager", torch_dtype="float32")
     llama_like = dict(hidden_size=width, intermediate_size=rng.choice([width, 2 * width + 3, 3 * width, 100]),
                       num_hidden_layers=rng.choice([1, 2, 3]), num_attention_heads=heads, num_key_value_heads=kv,
-                      max_position_embeddings=T + rng.choice([0, 5, 100]), **common)
+                      max_position_embeddings=T + rng.choice([0, 5, 100]),
+                      rms_norm_eps=rng.choice([1e-5, 1e-6, 1e-3]),
+                      hidden_act=rng.choice(["silu"] * 9 + ["gelu"]), **common)
     window = rng.choice([None, max(1, T // 2), max(1, T // 5), T])
     maxpos = llama_like["max_position_embeddings"]
     scaling = rng.choice([None, None, {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
@@ -79,19 +85,24 @@ def draw_model(rng):
     tie = rng.random() < 0.5
     if family == "gpt2":
         config = transformers.GPT2Config(n_positions=llama_like["max_position_embeddings"], n_embd=width,
-                                         n_layer=llama_like["num_hidden_layers"], n_head=heads, **common)
+                                         n_layer=llama_like["num_hidden_layers"], n_head=heads,
+                                         n_inner=rng.choice([None, None, 3 * width, 100]),
+                                         layer_norm_epsilon=rng.choice([1e-5, 1e-5, 1e-6]),
+                                         activation_function=rng.choice(["gelu_new"] * 4 + ["gelu", "gelu_pytorch_tanh"]),
+                                         **common)
     elif family == "llama":
         config = transformers.LlamaConfig(rope_theta=rng.choice([1e4, 5e5]), rope_scaling=scaling,
-                                          tie_word_embeddings=tie, **llama_like)
+                                          head_dim=rng.choice([hd, hd, 2 * hd]), tie_word_embeddings=tie,
+                                          **llama_like)
     elif family == "mistral":
         config = transformers.MistralConfig(head_dim=rng.choice([hd, 2 * hd]), sliding_window=window,
                                             rope_theta=1e6, tie_word_embeddings=tie, **llama_like)
     elif family == "qwen2":
-        config = transformers.Qwen2Config(rope_theta=1e6, rms_norm_eps=1e-6, rope_scaling=scaling,
-                                          tie_word_embeddings=tie, **llama_like)
+        config = transformers.Qwen2Config(rope_theta=1e6, rope_scaling=scaling, tie_word_embeddings=tie,
+                                          **llama_like)
     elif family == "qwen3":
-        config = transformers.Qwen3Config(head_dim=rng.choice([hd, 2 * hd]), rope_theta=1e6, rms_norm_eps=1e-6,
-                                          tie_word_embeddings=tie, **llama_like)
+        config = transformers.Qwen3Config(head_dim=rng.choice([hd, 2 * hd]), rope_theta=1e6, tie_word_embeddings=tie,
+                                          attention_bias=rng.random() < 0.1, **llama_like)
     else:
         longrope, original = None, maxpos
         if T >= 4 and rng.random() < 0.5:  # short factors up to `original` positions, long ones past it
