@@ -80,8 +80,10 @@ static tsl_status measure(trainer *t) {
   double n = (double)ps->total_numel;
   for (int i = 0; i < ps->n; i++)
     if (ps->p[i].info.role == TESSEL_ROLE_POSITIONS) n -= (double)ps->p[i].info.shape[0] * ps->p[i].info.shape[1];
-  t->flops_per_token =
-      6.0 * n + 12.0 * s->model.layers * (double)s->model.seq_len * s->model.heads * tsl_head_dim(&s->model);
+  /* attention over the keys a query sees: seq_len of them (PaLM's count,
+  ** causal or not), or a shorter sliding window's */
+  const int window = s->model.sliding_window, keys = window && window < s->model.seq_len ? window : s->model.seq_len;
+  t->flops_per_token = 6.0 * n + 12.0 * s->model.layers * (double)keys * s->model.heads * tsl_head_dim(&s->model);
   TSL_TRY(st, tsl_peak_ensure(rt));
   /* MFU against the cores this rank's threads really get */
   t->mfu_cores = tsl_cpus_effective(&rt->world.cpus, rt->threads);
