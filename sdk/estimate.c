@@ -104,7 +104,8 @@ static tessel_status unit_flops(const tessel_sdk *x, const tessel_model_dims *d,
     if ((op.kind == TESSEL_OP_LINEAR || op.kind == TESSEL_OP_HEAD) && op.weight >= 0)
       TESSEL_TRY(product(x, op.weight, &f));
     else if (op.kind == TESSEL_OP_ATTENTION)
-      f = 2.0 * d->seq_len * (double)d->dim[TESSEL_DIM_HEADS] * (double)d->dim[TESSEL_DIM_HEAD_SIZE];
+      f = 2.0 * (op.window && op.window < d->seq_len ? op.window : d->seq_len) * (double)d->dim[TESSEL_DIM_HEADS] *
+          (double)d->dim[TESSEL_DIM_HEAD_SIZE];
     *per_token += f;
   }
   return TESSEL_OK;

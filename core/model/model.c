@@ -177,6 +177,7 @@ static tsl_status window_support(tsl_model *m) {
 /* Each unit's ops in their public form: global parameter indices. */
 static tsl_status build_units(tsl_model *m) {
   int L = m->dims.layers, U = m->dims.units;
+  const int32_t window = m->rt->settings.model.sliding_window;
   m->units = calloc((size_t)U, sizeof *m->units);
   if (!m->units) return tsl_error(TESSEL_E_NOMEM, "out of host memory for the units");
   for (int u = 0; u < U; u++) {
@@ -194,7 +195,8 @@ static tsl_status build_units(tsl_model *m) {
                                .theta = m->arch.rope.theta, .rope_factor = m->arch.rope.factor,
                                .rope_low_freq_factor = m->arch.rope.low_freq_factor,
                                .rope_high_freq_factor = m->arch.rope.high_freq_factor,
-                               .rope_original_positions = (int32_t)m->arch.rope.original_positions};
+                               .rope_original_positions = (int32_t)m->arch.rope.original_positions,
+                               .window = od->kind == TESSEL_OP_ATTENTION ? window : 0};
     }
   }
   return TESSEL_OK;

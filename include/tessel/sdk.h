@@ -204,7 +204,8 @@ tessel_status tessel_est_core(const tessel_sdk *x, const tessel_plan_query *q, c
 ** model's dims), as one process computes them: per token 2·K·N for
 ** every linear [K, N] and for the LM head [V, C], 2·T·heads·head_size for
 ** causal attention (scores and weighted sum over the T/2 positions a token
-** sees on average); backward twice the forward. Norms, activations and
+** sees on average; T the op's sliding window where it is shorter: about
+** the W a token sees); backward twice the forward. Norms, activations and
 ** other elementwise ops are not counted. */
 tessel_status tessel_est_step_flops(const tessel_sdk *x, int first_unit, int last_unit, double *flops);
 

@@ -123,6 +123,18 @@ dirs=$(sed -n '/^log:/,/^[a-z]/s/^  dir: //p' "$WORK"/own/*.yaml | sort -u)
   { echo "$dirs" >&2; fail "the written configurations do not each have their own log.dir under $WORK/mine"; }
 echo "ok: plan --write gives each configuration its own log.dir under the one the config names"
 
+# A sliding window cuts the attention FLOPs the estimates count: llama.yaml
+# (4 layers, 4 heads of 16, seq_len 32, 16 sequences a step) under a window
+# of 8, forward and backward, 3 · 512 tokens · 4 · 2·4·16 · (32 − 8) fewer
+flops_of() { tr -d ' \t\n' <"$1" | grep -o '"flops":[0-9.e+]*' | head -1 | cut -d: -f2; }
+for w in 0 8; do
+  "$TESSEL" plan tests/plan/llama.yaml --world 2 --strategy ddp --set model.sliding_window=$w --json "$WORK/w$w.json" \
+    >"$WORK/w$w.log" 2>&1 || { cat "$WORK/w$w.log" >&2; fail "the plan with sliding_window $w failed"; }
+done
+awk -v a="$(flops_of "$WORK/w0.json")" -v b="$(flops_of "$WORK/w8.json")" -v want=$((3 * 512 * 4 * 2 * 4 * 16 * 24)) \
+  'BEGIN { exit !(a - b == want) }' || fail "a window of 8 does not cut the estimated FLOPs by the attention it skips"
+echo "ok: the estimates count the keys a windowed query attends to"
+
 # GPT-2 1.5B on 64 H100s
 plan=$WORK/gpt2_1.5b.json
 "$TESSEL" plan bench/configs/gpt2_1.5b.yaml --world 64 --profile bench/profiles/h100x64.json --json "$plan" \

@@ -216,6 +216,9 @@ typedef struct tessel_op {
   ** rope_high_freq_factor kept, and those between interpolated. */
   double rope_factor, rope_low_freq_factor, rope_high_freq_factor;
   int32_t rope_original_positions;
+  /* ABI 2.4. ATTENTION: the sliding window (model.sliding_window), keys
+  ** each query attends to, its own included; 0: every earlier key. */
+  int32_t window;
 } tessel_op;
 
 typedef struct tessel_unit_info {
