@@ -9,7 +9,8 @@
 ** that reads must hold what meta.h promises: the directory's step, channels
 ** that split into heads (unless a Llama's even head_dim sizes them),
 ** kv_heads that divide them, the model_hash of its
-** model, the files of its version. One of the current version, written back
+** model, the files of its version (the optimizer's moments may be absent
+** at step 0 from version 3 on: an import's). One of the current version, written back
 ** by tsl_ckpt_meta_write, must read back the same.
 */
 #include <stdio.h>
@@ -37,13 +38,15 @@ static void check_read(const tsl_ckpt_meta *m, int64_t dir_step) {
   if (d->layers < 1 || d->heads < 1 || d->kv_heads < 1 || d->channels < 1 || d->ffn < 1 || d->seq_len < 1 ||
       d->vocab_size < 2 || (!d->head_dim && d->channels % d->heads != 0) || d->heads % d->kv_heads != 0 ||
       (d->head_dim && (d->arch != TSL_ARCH_LLAMA || d->head_dim % 2 != 0)) ||
-      ((d->qkv_bias || d->qk_norm || d->rotary_dim) && d->arch != TSL_ARCH_LLAMA) ||
+      ((d->qkv_bias || d->qk_norm || d->rotary_dim || d->sliding_window) && d->arch != TSL_ARCH_LLAMA) ||
+      d->sliding_window < 0 ||
       (d->rotary_dim && (d->rotary_dim % 2 || d->rotary_dim >= tsl_head_dim(d))) ||
       (int64_t)d->heads * tsl_head_dim(d) > TSL_ATTENTION_WIDTH_MAX)
     broken("a model a config could not make");
   if (!fuzz_rope_scaling_fits(d)) broken("a rotary scaling a config could not give");
   if (m->version >= 2 && m->model_hash != tsl_ckpt_model_hash(d)) broken("a model_hash of another model");
-  if (!m->files[TSL_CKPT_MODEL].present || !m->files[TSL_CKPT_OPTIMIZER].present ||
+  const int no_moments_yet = m->version >= 3 && m->step == 0;
+  if (!m->files[TSL_CKPT_MODEL].present || (!m->files[TSL_CKPT_OPTIMIZER].present && !no_moments_yet) ||
       !m->files[TSL_CKPT_CONFIG].present || m->files[TSL_CKPT_PRIVATE].present != (m->version >= 2))
     broken("the files of another version");
 }
@@ -76,7 +79,7 @@ static void check_rewrite(const tsl_ckpt_meta *m) {
       a->channels != b->channels || a->ffn != b->ffn || a->seq_len != b->seq_len || a->vocab_size != b->vocab_size ||
       a->rope_theta != b->rope_theta || a->norm_eps != b->norm_eps || a->tie_embeddings != b->tie_embeddings ||
       !tsl_rope_scaling_same(a, b) || a->qkv_bias != b->qkv_bias || a->qk_norm != b->qk_norm ||
-      tsl_head_dim(a) != tsl_head_dim(b) || a->rotary_dim != b->rotary_dim)
+      tsl_head_dim(a) != tsl_head_dim(b) || a->rotary_dim != b->rotary_dim || a->sliding_window != b->sliding_window)
     broken("a written description reads back another model");
   for (int f = 0; f < TSL_CKPT_N_FILES; f++)
     if (back.files[f].present != m->files[f].present) broken("a written description reads back other files");

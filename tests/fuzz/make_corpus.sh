@@ -255,10 +255,15 @@ d["model"].update(qkv_bias=True, head_dim=4)
 h = mix64(mix64(int(d["model_hash"], 16) ^ 0x71b1a5) ^ (4 << 32 | 0x68))
 d["model_hash"] = "%016x" % h
 write("llama-head-dim", d)
+# Mistral's sliding window of 5, mixed in after the dimensions
+d = llama(1e6, 1e-5)
+d["model"]["sliding_window"] = 5
+d["model_hash"] = "%016x" % mix64(int(d["model_hash"], 16) ^ (5 << 32 | 0x77))
+write("llama-window", d)
 d = dict(t, version=4); write("bad-version-4", d)
 # what `tessel import` writes: step 0 of version 3 without optimizer moments
 # (its directory's name follows the part mark, as in tiny-other-step)
-d = json.loads(json.dumps(t)); d.update(version=3, step=0, next_data_step=0); del d["files"]["optimizer.safetensors"]
+d = json.loads(json.dumps(t)); d.update(version=3, step=0, next_data_step=1); del d["files"]["optimizer.safetensors"]
 with open(f"{out}/import-step-0", "w") as f:
     json.dump(d, f, indent=1)
     f.write("\n#--tessel-fuzz-part--\nruns/x/checkpoints/step_00000000/")
