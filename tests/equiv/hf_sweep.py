@@ -40,26 +40,22 @@ Set up once (from PyPI into a venv of its own):
 """
 import argparse
 import json
-import math
 import os
 import random
 import shutil
 import subprocess
+import sys
 
 import torch
 import transformers
 from transformers import AutoModelForCausalLM
 
-STEPS = 4
-OPT = dict(lr=1e-2, min_lr=1e-3, warmup=2, beta1=0.9, beta2=0.95, eps=1e-8, weight_decay=0.1, clip=1.0)
+# the fixtures' own training loop and norm perturbation
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures"))
+from make_hf_fixtures import perturb_norms, torch_training  # noqa: E402
 
-
-def lr_at(step):
-    """tessel's schedule: linear warm-up, then cosine to min_lr at steps + 1."""
-    if step <= OPT["warmup"]:
-        return OPT["lr"] * step / OPT["warmup"]
-    p = (step - 1 - OPT["warmup"]) / (STEPS - OPT["warmup"])
-    return OPT["min_lr"] + 0.5 * (1 + math.cos(math.pi * p)) * (OPT["lr"] - OPT["min_lr"])
+OPT = dict(steps=4, lr=1e-2, min_lr=1e-3, warmup=2, beta1=0.9, beta2=0.95, eps=1e-8, weight_decay=0.1,
+           grad_clip=1.0)
 
 
 def draw_model(rng):
@@ -113,38 +109,22 @@ def draw_model(rng):
                                          sliding_window=window, pad_token_id=0, bos_token_id=1, eos_token_id=2,
                                          **llama_like)
     model = AutoModelForCausalLM.from_config(config, attn_implementation="eager")
+    perturb_norms(model, ["norm", "ln_"])
     with torch.no_grad():
         for name, p in model.named_parameters():
-            if "norm" in name or "ln_" in name:
-                p.copy_(1 + 0.2 * (2 * torch.rand_like(p) - 1) if name.endswith("weight")
-                        else 0.1 * (2 * torch.rand_like(p) - 1))
-            elif family == "qwen2" and name.endswith("proj.bias"):
+            if family == "qwen2" and name.endswith("proj.bias"):
                 p.normal_(0.0, 0.1)
     return family, model.eval(), T
 
 
-def torch_training(hf_dir, text, batch):
-    """The loss and gradient norm of each step as PyTorch trains the model."""
+def torch_steps(hf_dir, text, batch):
+    """The loss and gradient norm of each step as PyTorch trains the model
+    on one window of text, batch rows alike."""
     window = torch.tensor(list(text.encode()), dtype=torch.long)
     x, y = window[:-1].repeat(batch, 1), window[1:].repeat(batch, 1)
     model = AutoModelForCausalLM.from_pretrained(hf_dir, torch_dtype=torch.float32,
                                                  attn_implementation="eager").eval()
-    params = list(model.parameters())
-    groups = [{"params": [p for p in params if p.dim() >= 2], "weight_decay": OPT["weight_decay"]},
-              {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}]
-    opt = torch.optim.AdamW(groups, lr=OPT["lr"], betas=(OPT["beta1"], OPT["beta2"]), eps=OPT["eps"])
-    out = []
-    for step in range(1, STEPS + 1):
-        logits = model(input_ids=x).logits
-        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
-        opt.zero_grad()
-        loss.backward()
-        norm = torch.nn.utils.clip_grad_norm_(params, OPT["clip"])
-        for g in opt.param_groups:
-            g["lr"] = lr_at(step)
-        opt.step()
-        out.append((loss.item(), norm.item()))
-    return out
+    return [(loss, norm) for loss, norm, _ in torch_training(model, x, y, OPT)]
 
 
 def run_case(seed, tessel, tmp):
@@ -179,10 +159,10 @@ def run_case(seed, tessel, tmp):
         f.write(f"""base: ckpt/config.yaml
 model: {{seq_len: {T}, init_from: hf}}
 data: {{train: "data/train_*.bin"}}
-train: {{steps: {STEPS}, batch_size: {batch}, seed: 3, eval_every: 0, sample_tokens: 0}}
+train: {{steps: {OPT['steps']}, batch_size: {batch}, seed: 3, eval_every: 0, sample_tokens: 0}}
 optimizer: {{lr: {OPT['lr']}, min_lr: {OPT['min_lr']}, warmup_steps: {OPT['warmup']}, decay: cosine,
   beta1: {OPT['beta1']}, beta2: {OPT['beta2']}, eps: {OPT['eps']}, weight_decay: {OPT['weight_decay']},
-  grad_clip: {OPT['clip']}}}
+  grad_clip: {OPT['grad_clip']}}}
 device: {{threads: 2}}
 checkpoint: {{every: 0, keep: 0}}
 log: {{dir: out, every: 1, progress: never}}
@@ -197,7 +177,7 @@ log: {{dir: out, every: 1, progress: never}}
             if "loss" in m and "grad_norm" in m:
                 got[m["step"]] = (m["loss"], m["grad_norm"])
     worst, bad = [0.0, 0.0], []
-    reference = torch_training(os.path.join(d, "hf"), text, batch)
+    reference = torch_steps(os.path.join(d, "hf"), text, batch)
     for step, (loss, norm) in enumerate(reference, start=1):
         if step not in got:
             bad.append(f"step {step} missing")
