@@ -500,7 +500,7 @@ static tsl_status duplicate_key(const cJSON *node, const char **dup) {
 ** <= i (`absent` when the key is absent, 0: none; null: all of them).
 ** *window 0 when there is none, or when it spans every position the model
 ** is made for (then it is full causal attention). */
-static tsl_status window_of(const hf_json *j, int absent, const tsl_model_settings *m, int *window) {
+static tsl_status sliding_window(const hf_json *j, int absent, const tsl_model_settings *m, int *window) {
   *window = 0;
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(j->root, "sliding_window");
   if (cJSON_IsNull(v) || (!v && !absent)) return TESSEL_OK;
@@ -509,16 +509,11 @@ static tsl_status window_of(const hf_json *j, int absent, const tsl_model_settin
   return st;
 }
 
-/* Mistral's and Phi-3's window, on every layer: model.sliding_window. */
-static tsl_status sliding_window(const hf_json *j, int absent, tsl_model_settings *m) {
-  return window_of(j, absent, m, &m->sliding_window);
-}
-
 /* MistralConfig: Llama's model under Mistral's defaults, its attention in
-** a sliding window. */
+** a sliding window (every layer's: model.sliding_window). */
 static tsl_status mistral(const hf_json *j, tsl_model_settings *m) {
   tsl_status st = llama(j, &mistral_defaults, m);
-  return st < 0 ? st : sliding_window(j, 4096, m);
+  return st < 0 ? st : sliding_window(j, 4096, m, &m->sliding_window);
 }
 
 /* Phi3Config: Llama's model under Phi-3's defaults, its files fusing q, k
@@ -527,7 +522,7 @@ static tsl_status mistral(const hf_json *j, tsl_model_settings *m) {
 ** long-context variants' frequencies LongRoPE's. */
 static tsl_status phi3(const hf_json *j, tsl_model_settings *m) {
   tsl_status st = llama(j, &phi3_defaults, m);
-  return st < 0 ? st : sliding_window(j, 0, m);
+  return st < 0 ? st : sliding_window(j, 0, m, &m->sliding_window);
 }
 
 /* Qwen2Config: Llama's model with biases on q_proj, k_proj and v_proj,
@@ -547,7 +542,7 @@ static tsl_status qwen(const hf_json *j, int version, tsl_model_settings *m) {
   TSL_TRY(st, boolean(j, "use_sliding_window", 0, &windowed));
   TSL_TRY(st, whole(j, "max_window_layers", 28, 0, 1 << 20, &first));
   int window = 0;
-  if (windowed && first < m->layers) TSL_TRY(st, window_of(j, 4096, m, &window));
+  if (windowed && first < m->layers) TSL_TRY(st, sliding_window(j, 4096, m, &window));
   if (window) {
     if (j->say)
       tsl_info("%s: layers from %d on attend in a sliding window of %d of max_position_embeddings %d: the model is "

@@ -87,7 +87,7 @@ static void attention_args(const run *r, tessel_attention_args *a) {
   *a = (tessel_attention_args){.size = sizeof *a, .batch = m->geo.batch, .seq = m->dims.seq_len,
                                .heads = m->geo.heads, .kv_heads = m->geo.kv_heads,
                                .head_size = m->dims.dim[TESSEL_DIM_HEAD_SIZE],
-                               .window = m->rt->settings.model.sliding_window};
+                               .window = r->op->window};
   int64_t ld;
   a->q = act(r, in[0], &a->ldq);
   a->k = act(r, in[1], &a->ldk);
