@@ -26,7 +26,9 @@
 ** Then each fusion against the kernels it replaces, timed alternately
 ** (parts, fused, parts, fused, ...) so that both see the same machine
 ** load, as the median over the repeats, in wall-clock and CPU time; and one
-** block both ways.
+** block both ways. Last, zeroing and copying the small model's gradients
+** on the calling thread against the backend's calls, which cut them between
+** the team, timed alternately the same way.
 **
 ** Usage: bench_kernels [attention] [threads]
 **        (threads default: OMP_NUM_THREADS or all cores)
@@ -45,6 +47,7 @@
 #include "cpu/cpu.h"
 
 enum { B = 4, T = 64, C = 256, NH = 4, HS = C / NH, V = 256, ROWS = B * T, NPARAM = 1 << 20 };
+enum { NGRAD = 3225088 }; /* the small model's parameters, whose gradients a step zeroes */
 
 /* Every buffer the kernels at the small shapes touch. */
 typedef struct bench {
@@ -58,6 +61,7 @@ typedef struct bench {
   tsl_attn_shape sweep;                       /* the attention sweep's shape */
   float *s_q, *s_k, *s_v, *s_out, *s_lse, *s_dout, *s_dq, *s_dk, *s_dv;
   float *master, *grad, *m, *v;
+  float *grads, *grads_copy; /* NGRAD each */
   double *sums, *sumsq;
   int32_t *tokens;
 } bench;
@@ -374,6 +378,36 @@ static int block_fused(bench *b) {
   return 0;
 }
 
+/* A step's passes over whole gradient buffers: on the calling thread, as
+** before the backend cut them between the team, and as the backend runs
+** them now. */
+static int zero_one(bench *b) {
+  memset(b->grads, 0, sizeof(float) * NGRAD);
+  return 0;
+}
+static int zero_team(bench *b) { return b->be->memset_zero(b->be, b->grads, sizeof(float) * NGRAD, NULL); }
+static int copy_one(bench *b) {
+  memcpy(b->grads_copy, b->grads, sizeof(float) * NGRAD);
+  return 0;
+}
+static int copy_team(bench *b) {
+  return b->be->copy(b->be, b->grads_copy, b->grads, sizeof(float) * NGRAD, TSL_COPY_D2D, NULL);
+}
+
+static void byte_passes(bench *b) {
+  static const struct {
+    const char *name;
+    bench_fn one, team;
+  } pairs[] = {{"zero", zero_one, zero_team}, {"copy", copy_one, copy_team}};
+  printf("\n%.1f MB of gradients, median of 15 alternating repeats:  calling thread, team, change\n",
+         NGRAD * 4.0 * 1e-6);
+  for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
+    double one, team;
+    time_pair(tsl_now, pairs[i].one, pairs[i].team, b, 15, &one, &team);
+    printf("  %-26s %9.1f us %9.1f us %+6.1f%%\n", pairs[i].name, one * 1e6, team * 1e6, 100.0 * (team - one) / one);
+  }
+}
+
 static void fusions(bench *b) {
   static const struct {
     const char *name;
@@ -428,6 +462,7 @@ static void setup(bench *b, tsl_backend *be) {
   b->rowmax = buffer(ROWS, &seed), b->losses = buffer(ROWS, &seed);
   b->master = buffer(NPARAM, &seed), b->grad = buffer(NPARAM, &seed);
   b->m = buffer(NPARAM, &seed), b->v = buffer(NPARAM, &seed);
+  b->grads = buffer(NGRAD, &seed), b->grads_copy = buffer(NGRAD, &seed);
   for (int64_t i = 0; i < NPARAM; i++) b->v[i] = b->v[i] * b->v[i];
   b->sums = calloc(2 * ROWS, sizeof(double));
   b->sumsq = calloc(1, sizeof(double));
@@ -570,6 +605,7 @@ int main(int argc, char **argv) {
       3 * 2 * ROWS * (double)(C * 3 * C + C * C + 2 * C * 4 * C) + 12 * HS * tri;
   report("one block fwd+bwd", "18 kernel calls", time_call(block, &b, reps), block_flops, 0.0);
   fusions(&b);
+  byte_passes(&b);
   be.shutdown(&be);
   return 0;
 }
