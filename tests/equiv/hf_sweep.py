@@ -31,7 +31,13 @@ gradients are small), as tests/train/torch_reference.sh allows; plus, for
 a loss that has fallen near 0 (a model that has learnt its one window),
 1e-6 absolute on the loss, the rounding of a log-sum-exp minus a logit of
 order 1-10 in fp32, and 1e-5 of the first step's gradient norm on a later
-one (its gradients p - 1 then round at 6e-8 a logit). A configuration
+one (its gradients p - 1 then round at 6e-8 a logit). Where a case misses
+these against PyTorch in fp32, PyTorch trains it again in float64, and
+tessel is judged against that run with the same tolerances: as a loss
+collapses at this learning rate, Adam can amplify fp32 PyTorch's own
+rounding past 3e-4 by step 4 (measured: cases 507 and 523, PyTorch fp32
+1.0e-3 from float64 where tessel was 4.8e-5 and 1.3e-4). Such a case is
+reported "ok against float64", with both distances. A configuration
 tessel refuses is reported as refused, with its message.
 
 Set up once (from PyPI into a venv of its own):
@@ -117,14 +123,32 @@ def draw_model(rng):
     return family, model.eval(), T
 
 
-def torch_steps(hf_dir, text, batch):
+def torch_steps(hf_dir, text, batch, dtype=torch.float32):
     """The loss and gradient norm of each step as PyTorch trains the model
-    on one window of text, batch rows alike."""
+    on one window of text, batch rows alike, in dtype."""
     window = torch.tensor(list(text.encode()), dtype=torch.long)
     x, y = window[:-1].repeat(batch, 1), window[1:].repeat(batch, 1)
-    model = AutoModelForCausalLM.from_pretrained(hf_dir, torch_dtype=torch.float32,
-                                                 attn_implementation="eager").eval()
+    model = AutoModelForCausalLM.from_pretrained(hf_dir, torch_dtype=dtype, attn_implementation="eager").eval()
     return [(loss, norm) for loss, norm, _ in torch_training(model, x, y, OPT)]
+
+
+def compare(got, reference):
+    """The worst relative differences of tessel's steps (got: step -> (loss,
+    grad_norm)) from the reference's, and a line for each step outside the
+    tolerances."""
+    worst, bad = [0.0, 0.0], []
+    for step, (loss, norm) in enumerate(reference, start=1):
+        if step not in got:
+            bad.append(f"step {step} missing")
+            continue
+        err = [abs(got[step][0] - loss) / abs(loss), abs(got[step][1] - norm) / abs(norm)]
+        worst = [max(worst[0], err[0]), max(worst[1], err[1])]
+        tol = 1e-5 if step == 1 else 3e-4
+        if (abs(got[step][0] - loss) > tol * abs(loss) + 1e-6 or
+                abs(got[step][1] - norm) > tol * abs(norm) + 1e-5 * reference[0][1]):
+            bad.append(f"step {step}: loss {got[step][0]:.9g} (torch {loss:.9g}), "
+                       f"grad_norm {got[step][1]:.9g} (torch {norm:.9g})")
+    return worst, bad
 
 
 def run_case(seed, tessel, tmp):
@@ -176,19 +200,17 @@ log: {{dir: out, every: 1, progress: never}}
             m = json.loads(line)
             if "loss" in m and "grad_norm" in m:
                 got[m["step"]] = (m["loss"], m["grad_norm"])
-    worst, bad = [0.0, 0.0], []
     reference = torch_steps(os.path.join(d, "hf"), text, batch)
-    for step, (loss, norm) in enumerate(reference, start=1):
-        if step not in got:
-            bad.append(f"step {step} missing")
-            continue
-        err = [abs(got[step][0] - loss) / abs(loss), abs(got[step][1] - norm) / abs(norm)]
-        worst = [max(worst[0], err[0]), max(worst[1], err[1])]
-        tol = 1e-5 if step == 1 else 3e-4
-        if (abs(got[step][0] - loss) > tol * abs(loss) + 1e-6 or
-                abs(got[step][1] - norm) > tol * abs(norm) + 1e-5 * reference[0][1]):
-            bad.append(f"step {step}: loss {got[step][0]:.9g} (torch {loss:.9g}), "
-                       f"grad_norm {got[step][1]:.9g} (torch {norm:.9g})")
+    worst, bad = compare(got, reference)
+    if bad:
+        exact = torch_steps(os.path.join(d, "hf"), text, batch, torch.float64)
+        worst64, bad64 = compare(got, exact)
+        if not bad64:
+            fp32 = compare({s: r for s, r in enumerate(reference, start=1)}, exact)[0]
+            shutil.rmtree(d, ignore_errors=True)
+            return desc, (f"ok against float64 (worst relative difference: loss {worst64[0]:.2g}, grad_norm "
+                          f"{worst64[1]:.2g}; PyTorch fp32's own: loss {fp32[0]:.2g}, grad_norm {fp32[1]:.2g})")
+        bad += [f"against float64, {b}" for b in bad64]
     shutil.rmtree(d, ignore_errors=True)
     if bad:
         return desc, "FAILED: " + "; ".join(bad)
