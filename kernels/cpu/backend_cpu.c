@@ -115,27 +115,36 @@ static void cpu_free(tsl_backend *be, void *p) { free(p); }
 ** others waited for it, as for no other pass of the step. */
 enum { TEAM_BYTES_MIN = 1 << 20 };
 
-/* dst[0, bytes) = src[0, bytes), or zeros where src is NULL: one range per
-** thread, each starting on a 4 KiB boundary of the offset. */
+/* dst[0, bytes) = src[0, bytes), or zeros where src is NULL; a long one
+** in one range per thread, each starting on a 4 KiB boundary. Short ones
+** (the sampler's per-token cache rows among them) start no team. */
+static void one_range(char *dst, const char *src, size_t n) {
+  if (src) memcpy(dst, src, n);
+  else memset(dst, 0, n);
+}
+
 static void team_bytes(char *dst, const char *src, uint64_t bytes) {
-#pragma omp parallel if (bytes >= TEAM_BYTES_MIN)
+  if (bytes == 0) return; /* dst may then be NULL, which memcpy and memset must not see */
+  if (bytes < TEAM_BYTES_MIN) {
+    one_range(dst, src, bytes);
+    return;
+  }
+#pragma omp parallel
   {
-    uint64_t nt = (uint64_t)omp_get_num_threads(), t = (uint64_t)omp_get_thread_num();
-    uint64_t per = ((bytes + nt - 1) / nt + 4095) & ~(uint64_t)4095;
-    uint64_t lo = TSL_MIN(t * per, bytes), hi = TSL_MIN(lo + per, bytes);
-    if (src) memcpy(dst + lo, src + lo, hi - lo);
-    else memset(dst + lo, 0, hi - lo);
+    int64_t lo, hi;
+    tsl_cpu_team_part((int64_t)bytes, 4096, &lo, &hi);
+    one_range(dst + lo, src ? src + lo : NULL, (size_t)(hi - lo));
   }
 }
 
 static int cpu_copy(tsl_backend *be, void *dst, const void *src, uint64_t bytes, tsl_copy_kind kind,
                     tsl_stream *s) {
-  if (bytes && dst != src) team_bytes(dst, src, bytes);
+  if (dst != src) team_bytes(dst, src, bytes);
   return TESSEL_OK;
 }
 
 static int cpu_memset_zero(tsl_backend *be, void *dst, uint64_t bytes, tsl_stream *s) {
-  if (bytes) team_bytes(dst, NULL, bytes);
+  team_bytes(dst, NULL, bytes);
   return TESSEL_OK;
 }
 

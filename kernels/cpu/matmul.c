@@ -83,10 +83,9 @@ static int team_parts(int64_t m, int64_t n, int64_t k, int rows_first, int *by_r
   return parts < 1 ? 1 : parts;
 }
 
-/* Thread t's part [lo, hi) of `extent` cut into nt blocks. */
-static void team_range(int64_t extent, int64_t t, int64_t nt, int64_t *lo, int64_t *hi) {
-  const int64_t per = ((extent + nt - 1) / nt + 15) & ~(int64_t)15;
-  *lo = TSL_MIN(t * per, extent);
+void tsl_cpu_team_part(int64_t extent, int64_t align, int64_t *lo, int64_t *hi) {
+  const int64_t nt = omp_get_num_threads(), per = ((extent + nt - 1) / nt + align - 1) / align * align;
+  *lo = TSL_MIN(omp_get_thread_num() * per, extent);
   *hi = TSL_MIN(*lo + per, extent);
 }
 
@@ -104,7 +103,7 @@ static void sgemm_team(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k
 #pragma omp parallel num_threads(parts)
   {
     int64_t lo, hi;
-    team_range(extent, omp_get_thread_num(), omp_get_num_threads(), &lo, &hi);
+    tsl_cpu_team_part(extent, 16, &lo, &hi);
     if (hi > lo) {
       if (by_rows)
         sgemm_block(trans_a, trans_b, lo, hi - lo, 0, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
@@ -154,7 +153,7 @@ static int linear_team(float *out, float *act, const float *inp, const float *w,
 #pragma omp parallel num_threads(parts) if (parts > 1)
   {
     int64_t lo, hi;
-    team_range(extent, omp_get_thread_num(), omp_get_num_threads(), &lo, &hi);
+    tsl_cpu_team_part(extent, 16, &lo, &hi);
     if (hi > lo) {
       if (by_rows) linear_block(out, act, inp, w, bias, lo, hi - lo, 0, oc, ic, oc);
       else linear_block(out, act, inp, w, bias, 0, rows, lo, hi - lo, ic, oc);
@@ -219,10 +218,6 @@ int tsl_cpu_linear_backward(tsl_backend *be, tsl_stream *s, void *dinp, float *d
   return TESSEL_OK;
 }
 
-void tsl_cpu_team_columns(int64_t cols, int64_t *lo, int64_t *hi) {
-  team_range(cols, omp_get_thread_num(), omp_get_num_threads(), lo, hi);
-}
-
 /* Each thread owns a contiguous range of columns and walks every row over
 ** it, a chunk of columns at a time: reads stay contiguous within a row,
 ** nothing is shared, and each column is summed from row 0 up (hence the
@@ -233,7 +228,7 @@ void tsl_cpu_column_sums_gelu(float *db, float *x, const float *gelu_x, const fl
 #pragma omp parallel if (rows * cols >= TSL_CPU_PARALLEL_MIN)
   {
     int64_t lo, hi;
-    tsl_cpu_team_columns(cols, &lo, &hi);
+    tsl_cpu_team_part(cols, 16, &lo, &hi);
     for (int64_t c0 = lo; c0 < hi; c0 += TSL_CPU_COLUMN_CHUNK) {
       int64_t width = TSL_MIN(TSL_CPU_COLUMN_CHUNK, hi - c0);
       float acc[TSL_CPU_COLUMN_CHUNK];

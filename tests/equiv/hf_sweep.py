@@ -202,19 +202,16 @@ log: {{dir: out, every: 1, progress: never}}
                 got[m["step"]] = (m["loss"], m["grad_norm"])
     reference = torch_steps(os.path.join(d, "hf"), text, batch)
     worst, bad = compare(got, reference)
+    result = f"ok (worst relative difference: loss {worst[0]:.2g}, grad_norm {worst[1]:.2g})"
     if bad:
         exact = torch_steps(os.path.join(d, "hf"), text, batch, torch.float64)
         worst64, bad64 = compare(got, exact)
-        if not bad64:
-            fp32 = compare({s: r for s, r in enumerate(reference, start=1)}, exact)[0]
-            shutil.rmtree(d, ignore_errors=True)
-            return desc, (f"ok against float64 (worst relative difference: loss {worst64[0]:.2g}, grad_norm "
-                          f"{worst64[1]:.2g}; PyTorch fp32's own: loss {fp32[0]:.2g}, grad_norm {fp32[1]:.2g})")
-        bad += [f"against float64, {b}" for b in bad64]
+        fp32 = compare(dict(enumerate(reference, start=1)), exact)[0]
+        result = ("FAILED: " + "; ".join(bad + [f"against float64, {b}" for b in bad64]) if bad64 else
+                  f"ok against float64 (worst relative difference: loss {worst64[0]:.2g}, grad_norm "
+                  f"{worst64[1]:.2g}; PyTorch fp32's own: loss {fp32[0]:.2g}, grad_norm {fp32[1]:.2g})")
     shutil.rmtree(d, ignore_errors=True)
-    if bad:
-        return desc, "FAILED: " + "; ".join(bad)
-    return desc, f"ok (worst relative difference: loss {worst[0]:.2g}, grad_norm {worst[1]:.2g})"
+    return desc, result
 
 
 def main():
