@@ -126,7 +126,10 @@ typedef struct dim_split {
 
 static dim_split split_of(const tsl_param *p, const tessel_layout *l, int dim) {
   int segmented = dim == p->info.ndim - 1;
-  dim_split s = {.runs = segmented ? p->info.segments : 1, .width = segmented ? p->run_width : NULL,
+  /* an architecture's tables never give more runs than run_width holds;
+     the bound says so to compilers that would otherwise assume any count */
+  int runs = p->info.segments < TESSEL_MAX_SEGMENTS ? p->info.segments : TESSEL_MAX_SEGMENTS;
+  dim_split s = {.runs = segmented ? runs : 1, .width = segmented ? p->run_width : NULL,
                  .whole = p->info.shape[dim], .parts = 1, .index = 0};
   if (l->kind == TESSEL_LAYOUT_SPLIT)
     for (int i = 0; i < l->nsplit; i++)

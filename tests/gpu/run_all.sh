@@ -10,7 +10,8 @@
 #   probe       toolchain, generator, libraries (the system's, else the
 #               device bundle of tests/gpu/bundle.sh in gpu-bundle/), NCCL,
 #               the GPU and compute-sanitizer; seconds
-#   build       configure with TESSEL_CUDA=ON and warnings as errors, build
+#   build       configure with TESSEL_CUDA=ON and build; warnings are counted
+#               (errors only under --build-only)
 #   unit        ctest -L gpu, the kernel, memory and NCCL tests, with
 #               CUDA_LAUNCH_BLOCKING=1 so that a fault names its launch
 #   sanitizer   the two smallest of them again under compute-sanitizer
@@ -36,7 +37,7 @@ STEPS=(probe build unit sanitizer strategies bench)
 declare -A BUDGET=([probe]=10 [build]=150 [unit]=45 [sanitizer]=45 [strategies]=120 [bench]=100)
 declare -A WHAT=(
   [probe]="toolchain, libraries (system or bundle), NCCL, GPU, compute-sanitizer"
-  [build]="configure (TESSEL_CUDA=ON, -Werror) and build, all cores"
+  [build]="configure (TESSEL_CUDA=ON) and build, all cores; warnings counted"
   [unit]="ctest -L gpu: kernels, cuBLASLt, allocator, NCCL (CUDA_LAUNCH_BLOCKING=1)"
   [sanitizer]="compute-sanitizer memcheck on gpu_memory and gpu_elementwise"
   [strategies]="20 steps of none, ddp, gemini, hybrid, tp2d, tp3d, llama_wide, qwen3 against the CPU"
@@ -127,11 +128,18 @@ done_step probe 0
 if step build; then
   # a build folder keeps the generator it was made with
   [ -f "$BUILD/CMakeCache.txt" ] || GPU_CMAKE_ARGS+=("${GPU_GENERATOR[@]}")
-  timeout "$T" bash -c 'cmake -S . -B "$1" -DTESSEL_CUDA=ON -DTESSEL_WERROR=ON -DCMAKE_BUILD_TYPE=Release "${@:2}" &&
-                        cmake --build "$1" -j "$(nproc)"' _ "$BUILD" "${GPU_CMAKE_ARGS[@]}" >"$OUTDIR/build.log" 2>&1
+  # Warnings stop the bundle check's build; on a GPU machine, whose
+  # compiler may warn where CI's does not, they are counted and reported
+  # instead, so that a new warning costs no measurement
+  werror=OFF
+  [ $mode = build ] && werror=ON
+  timeout "$T" bash -c 'cmake -S . -B "$1" -DTESSEL_CUDA=ON -DTESSEL_WERROR=$2 -DCMAKE_BUILD_TYPE=Release "${@:3}" &&
+                        cmake --build "$1" -j "$(nproc)"' _ "$BUILD" $werror "${GPU_CMAKE_ARGS[@]}" >"$OUTDIR/build.log" 2>&1
   rc=$?
   [ $rc -ne 0 ] && tail -30 "$OUTDIR/build.log"
-  done_step build $rc
+  warnings=$(grep -c 'warning:' "$OUTDIR/build.log")
+  done_step build $rc "$warnings warning(s)$([ "$warnings" -gt 0 ] && echo ': see build.log')"
+  [ "$warnings" -gt 0 ] && grep 'warning:' "$OUTDIR/build.log" | sort -u | head -5 | sed 's/^/  /' | tee -a "$OUTDIR/summary.txt"
   [ $rc -ne 0 ] && exit 1
 else
   exit 1
