@@ -18,6 +18,7 @@
 #include "common/util.h"
 #include "compute/compute.h"
 #include "model/internal.h"
+#include "model/optime.h"
 #include "plugin/host.h"
 
 /* Dispatch a layer primitive to the strategy, or the core's version. */
@@ -248,8 +249,11 @@ tsl_status tsl_exec_forward(tsl_model *m, const tessel_op_ctx *c, int slot, int 
   TSL_TRY(st, tsl_offload_enter(m, slot, unit, 0));
   for (int k = 0; k < u->info.n_ops; k++) {
     fusion f = fusable(m, u, k);
-    if (f) TSL_TRY(st, forward_fused(m, c, slot, unit, k++, f));
+    TSL_TRY(st, tsl_optime_start(m));
+    if (f) TSL_TRY(st, forward_fused(m, c, slot, unit, k, f));
     else TSL_TRY(st, forward_at(m, c, slot, unit, micro, k));
+    TSL_TRY(st, tsl_optime_stop(m, unit, k, f != FUSE_NONE, TSL_OPTIME_FORWARD));
+    if (f) k++;
   }
   return tsl_offload_leave(m, slot, unit, 0);
 fail:
@@ -264,8 +268,12 @@ static tsl_status recompute(tsl_model *m, const tessel_op_ctx *c, int slot, int 
   for (int k = 0; k < u->info.n_ops; k++) {
     if (!u->plan.rerun[k]) continue;
     fusion f = fusable(m, u, k);
-    if (f && u->plan.rerun[k + 1]) TSL_TRY(st, forward_fused(m, c, slot, unit, k++, f));
+    if (f && !u->plan.rerun[k + 1]) f = FUSE_NONE;
+    TSL_TRY(st, tsl_optime_start(m));
+    if (f) TSL_TRY(st, forward_fused(m, c, slot, unit, k, f));
     else TSL_TRY(st, forward_at(m, c, slot, unit, c->micro, k));
+    TSL_TRY(st, tsl_optime_stop(m, unit, k, f != FUSE_NONE, TSL_OPTIME_RECOMPUTE));
+    if (f) k++;
   }
   return TESSEL_OK;
 fail:
@@ -444,8 +452,10 @@ tsl_status tsl_exec_backward(tsl_model *m, const tessel_op_ctx *c, int slot, int
     tessel_op_ctx ck = *c;
     ck.op = &u->ops[k];
     run r = {m, &ck, slot, unit, u->decl, &u->ops[k], &u->decl->ops[k], 0};
+    TSL_TRY(st, tsl_optime_start(m));
     st = backward_op(&r, &w);
     if (st < 0) return tsl_error_wrap(st, "unit %d, backward of %s", unit, tsl_op_kind_name(u->ops[k].kind));
+    TSL_TRY(st, tsl_optime_stop(m, unit, k, 0, TSL_OPTIME_BACKWARD));
   }
   TSL_TRY(st, tsl_offload_leave(m, slot, unit, 1));
   return tsl_offload_prefetch(m, slot, unit - 1);

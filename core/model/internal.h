@@ -100,6 +100,7 @@ struct tsl_model {
   ** (host_model.c); reruns_decl NULL: none */
   const tsl_unit_decl *reruns_decl;
   tsl_unit_plan reruns_plan;
+  struct tsl_optime *optime; /* per-op times (optime.c); NULL: not asked for */
 };
 
 /* decode.c: while a decode step runs (tsl_decoding), the position of its

@@ -6,6 +6,7 @@
 #include "common/util.h"
 #include "compute/compute.h"
 #include "model/internal.h"
+#include "model/optime.h"
 #include "optim/optim.h"
 #include "plugin/host.h"
 
@@ -231,6 +232,7 @@ tsl_status tsl_model_plan(tsl_runtime *rt, const tessel_model_dims *dims, tsl_mo
   tsl_optimizer_describe(&rt->settings, &oi);
   int core_optim = !rt->inference && !(rt->plugin && (rt->plugin->vt.caps & TESSEL_CAP_OWNS_OPTIMIZER));
   TSL_TRY(st, tsl_state_plan(rt, &m->state, m->dims.units, core_optim ? oi.n_slots : 0, oi.slot_names));
+  TSL_TRY(st, tsl_optime_open(m));
   *out = m;
   return TESSEL_OK;
 fail:
@@ -283,6 +285,7 @@ tsl_status tsl_model_create(tsl_runtime *rt, const tessel_model_dims *dims, cons
 void tsl_model_destroy(tsl_model *m) {
   if (!m) return;
   tsl_runtime *rt = m->rt;
+  tsl_optime_free(m);
   tsl_decode_free(m);
   tsl_acts_free(m);
   tsl_state_free(&m->state);

@@ -76,6 +76,12 @@ tsl_status tsl_model_eval_step(tsl_model *m, int micro_steps);
 /* Sum and count of the per-token losses this rank owns, over the micro-
 ** batches of the last step (reads device memory: synchronises). */
 tsl_status tsl_model_loss_sum(tsl_model *m, int micro_steps, double *sum, double *count);
+
+/* With TESSEL_OP_TIMES=1 (model/optime.c): print, on this rank, each op's
+** time per training step after the first, largest first, as a share of
+** `step_s` (the mean time of those `steps` steps), then the time no op
+** accounts for. Does nothing otherwise. */
+void tsl_model_report_op_times(const tsl_model *m, double step_s, int64_t steps);
 /* The logits of the last evaluation micro-batch's rows on this rank (the
 ** head's vocabulary slice), to read the whole forward's output (the tests
 ** against transformers): [rows, vocab] in act dtype. Generation uses

@@ -578,6 +578,15 @@ tsl_status tsl_trainer_save(tsl_trainer *t, const char **path) {
 
 int64_t tsl_trainer_last_step(const tsl_trainer *t) { return t->last_step; }
 
+/* The per-op times of TESSEL_OP_TIMES=1, against the mean of this run's
+** steps after its first (which the op timer leaves out). */
+static void report_op_times(const tsl_trainer *t) {
+  double total = 0;
+  int64_t n = t->report.n_steps - 1;
+  for (int64_t i = 1; i <= n; i++) total += t->report.steps[i].step_time;
+  if (n > 0) tsl_model_report_op_times(t->model, total / (double)n, n);
+}
+
 tsl_status tsl_trainer_finish(tsl_trainer *t, tsl_run_end *end) {
   tsl_runtime *rt = t->rt;
   tsl_status st = TESSEL_OK;
@@ -601,6 +610,7 @@ tsl_status tsl_trainer_finish(tsl_trainer *t, tsl_run_end *end) {
                     named ? "--resume " : "the same command", named ? t->last_ckpt : "", TSL_EXIT_STOPPED);
   else if (!isnan(end->val_loss))
     tsl_report_line(&t->report, "validation loss %.4f", end->val_loss);
+  report_op_times(t);
   st = tsl_report_summary(&t->report, rt, end);
   if (st < 0 && t->last_ckpt) { /* training itself is done: say so, or the user would train again */
     char *why = tsl_strdup(tsl_error_message());
