@@ -65,12 +65,34 @@ struct carver {
   }
 };
 
-/* rows [row0, row0 + rows) of a [T, stride] bf16 tensor, columns [0, hs),
-** into dst [rows, ld]; zeros past T and from hs up to hp */
+/* Rows [row0, row0 + ROWS) of a [T, stride] bf16 tensor, columns [0, hs),
+** into dst [ROWS, ld]; zeros past T and from hs up to HP. Every thread of
+** the block takes part. When rows can be read whole as 16-byte vectors (hs
+** = HP, stride a multiple of 8, src 16-byte aligned: every head size of
+** 16, 32, 64 or 128 in a dense layout) each thread issues all its loads
+** before its first store, so that one memory latency covers the tile
+** rather than one per element. */
+template <int ROWS, int HP>
 static __device__ void load_tile(bf16 *dst, int ld, const bf16 *src, int64_t stride, int64_t row0, int64_t T,
-                                 int64_t hs, int hp, int rows) {
-  for (int e = threadIdx.x; e < rows * hp; e += blockDim.x) {
-    const int r = e / hp, c = e % hp;
+                                 int64_t hs) {
+  constexpr int VPR = HP / 8, NV = ROWS * VPR, PER = (NV + AT_THREADS - 1) / AT_THREADS;
+  if (hs == HP && stride % 8 == 0 && ((uintptr_t)src & 15) == 0) {
+    uint4 reg[PER];
+#pragma unroll
+    for (int i = 0; i < PER; i++) {
+      const int e = (int)threadIdx.x + i * AT_THREADS, r = e / VPR;
+      const int64_t t = row0 + r;
+      reg[i] = e < NV && t < T ? *(const uint4 *)(src + t * stride + (e % VPR) * 8) : make_uint4(0, 0, 0, 0);
+    }
+#pragma unroll
+    for (int i = 0; i < PER; i++) {
+      const int e = (int)threadIdx.x + i * AT_THREADS;
+      if (e < NV) *(uint4 *)(dst + (e / VPR) * ld + (e % VPR) * 8) = reg[i];
+    }
+    return;
+  }
+  for (int e = threadIdx.x; e < ROWS * HP; e += blockDim.x) {
+    const int r = e / HP, c = e % HP;
     const int64_t t = row0 + r;
     dst[r * ld + c] = t < T && c < hs ? src[t * stride + c] : __float2bfloat16(0.0f);
   }
@@ -124,32 +146,41 @@ struct fwd_smem {
   }
 };
 
-/* One row of the online softmax over a key tile, by one warp: scores from
-** s (row of the tile, unscaled), P to p in bf16; the row's running max and
-** sum updated and the factor for its output rows left in alpha. */
-static __device__ void online_row(const float *s, bf16 *p, float *m, float *l, float *alpha, int64_t t, int64_t s0,
-                                  int64_t T, float scale, int lane) {
-  float sv[BC / 32], mx = -CUDART_INF_F;
-  bool ok[BC / 32];
-  for (int u = 0; u < BC / 32; u++) {
-    const int j = lane + 32 * u;
-    ok[u] = s0 + j <= t && t < T;
-    sv[u] = ok[u] ? s[j] * scale : -CUDART_INF_F;
+/* The online softmax of a warp's 16 rows over a key tile, all rows at
+** once: lanes 2i and 2i + 1 share row i, each taking every other score of
+** it, so that a tile costs one pass of BC / 2 scores per lane and one
+** exchange between the pair, not 16 rows of warp-wide reductions one after
+** another. Scores from s (the warp's first row, unscaled; row i at
+** i·LDS), P to p (row i at i·LDP) in bf16; row i's running max and sum
+** m[i], l[i] updated and the factor for its output rows left in alpha[i].
+** t: the query position of row 0; s0: the key position of column 0. */
+static __device__ void online_rows(const float *s, bf16 *p, float *m, float *l, float *alpha, int64_t t, int64_t s0,
+                                   int64_t T, float scale, int lane) {
+  const int i = lane >> 1, half = lane & 1;
+  const float *srow = s + i * LDS;
+  bf16 *prow = p + i * LDP;
+  t += i;
+  float sv[BC / 2], mx = -CUDART_INF_F;
+#pragma unroll
+  for (int u = 0; u < BC / 2; u++) {
+    const int j = 2 * u + half;
+    sv[u] = s0 + j <= t && t < T ? srow[j] * scale : -CUDART_INF_F;
     mx = fmaxf(mx, sv[u]);
   }
-  mx = warp_max(mx);
-  const float mold = *m, mn = fmaxf(mold, mx);
+  mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+  const float mold = m[i], mn = fmaxf(mold, mx);
   const bool any = mn != -CUDART_INF_F;
   float sum = 0.0f;
-  for (int u = 0; u < BC / 32; u++) {
-    const float pv = ok[u] && any ? expf(sv[u] - mn) : 0.0f;
+#pragma unroll
+  for (int u = 0; u < BC / 2; u++) {
+    const float pv = any ? expf(sv[u] - mn) : 0.0f; /* a masked score is −inf: e^−inf = 0 */
     sum += pv;
-    p[lane + 32 * u] = __float2bfloat16(pv);
+    prow[2 * u + half] = __float2bfloat16(pv);
   }
-  sum = warp_sum(sum);
+  sum += __shfl_xor_sync(0xffffffffu, sum, 1);
   const float a = any ? expf(mold - mn) : 1.0f; /* 0 on the first tile (mold = −inf) */
-  __syncwarp();                                  /* every lane has read *m */
-  if (lane == 0) *m = mn, *l = *l * a + sum, *alpha = a;
+  __syncwarp();                                  /* both lanes of the pair have read m[i] */
+  if (!half) m[i] = mn, l[i] = l[i] * a + sum, alpha[i] = a;
 }
 
 template <int HP>
@@ -161,21 +192,19 @@ static __global__ void __launch_bounds__(AT_THREADS)
   fwd_smem<HP>::carve((char *)smem_raw, &sm);
   const int64_t b = blockIdx.z, h = blockIdx.y, t0 = (int64_t)blockIdx.x * BR, kvh = h / p.g;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, r0 = warp * 16;
-  load_tile(sm.q, LDH, q + b * p.T * p.ldq + h * p.hs, p.ldq, t0, p.T, p.hs, HP, BR);
+  load_tile<BR, HP>(sm.q, LDH, q + b * p.T * p.ldq + h * p.hs, p.ldq, t0, p.T, p.hs);
   for (int e = threadIdx.x; e < BR * LDO; e += blockDim.x) sm.o[e] = 0.0f;
   for (int e = threadIdx.x; e < BR; e += blockDim.x) sm.m[e] = -CUDART_INF_F, sm.l[e] = 0.0f;
   const int64_t kend = t0 + BR < p.T ? t0 + BR : p.T;
   for (int64_t s0 = 0; s0 < kend; s0 += BC) {
     __syncthreads(); /* every warp is done with the previous k, v tiles */
-    load_tile(sm.k, LDH, k + b * p.T * p.ldk + kvh * p.hs, p.ldk, s0, p.T, p.hs, HP, BC);
-    load_tile(sm.v, LDH, v + b * p.T * p.ldv + kvh * p.hs, p.ldv, s0, p.T, p.hs, HP, BC);
+    load_tile<BC, HP>(sm.k, LDH, k + b * p.T * p.ldk + kvh * p.hs, p.ldk, s0, p.T, p.hs);
+    load_tile<BC, HP>(sm.v, LDH, v + b * p.T * p.ldv + kvh * p.hs, p.ldv, s0, p.T, p.hs);
     __syncthreads();
     scores_abt(sm.s + r0 * LDS, LDS, sm.q + r0 * LDH, LDH, sm.k, LDH, NF, BC / 16);
     __syncwarp();
-    for (int i = 0; i < 16; i++) {
-      const int r = r0 + i;
-      online_row(sm.s + r * LDS, sm.p + r * LDP, sm.m + r, sm.l + r, sm.alpha + r, t0 + r, s0, p.T, p.scale, lane);
-    }
+    online_rows(sm.s + r0 * LDS, sm.p + r0 * LDP, sm.m + r0, sm.l + r0, sm.alpha + r0, t0 + r0, s0, p.T, p.scale,
+                lane);
     __syncwarp();
     for (int e = lane; e < 16 * HP; e += 32) sm.o[(r0 + e / HP) * LDO + e % HP] *= sm.alpha[r0 + e / HP];
     __syncwarp();
@@ -259,16 +288,16 @@ static __global__ void __launch_bounds__(AT_THREADS)
   dq_smem<HP>::carve((char *)smem_raw, &sm);
   const int64_t b = blockIdx.z, h = blockIdx.y, t0 = (int64_t)blockIdx.x * BR, kvh = h / p.g;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, r0 = warp * 16;
-  load_tile(sm.q, LDH, q + b * p.T * p.ldq + h * p.hs, p.ldq, t0, p.T, p.hs, HP, BR);
-  load_tile(sm.dout, LDH, dout + b * p.T * p.H * p.hs + h * p.hs, p.H * p.hs, t0, p.T, p.hs, HP, BR);
+  load_tile<BR, HP>(sm.q, LDH, q + b * p.T * p.ldq + h * p.hs, p.ldq, t0, p.T, p.hs);
+  load_tile<BR, HP>(sm.dout, LDH, dout + b * p.T * p.H * p.hs + h * p.hs, p.H * p.hs, t0, p.T, p.hs);
   load_row_stats(sm.lse, sm.d, lse, D, (b * p.H + h) * p.T, t0, p.T);
   frag_c acc[NF];
   for (int nf = 0; nf < NF; nf++) wmma::fill_fragment(acc[nf], 0.0f);
   const int64_t kend = t0 + BR < p.T ? t0 + BR : p.T;
   for (int64_t s0 = 0; s0 < kend; s0 += BC) {
     __syncthreads();
-    load_tile(sm.k, LDH, k + b * p.T * p.ldk + kvh * p.hs, p.ldk, s0, p.T, p.hs, HP, BC);
-    load_tile(sm.v, LDH, v + b * p.T * p.ldv + kvh * p.hs, p.ldv, s0, p.T, p.hs, HP, BC);
+    load_tile<BC, HP>(sm.k, LDH, k + b * p.T * p.ldk + kvh * p.hs, p.ldk, s0, p.T, p.hs);
+    load_tile<BC, HP>(sm.v, LDH, v + b * p.T * p.ldv + kvh * p.hs, p.ldv, s0, p.T, p.hs);
     __syncthreads();
     scores_abt(sm.s + r0 * LDS, LDS, sm.q + r0 * LDH, LDH, sm.k, LDH, NF, BC / 16);
     scores_abt(sm.dp + r0 * LDS, LDS, sm.dout + r0 * LDH, LDH, sm.v, LDH, NF, BC / 16);
@@ -319,16 +348,16 @@ static __global__ void __launch_bounds__(AT_THREADS)
   dkv_smem<HP>::carve((char *)smem_raw, &sm);
   const int64_t b = blockIdx.z, kvh = blockIdx.y, s0 = (int64_t)blockIdx.x * BC;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, r0 = warp * 16;
-  load_tile(sm.k, LDH, k + b * p.T * p.ldk + kvh * p.hs, p.ldk, s0, p.T, p.hs, HP, BC);
-  load_tile(sm.v, LDH, v + b * p.T * p.ldv + kvh * p.hs, p.ldv, s0, p.T, p.hs, HP, BC);
+  load_tile<BC, HP>(sm.k, LDH, k + b * p.T * p.ldk + kvh * p.hs, p.ldk, s0, p.T, p.hs);
+  load_tile<BC, HP>(sm.v, LDH, v + b * p.T * p.ldv + kvh * p.hs, p.ldv, s0, p.T, p.hs);
   frag_c dka[NF], dva[NF];
   for (int nf = 0; nf < NF; nf++) wmma::fill_fragment(dka[nf], 0.0f), wmma::fill_fragment(dva[nf], 0.0f);
   for (int64_t hh = 0; hh < p.g; hh++) {
     const int64_t h = kvh * p.g + hh;
     for (int64_t t0 = s0 / BR * BR; t0 < p.T; t0 += BR) {
       __syncthreads();
-      load_tile(sm.q, LDH, q + b * p.T * p.ldq + h * p.hs, p.ldq, t0, p.T, p.hs, HP, BR);
-      load_tile(sm.dout, LDH, dout + b * p.T * p.H * p.hs + h * p.hs, p.H * p.hs, t0, p.T, p.hs, HP, BR);
+      load_tile<BR, HP>(sm.q, LDH, q + b * p.T * p.ldq + h * p.hs, p.ldq, t0, p.T, p.hs);
+      load_tile<BR, HP>(sm.dout, LDH, dout + b * p.T * p.H * p.hs + h * p.hs, p.H * p.hs, t0, p.T, p.hs);
       load_row_stats(sm.lse, sm.d, lse, D, (b * p.H + h) * p.T, t0, p.T);
       __syncthreads();
       /* Sᵀ = k·qᵀ and dPᵀ = v·dOᵀ for this warp's 16 keys */
