@@ -40,6 +40,12 @@ using namespace nvcuda;
 
 enum { BR = 64, BC = 64, AT_THREADS = 128, LDS = BC + 4, LDP = BC + 8, MAX_HEAD = 128 };
 
+/* Blocks of a backward kernel an SM should hold at once: up to a head of
+** 64, shared memory has room for three, and capping registers at a third
+** of the file keeps them (more warps to hide latency with); a wider head's
+** shared memory allows fewer anyway, so its registers stay uncapped. */
+#define BLOCKS_PER_SM(HP) ((HP) <= 64 ? 3 : 1)
+
 typedef wmma::fragment<wmma::matrix_a, 16, 16, 16, bf16, wmma::row_major> frag_a;
 typedef wmma::fragment<wmma::matrix_b, 16, 16, 16, bf16, wmma::row_major> frag_b;
 typedef wmma::fragment<wmma::matrix_b, 16, 16, 16, bf16, wmma::col_major> frag_bt;
@@ -65,68 +71,112 @@ struct carver {
   }
 };
 
-/* Rows [row0, row0 + ROWS) of a [T, stride] bf16 tensor, columns [0, hs),
-** into dst [ROWS, ld]; zeros past T and from hs up to HP. Every thread of
-** the block takes part. When rows can be read whole as 16-byte vectors (hs
-** = HP, stride a multiple of 8, src 16-byte aligned: every head size of
-** 16, 32, 64 or 128 in a dense layout) each thread issues all its loads
-** before its first store, so that one memory latency covers the tile
-** rather than one per element. */
+/* Tiles of rows [row0, row0 + ROWS) of a [T, stride] bf16 tensor, columns
+** [0, hs), for shared memory [ROWS, ld]: zeros past T and from hs up to
+** HP. Every thread of the block takes part.
+**
+** When rows can be read whole as 16-byte vectors (hs = HP, stride a
+** multiple of 8, src 16-byte aligned: every head size of 16, 32, 64 or 128
+** in a dense layout), fetch issues all of a thread's loads into registers
+** and put stores them, so that one memory latency covers a tile rather
+** than one per element; and a loop over tiles can fetch the next tile
+** before it computes on this one, so that the loads fly while it does.
+** Otherwise fetch does nothing and put copies element by element. */
 template <int ROWS, int HP>
-static __device__ void load_tile(bf16 *dst, int ld, const bf16 *src, int64_t stride, int64_t row0, int64_t T,
-                                 int64_t hs) {
-  constexpr int VPR = HP / 8, NV = ROWS * VPR, PER = (NV + AT_THREADS - 1) / AT_THREADS;
-  if (hs == HP && stride % 8 == 0 && ((uintptr_t)src & 15) == 0) {
-    uint4 reg[PER];
-#pragma unroll
-    for (int i = 0; i < PER; i++) {
-      const int e = (int)threadIdx.x + i * AT_THREADS, r = e / VPR;
-      const int64_t t = row0 + r;
-      reg[i] = e < NV && t < T ? *(const uint4 *)(src + t * stride + (e % VPR) * 8) : make_uint4(0, 0, 0, 0);
-    }
+struct tile_loader {
+  static constexpr int VPR = HP / 8, NV = ROWS * VPR, PER = (NV + AT_THREADS - 1) / AT_THREADS;
+  const bf16 *src;
+  int64_t stride, hs;
+  bool vec;
+  uint4 reg[PER];
+
+  __device__ tile_loader(const bf16 *src_, int64_t stride_, int64_t hs_)
+      : src(src_), stride(stride_), hs(hs_), vec(hs_ == HP && stride_ % 8 == 0 && ((uintptr_t)src_ & 15) == 0) {}
+
+  __device__ void fetch(int64_t row0, int64_t T) {
+    if (!vec) return;
 #pragma unroll
     for (int i = 0; i < PER; i++) {
       const int e = (int)threadIdx.x + i * AT_THREADS;
-      if (e < NV) *(uint4 *)(dst + (e / VPR) * ld + (e % VPR) * 8) = reg[i];
+      const int64_t t = row0 + e / VPR;
+      reg[i] = e < NV && t < T ? *(const uint4 *)(src + t * stride + (e % VPR) * 8) : make_uint4(0, 0, 0, 0);
     }
-    return;
   }
-  for (int e = threadIdx.x; e < ROWS * HP; e += blockDim.x) {
-    const int r = e / HP, c = e % HP;
-    const int64_t t = row0 + r;
-    dst[r * ld + c] = t < T && c < hs ? src[t * stride + c] : __float2bfloat16(0.0f);
+
+  /* the tile of rows from row0 (the rows fetch loaded, on the vector path) */
+  __device__ void put(bf16 *dst, int ld, int64_t row0, int64_t T) const {
+    if (vec) {
+#pragma unroll
+      for (int i = 0; i < PER; i++) {
+        const int e = (int)threadIdx.x + i * AT_THREADS;
+        if (e < NV) *(uint4 *)(dst + (e / VPR) * ld + (e % VPR) * 8) = reg[i];
+      }
+      return;
+    }
+    for (int e = threadIdx.x; e < ROWS * HP; e += blockDim.x) {
+      const int r = e / HP, c = e % HP;
+      const int64_t t = row0 + r;
+      dst[r * ld + c] = t < T && c < hs ? src[t * stride + c] : __float2bfloat16(0.0f);
+    }
   }
+};
+
+/* One tile at once: fetch, then put. */
+template <int ROWS, int HP>
+static __device__ void load_tile(bf16 *dst, int ld, const bf16 *src, int64_t stride, int64_t row0, int64_t T,
+                                 int64_t hs) {
+  tile_loader<ROWS, HP> l(src, stride, hs);
+  l.fetch(row0, T);
+  l.put(dst, ld, row0, T);
 }
 
-/* acc += A·Bᵀ over kt steps of 16: A rows at a (ld lda), B rows at b (ld ldb) */
-static __device__ __forceinline__ void mma_abt(frag_c &acc, const bf16 *a, int lda, const bf16 *b, int ldb, int kt) {
-  frag_a fa;
+/* Two tiles of the same rows, every load of both issued before the first
+** store. */
+template <int ROWS, int HP>
+static __device__ void load_tiles(bf16 *dst0, const bf16 *src0, int64_t stride0, bf16 *dst1, const bf16 *src1,
+                                  int64_t stride1, int ld, int64_t row0, int64_t T, int64_t hs) {
+  tile_loader<ROWS, HP> a(src0, stride0, hs), b(src1, stride1, hs);
+  a.fetch(row0, T);
+  b.fetch(row0, T);
+  a.put(dst0, ld, row0, T);
+  b.put(dst1, ld, row0, T);
+}
+
+/* The warp's 16 rows of a bf16 matrix in shared memory (row stride ld),
+** columns [0, 16·N), as N A-fragments: operands kept in registers across
+** the products that reuse them instead of read from shared memory again. */
+template <int N>
+static __device__ __forceinline__ void load_rows(frag_a (&f)[N], const bf16 *a, int ld) {
+#pragma unroll
+  for (int kk = 0; kk < N; kk++) wmma::load_matrix_sync(f[kk], a + kk * 16, ld);
+}
+
+/* c[16, 16·NT] = A·Bᵀ for one warp's 16 rows, stored to shared fp32: A as
+** NK fragments, B's rows at b (ld ldb). */
+template <int NK, int NT>
+static __device__ void scores(float *c, int ldc, const frag_a (&a)[NK], const bf16 *b, int ldb) {
   frag_bt fb;
-  for (int kk = 0; kk < kt; kk++) {
-    wmma::load_matrix_sync(fa, a + kk * 16, lda);
-    wmma::load_matrix_sync(fb, b + kk * 16, ldb);
-    wmma::mma_sync(acc, fa, fb, acc);
-  }
-}
-
-/* acc += A·B over kt steps of 16: A rows at a (ld lda), B rows at b (ld ldb) */
-static __device__ __forceinline__ void mma_ab(frag_c &acc, const bf16 *a, int lda, const bf16 *b, int ldb, int kt) {
-  frag_a fa;
-  frag_b fb;
-  for (int kk = 0; kk < kt; kk++) {
-    wmma::load_matrix_sync(fa, a + kk * 16, lda);
-    wmma::load_matrix_sync(fb, b + (size_t)kk * 16 * ldb, ldb);
-    wmma::mma_sync(acc, fa, fb, acc);
-  }
-}
-
-/* c[16, 16·nt] = A·Bᵀ for one warp's 16 rows, stored to shared fp32 */
-static __device__ void scores_abt(float *c, int ldc, const bf16 *a, int lda, const bf16 *b, int ldb, int kt, int nt) {
-  for (int nf = 0; nf < nt; nf++) {
+#pragma unroll
+  for (int nf = 0; nf < NT; nf++) {
     frag_c acc;
     wmma::fill_fragment(acc, 0.0f);
-    mma_abt(acc, a, lda, b + (size_t)nf * 16 * ldb, ldb, kt);
+#pragma unroll
+    for (int kk = 0; kk < NK; kk++) {
+      wmma::load_matrix_sync(fb, b + (size_t)nf * 16 * ldb + kk * 16, ldb);
+      wmma::mma_sync(acc, a[kk], fb, acc);
+    }
     wmma::store_matrix_sync(c + nf * 16, acc, ldc, wmma::mem_row_major);
+  }
+}
+
+/* acc += A·B: A as NK fragments, B's rows at b (ld ldb) */
+template <int NK>
+static __device__ __forceinline__ void mma_rows(frag_c &acc, const frag_a (&a)[NK], const bf16 *b, int ldb) {
+  frag_b fb;
+#pragma unroll
+  for (int kk = 0; kk < NK; kk++) {
+    wmma::load_matrix_sync(fb, b + (size_t)kk * 16 * ldb, ldb);
+    wmma::mma_sync(acc, a[kk], fb, acc);
   }
 }
 
@@ -192,26 +242,36 @@ static __global__ void __launch_bounds__(AT_THREADS)
   fwd_smem<HP>::carve((char *)smem_raw, &sm);
   const int64_t b = blockIdx.z, h = blockIdx.y, t0 = (int64_t)blockIdx.x * BR, kvh = h / p.g;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, r0 = warp * 16;
+  /* the first k, v tiles are on their way while q is brought in */
+  tile_loader<BC, HP> kl(k + b * p.T * p.ldk + kvh * p.hs, p.ldk, p.hs);
+  tile_loader<BC, HP> vl(v + b * p.T * p.ldv + kvh * p.hs, p.ldv, p.hs);
+  kl.fetch(0, p.T);
+  vl.fetch(0, p.T);
   load_tile<BR, HP>(sm.q, LDH, q + b * p.T * p.ldq + h * p.hs, p.ldq, t0, p.T, p.hs);
   for (int e = threadIdx.x; e < BR * LDO; e += blockDim.x) sm.o[e] = 0.0f;
   for (int e = threadIdx.x; e < BR; e += blockDim.x) sm.m[e] = -CUDART_INF_F, sm.l[e] = 0.0f;
+  __syncthreads();
+  frag_a qf[NF], pf[BC / 16];
+  load_rows(qf, sm.q + r0 * LDH, LDH);
   const int64_t kend = t0 + BR < p.T ? t0 + BR : p.T;
   for (int64_t s0 = 0; s0 < kend; s0 += BC) {
     __syncthreads(); /* every warp is done with the previous k, v tiles */
-    load_tile<BC, HP>(sm.k, LDH, k + b * p.T * p.ldk + kvh * p.hs, p.ldk, s0, p.T, p.hs);
-    load_tile<BC, HP>(sm.v, LDH, v + b * p.T * p.ldv + kvh * p.hs, p.ldv, s0, p.T, p.hs);
+    kl.put(sm.k, LDH, s0, p.T);
+    vl.put(sm.v, LDH, s0, p.T);
     __syncthreads();
-    scores_abt(sm.s + r0 * LDS, LDS, sm.q + r0 * LDH, LDH, sm.k, LDH, NF, BC / 16);
+    if (s0 + BC < kend) kl.fetch(s0 + BC, p.T), vl.fetch(s0 + BC, p.T); /* in flight while this tile computes */
+    scores<NF, BC / 16>(sm.s + r0 * LDS, LDS, qf, sm.k, LDH);
     __syncwarp();
     online_rows(sm.s + r0 * LDS, sm.p + r0 * LDP, sm.m + r0, sm.l + r0, sm.alpha + r0, t0 + r0, s0, p.T, p.scale,
                 lane);
     __syncwarp();
     for (int e = lane; e < 16 * HP; e += 32) sm.o[(r0 + e / HP) * LDO + e % HP] *= sm.alpha[r0 + e / HP];
     __syncwarp();
+    load_rows(pf, sm.p + r0 * LDP, LDP);
     for (int nf = 0; nf < NF; nf++) {
       frag_c acc;
       wmma::load_matrix_sync(acc, sm.o + r0 * LDO + nf * 16, LDO, wmma::mem_row_major);
-      mma_ab(acc, sm.p + r0 * LDP, LDP, sm.v + nf * 16, LDH, BC / 16);
+      mma_rows(acc, pf, sm.v + nf * 16, LDH);
       wmma::store_matrix_sync(sm.o + r0 * LDO + nf * 16, acc, LDO, wmma::mem_row_major);
     }
     __syncwarp();
@@ -279,7 +339,7 @@ static __device__ void write_rows(bf16 *dst, int64_t ld, const float *stage, int
 }
 
 template <int HP>
-static __global__ void __launch_bounds__(AT_THREADS)
+static __global__ void __launch_bounds__(AT_THREADS, BLOCKS_PER_SM(HP))
     flash_dq_kernel(bf16 *dq, const bf16 *dout, const float *lse, const float *D, const bf16 *q, const bf16 *k,
                     const bf16 *v, attn_params p) {
   constexpr int LDH = HP + 8, NF = HP / 16;
@@ -288,19 +348,29 @@ static __global__ void __launch_bounds__(AT_THREADS)
   dq_smem<HP>::carve((char *)smem_raw, &sm);
   const int64_t b = blockIdx.z, h = blockIdx.y, t0 = (int64_t)blockIdx.x * BR, kvh = h / p.g;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, r0 = warp * 16;
-  load_tile<BR, HP>(sm.q, LDH, q + b * p.T * p.ldq + h * p.hs, p.ldq, t0, p.T, p.hs);
-  load_tile<BR, HP>(sm.dout, LDH, dout + b * p.T * p.H * p.hs + h * p.hs, p.H * p.hs, t0, p.T, p.hs);
+  tile_loader<BC, HP> kl(k + b * p.T * p.ldk + kvh * p.hs, p.ldk, p.hs);
+  tile_loader<BC, HP> vl(v + b * p.T * p.ldv + kvh * p.hs, p.ldv, p.hs);
+  kl.fetch(0, p.T);
+  vl.fetch(0, p.T);
+  load_tiles<BR, HP>(sm.q, q + b * p.T * p.ldq + h * p.hs, p.ldq, sm.dout, dout + b * p.T * p.H * p.hs + h * p.hs,
+                     p.H * p.hs, LDH, t0, p.T, p.hs);
   load_row_stats(sm.lse, sm.d, lse, D, (b * p.H + h) * p.T, t0, p.T);
   frag_c acc[NF];
   for (int nf = 0; nf < NF; nf++) wmma::fill_fragment(acc[nf], 0.0f);
+  /* one operand's fragments at a time, loaded once per tile: a warp's q or
+  ** dout rows (NF), then its dS rows (BC / 16) */
+  frag_a qd[NF], ds[BC / 16];
   const int64_t kend = t0 + BR < p.T ? t0 + BR : p.T;
   for (int64_t s0 = 0; s0 < kend; s0 += BC) {
     __syncthreads();
-    load_tile<BC, HP>(sm.k, LDH, k + b * p.T * p.ldk + kvh * p.hs, p.ldk, s0, p.T, p.hs);
-    load_tile<BC, HP>(sm.v, LDH, v + b * p.T * p.ldv + kvh * p.hs, p.ldv, s0, p.T, p.hs);
+    kl.put(sm.k, LDH, s0, p.T);
+    vl.put(sm.v, LDH, s0, p.T);
     __syncthreads();
-    scores_abt(sm.s + r0 * LDS, LDS, sm.q + r0 * LDH, LDH, sm.k, LDH, NF, BC / 16);
-    scores_abt(sm.dp + r0 * LDS, LDS, sm.dout + r0 * LDH, LDH, sm.v, LDH, NF, BC / 16);
+    if (s0 + BC < kend) kl.fetch(s0 + BC, p.T), vl.fetch(s0 + BC, p.T);
+    load_rows(qd, sm.q + r0 * LDH, LDH);
+    scores<NF, BC / 16>(sm.s + r0 * LDS, LDS, qd, sm.k, LDH);
+    load_rows(qd, sm.dout + r0 * LDH, LDH);
+    scores<NF, BC / 16>(sm.dp + r0 * LDS, LDS, qd, sm.v, LDH);
     __syncwarp();
     for (int e = lane; e < 16 * BC; e += 32) {
       const int r = r0 + e / BC, j = e % BC;
@@ -310,7 +380,8 @@ static __global__ void __launch_bounds__(AT_THREADS)
       sm.ds[r * LDP + j] = __float2bfloat16(pv * (sm.dp[r * LDS + j] - sm.d[r]) * p.scale);
     }
     __syncwarp();
-    for (int nf = 0; nf < NF; nf++) mma_ab(acc[nf], sm.ds + r0 * LDP, LDP, sm.k + nf * 16, LDH, BC / 16);
+    load_rows(ds, sm.ds + r0 * LDP, LDP);
+    for (int nf = 0; nf < NF; nf++) mma_rows(acc[nf], ds, sm.k + nf * 16, LDH);
   }
   __syncthreads(); /* k and v become the output stage */
   float *stage = (float *)sm.k;
@@ -339,7 +410,7 @@ struct dkv_smem {
 };
 
 template <int HP>
-static __global__ void __launch_bounds__(AT_THREADS)
+static __global__ void __launch_bounds__(AT_THREADS, BLOCKS_PER_SM(HP))
     flash_dkdv_kernel(bf16 *dk, bf16 *dv, const bf16 *dout, const float *lse, const float *D, const bf16 *q,
                       const bf16 *k, const bf16 *v, attn_params p) {
   constexpr int LDH = HP + 8, NF = HP / 16;
@@ -348,21 +419,26 @@ static __global__ void __launch_bounds__(AT_THREADS)
   dkv_smem<HP>::carve((char *)smem_raw, &sm);
   const int64_t b = blockIdx.z, kvh = blockIdx.y, s0 = (int64_t)blockIdx.x * BC;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, r0 = warp * 16;
-  load_tile<BC, HP>(sm.k, LDH, k + b * p.T * p.ldk + kvh * p.hs, p.ldk, s0, p.T, p.hs);
-  load_tile<BC, HP>(sm.v, LDH, v + b * p.T * p.ldv + kvh * p.hs, p.ldv, s0, p.T, p.hs);
+  load_tiles<BC, HP>(sm.k, k + b * p.T * p.ldk + kvh * p.hs, p.ldk, sm.v, v + b * p.T * p.ldv + kvh * p.hs, p.ldv,
+                     LDH, s0, p.T, p.hs);
   frag_c dka[NF], dva[NF];
   for (int nf = 0; nf < NF; nf++) wmma::fill_fragment(dka[nf], 0.0f), wmma::fill_fragment(dva[nf], 0.0f);
+  /* one operand's fragments at a time, loaded once per tile: a warp's k or
+  ** v rows (NF), then its Pᵀ or dSᵀ rows (BR / 16) */
+  frag_a kv[NF], ps[BR / 16];
   for (int64_t hh = 0; hh < p.g; hh++) {
     const int64_t h = kvh * p.g + hh;
     for (int64_t t0 = s0 / BR * BR; t0 < p.T; t0 += BR) {
       __syncthreads();
-      load_tile<BR, HP>(sm.q, LDH, q + b * p.T * p.ldq + h * p.hs, p.ldq, t0, p.T, p.hs);
-      load_tile<BR, HP>(sm.dout, LDH, dout + b * p.T * p.H * p.hs + h * p.hs, p.H * p.hs, t0, p.T, p.hs);
+      load_tiles<BR, HP>(sm.q, q + b * p.T * p.ldq + h * p.hs, p.ldq, sm.dout,
+                         dout + b * p.T * p.H * p.hs + h * p.hs, p.H * p.hs, LDH, t0, p.T, p.hs);
       load_row_stats(sm.lse, sm.d, lse, D, (b * p.H + h) * p.T, t0, p.T);
       __syncthreads();
       /* Sᵀ = k·qᵀ and dPᵀ = v·dOᵀ for this warp's 16 keys */
-      scores_abt(sm.st + r0 * LDS, LDS, sm.k + r0 * LDH, LDH, sm.q, LDH, NF, BR / 16);
-      scores_abt(sm.dpt + r0 * LDS, LDS, sm.v + r0 * LDH, LDH, sm.dout, LDH, NF, BR / 16);
+      load_rows(kv, sm.k + r0 * LDH, LDH);
+      scores<NF, BR / 16>(sm.st + r0 * LDS, LDS, kv, sm.q, LDH);
+      load_rows(kv, sm.v + r0 * LDH, LDH);
+      scores<NF, BR / 16>(sm.dpt + r0 * LDS, LDS, kv, sm.dout, LDH);
       __syncwarp();
       for (int e = lane; e < 16 * BR; e += 32) {
         const int i = r0 + e / BR, j = e % BR;
@@ -373,10 +449,10 @@ static __global__ void __launch_bounds__(AT_THREADS)
         sm.dst[i * LDP + j] = __float2bfloat16(pv * (sm.dpt[i * LDS + j] - sm.d[j]) * p.scale);
       }
       __syncwarp();
-      for (int nf = 0; nf < NF; nf++) {
-        mma_ab(dva[nf], sm.pt + r0 * LDP, LDP, sm.dout + nf * 16, LDH, BR / 16);
-        mma_ab(dka[nf], sm.dst + r0 * LDP, LDP, sm.q + nf * 16, LDH, BR / 16);
-      }
+      load_rows(ps, sm.pt + r0 * LDP, LDP);
+      for (int nf = 0; nf < NF; nf++) mma_rows(dva[nf], ps, sm.dout + nf * 16, LDH);
+      load_rows(ps, sm.dst + r0 * LDP, LDP);
+      for (int nf = 0; nf < NF; nf++) mma_rows(dka[nf], ps, sm.q + nf * 16, LDH);
     }
   }
   __syncthreads(); /* q and dout become the output stage */

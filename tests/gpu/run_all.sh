@@ -14,8 +14,8 @@
 #               (errors only under --build-only)
 #   unit        ctest -L gpu, the kernel, memory and NCCL tests, with
 #               CUDA_LAUNCH_BLOCKING=1 so that a fault names its launch
-#   sanitizer   the two smallest of them again under compute-sanitizer
-#               (memcheck)
+#   sanitizer   the two smallest of them and the attention kernels again
+#               under compute-sanitizer (memcheck)
 #   strategies  the 20-step run of each strategy against one CPU process
 #               (tests/gpu/train_equiv.sh); a strategy that declines the
 #               GPU's 16-bit compute is reported as skipped
@@ -39,7 +39,7 @@ declare -A WHAT=(
   [probe]="toolchain, libraries (system or bundle), NCCL, GPU, compute-sanitizer"
   [build]="configure (TESSEL_CUDA=ON) and build, all cores; warnings counted"
   [unit]="ctest -L gpu: kernels, cuBLASLt, allocator, NCCL (CUDA_LAUNCH_BLOCKING=1)"
-  [sanitizer]="compute-sanitizer memcheck on gpu_memory and gpu_elementwise"
+  [sanitizer]="compute-sanitizer memcheck on gpu_memory, gpu_elementwise and gpu_attention"
   [strategies]="20 steps of none, ddp, gemini, hybrid, tp2d, tp3d, llama_wide, qwen3 against the CPU"
   [bench]="GPT-2 124M, T=1024, largest micro-batch of 128/64/32/16 that fits")
 
@@ -165,12 +165,13 @@ if step unit; then
   ctest_digest "$OUTDIR/unit.log" | tee -a "$OUTDIR/summary.txt"
 fi
 
-# ---- sanitizer: the smallest unit tests under memcheck
+# ---- sanitizer: the smallest unit tests, then the attention kernels'
+# hand-made tiling, under memcheck
 if [ -z "$sanitizer" ]; then
   say "sanitizer: not run: no compute-sanitizer on this machine"
 elif step sanitizer; then
   rc=0
-  for t in gpu_memory gpu_elementwise; do
+  for t in gpu_memory gpu_elementwise gpu_attention; do
     left=$((T - ($(now) - STEP_START)))
     [ $left -lt 5 ] && { rc=124; break; }
     echo "== $t" >>"$OUTDIR/sanitizer.log"
@@ -179,7 +180,7 @@ elif step sanitizer; then
     r=$?
     [ $r -ne 0 ] && [ $rc -eq 0 ] && rc=$r
   done
-  done_step sanitizer $rc "$(grep -m1 'ERROR SUMMARY' "$OUTDIR/sanitizer.log" || true)"
+  done_step sanitizer $rc "$(grep 'ERROR SUMMARY' "$OUTDIR/sanitizer.log" | sed 's/^========= //' | paste -sd ';' -)"
 fi
 
 # ---- strategies
