@@ -103,6 +103,13 @@ static void test_add_axpy_scale(void) {
     float *got = gt_down_bf16(dsum, n);
     gt_check("add", got, sum, NULL, n, 1e-7, GT_BF16, 0.0);
     free(got);
+    /* views one element in (2-byte aligned): the element path, not 16-byte packs */
+    if (n > 1) {
+      GT_OK(be->add(be, gt_s, (uint16_t *)dsum + 1, (const uint16_t *)da + 1, (const uint16_t *)db + 1, n - 1));
+      got = gt_down_bf16(dsum, n);
+      gt_check("add, unaligned", got + 1, sum + 1, NULL, n - 1, 1e-7, GT_BF16, 0.0);
+      free(got);
+    }
     /* axpy and scale in fp32 (the CPU's only dtype) */
     double *mag = kt_doubles(n);
     for (int64_t k = 0; k < n; k++) mag[k] = fabs(a[k]) + fabs(0.75 * b[k]);
