@@ -155,6 +155,12 @@ static int plan_create(cublasLtHandle_t lt, const plan_key *k, const void *bias,
   if (st >= 0) st = set_pref(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, k->align_b);
   if (st >= 0) st = set_pref(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, k->align_c);
   if (st >= 0) st = set_pref(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, k->align_c);
+  /* a split-K plan may add its slices' partial sums in the output type
+  ** (in place in D, or in a workspace of that type): in bf16 every slice
+  ** would round again. Partial sums stay in fp32. */
+  if (st >= 0)
+    st = set_pref(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK,
+                  CUBLASLT_REDUCTION_SCHEME_NONE | CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE);
   if (st >= 0) {
     cublasLtMatmulHeuristicResult_t res;
     int found = 0;
