@@ -21,7 +21,9 @@
 #               GPU's 16-bit compute is reported as skipped
 #   bench       GPT-2 124M (bench/configs/gpt2_124m.yaml, T = 1024) at the
 #               largest micro-batch of 128, 64, 32, 16 that fits: tokens/s,
-#               MFU against the GPU's dense bf16 peak, peak device memory
+#               MFU against the GPU's dense bf16 peak, peak device memory;
+#               then 3 steps of it with TESSEL_OP_TIMES=1, whose largest
+#               ops go in the summary
 #
 # A step that would run past the limit is cut short by `timeout`; steps
 # with no time left are reported as not run. OUTDIR gets at most eight
@@ -41,7 +43,7 @@ declare -A WHAT=(
   [unit]="ctest -L gpu: kernels, cuBLASLt, allocator, NCCL (CUDA_LAUNCH_BLOCKING=1)"
   [sanitizer]="compute-sanitizer memcheck on gpu_memory, gpu_elementwise and gpu_attention"
   [strategies]="20 steps of none, ddp, gemini, hybrid, tp2d, tp3d, llama_wide, qwen3 against the CPU"
-  [bench]="GPT-2 124M, T=1024, largest micro-batch of 128/64/32/16 that fits")
+  [bench]="GPT-2 124M, T=1024, largest micro-batch of 128/64/32/16 that fits; its op times")
 
 mode=run
 case ${1:-} in
@@ -238,8 +240,20 @@ if step bench; then
       line="$line (no bf16 peak known for this GPU: no MFU)"
     fi
   fi
+  # where the chosen batch's step goes: 3 more steps with each op timed
+  # (the first is left out), not part of the figures above
+  left=$((T - ($(now) - STEP_START)))
+  if [ $chosen -ne 0 ] && [ $left -ge 20 ]; then
+    echo "== op times, micro-batch $chosen" >>"$OUTDIR/bench.log"
+    TESSEL_OP_TIMES=1 timeout "$left" "$BUILD/bin/tessel" run bench/configs/gpt2_124m.yaml \
+      --set train.batch_size=$chosen --set train.steps=3 --set device.peak_tflops=$peak \
+      --set log.dir="$BUILD/bench/gpt2_124m_ops" >"$OUTDIR/optimes.log" 2>&1
+    cat "$OUTDIR/optimes.log" >>"$OUTDIR/bench.log"
+    rm -f "$OUTDIR/optimes.log"
+  fi
   done_step bench $rc
   [ $chosen -ne 0 ] && say "  $line"
+  sed -n '/^op times/,/outside the ops/p' "$OUTDIR/bench.log" | head -9 | sed 's/^ */  /' >>"$OUTDIR/summary.txt"
 fi
 say "total: $(now) s of the $LIMIT s limit"
 exit $status
