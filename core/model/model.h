@@ -77,7 +77,7 @@ tsl_status tsl_model_eval_step(tsl_model *m, int micro_steps);
 ** batches of the last step (reads device memory: synchronises). */
 tsl_status tsl_model_loss_sum(tsl_model *m, int micro_steps, double *sum, double *count);
 
-/* With TESSEL_OP_TIMES=1 (model/optime.c): print, on this rank, each op's
+/* With TESSEL_OP_TIMES=1 (model/optime.c): print (rank 0 prints) each op's
 ** time per training step after the first, largest first, as a share of
 ** `step_s` (the mean time of those `steps` steps), then the time no op
 ** accounts for. Does nothing otherwise. */
