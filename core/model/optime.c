@@ -99,8 +99,8 @@ static void op_label(const tsl_model *m, const row *r, char *buf, size_t cap) {
   if (od->out[0] < 0)
     snprintf(buf, cap, "%s %s (of %s)", kinds[r->kind], tsl_op_kind_name(od->kind), d->acts[od->in[0]].name);
   else if (r->a->fused)
-    snprintf(buf, cap, "%s %s+%s %s", kinds[r->kind], tsl_op_kind_name(od->kind), tsl_op_kind_name(d->ops[r->op + 1].kind),
-             d->acts[d->ops[r->op + 1].out[0]].name);
+    snprintf(buf, cap, "%s %s+%s %s", kinds[r->kind], tsl_op_kind_name(od->kind),
+             tsl_op_kind_name(d->ops[r->op + 1].kind), d->acts[d->ops[r->op + 1].out[0]].name);
   else
     snprintf(buf, cap, "%s %s %s", kinds[r->kind], tsl_op_kind_name(od->kind), d->acts[od->out[0]].name);
 }
