@@ -33,7 +33,6 @@ typedef struct op_account {
 struct tsl_optime {
   double started;
   int64_t first_step; /* m->step_serial of the first training step: not timed */
-  const tsl_unit_decl *decl[UNIT_KINDS];
   op_account acc[UNIT_KINDS][TSL_UNIT_MAX_OPS][TSL_OPTIME_PHASES];
 };
 
@@ -71,9 +70,7 @@ tsl_status tsl_optime_start(tsl_model *m) {
 tsl_status tsl_optime_stop(tsl_model *m, int unit, int k, int fused, int phase) {
   if (!timed(m)) return TESSEL_OK;
   tsl_status st = wait_compute(m);
-  const tsl_unit *u = &m->units[unit];
-  m->optime->decl[u->kind_index] = u->decl;
-  op_account *a = &m->optime->acc[u->kind_index][k][phase];
+  op_account *a = &m->optime->acc[m->units[unit].kind_index][k][phase];
   a->seconds += tsl_now() - m->optime->started;
   a->calls++;
   a->fused = fused;
@@ -94,7 +91,8 @@ static int by_time_desc(const void *x, const void *y) {
 ** with no output (the head) its input: "head head (of ln_f)" */
 static void op_label(const tsl_model *m, const row *r, char *buf, size_t cap) {
   static const char *const kinds[UNIT_KINDS] = {"embedding", "block", "head"};
-  const tsl_unit_decl *d = m->optime->decl[r->kind];
+  const int L = m->dims.layers;
+  const tsl_unit_decl *d = tsl_arch_unit(&m->arch, L, r->kind == 2 ? L + 1 : r->kind);
   const tsl_op_decl *od = &d->ops[r->op];
   if (od->out[0] < 0)
     snprintf(buf, cap, "%s %s (of %s)", kinds[r->kind], tsl_op_kind_name(od->kind), d->acts[od->in[0]].name);

@@ -142,6 +142,30 @@ static __device__ void load_tiles(bf16 *dst0, const bf16 *src0, int64_t stride0,
   b.put(dst1, ld, row0, T);
 }
 
+/* The key and value tiles of one kv head in turn, for a loop over key
+** tiles below kend: the first tile's loads are issued at construction, and
+** each next() stores the tile fetched before into shared memory (visible
+** to the whole block on return) and issues the loads of the tile after
+** it, which fly while the caller computes. */
+template <int HP>
+struct kv_tiles {
+  tile_loader<BC, HP> k, v;
+
+  __device__ kv_tiles(const bf16 *k0, int64_t ldk, const bf16 *v0, int64_t ldv, int64_t hs, int64_t T)
+      : k(k0, ldk, hs), v(v0, ldv, hs) {
+    k.fetch(0, T);
+    v.fetch(0, T);
+  }
+
+  __device__ void next(bf16 *ks, bf16 *vs, int ld, int64_t s0, int64_t kend, int64_t T) {
+    __syncthreads(); /* every warp is done with the previous tiles */
+    k.put(ks, ld, s0, T);
+    v.put(vs, ld, s0, T);
+    __syncthreads();
+    if (s0 + BC < kend) k.fetch(s0 + BC, T), v.fetch(s0 + BC, T);
+  }
+};
+
 /* The warp's 16 rows of a bf16 matrix in shared memory (row stride ld),
 ** columns [0, 16·N), as N A-fragments: operands kept in registers across
 ** the products that reuse them instead of read from shared memory again. */
@@ -243,10 +267,7 @@ static __global__ void __launch_bounds__(AT_THREADS)
   const int64_t b = blockIdx.z, h = blockIdx.y, t0 = (int64_t)blockIdx.x * BR, kvh = h / p.g;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, r0 = warp * 16;
   /* the first k, v tiles are on their way while q is brought in */
-  tile_loader<BC, HP> kl(k + b * p.T * p.ldk + kvh * p.hs, p.ldk, p.hs);
-  tile_loader<BC, HP> vl(v + b * p.T * p.ldv + kvh * p.hs, p.ldv, p.hs);
-  kl.fetch(0, p.T);
-  vl.fetch(0, p.T);
+  kv_tiles<HP> tiles(k + b * p.T * p.ldk + kvh * p.hs, p.ldk, v + b * p.T * p.ldv + kvh * p.hs, p.ldv, p.hs, p.T);
   load_tile<BR, HP>(sm.q, LDH, q + b * p.T * p.ldq + h * p.hs, p.ldq, t0, p.T, p.hs);
   for (int e = threadIdx.x; e < BR * LDO; e += blockDim.x) sm.o[e] = 0.0f;
   for (int e = threadIdx.x; e < BR; e += blockDim.x) sm.m[e] = -CUDART_INF_F, sm.l[e] = 0.0f;
@@ -255,11 +276,7 @@ static __global__ void __launch_bounds__(AT_THREADS)
   load_rows(qf, sm.q + r0 * LDH, LDH);
   const int64_t kend = t0 + BR < p.T ? t0 + BR : p.T;
   for (int64_t s0 = 0; s0 < kend; s0 += BC) {
-    __syncthreads(); /* every warp is done with the previous k, v tiles */
-    kl.put(sm.k, LDH, s0, p.T);
-    vl.put(sm.v, LDH, s0, p.T);
-    __syncthreads();
-    if (s0 + BC < kend) kl.fetch(s0 + BC, p.T), vl.fetch(s0 + BC, p.T); /* in flight while this tile computes */
+    tiles.next(sm.k, sm.v, LDH, s0, kend, p.T);
     scores<NF, BC / 16>(sm.s + r0 * LDS, LDS, qf, sm.k, LDH);
     __syncwarp();
     online_rows(sm.s + r0 * LDS, sm.p + r0 * LDP, sm.m + r0, sm.l + r0, sm.alpha + r0, t0 + r0, s0, p.T, p.scale,
@@ -348,10 +365,7 @@ static __global__ void __launch_bounds__(AT_THREADS, BLOCKS_PER_SM(HP))
   dq_smem<HP>::carve((char *)smem_raw, &sm);
   const int64_t b = blockIdx.z, h = blockIdx.y, t0 = (int64_t)blockIdx.x * BR, kvh = h / p.g;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, r0 = warp * 16;
-  tile_loader<BC, HP> kl(k + b * p.T * p.ldk + kvh * p.hs, p.ldk, p.hs);
-  tile_loader<BC, HP> vl(v + b * p.T * p.ldv + kvh * p.hs, p.ldv, p.hs);
-  kl.fetch(0, p.T);
-  vl.fetch(0, p.T);
+  kv_tiles<HP> tiles(k + b * p.T * p.ldk + kvh * p.hs, p.ldk, v + b * p.T * p.ldv + kvh * p.hs, p.ldv, p.hs, p.T);
   load_tiles<BR, HP>(sm.q, q + b * p.T * p.ldq + h * p.hs, p.ldq, sm.dout, dout + b * p.T * p.H * p.hs + h * p.hs,
                      p.H * p.hs, LDH, t0, p.T, p.hs);
   load_row_stats(sm.lse, sm.d, lse, D, (b * p.H + h) * p.T, t0, p.T);
@@ -362,11 +376,7 @@ static __global__ void __launch_bounds__(AT_THREADS, BLOCKS_PER_SM(HP))
   frag_a qd[NF], ds[BC / 16];
   const int64_t kend = t0 + BR < p.T ? t0 + BR : p.T;
   for (int64_t s0 = 0; s0 < kend; s0 += BC) {
-    __syncthreads();
-    kl.put(sm.k, LDH, s0, p.T);
-    vl.put(sm.v, LDH, s0, p.T);
-    __syncthreads();
-    if (s0 + BC < kend) kl.fetch(s0 + BC, p.T), vl.fetch(s0 + BC, p.T);
+    tiles.next(sm.k, sm.v, LDH, s0, kend, p.T);
     load_rows(qd, sm.q + r0 * LDH, LDH);
     scores<NF, BC / 16>(sm.s + r0 * LDS, LDS, qd, sm.k, LDH);
     load_rows(qd, sm.dout + r0 * LDH, LDH);

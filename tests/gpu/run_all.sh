@@ -247,9 +247,7 @@ if step bench; then
     echo "== op times, micro-batch $chosen" >>"$OUTDIR/bench.log"
     TESSEL_OP_TIMES=1 timeout "$left" "$BUILD/bin/tessel" run bench/configs/gpt2_124m.yaml \
       --set train.batch_size=$chosen --set train.steps=3 --set device.peak_tflops=$peak \
-      --set log.dir="$BUILD/bench/gpt2_124m_ops" >"$OUTDIR/optimes.log" 2>&1
-    cat "$OUTDIR/optimes.log" >>"$OUTDIR/bench.log"
-    rm -f "$OUTDIR/optimes.log"
+      --set log.dir="$BUILD/bench/gpt2_124m_ops" >>"$OUTDIR/bench.log" 2>&1
   fi
   done_step bench $rc
   [ $chosen -ne 0 ] && say "  $line"
