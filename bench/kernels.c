@@ -233,7 +233,7 @@ static int head_bwd(bench *b) {
 }
 static int ln_fwd(bench *b) {
   return b->be->layernorm_forward(b->be, NULL, b->ln, b->mean, b->rstd, b->x, b->lnw, b->lnb, ROWS,
-                                  C);
+                                  C, 1e-5f);
 }
 static int ln_bwd(bench *b) {
   return b->be->layernorm_backward(b->be, NULL, b->d_x, b->g_lnw, b->g_lnb, b->d_ln, b->x, b->lnw,
@@ -346,11 +346,12 @@ static int gelu_bias_fused(bench *b) {
 }
 static int add_ln_parts(bench *b) {
   int st = b->be->add(b->be, NULL, b->d_x, b->x, b->atty, ROWS * C);
-  return st ? st : b->be->layernorm_forward(b->be, NULL, b->ln, b->mean, b->rstd, b->d_x, b->lnw, b->lnb, ROWS, C);
+  return st ? st
+            : b->be->layernorm_forward(b->be, NULL, b->ln, b->mean, b->rstd, b->d_x, b->lnw, b->lnb, ROWS, C, 1e-5f);
 }
 static int add_ln_fused(bench *b) {
   return b->be->add_layernorm_forward(b->be, NULL, b->d_x, b->ln, b->mean, b->rstd, b->x, b->atty, b->lnw, b->lnb,
-                                      ROWS, C);
+                                      ROWS, C, 1e-5f);
 }
 /* the norm's input gradient into a scratch, then added to the stream's */
 static int ln_add_parts(bench *b) {

@@ -32,8 +32,10 @@
 ** 3: attention over a key/value cache (tsl_attn_shape's past and kv_seq,
 ** offered where attention_past is set).
 ** 4: attention in a sliding window (tsl_attn_shape's window, offered where
-** attention_window is set). */
-#define TSL_BACKEND_VERSION 4
+** attention_window is set).
+** 5: the layer norm's epsilon passed to its forward kernels (GPT-2's
+** layer_norm_epsilon). */
+#define TSL_BACKEND_VERSION 5
 #define TSL_BACKEND_ENTRY_NAME "tessel_backend_v1"
 
 typedef struct tsl_backend tsl_backend;
@@ -164,10 +166,11 @@ struct tsl_backend {
   ** One-pass version for a whole hidden dimension, and a split version for
   ** a hidden dimension cut across ranks: `stats` kernels produce per-row
   ** partial sums that the core all-reduces between the two halves. */
-  /* out = (inp - mean) * rstd * w + b over cols; mean, rstd: [rows] */
+  /* out = (inp - mean) * rstd * w + b over cols, rstd = 1/√(var + eps);
+  ** mean, rstd: [rows] */
   int (*layernorm_forward)(tsl_backend *be, tsl_stream *s, void *out, float *mean, float *rstd,
                            const void *inp, const void *w, const void *b, int64_t rows,
-                           int64_t cols);
+                           int64_t cols, float eps);
   /* dinp = (overwrite), dw += , db += */
   int (*layernorm_backward)(tsl_backend *be, tsl_stream *s, void *dinp, float *dw, float *db,
                             const void *dout, const void *inp, const void *w, const float *mean,
@@ -178,7 +181,7 @@ struct tsl_backend {
   /* mean/rstd from the reduced sums over total_cols, then normalise */
   int (*layernorm_apply)(tsl_backend *be, tsl_stream *s, void *out, float *mean, float *rstd,
                          const double *sums, const void *inp, const void *w, const void *b,
-                         int64_t rows, int64_t cols, int64_t total_cols);
+                         int64_t rows, int64_t cols, int64_t total_cols, float eps);
   /* sums[rows,2] = (Σ dout·w, Σ dout·w·x̂) over this rank's cols; dw, db += */
   int (*layernorm_backward_stats)(tsl_backend *be, tsl_stream *s, double *sums, float *dw,
                                   float *db, const void *dout, const void *inp, const void *w,
@@ -358,7 +361,7 @@ struct tsl_backend {
   /* sum = a + b, then layernorm_forward of sum into out */
   int (*add_layernorm_forward)(tsl_backend *be, tsl_stream *s, void *sum, void *out, float *mean,
                                float *rstd, const void *a, const void *b, const void *w,
-                               const void *bias, int64_t rows, int64_t cols);
+                               const void *bias, int64_t rows, int64_t cols, float eps);
   /* layernorm_backward adding its input gradient into dinp */
   int (*layernorm_backward_add)(tsl_backend *be, tsl_stream *s, void *dinp, float *dw, float *db,
                                 const void *dout, const void *inp, const void *w,

@@ -349,6 +349,8 @@ static tsl_status write_model_yaml(const char *path, const tsl_model_settings *m
     n += snprintf(text + n, sizeof text - (size_t)n, "  rope_theta: %s\n  norm_eps: %s\n  tie_embeddings: %s\n",
                   tsl_format_exact(m->rope_theta, theta, sizeof theta), tsl_format_exact(m->norm_eps, eps, sizeof eps),
                   m->tie_embeddings ? "true" : "false");
+  else if (m->norm_eps != 1e-5)
+    n += snprintf(text + n, sizeof text - (size_t)n, "  norm_eps: %s\n", tsl_format_exact(m->norm_eps, eps, sizeof eps));
   if (m->rope_scaling.factor > 0)
     n += snprintf(text + n, sizeof text - (size_t)n, "  rope_scaling: %s\n",
                   tsl_rope_scaling_text(m, scaling, sizeof scaling));

@@ -84,8 +84,8 @@ static tsl_status refuse_set(const hf_json *j, const char *key, const char *why)
 }
 
 /* GPT2Config: n_layer, n_head, n_embd, n_inner (4·n_embd when null),
-** n_positions, vocab_size; tessel's GPT-2 is the tanh GELU, layer norm
-** epsilon 1e-5, scaled attention, a tied head, no cross-attention.
+** n_positions, vocab_size, layer_norm_epsilon; tessel's GPT-2 is the tanh
+** GELU, scaled attention, a tied head, no cross-attention.
 ** reorder_and_upcast_attn is taken: it only computes a half-precision
 ** model's attention in fp32, the same scores as tessel's. */
 static tsl_status gpt2(const hf_json *j, tsl_model_settings *m) {
@@ -105,7 +105,7 @@ static tsl_status gpt2(const hf_json *j, tsl_model_settings *m) {
   m->positions = m->seq_len;
   TSL_TRY(st, whole(j, "vocab_size", 50257, 2, 1 << 24, &m->vocab_size));
   TSL_TRY(st, one_of(j, "activation_function", gelu, "tessel's GPT-2 computes the tanh GELU (gelu_new)"));
-  TSL_TRY(st, only(j, "layer_norm_epsilon", 1e-5, "tessel's GPT-2 layer norms use 1e-5"));
+  TSL_TRY(st, number(j, "layer_norm_epsilon", 1e-5, 1e-12, 1.0, &m->norm_eps));
   TSL_TRY(st, boolean(j, "tie_word_embeddings", 1, &m->tie_embeddings));
   if (!m->tie_embeddings)
     return tsl_error(TESSEL_E_UNSUPPORTED, "%s: 'tie_word_embeddings' is false; tessel's GPT-2 head is always wte", j->path);
@@ -116,7 +116,6 @@ static tsl_status gpt2(const hf_json *j, tsl_model_settings *m) {
   TSL_TRY(st, refuse_set(j, "add_cross_attention", "tessel's GPT-2 is a decoder alone, without cross-attention"));
   m->kv_heads = m->heads;
   m->rope_theta = 10000.0;
-  m->norm_eps = 1e-5;
   return TESSEL_OK;
 fail:
   return st;

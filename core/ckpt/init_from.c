@@ -71,8 +71,8 @@ tsl_status tsl_model_compare(const tsl_model_settings *c, const tsl_model_settin
   tsl_status st = compare_context(c, w, whose, same_len, fix);
   for (size_t i = 0; i < TSL_ARRAY_LEN(sizes); i++) {
     if (sizes[i].want == sizes[i].have || (given && !tsl_cfg_has(c->section, sizes[i].key))) continue;
-    snprintf(want, sizeof want, "%.17g", sizes[i].want);
-    snprintf(have, sizeof have, "%.17g", sizes[i].have);
+    tsl_format_exact(sizes[i].want, want, sizeof want);
+    tsl_format_exact(sizes[i].have, have, sizeof have);
     st = differs(c, sizes[i].key, want, have, whose, fix);
   }
   if (c->qkv_bias != w->qkv_bias)

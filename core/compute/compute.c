@@ -44,13 +44,14 @@ static tsl_status layernorm_forward(tsl_runtime *rt, tsl_stream *s, tessel_group
   double *sums;
   const void *b = a->b ? a->b->data : NULL;
   if (!g || tsl_group_size(g) == 1) {
-    KCALL(st, rt, layernorm_forward, s, a->out, a->mean, a->rstd, a->inp, a->w->data, b, a->rows, a->cols);
+    KCALL(st, rt, layernorm_forward, s, a->out, a->mean, a->rstd, a->inp, a->w->data, b, a->rows, a->cols, a->eps);
     return TESSEL_OK;
   }
   TSL_TRY(st, tsl_scratch(rt, sizeof(double) * 2 * (uint64_t)a->rows, (void **)&sums));
   KCALL(st, rt, layernorm_stats, s, sums, a->inp, a->rows, a->cols);
   TSL_TRY(st, group_sum(rt, g, sums, 2 * (uint64_t)a->rows, TESSEL_F64, TESSEL_SUM));
-  KCALL(st, rt, layernorm_apply, s, a->out, a->mean, a->rstd, sums, a->inp, a->w->data, b, a->rows, a->cols, total);
+  KCALL(st, rt, layernorm_apply, s, a->out, a->mean, a->rstd, sums, a->inp, a->w->data, b, a->rows, a->cols, total,
+        a->eps);
   return TESSEL_OK;
 fail:
   return st;

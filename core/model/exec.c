@@ -235,7 +235,7 @@ static tsl_status forward_fused(tsl_model *m, const tessel_op_ctx *c, int slot, 
     norm_args(&r2, &w, &b, &a);
     rc = be->add_layernorm_forward(be, m->rt->compute, act(&r1, r1.od->out[0], &ld), act(&r2, r2.od->out[0], &ld2),
                                    a.mean, a.rstd, act(&r1, r1.od->in[0], &ld), act(&r1, r1.od->in[1], &ld2),
-                                   w.data, b.data, a.rows, a.cols);
+                                   w.data, b.data, a.rows, a.cols, a.eps);
   }
   if (rc < 0)
     return tsl_error_wrap(rc, "unit %d, %s and %s of '%s'", unit, tsl_op_kind_name(u->ops[k].kind),

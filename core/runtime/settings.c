@@ -142,13 +142,11 @@ static tsl_status read_model(tsl_cfg *root, tsl_settings *s) {
     tsl_cfg_keep(&st, refuse_for_gpt2(m, "rope_scaling", "rotary positions (rope_scaling)"));
     tsl_cfg_keep(&st, refuse_for_gpt2(m, "rotary_dim", "rotary positions (rotary_dim)"));
     tsl_cfg_keep(&st, refuse_for_gpt2(m, "tie_embeddings", "untied head (tie_embeddings); its head is always wte"));
-    tsl_cfg_keep(&st, refuse_for_gpt2(m, "norm_eps", "configurable norm epsilon; its layer norms use 1e-5"));
     tsl_cfg_keep(&st, refuse_for_gpt2(m, "qkv_bias", "choice of attention biases (qkv_bias); its linears all have biases"));
     tsl_cfg_keep(&st, refuse_for_gpt2(m, "qk_norm", "norms over the query and key heads (qk_norm)"));
     tsl_cfg_keep(&st, refuse_for_gpt2(m, "sliding_window", "sliding-window attention (sliding_window)"));
     kv = ok[1] ? v[1] : 1;
     s->model.rope_theta = 10000.0;
-    s->model.norm_eps = 1e-5;
     s->model.tie_embeddings = 1;
   } else {
     tsl_status kst = tsl_cfg_int(m, "kv_heads", ok[1] ? v[1] : 1, 1, 1 << 20, &kv);
@@ -163,7 +161,6 @@ static tsl_status read_model(tsl_cfg *root, tsl_settings *s) {
     tsl_cfg_keep(&st, rst);
     tsl_cfg_keep(&st, tsl_rope_scaling_read(m, rst < 0 ? 0 : s->model.rotary_dim ? s->model.rotary_dim : (int)head_size,
                                 &s->model));
-    tsl_cfg_keep(&st, tsl_cfg_float(m, "norm_eps", 1e-5, 1e-12, 1.0, &s->model.norm_eps));
     tsl_cfg_keep(&st, tsl_cfg_bool(m, "tie_embeddings", 0, &s->model.tie_embeddings));
     tsl_cfg_keep(&st, tsl_cfg_bool(m, "qkv_bias", 0, &s->model.qkv_bias));
     tsl_cfg_keep(&st, tsl_cfg_bool(m, "qk_norm", 0, &s->model.qk_norm));
@@ -171,6 +168,7 @@ static tsl_status read_model(tsl_cfg *root, tsl_settings *s) {
     tsl_cfg_keep(&st, tsl_cfg_int(m, "sliding_window", 0, 0, 1 << 30, &window));
     s->model.sliding_window = (int)window;
   }
+  tsl_cfg_keep(&st, tsl_cfg_float(m, "norm_eps", 1e-5, 1e-12, 1.0, &s->model.norm_eps));
   int64_t c = ok[2] ? v[2] : 1;
   tsl_cfg_keep(&st, tsl_cfg_int(m, "ffn", arch == TSL_ARCH_LLAMA ? swiglu_ffn(c) : 4 * c, 1, 1 << 24, &ffn));
   tsl_cfg_keep(&st, tsl_cfg_file(m, "init_from", NULL, &s->model.init_from));

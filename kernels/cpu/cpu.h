@@ -127,13 +127,13 @@ void tsl_cpu_gelu_grad_span(float *di, const float *x, const float *d, int64_t n
 
 int tsl_cpu_layernorm_forward(tsl_backend *be, tsl_stream *s, void *out, float *mean, float *rstd,
                               const void *inp, const void *w, const void *b, int64_t rows,
-                              int64_t cols);
+                              int64_t cols, float eps);
 int tsl_cpu_layernorm_backward(tsl_backend *be, tsl_stream *s, void *dinp, float *dw, float *db,
                                const void *dout, const void *inp, const void *w, const float *mean,
                                const float *rstd, int64_t rows, int64_t cols);
 int tsl_cpu_add_layernorm_forward(tsl_backend *be, tsl_stream *s, void *sum, void *out, float *mean, float *rstd,
                                   const void *a, const void *b, const void *w, const void *bias, int64_t rows,
-                                  int64_t cols);
+                                  int64_t cols, float eps);
 int tsl_cpu_layernorm_backward_add(tsl_backend *be, tsl_stream *s, void *dinp, float *dw, float *db,
                                    const void *dout, const void *inp, const void *w, const float *mean,
                                    const float *rstd, int64_t rows, int64_t cols);
@@ -141,7 +141,7 @@ int tsl_cpu_layernorm_stats(tsl_backend *be, tsl_stream *s, double *sums, const 
                             int64_t rows, int64_t cols);
 int tsl_cpu_layernorm_apply(tsl_backend *be, tsl_stream *s, void *out, float *mean, float *rstd,
                             const double *sums, const void *inp, const void *w, const void *b,
-                            int64_t rows, int64_t cols, int64_t total_cols);
+                            int64_t rows, int64_t cols, int64_t total_cols, float eps);
 int tsl_cpu_layernorm_backward_stats(tsl_backend *be, tsl_stream *s, double *sums, float *dw,
                                      float *db, const void *dout, const void *inp, const void *w,
                                      const float *mean, const float *rstd, int64_t rows,

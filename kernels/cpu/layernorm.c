@@ -1,6 +1,7 @@
 /*
-** kernels/cpu/layernorm.c — layer norm over the last dimension (eps 1e-5,
-** biased variance), whole or with the hidden dimension cut across ranks.
+** kernels/cpu/layernorm.c — layer norm over the last dimension (biased
+** variance, the model's eps), whole or with the hidden dimension cut across
+** ranks.
 **
 ** Every kernel is assembled from the same per-row helpers: the one-pass
 ** forward is row_sums then row_apply over all columns, the split one runs
@@ -11,8 +12,6 @@
 ** var = E[x²] − mean², which loses float's bits to cancellation.
 */
 #include "cpu.h"
-
-#define LN_EPS 1e-5
 
 /* out = (Σx, Σx²) over one row's n local columns */
 static void row_sums(double out[2], const float *x, int64_t n) {
@@ -27,14 +26,14 @@ static void row_sums(double out[2], const float *x, int64_t n) {
   out[1] = s2;
 }
 
-/* mean and rstd from a row's sums over `total` columns, then
-** out[i] = (x[i] − mean)·rstd·w[i] + b[i] over the n local columns. */
+/* mean and rstd = 1/√(var + eps) from a row's sums over `total` columns,
+** then out[i] = (x[i] − mean)·rstd·w[i] + b[i] over the n local columns. */
 static void row_apply(float *out, float *mean, float *rstd, const double sums[2], const float *x,
-                      const float *w, const float *b, int64_t n, int64_t total) {
+                      const float *w, const float *b, int64_t n, int64_t total, float eps) {
   double mu = sums[0] / (double)total;
   double var = sums[1] / (double)total - mu * mu;
   if (var < 0.0) var = 0.0; /* a constant row can round to just below zero */
-  float m = (float)mu, rs = (float)(1.0 / sqrt(var + LN_EPS));
+  float m = (float)mu, rs = (float)(1.0 / sqrt(var + (double)eps));
 #pragma omp simd
   for (int64_t i = 0; i < n; i++) out[i] = (x[i] - m) * rs * w[i] + b[i];
   *mean = m;
@@ -107,15 +106,15 @@ static void param_grads(float *dw, float *db, const float *dout, const float *x,
 ** backward) */
 int tsl_cpu_layernorm_forward(tsl_backend *be, tsl_stream *s, void *out, float *mean, float *rstd,
                               const void *inp, const void *w, const void *b, int64_t rows,
-                              int64_t cols) {
-  if (rows < 0 || cols <= 0) return TESSEL_E_INTERNAL;
+                              int64_t cols, float eps) {
+  if (rows < 0 || cols <= 0 || !(eps >= 0.0f)) return TESSEL_E_INTERNAL;
   const float *x = inp;
   float *o = out;
 #pragma omp parallel for schedule(static)
   for (int64_t r = 0; r < rows; r++) {
     double sums[2];
     row_sums(sums, x + r * cols, cols);
-    row_apply(o + r * cols, mean + r, rstd + r, sums, x + r * cols, w, b, cols, cols);
+    row_apply(o + r * cols, mean + r, rstd + r, sums, x + r * cols, w, b, cols, cols, eps);
   }
   return TESSEL_OK;
 }
@@ -125,8 +124,8 @@ int tsl_cpu_layernorm_forward(tsl_backend *be, tsl_stream *s, void *out, float *
 ** add and the norm after it; the same per-row arithmetic as the pair). */
 int tsl_cpu_add_layernorm_forward(tsl_backend *be, tsl_stream *s, void *sum, void *out, float *mean, float *rstd,
                                   const void *a, const void *b, const void *w, const void *bias, int64_t rows,
-                                  int64_t cols) {
-  if (rows < 0 || cols <= 0) return TESSEL_E_INTERNAL;
+                                  int64_t cols, float eps) {
+  if (rows < 0 || cols <= 0 || !(eps >= 0.0f)) return TESSEL_E_INTERNAL;
   const float *x = a, *y = b;
   float *sm = sum, *o = out;
 #pragma omp parallel for schedule(static)
@@ -137,7 +136,7 @@ int tsl_cpu_add_layernorm_forward(tsl_backend *be, tsl_stream *s, void *sum, voi
     for (int64_t i = 0; i < cols; i++) sr[i] = xr[i] + yr[i];
     double sums[2];
     row_sums(sums, sr, cols);
-    row_apply(o + r * cols, mean + r, rstd + r, sums, sr, w, bias, cols, cols);
+    row_apply(o + r * cols, mean + r, rstd + r, sums, sr, w, bias, cols, cols, eps);
   }
   return TESSEL_OK;
 }
@@ -185,13 +184,13 @@ int tsl_cpu_layernorm_stats(tsl_backend *be, tsl_stream *s, double *sums, const 
 ** ranks; normalises this rank's cols of each row */
 int tsl_cpu_layernorm_apply(tsl_backend *be, tsl_stream *s, void *out, float *mean, float *rstd,
                             const double *sums, const void *inp, const void *w, const void *b,
-                            int64_t rows, int64_t cols, int64_t total_cols) {
-  if (rows < 0 || cols < 0 || total_cols < cols || total_cols <= 0) return TESSEL_E_INTERNAL;
+                            int64_t rows, int64_t cols, int64_t total_cols, float eps) {
+  if (rows < 0 || cols < 0 || total_cols < cols || total_cols <= 0 || !(eps >= 0.0f)) return TESSEL_E_INTERNAL;
   const float *x = inp;
   float *o = out;
 #pragma omp parallel for schedule(static)
   for (int64_t r = 0; r < rows; r++)
-    row_apply(o + r * cols, mean + r, rstd + r, sums + 2 * r, x + r * cols, w, b, cols, total_cols);
+    row_apply(o + r * cols, mean + r, rstd + r, sums + 2 * r, x + r * cols, w, b, cols, total_cols, eps);
   return TESSEL_OK;
 }
 

@@ -1,6 +1,7 @@
 /*
-** kernels/cuda/layernorm.cu — layer norm over the last dimension (eps 1e-5,
-** biased variance), whole or with the hidden dimension cut across ranks.
+** kernels/cuda/layernorm.cu — layer norm over the last dimension (biased
+** variance, the model's eps), whole or with the hidden dimension cut across
+** ranks.
 **
 ** The structure of kernels/cpu/layernorm.c: per-row helpers for the sums
 ** and for the normalisation; the one-pass kernels call both, the split ones
@@ -17,8 +18,6 @@
 */
 #include "colsum.cuh"
 
-#define LN_EPS 1e-5
-
 /* (Σx, Σx²) over one row's cols, in every lane */
 static __device__ double2 row_sums(const bf16 *x, int64_t cols, int lane) {
   double s1 = 0.0, s2 = 0.0;
@@ -30,13 +29,14 @@ static __device__ double2 row_sums(const bf16 *x, int64_t cols, int lane) {
   return make_double2(warp_sum(s1), warp_sum(s2));
 }
 
-/* mean, rstd from the sums over `total` columns; out = (x − mean)·rstd·w + b */
+/* mean, rstd = 1/√(var + eps) from the sums over `total` columns;
+** out = (x − mean)·rstd·w + b */
 static __device__ void row_apply(bf16 *out, float *mean, float *rstd, double s1, double s2, const bf16 *x,
-                                 const bf16 *w, const bf16 *b, int64_t cols, int64_t total, int lane) {
+                                 const bf16 *w, const bf16 *b, int64_t cols, int64_t total, float eps, int lane) {
   double mu = s1 / (double)total;
   double var = s2 / (double)total - mu * mu;
   if (var < 0.0) var = 0.0; /* a constant row can round to just below zero */
-  const float m = (float)mu, rs = (float)(1.0 / sqrt(var + LN_EPS));
+  const float m = (float)mu, rs = (float)(1.0 / sqrt(var + (double)eps));
   for (int64_t c = lane; c < cols; c += 32) st_bf16(out + c, (ld_bf16(x + c) - m) * rs * ld_bf16(w + c) + ld_bf16(b + c));
   if (lane == 0) {
     *mean = m;
@@ -69,11 +69,11 @@ static __device__ void row_backward_apply(bf16 *dinp, double sg, double sgx, con
 }
 
 static __global__ void ln_forward_kernel(bf16 *out, float *mean, float *rstd, const bf16 *inp, const bf16 *w,
-                                         const bf16 *b, int64_t rows, int64_t cols) {
+                                         const bf16 *b, int64_t rows, int64_t cols, float eps) {
   TSL_WARP_ROW(row, lane, rows);
   const bf16 *x = inp + row * cols;
   double2 s = row_sums(x, cols, lane);
-  row_apply(out + row * cols, mean + row, rstd + row, s.x, s.y, x, w, b, cols, cols, lane);
+  row_apply(out + row * cols, mean + row, rstd + row, s.x, s.y, x, w, b, cols, cols, eps, lane);
 }
 
 static __global__ void ln_stats_kernel(double *sums, const bf16 *inp, int64_t rows, int64_t cols) {
@@ -86,10 +86,11 @@ static __global__ void ln_stats_kernel(double *sums, const bf16 *inp, int64_t ro
 }
 
 static __global__ void ln_apply_kernel(bf16 *out, float *mean, float *rstd, const double *sums, const bf16 *inp,
-                                       const bf16 *w, const bf16 *b, int64_t rows, int64_t cols, int64_t total) {
+                                       const bf16 *w, const bf16 *b, int64_t rows, int64_t cols, int64_t total,
+                                       float eps) {
   TSL_WARP_ROW(row, lane, rows);
   row_apply(out + row * cols, mean + row, rstd + row, sums[2 * row], sums[2 * row + 1], inp + row * cols, w, b, cols,
-            total, lane);
+            total, eps, lane);
 }
 
 static __global__ void ln_backward_kernel(bf16 *dinp, const bf16 *dout, const bf16 *inp, const bf16 *w,
@@ -145,11 +146,12 @@ static int bad_shape(const char *what, int64_t rows, int64_t cols, int64_t total
 }
 
 extern "C" int tsl_cuda_layernorm_forward(tsl_backend *be, tsl_stream *s, void *out, float *mean, float *rstd,
-                                          const void *inp, const void *w, const void *b, int64_t rows, int64_t cols) {
-  if (rows < 0 || cols <= 0) return bad_shape("layernorm forward", rows, cols, cols);
+                                          const void *inp, const void *w, const void *b, int64_t rows, int64_t cols,
+                                          float eps) {
+  if (rows < 0 || cols <= 0 || !(eps >= 0.0f)) return bad_shape("layernorm forward", rows, cols, cols);
   if (rows == 0) return TESSEL_OK;
   return TSL_ROW_LAUNCH(ln_forward_kernel, rows, s, (bf16 *)out, mean, rstd, (const bf16 *)inp, (const bf16 *)w,
-                    (const bf16 *)b, rows, cols);
+                    (const bf16 *)b, rows, cols, eps);
 }
 
 extern "C" int tsl_cuda_layernorm_backward(tsl_backend *be, tsl_stream *s, void *dinp, float *dw, float *db,
@@ -172,12 +174,12 @@ extern "C" int tsl_cuda_layernorm_stats(tsl_backend *be, tsl_stream *s, double *
 
 extern "C" int tsl_cuda_layernorm_apply(tsl_backend *be, tsl_stream *s, void *out, float *mean, float *rstd,
                                         const double *sums, const void *inp, const void *w, const void *b,
-                                        int64_t rows, int64_t cols, int64_t total_cols) {
-  if (rows < 0 || cols < 0 || total_cols < cols || total_cols <= 0)
+                                        int64_t rows, int64_t cols, int64_t total_cols, float eps) {
+  if (rows < 0 || cols < 0 || total_cols < cols || total_cols <= 0 || !(eps >= 0.0f))
     return bad_shape("layernorm apply", rows, cols, total_cols);
   if (rows == 0) return TESSEL_OK;
   return TSL_ROW_LAUNCH(ln_apply_kernel, rows, s, (bf16 *)out, mean, rstd, sums, (const bf16 *)inp, (const bf16 *)w,
-                    (const bf16 *)b, rows, cols, total_cols);
+                    (const bf16 *)b, rows, cols, total_cols, eps);
 }
 
 extern "C" int tsl_cuda_layernorm_backward_stats(tsl_backend *be, tsl_stream *s, double *sums, float *dw, float *db,

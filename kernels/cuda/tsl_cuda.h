@@ -186,7 +186,7 @@ int tsl_cuda_linear_backward(tsl_backend *be, tsl_stream *s, void *dinp, float *
 
 int tsl_cuda_layernorm_forward(tsl_backend *be, tsl_stream *s, void *out, float *mean, float *rstd,
                                const void *inp, const void *w, const void *b, int64_t rows,
-                               int64_t cols);
+                               int64_t cols, float eps);
 int tsl_cuda_layernorm_backward(tsl_backend *be, tsl_stream *s, void *dinp, float *dw, float *db,
                                 const void *dout, const void *inp, const void *w, const float *mean,
                                 const float *rstd, int64_t rows, int64_t cols);
@@ -194,7 +194,7 @@ int tsl_cuda_layernorm_stats(tsl_backend *be, tsl_stream *s, double *sums, const
                              int64_t rows, int64_t cols);
 int tsl_cuda_layernorm_apply(tsl_backend *be, tsl_stream *s, void *out, float *mean, float *rstd,
                              const double *sums, const void *inp, const void *w, const void *b,
-                             int64_t rows, int64_t cols, int64_t total_cols);
+                             int64_t rows, int64_t cols, int64_t total_cols, float eps);
 int tsl_cuda_layernorm_backward_stats(tsl_backend *be, tsl_stream *s, double *sums, float *dw,
                                       float *db, const void *dout, const void *inp, const void *w,
                                       const float *mean, const float *rstd, int64_t rows,

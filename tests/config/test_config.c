@@ -466,7 +466,8 @@ static void test_settings(void) {
 
 /* A Llama's defaults are LlamaConfig's meanings with tessel's values: the
 ** SwiGLU width 8/3·C rounded up to a multiple of 64, rope_theta 10000,
-** norm_eps 1e-5, an untied head, kv_heads = heads; GPT-2's ffn is 4·C. */
+** norm_eps 1e-5, an untied head, kv_heads = heads; GPT-2's ffn is 4·C and
+** its norm_eps 1e-5 unless given. */
 static void test_llama_defaults(void) {
   static const struct {
     int channels, ffn;
@@ -491,6 +492,14 @@ static void test_llama_defaults(void) {
   tsl_config *cfg = load_ok(p);
   CHECK_EQ_INT(tsl_settings_read(cfg, &s), TESSEL_OK);
   CHECK(s.model.arch == TSL_ARCH_GPT2 && s.model.ffn == 384 && s.model.tie_embeddings && s.model.kv_heads == 4);
+  CHECK(s.model.norm_eps == 1e-5);
+  tsl_config_free(cfg);
+  /* GPT-2's layer norms take an epsilon as transformers' layer_norm_epsilon */
+  put(p, "gpt2_eps.yaml",
+      "model: {layers: 2, heads: 4, channels: 96, seq_len: 8, norm_eps: 1e-6}\ndata: {train: x}\ntrain: {steps: 1}\n");
+  cfg = load_ok(p);
+  CHECK_EQ_INT(tsl_settings_read(cfg, &s), TESSEL_OK);
+  CHECK(s.model.arch == TSL_ARCH_GPT2 && s.model.norm_eps == 1e-6);
   tsl_config_free(cfg);
 }
 

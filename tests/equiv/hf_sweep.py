@@ -89,7 +89,7 @@ def draw_model(rng):
         config = transformers.GPT2Config(n_positions=llama_like["max_position_embeddings"], n_embd=width,
                                          n_layer=llama_like["num_hidden_layers"], n_head=heads,
                                          n_inner=rng.choice([None, None, 3 * width, 100]),
-                                         layer_norm_epsilon=rng.choice([1e-5, 1e-5, 1e-6]),
+                                         layer_norm_epsilon=rng.choice([1e-5, 1e-5, 1e-6, 1e-3]),
                                          activation_function=rng.choice(["gelu_new"] * 4 + ["gelu", "gelu_pytorch_tanh"]),
                                          **common)
     elif family == "llama":

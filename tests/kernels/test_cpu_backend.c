@@ -198,7 +198,8 @@ static void test_bad_arguments(void) {
   CHECK(be->rmsnorm_forward(be, NULL, c, c, a, a, 1, 0, 1e-5f) < 0);
   CHECK(be->rope(be, NULL, c, 1, 1, 1, 3, 3, 0, (tsl_rope_freqs){.theta = 10000.0f}, 0) < 0); /* odd head size */
   CHECK(be->swiglu_forward(be, NULL, c, a, a, -1) < 0);
-  CHECK(be->layernorm_forward(be, NULL, c, c, c, a, a, a, 1, 0) < 0);
+  CHECK(be->layernorm_forward(be, NULL, c, c, c, a, a, a, 1, 0, 1e-5f) < 0);
+  CHECK(be->layernorm_forward(be, NULL, c, c, c, a, a, a, 1, 1, -1.0f) < 0); /* negative eps */
   CHECK(be->gelu_forward(be, NULL, c, a, -1) < 0);
   CHECK(be->adamw(be, NULL, c, c, a, c, c, 4, 1e-3f, 0.9f, 0.999f, 1e-8f, 0.0f, 1.0f, 0) < 0);
   CHECK(c[0] == 9.0f && c[3] == 9.0f);

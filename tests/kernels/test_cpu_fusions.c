@@ -56,16 +56,18 @@ static void test_gelu_backward_bias_is_gelu_backward_then_column_sums(void) {
   free(x), free(d), free(di), free(di2), free(db), free(db2), free(w), free(dw);
 }
 
+/* at an epsilon far from the default, so that both must pass it on */
 static void test_add_layernorm_is_add_then_layernorm(void) {
+  const float eps = 0.25f;
   tsl_backend *be = kt_backend();
   uint64_t rng = 3;
   float *a = kt_random(&rng, R * OC, -2, 2), *b = kt_random(&rng, R * OC, -2, 2);
   float *w = kt_random(&rng, OC, 0.5f, 1.5f), *bias = kt_random(&rng, OC, -1, 1);
   float *sum = kt_floats(R * OC), *out = kt_floats(R * OC), *sum2 = kt_floats(R * OC), *out2 = kt_floats(R * OC);
   float *mean = kt_floats(R), *rstd = kt_floats(R), *mean2 = kt_floats(R), *rstd2 = kt_floats(R);
-  REQUIRE(be->add_layernorm_forward(be, NULL, sum, out, mean, rstd, a, b, w, bias, R, OC) == 0);
+  REQUIRE(be->add_layernorm_forward(be, NULL, sum, out, mean, rstd, a, b, w, bias, R, OC, eps) == 0);
   REQUIRE(be->add(be, NULL, sum2, a, b, R * OC) == 0);
-  REQUIRE(be->layernorm_forward(be, NULL, out2, mean2, rstd2, sum2, w, bias, R, OC) == 0);
+  REQUIRE(be->layernorm_forward(be, NULL, out2, mean2, rstd2, sum2, w, bias, R, OC, eps) == 0);
   CHECK_ARRAY_EQ(sum, sum2, R * OC);
   CHECK_ARRAY_EQ(out, out2, R * OC);
   CHECK_ARRAY_EQ(mean, mean2, R);
@@ -83,7 +85,7 @@ static void test_layernorm_backward_add_is_backward_then_add(void) {
   float *acc = kt_random(&rng, R * OC, -1, 1), *before = kt_floats(R * OC), *tmp = kt_floats(R * OC);
   float *dw = kt_floats(OC), *db = kt_floats(OC), *dw2 = kt_floats(OC), *db2 = kt_floats(OC);
   memcpy(before, acc, R * OC * sizeof(float));
-  REQUIRE(be->layernorm_forward(be, NULL, out, mean, rstd, x, w, bias, R, OC) == 0);
+  REQUIRE(be->layernorm_forward(be, NULL, out, mean, rstd, x, w, bias, R, OC, 1e-5f) == 0);
   REQUIRE(be->layernorm_backward_add(be, NULL, acc, dw, db, d, x, w, mean, rstd, R, OC) == 0);
   REQUIRE(be->layernorm_backward(be, NULL, tmp, dw2, db2, d, x, w, mean, rstd, R, OC) == 0);
   REQUIRE(be->axpy(be, NULL, TESSEL_F32, before, 1.0f, tmp, R * OC) == 0);

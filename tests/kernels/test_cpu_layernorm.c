@@ -13,22 +13,28 @@
 */
 #include "kernel_test.h"
 
-#define EPS 1e-5
+/* GPT-2's epsilon, and one large enough to move every output by far more
+** than the bounds below, so a kernel that ignored the one it is given
+** would fail */
+#define EPS_GPT2 1e-5f
+#define EPS_LARGE 0.25f
 
 typedef struct ln_case {
   int64_t rows, cols;
   float *x, *w, *b, *dout;
+  float eps;
 } ln_case;
 
 /* Inputs with a mean far from zero (3 ± 1) so that the variance formula is
 ** exercised, and one constant row (variance 0, rstd = 1/√eps). */
-static ln_case make_case(uint64_t *rng, int64_t rows, int64_t cols) {
+static ln_case make_case(uint64_t *rng, int64_t rows, int64_t cols, float eps) {
   ln_case c = {rows,
                cols,
                kt_random(rng, rows * cols, 2, 4),
                kt_random(rng, cols, 0.5f, 1.5f),
                kt_random(rng, cols, -1, 1),
-               kt_random(rng, rows * cols, -1, 1)};
+               kt_random(rng, rows * cols, -1, 1),
+               eps};
   kt_fill(c.x + (rows - 1) * cols, cols, 0.1f);
   return c;
 }
@@ -44,7 +50,7 @@ static void ref_forward(double *out, double *mag, double *mean, double *rstd, co
     for (int64_t i = 0; i < c->cols; i++) m += x[i];
     m /= (double)c->cols;
     for (int64_t i = 0; i < c->cols; i++) v += (x[i] - m) * (x[i] - m);
-    double rs = 1.0 / sqrt(v / (double)c->cols + EPS);
+    double rs = 1.0 / sqrt(v / (double)c->cols + c->eps);
     mean[r] = m;
     rstd[r] = rs;
     for (int64_t i = 0; i < c->cols; i++) {
@@ -84,15 +90,16 @@ static void test_forward(void) {
   tsl_backend *be = kt_backend();
   uint64_t rng = 11;
   const int64_t shapes[][2] = {{7, 13}, {1, 1}, {3, 2}, {256, 256}, {64, 768}};
-  for (size_t sh = 0; sh < sizeof shapes / sizeof shapes[0]; sh++) {
-    ln_case c = make_case(&rng, shapes[sh][0], shapes[sh][1]);
+  for (size_t i = 0; i < 2 * sizeof shapes / sizeof shapes[0]; i++) {
+    const size_t sh = i / 2;
+    ln_case c = make_case(&rng, shapes[sh][0], shapes[sh][1], i % 2 ? EPS_LARGE : EPS_GPT2);
     const int64_t n = c.rows * c.cols;
     float *out = kt_floats(n), *mean = kt_floats(c.rows), *rstd = kt_floats(c.rows);
     double *ref = kt_doubles(n), *mag = kt_doubles(n);
     double *ref_mean = kt_doubles(c.rows), *ref_rstd = kt_doubles(c.rows);
     ref_forward(ref, mag, ref_mean, ref_rstd, &c);
     kt_fill(out, n, NAN);
-    CHECK_EQ_INT(be->layernorm_forward(be, NULL, out, mean, rstd, c.x, c.w, c.b, c.rows, c.cols),
+    CHECK_EQ_INT(be->layernorm_forward(be, NULL, out, mean, rstd, c.x, c.w, c.b, c.rows, c.cols, c.eps),
                  0);
     CHECK_ARRAY_BOUND(out, ref, mag, n, 8 * KT_U);
     /* mean: the double mean rounded once; rstd: rounded once after a
@@ -112,10 +119,10 @@ static void test_backward(void) {
   uint64_t rng = 12;
   const int64_t shapes[][2] = {{7, 13}, {1, 1}, {256, 256}, {64, 768}};
   for (size_t sh = 0; sh < sizeof shapes / sizeof shapes[0]; sh++) {
-    ln_case c = make_case(&rng, shapes[sh][0], shapes[sh][1]);
+    ln_case c = make_case(&rng, shapes[sh][0], shapes[sh][1], EPS_GPT2);
     const int64_t n = c.rows * c.cols, cols = c.cols;
     float *out = kt_floats(n), *mean = kt_floats(c.rows), *rstd = kt_floats(c.rows);
-    CHECK_EQ_INT(be->layernorm_forward(be, NULL, out, mean, rstd, c.x, c.w, c.b, c.rows, cols), 0);
+    CHECK_EQ_INT(be->layernorm_forward(be, NULL, out, mean, rstd, c.x, c.w, c.b, c.rows, cols, c.eps), 0);
     float *dinp = kt_floats(n), *dw0 = kt_random(&rng, cols, -1, 1);
     float *db0 = kt_random(&rng, cols, -1, 1), *dw = kt_floats(cols), *db = kt_floats(cols);
     memcpy(dw, dw0, (size_t)cols * sizeof(float)), memcpy(db, db0, (size_t)cols * sizeof(float));
@@ -150,7 +157,7 @@ static double ref_loss(const ln_case *c, const double *x, const double *w, const
     for (int64_t i = 0; i < c->cols; i++) m += xr[i];
     m /= (double)c->cols;
     for (int64_t i = 0; i < c->cols; i++) v += (xr[i] - m) * (xr[i] - m);
-    double rs = 1.0 / sqrt(v / (double)c->cols + EPS);
+    double rs = 1.0 / sqrt(v / (double)c->cols + c->eps);
     for (int64_t i = 0; i < c->cols; i++)
       loss += c->dout[r * c->cols + i] * ((xr[i] - m) * rs * w[i] + b[i]);
   }
@@ -173,7 +180,8 @@ static void finite_diff(double *grad, double *p, int64_t n, const ln_case *c, co
 }
 
 /* The backward against numerical derivatives of the forward, so that the
-** gradient formula itself is checked, not only its implementation. The
+** gradient formula itself is checked, not only its implementation, at an
+** epsilon comparable to the variance, where rstd depends on it most. The
 ** kernel is fp32 (error ~1e-6 here); the central difference errs by
 ** ~h² + 1e-16/h ≈ 1e-10; a wrong term would be off by O(0.1). */
 static void test_backward_matches_finite_differences(void) {
@@ -184,9 +192,10 @@ static void test_backward_matches_finite_differences(void) {
                kt_random(&rng, 15, -2, 2),
                kt_random(&rng, 5, 0.5f, 1.5f),
                kt_random(&rng, 5, -1, 1),
-               kt_random(&rng, 15, -1, 1)};
+               kt_random(&rng, 15, -1, 1),
+               EPS_LARGE};
   float out[15], mean[3], rstd[3], dinp[15], dw[5] = {0}, db[5] = {0};
-  CHECK_EQ_INT(be->layernorm_forward(be, NULL, out, mean, rstd, c.x, c.w, c.b, 3, 5), 0);
+  CHECK_EQ_INT(be->layernorm_forward(be, NULL, out, mean, rstd, c.x, c.w, c.b, 3, 5, c.eps), 0);
   CHECK_EQ_INT(be->layernorm_backward(be, NULL, dinp, dw, db, c.dout, c.x, c.w, mean, rstd, 3, 5),
                0);
   double *x = kt_widen(c.x, 15), *w = kt_widen(c.w, 5), *b = kt_widen(c.b, 5);
@@ -217,13 +226,13 @@ static void test_split_matches_one_pass(void) {
   uint64_t rng = 14;
   const int64_t shapes[][3] = {{7, 13, 6}, {256, 256, 128}, {5, 9, 9}};
   for (size_t sh = 0; sh < sizeof shapes / sizeof shapes[0]; sh++) {
-    ln_case c = make_case(&rng, shapes[sh][0], shapes[sh][1]);
+    ln_case c = make_case(&rng, shapes[sh][0], shapes[sh][1], sh == 0 ? EPS_LARGE : EPS_GPT2);
     const int64_t rows = c.rows, cols = c.cols, n = rows * cols;
     const int64_t part_c0[2] = {0, shapes[sh][2]};
     const int64_t part_n[2] = {shapes[sh][2], cols - shapes[sh][2]};
     float *out = kt_floats(n), *mean = kt_floats(rows), *rstd = kt_floats(rows);
     float *dinp = kt_floats(n), *dw = kt_floats(cols), *db = kt_floats(cols);
-    CHECK_EQ_INT(be->layernorm_forward(be, NULL, out, mean, rstd, c.x, c.w, c.b, rows, cols), 0);
+    CHECK_EQ_INT(be->layernorm_forward(be, NULL, out, mean, rstd, c.x, c.w, c.b, rows, cols, c.eps), 0);
     CHECK_EQ_INT(
         be->layernorm_backward(be, NULL, dinp, dw, db, c.dout, c.x, c.w, mean, rstd, rows, cols),
         0);
@@ -249,7 +258,7 @@ static void test_split_matches_one_pass(void) {
       float *x = columns(c.x, rows, cols, part_c0[p], part_n[p]);
       float *o = kt_floats(rows * part_n[p]);
       CHECK_EQ_INT(be->layernorm_apply(be, NULL, o, pmean[p], prstd[p], sums, x, c.w + part_c0[p],
-                                       c.b + part_c0[p], rows, part_n[p], cols),
+                                       c.b + part_c0[p], rows, part_n[p], cols, c.eps),
                    0);
       for (int64_t r = 0; r < rows; r++)
         memcpy(got + r * cols + part_c0[p], o + r * part_n[p], (size_t)part_n[p] * sizeof(float));

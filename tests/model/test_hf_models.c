@@ -23,6 +23,8 @@
 ** fp32 for a half-precision model) and llama_tp2 (pretraining_tp 2, each
 ** projection in two slices); their *_io.safetensors hold transformers'
 ** logits with the option set. tessel takes both options as its own model.
+** gpt2_eps holds gpt2_tiny's weights under layer_norm_epsilon 1e-3 (made
+** under transformers 4.51: `make_hf_fixtures.py eps`).
 ** A third, llama3_rope, changes what is computed: Llama 3.1's scaling of
 ** the rotary frequencies (rope_scaling "llama3"); llama_yarn so too, YaRN's
 ** (rope_scaling "yarn", made under transformers 4.51: `make_hf_fixtures.py
@@ -263,6 +265,15 @@ static void test_gpt2_matches_transformers(void) { compare_with_hf("gpt2_tiny");
 /* reorder_and_upcast_attn was refused, though in fp32 it is GPT-2's own
 ** attention */
 static void test_gpt2_upcast_matches_transformers(void) { compare_with_hf("gpt2_upcast"); }
+/* layer_norm_epsilon 1e-3 (gpt2_tiny's weights): taken, used, and exported
+** back; a model that kept 1e-5 is 2% away from these logits */
+static void test_gpt2_eps_matches_transformers(void) {
+  tsl_weights *w;
+  REQUIRE(tsl_weights_open(FIXTURES "gpt2_eps", 0, &w) == TESSEL_OK);
+  CHECK(tsl_weights_model(w)->norm_eps == 1e-3);
+  tsl_weights_close(w);
+  compare_with_hf("gpt2_eps");
+}
 static void test_llama_tp2_matches_transformers(void) { compare_with_hf("llama_tp2"); }
 /* a MistralForCausalLM (model_type mistral) is Llama's model with a
 ** sliding window, here of 16 of its 64 positions */
@@ -444,6 +455,7 @@ int main(void) {
   RUN(test_llama_matches_transformers);
   RUN(test_gpt2_matches_transformers);
   RUN(test_gpt2_upcast_matches_transformers);
+  RUN(test_gpt2_eps_matches_transformers);
   RUN(test_llama_tp2_matches_transformers);
   RUN(test_mistral_matches_transformers);
   RUN(test_mistral_window_matches_transformers);

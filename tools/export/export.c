@@ -195,7 +195,7 @@ static cJSON *hf_config(const tsl_model_settings *m, int phi3) {
     cJSON_AddNumberToObject(root, "n_positions", m->positions);
     cJSON_AddNumberToObject(root, "n_ctx", m->positions);
     cJSON_AddStringToObject(root, "activation_function", "gelu_new");
-    cJSON_AddNumberToObject(root, "layer_norm_epsilon", 1e-5);
+    cJSON_AddNumberToObject(root, "layer_norm_epsilon", m->norm_eps);
     cJSON_AddNumberToObject(root, "resid_pdrop", 0);
     cJSON_AddNumberToObject(root, "embd_pdrop", 0);
     cJSON_AddNumberToObject(root, "attn_pdrop", 0);
