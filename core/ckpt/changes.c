@@ -11,6 +11,7 @@
 #include "common/util.h"
 #include "config/config.h"
 #include "optim/optim.h"
+#include "train/data_source.h"
 
 uint64_t tsl_ckpt_tokens(const tsl_ckpt *c, int batch_now) {
   if (c->tokens >= 0) return (uint64_t)c->tokens;
@@ -25,22 +26,41 @@ static char *member_text(const cJSON *o, const char *key) {
   return v && !cJSON_IsNull(v) ? cJSON_PrintUnformatted(v) : tsl_strdup("not set");
 }
 
+/* What a run learns from here on, when its data are not the checkpoint's:
+** the training batches, or the validation losses' meaning. */
+static const char *data_consequence(int val) {
+  return val ? "validation losses from here on are measured on other data than before, and do not compare with the "
+               "earlier ones"
+             : "the batches from here on come from other data than the run trained on so far";
+}
+
 /* One warning per data key whose value differs from the checkpoint's
-** record `was` (both tsl_ckpt_data_of texts). */
+** record `was` (both tsl_ckpt_data_of texts); where none does, one per
+** part whose tokens do (the same paths, files changed since), as far as
+** the checkpoint recorded them. */
 static void warn_data(const tsl_runtime *rt, const tsl_ckpt *c, const char *was) {
   static const char *const keys[] = {"text", "val_fraction", "train", "val"};
-  char *now_text = tsl_ckpt_data_of(&rt->settings);
+  static const char *const digests[] = {"train_digest", "val_digest"};
+  char *now_text = tsl_ckpt_data_of(&rt->settings, rt->data_digest);
   cJSON *then = cJSON_Parse(was), *now = now_text ? cJSON_Parse(now_text) : NULL;
+  int named = 0;
   for (size_t i = 0; then && now && i < TSL_ARRAY_LEN(keys); i++) {
     char *a = member_text(now, keys[i]), *b = member_text(then, keys[i]);
-    if (a && b && strcmp(a, b) != 0)
+    if (a && b && strcmp(a, b) != 0) {
       tsl_warn("data.%s is %s, but checkpoint %s was trained with data.%s %s: %s", keys[i], a, c->path, keys[i], b,
-               strcmp(keys[i], "val") == 0 ? "validation losses from here on are measured on other data than "
-                                             "before, and do not compare with the earlier ones"
-                                           : "the batches from here on come from other data than the run trained "
-                                             "on so far");
+               data_consequence(strcmp(keys[i], "val") == 0));
+      named = 1;
+    }
     free(a);
     free(b);
+  }
+  for (int i = 0; then && now && !named && i < 2; i++) {
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(now, digests[i]);
+    const cJSON *b = cJSON_GetObjectItemCaseSensitive(then, digests[i]);
+    if (cJSON_IsString(a) && cJSON_IsString(b) && strcmp(a->valuestring, b->valuestring) != 0)
+      tsl_warn("%sdata.%s holds other tokens than checkpoint %s was trained on (its files changed since): %s",
+               rt->settings.data.n_text == 0 ? "" : i ? "the validation part of " : "the training part of ",
+               tsl_data_key(&rt->settings, i), c->path, data_consequence(i));
   }
   cJSON_Delete(then);
   cJSON_Delete(now);

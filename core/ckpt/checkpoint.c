@@ -199,7 +199,7 @@ static tsl_status write_trainer_json(const tsl_model *m, const char *dir, int64_
   const tsl_runtime *rt = tsl_model_runtime(m);
   const tsl_settings *s = &rt->settings;
   tsl_ckpt_meta meta = {.step = step, .tokens = (int64_t)tokens, .batch_size = s->train.batch_size,
-                        .data = tsl_ckpt_data_of(s), .seed = s->train.seed, .world_size = rt->world.size,
+                        .data = tsl_ckpt_data_of(s, rt->data_digest), .seed = s->train.seed, .world_size = rt->world.size,
                         .model = s->model, .model_hash = tsl_model_hash(s),
                         .config_hash = tsl_cfg_hash(tsl_config_root(rt->config))};
   meta.model.section = NULL;

@@ -264,7 +264,9 @@ char *tsl_ckpt_meta_reseal(const char *json) {
 
 /* ---- writing ---- */
 
-char *tsl_ckpt_data_of(const tsl_settings *s) {
+static void add_hex(cJSON *o, const char *key, uint64_t v, int digits);
+
+char *tsl_ckpt_data_of(const tsl_settings *s, const uint64_t digest[2]) {
   cJSON *o = cJSON_CreateObject();
   if (s->data.n_text > 0) {
     cJSON_AddItemToObject(o, "text", cJSON_CreateStringArray(s->data.text, s->data.n_text));
@@ -277,6 +279,8 @@ char *tsl_ckpt_data_of(const tsl_settings *s) {
     if (s->data.val) cJSON_AddStringToObject(o, "val", s->data.val);
     else cJSON_AddNullToObject(o, "val");
   }
+  if (digest[0]) add_hex(o, "train_digest", digest[0], 16);
+  if (digest[1]) add_hex(o, "val_digest", digest[1], 16);
   char *text = exact_numbers(o) ? cJSON_PrintUnformatted(o) : NULL;
   cJSON_Delete(o);
   return text;

@@ -104,8 +104,10 @@ void tsl_ckpt_meta_free(tsl_ckpt_meta *m);
 /* The data section a run of these settings records (heap, unformatted
 ** JSON): what decides the batches it draws, not where they are prepared —
 ** data.text and data.val_fraction, or data.train; and data.val when it is
-** given rather than split off data.text. */
-char *tsl_ckpt_data_of(const tsl_settings *s);
+** given rather than split off data.text; and the digests of the training
+** and validation tokens (tsl_dataset_digest) as train_digest and
+** val_digest, each when not 0. */
+char *tsl_ckpt_data_of(const tsl_settings *s, const uint64_t digest[2]);
 
 /* Write DIR/trainer.json for `m` atomically, after recording the size and
 ** CRC-32 of each file m->files marks present into m->files. m->tokens < 0,

@@ -24,6 +24,7 @@ struct tsl_dataset {
   uint64_t *start_cum;  /* [n + 1] */
   uint64_t *window_cum; /* [n + 1] */
   uint64_t tokens;
+  uint64_t digest;  /* of the shards' counts and CRC-32s, in order */
   uint32_t *window; /* [seq_len + 1]: the window being read (one thread builds the batches) */
 };
 
@@ -96,7 +97,8 @@ tsl_status tsl_dataset_open(const char *glob_pattern, int vocab_size, int seq_le
       goto fail;
     }
     ds->n++;
-    uint64_t count = ds->shards[i].count;
+    uint64_t count = ds->shards[i].count, shard[2] = {count, ds->shards[i].crc};
+    ds->digest = tsl_hash_bytes(shard, sizeof shard, ds->digest);
     ds->tokens += count;
     longest = TSL_MAX(longest, count);
     ds->start_cum[i + 1] = ds->start_cum[i] + train_starts(count, seq_len);
@@ -129,6 +131,8 @@ void tsl_dataset_close(tsl_dataset *ds) {
 }
 
 uint64_t tsl_dataset_tokens(const tsl_dataset *ds) { return ds->tokens; }
+
+uint64_t tsl_dataset_digest(const tsl_dataset *ds) { return ds->digest; }
 
 int tsl_dataset_shards(const tsl_dataset *ds) { return ds->n; }
 

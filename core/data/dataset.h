@@ -40,6 +40,10 @@ tsl_status tsl_dataset_open(const char *glob_pattern, int vocab_size, int seq_le
 void tsl_dataset_close(tsl_dataset *ds);
 
 uint64_t tsl_dataset_tokens(const tsl_dataset *ds);
+/* A digest of the tokens in the order the shards were found (each shard's
+** count and CRC-32): equal for two datasets that hold the same tokens, in
+** either shard format, wherever their files are. */
+uint64_t tsl_dataset_digest(const tsl_dataset *ds);
 int tsl_dataset_shards(const tsl_dataset *ds);
 /* Number of distinct validation windows. */
 uint64_t tsl_dataset_windows(const tsl_dataset *ds);

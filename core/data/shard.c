@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "common/atomic_file.h"
 #include "common/util.h"
@@ -143,13 +144,18 @@ tsl_status tsl_shard_read(const tsl_shard *s, uint64_t first, uint64_t n, uint32
   return read_tokens(s, first, n, out, 0);
 }
 
-/* Every token < vocab_size, read in blocks of a few hundred KiB. */
-static tsl_status check_vocab(const tsl_shard *s) {
+/* Every token < vocab_size, read in blocks of a few hundred KiB, and the
+** CRC-32 of them all into s->crc. */
+static tsl_status check_vocab(tsl_shard *s) {
   enum { BLOCK = 1 << 17 };
   uint32_t *buf = malloc(BLOCK * sizeof *buf);
   tsl_status st = buf ? TESSEL_OK : tsl_error(TESSEL_E_NOMEM, "%s: out of host memory to check the shard", s->path);
-  for (uint64_t at = 0; st >= 0 && at < s->count; at += BLOCK)
-    st = read_tokens(s, at, TSL_MIN((uint64_t)BLOCK, s->count - at), buf, 1);
+  uLong crc = crc32(0L, Z_NULL, 0);
+  for (uint64_t at = 0; st >= 0 && at < s->count; at += BLOCK) {
+    const uint64_t n = TSL_MIN((uint64_t)BLOCK, s->count - at);
+    if ((st = read_tokens(s, at, n, buf, 1)) >= 0) crc = crc32_z(crc, (const Bytef *)buf, (z_size_t)(n * sizeof *buf));
+  }
+  s->crc = (uint32_t)crc;
   free(buf);
   return st;
 }

@@ -32,6 +32,7 @@ typedef struct tsl_shard {
   uint64_t count;
   int token_bytes; /* 2 or 4 */
   int vocab_size; /* tokens read are checked against it when > 0 */
+  uint32_t crc;   /* CRC-32 of its tokens as uint32 values, taken while the open checked them (0: vocab_size 0) */
 } tsl_shard;
 
 /* Write tokens as a shard, atomically (path.tmp.<pid>, fsync, rename, fsync
@@ -43,7 +44,9 @@ tsl_status tsl_shard_write_wide(const char *path, const uint32_t *tokens, uint64
 
 /* Open and validate a shard: magic and version (either format), file size =
 ** header + count · token width,
-** and (when vocab_size > 0) every token < vocab_size. Each failure names the
+** and (when vocab_size > 0) every token < vocab_size, taking their CRC-32
+** on the way (out->crc: the same for the same tokens in either format).
+** Each failure names the
 ** file and what is wrong (expected vs found): TESSEL_E_IO when the file
 ** cannot be read, is not a shard (magic) or its size disagrees with the
 ** header; TESSEL_E_VERSION for another format version; TESSEL_E_CONFIG for a

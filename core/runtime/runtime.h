@@ -62,6 +62,9 @@ typedef struct tsl_runtime {
   /* the run's tokenizer: data.tokenizer, or the one its shards were made
   ** with (NULL: byte-level data); stored in checkpoints, used to sample */
   tsl_tokenizer *tokenizer;
+  /* the digests of the training and validation tokens (tsl_data_open; 0:
+  ** none), which checkpoints record so a resume sees data changed in place */
+  uint64_t data_digest[2];
   struct tsl_plan_ctx *plan; /* while `tessel plan` asks the strategy: where its answers go */
   /* set by `tessel plan` for strategies and options the user did not
   ** configure: they are only being asked, so their warnings (advice for a

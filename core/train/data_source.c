@@ -239,15 +239,11 @@ tsl_status tsl_data_vocab(tsl_runtime *rt) {
   return st;
 }
 
-tsl_status tsl_data_open(tsl_runtime *rt, tsl_data_source *d) {
+/* This rank's datasets, after the collective preparation. Local. */
+static tsl_status open_sets(tsl_runtime *rt, tsl_data_source *d) {
   const tsl_settings *s = &rt->settings;
   tsl_status st = TESSEL_OK;
-  memset(d, 0, sizeof *d);
-  d->seed = s->train.seed;
-  d->batch_size = s->train.batch_size;
-  if (s->data.n_text > 0) st = prepare_text(rt, d);
-  if (st >= 0 && s->data.n_text > 0) st = tsl_vocab_check(rt, 1);
-  if (st < 0) return st;
+  if (s->data.n_text > 0 && (st = tsl_vocab_check(rt, 1)) < 0) return st;
   st = tsl_dataset_open(s->data.train, s->model.vocab_size, s->model.seq_len, &d->train);
   if (st < 0) return unseen(rt, st, 0);
   if (s->data.val) {
@@ -258,8 +254,71 @@ tsl_status tsl_data_open(tsl_runtime *rt, tsl_data_source *d) {
       return val_too_short(rt);
     if (st < 0) return unseen(rt, st, 1);
   }
-  if (rt->world.rank == 0) warn_unused(s, d);
   return TESSEL_OK;
+}
+
+/* What a rank's datasets hold, as the others learn it. */
+typedef struct data_seen {
+  uint64_t digest[2], tokens[2];
+  int32_t shards[2];
+  char host[64];
+} data_seen;
+
+static data_seen seen_of(const tsl_runtime *rt, const tsl_data_source *d) {
+  data_seen v;
+  memset(&v, 0, sizeof v);
+  snprintf(v.host, sizeof v.host, "%s", rt->world.host);
+  const tsl_dataset *sets[2] = {d->train, d->val};
+  for (int i = 0; i < 2; i++)
+    if (sets[i]) v.digest[i] = tsl_dataset_digest(sets[i]), v.tokens[i] = tsl_dataset_tokens(sets[i]),
+      v.shards[i] = tsl_dataset_shards(sets[i]);
+  return v;
+}
+
+/* Collective. Every rank must read the same tokens: each draws its part of
+** one global batch from them by index, so a rank whose machine holds other
+** files (a stale copy, a path that means something else there) would train
+** on other data without an error. A rank that differs from rank 0 says so,
+** with both sides' shards and tokens. */
+static tsl_status same_everywhere(tsl_runtime *rt, const tsl_data_source *d) {
+  const data_seen mine = seen_of(rt, d);
+  data_seen *all = calloc((size_t)rt->world.size, sizeof *all);
+  tsl_status st = tsl_world_all_allocated(&rt->world, all != NULL, "to compare the ranks' data");
+  if (st >= 0) st = tsl_world_allgather(&rt->world, &mine, all, (int)sizeof mine, "comparing the ranks' data");
+  for (int i = 0; st >= 0 && i < 2; i++) {
+    if (mine.digest[i] == all[0].digest[i]) continue;
+    char what[160];
+    if (mine.shards[i] == all[0].shards[i] && mine.tokens[i] == all[0].tokens[i])
+      snprintf(what, sizeof what, "the same %d shard(s) of %llu tokens, with other contents", mine.shards[i],
+               (unsigned long long)mine.tokens[i]);
+    else
+      snprintf(what, sizeof what, "%d shard(s) of %llu tokens here, %d of %llu there", mine.shards[i],
+               (unsigned long long)mine.tokens[i], all[0].shards[i], (unsigned long long)all[0].tokens[i]);
+    st = tsl_error(TESSEL_E_IO, "data.%s on rank %d, host %s, holds other tokens than rank 0's on host %s: %s. "
+                   "Every rank must read the same data: a shared filesystem, or identical copies at the same path "
+                   "(see docs/cluster.md)",
+                   tsl_data_key(&rt->settings, i), rt->world.rank, rt->world.host, all[0].host, what);
+  }
+  free(all);
+  return tsl_world_first_failure(&rt->world, st);
+}
+
+tsl_status tsl_data_open(tsl_runtime *rt, tsl_data_source *d) {
+  const tsl_settings *s = &rt->settings;
+  tsl_status st = TESSEL_OK;
+  memset(d, 0, sizeof *d);
+  d->seed = s->train.seed;
+  d->batch_size = s->train.batch_size;
+  if (s->data.n_text > 0) TSL_TRY(st, prepare_text(rt, d));
+  /* every rank reaches the comparison, also one whose own open failed */
+  TSL_TRY(st, tsl_world_first_failure(&rt->world, open_sets(rt, d)));
+  TSL_TRY(st, same_everywhere(rt, d));
+  const data_seen seen = seen_of(rt, d);
+  rt->data_digest[0] = seen.digest[0];
+  rt->data_digest[1] = seen.digest[1];
+  if (rt->world.rank == 0) warn_unused(s, d);
+fail:
+  return st;
 }
 
 tsl_status tsl_data_check(tsl_runtime *rt) {

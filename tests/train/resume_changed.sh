@@ -3,7 +3,8 @@
 # were step × the new batch, as if every earlier step had had it), and
 # checkpoints record them. Another train.batch_size, data.text,
 # data.val_fraction, data.train or data.val is warned about once each,
-# naming both values, as another train.seed is; so is another optimizer
+# naming both values, as another train.seed is, and so are shards at the
+# same path that hold other tokens than the checkpoint's run read; so is another optimizer
 # (β, ε, weight decay, clipping) or learning rate at the next step (a
 # changed schedule, or train.steps over which it decays); a resume that
 # changes none of them (another micro_batch_size included) warns of nothing.
@@ -66,10 +67,17 @@ set +e
 rc=$?
 set -e
 [ $rc -eq 75 ] || fail "the run on shards exited with status $rc, expected 75"
+cp -r "$WORK/sh" "$WORK/sh_inplace"
 "$TESSEL" run "$WORK/shards.yaml" --set "data.train=$WORK/shards/*.bin.other" >"$WORK/train.log" 2>&1 ||
   fail "resuming on other shards failed: $(cat "$WORK/train.log")"
 [ "$(grep -cF "warning: data.train is \"$WORK/shards/*.bin.other\", but checkpoint $WORK/sh/checkpoints/step_00000002 was trained with data.train \"$WORK/shards/*.bin\"" \
   "$WORK/train.log")" -eq 1 ] || fail "other shards are not warned about once: $(cat "$WORK/train.log")"
+# the same path, other tokens in its file (rewritten since the checkpoint)
+cp "$WORK/data/val_000000.bin" "$WORK/shards/a.bin"
+"$TESSEL" run "$WORK/shards.yaml" --set log.dir="$WORK/sh_inplace" >"$WORK/inplace.log" 2>&1 ||
+  fail "resuming on rewritten shards failed: $(cat "$WORK/inplace.log")"
+[ "$(grep -cF "warning: data.train holds other tokens than checkpoint $WORK/sh_inplace/checkpoints/step_00000002 was trained on (its files changed since)" \
+  "$WORK/inplace.log")" -eq 1 ] || fail "rewritten shards are not warned about once: $(cat "$WORK/inplace.log")"
 
 # the optimizer: another β2, and a cosine schedule stretched over 14 steps
 cp -r "$WORK/same" "$WORK/optim"
