@@ -287,14 +287,38 @@ static void confirm(trainer *t, int64_t step) {
   t->good_ckpt = tsl_strdup(t->last_ckpt);
 }
 
-static tsl_status evaluate(trainer *t, double *val_loss) {
+/* Collective: whether a stop signal reached any rank (one reduction, so
+** every rank leaves a validation at the same batch). */
+static tsl_status signalled_anywhere(trainer *t, int *yes) {
+  double v = tsl_signal_received() ? 1.0 : 0.0;
+  tsl_status st = tsl_comm_world_reduce(t->rt->comm, &v, 1, TESSEL_SUM);
+  *yes = st >= 0 && v > 0;
+  return st;
+}
+
+/* The validation loss over train.eval_batches batches. `interruptible`
+** (the training loop's): a stop signal ends it between batches, with
+** *val_loss NaN (not evaluated), so that the step's checkpoint follows at
+** once; eval_batches may be up to 2^20, and a signal once waited minutes
+** for them. */
+static tsl_status evaluate(trainer *t, int interruptible, double *val_loss) {
   tsl_status st;
   double sum = 0, count = 0;
   tsl_model *m = t->model;
-  int micro_steps = tsl_model_dims(m)->micro_steps;
+  int micro_steps = tsl_model_dims(m)->micro_steps, stop = 0;
+  const int64_t batches = t->rt->settings.train.eval_batches;
   tsl_model_set_batch(m, tsl_data_eval_batch, &t->data);
-  for (int64_t e = 0; e < t->rt->settings.train.eval_batches; e++) {
+  for (int64_t e = 0; e < batches; e++) {
     double v[2];
+    if (interruptible && e > 0) TSL_TRY(st, signalled_anywhere(t, &stop));
+    if (stop) {
+      if (t->rt->world.rank == 0)
+        tsl_info("validation after step %lld stopped by %s after %lld of %lld batches: its loss is not reported",
+                 (long long)t->last_step, tsl_stop_reason_name(tsl_signal_received()), (long long)e,
+                 (long long)batches);
+      *val_loss = NAN;
+      return TESSEL_OK;
+    }
     t->data.eval_batch = e;
     TSL_TRY(st, tsl_model_eval_step(m, micro_steps));
     TSL_TRY(st, tsl_model_loss_sum(m, micro_steps, &v[0], &v[1]));
@@ -536,7 +560,7 @@ tsl_status tsl_trainer_step(tsl_trainer *t, tsl_step_report *r) {
   r->tokens = t->tokens;
   if (validates(t, step)) {
     double began = tsl_now();
-    TSL_TRY(st, evaluate(t, &r->val_loss));
+    TSL_TRY(st, evaluate(t, 1, &r->val_loss));
     t->eval_s = tsl_now() - began;
   }
   TSL_TRY(st, tsl_step_agree(rt, r, stop_reason(t, step, r->step_time)));
@@ -564,7 +588,7 @@ fail:
 tsl_status tsl_trainer_evaluate(tsl_trainer *t, double *val_loss) {
   if (!t->data.val) return tsl_error(TESSEL_E_CONFIG, "no validation data: set data.val, or data.val_fraction > 0");
   if (t->broken) return refuse_broken(t, "an evaluation");
-  tsl_status st = evaluate(t, val_loss);
+  tsl_status st = evaluate(t, 0, val_loss);
   return st < 0 ? step_failed(t, st) : st;
 }
 

@@ -2,7 +2,8 @@
 # with a checkpoint and exit status 75, and the run resumes to the end;
 # SIGHUP and SIGPIPE (a gone terminal, a gone reader) stop the same way; a
 # second SIGINT within the same step aborts at once (killed by SIGINT, no
-# checkpoint); SIGTERM during start-up stops after the first step;
+# checkpoint); SIGTERM during start-up stops after the first step, and one
+# during a validation ends it at the next batch;
 # train.stop_after_time stops before the limit, status 75.
 # Steps are made long (the sleepy test strategy sleeps 300 ms in each) so
 # the signals surely land inside one.
@@ -92,6 +93,30 @@ grep -q "second stop signal, aborting" "$WORK/abort.log" || fail "second SIGINT:
 # stuck where the flag is never read once waited for it for ever
 abort abort2 USR1 TERM
 [ $rc -eq 143 ] || { cat "$WORK/abort2.log" >&2; fail "SIGUSR1 then SIGTERM: exit status $rc, expected 143 (SIGTERM)"; }
+
+# SIGTERM during a validation (40 batches of 300 ms after step 2) ends it
+# at the next batch, not its last, and the run stops with step 2's
+# checkpoint; the validation's loss is not reported. A signal once waited
+# for every batch (minutes at eval_batches 2^20).
+set +e
+"$TESSEL" run "$WORK/tiny.yaml" --set log.dir="$WORK/eval" "${slow[@]}" --set train.eval_every=2 \
+  --set train.eval_batches=40 >"$WORK/eval.log" 2>&1 &
+pid=$!
+wait_steps "$WORK/eval" 1
+sleep 1.5
+sent=$(date +%s%N)
+kill -TERM $pid
+wait $pid
+rc=$?
+took_ms=$((($(date +%s%N) - sent) / 1000000))
+set -e
+stopped_with_checkpoint $rc "$(stop_step "$WORK/eval.log" SIGTERM)" "$WORK/eval" && grep -q "stopped at step 2 by" "$WORK/eval.log" ||
+  { cat "$WORK/eval.log" >&2; fail "SIGTERM in a validation: exit status $rc, expected 75 at step 2 with a checkpoint"; }
+grep -q "validation after step 2 stopped by SIGTERM after [0-9]* of 40 batches" "$WORK/eval.log" ||
+  { cat "$WORK/eval.log" >&2; fail "SIGTERM in a validation: not said"; }
+grep -q '"val_loss"' "$WORK/eval/metrics.jsonl" && fail "SIGTERM in a validation: a partial validation loss was logged"
+# the rest of the validation would take about 10 s
+[ "$took_ms" -lt 6000 ] || fail "SIGTERM in a validation: the run took $took_ms ms to stop"
 
 set +e
 "$TESSEL" run "$WORK/tiny.yaml" --set log.dir="$WORK/time" "${slow[@]}" --set train.stop_after_time=2s \
