@@ -136,8 +136,14 @@ int tsl_data_own_file(const char *real_out_dir, const char *path) {
 /* An input that exists is a file even if its name has glob characters;
 ** otherwise a pattern is expanded (sorted) and a plain name is missing.
 ** A pattern's matches among out_dir's own files (real_out: its realpath),
-** and directories, are not inputs. */
+** and directories, are not inputs; such a file named itself is refused:
+** preparing would replace the input it reads (a shard once became an
+** encoding of itself). */
 static tsl_status expand_input(input_list *l, const char *input, const char *out_dir, const char *real_out) {
+  if (tsl_path_exists(input) && tsl_data_own_file(real_out, input))
+    return tsl_error(TESSEL_E_CONFIG, "input %s is one of the files preparing into %s writes (its shards and "
+                     "records): it would be replaced by what is made from it; prepare into another directory", input,
+                     out_dir);
   if (tsl_path_exists(input) || !strpbrk(input, "*?[")) return input_list_add(l, input);
 
   glob_t g;

@@ -157,6 +157,18 @@ static void test_rerun_removes_stale_shards(void) {
   CHECK(!tsl_path_exists(scratch_path(p, "rerun/train_000005.bin")));
   CHECK(!tsl_path_exists(scratch_path(p, "rerun/train_1234567.bin")));
   CHECK(tsl_path_exists(scratch_path(p, "rerun/train_notes.bin")));
+  /* one of the directory's own shards named as the input is refused, and
+  ** left as it was (it was once replaced by an encoding of itself) */
+  unsigned char *before = NULL, *after = NULL;
+  size_t n_before = 0, n_after = 0;
+  const char *own[] = {scratch_path(p, "rerun/train_000000.bin")};
+  REQUIRE(tsl_read_file(own[0], (char **)&before, &n_before) == TESSEL_OK);
+  CHECK_EQ_INT(tsl_data_prepare(own, 1, dir, &big, &rep), TESSEL_E_CONFIG);
+  CHECK_STR_CONTAINS(tsl_error_message(), "is one of the files preparing into");
+  REQUIRE(tsl_read_file(own[0], (char **)&after, &n_after) == TESSEL_OK);
+  CHECK(n_before == n_after && memcmp(before, after, n_before) == 0);
+  free(before);
+  free(after);
 }
 
 static void test_default_options(void) {
