@@ -179,6 +179,15 @@ static tsl_status read_model(tsl_cfg *root, tsl_settings *s) {
     tsl_cfg_keep(&st, tsl_cfg_error(m, "positions", "%lld, shorter than seq_len %lld: the model must be made for the "
                             "context it trains on", (long long)positions, (long long)v[3]));
   if (st < 0) return st;
+  /* every size is in range, but together they may make a model whose byte
+  ** counts pass 64 bits (then wrap in every estimate): refused, with room
+  ** for 16 bytes a parameter times a world of ranks */
+  const double width = (double)(s->model.head_dim ? s->model.head_dim * v[1] : v[2]), kv_width = width / v[1] * kv;
+  const double params = (double)v[0] * ((double)v[2] * (2 * width + 2 * kv_width + (arch == TSL_ARCH_LLAMA ? 3.0 : 2.0) * ffn) + 4.0 * v[2]) +
+                        2.0 * (double)v[4] * v[2] + (double)positions * v[2];
+  if (params > TSL_PARAMS_MAX)
+    return tsl_cfg_error(m, "layers", "with these sizes the model has about %.3g parameters, more than tessel "
+                         "counts (2^48, %.3g)", params, TSL_PARAMS_MAX);
   s->model.arch = (tsl_arch_kind)arch;
   s->model.layers = (int)v[0];
   s->model.heads = (int)v[1];

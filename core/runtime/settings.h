@@ -147,6 +147,9 @@ int tsl_head_dim(const tsl_model_settings *m);
 ** may be at most as wide: a config, a checkpoint and a Hugging Face
 ** config.json giving head_dim are each held to it. */
 #define TSL_ATTENTION_WIDTH_MAX (1 << 20)
+/* The most parameters a model may have: 2^48, so that 16 bytes each over a
+** world of ranks still count in 64 bits. */
+#define TSL_PARAMS_MAX 281474976710656.0
 int tsl_head_dim_own(const tsl_model_settings *m);
 /* How many elements of each of m's heads rotary positions turn. */
 int tsl_rotary_dim(const tsl_model_settings *m);
