@@ -163,6 +163,24 @@ static tsl_status check_tied_head(const tsl_weights *w) {
                    "config.json to keep both, or remove lm_head.weight to use the embedding", w->dir, emb->name);
 }
 
+/* "[a, b, ...]" of a shape's ndim sizes into buf. */
+static char *shape_text(const int64_t *shape, int ndim, char *buf, size_t cap) {
+  size_t n = (size_t)snprintf(buf, cap, "[");
+  for (int i = 0; i < ndim && n < cap; i++)
+    n += (size_t)snprintf(buf + n, cap - n, "%s%lld", i ? ", " : "", (long long)shape[i]);
+  if (n < cap) snprintf(buf + n, cap - n, "]");
+  return buf;
+}
+
+/* The transformers class whose files hold w's model, for messages. */
+static const char *hf_class(const tsl_weights *w) {
+  const tsl_model_settings *m = &w->model;
+  if (m->arch != TSL_ARCH_LLAMA) return "GPT2LMHeadModel";
+  if (w->fused) return "Phi3ForCausalLM";
+  return m->qk_norm ? "Qwen3ForCausalLM" : m->qkv_bias ? "Qwen2ForCausalLM"
+         : m->sliding_window ? "MistralForCausalLM" : "LlamaForCausalLM";
+}
+
 /* Every parameter present with its file shape and a float dtype; in a
 ** Hugging Face directory, no tensor the model has no place for. */
 static tsl_status check_tensors(const tsl_weights *w) {
@@ -176,19 +194,20 @@ static tsl_status check_tensors(const tsl_weights *w) {
     tsl_ckpt_file_shape(p, shape);
     if (!d)
       return tsl_error(TESSEL_E_IO, "%s: no tensor '%s', which a %s model of this config has", w->dir, looked,
-                       w->fused ? "Phi3ForCausalLM" : w->model.arch == TSL_ARCH_LLAMA ? "LlamaForCausalLM"
-                                                                                   : "GPT2LMHeadModel");
+                       hf_class(w));
     if (in_both_spellings(w, p->name))
       return tsl_error(TESSEL_E_IO, "%s: tensor '%s' is there twice, as 'transformer.%s' too, and the two may differ: "
                        "keep one", w->dir, p->name, p->name);
     const int64_t want = strcmp(looked, p->name) != 0 ? rows : shape[0]; /* a fused tensor holds more rows */
     int fits = d->ndim == p->info.ndim && d->shape[0] == want && (d->ndim == 1 || d->shape[1] == shape[1]);
-    if (!fits || (d->dtype != TESSEL_F32 && d->dtype != TESSEL_BF16 && d->dtype != TESSEL_F16))
-      return tsl_error(TESSEL_E_IO, "%s: tensor '%s' is %s of %d dimension(s) [%lld, %lld]; the config makes it %s "
-                       "[%lld, %lld] (F32, BF16 or F16)", w->dir, d->name, tsl_dtype_name(d->dtype), d->ndim,
-                       (long long)d->shape[0], (long long)(d->ndim > 1 ? d->shape[1] : 1),
-                       p->info.ndim == 1 ? "a vector" : "a matrix", (long long)want,
-                       (long long)(p->info.ndim == 1 ? 1 : shape[1]));
+    if (!fits || (d->dtype != TESSEL_F32 && d->dtype != TESSEL_BF16 && d->dtype != TESSEL_F16)) {
+      const int64_t config[2] = {want, shape[1]};
+      char have[TSL_ST_MAX_DIMS * 24], make[64];
+      return tsl_error(TESSEL_E_IO, "%s: tensor '%s' is %s of %d dimension(s) %s; the config makes it %s %s (F32, "
+                       "BF16 or F16)", w->dir, d->name, tsl_dtype_name(d->dtype), d->ndim,
+                       shape_text(d->shape, d->ndim, have, sizeof have), p->info.ndim == 1 ? "a vector" : "a matrix",
+                       shape_text(config, p->info.ndim, make, sizeof make));
+    }
   }
   for (int f = 0; w->hf && f < w->n_files; f++)
     for (int i = 0; i < tsl_st_count(w->files[f]); i++) {

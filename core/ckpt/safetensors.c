@@ -464,6 +464,19 @@ static tsl_status check_tiling(const tsl_st_file *f, uint64_t *data_len) {
   return TESSEL_OK;
 }
 
+/* Whether JSON text holds the escape \u0000: cJSON reads it as a NUL byte,
+** which cuts the string it is in short (a tensor "wte\u0000x" was taken for
+** "wte"). Backslashes stand only in strings, each before one escaped
+** character. */
+static int has_nul_escape(const char *json, uint64_t len) {
+  for (uint64_t i = 0; i + 1 < len; i++) {
+    if (json[i] != '\\') continue;
+    if (json[i + 1] == 'u' && i + 5 < len && memcmp(json + i + 2, "0000", 4) == 0) return 1;
+    i++;
+  }
+  return 0;
+}
+
 /* Validate and index the header JSON of `len` bytes at `json`. */
 static tsl_status parse_header(tsl_st_file *f, const char *json, uint64_t len) {
   tsl_status st = TESSEL_OK;
@@ -484,6 +497,11 @@ static tsl_status parse_header(tsl_st_file *f, const char *json, uint64_t len) {
   }
   if (!cJSON_IsObject(root)) {
     st = tsl_error(TESSEL_E_IO, "%s: malformed header: the JSON is not an object", f->path);
+    goto fail;
+  }
+  if (has_nul_escape(json, len)) {
+    st = tsl_error(TESSEL_E_IO, "%s: the header holds a NUL character (\\u0000) in a string: no tensor name or "
+                   "metadata may", f->path);
     goto fail;
   }
   int entries = cJSON_GetArraySize(root);

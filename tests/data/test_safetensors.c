@@ -234,6 +234,17 @@ static void test_reject_malformed(void) {
   expect_reject("json5.st", "{\"a\": {\"dtype\": \"F32\", \"shape\": [1]}}", 4,
                 "\"data_offsets\"");
   expect_reject("meta.st", "{\"__metadata__\": {\"k\": 1}}", 0, "metadata value of 'k' is not a string");
+  /* a NUL in a name, which read as a C string was another name ("a"); an
+  ** escaped backslash before "u0000" is no NUL, and is a name of its own */
+  expect_reject("nul.st", "{\"a\\u0000b\": {\"dtype\": \"F32\", \"shape\": [1], \"data_offsets\": [0, 4]}}", 4,
+                "NUL character");
+  char path[1024];
+  const char *json = "{\"a\\\\u0000\": {\"dtype\": \"F32\", \"shape\": [1], \"data_offsets\": [0, 4]}}";
+  write_raw(scratch_path(path, "backslash.st"), strlen(json), json, 4);
+  tsl_st_file *f;
+  REQUIRE(tsl_st_open(path, &f) == TESSEL_OK);
+  CHECK(tsl_st_find(f, "a\\u0000") >= 0);
+  tsl_st_close(f);
 }
 
 static void test_reject_bad_offsets(void) {

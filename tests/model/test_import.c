@@ -620,7 +620,11 @@ static void test_refusals_name_the_problem(void) {
   refused(hf_dir("extra", TESSEL_F32, NULL, NULL, "model.layers.0.self_attn.q_proj.bias"), TESSEL_E_UNSUPPORTED,
           "tensor 'model.layers.0.self_attn.q_proj.bias' has no place");
   refused(hf_dir("missing", TESSEL_F32, NULL, "model.layers.1.mlp.up_proj.weight", NULL), TESSEL_E_IO,
-          "no tensor 'model.layers.1.mlp.up_proj.weight'");
+          "no tensor 'model.layers.1.mlp.up_proj.weight', which a LlamaForCausalLM model of this config has");
+  /* named by the class whose files they are (a Qwen2's were once a Llama's) */
+  refused(hf_dir_from("tests/fixtures/qwen2_tiny", "missing-bias", TESSEL_F32, NULL,
+                      "model.layers.0.self_attn.q_proj.bias", NULL),
+          TESSEL_E_IO, "no tensor 'model.layers.0.self_attn.q_proj.bias', which a Qwen2ForCausalLM model");
   refused(hf_dir("narrow", TESSEL_F32, "{\"intermediate_size\": 128,", NULL, NULL), TESSEL_E_IO,
           "tensor 'model.layers.0.mlp.gate_proj.weight' is F32 of 2 dimension(s) [160, 64]; the config makes it a "
           "matrix [128, 64]");
