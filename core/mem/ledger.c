@@ -43,8 +43,14 @@ tsl_status tsl_ledger_init(tsl_ledger *l, tsl_backend *be, uint64_t device_capac
 }
 
 tsl_status tsl_ledger_set_nvme_dir(tsl_ledger *l, const char *dir) {
+  const int existed = tsl_path_exists(dir);
   tsl_status st = tsl_mkdir_p(dir);
   if (st < 0) return tsl_error_wrap(st, "nvme tier");
+  /* a drive not mounted, or a typing mistake, would put the tier on
+  ** whatever disk holds the parent, without a word */
+  if (!existed)
+    tsl_warn("nvme tier: %s did not exist and was created; if a drive should be mounted there, it is not, and the "
+             "tier's files go to the disk that holds its parent", dir);
   char *copy = tsl_strdup(dir);
   if (!copy) return TESSEL_E_NOMEM;
   free(l->nvme_dir);
