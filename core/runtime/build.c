@@ -273,7 +273,7 @@ tsl_status tsl_runtime_local(tsl_runtime *rt, const tsl_settings *s, int threads
   rt->threads = threads;
   tsl_backend_opts opts = {.size = sizeof opts, .threads = threads, .log = tsl_log};
   tsl_status st = rt->be.init(&rt->be, &opts);
-  if (st < 0) return tsl_error_wrap(st, "starting the cpu backend");
+  if (st < 0) return tsl_error(st, "starting the cpu backend: %s", rt->be.last_error(&rt->be));
   rt->be_ready = 1;
   return tsl_ledger_init(&rt->ledger, &rt->be, 0, NULL);
 }

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 
 #include "cpu.h"
@@ -19,14 +20,52 @@ typedef struct cpu_ctx {
   char description[512];
 } cpu_ctx;
 
+/* Why the last cpu_init failed (its ctx is gone by then). */
+static char init_error[400];
+
 /* Under an address-space limit (ulimit -v, RLIMIT_AS) OpenBLAS 0.3 cannot
-** fail: when the mapping of a thread's 128 MiB work buffer is refused it
-** tries again for ever, and the run spins in its first product. A memory
-** limit (a cgroup, Slurm's --mem, device.memory_limit) fails cleanly. */
-static int address_space_limited(void) {
+** fail: when the mapping of a thread's work buffer (128 MiB and a page) is
+** refused it tries again for ever, and the run spun in its first product
+** (on another rank than 0, the others then blamed that rank's hang). So
+** under such a limit every thread of the team runs one product at init,
+** before the run's own memory takes the room: OpenBLAS keeps the buffers
+** for the rest of the process, and the model's allocations, not a product,
+** meet the limit and fail with their names. A reservation of that much
+** first tells whether there is room at all, since the product would not
+** return. A memory limit (a cgroup, Slurm's --mem, device.memory_limit)
+** fails cleanly anyway. */
+enum { BLAS_BUFFER_BYTES = (128 << 20) + (1 << 20), WARM_SIZE = 256 };
+
+static int blas_buffers_mapped(int threads) {
   struct rlimit lim;
-  return getrlimit(RLIMIT_AS, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY;
+  if (getrlimit(RLIMIT_AS, &lim) != 0 || lim.rlim_cur == RLIM_INFINITY) return TESSEL_OK;
+  const size_t room = (size_t)threads * BLAS_BUFFER_BYTES;
+  void *p = mmap(NULL, room, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) {
+    snprintf(init_error, sizeof init_error,
+             "ulimit -v (%llu MiB of address space) leaves no room for OpenBLAS's working buffers, %d MiB for each "
+             "of %d thread(s), where OpenBLAS would wait for ever: raise ulimit -v, run fewer threads "
+             "(device.threads), or limit memory with a cgroup or device.memory_limit instead",
+             (unsigned long long)(lim.rlim_cur >> 20), BLAS_BUFFER_BYTES >> 20, threads);
+    return TESSEL_E_NOMEM;
+  }
+  munmap(p, room);
+  int ok = 1;
+  /* large enough to pass OpenBLAS's small-matrix paths, which take no buffer */
+#pragma omp parallel reduction(&& : ok)
+  {
+    float *m = calloc(3 * WARM_SIZE * WARM_SIZE, sizeof *m);
+    ok = m != NULL;
+    if (m)
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, WARM_SIZE, WARM_SIZE, WARM_SIZE, 1.0f, m, WARM_SIZE,
+                  m + WARM_SIZE * WARM_SIZE, WARM_SIZE, 0.0f, m + 2 * WARM_SIZE * WARM_SIZE, WARM_SIZE);
+    free(m);
+  }
+  if (!ok) snprintf(init_error, sizeof init_error, "out of host memory for a first product on every thread");
+  return ok ? TESSEL_OK : TESSEL_E_NOMEM;
 }
+
+static const char *cpu_last_error(tsl_backend *be) { return init_error; }
 
 /* The OpenMP and OpenBLAS thread counts of the process before the first of
 ** the CPU backends started now set them: the last one to shut down gives
@@ -41,6 +80,8 @@ static int live_backends, program_omp_threads, program_blas_threads;
 ** OpenBLAS's count is set first: an OpenMP build of OpenBLAS (Debian's
 ** libopenblas0-openmp) sets the calling thread's OpenMP count with its own,
 ** and after it the team was 1 thread whatever device.threads said. */
+static void cpu_shutdown(tsl_backend *be);
+
 static int cpu_init(tsl_backend *be, const tsl_backend_opts *opts) {
   cpu_ctx *ctx = calloc(1, sizeof *ctx);
   if (!ctx) return TESSEL_E_NOMEM;
@@ -53,6 +94,12 @@ static int cpu_init(tsl_backend *be, const tsl_backend_opts *opts) {
   const int pool = tsl_cpu_blas_pool_started();
   openblas_set_num_threads(1);
   omp_set_num_threads(threads);
+  int st = blas_buffers_mapped(threads);
+  if (st < 0) {
+    be->ctx = ctx;
+    cpu_shutdown(be); /* gives the thread counts back */
+    return st;
+  }
   /* openblas_get_config() reads "OpenBLAS 0.3.21 DYNAMIC_ARCH ...": keep
   ** the version, the second word. */
   char version[32] = "?";
@@ -69,10 +116,6 @@ static int cpu_init(tsl_backend *be, const tsl_backend_opts *opts) {
   if (pool)
     used += snprintf(hint + used, sizeof hint - (size_t)used,
                      "; set OPENBLAS_NUM_THREADS=1: its own thread pool only competes with OpenMP's");
-  if (address_space_limited())
-    snprintf(hint + used, sizeof hint - (size_t)used,
-             "; ulimit -v is set: OpenBLAS waits for ever when it cannot map its 128 MiB buffer per thread, "
-             "so limit memory with a cgroup or device.memory_limit instead");
   snprintf(ctx->description, sizeof ctx->description, "cpu: %d thread%s, OpenBLAS %s (%s%s)", threads,
            threads == 1 ? "" : "s", version, core ? core : "?", hint);
   be->ctx = ctx;
@@ -173,6 +216,7 @@ static const tsl_backend cpu_backend = {
     .act_dtype = TESSEL_F32,
     .init = cpu_init,
     .shutdown = cpu_shutdown,
+    .last_error = cpu_last_error,
     .device_free_bytes = cpu_device_free_bytes,
     .describe = cpu_describe,
     .device_alloc = cpu_alloc,
