@@ -55,12 +55,9 @@ printf '{"backend":"cpu","threads":1,"blas":"NotTheseKernels","gflops":0.001}\n'
 grep -q "\"blas\":[[:space:]]*\"$auto\"" "$record" || { cat "$record" >&2; fail "the ceiling was not measured again for $auto"; }
 mfu=$(sed -n 's/.*"mfu":\([0-9.e+-]*\).*/\1/p' "$WORK/stale/metrics.jsonl" | tail -1)
 awk -v m="$mfu" 'BEGIN { exit !(m > 0 && m < 1.5) }' || fail "MFU $mfu against the stale ceiling"
-# under ulimit -v OpenBLAS spins for ever where a buffer cannot be mapped:
-# the banner says so, and says what limits memory instead
+# under a ulimit -v with room for OpenBLAS's buffers the run trains (they
+# are taken at start; tests/fault/address_space.sh has the limits without)
 (ulimit -v 8000000 && "$TESSEL" run "$WORK/tiny.yaml" --set log.dir="$WORK/ulimit" --set train.steps=1) \
   >"$WORK/ulimit.log" 2>&1 || fail "the run under ulimit -v 8000000 failed: $(tail -2 "$WORK/ulimit.log")"
-grep -q "ulimit -v is set: OpenBLAS waits for ever .* limit memory with a cgroup or device.memory_limit" \
-  "$WORK/ulimit.log" || fail "no warning about ulimit -v: $(head -3 "$WORK/ulimit.log")"
-grep -q "ulimit -v is set" "$WORK/user.log" && fail "the ulimit -v warning without a limit"
 rm -rf "$WORK"
 echo "ok: OpenBLAS kernels $auto and no OpenBLAS thread pool (one process and every rank), a user's coretype and thread count kept, a stale ceiling measured again"

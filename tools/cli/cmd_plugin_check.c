@@ -391,15 +391,19 @@ static tsl_status write_configs(const char *dir, int batch, int abi_minor) {
   return st;
 }
 
-/* "1,2,4" into out: how many counts, or 0 when one is not a number from 1
-** to MAX_RANKS or there are more than `cap` (they were dropped unsaid). */
+/* "1,2,4" into out: how many distinct counts (one given twice was checked
+** twice), or 0 when one is not a number from 1 to MAX_RANKS or there are
+** more than `cap` (they were dropped unsaid). */
 static int parse_ranks(const char *s, int *out, int cap) {
   int n = 0;
   for (const char *p = s;; p++) {
     char *end;
     long v = strtol(p, &end, 10);
-    if (end == p || v < 1 || v > MAX_RANKS || n == cap || (*end && *end != ',')) return 0;
-    out[n++] = (int)v;
+    if (end == p || v < 1 || v > MAX_RANKS || (*end && *end != ',')) return 0;
+    int again = 0; /* a count given twice is checked once */
+    for (int i = 0; i < n; i++) again |= out[i] == v;
+    if (!again && n == cap) return 0;
+    if (!again) out[n++] = (int)v;
     if (!*end) return n;
     p = end;
   }
