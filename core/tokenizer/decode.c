@@ -83,7 +83,6 @@ static tsl_status flush_run(tsl_tokenizer_decoder *d) {
 void tsl_tokenizer_decode_begin(tsl_tokenizer_decoder *d, const tsl_tokenizer *t, int flags) {
   memset(d, 0, sizeof *d);
   d->t = t;
-  d->emitted = (flags & TSL_DECODE_CONTINUES) != 0;
   d->skip_special = (flags & TSL_DECODE_SKIP_SPECIAL) != 0;
 }
 

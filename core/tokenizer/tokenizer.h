@@ -142,8 +142,6 @@ typedef struct tsl_tokenizer_decoder {
   int skip_special;  /* special tokens are left out */
 } tsl_tokenizer_decoder;
 
-#define TSL_DECODE_CONTINUES 1    /* the ids continue a text already written (a prompt): the decoder's Strip
-                                     drops no space at their start */
 #define TSL_DECODE_SKIP_SPECIAL 2 /* leave out the ids of added tokens marked special, as decode(ids,
                                      skip_special_tokens=True) does before its decoder runs (so bytes around
                                      one join, and Strip drops the space of the first id not left out) */

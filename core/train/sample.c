@@ -238,6 +238,27 @@ static tsl_status emit_token(tsl_tokenizer_decoder *dec, int32_t tok, const unsi
   return TESSEL_OK;
 }
 
+/* Write the prompt: with a tokenizer, its ids through the decoder that
+** then decodes the drawn tokens, so that the whole text is tokenizers'
+** decode(prompt ids + drawn ids) (UTF-8 always, --skip-special applied to
+** the prompt's own special tokens, a character split across the two
+** joined); byte-level, its bytes as written. */
+static tsl_status emit_prompt(const tsl_sample_opts *o, const tsl_token_vec *prompt, tsl_tokenizer_decoder *dec,
+                              int terminal, FILE *out) {
+  if (!o->tokenizer) {
+    emit((const unsigned char *)o->prompt, strlen(o->prompt), terminal, out);
+    return TESSEL_OK;
+  }
+  for (size_t i = 0; i < prompt->n; i++) {
+    const char *text;
+    size_t n;
+    tsl_status st = tsl_tokenizer_decode_next(dec, prompt->ids[i], &text, &n);
+    if (st < 0) return st;
+    emit((const unsigned char *)text, n, terminal, out);
+  }
+  return TESSEL_OK;
+}
+
 tsl_status tsl_sample(const tsl_settings *given, tsl_tensor_fn src, void *src_ctx, const tsl_sample_opts *o,
                       FILE *out) {
   tsl_status st;
@@ -260,8 +281,7 @@ tsl_status tsl_sample(const tsl_settings *given, tsl_tensor_fn src, void *src_ct
     tsl_token_vec_free(&prompt);
     return st;
   }
-  int decode_flags = TSL_DECODE_CONTINUES | (o->skip_special ? TSL_DECODE_SKIP_SPECIAL : 0);
-  if (o->tokenizer) tsl_tokenizer_decode_begin(&dec, o->tokenizer, decode_flags);
+  if (o->tokenizer) tsl_tokenizer_decode_begin(&dec, o->tokenizer, o->skip_special ? TSL_DECODE_SKIP_SPECIAL : 0);
   /* the model sees as much of the text as it is made for (model.positions),
   ** not only the seq_len it trained at: the last `positions` tokens, a
   ** window that slides once the text is longer (GPT-2 has no position past
@@ -315,7 +335,7 @@ tsl_status tsl_sample(const tsl_settings *given, tsl_tensor_fn src, void *src_ct
     if (o->repetition_penalty > 0 && o->repetition_penalty != 1) tsl_sample_penalize(row, V, seen, o->repetition_penalty);
     double u = (double)(tsl_mix64(o->seed ^ tsl_mix64((uint64_t)k)) >> 11) / 9007199254740992.0;
     int tok = tsl_sample_draw(row, scratch, drawable, o->temperature, o->top_k, o->top_p, u), stop = 0;
-    if (k == 0) emit((const unsigned char *)o->prompt, strlen(o->prompt), terminal, out);
+    if (k == 0) TSL_TRY(st, emit_prompt(o, &prompt, &dec, terminal, out));
     for (int i = 0; i < n_stops; i++) stop |= tok == stops[i];
     if (stop) {
       tsl_info("generation ends at the end-of-text token %d, after %d of %d tokens", tok, k, o->tokens);
@@ -334,7 +354,7 @@ tsl_status tsl_sample(const tsl_settings *given, tsl_tensor_fn src, void *src_ct
     }
   }
   /* the prompt only once a token is drawn: a refusal leaves out untouched */
-  if (o->tokens == 0) emit((const unsigned char *)o->prompt, strlen(o->prompt), terminal, out);
+  if (o->tokens == 0) TSL_TRY(st, emit_prompt(o, &prompt, &dec, terminal, out));
   if (o->tokenizer) TSL_TRY(st, emit_token(&dec, -1, NULL, 0, terminal, out));
   fputc('\n', out);
 fail:

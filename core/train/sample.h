@@ -48,7 +48,9 @@ typedef struct tsl_sample_opts {
 } tsl_sample_opts;
 
 /* `s` supplies the model dimensions. Writes the prompt, the generated text
-** and a newline to out, nothing when it fails before the first token. A
+** and a newline to out, nothing when it fails before the first token: with
+** a tokenizer, the text tokenizers' decode(prompt ids + generated ids)
+** gives; byte-level, the prompt as written and the drawn bytes. A
 ** tokenizer whose size is not the model's vocabulary is TESSEL_E_CONFIG. */
 tsl_status tsl_sample(const tsl_settings *s, tsl_tensor_fn src, void *ctx, const tsl_sample_opts *o, FILE *out);
 

@@ -6,6 +6,8 @@
 # row 0 is 100 in that channel (every other row's weight there is an
 # initial or barely trained one, well under 1), so greedy decoding picks id
 # 0 by a margin of about 100 and no tie decides.
+# The prompt's own special tokens are left out too, and its bytes that are
+# not UTF-8 come out as U+FFFD.
 # Usage: sample_special.sh TESSEL SRC TMP
 . "$(dirname "$0")/common.sh" "$1" "$2" "$3" sample_special
 GPT2=tests/tokenizer/fixtures/gpt2_1024.json
@@ -26,6 +28,15 @@ got=$(sample --ignore-eos) || fail "sampling failed: $(cat "$WORK/sample.err")"
   fail "the model made to say <|endoftext|> printed '$got' with --ignore-eos"
 got=$(sample --ignore-eos --skip-special) || fail "sampling failed: $(cat "$WORK/sample.err")"
 [ "$got" = "static" ] || fail "--skip-special printed '$got', not the prompt alone"
+# the prompt is the decoder's as much as the drawn tokens are: its own
+# special tokens go too (they were once printed as written), and bytes that
+# are not UTF-8 come out as U+FFFD, as decode(prompt ids + drawn ids) gives
+got=$("$TESSEL" sample "$WORK/eot" --prompt "<|endoftext|>static<|endoftext|>" --tokens 2 --temperature 0 \
+  --ignore-eos --skip-special 2>"$WORK/sample.err") || fail "sampling failed: $(cat "$WORK/sample.err")"
+[ "$got" = "static" ] || fail "--skip-special printed '$got' for a prompt with special tokens"
+got=$("$TESSEL" sample "$WORK/eot" --prompt $'st\xffat' --tokens 1 --temperature 0 --skip-special 2>"$WORK/sample.err" |
+  od -An -tx1 | tr -d ' \n') || fail "sampling failed: $(cat "$WORK/sample.err")"
+[ "$got" = "7374efbfbd61740a" ] || fail "an invalid byte of the prompt came out as '$got', not U+FFFD"
 # without --ignore-eos the first <|endoftext|> ends generation, printed or not
 got=$(sample) || fail "sampling failed: $(cat "$WORK/sample.err")"
 [ "$got" = "static" ] || fail "generation did not end at <|endoftext|>: '$got'"
