@@ -130,5 +130,8 @@ expect_refused 2 "id 99999999999999999999 is outside the vocabulary of $GPT2 (10
   bash -c "echo 99999999999999999999 | '$TESSEL' tokenizer decode $GPT2"
 expect_refused 2 "standard input: expected whole-number ids, got 'x3'" -- \
   bash -c "echo 1 x3 | '$TESSEL' tokenizer decode $GPT2"
+# a NUL inside a word is shown, not taken for the end of the message ('1')
+expect_refused 2 "standard input: expected whole-number ids, got '1?2'" -- \
+  bash -c "printf '1\\0002' | '$TESSEL' tokenizer decode $GPT2"
 rm -rf "$WORK"
 echo "ok: vocabulary mismatches refused before training; checkpoints carry the tokenizer"

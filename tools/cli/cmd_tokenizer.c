@@ -176,14 +176,15 @@ static int next_char(id_source *s) {
 ** not a whole number. An id of any length is read whole ("%63s" once cut
 ** one in two ids); a word that cannot be one (a sign, then digits) only up
 ** to what a message quotes, so an endless one (/dev/zero) is refused at
-** once. `shown` gets its first characters, "..." marking a cut. */
+** once. `shown` gets its first characters, "..." marking a cut, a control
+** character (a NUL among them, which would end the message) as '?'. */
 static int next_id(id_source *s, long long *id, char shown[SHOWN + 4]) {
   int c, n = 0, digits = 0, negative = 0, ok = 1;
   unsigned long long v = 0;
   while ((c = next_char(s)) != EOF && isspace(c)) continue;
   if (c == EOF) return 0;
   for (; c != EOF && !isspace(c) && (ok || n < SHOWN); c = next_char(s), n++) {
-    if (n < SHOWN) shown[n] = (char)c;
+    if (n < SHOWN) shown[n] = c < 0x20 || c == 0x7f ? '?' : (char)c;
     if (n == 0 && (c == '-' || c == '+')) {
       negative = c == '-';
     } else if (!isdigit(c)) {
