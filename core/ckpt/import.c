@@ -163,22 +163,19 @@ static tsl_status check_tied_head(const tsl_weights *w) {
                    "config.json to keep both, or remove lm_head.weight to use the embedding", w->dir, emb->name);
 }
 
-/* "[a, b, ...]" of a shape's ndim sizes into buf. */
-static char *shape_text(const int64_t *shape, int ndim, char *buf, size_t cap) {
-  size_t n = (size_t)snprintf(buf, cap, "[");
-  for (int i = 0; i < ndim && n < cap; i++)
-    n += (size_t)snprintf(buf + n, cap - n, "%s%lld", i ? ", " : "", (long long)shape[i]);
-  if (n < cap) snprintf(buf + n, cap - n, "]");
-  return buf;
-}
-
-/* The transformers class whose files hold w's model, for messages. */
-static const char *hf_class(const tsl_weights *w) {
-  const tsl_model_settings *m = &w->model;
-  if (m->arch != TSL_ARCH_LLAMA) return "GPT2LMHeadModel";
-  if (w->fused) return "Phi3ForCausalLM";
-  return m->qk_norm ? "Qwen3ForCausalLM" : m->qkv_bias ? "Qwen2ForCausalLM"
-         : m->sliding_window ? "MistralForCausalLM" : "LlamaForCausalLM";
+const char *tsl_hf_class(const tsl_model_settings *m, int phi3, const char **type) {
+  static const struct {
+    const char *cls, *type;
+  } classes[] = {{"GPT2LMHeadModel", "gpt2"},   {"Phi3ForCausalLM", "phi3"},   {"Qwen3ForCausalLM", "qwen3"},
+                 {"Qwen2ForCausalLM", "qwen2"}, {"LlamaForCausalLM", "llama"}, {"MistralForCausalLM", "mistral"}};
+  const int k = m->arch != TSL_ARCH_LLAMA ? 0
+                : phi3                    ? 1
+                : m->qk_norm              ? 2
+                : m->qkv_bias             ? 3
+                : m->sliding_window       ? 5
+                                          : 4;
+  if (type) *type = classes[k].type;
+  return classes[k].cls;
 }
 
 /* Every parameter present with its file shape and a float dtype; in a
@@ -194,7 +191,7 @@ static tsl_status check_tensors(const tsl_weights *w) {
     tsl_ckpt_file_shape(p, shape);
     if (!d)
       return tsl_error(TESSEL_E_IO, "%s: no tensor '%s', which a %s model of this config has", w->dir, looked,
-                       hf_class(w));
+                       tsl_hf_class(&w->model, w->fused, NULL));
     if (in_both_spellings(w, p->name))
       return tsl_error(TESSEL_E_IO, "%s: tensor '%s' is there twice, as 'transformer.%s' too, and the two may differ: "
                        "keep one", w->dir, p->name, p->name);
@@ -205,8 +202,8 @@ static tsl_status check_tensors(const tsl_weights *w) {
       char have[TSL_ST_MAX_DIMS * 24], make[64];
       return tsl_error(TESSEL_E_IO, "%s: tensor '%s' is %s of %d dimension(s) %s; the config makes it %s %s (F32, "
                        "BF16 or F16)", w->dir, d->name, tsl_dtype_name(d->dtype), d->ndim,
-                       shape_text(d->shape, d->ndim, have, sizeof have), p->info.ndim == 1 ? "a vector" : "a matrix",
-                       shape_text(config, p->info.ndim, make, sizeof make));
+                       tsl_st_shape_text(d->shape, d->ndim, have, sizeof have), p->info.ndim == 1 ? "a vector" : "a matrix",
+                       tsl_st_shape_text(config, p->info.ndim, make, sizeof make));
     }
   }
   for (int f = 0; w->hf && f < w->n_files; f++)

@@ -65,6 +65,14 @@ int tsl_phi3_fused_part(const char *name, char *fused, size_t cap, int *part, in
 ** out_dir, its temporary, nor a parent it made. */
 tsl_status tsl_import_hf(const char *hf_dir, const char *out_dir);
 
+/* The transformers class whose files hold model m, and (type not NULL) its
+** model_type: GPT2LMHeadModel for a GPT-2; for a Llama, Phi3ForCausalLM
+** where its files fuse q, k, v and gate, up (phi3), else by its q/k norms,
+** q/k/v biases or sliding window (Mistral's: every layer's) Qwen3, Qwen2 or
+** Mistral's, else LlamaForCausalLM. The import names it in messages, the
+** export writes it. */
+const char *tsl_hf_class(const tsl_model_settings *m, int phi3, const char **type);
+
 /* model.init_from: check the configured model against the weights it names
 ** (a config error at the key that differs, e.g. model.channels), taking
 ** their model.positions when the config leaves it out; and load them into

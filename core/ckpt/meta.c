@@ -264,7 +264,11 @@ char *tsl_ckpt_meta_reseal(const char *json) {
 
 /* ---- writing ---- */
 
-static void add_hex(cJSON *o, const char *key, uint64_t v, int digits);
+static void add_hex(cJSON *o, const char *key, uint64_t v, int digits) {
+  char hex[24];
+  snprintf(hex, sizeof hex, "%0*" PRIx64, digits, v);
+  cJSON_AddStringToObject(o, key, hex);
+}
 
 char *tsl_ckpt_data_of(const tsl_settings *s, const uint64_t digest[2]) {
   cJSON *o = cJSON_CreateObject();
@@ -284,12 +288,6 @@ char *tsl_ckpt_data_of(const tsl_settings *s, const uint64_t digest[2]) {
   char *text = exact_numbers(o) ? cJSON_PrintUnformatted(o) : NULL;
   cJSON_Delete(o);
   return text;
-}
-
-static void add_hex(cJSON *o, const char *key, uint64_t v, int digits) {
-  char hex[24];
-  snprintf(hex, sizeof hex, "%0*" PRIx64, digits, v);
-  cJSON_AddStringToObject(o, key, hex);
 }
 
 static cJSON *meta_json(const tsl_ckpt_meta *m) {

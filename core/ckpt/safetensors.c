@@ -87,10 +87,10 @@ static int desc_bytes(const tsl_st_desc *d, uint64_t *out) {
   return 0;
 }
 
-static char *format_shape(const tsl_st_desc *d, char *buf, size_t cap) {
+char *tsl_st_shape_text(const int64_t *shape, int ndim, char *buf, size_t cap) {
   size_t len = (size_t)snprintf(buf, cap, "[");
-  for (int k = 0; k < d->ndim && len < cap; k++)
-    len += (size_t)snprintf(buf + len, cap - len, "%s%" PRId64, k ? ", " : "", d->shape[k]);
+  for (int k = 0; k < ndim && len < cap; k++)
+    len += (size_t)snprintf(buf + len, cap - len, "%s%" PRId64, k ? ", " : "", shape[k]);
   if (len < cap) snprintf(buf + len, cap - len, "]");
   return buf;
 }
@@ -425,13 +425,13 @@ static tsl_status parse_tensor(const tsl_st_file *f, const cJSON *entry, st_tens
                      "] end before they begin", f->path, name, t->begin, t->end);
   if (desc_bytes(&t->desc, &want) < 0)
     return tsl_error(TESSEL_E_IO, "%s: tensor '%s': shape %s of %s is too large: its size in bytes does not fit "
-                     "in 64 bits", f->path, name, format_shape(&t->desc, shape_text, sizeof shape_text),
+                     "in 64 bits", f->path, name, tsl_st_shape_text(t->desc.shape, t->desc.ndim, shape_text, sizeof shape_text),
                      tsl_dtype_name(t->desc.dtype));
   if (want != t->end - t->begin)
     return tsl_error(TESSEL_E_IO, "%s: tensor '%s': data_offsets [%" PRIu64 ", %" PRIu64
                      "] hold %" PRIu64 " bytes, but shape %s of %s needs %" PRIu64, f->path, name,
                      t->begin, t->end, t->end - t->begin,
-                     format_shape(&t->desc, shape_text, sizeof shape_text),
+                     tsl_st_shape_text(t->desc.shape, t->desc.ndim, shape_text, sizeof shape_text),
                      tsl_dtype_name(t->desc.dtype), want);
   t->desc.name = tsl_strdup(name);
   return t->desc.name ? TESSEL_OK : TESSEL_E_NOMEM;

@@ -41,6 +41,9 @@ typedef struct tsl_st_desc {
   int64_t shape[TSL_ST_MAX_DIMS];
 } tsl_st_desc;
 
+/* "[a, b, ...]" of ndim sizes into buf (cut to cap), for messages. */
+char *tsl_st_shape_text(const int64_t *shape, int ndim, char *buf, size_t cap);
+
 typedef struct tsl_st_writer tsl_st_writer;
 
 /* Begin a file with n tensors; metadata is n_meta key/value string pairs

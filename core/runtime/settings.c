@@ -183,8 +183,9 @@ static tsl_status read_model(tsl_cfg *root, tsl_settings *s) {
   ** counts pass 64 bits (then wrap in every estimate): refused, with room
   ** for 16 bytes a parameter times a world of ranks */
   const double width = (double)(s->model.head_dim ? s->model.head_dim * v[1] : v[2]), kv_width = width / v[1] * kv;
-  const double params = (double)v[0] * ((double)v[2] * (2 * width + 2 * kv_width + (arch == TSL_ARCH_LLAMA ? 3.0 : 2.0) * ffn) + 4.0 * v[2]) +
-                        2.0 * (double)v[4] * v[2] + (double)positions * v[2];
+  const double mlp = (arch == TSL_ARCH_LLAMA ? 3.0 : 2.0) * (double)ffn;
+  const double block = (double)v[2] * (2 * width + 2 * kv_width + mlp) + 4.0 * v[2];
+  const double params = (double)v[0] * block + 2.0 * (double)v[4] * v[2] + (double)positions * v[2];
   if (params > TSL_PARAMS_MAX)
     return tsl_cfg_error(m, "layers", "with these sizes the model has about %.3g parameters, more than tessel "
                          "counts (2^48, %.3g)", params, TSL_PARAMS_MAX);

@@ -269,9 +269,12 @@ static data_seen seen_of(const tsl_runtime *rt, const tsl_data_source *d) {
   memset(&v, 0, sizeof v);
   snprintf(v.host, sizeof v.host, "%s", rt->world.host);
   const tsl_dataset *sets[2] = {d->train, d->val};
-  for (int i = 0; i < 2; i++)
-    if (sets[i]) v.digest[i] = tsl_dataset_digest(sets[i]), v.tokens[i] = tsl_dataset_tokens(sets[i]),
-      v.shards[i] = tsl_dataset_shards(sets[i]);
+  for (int i = 0; i < 2; i++) {
+    if (!sets[i]) continue;
+    v.digest[i] = tsl_dataset_digest(sets[i]);
+    v.tokens[i] = tsl_dataset_tokens(sets[i]);
+    v.shards[i] = tsl_dataset_shards(sets[i]);
+  }
   return v;
 }
 
@@ -280,20 +283,19 @@ static data_seen seen_of(const tsl_runtime *rt, const tsl_data_source *d) {
 ** files (a stale copy, a path that means something else there) would train
 ** on other data without an error. A rank that differs from rank 0 says so,
 ** with both sides' shards and tokens. */
-static tsl_status same_everywhere(tsl_runtime *rt, const tsl_data_source *d) {
-  const data_seen mine = seen_of(rt, d);
+static tsl_status same_everywhere(tsl_runtime *rt, const data_seen *mine) {
   data_seen *all = calloc((size_t)rt->world.size, sizeof *all);
   tsl_status st = tsl_world_all_allocated(&rt->world, all != NULL, "to compare the ranks' data");
-  if (st >= 0) st = tsl_world_allgather(&rt->world, &mine, all, (int)sizeof mine, "comparing the ranks' data");
+  if (st >= 0) st = tsl_world_allgather(&rt->world, mine, all, (int)sizeof *mine, "comparing the ranks' data");
   for (int i = 0; st >= 0 && i < 2; i++) {
-    if (mine.digest[i] == all[0].digest[i]) continue;
+    if (mine->digest[i] == all[0].digest[i]) continue;
     char what[160];
-    if (mine.shards[i] == all[0].shards[i] && mine.tokens[i] == all[0].tokens[i])
-      snprintf(what, sizeof what, "the same %d shard(s) of %llu tokens, with other contents", mine.shards[i],
-               (unsigned long long)mine.tokens[i]);
+    if (mine->shards[i] == all[0].shards[i] && mine->tokens[i] == all[0].tokens[i])
+      snprintf(what, sizeof what, "the same %d shard(s) of %llu tokens, with other contents", mine->shards[i],
+               (unsigned long long)mine->tokens[i]);
     else
-      snprintf(what, sizeof what, "%d shard(s) of %llu tokens here, %d of %llu there", mine.shards[i],
-               (unsigned long long)mine.tokens[i], all[0].shards[i], (unsigned long long)all[0].tokens[i]);
+      snprintf(what, sizeof what, "%d shard(s) of %llu tokens here, %d of %llu there", mine->shards[i],
+               (unsigned long long)mine->tokens[i], all[0].shards[i], (unsigned long long)all[0].tokens[i]);
     st = tsl_error(TESSEL_E_IO, "data.%s on rank %d, host %s, holds other tokens than rank 0's on host %s: %s. "
                    "Every rank must read the same data: a shared filesystem, or identical copies at the same path "
                    "(see docs/cluster.md)",
@@ -312,8 +314,8 @@ tsl_status tsl_data_open(tsl_runtime *rt, tsl_data_source *d) {
   if (s->data.n_text > 0) TSL_TRY(st, prepare_text(rt, d));
   /* every rank reaches the comparison, also one whose own open failed */
   TSL_TRY(st, tsl_world_first_failure(&rt->world, open_sets(rt, d)));
-  TSL_TRY(st, same_everywhere(rt, d));
   const data_seen seen = seen_of(rt, d);
+  TSL_TRY(st, same_everywhere(rt, &seen));
   rt->data_digest[0] = seen.digest[0];
   rt->data_digest[1] = seen.digest[1];
   if (rt->world.rank == 0) warn_unused(s, d);

@@ -67,6 +67,8 @@ static int blas_buffers_mapped(int threads) {
 
 static const char *cpu_last_error(tsl_backend *be) { return init_error; }
 
+static void cpu_shutdown(tsl_backend *be);
+
 /* The OpenMP and OpenBLAS thread counts of the process before the first of
 ** the CPU backends started now set them: the last one to shut down gives
 ** them back, so a program that embeds tessel (tessel.h) has its own
@@ -80,8 +82,6 @@ static int live_backends, program_omp_threads, program_blas_threads;
 ** OpenBLAS's count is set first: an OpenMP build of OpenBLAS (Debian's
 ** libopenblas0-openmp) sets the calling thread's OpenMP count with its own,
 ** and after it the team was 1 thread whatever device.threads said. */
-static void cpu_shutdown(tsl_backend *be);
-
 static int cpu_init(tsl_backend *be, const tsl_backend_opts *opts) {
   cpu_ctx *ctx = calloc(1, sizeof *ctx);
   if (!ctx) return TESSEL_E_NOMEM;

@@ -105,22 +105,6 @@ static const char *phi3_fault(const tsl_model_settings *m, char *why, size_t cap
   return why;
 }
 
-/* A Llama's transformers classes, each with its model_type; llama_class
-** picks one: Phi3ForCausalLM when the export decided so (phi3), else by
-** the model's q/k norms, q/k/v biases or sliding window (Mistral's: every
-** layer's, applied by transformers' eager attention as by its others). */
-static const struct {
-  const char *cls, *type;
-} llama_classes[] = {{"Phi3ForCausalLM", "phi3"},
-                     {"Qwen3ForCausalLM", "qwen3"},
-                     {"Qwen2ForCausalLM", "qwen2"},
-                     {"LlamaForCausalLM", "llama"},
-                     {"MistralForCausalLM", "mistral"}};
-
-static int llama_class(const tsl_model_settings *m, int phi3) {
-  return phi3 ? 0 : m->qk_norm ? 1 : m->qkv_bias ? 2 : m->sliding_window ? 4 : 3;
-}
-
 /* sliding_window: the model's, or null for none. */
 static void add_window(cJSON *root, const tsl_model_settings *m) {
   if (m->sliding_window) cJSON_AddNumberToObject(root, "sliding_window", m->sliding_window);
@@ -160,10 +144,10 @@ static void phi3_config(cJSON *root, const tsl_model_settings *m) {
 ** says. */
 static cJSON *hf_config(const tsl_model_settings *m, int phi3) {
   cJSON *root = cJSON_CreateObject(), *arch = cJSON_AddArrayToObject(root, "architectures");
+  const char *type;
+  cJSON_AddItemToArray(arch, cJSON_CreateString(tsl_hf_class(m, phi3, &type)));
+  cJSON_AddStringToObject(root, "model_type", type);
   if (m->arch == TSL_ARCH_LLAMA) {
-    const int k = llama_class(m, phi3);
-    cJSON_AddItemToArray(arch, cJSON_CreateString(llama_classes[k].cls));
-    cJSON_AddStringToObject(root, "model_type", llama_classes[k].type);
     cJSON_AddNumberToObject(root, "num_hidden_layers", m->layers);
     cJSON_AddNumberToObject(root, "num_attention_heads", m->heads);
     cJSON_AddNumberToObject(root, "num_key_value_heads", m->kv_heads);
@@ -186,8 +170,6 @@ static cJSON *hf_config(const tsl_model_settings *m, int phi3) {
     if (!m->qkv_bias && !m->qk_norm) cJSON_AddBoolToObject(root, "mlp_bias", 0);
     cJSON_AddNumberToObject(root, "attention_dropout", 0);
   } else {
-    cJSON_AddItemToArray(arch, cJSON_CreateString("GPT2LMHeadModel"));
-    cJSON_AddStringToObject(root, "model_type", "gpt2");
     cJSON_AddNumberToObject(root, "n_layer", m->layers);
     cJSON_AddNumberToObject(root, "n_head", m->heads);
     cJSON_AddNumberToObject(root, "n_embd", m->channels);
@@ -473,7 +455,7 @@ tsl_status tsl_export_hf(const char *ckpt_dir, const char *out_path, int *wrote_
     tsl_warn("%s: LongRoPE is exported in a %s's rope_scaling, since Phi3ForCausalLM cannot say this model (%s): "
              "its generate() keeps the keys it cached by the short factors past original_max_position_embeddings "
              "%d, where `tessel sample` runs the sequence again by the long ones", ckpt_dir,
-             llama_classes[llama_class(&c.arch, 0)].cls, fault, c.arch.rope_scaling.original_positions);
+             tsl_hf_class(&c.arch, 0, NULL), fault, c.arch.rope_scaling.original_positions);
   TSL_TRY(st, plan_tensors(&c, phi3, &plan));
   static const char *const keys[] = {"format"};
   static const char *const values[] = {"pt"};
