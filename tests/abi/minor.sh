@@ -18,7 +18,7 @@ for build in current older newer; do
   so="$PLUGINS/probe-$build/libtessel-probe.so"
   [ -f "$so" ] || fail "$so was not built"
   out=$("$TESSEL" plugin-check "$so" --ranks 1,2 2>&1)
-  echo "$out" | grep -q "^result: ok" || { echo "$out" >&2; fail "the probe built against the $build header fails plugin-check"; }
+  grep -q "^result: ok" <<<"$out" || { echo "$out" >&2; fail "the probe built against the $build header fails plugin-check"; }
   echo "ok: probe built against the $build plugin.h passes plugin-check"
   export TESSEL_PLUGIN_PATH="$PLUGINS/probe-$build"
   "$TESSEL" plan tests/plan/gpt2.yaml --world 2 --strategy probe "${sets[@]}" --json "$WORK/$build.json" \

@@ -24,7 +24,7 @@ fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
 plan=$(bash "$SRC/tests/gpu/run_all.sh" --dry-run)
 echo "$plan"
 for s in probe build unit sanitizer strategies bench; do
-  echo "$plan" | grep -qE "^  $s +[0-9]+ s " || fail "the plan has no step '$s'"
+  grep -qE "^  $s +[0-9]+ s " <<<"$plan" || fail "the plan has no step '$s'"
 done
 sum=$(echo "$plan" | awk '$1 != "total" && $3 == "s" {n += $2} END {print n + 0}')
 total=$(echo "$plan" | awk '$1 == "total" {print $2}')

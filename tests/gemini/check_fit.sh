@@ -26,7 +26,7 @@ case_() {
   set -e
   [ $rc -eq 1 ] || { cat "$WORK/$name.check" >&2; fail "$name: check exited $rc, not 1 as run does"; }
   [ ! -e "$WORK/check" ] && [ ! -e "$WORK/check-data" ] || fail "$name: check wrote files"
-  grep "^error: strategy 'gemini' failed in estimate for rank 0: " "$WORK/$name.check" | grep -qF "$text" ||
+  grep "^error: strategy 'gemini' failed in estimate for rank 0: " "$WORK/$name.check" | grep -F "$text" >/dev/null ||
     { cat "$WORK/$name.check" >&2; fail "$name: check did not refuse: $text"; }
   set +e
   "$TESSEL" run "$CONFIG" --set log.dir="$WORK/$name" --set data.dir="$WORK/data" "${common[@]}" "$@" >"$WORK/$name.run" 2>&1

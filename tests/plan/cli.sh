@@ -149,7 +149,7 @@ ddp=$(tr -d ' \t\n' <"$plan" | grep -o '"strategy":"ddp".*')
 ddp=${ddp:0:2000}
 for kind in "params $((6 * psi))" "grads $((4 * psi))" "optim $((8 * psi))"; do
   set -- $kind
-  echo "$ddp" | grep -q "\"$1\":$2," || fail "ddp: $1 is not $2 bytes (Psi = $psi): $ddp"
+  grep -q "\"$1\":$2," <<<"$ddp" || fail "ddp: $1 is not $2 bytes (Psi = $psi): $ddp"
 done
 echo "ok: GPT-2 1.5B under ddp keeps 18 bytes per parameter (Psi = $psi) and the first choice fits"
 

@@ -14,7 +14,7 @@ export TMPDIR=$scratch
 n=0
 for so in "$PLUGINS"/libtessel-*.so; do
   out=$("$TESSEL" plugin-check "$so" 2>&1) || { echo "$out" >&2; fail "plugin-check rejects the built-in $so"; }
-  echo "$out" | grep -q "^result: ok" || fail "no ok verdict for $so"
+  grep -q "^result: ok" <<<"$out" || fail "no ok verdict for $so"
   n=$((n + 1))
 done
 [ $n -ge 1 ] || fail "no built-in plugins found in $PLUGINS"
@@ -22,7 +22,7 @@ done
 # ddp failed at 3 ranks for the checker's own config
 out=$("$TESSEL" plugin-check "$PLUGINS/libtessel-ddp.so" --ranks 3 2>&1) ||
   { echo "$out" >&2; fail "plugin-check --ranks 3 rejects ddp"; }
-echo "$out" | grep -q "^  ok   gpt2 on 3 rank(s): 6 steps equal" || { echo "$out" >&2; fail "ddp at 3 ranks: no ok line"; }
+grep -q "^  ok   gpt2 on 3 rank(s): 6 steps equal" <<<"$out" || { echo "$out" >&2; fail "ddp at 3 ranks: no ok line"; }
 expect() { # CASE, reason the report must give [, plugin file name]
   local so
   so=$(ls "$BROKEN/$1"/libtessel-${3:-*}.so 2>/dev/null | head -1)
@@ -30,7 +30,7 @@ expect() { # CASE, reason the report must give [, plugin file name]
   out=$("$TESSEL" plugin-check "$so" 2>&1)
   rc=$?
   [ $rc -eq 1 ] || { echo "$out" >&2; fail "$1: exit status $rc, expected 1"; }
-  echo "$out" | grep -q "^  FAIL" && echo "$out" | grep -q "$2" || { echo "$out" >&2; fail "$1: no FAIL line saying '$2'"; }
+  grep -q "^  FAIL" <<<"$out" && grep -q "$2" <<<"$out" || { echo "$out" >&2; fail "$1: no FAIL line saying '$2'"; }
   kept=$(echo "$out" | sed -n 's|.*its log: \(.*\)/[^/]*\.log$|\1|p' | head -1)
   case $kept in
     "") ;;
