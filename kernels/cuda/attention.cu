@@ -1,7 +1,7 @@
 /*
 ** kernels/cuda/attention.cu — causal grouped-query attention by the
-** FlashAttention-2 algorithm, on tensor cores (WMMA, bf16 in, fp32
-** accumulate), without a T×T matrix in memory.
+** FlashAttention-2 algorithm, on tensor cores (mma.sync m16n8k16, bf16 in,
+** fp32 accumulate), without a T×T matrix in memory.
 **
 ** Layout (kernels/backend.h): q [B, T, H, hs] rows ldq apart; k, v
 ** [B, T, KV, hs] rows ldk, ldv apart; query head h reads kv head h/(H/KV);
@@ -10,47 +10,42 @@
 ** Tiles of 64 query rows by 64 keys, four warps per block, each warp owning
 ** 16 rows of every tile it computes. The head dimension is padded with
 ** zeros to HP = 16, 32, 64 or 128 (a template parameter, so accumulators
-** stay in registers); larger heads are refused.
+** stay in registers); larger heads are refused. Only the q, k, v (and dO)
+** tiles pass through shared memory: scores, probabilities and outputs stay
+** in registers, where an accumulator's fragment of S is, element for
+** element, the A operand fragment of the next product (FlashAttention-2's
+** layout), so P·v and dS·k read P and dS from the registers that computed
+** them.
 **
 ** Forward: one block per (64 query rows, head, sequence). For each key
-** tile up to the diagonal: S = q·kᵀ (WMMA into shared fp32), an online
-** softmax per row in fp32 (running max and sum; the output rows rescaled
-** when the max grows), P rounded to bf16, O += P·v (WMMA, fp32 in shared
-** memory). At the end out = O/l in bf16 and lse = m + log l.
+** tile up to the diagonal: S = q·kᵀ, an online softmax per row in fp32
+** (running max and sum; the output rows rescaled when the max grows), P
+** rounded to bf16, O += P·v. At the end out = O/l in bf16 and
+** lse = m + log l.
 **
 ** Backward, three kernels and no atomics, so every run gives the same bits:
 **   D = rowsum(dO ⊙ O)                          one warp per row
 **   dq: one block per (64 query rows, head): for each key tile up to the
 **       diagonal, P = e^(S − lse), dP = dO·vᵀ, dS = P ⊙ (dP − D)/√hs
-**       (bf16), dq += dS·k in registers
+**       (bf16), dq += dS·k
 **   dk, dv: one block per (64 keys, kv head): for each query head of the
 **       group and each query tile from the diagonal on, Pᵀ and dSᵀ as
-**       above, dv += Pᵀ·dO, dk += dSᵀ·q in registers; the group's sum is
-**       formed inside the block.
+**       above, dv += Pᵀ·dO, dk += dSᵀ·q; the group's sum is formed inside
+**       the block.
 ** Where bf16 rounds: the inputs, P before P·v, dS and P before the gradient
 ** products, and each output once (tests/gpu/test_cuda_attention.c derives
 ** its tolerances from these).
 */
 #include <math.h>
-#include <mma.h>
 
 #include "device.cuh"
 
-using namespace nvcuda;
+enum { BR = 64, BC = 64, AT_THREADS = 128, MAX_HEAD = 128 };
+static_assert(BR == BC, "the causal masks take the diagonal tile to be the one starting where the query tile does");
 
-enum { BR = 64, BC = 64, AT_THREADS = 128, LDS = BC + 4, LDP = BC + 8, MAX_HEAD = 128 };
-
-/* Blocks of a backward kernel an SM should hold at once: up to a head of
-** 64, shared memory has room for three, and capping registers at a third
-** of the file keeps them (more warps to hide latency with); a wider head's
-** shared memory allows fewer anyway, so its registers stay uncapped. */
-#define BLOCKS_PER_SM(HP) ((HP) <= 64 ? 3 : 1)
-
-typedef wmma::fragment<wmma::matrix_a, 16, 16, 16, bf16, wmma::row_major> frag_a;
-typedef wmma::fragment<wmma::matrix_b, 16, 16, 16, bf16, wmma::row_major> frag_b;
-typedef wmma::fragment<wmma::matrix_b, 16, 16, 16, bf16, wmma::col_major> frag_bt;
-typedef wmma::fragment<wmma::accumulator, 16, 16, 16, float> frag_c;
-
+/* log2(e) and ln(2): the softmax runs on exp2 of scores scaled by log2(e) */
+#define LOG2E 1.4426950408889634f
+#define LN2 0.6931471805599453f
 /* The sizes every kernel needs. */
 struct attn_params {
   int64_t T, H, KV, hs, ldq, ldk, ldv;
@@ -59,7 +54,7 @@ struct attn_params {
 };
 
 /* Bump allocator over shared memory (base NULL: sizing on the host); every
-** region starts on 128 bytes, more than WMMA's 32-byte alignment. */
+** region starts on 128 bytes, more than ldmatrix's 16-byte alignment. */
 struct carver {
   char *base;
   size_t used;
@@ -166,101 +161,166 @@ struct kv_tiles {
   }
 };
 
-/* The warp's 16 rows of a bf16 matrix in shared memory (row stride ld),
-** columns [0, 16·N), as N A-fragments: operands kept in registers across
-** the products that reuse them instead of read from shared memory again. */
-template <int N>
-static __device__ __forceinline__ void load_rows(frag_a (&f)[N], const bf16 *a, int ld) {
-#pragma unroll
-  for (int kk = 0; kk < N; kk++) wmma::load_matrix_sync(f[kk], a + kk * 16, ld);
+
+/* ---- tensor-core fragments
+**
+** mma.m16n8k16 with bf16 operands and fp32 accumulators, d += a·b. Lane
+** 4g + c holds (PTX ISA, "Matrix fragments for mma.m16n8k16"; two bf16 to
+** a register, the lower column in the lower half):
+**   a[0] = A[g][2c, 2c+1]      a[1] = A[g+8][2c, 2c+1]
+**   a[2] = A[g][2c+8, 2c+9]    a[3] = A[g+8][2c+8, 2c+9]
+**   b0 = B[2c, 2c+1][g]        b1 = B[2c+8, 2c+9][g]
+**   d[0], d[1] = D[g][2c, 2c+1]    d[2], d[3] = D[g+8][2c, 2c+1]
+** An accumulator's 16 × 16 block (two n-tiles) therefore holds, as bf16
+** pairs, exactly the A fragment of that block: to_frag_a. */
+typedef uint32_t frag4[4];
+
+static __device__ __forceinline__ void mma_bf16(float (&d)[4], const frag4 &a, uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-/* c[16, 16·NT] = A·Bᵀ for one warp's 16 rows, stored to shared fp32: A as
-** NK fragments, B's rows at b (ld ldb). */
-template <int NK, int NT>
-static __device__ void scores(float *c, int ldc, const frag_a (&a)[NK], const bf16 *b, int ldb) {
-  frag_bt fb;
+/* two adjacent bf16 of shared memory as one register */
+static __device__ __forceinline__ uint32_t lds32(const bf16 *p) { return *(const uint32_t *)p; }
+
+static __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
+  const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+  return *(const uint32_t *)&v;
+}
+
+/* Four 8 × 8 bf16 blocks of shared memory, transposed (ldmatrix .trans):
+** lanes 8j to 8j + 7 give the addresses of block j's rows, and r[j] is the
+** B fragment register that block makes when its rows are B's k index. */
+static __device__ __forceinline__ void ldsm_x4_trans(uint32_t (&r)[4], const bf16 *p) {
+  const unsigned a = (unsigned)__cvta_generic_to_shared(p);
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(a));
+}
+
+/* The A fragments of a warp's 16 rows at a (shared memory, row stride ld),
+** columns [16·kk, 16·kk + 16) for kk < NK. Rows ld = HP + 8 bf16 apart put
+** the 32 lanes' words in 32 different banks. */
+template <int NK>
+static __device__ __forceinline__ void frag_rows(frag4 (&f)[NK], const bf16 *a, int ld, int lane) {
+  const bf16 *p = a + (lane >> 2) * ld + 2 * (lane & 3);
 #pragma unroll
-  for (int nf = 0; nf < NT; nf++) {
-    frag_c acc;
-    wmma::fill_fragment(acc, 0.0f);
-#pragma unroll
-    for (int kk = 0; kk < NK; kk++) {
-      wmma::load_matrix_sync(fb, b + (size_t)nf * 16 * ldb + kk * 16, ldb);
-      wmma::mma_sync(acc, a[kk], fb, acc);
-    }
-    wmma::store_matrix_sync(c + nf * 16, acc, ldc, wmma::mem_row_major);
+  for (int kk = 0; kk < NK; kk++) {
+    f[kk][0] = lds32(p + kk * 16);
+    f[kk][1] = lds32(p + 8 * ld + kk * 16);
+    f[kk][2] = lds32(p + kk * 16 + 8);
+    f[kk][3] = lds32(p + 8 * ld + kk * 16 + 8);
   }
 }
 
-/* acc += A·B: A as NK fragments, B's rows at b (ld ldb) */
-template <int NK>
-static __device__ __forceinline__ void mma_rows(frag_c &acc, const frag_a (&a)[NK], const bf16 *b, int ldb) {
-  frag_b fb;
+/* s[16, 8·NT] = A·Mᵀ for a warp's 16 rows: A as NK fragments (the
+** contraction over 16·NK columns), M's rows at m (shared memory, stride
+** ld): B[k][n] = M[n][k], two adjacent k of one row per register. */
+template <int NK, int NT>
+static __device__ __forceinline__ void scores(float (&s)[NT][4], const frag4 (&a)[NK], const bf16 *m, int ld,
+                                              int lane) {
+  const bf16 *p = m + (lane >> 2) * ld + 2 * (lane & 3);
+#pragma unroll
+  for (int nt = 0; nt < NT; nt++) {
+    s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.0f;
+#pragma unroll
+    for (int kk = 0; kk < NK; kk++)
+      mma_bf16(s[nt], a[kk], lds32(p + nt * 8 * ld + kk * 16), lds32(p + nt * 8 * ld + kk * 16 + 8));
+  }
+}
+
+/* acc[16, 8·NT] += A·M for a warp's 16 rows: A as NK fragments, M's 16·NK
+** rows at m (shared memory, stride ld a multiple of 8): B[k][n] = M[k][n],
+** two n-tiles per transposed ldmatrix. NT is even. */
+template <int NK, int NT>
+static __device__ __forceinline__ void mma_cols(float (&acc)[NT][4], const frag4 (&a)[NK], const bf16 *m, int ld,
+                                                int lane) {
+  /* lanes 0-7: rows 0-7 of columns 0-7; 8-15: rows 8-15; 16-23 and 24-31
+  ** the same of columns 8-15 */
+  const bf16 *p = m + ((lane & 7) + (lane & 8)) * ld + (lane >> 4) * 8;
 #pragma unroll
   for (int kk = 0; kk < NK; kk++) {
-    wmma::load_matrix_sync(fb, b + (size_t)kk * 16 * ldb, ldb);
-    wmma::mma_sync(acc, a[kk], fb, acc);
+#pragma unroll
+    for (int np = 0; np < NT / 2; np++) {
+      uint32_t r[4];
+      ldsm_x4_trans(r, p + kk * 16 * ld + np * 16);
+      mma_bf16(acc[2 * np], a[kk], r[0], r[1]);
+      mma_bf16(acc[2 * np + 1], a[kk], r[2], r[3]);
+    }
+  }
+}
+
+/* The accumulators s[16, 8·NT] (NT even) rounded to bf16 as the A
+** fragments of NT / 2 column blocks of 16. */
+template <int NT>
+static __device__ __forceinline__ void to_frag_a(frag4 (&a)[NT / 2], const float (&s)[NT][4]) {
+#pragma unroll
+  for (int kk = 0; kk < NT / 2; kk++) {
+    a[kk][0] = pack_bf16(s[2 * kk][0], s[2 * kk][1]);
+    a[kk][1] = pack_bf16(s[2 * kk][2], s[2 * kk][3]);
+    a[kk][2] = pack_bf16(s[2 * kk + 1][0], s[2 * kk + 1][1]);
+    a[kk][3] = pack_bf16(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+  }
+}
+
+/* A lane's column of accumulator element e of n-tile nt, and its row (0:
+** the lane's first row g, 1: row g + 8). */
+#define ACC_COL(nt, e, lane) ((nt) * 8 + 2 * ((lane) & 3) + ((e) & 1))
+#define ACC_ROW(e) ((e) >> 1)
+
+/* Causal masks. With BR = BC and tiles that start on multiples of 64, the
+** key tile that starts where the query tile does (the diagonal) is the only
+** one that holds keys after some of its queries, and the only one that can
+** hold keys past T: every other tile's scores are all taken. Query rows
+** past T (the last tile's padding) are never stored, and their zero q and
+** dO rows make their scores finite and their gradient terms zero, so other
+** tiles need no row check either.
+**
+** The rows of the tile starting at t0 that lie before T (at most BR). */
+static __device__ __forceinline__ int block_rows(int64_t t0, int64_t T) {
+  return T - t0 < BR ? (int)(T - t0) : BR;
+}
+/* On the diagonal tile: whether key column j may be seen by query row i
+** (both counted from the tile's start); rows: block_rows. */
+static __device__ __forceinline__ bool causal_ok(int j, int i, int rows) { return j <= i && i < rows; }
+
+/* A warp's accumulators [16, 8·NO] times mul[row], as bf16 to the rows
+** dst + t·ld for t = tr[0], tr[1] (the lane's two rows) below T, columns
+** below hs. */
+template <int NO>
+static __device__ __forceinline__ void store_rows(bf16 *dst, int64_t ld, const float (&acc)[NO][4],
+                                                  const int64_t (&tr)[2], const float (&mul)[2], int64_t T,
+                                                  int64_t hs, int lane) {
+#pragma unroll
+  for (int nt = 0; nt < NO; nt++) {
+#pragma unroll
+    for (int e = 0; e < 4; e++) {
+      const int col = ACC_COL(nt, e, lane), r = ACC_ROW(e);
+      if (tr[r] < T && col < hs) dst[tr[r] * ld + col] = __float2bfloat16(acc[nt][e] * mul[r]);
+    }
   }
 }
 
 /* Shared memory of the forward for head size padded to HP. */
 template <int HP>
 struct fwd_smem {
-  bf16 *q, *k, *v, *p;
-  float *s, *o, *m, *l, *alpha;
+  bf16 *q, *k, *v;
   __host__ __device__ static size_t carve(char *base, fwd_smem *out) {
     carver c = {base, 0};
     fwd_smem t;
     t.q = c.take<bf16>(BR * (HP + 8)), t.k = c.take<bf16>(BC * (HP + 8)), t.v = c.take<bf16>(BC * (HP + 8));
-    t.p = c.take<bf16>(BR * LDP), t.s = c.take<float>(BR * LDS), t.o = c.take<float>(BR * (HP + 4));
-    t.m = c.take<float>(BR), t.l = c.take<float>(BR), t.alpha = c.take<float>(BR);
     if (out) *out = t;
     return c.used;
   }
 };
 
-/* The online softmax of a warp's 16 rows over a key tile, all rows at
-** once: lanes 2i and 2i + 1 share row i, each taking every other score of
-** it, so that a tile costs one pass of BC / 2 scores per lane and one
-** exchange between the pair, not 16 rows of warp-wide reductions one after
-** another. Scores from s (the warp's first row, unscaled; row i at
-** i·LDS), P to p (row i at i·LDP) in bf16; row i's running max and sum
-** m[i], l[i] updated and the factor for its output rows left in alpha[i].
-** t: the query position of row 0; s0: the key position of column 0. */
-static __device__ void online_rows(const float *s, bf16 *p, float *m, float *l, float *alpha, int64_t t, int64_t s0,
-                                   int64_t T, float scale, int lane) {
-  const int i = lane >> 1, half = lane & 1;
-  const float *srow = s + i * LDS;
-  bf16 *prow = p + i * LDP;
-  t += i;
-  float sv[BC / 2], mx = -CUDART_INF_F;
-#pragma unroll
-  for (int u = 0; u < BC / 2; u++) {
-    const int j = 2 * u + half;
-    sv[u] = s0 + j <= t && t < T ? srow[j] * scale : -CUDART_INF_F;
-    mx = fmaxf(mx, sv[u]);
-  }
-  mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-  const float mold = m[i], mn = fmaxf(mold, mx);
-  const bool any = mn != -CUDART_INF_F;
-  float sum = 0.0f;
-#pragma unroll
-  for (int u = 0; u < BC / 2; u++) {
-    const float pv = any ? expf(sv[u] - mn) : 0.0f; /* a masked score is −inf: e^−inf = 0 */
-    sum += pv;
-    prow[2 * u + half] = __float2bfloat16(pv);
-  }
-  sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-  const float a = any ? expf(mold - mn) : 1.0f; /* 0 on the first tile (mold = −inf) */
-  __syncwarp();                                  /* both lanes of the pair have read m[i] */
-  if (!half) m[i] = mn, l[i] = l[i] * a + sum, alpha[i] = a;
-}
-
 template <int HP>
 static __global__ void __launch_bounds__(AT_THREADS)
     flash_forward_kernel(bf16 *out, float *lse, const bf16 *q, const bf16 *k, const bf16 *v, attn_params p) {
-  constexpr int LDH = HP + 8, LDO = HP + 4, NF = HP / 16;
+  constexpr int LDH = HP + 8, NK = HP / 16, NO = HP / 8, NS = BC / 8;
   extern __shared__ __align__(128) unsigned char smem_raw[];
   fwd_smem<HP> sm;
   fwd_smem<HP>::carve((char *)smem_raw, &sm);
@@ -269,38 +329,76 @@ static __global__ void __launch_bounds__(AT_THREADS)
   /* the first k, v tiles are on their way while q is brought in */
   kv_tiles<HP> tiles(k + b * p.T * p.ldk + kvh * p.hs, p.ldk, v + b * p.T * p.ldv + kvh * p.hs, p.ldv, p.hs, p.T);
   load_tile<BR, HP>(sm.q, LDH, q + b * p.T * p.ldq + h * p.hs, p.ldq, t0, p.T, p.hs);
-  for (int e = threadIdx.x; e < BR * LDO; e += blockDim.x) sm.o[e] = 0.0f;
-  for (int e = threadIdx.x; e < BR; e += blockDim.x) sm.m[e] = -CUDART_INF_F, sm.l[e] = 0.0f;
   __syncthreads();
-  frag_a qf[NF], pf[BC / 16];
-  load_rows(qf, sm.q + r0 * LDH, LDH);
+  frag4 qa[NK];
+  frag_rows(qa, sm.q + r0 * LDH, LDH, lane);
+  /* the lane's two rows: their positions, running max (of scores times
+  ** scale·log2 e) and the lane's part of their running sums */
+  const int rl[2] = {r0 + (lane >> 2), r0 + (lane >> 2) + 8}, rows = block_rows(t0, p.T);
+  const int64_t tr[2] = {t0 + rl[0], t0 + rl[1]};
+  float m[2] = {-CUDART_INF_F, -CUDART_INF_F}, l[2] = {0.0f, 0.0f}, o[NO][4];
+#pragma unroll
+  for (int nt = 0; nt < NO; nt++) o[nt][0] = o[nt][1] = o[nt][2] = o[nt][3] = 0.0f;
+  const float sl2 = p.scale * LOG2E;
   const int64_t kend = t0 + BR < p.T ? t0 + BR : p.T;
   for (int64_t s0 = 0; s0 < kend; s0 += BC) {
     tiles.next(sm.k, sm.v, LDH, s0, kend, p.T);
-    scores<NF, BC / 16>(sm.s + r0 * LDS, LDS, qf, sm.k, LDH);
-    __syncwarp();
-    online_rows(sm.s + r0 * LDS, sm.p + r0 * LDP, sm.m + r0, sm.l + r0, sm.alpha + r0, t0 + r0, s0, p.T, p.scale,
-                lane);
-    __syncwarp();
-    for (int e = lane; e < 16 * HP; e += 32) sm.o[(r0 + e / HP) * LDO + e % HP] *= sm.alpha[r0 + e / HP];
-    __syncwarp();
-    load_rows(pf, sm.p + r0 * LDP, LDP);
-    for (int nf = 0; nf < NF; nf++) {
-      frag_c acc;
-      wmma::load_matrix_sync(acc, sm.o + r0 * LDO + nf * 16, LDO, wmma::mem_row_major);
-      mma_rows(acc, pf, sm.v + nf * 16, LDH);
-      wmma::store_matrix_sync(sm.o + r0 * LDO + nf * 16, acc, LDO, wmma::mem_row_major);
+    float s[NS][4], mx[2] = {-CUDART_INF_F, -CUDART_INF_F};
+    scores<NK, NS>(s, qa, sm.k, LDH, lane);
+    const bool diag = s0 == t0;
+#pragma unroll
+    for (int nt = 0; nt < NS; nt++) {
+#pragma unroll
+      for (int e = 0; e < 4; e++) {
+        const int r = ACC_ROW(e);
+        s[nt][e] = !diag || causal_ok(ACC_COL(nt, e, lane), rl[r], rows) ? s[nt][e] * sl2 : -CUDART_INF_F;
+        mx[r] = fmaxf(mx[r], s[nt][e]);
+      }
     }
-    __syncwarp();
+    /* a row's max over the four lanes that hold it */
+    float alpha[2];
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+      mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
+      mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
+      const float mn = fmaxf(m[r], mx[r]);
+      alpha[r] = mn == -CUDART_INF_F ? 1.0f : exp2f(m[r] - mn); /* 0 on the row's first keys */
+      m[r] = mn;
+      l[r] *= alpha[r];
+    }
+#pragma unroll
+    for (int nt = 0; nt < NS; nt++) {
+#pragma unroll
+      for (int e = 0; e < 4; e++) {
+        const int r = ACC_ROW(e);
+        /* a masked score is −inf: 2^−inf = 0; a row with no key yet stays 0 */
+        const float pv = m[r] == -CUDART_INF_F ? 0.0f : exp2f(s[nt][e] - m[r]);
+        s[nt][e] = pv;
+        l[r] += pv;
+      }
+    }
+#pragma unroll
+    for (int nt = 0; nt < NO; nt++) {
+      o[nt][0] *= alpha[0], o[nt][1] *= alpha[0];
+      o[nt][2] *= alpha[1], o[nt][3] *= alpha[1];
+    }
+    frag4 pa[NS / 2];
+    to_frag_a<NS>(pa, s);
+    mma_cols<NS / 2, NO>(o, pa, sm.v, LDH, lane);
   }
-  const int64_t C = p.H * p.hs;
-  for (int64_t e = lane; e < 16 * p.hs; e += 32) {
-    const int r = r0 + (int)(e / p.hs);
-    const int64_t col = e % p.hs, t = t0 + r;
-    if (t < p.T) out[(b * p.T + t) * C + h * p.hs + col] = __float2bfloat16(sm.o[r * LDO + col] / sm.l[r]);
+  float inv[2];
+#pragma unroll
+  for (int r = 0; r < 2; r++) {
+    l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
+    l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
+    inv[r] = 1.0f / l[r];
   }
-  if (lane < 16 && t0 + r0 + lane < p.T)
-    lse[(b * p.H + h) * p.T + t0 + r0 + lane] = sm.m[r0 + lane] + logf(sm.l[r0 + lane]);
+  store_rows<NO>(out + b * p.T * p.H * p.hs + h * p.hs, p.H * p.hs, o, tr, inv, p.T, p.hs, lane);
+  if ((lane & 3) == 0) {
+#pragma unroll
+    for (int r = 0; r < 2; r++)
+      if (tr[r] < p.T) lse[(b * p.H + h) * p.T + tr[r]] = m[r] * LN2 + logf(l[r]);
+  }
 }
 
 /* D[b, h, t] = Σ_i dout·out over one row of head h, one warp per row */
@@ -316,19 +414,15 @@ static __global__ void attn_rowdot_kernel(float *D, const bf16 *dout, const bf16
   if (lane == 0) D[(b * H + h) * T + t] = dot;
 }
 
-/* Shared memory of the dq kernel: k and v adjacent, so that the pair can
-** hold the fp32 result [BR, HP + 4] at the end. */
+/* Shared memory of the dq kernel. */
 template <int HP>
 struct dq_smem {
-  bf16 *q, *dout, *k, *v, *ds;
-  float *s, *dp, *lse, *d;
+  bf16 *q, *dout, *k, *v;
   __host__ __device__ static size_t carve(char *base, dq_smem *out) {
     carver c = {base, 0};
     dq_smem t;
     t.q = c.take<bf16>(BR * (HP + 8)), t.dout = c.take<bf16>(BR * (HP + 8));
     t.k = c.take<bf16>(BC * (HP + 8)), t.v = c.take<bf16>(BC * (HP + 8));
-    t.ds = c.take<bf16>(BR * LDP), t.s = c.take<float>(BR * LDS), t.dp = c.take<float>(BR * LDS);
-    t.lse = c.take<float>(BR), t.d = c.take<float>(BR);
     if (out) *out = t;
     return c.used;
   }
@@ -344,22 +438,11 @@ static __device__ void load_row_stats(float *lse_s, float *d_s, const float *lse
   }
 }
 
-/* the fp32 results of one warp's 16 rows in stage [16·4 rows, HP + 4], to
-** the bf16 rows dst + t·ld for t = row0 + r < T, columns [0, hs) */
-static __device__ void write_rows(bf16 *dst, int64_t ld, const float *stage, int lds, int64_t row0, int r0,
-                                  int64_t T, int64_t hs, int lane) {
-  for (int64_t e = lane; e < 16 * hs; e += 32) {
-    const int r = r0 + (int)(e / hs);
-    const int64_t col = e % hs, t = row0 + r;
-    if (t < T) dst[t * ld + col] = __float2bfloat16(stage[r * lds + col]);
-  }
-}
-
 template <int HP>
-static __global__ void __launch_bounds__(AT_THREADS, BLOCKS_PER_SM(HP))
+static __global__ void __launch_bounds__(AT_THREADS)
     flash_dq_kernel(bf16 *dq, const bf16 *dout, const float *lse, const float *D, const bf16 *q, const bf16 *k,
                     const bf16 *v, attn_params p) {
-  constexpr int LDH = HP + 8, NF = HP / 16;
+  constexpr int LDH = HP + 8, NK = HP / 16, NO = HP / 8, NS = BC / 8;
   extern __shared__ __align__(128) unsigned char smem_raw[];
   dq_smem<HP> sm;
   dq_smem<HP>::carve((char *)smem_raw, &sm);
@@ -368,51 +451,58 @@ static __global__ void __launch_bounds__(AT_THREADS, BLOCKS_PER_SM(HP))
   kv_tiles<HP> tiles(k + b * p.T * p.ldk + kvh * p.hs, p.ldk, v + b * p.T * p.ldv + kvh * p.hs, p.ldv, p.hs, p.T);
   load_tiles<BR, HP>(sm.q, q + b * p.T * p.ldq + h * p.hs, p.ldq, sm.dout, dout + b * p.T * p.H * p.hs + h * p.hs,
                      p.H * p.hs, LDH, t0, p.T, p.hs);
-  load_row_stats(sm.lse, sm.d, lse, D, (b * p.H + h) * p.T, t0, p.T);
-  frag_c acc[NF];
-  for (int nf = 0; nf < NF; nf++) wmma::fill_fragment(acc[nf], 0.0f);
-  /* one operand's fragments at a time, loaded once per tile: a warp's q or
-  ** dout rows (NF), then its dS rows (BC / 16) */
-  frag_a qd[NF], ds[BC / 16];
+  /* the lane's two rows: positions, lse·log2 e and D */
+  const int rl[2] = {r0 + (lane >> 2), r0 + (lane >> 2) + 8}, rows = block_rows(t0, p.T);
+  const int64_t tr[2] = {t0 + rl[0], t0 + rl[1]};
+  float lse2[2], dd[2];
+#pragma unroll
+  for (int r = 0; r < 2; r++) {
+    const bool in = tr[r] < p.T;
+    lse2[r] = in ? lse[(b * p.H + h) * p.T + tr[r]] * LOG2E : 0.0f;
+    dd[r] = in ? D[(b * p.H + h) * p.T + tr[r]] : 0.0f;
+  }
+  float acc[NO][4];
+#pragma unroll
+  for (int nt = 0; nt < NO; nt++) acc[nt][0] = acc[nt][1] = acc[nt][2] = acc[nt][3] = 0.0f;
+  const float sl2 = p.scale * LOG2E;
   const int64_t kend = t0 + BR < p.T ? t0 + BR : p.T;
   for (int64_t s0 = 0; s0 < kend; s0 += BC) {
-    tiles.next(sm.k, sm.v, LDH, s0, kend, p.T);
-    load_rows(qd, sm.q + r0 * LDH, LDH);
-    scores<NF, BC / 16>(sm.s + r0 * LDS, LDS, qd, sm.k, LDH);
-    load_rows(qd, sm.dout + r0 * LDH, LDH);
-    scores<NF, BC / 16>(sm.dp + r0 * LDS, LDS, qd, sm.v, LDH);
-    __syncwarp();
-    for (int e = lane; e < 16 * BC; e += 32) {
-      const int r = r0 + e / BC, j = e % BC;
-      const int64_t t = t0 + r;
-      const bool ok = s0 + j <= t && t < p.T;
-      const float pv = ok ? expf(sm.s[r * LDS + j] * p.scale - sm.lse[r]) : 0.0f;
-      sm.ds[r * LDP + j] = __float2bfloat16(pv * (sm.dp[r * LDS + j] - sm.d[r]) * p.scale);
+    tiles.next(sm.k, sm.v, LDH, s0, kend, p.T); /* its barrier also orders the q and dout tiles */
+    frag4 fa[NK];
+    float s[NS][4], dp[NS][4];
+    frag_rows(fa, sm.q + r0 * LDH, LDH, lane);
+    scores<NK, NS>(s, fa, sm.k, LDH, lane);
+    frag_rows(fa, sm.dout + r0 * LDH, LDH, lane);
+    scores<NK, NS>(dp, fa, sm.v, LDH, lane);
+    const bool diag = s0 == t0;
+#pragma unroll
+    for (int nt = 0; nt < NS; nt++) {
+#pragma unroll
+      for (int e = 0; e < 4; e++) {
+        const int r = ACC_ROW(e);
+        const bool ok = !diag || causal_ok(ACC_COL(nt, e, lane), rl[r], rows);
+        const float pv = ok ? exp2f(s[nt][e] * sl2 - lse2[r]) : 0.0f;
+        s[nt][e] = pv * (dp[nt][e] - dd[r]) * p.scale; /* dS */
+      }
     }
-    __syncwarp();
-    load_rows(ds, sm.ds + r0 * LDP, LDP);
-    for (int nf = 0; nf < NF; nf++) mma_rows(acc[nf], ds, sm.k + nf * 16, LDH);
+    frag4 da[NS / 2];
+    to_frag_a<NS>(da, s);
+    mma_cols<NS / 2, NO>(acc, da, sm.k, LDH, lane);
   }
-  __syncthreads(); /* k and v become the output stage */
-  float *stage = (float *)sm.k;
-  for (int nf = 0; nf < NF; nf++)
-    wmma::store_matrix_sync(stage + r0 * (HP + 4) + nf * 16, acc[nf], HP + 4, wmma::mem_row_major);
-  __syncwarp();
-  write_rows(dq + b * p.T * p.ldq + h * p.hs, p.ldq, stage, HP + 4, t0, r0, p.T, p.hs, lane);
+  const float one[2] = {1.0f, 1.0f};
+  store_rows<NO>(dq + b * p.T * p.ldq + h * p.hs, p.ldq, acc, tr, one, p.T, p.hs, lane);
 }
 
-/* Shared memory of the dk/dv kernel: q and dout adjacent (the output stage). */
+/* Shared memory of the dk/dv kernel. */
 template <int HP>
 struct dkv_smem {
-  bf16 *k, *v, *q, *dout, *pt, *dst;
-  float *st, *dpt, *lse, *d;
+  bf16 *k, *v, *q, *dout;
+  float *lse, *d;
   __host__ __device__ static size_t carve(char *base, dkv_smem *out) {
     carver c = {base, 0};
     dkv_smem t;
     t.k = c.take<bf16>(BC * (HP + 8)), t.v = c.take<bf16>(BC * (HP + 8));
     t.q = c.take<bf16>(BR * (HP + 8)), t.dout = c.take<bf16>(BR * (HP + 8));
-    t.pt = c.take<bf16>(BC * LDP), t.dst = c.take<bf16>(BC * LDP);
-    t.st = c.take<float>(BC * LDS), t.dpt = c.take<float>(BC * LDS);
     t.lse = c.take<float>(BR), t.d = c.take<float>(BR);
     if (out) *out = t;
     return c.used;
@@ -420,10 +510,10 @@ struct dkv_smem {
 };
 
 template <int HP>
-static __global__ void __launch_bounds__(AT_THREADS, BLOCKS_PER_SM(HP))
+static __global__ void __launch_bounds__(AT_THREADS)
     flash_dkdv_kernel(bf16 *dk, bf16 *dv, const bf16 *dout, const float *lse, const float *D, const bf16 *q,
                       const bf16 *k, const bf16 *v, attn_params p) {
-  constexpr int LDH = HP + 8, NF = HP / 16;
+  constexpr int LDH = HP + 8, NK = HP / 16, NO = HP / 8, NS = BR / 8;
   extern __shared__ __align__(128) unsigned char smem_raw[];
   dkv_smem<HP> sm;
   dkv_smem<HP>::carve((char *)smem_raw, &sm);
@@ -431,52 +521,54 @@ static __global__ void __launch_bounds__(AT_THREADS, BLOCKS_PER_SM(HP))
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, r0 = warp * 16;
   load_tiles<BC, HP>(sm.k, k + b * p.T * p.ldk + kvh * p.hs, p.ldk, sm.v, v + b * p.T * p.ldv + kvh * p.hs, p.ldv,
                      LDH, s0, p.T, p.hs);
-  frag_c dka[NF], dva[NF];
-  for (int nf = 0; nf < NF; nf++) wmma::fill_fragment(dka[nf], 0.0f), wmma::fill_fragment(dva[nf], 0.0f);
-  /* one operand's fragments at a time, loaded once per tile: a warp's k or
-  ** v rows (NF), then its Pᵀ or dSᵀ rows (BR / 16) */
-  frag_a kv[NF], ps[BR / 16];
+  /* the lane's two keys; its rows of dk and dv */
+  const int kl[2] = {r0 + (lane >> 2), r0 + (lane >> 2) + 8};
+  const int64_t sr[2] = {s0 + kl[0], s0 + kl[1]};
+  float dka[NO][4], dva[NO][4];
+#pragma unroll
+  for (int nt = 0; nt < NO; nt++)
+    dka[nt][0] = dka[nt][1] = dka[nt][2] = dka[nt][3] = dva[nt][0] = dva[nt][1] = dva[nt][2] = dva[nt][3] = 0.0f;
+  const float sl2 = p.scale * LOG2E;
   for (int64_t hh = 0; hh < p.g; hh++) {
     const int64_t h = kvh * p.g + hh;
     for (int64_t t0 = s0 / BR * BR; t0 < p.T; t0 += BR) {
-      __syncthreads();
+      __syncthreads(); /* every warp is done with the previous q and dout */
       load_tiles<BR, HP>(sm.q, q + b * p.T * p.ldq + h * p.hs, p.ldq, sm.dout,
                          dout + b * p.T * p.H * p.hs + h * p.hs, p.H * p.hs, LDH, t0, p.T, p.hs);
       load_row_stats(sm.lse, sm.d, lse, D, (b * p.H + h) * p.T, t0, p.T);
       __syncthreads();
       /* Sᵀ = k·qᵀ and dPᵀ = v·dOᵀ for this warp's 16 keys */
-      load_rows(kv, sm.k + r0 * LDH, LDH);
-      scores<NF, BR / 16>(sm.st + r0 * LDS, LDS, kv, sm.q, LDH);
-      load_rows(kv, sm.v + r0 * LDH, LDH);
-      scores<NF, BR / 16>(sm.dpt + r0 * LDS, LDS, kv, sm.dout, LDH);
-      __syncwarp();
-      for (int e = lane; e < 16 * BR; e += 32) {
-        const int i = r0 + e / BR, j = e % BR;
-        const int64_t s = s0 + i, t = t0 + j;
-        const bool ok = s <= t && t < p.T;
-        const float pv = ok ? expf(sm.st[i * LDS + j] * p.scale - sm.lse[j]) : 0.0f;
-        sm.pt[i * LDP + j] = __float2bfloat16(pv);
-        sm.dst[i * LDP + j] = __float2bfloat16(pv * (sm.dpt[i * LDS + j] - sm.d[j]) * p.scale);
+      frag4 fa[NK];
+      float st[NS][4], dpt[NS][4];
+      frag_rows(fa, sm.k + r0 * LDH, LDH, lane);
+      scores<NK, NS>(st, fa, sm.q, LDH, lane);
+      frag_rows(fa, sm.v + r0 * LDH, LDH, lane);
+      scores<NK, NS>(dpt, fa, sm.dout, LDH, lane);
+      const bool diag = t0 == s0;
+      const int rows = block_rows(t0, p.T);
+#pragma unroll
+      for (int nt = 0; nt < NS; nt++) {
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+          const int j = ACC_COL(nt, e, lane), r = ACC_ROW(e);
+          const bool ok = !diag || causal_ok(kl[r], j, rows);
+          const float pv = ok ? exp2f(st[nt][e] * sl2 - sm.lse[j] * LOG2E) : 0.0f;
+          st[nt][e] = pv;                                     /* Pᵀ */
+          dpt[nt][e] = pv * (dpt[nt][e] - sm.d[j]) * p.scale; /* dSᵀ */
+        }
       }
-      __syncwarp();
-      load_rows(ps, sm.pt + r0 * LDP, LDP);
-      for (int nf = 0; nf < NF; nf++) mma_rows(dva[nf], ps, sm.dout + nf * 16, LDH);
-      load_rows(ps, sm.dst + r0 * LDP, LDP);
-      for (int nf = 0; nf < NF; nf++) mma_rows(dka[nf], ps, sm.q + nf * 16, LDH);
+      frag4 pa[NS / 2];
+      to_frag_a<NS>(pa, st);
+      mma_cols<NS / 2, NO>(dva, pa, sm.dout, LDH, lane);
+      to_frag_a<NS>(pa, dpt);
+      mma_cols<NS / 2, NO>(dka, pa, sm.q, LDH, lane);
     }
   }
-  __syncthreads(); /* q and dout become the output stage */
-  float *stage = (float *)sm.q;
-  for (int nf = 0; nf < NF; nf++)
-    wmma::store_matrix_sync(stage + r0 * (HP + 4) + nf * 16, dka[nf], HP + 4, wmma::mem_row_major);
-  __syncwarp();
-  write_rows(dk + b * p.T * p.ldk + kvh * p.hs, p.ldk, stage, HP + 4, s0, r0, p.T, p.hs, lane);
-  __syncwarp();
-  for (int nf = 0; nf < NF; nf++)
-    wmma::store_matrix_sync(stage + r0 * (HP + 4) + nf * 16, dva[nf], HP + 4, wmma::mem_row_major);
-  __syncwarp();
-  write_rows(dv + b * p.T * p.ldv + kvh * p.hs, p.ldv, stage, HP + 4, s0, r0, p.T, p.hs, lane);
+  const float one[2] = {1.0f, 1.0f};
+  store_rows<NO>(dk + b * p.T * p.ldk + kvh * p.hs, p.ldk, dka, sr, one, p.T, p.hs, lane);
+  store_rows<NO>(dv + b * p.T * p.ldv + kvh * p.hs, p.ldv, dva, sr, one, p.T, p.hs, lane);
 }
+
 
 static int check_shape(const tsl_attn_shape *sh) {
   if (!sh || sh->batch < 0 || sh->seq < 0 || sh->heads < 0 || sh->kv_heads <= 0 || sh->head_size <= 0 ||
