@@ -18,17 +18,30 @@
 */
 #include "device.cuh"
 
+/* Every kernel walks its row VW columns at a time (tsl_vec_width: 8 where
+** the rows allow 16-byte loads, with vocab a multiple of 8 so that a group
+** never crosses the row's end; columns past `valid` are skipped by
+** index). */
+
 /* rowmax[r] = max_{j < valid} logits[r, j] */
+template <int VW>
 static __global__ void rowmax_kernel(float *rowmax, const bf16 *logits, int64_t vocab, int64_t valid) {
   __shared__ float shared[32];
   const bf16 *row = logits + (int64_t)blockIdx.x * vocab;
   float mx = -CUDART_INF_F;
-  for (int64_t j = threadIdx.x; j < valid; j += blockDim.x) mx = fmaxf(mx, ld_bf16(row + j));
+  for (int64_t j = (int64_t)threadIdx.x * VW; j < valid; j += (int64_t)blockDim.x * VW) {
+    float v[VW];
+    ld_bf16v<VW>(v, row + j);
+#pragma unroll
+    for (int i = 0; i < VW; i++)
+      if (j + i < valid) mx = fmaxf(mx, v[i]);
+  }
   mx = block_max(mx, shared);
   if (threadIdx.x == 0) rowmax[blockIdx.x] = mx;
 }
 
 /* sums[r] = (Σ_{j<valid} exp(l − rowmax), l[target − v0] if in range else 0) */
+template <int VW>
 static __global__ void sums_kernel(double *sums, const bf16 *logits, const float *rowmax, const int32_t *targets,
                                    int64_t v0, int64_t vocab, int64_t valid) {
   __shared__ double shared[32];
@@ -36,7 +49,13 @@ static __global__ void sums_kernel(double *sums, const bf16 *logits, const float
   const bf16 *row = logits + r * vocab;
   const float mx = rowmax[r];
   double acc = 0.0;
-  for (int64_t j = threadIdx.x; j < valid; j += blockDim.x) acc += expf(ld_bf16(row + j) - mx);
+  for (int64_t j = (int64_t)threadIdx.x * VW; j < valid; j += (int64_t)blockDim.x * VW) {
+    float v[VW];
+    ld_bf16v<VW>(v, row + j);
+#pragma unroll
+    for (int i = 0; i < VW; i++)
+      if (j + i < valid) acc += expf(v[i] - mx);
+  }
   acc = block_sum(acc, shared);
   if (threadIdx.x == 0) {
     const int64_t t = (int64_t)targets[r] - v0;
@@ -47,6 +66,7 @@ static __global__ void sums_kernel(double *sums, const bf16 *logits, const float
 
 /* losses[r] = log Σ + rowmax − l_target; with dscale != 0 the row becomes
 ** (softmax − onehot)·dscale, each element rounded once. */
+template <int VW>
 static __global__ void finish_kernel(float *losses, bf16 *logits, const float *rowmax, const double *sums,
                                      const int32_t *targets, int64_t v0, int64_t vocab, int64_t valid,
                                      float dscale) {
@@ -58,9 +78,21 @@ static __global__ void finish_kernel(float *losses, bf16 *logits, const float *r
   bf16 *row = logits + r * vocab;
   const float k = (float)((double)dscale / sum);
   const int64_t t = (int64_t)targets[r] - v0;
-  for (int64_t j = threadIdx.x; j < vocab; j += blockDim.x)
-    st_bf16(row + j, j < valid ? expf(ld_bf16(row + j) - mx) * k - (j == t ? dscale : 0.0f) : 0.0f);
+  for (int64_t j = (int64_t)threadIdx.x * VW; j < vocab; j += (int64_t)blockDim.x * VW) {
+    float v[VW];
+    ld_bf16v<VW>(v, row + j);
+#pragma unroll
+    for (int i = 0; i < VW; i++)
+      v[i] = j + i < valid ? expf(v[i] - mx) * k - (j + i == t ? dscale : 0.0f) : 0.0f;
+    st_bf16v<VW>(row + j, v);
+  }
 }
+
+/* Launch kernel<vw> with one block per row, checked (needs be, s). */
+#define CE_LAUNCH(kernel, vw, rows, ...)                                                                      \
+  TSL_CU((((vw) == 8 ? kernel<8><<<(unsigned)(rows), TSL_THREADS, 0, tsl_cuda_stream(be, s)->s>>>(__VA_ARGS__) \
+                     : kernel<1><<<(unsigned)(rows), TSL_THREADS, 0, tsl_cuda_stream(be, s)->s>>>(__VA_ARGS__)), \
+           cudaGetLastError()))
 
 /* One block per row: gridDim.x holds up to 2^31 − 1 of them. */
 static int check_rows(const char *what, int64_t rows, int64_t vocab, int64_t valid) {
@@ -75,9 +107,7 @@ extern "C" int tsl_cuda_ce_rowmax(tsl_backend *be, tsl_stream *s, float *rowmax,
                                   int64_t vocab, int64_t valid) {
   int rc = check_rows("cross-entropy rowmax", rows, vocab, valid);
   if (rc < 0 || rows == 0) return rc;
-  return TSL_CU((rowmax_kernel<<<(unsigned)rows, TSL_THREADS, 0, tsl_cuda_stream(be, s)->s>>>(
-                     rowmax, (const bf16 *)logits, vocab, valid),
-                 cudaGetLastError()));
+  return CE_LAUNCH(rowmax_kernel, tsl_vec_width(vocab, logits), rows, rowmax, (const bf16 *)logits, vocab, valid);
 }
 
 extern "C" int tsl_cuda_ce_sums(tsl_backend *be, tsl_stream *s, double *sums, const void *logits,
@@ -85,9 +115,8 @@ extern "C" int tsl_cuda_ce_sums(tsl_backend *be, tsl_stream *s, double *sums, co
                                 int64_t vocab, int64_t valid) {
   int rc = check_rows("cross-entropy sums", rows, vocab, valid);
   if (rc < 0 || rows == 0) return rc;
-  return TSL_CU((sums_kernel<<<(unsigned)rows, TSL_THREADS, 0, tsl_cuda_stream(be, s)->s>>>(
-                     sums, (const bf16 *)logits, rowmax, targets, vocab_begin, vocab, valid),
-                 cudaGetLastError()));
+  return CE_LAUNCH(sums_kernel, tsl_vec_width(vocab, logits), rows, sums, (const bf16 *)logits, rowmax, targets,
+                   vocab_begin, vocab, valid);
 }
 
 extern "C" int tsl_cuda_ce_finish(tsl_backend *be, tsl_stream *s, float *losses, void *logits, const float *rowmax,
@@ -95,7 +124,6 @@ extern "C" int tsl_cuda_ce_finish(tsl_backend *be, tsl_stream *s, float *losses,
                                   int64_t vocab, int64_t valid, float dscale) {
   int rc = check_rows("cross-entropy finish", rows, vocab, valid);
   if (rc < 0 || rows == 0) return rc;
-  return TSL_CU((finish_kernel<<<(unsigned)rows, TSL_THREADS, 0, tsl_cuda_stream(be, s)->s>>>(
-                     losses, (bf16 *)logits, rowmax, sums, targets, vocab_begin, vocab, valid, dscale),
-                 cudaGetLastError()));
+  return CE_LAUNCH(finish_kernel, tsl_vec_width(vocab, logits), rows, losses, (bf16 *)logits, rowmax, sums,
+                   targets, vocab_begin, vocab, valid, dscale);
 }

@@ -21,6 +21,48 @@ typedef __nv_bfloat16 bf16;
 __device__ __forceinline__ float ld_bf16(const bf16 *p) { return __bfloat162float(*p); }
 __device__ __forceinline__ void st_bf16(bf16 *p, float v) { *p = __float2bfloat16_rn(v); }
 
+/* VW consecutive bf16 from p as floats, and back (rounded to nearest even,
+** as st_bf16): one 16-byte access for VW = 8, which needs p 16-byte
+** aligned; see tsl_vec_width. */
+template <int VW>
+__device__ __forceinline__ void ld_bf16v(float (&v)[VW], const bf16 *p) {
+  if constexpr (VW == 8) {
+    const uint4 u = *(const uint4 *)p;
+    const __nv_bfloat162 *h = (const __nv_bfloat162 *)&u;
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+      const float2 f = __bfloat1622float2(h[i]);
+      v[2 * i] = f.x, v[2 * i + 1] = f.y;
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < VW; i++) v[i] = ld_bf16(p + i);
+  }
+}
+
+template <int VW>
+__device__ __forceinline__ void st_bf16v(bf16 *p, const float (&v)[VW]) {
+  if constexpr (VW == 8) {
+    uint4 u;
+    __nv_bfloat162 *h = (__nv_bfloat162 *)&u;
+#pragma unroll
+    for (int i = 0; i < 4; i++) h[i] = __floats2bfloat162_rn(v[2 * i], v[2 * i + 1]);
+    *(uint4 *)p = u;
+  } else {
+#pragma unroll
+    for (int i = 0; i < VW; i++) st_bf16(p + i, v[i]);
+  }
+}
+
+/* The width for kernels that walk rows of n bf16 starting at each pointer
+** given (NULL ones ignored) and n apart: 8 when every row start is 16-byte
+** aligned and a row holds whole groups of 8, else 1. */
+static inline int tsl_vec_width(int64_t n, const void *a, const void *b = NULL, const void *c = NULL,
+                                const void *d = NULL) {
+  const uintptr_t any = (uintptr_t)a | (uintptr_t)b | (uintptr_t)c | (uintptr_t)d;
+  return n % 8 == 0 && (any & 15) == 0 ? 8 : 1;
+}
+
 template <typename T>
 __device__ __forceinline__ T warp_sum(T v) {
   for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
@@ -79,6 +121,11 @@ enum { TSL_WARP_ROWS = TSL_THREADS / 32 };
   TSL_CU((kernel<<<(unsigned)(((rows) + TSL_WARP_ROWS - 1) / TSL_WARP_ROWS), TSL_THREADS, 0, \
                    tsl_cuda_stream(be, s)->s>>>(__VA_ARGS__),                                \
           cudaGetLastError()))
+
+/* The same for a kernel template over the vector width vw (1 or 8, from
+** tsl_vec_width). */
+#define TSL_ROW_LAUNCH_VW(kernel, vw, rows, s, ...)                                               \
+  ((vw) == 8 ? TSL_ROW_LAUNCH(kernel<8>, rows, s, __VA_ARGS__) : TSL_ROW_LAUNCH(kernel<1>, rows, s, __VA_ARGS__))
 
 /* for (i = first index of this thread; i < n; i += all threads) */
 #define TSL_GRID_LOOP(i, n)                                                          \

@@ -70,6 +70,52 @@ static void test_split_vocabulary(void) {
   run_case(19, 300, 150, 0.01f, &rng);
   run_case(5, 1031, 700, 1.0f / 77.0f, &rng);
   run_case(64, 256, 1, 0.5f, &rng);
+  run_case(9, 512, 256, 0.25f, &rng); /* halves of whole 16-byte groups: the 8-wide loads */
+}
+
+/* A table padded past the vocabulary, as GPT-2's 50257 tokens in 50304
+** columns: the pad columns (larger than every logit here) are left out of
+** the maximum and the softmax and get a zero gradient. Once 1008 wide,
+** which the kernels read 8 columns at a time, once 1003 wide, one at a
+** time; against the CPU backend on the unpadded 1001 columns. */
+static void test_padded_vocabulary(void) {
+  tsl_backend *be = gt_cuda(), *cpu = kt_backend();
+  uint64_t rng = 63;
+  const int64_t rows = 6, V = 1001, widths[2] = {1008, 1003};
+  const float dscale = 0.5f;
+  float *logits = gt_random(&rng, rows * V, -4, 4);
+  int32_t *tgt = kt_xalloc((size_t)rows * 4);
+  for (int64_t r = 0; r < rows; r++) tgt[r] = kt_int(&rng, (int32_t)V);
+  float *ref = gt_clone(logits, rows * V), *rmax = kt_floats(rows), *losses = kt_floats(rows);
+  double *sums = kt_doubles(2 * rows);
+  CHECK_EQ_INT(cpu->ce_rowmax(cpu, NULL, rmax, ref, rows, V, V), 0);
+  CHECK_EQ_INT(cpu->ce_sums(cpu, NULL, sums, ref, rmax, tgt, rows, 0, V, V), 0);
+  CHECK_EQ_INT(cpu->ce_finish(cpu, NULL, losses, ref, rmax, sums, tgt, rows, 0, V, V, dscale), 0);
+  int32_t *dtgt = gt_up_i32(tgt, rows);
+  float *dmax = gt_alloc((uint64_t)rows * 4), *dloss = gt_alloc((uint64_t)rows * 4);
+  double *dsums = gt_alloc((uint64_t)rows * 16);
+  for (int k = 0; k < 2; k++) {
+    const int64_t w = widths[k];
+    float *padded = kt_floats(rows * w), *want = kt_floats(rows * w);
+    for (int64_t r = 0; r < rows; r++) {
+      memcpy(padded + r * w, logits + r * V, (size_t)V * 4);
+      memcpy(want + r * w, ref + r * V, (size_t)V * 4);
+      for (int64_t j = V; j < w; j++) padded[r * w + j] = 8.0f, want[r * w + j] = 0.0f;
+    }
+    void *d = gt_up_bf16(padded, rows * w);
+    GT_OK(be->ce_rowmax(be, gt_s, dmax, d, rows, w, V));
+    float *m = gt_down_f32(dmax, rows);
+    CHECK_ARRAY_EQ(m, rmax, rows);
+    GT_OK(be->ce_sums(be, gt_s, dsums, d, dmax, dtgt, rows, 0, w, V));
+    GT_OK(be->ce_finish(be, gt_s, dloss, d, dmax, dsums, dtgt, rows, 0, w, V, dscale));
+    float *got = gt_down_f32(dloss, rows), *grad = gt_down_bf16(d, rows * w);
+    gt_check("loss", got, losses, NULL, rows, 1e-5, 1e-5, 0.0);
+    gt_check("dlogits", grad, want, NULL, rows * w, 1e-6 * dscale, GT_BF16, 0.0);
+    gt_free(d);
+    free(padded), free(want), free(m), free(got), free(grad);
+  }
+  gt_free(dtgt), gt_free(dmax), gt_free(dloss), gt_free(dsums);
+  free(logits), free(tgt), free(ref), free(rmax), free(losses), free(sums);
 }
 
 /* evaluation: dscale 0 leaves the logits as they were */
@@ -81,6 +127,7 @@ static void test_loss_only(void) {
 int main(void) {
   gt_cuda();
   RUN(test_split_vocabulary);
+  RUN(test_padded_vocabulary);
   RUN(test_loss_only);
   return HARNESS_EXIT();
 }
