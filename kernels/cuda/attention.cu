@@ -54,7 +54,7 @@ struct attn_params {
 };
 
 /* Bump allocator over shared memory (base NULL: sizing on the host); every
-** region starts on 128 bytes, more than ldmatrix's 16-byte alignment. */
+** region starts on 128 bytes, the 16-byte alignment of cp.async and ldmatrix. */
 struct carver {
   char *base;
   size_t used;
@@ -66,101 +66,59 @@ struct carver {
   }
 };
 
-/* Tiles of rows [row0, row0 + ROWS) of a [T, stride] bf16 tensor, columns
-** [0, hs), for shared memory [ROWS, ld]: zeros past T and from hs up to
-** HP. Every thread of the block takes part.
+/* ---- tiles into shared memory
 **
-** When rows can be read whole as 16-byte vectors (hs = HP, stride a
-** multiple of 8, src 16-byte aligned: every head size of 16, 32, 64 or 128
-** in a dense layout), fetch issues all of a thread's loads into registers
-** and put stores them, so that one memory latency covers a tile rather
-** than one per element; and a loop over tiles can fetch the next tile
-** before it computes on this one, so that the loads fly while it does.
-** Otherwise fetch does nothing and put copies element by element. */
+** A tile is rows [row0, row0 + ROWS) of a [T, stride] bf16 tensor, columns
+** [0, hs), in shared memory [ROWS, ld]: zeros past T and from hs up to HP.
+** Every thread of the block takes part. Where rows can be read whole as
+** 16-byte vectors (hs = HP, stride a multiple of 8, src 16-byte aligned:
+** every head size of 16, 32, 64 or 128 in a dense layout) the copy is
+** asynchronous (cp.async, no registers held; rows past T zero-filled) and
+** lands at the next async_wait(); otherwise it is done element by element
+** before issue returns. The loops stream tiles through two buffers: wait
+** for tile i, one barrier (tile i visible, every warp done with tile
+** i − 1), issue tile i + 1 into the other buffer, compute on tile i. */
+static __device__ __forceinline__ void cp_async16(bf16 *dst, const bf16 *src, bool full) {
+  const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src), "r"(full ? 16 : 0));
+}
+static __device__ __forceinline__ void async_commit(void) { asm volatile("cp.async.commit_group;\n" ::); }
+/* this thread's copies done; a barrier makes everyone's visible */
+static __device__ __forceinline__ void async_wait(void) { asm volatile("cp.async.wait_group 0;\n" ::: "memory"); }
+
+/* buffer i of two, chosen in registers (indexing the pair would put it in
+** local memory) */
+template <typename T>
+static __device__ __forceinline__ T *pick(T *const (&pair)[2], int64_t i) {
+  return i ? pair[1] : pair[0];
+}
+
 template <int ROWS, int HP>
-struct tile_loader {
-  static constexpr int VPR = HP / 8, NV = ROWS * VPR, PER = (NV + AT_THREADS - 1) / AT_THREADS;
+struct tile_src {
   const bf16 *src;
   int64_t stride, hs;
   bool vec;
-  uint4 reg[PER];
 
-  __device__ tile_loader(const bf16 *src_, int64_t stride_, int64_t hs_)
+  __device__ tile_src(const bf16 *src_, int64_t stride_, int64_t hs_)
       : src(src_), stride(stride_), hs(hs_), vec(hs_ == HP && stride_ % 8 == 0 && ((uintptr_t)src_ & 15) == 0) {}
 
-  __device__ void fetch(int64_t row0, int64_t T) {
-    if (!vec) return;
-#pragma unroll
-    for (int i = 0; i < PER; i++) {
-      const int e = (int)threadIdx.x + i * AT_THREADS;
-      const int64_t t = row0 + e / VPR;
-      reg[i] = e < NV && t < T ? *(const uint4 *)(src + t * stride + (e % VPR) * 8) : make_uint4(0, 0, 0, 0);
-    }
-  }
-
-  /* the tile of rows from row0 (the rows fetch loaded, on the vector path) */
-  __device__ void put(bf16 *dst, int ld, int64_t row0, int64_t T) const {
+  __device__ void issue(bf16 *dst, int ld, int64_t row0, int64_t T) const {
     if (vec) {
-#pragma unroll
-      for (int i = 0; i < PER; i++) {
-        const int e = (int)threadIdx.x + i * AT_THREADS;
-        if (e < NV) *(uint4 *)(dst + (e / VPR) * ld + (e % VPR) * 8) = reg[i];
+      constexpr int VPR = HP / 8;
+      for (int e = threadIdx.x; e < ROWS * VPR; e += AT_THREADS) {
+        const int r = e / VPR, c = (e % VPR) * 8;
+        const int64_t t = row0 + r;
+        cp_async16(dst + r * ld + c, src + (t < T ? t : 0) * stride + c, t < T); /* row 0: any address will do */
       }
       return;
     }
-    for (int e = threadIdx.x; e < ROWS * HP; e += blockDim.x) {
+    for (int e = threadIdx.x; e < ROWS * HP; e += AT_THREADS) {
       const int r = e / HP, c = e % HP;
       const int64_t t = row0 + r;
       dst[r * ld + c] = t < T && c < hs ? src[t * stride + c] : __float2bfloat16(0.0f);
     }
   }
 };
-
-/* One tile at once: fetch, then put. */
-template <int ROWS, int HP>
-static __device__ void load_tile(bf16 *dst, int ld, const bf16 *src, int64_t stride, int64_t row0, int64_t T,
-                                 int64_t hs) {
-  tile_loader<ROWS, HP> l(src, stride, hs);
-  l.fetch(row0, T);
-  l.put(dst, ld, row0, T);
-}
-
-/* Two tiles of the same rows, every load of both issued before the first
-** store. */
-template <int ROWS, int HP>
-static __device__ void load_tiles(bf16 *dst0, const bf16 *src0, int64_t stride0, bf16 *dst1, const bf16 *src1,
-                                  int64_t stride1, int ld, int64_t row0, int64_t T, int64_t hs) {
-  tile_loader<ROWS, HP> a(src0, stride0, hs), b(src1, stride1, hs);
-  a.fetch(row0, T);
-  b.fetch(row0, T);
-  a.put(dst0, ld, row0, T);
-  b.put(dst1, ld, row0, T);
-}
-
-/* The key and value tiles of one kv head in turn, for a loop over key
-** tiles below kend: the first tile's loads are issued at construction, and
-** each next() stores the tile fetched before into shared memory (visible
-** to the whole block on return) and issues the loads of the tile after
-** it, which fly while the caller computes. */
-template <int HP>
-struct kv_tiles {
-  tile_loader<BC, HP> k, v;
-
-  __device__ kv_tiles(const bf16 *k0, int64_t ldk, const bf16 *v0, int64_t ldv, int64_t hs, int64_t T)
-      : k(k0, ldk, hs), v(v0, ldv, hs) {
-    k.fetch(0, T);
-    v.fetch(0, T);
-  }
-
-  __device__ void next(bf16 *ks, bf16 *vs, int ld, int64_t s0, int64_t kend, int64_t T) {
-    __syncthreads(); /* every warp is done with the previous tiles */
-    k.put(ks, ld, s0, T);
-    v.put(vs, ld, s0, T);
-    __syncthreads();
-    if (s0 + BC < kend) k.fetch(s0 + BC, T), v.fetch(s0 + BC, T);
-  }
-};
-
 
 /* ---- tensor-core fragments
 **
@@ -304,14 +262,16 @@ static __device__ __forceinline__ void store_rows(bf16 *dst, int64_t ld, const f
   }
 }
 
-/* Shared memory of the forward for head size padded to HP. */
+/* Shared memory of the forward for head size padded to HP: two buffers of
+** the k and v tiles. */
 template <int HP>
 struct fwd_smem {
-  bf16 *q, *k, *v;
+  bf16 *q, *k[2], *v[2];
   __host__ __device__ static size_t carve(char *base, fwd_smem *out) {
     carver c = {base, 0};
     fwd_smem t;
-    t.q = c.take<bf16>(BR * (HP + 8)), t.k = c.take<bf16>(BC * (HP + 8)), t.v = c.take<bf16>(BC * (HP + 8));
+    t.q = c.take<bf16>(BR * (HP + 8));
+    for (int i = 0; i < 2; i++) t.k[i] = c.take<bf16>(BC * (HP + 8)), t.v[i] = c.take<bf16>(BC * (HP + 8));
     if (out) *out = t;
     return c.used;
   }
@@ -326,12 +286,11 @@ static __global__ void __launch_bounds__(AT_THREADS)
   fwd_smem<HP>::carve((char *)smem_raw, &sm);
   const int64_t b = blockIdx.z, h = blockIdx.y, t0 = (int64_t)blockIdx.x * BR, kvh = h / p.g;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, r0 = warp * 16;
-  /* the first k, v tiles are on their way while q is brought in */
-  kv_tiles<HP> tiles(k + b * p.T * p.ldk + kvh * p.hs, p.ldk, v + b * p.T * p.ldv + kvh * p.hs, p.ldv, p.hs, p.T);
-  load_tile<BR, HP>(sm.q, LDH, q + b * p.T * p.ldq + h * p.hs, p.ldq, t0, p.T, p.hs);
-  __syncthreads();
-  frag4 qa[NK];
-  frag_rows(qa, sm.q + r0 * LDH, LDH, lane);
+  const tile_src<BC, HP> kt(k + b * p.T * p.ldk + kvh * p.hs, p.ldk, p.hs), vt(v + b * p.T * p.ldv + kvh * p.hs, p.ldv, p.hs);
+  tile_src<BR, HP>(q + b * p.T * p.ldq + h * p.hs, p.ldq, p.hs).issue(sm.q, LDH, t0, p.T);
+  kt.issue(sm.k[0], LDH, 0, p.T);
+  vt.issue(sm.v[0], LDH, 0, p.T);
+  async_commit();
   /* the lane's two rows: their positions, running max (of scores times
   ** scale·log2 e) and the lane's part of their running sums */
   const int rl[2] = {r0 + (lane >> 2), r0 + (lane >> 2) + 8}, rows = block_rows(t0, p.T);
@@ -341,10 +300,15 @@ static __global__ void __launch_bounds__(AT_THREADS)
   for (int nt = 0; nt < NO; nt++) o[nt][0] = o[nt][1] = o[nt][2] = o[nt][3] = 0.0f;
   const float sl2 = p.scale * LOG2E;
   const int64_t kend = t0 + BR < p.T ? t0 + BR : p.T;
-  for (int64_t s0 = 0; s0 < kend; s0 += BC) {
-    tiles.next(sm.k, sm.v, LDH, s0, kend, p.T);
+  frag4 qa[NK];
+  for (int64_t s0 = 0, i = 0; s0 < kend; s0 += BC, i ^= 1) {
+    async_wait();
+    __syncthreads();
+    if (s0 + BC < kend) kt.issue(pick(sm.k, i ^ 1), LDH, s0 + BC, p.T), vt.issue(pick(sm.v, i ^ 1), LDH, s0 + BC, p.T);
+    async_commit();
+    if (s0 == 0) frag_rows(qa, sm.q + r0 * LDH, LDH, lane);
     float s[NS][4], mx[2] = {-CUDART_INF_F, -CUDART_INF_F};
-    scores<NK, NS>(s, qa, sm.k, LDH, lane);
+    scores<NK, NS>(s, qa, pick(sm.k, i), LDH, lane);
     const bool diag = s0 == t0;
 #pragma unroll
     for (int nt = 0; nt < NS; nt++) {
@@ -384,7 +348,7 @@ static __global__ void __launch_bounds__(AT_THREADS)
     }
     frag4 pa[NS / 2];
     to_frag_a<NS>(pa, s);
-    mma_cols<NS / 2, NO>(o, pa, sm.v, LDH, lane);
+    mma_cols<NS / 2, NO>(o, pa, pick(sm.v, i), LDH, lane);
   }
   float inv[2];
 #pragma unroll
@@ -417,12 +381,12 @@ static __global__ void attn_rowdot_kernel(float *D, const bf16 *dout, const bf16
 /* Shared memory of the dq kernel. */
 template <int HP>
 struct dq_smem {
-  bf16 *q, *dout, *k, *v;
+  bf16 *q, *dout, *k[2], *v[2];
   __host__ __device__ static size_t carve(char *base, dq_smem *out) {
     carver c = {base, 0};
     dq_smem t;
     t.q = c.take<bf16>(BR * (HP + 8)), t.dout = c.take<bf16>(BR * (HP + 8));
-    t.k = c.take<bf16>(BC * (HP + 8)), t.v = c.take<bf16>(BC * (HP + 8));
+    for (int i = 0; i < 2; i++) t.k[i] = c.take<bf16>(BC * (HP + 8)), t.v[i] = c.take<bf16>(BC * (HP + 8));
     if (out) *out = t;
     return c.used;
   }
@@ -448,9 +412,12 @@ static __global__ void __launch_bounds__(AT_THREADS)
   dq_smem<HP>::carve((char *)smem_raw, &sm);
   const int64_t b = blockIdx.z, h = blockIdx.y, t0 = (int64_t)blockIdx.x * BR, kvh = h / p.g;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, r0 = warp * 16;
-  kv_tiles<HP> tiles(k + b * p.T * p.ldk + kvh * p.hs, p.ldk, v + b * p.T * p.ldv + kvh * p.hs, p.ldv, p.hs, p.T);
-  load_tiles<BR, HP>(sm.q, q + b * p.T * p.ldq + h * p.hs, p.ldq, sm.dout, dout + b * p.T * p.H * p.hs + h * p.hs,
-                     p.H * p.hs, LDH, t0, p.T, p.hs);
+  const tile_src<BC, HP> kt(k + b * p.T * p.ldk + kvh * p.hs, p.ldk, p.hs), vt(v + b * p.T * p.ldv + kvh * p.hs, p.ldv, p.hs);
+  tile_src<BR, HP>(q + b * p.T * p.ldq + h * p.hs, p.ldq, p.hs).issue(sm.q, LDH, t0, p.T);
+  tile_src<BR, HP>(dout + b * p.T * p.H * p.hs + h * p.hs, p.H * p.hs, p.hs).issue(sm.dout, LDH, t0, p.T);
+  kt.issue(sm.k[0], LDH, 0, p.T);
+  vt.issue(sm.v[0], LDH, 0, p.T);
+  async_commit();
   /* the lane's two rows: positions, lse·log2 e and D */
   const int rl[2] = {r0 + (lane >> 2), r0 + (lane >> 2) + 8}, rows = block_rows(t0, p.T);
   const int64_t tr[2] = {t0 + rl[0], t0 + rl[1]};
@@ -466,14 +433,17 @@ static __global__ void __launch_bounds__(AT_THREADS)
   for (int nt = 0; nt < NO; nt++) acc[nt][0] = acc[nt][1] = acc[nt][2] = acc[nt][3] = 0.0f;
   const float sl2 = p.scale * LOG2E;
   const int64_t kend = t0 + BR < p.T ? t0 + BR : p.T;
-  for (int64_t s0 = 0; s0 < kend; s0 += BC) {
-    tiles.next(sm.k, sm.v, LDH, s0, kend, p.T); /* its barrier also orders the q and dout tiles */
+  for (int64_t s0 = 0, i = 0; s0 < kend; s0 += BC, i ^= 1) {
+    async_wait();
+    __syncthreads();
+    if (s0 + BC < kend) kt.issue(pick(sm.k, i ^ 1), LDH, s0 + BC, p.T), vt.issue(pick(sm.v, i ^ 1), LDH, s0 + BC, p.T);
+    async_commit();
     frag4 fa[NK];
     float s[NS][4], dp[NS][4];
     frag_rows(fa, sm.q + r0 * LDH, LDH, lane);
-    scores<NK, NS>(s, fa, sm.k, LDH, lane);
+    scores<NK, NS>(s, fa, pick(sm.k, i), LDH, lane);
     frag_rows(fa, sm.dout + r0 * LDH, LDH, lane);
-    scores<NK, NS>(dp, fa, sm.v, LDH, lane);
+    scores<NK, NS>(dp, fa, pick(sm.v, i), LDH, lane);
     const bool diag = s0 == t0;
 #pragma unroll
     for (int nt = 0; nt < NS; nt++) {
@@ -487,7 +457,7 @@ static __global__ void __launch_bounds__(AT_THREADS)
     }
     frag4 da[NS / 2];
     to_frag_a<NS>(da, s);
-    mma_cols<NS / 2, NO>(acc, da, sm.k, LDH, lane);
+    mma_cols<NS / 2, NO>(acc, da, pick(sm.k, i), LDH, lane);
   }
   const float one[2] = {1.0f, 1.0f};
   store_rows<NO>(dq + b * p.T * p.ldq + h * p.hs, p.ldq, acc, tr, one, p.T, p.hs, lane);
@@ -496,14 +466,16 @@ static __global__ void __launch_bounds__(AT_THREADS)
 /* Shared memory of the dk/dv kernel. */
 template <int HP>
 struct dkv_smem {
-  bf16 *k, *v, *q, *dout;
-  float *lse, *d;
+  bf16 *k, *v, *q[2], *dout[2];
+  float *lse[2], *d[2];
   __host__ __device__ static size_t carve(char *base, dkv_smem *out) {
     carver c = {base, 0};
     dkv_smem t;
     t.k = c.take<bf16>(BC * (HP + 8)), t.v = c.take<bf16>(BC * (HP + 8));
-    t.q = c.take<bf16>(BR * (HP + 8)), t.dout = c.take<bf16>(BR * (HP + 8));
-    t.lse = c.take<float>(BR), t.d = c.take<float>(BR);
+    for (int i = 0; i < 2; i++) {
+      t.q[i] = c.take<bf16>(BR * (HP + 8)), t.dout[i] = c.take<bf16>(BR * (HP + 8));
+      t.lse[i] = c.take<float>(BR), t.d[i] = c.take<float>(BR);
+    }
     if (out) *out = t;
     return c.used;
   }
@@ -519,8 +491,20 @@ static __global__ void __launch_bounds__(AT_THREADS)
   dkv_smem<HP>::carve((char *)smem_raw, &sm);
   const int64_t b = blockIdx.z, kvh = blockIdx.y, s0 = (int64_t)blockIdx.x * BC;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, r0 = warp * 16;
-  load_tiles<BC, HP>(sm.k, k + b * p.T * p.ldk + kvh * p.hs, p.ldk, sm.v, v + b * p.T * p.ldv + kvh * p.hs, p.ldv,
-                     LDH, s0, p.T, p.hs);
+  /* the stream of query tiles: for each query head of the group, the
+  ** tiles from the diagonal on; item n is head kvh·g + n / per, rows from
+  ** s0 + (n % per)·BR */
+  const int64_t per = (p.T - s0 + BR - 1) / BR, items = p.g * per;
+  auto issue = [&](int64_t n, int buf) {
+    const int64_t h = kvh * p.g + n / per, t0 = s0 + n % per * BR;
+    tile_src<BR, HP>(q + b * p.T * p.ldq + h * p.hs, p.ldq, p.hs).issue(pick(sm.q, buf), LDH, t0, p.T);
+    tile_src<BR, HP>(dout + b * p.T * p.H * p.hs + h * p.hs, p.H * p.hs, p.hs).issue(pick(sm.dout, buf), LDH, t0, p.T);
+    load_row_stats(pick(sm.lse, buf), pick(sm.d, buf), lse, D, (b * p.H + h) * p.T, t0, p.T);
+  };
+  tile_src<BC, HP>(k + b * p.T * p.ldk + kvh * p.hs, p.ldk, p.hs).issue(sm.k, LDH, s0, p.T);
+  tile_src<BC, HP>(v + b * p.T * p.ldv + kvh * p.hs, p.ldv, p.hs).issue(sm.v, LDH, s0, p.T);
+  issue(0, 0);
+  async_commit();
   /* the lane's two keys; its rows of dk and dv */
   const int kl[2] = {r0 + (lane >> 2), r0 + (lane >> 2) + 8};
   const int64_t sr[2] = {s0 + kl[0], s0 + kl[1]};
@@ -529,46 +513,42 @@ static __global__ void __launch_bounds__(AT_THREADS)
   for (int nt = 0; nt < NO; nt++)
     dka[nt][0] = dka[nt][1] = dka[nt][2] = dka[nt][3] = dva[nt][0] = dva[nt][1] = dva[nt][2] = dva[nt][3] = 0.0f;
   const float sl2 = p.scale * LOG2E;
-  for (int64_t hh = 0; hh < p.g; hh++) {
-    const int64_t h = kvh * p.g + hh;
-    for (int64_t t0 = s0 / BR * BR; t0 < p.T; t0 += BR) {
-      __syncthreads(); /* every warp is done with the previous q and dout */
-      load_tiles<BR, HP>(sm.q, q + b * p.T * p.ldq + h * p.hs, p.ldq, sm.dout,
-                         dout + b * p.T * p.H * p.hs + h * p.hs, p.H * p.hs, LDH, t0, p.T, p.hs);
-      load_row_stats(sm.lse, sm.d, lse, D, (b * p.H + h) * p.T, t0, p.T);
-      __syncthreads();
-      /* Sᵀ = k·qᵀ and dPᵀ = v·dOᵀ for this warp's 16 keys */
-      frag4 fa[NK];
-      float st[NS][4], dpt[NS][4];
-      frag_rows(fa, sm.k + r0 * LDH, LDH, lane);
-      scores<NK, NS>(st, fa, sm.q, LDH, lane);
-      frag_rows(fa, sm.v + r0 * LDH, LDH, lane);
-      scores<NK, NS>(dpt, fa, sm.dout, LDH, lane);
-      const bool diag = t0 == s0;
-      const int rows = block_rows(t0, p.T);
+  for (int64_t n = 0, i = 0; n < items; n++, i ^= 1) {
+    async_wait();
+    __syncthreads();
+    if (n + 1 < items) issue(n + 1, (int)i ^ 1);
+    async_commit();
+    const int64_t t0 = s0 + n % per * BR;
+    /* Sᵀ = k·qᵀ and dPᵀ = v·dOᵀ for this warp's 16 keys */
+    frag4 fa[NK];
+    float st[NS][4], dpt[NS][4];
+    frag_rows(fa, sm.k + r0 * LDH, LDH, lane);
+    scores<NK, NS>(st, fa, pick(sm.q, i), LDH, lane);
+    frag_rows(fa, sm.v + r0 * LDH, LDH, lane);
+    scores<NK, NS>(dpt, fa, pick(sm.dout, i), LDH, lane);
+    const bool diag = t0 == s0;
+    const int rows = block_rows(t0, p.T);
 #pragma unroll
-      for (int nt = 0; nt < NS; nt++) {
+    for (int nt = 0; nt < NS; nt++) {
 #pragma unroll
-        for (int e = 0; e < 4; e++) {
-          const int j = ACC_COL(nt, e, lane), r = ACC_ROW(e);
-          const bool ok = !diag || causal_ok(kl[r], j, rows);
-          const float pv = ok ? exp2f(st[nt][e] * sl2 - sm.lse[j] * LOG2E) : 0.0f;
-          st[nt][e] = pv;                                     /* Pᵀ */
-          dpt[nt][e] = pv * (dpt[nt][e] - sm.d[j]) * p.scale; /* dSᵀ */
-        }
+      for (int e = 0; e < 4; e++) {
+        const int j = ACC_COL(nt, e, lane), r = ACC_ROW(e);
+        const bool ok = !diag || causal_ok(kl[r], j, rows);
+        const float pv = ok ? exp2f(st[nt][e] * sl2 - pick(sm.lse, i)[j] * LOG2E) : 0.0f;
+        st[nt][e] = pv;                                        /* Pᵀ */
+        dpt[nt][e] = pv * (dpt[nt][e] - pick(sm.d, i)[j]) * p.scale; /* dSᵀ */
       }
-      frag4 pa[NS / 2];
-      to_frag_a<NS>(pa, st);
-      mma_cols<NS / 2, NO>(dva, pa, sm.dout, LDH, lane);
-      to_frag_a<NS>(pa, dpt);
-      mma_cols<NS / 2, NO>(dka, pa, sm.q, LDH, lane);
     }
+    frag4 pa[NS / 2];
+    to_frag_a<NS>(pa, st);
+    mma_cols<NS / 2, NO>(dva, pa, pick(sm.dout, i), LDH, lane);
+    to_frag_a<NS>(pa, dpt);
+    mma_cols<NS / 2, NO>(dka, pa, pick(sm.q, i), LDH, lane);
   }
   const float one[2] = {1.0f, 1.0f};
   store_rows<NO>(dk + b * p.T * p.ldk + kvh * p.hs, p.ldk, dka, sr, one, p.T, p.hs, lane);
   store_rows<NO>(dv + b * p.T * p.ldv + kvh * p.hs, p.ldv, dva, sr, one, p.T, p.hs, lane);
 }
-
 
 static int check_shape(const tsl_attn_shape *sh) {
   if (!sh || sh->batch < 0 || sh->seq < 0 || sh->heads < 0 || sh->kv_heads <= 0 || sh->head_size <= 0 ||
