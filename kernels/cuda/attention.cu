@@ -43,7 +43,8 @@
 enum { BR = 64, BC = 64, AT_THREADS = 128, MAX_HEAD = 128 };
 static_assert(BR == BC, "the causal masks take the diagonal tile to be the one starting where the query tile does");
 
-/* log2(e) and ln(2): the softmax runs on exp2 of scores scaled by log2(e) */
+/* log2(e) and ln(2): the softmax runs on 2^(score·scale·log2 e − max),
+** one FMA and one ex2 per score */
 #define LOG2E 1.4426950408889634f
 #define LN2 0.6931471805599453f
 /* The sizes every kernel needs. */
@@ -141,17 +142,23 @@ static __device__ __forceinline__ void mma_bf16(float (&d)[4], const frag4 &a, u
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-/* two adjacent bf16 of shared memory as one register */
-static __device__ __forceinline__ uint32_t lds32(const bf16 *p) { return *(const uint32_t *)p; }
-
 static __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
   const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
   return *(const uint32_t *)&v;
 }
 
-/* Four 8 × 8 bf16 blocks of shared memory, transposed (ldmatrix .trans):
-** lanes 8j to 8j + 7 give the addresses of block j's rows, and r[j] is the
-** B fragment register that block makes when its rows are B's k index. */
+/* Four 8 × 8 bf16 blocks of shared memory (ldmatrix): lanes 8j to 8j + 7
+** give the addresses of block j's rows, 16-byte aligned, and r[j] is the
+** fragment register that block makes: for lane 4g + c, its row g, columns
+** 2c and 2c + 1 (an A or, where M's rows are B's columns, a B register);
+** transposed, its rows 2c and 2c + 1 of column g (a B register where M's
+** rows are B's k index). */
+static __device__ __forceinline__ void ldsm_x4(uint32_t (&r)[4], const bf16 *p) {
+  const unsigned a = (unsigned)__cvta_generic_to_shared(p);
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(a));
+}
 static __device__ __forceinline__ void ldsm_x4_trans(uint32_t (&r)[4], const bf16 *p) {
   const unsigned a = (unsigned)__cvta_generic_to_shared(p);
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
@@ -159,34 +166,37 @@ static __device__ __forceinline__ void ldsm_x4_trans(uint32_t (&r)[4], const bf1
                : "r"(a));
 }
 
-/* The A fragments of a warp's 16 rows at a (shared memory, row stride ld),
-** columns [16·kk, 16·kk + 16) for kk < NK. Rows ld = HP + 8 bf16 apart put
-** the 32 lanes' words in 32 different banks. */
+/* The A fragments of a warp's 16 rows at a (shared memory, row stride ld
+** a multiple of 8), columns [16·kk, 16·kk + 16) for kk < NK: blocks (rows
+** 0-7, 8-15) × (columns 0-7, 8-15) are a[0], a[1], a[2], a[3]. Rows
+** ld = HP + 8 bf16 apart put each 8-row phase of ldmatrix in 32
+** different banks. */
 template <int NK>
 static __device__ __forceinline__ void frag_rows(frag4 (&f)[NK], const bf16 *a, int ld, int lane) {
-  const bf16 *p = a + (lane >> 2) * ld + 2 * (lane & 3);
+  const bf16 *p = a + ((lane & 7) + (lane & 8)) * ld + (lane >> 4) * 8;
 #pragma unroll
-  for (int kk = 0; kk < NK; kk++) {
-    f[kk][0] = lds32(p + kk * 16);
-    f[kk][1] = lds32(p + 8 * ld + kk * 16);
-    f[kk][2] = lds32(p + kk * 16 + 8);
-    f[kk][3] = lds32(p + 8 * ld + kk * 16 + 8);
-  }
+  for (int kk = 0; kk < NK; kk++) ldsm_x4(f[kk], p + kk * 16);
 }
 
-/* s[16, 8·NT] = A·Mᵀ for a warp's 16 rows: A as NK fragments (the
+/* s[16, 8·NT] = A·Mᵀ for a warp's 16 rows (NT even): A as NK fragments (the
 ** contraction over 16·NK columns), M's rows at m (shared memory, stride
-** ld): B[k][n] = M[n][k], two adjacent k of one row per register. */
+** ld): B[k][n] = M[n][k]. One ldmatrix gives two n-tiles' b0 and b1:
+** blocks (rows 0-7, columns 0-7), (0-7, 8-15), (8-15, 0-7), (8-15, 8-15). */
 template <int NK, int NT>
 static __device__ __forceinline__ void scores(float (&s)[NT][4], const frag4 (&a)[NK], const bf16 *m, int ld,
                                               int lane) {
-  const bf16 *p = m + (lane >> 2) * ld + 2 * (lane & 3);
+  const bf16 *p = m + ((lane & 7) + ((lane >> 4) << 3)) * ld + (lane & 8);
 #pragma unroll
-  for (int nt = 0; nt < NT; nt++) {
-    s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.0f;
+  for (int nt = 0; nt < NT; nt++) s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.0f;
 #pragma unroll
-    for (int kk = 0; kk < NK; kk++)
-      mma_bf16(s[nt], a[kk], lds32(p + nt * 8 * ld + kk * 16), lds32(p + nt * 8 * ld + kk * 16 + 8));
+  for (int np = 0; np < NT / 2; np++) {
+#pragma unroll
+    for (int kk = 0; kk < NK; kk++) {
+      uint32_t r[4];
+      ldsm_x4(r, p + np * 16 * ld + kk * 16);
+      mma_bf16(s[2 * np], a[kk], r[0], r[1]);
+      mma_bf16(s[2 * np + 1], a[kk], r[2], r[3]);
+    }
   }
 }
 
@@ -241,9 +251,32 @@ static __device__ __forceinline__ void to_frag_a(frag4 (&a)[NT / 2], const float
 static __device__ __forceinline__ int block_rows(int64_t t0, int64_t T) {
   return T - t0 < BR ? (int)(T - t0) : BR;
 }
-/* On the diagonal tile: whether key column j may be seen by query row i
-** (both counted from the tile's start); rows: block_rows. */
-static __device__ __forceinline__ bool causal_ok(int j, int i, int rows) { return j <= i && i < rows; }
+/* On the diagonal tile, sets to v every element of a warp's accumulators
+** [16 rows from r0, 8·NT columns] whose key its query may not see (both
+** counted from the tile's start): the key is the column and the query the
+** row, or, with KEYS_IN_ROWS (the transposed products of dk and dv), the
+** other way round; rows: block_rows. A separate pass, so that the other
+** tiles' loops carry no test. */
+template <bool KEYS_IN_ROWS, int NT>
+static __device__ __forceinline__ void mask_diagonal(float (&s)[NT][4], int r0, int rows, float v, int lane) {
+#pragma unroll
+  for (int nt = 0; nt < NT; nt++) {
+#pragma unroll
+    for (int e = 0; e < 4; e++) {
+      const int row = r0 + (lane >> 2) + 8 * ACC_ROW(e), col = ACC_COL(nt, e, lane);
+      const int key = KEYS_IN_ROWS ? row : col, query = KEYS_IN_ROWS ? col : row;
+      if (key > query || query >= rows) s[nt][e] = v;
+    }
+  }
+}
+
+/* 2^x by the hardware's approximation (relative error near 2^-22, far
+** below the bf16 rounding of what it feeds; 2^-inf = 0) */
+static __device__ __forceinline__ float fast_exp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
 
 /* A warp's accumulators [16, 8·NO] times mul[row], as bf16 to the rows
 ** dst + t·ld for t = tr[0], tr[1] (the lane's two rows) below T, columns
@@ -309,24 +342,23 @@ static __global__ void __launch_bounds__(AT_THREADS)
     if (s0 == 0) frag_rows(qa, sm.q + r0 * LDH, LDH, lane);
     float s[NS][4], mx[2] = {-CUDART_INF_F, -CUDART_INF_F};
     scores<NK, NS>(s, qa, pick(sm.k, i), LDH, lane);
-    const bool diag = s0 == t0;
+    if (s0 == t0) mask_diagonal<false>(s, r0, rows, -CUDART_INF_F, lane);
 #pragma unroll
     for (int nt = 0; nt < NS; nt++) {
 #pragma unroll
-      for (int e = 0; e < 4; e++) {
-        const int r = ACC_ROW(e);
-        s[nt][e] = !diag || causal_ok(ACC_COL(nt, e, lane), rl[r], rows) ? s[nt][e] * sl2 : -CUDART_INF_F;
-        mx[r] = fmaxf(mx[r], s[nt][e]);
-      }
+      for (int e = 0; e < 4; e++) mx[ACC_ROW(e)] = fmaxf(mx[ACC_ROW(e)], s[nt][e]);
     }
-    /* a row's max over the four lanes that hold it */
-    float alpha[2];
+    /* a row's max over the four lanes that hold it, scaled (scale > 0) */
+    float alpha[2], neg[2];
 #pragma unroll
     for (int r = 0; r < 2; r++) {
       mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
       mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
-      const float mn = fmaxf(m[r], mx[r]);
-      alpha[r] = mn == -CUDART_INF_F ? 1.0f : exp2f(m[r] - mn); /* 0 on the row's first keys */
+      const float mn = fmaxf(m[r], mx[r] * sl2);
+      /* a row with no key yet keeps max −inf: its factor 1, its terms
+      ** 2^(−inf + 0) = 0; otherwise the factor is 0 on its first keys */
+      alpha[r] = mn == -CUDART_INF_F ? 1.0f : fast_exp2(m[r] - mn);
+      neg[r] = mn == -CUDART_INF_F ? 0.0f : -mn;
       m[r] = mn;
       l[r] *= alpha[r];
     }
@@ -334,11 +366,9 @@ static __global__ void __launch_bounds__(AT_THREADS)
     for (int nt = 0; nt < NS; nt++) {
 #pragma unroll
       for (int e = 0; e < 4; e++) {
-        const int r = ACC_ROW(e);
-        /* a masked score is −inf: 2^−inf = 0; a row with no key yet stays 0 */
-        const float pv = m[r] == -CUDART_INF_F ? 0.0f : exp2f(s[nt][e] - m[r]);
+        const float pv = fast_exp2(fmaf(s[nt][e], sl2, neg[ACC_ROW(e)])); /* masked: 2^−inf = 0 */
         s[nt][e] = pv;
-        l[r] += pv;
+        l[ACC_ROW(e)] += pv;
       }
     }
 #pragma unroll
@@ -392,12 +422,13 @@ struct dq_smem {
   }
 };
 
-/* per-row statistics of rows [t0, t0 + BR) of head h: lse and D (0 past T) */
+/* per-row statistics of rows [t0, t0 + BR) of head h: lse·log2 e and D (0
+** past T) */
 static __device__ void load_row_stats(float *lse_s, float *d_s, const float *lse, const float *D, int64_t base,
                                       int64_t t0, int64_t T) {
   for (int e = threadIdx.x; e < BR; e += blockDim.x) {
     const bool in = t0 + e < T;
-    lse_s[e] = in ? lse[base + t0 + e] : 0.0f;
+    lse_s[e] = in ? lse[base + t0 + e] * LOG2E : 0.0f;
     d_s[e] = in ? D[base + t0 + e] : 0.0f;
   }
 }
@@ -444,17 +475,16 @@ static __global__ void __launch_bounds__(AT_THREADS)
     scores<NK, NS>(s, fa, pick(sm.k, i), LDH, lane);
     frag_rows(fa, sm.dout + r0 * LDH, LDH, lane);
     scores<NK, NS>(dp, fa, pick(sm.v, i), LDH, lane);
-    const bool diag = s0 == t0;
 #pragma unroll
     for (int nt = 0; nt < NS; nt++) {
 #pragma unroll
       for (int e = 0; e < 4; e++) {
         const int r = ACC_ROW(e);
-        const bool ok = !diag || causal_ok(ACC_COL(nt, e, lane), rl[r], rows);
-        const float pv = ok ? exp2f(s[nt][e] * sl2 - lse2[r]) : 0.0f;
-        s[nt][e] = pv * (dp[nt][e] - dd[r]) * p.scale; /* dS */
+        const float pv = fast_exp2(fmaf(s[nt][e], sl2, -lse2[r]));
+        s[nt][e] = (dp[nt][e] - dd[r]) * (pv * p.scale); /* dS */
       }
     }
+    if (s0 == t0) mask_diagonal<false>(s, r0, rows, 0.0f, lane);
     frag4 da[NS / 2];
     to_frag_a<NS>(da, s);
     mma_cols<NS / 2, NO>(acc, da, pick(sm.k, i), LDH, lane);
@@ -526,18 +556,21 @@ static __global__ void __launch_bounds__(AT_THREADS)
     scores<NK, NS>(st, fa, pick(sm.q, i), LDH, lane);
     frag_rows(fa, sm.v + r0 * LDH, LDH, lane);
     scores<NK, NS>(dpt, fa, pick(sm.dout, i), LDH, lane);
-    const bool diag = t0 == s0;
-    const int rows = block_rows(t0, p.T);
+    const float *lse2 = pick(sm.lse, i), *dd = pick(sm.d, i);
 #pragma unroll
     for (int nt = 0; nt < NS; nt++) {
 #pragma unroll
       for (int e = 0; e < 4; e++) {
-        const int j = ACC_COL(nt, e, lane), r = ACC_ROW(e);
-        const bool ok = !diag || causal_ok(kl[r], j, rows);
-        const float pv = ok ? exp2f(st[nt][e] * sl2 - pick(sm.lse, i)[j] * LOG2E) : 0.0f;
-        st[nt][e] = pv;                                        /* Pᵀ */
-        dpt[nt][e] = pv * (dpt[nt][e] - pick(sm.d, i)[j]) * p.scale; /* dSᵀ */
+        const int j = ACC_COL(nt, e, lane);
+        const float pv = fast_exp2(fmaf(st[nt][e], sl2, -lse2[j]));
+        st[nt][e] = pv;                                    /* Pᵀ */
+        dpt[nt][e] = (dpt[nt][e] - dd[j]) * (pv * p.scale); /* dSᵀ */
       }
+    }
+    if (t0 == s0) {
+      const int rows = block_rows(t0, p.T);
+      mask_diagonal<true>(st, r0, rows, 0.0f, lane);
+      mask_diagonal<true>(dpt, r0, rows, 0.0f, lane);
     }
     frag4 pa[NS / 2];
     to_frag_a<NS>(pa, st);
