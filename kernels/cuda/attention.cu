@@ -252,18 +252,19 @@ static __device__ __forceinline__ int block_rows(int64_t t0, int64_t T) {
   return T - t0 < BR ? (int)(T - t0) : BR;
 }
 /* On the diagonal tile, sets to v every element of a warp's accumulators
-** [16 rows from r0, 8·NT columns] whose key its query may not see (both
-** counted from the tile's start): the key is the column and the query the
+** [16 rows from r0, 8·NT columns from c0] whose key its query may not see
+** (both counted from the tile's start): the key is the column and the query the
 ** row, or, with KEYS_IN_ROWS (the transposed products of dk and dv), the
 ** other way round; rows: block_rows. A separate pass, so that the other
 ** tiles' loops carry no test. */
 template <bool KEYS_IN_ROWS, int NT>
-static __device__ __forceinline__ void mask_diagonal(float (&s)[NT][4], int r0, int rows, float v, int lane) {
+static __device__ __forceinline__ void mask_diagonal(float (&s)[NT][4], int r0, int c0, int rows, float v,
+                                                     int lane) {
 #pragma unroll
   for (int nt = 0; nt < NT; nt++) {
 #pragma unroll
     for (int e = 0; e < 4; e++) {
-      const int row = r0 + (lane >> 2) + 8 * ACC_ROW(e), col = ACC_COL(nt, e, lane);
+      const int row = r0 + (lane >> 2) + 8 * ACC_ROW(e), col = c0 + ACC_COL(nt, e, lane);
       const int key = KEYS_IN_ROWS ? row : col, query = KEYS_IN_ROWS ? col : row;
       if (key > query || query >= rows) s[nt][e] = v;
     }
@@ -342,7 +343,7 @@ static __global__ void __launch_bounds__(AT_THREADS)
     if (s0 == 0) frag_rows(qa, sm.q + r0 * LDH, LDH, lane);
     float s[NS][4], mx[2] = {-CUDART_INF_F, -CUDART_INF_F};
     scores<NK, NS>(s, qa, pick(sm.k, i), LDH, lane);
-    if (s0 == t0) mask_diagonal<false>(s, r0, rows, -CUDART_INF_F, lane);
+    if (s0 == t0) mask_diagonal<false>(s, r0, 0, rows, -CUDART_INF_F, lane);
 #pragma unroll
     for (int nt = 0; nt < NS; nt++) {
 #pragma unroll
@@ -484,7 +485,7 @@ static __global__ void __launch_bounds__(AT_THREADS)
         s[nt][e] = (dp[nt][e] - dd[r]) * (pv * p.scale); /* dS */
       }
     }
-    if (s0 == t0) mask_diagonal<false>(s, r0, rows, 0.0f, lane);
+    if (s0 == t0) mask_diagonal<false>(s, r0, 0, rows, 0.0f, lane);
     frag4 da[NS / 2];
     to_frag_a<NS>(da, s);
     mma_cols<NS / 2, NO>(acc, da, pick(sm.k, i), LDH, lane);
@@ -511,11 +512,13 @@ struct dkv_smem {
   }
 };
 
+/* Up to a head of 64 the kernel needs 170 registers; capped at 168, three
+** blocks fit on an SM instead of two. */
 template <int HP>
-static __global__ void __launch_bounds__(AT_THREADS)
+static __global__ void __launch_bounds__(AT_THREADS, HP <= 64 ? 3 : 1)
     flash_dkdv_kernel(bf16 *dk, bf16 *dv, const bf16 *dout, const float *lse, const float *D, const bf16 *q,
                       const bf16 *k, const bf16 *v, attn_params p) {
-  constexpr int LDH = HP + 8, NK = HP / 16, NO = HP / 8, NS = BR / 8;
+  constexpr int LDH = HP + 8, NK = HP / 16, NO = HP / 8;
   extern __shared__ __align__(128) unsigned char smem_raw[];
   dkv_smem<HP> sm;
   dkv_smem<HP>::carve((char *)smem_raw, &sm);
@@ -549,34 +552,44 @@ static __global__ void __launch_bounds__(AT_THREADS)
     if (n + 1 < items) issue(n + 1, (int)i ^ 1);
     async_commit();
     const int64_t t0 = s0 + n % per * BR;
-    /* Sᵀ = k·qᵀ and dPᵀ = v·dOᵀ for this warp's 16 keys */
-    frag4 fa[NK];
-    float st[NS][4], dpt[NS][4];
-    frag_rows(fa, sm.k + r0 * LDH, LDH, lane);
-    scores<NK, NS>(st, fa, pick(sm.q, i), LDH, lane);
-    frag_rows(fa, sm.v + r0 * LDH, LDH, lane);
-    scores<NK, NS>(dpt, fa, pick(sm.dout, i), LDH, lane);
-    const float *lse2 = pick(sm.lse, i), *dd = pick(sm.d, i);
+    const bool diag = t0 == s0;
+    const int rows = block_rows(t0, p.T);
+    /* the tile's queries in two halves, which halves the score registers
+    ** (three blocks fit on an SM where two did); on the diagonal, the
+    ** first half lies wholly before the keys of warps 2 and 3 */
 #pragma unroll
-    for (int nt = 0; nt < NS; nt++) {
+    for (int hq = 0; hq < 2; hq++) {
+      constexpr int HALF = BR / 2, NH = HALF / 8;
+      if (diag && hq == 0 && r0 >= HALF) continue;
+      const bf16 *qh = pick(sm.q, i) + hq * HALF * LDH, *doh = pick(sm.dout, i) + hq * HALF * LDH;
+      const float *lse2 = pick(sm.lse, i) + hq * HALF, *dd = pick(sm.d, i) + hq * HALF;
+      /* Sᵀ = k·qᵀ and dPᵀ = v·dOᵀ for this warp's 16 keys */
+      frag4 fa[NK];
+      float st[NH][4], dpt[NH][4];
+      frag_rows(fa, sm.k + r0 * LDH, LDH, lane);
+      scores<NK, NH>(st, fa, qh, LDH, lane);
+      frag_rows(fa, sm.v + r0 * LDH, LDH, lane);
+      scores<NK, NH>(dpt, fa, doh, LDH, lane);
 #pragma unroll
-      for (int e = 0; e < 4; e++) {
-        const int j = ACC_COL(nt, e, lane);
-        const float pv = fast_exp2(fmaf(st[nt][e], sl2, -lse2[j]));
-        st[nt][e] = pv;                                    /* Pᵀ */
-        dpt[nt][e] = (dpt[nt][e] - dd[j]) * (pv * p.scale); /* dSᵀ */
+      for (int nt = 0; nt < NH; nt++) {
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+          const int j = ACC_COL(nt, e, lane);
+          const float pv = fast_exp2(fmaf(st[nt][e], sl2, -lse2[j]));
+          st[nt][e] = pv;                                    /* Pᵀ */
+          dpt[nt][e] = (dpt[nt][e] - dd[j]) * (pv * p.scale); /* dSᵀ */
+        }
       }
+      if (diag) {
+        mask_diagonal<true>(st, r0, hq * HALF, rows, 0.0f, lane);
+        mask_diagonal<true>(dpt, r0, hq * HALF, rows, 0.0f, lane);
+      }
+      frag4 pa[NH / 2];
+      to_frag_a<NH>(pa, st);
+      mma_cols<NH / 2, NO>(dva, pa, doh, LDH, lane);
+      to_frag_a<NH>(pa, dpt);
+      mma_cols<NH / 2, NO>(dka, pa, qh, LDH, lane);
     }
-    if (t0 == s0) {
-      const int rows = block_rows(t0, p.T);
-      mask_diagonal<true>(st, r0, rows, 0.0f, lane);
-      mask_diagonal<true>(dpt, r0, rows, 0.0f, lane);
-    }
-    frag4 pa[NS / 2];
-    to_frag_a<NS>(pa, st);
-    mma_cols<NS / 2, NO>(dva, pa, pick(sm.dout, i), LDH, lane);
-    to_frag_a<NS>(pa, dpt);
-    mma_cols<NS / 2, NO>(dka, pa, pick(sm.q, i), LDH, lane);
   }
   const float one[2] = {1.0f, 1.0f};
   store_rows<NO>(dk + b * p.T * p.ldk + kvh * p.hs, p.ldk, dka, sr, one, p.T, p.hs, lane);
