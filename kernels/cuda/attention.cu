@@ -47,6 +47,7 @@ static_assert(BR == BC, "the causal masks take the diagonal tile to be the one s
 ** one FMA and one ex2 per score */
 #define LOG2E 1.4426950408889634f
 #define LN2 0.6931471805599453f
+
 /* The sizes every kernel needs. */
 struct attn_params {
   int64_t T, H, KV, hs, ldq, ldk, ldv;
@@ -55,7 +56,8 @@ struct attn_params {
 };
 
 /* Bump allocator over shared memory (base NULL: sizing on the host); every
-** region starts on 128 bytes, the 16-byte alignment of cp.async and ldmatrix. */
+** region starts on 128 bytes, more than the 16 that cp.async and ldmatrix
+** need. */
 struct carver {
   char *base;
   size_t used;
@@ -320,7 +322,8 @@ static __global__ void __launch_bounds__(AT_THREADS)
   fwd_smem<HP>::carve((char *)smem_raw, &sm);
   const int64_t b = blockIdx.z, h = blockIdx.y, t0 = (int64_t)blockIdx.x * BR, kvh = h / p.g;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, r0 = warp * 16;
-  const tile_src<BC, HP> kt(k + b * p.T * p.ldk + kvh * p.hs, p.ldk, p.hs), vt(v + b * p.T * p.ldv + kvh * p.hs, p.ldv, p.hs);
+  const tile_src<BC, HP> kt(k + b * p.T * p.ldk + kvh * p.hs, p.ldk, p.hs);
+  const tile_src<BC, HP> vt(v + b * p.T * p.ldv + kvh * p.hs, p.ldv, p.hs);
   tile_src<BR, HP>(q + b * p.T * p.ldq + h * p.hs, p.ldq, p.hs).issue(sm.q, LDH, t0, p.T);
   kt.issue(sm.k[0], LDH, 0, p.T);
   vt.issue(sm.v[0], LDH, 0, p.T);
@@ -444,7 +447,8 @@ static __global__ void __launch_bounds__(AT_THREADS)
   dq_smem<HP>::carve((char *)smem_raw, &sm);
   const int64_t b = blockIdx.z, h = blockIdx.y, t0 = (int64_t)blockIdx.x * BR, kvh = h / p.g;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, r0 = warp * 16;
-  const tile_src<BC, HP> kt(k + b * p.T * p.ldk + kvh * p.hs, p.ldk, p.hs), vt(v + b * p.T * p.ldv + kvh * p.hs, p.ldv, p.hs);
+  const tile_src<BC, HP> kt(k + b * p.T * p.ldk + kvh * p.hs, p.ldk, p.hs);
+  const tile_src<BC, HP> vt(v + b * p.T * p.ldv + kvh * p.hs, p.ldv, p.hs);
   tile_src<BR, HP>(q + b * p.T * p.ldq + h * p.hs, p.ldq, p.hs).issue(sm.q, LDH, t0, p.T);
   tile_src<BR, HP>(dout + b * p.T * p.H * p.hs + h * p.hs, p.H * p.hs, p.hs).issue(sm.dout, LDH, t0, p.T);
   kt.issue(sm.k[0], LDH, 0, p.T);

@@ -41,25 +41,6 @@ struct add_op {
   __device__ float operator()(float a, float b) const { return a + b; }
 };
 
-/* Eight bf16 values of a 16-byte aligned address, widened or rounded. */
-static __device__ __forceinline__ void load8(const bf16 *p, float f[8]) {
-  const uint4 v = *(const uint4 *)p;
-  const __nv_bfloat162 *h = (const __nv_bfloat162 *)&v;
-#pragma unroll
-  for (int k = 0; k < 4; k++) {
-    const float2 t = __bfloat1622float2(h[k]);
-    f[2 * k] = t.x, f[2 * k + 1] = t.y;
-  }
-}
-
-static __device__ __forceinline__ void store8(bf16 *p, const float f[8]) {
-  uint4 v;
-  __nv_bfloat162 *h = (__nv_bfloat162 *)&v;
-#pragma unroll
-  for (int k = 0; k < 4; k++) h[k] = __floats2bfloat162_rn(f[2 * k], f[2 * k + 1]);
-  *(uint4 *)p = v;
-}
-
 /* out[i] = op(a[i], b[i]) (b: NULL reads 0), each result rounded once.
 ** `packs` groups of 8 from the start as 16-byte loads and stores (every
 ** pointer 16-byte aligned; 0 when one is not), then the rest one by one:
@@ -69,11 +50,11 @@ template <class Op>
 static __global__ void map_kernel(bf16 *out, const bf16 *a, const bf16 *b, int64_t n, int64_t packs, Op op) {
   TSL_GRID_LOOP(i, packs) {
     float x[8], y[8] = {0}, r[8];
-    load8(a + 8 * i, x);
-    if (b) load8(b + 8 * i, y);
+    ld_bf16v<8>(x, a + 8 * i);
+    if (b) ld_bf16v<8>(y, b + 8 * i);
 #pragma unroll
     for (int k = 0; k < 8; k++) r[k] = op(x[k], y[k]);
-    store8(out + 8 * i, r);
+    st_bf16v<8>(out + 8 * i, r);
   }
   TSL_GRID_LOOP(j, n - 8 * packs) {
     const int64_t i = 8 * packs + j;

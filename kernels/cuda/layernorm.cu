@@ -186,8 +186,8 @@ extern "C" int tsl_cuda_layernorm_forward(tsl_backend *be, tsl_stream *s, void *
                                           float eps) {
   if (rows < 0 || cols <= 0 || !(eps >= 0.0f)) return bad_shape("layernorm forward", rows, cols, cols);
   if (rows == 0) return TESSEL_OK;
-  return TSL_ROW_LAUNCH_VW(ln_forward_kernel, tsl_vec_width(cols, out, inp, w, b), rows, s, (bf16 *)out, mean, rstd, (const bf16 *)inp, (const bf16 *)w,
-                    (const bf16 *)b, rows, cols, eps);
+  return TSL_ROW_LAUNCH_VW(ln_forward_kernel, tsl_vec_width(cols, out, inp, w, b), rows, s, (bf16 *)out, mean, rstd,
+                           (const bf16 *)inp, (const bf16 *)w, (const bf16 *)b, rows, cols, eps);
 }
 
 extern "C" int tsl_cuda_layernorm_backward(tsl_backend *be, tsl_stream *s, void *dinp, float *dw, float *db,
@@ -197,8 +197,8 @@ extern "C" int tsl_cuda_layernorm_backward(tsl_backend *be, tsl_stream *s, void 
   if (rows == 0) return TESSEL_OK;
   int rc = param_grads(be, s, dw, db, dout, inp, mean, rstd, rows, cols);
   if (rc < 0) return rc;
-  return TSL_ROW_LAUNCH_VW(ln_backward_kernel, tsl_vec_width(cols, dinp, dout, inp, w), rows, s, (bf16 *)dinp, (const bf16 *)dout, (const bf16 *)inp,
-                    (const bf16 *)w, mean, rstd, rows, cols);
+  return TSL_ROW_LAUNCH_VW(ln_backward_kernel, tsl_vec_width(cols, dinp, dout, inp, w), rows, s, (bf16 *)dinp,
+                           (const bf16 *)dout, (const bf16 *)inp, (const bf16 *)w, mean, rstd, rows, cols);
 }
 
 extern "C" int tsl_cuda_layernorm_stats(tsl_backend *be, tsl_stream *s, double *sums, const void *inp, int64_t rows,
@@ -214,8 +214,8 @@ extern "C" int tsl_cuda_layernorm_apply(tsl_backend *be, tsl_stream *s, void *ou
   if (rows < 0 || cols < 0 || total_cols < cols || total_cols <= 0 || !(eps >= 0.0f))
     return bad_shape("layernorm apply", rows, cols, total_cols);
   if (rows == 0) return TESSEL_OK;
-  return TSL_ROW_LAUNCH_VW(ln_apply_kernel, tsl_vec_width(cols, out, inp, w, b), rows, s, (bf16 *)out, mean, rstd, sums, (const bf16 *)inp, (const bf16 *)w,
-                    (const bf16 *)b, rows, cols, total_cols, eps);
+  return TSL_ROW_LAUNCH_VW(ln_apply_kernel, tsl_vec_width(cols, out, inp, w, b), rows, s, (bf16 *)out, mean, rstd, sums,
+                           (const bf16 *)inp, (const bf16 *)w, (const bf16 *)b, rows, cols, total_cols, eps);
 }
 
 extern "C" int tsl_cuda_layernorm_backward_stats(tsl_backend *be, tsl_stream *s, double *sums, float *dw, float *db,
@@ -225,8 +225,8 @@ extern "C" int tsl_cuda_layernorm_backward_stats(tsl_backend *be, tsl_stream *s,
   if (rows == 0) return TESSEL_OK;
   int rc = param_grads(be, s, dw, db, dout, inp, mean, rstd, rows, cols);
   if (rc < 0) return rc;
-  return TSL_ROW_LAUNCH_VW(ln_backward_stats_kernel, tsl_vec_width(cols, dout, inp, w), rows, s, sums, (const bf16 *)dout, (const bf16 *)inp, (const bf16 *)w,
-                    mean, rstd, rows, cols);
+  return TSL_ROW_LAUNCH_VW(ln_backward_stats_kernel, tsl_vec_width(cols, dout, inp, w), rows, s, sums,
+                           (const bf16 *)dout, (const bf16 *)inp, (const bf16 *)w, mean, rstd, rows, cols);
 }
 
 extern "C" int tsl_cuda_layernorm_backward_apply(tsl_backend *be, tsl_stream *s, void *dinp, const double *sums,
@@ -235,6 +235,7 @@ extern "C" int tsl_cuda_layernorm_backward_apply(tsl_backend *be, tsl_stream *s,
   if (rows < 0 || cols < 0 || total_cols < cols || total_cols <= 0)
     return bad_shape("layernorm backward apply", rows, cols, total_cols);
   if (rows == 0) return TESSEL_OK;
-  return TSL_ROW_LAUNCH_VW(ln_backward_apply_kernel, tsl_vec_width(cols, dinp, dout, inp, w), rows, s, (bf16 *)dinp, sums, (const bf16 *)dout, (const bf16 *)inp,
-                    (const bf16 *)w, mean, rstd, rows, cols, total_cols);
+  return TSL_ROW_LAUNCH_VW(ln_backward_apply_kernel, tsl_vec_width(cols, dinp, dout, inp, w), rows, s, (bf16 *)dinp,
+                           sums, (const bf16 *)dout, (const bf16 *)inp, (const bf16 *)w, mean, rstd, rows, cols,
+                           total_cols);
 }
