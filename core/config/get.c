@@ -420,12 +420,26 @@ int tsl_cfg_has(tsl_cfg *map, const char *key) {
   return e && !e->value->is_default;
 }
 
+/* Whether `name` has `word` as one of its '_'-separated words
+** ("kv_heads" has "heads"). */
+static int has_word(const char *name, const char *word) {
+  const size_t n = strlen(word);
+  for (const char *p = strstr(name, word); p; p = strstr(p + 1, word))
+    if ((p == name || p[-1] == '_') && (p[n] == '\0' || p[n] == '_')) return 1;
+  return 0;
+}
+
 /* A present key that no getter asked for and that looks like `key`: when
-** `key` is missing, that is most likely it, misspelt. */
+** `key` is missing, that is most likely it, misspelt. Not a key that holds
+** `key` as a whole word: that is another key of the section, one a getter
+** has yet to ask for (kv_heads when heads is missing), and a misspelling
+** never adds a word. */
 static tsl_entry *misspelling_of(tsl_cfg *map, const char *key) {
   const char *cand[1] = {key};
-  for (int i = 0; map && i < map->n_entries; i++)
-    if (!map->entries[i].asked && tsl_closest(map->entries[i].key, cand, 1)) return &map->entries[i];
+  for (int i = 0; map && i < map->n_entries; i++) {
+    const tsl_entry *e = &map->entries[i];
+    if (!e->asked && !has_word(e->key, key) && tsl_closest(e->key, cand, 1)) return &map->entries[i];
+  }
   return NULL;
 }
 

@@ -392,6 +392,14 @@ static void test_missing_required(void) {
   CHECK_ERROR(tsl_cfg_require(m, "heads"), "%s:3:3: unknown key 'heds' in model (did you mean 'heads'?)", p);
   tsl_config_free(cfg);
 
+  /* ...but not a key that holds the missing one as a word: kv_heads is a
+  ** key of its own, one not yet read, and is not blamed */
+  put(p, "compound.yaml", "model:\n  layers: 2\n  kv_heads: 2\n");
+  cfg = load_ok(p);
+  m = section(cfg, "model");
+  CHECK_ERROR(tsl_cfg_require(m, "heads"), "%s:2:3: model: missing required key 'heads'", p);
+  tsl_config_free(cfg);
+
   put(p, "misspelt_section.yaml", "modle:\n  layers: 1\n");
   cfg = load_ok(p);
   CHECK_ERROR(tsl_cfg_section(tsl_config_root(cfg), "model", 1, &s),
