@@ -123,6 +123,37 @@ static tsl_status skip_value(parser *p) {
   return st;
 }
 
+/* The anchor (&name) a node carries, NULL for none. */
+static const char *anchor_of(const yaml_event_t *ev) {
+  const yaml_char_t *a = ev->type == YAML_SCALAR_EVENT           ? ev->data.scalar.anchor
+                         : ev->type == YAML_MAPPING_START_EVENT  ? ev->data.mapping_start.anchor
+                         : ev->type == YAML_SEQUENCE_START_EVENT ? ev->data.sequence_start.anchor
+                                                                 : NULL;
+  return (const char *)a;
+}
+
+/* Mistakes recorded, not returned: the parse goes on past them. An anchor
+** alone changes nothing, but one is only written to be aliased, which is
+** refused too. */
+static void refuse_anchor(parser *p, tsl_mark m, const yaml_event_t *ev) {
+  const char *anchor = anchor_of(ev);
+  if (anchor)
+    tsl_cfg_report(p->cfg, m, "YAML anchors (&%s) are not supported; use 'base:' to share settings", TSL_ECHO(anchor));
+}
+
+/* A tag that asks for a meaning the config has none of; `takes` says what
+** the node may carry instead. */
+static void unknown_tag(parser *p, tsl_mark m, const char *tag, const char *takes) {
+  const char *yaml = "tag:yaml.org,2002:";
+  int std = !strncmp(tag, yaml, strlen(yaml));
+  tsl_cfg_report(p->cfg, m, "the tag %s%s has no meaning here: %s", std ? "!!" : "",
+                 TSL_ECHO(std ? tag + strlen(yaml) : tag), takes);
+}
+
+static const char value_tags[] =
+    "a config value takes no tag, or one of YAML's own for its kind (!!str, !!int, !!float, !!bool, !!null, "
+    "!!map, !!seq)";
+
 /* One key and its value into `map`; a duplicate key is recorded and its
 ** value dropped. */
 static tsl_status parse_entry(parser *p, tsl_cfg *map, yaml_event_t *kev) {
@@ -135,6 +166,11 @@ static tsl_status parse_entry(parser *p, tsl_cfg *map, yaml_event_t *kev) {
     /* fatal: the events that follow are the insides of that key */
     return tsl_cfg_report(p->cfg, km, "%s: keys must be plain names", where[0] ? TSL_ECHO(where) : "configuration");
   }
+  /* a key is a plain name: no anchor, and no tag but a string's */
+  refuse_anchor(p, km, kev);
+  const char *tag = (const char *)kev->data.scalar.tag;
+  if (tag && strcmp(tag, YAML_STR_TAG) != 0 && strcmp(tag, "!") != 0)
+    unknown_tag(p, km, tag, "a key is a plain name, and takes no tag but !!str");
   char *key = NULL;
   st = scalar_text(p, kev, "a key", &key);
   yaml_event_delete(kev);
@@ -214,18 +250,9 @@ static const struct {
 } scalar_tags[] = {{YAML_STR_TAG, TSL_TAG_STR},     {"!", TSL_TAG_STR},           {YAML_INT_TAG, TSL_TAG_INT},
                    {YAML_FLOAT_TAG, TSL_TAG_FLOAT}, {YAML_BOOL_TAG, TSL_TAG_BOOL}, {YAML_NULL_TAG, TSL_TAG_NULL}};
 
-/* A mistake recorded, not returned: the parse goes on past it. */
-static void unknown_tag(parser *p, tsl_mark m, const char *tag) {
-  const char *yaml = "tag:yaml.org,2002:";
-  int std = !strncmp(tag, yaml, strlen(yaml));
-  tsl_cfg_report(p->cfg, m, "the tag %s%s has no meaning here: a config value takes no tag, or one of "
-                 "YAML's own for its kind (!!str, !!int, !!float, !!bool, !!null, !!map, !!seq)",
-                 std ? "!!" : "", TSL_ECHO(std ? tag + strlen(yaml) : tag));
-}
-
 /* A collection's tag, when it has one: refused unless it is `known`. */
 static void check_collection_tag(parser *p, tsl_mark m, const char *tag, const char *known) {
-  if (tag && strcmp(tag, known) != 0) unknown_tag(p, m, tag);
+  if (tag && strcmp(tag, known) != 0) unknown_tag(p, m, tag, value_tags);
 }
 
 /* A scalar's tag (TSL_TAG_NONE for none, or for one of no meaning, which
@@ -233,7 +260,7 @@ static void check_collection_tag(parser *p, tsl_mark m, const char *tag, const c
 static tsl_tag scalar_tag(parser *p, tsl_mark m, const char *name) {
   for (size_t i = 0; name && i < TSL_ARRAY_LEN(scalar_tags); i++)
     if (!strcmp(name, scalar_tags[i].name)) return scalar_tags[i].tag;
-  if (name) unknown_tag(p, m, name);
+  if (name) unknown_tag(p, m, name, value_tags);
   return TSL_TAG_NONE;
 }
 
@@ -289,24 +316,11 @@ static tsl_status parse_scalar(parser *p, const yaml_event_t *ev, tsl_mark m, ts
 ** It is about to become `key` of map `parent` (or its next item when
 ** `parent` is a list): knowing where it goes gives messages about its
 ** insides their path before it is attached. */
-/* The anchor (&name) a node carries, NULL for none. */
-static const char *anchor_of(const yaml_event_t *ev) {
-  const yaml_char_t *a = ev->type == YAML_SCALAR_EVENT           ? ev->data.scalar.anchor
-                         : ev->type == YAML_MAPPING_START_EVENT  ? ev->data.mapping_start.anchor
-                         : ev->type == YAML_SEQUENCE_START_EVENT ? ev->data.sequence_start.anchor
-                                                                 : NULL;
-  return (const char *)a;
-}
-
 static tsl_status parse_node(parser *p, yaml_event_t *ev, tsl_cfg *parent, const char *key, tsl_cfg **out) {
   tsl_status st = TESSEL_OK;
   tsl_mark m = mark_of(p, ev->start_mark);
   tsl_cfg *n = NULL;
-  /* recorded, the value read on: an anchor alone changes nothing, but one
-  ** is only written to be aliased, which is refused too */
-  const char *anchor = anchor_of(ev);
-  if (anchor)
-    tsl_cfg_report(p->cfg, m, "YAML anchors (&%s) are not supported; use 'base:' to share settings", TSL_ECHO(anchor));
+  refuse_anchor(p, m, ev);
   switch (ev->type) {
     case YAML_SCALAR_EVENT:
       st = parse_scalar(p, ev, m, &n);
