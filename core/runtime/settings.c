@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <float.h>
+#include <glob.h>
 #include <sys/stat.h>
 #include <math.h>
 #include <stdio.h>
@@ -567,6 +568,39 @@ static tsl_status check_outputs(tsl_cfg *root, const tsl_settings *s, const char
   return st;
 }
 
+/* What preparing would refuse in a data.text entry that exists or whose
+** pattern matches something (core/data/prepare.c). */
+typedef enum {
+  TEXT_OK,
+  TEXT_DIRECTORY,     /* names a directory                                   */
+  TEXT_NOT_FILE,      /* names a device, FIFO or socket                      */
+  TEXT_ONLY_DIRS,     /* a pattern that matches only directories             */
+  TEXT_MATCH_NOT_FILE /* a pattern that matches a device, FIFO or socket: at */
+} text_fault;
+
+static text_fault text_entry_fault(const char *entry, char *at, size_t cap) {
+  struct stat sb;
+  if (stat(entry, &sb) == 0) /* named as itself, not through a pattern */
+    return S_ISDIR(sb.st_mode) ? TEXT_DIRECTORY : S_ISREG(sb.st_mode) ? TEXT_OK : TEXT_NOT_FILE;
+  glob_t g;
+  if (glob(entry, 0, NULL, &g) != 0) {
+    globfree(&g);
+    return TEXT_OK; /* matches nothing: said apart */
+  }
+  text_fault fault = TEXT_ONLY_DIRS;
+  for (size_t i = 0; i < g.gl_pathc && fault != TEXT_MATCH_NOT_FILE; i++) {
+    if (stat(g.gl_pathv[i], &sb) != 0 || S_ISDIR(sb.st_mode)) continue; /* a pattern means the files */
+    if (S_ISREG(sb.st_mode)) {
+      if (fault == TEXT_ONLY_DIRS) fault = TEXT_OK;
+    } else {
+      snprintf(at, cap, "%s", g.gl_pathv[i]);
+      fault = TEXT_MATCH_NOT_FILE;
+    }
+  }
+  globfree(&g);
+  return fault;
+}
+
 tsl_status tsl_settings_check_files(tsl_config *cfg, const tsl_settings *s, const char *who) {
   tsl_status st = check_outputs(tsl_config_root(cfg), s, who);
   tsl_cfg *data = NULL;
@@ -578,12 +612,32 @@ tsl_status tsl_settings_check_files(tsl_config *cfg, const tsl_settings *s, cons
     const char **text;
     int n;
     if (tsl_cfg_string_list(data, "text", &text, &n) < 0) return st;
-    struct stat sb;
+    char at[4096];
+    const char *on = who ? who : "";
     for (int i = 0; i < n; i++) {
-      if (!tsl_glob_matches(text[i])) tsl_cfg_keep(&st, no_match(data, "text", i, text[i], who));
-      else if (stat(text[i], &sb) == 0 && S_ISDIR(sb.st_mode)) /* named as itself, not through a pattern */
-        tsl_cfg_keep(&st, tsl_cfg_item_error(data, "text", i, "%s is a directory: name its files, e.g. '%s/*.txt'%s",
-                                     text[i], text[i], who ? who : ""));
+      if (!tsl_glob_matches(text[i])) {
+        tsl_cfg_keep(&st, no_match(data, "text", i, text[i], who));
+        continue;
+      }
+      switch (text_entry_fault(text[i], at, sizeof at)) {
+        case TEXT_OK: break;
+        case TEXT_DIRECTORY:
+          tsl_cfg_keep(&st, tsl_cfg_item_error(data, "text", i, "%s is a directory: name its files, e.g. '%s/*.txt'%s",
+                                       text[i], text[i], on));
+          break;
+        case TEXT_NOT_FILE:
+          tsl_cfg_keep(&st, tsl_cfg_item_error(data, "text", i, "%s is not a regular file: name text files%s", text[i],
+                                       on));
+          break;
+        case TEXT_ONLY_DIRS:
+          tsl_cfg_keep(&st, tsl_cfg_item_error(data, "text", i, "'%s' matches only directories: name the files in "
+                                       "them, e.g. 'DIR/*.txt'%s", text[i], on));
+          break;
+        case TEXT_MATCH_NOT_FILE:
+          tsl_cfg_keep(&st, tsl_cfg_item_error(data, "text", i, "'%s' matches %s, which is not a regular file: name "
+                                       "text files%s", text[i], at, on));
+          break;
+      }
     }
     return st;
   }

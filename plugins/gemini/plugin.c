@@ -2,6 +2,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "gemini.h"
 
@@ -75,6 +76,12 @@ static tessel_status options(gemini *g, const tessel_cfg *sec) {
     return cfg->error_at(h, sec, "nvme_optim_frac",
                          "needs nvme_dir in this section, the directory for gemini's NVMe files (device.nvme_dir "
                          "is for state the core places, not gemini's chunks)");
+  /* one that does not exist is made at setup; a file in its place would
+  ** only be found there, after the data was prepared */
+  struct stat sb;
+  if (o->nvme_optim_frac > 0 && stat(o->nvme_dir, &sb) == 0 && !S_ISDIR(sb.st_mode))
+    return cfg->error_at(h, sec, "nvme_dir", "%s exists and is not a directory: name a directory for gemini's NVMe "
+                         "files (one that does not exist is created)", o->nvme_dir);
   return TESSEL_OK;
 }
 
