@@ -81,15 +81,27 @@ static const struct {
 
 static double optim_value(const tsl_settings *s, size_t at) { return *(const double *)((const char *)s + at); }
 
+/* The schedule's settings: the learning rate of a step depends on these too. */
+static const struct {
+  const char *key;
+  size_t at; /* an int64_t in tsl_settings */
+} schedule_keys[] = {{"train.steps", offsetof(tsl_settings, train.steps)},
+                     {"optimizer.warmup_steps", offsetof(tsl_settings, optim.warmup_steps)},
+                     {"optimizer.decay_steps", offsetof(tsl_settings, optim.decay_steps)}};
+
+static long long schedule_value(const tsl_settings *s, size_t at) {
+  return (long long)*(const int64_t *)((const char *)s + at);
+}
+
+static const char *const decay_names[] = {"cosine", "linear", "constant", "wsd"};
+
 /* One warning when the optimizer goes on otherwise than the checkpoint's
 ** run would have (its config.yaml): another β, ε, weight decay or clipping,
 ** or another learning rate from the next step on — a schedule changed, or
 ** train.steps, over which cosine and linear decay stretch (Megatron-LM
 ** refuses such a resume unless told to take the new schedule; tessel takes
-** it and says so). A config.yaml this version cannot read is passed over,
-** and so is a checkpoint of step 0 (tessel import's: nothing trained). */
+** it and says so). A config.yaml this version cannot read is passed over. */
 static void warn_optimizer(const tsl_settings *s, const tsl_ckpt *c) {
-  if (c->step == 0) return;
   char *path = tsl_asprintf("%s/config.yaml", c->path), changed[1024] = "";
   tsl_config *cfg = NULL;
   tsl_settings was = {0};
@@ -100,6 +112,19 @@ static void warn_optimizer(const tsl_settings *s, const tsl_ckpt *c) {
       if (now != then)
         used += (size_t)snprintf(changed + used, sizeof changed - used, "%soptimizer.%s %g (was %g)",
                                  used ? ", " : "", optim_keys[i].key, now, then);
+    }
+    if (s->optim.decay != was.optim.decay && used < sizeof changed)
+      used += (size_t)snprintf(changed + used, sizeof changed - used, "%soptimizer.decay %s (was %s)",
+                               used ? ", " : "", decay_names[s->optim.decay], decay_names[was.optim.decay]);
+    if (s->optim.decay_sqrt != was.optim.decay_sqrt && used < sizeof changed)
+      used += (size_t)snprintf(changed + used, sizeof changed - used, "%soptimizer.decay_shape %s (was %s)",
+                               used ? ", " : "", s->optim.decay_sqrt ? "1-sqrt" : "linear",
+                               was.optim.decay_sqrt ? "1-sqrt" : "linear");
+    for (size_t i = 0; i < TSL_ARRAY_LEN(schedule_keys) && used < sizeof changed; i++) {
+      long long now = schedule_value(s, schedule_keys[i].at), then = schedule_value(&was, schedule_keys[i].at);
+      if (now != then)
+        used += (size_t)snprintf(changed + used, sizeof changed - used, "%s%s %lld (was %lld)", used ? ", " : "",
+                                 schedule_keys[i].key, now, then);
     }
     const int64_t next = c->step + 1;
     const double lr = tsl_lr_at(s, next), lr_was = tsl_lr_at(&was, next);
@@ -116,7 +141,9 @@ static void warn_optimizer(const tsl_settings *s, const tsl_ckpt *c) {
 
 void tsl_ckpt_warn_changes(const tsl_runtime *rt, const tsl_ckpt *c) {
   const tsl_settings *s = &rt->settings;
-  if (rt->world.rank != 0) return;
+  /* a checkpoint of step 0 (tessel import's) was never trained: no seed,
+  ** batch or data of its own to go on from */
+  if (rt->world.rank != 0 || c->step == 0) return;
   /* batches are a function of (seed, step): another seed is another
   ** stream from here on, which a user means to do only knowingly */
   if (c->seed != s->train.seed)

@@ -56,6 +56,9 @@ go() { # NAME ARGS...: a fresh 4-step run; its losses in $WORK/NAME.losses
 go original --set model.init_from="$A"
 go reimported --set model.init_from="$WORK/llama-back"
 go resumed --set checkpoint.resume=auto --resume "$WORK/llama-back"
+# the import is of step 0, never trained: its seed (0) is no seed to go on from
+! grep -q "warning: train\.\(seed\|batch_size\)" "$WORK/resumed.log" ||
+  fail "resuming the import warned of a seed or batch: $(cat "$WORK/resumed.log")"
 go resumed_gemini --set checkpoint.resume=auto --resume "$WORK/llama-back" --set plugin.name=gemini \
   --set plugin.placement=static
 go fresh

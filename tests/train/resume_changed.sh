@@ -84,11 +84,19 @@ cp -r "$WORK/same" "$WORK/optim"
 "$TESSEL" run "$WORK/tiny.yaml" --set log.dir="$WORK/optim" --set train.steps=14 --set optimizer.beta2=0.99 \
   >"$WORK/optim.log" 2>&1 || fail "resuming with another optimizer failed: $(cat "$WORK/optim.log")"
 [ "$(grep -c "warning: checkpoint .*optim/checkpoints/step_00000005 was trained with another optimizer or schedule: \
-optimizer.beta2 0.99 (was 0.95): step 6's learning rate is [0-9.e-]*, where the run's own schedule gives" \
+optimizer.beta2 0.99 (was 0.95), train.steps 14 (was 12): step 6's learning rate is [0-9.e-]*, where the run's own \
+schedule gives" \
   "$WORK/optim.log")" -eq 1 ] || fail "another optimizer is not warned about once: $(cat "$WORK/optim.log")"
 lr6=$(sed -n 's/^{"step":6,.*"lr":\([^,]*\),.*/\1/p' "$WORK/optim/metrics.jsonl")
 grep -q "step 6's learning rate is $(printf '%.6g' "$lr6")," "$WORK/optim.log" ||
   fail "the warning does not name step 6's learning rate $lr6: $(cat "$WORK/optim.log")"
+
+# only the warm-up: it is named
+cp -r "$WORK/same" "$WORK/warm"
+"$TESSEL" run "$WORK/tiny.yaml" --set log.dir="$WORK/warm" --set optimizer.warmup_steps=8 >"$WORK/warm.log" 2>&1 ||
+  fail "resuming with another warm-up failed: $(cat "$WORK/warm.log")"
+[ "$(grep -c "another optimizer or schedule: optimizer.warmup_steps 8 (was 3): step 6's" "$WORK/warm.log")" -eq 1 ] ||
+  fail "another warm-up is not named once: $(cat "$WORK/warm.log")"
 
 # nothing that changes the batches: nothing said (gradient accumulation
 # splits the same batch_size sequences)
