@@ -677,8 +677,9 @@ tsl_status tsl_ckpt_check_resume(const tsl_runtime *rt, int warn, const char *re
   char *path = NULL;
   int64_t step;
   tsl_ckpt c;
-  if (rt->settings.ckpt.resume != TSL_RESUME_AUTO) return TESSEL_OK;
-  tsl_status st = tsl_ckpt_latest(rt->settings.ckpt.dir, &path, &step);
+  tsl_status st = tsl_ckpt_check_latest(rt->settings.ckpt.dir);
+  if (st < 0 || rt->settings.ckpt.resume != TSL_RESUME_AUTO) return st;
+  st = tsl_ckpt_latest(rt->settings.ckpt.dir, &path, &step);
   if (st < 0 || !path) return st;
   st = tsl_ckpt_open(path, &c);
   if (st >= 0) {

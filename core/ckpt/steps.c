@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "ckpt/checkpoint.h"
@@ -121,6 +122,18 @@ tsl_status tsl_ckpt_rename_into_place(const char *tmp, const char *final) {
   return st;
 }
 
+tsl_status tsl_ckpt_check_latest(const char *dir) {
+  struct stat sb;
+  char *path = tsl_asprintf("%s/" TSL_CKPT_LATEST, dir);
+  if (!path) return TESSEL_E_NOMEM;
+  tsl_status st = TESSEL_OK;
+  if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode))
+    st = tsl_error(TESSEL_E_IO, "%s is %s, not the file in which each checkpoint names itself as the newest: remove "
+                   "it (or point checkpoint.dir elsewhere)", path, tsl_file_kind(sb.st_mode));
+  free(path);
+  return st;
+}
+
 /* Record `step` in dir/latest as the newest checkpoint of the run writing
 ** dir. Auto resume follows it rather than the highest step: after a run
 ** went back to an older step, the higher ones are the part it abandoned
@@ -135,43 +148,62 @@ tsl_status tsl_ckpt_track(const char *dir, int64_t step) {
   return st;
 }
 
-/* The step dir/latest names when that checkpoint is there, else -1. Its
-** first line is the name, which may be wrapped in spaces or end in a CRLF
-** (a file edited by hand). */
-static int64_t tracked(const char *dir, int warn) {
+/* The step dir/latest names, or -1 when it names none (a name that is not
+** step_NNNNNNNN, or a file that cannot be read); *there: whether that
+** step's directory exists. Its first line is the name, which may be
+** wrapped in spaces or end in a CRLF (a file edited by hand). */
+static int64_t tracked(const char *dir, int *there) {
   char *path = tsl_asprintf("%s/%s", dir, TSL_CKPT_LATEST), *text = NULL, *step_dir = NULL;
   size_t len = 0;
   int64_t step = -1;
-  if (path && tsl_path_exists(path)) {
-    if (tsl_read_file(path, &text, &len) >= 0 && len < 4096) {
-      char *name = text + strspn(text, " \t");
-      size_t n = strcspn(name, "\r\n");
-      while (n > 0 && (name[n - 1] == ' ' || name[n - 1] == '\t')) n--;
-      name[n] = '\0';
-      step = entry_step(name);
-      step_dir = step >= 0 ? tsl_asprintf("%s/%s", dir, name) : NULL;
-      if (!step_dir || !tsl_path_exists(step_dir)) step = -1;
-    }
-    /* the run that wrote it went back to that step on purpose: say so when it cannot be followed */
-    if (step < 0 && warn)
-      tsl_log(TESSEL_LOG_WARN, "%s does not name a checkpoint in %s (expected one line, step_NNNNNNNN); going by the "
-              "highest step instead", path, dir);
+  *there = 0;
+  if (path && tsl_path_exists(path) && tsl_read_file(path, &text, &len) >= 0 && len < 4096) {
+    char *name = text + strspn(text, " \t");
+    size_t n = strcspn(name, "\r\n");
+    while (n > 0 && (name[n - 1] == ' ' || name[n - 1] == '\t')) n--;
+    name[n] = '\0';
+    step = entry_step(name);
+    step_dir = step >= 0 ? tsl_asprintf("%s/%s", dir, name) : NULL;
+    *there = step_dir && tsl_path_exists(step_dir);
   }
-  tsl_error_clear(); /* an unreadable record only means: fall back to the highest step */
+  tsl_error_clear(); /* an unreadable record only means: fall back on the steps there */
   free(step_dir);
   free(text);
   free(path);
   return step;
 }
 
-/* tsl_ckpt_latest; `warn`: say so when the latest file names nothing */
+/* tsl_ckpt_latest; `warn`: say so when the latest file cannot be followed.
+** When it names a step that is gone (moved away, as the message about a
+** damaged checkpoint suggests), the run goes on from the newest step
+** before it, never from a higher one: steps above the run's newest belong
+** to a part an earlier resume abandoned. */
 tsl_status tsl_ckpt_latest_of(const char *dir, int warn, char **path, int64_t *step) {
-  int64_t *steps;
+  int64_t *steps = NULL;
+  int there = 0, n;
+  const int64_t named = tracked(dir, &there);
+  char *record = NULL;
   *path = NULL;
-  if ((*step = tracked(dir, warn)) < 0) {
-    if (list_steps(dir, &steps) == 0) return TESSEL_OK;
-    *step = steps[0];
+  *step = named;
+  if (named < 0 || !there) {
+    n = list_steps(dir, &steps);
+    *step = -1;
+    for (int i = 0; i < n && *step < 0; i++)
+      if (named < 0 || steps[i] < named) *step = steps[i];
     free(steps);
+    record = tsl_asprintf("%s/%s", dir, TSL_CKPT_LATEST);
+    if (warn && record && tsl_path_exists(record)) {
+      char instead[64] = "none is left to resume from";
+      if (*step >= 0) snprintf(instead, sizeof instead, "going by step_%08lld", (long long)*step);
+      if (named >= 0)
+        tsl_log(TESSEL_LOG_WARN, "%s names step_%08lld, which is not in %s (moved or removed); %s, the newest "
+                "before it", record, (long long)named, dir, instead);
+      else
+        tsl_log(TESSEL_LOG_WARN, "%s does not name a checkpoint (expected one line, step_NNNNNNNN); %s, the "
+                "highest step in %s", record, instead, dir);
+    }
+    free(record);
+    if (*step < 0) return TESSEL_OK;
   }
   *path = tsl_asprintf("%s/step_%08lld", dir, (long long)*step);
   return *path ? TESSEL_OK : TESSEL_E_NOMEM;

@@ -21,7 +21,13 @@ tsl_status tsl_ckpt_track(const char *dir, int64_t step);
 /* Keep the newest `keep` steps up to `just_saved` (0: all); an old step
 ** that cannot be removed is a warning. */
 tsl_status tsl_ckpt_prune(const char *dir, int keep, int64_t just_saved);
-/* tsl_ckpt_latest; `warn`: say so when the latest file names nothing. */
+/* dir/latest, where each save names itself, must be a file when it is
+** there: a directory (or another kind) in its place let a run train a
+** step, fail at its first save with a file-system error, and do so again
+** at every rerun, one step further each time. Checked by the run before
+** its first step and by tessel check. */
+tsl_status tsl_ckpt_check_latest(const char *dir);
+/* tsl_ckpt_latest; `warn`: say so when the latest file cannot be followed. */
 tsl_status tsl_ckpt_latest_of(const char *dir, int warn, char **path, int64_t *step);
 
 #endif

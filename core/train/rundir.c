@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "ckpt/checkpoint.h"
+#include "ckpt/steps.h"
 #include "common/log.h"
 #include "common/util.h"
 
@@ -166,22 +167,6 @@ static tsl_status check_writable(const tsl_settings *s) {
   return st;
 }
 
-/* checkpoint.dir/latest, where each save names itself, must be a file
-** when it is there: a directory (or another kind) in its place let the run
-** train a step, fail at its first save with a file-system error, and do so
-** again at every rerun, one step further each time. */
-static tsl_status check_latest(const tsl_settings *s) {
-  struct stat sb;
-  char *path = tsl_asprintf("%s/" TSL_CKPT_LATEST, s->ckpt.dir);
-  if (!path) return TESSEL_E_NOMEM;
-  tsl_status st = TESSEL_OK;
-  if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode))
-    st = tsl_error(TESSEL_E_IO, "%s is %s, not the file in which each checkpoint names itself as the newest: remove "
-                   "it (or point checkpoint.dir elsewhere)", path, tsl_file_kind(sb.st_mode));
-  free(path);
-  return st;
-}
-
 /* checkpoint.dir must hold one checkpoint. */
 static tsl_status check_room(const tsl_settings *s) {
   const char *dir = s->ckpt.dir;
@@ -228,7 +213,7 @@ static tsl_status claim(const tsl_settings *s, tsl_run_dir *d) {
   TSL_TRY(st, lock_dir(s->log.dir, "log.dir", &d->fds[d->n]));
   d->locked[d->n++] = tsl_strdup(s->log.dir);
   TSL_TRY(st, check_writable(s));
-  TSL_TRY(st, check_latest(s));
+  TSL_TRY(st, tsl_ckpt_check_latest(s->ckpt.dir));
   /* one directory for both is one lock: a second flock of it would refuse us */
   char *a = realpath(s->log.dir, NULL), *b = realpath(s->ckpt.dir, NULL);
   int same = a && b && strcmp(a, b) == 0;

@@ -126,6 +126,9 @@ valid >"$WORK/latest_dir.yaml"
 run latest_dir "$TESSEL" run "$WORK/latest_dir.yaml" --set log.dir="$WORK/latest_dir"
 expect 1 "$WORK/latest_dir/checkpoints/latest is a directory, not the file in which each checkpoint names itself"
 [ -z "$(ls "$WORK/latest_dir/checkpoints" | grep step_)" ] || fail "a step was trained and saved before the refusal"
+# tessel check refuses it as the run does (it passed, with a warning)
+run latest_dir_check "$TESSEL" check "$WORK/latest_dir.yaml" --set log.dir="$WORK/latest_dir"
+expect 1 "$WORK/latest_dir/checkpoints/latest is a directory, not the file in which each checkpoint names itself"
 # a token past the vocabulary in a shard whose tokens.json says it was made
 # for that vocabulary is damage (exit 1), not a shard made for a larger one
 # (a configuration mistake, exit 2, as it was said)

@@ -38,6 +38,14 @@ set -e
 [ -d "$ck/step_00000002" ] && [ -d "$ck/step_00000004" ] ||
   fail "the fresh run's own checkpoints were pruned (kept: $(ls "$ck" | tr '\n' ' '))"
 grep -q "resume with --resume $ck/step_00000004 " "$WORK/never.log" || fail "resume: never's stop says to rerun the same command"
+# latest naming a step that was moved away (as the message about a damaged
+# checkpoint advises): the run goes on from the newest step before it, not
+# from the abandoned run's higher steps 10 to 12
+mv "$ck/step_00000004" "$WORK/step_00000004"
+"$TESSEL" sample "$ck" --tokens 1 >"$WORK/moved.out" 2>"$WORK/moved.err" || { cat "$WORK/moved.err" >&2; fail "sample failed"; }
+grep -q "$ck/latest names step_00000004, which is not in $ck (moved or removed); going by step_00000002, the newest" \
+  "$WORK/moved.err" || { cat "$WORK/moved.err" >&2; fail "a latest naming a moved step did not go back to step 2"; }
+mv "$WORK/step_00000004" "$ck/step_00000004"
 # latest as an editor on Windows saves it (CRLF) still names the step, its
 # first line; it was ignored, and the run went back to the abandoned run's
 # step 12
@@ -47,7 +55,8 @@ grep -q "resuming from .*step_00000004 (step 4)" "$WORK/after.log" || { cat "$WO
 # a latest that names no checkpoint is said, not silently passed over
 echo step_00000099 >"$ck/latest"
 "$TESSEL" sample "$ck" --tokens 1 >"$WORK/sample.out" 2>"$WORK/sample.err" || { cat "$WORK/sample.err" >&2; fail "sample failed"; }
-grep -q "$ck/latest does not name a checkpoint in $ck" "$WORK/sample.err" ||
+grep -q "$ck/latest names step_00000099, which is not in $ck (moved or removed); going by step_00000012" \
+  "$WORK/sample.err" ||
   { cat "$WORK/sample.err" >&2; fail "a latest naming no checkpoint went unmentioned"; }
 rm -rf "$WORK"
 echo "ok: a run that went back resumes where it stopped, keeps its checkpoints and names how to go on"
