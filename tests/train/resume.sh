@@ -71,6 +71,16 @@ rc=$?
 set -e
 [ $rc -eq 1 ] && grep -qF "The newest intact checkpoint before it is $WORK/resumed/checkpoints/step_00000005" \
   "$WORK/check_damaged.log" || fail "check of a run that would resume from a damaged checkpoint: exit $rc, $(cat "$WORK/check_damaged.log")"
+# the same damaged weights under model.init_from: damage, exit 1 (it was
+# told as a mistake in the config, exit 2)
+set +e
+"$TESSEL" run "$WORK/tiny.yaml" --set log.dir="$WORK/from_damaged" \
+  --set model.init_from="$WORK/resumed/checkpoints/step_00000012" >"$WORK/init_damaged.log" 2>&1
+rc=$?
+set -e
+[ $rc -eq 1 ] && grep -qF "model.init_from: cannot start from these weights: " "$WORK/init_damaged.log" &&
+  grep -qF "step_00000012 is corrupt: model.safetensors has CRC-32" "$WORK/init_damaged.log" ||
+  fail "model.init_from of damaged weights: exit $rc, $(cat "$WORK/init_damaged.log")"
 "$TESSEL" run "$WORK/tiny.yaml" --set log.dir="$WORK/resumed" --set train.steps=14 \
   --resume "$WORK/resumed/checkpoints/step_00000005" >/dev/null 2>&1 || fail "--resume with the intact checkpoint failed"
 rm -rf "$WORK"
