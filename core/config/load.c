@@ -69,7 +69,8 @@ static tsl_status apply_base(tsl_config *cfg, const char *path, int depth, char 
   char *base_path = NULL;
   tsl_cfg *base_root = NULL;
   if (depth + 1 >= TSL_MAX_BASE_DEPTH)
-    return tsl_cfg_report(cfg, bmark, "base: more than %d levels of inheritance", TSL_MAX_BASE_DEPTH);
+    return tsl_cfg_report(cfg, bmark, "base: a chain of more than %d files (the one run or checked counted); "
+                          "inherit from fewer", TSL_MAX_BASE_DEPTH);
   TSL_TRY(st, resolve_base(cfg, path, base_node, &base_path));
   st = load_file(cfg, base_path, depth + 1, chain, &base_root);
   if (st < 0) {

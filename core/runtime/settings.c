@@ -280,12 +280,20 @@ static double parse_duration(const char *text) {
   return isfinite(total) && total > 0 ? total : -1;
 }
 
-/* train.comm_timeout: a duration, or 0 to wait forever. */
+/* "0", "0.0", "0s", "0m", ...: no time at all, in any unit or none */
+static int zero_duration(const char *v) {
+  double x;
+  char *end;
+  if (tsl_parse_decimal(v, &x, &end) < 0 || x != 0.0) return 0;
+  return *end == '\0' || (strchr("smhd", *end) && end[1] == '\0');
+}
+
+/* train.comm_timeout: a duration, or 0 (in any unit) to wait forever. */
 static tsl_status read_comm_timeout(tsl_cfg *t, tsl_settings *s) {
   const char *v;
   tsl_status st = tsl_cfg_string(t, "comm_timeout", "30m", &v);
   if (st < 0) return st;
-  double seconds = strcmp(v, "0") == 0 ? 0 : parse_duration(v);
+  double seconds = zero_duration(v) ? 0 : parse_duration(v);
   if (seconds < 0)
     return tsl_cfg_error(t, "comm_timeout", "'%s' is not a duration: write e.g. 30m, 90s or 2h, or 0 to wait forever",
                          v);

@@ -425,6 +425,9 @@ static void test_cfg_error(void) {
 
 /* The core's own schema (settings.c) on top of the getters. */
 static void test_settings(void) {
+  static const char valid_model_data[] =
+      "model: {layers: 2, heads: 2, channels: 8, seq_len: 4}\n"
+      "data: {train: \"x/*.bin\"}\n";
   static const char *const valid =
       "model: {layers: 2, heads: 2, channels: 8, seq_len: 4}\n"
       "data: {train: \"x/*.bin\"}\n"
@@ -438,6 +441,22 @@ static void test_settings(void) {
   CHECK(s.model.layers == 2 && s.model.channels == 8 && s.model.vocab_size == 256);
   CHECK(s.train.steps == 1 && s.train.batch_size == 8);
   tsl_config_free(cfg);
+
+  /* comm_timeout: 0 in a unit is as 0 (it was "not a duration"), a unit
+  ** without a number is not */
+  static const struct {
+    const char *v;
+    double seconds;
+  } timeouts[] = {{"0", 0}, {"0s", 0}, {"0m", 0}, {"0.0h", 0}, {"90s", 90}, {"2h", 7200}, {"s", -1}, {"0x", -1}};
+  for (size_t i = 0; i < sizeof timeouts / sizeof timeouts[0]; i++) {
+    snprintf(text, sizeof text, "%strain: {steps: 1, comm_timeout: \"%s\"}\n", valid_model_data, timeouts[i].v);
+    put(p, "timeout.yaml", text);
+    cfg = load_ok(p);
+    tsl_status got = tsl_settings_read(cfg, &s);
+    if (timeouts[i].seconds < 0) CHECK(got == TESSEL_E_CONFIG);
+    else CHECK(got == TESSEL_OK && s.train.comm_timeout == timeouts[i].seconds);
+    tsl_config_free(cfg);
+  }
 
   /* channels that do not split into heads point at channels */
   put(p, "heads.yaml", "model:\n  layers: 2\n  heads: 3\n  channels: 8\n  seq_len: 4\ndata: {train: x}\ntrain: {steps: 1}\n");
@@ -618,7 +637,7 @@ static void test_base_errors(void) {
   snprintf(p, sizeof p, "%s/deep/l0.yaml", scratch);
   st = load_fail(p);
   CHECK_EQ_INT(st, TESSEL_E_CONFIG);
-  CHECK_STR_CONTAINS(tsl_error_message(), "levels of inheritance");
+  CHECK_STR_CONTAINS(tsl_error_message(), "a chain of more than 16 files");
   /* ... and 16 files (top -> l2 -> ... -> l16) are not */
   char top[1024];
   put(top, "deep/top.yaml", "base: l2.yaml\n");
