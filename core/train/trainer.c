@@ -56,12 +56,16 @@ static tsl_status setup(trainer *t) {
   const tsl_settings *s = &rt->settings;
   tsl_status st;
   tessel_model_dims dims;
-  TSL_TRY(st, tsl_data_open(rt, &t->data));
+  /* the model's plan (the strategy's layouts: what tessel check asks of it)
+  ** before the data: a mistake it finds is the config's, said before
+  ** data.text is prepared or anything is written (it was said after) */
   TSL_TRY(st, tsl_model_dims_for(rt, &dims));
+  TSL_TRY(st, tsl_model_plan(rt, &dims, &t->model));
+  TSL_TRY(st, tsl_data_open(rt, &t->data));
   t->data.data_rank = tsl_comm_data_rank(rt->comm);
   t->data.data_ranks = dims.data_ranks;
   t->data.micro_batch = dims.micro_batch;
-  TSL_TRY(st, tsl_model_create(rt, &dims, &s->train.seed, &t->model));
+  TSL_TRY(st, tsl_model_materialize(t->model, &s->train.seed));
   return TESSEL_OK;
 fail:
   return st;

@@ -118,6 +118,13 @@ expect 1 "$WORK/shards/train_000000.bin: is a FIFO, not a token shard"
 valid "data: {train: \"$WORK/shards/train_000001.bin\"}" | sed '2d' >"$WORK/shard_dir.yaml"
 run dir_shard "$TESSEL" run "$WORK/shard_dir.yaml" --set log.dir="$WORK/shard_dir"
 expect 1 "$WORK/shards/train_000001.bin: is a directory, not a token shard"
+# a strategy's option that does not fit the model and batch is the
+# config's mistake, found by its layout: said before data.text is prepared,
+# and the run directory is not left behind (it was made, with shards in it)
+run hybrid_layout "$TESSEL" run configs/hybrid.yaml --set plugin.tp=1 --set plugin.pp=1 --set train.steps=2 \
+  --set log.dir="$WORK/hybrid_layout" --set data.dir="$WORK/hybrid_layout/data"
+expect 2 "configs/hybrid.yaml:16:21: plugin.num_microbatches: is 4, but each data rank's 16 sequences per step make 8"
+[ ! -e "$WORK/hybrid_layout" ] || fail "the refused run left $(find "$WORK/hybrid_layout" | head -5 | tr '\n' ' ')"
 # a directory where checkpoint.dir/latest goes: refused before a step (the
 # run trained one, failed at its save as a file-system error, and again at
 # every rerun)
