@@ -242,6 +242,7 @@ static tsl_status finish_dir(tsl_model *m, const char *tmp, const char *final, i
   TSL_TRY(st, tsl_ckpt_rename_into_place(tmp, final));
   *placed = 1;
   TSL_TRY(st, tsl_fsync_path(s->ckpt.dir));
+  TSL_TRY(st, tsl_ckpt_note_abandoned(s->ckpt.dir, step));
   TSL_TRY(st, tsl_ckpt_track(s->ckpt.dir, step));
   TSL_TRY(st, tsl_ckpt_prune(s->ckpt.dir, s->ckpt.keep, step));
   return TESSEL_OK;

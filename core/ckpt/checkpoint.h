@@ -68,6 +68,9 @@ uint64_t tsl_ckpt_bytes(const tsl_settings *s);
 /* The file in checkpoint.dir that names the newest checkpoint of the run
 ** writing there. */
 #define TSL_CKPT_LATEST "latest"
+/* The file in checkpoint.dir that lists the steps of a part a run went
+** back from (ckpt/steps.h, tsl_ckpt_note_abandoned). */
+#define TSL_CKPT_ABANDONED "abandoned"
 
 /* The checkpoint a run in dir resumes from: the one dir/latest names (each
 ** save records itself there), else the highest step_NNNNNNNN. *path NULL

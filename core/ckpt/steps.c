@@ -56,6 +56,84 @@ static int list_steps(const char *dir, int64_t **out) {
   return n;
 }
 
+/* ---- the abandoned part of a run that went back
+**
+** A run that went back to an older checkpoint (--resume, or resume: never)
+** saves below the steps of the part it abandoned. Each save of step N
+** names, in dir/abandoned (one step_NNNNNNNN a line), every step above N
+** that is there, and takes N off it when it was there (the run's own
+** save replaced it). Pruning leaves the abandoned steps alone, and
+** automatic resume passes over them: they are the user's to keep, remove
+** or name with --resume. (Counting them as the run's own once pruned its
+** newer steps for them, and sent a resume back to them.) */
+
+/* The steps dir/abandoned lists, in a heap array; returns how many (0 for
+** none or an unreadable record, which only means: none). */
+static int abandoned_steps(const char *dir, int64_t **out) {
+  char *path = tsl_asprintf("%s/" TSL_CKPT_ABANDONED, dir), *text = NULL;
+  size_t len = 0;
+  int n = 0;
+  *out = NULL;
+  if (path && tsl_path_exists(path) && tsl_read_file(path, &text, &len) >= 0 && len < (1u << 24)) {
+    int64_t *v = malloc(sizeof *v * (len / 14 + 1));
+    for (char *line = text, *next; v && line && *line; line = next) {
+      next = strchr(line, '\n');
+      if (next) *next++ = '\0';
+      const int64_t step = entry_step(line);
+      if (step >= 0) v[n++] = step;
+    }
+    *out = v;
+  }
+  tsl_error_clear();
+  free(text);
+  free(path);
+  return n;
+}
+
+static int listed(const int64_t *v, int n, int64_t step) {
+  for (int i = 0; i < n; i++)
+    if (v[i] == step) return 1;
+  return 0;
+}
+
+/* The step directories under dir that belong to the run writing there
+** (those dir/abandoned does not list), newest first; as list_steps. */
+static int own_steps(const char *dir, int64_t **out) {
+  int64_t *gone;
+  int n = list_steps(dir, out), k = 0, n_gone = abandoned_steps(dir, &gone);
+  for (int i = 0; i < n; i++)
+    if (!listed(gone, n_gone, (*out)[i])) (*out)[k++] = (*out)[i];
+  free(gone);
+  return k;
+}
+
+tsl_status tsl_ckpt_note_abandoned(const char *dir, int64_t saved) {
+  int64_t *steps, *gone;
+  const int n = list_steps(dir, &steps), n_gone = abandoned_steps(dir, &gone);
+  size_t cap = 32 * (size_t)(n + 1), len = 0; /* "step_" and up to 19 digits a line */
+  char *text = malloc(cap);
+  tsl_status st = text ? TESSEL_OK : TESSEL_E_NOMEM;
+  int changed = 0;
+  for (int i = n - 1; text && i >= 0; i--) { /* oldest first */
+    const int was = listed(gone, n_gone, steps[i]), is = steps[i] > saved || (was && steps[i] != saved);
+    changed |= was != is;
+    if (is) len += (size_t)snprintf(text + len, cap - len, "step_%08lld\n", (long long)steps[i]);
+  }
+  for (int i = 0; i < n_gone; i++) changed |= !listed(steps, n, gone[i]); /* removed since: off the list */
+  char *path = tsl_asprintf("%s/" TSL_CKPT_ABANDONED, dir);
+  if (st >= 0 && !path) st = TESSEL_E_NOMEM;
+  if (st >= 0 && changed) {
+    if (len) st = tsl_atomic_write_file(path, text, len);
+    else if (unlink(path) != 0 && errno != ENOENT)
+      st = tsl_error(TESSEL_E_IO, "cannot remove %s: %s", path, strerror(errno));
+  }
+  free(path);
+  free(text);
+  free(gone);
+  free(steps);
+  return st;
+}
+
 /* This process's temporary directory for step `step` in `dir`: what a save
 ** writes before renaming it into place, and what a prune renames a step to
 ** before removing it; the next start sweeps away any that a crash left. */
@@ -77,7 +155,7 @@ char *tsl_ckpt_temporary_dir(const char *dir, int64_t step) {
 tsl_status tsl_ckpt_prune(const char *dir, int keep, int64_t just_saved) {
   int64_t *steps;
   tsl_status st = TESSEL_OK;
-  int n = list_steps(dir, &steps), kept = 0;
+  int n = own_steps(dir, &steps), kept = 0;
   for (int i = 0; keep > 0 && i < n && st >= 0; i++) {
     if (steps[i] > just_saved || kept++ < keep) continue;
     char *path = tsl_asprintf("%s/step_%08lld", dir, (long long)steps[i]);
@@ -186,7 +264,7 @@ tsl_status tsl_ckpt_latest_of(const char *dir, int warn, char **path, int64_t *s
   *path = NULL;
   *step = named;
   if (named < 0 || !there) {
-    n = list_steps(dir, &steps);
+    n = own_steps(dir, &steps);
     *step = -1;
     for (int i = 0; i < n && *step < 0; i++)
       if (named < 0 || steps[i] < named) *step = steps[i];
@@ -216,7 +294,7 @@ char *tsl_ckpt_intact_before(const char *dir, const char *damaged) {
   char *found = NULL;
   const char *base = strrchr(damaged, '/');
   int64_t step = entry_step(base ? base + 1 : damaged);
-  int n = step > 0 ? list_steps(dir, &steps) : 0;
+  int n = step > 0 ? own_steps(dir, &steps) : 0;
   for (int i = 0; i < n && !found; i++) {
     tsl_ckpt c;
     char *path = steps[i] < step ? tsl_asprintf("%s/step_%08lld", dir, (long long)steps[i]) : NULL;

@@ -18,8 +18,14 @@ char *tsl_ckpt_temporary_dir(const char *dir, int64_t step);
 tsl_status tsl_ckpt_rename_into_place(const char *tmp, const char *final);
 /* Record `step` in dir/latest as the newest checkpoint of the run. */
 tsl_status tsl_ckpt_track(const char *dir, int64_t step);
-/* Keep the newest `keep` steps up to `just_saved` (0: all); an old step
-** that cannot be removed is a warning. */
+/* After the save of step `saved` (rank 0): list in dir/abandoned every step
+** above it that is there (the part of a run that went back), and take
+** `saved` off that list. Pruning and automatic resume pass over what it
+** lists. */
+tsl_status tsl_ckpt_note_abandoned(const char *dir, int64_t saved);
+/* Keep the newest `keep` steps up to `just_saved` (0: all), of those
+** dir/abandoned does not list; an old step that cannot be removed is a
+** warning. */
 tsl_status tsl_ckpt_prune(const char *dir, int keep, int64_t just_saved);
 /* dir/latest, where each save names itself, must be a file when it is
 ** there: a directory (or another kind) in its place let a run train a

@@ -56,10 +56,12 @@ static tsl_status lock_dir(const char *dir, const char *what, int *fd_out) {
 static int moved_aside(const char *name) { return fnmatch("step_[0-9]*.old-[0-9]*", name, 0) == 0; }
 
 /* Is `name` a leftover of an interrupted checkpoint (".tmp-step_N-PID", a
-** step moved aside, or the record of the newest one half-written)? */
+** step moved aside, or a half-written record of the newest or of the
+** abandoned ones)? */
 static int stale_checkpoint(const char *name) {
   return fnmatch(".tmp-step_[0-9]*-[0-9]*", name, 0) == 0 || moved_aside(name) ||
-         fnmatch(TSL_CKPT_LATEST ".tmp.[0-9]*", name, 0) == 0;
+         fnmatch(TSL_CKPT_LATEST ".tmp.[0-9]*", name, 0) == 0 ||
+         fnmatch(TSL_CKPT_ABANDONED ".tmp.[0-9]*", name, 0) == 0;
 }
 
 /* Is `name` an atomic file's temporary ("NAME.tmp.PID")? */

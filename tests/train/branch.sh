@@ -58,5 +58,29 @@ echo step_00000099 >"$ck/latest"
 grep -q "$ck/latest names step_00000099, which is not in $ck (moved or removed); going by step_00000012" \
   "$WORK/sample.err" ||
   { cat "$WORK/sample.err" >&2; fail "a latest naming no checkpoint went unmentioned"; }
+
+# keep counts the run's own steps only: gone back to step 2 of a run that
+# saved 2, 4, 6, 8, and saving every 3 with keep 2, the new run keeps its 3
+# and 6 (it pruned its own 3 and kept the abandoned 4) and leaves 4 and 8
+# alone, listed in checkpoint.dir/abandoned; with its 6 moved away, the
+# next resume goes back to its 3, not to the abandoned 4
+kd=$WORK/keep/checkpoints
+k() { "$TESSEL" run "$WORK/tiny.yaml" --set log.dir="$WORK/keep" --set train.steps=8 "$@"; }
+k --set checkpoint.every=2 --set checkpoint.keep=0 >"$WORK/keep1.log" 2>&1 || { cat "$WORK/keep1.log" >&2; fail "the first run failed"; }
+set +e
+k --set checkpoint.every=3 --set checkpoint.keep=2 --set train.stop_after=4 --set optimizer.lr=1e-3 \
+  --resume "$kd/step_00000002" >"$WORK/keep2.log" 2>&1
+rc=$?
+set -e
+[ $rc -eq 75 ] || { cat "$WORK/keep2.log" >&2; fail "the branch exited $rc, expected 75"; }
+[ "$(ls "$kd" | grep '^step_' | tr '\n' ' ')" = "step_00000003 step_00000004 step_00000006 step_00000008 " ] ||
+  fail "the branch kept $(ls "$kd" | tr '\n' ' '), expected its own 3 and 6 and the abandoned 4 and 8"
+[ "$(cat "$kd/abandoned")" = "$(printf 'step_00000004\nstep_00000008')" ] || fail "abandoned lists: $(cat "$kd/abandoned")"
+mv "$kd/step_00000006" "$WORK/keep6"
+set +e
+k --set checkpoint.every=3 --set checkpoint.keep=2 --set optimizer.lr=1e-3 --set train.stop_after=1 >"$WORK/keep3.log" 2>&1
+set -e
+grep -q "resuming from .*step_00000003 (step 3)" "$WORK/keep3.log" ||
+  { cat "$WORK/keep3.log" >&2; fail "with its 6 moved away, the run did not go back to its own step 3"; }
 rm -rf "$WORK"
 echo "ok: a run that went back resumes where it stopped, keeps its checkpoints and names how to go on"
