@@ -271,14 +271,16 @@ tsl_status tsl_ckpt_latest_of(const char *dir, int warn, char **path, int64_t *s
     free(steps);
     record = tsl_asprintf("%s/%s", dir, TSL_CKPT_LATEST);
     if (warn && record && tsl_path_exists(record)) {
-      char instead[64] = "none is left to resume from";
-      if (*step >= 0) snprintf(instead, sizeof instead, "going by step_%08lld", (long long)*step);
+      char instead[96] = "and no step of the run is there to resume from";
+      if (*step >= 0)
+        snprintf(instead, sizeof instead, "going by step_%08lld, the %s", (long long)*step,
+                 named >= 0 ? "newest before it" : "run's highest step there");
       if (named >= 0)
-        tsl_log(TESSEL_LOG_WARN, "%s names step_%08lld, which is not in %s (moved or removed); %s, the newest "
-                "before it", record, (long long)named, dir, instead);
+        tsl_log(TESSEL_LOG_WARN, "%s names step_%08lld, which is not in %s (moved or removed); %s", record,
+                (long long)named, dir, instead);
       else
-        tsl_log(TESSEL_LOG_WARN, "%s does not name a checkpoint (expected one line, step_NNNNNNNN); %s, the "
-                "highest step in %s", record, instead, dir);
+        tsl_log(TESSEL_LOG_WARN, "%s does not name a checkpoint in %s (expected one line, step_NNNNNNNN); %s",
+                record, dir, instead);
     }
     free(record);
     if (*step < 0) return TESSEL_OK;
