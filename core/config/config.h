@@ -98,6 +98,11 @@ tsl_status tsl_cfg_string_list(tsl_cfg *node, const char *key, const char ***out
 void tsl_cfg_keep(tsl_status *st, tsl_status got);
 /* Require a key to be present (before reading it with a getter). */
 tsl_status tsl_cfg_require(tsl_cfg *node, const char *key);
+/* When `key` is absent and a key not asked for looks like it misspelt, that
+** mistake, at the misspelling ("unknown key 'nam' in plugin (did you mean
+** 'name'?)"); else TESSEL_OK. For a key that is needed only in some cases,
+** whose own message says which. */
+tsl_status tsl_cfg_misspelt(tsl_cfg *node, const char *key);
 
 /* Report every key under `node` (recursively, through maps that were
 ** read) that no getter asked for. */

@@ -449,6 +449,11 @@ static tsl_status misspelt(tsl_cfg *map, const tsl_entry *e, const char *key) {
                         where[0] ? "key" : "section", TSL_ECHO(e->key), where[0] ? " in " : "", TSL_ECHO(where), key);
 }
 
+tsl_status tsl_cfg_misspelt(tsl_cfg *map, const char *key) {
+  tsl_entry *e = map && map->kind == TSL_NODE_MAP && !tsl_cfg_has(map, key) ? misspelling_of(map, key) : NULL;
+  return e ? misspelt(map, e, key) : TESSEL_OK;
+}
+
 int tsl_cfg_is_empty(const tsl_cfg *node) {
   if (!node || node->kind == TSL_NODE_NULL) return 1;
   for (int i = 0; i < node->n_entries; i++)

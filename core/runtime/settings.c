@@ -445,8 +445,12 @@ static tsl_status read_plugin(tsl_cfg *root, tsl_settings *s) {
   if (tsl_cfg_is_empty(p)) return TESSEL_OK;
   tsl_cfg_keep(&st, tsl_cfg_file(p, "path", NULL, &s->plugin.path));
   tsl_cfg_keep(&st, tsl_cfg_string(p, "name", NULL, &s->plugin.name));
-  if (st >= 0 && !s->plugin.name && !s->plugin.path)
-    tsl_cfg_keep(&st, tsl_cfg_error(p, NULL, "give the strategy's 'name' (e.g. ddp) or the 'path' of its library"));
+  if (st >= 0 && !s->plugin.name && !s->plugin.path) {
+    tsl_status typo = tsl_cfg_misspelt(p, "name");
+    if (typo >= 0) typo = tsl_cfg_misspelt(p, "path");
+    tsl_cfg_keep(&st, typo < 0 ? typo
+                             : tsl_cfg_error(p, NULL, "give the strategy's 'name' (e.g. ddp) or the 'path' of its library"));
+  }
   s->plugin.section = p;
   return st;
 }
