@@ -502,9 +502,28 @@ fail:
   return st;
 }
 
-/* One key nobody asked for, with the closest declared key or the list of them. */
+/* The top-level section, other than `node`, that a getter asked for `key`
+** in: where a key written in the wrong place belongs. NULL for none. */
+static const char *home_of(const tsl_cfg *node, const char *key) {
+  const tsl_cfg *root = node;
+  while (root->parent) root = root->parent;
+  for (int i = 0; i < root->n_entries; i++) {
+    const tsl_cfg *sec = root->entries[i].value;
+    if (sec == node || sec->kind != TSL_NODE_MAP) continue;
+    for (int k = 0; k < sec->n_asked; k++)
+      if (strcmp(sec->asked[k], key) == 0) return root->entries[i].key;
+  }
+  return NULL;
+}
+
+/* One key nobody asked for: where it belongs when it is another section's
+** key, else the closest declared key or the list of them. */
 static tsl_status unknown_key(tsl_cfg *node, const tsl_entry *e) {
   const char *where = tsl_cfg_path(node), *what = where[0] ? "key" : "section";
+  const char *home = home_of(node, e->key);
+  if (home)
+    return tsl_cfg_report(node->owner, e->key_mark, "unknown %s '%s'%s%s: it is a key of %s:, write it there", what,
+                          TSL_ECHO(e->key), where[0] ? " in " : "", TSL_ECHO(where), TSL_ECHO(home));
   const char *near = tsl_closest(e->key, (const char *const *)node->asked, node->n_asked);
   if (near)
     return tsl_cfg_report(node->owner, e->key_mark, "unknown %s '%s'%s%s (did you mean '%s'?)", what,
