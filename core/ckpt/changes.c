@@ -93,8 +93,6 @@ static long long schedule_value(const tsl_settings *s, size_t at) {
   return (long long)*(const int64_t *)((const char *)s + at);
 }
 
-static const char *const decay_names[] = {"cosine", "linear", "constant", "wsd"};
-
 /* One warning when the optimizer goes on otherwise than the checkpoint's
 ** run would have (its config.yaml): another β, ε, weight decay or clipping,
 ** or another learning rate from the next step on — a schedule changed, or
@@ -115,11 +113,11 @@ static void warn_optimizer(const tsl_settings *s, const tsl_ckpt *c) {
     }
     if (s->optim.decay != was.optim.decay && used < sizeof changed)
       used += (size_t)snprintf(changed + used, sizeof changed - used, "%soptimizer.decay %s (was %s)",
-                               used ? ", " : "", decay_names[s->optim.decay], decay_names[was.optim.decay]);
+                               used ? ", " : "", tsl_decay_names[s->optim.decay], tsl_decay_names[was.optim.decay]);
     if (s->optim.decay_sqrt != was.optim.decay_sqrt && used < sizeof changed)
       used += (size_t)snprintf(changed + used, sizeof changed - used, "%soptimizer.decay_shape %s (was %s)",
-                               used ? ", " : "", s->optim.decay_sqrt ? "1-sqrt" : "linear",
-                               was.optim.decay_sqrt ? "1-sqrt" : "linear");
+                               used ? ", " : "", tsl_decay_shape_names[s->optim.decay_sqrt],
+                               tsl_decay_shape_names[was.optim.decay_sqrt]);
     for (size_t i = 0; i < TSL_ARRAY_LEN(schedule_keys) && used < sizeof changed; i++) {
       long long now = schedule_value(s, schedule_keys[i].at), then = schedule_value(&was, schedule_keys[i].at);
       if (now != then)

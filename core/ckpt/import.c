@@ -247,21 +247,30 @@ static int names_checkpoints(const char *path) {
   return yes;
 }
 
+tsl_weights_kind tsl_weights_kind_of(const char *dir) {
+  char *trainer = tsl_asprintf("%s/trainer.json", dir), *config = tsl_asprintf("%s/config.json", dir);
+  const int has_trainer = trainer && tsl_path_exists(trainer), has_config = config && tsl_path_exists(config);
+  free(trainer);
+  free(config);
+  if (has_trainer || (!has_config && names_checkpoints(dir))) return TSL_WEIGHTS_CKPT;
+  return has_config ? TSL_WEIGHTS_HF : TSL_WEIGHTS_NONE;
+}
+
 tsl_status tsl_weights_open(const char *dir, int say, tsl_weights **out) {
   tsl_status st;
-  char *trainer = tsl_asprintf("%s/trainer.json", dir), *config = tsl_asprintf("%s/config.json", dir);
   tsl_weights *w = calloc(1, sizeof *w);
+  const tsl_weights_kind kind = tsl_weights_kind_of(dir);
   *out = NULL;
-  if (!w || !trainer || !config || !(w->dir = tsl_strdup(dir))) {
+  if (!w || !(w->dir = tsl_strdup(dir))) {
     st = tsl_error(TESSEL_E_NOMEM, "out of host memory");
     goto fail;
   }
-  if (tsl_path_exists(trainer) || (!tsl_path_exists(config) && names_checkpoints(dir))) {
+  if (kind == TSL_WEIGHTS_CKPT) {
     TSL_TRY(st, tsl_ckpt_open_weights(dir, &w->ckpt));
     w->model = w->ckpt.arch;
     w->files = &w->ckpt.model;
     w->n_files = 1;
-  } else if (tsl_path_exists(config)) {
+  } else if (kind == TSL_WEIGHTS_HF) {
     w->hf = 1;
     TSL_TRY(st, tsl_hf_config(dir, say, &w->model, &w->fused));
     TSL_TRY(st, tsl_hf_open_files(dir, &w->files, &w->n_files));
@@ -277,8 +286,6 @@ tsl_status tsl_weights_open(const char *dir, int say, tsl_weights **out) {
   w = NULL;
 fail:
   tsl_weights_close(w);
-  free(trainer);
-  free(config);
   return st;
 }
 

@@ -35,6 +35,11 @@ typedef struct tsl_weights tsl_weights;
 ** tensor. With `say`, what the reading makes of a Hugging Face model is
 ** logged: once per directory, by the caller that reads it first. */
 tsl_status tsl_weights_open(const char *dir, int say, tsl_weights **out);
+/* What tsl_weights_open takes DIR for: a tessel checkpoint (or a
+** checkpoint.dir, or its latest, standing for one), a Hugging Face model,
+** or neither (a name that holds no weights). */
+typedef enum { TSL_WEIGHTS_NONE, TSL_WEIGHTS_CKPT, TSL_WEIGHTS_HF } tsl_weights_kind;
+tsl_weights_kind tsl_weights_kind_of(const char *dir);
 void tsl_weights_close(tsl_weights *w);
 /* The model the weights describe (seq_len: the positions they were made
 ** for: GPT-2's n_positions, Llama's max_position_embeddings). */

@@ -93,16 +93,6 @@ tsl_status tsl_model_compare(const tsl_model_settings *c, const tsl_model_settin
   return st;
 }
 
-/* Whether dir is a checkpoint or a Hugging Face model (by its record), so
-** that failing to open it is damage rather than a wrong name. */
-static int holds_weights(const char *dir) {
-  char *a = tsl_asprintf("%s/trainer.json", dir), *b = tsl_asprintf("%s/config.json", dir);
-  const int yes = (a && tsl_path_exists(a)) || (b && tsl_path_exists(b));
-  free(a);
-  free(b);
-  return yes;
-}
-
 tsl_status tsl_init_from_check(tsl_settings *s) {
   tsl_model_settings *c = &s->model;
   tsl_weights *w = NULL;
@@ -116,7 +106,7 @@ tsl_status tsl_init_from_check(tsl_settings *s) {
     ** version cannot read, is the config's mistake, at the key (exit 2). */
     char why[2048];
     snprintf(why, sizeof why, "%s", tsl_error_message());
-    if (st == TESSEL_E_IO && holds_weights(c->init_from))
+    if (st == TESSEL_E_IO && tsl_weights_kind_of(c->init_from) != TSL_WEIGHTS_NONE)
       return tsl_error(st, "model.init_from: cannot start from these weights: %s", why);
     return tsl_cfg_error(c->section, "init_from", "cannot start from these weights: %s", why);
   }

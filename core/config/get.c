@@ -465,9 +465,8 @@ tsl_status tsl_cfg_require(tsl_cfg *map, const char *key) {
   /* a list has no keys: saying one is missing would blame the wrong thing */
   if (map && map->kind != TSL_NODE_MAP) return tsl_cfg_error(map, NULL, "expected a section (map)");
   if (tsl_cfg_has(map, key)) return TESSEL_OK;
-  tsl_entry *e = misspelling_of(map, key);
-  if (e) return misspelt(map, e, key);
-  return tsl_cfg_error(map, NULL, "missing required key '%s'", key);
+  tsl_status st = tsl_cfg_misspelt(map, key);
+  return st < 0 ? st : tsl_cfg_error(map, NULL, "missing required key '%s'", key);
 }
 
 tsl_status tsl_cfg_section(tsl_cfg *map, const char *key, int required, tsl_cfg **out) {
@@ -475,8 +474,7 @@ tsl_status tsl_cfg_section(tsl_cfg *map, const char *key, int required, tsl_cfg 
   *out = NULL;
   if (!map) return TESSEL_OK;
   if (required && !tsl_cfg_has(map, key)) {
-    tsl_entry *e = misspelling_of(map, key);
-    if (e) return misspelt(map, e, key);
+    TSL_TRY(st, tsl_cfg_misspelt(map, key));
     if (!tsl_cfg_path(map)[0])
       return tsl_cfg_report(map->owner, map->mark, "missing required section '%s:'", key);
     return tsl_cfg_error(map, NULL, "missing required section '%s:'", key);

@@ -255,9 +255,12 @@ static tsl_status read_data(tsl_cfg *root, tsl_settings *s) {
   return st;
 }
 
-/* "3h50m", "90s", "1d12h", "45m", or plain seconds ("5400") into seconds;
-** -1 when malformed, not finite or not more than zero (strtod alone would
-** take "nan", "inf" and "0x1p4", and 0 would mean no limit at all). */
+const char *const tsl_decay_names[] = {"cosine", "linear", "constant", "wsd", NULL};
+const char *const tsl_decay_shape_names[] = {"linear", "1-sqrt", NULL};
+
+/* "3h50m", "90s", "1d12h", "45m", "0s", or plain seconds ("5400") into
+** seconds; -1 when malformed, not finite or negative (strtod alone would
+** take "nan", "inf" and "0x1p4"). Zero is the caller's to take or refuse. */
 static double parse_duration(const char *text) {
   double total = 0;
   const char *p = text;
@@ -277,15 +280,7 @@ static double parse_duration(const char *text) {
     total += v * unit;
     p = end;
   }
-  return isfinite(total) && total > 0 ? total : -1;
-}
-
-/* "0", "0.0", "0s", "0m", ...: no time at all, in any unit or none */
-static int zero_duration(const char *v) {
-  double x;
-  char *end;
-  if (tsl_parse_decimal(v, &x, &end) < 0 || x != 0.0) return 0;
-  return *end == '\0' || (strchr("smhd", *end) && end[1] == '\0');
+  return isfinite(total) && total >= 0 ? total : -1;
 }
 
 /* train.comm_timeout: a duration, or 0 (in any unit) to wait forever. */
@@ -293,7 +288,7 @@ static tsl_status read_comm_timeout(tsl_cfg *t, tsl_settings *s) {
   const char *v;
   tsl_status st = tsl_cfg_string(t, "comm_timeout", "30m", &v);
   if (st < 0) return st;
-  double seconds = zero_duration(v) ? 0 : parse_duration(v);
+  double seconds = parse_duration(v);
   if (seconds < 0)
     return tsl_cfg_error(t, "comm_timeout", "'%s' is not a duration: write e.g. 30m, 90s or 2h, or 0 to wait forever",
                          v);
@@ -336,7 +331,8 @@ static tsl_status read_train(tsl_cfg *root, tsl_settings *s) {
   tsl_cfg_keep(&st, req >= 0 ? tsl_cfg_int(t, "steps", 0, 1, I64_MAX, &steps) : req);
   tsl_cfg_keep(&st, tsl_cfg_int(t, "stop_after", 0, 0, I64_MAX, &s->train.stop_after));
   tsl_cfg_keep(&st, tsl_cfg_string(t, "stop_after_time", NULL, &limit));
-  if (limit && (s->train.stop_after_time = parse_duration(limit)) < 0)
+  /* 0 would mean no limit at all: refused rather than read so */
+  if (limit && (s->train.stop_after_time = parse_duration(limit)) <= 0)
     tsl_cfg_keep(&st, tsl_cfg_error(t, "stop_after_time", "'%s' is not a duration above zero: write e.g. 3h50m, 90m, 45s or 1d12h",
                             limit));
   tsl_cfg_keep(&st, read_comm_timeout(t, s));
@@ -382,8 +378,6 @@ static tsl_status read_train(tsl_cfg *root, tsl_settings *s) {
 }
 
 static tsl_status read_optimizer(tsl_cfg *root, tsl_settings *s) {
-  static const char *const decays[] = {"cosine", "linear", "constant", "wsd", NULL};
-  static const char *const shapes[] = {"linear", "1-sqrt", NULL};
   tsl_cfg *o;
   int decay;
   tsl_status st = tsl_cfg_section(root, "optimizer", 0, &o);
@@ -393,16 +387,16 @@ static tsl_status read_optimizer(tsl_cfg *root, tsl_settings *s) {
   tsl_cfg_keep(&st, lr);
   tsl_cfg_keep(&st, min_lr);
   tsl_cfg_keep(&st, tsl_cfg_int(o, "warmup_steps", 0, 0, I64_MAX, &s->optim.warmup_steps));
-  tsl_status dst = tsl_cfg_enum(o, "decay", decays, TSL_DECAY_COSINE, &decay);
+  tsl_status dst = tsl_cfg_enum(o, "decay", tsl_decay_names, TSL_DECAY_COSINE, &decay);
   tsl_cfg_keep(&st, dst);
   tsl_cfg_keep(&st, tsl_cfg_int(o, "decay_steps", 0, 0, I64_MAX, &s->optim.decay_steps));
-  tsl_cfg_keep(&st, tsl_cfg_enum(o, "decay_shape", shapes, 0, &s->optim.decay_sqrt));
+  tsl_cfg_keep(&st, tsl_cfg_enum(o, "decay_shape", tsl_decay_shape_names, 0, &s->optim.decay_sqrt));
   if (dst >= 0 && decay != TSL_DECAY_WSD && s->optim.decay_steps > 0)
     tsl_cfg_keep(&st, tsl_cfg_error(o, "decay_steps", "is the cool-down of decay: wsd, and decay is %s: set decay: wsd, or "
-                            "leave decay_steps out", decays[decay]));
+                            "leave decay_steps out", tsl_decay_names[decay]));
   if (dst >= 0 && decay != TSL_DECAY_WSD && s->optim.decay_sqrt)
     tsl_cfg_keep(&st, tsl_cfg_error(o, "decay_shape", "shapes the cool-down of decay: wsd, and decay is %s: set decay: wsd, "
-                            "or leave decay_shape out", decays[decay]));
+                            "or leave decay_shape out", tsl_decay_names[decay]));
   tsl_cfg_keep(&st, tsl_cfg_float(o, "beta1", 0.9, 0.0, 0.999999, &s->optim.beta1));
   tsl_cfg_keep(&st, tsl_cfg_float(o, "beta2", 0.95, 0.0, 0.999999, &s->optim.beta2));
   tsl_status eps = tsl_cfg_float(o, "eps", 1e-8, 0.0, 1.0, &s->optim.eps);

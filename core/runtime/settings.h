@@ -19,6 +19,10 @@
 typedef enum { TSL_DEVICE_CPU = 0, TSL_DEVICE_CUDA = 1 } tsl_device_kind;
 typedef enum { TSL_ARCH_GPT2 = 0, TSL_ARCH_LLAMA = 1 } tsl_arch_kind;
 typedef enum { TSL_DECAY_COSINE = 0, TSL_DECAY_LINEAR = 1, TSL_DECAY_CONSTANT = 2, TSL_DECAY_WSD = 3 } tsl_decay;
+/* optimizer.decay's words by tsl_decay, and decay_shape's by decay_sqrt (0
+** linear, 1 1-sqrt); NULL-terminated, as the config reads them */
+extern const char *const tsl_decay_names[];
+extern const char *const tsl_decay_shape_names[];
 typedef enum { TSL_RESUME_AUTO = 0, TSL_RESUME_NEVER = 1 } tsl_resume;
 typedef enum { TSL_PROGRESS_AUTO = 0, TSL_PROGRESS_ALWAYS = 1, TSL_PROGRESS_NEVER = 2 } tsl_progress;
 
